@@ -1,0 +1,21 @@
+# Two commands for a fresh machine: `make run` and `make test`. Each creates .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+.PHONY: run test bench clean
+run: $(STAMP)  ## dedup the sample crawl shipped in the repo into out/
+	$(BIN)/streamdedup dedup streamdedup/data/sample_crawl.jsonl.gz --out out/sample --state out/sample-state --fresh
+
+test: $(STAMP)  ## the whole test suite
+	$(BIN)/python -m pytest tests
+
+clean:
+	rm -rf out build *.egg-info

@@ -1,0 +1,3 @@
+from streamdedup.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Cleaning: bytes -> text (charset), HTML -> main text (extraction), text -> normal form."""

@@ -1,0 +1,122 @@
+"""Bytes to text: decompression, BOM, declared charset, sniffed <meta> charset, detection.
+
+UTF-8 is tried strictly first because most of the web is UTF-8 and a strict decode is the best
+detector there is; a declared charset is trusted only if it decodes cleanly (crawls are full of
+Latin-1 pages labelled UTF-8 and the reverse); charset-normalizer decides the rest (GBK, Big5,
+cp1251, Shift-JIS, ...).
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import re
+import zlib
+
+from streamdedup.record.rejection import Reason, Rejected
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE)
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([a-zA-Z0-9_.:-]+)", re.IGNORECASE)
+_MAX_CONTROL_RATIO = 0.05
+
+
+def charset_from_content_type(content_type: str | None) -> str | None:
+    match = _HEADER_CHARSET.search(content_type or "")
+    return match.group(1) if match else None
+
+
+def decompress(data: bytes, max_bytes: int) -> bytes:
+    """Undo a transfer encoding a crawler forgot to undo (gzip/zlib, brotli), bounded in size."""
+    if data[:2] == b"\x1f\x8b":
+        return _bounded(zlib.decompressobj(16 + zlib.MAX_WBITS), data, max_bytes, "gzip")
+    if data[:1] == b"\x78" and len(data) > 2 and (data[0] * 256 + data[1]) % 31 == 0:
+        try:
+            return _bounded(zlib.decompressobj(), data, max_bytes, "zlib")
+        except Rejected:
+            raise
+        except zlib.error:
+            return data
+    return data
+
+
+def _bounded(decoder: "zlib._Decompress", data: bytes, max_bytes: int, kind: str) -> bytes:
+    try:
+        out = decoder.decompress(data, max_bytes + 1)
+    except zlib.error as err:
+        raise Rejected(Reason.UNDECODABLE, f"corrupt {kind} content: {err}") from None
+    if len(out) > max_bytes:
+        raise Rejected(Reason.TOO_LARGE, f"{kind} content inflates beyond {max_bytes} bytes")
+    return out
+
+
+def try_brotli(data: bytes, max_bytes: int) -> bytes | None:
+    """Brotli has no magic number: only tried when nothing else decodes the bytes."""
+    try:
+        import brotli
+    except ImportError:  # pragma: no cover - brotli is a dependency
+        return None
+    try:
+        decoder = brotli.Decompressor()
+        out = decoder.process(data)
+    except brotli.error:
+        return None
+    if len(out) > max_bytes:
+        raise Rejected(Reason.TOO_LARGE, f"brotli content inflates beyond {max_bytes} bytes")
+    return out if out else None
+
+
+def decode_bytes(data: bytes, declared_charset: str | None, *, max_bytes: int) -> str:
+    """Decode page bytes to text, or raise Rejected(UNDECODABLE)."""
+    data = decompress(data, max_bytes)
+    text = _decode_text(data, declared_charset)
+    if text is None:
+        inflated = try_brotli(data, max_bytes)
+        if inflated is not None:
+            text = _decode_text(inflated, declared_charset)
+    if text is None:
+        raise Rejected(Reason.UNDECODABLE, "content is not text in any detectable encoding")
+    return text
+
+
+def _decode_text(data: bytes, declared_charset: str | None) -> str | None:
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return _clean_decode(data, encoding)
+    for candidate in ("utf-8", declared_charset, _sniff_meta(data)):
+        if candidate:
+            text = _clean_decode(data, candidate)
+            if text is not None:
+                return text
+    return _detect(data)
+
+
+def _sniff_meta(data: bytes) -> str | None:
+    match = _META_CHARSET.search(data[:4096])
+    return match.group(1).decode("ascii", "ignore") if match else None
+
+
+def _clean_decode(data: bytes, encoding: str) -> str | None:
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    return text if looks_like_text(text) else None
+
+
+def _detect(data: bytes) -> str | None:
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data[:200_000]).best()
+    if best is None:
+        return None
+    return _clean_decode(data, best.encoding)
+
+
+def looks_like_text(text: str) -> bool:
+    """Binary garbage decodes 'successfully' in single-byte charsets; its control characters give it away."""
+    if not text:
+        return False
+    sample = text[:20_000]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f") + sample.count("\ufffd")
+    return controls / len(sample) <= _MAX_CONTROL_RATIO

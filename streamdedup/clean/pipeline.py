@@ -1,0 +1,40 @@
+"""Page -> normalised main text. One function, so every runtime cleans the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamdedup.clean.decode import charset_from_content_type, decode_bytes
+from streamdedup.clean.extract import extract_main_text, is_html
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.record.page import Page
+from streamdedup.record.rejection import Reason, Rejected
+
+
+@dataclass(frozen=True)
+class CleaningConfig:
+    extractor: str = "trafilatura"
+    max_content_bytes: int = 10_000_000
+    max_text_chars: int = 2_000_000
+
+    def __str__(self) -> str:
+        return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
+
+
+_TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "")
+
+
+def clean_page(page: Page, config: CleaningConfig) -> str:
+    """Return the page's normalised main text, or raise Rejected with the reason."""
+    kind = page.content_type.split(";", 1)[0].strip().lower()
+    if not kind.startswith(_TEXT_TYPES):
+        raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
+    content = page.content
+    if isinstance(content, bytes):
+        content = decode_bytes(content, charset_from_content_type(page.content_type),
+                               max_bytes=config.max_content_bytes)
+    text = extract_main_text(content, config.extractor) if is_html(page.content_type, content) else content
+    text = normalize_text(text[: config.max_text_chars])
+    if not text:
+        raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
+    return text

@@ -1,0 +1,176 @@
+"""Command line: a thin layer over the library. `streamdedup --help` lists the commands."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from streamdedup.clean.extract import EXTRACTORS
+from streamdedup.config import DetectorConfig, parse_duration
+from streamdedup.fingerprints.registry import METHODS
+
+SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
+
+
+def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = True) -> None:
+    group = parser.add_argument_group("detector")
+    group.add_argument("--config", type=Path, help="TOML file (methods, params, policy, extractor, retention)")
+    if with_methods:
+        group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
+    group.add_argument("--policy", help="rules like 'exact|minhash|simhash+a12' (| = or, + = and)")
+    group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
+                       help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
+    group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor")
+    group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
+    group.add_argument("--batch-size", type=int, help="pages per atomic store write")
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def detector_config(args: argparse.Namespace) -> DetectorConfig:
+    config = DetectorConfig.from_toml(args.config) if args.config else DetectorConfig()
+    params = {name: dict(values) for name, values in config.method_params.items()}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        method, dot, key = name.partition(".")
+        if not sep or not dot:
+            raise SystemExit(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
+        params.setdefault(method, {})[key] = _parse_value(value)
+    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
+    cleaning = config.cleaning
+    if args.extractor:
+        from dataclasses import replace
+
+        cleaning = replace(cleaning, extractor=args.extractor)
+    return config.with_overrides(
+        methods=methods, method_params=params, policy=args.policy, cleaning=cleaning,
+        retention=parse_duration(args.retention) if args.retention else None,
+        batch_size=args.batch_size)
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from streamdedup.detector import Detector
+    from streamdedup.outputs.files import FileSink
+    from streamdedup.record.readers import read_inputs
+
+    config = detector_config(args)
+    state = args.state or args.out / "state"
+    if args.fresh and state.exists():
+        shutil.rmtree(state)
+    sink = FileSink(args.out)
+    with Detector(config, state) as detector:
+        records = tqdm(read_inputs(args.inputs), unit="page", desc="dedup", disable=args.quiet or None,
+                       file=sys.stderr)
+        for outcome in detector.run(records):
+            sink.write(outcome)
+        summary = sink.close(state=str(state), config=detector.store_fingerprint(), policy=config.policy)
+    if not args.quiet:
+        print(orjson.dumps({k: summary[k] for k in ("records", "unique", "duplicates", "rejected",
+                                                     "clusters", "records_per_s")}).decode())
+        print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, summary.json)")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from streamdedup.evaluate.run import run_evaluation
+
+    config = detector_config(args)
+    methods = list(METHODS) if args.eval_methods == "all" else [m.strip() for m in args.eval_methods.split(",")]
+    metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet)
+    if not args.quiet:
+        for name, row in metrics["methods"].items():
+            print(f"{name:>12}  P={row['precision']:.3f}  R={row['recall']:.3f}  F1={row['f1']:.3f}  ARI={row['ari']:.3f}")
+        print(f"report: {args.out / 'report.html'}")
+    return 0
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    from streamdedup.detector import Detector
+
+    with Detector(detector_config(args), args.state) as detector:
+        store = detector.store
+        if args.store_command == "info":
+            print(orjson.dumps(store.stats(), option=orjson.OPT_INDENT_2).decode())
+        elif args.store_command == "delete":
+            missing = [page_id for page_id in args.ids if not store.delete_page(page_id)]
+            print(f"deleted {len(args.ids) - len(missing)} page(s); not found: {missing or 'none'}")
+            return 1 if missing else 0
+        elif args.store_command == "expire":
+            from streamdedup.record.page import parse_timestamp
+
+            before = parse_timestamp(args.before)
+            print(f"expired {store.expire(int(before.timestamp() * 1000))} page(s) fetched before {before.isoformat()}")
+    return 0
+
+
+def cmd_devset(args: argparse.Namespace) -> int:
+    from streamdedup.evaluate import devset
+
+    return devset.main(args.rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dedup = sub.add_parser("dedup", help="deduplicate JSON Lines / WARC files (or - for stdin) into a folder")
+    dedup.add_argument("inputs", nargs="+", help="JSON Lines (.gz ok), WARC (.gz ok) or -")
+    dedup.add_argument("--out", type=Path, required=True, help="folder for unique/duplicates/rejected.jsonl")
+    dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); reuse it to continue")
+    dedup.add_argument("--fresh", action="store_true", help="delete the state folder first")
+    dedup.add_argument("-q", "--quiet", action="store_true")
+    _add_detector_options(dedup)
+    dedup.set_defaults(func=cmd_dedup)
+
+    evaluate = sub.add_parser("eval", help="score methods on a labelled JSON Lines set (field 'cluster')")
+    evaluate.add_argument("dataset", type=Path)
+    evaluate.add_argument("--out", type=Path, required=True)
+    evaluate.add_argument("--methods", dest="eval_methods", default="all",
+                          help="methods to score alone, comma-separated, or 'all' (default)")
+    evaluate.add_argument("-q", "--quiet", action="store_true")
+    _add_detector_options(evaluate, with_methods=False)
+    evaluate.set_defaults(func=cmd_eval, methods=None)
+
+    store = sub.add_parser("store", help="inspect or maintain a state store")
+    store.add_argument("store_command", choices=("info", "delete", "expire"))
+    store.add_argument("ids", nargs="*", help="page ids (for delete)")
+    store.add_argument("--state", type=Path, required=True)
+    store.add_argument("--before", help="ISO-8601 time (for expire)")
+    _add_detector_options(store)
+    store.set_defaults(func=cmd_store)
+
+    devset = sub.add_parser("devset", help="build a labelled near-duplicate set from real pages",
+                            add_help=False)
+    devset.add_argument("rest", nargs=argparse.REMAINDER)
+    devset.set_defaults(func=cmd_devset)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}')
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

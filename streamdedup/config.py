@@ -1,0 +1,80 @@
+"""The detector's configuration: methods with parameters, policy, cleaning, retention.
+
+Read from a TOML file and command-line flags (flags win). Only what changes signatures (cleaning,
+tokeniser, method parameters) is recorded in the store; policy and retention may change freely.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Mapping
+
+from streamdedup.clean.pipeline import CleaningConfig
+from streamdedup.fingerprints.registry import METHODS
+
+TOKENIZER_VERSION = "words-v1"
+DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
+DEFAULT_POLICY = "exact|minhash|simhash+a12"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '12h', '7d', '26w'."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"bad duration {text!r}: use a number and one of s, m, h, d, w (e.g. 7d)")
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    method_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    policy: str = DEFAULT_POLICY
+    cleaning: CleaningConfig = CleaningConfig()
+    retention: timedelta | None = None
+    batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
+        from streamdedup.verdict.policy import Policy
+
+        missing = Policy.parse(self.policy).methods - set(self.methods)
+        if missing:
+            raise ValueError(f"policy {self.policy!r} uses {sorted(missing)}, which are not enabled "
+                             f"(enabled: {', '.join(self.methods)})")
+
+    def with_overrides(self, **changes: Any) -> "DetectorConfig":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "DetectorConfig":
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+        return cls.from_mapping(data)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "DetectorConfig":
+        known = {"methods", "params", "policy", "extractor", "retention", "batch_size", "max_content_bytes"}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
+        names = tuple(data.get("methods", DEFAULT_METHODS))
+        params = {name: dict(value) for name, value in data.get("params", {}).items()}
+        stray = set(params) - set(names)
+        if stray:
+            raise ValueError(f"[params] for methods that are not enabled: {sorted(stray)}")
+        cleaning = CleaningConfig(
+            extractor=data.get("extractor", CleaningConfig.extractor),
+            max_content_bytes=int(data.get("max_content_bytes", CleaningConfig.max_content_bytes)))
+        retention = data.get("retention")
+        return cls(methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
+                   cleaning=cleaning, retention=parse_duration(retention) if retention else None,
+                   batch_size=int(data.get("batch_size", 256)))

@@ -1,0 +1,229 @@
+"""The detector: the thin runtime that strings the stages together for a stream of records.
+
+record -> clean -> tokens -> fingerprints -> store lookup -> verdict -> store update.
+Everything here is glue; the algorithms live in the stage packages as pure functions. Kafka, file
+mode and the tests all drive this same class.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import orjson
+
+from streamdedup.clean.pipeline import clean_page
+from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.registry import create_method
+from streamdedup.record.page import Page, page_from_record
+from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason, Rejected
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.tokens.document import Document
+from streamdedup.verdict.policy import Policy, Verdict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One input record's result: the record (all its fields) and its `dedup` object."""
+
+    record: dict[str, Any]
+    dedup: dict[str, Any]
+    origin: str
+
+    @property
+    def status(self) -> str:
+        return self.dedup["status"]
+
+    def output(self) -> dict[str, Any]:
+        return {**self.record, "dedup": self.dedup}
+
+
+@dataclass
+class Fingerprinted:
+    page: Page
+    signatures: dict[str, Any]  # method name -> signature (None: method abstains)
+
+
+class Detector:
+    def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
+        self.config = config
+        self.methods: list[FingerprintMethod[Any]] = [
+            create_method(name, **config.method_params.get(name, {})) for name in config.methods]
+        self.policy = Policy.parse(config.policy)
+        self.store = SignatureStore(state_dir, self.methods, self.store_fingerprint())
+        self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
+        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+
+    def store_fingerprint(self) -> dict[str, str]:
+        """What signatures depend on; the store refuses to mix values built with others."""
+        fp = {"cleaning": str(self.config.cleaning), "tokenizer": TOKENIZER_VERSION}
+        fp.update({f"method.{m.name}": m.describe() for m in self.methods})
+        return fp
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Detector":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the pipeline ----------------------------------------------------------------------
+    def run(self, records: Iterable[RawRecord]) -> Iterator[Outcome]:
+        """Process a stream in batches; each batch is one atomic store write."""
+        pending: list[RawRecord] = []
+        for raw in records:
+            pending.append(raw)
+            if len(pending) >= self.config.batch_size:
+                yield from self.process_batch(pending)
+                pending = []
+        if pending:
+            yield from self.process_batch(pending)
+
+    def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
+        batch = self.store.batch()
+        outcomes = [self._process_one(raw, batch) for raw in raws]
+        batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
+        batch.commit()
+        if self.retention_ms is not None:
+            self.store.expire(self.watermark_ms - self.retention_ms)
+        return outcomes
+
+    def _process_one(self, raw: RawRecord, batch: StoreBatch) -> Outcome:
+        record: dict[str, Any] = {}
+        try:
+            value, record = self._decode(raw)
+            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
+            if batch.seq_for(page.id) is not None:
+                raise Rejected(Reason.DUPLICATE_ID, f"page id {page.id!r} was already processed")
+            fingerprinted = self.fingerprint(page)
+        except Rejected as rejected:
+            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
+        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
+            log.exception("processing failed for %s", raw.origin)
+            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
+        verdict = self._decide_and_record(fingerprinted, batch)
+        return Outcome(record, verdict.as_dict(), raw.origin)
+
+    @staticmethod
+    def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
+        """The record's JSON value and its pass-through fields (JSON-safe)."""
+        if raw.fields is not None:
+            return raw.fields, _raw_payload(raw)
+        try:
+            value = orjson.loads(raw.data or b"")
+        except orjson.JSONDecodeError as err:
+            raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
+        return value, value if isinstance(value, dict) else {}
+
+    def fingerprint(self, page: Page) -> Fingerprinted:
+        """The pure part: clean, tokenise and compute every method's signature."""
+        text = clean_page(page, self.config.cleaning)
+        doc = Document.from_text(text)
+        if not doc.tokens:
+            raise Rejected(Reason.NO_TEXT, "the main text has no words")
+        return Fingerprinted(page, {m.name: m.signature(doc) for m in self.methods})
+
+    def _event_ms(self, page: Page) -> int:
+        event = page.event_time_ms
+        if event is None:
+            return self.watermark_ms
+        self.watermark_ms = max(self.watermark_ms, event)
+        return event
+
+    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch) -> Verdict:
+        page = fp.page
+        event_ms = self._event_ms(page)
+        matches = self._verified_matches(fp, batch, event_ms)
+        decision = self.policy.decide(matches)
+        if decision is None:
+            cluster_id, verdict = page.id, None
+        else:
+            earliest = batch.doc(decision.seq)
+            assert earliest is not None
+            cluster_id = earliest.cluster_id
+            verdict = Verdict(page.id, "duplicate", cluster_id, earliest.page_id,
+                              decision.similarity, decision.rule)
+        others = self._other_clusters(matches, batch, cluster_id)
+        if verdict is None:
+            verdict = Verdict(page.id, "unique", cluster_id, merged_clusters=others)
+        elif others:
+            verdict = Verdict(**{**verdict.__dict__, "merged_clusters": others})
+        tags = self.store.tags
+        signatures = {tags[name]: method.encode(sig) for method in self.methods
+                      if (sig := fp.signatures[(name := method.name)]) is not None}
+        keys = {tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in self.methods
+                if fp.signatures[m.name] is not None}
+        batch.add(DocRecord(batch.next_seq(), page.id, event_ms, cluster_id,
+                            verdict.duplicate_of or "", signatures), keys)
+        return verdict
+
+    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int) -> dict[int, dict[str, float]]:
+        """Candidates by key lookup per method, each verified by that method's own test."""
+        oldest_ms = None if self.retention_ms is None else event_ms - self.retention_ms
+        matches: dict[int, dict[str, float]] = {}
+        docs: dict[int, DocRecord | None] = {}
+        for method in self.methods:
+            signature = fp.signatures[method.name]
+            if signature is None:
+                continue
+            tag = self.store.tags[method.name]
+            seen: set[int] = set()
+            for key in method.index_keys(signature):
+                for seq in batch.lookup(tag, key):
+                    if seq in seen:
+                        continue
+                    seen.add(seq)
+                    if seq not in docs:
+                        docs[seq] = batch.doc(seq)
+                    doc = docs[seq]
+                    if doc is None or tag not in doc.signatures:
+                        continue
+                    if oldest_ms is not None and doc.event_ms < oldest_ms:
+                        continue
+                    similarity = method.similarity(signature, method.decode(doc.signatures[tag]))
+                    if similarity is not None:
+                        matches.setdefault(seq, {})[method.name] = similarity
+        return matches
+
+    def _other_clusters(self, matches: dict[int, dict[str, float]], batch: StoreBatch, cluster_id: str) -> tuple[str, ...]:
+        """Clusters of other policy-level matches: this page bridges them (a cluster merge)."""
+        others: list[str] = []
+        for seq in self.policy.matching_seqs(matches):
+            doc = batch.doc(seq)
+            if doc is not None and doc.cluster_id != cluster_id and doc.cluster_id not in others:
+                others.append(doc.cluster_id)
+        return tuple(others)
+
+    # -- rejected records -------------------------------------------------------------------
+    @staticmethod
+    def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
+        if not record:
+            record = _raw_payload(raw)
+        return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
+                                "origin": raw.origin}, raw.origin)
+
+
+def _raw_payload(raw: RawRecord) -> dict[str, Any]:
+    """The original bytes, kept so a rejected record can be inspected and replayed."""
+    if raw.fields is not None:
+        fields = dict(raw.fields)
+        content = fields.get("content")
+        if isinstance(content, bytes):
+            fields["content_base64"] = base64.b64encode(content).decode("ascii")
+            del fields["content"]
+        return fields
+    data = raw.data or b""
+    try:
+        return {"raw": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"raw_base64": base64.b64encode(data).decode("ascii")}

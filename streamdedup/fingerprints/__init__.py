@@ -1,0 +1,1 @@
+"""Fingerprint methods: one file per method behind `FingerprintMethod`, named in `registry.py`."""

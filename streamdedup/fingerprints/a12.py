@@ -1,0 +1,87 @@
+"""A12 "3+5" (Zelenkov & Segalovich, RCDL 2007, 004 section 4): the best method of its table.
+
+Per page: len (words of >= 3 letters), num (sentences), ss1..ss3 (signatures of the 3 longest
+sentences, ties by signature) and ws1..ws5 (signatures of the 5 longest words). The page is filed
+under ss1..ss3. Two pages sharing a sentence key are compared only inside the local length
+neighbourhood (len ratio <= 1.15 for similarity 0.85, sentence-count ratio <= 1.20, >= 2 of the 5
+word signatures in common) and are duplicates if their longest sentences agree, or, for pages
+with more than 5 sentences, ss2 and ss3 agree in any order.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.tokens.document import Document
+from streamdedup.tokens.hashing import combine
+from streamdedup.tokens.tokenize import is_cjk
+
+
+@dataclass(frozen=True)
+class A12Params(Params):
+    length_ratio: float = 1.15  # 1.15 <-> minimum similarity 0.85 in 004
+    count_ratio: float = 1.20
+    min_word_matches: int = 2
+    min_word_letters: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class A12Signature:
+    length: int
+    sentences: int
+    ss: tuple[int, ...]  # longest sentences first
+    ws: tuple[int, ...]  # longest words first
+
+
+def _ratio(a: int, b: int) -> float:
+    return max(a, b) / max(1, min(a, b))
+
+
+class A12Method(FingerprintMethod[A12Signature]):
+    name = "a12"
+    params_type = A12Params
+
+    def signature(self, doc: Document) -> A12Signature | None:
+        min_letters = self.params.min_word_letters
+        length = sum(1 for t in doc.tokens if len(t) >= min_letters or is_cjk(t))
+        spans = [(start, end) for start, end in doc.sentence_spans() if end > start]
+        if length == 0 or not spans:
+            return None
+        hashes = doc.token_hashes
+        sentences = sorted(((end - start, combine(hashes[start:end])) for start, end in spans),
+                           key=lambda item: (-item[0], item[1]))
+        words = sorted({(len(token), int(h)) for token, h in zip(doc.tokens, hashes.tolist())},
+                       key=lambda item: (-item[0], item[1]))
+        return A12Signature(length, len(spans), tuple(s for _, s in sentences[:3]),
+                            tuple(w for _, w in words[:5]))
+
+    def index_keys(self, signature: A12Signature) -> list[bytes]:
+        return [struct.pack("<Q", s) for s in dict.fromkeys(signature.ss)]
+
+    def similarity(self, signature: A12Signature, other: A12Signature) -> float | None:
+        p = self.params
+        if _ratio(signature.length, other.length) > p.length_ratio:
+            return None
+        if _ratio(signature.sentences, other.sentences) > p.count_ratio:
+            return None
+        needed = min(p.min_word_matches, len(signature.ws), len(other.ws))
+        if len(set(signature.ws) & set(other.ws)) < needed:
+            return None
+        same_longest = signature.ss[0] == other.ss[0]
+        same_next = (signature.sentences > 5 and other.sentences > 5 and len(signature.ss) == 3
+                     and len(other.ss) == 3 and set(signature.ss[1:]) == set(other.ss[1:]))
+        if not (same_longest or same_next):
+            return None
+        return min(signature.length, other.length) / max(signature.length, other.length)
+
+    def encode(self, signature: A12Signature) -> bytes:
+        return struct.pack(f"<IIBB{len(signature.ss)}Q{len(signature.ws)}Q", signature.length,
+                           signature.sentences, len(signature.ss), len(signature.ws),
+                           *signature.ss, *signature.ws)
+
+    def decode(self, data: bytes) -> A12Signature:
+        length, sentences, n_ss, n_ws = struct.unpack_from("<IIBB", data)
+        values = struct.unpack_from(f"<{n_ss + n_ws}Q", data, 10)
+        return A12Signature(length, sentences, tuple(values[:n_ss]), tuple(values[n_ss:]))

@@ -1,0 +1,63 @@
+"""The one interface every near-duplicate method implements.
+
+A method turns a `Document` into a signature, names the index keys under which the store files
+that signature (candidates are pages sharing a key: lookups, never scans), and decides whether a
+candidate's signature is a near-duplicate. Methods are pure: no I/O, no state.
+
+Each method has a frozen `Params` dataclass; `describe()` is its string form, which the store
+records so that signatures built with other parameters are never mixed in.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Generic, TypeVar
+
+from streamdedup.tokens.document import Document
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every method's parameters."""
+
+    def __str__(self) -> str:
+        return ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FingerprintMethod(ABC, Generic[S]):
+    name: ClassVar[str]
+    params_type: ClassVar[type[Params]]
+
+    def __init__(self, params: Params | None = None) -> None:
+        self.params = params if params is not None else self.params_type()
+        if not isinstance(self.params, self.params_type):
+            raise TypeError(f"{self.name} takes {self.params_type.__name__}, got {type(self.params).__name__}")
+
+    def describe(self) -> str:
+        return f"{self.name}({self.params})"
+
+    @abstractmethod
+    def signature(self, doc: Document) -> S | None:
+        """The page's signature, or None when the method cannot judge it (e.g. too short)."""
+
+    @abstractmethod
+    def index_keys(self, signature: S) -> list[bytes]:
+        """Keys under which this signature is filed; near-duplicates share at least one."""
+
+    @abstractmethod
+    def similarity(self, signature: S, other: S) -> float | None:
+        """Estimated similarity if `other` is a near-duplicate by this method, else None."""
+
+    @abstractmethod
+    def encode(self, signature: S) -> bytes:
+        """Compact bytes for the store."""
+
+    @abstractmethod
+    def decode(self, data: bytes) -> S:
+        """Inverse of `encode`."""

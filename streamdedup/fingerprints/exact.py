@@ -1,0 +1,41 @@
+"""A0 exact: one 128-bit hash of the normalised token sequence (MD5 in the Yandex paper).
+
+Hashing tokens rather than raw text makes whitespace, punctuation and case differences vanish,
+which the normaliser already promised; anything else is a different page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import xxhash
+
+from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.tokens.document import Document
+
+
+@dataclass(frozen=True)
+class ExactParams(Params):
+    min_tokens: int = 1
+
+
+class ExactMethod(FingerprintMethod[bytes]):
+    name = "exact"
+    params_type = ExactParams
+
+    def signature(self, doc: Document) -> bytes | None:
+        if len(doc.tokens) < self.params.min_tokens:
+            return None
+        return xxhash.xxh3_128_digest(doc.token_hashes.tobytes())
+
+    def index_keys(self, signature: bytes) -> list[bytes]:
+        return [signature]
+
+    def similarity(self, signature: bytes, other: bytes) -> float | None:
+        return 1.0 if signature == other else None
+
+    def encode(self, signature: bytes) -> bytes:
+        return signature
+
+    def decode(self, data: bytes) -> bytes:
+        return data

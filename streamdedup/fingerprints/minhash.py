@@ -1,0 +1,91 @@
+"""MinHash over word k-shingles with LSH banding (Broder 1997; 003's lecture; datasketch).
+
+Every permutation is a multiply-add-shift hash (a·x + b) >> 32 of the 64-bit shingle hash,
+computed for all permutations and all shingles as one numpy operation; the signature keeps each
+minimum. P[minima equal] = Jaccard, so the fraction of equal minima estimates it. Candidates are
+pages sharing an LSH band (bands and rows derived from θ); each is verified by the estimate.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+
+from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.lsh import optimal_bands
+from streamdedup.tokens.document import Document
+
+_CHUNK = 4096  # shingles per numpy block: bounds memory to num_perm x 4096 x 8 bytes
+
+
+@dataclass(frozen=True)
+class MinHashParams(Params):
+    num_perm: int = 128
+    shingle_size: int = 5
+    threshold: float = 0.5  # Jaccard for a near-duplicate; also sets the LSH banding
+    seed: int = 1
+    min_shingles: int = 1
+
+    def __post_init__(self) -> None:
+        if self.num_perm < 2:
+            raise ValueError("num_perm must be at least 2")
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold is a Jaccard similarity in (0, 1), got {self.threshold}")
+
+
+@dataclass(frozen=True, slots=True)
+class MinHashSignature:
+    values: np.ndarray  # uint32[num_perm]
+    set_size: int  # distinct shingles, for containment estimates
+
+
+class MinHashMethod(FingerprintMethod[MinHashSignature]):
+    name = "minhash"
+    params_type = MinHashParams
+
+    def __init__(self, params: MinHashParams | None = None) -> None:
+        super().__init__(params)
+        p = self.params
+        rng = np.random.default_rng(p.seed)
+        self._a = rng.integers(1, 2**63, size=(p.num_perm, 1), dtype=np.uint64) | np.uint64(1)
+        self._b = rng.integers(0, 2**63, size=(p.num_perm, 1), dtype=np.uint64)
+        self.bands, self.rows = optimal_bands(p.threshold, p.num_perm)
+
+    def hash_values(self, shingles: np.ndarray) -> np.ndarray:
+        """The MinHash of a set of 64-bit shingle hashes: uint32[num_perm]."""
+        result = np.full(self.params.num_perm, np.iinfo(np.uint32).max, dtype=np.uint64)
+        for start in range(0, len(shingles), _CHUNK):
+            block = shingles[start: start + _CHUNK][None, :]
+            permuted = (self._a * block + self._b) >> np.uint64(32)
+            np.minimum(result, permuted.min(axis=1), out=result)
+        return result.astype(np.uint32)
+
+    def signature(self, doc: Document) -> MinHashSignature | None:
+        shingles = doc.shingles(self.params.shingle_size)
+        if len(shingles) < self.params.min_shingles:
+            return None
+        return MinHashSignature(self.hash_values(shingles), len(shingles))
+
+    def index_keys(self, signature: MinHashSignature) -> list[bytes]:
+        rows = self.rows
+        data = signature.values
+        return [bytes((band,)) + xxhash.xxh3_64_digest(data[band * rows:(band + 1) * rows].tobytes())
+                for band in range(self.bands)]
+
+    @staticmethod
+    def jaccard(signature: MinHashSignature, other: MinHashSignature) -> float:
+        return float(np.count_nonzero(signature.values == other.values)) / len(signature.values)
+
+    def similarity(self, signature: MinHashSignature, other: MinHashSignature) -> float | None:
+        estimate = self.jaccard(signature, other)
+        return estimate if estimate >= self.params.threshold else None
+
+    def encode(self, signature: MinHashSignature) -> bytes:
+        return struct.pack("<I", signature.set_size) + signature.values.tobytes()
+
+    def decode(self, data: bytes) -> MinHashSignature:
+        (size,) = struct.unpack_from("<I", data)
+        return MinHashSignature(np.frombuffer(data, dtype=np.uint32, offset=4), size)

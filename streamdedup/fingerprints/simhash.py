@@ -1,0 +1,83 @@
+"""SimHash (Charikar 2002) with Manku, Jain & Das Sarma's (WWW 2007) permuted block tables.
+
+Fingerprint: every feature (a word k-shingle hash) votes +1/-1 on each of 64 bits; the sign of
+the sum is the bit. Near-duplicates differ in few bits. To find all stored fingerprints within
+Hamming distance k without a scan, split the 64 bits into B > k blocks: two fingerprints within
+distance k agree exactly on at least B - k blocks, so each fingerprint is filed under every
+combination of B - k blocks (the 'permuted tables'), and a lookup is C(B, k) exact key probes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.tokens.document import Document
+
+BITS = 64
+_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class SimHashParams(Params):
+    shingle_size: int = 3
+    max_distance: int = 3  # k
+    blocks: int = 5  # B > k; C(B, k) tables of (B - k) blocks each
+    min_shingles: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_distance < self.blocks <= BITS:
+            raise ValueError(f"need 0 <= max_distance < blocks <= 64, got k={self.max_distance}, "
+                             f"B={self.blocks}: each table keys on B - k blocks that must agree")
+
+
+def simhash64(feature_hashes: np.ndarray) -> int:
+    """Sign of the per-bit vote over all features (ties -> 0)."""
+    counts = np.zeros(BITS, dtype=np.int64)
+    for start in range(0, len(feature_hashes), _CHUNK):
+        chunk = np.ascontiguousarray(feature_hashes[start: start + _CHUNK], dtype="<u8")
+        bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        counts += bits.sum(axis=0, dtype=np.int64)
+    ones = counts * 2 > len(feature_hashes)
+    return int(np.packbits(ones, bitorder="little").view("<u8")[0])
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+class SimHashMethod(FingerprintMethod[int]):
+    name = "simhash"
+    params_type = SimHashParams
+
+    @cached_property
+    def _table_masks(self) -> list[int]:
+        """One mask per combination of B - k blocks (bit ranges split as evenly as possible)."""
+        edges = np.linspace(0, BITS, self.params.blocks + 1).round().astype(int)
+        block_masks = [((1 << int(hi - lo)) - 1) << int(lo) for lo, hi in zip(edges[:-1], edges[1:])]
+        keep = self.params.blocks - self.params.max_distance
+        return [sum(combo) for combo in itertools.combinations(block_masks, keep)]
+
+    def signature(self, doc: Document) -> int | None:
+        features = doc.shingles(self.params.shingle_size)
+        if len(features) < self.params.min_shingles:
+            return None
+        return simhash64(features)
+
+    def index_keys(self, signature: int) -> list[bytes]:
+        return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]
+
+    def similarity(self, signature: int, other: int) -> float | None:
+        distance = hamming(signature, other)
+        return 1.0 - distance / BITS if distance <= self.params.max_distance else None
+
+    def encode(self, signature: int) -> bytes:
+        return struct.pack("<Q", signature)
+
+    def decode(self, data: bytes) -> int:
+        return struct.unpack("<Q", data)[0]

@@ -1,0 +1,1 @@
+"""Input records: reading files and turning raw records into validated `Page`s."""

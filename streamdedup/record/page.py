@@ -1,0 +1,159 @@
+"""A crawled page, validated, with field aliases of common crawlers resolved.
+
+Crawlers name the same things differently; we accept the aliases below, keep every field of the
+original record untouched (it is passed through to the outputs) and only *read* the aliases.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import xxhash
+
+from streamdedup.record.rejection import Reason, Rejected
+
+# canonical field -> accepted names, first present wins. Sources: StormCrawler (url, content,
+# text, metadata), Nutch indexer (url, content, tstamp, digest), Heritrix crawl logs (uri,
+# mime, timestamp), WARC headers (WARC-Target-URI, WARC-Date, WARC-Record-ID), Common Crawl.
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "url": ("url", "uri", "URL", "URI", "target_uri", "WARC-Target-URI", "warc_target_uri",
+            "page_url", "canonical_url"),
+    "content": ("content", "html", "raw_html", "body", "raw_content", "page_content", "text",
+                "content_base64"),
+    "content_type": ("content_type", "contentType", "Content-Type", "mime", "mime_type",
+                     "mimetype", "WARC-Identified-Payload-Type"),
+    "fetched_at": ("fetched_at", "fetch_time", "fetchTime", "fetch_date", "tstamp", "timestamp",
+                   "WARC-Date", "warc_date", "crawl_date", "date"),
+    "id": ("id", "doc_id", "_id", "page_id", "WARC-Record-ID", "warc_record_id"),
+    "lang": ("lang", "language", "content_language", "Content-Language"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One crawled page after validation. `record` is the original object, passed through."""
+
+    id: str
+    url: str
+    content: str | bytes
+    content_type: str
+    fetched_at: datetime | None
+    lang: str | None
+    record: Mapping[str, Any]
+
+    @property
+    def event_time_ms(self) -> int | None:
+        return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
+
+
+def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:
+    for name in FIELD_ALIASES[canonical]:
+        if name in record and record[name] is not None:
+            return name, record[name]
+    return None, None
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """ISO-8601 (with or without zone; 'Z' allowed), WARC's 14-digit form, or epoch s / ms."""
+    if isinstance(value, bool):
+        raise ValueError("boolean is not a timestamp")
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > 10_000_000_000 else value
+        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string or number, got {type(value).__name__}")
+    text = value.strip()
+    if text.isdigit() and len(text) == 14:  # 20240131120000 (WARC/ARC, Heritrix)
+        return datetime.strptime(text, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+    if text.isdigit():
+        return parse_timestamp(int(text))
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def derive_page_id(url: str, fetched_at: datetime | None) -> str:
+    """Stable id from url and fetch time, so two crawls of one url are two pages."""
+    stamp = "" if fetched_at is None else fetched_at.isoformat()
+    return xxhash.xxh3_128_hexdigest(f"{url}\x00{stamp}".encode())
+
+
+def page_from_record(record: Any, *, max_content_bytes: int) -> Page:
+    """Validate one decoded JSON value as a page, or raise `Rejected` naming the problem."""
+    if not isinstance(record, Mapping):
+        raise Rejected(Reason.INVALID_SHAPE, f"a page must be a JSON object, got {type(record).__name__}")
+    url_field, url = _first(record, "url")
+    if url is None:
+        raise Rejected(Reason.MISSING_URL, f"no url field (accepted: {', '.join(FIELD_ALIASES['url'])})")
+    if not isinstance(url, str) or not url.strip():
+        raise Rejected(Reason.INVALID_FIELD, f"{url_field} must be a non-empty string")
+    content_field, content = _first(record, "content")
+    if content is None:
+        raise Rejected(Reason.MISSING_CONTENT,
+                       f"no content field (accepted: {', '.join(FIELD_ALIASES['content'])})")
+    if content_field == "content_base64" or record.get("content_encoding") == "base64":
+        content = _decode_base64(content, content_field)
+    if not isinstance(content, (str, bytes)):
+        raise Rejected(Reason.INVALID_FIELD, f"{content_field} must be a string, got {type(content).__name__}")
+    size = len(content) if isinstance(content, bytes) else len(content.encode("utf-8", "surrogatepass"))
+    if size > max_content_bytes:
+        raise Rejected(Reason.TOO_LARGE, f"content is {size} bytes, the limit is {max_content_bytes}")
+    if size == 0 or (isinstance(content, str) and not content.strip()):
+        raise Rejected(Reason.EMPTY_CONTENT, f"{content_field} is empty")
+    return Page(
+        id=_page_id(record, url, _fetched_at(record)),
+        url=url,
+        content=content,
+        content_type=_content_type(record, default="text/plain" if content_field == "text" else "text/html"),
+        fetched_at=_fetched_at(record),
+        lang=_optional_str(record, "lang"),
+        record=record,
+    )
+
+
+def _decode_base64(content: Any, field: str | None) -> bytes:
+    if not isinstance(content, str):
+        raise Rejected(Reason.INVALID_FIELD, f"{field} must be a base64 string")
+    try:
+        return base64.b64decode(content, validate=True)
+    except ValueError as err:
+        raise Rejected(Reason.INVALID_FIELD, f"{field} is not valid base64: {err}") from None
+
+
+def _content_type(record: Mapping[str, Any], default: str) -> str:
+    field, value = _first(record, "content_type")
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise Rejected(Reason.INVALID_FIELD, f"{field} must be a string")
+    return value
+
+
+def _fetched_at(record: Mapping[str, Any]) -> datetime | None:
+    field, value = _first(record, "fetched_at")
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError, OSError) as err:
+        raise Rejected(Reason.INVALID_FIELD, f"{field} is not an ISO-8601 time: {err}") from None
+
+
+def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None) -> str:
+    field, value = _first(record, "id")
+    if value is None:
+        return derive_page_id(url, fetched_at)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
+        raise Rejected(Reason.INVALID_FIELD, f"{field} must be a non-empty string or integer")
+    return str(value)
+
+
+def _optional_str(record: Mapping[str, Any], canonical: str) -> str | None:
+    field, value = _first(record, canonical)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Rejected(Reason.INVALID_FIELD, f"{field} must be a string")
+    return value

@@ -1,0 +1,30 @@
+"""Why an input record was refused. The reason code is machine-readable; it becomes a
+metric label and the `dedup.reason` of the record in the rejected output."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reason(str, Enum):
+    INVALID_JSON = "invalid_json"
+    INVALID_SHAPE = "invalid_shape"
+    MISSING_URL = "missing_url"
+    MISSING_CONTENT = "missing_content"
+    INVALID_FIELD = "invalid_field"
+    EMPTY_CONTENT = "empty_content"
+    TOO_LARGE = "too_large"
+    UNDECODABLE = "undecodable"
+    NO_TEXT = "no_text"
+    PROCESSING_ERROR = "processing_error"
+    DUPLICATE_ID = "duplicate_id"
+    UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
+
+
+class Rejected(Exception):
+    """Raised by any stage that refuses a record; carries the reason and a human detail."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail

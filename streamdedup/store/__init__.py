@@ -1,0 +1,1 @@
+"""The signature state store: RocksDB (rocksdict) with one key layout for every index."""

@@ -1,0 +1,1 @@
+"""Tokens: words, sentences and their hashes, computed once per page and shared by all methods."""

@@ -1,0 +1,52 @@
+"""The unit every fingerprint method reads: normalised text, its tokens and their hashes.
+
+Built once per page; derived views (shingle sets of a given width, sentence spans) are cached so
+that running five methods costs one tokenisation and one round of hashing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from streamdedup.tokens.hashing import hash_tokens, shingle_hashes
+from streamdedup.tokens.tokenize import split_sentences, split_words
+
+
+@dataclass(eq=False)
+class Document:
+    text: str
+    tokens: list[str]
+    token_hashes: np.ndarray  # uint64, one per token
+    sentence_bounds: np.ndarray  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
+    _shingles: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_text(cls, text: str) -> "Document":
+        """Tokenise sentence by sentence so sentence boundaries are token offsets."""
+        tokens: list[str] = []
+        bounds = [0]
+        for sentence in split_sentences(text):
+            words = split_words(sentence)
+            if words:
+                tokens.extend(words)
+                bounds.append(len(tokens))
+        return cls(text=text, tokens=tokens, token_hashes=hash_tokens(tokens),
+                   sentence_bounds=np.asarray(bounds, dtype=np.int64))
+
+    @property
+    def num_sentences(self) -> int:
+        return len(self.sentence_bounds) - 1
+
+    def sentence_spans(self) -> list[tuple[int, int]]:
+        b = self.sentence_bounds.tolist()
+        return list(zip(b[:-1], b[1:]))
+
+    def shingles(self, k: int) -> np.ndarray:
+        """Distinct k-token shingle hashes (sorted, uint64)."""
+        cached = self._shingles.get(k)
+        if cached is None:
+            cached = np.unique(shingle_hashes(self.token_hashes, k))
+            self._shingles[k] = cached
+        return cached
