@@ -48,8 +48,12 @@ class Outcome:
 
 @dataclass
 class Fingerprinted:
+    """A page after the pure stages, ready for the store: its signatures by method name."""
+
     page: Page
-    signatures: dict[str, Any]  # method name -> signature (None: method abstains)
+    record: dict[str, Any]
+    origin: str
+    signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
 
 
 class Detector:
@@ -90,29 +94,38 @@ class Detector:
             yield from self.process_batch(pending)
 
     def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
+        return self.decide_batch([self.prepare(raw) for raw in raws])
+
+    def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
+        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
+        record: dict[str, Any] = {}
+        try:
+            value, record = self._decode(raw)
+            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
+            return Fingerprinted(page, record, raw.origin, self.signatures(page))
+        except Rejected as rejected:
+            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
+        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
+            log.exception("processing failed for %s", raw.origin)
+            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
+
+    def decide_batch(self, items: list[Fingerprinted | Outcome]) -> list[Outcome]:
+        """The stateful stage: look up, decide and record each page; one atomic store write."""
         batch = self.store.batch()
-        outcomes = [self._process_one(raw, batch) for raw in raws]
+        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch) for item in items]
         batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
         batch.commit()
         if self.retention_ms is not None:
             self.store.expire(self.watermark_ms - self.retention_ms)
         return outcomes
 
-    def _process_one(self, raw: RawRecord, batch: StoreBatch) -> Outcome:
-        record: dict[str, Any] = {}
-        try:
-            value, record = self._decode(raw)
-            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
-            if batch.seq_for(page.id) is not None:
-                raise Rejected(Reason.DUPLICATE_ID, f"page id {page.id!r} was already processed")
-            fingerprinted = self.fingerprint(page)
-        except Rejected as rejected:
-            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
-        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
-            log.exception("processing failed for %s", raw.origin)
-            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
-        verdict = self._decide_and_record(fingerprinted, batch)
-        return Outcome(record, verdict.as_dict(), raw.origin)
+    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch) -> Outcome:
+        if batch.seq_for(fp.page.id) is not None:
+            return Outcome(fp.record, {"status": "rejected", "reason": Reason.DUPLICATE_ID.value,
+                                       "detail": f"page id {fp.page.id!r} was already processed",
+                                       "origin": fp.origin}, fp.origin)
+        verdict = self._decide_and_record(fp, batch)
+        return Outcome(fp.record, verdict.as_dict(), fp.origin)
 
     @staticmethod
     def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
@@ -125,13 +138,13 @@ class Detector:
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
-    def fingerprint(self, page: Page) -> Fingerprinted:
-        """The pure part: clean, tokenise and compute every method's signature."""
+    def signatures(self, page: Page) -> dict[str, Any]:
+        """Clean, tokenise and compute every enabled method's signature."""
         text = clean_page(page, self.config.cleaning)
         doc = Document.from_text(text)
         if not doc.tokens:
             raise Rejected(Reason.NO_TEXT, "the main text has no words")
-        return Fingerprinted(page, {m.name: m.signature(doc) for m in self.methods})
+        return {m.name: m.signature(doc) for m in self.methods}
 
     def _event_ms(self, page: Page) -> int:
         event = page.event_time_ms
@@ -141,6 +154,7 @@ class Detector:
         return event
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch) -> Verdict:
+        """Verified candidates -> policy -> verdict; then the page is filed for later pages."""
         page = fp.page
         event_ms = self._event_ms(page)
         matches = self._verified_matches(fp, batch, event_ms)

@@ -1,0 +1,80 @@
+"""The HTML evaluation report: a table, a precision/recall chart and the default policy's errors."""
+
+from __future__ import annotations
+
+import html
+import io
+from pathlib import Path
+from typing import Any
+
+
+def _chart(methods: dict[str, dict[str, Any]]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(methods)
+    fig, (bars, scatter) = plt.subplots(1, 2, figsize=(12, 4.2))
+    width = 0.27
+    for offset, metric in enumerate(("precision", "recall", "f1")):
+        bars.bar([i + (offset - 1) * width for i in range(len(names))],
+                 [methods[n][metric] for n in names], width, label=metric)
+    bars.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    bars.set_ylim(0, 1.05)
+    bars.set_title("pairwise precision / recall / F1")
+    bars.legend(loc="lower right")
+    for n in names:
+        scatter.scatter(methods[n]["recall"], methods[n]["precision"])
+        scatter.annotate(n, (methods[n]["recall"], methods[n]["precision"]), fontsize=8,
+                         xytext=(3, 3), textcoords="offset points")
+    scatter.set_xlabel("recall")
+    scatter.set_ylabel("precision")
+    scatter.set_xlim(0, 1.05)
+    scatter.set_ylim(0, 1.05)
+    scatter.set_title("precision vs recall per method")
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _table(methods: dict[str, dict[str, Any]]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("method", "policy", "precision", "recall", "F1", "ARI",
+                                               "predicted pairs", "true pairs", "gold pairs"))
+    rows = []
+    for name, m in methods.items():
+        cells = [name, m.get("policy", ""), *(f"{m[k]:.3f}" for k in ("precision", "recall", "f1", "ari")),
+                 m["predicted_pairs"], m["true_pairs"], m["gold_pairs"]]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _errors(errors: dict[str, Any]) -> str:
+    default = errors.get("default", {})
+    parts = []
+    for kind in ("false_positives", "false_negatives"):
+        items = default.get(kind, [])[:50]
+        total = default.get("counts", {}).get(kind, 0)
+        lines = "".join(
+            f"<li>{html.escape(str(e['a'].get('variant')))} {html.escape(str(e['a'].get('url')))} &harr; "
+            f"{html.escape(str(e['b'].get('variant')))} {html.escape(str(e['b'].get('url')))}</li>" for e in items)
+        parts.append(f"<h3>{kind.replace('_', ' ')} of the default policy: {total}</h3><ul>{lines}</ul>")
+    return "".join(parts)
+
+
+def write_report(path: Path, metrics: dict[str, Any], errors: dict[str, Any]) -> None:
+    methods = metrics["methods"]
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>streamdedup evaluation</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}</style>
+</head><body><h1>streamdedup evaluation</h1>
+<p>dataset: {html.escape(str(metrics.get('dataset')))}; pages: {metrics.get('pages')};
+rejected: {metrics.get('rejected')}. Pairwise scores over same-cluster pairs; ARI over clusters.</p>
+{_table(methods)}
+{_chart(methods)}
+{_errors(errors)}
+</body></html>"""
+    path.write_text(page, encoding="utf-8")

@@ -1,0 +1,92 @@
+"""`streamdedup eval`: every method alone, and the default policy, on one labelled set.
+
+Pages are cleaned and fingerprinted once, then each method (and the default policy) decides in
+stream order against its own fresh store, exactly as `dedup` would.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector, Fingerprinted, Outcome
+from streamdedup.evaluate.metrics import pair_scores
+from streamdedup.evaluate.report import write_report
+from streamdedup.record.readers import read_input
+
+DEFAULT = "default"
+
+
+def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, DetectorConfig]:
+    scenarios = {DEFAULT: config}
+    for name in methods:
+        params = {name: config.method_params[name]} if name in config.method_params else {}
+        scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name)
+    return scenarios
+
+
+def decide_all(config: DetectorConfig, items: list[Fingerprinted | Outcome], state: Path) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    with Detector(config, state) as detector:
+        for start in range(0, len(items), config.batch_size):
+            outcomes.extend(detector.decide_batch(items[start: start + config.batch_size]))
+    return outcomes
+
+
+def predicted_labels(outcomes: list[Outcome]) -> list[str]:
+    """Cluster id per page; a rejected page is its own cluster."""
+    return [o.dedup.get("cluster_id") or f"rejected:{i}" for i, o in enumerate(outcomes)]
+
+
+def error_pairs(records: list[dict[str, Any]], gold: list[str], predicted: list[str],
+                limit: int = 200) -> dict[str, list[dict[str, Any]]]:
+    """False-positive and false-negative pairs, described by their variants, for error analysis."""
+    def describe(i: int) -> dict[str, Any]:
+        r = records[i]
+        return {k: r.get(k) for k in ("id", "url", "cluster", "variant") if k in r}
+
+    by_gold: dict[str, list[int]] = {}
+    by_pred: dict[str, list[int]] = {}
+    for i, (g, p) in enumerate(zip(gold, predicted)):
+        by_gold.setdefault(g, []).append(i)
+        by_pred.setdefault(p, []).append(i)
+    false_pos = [(i, j) for members in by_pred.values() for i, j in combinations(members, 2) if gold[i] != gold[j]]
+    false_neg = [(i, j) for members in by_gold.values() for i, j in combinations(members, 2)
+                 if predicted[i] != predicted[j]]
+    return {"false_positives": [{"a": describe(i), "b": describe(j)} for i, j in false_pos[:limit]],
+            "false_negatives": [{"a": describe(i), "b": describe(j)} for i, j in false_neg[:limit]],
+            "counts": {"false_positives": len(false_pos), "false_negatives": len(false_neg)}}
+
+
+def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods: list[str],
+                   quiet: bool = False) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    all_methods = tuple(dict.fromkeys([*config.methods, *methods]))
+    with tempfile.TemporaryDirectory(prefix="streamdedup-eval-") as tmp:
+        with Detector(replace(config, methods=all_methods), Path(tmp) / "prepare") as preparer:
+            items = [preparer.prepare(raw) for raw in tqdm(list(read_input(str(dataset))), unit="page",
+                                                           desc="fingerprint", disable=quiet or None)]
+        records = [item.record for item in items]
+        gold = [str(r.get("cluster", f"unlabelled:{i}")) for i, r in enumerate(records)]
+        results: dict[str, dict[str, Any]] = {}
+        errors: dict[str, Any] = {}
+        for name, scenario in scenario_configs(config, methods).items():
+            predicted = predicted_labels(decide_all(scenario, items, Path(tmp) / name))
+            scores = pair_scores(gold, predicted)
+            results[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
+            results[name]["policy"] = scenario.policy
+            errors[name] = error_pairs(records, gold, predicted)
+    metrics = {"methods": results, "dataset": str(dataset), "pages": len(items),
+               "rejected": sum(1 for i in items if isinstance(i, Outcome))}
+    (out_dir / "metrics.json").write_bytes(orjson.dumps(metrics, option=orjson.OPT_INDENT_2))
+    (out_dir / "errors.json").write_bytes(orjson.dumps(errors, option=orjson.OPT_INDENT_2))
+    write_report(out_dir / "report.html", metrics, errors)
+    return metrics
