@@ -21,13 +21,13 @@ class CleaningConfig:
         return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
 
 
-_TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "")
+_TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json")
 
 
 def clean_page(page: Page, config: CleaningConfig) -> str:
     """Return the page's normalised main text, or raise Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
-    if not kind.startswith(_TEXT_TYPES):
+    if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
     content = page.content
     if isinstance(content, bytes):

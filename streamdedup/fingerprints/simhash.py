@@ -1,7 +1,7 @@
 """SimHash (Charikar 2002) with Manku, Jain & Das Sarma's (WWW 2007) permuted block tables.
 
-Fingerprint: every feature (a word k-shingle hash) votes +1/-1 on each of 64 bits; the sign of
-the sum is the bit. Near-duplicates differ in few bits. To find all stored fingerprints within
+Fingerprint: every feature (a word k-shingle hash, weighted by its count in the page) votes
++w/-w on each of 64 bits; the sign of the sum is the bit. Near-duplicates differ in few bits. To find all stored fingerprints within
 Hamming distance k without a scan, split the 64 bits into B > k blocks: two fingerprints within
 distance k agree exactly on at least B - k blocks, so each fingerprint is filed under every
 combination of B - k blocks (the 'permuted tables'), and a lookup is C(B, k) exact key probes.
@@ -25,7 +25,7 @@ _CHUNK = 65536
 
 @dataclass(frozen=True)
 class SimHashParams(Params):
-    shingle_size: int = 3
+    shingle_size: int = 1  # 1 = words; tf-weighted words keep small edits within a few bits
     max_distance: int = 3  # k
     blocks: int = 5  # B > k; C(B, k) tables of (B - k) blocks each
     min_shingles: int = 1
@@ -36,14 +36,16 @@ class SimHashParams(Params):
                              f"B={self.blocks}: each table keys on B - k blocks that must agree")
 
 
-def simhash64(feature_hashes: np.ndarray) -> int:
-    """Sign of the per-bit vote over all features (ties -> 0)."""
-    counts = np.zeros(BITS, dtype=np.int64)
+def simhash64(feature_hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
+    """Sign of the (weighted) per-bit vote over all features (ties -> 0)."""
+    if weights is None:
+        weights = np.ones(len(feature_hashes), dtype=np.int64)
+    ones_weight = np.zeros(BITS, dtype=np.int64)
     for start in range(0, len(feature_hashes), _CHUNK):
         chunk = np.ascontiguousarray(feature_hashes[start: start + _CHUNK], dtype="<u8")
         bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        counts += bits.sum(axis=0, dtype=np.int64)
-    ones = counts * 2 > len(feature_hashes)
+        ones_weight += weights[start: start + _CHUNK].astype(np.int64) @ bits.astype(np.int64)
+    ones = ones_weight * 2 > int(weights.sum())
     return int(np.packbits(ones, bitorder="little").view("<u8")[0])
 
 
@@ -64,10 +66,10 @@ class SimHashMethod(FingerprintMethod[int]):
         return [sum(combo) for combo in itertools.combinations(block_masks, keep)]
 
     def signature(self, doc: Document) -> int | None:
-        features = doc.shingles(self.params.shingle_size)
+        features, counts = doc.shingle_counts(self.params.shingle_size)
         if len(features) < self.params.min_shingles:
             return None
-        return simhash64(features)
+        return simhash64(features, counts)
 
     def index_keys(self, signature: int) -> list[bytes]:
         return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]

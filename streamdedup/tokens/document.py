@@ -20,7 +20,7 @@ class Document:
     tokens: list[str]
     token_hashes: np.ndarray  # uint64, one per token
     sentence_bounds: np.ndarray  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
-    _shingles: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _shingles: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_text(cls, text: str) -> "Document":
@@ -45,8 +45,12 @@ class Document:
 
     def shingles(self, k: int) -> np.ndarray:
         """Distinct k-token shingle hashes (sorted, uint64)."""
+        return self.shingle_counts(k)[0]
+
+    def shingle_counts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct k-token shingle hashes (sorted) and how often each occurs."""
         cached = self._shingles.get(k)
         if cached is None:
-            cached = np.unique(shingle_hashes(self.token_hashes, k))
+            cached = np.unique(shingle_hashes(self.token_hashes, k), return_counts=True)
             self._shingles[k] = cached
         return cached

@@ -1,0 +1,1 @@
+"""Evaluation: labelled sets, metrics, the `eval` command and its report."""

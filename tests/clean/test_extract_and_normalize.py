@@ -1,0 +1,54 @@
+import pytest
+
+from conftest import make_article, wrap_in_template
+from streamdedup.clean.extract import extract_main_text, is_html
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.clean.pipeline import CleaningConfig, clean_page
+from streamdedup.record.page import page_from_record
+from streamdedup.record.rejection import Reason, Rejected
+
+
+@pytest.mark.parametrize("extractor", ["trafilatura", "resiliparse"])
+def test_main_content_drops_template(extractor):
+    article = make_article(1)
+    html = wrap_in_template(article, "Daily Planet")
+    text = extract_main_text(html, extractor)
+    assert article[0][:60] in text and article[-1][-60:] in text
+    assert "Most read on Daily Planet" not in text
+    assert "Cookie settings" not in text
+
+
+def test_whole_page_baseline_keeps_template():
+    text = extract_main_text(wrap_in_template(make_article(1), "Daily Planet"), "none")
+    assert "Most read on Daily Planet" in text
+
+
+def test_unknown_extractor_is_named():
+    with pytest.raises(ValueError, match="unknown extractor 'boiler'"):
+        extract_main_text("<p>x</p>", "boiler")
+
+
+def test_normalize_folds_case_width_quotes_and_spaces():
+    assert normalize_text("ＦＵＬＬ\u00a0width  “Quotes” it’s\n\n\nNext ß") == 'full width "quotes" it\'s\nnext ss'
+
+
+def test_plain_text_is_not_parsed_as_html():
+    assert not is_html("text/html", "just words, no markup")
+    page = page_from_record({"url": "u", "content": "Just  WORDS.", "content_type": "text/plain"},
+                            max_content_bytes=1000)
+    assert clean_page(page, CleaningConfig()) == "just words."
+
+
+def test_markup_only_page_has_no_text():
+    page = page_from_record({"url": "u", "content": "<html><body><div><img src=x></div></body></html>"},
+                            max_content_bytes=1000)
+    with pytest.raises(Rejected) as caught:
+        clean_page(page, CleaningConfig())
+    assert caught.value.reason is Reason.NO_TEXT
+
+
+def test_binary_content_type_is_refused():
+    page = page_from_record({"url": "u", "content": "x", "content_type": "image/png"}, max_content_bytes=10)
+    with pytest.raises(Rejected) as caught:
+        clean_page(page, CleaningConfig())
+    assert caught.value.reason is Reason.UNSUPPORTED_CONTENT_TYPE

@@ -1,0 +1,64 @@
+import pytest
+
+from conftest import make_article
+from streamdedup.fingerprints.a12 import A12Method
+from streamdedup.fingerprints.exact import ExactMethod
+from streamdedup.fingerprints.registry import METHODS, create_method
+from streamdedup.tokens.document import Document
+
+
+def _doc(paragraphs):
+    return Document.from_text("\n".join(paragraphs))
+
+
+def test_exact_ignores_case_and_punctuation_but_not_words():
+    method = ExactMethod()
+    a = method.signature(Document.from_text("hello, world. again"))
+    assert a == method.signature(Document.from_text("hello world again"))
+    assert method.similarity(a, method.signature(Document.from_text("hello world again!"))) == 1.0
+    assert method.similarity(a, method.signature(Document.from_text("hello world, hi"))) is None
+
+
+def test_a12_matches_copy_with_edits_outside_longest_sentences():
+    article = make_article(8, paragraphs=8)
+    method = A12Method()
+    original = method.signature(_doc(article))
+    # a word changed in a short sentence; a sentence appended
+    sentences = article[2].split(". ")
+    shortest = min(range(len(sentences)), key=lambda i: len(sentences[i]))
+    sentences[shortest] = "Changed " + sentences[shortest]
+    copy = article[:2] + [". ".join(sentences)] + article[3:] + ["Updated at noon."]
+    assert method.similarity(original, method.signature(_doc(copy))) is not None
+    assert set(method.index_keys(original)) & set(method.index_keys(method.signature(_doc(copy))))
+
+
+def test_a12_rejects_length_change_beyond_ratio():
+    article = make_article(9, paragraphs=8)
+    method = A12Method()
+    teaser = method.signature(_doc(article[:4]))
+    assert method.similarity(method.signature(_doc(article)), teaser) is None
+
+
+def test_a12_rejects_a_different_page_sharing_one_long_sentence():
+    a = make_article(10, paragraphs=6)
+    b = make_article(11, paragraphs=6)
+    method = A12Method()
+    sig_a = method.signature(_doc(a))
+    longest = max((s for p in a for s in p.split(". ")), key=lambda s: len(s.split()))
+    sig_b = method.signature(_doc(b + [longest]))
+    assert method.similarity(sig_a, sig_b) is None  # word signatures and lengths disagree
+
+
+def test_a12_roundtrip():
+    method = A12Method()
+    sig = method.signature(_doc(make_article(12)))
+    assert method.decode(method.encode(sig)) == sig
+
+
+def test_registry_creates_and_explains():
+    assert set(METHODS) >= {"exact", "minhash", "simhash", "a12"}
+    assert create_method("minhash", threshold=0.7).params.threshold == 0.7
+    with pytest.raises(ValueError, match="unknown fingerprint method 'simhsh'"):
+        create_method("simhsh")
+    with pytest.raises(ValueError, match="known: num_perm"):
+        create_method("minhash", perms=5)

@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+from conftest import make_article
+from streamdedup.fingerprints.lsh import candidate_probability, optimal_bands
+from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
+from streamdedup.tokens.document import Document
+
+
+def _sets_with_jaccard(rng, size, jaccard):
+    """Two sets of 64-bit hashes with exactly the given Jaccard similarity."""
+    shared = int(round(2 * size * jaccard / (1 + jaccard)))
+    pool = rng.integers(0, 2**63, size=shared + 2 * (size - shared), dtype=np.uint64)
+    common, rest = pool[:shared], pool[shared:]
+    return np.concatenate([common, rest[: size - shared]]), np.concatenate([common, rest[size - shared:]])
+
+
+@pytest.mark.parametrize("jaccard", [0.2, 0.5, 0.8, 0.95])
+def test_jaccard_estimate_within_expected_error(jaccard):
+    """Estimate error is binomial: sd = sqrt(J(1-J)/n); allow 4 sd over 20 trials' mean and 5 sd each."""
+    method = MinHashMethod(MinHashParams(num_perm=256))
+    rng = np.random.default_rng(7)
+    estimates = []
+    for _ in range(20):
+        a, b = _sets_with_jaccard(rng, 2000, jaccard)
+        estimates.append(float(np.mean(method.hash_values(np.unique(a)) == method.hash_values(np.unique(b)))))
+    sd = np.sqrt(jaccard * (1 - jaccard) / 256)
+    assert abs(np.mean(estimates) - jaccard) < 4 * sd / np.sqrt(20) + 0.005
+    assert max(abs(e - jaccard) for e in estimates) < 5 * sd
+
+
+def test_bands_are_derived_from_threshold():
+    bands, rows = optimal_bands(0.5, 128)
+    assert bands * rows <= 128
+    # the S-curve crosses ~0.5 near the threshold, low far below, high far above
+    assert candidate_probability(0.2, bands, rows) < 0.15
+    assert candidate_probability(0.8, bands, rows) > 0.99
+    high_bands, high_rows = optimal_bands(0.9, 128)
+    assert high_rows > rows
+
+
+def test_bad_threshold_names_the_mistake():
+    with pytest.raises(ValueError, match="Jaccard"):
+        MinHashParams(threshold=80)
+
+
+def test_near_duplicate_documents_share_a_band_and_verify():
+    text = "\n".join(make_article(3))
+    edited = text.replace(text.split()[40], "CHANGED", 1).replace(text.split()[90], "EDITED", 1)
+    method = MinHashMethod()
+    a, b = method.signature(Document.from_text(text)), method.signature(Document.from_text(edited))
+    assert set(method.index_keys(a)) & set(method.index_keys(b))
+    assert method.similarity(a, b) > 0.8
+    other = method.signature(Document.from_text("\n".join(make_article(4))))
+    assert not set(method.index_keys(a)) & set(method.index_keys(other))
+    assert method.similarity(a, other) is None
+
+
+def test_encode_roundtrip_and_huge_document_in_chunks():
+    method = MinHashMethod()
+    shingles = np.arange(1, 20_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    values = method.hash_values(shingles)
+    chunked_free = ((method._a * shingles[None, :] + method._b) >> np.uint64(32)).min(axis=1).astype(np.uint32)
+    assert np.array_equal(values, chunked_free)
+    sig = method.signature(Document.from_text("one two three four five six"))
+    assert np.array_equal(method.decode(method.encode(sig)).values, sig.values)

@@ -1,0 +1,52 @@
+import random
+
+import numpy as np
+import pytest
+
+from conftest import make_article
+from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams, hamming, simhash64
+from streamdedup.tokens.document import Document
+
+
+def test_known_edits_move_few_bits_and_new_text_many():
+    text = "\n".join(make_article(5, paragraphs=10))
+    words = text.split(" ")
+    edited = " ".join("EDIT" if i in (50, 150, 250) else w for i, w in enumerate(words))
+    method = SimHashMethod()
+    a = method.signature(Document.from_text(text))
+    b = method.signature(Document.from_text(edited))
+    c = method.signature(Document.from_text("\n".join(make_article(6, paragraphs=10))))
+    assert hamming(a, b) <= 3
+    assert 20 <= hamming(a, c) <= 44  # unrelated texts: about half the bits differ
+
+
+def test_vote_is_the_sign_of_the_weighted_bit_sum():
+    features = np.array([0b1011, 0b0011, 0b1000], dtype=np.uint64)
+    assert simhash64(features) == 0b1011
+    assert simhash64(features, np.array([1, 3, 1])) == 0b0011
+
+
+@pytest.mark.parametrize("k, blocks", [(3, 5), (3, 6), (2, 4), (0, 1)])
+def test_block_tables_find_every_fingerprint_within_k(k, blocks):
+    """The permuted-table guarantee: distance <= k implies a shared key; checked against brute force."""
+    method = SimHashMethod(SimHashParams(max_distance=k, blocks=blocks))
+    rng = random.Random(k * 10 + blocks)
+    for _ in range(300):
+        a = rng.getrandbits(64)
+        flips = rng.sample(range(64), rng.randint(0, k))
+        b = a
+        for bit in flips:
+            b ^= 1 << bit
+        assert set(method.index_keys(a)) & set(method.index_keys(b))
+        assert method.similarity(a, b) == 1 - len(flips) / 64
+    assert len(method.index_keys(0)) == len(set(method.index_keys(12345)))
+
+
+def test_far_fingerprint_is_not_similar():
+    method = SimHashMethod()
+    assert method.similarity(0, (1 << 4) - 1) is None
+
+
+def test_params_are_checked():
+    with pytest.raises(ValueError, match="B - k blocks"):
+        SimHashParams(max_distance=4, blocks=4)

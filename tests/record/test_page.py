@@ -1,0 +1,64 @@
+from datetime import datetime, timezone
+
+import pytest
+
+from streamdedup.record.page import derive_page_id, page_from_record, parse_timestamp
+from streamdedup.record.rejection import Reason, Rejected
+
+LIMIT = 1_000_000
+
+
+def test_minimal_page_gets_defaults_and_keeps_every_field():
+    page = page_from_record({"url": "https://a.example/x", "content": "<p>hi</p>", "crawler": "x"},
+                            max_content_bytes=LIMIT)
+    assert page.content_type == "text/html"
+    assert page.fetched_at is None
+    assert page.id == derive_page_id("https://a.example/x", None)
+    assert page.record["crawler"] == "x"
+
+
+@pytest.mark.parametrize("record", [
+    {"WARC-Target-URI": "https://a.example/", "html": "<p>x</p>", "WARC-Date": "2024-01-02T03:04:05Z"},
+    {"uri": "https://a.example/", "body": "<p>x</p>", "tstamp": 1704164645000},
+    {"url": "https://a.example/", "content": "<p>x</p>", "fetchTime": "20240102030405"},
+])
+def test_crawler_aliases(record):
+    page = page_from_record(record, max_content_bytes=LIMIT)
+    assert page.url == "https://a.example/"
+    assert page.fetched_at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_text_field_means_plain_text():
+    page = page_from_record({"url": "u", "text": "plain words"}, max_content_bytes=LIMIT)
+    assert page.content_type == "text/plain"
+
+
+def test_recrawls_of_one_url_are_different_pages():
+    a = page_from_record({"url": "u", "content": "x", "fetched_at": "2024-01-01"}, max_content_bytes=LIMIT)
+    b = page_from_record({"url": "u", "content": "x", "fetched_at": "2024-01-02"}, max_content_bytes=LIMIT)
+    assert a.id != b.id
+
+
+@pytest.mark.parametrize("record, reason", [
+    ([1, 2], Reason.INVALID_SHAPE),
+    ({"content": "x"}, Reason.MISSING_URL),
+    ({"url": 5, "content": "x"}, Reason.INVALID_FIELD),
+    ({"url": "u"}, Reason.MISSING_CONTENT),
+    ({"url": "u", "content": 12}, Reason.INVALID_FIELD),
+    ({"url": "u", "content": "   "}, Reason.EMPTY_CONTENT),
+    ({"url": "u", "content": "x" * 2_000_000}, Reason.TOO_LARGE),
+    ({"url": "u", "content": "x", "fetched_at": "yesterday"}, Reason.INVALID_FIELD),
+    ({"url": "u", "content": "x", "id": {"a": 1}}, Reason.INVALID_FIELD),
+    ({"url": "u", "content_base64": "!!!"}, Reason.INVALID_FIELD),
+])
+def test_bad_records_are_rejected_with_reason(record, reason):
+    with pytest.raises(Rejected) as caught:
+        page_from_record(record, max_content_bytes=LIMIT)
+    assert caught.value.reason is reason
+    assert caught.value.detail
+
+
+def test_timestamps():
+    assert parse_timestamp("2024-01-02T03:04:05+02:00").hour == 3
+    assert parse_timestamp("2024-01-02").tzinfo is not None
+    assert parse_timestamp(1704164645) == parse_timestamp(1704164645000)

@@ -1,0 +1,82 @@
+import pytest
+
+from streamdedup.fingerprints.exact import ExactMethod
+from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
+from streamdedup.store import layout
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch
+from streamdedup.tokens.document import Document
+
+CONFIG = {"cleaning": "test"}
+
+
+def _open(path, threshold=0.5):
+    methods = [ExactMethod(), MinHashMethod(MinHashParams(threshold=threshold))]
+    return SignatureStore(path, methods, {**CONFIG, **{m.name: m.describe() for m in methods}})
+
+
+def _add(store, batch, page_id, text, event_ms=0):
+    exact, minhash = store.methods["exact"], store.methods["minhash"]
+    doc = Document.from_text(text)
+    sigs = {"exact": exact.signature(doc), "minhash": minhash.signature(doc)}
+    tags = store.tags
+    record = DocRecord(batch.next_seq(), page_id, event_ms, page_id,
+                       signatures={tags[n]: store.methods[n].encode(s) for n, s in sigs.items()})
+    batch.add(record, {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()})
+    return sigs
+
+
+def test_persists_across_reopen(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        sigs = _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta")
+        key = store.methods["exact"].index_keys(sigs["exact"])[0]
+        assert batch.lookup(store.tags["exact"], key) == [0]  # visible inside the batch
+        assert store.lookup(store.tags["exact"], key) == []  # not yet committed
+        batch.commit()
+    with _open(tmp_path) as store:
+        assert store.lookup(store.tags["exact"], key) == [0]
+        assert store.seq_for("p1") == 0
+        assert store.doc(0).page_id == "p1"
+        assert store.batch().next_seq() == 1
+
+
+def test_refuses_other_parameters_with_a_clear_message(tmp_path):
+    _open(tmp_path).close()
+    with pytest.raises(StoreConfigMismatch, match=r"(?s)minhash.*threshold=0.5.*threshold=0.7.*new --state"):
+        _open(tmp_path, threshold=0.7)
+
+
+def test_delete_removes_every_key_of_the_page(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _add(store, batch, "p1", "one two three four five six seven")
+        _add(store, batch, "p2", "eight nine ten eleven twelve")
+        batch.commit()
+        before = store.stats()
+        assert store.delete_page("p1")
+        assert not store.delete_page("p1")
+        after = store.stats()
+        assert after["docs"] == before["docs"] - 1
+        keys_per_page = len(store.index_keys(store.doc(1))[store.tags["minhash"]]) + 1
+        assert after["postings"] == before["postings"] - keys_per_page
+        assert store.seq_for("p1") is None and store.seq_for("p2") == 1
+
+
+def test_expire_by_event_time(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i, t in enumerate([-5_000, 1_000, 2_000, 3_000]):
+            _add(store, batch, f"p{i}", f"text number {i} with some words", event_ms=t)
+        batch.commit()
+        assert store.expire(2_000) == 2
+        assert [d.page_id for d in store.iter_docs()] == ["p2", "p3"]
+        assert store.stats()["time"] == 2
+        assert store.expire(2_000) == 0
+
+
+def test_doc_record_roundtrip():
+    record = DocRecord(7, "id-ü", -12, "cluster", "dup", {0: b"\x00\x01", 3: b"xyz"})
+    assert DocRecord.decode(7, record.encode()) == record
+    assert layout.time_key_parts(layout.time_key(-12, 7)) == (-12, 7)
+    assert layout.time_key(-1, 0) < layout.time_key(0, 0) < layout.time_key(5, 0)

@@ -1,0 +1,53 @@
+import numpy as np
+import pytest
+
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.tokens.document import Document
+from streamdedup.tokens.hashing import shingle_hashes
+from streamdedup.tokens.tokenize import split_sentences, split_words
+
+
+@pytest.mark.parametrize("text, words", [
+    ("The quick brown fox, 2024!", ["The", "quick", "brown", "fox", "2024"]),
+    ("Съешь же ещё этих булок", ["Съешь", "же", "ещё", "этих", "булок"]),
+    ("Tiếng Việt có dấu thanh", ["Tiếng", "Việt", "có", "dấu", "thanh"]),
+    ("中文网页。", ["中", "文", "网", "页"]),
+    ("東京タワーへ", ["東", "京", "タ", "ワ", "ー", "へ"]),
+    ("བོད་ཀྱི་སྐད་ཡིག།", ["བོད", "ཀྱི", "སྐད", "ཡིག"]),
+    ("नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),
+])
+def test_words_in_many_scripts(text, words):
+    assert split_words(text) == words
+
+
+def test_vietnamese_decomposed_tones_survive_normalisation():
+    decomposed = "Tie\u0302\u0301ng Vie\u0323\u0302t"
+    assert split_words(normalize_text(decomposed)) == ["tiếng", "việt"]
+
+
+@pytest.mark.parametrize("text, count", [
+    ("One sentence here. Another one! A third? Yes.", 4),
+    ("Paragraph one\nParagraph two", 2),
+    ("第一句。第二句！第三句？", 3),
+    ("བོད་ཀྱི་སྐད། ཡིག་ཆ། གསུམ་པ།", 3),
+    ("Первое предложение. Второе предложение.", 2),
+])
+def test_sentences(text, count):
+    assert len(split_sentences(text)) == count
+
+
+def test_document_sentence_bounds_index_tokens():
+    doc = Document.from_text("a b c. d e.\nf")
+    assert doc.tokens == ["a", "b", "c", "d", "e", "f"]
+    assert doc.sentence_spans() == [(0, 3), (3, 5), (5, 6)]
+
+
+def test_shingle_hashes_depend_on_order_and_window():
+    doc = Document.from_text("a b c d")
+    h = doc.token_hashes
+    three = shingle_hashes(h, 3)
+    assert len(three) == 2
+    assert len(set(three.tolist())) == 2
+    assert not np.array_equal(shingle_hashes(h[::-1], 3), three[::-1])
+    assert len(shingle_hashes(h[:2], 5)) == 1  # short text: one shingle of all tokens
+    assert len(shingle_hashes(h[:0], 5)) == 0
