@@ -1,0 +1,88 @@
+"""The whole engine on generated pages: verdicts, clusters, persistence, retention, deletion."""
+
+from datetime import timedelta
+
+from conftest import make_article, page, wrap_in_template
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.testing import raw_records, run_records
+
+
+def _pages():
+    story, other = make_article(21), make_article(22)
+    return [
+        page("https://planet.example/story", wrap_in_template(story, "Daily Planet"), "2024-03-01T10:00:00Z"),
+        page("https://bugle.example/copy", wrap_in_template(story, "Bugle", "Syndicated"), "2024-03-01T11:00:00Z"),
+        page("https://planet.example/other", wrap_in_template(other, "Daily Planet"), "2024-03-01T12:00:00Z"),
+        page("https://planet.example/story?utm=x", wrap_in_template(story[:-1] + [story[-1] + " Updated."], "Daily Planet"),
+             "2024-03-02T10:00:00Z", crawler_meta={"depth": 2}),
+    ]
+
+
+def test_copies_in_other_templates_are_duplicates_of_the_first(tmp_path):
+    outcomes = run_records(_pages(), tmp_path)
+    first, copy, other, recrawl = outcomes
+    assert first.status == "unique" and first.dedup["cluster_id"] == first.dedup["id"]
+    assert copy.status == "duplicate" and copy.dedup["duplicate_of"] == first.dedup["id"]
+    assert copy.dedup["cluster_id"] == first.dedup["id"]
+    assert other.status == "unique"  # same template, different article
+    assert recrawl.status == "duplicate" and recrawl.dedup["duplicate_of"] == first.dedup["id"]
+    assert recrawl.output()["crawler_meta"] == {"depth": 2}  # fields pass through
+
+
+def test_bad_records_are_rejected_and_the_stream_goes_on(tmp_path):
+    records = [b"{broken", {"url": "u"}, {"url": "u", "content": ""}, *_pages()[:2]]
+    outcomes = run_records(records, tmp_path)
+    assert [o.status for o in outcomes] == ["rejected"] * 3 + ["unique", "duplicate"]
+    assert [o.dedup["reason"] for o in outcomes[:3]] == ["invalid_json", "missing_content", "empty_content"]
+    assert outcomes[0].output()["raw"] == "{broken"
+
+
+def test_a_second_run_continues_against_the_store(tmp_path):
+    pages = _pages()
+    run_records(pages[:1], tmp_path)
+    again = run_records(pages[1:2], tmp_path)
+    assert again[0].status == "duplicate"
+    duplicate_id = run_records(pages[:1], tmp_path)
+    assert duplicate_id[0].dedup["reason"] == "duplicate_id"
+
+
+def test_pages_in_one_batch_see_each_other(tmp_path):
+    outcomes = run_records(_pages(), tmp_path, batch_size=1)
+    assert [o.status for o in outcomes] == [o.status for o in run_records(_pages(), tmp_path / "b", batch_size=100)]
+
+
+def test_retention_forgets_old_pages(tmp_path):
+    pages = _pages()
+    pages[1]["fetched_at"] = "2024-03-09T10:00:00Z"  # copy arrives 8 days later
+    outcomes = run_records(pages[:2], tmp_path, retention=timedelta(days=7))
+    assert outcomes[1].status == "unique"
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert detector.store.seq_for(outcomes[0].dedup["id"]) is None  # expired from the store too
+
+
+def test_deleted_page_no_longer_matches(tmp_path):
+    pages = _pages()
+    first = run_records(pages[:1], tmp_path)[0]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert detector.store.delete_page(first.dedup["id"])
+    assert run_records(pages[1:2], tmp_path)[0].status == "unique"
+
+
+def test_a_page_bridging_two_clusters_reports_the_merge(tmp_path):
+    a, b = make_article(31, paragraphs=4), make_article(32, paragraphs=4)
+    records = [page("https://x.example/a", "\n\n".join(a), content_type="text/plain"),
+               page("https://x.example/b", "\n\n".join(b), content_type="text/plain"),
+               page("https://x.example/ab", "\n\n".join(a + b), content_type="text/plain")]
+    outcomes = run_records(records, tmp_path, methods=("minhash",), policy="minhash",
+                           method_params={"minhash": {"threshold": 0.3}})
+    assert [o.status for o in outcomes] == ["unique", "unique", "duplicate"]
+    assert outcomes[2].dedup["cluster_id"] == outcomes[0].dedup["id"]
+    assert outcomes[2].dedup["merged_clusters"] == [outcomes[1].dedup["id"]]
+
+
+def test_prepare_is_pure_and_decide_is_stateful(tmp_path):
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        items = [detector.prepare(r) for r in raw_records(_pages())]
+        assert detector.store.stats()["docs"] == 0
+        assert [o.status for o in detector.decide_batch(items)] == ["unique", "duplicate", "unique", "duplicate"]
