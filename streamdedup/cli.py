@@ -98,10 +98,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    from streamdedup.detector import Detector
+    from streamdedup.store.signature_store import SignatureStore
 
-    with Detector(detector_config(args), args.state) as detector:
-        store = detector.store
+    with SignatureStore.open_existing(args.state) as store:
         if args.store_command == "info":
             print(orjson.dumps(store.stats(), option=orjson.OPT_INDENT_2).decode())
         elif args.store_command == "delete":
@@ -150,7 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("ids", nargs="*", help="page ids (for delete)")
     store.add_argument("--state", type=Path, required=True)
     store.add_argument("--before", help="ISO-8601 time (for expire)")
-    _add_detector_options(store)
     store.set_defaults(func=cmd_store)
 
     devset = sub.add_parser("devset", help="build a labelled near-duplicate set from real pages",

@@ -62,7 +62,8 @@ class Detector:
         self.methods: list[FingerprintMethod[Any]] = [
             create_method(name, **config.method_params.get(name, {})) for name in config.methods]
         self.policy = Policy.parse(config.policy)
-        self.store = SignatureStore(state_dir, self.methods, self.store_fingerprint())
+        self.store = SignatureStore(state_dir, self.methods,
+                                    {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION})
         self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
         self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
 

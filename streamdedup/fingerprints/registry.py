@@ -18,6 +18,24 @@ METHODS: dict[str, type[FingerprintMethod[Any]]] = {
 }
 
 
+def method_from_description(description: str) -> FingerprintMethod[Any]:
+    """Inverse of `FingerprintMethod.describe()`: 'minhash(num_perm=128,threshold=0.5)' -> method.
+
+    Lets a store rebuild the exact methods it was built with, so maintenance commands need no flags.
+    """
+    name, _, rest = description.partition("(")
+    cls = METHODS.get(name)
+    if cls is None or not rest.endswith(")"):
+        raise ValueError(f"not a method description: {description!r}")
+    fields = cls.params_type.__dataclass_fields__
+    params: dict[str, Any] = {}
+    for item in filter(None, rest[:-1].split(",")):
+        key, _, value = item.partition("=")
+        default = fields[key].default
+        params[key] = (value == "True") if isinstance(default, bool) else type(default)(value)
+    return create_method(name, **params)
+
+
 def create_method(name: str, **params: Any) -> FingerprintMethod[Any]:
     """Instantiate a registered method; unknown names and parameters are named in the error."""
     try:

@@ -29,14 +29,35 @@ class StoreConfigMismatch(ValueError):
 class SignatureStore:
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
                  config: Mapping[str, str]) -> None:
+        """`config`: what else the signatures depend on (cleaning, tokeniser); the methods'
+        own parameters are recorded from `methods`."""
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.methods = {m.name: m for m in methods}
         self.tags = {name: tag for tag, name in enumerate(sorted(self.methods))}
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
         self.db = Rdict(str(self.path), options=self._options())
-        self._check_config({**config, "schema": str(SCHEMA_VERSION),
-                            "method_tags": json.dumps(self.tags, sort_keys=True)})
+        self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
+                            "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
+
+    @classmethod
+    def open_existing(cls, path: str | os.PathLike[str]) -> "SignatureStore":
+        """Open a store with the very methods and parameters it was built with (for maintenance)."""
+        from streamdedup.fingerprints.registry import method_from_description
+
+        if not (Path(path) / "CURRENT").exists():
+            raise FileNotFoundError(f"no store at {path} (expected a RocksDB directory)")
+        db = Rdict(str(path), options=cls._options())
+        try:
+            raw = db.get(layout.meta_key("config"))
+        finally:
+            db.close()
+        if raw is None:
+            raise ValueError(f"{path} is a RocksDB directory but not a streamdedup store")
+        config = json.loads(raw)
+        methods = [method_from_description(v) for k, v in config.items() if k.startswith("method.")]
+        own = {k: v for k, v in config.items() if k not in ("schema", "method_tags") and not k.startswith("method.")}
+        return cls(path, methods, own)
 
     @staticmethod
     def _options() -> Options:

@@ -12,7 +12,7 @@ CONFIG = {"cleaning": "test"}
 
 def _open(path, threshold=0.5):
     methods = [ExactMethod(), MinHashMethod(MinHashParams(threshold=threshold))]
-    return SignatureStore(path, methods, {**CONFIG, **{m.name: m.describe() for m in methods}})
+    return SignatureStore(path, methods, CONFIG)
 
 
 def _add(store, batch, page_id, text, event_ms=0):
@@ -80,3 +80,18 @@ def test_doc_record_roundtrip():
     assert DocRecord.decode(7, record.encode()) == record
     assert layout.time_key_parts(layout.time_key(-12, 7)) == (-12, 7)
     assert layout.time_key(-1, 0) < layout.time_key(0, 0) < layout.time_key(5, 0)
+
+
+def test_open_existing_rebuilds_the_methods_it_was_built_with(tmp_path):
+    with _open(tmp_path, threshold=0.65) as store:
+        batch = store.batch()
+        _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta eta")
+        batch.commit()
+    with SignatureStore.open_existing(tmp_path) as store:
+        assert store.methods["minhash"].params.threshold == 0.65
+        assert store.delete_page("p1")
+
+
+def test_open_existing_refuses_a_non_store(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no store"):
+        SignatureStore.open_existing(tmp_path)
