@@ -23,7 +23,10 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
     group.add_argument("--config", type=Path, help="TOML file (methods, params, policy, extractor, retention)")
     if with_methods:
         group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
-    group.add_argument("--policy", help="rules like 'exact|minhash|simhash+a12' (| = or, + = and)")
+    group.add_argument("--policy", help="rules for candidates from other sites, e.g. "
+                       "'exact|minhash|simhash+a12' (| = or, + = and, minhash>=0.8 = stricter)")
+    group.add_argument("--same-site-policy", help="rules for candidates from the page's own site, "
+                       "e.g. 'exact|minhash>=0.8'")
     group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
     group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor")
@@ -54,7 +57,8 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
 
         cleaning = replace(cleaning, extractor=args.extractor)
     return config.with_overrides(
-        methods=methods, method_params=params, policy=args.policy, cleaning=cleaning,
+        methods=methods, method_params=params, policy=args.policy,
+        same_site_policy=args.same_site_policy, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
         batch_size=args.batch_size)
 

@@ -19,6 +19,7 @@ from streamdedup.fingerprints.registry import METHODS
 TOKENIZER_VERSION = "words-v1"
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
+DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -36,6 +37,7 @@ class DetectorConfig:
     methods: tuple[str, ...] = DEFAULT_METHODS
     method_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     policy: str = DEFAULT_POLICY
+    same_site_policy: str | None = None  # None: the default if its methods are enabled, else `policy`
     cleaning: CleaningConfig = CleaningConfig()
     retention: timedelta | None = None
     batch_size: int = 256
@@ -46,10 +48,22 @@ class DetectorConfig:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
         from streamdedup.verdict.policy import Policy
 
-        missing = Policy.parse(self.policy).methods - set(self.methods)
-        if missing:
-            raise ValueError(f"policy {self.policy!r} uses {sorted(missing)}, which are not enabled "
-                             f"(enabled: {', '.join(self.methods)})")
+        for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):
+            missing = Policy.parse(text).methods - set(self.methods)
+            if missing:
+                raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
+                                 f"(enabled: {', '.join(self.methods)})")
+
+    @property
+    def site_policy(self) -> str:
+        """The policy for candidates from the page's own site."""
+        if self.same_site_policy is not None:
+            return self.same_site_policy
+        from streamdedup.verdict.policy import Policy
+
+        if Policy.parse(DEFAULT_SAME_SITE_POLICY).methods <= set(self.methods):
+            return DEFAULT_SAME_SITE_POLICY
+        return self.policy
 
     def with_overrides(self, **changes: Any) -> "DetectorConfig":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -62,7 +76,7 @@ class DetectorConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "DetectorConfig":
-        known = {"methods", "params", "policy", "extractor", "retention", "batch_size", "max_content_bytes"}
+        known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size", "max_content_bytes"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -76,5 +90,6 @@ class DetectorConfig:
             max_content_bytes=int(data.get("max_content_bytes", CleaningConfig.max_content_bytes)))
         retention = data.get("retention")
         return cls(methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
+                   same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    batch_size=int(data.get("batch_size", 256)))

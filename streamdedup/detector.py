@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import orjson
+import xxhash
 
 from streamdedup.clean.pipeline import clean_page
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
@@ -25,7 +26,7 @@ from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.tokens.document import Document
-from streamdedup.verdict.policy import Policy, Verdict
+from streamdedup.verdict.policy import SitePolicy, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +56,17 @@ class Fingerprinted:
     origin: str
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
 
+    @property
+    def site_hash(self) -> int:
+        return xxhash.xxh3_64_intdigest(self.page.site.encode("utf-8", "surrogatepass"))
+
 
 class Detector:
     def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
         self.methods: list[FingerprintMethod[Any]] = [
             create_method(name, **config.method_params.get(name, {})) for name in config.methods]
-        self.policy = Policy.parse(config.policy)
+        self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.store = SignatureStore(state_dir, self.methods,
                                     {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION})
         self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
@@ -158,8 +163,8 @@ class Detector:
         """Verified candidates -> policy -> verdict; then the page is filed for later pages."""
         page = fp.page
         event_ms = self._event_ms(page)
-        matches = self._verified_matches(fp, batch, event_ms)
-        decision = self.policy.decide(matches)
+        matches, same_site = self._verified_matches(fp, batch, event_ms)
+        decision = self.policy.decide(matches, same_site)
         if decision is None:
             cluster_id, verdict = page.id, None
         else:
@@ -168,7 +173,7 @@ class Detector:
             cluster_id = earliest.cluster_id
             verdict = Verdict(page.id, "duplicate", cluster_id, earliest.page_id,
                               decision.similarity, decision.rule)
-        others = self._other_clusters(matches, batch, cluster_id)
+        others = self._other_clusters(matches, same_site, batch, cluster_id)
         if verdict is None:
             verdict = Verdict(page.id, "unique", cluster_id, merged_clusters=others)
         elif others:
@@ -179,11 +184,13 @@ class Detector:
         keys = {tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in self.methods
                 if fp.signatures[m.name] is not None}
         batch.add(DocRecord(batch.next_seq(), page.id, event_ms, cluster_id,
-                            verdict.duplicate_of or "", signatures), keys)
+                            verdict.duplicate_of or "", signatures, fp.site_hash), keys)
         return verdict
 
-    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int) -> dict[int, dict[str, float]]:
-        """Candidates by key lookup per method, each verified by that method's own test."""
+    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch,
+                          event_ms: int) -> tuple[dict[int, dict[str, float]], dict[int, bool]]:
+        """Candidates by key lookup per method, each verified by that method's own test; and
+        whether each matched page is from the page's own site."""
         oldest_ms = None if self.retention_ms is None else event_ms - self.retention_ms
         matches: dict[int, dict[str, float]] = {}
         docs: dict[int, DocRecord | None] = {}
@@ -208,12 +215,14 @@ class Detector:
                     similarity = method.similarity(signature, method.decode(doc.signatures[tag]))
                     if similarity is not None:
                         matches.setdefault(seq, {})[method.name] = similarity
-        return matches
+        same_site = {seq: docs[seq].site == fp.site_hash for seq in matches}  # type: ignore[union-attr]
+        return matches, same_site
 
-    def _other_clusters(self, matches: dict[int, dict[str, float]], batch: StoreBatch, cluster_id: str) -> tuple[str, ...]:
+    def _other_clusters(self, matches: dict[int, dict[str, float]], same_site: dict[int, bool],
+                        batch: StoreBatch, cluster_id: str) -> tuple[str, ...]:
         """Clusters of other policy-level matches: this page bridges them (a cluster merge)."""
         others: list[str] = []
-        for seq in self.policy.matching_seqs(matches):
+        for seq in self.policy.matching_seqs(matches, same_site):
             doc = batch.doc(seq)
             if doc is not None and doc.cluster_id != cluster_id and doc.cluster_id not in others:
                 others.append(doc.cluster_id)

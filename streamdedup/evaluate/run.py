@@ -27,7 +27,8 @@ def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, De
     scenarios = {DEFAULT: config}
     for name in methods:
         params = {name: config.method_params[name]} if name in config.method_params else {}
-        scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name)
+        scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name,
+                                  same_site_policy=name)
     return scenarios
 
 

@@ -4,6 +4,12 @@ Every permutation is a multiply-add-shift hash (a·x + b) >> 32 of the 64-bit sh
 computed for all permutations and all shingles as one numpy operation; the signature keeps each
 minimum. P[minima equal] = Jaccard, so the fraction of equal minima estimates it. Candidates are
 pages sharing an LSH band (bands and rows derived from θ); each is verified by the estimate.
+
+Teasers and truncations have a low Jaccard with their full article but are almost entirely
+*contained* in it. With the set sizes stored beside the minima, containment of the smaller page
+is estimated as |A∩B| / min(|A|, |B|), |A∩B| = J(|A|+|B|)/(1+J); a pair also matches when that
+reaches `containment` and the smaller page has at least `containment_min_shingles` shingles
+(short pages are too easily 'contained' in anything that shares their boilerplate).
 """
 
 from __future__ import annotations
@@ -25,15 +31,26 @@ _CHUNK = 4096  # shingles per numpy block: bounds memory to num_perm x 4096 x 8 
 class MinHashParams(Params):
     num_perm: int = 128
     shingle_size: int = 5
-    threshold: float = 0.5  # Jaccard for a near-duplicate; also sets the LSH banding
+    threshold: float = 0.5  # Jaccard for a near-duplicate
+    lsh_threshold: float = 0.4  # Jaccard the LSH banding is tuned for (low enough for teasers); 0 = threshold
+    containment: float = 0.85  # containment of the smaller page that also matches; 1.0 = off
+    containment_min_shingles: int = 100
     seed: int = 1
     min_shingles: int = 1
 
     def __post_init__(self) -> None:
         if self.num_perm < 2:
             raise ValueError("num_perm must be at least 2")
-        if not 0.0 < self.threshold < 1.0:
-            raise ValueError(f"threshold is a Jaccard similarity in (0, 1), got {self.threshold}")
+        for name in ("threshold", "lsh_threshold"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0 or (name == "threshold" and value == 0.0):
+                raise ValueError(f"{name} is a Jaccard similarity in (0, 1), got {value}")
+        if not 0.0 < self.containment <= 1.0:
+            raise ValueError(f"containment is a fraction in (0, 1], got {self.containment}")
+
+    @property
+    def banding_threshold(self) -> float:
+        return self.lsh_threshold or self.threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +69,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature]):
         rng = np.random.default_rng(p.seed)
         self._a = rng.integers(1, 2**63, size=(p.num_perm, 1), dtype=np.uint64) | np.uint64(1)
         self._b = rng.integers(0, 2**63, size=(p.num_perm, 1), dtype=np.uint64)
-        self.bands, self.rows = optimal_bands(p.threshold, p.num_perm)
+        self.bands, self.rows = optimal_bands(p.banding_threshold, p.num_perm)
 
     def hash_values(self, shingles: np.ndarray) -> np.ndarray:
         """The MinHash of a set of 64-bit shingle hashes: uint32[num_perm]."""
@@ -79,9 +96,22 @@ class MinHashMethod(FingerprintMethod[MinHashSignature]):
     def jaccard(signature: MinHashSignature, other: MinHashSignature) -> float:
         return float(np.count_nonzero(signature.values == other.values)) / len(signature.values)
 
+    @staticmethod
+    def containment_of_smaller(jaccard: float, size_a: int, size_b: int) -> float:
+        smaller = min(size_a, size_b)
+        if smaller == 0:
+            return 0.0
+        return min(1.0, jaccard * (size_a + size_b) / ((1.0 + jaccard) * smaller))
+
     def similarity(self, signature: MinHashSignature, other: MinHashSignature) -> float | None:
         estimate = self.jaccard(signature, other)
-        return estimate if estimate >= self.params.threshold else None
+        if estimate >= self.params.threshold:
+            return estimate
+        p = self.params
+        if (p.containment < 1.0 and min(signature.set_size, other.set_size) >= p.containment_min_shingles
+                and self.containment_of_smaller(estimate, signature.set_size, other.set_size) >= p.containment):
+            return estimate
+        return None
 
     def encode(self, signature: MinHashSignature) -> bytes:
         return struct.pack("<I", signature.set_size) + signature.values.tobytes()

@@ -10,6 +10,7 @@ import base64
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 import xxhash
 
@@ -45,8 +46,31 @@ class Page:
     record: Mapping[str, Any]
 
     @property
+    def site(self) -> str:
+        return site_of(self.url)
+
+    @property
     def event_time_ms(self) -> int | None:
         return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
+
+
+_SECOND_LEVEL = {"co", "com", "org", "net", "gov", "ac", "edu", "ne", "or", "go"}
+
+
+def site_of(url: str) -> str:
+    """The registrable domain, approximately (no public-suffix list): www.bbc.co.uk and
+    amp.bbc.co.uk are one site, bbc.co.uk; pages of one site share a template."""
+    try:
+        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:
+        host = ""
+    if not host:
+        return url.strip().lower()
+    labels = host.split(".")
+    if host.replace(".", "").isdigit() or len(labels) <= 2:
+        return host
+    keep = 3 if len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVEL else 2
+    return ".".join(labels[-keep:])
 
 
 def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:

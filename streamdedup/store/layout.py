@@ -72,12 +72,13 @@ class DocRecord:
     cluster_id: str
     duplicate_of: str = ""
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
+    site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
 
-    _HEAD = struct.Struct("<qHHHB")
+    _HEAD = struct.Struct("<qQHHHB")
 
     def encode(self) -> bytes:
         ids = [s.encode("utf-8", "surrogatepass") for s in (self.page_id, self.cluster_id, self.duplicate_of)]
-        parts = [self._HEAD.pack(self.event_ms, *(len(i) for i in ids), len(self.signatures)), *ids]
+        parts = [self._HEAD.pack(self.event_ms, self.site, *(len(i) for i in ids), len(self.signatures)), *ids]
         for tag, sig in sorted(self.signatures.items()):
             parts.append(struct.pack("<BI", tag, len(sig)))
             parts.append(sig)
@@ -85,7 +86,7 @@ class DocRecord:
 
     @classmethod
     def decode(cls, seq: int, data: bytes) -> "DocRecord":
-        event_ms, n_id, n_cluster, n_dup, n_sigs = cls._HEAD.unpack_from(data)
+        event_ms, site, n_id, n_cluster, n_dup, n_sigs = cls._HEAD.unpack_from(data)
         pos = cls._HEAD.size
         texts = []
         for n in (n_id, n_cluster, n_dup):
@@ -97,4 +98,4 @@ class DocRecord:
             pos += 5
             signatures[tag] = data[pos: pos + size]
             pos += size
-        return cls(seq, texts[0], event_ms, texts[1], texts[2], signatures)
+        return cls(seq, texts[0], event_ms, texts[1], texts[2], signatures, site)
