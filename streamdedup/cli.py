@@ -119,12 +119,6 @@ def cmd_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_devset(args: argparse.Namespace) -> int:
-    from streamdedup.evaluate import devset
-
-    return devset.main(args.rest)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -155,14 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--before", help="ISO-8601 time (for expire)")
     store.set_defaults(func=cmd_store)
 
-    devset = sub.add_parser("devset", help="build a labelled near-duplicate set from real pages",
-                            add_help=False)
-    devset.add_argument("rest", nargs=argparse.REMAINDER)
-    devset.set_defaults(func=cmd_devset)
+    sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "
+                                   "(see streamdedup devset --help)", add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["devset"]:  # its own parser: streamdedup/evaluate/construct.py
+        from streamdedup.evaluate import construct
+
+        return construct.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
 from streamdedup.clean.extract import extract_main_text, is_html
-from streamdedup.clean.lines import prose_lines
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.record.page import Page
 from streamdedup.record.rejection import Reason, Rejected
@@ -15,13 +14,11 @@ from streamdedup.record.rejection import Reason, Rejected
 @dataclass(frozen=True)
 class CleaningConfig:
     extractor: str = "trafilatura"
-    prose_only: bool = False  # keep only lines that end like sentences (see clean/lines.py)
     max_content_bytes: int = 10_000_000
     max_text_chars: int = 2_000_000
 
     def __str__(self) -> str:
-        return (f"clean(extractor={self.extractor},prose_only={self.prose_only},"
-                f"max_text_chars={self.max_text_chars})")
+        return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
 
 
 _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json")
@@ -38,8 +35,6 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
                                max_bytes=config.max_content_bytes)
     text = extract_main_text(content, config.extractor) if is_html(page.content_type, content) else content
     text = normalize_text(text[: config.max_text_chars])
-    if config.prose_only:
-        text = prose_lines(text)
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
     return text

@@ -43,7 +43,7 @@ _SHORT_WORDS = ("community hall library council river bridge festival concert me
 
 
 @dataclass(frozen=True)
-class TestPage:
+class SourcePage:
     name: str
     source: str  # raw page HTML
     paragraphs: tuple[str, ...]  # the article's text blocks, from Readability's output
@@ -71,14 +71,14 @@ def _text_blocks(html: str) -> list[str]:
     return blocks
 
 
-def _page_from_files(name: str, source: bytes, expected: bytes, metadata: bytes | None) -> TestPage:
+def _page_from_files(name: str, source: bytes, expected: bytes, metadata: bytes | None) -> SourcePage:
     meta = json.loads(metadata) if metadata else {}
-    return TestPage(name, source.decode("utf-8", "replace"),
+    return SourcePage(name, source.decode("utf-8", "replace"),
                     tuple(_text_blocks(expected.decode("utf-8", "replace"))),
                     meta.get("title") or name, meta.get("lang"))
 
 
-def load_test_pages(path: Path) -> list[TestPage]:
+def load_test_pages(path: Path) -> list[SourcePage]:
     """Read the readability test pages from the .tar.gz or an unpacked folder."""
     files: dict[str, dict[str, bytes]] = {}
     if path.is_dir():
@@ -101,10 +101,10 @@ def load_test_pages(path: Path) -> list[TestPage]:
     return pages
 
 
-def distinct_articles(pages: list[TestPage], max_overlap: float = 0.3) -> list[TestPage]:
+def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list[SourcePage]:
     """Long enough articles, each kept once: several test pages are variants of one text (Mozilla's
     lorem-ipsum cases) and would be unlabelled near-duplicates of each other."""
-    kept: list[tuple[TestPage, set[str]]] = []
+    kept: list[tuple[SourcePage, set[str]]] = []
     for page in pages:
         if page.words < MIN_WORDS:
             continue
@@ -116,7 +116,7 @@ def distinct_articles(pages: list[TestPage], max_overlap: float = 0.3) -> list[T
 
 
 # -- page surgery --------------------------------------------------------------------------
-def _article_node(tree: Any, page: TestPage) -> Any | None:
+def _article_node(tree: Any, page: SourcePage) -> Any | None:
     """The element of the page's source that holds its article: the lowest common ancestor of
     the source paragraphs whose text is one of the article's blocks."""
     wanted = {p for p in page.paragraphs if len(p.split()) >= 6}
@@ -145,7 +145,7 @@ def _strip_page_metadata(tree: Any, title: str) -> None:
         node.text = title
 
 
-def _drop_template_article_remnants(tree: Any, node: Any, template: TestPage, title: str) -> None:
+def _drop_template_article_remnants(tree: Any, node: Any, template: SourcePage, title: str) -> None:
     """The template's own headline, standfirst and byline live outside the article node: a real
     page would show the new article's, so they are removed (headlines get the new title)."""
     own = set(template.paragraphs)
@@ -170,7 +170,7 @@ def _paragraph_nodes(paragraphs: Iterable[str]) -> list[Any]:
     return nodes
 
 
-def in_template(template: TestPage, paragraphs: Iterable[str], title: str) -> str | None:
+def in_template(template: SourcePage, paragraphs: Iterable[str], title: str) -> str | None:
     """Another site's real page with its article replaced by `paragraphs` (all boilerplate kept)."""
     tree = lxml.html.fromstring(template.source)
     node = _article_node(tree, template)
@@ -189,7 +189,7 @@ def in_template(template: TestPage, paragraphs: Iterable[str], title: str) -> st
     return lxml.html.tostring(tree, encoding="unicode", doctype="<!DOCTYPE html>")
 
 
-def recrawl(page: TestPage, rng: random.Random, others: list[TestPage], when: datetime) -> str:
+def recrawl(page: SourcePage, rng: random.Random, others: list[SourcePage], when: datetime) -> str:
     """Same page, boilerplate changed: a timestamp, a related-stories block, an ad slot."""
     tree = lxml.html.fromstring(page.source)
     body = tree.find("body") if tree.find("body") is not None else tree
@@ -205,7 +205,7 @@ def recrawl(page: TestPage, rng: random.Random, others: list[TestPage], when: da
     return lxml.html.tostring(tree, encoding="unicode", doctype="<!DOCTYPE html>")
 
 
-def print_version(page: TestPage, paragraphs: Iterable[str]) -> str:
+def print_version(page: SourcePage, paragraphs: Iterable[str]) -> str:
     body = "".join(f"<p>{_escape(p)}</p>" for p in paragraphs)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_escape(page.title)}</title></head>"
             f"<body><h1>{_escape(page.title)}</h1>{body}</body></html>")
@@ -267,7 +267,7 @@ def _site(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "site"
 
 
-def build_devset(pages: list[TestPage], seed: int, split: str) -> list[dict[str, Any]]:
+def build_devset(pages: list[SourcePage], seed: int, split: str) -> list[dict[str, Any]]:
     """Labelled pages in fetch order (see module doc). split: 'dev', 'test' or 'all'."""
     rng = random.Random(f"{seed}:{split}")
     articles = distinct_articles(pages)
@@ -328,7 +328,8 @@ def build_devset(pages: list[TestPage], seed: int, split: str) -> list[dict[str,
                  f"https://{_site(template.name)}.example/other/{_site(donor.name)}",
                  base + timedelta(hours=rng.uniform(0, 6 * len(articles))), donor.lang)
             negatives += 1
-    for template in rng.sample(templates, min(4, len(templates))):  # very short pages
+    short_templates = min(4, len(templates), max(1, len(articles) // 8))
+    for template in rng.sample(templates, short_templates):  # very short pages, 4 per template
         for _ in range(4):
             title, text = short_text(rng)
             html = in_template(template, text, title)
@@ -341,8 +342,15 @@ def build_devset(pages: list[TestPage], seed: int, split: str) -> list[dict[str,
     return records
 
 
-def write_jsonl(records: Iterable[dict[str, Any]], path: Path) -> None:
+# Appended to the sample crawl so a newcomer sees the rejected output at work.
+BAD_LINES = (b'{"url": "https://broken.example/1", "content": "<p>cut off',
+             b'{"content": "<p>a page without a url</p>", "fetched_at": "2024-03-02T00:00:00Z"}',
+             b'{"url": "https://empty.example/", "content": "", "fetched_at": "2024-03-02T00:00:00Z"}')
+
+
+def write_jsonl(records: Iterable[dict[str, Any]], path: Path, extra_lines: Iterable[bytes] = ()) -> None:
     data = b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+    data += b"".join(line + b"\n" for line in extra_lines)
     path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 
 
@@ -353,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--limit", type=int, help="use only the first N distinct articles (sample crawls)")
+    parser.add_argument("--with-bad-records", action="store_true",
+                        help="append three malformed records (for the sample crawl's demo)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     pages = load_test_pages(args.pages)
@@ -360,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         keep = {p.name for p in distinct_articles(pages)[: args.limit]}
         pages = [p for p in pages if p.name in keep]
     records = build_devset(pages, args.seed, args.split)
-    write_jsonl(records, args.out)
+    write_jsonl(records, args.out, BAD_LINES if args.with_bad_records else ())
     variants = Counter(r["variant"] for r in records)
     sizes = Counter(Counter(r["cluster"] for r in records).values())
     print(json.dumps({"pages": len(records), "clusters": len({r['cluster'] for r in records}),

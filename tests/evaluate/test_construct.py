@@ -1,0 +1,70 @@
+"""The labelled set built by construction, on small generated 'test pages' (never ../shared)."""
+
+import io
+import tarfile
+from collections import Counter
+
+from conftest import make_article, wrap_in_template
+from streamdedup.evaluate.construct import SourcePage, build_devset, distinct_articles, in_template, load_test_pages
+
+
+def _pages(n=12):
+    pages = []
+    for i in range(n):
+        paragraphs = make_article(100 + i, paragraphs=8)
+        pages.append(SourcePage(f"site{i}", wrap_in_template(paragraphs, f"Site{i}", f"Title {i}"),
+                              tuple(paragraphs), f"Title {i}", "en"))
+    return pages
+
+
+def test_same_seed_same_set():
+    assert build_devset(_pages(), 1, "all") == build_devset(_pages(), 1, "all")
+    assert build_devset(_pages(), 1, "all") != build_devset(_pages(), 2, "all")
+
+
+def test_dev_and_test_share_no_article():
+    dev, test = build_devset(_pages(), 1, "dev"), build_devset(_pages(), 1, "test")
+    assert dev and test
+    assert not {r["source_page"] for r in dev if r["variant"] != "short"} & \
+        {r["source_page"] for r in test if r["variant"] != "short"}
+
+
+def test_syndicated_copy_is_the_article_inside_another_real_template():
+    pages = _pages()
+    article, template = pages[0], pages[1]
+    html = in_template(template, article.paragraphs, article.title)
+    assert article.paragraphs[3] in html
+    assert "Most read on Site1" in html  # the other site's boilerplate stays
+    assert template.paragraphs[3] not in html  # its own article is gone
+
+
+def test_labels_follow_the_construction():
+    records = build_devset(_pages(20), 3, "all")
+    by_cluster = Counter(r["cluster"] for r in records)
+    for r in records:
+        if r["variant"] in ("short", "same_template"):
+            assert by_cluster[r["cluster"]] == 1 and r["cluster"].startswith("neg-")
+        else:
+            assert r["cluster"] == f"c-{r['source_page']}"
+    assert {r["variant"] for r in records} >= {"original", "syndicated", "short"}
+    assert [r["fetched_at"] for r in records] == sorted(r["fetched_at"] for r in records)
+
+
+def test_variants_of_one_text_are_kept_once():
+    pages = _pages(3)
+    copy = SourcePage("copy", pages[0].source, pages[0].paragraphs, "Copy", "en")
+    assert [p.name for p in distinct_articles(pages + [copy])] == ["site0", "site1", "site2"]
+
+
+def test_load_from_tarball(tmp_path):
+    archive = tmp_path / "pages.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, content in {"test/test-pages/a/source.html": "<p>src</p>",
+                              "test/test-pages/a/expected.html": "<div><p>one</p><p>two</p></div>",
+                              "test/test-pages/a/expected-metadata.json": '{"title": "A", "lang": "en"}'}.items():
+            data = content.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    [page] = load_test_pages(archive)
+    assert (page.name, page.paragraphs, page.title, page.lang) == ("a", ("one", "two"), "A", "en")
