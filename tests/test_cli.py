@@ -92,3 +92,15 @@ def test_eval_writes_metrics_and_report(tmp_path):
     assert set(metrics["methods"]) == {"default", "exact", "minhash", "simhash", "a12"}
     assert metrics["methods"]["default"]["f1"] == 1.0
     assert "<svg" in (out / "report.html").read_text()
+
+
+def test_stdin_input(tmp_path):
+    import subprocess
+    import sys
+
+    crawl = _crawl(tmp_path)
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "streamdedup", "dedup", "-", "--out", str(out), "-q"],
+                            input=crawl.read_bytes(), capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "summary.json").read_text())["records"] == 5
