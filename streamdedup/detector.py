@@ -147,7 +147,7 @@ class Detector:
     def signatures(self, page: Page) -> dict[str, Any]:
         """Clean, tokenise and compute every enabled method's signature."""
         text = clean_page(page, self.config.cleaning)
-        doc = Document.from_text(text)
+        doc = Document.from_text(text, page.lang)
         if not doc.tokens:
             raise Rejected(Reason.NO_TEXT, "the main text has no words")
         return {m.name: m.signature(doc) for m in self.methods}

@@ -6,15 +6,50 @@ from typing import Any
 
 from streamdedup.fingerprints.a12 import A12Method
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.decomposition import DecompositionMethod
+from streamdedup.fingerprints.descrwords import DescrWordsMethod
 from streamdedup.fingerprints.exact import ExactMethod
+from streamdedup.fingerprints.heavysent import HeavySentMethod
+from streamdedup.fingerprints.imatch import IMatchMethod
+from streamdedup.fingerprints.lexrand import LexRandMethod
+from streamdedup.fingerprints.logshingles import LogShinglesMethod
+from streamdedup.fingerprints.longsent import LongSentMethod
+from streamdedup.fingerprints.megashingles import MegaShinglesMethod
 from streamdedup.fingerprints.minhash import MinHashMethod
+from streamdedup.fingerprints.optfreq import OptFreqMethod
+from streamdedup.fingerprints.pugh import PughMethod
+from streamdedup.fingerprints.randproj import RandProjMethod
 from streamdedup.fingerprints.simhash import SimHashMethod
+from streamdedup.fingerprints.spotsigs import SpotSigsMethod
+from streamdedup.fingerprints.supershingles import SuperShinglesMethod
+from streamdedup.fingerprints.tf import TfMethod
+from streamdedup.fingerprints.tfidf import TfIdfMethod
+from streamdedup.fingerprints.tfridf import TfRidfMethod
+from streamdedup.fingerprints.tibetan_summary import TibetanSummaryMethod
 
+# Order: the engine's default four, then 004's A1-A11, then the other methods of the seeds.
 METHODS: dict[str, type[FingerprintMethod[Any]]] = {
-    ExactMethod.name: ExactMethod,
+    ExactMethod.name: ExactMethod,  # A0
     MinHashMethod.name: MinHashMethod,
     SimHashMethod.name: SimHashMethod,
-    A12Method.name: A12Method,
+    A12Method.name: A12Method,  # A12 "3+5"
+    TfMethod.name: TfMethod,  # A1
+    TfIdfMethod.name: TfIdfMethod,  # A2
+    TfRidfMethod.name: TfRidfMethod,  # A3
+    LongSentMethod.name: LongSentMethod,  # A4
+    HeavySentMethod.name: HeavySentMethod,  # A5
+    MegaShinglesMethod.name: MegaShinglesMethod,  # A6
+    LexRandMethod.name: LexRandMethod,  # A7
+    LogShinglesMethod.name: LogShinglesMethod,  # A8
+    DescrWordsMethod.name: DescrWordsMethod,  # A9
+    OptFreqMethod.name: OptFreqMethod,  # A10
+    DecompositionMethod.name: DecompositionMethod,  # A11
+    IMatchMethod.name: IMatchMethod,
+    SuperShinglesMethod.name: SuperShinglesMethod,
+    PughMethod.name: PughMethod,
+    RandProjMethod.name: RandProjMethod,
+    SpotSigsMethod.name: SpotSigsMethod,
+    TibetanSummaryMethod.name: TibetanSummaryMethod,
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamdedup.tokens.hashing import hash_tokens, shingle_hashes
+from streamdedup.tokens.language import guess_language
 from streamdedup.tokens.tokenize import split_sentences, split_words
 
 
@@ -20,11 +21,13 @@ class Document:
     tokens: list[str]
     token_hashes: np.ndarray  # uint64, one per token
     sentence_bounds: np.ndarray  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
+    lang: str = "en"
     _shingles: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_text(cls, text: str) -> "Document":
-        """Tokenise sentence by sentence so sentence boundaries are token offsets."""
+    def from_text(cls, text: str, lang: str | None = None) -> "Document":
+        """Tokenise sentence by sentence so sentence boundaries are token offsets; `lang` is the
+        declared language, guessed from the script when missing."""
         tokens: list[str] = []
         bounds = [0]
         for sentence in split_sentences(text):
@@ -33,7 +36,7 @@ class Document:
                 tokens.extend(words)
                 bounds.append(len(tokens))
         return cls(text=text, tokens=tokens, token_hashes=hash_tokens(tokens),
-                   sentence_bounds=np.asarray(bounds, dtype=np.int64))
+                   sentence_bounds=np.asarray(bounds, dtype=np.int64), lang=guess_language(text, lang))
 
     @property
     def num_sentences(self) -> int:

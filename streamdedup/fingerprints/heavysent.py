@@ -1,0 +1,29 @@
+"""A5 HeavySent (004): a sentence weighs the sum of its words' A2 (BM25 TF*IDF) weights; the 2
+heaviest, alphabetical, CRC32."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from streamdedup.fingerprints.keyed import PositionalKeys, crc32_of
+from streamdedup.fingerprints.longsent import SentenceParams, sentence_texts
+from streamdedup.fingerprints.words import bm25_weights, content_words
+from streamdedup.stats.lexicon import load_lexicon
+from streamdedup.tokens.document import Document
+
+
+class HeavySentMethod(PositionalKeys):
+    name = "heavysent"
+    params_type = SentenceParams
+
+    def describe(self) -> str:
+        return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
+
+    def keys(self, doc: Document) -> tuple[int, ...] | None:
+        sentences = sentence_texts(doc, self.params.min_sentence_words)
+        if not sentences:
+            return None
+        weights = bm25_weights(Counter(content_words(doc)), load_lexicon(self.params.lexicon), doc.lang)
+        scored = [(sum(weights.get(w, 0.0) for w in words), text) for text, words in sentences]
+        heaviest = sorted(scored, key=lambda s: (-s[0], s[1]))[: self.params.sentences]
+        return (crc32_of(text for _, text in heaviest),)

@@ -1,0 +1,49 @@
+"""I-Match (Chowdhury et al. 2002; 000, 001): SHA1 over the page's distinct words that belong to
+the lexicon of middle-IDF words (the commonest and the rarest words are dropped), sorted.
+Equal signatures mean duplicates. One value per page: fast, but one lexicon word added or
+removed changes it, and pages with few lexicon words are not judged (004's minimum)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from streamdedup.fingerprints.base import Params
+from streamdedup.fingerprints.keyed import PositionalKeys
+from streamdedup.fingerprints.words import content_words, mid_idf_words
+from streamdedup.stats.lexicon import load_lexicon
+from streamdedup.tokens.document import Document
+
+
+@dataclass(frozen=True)
+class IMatchParams(Params):
+    min_idf: float = 2.5  # below: too common to tell pages apart
+    max_idf: float = 12.0  # above: too rare (typos, ids, unknown words)
+    min_words: int = 10  # lexicon words a page needs
+    extra_lexicons: int = 0  # K: LexRand's extra lexicons (none for I-Match)
+    drop_fraction: float = 0.33  # p: fraction of L each extra lexicon drops
+    seed: int = 1
+    lexicon: str = "wordfreq"
+
+
+def sha1_key(words: set[str]) -> int:
+    digest = hashlib.sha1("\n".join(sorted(words)).encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "little") or 1
+
+
+class IMatchMethod(PositionalKeys):
+    name = "imatch"
+    params_type = IMatchParams
+
+    def describe(self) -> str:
+        return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
+
+    def lexicon_words(self, doc: Document) -> set[str]:
+        p = self.params
+        return mid_idf_words(set(content_words(doc)), load_lexicon(p.lexicon), doc.lang, p.min_idf, p.max_idf)
+
+    def keys(self, doc: Document) -> tuple[int, ...] | None:
+        words = self.lexicon_words(doc)
+        if len(words) < self.params.min_words:
+            return None
+        return (sha1_key(words),)

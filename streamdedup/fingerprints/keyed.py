@@ -1,0 +1,79 @@
+"""Shared shapes for the many methods whose signature is a few 64-bit keys or a set of hashes.
+
+- `PositionalKeys`: a tuple of keys; key i is filed as (i, key); a candidate matches when at
+  least `min_equal` positions agree (I-Match, LexRand, Pugh, supershingles, the top-words and
+  sentence methods of 004). A key of 0 means 'no key at this position' (e.g. an empty list).
+- `HashSet`: a set of 64-bit hashes compared by Jaccard; filed under a bottom-k sample of the
+  set so that candidates come from an inverted index, not a scan (log-shingles, SpotSigs, A11).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterable
+
+import numpy as np
+
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.tokens.document import Document
+
+
+def crc32_of(words: Iterable[str]) -> int:
+    """004's signature of a word list: CRC32 of the words joined in alphabetical order."""
+    return zlib.crc32(" ".join(sorted(words)).encode("utf-8", "surrogatepass"))
+
+
+class PositionalKeys(FingerprintMethod[tuple[int, ...]]):
+    min_equal = 1
+
+    def keys(self, doc: Document) -> tuple[int, ...] | None:
+        raise NotImplementedError
+
+    def signature(self, doc: Document) -> tuple[int, ...] | None:
+        return self.keys(doc)
+
+    def index_keys(self, signature: tuple[int, ...]) -> list[bytes]:
+        return [struct.pack("<BQ", i, k) for i, k in enumerate(signature) if k]
+
+    def similarity(self, signature: tuple[int, ...], other: tuple[int, ...]) -> float | None:
+        equal = sum(1 for a, b in zip(signature, other) if a == b and a)
+        return equal / max(len(signature), 1) if equal >= self.min_equal else None
+
+    def encode(self, signature: tuple[int, ...]) -> bytes:
+        return struct.pack(f"<{len(signature)}Q", *signature)
+
+    def decode(self, data: bytes) -> tuple[int, ...]:
+        return struct.unpack(f"<{len(data) // 8}Q", data)
+
+
+class HashSet(FingerprintMethod[np.ndarray]):
+    """Subclasses give `elements(doc)`; params need `threshold`, `index_sample` and `min_elements`."""
+
+    def elements(self, doc: Document) -> np.ndarray:
+        raise NotImplementedError
+
+    def signature(self, doc: Document) -> np.ndarray | None:
+        values = np.unique(self.elements(doc))
+        return values if len(values) >= self.params.min_elements else None
+
+    def index_keys(self, signature: np.ndarray) -> list[bytes]:
+        """The k smallest hashes: a consistent sample, so sets with a high Jaccard share some."""
+        return [struct.pack("<Q", int(v)) for v in signature[: self.params.index_sample]]
+
+    def jaccard(self, signature: np.ndarray, other: np.ndarray) -> float:
+        common = len(np.intersect1d(signature, other, assume_unique=True))
+        return common / (len(signature) + len(other) - common)
+
+    def similarity(self, signature: np.ndarray, other: np.ndarray) -> float | None:
+        small, large = sorted((len(signature), len(other)))
+        if small / large < self.params.threshold:  # Jaccard <= |A|/|B|: size filter first
+            return None
+        value = self.jaccard(signature, other)
+        return value if value >= self.params.threshold else None
+
+    def encode(self, signature: np.ndarray) -> bytes:
+        return signature.astype("<u8").tobytes()
+
+    def decode(self, data: bytes) -> np.ndarray:
+        return np.frombuffer(data, dtype="<u8").astype(np.uint64)

@@ -1,0 +1,34 @@
+"""A6 megashingles (Fetterly et al.; 004): 36 min-wise functions over word 5-shingles, 6
+supershingles of 6, and the 15 pairs of supershingles ('megashingles'); one equal megashingle
+means similar (that is: two supershingles agree)."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from dataclasses import dataclass
+
+import xxhash
+
+from streamdedup.fingerprints.supershingles import SuperShingleParams, SuperShinglesMethod
+from streamdedup.tokens.document import Document
+
+
+@dataclass(frozen=True)
+class MegaShingleParams(SuperShingleParams):
+    functions: int = 36
+    groups: int = 6
+    min_matching: int = 1
+    seed: int = 13
+
+
+class MegaShinglesMethod(SuperShinglesMethod):
+    name = "megashingles"
+    params_type = MegaShingleParams
+
+    def keys(self, doc: Document) -> tuple[int, ...] | None:
+        supers = self.supershingles(doc)
+        if supers is None:
+            return None
+        return tuple(xxhash.xxh3_64_intdigest(struct.pack("<QQ", a, b)) or 1
+                     for a, b in itertools.combinations(supers, 2))

@@ -1,0 +1,24 @@
+"""A10 OptFreq (Maslov, 004): IDF = -log(df/N) peaks in usefulness at 11.5 (= -ln(10/10^6)):
+IDF_opt = sqrt(IDF/11.5) below, 11.5/IDF above; weight = (0.5 + 0.5·tf/tf_max)·IDF_opt; top 6."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from streamdedup.fingerprints.topwords import TopWordsMethod
+from streamdedup.tokens.document import Document
+
+OPTIMUM = 11.5
+
+
+def optimal_idf(idf: float) -> float:
+    return math.sqrt(idf / OPTIMUM) if idf < OPTIMUM else OPTIMUM / idf
+
+
+class OptFreqMethod(TopWordsMethod):
+    name = "optfreq"
+
+    def weights(self, tf: Counter[str], doc: Document) -> dict[str, float]:
+        tf_max = max(tf.values())
+        return {w: (0.5 + 0.5 * c / tf_max) * optimal_idf(self.lexicon.idf(w, doc.lang)) for w, c in tf.items()}

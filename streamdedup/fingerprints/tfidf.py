@@ -1,0 +1,16 @@
+"""A2 TF*IDF (004): BM25-style weights (k = 2, b = 0.75), top 6 words, alphabetical, CRC32."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from streamdedup.fingerprints.topwords import TopWordsMethod
+from streamdedup.fingerprints.words import bm25_weights
+from streamdedup.tokens.document import Document
+
+
+class TfIdfMethod(TopWordsMethod):
+    name = "tfidf"
+
+    def weights(self, tf: Counter[str], doc: Document) -> dict[str, float]:
+        return bm25_weights(tf, self.lexicon, doc.lang)
