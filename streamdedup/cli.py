@@ -32,6 +32,8 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
     group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor")
     group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
     group.add_argument("--batch-size", type=int, help="pages per atomic store write")
+    group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
+                       "`streamdedup lexicon build`")
 
 
 def _parse_value(text: str) -> Any:
@@ -60,7 +62,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         methods=methods, method_params=params, policy=args.policy,
         same_site_policy=args.same_site_policy, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
-        batch_size=args.batch_size)
+        batch_size=args.batch_size, lexicon=args.lexicon)
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -119,6 +121,19 @@ def cmd_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lexicon(args: argparse.Namespace) -> int:
+    from streamdedup.clean.pipeline import CleaningConfig
+    from streamdedup.stats.build import build_from_files
+
+    cleaning = CleaningConfig(extractor=args.extractor) if args.extractor else CleaningConfig()
+    lexicon = build_from_files(args.inputs, args.out, cleaning, min_df=args.min_df)
+    sizes = {lang: len(words) for lang, words in lexicon.df_table.items()}
+    print(orjson.dumps({"version": lexicon.version, "documents": lexicon.n_docs,
+                        "avg_length": round(lexicon.avg_length, 1), "words_per_language": sizes}).decode())
+    print(f"use it with --lexicon {args.out} (or lexicon = \"{args.out}\" in the config file)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -148,6 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--state", type=Path, required=True)
     store.add_argument("--before", help="ISO-8601 time (for expire)")
     store.set_defaults(func=cmd_store)
+
+    lexicon = sub.add_parser("lexicon", help="build frozen collection statistics from a corpus")
+    lexicon.add_argument("action", choices=("build",))
+    lexicon.add_argument("inputs", nargs="+", help="JSON Lines (.gz ok), WARC (.gz ok) or -")
+    lexicon.add_argument("--out", type=Path, required=True, help="lexicon file to write (.json or .json.gz)")
+    lexicon.add_argument("--min-df", type=int, default=2, help="drop words seen in fewer documents")
+    lexicon.add_argument("--extractor", choices=EXTRACTORS)
+    lexicon.set_defaults(func=cmd_lexicon)
 
     sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "
                                    "(see streamdedup devset --help)", add_help=False)

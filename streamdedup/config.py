@@ -41,6 +41,7 @@ class DetectorConfig:
     cleaning: CleaningConfig = CleaningConfig()
     retention: timedelta | None = None
     batch_size: int = 256
+    lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -53,6 +54,13 @@ class DetectorConfig:
             if missing:
                 raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
                                  f"(enabled: {', '.join(self.methods)})")
+
+    def params_for(self, name: str) -> dict[str, Any]:
+        """A method's parameters: its own section, plus the shared lexicon if it uses one."""
+        params = dict(self.method_params.get(name, {}))
+        if "lexicon" in METHODS[name].params_type.__dataclass_fields__ and self.lexicon != "wordfreq":
+            params.setdefault("lexicon", self.lexicon)
+        return params
 
     @property
     def site_policy(self) -> str:
@@ -76,7 +84,8 @@ class DetectorConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "DetectorConfig":
-        known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size", "max_content_bytes"}
+        known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
+                 "max_content_bytes", "lexicon"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -92,4 +101,4 @@ class DetectorConfig:
         return cls(methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
                    same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
-                   batch_size=int(data.get("batch_size", 256)))
+                   batch_size=int(data.get("batch_size", 256)), lexicon=data.get("lexicon", "wordfreq"))

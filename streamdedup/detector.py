@@ -23,6 +23,7 @@ from streamdedup.fingerprints.registry import create_method
 from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
+from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.tokens.document import Document
@@ -55,6 +56,7 @@ class Fingerprinted:
     record: dict[str, Any]
     origin: str
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
+    text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
 
     @property
     def site_hash(self) -> int:
@@ -65,7 +67,9 @@ class Detector:
     def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
         self.methods: list[FingerprintMethod[Any]] = [
-            create_method(name, **config.method_params.get(name, {})) for name in config.methods]
+            create_method(name, **config.params_for(name)) for name in config.methods]
+        if config.lexicon != "wordfreq":
+            keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.store = SignatureStore(state_dir, self.methods,
                                     {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION})
@@ -108,7 +112,8 @@ class Detector:
         try:
             value, record = self._decode(raw)
             page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
-            return Fingerprinted(page, record, raw.origin, self.signatures(page))
+            text, signatures = self.signatures(page)
+            return Fingerprinted(page, record, raw.origin, signatures, text)
         except Rejected as rejected:
             return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -144,13 +149,13 @@ class Detector:
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
-    def signatures(self, page: Page) -> dict[str, Any]:
+    def signatures(self, page: Page) -> tuple[str, dict[str, Any]]:
         """Clean, tokenise and compute every enabled method's signature."""
         text = clean_page(page, self.config.cleaning)
         doc = Document.from_text(text, page.lang)
         if not doc.tokens:
             raise Rejected(Reason.NO_TEXT, "the main text has no words")
-        return {m.name: m.signature(doc) for m in self.methods}
+        return text, {m.name: m.signature(doc) for m in self.methods}
 
     def _event_ms(self, page: Page) -> int:
         event = page.event_time_ms
@@ -235,6 +240,16 @@ class Detector:
             record = _raw_payload(raw)
         return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
                                 "origin": raw.origin}, raw.origin)
+
+
+def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:
+    """A copy of the lexicon the signatures were built with lives beside them."""
+    import shutil
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    target = state_dir / f"lexicon-{load_lexicon(str(lexicon)).version}.json.gz"
+    if not target.exists():
+        shutil.copyfile(lexicon, target)
 
 
 def _raw_payload(raw: RawRecord) -> dict[str, Any]:

@@ -41,6 +41,56 @@ def _chart(methods: dict[str, dict[str, Any]]) -> str:
     return svg[svg.index("<svg"):]
 
 
+# 004's Table (ROMIP, ~500k pages): recall against the pool, verified precision, F.
+ROMIP = {"a12": (0.96, 0.95, 0.95), "longsent": (0.84, 0.80, 0.82), "tf": (0.60, 0.94, 0.73),
+         "optfreq": (0.59, 0.94, 0.73), "tfridf": (0.59, 0.95, 0.73), "heavysent": (0.62, 0.86, 0.72),
+         "tfidf": (0.54, 0.96, 0.69), "lexrand": (0.50, 0.97, 0.66), "descrwords": (0.44, 0.77, 0.56),
+         "logshingles": (0.39, 0.97, 0.56), "megashingles": (0.36, 0.91, 0.51), "exact": (0.23, 1.00, 0.38)}
+
+
+def _paper_table(methods: dict[str, dict[str, Any]]) -> str:
+    if not any("pool_recall" in m for m in methods.values()):
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("method", "pairs found (Table 3)", "pool recall",
+                                               "verified precision", "F", "ROMIP recall", "ROMIP precision", "ROMIP F"))
+    rows = []
+    for name, m in sorted(methods.items(), key=lambda item: -item[1].get("verified_f", 0)):
+        romip = ROMIP.get(name, ("", "", ""))
+        cells = [name, m["pairs_found"], f"{m['pool_recall']:.3f}", f"{m['verified_precision']:.3f}",
+                 f"{m['verified_f']:.3f}", *romip]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return ("<h2>004's protocol: pool of pairs found by any method, verified by text similarity &ge; 0.8</h2>"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table>")
+
+
+def _dice_heatmap(dice: dict[str, dict[str, float]]) -> str:
+    if not dice:
+        return ""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dice)
+    grid = [[dice[a][b] for b in names] for a in names]
+    fig, ax = plt.subplots(figsize=(1 + 0.45 * len(names), 0.8 + 0.4 * len(names)))
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if value < 0.6 else "black")
+    fig.colorbar(image, ax=ax, fraction=0.03)
+    ax.set_title("Dice agreement of found pair sets (004's Table 4)")
+    fig.tight_layout()
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
 def _table(methods: dict[str, dict[str, Any]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("method", "policy", "precision", "recall", "F1", "ARI",
                                                "predicted pairs", "true pairs", "gold pairs"))
@@ -73,8 +123,12 @@ td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}td:first-child{{t
 </head><body><h1>streamdedup evaluation</h1>
 <p>dataset: {html.escape(str(metrics.get('dataset')))}; pages: {metrics.get('pages')};
 rejected: {metrics.get('rejected')}. Pairwise scores over same-cluster pairs; ARI over clusters.</p>
+<h2>Against the gold labels</h2>
 {_table(methods)}
 {_chart(methods)}
+{_paper_table(methods)}
+<p>pool: {html.escape(str(metrics.get('pool')))}</p>
+{_dice_heatmap(metrics.get('dice', {}))}
 {_errors(errors)}
 </body></html>"""
     path.write_text(page, encoding="utf-8")

@@ -17,6 +17,7 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted, Outcome
 from streamdedup.evaluate.metrics import pair_scores
+from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
 from streamdedup.evaluate.report import write_report
 from streamdedup.record.readers import read_input
 
@@ -26,7 +27,7 @@ DEFAULT = "default"
 def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, DetectorConfig]:
     scenarios = {DEFAULT: config}
     for name in methods:
-        params = {name: config.method_params[name]} if name in config.method_params else {}
+        params = {name: config.params_for(name)}
         scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name,
                                   same_site_policy=name)
     return scenarios
@@ -79,14 +80,23 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
         gold = [str(r.get("cluster", f"unlabelled:{i}")) for i, r in enumerate(records)]
         results: dict[str, dict[str, Any]] = {}
         errors: dict[str, Any] = {}
+        found: dict[str, set[tuple[int, int]]] = {}
         for name, scenario in scenario_configs(config, methods).items():
             predicted = predicted_labels(decide_all(scenario, items, Path(tmp) / name))
             scores = pair_scores(gold, predicted)
             results[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
             results[name]["policy"] = scenario.policy
             errors[name] = error_pairs(records, gold, predicted)
+            found[name] = cluster_pairs(predicted)
+    texts = [item.text if isinstance(item, Fingerprinted) else "" for item in items]
+    pool = set().union(*found.values())
+    verified = verify_pairs(pool, texts)
+    for name, scores in paper_scores(found, verified).items():
+        results[name].update(scores)
     metrics = {"methods": results, "dataset": str(dataset), "pages": len(items),
-               "rejected": sum(1 for i in items if isinstance(i, Outcome))}
+               "rejected": sum(1 for i in items if isinstance(i, Outcome)),
+               "pool": {"pairs": len(pool), "verified": len(verified), "similarity": "rapidfuzz ratio >= 0.8"},
+               "dice": dice_matrix({k: v for k, v in found.items() if k != DEFAULT})}
     (out_dir / "metrics.json").write_bytes(orjson.dumps(metrics, option=orjson.OPT_INDENT_2))
     (out_dir / "errors.json").write_bytes(orjson.dumps(errors, option=orjson.OPT_INDENT_2))
     write_report(out_dir / "report.html", metrics, errors)

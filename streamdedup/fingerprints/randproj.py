@@ -1,5 +1,5 @@
-"""Charikar's random projection (STOC 2002; 001, 002): the page's tf-weighted word vector is
-projected on b random directions; the signs are a b-bit fingerprint, and the fraction of equal
+"""Charikar's random projection (STOC 2002; 001, 002): the page's tf-weighted vector of content
+words (stop words carry no topic and make every page of a language alike) is projected on b random directions; the signs are a b-bit fingerprint, and the fraction of equal
 bits f estimates the angle: cos θ ≈ cos(π(1 - f)). Unlike SimHash's ±1 per hash bit, each
 direction's components are (near-)Gaussian, drawn per word from its hash, as the theory asks.
 Candidates share one of `bands` bit-bands (LSH over the bits)."""
@@ -14,7 +14,8 @@ import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import mix64
+from streamdedup.fingerprints.words import content_words
+from streamdedup.tokens.hashing import hash_tokens, mix64
 
 _CHUNK = 2048
 
@@ -47,7 +48,8 @@ class RandProjMethod(FingerprintMethod[bytes]):
         self._seeds = rng.integers(0, 2**63, size=self.params.bits, dtype=np.uint64)
 
     def signature(self, doc: Document) -> bytes | None:
-        words, counts = np.unique(doc.token_hashes, return_counts=True)
+        content = content_words(doc)
+        words, counts = np.unique(hash_tokens(content), return_counts=True)
         if len(words) == 0:
             return None
         total = np.zeros(self.params.bits)

@@ -1,7 +1,9 @@
 """Word statistics shared by the global methods of 004 and the lexicon methods.
 
 004 normalises before weighting: stop words and words of three letters or fewer are dropped.
-Scripts without spaces (Han, kana, Tibetan syllables) have short tokens by nature and keep them.
+That length rule is made for words, not syllables: Vietnamese writes syllables, and scripts
+without spaces (Han, kana, Tibetan) have short tokens by nature, so those keep every non-stop
+token.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ from streamdedup.tokens.document import Document
 _UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Tibetan}]")
 
 
-def is_content_word(token: str, stops: frozenset[str]) -> bool:
+_SYLLABIC = {"vi", "zh", "ja", "bo", "ko", "th", "lo", "km", "my"}
+
+
+def is_content_word(token: str, stops: frozenset[str], syllabic: bool = False) -> bool:
     if token in stops or token.isdigit():
         return False
-    return len(token) > 3 or _UNSPACED.match(token) is not None
+    return syllabic or len(token) > 3 or _UNSPACED.match(token) is not None
 
 
 def content_words(doc: Document) -> list[str]:
     stops = stop_words(doc.lang)
-    return [t for t in doc.tokens if is_content_word(t, stops)]
+    syllabic = doc.lang in _SYLLABIC
+    return [t for t in doc.tokens if is_content_word(t, stops, syllabic)]
 
 
 def top_words(weights: dict[str, float], k: int) -> list[str]:
