@@ -27,7 +27,8 @@ class LogShingleParams(Params):
 
 def trailing_zeros(values: np.ndarray) -> np.ndarray:
     low = values & (~values + np.uint64(1))  # lowest set bit
-    return np.where(values == 0, 64, np.log2(low.astype(np.float64)).astype(np.int64))
+    safe = np.where(values == 0, np.uint64(1), low)
+    return np.where(values == 0, 64, np.log2(safe.astype(np.float64)).astype(np.int64))
 
 
 class LogShinglesMethod(FingerprintMethod[tuple[int, np.ndarray]]):

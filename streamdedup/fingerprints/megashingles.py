@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import xxhash
 
 from streamdedup.fingerprints.supershingles import SuperShingleParams, SuperShinglesMethod
-from streamdedup.tokens.document import Document
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,7 @@ class MegaShinglesMethod(SuperShinglesMethod):
     name = "megashingles"
     params_type = MegaShingleParams
 
-    def keys(self, doc: Document) -> tuple[int, ...] | None:
-        supers = self.supershingles(doc)
-        if supers is None:
-            return None
+    def combine(self, supershingles: tuple[int, ...]) -> tuple[int, ...]:
+        """All 15 pairs of the 6 supershingles."""
         return tuple(xxhash.xxh3_64_intdigest(struct.pack("<QQ", a, b)) or 1
-                     for a, b in itertools.combinations(supers, 2))
+                     for a, b in itertools.combinations(supershingles, 2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import xxhash
 
 from streamdedup.fingerprints.base import Params
@@ -39,11 +40,13 @@ class SuperShinglesMethod(PositionalKeys):
         self.min_equal = p.min_matching
         self._minhash = MinHashMethod(MinHashParams(num_perm=p.functions, shingle_size=p.shingle_size, seed=p.seed))
 
-    def supershingles(self, doc: Document) -> tuple[int, ...] | None:
-        shingles = doc.shingles(self.params.shingle_size)
-        if len(shingles) == 0:
-            return None
+    def supershingles_of(self, shingles: np.ndarray) -> tuple[int, ...]:
         return group_hashes(self._minhash.hash_values(shingles), self.params.groups)
 
+    def combine(self, supershingles: tuple[int, ...]) -> tuple[int, ...]:
+        """The keys made from the supershingles (Broder: the supershingles themselves)."""
+        return supershingles
+
     def keys(self, doc: Document) -> tuple[int, ...] | None:
-        return self.supershingles(doc)
+        shingles = doc.shingles(self.params.shingle_size)
+        return None if len(shingles) == 0 else self.combine(self.supershingles_of(shingles))
