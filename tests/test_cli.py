@@ -105,3 +105,28 @@ def test_stdin_input(tmp_path):
                             input=crawl.read_bytes(), capture_output=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "summary.json").read_text())["records"] == 5
+
+
+def test_lexicon_build_and_use_keeps_it_with_the_state(tmp_path, capsys):
+    crawl = _crawl(tmp_path)
+    lexicon = tmp_path / "lexicon.json.gz"
+    assert main(["lexicon", "build", str(crawl), "--out", str(lexicon), "--min-df", "1"]) == 0
+    version = json.loads(capsys.readouterr().out.splitlines()[0])["version"]
+    state = tmp_path / "state"
+    args = ["dedup", str(crawl), "--out", str(tmp_path / "o"), "--state", str(state), "-q",
+            "--methods", "exact,tfidf", "--policy", "exact|tfidf", "--lexicon", str(lexicon)]
+    assert main(args) == 0
+    assert (state / f"lexicon-{version}.json.gz").exists()
+    # the same store with the default statistics is refused: its tfidf signatures differ
+    assert main(args[:-2] + ["--out", str(tmp_path / "o2")]) == 2
+    assert "tfidf" in capsys.readouterr().err
+
+
+def test_eval_reports_the_papers_protocol(tmp_path):
+    out = tmp_path / "eval"
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "-q", "--methods", "minhash,tf,longsent"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["pool"]["verified"] >= 1
+    assert {"pool_recall", "verified_precision", "pairs_found"} <= set(metrics["methods"]["tf"])
+    assert set(metrics["dice"]) == {"minhash", "tf", "longsent"}
+    assert "Dice" in (out / "report.html").read_text()
