@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -134,6 +135,56 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_settings(args: argparse.Namespace, **extra: object):
+    from streamdedup.runtime.settings import WorkerSettings
+
+    return WorkerSettings.load(getattr(args, "worker_config", None),
+                               bootstrap_servers=args.bootstrap_servers, **extra)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    import time
+
+    from streamdedup.runtime.broker import EmbeddedBroker
+
+    broker = EmbeddedBroker(args.data_dir, port=args.port).start()
+    print(f"Kafka-protocol broker (noida-db) on {broker.bootstrap_servers}, data in {args.data_dir}; Ctrl-C stops it")
+    try:
+        while broker.process is not None and broker.process.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from streamdedup.runtime.worker import Worker
+
+    settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
+    worker = Worker(settings, detector_config(args))
+    stats = worker.run(idle_timeout_s=args.exit_when_idle)
+    print(orjson.dumps({"consumed": stats.consumed, "produced": dict(stats.produced), "replayed": stats.replayed,
+                        "batches": stats.batches, "aborted": stats.aborted}).decode())
+    return 0
+
+
+def cmd_feed(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from streamdedup.record.readers import read_inputs
+    from streamdedup.runtime.feed import feed
+    from streamdedup.runtime.topics import ensure_topics
+
+    settings = _worker_settings(args)
+    ensure_topics(settings)
+    records = tqdm(read_inputs(args.inputs), unit="page", desc="feed", disable=None, file=sys.stderr)
+    sent = feed(records, settings.client(), args.topic or settings.topics.pages, args.rate)
+    print(f"sent {sent} pages to {args.topic or settings.topics.pages} on {settings.bootstrap_servers}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -171,6 +222,33 @@ def build_parser() -> argparse.ArgumentParser:
     lexicon.add_argument("--min-df", type=int, default=2, help="drop words seen in fewer documents")
     lexicon.add_argument("--extractor", choices=EXTRACTORS)
     lexicon.set_defaults(func=cmd_lexicon)
+
+    def kafka_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--bootstrap-servers", default=os.environ.get("STREAMDEDUP_BOOTSTRAP_SERVERS"),
+                             help="Kafka brokers (env STREAMDEDUP_BOOTSTRAP_SERVERS; default 127.0.0.1:9092)")
+        command.add_argument("--worker-config", type=Path,
+                             help="TOML with [worker] and [kafka] tables (env STREAMDEDUP_* and flags win)")
+
+    broker = sub.add_parser("broker", help="run a local Kafka-protocol broker (noida-db) in the foreground")
+    broker.add_argument("--port", type=int, default=9092)
+    broker.add_argument("--data-dir", type=Path, default=Path("broker-data"))
+    broker.set_defaults(func=cmd_broker)
+
+    worker = sub.add_parser("worker", help="consume pages from Kafka, produce verdicts (exactly once)")
+    kafka_options(worker)
+    worker.add_argument("--state-dir", type=Path, help="one RocksDB store per input partition below it")
+    worker.add_argument("--group-id")
+    worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
+                        help="stop after this long without input (default: run until killed)")
+    _add_detector_options(worker)
+    worker.set_defaults(func=cmd_worker)
+
+    feeder = sub.add_parser("feed", help="produce JSON Lines / WARC pages into Kafka")
+    feeder.add_argument("inputs", nargs="+")
+    kafka_options(feeder)
+    feeder.add_argument("--topic", help="default: pages")
+    feeder.add_argument("--rate", type=float, help="pages per second (default: as fast as possible)")
+    feeder.set_defaults(func=cmd_feed)
 
     sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "
                                    "(see streamdedup devset --help)", add_help=False)

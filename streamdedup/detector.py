@@ -122,13 +122,26 @@ class Detector:
 
     def decide_batch(self, items: list[Fingerprinted | Outcome]) -> list[Outcome]:
         """The stateful stage: look up, decide and record each page; one atomic store write."""
+        outcomes, batch = self.decide_staged(items)
+        self.commit(batch)
+        return outcomes
+
+    def decide_staged(self, items: list[Fingerprinted | Outcome]) -> tuple[list[Outcome], StoreBatch]:
+        """Decide a batch, leaving its store changes staged: a runtime adds what else must be
+        written atomically with them (e.g. input offsets) and calls `commit`."""
         batch = self.store.batch()
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch) for item in items]
         batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
+        return outcomes, batch
+
+    def commit(self, batch: StoreBatch) -> None:
         batch.commit()
         if self.retention_ms is not None:
             self.store.expire(self.watermark_ms - self.retention_ms)
-        return outcomes
+
+    def discard(self) -> None:
+        """Forget staged decisions (their batch is dropped): reload what the store holds."""
+        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
 
     def _decide_one(self, fp: Fingerprinted, batch: StoreBatch) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:

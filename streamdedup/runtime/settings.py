@@ -1,0 +1,91 @@
+"""Worker settings: defaults < config file ([kafka] and [worker] in the TOML) < environment
+(STREAMDEDUP_*) < command-line flags. Any librdkafka client setting, TLS and SASL included,
+passes through as STREAMDEDUP_KAFKA_<NAME> (dots as underscores: STREAMDEDUP_KAFKA_SASL_MECHANISM)
+or in the file's [kafka] table. Secrets are masked whenever settings are shown or logged."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+SECRET_MARKERS = ("password", "secret", "key", "token", "credential")
+
+
+def mask(settings: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: "*****" if any(m in k.lower() for m in SECRET_MARKERS) and "location" not in k else v
+            for k, v in settings.items()}
+
+
+@dataclass(frozen=True)
+class Topics:
+    pages: str = "pages"
+    unique: str = "pages.unique"
+    duplicates: str = "pages.duplicates"
+    rejected: str = "pages.rejected"
+    clusters: str = "pages.clusters"
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.unique, self.duplicates, self.rejected, self.clusters)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    bootstrap_servers: str = "127.0.0.1:9092"
+    group_id: str = "streamdedup"
+    worker_id: str = field(default_factory=lambda: os.uname().nodename)
+    state_dir: Path = Path("state")
+    batch_size: int = 256
+    batch_timeout_s: float = 0.5
+    transactions: bool = True
+    partitions: int = 1  # for topics the worker creates (one store per partition: see README)
+    topics: Topics = Topics()
+    kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kafka"}
+        return f"WorkerSettings({shown}, kafka={mask(self.kafka)})"
+
+    def client(self, **extra: Any) -> dict[str, Any]:
+        """librdkafka settings for one client: ours, then the user's pass-through, then `extra`."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka, **extra}
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, env: Mapping[str, str] | None = None,
+             **flags: Any) -> "WorkerSettings":
+        settings = cls()
+        if config_file is not None:
+            with open(config_file, "rb") as handle:
+                data = tomllib.load(handle)
+            settings = settings._with(data.get("worker", {}), {str(k): str(v) for k, v in data.get("kafka", {}).items()})
+        env = os.environ if env is None else env
+        from_env = {f.name: env[f"STREAMDEDUP_{f.name.upper()}"] for f in fields(cls)
+                    if f"STREAMDEDUP_{f.name.upper()}" in env and f.name not in ("topics", "kafka")}
+        topics_env = {name: env[f"STREAMDEDUP_TOPIC_{name.upper()}"] for name in Topics.__dataclass_fields__
+                      if f"STREAMDEDUP_TOPIC_{name.upper()}" in env}
+        kafka_env = {k[len("STREAMDEDUP_KAFKA_"):].lower().replace("_", "."): v for k, v in env.items()
+                     if k.startswith("STREAMDEDUP_KAFKA_")}
+        settings = settings._with({**from_env, **({"topics": topics_env} if topics_env else {})}, kafka_env)
+        return settings._with({k: v for k, v in flags.items() if v is not None}, {})
+
+    def _with(self, values: Mapping[str, Any], kafka: Mapping[str, str]) -> "WorkerSettings":
+        known = {f.name: f for f in fields(self)}
+        unknown = set(values) - set(known)
+        if unknown:
+            raise ValueError(f"unknown worker settings {sorted(unknown)}; known: {sorted(known)}")
+        changes: dict[str, Any] = {}
+        for name, value in values.items():
+            current = getattr(self, name)
+            if name == "topics":
+                changes[name] = replace(current, **dict(value))
+            elif isinstance(current, bool):
+                changes[name] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+            elif isinstance(current, Path):
+                changes[name] = Path(value)
+            else:
+                changes[name] = type(current)(value)
+        merged = {**self.kafka, **kafka}
+        return replace(self, **changes, kafka=merged)

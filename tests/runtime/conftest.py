@@ -1,0 +1,49 @@
+"""A real Kafka-protocol broker (noida-db) on a free loopback port, started by the tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer
+
+from streamdedup.runtime.broker import EmbeddedBroker
+from streamdedup.runtime.settings import Topics, WorkerSettings
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
+        yield running
+
+
+@pytest.fixture
+def settings(broker, tmp_path) -> WorkerSettings:
+    """Fresh topic names and group per test, so tests never see each other's messages."""
+    run = uuid.uuid4().hex[:8]
+    topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
+                    rejected=f"rejected-{run}", clusters=f"clusters-{run}")
+    return WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"g-{run}", worker_id="w1",
+                          state_dir=tmp_path / "state", batch_size=16, batch_timeout_s=0.2, topics=topics)
+
+
+def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, quiet_s: float = 3.0,
+               timeout_s: float = 60.0) -> list:
+    """Every committed message of a topic (read_committed), waiting until it is quiet."""
+    consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                                           "enable.auto.commit": False, "isolation.level": "read_committed",
+                                           "receive.message.max.bytes": 104_857_600}))
+    consumer.subscribe([topic])
+    messages, last, start = [], time.monotonic(), time.monotonic()
+    try:
+        while time.monotonic() - start < timeout_s:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                messages.append(message)
+                last = time.monotonic()
+            elif len(messages) >= expect_at_least and time.monotonic() - last > quiet_s:
+                break
+    finally:
+        consumer.close()
+    return messages
