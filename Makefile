@@ -10,8 +10,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: run test bench clean
-run: $(STAMP)  ## dedup the sample crawl shipped in the repo into out/
+.PHONY: run dedup test clean
+run: $(STAMP)  ## the demo: embedded broker + worker + the sample crawl shipped in the repo
+	$(BIN)/streamdedup demo
+
+dedup: $(STAMP)  ## batch mode on the sample crawl into out/sample (no Kafka)
 	$(BIN)/streamdedup dedup streamdedup/data/sample_crawl.jsonl.gz --out out/sample --state out/sample-state --fresh
 
 test: $(STAMP)  ## the whole test suite

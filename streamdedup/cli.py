@@ -185,6 +185,20 @@ def cmd_feed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from streamdedup.runtime.demo import run_demo
+
+    run_demo(args.crawl, args.workdir, detector_config(args))
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from streamdedup.runtime.topics import ensure_topics
+
+    print(orjson.dumps(ensure_topics(_worker_settings(args))).decode())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -249,6 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
     feeder.add_argument("--topic", help="default: pages")
     feeder.add_argument("--rate", type=float, help="pages per second (default: as fast as possible)")
     feeder.set_defaults(func=cmd_feed)
+
+    demo = sub.add_parser("demo", help="broker + worker + the sample crawl, end to end, then stop")
+    demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL)
+    demo.add_argument("--workdir", type=Path, help="keep broker data and stores here (default: a temp dir)")
+    _add_detector_options(demo)
+    demo.set_defaults(func=cmd_demo)
+
+    topics = sub.add_parser("topics", help="create the topics the worker uses (existing ones are kept)")
+    topics.add_argument("action", choices=("create",))
+    kafka_options(topics)
+    topics.set_defaults(func=cmd_topics)
 
     sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "
                                    "(see streamdedup devset --help)", add_help=False)

@@ -57,6 +57,14 @@ class EmbeddedBroker:
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:  # the port first, so the client logs no refusals
+            if self.process is not None and self.process.poll() is not None:
+                break
+            try:
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:

@@ -117,7 +117,8 @@ class Worker:
     def stop(self) -> None:
         self._stop.set()
 
-    def run(self, idle_timeout_s: float | None = None, assignment_timeout_s: float = 120.0) -> WorkerStats:
+    def run(self, idle_timeout_s: float | None = None, assignment_timeout_s: float = 120.0,
+            stop_after: int | None = None) -> WorkerStats:
         """Run until `stop()`, or until nothing arrived for `idle_timeout_s` after the group gave
         this worker its partitions (tests, demo). A killed predecessor keeps its partitions until
         its session times out, so idleness only counts from the assignment."""
@@ -132,6 +133,8 @@ class Worker:
                 if messages:
                     self.process(messages)
                     self._last_activity = now
+                    if stop_after is not None and self.stats.consumed >= stop_after:
+                        break
                 elif idle_timeout_s is not None and self._last_activity is not None \
                         and now - self._last_activity > idle_timeout_s:
                     break
