@@ -100,3 +100,18 @@ def test_sigkill_mid_stream_loses_and_doubles_nothing(settings, tmp_path):
     assert len(got["rejected"]) == len(BAD)
     # the kills landed mid-stream: some but not all pages were committed when one of them struck
     assert any(0 < n < len(records) for n in committed_after_kill), committed_after_kill
+
+
+def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_path):
+    import shutil
+
+    records = crawl(10)
+    send(settings, records[:10])  # originals and copies of the first articles
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).consumed == 10
+    shutil.rmtree(settings.state_dir)  # the worker's disk is gone
+    send(settings, records[10:])
+    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=3)
+    assert stats.replayed == 10 and stats.consumed == len(records)
+    got = outputs(settings)
+    expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
+    assert verdicts_by_id(got) == expected  # same answers as if the store had never been lost
