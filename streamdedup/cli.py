@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shutil
 import sys
@@ -164,6 +163,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
     worker = Worker(settings, detector_config(args))
+    if args.metrics_port:
+        worker.metrics.serve(args.metrics_port)
     stats = worker.run(idle_timeout_s=args.exit_when_idle)
     print(orjson.dumps({"consumed": stats.consumed, "produced": dict(stats.produced), "replayed": stats.replayed,
                         "batches": stats.batches, "aborted": stats.aborted}).decode())
@@ -252,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_options(worker)
     worker.add_argument("--state-dir", type=Path, help="one RocksDB store per input partition below it")
     worker.add_argument("--group-id")
+    worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
+                        help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
     _add_detector_options(worker)
@@ -288,8 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return construct.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}')
+    from streamdedup.logs import configure
+
+    configure(args.verbose)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as err:

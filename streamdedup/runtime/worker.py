@@ -29,6 +29,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message,
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Outcome
 from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topics import ensure_topics
 
@@ -57,6 +58,7 @@ class Worker:
         self.settings = settings
         self.config = config
         self.stats = WorkerStats()
+        self.metrics = WorkerMetrics()
         self.detectors: dict[int, Detector] = {}
         self.replay_until: dict[int, int] = {}
         self._stop = threading.Event()
@@ -153,6 +155,7 @@ class Worker:
         return True
 
     def process(self, messages: list[Message]) -> None:
+        started = time.monotonic()
         by_partition: dict[int, list[Message]] = defaultdict(list)
         for message in messages:
             by_partition[message.partition()].append(message)
@@ -170,6 +173,25 @@ class Worker:
             detector.commit(store_batch)
         self.stats.batches += 1
         self.stats.consumed += len(messages)
+        self._observe(by_partition, started)
+
+    def _observe(self, by_partition: dict[int, list[Message]], started: float) -> None:
+        now = time.time()
+        self.metrics.batch_seconds.observe(time.monotonic() - started)
+        for partition, batch in by_partition.items():
+            for message in batch:
+                kind, stamp = message.timestamp()
+                if kind and stamp > 0:
+                    self.metrics.page_latency.observe(max(0.0, now - stamp / 1000))
+            try:
+                _, high = self.consumer.get_watermark_offsets(TopicPartition(batch[0].topic(), partition),
+                                                               cached=True)
+                self.metrics.lag.labels(str(partition)).set(max(0, high - batch[-1].offset() - 1))
+            except KafkaException:
+                pass
+            db = self.detectors[partition].store.db
+            self.metrics.store_bytes.labels(str(partition)).set(db.property_int_value("rocksdb.live-sst-files-size") or 0)
+            self.metrics.store_keys.labels(str(partition)).set(db.property_int_value("rocksdb.estimate-num-keys") or 0)
 
     def _decide_partition(self, partition: int, messages: list[Message]) -> tuple[Detector, Any]:
         detector = self.detectors[partition]
@@ -218,10 +240,13 @@ class Worker:
                        ("dedup.detail", dedup["detail"][:1000].encode()),
                        ("dedup.source", f"{message.topic()}[{message.partition()}]@{message.offset()}".encode())]
             self._send(topics.rejected, message.key(), message.value(), headers)
+            self.metrics.pages.labels("rejected").inc()
+            self.metrics.rejected.labels(dedup["reason"]).inc()
             return
         headers = [("dedup.status", status.encode()), ("dedup.cluster_id", dedup["cluster_id"].encode()),
                    ("dedup.duplicate_of", (dedup["duplicate_of"] or "").encode()),
                    ("dedup.method", (dedup["method"] or "").encode())]
+        self.metrics.pages.labels(status).inc()
         target = topics.unique if status == "unique" else topics.duplicates
         self._send(target, dedup["id"].encode(), orjson.dumps(outcome.output()), headers)
         for event in cluster_events(dedup):

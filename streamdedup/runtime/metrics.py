@@ -1,0 +1,33 @@
+"""Prometheus metrics of the worker: pages by verdict, rejections by reason, latency, lag, store.
+
+Each worker gets its own registry (tests run several in one process); `serve` exposes it over
+HTTP for Prometheus to scrape."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+
+class WorkerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.pages = Counter("streamdedup_pages_total", "Pages processed, by verdict", ["status"],
+                             registry=self.registry)
+        self.rejected = Counter("streamdedup_rejected_total", "Rejected pages, by reason", ["reason"],
+                                registry=self.registry)
+        self.batch_seconds = Histogram("streamdedup_batch_seconds", "Time to decide and commit one batch",
+                                       registry=self.registry,
+                                       buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+        self.page_latency = Histogram("streamdedup_page_latency_seconds",
+                                      "From the input message's timestamp to its verdict's commit",
+                                      registry=self.registry,
+                                      buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+        self.lag = Gauge("streamdedup_consumer_lag", "Messages behind the end of the input partition",
+                         ["partition"], registry=self.registry)
+        self.store_bytes = Gauge("streamdedup_store_bytes", "Live SST bytes of a partition's store",
+                                 ["partition"], registry=self.registry)
+        self.store_keys = Gauge("streamdedup_store_keys", "Estimated keys in a partition's store",
+                                ["partition"], registry=self.registry)
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=host, registry=self.registry)
