@@ -186,6 +186,16 @@ def cmd_feed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_faust(args: argparse.Namespace) -> int:
+    from streamdedup.runtime.faust_app import create_app
+
+    settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
+    app = create_app(settings, detector_config(args), app_id=settings.group_id)
+    sys.argv = ["streamdedup-faust", "worker", "-l", "info" if args.verbose else "warn", "--without-web"]
+    app.main()
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from streamdedup.runtime.demo import run_demo
 
@@ -266,6 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     feeder.add_argument("--topic", help="default: pages")
     feeder.add_argument("--rate", type=float, help="pages per second (default: as fast as possible)")
     feeder.set_defaults(func=cmd_feed)
+
+    faust_worker = sub.add_parser("faust", help="the same detector as a faust-streaming app (at-least-once, "
+                                  "idempotent re-emission)")
+    kafka_options(faust_worker)
+    faust_worker.add_argument("--state-dir", type=Path)
+    faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
+    _add_detector_options(faust_worker)
+    faust_worker.set_defaults(func=cmd_faust)
 
     demo = sub.add_parser("demo", help="broker + worker + the sample crawl, end to end, then stop")
     demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL)

@@ -5,6 +5,7 @@
     P<page id utf-8>                  -> seq:8                                            [ids]
     I<method tag:1><index key><seq:8> -> b""   postings: "page seq is filed under key"   [index]
     T<event ms:8><seq:8>              -> b""   event-time index, for retention            [time]
+    V<runtime key>                    -> bytes verdicts a runtime already emitted (Faust)  [journal]
 
 seq is the page's arrival number (big-endian, so prefix scans return pages oldest first). The
 reverse index from a page to its index keys is its DocRecord: the keys are a pure function of the
@@ -16,9 +17,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-META, DOC, PAGE_ID, INDEX, TIME = b"M", b"D", b"P", b"I", b"T"
+META, DOC, PAGE_ID, INDEX, TIME, JOURNAL = b"M", b"D", b"P", b"I", b"T", b"V"
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
+
+
+def journal_key(name: str) -> bytes:
+    return JOURNAL + name.encode()
 
 
 def seq_bytes(seq: int) -> bytes:

@@ -85,6 +85,9 @@ class SignatureStore:
     def get_meta(self, name: str) -> bytes | None:
         return self.db.get(layout.meta_key(name))
 
+    def get_journal(self, name: str) -> bytes | None:
+        return self.db.get(layout.journal_key(name))
+
     def get_meta_int(self, name: str, default: int) -> int:
         value = self.get_meta(name)
         return default if value is None else int(value)
@@ -208,6 +211,7 @@ class StoreBatch:
         self._docs: dict[int, DocRecord] = {}
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
+        self._journal: dict[str, bytes] = {}
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -240,6 +244,9 @@ class StoreBatch:
     def set_meta(self, name: str, value: bytes) -> None:
         self._meta[name] = value
 
+    def set_journal(self, name: str, value: bytes) -> None:
+        self._journal[name] = value
+
     def commit(self) -> None:
         wb = WriteBatch(raw_mode=True)
         for seq, doc in self._docs.items():
@@ -252,7 +259,10 @@ class StoreBatch:
         self._meta["next_seq"] = str(self._seq).encode()
         for name, value in self._meta.items():
             wb.put(layout.meta_key(name), value)
+        for name, value in self._journal.items():
+            wb.put(layout.journal_key(name), value)
         self.store.db.write(wb)
+        self._journal.clear()
         self._docs.clear()
         self._ids.clear()
         self._postings.clear()
