@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 import subprocess
 import sys
 import time
 
 import orjson
+import pytest
 
 from conftest import make_article, page, wrap_in_template
 from runtime.conftest import read_topic
@@ -54,8 +56,10 @@ def verdicts_by_id(got) -> dict[str, str]:
     return out
 
 
-def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings, tmp_path):
+@pytest.mark.parametrize("transactions", [True, False], ids=["exactly-once", "at-least-once"])
+def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings, tmp_path, transactions):
     records = crawl(20)
+    settings = replace(settings, transactions=transactions)
     send(settings, records)
     worker = Worker(settings, DetectorConfig())
     stats = worker.run(idle_timeout_s=4)
