@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.keyed import set_jaccard
 from streamdedup.tokens.document import Document
 
 
@@ -41,8 +42,7 @@ class DecompositionMethod(FingerprintMethod[tuple[int, np.ndarray]]):
         (len_a, a), (len_b, b) = signature, other
         if max(len_a, len_b) / max(1, min(len_a, len_b)) > self.params.length_ratio:
             return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        value = common / (len(a) + len(b) - common)
+        value = set_jaccard(a, b)
         return value if value >= self.params.threshold else None
 
     def encode(self, signature: tuple[int, np.ndarray]) -> bytes:

@@ -19,6 +19,14 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.tokens.document import Document
 
 
+def set_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard of two arrays of distinct hashes."""
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    common = len(np.intersect1d(a, b, assume_unique=True))
+    return common / (len(a) + len(b) - common)
+
+
 def crc32_of(words: Iterable[str]) -> int:
     """004's signature of a word list: CRC32 of the words joined in alphabetical order."""
     return zlib.crc32(" ".join(sorted(words)).encode("utf-8", "surrogatepass"))
@@ -62,8 +70,7 @@ class HashSet(FingerprintMethod[np.ndarray]):
         return [struct.pack("<Q", int(v)) for v in signature[: self.params.index_sample]]
 
     def jaccard(self, signature: np.ndarray, other: np.ndarray) -> float:
-        common = len(np.intersect1d(signature, other, assume_unique=True))
-        return common / (len(signature) + len(other) - common)
+        return set_jaccard(signature, other)
 
     def similarity(self, signature: np.ndarray, other: np.ndarray) -> float | None:
         small, large = sorted((len(signature), len(other)))

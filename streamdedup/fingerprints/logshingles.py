@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.keyed import set_jaccard
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import shingle_hashes
 
@@ -55,10 +56,7 @@ class LogShinglesMethod(FingerprintMethod[tuple[int, np.ndarray]]):
         level = max(signature[0], other[0])
         a = signature[1][trailing_zeros(signature[1]) >= level]
         b = other[1][trailing_zeros(other[1]) >= level]
-        if len(a) == 0 or len(b) == 0:
-            return None
-        common = len(np.intersect1d(a, b, assume_unique=True))
-        value = common / (len(a) + len(b) - common)
+        value = set_jaccard(a, b)
         return value if value >= self.params.threshold else None
 
     def encode(self, signature: tuple[int, np.ndarray]) -> bytes:
