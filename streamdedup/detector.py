@@ -166,8 +166,9 @@ class Detector:
         """Clean, tokenise and compute every enabled method's signature."""
         text = clean_page(page, self.config.cleaning)
         doc = Document.from_text(text, page.lang)
-        if not doc.tokens:
-            raise Rejected(Reason.NO_TEXT, "the main text has no words")
+        if len(doc.tokens) < self.config.cleaning.min_words:
+            raise Rejected(Reason.NO_TEXT, f"the main text has {len(doc.tokens)} words (fewer than "
+                           f"{self.config.cleaning.min_words}): the page is only boilerplate or markup")
         return text, {m.name: m.signature(doc) for m in self.methods}
 
     def _event_ms(self, page: Page) -> int:

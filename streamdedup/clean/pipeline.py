@@ -16,6 +16,7 @@ class CleaningConfig:
     extractor: str = "trafilatura"
     max_content_bytes: int = 10_000_000
     max_text_chars: int = 2_000_000
+    min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)
 
     def __str__(self) -> str:
         return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
