@@ -40,6 +40,10 @@ class StoreAheadOfKafka(RuntimeError):
     """The local store has seen offsets the consumer group has not committed."""
 
 
+class StoreWriteFailed(RuntimeError):
+    """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
+
+
 @dataclass
 class WorkerStats:
     consumed: int = 0
@@ -170,7 +174,14 @@ class Worker:
             self._abort(by_partition, err)
             return
         for detector, store_batch in staged:
-            detector.commit(store_batch)
+            try:
+                detector.commit(store_batch)
+            except Exception as err:  # noqa: BLE001 - RocksDB reports a full disk as a plain exception
+                first, last = messages[0].offset(), messages[-1].offset()
+                raise StoreWriteFailed(
+                    f"could not write the store at {detector.store.path}: {err}. The verdicts of offsets "
+                    f"{first}..{last} are committed in Kafka; nothing is lost: free space and restart the worker, "
+                    "it will replay those offsets into the store without emitting them again.") from err
         self.stats.batches += 1
         self.stats.consumed += len(messages)
         self._observe(by_partition, started)
@@ -263,8 +274,11 @@ class Worker:
         self.stats.produced[topic] += 1
 
     def close(self) -> None:
-        for detector in self.detectors.values():
-            detector.close()
+        for partition, detector in self.detectors.items():
+            try:
+                detector.close()
+            except Exception:  # noqa: BLE001 - e.g. a full disk on the final flush: the WAL has the data
+                log.exception("closing the store of partition %d failed", partition)
         self.detectors.clear()
         try:
             self.consumer.close()

@@ -125,3 +125,39 @@ def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_pa
     got = outputs(settings)
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(got) == expected  # same answers as if the store had never been lost
+
+
+def test_broker_restarted_mid_stream(tmp_path):
+    """A broker that stops and comes back (same port, same data) costs nothing."""
+    import threading
+    import uuid
+
+    from streamdedup.runtime.broker import EmbeddedBroker
+    from streamdedup.runtime.settings import Topics, WorkerSettings
+
+    broker = EmbeddedBroker(tmp_path / "broker").start()
+    try:
+        run = uuid.uuid4().hex[:6]
+        settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"g-{run}", worker_id="w1",
+                                  state_dir=tmp_path / "state", batch_size=4, batch_timeout_s=0.2,
+                                  topics=Topics(**{k: f"{v}-{run}" for k, v in Topics().__dict__.items()}))
+        records = crawl(30)
+        send(settings, records)
+        worker = Worker(settings, DetectorConfig())
+        thread = threading.Thread(target=worker.run, kwargs={"idle_timeout_s": 20})
+        thread.start()
+        deadline = time.monotonic() + 60
+        while worker.stats.consumed == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        broker.stop()  # mid-stream
+        at_stop = worker.stats.consumed
+        time.sleep(2)
+        broker.start()
+        thread.join(timeout=300)
+        assert not thread.is_alive()
+        got = outputs(settings)
+        expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
+        assert verdicts_by_id(got) == expected
+        assert 0 < at_stop < len(records)
+    finally:
+        broker.stop()

@@ -1,0 +1,38 @@
+"""A full disk under the store: a clear error naming the fix, no corruption, nothing lost."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from runtime.test_worker import crawl, outputs, send, verdicts_by_id
+from streamdedup.config import DetectorConfig
+from streamdedup.runtime.worker import StoreWriteFailed, Worker
+from streamdedup.testing import run_records
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_full_disk_fails_clearly_and_a_restart_with_space_loses_nothing(settings, small_disk, tmp_path):
+    records = crawl(150)
+    send(settings, records)
+    cramped = replace(settings, state_dir=small_disk / "state")
+    with pytest.raises(StoreWriteFailed, match="free space and restart"):
+        Worker(cramped, DetectorConfig()).run(idle_timeout_s=5)
+    # space comes back: the same store, moved to a disk with room, must still open and catch up
+    roomy = replace(settings, state_dir=tmp_path / "state")
+    subprocess.run(["cp", "-a", str(small_disk / "state"), str(roomy.state_dir)], check=True)
+    Worker(roomy, DetectorConfig()).run(idle_timeout_s=5)
+    expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
+    assert verdicts_by_id(outputs(settings)) == expected
