@@ -17,6 +17,7 @@ class Reason(str, Enum):
     UNDECODABLE = "undecodable"
     NO_TEXT = "no_text"
     PROCESSING_ERROR = "processing_error"
+    TIMEOUT = "timeout"
     DUPLICATE_ID = "duplicate_id"
     UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
 

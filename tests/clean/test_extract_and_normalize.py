@@ -52,3 +52,21 @@ def test_binary_content_type_is_refused():
     with pytest.raises(Rejected) as caught:
         clean_page(page, CleaningConfig())
     assert caught.value.reason is Reason.UNSUPPORTED_CONTENT_TYPE
+
+
+def test_a_parse_that_runs_too_long_is_cut_off(monkeypatch):
+    import time
+
+    from streamdedup.clean import extract
+
+    def slow(html: str) -> str:
+        time.sleep(5)
+        return "never"
+
+    monkeypatch.setitem(extract._BACKENDS, "trafilatura", slow)
+    page = page_from_record({"url": "u", "content": "<html><body><p>x</p></body></html>"}, max_content_bytes=1000)
+    started = time.monotonic()
+    with pytest.raises(Rejected) as caught:
+        clean_page(page, CleaningConfig(max_seconds=0.2))
+    assert caught.value.reason is Reason.TIMEOUT
+    assert time.monotonic() - started < 2
