@@ -12,7 +12,7 @@ import numpy as np
 
 from streamdedup.tokens.hashing import hash_tokens, shingle_hashes
 from streamdedup.tokens.language import guess_language
-from streamdedup.tokens.tokenize import split_sentences, split_words
+from streamdedup.tokens.tokenize import BREAK, words_and_breaks
 
 
 @dataclass(eq=False)
@@ -30,11 +30,13 @@ class Document:
         declared language, guessed from the script when missing."""
         tokens: list[str] = []
         bounds = [0]
-        for sentence in split_sentences(text):
-            words = split_words(sentence)
-            if words:
-                tokens.extend(words)
+        for token in words_and_breaks(text):
+            if token != BREAK:
+                tokens.append(token)
+            elif len(tokens) > bounds[-1]:
                 bounds.append(len(tokens))
+        if len(tokens) > bounds[-1]:
+            bounds.append(len(tokens))
         return cls(text=text, tokens=tokens, token_hashes=hash_tokens(tokens),
                    sentence_bounds=np.asarray(bounds, dtype=np.int64), lang=guess_language(text, lang))
 

@@ -14,10 +14,23 @@ _U64 = np.uint64
 _SHINGLE_MULT = _U64(0x9E3779B97F4A7C15)
 
 
+_TOKEN_CACHE: dict[str, int] = {}
+_TOKEN_CACHE_LIMIT = 2_000_000
+
+
+def _hash_token(token: str) -> int:
+    value = xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
+    if len(_TOKEN_CACHE) >= _TOKEN_CACHE_LIMIT:
+        _TOKEN_CACHE.clear()
+    _TOKEN_CACHE[token] = value
+    return value
+
+
 def hash_tokens(tokens: list[str]) -> np.ndarray:
-    """xxh3-64 of each token's UTF-8, as a uint64 array."""
-    digest = xxhash.xxh3_64_intdigest
-    return np.fromiter((digest(t.encode("utf-8", "surrogatepass")) for t in tokens), dtype=np.uint64,
+    """xxh3-64 of each token's UTF-8, as a uint64 array. Words follow Zipf's law, so most are
+    looked up in a bounded cache instead of encoded and hashed again."""
+    cache = _TOKEN_CACHE
+    return np.fromiter([cache[t] if t in cache else _hash_token(t) for t in tokens], dtype=np.uint64,
                        count=len(tokens))
 
 

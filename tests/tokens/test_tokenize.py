@@ -51,3 +51,22 @@ def test_shingle_hashes_depend_on_order_and_window():
     assert not np.array_equal(shingle_hashes(h[::-1], 3), three[::-1])
     assert len(shingle_hashes(h[:2], 5)) == 1  # short text: one shingle of all tokens
     assert len(shingle_hashes(h[:0], 5)) == 0
+
+
+@pytest.mark.parametrize("text", [
+    "One sentence here. Another one! A third? Yes.\nNew para 3.5 kg.",
+    "第一句。第二句！mixed 中文 text. 第三句？",
+    "བོད་ཀྱི་སྐད། ཡིག་ཆ། གསུམ་པ།",
+    "Tiếng Việt có dấu. Câu thứ hai!\n\nĐoạn mới",
+    "stray \\x00 byte. and_underscores stay apart.",
+])
+def test_one_pass_tokenisation_equals_sentence_by_sentence(text):
+    doc = Document.from_text(text)
+    expected_tokens, expected_bounds = [], [0]
+    for sentence in split_sentences(text):
+        words = split_words(sentence)
+        if words:
+            expected_tokens.extend(words)
+            expected_bounds.append(len(expected_tokens))
+    assert doc.tokens == expected_tokens
+    assert doc.sentence_bounds.tolist() == expected_bounds
