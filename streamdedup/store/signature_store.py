@@ -93,12 +93,13 @@ class SignatureStore:
         return default if value is None else int(value)
 
     # -- reads -----------------------------------------------------------------------------
-    def lookup(self, tag: int, key: bytes) -> list[int]:
-        """Seqs of the pages filed under `key` of method `tag`, oldest first."""
+    def lookup(self, tag: int, key: bytes, it: Any = None) -> list[int]:
+        """Seqs of the pages filed under `key` of method `tag`, oldest first. Pass an iterator to
+        reuse it: creating one costs more than the seek itself."""
         prefix = layout.index_prefix(tag, key)
         width = len(prefix) + 8
         seqs = []
-        it = self.db.iter()
+        it = self.db.iter() if it is None else it
         it.seek(prefix)
         while it.valid():
             k = it.key()
@@ -212,6 +213,9 @@ class StoreBatch:
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
+        # one iterator for all lookups of the batch: the committed state cannot change under it
+        # (one writer), and the batch's own pages are found in the overlay
+        self._iter = store.db.iter()
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -220,7 +224,7 @@ class StoreBatch:
         return self._seq
 
     def lookup(self, tag: int, key: bytes) -> list[int]:
-        committed = self.store.lookup(tag, key)
+        committed = self.store.lookup(tag, key, self._iter)
         return committed + self._postings.get(layout.index_prefix(tag, key), [])
 
     def doc(self, seq: int) -> DocRecord | None:
@@ -263,6 +267,7 @@ class StoreBatch:
             wb.put(layout.journal_key(name), value)
         self.store.db.write(wb)
         self._journal.clear()
+        self._iter = self.store.db.iter()
         self._docs.clear()
         self._ids.clear()
         self._postings.clear()
