@@ -214,8 +214,9 @@ class StoreBatch:
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
         # one iterator for all lookups of the batch: the committed state cannot change under it
-        # (one writer), and the batch's own pages are found in the overlay
-        self._iter = store.db.iter()
+        # (one writer), and the batch's own pages are found in the overlay. Released on commit
+        # (an open iterator keeps the database from closing).
+        self._iter: Any = None
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -224,6 +225,8 @@ class StoreBatch:
         return self._seq
 
     def lookup(self, tag: int, key: bytes) -> list[int]:
+        if self._iter is None:
+            self._iter = self.store.db.iter()
         committed = self.store.lookup(tag, key, self._iter)
         return committed + self._postings.get(layout.index_prefix(tag, key), [])
 
@@ -267,7 +270,7 @@ class StoreBatch:
             wb.put(layout.journal_key(name), value)
         self.store.db.write(wb)
         self._journal.clear()
-        self._iter = self.store.db.iter()
+        self._iter = None
         self._docs.clear()
         self._ids.clear()
         self._postings.clear()
