@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,bench]'  # bench: tests/test_bench_suite.py runs the suite's smoke mode
 	touch $(STAMP)
 
-.PHONY: run dedup test clean
+.PHONY: run dedup test bench clean
 run: $(STAMP)  ## the demo: embedded broker + worker + the sample crawl shipped in the repo
 	$(BIN)/streamdedup demo
 
@@ -19,6 +19,9 @@ dedup: $(STAMP)  ## batch mode on the sample crawl into out/sample (no Kafka)
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest tests
+
+bench: $(STAMP)  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~12 min)
+	bench/run
 
 clean:
 	rm -rf out build *.egg-info

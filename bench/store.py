@@ -1,12 +1,18 @@
-"""Candidate lookup + insert throughput of the RocksDB store, and bytes stored per page.
+"""Candidate lookup + insert throughput of the RocksDB store at 1 M stored pages, and bytes per page.
 
-    python bench/store.py --pages 200000 [--batch 256]
+    python bench/store.py                      # 1,000,000 pages stored, then 5 measured windows
+    python bench/store.py --smoke              # seconds: 20,000 pages, 3 small windows
 
 Signatures are synthetic (random, so every page is unique and every lookup misses: the common
-case in a crawl) for the four default methods, so the store is measured alone; pages go through
-Detector.decide_batch exactly as in the worker (lookups for every index key, verification of
-candidates, one WriteBatch per batch). Prints JSON: pages/s over the last 10 % of pages (with the
-store at full size), and bytes on disk per page after a compaction.
+case in a crawl) for the four default methods, so the store is measured alone. The store is
+filled through the same path it is measured on (larger batches, untimed); then each measured
+window sends `--window` pages through Detector.decide_staged + commit in batches of `--batch`,
+exactly as the worker does (lookups for every index key of the batch in one multi_get, candidate
+verification, one WriteBatch per batch). Signatures of a window are made before its clock starts.
+
+Prints JSON: pages/s (queries + inserts) per window and their median, wall clock and process CPU
+(the machine is shared: CPU seconds are the steadier number), and bytes per page after a full
+compaction: SST bytes of each column family, and the raw (uncompressed) bytes by record type.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ import argparse
 import json
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from rocksdict import ReadOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -29,14 +38,17 @@ from streamdedup.detector import Detector, Fingerprinted  # noqa: E402
 from streamdedup.fingerprints.a12 import A12Signature  # noqa: E402
 from streamdedup.fingerprints.minhash import MinHashSignature  # noqa: E402
 from streamdedup.record.page import Page  # noqa: E402
+from streamdedup.store import layout  # noqa: E402
+from streamdedup.store.signature_store import SignatureStore  # noqa: E402
 
 
 def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Fingerprinted:
-    page = Page(id=f"p{i}", url=f"https://site{i % 500}.example/{i}", content="", content_type="text/plain",
-                fetched_at=None, lang="en", record={})
+    """A unique page: random signatures of the default methods, a URL-like id, ~500 sites."""
+    page = Page(id=f"https://site{i % 500}.example/articles/{i}", url=f"https://site{i % 500}.example/articles/{i}",
+                content="", content_type="text/plain", fetched_at=None, lang="en", record={})
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np_rng.integers(0, 2**32, size=128, dtype=np.uint32), 800),
+        "minhash": MinHashSignature(np_rng.integers(0, 2**32, size=128, dtype=np.uint32), rng.randint(200, 2000)),
         "simhash": rng.getrandbits(64),
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),
@@ -44,33 +56,90 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Finger
     return Fingerprinted(page, {}, f"bench:{i}", signatures)
 
 
+def pages(start: int, stop: int, rng: random.Random, np_rng: np.random.Generator) -> list[Fingerprinted]:
+    return [synthetic(i, rng, np_rng) for i in range(start, stop)]
+
+
+def run_window(detector: Detector, items: list[Fingerprinted], batch: int) -> tuple[float, float]:
+    """Wall and CPU seconds to decide and commit `items` in worker-sized batches."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for start in range(0, len(items), batch):
+        outcomes, staged = detector.decide_staged(items[start: start + batch])
+        staged.set_meta("offset.bench-0", str(start).encode())  # as the worker writes its Kafka offset
+        detector.commit(staged)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def raw_bytes_by_type(store: SignatureStore) -> dict[str, int]:
+    """Uncompressed key + value bytes by record type (what the SSTs compress)."""
+    names = {layout.DOC: "docs", layout.TIME: "time", layout.META: "meta", layout.JOURNAL: "journal"}
+    sizes: dict[str, int] = {}
+    for key, value in store.db.items():
+        name = names.get(key[:1], "other")
+        sizes[name] = sizes.get(name, 0) + len(key) + len(value)
+    every_key = ReadOptions()
+    every_key.set_total_order_seek(True)
+    for key, value in store.index.items(read_opt=every_key):
+        name = "ids" if key[0] == layout.ID_TAG else "postings"
+        sizes[name] = sizes.get(name, 0) + len(key) + len(value)
+    return sizes
+
+
+def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
+    store.db.compact_range(None, None)
+    store.index.compact_range(None, None)
+    default_sst = store.db.property_int_value("rocksdb.total-sst-files-size") or 0
+    index_sst = store.index.property_int_value("rocksdb.total-sst-files-size") or 0
+    return {
+        "bytes_per_page": round((default_sst + index_sst) / stored, 1),
+        "sst_bytes_per_page": {"default (docs, time, meta)": round(default_sst / stored, 1),
+                               "index (postings, ids)": round(index_sst / stored, 1)},
+        "raw_bytes_per_page": {k: round(v / stored, 1) for k, v in sorted(raw_bytes_by_type(store).items())},
+        "dir_bytes_per_page": round(sum(f.stat().st_size for f in store.path.iterdir() if f.is_file()) / stored, 1),
+        "index_keys": store.index.property_int_value("rocksdb.estimate-num-keys"),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pages", type=int, default=200_000)
-    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--pages", type=int, default=1_000_000, help="pages stored before the measured windows")
+    parser.add_argument("--windows", type=int, default=5)
+    parser.add_argument("--window", type=int, default=25_600, help="pages per measured window")
+    parser.add_argument("--batch", type=int, default=256, help="pages per decide_staged + commit (the worker's)")
+    parser.add_argument("--fill-batch", type=int, default=2048)
+    parser.add_argument("--smoke", action="store_true", help="20,000 pages, 3 windows of 2,560: runs in seconds")
     parser.add_argument("--out", type=Path, default=Path("bench/store.json"))
     args = parser.parse_args()
+    if args.smoke:
+        args.pages, args.windows, args.window = 20_000, 3, 2_560
     rng, np_rng = random.Random(1), np.random.default_rng(1)
     work = Path(tempfile.mkdtemp(prefix="store-bench-"))
-    tail_start = int(args.pages * 0.9)
-    started = time.perf_counter()
-    tail_started = None
-    with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
-        for start in range(0, args.pages, args.batch):
-            if tail_started is None and start >= tail_start:
-                tail_started = time.perf_counter()
-            detector.decide_batch([synthetic(i, rng, np_rng) for i in range(start, min(args.pages, start + args.batch))])
-        elapsed = time.perf_counter() - started
-        tail = time.perf_counter() - (tail_started or started)
-        detector.store.db.compact_range(None, None)
-        keys = detector.store.db.property_int_value("rocksdb.estimate-num-keys")
-    size = sum(f.stat().st_size for f in (work / "state").iterdir() if f.is_file() and f.suffix in (".sst", ".log"))
-    report = {"pages": args.pages, "batch": args.batch, "pages_per_s_overall": round(args.pages / elapsed),
-              "pages_per_s_last_10pct": round((args.pages - tail_start) / tail), "bytes_per_page": round(size / args.pages),
-              "keys": keys, "note": "synthetic signature generation is included in the timing"}
-    args.out.write_text(json.dumps(report, indent=2))
+    try:
+        with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
+            fill_started = time.perf_counter()
+            for start in range(0, args.pages, args.fill_batch * 8):
+                chunk = pages(start, min(args.pages, start + args.fill_batch * 8), rng, np_rng)
+                run_window(detector, chunk, args.fill_batch)
+            fill_s = time.perf_counter() - fill_started
+            windows = []
+            for w in range(args.windows):
+                start = args.pages + w * args.window
+                wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng), args.batch)
+                windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
+                                "pages_per_cpu_s": round(args.window / cpu)})
+            stored = args.pages + args.windows * args.window
+            report = {
+                "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
+                "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
+                "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
+                "windows": windows, "fill_pages_per_s": round(args.pages / fill_s),
+                "stored_pages": stored, **sizes(detector.store, stored),
+                "schema": detector.store.get_meta("config") and json.loads(detector.store.get_meta("config"))["schema"],
+            }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))
-    shutil.rmtree(work)
 
 
 if __name__ == "__main__":

@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="consume pages from Kafka, produce verdicts (exactly once)")
     kafka_options(worker)
-    worker.add_argument("--state-dir", type=Path, help="one RocksDB store per input partition below it")
+    worker.add_argument("--state-dir", type=Path, help="the RocksDB stores of the partitions this worker owns, one directory each")
     worker.add_argument("--group-id")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")

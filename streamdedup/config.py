@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.fingerprints.registry import METHODS
 
-TOKENIZER_VERSION = "words-v1"
+TOKENIZER_VERSION = "words-v2"  # v2: token hashes from the compiled scan (was xxh3 of UTF-8)
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
 DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8"

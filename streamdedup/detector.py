@@ -64,15 +64,22 @@ class Fingerprinted:
 
 
 class Detector:
-    def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
+    def __init__(self, config: DetectorConfig, state_dir: str | Path | None) -> None:
+        """`state_dir=None`: only the pure stages (`prepare`), no store (a stateless
+        fingerprinting step, as in the scale-out topology)."""
         self.config = config
         self.methods: list[FingerprintMethod[Any]] = [
             create_method(name, **config.params_for(name)) for name in config.methods]
+        self.policy = SitePolicy.parse(config.policy, config.site_policy)
+        self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION}
+        warm_up(self.methods)
+        if state_dir is None:
+            self.store = None  # type: ignore[assignment]
+            self.retention_ms = None
+            return
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
-        self.policy = SitePolicy.parse(config.policy, config.site_policy)
-        self.store = SignatureStore(state_dir, self.methods,
-                                    {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION})
+        self.store = SignatureStore(state_dir, self.methods, self.store_config)
         self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
         self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
 
@@ -83,7 +90,8 @@ class Detector:
         return fp
 
     def close(self) -> None:
-        self.store.close()
+        if self.store is not None:
+            self.store.close()
 
     def __enter__(self) -> "Detector":
         return self
@@ -130,7 +138,12 @@ class Detector:
         """Decide a batch, leaving its store changes staged: a runtime adds what else must be
         written atomically with them (e.g. input offsets) and calls `commit`."""
         batch = self.store.batch()
-        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch) for item in items]
+        pages = [item for item in items if isinstance(item, Fingerprinted)]
+        keyed = {id(fp): self._index_keys(fp) for fp in pages}
+        batch.prefetch((n for _, names in keyed.values() for tag_names in names.values() for n in tag_names),
+                       [fp.page.id for fp in pages])
+        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch, *keyed[id(item)])
+                    for item in items]
         batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
         return outcomes, batch
 
@@ -143,12 +156,20 @@ class Detector:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
         self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
 
-    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch) -> Outcome:
+    def _index_keys(self, fp: Fingerprinted) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]]]:
+        """The page's index keys by method tag, and their names in the store, computed once for
+        the batch's prefetch, the page's lookups and its filing."""
+        tags = self.store.tags
+        keys = {tags[m.name]: m.index_keys(sig) for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        return keys, self.store.index_names(keys)
+
+    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, keys: dict[int, list[bytes]],
+                    names: dict[int, list[bytes]]) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:
             return Outcome(fp.record, {"status": "rejected", "reason": Reason.DUPLICATE_ID.value,
                                        "detail": f"page id {fp.page.id!r} was already processed",
                                        "origin": fp.origin}, fp.origin)
-        verdict = self._decide_and_record(fp, batch)
+        verdict = self._decide_and_record(fp, batch, keys, names)
         return Outcome(fp.record, verdict.as_dict(), fp.origin)
 
     @staticmethod
@@ -165,11 +186,7 @@ class Detector:
     def signatures(self, page: Page) -> tuple[str, dict[str, Any]]:
         """Clean, tokenise and compute every enabled method's signature."""
         text = clean_page(page, self.config.cleaning)
-        doc = Document.from_text(text, page.lang)
-        if len(doc.tokens) < self.config.cleaning.min_words:
-            raise Rejected(Reason.NO_TEXT, f"the main text has {len(doc.tokens)} words (fewer than "
-                           f"{self.config.cleaning.min_words}): the page is only boilerplate or markup")
-        return text, {m.name: m.signature(doc) for m in self.methods}
+        return text, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
 
     def _event_ms(self, page: Page) -> int:
         event = page.event_time_ms
@@ -178,11 +195,12 @@ class Detector:
         self.watermark_ms = max(self.watermark_ms, event)
         return event
 
-    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch) -> Verdict:
+    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, keys: dict[int, list[bytes]],
+                           names: dict[int, list[bytes]]) -> Verdict:
         """Verified candidates -> policy -> verdict; then the page is filed for later pages."""
         page = fp.page
         event_ms = self._event_ms(page)
-        matches, same_site = self._verified_matches(fp, batch, event_ms)
+        matches, same_site = self._verified_matches(fp, batch, event_ms, names)
         decision = self.policy.decide(matches, same_site)
         if decision is None:
             cluster_id, verdict = page.id, None
@@ -200,14 +218,12 @@ class Detector:
         tags = self.store.tags
         signatures = {tags[name]: method.encode(sig) for method in self.methods
                       if (sig := fp.signatures[(name := method.name)]) is not None}
-        keys = {tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in self.methods
-                if fp.signatures[m.name] is not None}
         batch.add(DocRecord(batch.next_seq(), page.id, event_ms, cluster_id,
-                            verdict.duplicate_of or "", signatures, fp.site_hash), keys)
+                            verdict.duplicate_of or "", signatures, fp.site_hash), keys, names)
         return verdict
 
-    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch,
-                          event_ms: int) -> tuple[dict[int, dict[str, float]], dict[int, bool]]:
+    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int,
+                          names: dict[int, list[bytes]]) -> tuple[dict[int, dict[str, float]], dict[int, bool]]:
         """Candidates by key lookup per method, each verified by that method's own test; and
         whether each matched page is from the page's own site."""
         oldest_ms = None if self.retention_ms is None else event_ms - self.retention_ms
@@ -218,22 +234,17 @@ class Detector:
             if signature is None:
                 continue
             tag = self.store.tags[method.name]
-            seen: set[int] = set()
-            for key in method.index_keys(signature):
-                for seq in batch.lookup(tag, key):
-                    if seq in seen:
-                        continue
-                    seen.add(seq)
-                    if seq not in docs:
-                        docs[seq] = batch.doc(seq)
-                    doc = docs[seq]
-                    if doc is None or tag not in doc.signatures:
-                        continue
-                    if oldest_ms is not None and doc.event_ms < oldest_ms:
-                        continue
-                    similarity = method.similarity(signature, method.decode(doc.signatures[tag]))
-                    if similarity is not None:
-                        matches.setdefault(seq, {})[method.name] = similarity
+            for seq in batch.candidates(names[tag]):
+                if seq not in docs:
+                    docs[seq] = batch.doc(seq)
+                doc = docs[seq]
+                if doc is None or tag not in doc.signatures:
+                    continue
+                if oldest_ms is not None and doc.event_ms < oldest_ms:
+                    continue
+                similarity = method.similarity(signature, method.decode(doc.signatures[tag]))
+                if similarity is not None:
+                    matches.setdefault(seq, {})[method.name] = similarity
         same_site = {seq: docs[seq].site == fp.site_hash for seq in matches}  # type: ignore[union-attr]
         return matches, same_site
 
@@ -254,6 +265,27 @@ class Detector:
             record = _raw_payload(raw)
         return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
                                 "origin": raw.origin}, raw.origin)
+
+
+_WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes
+                  "東京 und Wörter; བོད་ཀྱི།")  # other text as 32-bit code points
+
+
+def warm_up(methods: list[FingerprintMethod[Any]]) -> None:
+    """Load the compiled kernels and tables (numba's disk cache, the character table) before the
+    store opens, so the first batch of a fresh process is not seconds slower than the rest."""
+    for text in _WARM_UP_TEXTS:
+        fingerprint_text(text, None, methods, 0)
+
+
+def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMethod[Any]],
+                     min_words: int) -> dict[str, Any]:
+    """Cleaned text -> each method's signature (None: it abstains); one Document shared by all."""
+    doc = Document.from_text(text, lang)
+    if doc.num_tokens < min_words:
+        raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
+                       f"{min_words}): the page is only boilerplate or markup")
+    return {m.name: m.signature(doc) for m in methods}
 
 
 def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.kernels import longest_distinct, longest_spans
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import combine
-from streamdedup.tokens.tokenize import is_cjk
 
 
 @dataclass(frozen=True)
@@ -39,23 +41,31 @@ def _ratio(a: int, b: int) -> float:
     return max(a, b) / max(1, min(a, b))
 
 
+def _longest_sentences(doc: Document, count: int) -> tuple[int, ...]:
+    """Signatures of the `count` longest sentences, ties by signature; only sentences at least as
+    long as the count-th longest are hashed."""
+    bounds, hashes = doc.sentence_bounds.tolist(), doc.token_hashes
+    ranked = sorted((bounds[i] - bounds[i + 1], combine(hashes[bounds[i]:bounds[i + 1]]))
+                    for i in longest_spans(doc.sentence_bounds, count).tolist())
+    return tuple(signature for _, signature in ranked[:count])
+
+
+def _longest_words(lengths: np.ndarray, hashes: np.ndarray, count: int) -> tuple[int, ...]:
+    """Hashes of the `count` longest distinct words, ties by hash."""
+    return tuple(longest_distinct(lengths, hashes, count).tolist())
+
+
 class A12Method(FingerprintMethod[A12Signature]):
     name = "a12"
     params_type = A12Params
 
     def signature(self, doc: Document) -> A12Signature | None:
-        min_letters = self.params.min_word_letters
-        length = sum(1 for t in doc.tokens if len(t) >= min_letters or is_cjk(t))
-        spans = [(start, end) for start, end in doc.sentence_spans() if end > start]
-        if length == 0 or not spans:
+        lengths = doc.token_lengths
+        length = int(np.count_nonzero((lengths >= self.params.min_word_letters) | doc.token_is_cjk))
+        if length == 0 or doc.num_sentences == 0:
             return None
-        hashes = doc.token_hashes
-        sentences = sorted(((end - start, combine(hashes[start:end])) for start, end in spans),
-                           key=lambda item: (-item[0], item[1]))
-        words = sorted({(len(token), int(h)) for token, h in zip(doc.tokens, hashes.tolist())},
-                       key=lambda item: (-item[0], item[1]))
-        return A12Signature(length, len(spans), tuple(s for _, s in sentences[:3]),
-                            tuple(w for _, w in words[:5]))
+        return A12Signature(length, doc.num_sentences, _longest_sentences(doc, 3),
+                            _longest_words(lengths, doc.token_hashes, 5))
 
     def index_keys(self, signature: A12Signature) -> list[bytes]:
         return [struct.pack("<Q", s) for s in dict.fromkeys(signature.ss)]

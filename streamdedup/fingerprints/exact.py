@@ -24,7 +24,7 @@ class ExactMethod(FingerprintMethod[bytes]):
     params_type = ExactParams
 
     def signature(self, doc: Document) -> bytes | None:
-        if len(doc.tokens) < self.params.min_tokens:
+        if doc.num_tokens < self.params.min_tokens:
             return None
         return xxhash.xxh3_128_digest(doc.token_hashes.tobytes())
 

@@ -1,8 +1,8 @@
 """MinHash over word k-shingles with LSH banding (Broder 1997; 003's lecture; datasketch).
 
 Every permutation is a multiply-add-shift hash (a·x + b) >> 32 of the 64-bit shingle hash,
-computed for all permutations and all shingles as one numpy operation; the signature keeps each
-minimum. P[minima equal] = Jaccard, so the fraction of equal minima estimates it. Candidates are
+computed for all permutations and all shingles in one compiled loop (`kernels.minhash_min`, no
+permutations x shingles temporary); the signature keeps each minimum. P[minima equal] = Jaccard, so the fraction of equal minima estimates it. Candidates are
 pages sharing an LSH band (bands and rows derived from θ); each is verified by the estimate.
 
 Teasers and truncations have a low Jaccard with their full article but are almost entirely
@@ -18,14 +18,10 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-import xxhash
-
 from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.kernels import band_keys, minhash_min
 from streamdedup.fingerprints.lsh import optimal_bands
 from streamdedup.tokens.document import Document
-
-_CHUNK = 4096  # shingles per numpy block: bounds memory to num_perm x 4096 x 8 bytes
-
 
 @dataclass(frozen=True)
 class MinHashParams(Params):
@@ -69,16 +65,12 @@ class MinHashMethod(FingerprintMethod[MinHashSignature]):
         rng = np.random.default_rng(p.seed)
         self._a = rng.integers(1, 2**63, size=(p.num_perm, 1), dtype=np.uint64) | np.uint64(1)
         self._b = rng.integers(0, 2**63, size=(p.num_perm, 1), dtype=np.uint64)
+        self._a_flat, self._b_flat = self._a.ravel(), self._b.ravel()
         self.bands, self.rows = optimal_bands(p.banding_threshold, p.num_perm)
 
     def hash_values(self, shingles: np.ndarray) -> np.ndarray:
         """The MinHash of a set of 64-bit shingle hashes: uint32[num_perm]."""
-        result = np.full(self.params.num_perm, np.iinfo(np.uint32).max, dtype=np.uint64)
-        for start in range(0, len(shingles), _CHUNK):
-            block = shingles[start: start + _CHUNK][None, :]
-            permuted = (self._a * block + self._b) >> np.uint64(32)
-            np.minimum(result, permuted.min(axis=1), out=result)
-        return result.astype(np.uint32)
+        return minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a_flat, self._b_flat)
 
     def signature(self, doc: Document) -> MinHashSignature | None:
         shingles = doc.shingles(self.params.shingle_size)
@@ -87,10 +79,9 @@ class MinHashMethod(FingerprintMethod[MinHashSignature]):
         return MinHashSignature(self.hash_values(shingles), len(shingles))
 
     def index_keys(self, signature: MinHashSignature) -> list[bytes]:
-        rows = self.rows
-        data = signature.values
-        return [bytes((band,)) + xxhash.xxh3_64_digest(data[band * rows:(band + 1) * rows].tobytes())
-                for band in range(self.bands)]
+        """One 9-byte key per band: the band number and a 64-bit hash of its rows."""
+        data = band_keys(signature.values, self.bands, self.rows).tobytes()
+        return [data[i:i + 9] for i in range(0, len(data), 9)]
 
     @staticmethod
     def jaccard(signature: MinHashSignature, other: MinHashSignature) -> float:

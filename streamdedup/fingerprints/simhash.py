@@ -17,10 +17,10 @@ from functools import cached_property
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.kernels import weighted_sign_bits
 from streamdedup.tokens.document import Document
 
 BITS = 64
-_CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,8 @@ def simhash64(feature_hashes: np.ndarray, weights: np.ndarray | None = None) -> 
     """Sign of the (weighted) per-bit vote over all features (ties -> 0)."""
     if weights is None:
         weights = np.ones(len(feature_hashes), dtype=np.int64)
-    ones_weight = np.zeros(BITS, dtype=np.int64)
-    for start in range(0, len(feature_hashes), _CHUNK):
-        chunk = np.ascontiguousarray(feature_hashes[start: start + _CHUNK], dtype="<u8")
-        bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        ones_weight += weights[start: start + _CHUNK].astype(np.int64) @ bits.astype(np.int64)
-    ones = ones_weight * 2 > int(weights.sum())
-    return int(np.packbits(ones, bitorder="little").view("<u8")[0])
+    return int(weighted_sign_bits(np.ascontiguousarray(feature_hashes, dtype=np.uint64),
+                                  np.ascontiguousarray(weights, dtype=np.int64)))
 
 
 def hamming(a: int, b: int) -> int:
@@ -66,10 +61,13 @@ class SimHashMethod(FingerprintMethod[int]):
         return [sum(combo) for combo in itertools.combinations(block_masks, keep)]
 
     def signature(self, doc: Document) -> int | None:
-        features, counts = doc.shingle_counts(self.params.shingle_size)
-        if len(features) < self.params.min_shingles:
+        """Every occurrence votes: the same sum as distinct features weighted by their counts,
+        without finding the distinct ones (only needed to check min_shingles above 1)."""
+        k, least = self.params.shingle_size, self.params.min_shingles
+        features = doc.all_shingles(k)
+        if (len(features) if least <= 1 else len(doc.shingles(k))) < least:
             return None
-        return simhash64(features, counts)
+        return simhash64(features)
 
     def index_keys(self, signature: int) -> list[bytes]:
         return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]

@@ -1,15 +1,28 @@
-"""The key layout of the store, in one place. One RocksDB, keys distinguished by a 1-byte prefix:
+"""The key layout of the store, in one place. One RocksDB with two column families.
 
-    M<name>                           -> meta value (config, counters, watermark)        [meta]
-    D<seq:8>                          -> DocRecord: id, event time, cluster, signatures   [docs]
-    P<page id utf-8>                  -> seq:8                                            [ids]
-    I<method tag:1><index key><seq:8> -> b""   postings: "page seq is filed under key"   [index]
-    T<event ms:8><seq:8>              -> b""   event-time index, for retention            [time]
-    V<runtime key>                    -> bytes verdicts a runtime already emitted (Faust)  [journal]
+Column family "default", keys distinguished by a 1-byte prefix:
 
-seq is the page's arrival number (big-endian, so prefix scans return pages oldest first). The
-reverse index from a page to its index keys is its DocRecord: the keys are a pure function of the
-stored signatures and the store's frozen method parameters, so they are recomputed, not stored.
+    M<name>                        -> meta value (config, counters, watermark)            [meta]
+    D<seq:8>                       -> DocRecord: id, event time, cluster, signatures       [docs]
+    T<event ms:8><seq:8>           -> b""   event-time index, for retention                [time]
+    V<runtime key>                 -> bytes verdicts a runtime already emitted (Faust)     [journal]
+
+Column family "index", every key 9 bytes (point lookups only: hashed memtable, bloom filters):
+
+    <method tag:1><index key:8>    -> seqs (varints) filed under the key, oldest first     [postings]
+    <0xff><xxh3-64(page id):8>     -> seqs (varints) of the pages with that id hash        [ids]
+
+seq is the page's arrival number (big-endian, so prefix scans return pages oldest first).
+
+Postings are values, not keys: one point lookup (a bloom-filtered `multi_get` for a whole batch)
+answers an index key, where a seek over `I<key><seq>` keys cost one iterator seek each and ~20
+bytes of key per posting. A page adds itself by read-modify-write inside its batch (rocksdict has
+no merge operators); the read is the lookup the page made anyway. Index keys that are not 8 bytes
+are hashed to 8 (xxh3-64): a collision only adds a candidate, which verification rejects. Page ids
+are hashed likewise; the DocRecord holds the id itself, so a lookup checks it.
+
+The reverse index from a page to its index keys is its DocRecord: the keys are a pure function of
+the stored signatures and the store's frozen method parameters, so they are recomputed, not stored.
 """
 
 from __future__ import annotations
@@ -17,9 +30,16 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-META, DOC, PAGE_ID, INDEX, TIME, JOURNAL = b"M", b"D", b"P", b"I", b"T", b"V"
+import xxhash
+
+META, DOC, TIME, JOURNAL = b"M", b"D", b"T", b"V"
+INDEX_CF = "index"
+INDEX_KEY_SIZE = 9
+ID_TAG = 0xFF  # page ids share the index column family under a tag no method gets
+_TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
+_HEAD = struct.Struct("<qQ")
 
 
 def journal_key(name: str) -> bytes:
@@ -43,15 +63,16 @@ def doc_key(seq: int) -> bytes:
 
 
 def page_id_key(page_id: str) -> bytes:
-    return PAGE_ID + page_id.encode("utf-8", "surrogatepass")
+    return _TAGS[ID_TAG] + xxhash.xxh3_64_digest(page_id.encode("utf-8", "surrogatepass"))
 
 
-def index_prefix(tag: int, key: bytes) -> bytes:
-    return INDEX + bytes((tag,)) + key
+def short_key(key: bytes) -> bytes:
+    """A method's index key in exactly 8 bytes (8-byte keys, most of them, stay as they are)."""
+    return key if len(key) == 8 else xxhash.xxh3_64_digest(key)
 
 
-def posting_key(tag: int, key: bytes, seq: int) -> bytes:
-    return index_prefix(tag, key) + seq_bytes(seq)
+def index_key(tag: int, key: bytes) -> bytes:
+    return _TAGS[tag] + (key if len(key) == 8 else xxhash.xxh3_64_digest(key))
 
 
 def time_key(event_ms: int, seq: int) -> bytes:
@@ -67,9 +88,60 @@ def time_key_parts(key: bytes) -> tuple[int, int]:
     return event - _TIME_OFFSET, seq
 
 
+# -- postings: seqs as LEB128 varints (3 bytes up to 2 M pages, 5 up to 34 G) -----------------
+def varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at `pos` and the position after it."""
+    n = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+
+
+def seqs_from(value: bytes | None) -> list[int]:
+    if not value:
+        return []
+    seqs, n, shift = [], 0, 0
+    for b in value:
+        n |= (b & 0x7F) << shift
+        if b & 0x80:
+            shift += 7
+        else:
+            seqs.append(n)
+            n = shift = 0
+    return seqs
+
+
+def seqs_value(seqs: list[int]) -> bytes:
+    return b"".join(varint(s) for s in seqs)
+
+
+def without_seq(value: bytes | None, seq: int) -> bytes:
+    """A postings value with one page taken out (b"": none left, delete the key)."""
+    return seqs_value([s for s in seqs_from(value) if s != seq])
+
+
 @dataclass(slots=True)
 class DocRecord:
-    """What the store keeps per page: enough to verify a candidate and to remove the page."""
+    """What the store keeps per page: enough to verify a candidate and to remove the page.
+
+    Encoded compactly: event time and site hash fixed, lengths as varints, the cluster id left out
+    when it is the page's own id (every first page of a cluster).
+    """
 
     seq: int
     page_id: str
@@ -79,28 +151,37 @@ class DocRecord:
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
 
-    _HEAD = struct.Struct("<qQHHHB")
-
     def encode(self) -> bytes:
-        ids = [s.encode("utf-8", "surrogatepass") for s in (self.page_id, self.cluster_id, self.duplicate_of)]
-        parts = [self._HEAD.pack(self.event_ms, self.site, *(len(i) for i in ids), len(self.signatures)), *ids]
+        page_id = self.page_id.encode("utf-8", "surrogatepass")
+        own_cluster = self.cluster_id == self.page_id
+        cluster = b"" if own_cluster else self.cluster_id.encode("utf-8", "surrogatepass")
+        dup = self.duplicate_of.encode("utf-8", "surrogatepass")
+        parts = [_HEAD.pack(self.event_ms, self.site), varint(len(page_id)), page_id,
+                 varint(0 if own_cluster else len(cluster) + 1), cluster, varint(len(dup)), dup,
+                 bytes((len(self.signatures),))]
         for tag, sig in sorted(self.signatures.items()):
-            parts.append(struct.pack("<BI", tag, len(sig)))
-            parts.append(sig)
+            parts += [bytes((tag,)), varint(len(sig)), sig]
         return b"".join(parts)
 
     @classmethod
     def decode(cls, seq: int, data: bytes) -> "DocRecord":
-        event_ms, site, n_id, n_cluster, n_dup, n_sigs = cls._HEAD.unpack_from(data)
-        pos = cls._HEAD.size
-        texts = []
-        for n in (n_id, n_cluster, n_dup):
-            texts.append(data[pos: pos + n].decode("utf-8", "surrogatepass"))
-            pos += n
+        event_ms, site = _HEAD.unpack_from(data)
+        pos = _HEAD.size
+        n, pos = read_varint(data, pos)
+        page_id = data[pos: pos + n].decode("utf-8", "surrogatepass")
+        pos += n
+        n, pos = read_varint(data, pos)
+        cluster_id = page_id if n == 0 else data[pos: pos + n - 1].decode("utf-8", "surrogatepass")
+        pos += max(0, n - 1)
+        n, pos = read_varint(data, pos)
+        duplicate_of = data[pos: pos + n].decode("utf-8", "surrogatepass")
+        pos += n
+        n_sigs = data[pos]
+        pos += 1
         signatures: dict[int, bytes] = {}
         for _ in range(n_sigs):
-            tag, size = struct.unpack_from("<BI", data, pos)
-            pos += 5
+            tag = data[pos]
+            size, pos = read_varint(data, pos + 1)
             signatures[tag] = data[pos: pos + size]
             pos += size
-        return cls(seq, texts[0], event_ms, texts[1], texts[2], signatures, site)
+        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site)

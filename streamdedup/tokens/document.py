@@ -1,44 +1,58 @@
 """The unit every fingerprint method reads: normalised text, its tokens and their hashes.
 
-Built once per page; derived views (shingle sets of a given width, sentence spans) are cached so
-that running five methods costs one tokenisation and one round of hashing.
+Built once per page by one compiled scan (`scan.py`): token offsets, token hashes and sentence
+bounds are arrays. Everything else is derived on first use and cached, so the default methods,
+which read only hashes and offsets, never pay for token strings or a language guess.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
-from streamdedup.tokens.hashing import hash_tokens, shingle_hashes
+from streamdedup.tokens.hashing import distinct_counts, shingle_hashes
 from streamdedup.tokens.language import guess_language
-from streamdedup.tokens.tokenize import BREAK, words_and_breaks
+from streamdedup.tokens.scan import scan
 
 
-@dataclass(eq=False)
 class Document:
-    text: str
-    tokens: list[str]
-    token_hashes: np.ndarray  # uint64, one per token
-    sentence_bounds: np.ndarray  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
-    lang: str = "en"
-    _shingles: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    def __init__(self, text: str, token_starts: np.ndarray, token_ends: np.ndarray,
+                 token_hashes: np.ndarray, token_is_cjk: np.ndarray, sentence_bounds: np.ndarray,
+                 declared_lang: str | None = None) -> None:
+        self.text = text
+        self.token_starts = token_starts  # int64 code point offsets into text
+        self.token_ends = token_ends
+        self.token_hashes = token_hashes  # uint64, one per token
+        self.token_is_cjk = token_is_cjk  # bool: the token is one Han/kana character
+        self.sentence_bounds = sentence_bounds  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
+        self.declared_lang = declared_lang
+        self._shingles: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._all_shingles: dict[int, np.ndarray] = {}
 
     @classmethod
     def from_text(cls, text: str, lang: str | None = None) -> "Document":
-        """Tokenise sentence by sentence so sentence boundaries are token offsets; `lang` is the
-        declared language, guessed from the script when missing."""
-        tokens: list[str] = []
-        bounds = [0]
-        for token in words_and_breaks(text):
-            if token != BREAK:
-                tokens.append(token)
-            elif len(tokens) > bounds[-1]:
-                bounds.append(len(tokens))
-        if len(tokens) > bounds[-1]:
-            bounds.append(len(tokens))
-        return cls(text=text, tokens=tokens, token_hashes=hash_tokens(tokens),
-                   sentence_bounds=np.asarray(bounds, dtype=np.int64), lang=guess_language(text, lang))
+        """`lang` is the declared language; when missing it is guessed from the script on first use."""
+        s = scan(text)
+        return cls(text, s.starts, s.ends, s.hashes, s.cjk, s.sentence_bounds, lang)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_hashes)
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        text = self.text
+        return [text[a:b] for a, b in zip(self.token_starts.tolist(), self.token_ends.tolist())]
+
+    @cached_property
+    def token_lengths(self) -> np.ndarray:
+        """Characters (code points) per token."""
+        return self.token_ends - self.token_starts
+
+    @cached_property
+    def lang(self) -> str:
+        return guess_language(self.text, self.declared_lang)
 
     @property
     def num_sentences(self) -> int:
@@ -48,6 +62,13 @@ class Document:
         b = self.sentence_bounds.tolist()
         return list(zip(b[:-1], b[1:]))
 
+    def all_shingles(self, k: int) -> np.ndarray:
+        """Every k-token shingle hash, in text order, repeats included (uint64)."""
+        cached = self._all_shingles.get(k)
+        if cached is None:
+            cached = self._all_shingles[k] = shingle_hashes(self.token_hashes, k)
+        return cached
+
     def shingles(self, k: int) -> np.ndarray:
         """Distinct k-token shingle hashes (sorted, uint64)."""
         return self.shingle_counts(k)[0]
@@ -56,6 +77,6 @@ class Document:
         """Distinct k-token shingle hashes (sorted) and how often each occurs."""
         cached = self._shingles.get(k)
         if cached is None:
-            cached = np.unique(shingle_hashes(self.token_hashes, k), return_counts=True)
+            cached = distinct_counts(self.all_shingles(k))
             self._shingles[k] = cached
         return cached

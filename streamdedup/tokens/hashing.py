@@ -1,4 +1,5 @@
-"""Vectorised hashing: each token is hashed once (xxh3), everything after is numpy arithmetic.
+"""Hashing: each token is hashed once, from its code points, and everything after is arithmetic
+on uint64 arrays (compiled loops where numpy would need many passes).
 
 Per-token Python work is the bottleneck of every Python near-duplicate detector, so shingle
 hashes are *derived* from token hashes with wrapping uint64 arithmetic instead of re-hashing
@@ -7,31 +8,69 @@ joined strings, and a final avalanche (splitmix64's finaliser) makes them unifor
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import xxhash
 
 _U64 = np.uint64
-_SHINGLE_MULT = _U64(0x9E3779B97F4A7C15)
 
 
-_TOKEN_CACHE: dict[str, int] = {}
-_TOKEN_CACHE_LIMIT = 2_000_000
+def code_points(text: str) -> np.ndarray:
+    """The text's code points: uint8 when it is ASCII (CPython knows that without looking), else
+    uint32 (lone surrogates kept, as everywhere else). Hashes do not depend on the width."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
-def _hash_token(token: str) -> int:
-    value = xxhash.xxh3_64_intdigest(token.encode("utf-8", "surrogatepass"))
-    if len(_TOKEN_CACHE) >= _TOKEN_CACHE_LIMIT:
-        _TOKEN_CACHE.clear()
-    _TOKEN_CACHE[token] = value
-    return value
+@numba.njit(cache=True, inline="always")
+def mix_one(z: np.uint64) -> np.uint64:
+    """splitmix64's finaliser on one value (the same function as `mix64`)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+TOKEN_SEED = 0x27D4EB2F165667C5  # a token's hash starts here, absorbs each code point, then ends
+
+
+@numba.njit(cache=True, inline="always")
+def hash_step(h: np.uint64, code_point: np.uint64) -> np.uint64:
+    """Absorb one code point: multiply-xorshift."""
+    h = (h ^ code_point) * np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(29))
+
+
+@numba.njit(cache=True, inline="always")
+def hash_end(h: np.uint64, length: int) -> np.uint64:
+    return mix_one(h + np.uint64(length))
+
+
+@numba.njit(cache=True, inline="always")
+def hash_span(cps: np.ndarray, start: int, end: int) -> np.uint64:
+    """A token's hash from its code points [start, end)."""
+    h = np.uint64(TOKEN_SEED)
+    for i in range(start, end):
+        h = hash_step(h, np.uint64(cps[i]))
+    return hash_end(h, end - start)
+
+
+@numba.njit(cache=True)
+def hash_spans(cps: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Hashes of the code point spans [starts[i], ends[i])."""
+    out = np.empty(len(starts), dtype=np.uint64)
+    for i in range(len(starts)):
+        out[i] = hash_span(cps, starts[i], ends[i])
+    return out
 
 
 def hash_tokens(tokens: list[str]) -> np.ndarray:
-    """xxh3-64 of each token's UTF-8, as a uint64 array. Words follow Zipf's law, so most are
-    looked up in a bounded cache instead of encoded and hashed again."""
-    cache = _TOKEN_CACHE
-    return np.fromiter([cache[t] if t in cache else _hash_token(t) for t in tokens], dtype=np.uint64,
-                       count=len(tokens))
+    """The hash each token has in a `Document`, as uint64."""
+    if not tokens:
+        return np.empty(0, dtype=np.uint64)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    ends = np.cumsum(lengths)
+    return hash_spans(code_points("".join(tokens)), ends - lengths, ends)
 
 
 def mix64(values: np.ndarray) -> np.ndarray:
@@ -45,22 +84,45 @@ def mix64(values: np.ndarray) -> np.ndarray:
     return z
 
 
+@numba.njit(cache=True)
 def shingle_hashes(token_hashes: np.ndarray, k: int) -> np.ndarray:
     """Hashes of all contiguous k-token windows (one window of all tokens if fewer than k).
 
-    h = mix(((t0 * M + t1) * M + t2) ...), computed for all windows at once: order matters, so
+    h = mix(((t0 * M + t1) * M + t2) ...) with wrapping uint64 arithmetic: order matters, so
     'a b' and 'b a' differ.
     """
     n = len(token_hashes)
-    if n == 0:
-        return np.empty(0, dtype=np.uint64)
     width = min(k, n)
-    windows = n - width + 1
-    acc = token_hashes[:windows].copy()
-    for offset in range(1, width):
-        acc *= _SHINGLE_MULT
-        acc += token_hashes[offset: offset + windows]
-    return mix64(acc)
+    windows = n - width + 1 if n else 0
+    values = np.empty(windows, dtype=np.uint64)
+    for i in range(windows):
+        acc = token_hashes[i]
+        for j in range(i + 1, i + width):
+            acc = acc * np.uint64(0x9E3779B97F4A7C15) + token_hashes[j]
+        values[i] = mix_one(acc)
+    return values
+
+
+@numba.njit(cache=True)
+def _run_lengths(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    distinct = np.empty(len(ordered), dtype=np.uint64)
+    counts = np.empty(len(ordered), dtype=np.int64)
+    m = 0
+    for value in ordered:
+        if m and value == distinct[m - 1]:
+            counts[m - 1] += 1
+        else:
+            distinct[m] = value
+            counts[m] = 1
+            m += 1
+    return distinct[:m].copy(), counts[:m].copy()
+
+
+def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_counts=True) for uint64, without its overhead: numpy's sort
+    (SIMD, faster than numba's) and one compiled pass."""
+    ordered = np.sort(np.asarray(values, dtype=np.uint64))
+    return _run_lengths(ordered)
 
 
 def combine(values: np.ndarray) -> int:

@@ -18,9 +18,10 @@ import regex
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 WORD_RE = regex.compile(rf"[{_CJK}]|[[\w--_]--[{_CJK}]]+", regex.V1)
 CJK_RE = regex.compile(rf"[{_CJK}]", regex.V1)
+NON_CJK_WORD_RE = regex.compile(rf"[[\w--_]--[{_CJK}]]+", regex.V1)
 # Fast path for the common case of text without Han or kana: letters, marks and digits.
-_PLAIN_WORD_RE = regex.compile(r"[\p{L}\p{M}\p{N}]+")
-_HAS_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+PLAIN_WORD_RE = regex.compile(r"[\p{L}\p{M}\p{N}]+")
+HAS_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 # A sentence ends at a paragraph break, after CJK/Tibetan/Devanagari full stops, or after
 # . ! ? (with optional closing quotes/brackets) followed by a space. (stdlib re: 3x faster here)
@@ -36,11 +37,11 @@ def words_and_breaks(text: str) -> list[str]:
     """All words of a text with BREAK between sentences, in one regex pass (one call per text,
     not per sentence: the call overhead dominated tokenisation)."""
     marked = SENTENCE_END_RE.sub(BREAK, text.replace(BREAK, " "))
-    return (_BREAK_WORD_RE if _HAS_CJK.search(marked) else _BREAK_PLAIN_RE).findall(marked)
+    return (_BREAK_WORD_RE if HAS_CJK_RE.search(marked) else _BREAK_PLAIN_RE).findall(marked)
 
 
 def split_words(text: str) -> list[str]:
-    return WORD_RE.findall(text) if _HAS_CJK.search(text) else _PLAIN_WORD_RE.findall(text)
+    return WORD_RE.findall(text) if HAS_CJK_RE.search(text) else PLAIN_WORD_RE.findall(text)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -113,6 +113,11 @@ class SitePolicy:
                 return Decision(seq, label, matches[seq][rule[0][0]])
         return None
 
+    def judge(self, by_method: Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
+        """One candidate: the label of the first rule it satisfies and that rule's similarity."""
+        rule = self._rule(by_method, same_site)
+        return None if rule is None else ("+".join(m for m, _ in rule), by_method[rule[0][0]])
+
     def matching_seqs(self, matches: Mapping[int, Mapping[str, float]],
                       same_site: Mapping[int, bool] | None = None) -> list[int]:
         return [seq for seq in sorted(matches)

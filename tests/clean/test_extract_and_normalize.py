@@ -70,3 +70,21 @@ def test_a_parse_that_runs_too_long_is_cut_off(monkeypatch):
         clean_page(page, CleaningConfig(max_seconds=0.2))
     assert caught.value.reason is Reason.TIMEOUT
     assert time.monotonic() - started < 2
+
+
+def test_whitespace_tidying_equals_the_substitution_rules():
+    """Spaces/tabs runs -> ' ', whitespace runs with a newline -> '\\n', stripped: the two regex
+    substitutions that tidy_whitespace replaces, on random whitespace-heavy strings."""
+    import random
+    import re
+
+    from streamdedup.clean.normalize import tidy_whitespace
+
+    def by_regex(text):
+        return re.sub(r"\s*\n\s*", "\n", re.sub(r"[^\S\n]+", " ", text)).strip()
+
+    rng = random.Random(5)
+    for alphabet in (" \n\t\r\x0b\x0c\x1c\x85\u2028\u00a0\u3000ab.", " \n  ab", "é \n a\u00a0"):
+        for _ in range(3000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+            assert tidy_whitespace(text) == by_regex(text), repr(text)

@@ -62,3 +62,34 @@ def test_registry_creates_and_explains():
         create_method("simhsh")
     with pytest.raises(ValueError, match="known: num_perm"):
         create_method("minhash", perms=5)
+
+
+def test_longest_words_and_sentences_rank_like_a_full_sort():
+    """The pruned rankings equal sorting every (length, hash) pair, also with many repeats."""
+    from streamdedup.fingerprints.a12 import _longest_sentences, _longest_words
+    from streamdedup.tokens.hashing import combine
+
+    texts = ["\n".join(make_article(i)) for i in range(5)] + [
+        "aaaaaaaaaa aaaaaaaaaa aaaaaaaaaa bb cc dd ee ff gg hh. x y z. zz yy",
+        "one. two three. four five six. seven eight nine ten. a b c d. e f g h."]
+    for text in texts:
+        doc = Document.from_text(text)
+        words = sorted({(len(t), int(h)) for t, h in zip(doc.tokens, doc.token_hashes.tolist())},
+                       key=lambda item: (-item[0], item[1]))
+        assert _longest_words(doc.token_lengths, doc.token_hashes, 5) == tuple(h for _, h in words[:5])
+        sentences = sorted(((end - start, combine(doc.token_hashes[start:end])) for start, end in doc.sentence_spans()),
+                           key=lambda item: (-item[0], item[1]))
+        assert _longest_sentences(doc, 3) == tuple(s for _, s in sentences[:3])
+
+
+def test_longest_distinct_equals_sorting_all_pairs():
+    import numpy as np
+
+    from streamdedup.fingerprints.kernels import longest_distinct
+
+    rng = np.random.default_rng(11)
+    for size in (0, 1, 3, 7, 50, 400):
+        lengths = rng.integers(1, 6, size=size).astype(np.int64)
+        hashes = (lengths * 7 + rng.integers(0, 3, size=size)).astype(np.uint64)  # many repeats
+        expected = sorted(set(zip((-lengths).tolist(), hashes.tolist())))[:5]
+        assert longest_distinct(lengths, hashes, 5).tolist() == [h for _, h in expected]

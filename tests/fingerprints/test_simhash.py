@@ -15,9 +15,13 @@ def test_known_edits_move_few_bits_and_new_text_many():
     method = SimHashMethod()
     a = method.signature(Document.from_text(text))
     b = method.signature(Document.from_text(edited))
-    c = method.signature(Document.from_text("\n".join(make_article(6, paragraphs=10))))
+    unrelated = [hamming(a, method.signature(Document.from_text("\n".join(make_article(i, paragraphs=10)))))
+                 for i in range(6, 26)]
     assert hamming(a, b) <= 3
-    assert 20 <= hamming(a, c) <= 44  # unrelated texts: about half the bits differ
+    # unrelated texts: many bits differ (fewer than half: the generator's articles share their
+    # frequent words, which dominate a tf-weighted vote); one pair alone is too noisy to bound
+    assert min(unrelated) > method.params.max_distance
+    assert 12 <= float(np.median(unrelated)) <= 44
 
 
 def test_vote_is_the_sign_of_the_weighted_bit_sum():

@@ -62,3 +62,14 @@ def test_timestamps():
     assert parse_timestamp("2024-01-02T03:04:05+02:00").hour == 3
     assert parse_timestamp("2024-01-02").tzinfo is not None
     assert parse_timestamp(1704164645) == parse_timestamp(1704164645000)
+
+
+def test_content_size_is_exact_near_the_limit_and_length_below_it():
+    from streamdedup.record.page import content_size
+
+    assert content_size("é" * 10, limit=1000) == 10  # far below the limit: the length stands in
+    assert content_size("é" * 10, limit=30) == 20  # could exceed: exact UTF-8 bytes
+    assert content_size(b"\xff" * 7, limit=1) == 7
+    with pytest.raises(Rejected) as rejected:
+        page_from_record({"url": "https://a.example/", "content": "€" * 400}, max_content_bytes=1000)
+    assert rejected.value.reason == Reason.TOO_LARGE

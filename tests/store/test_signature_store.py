@@ -95,3 +95,83 @@ def test_open_existing_rebuilds_the_methods_it_was_built_with(tmp_path):
 def test_open_existing_refuses_a_non_store(tmp_path):
     with pytest.raises(FileNotFoundError, match="no store"):
         SignatureStore.open_existing(tmp_path)
+
+
+def test_pages_sharing_a_key_are_one_postings_value_and_leave_it_one_by_one(tmp_path):
+    text = "the same words on two pages of the crawl"
+    with _open(tmp_path) as store:
+        first = store.batch()
+        sigs = _add(store, first, "p1", text)
+        first.commit()
+        second = store.batch()
+        _add(store, second, "p2", text)
+        key, tag = store.methods["exact"].index_keys(sigs["exact"])[0], store.tags["exact"]
+        assert second.lookup(tag, key) == [0, 1]  # the committed page, then the staged one
+        second.commit()
+        assert store.lookup(tag, key) == [0, 1]
+        assert store.stats()["index_keys"] * 2 == store.stats()["postings"]
+        assert store.delete_page("p1")
+        assert store.lookup(tag, key) == [1]
+        assert store.delete_page("p2")
+        assert store.stats()["index_keys"] == 0 and store.stats()["ids"] == 0
+
+
+def test_prefetch_answers_lookups_of_the_whole_batch(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        sigs = _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta")
+        batch.commit()
+        keys = {store.tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()}
+        names = store.index_names(keys)
+        batch = store.batch()
+        batch.prefetch([n for tag_names in names.values() for n in tag_names], ["p1", "p2"])
+        assert batch.candidates(names[store.tags["exact"]]) == [0]
+        assert batch.doc(0).page_id == "p1"
+        assert batch.seq_for("p1") == 0 and batch.seq_for("p2") is None
+
+
+def test_expire_in_chunks_removes_every_key(tmp_path, monkeypatch):
+    from streamdedup.store import signature_store
+
+    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 2)
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i in range(5):
+            _add(store, batch, f"p{i}", f"page {i} says something else entirely", event_ms=i)
+        batch.commit()
+        assert store.expire(4) == 4
+        stats = store.stats()
+        assert (stats["docs"], stats["time"], stats["ids"]) == (1, 1, 1)
+        assert stats["postings"] == sum(len(k) for k in store.index_keys(store.doc(4)).values())
+
+
+def test_page_id_hash_collision_is_told_apart_by_the_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(layout, "page_id_key", lambda page_id: b"\xff" + b"\x00" * 8)
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _add(store, batch, "p1", "one text here")
+        batch.commit()
+        assert store.seq_for("p1") == 0 and store.seq_for("other") is None
+        batch = store.batch()
+        _add(store, batch, "other", "another text there")
+        batch.commit()
+        assert store.seq_for("other") == 1 and store.seq_for("p1") == 0
+        assert store.delete_page("p1") and store.seq_for("other") == 1
+
+
+def test_compact_doc_record_and_varints():
+    own = DocRecord(3, "page", 5, "page", "", {1: b"\x07" * 300}, site=9)
+    assert DocRecord.decode(3, own.encode()) == own
+    assert len(own.encode()) < len(DocRecord(3, "page", 5, "other", "", {1: b"\x07" * 300}, site=9).encode())
+    for seqs in ([], [0], [127, 128, 2**40, 5]):
+        assert layout.seqs_from(layout.seqs_value(seqs)) == seqs
+    assert layout.without_seq(layout.seqs_value([1, 2, 3]), 2) == layout.seqs_value([1, 3])
+
+
+def test_property_total_counts_both_column_families(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta eta theta")
+        batch.commit()
+        default_keys = store.db.property_int_value("rocksdb.estimate-num-keys")
+        assert store.property_total("rocksdb.estimate-num-keys") > default_keys

@@ -3,8 +3,8 @@ import pytest
 
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import shingle_hashes
-from streamdedup.tokens.tokenize import split_sentences, split_words
+from streamdedup.tokens.hashing import distinct_counts, hash_tokens, mix64, shingle_hashes
+from streamdedup.tokens.tokenize import BREAK, is_cjk, split_sentences, split_words, words_and_breaks
 
 
 @pytest.mark.parametrize("text, words", [
@@ -70,3 +70,57 @@ def test_one_pass_tokenisation_equals_sentence_by_sentence(text):
             expected_bounds.append(len(expected_tokens))
     assert doc.tokens == expected_tokens
     assert doc.sentence_bounds.tolist() == expected_bounds
+
+
+def _regex_tokens_and_bounds(text):
+    tokens, bounds = [], [0]
+    for token in words_and_breaks(text):
+        if token != BREAK:
+            tokens.append(token)
+        elif len(tokens) > bounds[-1]:
+            bounds.append(len(tokens))
+    if len(tokens) > bounds[-1]:
+        bounds.append(len(tokens))
+    return tokens, bounds
+
+
+@pytest.mark.parametrize("text", [
+    "One sentence here. Another one! A third? Yes.\nNew para 3.5 kg.",
+    "第一句。第二句！mixed 中文 text. 第三句？",
+    "东京タワーへ 〇 x. \"Quoted.\" (paren.) a.) b?' c… d",
+    "བོད་ཀྱི་སྐད། ཡིག་ཆ། གསུམ་པ།",
+    "नमस्ते दुनिया। दूसरा॥ तीसरा",
+    "Tiếng Việt có dấu. Câu thứ hai!\n\nĐoạn mới",
+    "stray \x00 byte. and_underscores stay apart. x_y ①② ﹏ a‿b",
+    "", "   ", ". ! ?",
+])
+def test_compiled_scan_equals_the_regex_tokeniser(text):
+    doc = Document.from_text(text)
+    tokens, bounds = _regex_tokens_and_bounds(text)
+    assert doc.tokens == tokens
+    assert doc.sentence_bounds.tolist() == bounds
+    assert doc.token_is_cjk.tolist() == [is_cjk(t) for t in tokens]
+
+
+def test_token_hashes_depend_only_on_the_token():
+    doc = Document.from_text("the cat. The cat and the dog")
+    h = doc.token_hashes.tolist()
+    assert h[0] == h[5] and h[1] == h[3] and len(set(h)) == 5
+    assert hash_tokens(doc.tokens).tolist() == h
+    assert hash_tokens([]).dtype == np.uint64
+
+
+def test_distinct_counts_equal_numpy_unique():
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 50, size=500).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    distinct, counts = distinct_counts(values)
+    expected, expected_counts = np.unique(values, return_counts=True)
+    assert distinct.tolist() == expected.tolist() and counts.tolist() == expected_counts.tolist()
+    assert distinct_counts(values[:0])[0].dtype == np.uint64
+
+
+def test_shingle_hashes_chain_token_hashes_then_mix():
+    h = np.array([3, 5, 7, 11], dtype=np.uint64)
+    m = np.uint64(0x9E3779B97F4A7C15)
+    assert shingle_hashes(h, 2).tolist() == mix64(h[:3] * m + h[1:]).tolist()
+    assert shingle_hashes(h, 1).tolist() == mix64(h).tolist()

@@ -1,0 +1,353 @@
+"""Through a real broker: pages/s for one and two workers, and produce -> verdict latency.
+
+    python bench/broker.py [--pages 4000] [--html-pages 300] [--repeat 3] [--out bench/results/broker.json]
+
+An embedded noida-db broker (a Kafka-protocol broker from PyPI) on a free loopback port; the
+input topic has 2 partitions (STREAMDEDUP_PARTITIONS=2) so two workers can share it. For 1 and
+then 2 workers, each a `streamdedup worker` subprocess (see `worker_command`, the one place to
+change when the topology changes):
+  1. peak: a backlog of pages is produced at once; pages/s from the first verdict to the last
+     (verdict message timestamps; see `peak_rate`), median over `repeat` backlogs;
+  2. latency: pages fed at half that peak with `feed(rate=...)` (as `streamdedup feed --rate`);
+     latency = when the verdict became readable here (read_committed) minus the input message's
+     timestamp (set when it was produced), p50 and p99.
+Plain-text pages by default (extraction would dominate); `--html-pages` adds a peak run on
+generated HTML pages (trafilatura). Each worker-settings profile (PROFILES: the defaults, and a
+low-latency one) is measured on its own fresh topics. NOTE: today each input partition has its own store, so
+two workers measure the per-partition topology (duplicates across partitions go unseen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from streamdedup.record.readers import RawRecord  # noqa: E402
+from streamdedup.runtime.broker import EmbeddedBroker  # noqa: E402
+from streamdedup.runtime.feed import feed  # noqa: E402
+from streamdedup.runtime.settings import Topics, WorkerSettings  # noqa: E402
+from streamdedup.runtime.topics import ensure_topics  # noqa: E402
+from streamdedup.testing import make_words, wrap_in_template  # noqa: E402
+
+PARTITIONS = 2
+
+
+class Broker(EmbeddedBroker):
+    """EmbeddedBroker, started as noida-db's own executable: the `noida-db` console script is a
+    Python wrapper that runs it as a child, so terminating the wrapper left the broker running
+    (one orphan per run, busy on the shared cores)."""
+
+    def command(self) -> list[str]:
+        import noida_db
+
+        native = Path(noida_db.__file__).parent / "noida-db"
+        command = super().command()
+        return [str(native), *command[1:]] if self.kind == "noida" and native.exists() else command
+
+
+# -- pages ---------------------------------------------------------------------------------------
+def make_pages(count: int, prefix: str, html: bool, seed: int = 1) -> list[bytes]:
+    """Articles from one vocabulary on 100 sites; every third page is an edited copy of the page
+    before it on another site (a near-duplicate). Ids carry `prefix` so runs never collide."""
+    rng = random.Random(seed)
+    vocabulary = make_words(rng, 5000)
+    pages: list[bytes] = []
+    paragraphs: list[str] = []
+    for i in range(count):
+        if i % 3 == 2:
+            paragraphs = paragraphs + [f"Update {rng.randint(1, 999)}: " + " ".join(rng.choices(vocabulary, k=12)) + "."]
+        else:
+            paragraphs = [" ".join(" ".join(rng.choices(vocabulary, k=rng.randint(8, 24))).capitalize() + "."
+                                   for _ in range(4)) for _ in range(6)]
+        site = f"site{rng.randrange(100)}.example"
+        content = wrap_in_template(paragraphs, site) if html else "\n\n".join(paragraphs)
+        pages.append(orjson.dumps({"id": f"{prefix}-{i}", "url": f"https://{site}/{i}", "content": content,
+                                   "content_type": "text/html" if html else "text/plain",
+                                   "fetched_at": "2024-03-01T00:00:00Z"}))
+    return pages
+
+
+# -- workers -------------------------------------------------------------------------------------
+# worker settings compared (as STREAMDEDUP_* variables). The worker's consumer keeps librdkafka's
+# fetch.wait.max.ms (500 ms) and waits up to batch_timeout_s (0.5 s) to fill a batch; against
+# noida-db a fetch seems to wait out fetch.wait.max.ms, which costs latency and throughput.
+PROFILES: dict[str, dict[str, str]] = {
+    "defaults": {},
+    "low-latency": {"STREAMDEDUP_KAFKA_FETCH_WAIT_MAX_MS": "10", "STREAMDEDUP_BATCH_TIMEOUT_S": "0.05"},
+}
+
+
+def worker_env(settings: WorkerSettings, worker_id: str, extra: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, **extra, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+            "STREAMDEDUP_GROUP_ID": settings.group_id, "STREAMDEDUP_WORKER_ID": worker_id,
+            "STREAMDEDUP_STATE_DIR": str(settings.state_dir / worker_id),
+            "STREAMDEDUP_PARTITIONS": str(PARTITIONS),
+            **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+
+
+def worker_command() -> list[str]:
+    """How one worker is started: the one line to change when the scale-out topology lands."""
+    return [sys.executable, "-m", "streamdedup", "worker"]
+
+
+def start_workers(settings: WorkerSettings, count: int, log_dir: Path,
+                  extra: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen(worker_command(), env=worker_env(settings, f"w{i + 1}", extra), stdin=subprocess.DEVNULL,
+                             stdout=open(log_dir / f"w{i + 1}.log", "ab"), stderr=subprocess.STDOUT)
+            for i in range(count)]
+
+
+def stop_workers(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_for_members(settings: WorkerSettings, count: int, timeout: float = 60.0) -> bool:
+    """Until the group is stable with `count` members, so no rebalance falls inside a measurement.
+    False if the broker cannot say (then the caller warms up longer instead)."""
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(settings.client())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            [future] = admin.describe_consumer_groups([settings.group_id], request_timeout=5).values()
+            group = future.result(timeout=5)
+            assigned = [m for m in group.members if m.assignment and m.assignment.topic_partitions]
+            if group.state == ConsumerGroupState.STABLE and len(assigned) == count:
+                return True
+        except Exception:  # noqa: BLE001 - group not there yet, or the API unsupported
+            pass
+        time.sleep(0.5)
+    return False
+
+
+# -- reading verdicts ----------------------------------------------------------------------------
+@dataclass
+class Collector:
+    """Reads every output topic as it is committed; per page id: when it was read here and the
+    verdict message's own timestamp."""
+
+    settings: WorkerSettings
+    seen: dict[str, tuple[float, int]] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        consumer = Consumer(self.settings.client(**{
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "receive.message.max.bytes": 104_857_600,
+            "fetch.wait.max.ms": 100}))
+        topics = self.settings.topics
+        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in (topics.unique, topics.duplicates,
+                                                                           topics.rejected)
+                         for p in range(PARTITIONS)])
+        try:
+            while not self.stop.is_set():
+                for message in consumer.consume(1000, 0.2):
+                    if message.error() is None:
+                        now = time.time()
+                        self.seen[page_id(message.value())] = (now, message.timestamp()[1])
+        finally:
+            consumer.close()
+
+    def wait_for(self, ids: list[str], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(i in self.seen for i in ids):
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def page_id(value: bytes | None) -> str:
+    record = orjson.loads(value or b"{}")
+    return str(record.get("dedup", {}).get("id") or record.get("id"))
+
+
+def input_timestamps(settings: WorkerSettings, wanted: set[str], timeout: float = 120.0) -> dict[str, int]:
+    """Page id -> the input message's timestamp (ms, set by the producer), for the wanted ids."""
+    consumer = Consumer(settings.client(**{"group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                                           "receive.message.max.bytes": 104_857_600}))
+    consumer.assign([TopicPartition(settings.topics.pages, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    stamps: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    while not wanted <= stamps.keys() and time.monotonic() < deadline:
+        for message in consumer.consume(1000, 0.5):
+            if message.error() is None:
+                stamps[page_id(message.value())] = message.timestamp()[1]
+    consumer.close()
+    return stamps
+
+
+# -- measurements --------------------------------------------------------------------------------
+def send(settings: WorkerSettings, pages: list[bytes], rate: float | None = None) -> list[str]:
+    feed([RawRecord(f"bench:{i}", data=p) for i, p in enumerate(pages)], settings.client(),
+         settings.topics.pages, rate)
+    return [page_id(p) for p in pages]
+
+
+def peak_rate(collector: Collector, ids: list[str], started_ms: float) -> dict[str, float]:
+    """Pages/s of a backlog, two ways. A worker emits a whole batch's verdicts at once, so the
+    first verdict's timestamp is the *end* of the first batch: counting from it would drop one
+    batch per worker from the span. Hence from the start of the backlog's production (the
+    backlog is produced far faster than it is processed) to the last verdict; and the
+    first-to-last rate counting only verdicts after the first batch's."""
+    stamps = sorted(collector.seen[i][1] for i in ids)
+    after_first = sum(1 for s in stamps if s > stamps[0])
+    return {"start_to_last": len(ids) / max(0.001, (stamps[-1] - started_ms) / 1000),
+            "first_to_last": after_first / max(0.001, (stamps[-1] - stamps[0]) / 1000)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def latencies(collector: Collector, ids: list[str], produced: dict[str, int]) -> dict[str, float]:
+    visible = [1000 * collector.seen[i][0] - produced[i] for i in ids if i in produced]
+    emitted = [collector.seen[i][1] - produced[i] for i in ids if i in produced]
+    if not visible:
+        raise RuntimeError("the input messages' timestamps could not be read back")
+    quarter = max(1, len(visible) // 4)
+    return {"p50_ms": round(percentile(visible, 0.5), 1), "p99_ms": round(percentile(visible, 0.99), 1),
+            # a rate the workers sustain keeps these two close; a growing queue makes the last larger
+            "p50_first_quarter_ms": round(percentile(visible[:quarter], 0.5), 1),
+            "p50_last_quarter_ms": round(percentile(visible[-quarter:], 0.5), 1),
+            "max_ms": round(max(visible), 1), "verdict_emitted_p50_ms": round(percentile(emitted, 0.5), 1),
+            "verdict_emitted_p99_ms": round(percentile(emitted, 0.99), 1), "pages": len(visible)}
+
+
+def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, repeat: int, html: bool,
+                 latency_seconds: float, latency_fraction: float = 0.5,
+                 extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """One worker count on fresh topics: warm-up, `repeat` backlogs (peak), then half-peak latency."""
+    run = f"{'html' if html else 'text'}{workers}-{uuid.uuid4().hex[:6]}"
+    settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"bench-{run}",
+                              state_dir=work / run, partitions=PARTITIONS,
+                              topics=Topics(**{k: f"{v}-{run}" for k, v in Topics().__dict__.items()}))
+    ensure_topics(settings)
+    collector = Collector(settings)
+    reader = threading.Thread(target=collector.run, daemon=True)
+    reader.start()
+    processes = start_workers(settings, workers, work / run / "logs", extra or {})
+    try:
+        stable = wait_for_members(settings, workers)
+        warm = send(settings, make_pages(50, f"{run}-warm", html, seed=99))
+        if not collector.wait_for(warm, 120):
+            raise RuntimeError(f"workers produced no verdicts; see {work / run / 'logs'}")
+        if not stable:
+            time.sleep(5)
+        rates, middles = [], []
+        for r in range(repeat):
+            backlog = make_pages(pages, f"{run}-peak{r}", html, seed=r)
+            started_ms = time.time() * 1000
+            ids = send(settings, backlog)
+            if not collector.wait_for(ids, 600):
+                raise RuntimeError(f"not every verdict arrived; see {work / run / 'logs'}")
+            rate = peak_rate(collector, ids, started_ms)
+            rates.append(rate["first_to_last"])
+            middles.append(rate["start_to_last"])
+        peak = statistics.median(rates)
+        result: dict[str, Any] = {"workers": workers, "pages_per_backlog": pages, "group_stable_check": stable,
+                                  "pages_per_s": round(peak, 1), "pages_per_s_runs": [round(x, 1) for x in rates],
+                                  "pages_per_s_backlog_start_to_last_verdict": round(statistics.median(middles), 1)}
+        if latency_seconds > 0:
+            rate = peak * latency_fraction
+            ids = send(settings, make_pages(max(20, int(rate * latency_seconds)), f"{run}-lat", html, seed=77),
+                       rate=rate)
+            if not collector.wait_for(ids, 600):
+                raise RuntimeError("not every verdict of the latency run arrived")
+            result["latency_at_half_peak"] = {"rate_pages_per_s": round(rate, 1), "fraction_of_peak": latency_fraction,
+                                              **latencies(collector, ids, input_timestamps(settings, set(ids)))}
+        return result
+    finally:
+        stop_workers(processes)
+        collector.stop.set()
+        reader.join(10)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| pages | worker settings | workers | pages/s (median) | vs 1 worker "
+             "| latency at half peak: rate, p50, p99 |", "| --- | --- | --- | --- | --- | --- |"]
+    base: dict[tuple[str, str], float] = {}
+    for row in results:
+        key = (row["pages_kind"], row["settings"])
+        base.setdefault(key, row["pages_per_s"])
+        lat = row.get("latency_at_half_peak")
+        latency = f"{lat['rate_pages_per_s']}/s, {lat['p50_ms']:.0f} ms, {lat['p99_ms']:.0f} ms" if lat else "-"
+        lines.append(f"| {row['pages_kind']} | {row['settings']} | {row['workers']} | {row['pages_per_s']} "
+                     f"| {row['pages_per_s'] / base[key]:.2f} | {latency} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=4000, help="plain-text pages per backlog")
+    parser.add_argument("--html-pages", type=int, default=2000, help="HTML pages per backlog (0: skip)")
+    parser.add_argument("--repeat", type=int, default=3, help="backlogs per worker count")
+    parser.add_argument("--latency-seconds", type=float, default=15.0, help="how long to feed at half peak")
+    parser.add_argument("--latency-fraction", type=float, default=0.5, help="feed rate for latency, x peak")
+    parser.add_argument("--profiles", default=",".join(PROFILES), help=f"worker settings to compare: {list(PROFILES)}")
+    parser.add_argument("--worker-setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a worker setting added to every profile, e.g. batch_size=64 (as STREAMDEDUP_NAME)")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/broker.json"))
+    args = parser.parse_args(argv)
+    counts = [int(w) for w in args.workers.split(",")]
+    added = {f"STREAMDEDUP_{name.upper()}": value for name, _, value in (i.partition("=") for i in args.worker_setting)}
+    profiles = {name: {**PROFILES[name], **added} for name in args.profiles.split(",")}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
+        with Broker(Path(tmp) / "broker") as broker:
+            for kind, pages in (("text", args.pages), ("html", args.html_pages)):
+                for profile, extra in profiles.items() if pages else []:
+                    if kind == "html" and profile != next(iter(profiles)):
+                        continue  # HTML: extraction-bound, the first profile only
+                    for workers in counts:
+                        row = run_topology(broker, Path(tmp), workers, pages, args.repeat, kind == "html",
+                                           args.latency_seconds if kind == "text" else 0, args.latency_fraction, extra)
+                        results.append({"pages_kind": kind, "settings": profile, **row})
+    rates: dict[str, dict[int, float]] = {}
+    for row in results:
+        rates.setdefault(f"{row['pages_kind']}, {row['settings']}", {})[row["workers"]] = row["pages_per_s"]
+    ratios = {key: round(r[2] / r[1], 2) for key, r in rates.items() if 1 in r and 2 in r}
+    report = {"broker": "noida-db (embedded, loopback)", "input_partitions": PARTITIONS, "repeat": args.repeat,
+              "cpus": os.cpu_count(), "worker_command": " ".join(worker_command()[1:]), "profiles": profiles,
+              "two_over_one_worker": ratios, "results": results,
+              "note": "each input partition has its own store (per-partition topology)"}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+    print(table(results))
+    print(f"2 workers / 1 worker: {ratios}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

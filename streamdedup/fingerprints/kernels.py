@@ -1,0 +1,113 @@
+"""Compiled inner loops of the default methods (numba, cached on disk after the first run).
+
+Each is a plain loop over arrays that numpy would do in several passes with temporaries:
+the MinHash minimum over permutations x shingles, SimHash's weighted bit vote and the LSH band
+hashes. They compute exactly what the numpy formulas in the methods' docstrings say.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def minhash_min(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min over x of (a[i]*x + b[i]) >> 32 (wrapping uint64), for each permutation i: uint32.
+    Shingles outside, permutations inside: the inner loop is SIMD over contiguous a, b, lowest."""
+    lowest = np.full(len(a), np.uint64(0xFFFFFFFFFFFFFFFF))
+    for x in shingles:
+        for i in range(len(a)):
+            lowest[i] = min(lowest[i], a[i] * x + b[i])
+    if len(shingles) == 0:
+        return np.full(len(a), np.uint32(0xFFFFFFFF))
+    return (lowest >> np.uint64(32)).astype(np.uint32)
+
+
+@numba.njit(cache=True)
+def weighted_sign_bits(features: np.ndarray, weights: np.ndarray) -> np.uint64:
+    """Bit b is set when the features that have b set carry more than half the total weight."""
+    votes = np.zeros(64, dtype=np.int64)
+    total = 0
+    for j in range(len(features)):
+        f, w = features[j], np.int64(weights[j])
+        total += w
+        for bit in range(64):  # branch-free, so the compiler vectorises it
+            votes[bit] += w * np.int64((f >> np.uint64(bit)) & np.uint64(1))
+    result = np.uint64(0)
+    for bit in range(64):
+        if votes[bit] * 2 > total:
+            result |= np.uint64(1) << np.uint64(bit)
+    return result
+
+
+@numba.njit(cache=True)
+def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """The LSH keys of a MinHash, back to back: per band one byte (the band number) and a
+    little-endian 64-bit hash of its rows (splitmix-style absorption of each uint32 value)."""
+    out = np.empty(bands * 9, dtype=np.uint8)
+    for band in range(bands):
+        h = np.uint64(0x243F6A8885A308D3) ^ np.uint64(band)
+        for r in range(band * rows, (band + 1) * rows):
+            z = (h ^ np.uint64(values[r])) * np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            h = z ^ (z >> np.uint64(31))
+        out[band * 9] = band
+        for byte in range(8):
+            out[band * 9 + 1 + byte] = (h >> np.uint64(8 * byte)) & np.uint64(0xFF)
+    return out
+
+
+@numba.njit(cache=True)
+def longest_distinct(lengths: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
+    """Hashes of the `count` longest distinct (length, hash) pairs, ties by hash: one pass that
+    keeps a sorted top list (most words are shorter than its last and rejected at once)."""
+    top_len = np.empty(count, dtype=np.int64)
+    top_hash = np.empty(count, dtype=np.uint64)
+    m = 0
+    for t in range(len(lengths)):
+        length, h = lengths[t], hashes[t]
+        if m == count and (length < top_len[m - 1] or (length == top_len[m - 1] and h >= top_hash[m - 1])):
+            continue
+        pos = m
+        duplicate = False
+        for j in range(m):
+            if top_len[j] == length and top_hash[j] == h:
+                duplicate = True
+                break
+            if length > top_len[j] or (length == top_len[j] and h < top_hash[j]):
+                pos = j
+                break
+        if duplicate:
+            continue
+        last = min(m, count - 1)
+        for j in range(last, pos, -1):
+            top_len[j], top_hash[j] = top_len[j - 1], top_hash[j - 1]
+        top_len[pos], top_hash[pos] = length, h
+        m = min(m + 1, count)
+    return top_hash[:m].copy()
+
+
+@numba.njit(cache=True)
+def longest_spans(bounds: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the spans [bounds[i], bounds[i+1]) at least as long as the count-th longest:
+    the only ones that can rank among the `count` longest, whatever breaks the ties."""
+    spans = len(bounds) - 1
+    top = np.zeros(count, dtype=np.int64)  # the longest sizes so far, descending
+    for i in range(spans):
+        size = bounds[i + 1] - bounds[i]
+        j = count
+        while j > 0 and size > top[j - 1]:
+            j -= 1
+        if j < count:
+            top[j + 1:] = top[j:count - 1].copy()
+            top[j] = size
+    cutoff = top[count - 1] if spans >= count else 0
+    chosen = np.empty(spans, dtype=np.int64)
+    m = 0
+    for i in range(spans):
+        if bounds[i + 1] - bounds[i] >= cutoff:
+            chosen[m] = i
+            m += 1
+    return chosen[:m].copy()

@@ -1,0 +1,64 @@
+"""The fast normalisation paths give exactly what the plain regex/translate versions gave."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamdedup.clean.normalize import _QUOTES, normalize_text, tidy_whitespace
+
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\s*\n\s*")
+SPECIAL = "".join(chr(code) for code in _QUOTES) + " \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u3000ﬁＡ"
+
+
+def reference(text: str) -> str:
+    """The previous implementation, kept as the specification."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    return _BLANK_LINES.sub("\n", _SPACES.sub(" ", text)).strip()
+
+
+texts = st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters()), max_size=200)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_normalize_text_matches_the_reference(text):
+    assert normalize_text(text) == reference(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_tidy_whitespace_matches_the_two_regexes(text):
+    assert tidy_whitespace(text) == _BLANK_LINES.sub("\n", _SPACES.sub(" ", text)).strip()
+
+
+def test_quotes_and_invisibles_are_replaced_and_blank_lines_dropped():
+    assert normalize_text("  \u201cHi\u201d \u2014 it\u2019s\u00ad ok \n\n\t \n Next\u200b line ") == \
+        '"hi" \u2014 it\'s ok\nnext line'
+
+
+def _looks_like_text_reference(text: str) -> bool:
+    if not text:
+        return False
+    sample = text[:20_000]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f") + sample.count("\ufffd")
+    return controls / len(sample) <= 0.05
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.one_of(st.characters(max_codepoint=40), st.characters()), max_size=300))
+def test_looks_like_text_counts_controls_as_the_loop_did(text):
+    from streamdedup.clean.decode import looks_like_text
+
+    assert looks_like_text(text) == _looks_like_text_reference(text)
+
+
+def test_binary_is_not_text_and_lone_surrogates_do_not_crash():
+    from streamdedup.clean.decode import looks_like_text
+
+    assert not looks_like_text("\x00\x01\x02abc" * 10)
+    assert looks_like_text("plain\ttext\r\n\fwith a lone \ud800 surrogate")

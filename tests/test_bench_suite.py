@@ -1,0 +1,41 @@
+"""`bench/run --smoke`: the whole benchmark suite runs in seconds and writes its JSON (no speeds
+are asserted: benchmarks are not timed tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_smoke_run_writes_one_json_with_every_part(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run"), "--smoke", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["smoke"] is True and report["failed"] == []
+    assert set(report["parts"]) == {"fingerprint", "store", "e2e", "broker"}
+    assert report["machine"]["cpus"] >= 1 and report["machine"]["libraries"]["trafilatura"]
+    e2e = report["parts"]["e2e"]["report"]["results"]
+    assert set(e2e) == {"trafilatura", "resiliparse"}
+    for row in e2e.values():
+        assert row["extractor_alone_pages_per_s"] > 0 and row["detector_pages_per_s"] > 0 and row["ratio_median"] > 0
+        assert row["profile"]["stages_pct"]["extraction (library)"] > 0
+    broker = report["parts"]["broker"]["report"]
+    assert [r["workers"] for r in broker["results"]] == [1, 2]
+    assert all(r["latency_at_half_peak"]["pages"] > 0 for r in broker["results"])
+    measures = [row["measure"] for row in report["table"]]
+    assert any("verdict out" in m for m in measures) and any("2 workers" in m for m in measures)
+    assert {r["settings"] for r in broker["results"]} == {"defaults"}
+    assert "| part | measure | value |" in done.stdout
+
+
+def test_only_runs_the_named_part(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run"), "--smoke", "--only", "store",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert list(report["parts"]) == ["store"] and report["parts"]["store"]["report"]["bytes_per_page"] > 0
