@@ -15,7 +15,9 @@ OUR_ENV = {"STREAMDEDUP_BOOTSTRAP_SERVERS"} | {f"STREAMDEDUP_{f.name.upper()}" f
 
 def test_services_that_build_use_existing_files_and_real_commands():
     built = {name: s for name, s in COMPOSE["services"].items() if "build" in s}
-    assert set(built) == {"topics", "worker", "feeder"}
+    assert set(built) == {"topics", "worker-1", "worker-2", "feeder"}
+    worker_ids = {s["environment"]["STREAMDEDUP_WORKER_ID"] for n, s in built.items() if n.startswith("worker")}
+    assert len(worker_ids) == 2, "each worker needs its own id (static membership, transactional id)"
     for name, service in built.items():
         build = service["build"]
         assert (ROOT / build["context"] / build["dockerfile"]).is_file(), name

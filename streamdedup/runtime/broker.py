@@ -9,7 +9,9 @@ snapshot. Nothing in the worker depends on it: Apache Kafka is what production r
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +26,16 @@ def free_port() -> int:
 
 
 def noida_binary() -> str:
+    """noida-db's own executable: the `noida-db` console script is a Python wrapper that starts
+    it as a child, and stopping the wrapper left the broker running."""
+    try:
+        import noida_db
+
+        native = Path(noida_db.__file__).parent / "noida-db"
+        if native.exists():
+            return str(native)
+    except ImportError:
+        pass
     found = shutil.which("noida-db") or str(Path(sys.executable).parent / "noida-db")
     if not Path(found).exists():
         raise FileNotFoundError("noida-db is not installed: pip install noida-db (a Kafka-protocol broker)")
@@ -71,8 +83,9 @@ class EmbeddedBroker:
     def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "broker.log", "ab")
+        # its own process group, so stopping it stops whatever it started
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
         self._wait_ready(timeout)
         return self
 
@@ -103,16 +116,24 @@ class EmbeddedBroker:
     def stop(self, kill: bool = False) -> None:
         if self.process is None:
             return
-        if kill:
-            self.process.kill()
-        else:
-            self.process.terminate()
+        group = os.getpgid(self.process.pid) if self.process.poll() is None else None
+        self._signal(group, signal.SIGKILL if kill else signal.SIGTERM)
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self._signal(group, signal.SIGKILL)
             self.process.wait()
+        self._signal(group, signal.SIGKILL)  # anything of the group that outlived its leader
         self.process = None
+
+    def _signal(self, group: int | None, sig: int) -> None:
+        try:
+            if group is not None:
+                os.killpg(group, sig)
+            elif self.process is not None:
+                self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()

@@ -52,8 +52,8 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
         started = time.monotonic()
         stats = Worker(settings, config).run(idle_timeout_s=15, stop_after=sent)
         elapsed = time.monotonic() - started
-        print(f"3/4 worker consumed {stats.consumed} pages in {elapsed:.1f} s ({stats.consumed / elapsed:.1f} pages/s, "
-              "including the group join)")
+        print(f"3/4 worker decided {stats.decided} pages in {elapsed:.1f} s ({stats.decided / elapsed:.1f} pages/s, "
+              f"including the group join; {settings.topology} topology)")
         t = settings.topics
         counts = {name: stats.produced.get(topic, 0) for name, topic in
                   (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected), ("cluster events", t.clusters))}
@@ -65,7 +65,8 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
         summary = {"pages_in": sent, **counts, "rejected_by_reason": dict(reasons), "clusters": kinds.get("created", 0),
                    "clusters_with_duplicates": sum(1 for n in sizes.values() if n > 1),
                    "largest_cluster": max(sizes.values(), default=0), "merges": kinds.get("merged", 0),
-                   "pages_per_s": round(stats.consumed / elapsed, 1)}
+                   "late_matches": kinds.get("late_match", 0),
+                   "pages_per_s": round(stats.decided / elapsed, 1)}
         print("4/4 " + orjson.dumps(summary).decode())
         print(f"Where to look next: the stores are in {settings.state_dir}; run your own broker with "
               "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "

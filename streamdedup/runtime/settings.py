@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+TOPOLOGIES = ("global", "local")
 SECRET_MARKERS = ("password", "secret", "key", "token", "credential")
 
 
@@ -26,10 +27,17 @@ class Topics:
     duplicates: str = "pages.duplicates"
     rejected: str = "pages.rejected"
     clusters: str = "pages.clusters"
+    index: str = "pages.index"  # global topology: index requests, partitioned by index key
+    parts: str = "pages.parts"  # global topology: page headers and answers, partitioned by page id
 
     @property
     def outputs(self) -> tuple[str, ...]:
         return (self.unique, self.duplicates, self.rejected, self.clusters)
+
+    @property
+    def internal(self) -> tuple[str, ...]:
+        """Repartition topics of the global topology; they are also its stores' changelogs."""
+        return (self.index, self.parts)
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,12 @@ class WorkerSettings:
     batch_size: int = 256
     batch_timeout_s: float = 0.5
     transactions: bool = True
-    partitions: int = 1  # for topics the worker creates (one store per partition: see README)
+    partitions: int = 1  # for topics the worker creates
+    topology: str = "global"  # global: near-duplicates found across partitions; local: per partition
+    static_membership: bool = True  # a restarted worker gets its partitions back at once
+    # range: every topic's partitions spread evenly (each worker fingerprints, indexes and
+    # gathers); cooperative-sticky: fewest partitions move on a rebalance (fewer store rebuilds)
+    assignment_strategy: str = "range"
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 
@@ -88,4 +101,7 @@ class WorkerSettings:
             else:
                 changes[name] = type(current)(value)
         merged = {**self.kafka, **kafka}
-        return replace(self, **changes, kafka=merged)
+        result = replace(self, **changes, kafka=merged)
+        if result.topology not in TOPOLOGIES:
+            raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
+        return result

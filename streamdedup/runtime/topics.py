@@ -15,8 +15,13 @@ def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, 
     """Returns the partition count of every topic (existing ones are not changed)."""
     admin = AdminClient(settings.client())
     names = (settings.topics.pages, *settings.topics.outputs)
+    if settings.topology == "global":
+        names += settings.topics.internal
     existing = admin.list_topics(timeout=timeout).topics
-    missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=1)
+    # the internal topics are the changelogs the index and parts stores are rebuilt from: keep
+    # them as long as the stores keep pages (see README, "Scale-out")
+    missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=1,
+                        config={"retention.ms": "-1"} if name in settings.topics.internal else {})
                for name in names if name not in existing]
     if missing:
         for name, future in admin.create_topics(missing, request_timeout=timeout).items():

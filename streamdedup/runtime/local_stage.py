@@ -1,0 +1,73 @@
+"""The local topology: one Detector (one RocksDB store) per input partition.
+
+Right when all near-duplicates of a page arrive on the same input partition (one partition, or
+a crawl partitioned so that copies meet); otherwise use the global topology
+(`streamdedup.runtime.scaleout`), which finds them across partitions at the price of two more
+hops through Kafka.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Message
+
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.outputs import Outputs
+
+
+def source_of(message: Message) -> str:
+    return f"{message.topic()}[{message.partition()}]@{message.offset()}"
+
+
+def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
+    """A detector outcome for an input message: dead letter (original bytes) or verdict."""
+    dedup = outcome.dedup
+    if dedup["status"] == "rejected":
+        out.rejected(message.key(), message.value(), dedup["reason"], dedup["detail"], source_of(message))
+    else:
+        out.verdict(outcome.record, dedup)
+
+
+class LocalDedupPartition:
+    stateful = True
+
+    def __init__(self, config: DetectorConfig, path: Path) -> None:
+        self.detector = Detector(config, path)
+        self.staged: Any = None
+
+    def property_total(self, name: str) -> int:
+        return self.detector.store.property_total(name)
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self.detector.store.get_meta(name)
+
+    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        """Decide a batch (store changes staged); returns how many messages were replayed."""
+        raws = [RawRecord(origin=source_of(m), data=m.value() or b"") for m in messages]
+        detector = self.detector
+        outcomes, self.staged = detector.decide_staged([detector.prepare(raw) for raw in raws])
+        replayed = 0
+        for message, outcome in zip(messages, outcomes):
+            if message.offset() < replay_until:
+                replayed += 1
+                continue
+            emit_outcome(out, message, outcome)
+        return replayed
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        self.staged.set_meta(name, value)
+
+    def commit(self) -> None:
+        self.detector.commit(self.staged)
+        self.staged = None
+
+    def discard(self) -> None:
+        self.staged = None
+        self.detector.discard()
+
+    def close(self) -> None:
+        self.detector.close()

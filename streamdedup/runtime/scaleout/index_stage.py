@@ -1,0 +1,108 @@
+"""One partition of the global index: which pages share a key here, judged by the policy.
+
+Every index key lives in exactly one index partition, so the pages that share a key always meet
+in the same place, whichever input partition and worker they came from. The partition keeps a
+SignatureStore of the pages with at least one key here (their whole signature record, so a
+candidate is verified by every method, as the policy's "simhash+a12" rules need).
+
+Arrival order in a partition is not the global order: two near-duplicates can be in flight at
+once. A candidate that is *later* in the global order than the asking page was filed without
+seeing it, so it is reported too (`later`): the asking page's verdict stage turns it into a
+correction event. Every pair that shares a key is therefore found by exactly one of its two
+pages' answers from that partition, whatever the timing.
+
+In this store `DocRecord.cluster_id` holds the page's global order (hex) and
+`DocRecord.duplicate_of` its root: "<order hex> <page id>" of the earliest page of its chain this
+partition knows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.verdict.policy import SitePolicy
+
+
+class IndexPartition:
+    def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
+                 store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
+        self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
+        self.by_tag = {self.store.tags[m.name]: m for m in methods}
+        self.policy = policy
+        self.partition = partition
+        self.retention_ms = retention_ms
+        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+        self.batch: StoreBatch | None = None
+
+    def answer(self, request: IndexRequest) -> Answer:
+        """Judge the page against every page filed under its keys here, then file it."""
+        batch = self._batch()
+        doc = request.doc
+        self.watermark_ms = max(self.watermark_ms, doc.event_ms)
+        oldest = None if self.retention_ms is None else doc.event_ms - self.retention_ms
+        mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
+        earlier: list[Match] = []
+        later: list[Match] = []
+        for seq in sorted({seq for tag, keys in request.keys.items() for key in keys
+                           for seq in batch.lookup(tag, key)}):
+            other = batch.doc(seq)
+            if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
+                continue
+            judged = self.policy.judge(self._similarities(mine, other), other.site == doc.site)
+            if judged is None:
+                continue
+            order = bytes.fromhex(other.cluster_id)
+            root_hex, _, root_id = other.duplicate_of.partition(" ")
+            match = Match(other.page_id, order, judged[0], judged[1], bytes.fromhex(root_hex), root_id)
+            (earlier if order < request.order else later).append(match)
+        root = min(((m.root_order, m.root_id) for m in earlier), default=(request.order, doc.page_id))
+        batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
+                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site), request.keys)
+        return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
+
+    def _similarities(self, mine: Mapping[int, Any], other: DocRecord) -> dict[str, float]:
+        out = {}
+        for tag, signature in mine.items():
+            data = other.signatures.get(tag)
+            if data is not None:
+                method = self.by_tag[tag]
+                similarity = method.similarity(signature, method.decode(data))
+                if similarity is not None:
+                    out[method.name] = similarity
+        return out
+
+    # -- the runtime's side: staged changes, offsets ------------------------------------------
+    def _batch(self) -> StoreBatch:
+        if self.batch is None:
+            self.batch = self.store.batch()
+        return self.batch
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        self._batch().set_meta(name, value)
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self.store.get_meta(name)
+
+    def commit(self) -> None:
+        batch = self._batch()
+        batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
+        batch.commit()
+        self.batch = None
+        if self.retention_ms is not None:
+            self.store.expire(self.watermark_ms - self.retention_ms)
+
+    def discard(self) -> None:
+        self.batch = None
+        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+
+    def property_total(self, name: str) -> int:
+        return self.store.property_total(name)
+
+    def close(self) -> None:
+        self.batch = None
+        self.store.close()

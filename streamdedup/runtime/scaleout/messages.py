@@ -1,0 +1,127 @@
+"""The wire format between the scale-out stages (Kafka values), in one place.
+
+An index request carries the page's whole signature record (so an index partition can verify a
+candidate by every method, not only the one whose key brought it) and the keys that live in that
+partition. Headers and answers are JSON: they are small and worth reading in a topic browser.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from streamdedup.runtime.scaleout.routing import ORDER_BYTES
+from streamdedup.store.layout import DocRecord
+
+KIND_HEADER = "sd.kind"
+PAGE, ANSWER = b"page", b"answer"
+_LEN = struct.Struct("<I")
+_KEY = struct.Struct("<BH")
+
+
+@dataclass(frozen=True)
+class IndexRequest:
+    """"File this page under these keys of your partition, and tell me who was here before."""
+
+    order: bytes
+    doc: DocRecord  # page id, event time, site, encoded signatures (seq and cluster unused)
+    keys: dict[int, list[bytes]]  # method tag -> the page's keys that live in this partition
+
+    def encode(self) -> bytes:
+        doc = self.doc.encode()
+        parts = [self.order, _LEN.pack(len(doc)), doc, _LEN.pack(sum(len(k) for k in self.keys.values()))]
+        for tag, keys in sorted(self.keys.items()):
+            for key in keys:
+                parts.append(_KEY.pack(tag, len(key)))
+                parts.append(key)
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "IndexRequest":
+        order = data[:ORDER_BYTES]
+        pos = ORDER_BYTES
+        (size,) = _LEN.unpack_from(data, pos)
+        pos += _LEN.size
+        doc = DocRecord.decode(0, data[pos: pos + size])
+        pos += size
+        (count,) = _LEN.unpack_from(data, pos)
+        pos += _LEN.size
+        keys: dict[int, list[bytes]] = {}
+        for _ in range(count):
+            tag, length = _KEY.unpack_from(data, pos)
+            pos += _KEY.size
+            keys.setdefault(tag, []).append(data[pos: pos + length])
+            pos += length
+        return cls(order, doc, keys)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A page that passed the policy against the asking page, as one index partition saw it."""
+
+    page_id: str
+    order: bytes
+    rule: str
+    similarity: float
+    root_order: bytes = b""  # earliest page of its chain known to that partition (earlier matches)
+    root_id: str = ""
+
+    def as_list(self) -> list[Any]:
+        return [self.page_id, self.order.hex(), self.rule, round(self.similarity, 6),
+                self.root_order.hex(), self.root_id]
+
+    @classmethod
+    def from_list(cls, item: list[Any]) -> "Match":
+        page_id, order, rule, similarity, root_order, root_id = item
+        return cls(page_id, bytes.fromhex(order), rule, similarity, bytes.fromhex(root_order), root_id)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One index partition's reply for one page: verified matches before it and after it."""
+
+    page_id: str
+    order: bytes
+    partition: int
+    earlier: tuple[Match, ...] = ()
+    later: tuple[Match, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.page_id, "order": self.order.hex(), "partition": self.partition,
+                "earlier": [m.as_list() for m in self.earlier], "later": [m.as_list() for m in self.later]}
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self.as_json())
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "Answer":
+        return cls(value["id"], bytes.fromhex(value["order"]), value["partition"],
+                   tuple(Match.from_list(m) for m in value["earlier"]),
+                   tuple(Match.from_list(m) for m in value["later"]))
+
+
+@dataclass(frozen=True)
+class PageHeader:
+    """The page itself, sent to where its verdict is gathered: its fields and which index
+    partitions will answer for it."""
+
+    page_id: str
+    order: bytes
+    partitions: tuple[int, ...]
+    record: dict[str, Any]
+    origin: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
+                "record": self.record, "origin": self.origin}
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self.as_json())
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> "PageHeader":
+        return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
+                   value["record"], value["origin"])

@@ -1,0 +1,207 @@
+"""The global topology: the three scale-out steps as partition handlers of the worker's loop.
+
+A worker subscribes to all three topics in one consumer group, so Kafka spreads input, index and
+parts partitions over the workers and moves them on a rebalance; one transaction per batch
+carries every step's outputs and offsets. Index and parts stores are rebuilt from their own
+topics (the changelog) when a worker gets a partition whose store it lacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import orjson
+from confluent_kafka import Message
+
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector, Fingerprinted, Outcome
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.local_stage import emit_outcome, source_of
+from streamdedup.runtime.outputs import Outputs
+from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition
+from streamdedup.runtime.scaleout.index_stage import IndexPartition
+from streamdedup.store.signature_store import method_tags
+from streamdedup.runtime.scaleout.messages import (ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest,
+                                                   PageHeader)
+from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
+from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.store.layout import DocRecord
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Topic names and partition counts: the routing every worker must agree on."""
+
+    index_topic: str
+    parts_topic: str
+    index_partitions: int
+    parts_partitions: int
+
+
+def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]], tags: Mapping[str, int],
+                   event_ms: int, index_partitions: int) -> tuple[DocRecord, dict[int, dict[int, list[bytes]]]]:
+    """A page's signature record (what every index partition it touches keeps) and its index
+    keys by the index partition they live in, by method tag. Pure."""
+    keys: dict[int, dict[int, list[bytes]]] = {}
+    signatures = {}
+    for method in methods:
+        signature = item.signatures[method.name]
+        if signature is None:
+            continue
+        tag = tags[method.name]
+        signatures[tag] = method.encode(signature)
+        for key in method.index_keys(signature):
+            keys.setdefault(key_partition(tag, key, index_partitions), {}).setdefault(tag, []).append(key)
+    return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash), keys
+
+
+class FingerprintPartition:
+    """Input page -> index requests (one per index partition its keys live in) + its header."""
+
+    stateful = False
+
+    def __init__(self, detector: Detector, routes: Routes) -> None:
+        self.detector = detector
+        self.routes = routes
+        self.tags = method_tags([m.name for m in detector.methods])
+
+    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        for message in messages:
+            item = self.detector.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
+            if isinstance(item, Outcome):
+                emit_outcome(out, message, item)
+                continue
+            _, stamp = message.timestamp()
+            page = item.page
+            event_ms = page.event_time_ms if page.event_time_ms is not None else stamp
+            order = page_order(page.event_time_ms, stamp, message.partition(), message.offset())
+            doc, keys = index_requests(item, self.detector.methods, self.tags, event_ms,
+                                       self.routes.index_partitions)
+            page_key = page.id.encode("utf-8", "surrogatepass")
+            for partition, partition_keys in sorted(keys.items()):
+                out.send(self.routes.index_topic, page_key, IndexRequest(order, doc, partition_keys).encode(),
+                         partition=partition)
+            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin)
+            out.send(self.routes.parts_topic, page_key, header.encode(), [(KIND_HEADER, PAGE)],
+                     partition=page_partition(page.id, self.routes.parts_partitions))
+        return 0
+
+    def get_meta(self, name: str) -> bytes | None:
+        return None
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _StoredPartition:
+    """A stateful step: its store stages changes per batch and writes them with the offset."""
+
+    stateful = True
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def property_total(self, name: str) -> int:
+        return self.state.property_total(name)
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self.state.get_meta(name)
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        self.state.stage_meta(name, value)
+
+    def commit(self) -> None:
+        self.state.commit()
+
+    def discard(self) -> None:
+        self.state.discard()
+
+    def close(self) -> None:
+        self.state.close()
+
+
+class IndexStagePartition(_StoredPartition):
+    """Index requests -> answers, sent to the page's parts partition."""
+
+    def __init__(self, index: IndexPartition, routes: Routes) -> None:
+        super().__init__(index)
+        self.index = index
+        self.routes = routes
+
+    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        replayed = 0
+        for message in messages:
+            answer = self.index.answer(IndexRequest.decode(message.value()))
+            if message.offset() < replay_until:
+                replayed += 1
+                continue
+            out.send(self.routes.parts_topic, answer.page_id.encode("utf-8", "surrogatepass"), answer.encode(),
+                     [(KIND_HEADER, ANSWER)], partition=page_partition(answer.page_id, self.routes.parts_partitions))
+        return replayed
+
+class GatherStagePartition(_StoredPartition):
+    """Headers and answers -> one verdict per page, dead letters for repeated ids, corrections."""
+
+    def __init__(self, gather: GatherPartition) -> None:
+        super().__init__(gather)
+        self.gather = gather
+
+    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        replayed = 0
+        for message in messages:
+            kind = dict(message.headers() or []).get(KIND_HEADER)
+            value = orjson.loads(message.value())
+            decided = (self.gather.add_header(PageHeader.from_json(value)) if kind == PAGE
+                       else self.gather.add_answer(Answer.from_json(value)))
+            if message.offset() < replay_until:
+                replayed += 1
+            elif decided is not None:
+                emit_decided(out, decided)
+        return replayed
+
+def emit_decided(out: Outputs, decided: Decided) -> None:
+    header, dedup = decided.header, decided.dedup
+    if dedup["status"] == "rejected":
+        out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
+                     dedup["reason"], dedup["detail"], header.origin)
+        return
+    out.verdict(header.record, dedup)
+    for event in decided.events:
+        out.cluster_event(event)
+
+
+class GlobalTopology:
+    """pages -> fingerprint -> pages.index -> index -> pages.parts -> gather -> outputs."""
+
+    def __init__(self, settings: WorkerSettings, config: DetectorConfig, partitions: Mapping[str, int]) -> None:
+        topics = settings.topics
+        self.settings = settings
+        self.config = config
+        self.detector = Detector(config, None)
+        self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts])
+        self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
+
+    def topics(self) -> list[str]:
+        return [self.settings.topics.pages, self.routes.index_topic, self.routes.parts_topic]
+
+    def open(self, topic: str, partition: int) -> Any:
+        path = self.settings.state_dir / f"{topic}-{partition}"
+        if topic == self.routes.index_topic:
+            return IndexStagePartition(IndexPartition(Path(path), self.detector.methods, self.detector.policy,
+                                                      self.detector.store_config, partition, self.retention_ms),
+                                       self.routes)
+        if topic == self.routes.parts_topic:
+            return GatherStagePartition(GatherPartition(Path(path)))
+        return FingerprintPartition(self.detector, self.routes)
