@@ -4,8 +4,7 @@
 
 An embedded noida-db broker (a Kafka-protocol broker from PyPI) on a free loopback port; the
 input topic has 2 partitions (STREAMDEDUP_PARTITIONS=2) so two workers can share it. For 1 and
-then 2 workers, each a `streamdedup worker` subprocess (see `worker_command`, the one place to
-change when the topology changes):
+then 2 workers, each a `streamdedup worker` subprocess (`worker_command`):
   1. peak: a backlog of pages is produced at once; pages/s from the first verdict to the last
      (verdict message timestamps; see `peak_rate`), median over `repeat` backlogs;
   2. latency: pages fed at half that peak with `feed(rate=...)` (as `streamdedup feed --rate`);
@@ -13,8 +12,9 @@ change when the topology changes):
      timestamp (set when it was produced), p50 and p99.
 Plain-text pages by default (extraction would dominate); `--html-pages` adds a peak run on
 generated HTML pages (trafilatura). Each worker-settings profile (PROFILES: the defaults, and a
-low-latency one) is measured on its own fresh topics. NOTE: today each input partition has its own store, so
-two workers measure the per-partition topology (duplicates across partitions go unseen).
+low-latency one) is measured on its own fresh topics. The workers run their default topology
+(`global`: index and parts topics of PARTITIONS partitions too); `--topology local` measures the
+store-per-input-partition one.
 """
 
 from __future__ import annotations
@@ -48,19 +48,6 @@ from streamdedup.runtime.topics import ensure_topics  # noqa: E402
 from streamdedup.testing import make_words, wrap_in_template  # noqa: E402
 
 PARTITIONS = 2
-
-
-class Broker(EmbeddedBroker):
-    """EmbeddedBroker, started as noida-db's own executable: the `noida-db` console script is a
-    Python wrapper that runs it as a child, so terminating the wrapper left the broker running
-    (one orphan per run, busy on the shared cores)."""
-
-    def command(self) -> list[str]:
-        import noida_db
-
-        native = Path(noida_db.__file__).parent / "noida-db"
-        command = super().command()
-        return [str(native), *command[1:]] if self.kind == "noida" and native.exists() else command
 
 
 # -- pages ---------------------------------------------------------------------------------------
@@ -104,7 +91,7 @@ def worker_env(settings: WorkerSettings, worker_id: str, extra: dict[str, str]) 
 
 
 def worker_command() -> list[str]:
-    """How one worker is started: the one line to change when the scale-out topology lands."""
+    """How one worker is started (its settings come from the environment: `worker_env`)."""
     return [sys.executable, "-m", "streamdedup", "worker"]
 
 
@@ -318,14 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a worker setting added to every profile, e.g. batch_size=64 (as STREAMDEDUP_NAME)")
     parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--topology", choices=("global", "local"), default="global")
     parser.add_argument("--out", type=Path, default=Path("bench/results/broker.json"))
     args = parser.parse_args(argv)
     counts = [int(w) for w in args.workers.split(",")]
     added = {f"STREAMDEDUP_{name.upper()}": value for name, _, value in (i.partition("=") for i in args.worker_setting)}
+    added["STREAMDEDUP_TOPOLOGY"] = args.topology
     profiles = {name: {**PROFILES[name], **added} for name in args.profiles.split(",")}
     results = []
     with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
-        with Broker(Path(tmp) / "broker") as broker:
+        with EmbeddedBroker(Path(tmp) / "broker") as broker:
             for kind, pages in (("text", args.pages), ("html", args.html_pages)):
                 for profile, extra in profiles.items() if pages else []:
                     if kind == "html" and profile != next(iter(profiles)):
@@ -341,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {"broker": "noida-db (embedded, loopback)", "input_partitions": PARTITIONS, "repeat": args.repeat,
               "cpus": os.cpu_count(), "worker_command": " ".join(worker_command()[1:]), "profiles": profiles,
               "two_over_one_worker": ratios, "results": results,
-              "note": "each input partition has its own store (per-partition topology)"}
+              "topology": args.topology}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
     print(table(results))

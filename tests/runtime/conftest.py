@@ -38,10 +38,10 @@ def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, q
     consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
                                            "enable.auto.commit": False, "isolation.level": "read_committed",
                                            "receive.message.max.bytes": 104_857_600}))
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])  # no group join
     messages, last, start = [], time.monotonic(), time.monotonic()
     try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])  # no group join
         while time.monotonic() - start < timeout_s:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from conftest import make_article, page, wrap_in_template
 from runtime.conftest import read_topic
+from runtime.test_broker_conformance import TANSU_READ_COMMITTED
 from streamdedup.config import DetectorConfig
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.feed import feed
@@ -83,7 +84,10 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert sum(e["type"] == "joined" for e in events) == 40 and sum(e["type"] == "created" for e in events) == 20
 
 
-def test_sigkill_mid_stream_loses_and_doubles_nothing(settings, tmp_path):
+def test_sigkill_mid_stream_loses_and_doubles_nothing(broker, settings, tmp_path):
+    if broker.kind == "tansu":
+        pytest.skip(f"exactly once needs read_committed to hide aborted transactions: {TANSU_READ_COMMITTED} "
+                    "(tests/runtime/test_broker_conformance.py)")
     records = crawl(40)
     send(settings, records)
     env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
@@ -134,10 +138,6 @@ def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_pa
     assert verdicts_by_id(got) == expected  # same answers as if the store had never been lost
 
 
-@pytest.mark.xfail(reason="noida-db 0.2.3 loses records it had acknowledged when it is stopped and started "
-                   "(seen: 'offset reset ... requested offset not available'); until this test stopped the "
-                   "broker's real process it never restarted the broker at all. Tansu keeps data in memory only.",
-                   strict=False)
 def test_broker_restarted_mid_stream(tmp_path):
     """A broker that stops and comes back (same port, same data) costs nothing."""
     import threading
@@ -155,7 +155,7 @@ def test_broker_restarted_mid_stream(tmp_path):
         records = crawl(30)
         send(settings, records)
         worker = Worker(settings, DetectorConfig())
-        thread = threading.Thread(target=worker.run, kwargs={"idle_timeout_s": 20})
+        thread = threading.Thread(target=worker.run, kwargs={"idle_timeout_s": 20}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 60
         while worker.stats.consumed == 0 and time.monotonic() < deadline:
@@ -165,10 +165,27 @@ def test_broker_restarted_mid_stream(tmp_path):
         time.sleep(2)
         broker.start()
         thread.join(timeout=300)
-        assert not thread.is_alive()
+        if thread.is_alive():
+            worker.stop()
+            pytest.fail("the worker did not finish within 300 s of the broker's restart")
+        kept = input_records_kept(settings)
+        if kept < len(records):
+            # a broker fault, not the worker's: noida-db 0.2.3 has been seen to lose records it had
+            # acknowledged when it is stopped and started ('requested offset not available')
+            pytest.xfail(f"the broker kept {kept} of the {len(records)} input records it acknowledged")
         got = outputs(settings)
         expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
         assert verdicts_by_id(got) == expected
         assert 0 < at_stop < len(records)
     finally:
         broker.stop()
+
+
+def input_records_kept(settings) -> int:
+    """How many records the broker still holds on the input topic (its high watermark)."""
+    watcher = Consumer(settings.client(**{"group.id": "watcher"}))
+    try:
+        return sum(watcher.get_watermark_offsets(TopicPartition(settings.topics.pages, p), timeout=10)[1]
+                   for p in watcher.list_topics(settings.topics.pages, timeout=10).topics[settings.topics.pages].partitions)
+    finally:
+        watcher.close()

@@ -48,7 +48,7 @@ def wait_for(condition, timeout_s: float = 300.0) -> bool:
 
 
 def start(workers: dict[str, Worker]) -> dict[str, threading.Thread]:
-    threads = {name: threading.Thread(target=w.run) for name, w in workers.items()}
+    threads = {name: threading.Thread(target=w.run, daemon=True) for name, w in workers.items()}
     for thread in threads.values():
         thread.start()
     return threads
