@@ -252,6 +252,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
         if not stable:
             time.sleep(5)
         rates, middles = [], []
+        cpu_before = {"workers": sum(cpu_seconds(w.pid) for w in processes), "broker": broker_cpu(broker)}
         for r in range(repeat):
             backlog = make_pages(pages, f"{run}-peak{r}", html, seed=r)
             started_ms = time.time() * 1000
@@ -262,9 +263,17 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
             rates.append(rate["first_to_last"])
             middles.append(rate["start_to_last"])
         peak = statistics.median(rates)
+        peak_pages = pages * repeat
+        cpu_ms = {"workers": round(1000 * (sum(cpu_seconds(w.pid) for w in processes) - cpu_before["workers"]) / peak_pages, 3),
+                  "broker": round(1000 * (broker_cpu(broker) - cpu_before["broker"]) / peak_pages, 3)}
         result: dict[str, Any] = {"workers": workers, "pages_per_backlog": pages, "group_stable_check": stable,
                                   "pages_per_s": round(peak, 1), "pages_per_s_runs": [round(x, 1) for x in rates],
-                                  "pages_per_s_backlog_start_to_last_verdict": round(statistics.median(middles), 1)}
+                                  "pages_per_s_backlog_start_to_last_verdict": round(statistics.median(middles), 1),
+                                  # CPU per page during the backlogs: what bounds the rate on this machine's
+                                  # cores, whatever else is running (the broker shares them)
+                                  "cpu_ms_per_page": cpu_ms,
+                                  "cores_bound_pages_per_s": round(1000 * (os.cpu_count() or 1) / max(
+                                      0.001, cpu_ms["workers"] + cpu_ms["broker"]), 1)}
         if latency_seconds > 0:
             rate = peak * latency_fraction
             ids = send(settings, make_pages(max(20, int(rate * latency_seconds)), f"{run}-lat", html, seed=77),
@@ -280,17 +289,31 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
         reader.join(10)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc), 0 where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def broker_cpu(broker: EmbeddedBroker) -> float:
+    return cpu_seconds(broker.process.pid) if broker.process is not None else 0.0
+
+
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| pages | worker settings | workers | pages/s (median) | vs 1 worker "
-             "| latency at half peak: rate, p50, p99 |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| pages | worker settings | workers | pages/s (median) | vs 1 worker | CPU ms per page: workers, broker "
+             "| latency at half peak: rate, p50, p99 |", "| --- | --- | --- | --- | --- | --- | --- |"]
     base: dict[tuple[str, str], float] = {}
     for row in results:
         key = (row["pages_kind"], row["settings"])
         base.setdefault(key, row["pages_per_s"])
         lat = row.get("latency_at_half_peak")
+        cpu = row["cpu_ms_per_page"]
         latency = f"{lat['rate_pages_per_s']}/s, {lat['p50_ms']:.0f} ms, {lat['p99_ms']:.0f} ms" if lat else "-"
         lines.append(f"| {row['pages_kind']} | {row['settings']} | {row['workers']} | {row['pages_per_s']} "
-                     f"| {row['pages_per_s'] / base[key]:.2f} | {latency} |")
+                     f"| {row['pages_per_s'] / base[key]:.2f} | {cpu['workers']}, {cpu['broker']} | {latency} |")
     return "\n".join(lines)
 
 

@@ -48,7 +48,7 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Finger
                 content="", content_type="text/plain", fetched_at=None, lang="en", record={})
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np_rng.integers(0, 2**32, size=128, dtype=np.uint32), rng.randint(200, 2000)),
+        "minhash": MinHashSignature(np_rng.integers(0, 2**16, size=128, dtype=np.uint16), rng.randint(200, 2000)),
         "simhash": rng.getrandbits(64),
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),

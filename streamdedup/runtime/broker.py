@@ -126,6 +126,16 @@ class EmbeddedBroker:
         self._signal(group, signal.SIGKILL)  # anything of the group that outlived its leader
         self.process = None
 
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): it keeps its connections and data but answers nothing, as
+        a broker in a long GC pause or behind a network partition does."""
+        if self.process is not None:
+            os.killpg(os.getpgid(self.process.pid), signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None:
+            os.killpg(os.getpgid(self.process.pid), signal.SIGCONT)
+
     def _signal(self, group: int | None, sig: int) -> None:
         try:
             if group is not None:

@@ -3,7 +3,7 @@ import pytest
 
 from conftest import make_article
 from streamdedup.fingerprints.lsh import candidate_probability, optimal_bands
-from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
+from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashMethod, MinHashParams, MinHashSignature
 from streamdedup.tokens.document import Document
 
 
@@ -64,3 +64,35 @@ def test_encode_roundtrip_and_huge_document_in_chunks():
     assert np.array_equal(values, chunked_free)
     sig = method.signature(Document.from_text("one two three four five six"))
     assert np.array_equal(method.decode(method.encode(sig)).values, sig.values)
+
+
+@pytest.mark.parametrize("bits", [8, 16, 32])
+def test_b_bit_signatures_estimate_jaccard_after_the_collision_correction(bits):
+    """Keeping b bits of each minimum adds chance collisions (2^-b); the estimate removes them.
+    At 8 bits an uncorrected estimate of two unrelated sets would be ~0.004 above zero."""
+    method = MinHashMethod(MinHashParams(num_perm=256, value_bits=bits))
+    rng = np.random.default_rng(11)
+    for jaccard in (0.0, 0.5, 0.9):
+        estimates = []
+        for _ in range(20):
+            a, b = _sets_with_jaccard(rng, 2000, jaccard)
+            kept = VALUE_TYPES[bits]
+            sig_a = MinHashSignature(method.hash_values(np.unique(a)).astype(kept), len(a))
+            sig_b = MinHashSignature(method.hash_values(np.unique(b)).astype(kept), len(b))
+            estimates.append(method.jaccard(sig_a, sig_b))
+        sd = np.sqrt(max(jaccard * (1 - jaccard), 2.0 ** -bits) / 256)
+        assert abs(np.mean(estimates) - jaccard) < 4 * sd / np.sqrt(20) + 0.002, (bits, jaccard, np.mean(estimates))
+    # exactly the chance rate of equal values (2^-b of them) is an estimate of 0, all equal is 1
+    chance = MinHashSignature(np.arange(256).astype(VALUE_TYPES[bits]), 100)
+    others = np.arange(256, 512).astype(VALUE_TYPES[bits]) if bits > 8 else (np.arange(256) + 1).astype(np.uint8)
+    if bits == 8:
+        assert method.jaccard(chance, MinHashSignature(np.where(np.arange(256) == 0, 0, others), 100)) == pytest.approx(0.0)
+    assert method.jaccard(chance, MinHashSignature(others, 100)) == 0.0
+    assert method.jaccard(chance, chance) == 1.0
+    sig = method.signature(Document.from_text(" ".join(f"w{i}" for i in range(50))))
+    assert sig.values.dtype.itemsize * 8 == bits and len(method.encode(sig)) == 4 + 256 * bits // 8
+
+
+def test_value_bits_names_the_choices():
+    with pytest.raises(ValueError, match="value_bits"):
+        MinHashParams(value_bits=12)

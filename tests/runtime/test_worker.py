@@ -138,8 +138,15 @@ def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_pa
     assert verdicts_by_id(got) == expected  # same answers as if the store had never been lost
 
 
-def test_broker_restarted_mid_stream(tmp_path):
-    """A broker that stops and comes back (same port, same data) costs nothing."""
+def test_broker_unresponsive_mid_stream(tmp_path):
+    """A broker that stops answering for a while (frozen: a long GC pause, a network partition)
+    and comes back costs nothing: every page once, the file-mode verdicts. Its own broker, so the
+    freeze touches no other test.
+
+    A real stop and start of the broker is not tested: noida-db 0.2.3 has lost records it had
+    acknowledged (repartition-topic records of committed transactions: 'requested offset not
+    available') across its own restart, which no client can make up for; Tansu keeps data in
+    memory only. Apache Kafka keeps acknowledged records (acks=all, the idempotent producer's)."""
     import threading
     import uuid
 
@@ -158,34 +165,21 @@ def test_broker_restarted_mid_stream(tmp_path):
         thread = threading.Thread(target=worker.run, kwargs={"idle_timeout_s": 20}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 60
-        while worker.stats.consumed == 0 and time.monotonic() < deadline:
+        while worker.stats.decided == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
-        broker.stop()  # mid-stream
-        at_stop = worker.stats.consumed
-        time.sleep(2)
-        broker.start()
+        broker.pause()  # mid-stream: longer than the group's session timeout (10 s)
+        at_pause = worker.stats.decided
+        time.sleep(12)
+        broker.resume()
         thread.join(timeout=300)
         if thread.is_alive():
             worker.stop()
-            pytest.fail("the worker did not finish within 300 s of the broker's restart")
-        kept = input_records_kept(settings)
-        if kept < len(records):
-            # a broker fault, not the worker's: noida-db 0.2.3 has been seen to lose records it had
-            # acknowledged when it is stopped and started ('requested offset not available')
-            pytest.xfail(f"the broker kept {kept} of the {len(records)} input records it acknowledged")
+            pytest.fail("the worker did not finish within 300 s of the broker's return")
         got = outputs(settings)
         expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
         assert verdicts_by_id(got) == expected
-        assert 0 < at_stop < len(records)
+        assert len(got["rejected"]) == len(BAD)
+        assert 0 < at_pause < len(records)
     finally:
+        broker.resume()
         broker.stop()
-
-
-def input_records_kept(settings) -> int:
-    """How many records the broker still holds on the input topic (its high watermark)."""
-    watcher = Consumer(settings.client(**{"group.id": "watcher"}))
-    try:
-        return sum(watcher.get_watermark_offsets(TopicPartition(settings.topics.pages, p), timeout=10)[1]
-                   for p in watcher.list_topics(settings.topics.pages, timeout=10).topics[settings.topics.pages].partitions)
-    finally:
-        watcher.close()
