@@ -14,14 +14,15 @@ import numpy as np
 @numba.njit(cache=True)
 def minhash_min(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """min over x of (a[i]*x + b[i]) >> 32 (wrapping uint64), for each permutation i: uint32.
-    Shingles outside, permutations inside: the inner loop is SIMD over contiguous a, b, lowest."""
-    lowest = np.full(len(a), np.uint64(0xFFFFFFFFFFFFFFFF))
+
+    Shingles outside, permutations inside. The shift comes before the minimum (it is monotone,
+    so the result is the same): AVX2 has an unsigned 32-bit minimum but no 64-bit one, and with
+    it the inner loop vectorises (3.3x faster on a 2-core EPYC without AVX-512)."""
+    lowest = np.full(len(a), np.uint32(0xFFFFFFFF))
     for x in shingles:
         for i in range(len(a)):
-            lowest[i] = min(lowest[i], a[i] * x + b[i])
-    if len(shingles) == 0:
-        return np.full(len(a), np.uint32(0xFFFFFFFF))
-    return (lowest >> np.uint64(32)).astype(np.uint32)
+            lowest[i] = min(lowest[i], np.uint32((a[i] * x + b[i]) >> np.uint64(32)))
+    return lowest
 
 
 @numba.njit(cache=True)
