@@ -20,7 +20,7 @@ dedup: $(STAMP)  ## batch mode on the sample crawl into out/sample (no Kafka)
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest tests
 
-bench: $(STAMP)  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~12 min)
+bench: $(STAMP)  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~25 min)
 	bench/run
 
 clean:
