@@ -39,17 +39,26 @@ class IndexPartition:
         self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
         self.batch: StoreBatch | None = None
 
-    def answer(self, request: IndexRequest) -> Answer:
-        """Judge the page against every page filed under its keys here, then file it."""
+    def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
+        """`answer` for a batch of requests, their keys read with one multi_get (as the
+        Detector reads a batch of pages)."""
+        names = [self.store.index_names(request.keys) for request in requests]
+        self._batch().prefetch(n for request_names in names for tag_names in request_names.values()
+                               for n in tag_names)
+        return [self.answer(request, request_names) for request, request_names in zip(requests, names)]
+
+    def answer(self, request: IndexRequest, names: Mapping[int, list[bytes]] | None = None) -> Answer:
+        """Judge the page against every page filed under its keys here, then file it (`names`:
+        its keys as `SignatureStore.index_names` names them, if the caller has them)."""
         batch = self._batch()
         doc = request.doc
+        names = self.store.index_names(request.keys) if names is None else names
         self.watermark_ms = max(self.watermark_ms, doc.event_ms)
         oldest = None if self.retention_ms is None else doc.event_ms - self.retention_ms
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
         later: list[Match] = []
-        for seq in sorted({seq for tag, keys in request.keys.items() for key in keys
-                           for seq in batch.lookup(tag, key)}):
+        for seq in sorted(batch.candidates([n for tag_names in names.values() for n in tag_names])):
             other = batch.doc(seq)
             if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
                 continue
@@ -62,7 +71,7 @@ class IndexPartition:
             (earlier if order < request.order else later).append(match)
         root = min(((m.root_order, m.root_id) for m in earlier), default=(request.order, doc.page_id))
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
-                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site), request.keys)
+                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site), request.keys, names)
         return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
 
     def _similarities(self, mine: Mapping[int, Any], other: DocRecord) -> dict[str, float]:

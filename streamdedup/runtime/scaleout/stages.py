@@ -142,8 +142,8 @@ class IndexStagePartition(_StoredPartition):
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         replayed = 0
-        for message in messages:
-            answer = self.index.answer(IndexRequest.decode(message.value()))
+        answers = self.index.answer_all([IndexRequest.decode(message.value()) for message in messages])
+        for message, answer in zip(messages, answers):
             if message.offset() < replay_until:
                 replayed += 1
                 continue
