@@ -116,7 +116,7 @@ class EmbeddedBroker:
     def stop(self, kill: bool = False) -> None:
         if self.process is None:
             return
-        group = os.getpgid(self.process.pid) if self.process.poll() is None else None
+        group = self._group()
         self._signal(group, signal.SIGKILL if kill else signal.SIGTERM)
         try:
             self.process.wait(timeout=20)
@@ -129,12 +129,14 @@ class EmbeddedBroker:
     def pause(self) -> None:
         """Freeze the broker (SIGSTOP): it keeps its connections and data but answers nothing, as
         a broker in a long GC pause or behind a network partition does."""
-        if self.process is not None:
-            os.killpg(os.getpgid(self.process.pid), signal.SIGSTOP)
+        self._signal(self._group(), signal.SIGSTOP)
 
     def resume(self) -> None:
-        if self.process is not None:
-            os.killpg(os.getpgid(self.process.pid), signal.SIGCONT)
+        self._signal(self._group(), signal.SIGCONT)
+
+    def _group(self) -> int | None:
+        """The broker's process group while it runs (it leads its own session)."""
+        return os.getpgid(self.process.pid) if self.process is not None and self.process.poll() is None else None
 
     def _signal(self, group: int | None, sig: int) -> None:
         try:
