@@ -255,8 +255,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
         if not stable:
             time.sleep(5)
         rates, middles = [], []
-        cpu_before = {"workers": sum(cpu_seconds(w.pid) for w in processes), "broker": broker_cpu(broker),
-                      "driver": cpu_seconds(os.getpid())}
+        cpu_before = cpu_snapshot(processes, broker)
         for r in range(repeat):
             backlog = make_pages(pages, f"{run}-peak{r}", html, seed=r)
             started_ms = time.time() * 1000
@@ -268,10 +267,8 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
             middles.append(rate["middle_80pct"])
         peak = statistics.median(rates)
         peak_pages = pages * repeat
-        cpu_ms = {"workers": round(1000 * (sum(cpu_seconds(w.pid) for w in processes) - cpu_before["workers"]) / peak_pages, 3),
-                  "broker": round(1000 * (broker_cpu(broker) - cpu_before["broker"]) / peak_pages, 3),
-                  # this process: producing the backlog and reading every verdict back
-                  "driver": round(1000 * (cpu_seconds(os.getpid()) - cpu_before["driver"]) / peak_pages, 3)}
+        cpu_after = cpu_snapshot(processes, broker)
+        cpu_ms = {name: round(1000 * (cpu_after[name] - cpu_before[name]) / peak_pages, 3) for name in cpu_after}
         result: dict[str, Any] = {"workers": workers, "pages_per_backlog": pages, "group_stable_check": stable,
                                   "pages_per_s": round(peak, 1), "pages_per_s_runs": [round(x, 1) for x in rates],
                                   "pages_per_s_middle_80pct_of_verdicts": round(statistics.median(middles), 1),
@@ -304,8 +301,12 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def broker_cpu(broker: EmbeddedBroker) -> float:
-    return cpu_seconds(broker.process.pid) if broker.process is not None else 0.0
+def cpu_snapshot(workers: list[subprocess.Popen[bytes]], broker: EmbeddedBroker) -> dict[str, float]:
+    """CPU seconds so far of the workers (summed), the broker and this process (the driver:
+    producing the backlog and reading every verdict back)."""
+    return {"workers": sum(cpu_seconds(w.pid) for w in workers),
+            "broker": cpu_seconds(broker.process.pid) if broker.process is not None else 0.0,
+            "driver": cpu_seconds(os.getpid())}
 
 
 def table(results: list[dict[str, Any]]) -> str:
