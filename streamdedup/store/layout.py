@@ -66,12 +66,9 @@ def page_id_key(page_id: str) -> bytes:
     return _TAGS[ID_TAG] + xxhash.xxh3_64_digest(page_id.encode("utf-8", "surrogatepass"))
 
 
-def short_key(key: bytes) -> bytes:
-    """A method's index key in exactly 8 bytes (8-byte keys, most of them, stay as they are)."""
-    return key if len(key) == 8 else xxhash.xxh3_64_digest(key)
-
-
 def index_key(tag: int, key: bytes) -> bytes:
+    """The method's tag byte and its index key in exactly 8 bytes (8-byte keys, most of them,
+    stay as they are; others are hashed)."""
     return _TAGS[tag] + (key if len(key) == 8 else xxhash.xxh3_64_digest(key))
 
 

@@ -35,8 +35,3 @@ def page_order(event_ms: int | None, timestamp_ms: int, partition: int, offset: 
     order total and the same on every worker and every replay."""
     event = timestamp_ms if event_ms is None else event_ms
     return _ORDER.pack(event + _SHIFT, timestamp_ms + _SHIFT, partition, offset)
-
-
-def order_parts(order: bytes) -> tuple[int, int, int, int]:
-    event, stamp, partition, offset = _ORDER.unpack(order)
-    return event - _SHIFT, stamp - _SHIFT, partition, offset
