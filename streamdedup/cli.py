@@ -31,6 +31,8 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
     group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor")
     group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
+    group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
+                       "(default 1d); later ones are not used (the page says so in dedup.time_note)")
     group.add_argument("--batch-size", type=int, help="pages per atomic store write")
     group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
                        "`streamdedup lexicon build`")
@@ -62,6 +64,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         methods=methods, method_params=params, policy=args.policy,
         same_site_policy=args.same_site_policy, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
+        max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
         batch_size=args.batch_size, lexicon=args.lexicon)
 
 

@@ -11,10 +11,11 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.fingerprints.registry import METHODS
+from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
 
 TOKENIZER_VERSION = "words-v2"  # v2: token hashes from the compiled scan (was xxh3 of UTF-8)
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
@@ -40,6 +41,8 @@ class DetectorConfig:
     same_site_policy: str | None = None  # None: the default if its methods are enabled, else `policy`
     cleaning: CleaningConfig = CleaningConfig()
     retention: timedelta | None = None
+    # a page's fetch time further ahead of the clock than this is not trusted (store/retention.py)
+    max_clock_skew: timedelta = DEFAULT_MAX_CLOCK_SKEW
     batch_size: int = 256
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
@@ -73,6 +76,11 @@ class DetectorConfig:
             return DEFAULT_SAME_SITE_POLICY
         return self.policy
 
+    def retention_clock(self, get_meta_int: Callable[[str, int], int]) -> RetentionClock:
+        """A store's retention clock under this configuration, its watermarks read from the store."""
+        retention_ms = None if self.retention is None else int(self.retention.total_seconds() * 1000)
+        return RetentionClock.load(retention_ms, int(self.max_clock_skew.total_seconds() * 1000), get_meta_int)
+
     def with_overrides(self, **changes: Any) -> "DetectorConfig":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
@@ -85,7 +93,7 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "DetectorConfig":
         known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
-                 "max_content_bytes", "lexicon"}
+                 "max_content_bytes", "lexicon", "max_clock_skew"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -98,7 +106,9 @@ class DetectorConfig:
             extractor=data.get("extractor", CleaningConfig.extractor),
             max_content_bytes=int(data.get("max_content_bytes", CleaningConfig.max_content_bytes)))
         retention = data.get("retention")
+        skew = data.get("max_clock_skew")
         return cls(methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
                    same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
+                   max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=int(data.get("batch_size", 256)), lexicon=data.get("lexicon", "wordfreq"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -57,6 +58,7 @@ class Fingerprinted:
     origin: str
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
+    arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
 
     @property
     def site_hash(self) -> int:
@@ -75,13 +77,11 @@ class Detector:
         warm_up(self.methods)
         if state_dir is None:
             self.store = None  # type: ignore[assignment]
-            self.retention_ms = None
             return
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.store = SignatureStore(state_dir, self.methods, self.store_config)
-        self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
-        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+        self.clock = config.retention_clock(self.store.get_meta_int)
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
@@ -121,7 +121,7 @@ class Detector:
             value, record = self._decode(raw)
             page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
             text, signatures = self.signatures(page)
-            return Fingerprinted(page, record, raw.origin, signatures, text)
+            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms)
         except Rejected as rejected:
             return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -138,23 +138,25 @@ class Detector:
         """Decide a batch, leaving its store changes staged: a runtime adds what else must be
         written atomically with them (e.g. input offsets) and calls `commit`."""
         batch = self.store.batch()
+        now_ms = int(time.time() * 1000)
         pages = [item for item in items if isinstance(item, Fingerprinted)]
         keyed = {id(fp): self._index_keys(fp) for fp in pages}
         batch.prefetch((n for _, names in keyed.values() for tag_names in names.values() for n in tag_names),
                        [fp.page.id for fp in pages])
-        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch, *keyed[id(item)])
+        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch, now_ms, *keyed[id(item)])
                     for item in items]
-        batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
+        self.clock.stage(batch.set_meta)
         return outcomes, batch
 
     def commit(self, batch: StoreBatch) -> None:
         batch.commit()
-        if self.retention_ms is not None:
-            self.store.expire(self.watermark_ms - self.retention_ms)
+        expire_before = self.clock.expire_before()
+        if expire_before is not None:
+            self.store.expire(expire_before)
 
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
-        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+        self.clock = self.config.retention_clock(self.store.get_meta_int)
 
     def _index_keys(self, fp: Fingerprinted) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]]]:
         """The page's index keys by method tag, and their names in the store, computed once for
@@ -163,14 +165,17 @@ class Detector:
         keys = {tags[m.name]: m.index_keys(sig) for m in self.methods if (sig := fp.signatures[m.name]) is not None}
         return keys, self.store.index_names(keys)
 
-    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, keys: dict[int, list[bytes]],
+    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, now_ms: int, keys: dict[int, list[bytes]],
                     names: dict[int, list[bytes]]) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:
             return Outcome(fp.record, {"status": "rejected", "reason": Reason.DUPLICATE_ID.value,
                                        "detail": f"page id {fp.page.id!r} was already processed",
                                        "origin": fp.origin}, fp.origin)
-        verdict = self._decide_and_record(fp, batch, keys, names)
-        return Outcome(fp.record, verdict.as_dict(), fp.origin)
+        stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
+        dedup = self._decide_and_record(fp, batch, stamp.event_ms, keys, names).as_dict()
+        if stamp.note:
+            dedup["time_note"] = stamp.note
+        return Outcome(fp.record, dedup, fp.origin)
 
     @staticmethod
     def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
@@ -188,18 +193,10 @@ class Detector:
         text = clean_page(page, self.config.cleaning)
         return text, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
 
-    def _event_ms(self, page: Page) -> int:
-        event = page.event_time_ms
-        if event is None:
-            return self.watermark_ms
-        self.watermark_ms = max(self.watermark_ms, event)
-        return event
-
-    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, keys: dict[int, list[bytes]],
+    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, keys: dict[int, list[bytes]],
                            names: dict[int, list[bytes]]) -> Verdict:
         """Verified candidates -> policy -> verdict; then the page is filed for later pages."""
         page = fp.page
-        event_ms = self._event_ms(page)
         matches, same_site = self._verified_matches(fp, batch, event_ms, names)
         decision = self.policy.decide(matches, same_site)
         if decision is None:
@@ -226,7 +223,7 @@ class Detector:
                           names: dict[int, list[bytes]]) -> tuple[dict[int, dict[str, float]], dict[int, bool]]:
         """Candidates by key lookup per method, each verified by that method's own test; and
         whether each matched page is from the page's own site."""
-        oldest_ms = None if self.retention_ms is None else event_ms - self.retention_ms
+        oldest_ms = self.clock.oldest_kept(event_ms)
         matches: dict[int, dict[str, float]] = {}
         docs: dict[int, DocRecord | None] = {}
         for method in self.methods:

@@ -25,6 +25,7 @@ class RawRecord:
     origin: str  # file:line or file@offset, for error messages
     data: bytes | None = None
     fields: dict[str, Any] | None = field(default=None)
+    arrival_ms: int | None = None  # the Kafka message timestamp (None in file mode)
 
 
 def read_inputs(paths: list[str]) -> Iterator[RawRecord]:

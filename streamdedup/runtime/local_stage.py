@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Message
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
@@ -21,6 +21,12 @@ from streamdedup.runtime.outputs import Outputs
 
 def source_of(message: Message) -> str:
     return f"{message.topic()}[{message.partition()}]@{message.offset()}"
+
+
+def message_timestamp(message: Message) -> int | None:
+    """The message's timestamp in ms (its arrival time for the retention clock), if it has one."""
+    kind, stamp = message.timestamp()
+    return stamp if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0 else None
 
 
 def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
@@ -47,7 +53,8 @@ class LocalDedupPartition:
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         """Decide a batch (store changes staged); returns how many messages were replayed."""
-        raws = [RawRecord(origin=source_of(m), data=m.value() or b"") for m in messages]
+        raws = [RawRecord(origin=source_of(m), data=m.value() or b"", arrival_ms=message_timestamp(m))
+                for m in messages]
         detector = self.detector
         outcomes, self.staged = detector.decide_staged([detector.prepare(raw) for raw in raws])
         replayed = 0

@@ -81,6 +81,8 @@ def verdict_of(header: PageHeader, answers: list[Answer]) -> tuple[dict[str, Any
         cluster_id = page_id
         dedup = {"id": page_id, "status": "unique", "duplicate_of": None, "similarity": None,
                  "method": None, "cluster_id": cluster_id}
+    if header.time_note:
+        dedup["time_note"] = header.time_note
     events = [{"type": "late_match", "page_id": m.page_id, "duplicate_of": page_id, "cluster_id": cluster_id,
                "similarity": round(m.similarity, 4), "method": m.rule}
               for m in sorted(later.values(), key=lambda m: m.order)]

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
 from streamdedup.store.layout import DocRecord
+from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.policy import SitePolicy
 
@@ -36,7 +37,7 @@ class IndexPartition:
         self.policy = policy
         self.partition = partition
         self.retention_ms = retention_ms
-        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+        self.clock = self._load_clock()
         self.batch: StoreBatch | None = None
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
@@ -53,8 +54,8 @@ class IndexPartition:
         batch = self._batch()
         doc = request.doc
         names = self.store.index_names(request.keys) if names is None else names
-        self.watermark_ms = max(self.watermark_ms, doc.event_ms)
-        oldest = None if self.retention_ms is None else doc.event_ms - self.retention_ms
+        self.clock.observe(doc.event_ms, request.trusted_time)  # stamped (and bounded) by the fingerprint step
+        oldest = self.clock.oldest_kept(doc.event_ms)
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
         later: list[Match] = []
@@ -99,15 +100,20 @@ class IndexPartition:
 
     def commit(self) -> None:
         batch = self._batch()
-        batch.set_meta("watermark_ms", str(self.watermark_ms).encode())
+        self.clock.stage(batch.set_meta)
         batch.commit()
         self.batch = None
-        if self.retention_ms is not None:
-            self.store.expire(self.watermark_ms - self.retention_ms)
+        expire_before = self.clock.expire_before()
+        if expire_before is not None:
+            self.store.expire(expire_before)
 
     def discard(self) -> None:
         self.batch = None
-        self.watermark_ms = self.store.get_meta_int("watermark_ms", 0)
+        self.clock = self._load_clock()
+
+    def _load_clock(self) -> RetentionClock:
+        # the allowed skew is the fingerprint step's business: requests arrive stamped
+        return RetentionClock.load(self.retention_ms, 0, self.store.get_meta_int)
 
     def property_total(self, name: str) -> int:
         return self.store.property_total(name)

@@ -29,6 +29,7 @@ class IndexRequest:
     order: bytes
     doc: DocRecord  # page id, event time, site, encoded signatures (seq and cluster unused)
     keys: dict[int, list[bytes]]  # method tag -> the page's keys that live in this partition
+    trusted_time: bool = True  # doc.event_ms is the page's own fetch time (store/retention.py)
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -37,6 +38,7 @@ class IndexRequest:
             for key in keys:
                 parts.append(_KEY.pack(tag, len(key)))
                 parts.append(key)
+        parts.append(b"\x01" if self.trusted_time else b"\x00")
         return b"".join(parts)
 
     @classmethod
@@ -55,7 +57,7 @@ class IndexRequest:
             pos += _KEY.size
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
-        return cls(order, doc, keys)
+        return cls(order, doc, keys, data[pos:pos + 1] != b"\x00")
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,14 @@ class PageHeader:
     partitions: tuple[int, ...]
     record: dict[str, Any]
     origin: str
+    time_note: str | None = None  # why the page's own fetch time was not used, if it was not
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
-                "record": self.record, "origin": self.origin}
+        value = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
+                 "record": self.record, "origin": self.origin}
+        if self.time_note:
+            value["time_note"] = self.time_note
+        return value
 
     def encode(self) -> bytes:
         return orjson.dumps(self.as_json())
@@ -124,4 +130,4 @@ class PageHeader:
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> "PageHeader":
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
-                   value["record"], value["origin"])
+                   value["record"], value["origin"], value.get("time_note"))

@@ -8,6 +8,7 @@ topics (the changelog) when a worker gets a partition whose store it lacks.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -19,7 +20,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted, Outcome
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.local_stage import emit_outcome, source_of
+from streamdedup.runtime.local_stage import emit_outcome, message_timestamp, source_of
 from streamdedup.runtime.outputs import Outputs
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
@@ -29,6 +30,7 @@ from streamdedup.runtime.scaleout.messages import (ANSWER, KIND_HEADER, PAGE, An
 from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.store.layout import DocRecord
+from streamdedup.store.retention import RetentionClock
 
 
 @dataclass(frozen=True)
@@ -67,24 +69,27 @@ class FingerprintPartition:
         self.detector = detector
         self.routes = routes
         self.tags = method_tags([m.name for m in detector.methods])
+        self.max_skew_ms = int(detector.config.max_clock_skew.total_seconds() * 1000)
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        now_ms = int(time.time() * 1000)
         for message in messages:
             item = self.detector.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
             if isinstance(item, Outcome):
                 emit_outcome(out, message, item)
                 continue
-            _, stamp = message.timestamp()
+            stamp = message_timestamp(message)
             page = item.page
-            event_ms = page.event_time_ms if page.event_time_ms is not None else stamp
-            order = page_order(page.event_time_ms, stamp, message.partition(), message.offset())
-            doc, keys = index_requests(item, self.detector.methods, self.tags, event_ms,
+            # stateless: no watermark here, so an undated page is filed at its arrival time
+            event = RetentionClock(None, self.max_skew_ms).stamp(page.event_time_ms, stamp, now_ms)
+            order = page_order(event.event_ms, stamp or 0, message.partition(), message.offset())
+            doc, keys = index_requests(item, self.detector.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
             for partition, partition_keys in sorted(keys.items()):
-                out.send(self.routes.index_topic, page_key, IndexRequest(order, doc, partition_keys).encode(),
-                         partition=partition)
-            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin)
+                request = IndexRequest(order, doc, partition_keys, event.trusted)
+                out.send(self.routes.index_topic, page_key, request.encode(), partition=partition)
+            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note)
             out.send(self.routes.parts_topic, page_key, header.encode(), [(KIND_HEADER, PAGE)],
                      partition=page_partition(page.id, self.routes.parts_partitions))
         return 0

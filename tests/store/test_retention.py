@@ -1,0 +1,101 @@
+"""Event time and the retention clock: one page's clock must not switch deduplication off."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conftest import make_article, page, wrap_in_template
+from streamdedup.store.retention import EARLIEST_EVENT_MS, RetentionClock
+from streamdedup.testing import run_records
+
+DAY = 86_400_000
+NOW = 1_780_000_000_000  # 2026-05-28
+T2024 = 1_709_294_400_000  # 2024-03-01T12:00Z
+
+
+# -- the rule, pure ---------------------------------------------------------------------------
+def test_plausible_page_times_are_used_and_drive_retention():
+    clock = RetentionClock(30 * DAY, DAY)
+    stamp = clock.stamp(T2024, None, NOW)
+    assert (stamp.event_ms, stamp.trusted, stamp.note) == (T2024, True, None)
+    assert clock.expire_before() == T2024 - 30 * DAY
+
+
+def test_a_time_beyond_now_plus_skew_is_not_used_and_says_why():
+    clock = RetentionClock(30 * DAY, DAY)
+    clock.stamp(T2024, None, NOW)
+    far = clock.stamp(253_402_214_400_000, None, NOW)  # 9999-12-31
+    assert far.event_ms == T2024 and not far.trusted
+    assert far.note is not None and "9999-12-31" in far.note and "ahead" in far.note
+    assert clock.expire_before() == T2024 - 30 * DAY  # the clock did not move
+    near = clock.stamp(NOW + DAY - 1, None, NOW)  # within the allowed skew: trusted
+    assert near.trusted and clock.now_ms == NOW + DAY - 1
+
+
+def test_times_before_the_web_are_unknown_times():
+    clock = RetentionClock(30 * DAY, DAY)
+    for bogus in (0, -5, EARLIEST_EVENT_MS - 1):
+        stamp = clock.stamp(bogus, 1_700_000_000_000, NOW)
+        assert not stamp.trusted and stamp.event_ms == 1_700_000_000_000
+        assert stamp.note is not None and "before 1991" in stamp.note
+
+
+def test_undated_pages_take_the_newest_page_time_else_arrival_else_now():
+    clock = RetentionClock(30 * DAY, DAY)
+    assert clock.stamp(None, T2024, NOW).event_ms == T2024  # arrival (a Kafka timestamp)
+    assert clock.stamp(None, NOW + 10 * DAY, NOW).event_ms == NOW  # an implausible arrival: now
+    assert clock.stamp(None, None, NOW).event_ms == NOW  # file mode: now
+    assert clock.stamp(None, None, NOW).note is None  # undated is not an error
+    clock.stamp(T2024, None, NOW)
+    assert clock.stamp(None, NOW, NOW).event_ms == T2024  # once page times exist, they are the clock
+
+
+def test_page_times_drive_expiry_once_seen_so_earlier_arrival_stamps_are_kept_not_expired():
+    clock = RetentionClock(30 * DAY, DAY)
+    clock.stamp(None, None, NOW)  # an undated page, filed at now
+    assert clock.expire_before() == NOW - 30 * DAY
+    clock.stamp(T2024, None, NOW)  # an archived crawl's dated page
+    assert clock.expire_before() == T2024 - 30 * DAY  # the 2024 crawl is not expired by the 2026 stamp
+
+
+def test_watermarks_survive_a_reload():
+    clock = RetentionClock(30 * DAY, DAY)
+    clock.stamp(T2024, None, NOW)
+    clock.stamp(None, None, NOW)
+    meta: dict[str, bytes] = {}
+    clock.stage(meta.__setitem__)
+    again = RetentionClock.load(30 * DAY, DAY, lambda name, default: int(meta[name]) if name in meta else default)
+    assert (again.page_ms, again.arrival_ms) == (clock.page_ms, clock.arrival_ms)
+
+
+# -- the engine on a real store ----------------------------------------------------------------
+def _story_pages(copies: int, start_day: int = 2) -> tuple[dict, list[dict]]:
+    story = make_article(31)
+    original = page("https://planet.example/story", wrap_in_template(story, "Planet"), "2024-03-01T10:00:00Z")
+    recrawls = [page(f"https://mirror{i}.example/story", wrap_in_template(story, f"Mirror {i}"),
+                     f"2024-03-{start_day + i // 24:02d}T{i % 24:02d}:00:00Z") for i in range(copies)]
+    return original, recrawls
+
+
+def test_one_page_dated_9999_does_not_expire_the_store(tmp_path):
+    """Before: the far-future page moved the watermark to 9999 and every later copy was forgotten
+    right after its batch (half the copies came out unique)."""
+    original, recrawls = _story_pages(24)
+    attacker = page("https://evil.example/x", wrap_in_template(make_article(99), "Evil"), "9999-12-31T00:00:00Z")
+    outcomes = run_records([original, attacker, *recrawls], tmp_path, retention=timedelta(days=30), batch_size=2)
+    assert outcomes[0].status == "unique"
+    assert outcomes[1].status == "unique" and "9999-12-31" in outcomes[1].dedup["time_note"]
+    assert [o.status for o in outcomes[2:]] == ["duplicate"] * len(recrawls)
+    assert "time_note" not in outcomes[2].dedup
+
+
+def test_undated_pages_of_a_new_store_survive_the_first_dated_page(tmp_path):
+    """Before: undated pages were filed at 1970 in a new store, so one dated page expired them all."""
+    stories = [make_article(40 + i) for i in range(4)]
+    undated = [{"url": f"https://undated.example/{i}", "content": wrap_in_template(s, "Undated")}
+               for i, s in enumerate(stories)]
+    dated = page("https://other.example/new", wrap_in_template(make_article(77), "Other"), "2024-03-01T10:00:00Z")
+    copies = [page(f"https://copy.example/{i}", wrap_in_template(s, "Copy"), "2024-03-02T10:00:00Z")
+              for i, s in enumerate(stories)]
+    outcomes = run_records([*undated, dated, *copies], tmp_path, retention=timedelta(days=30), batch_size=2)
+    assert [o.status for o in outcomes[-4:]] == ["duplicate"] * 4
