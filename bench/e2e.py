@@ -190,9 +190,10 @@ def profile_detector(name: str, raws: list[RawRecord], work: Path, out_dir: Path
 
 
 def stage_times(root: Any) -> dict[str, float]:
-    """Inclusive time of the outermost frame of each stage; the remainder is 'other'."""
+    """Inclusive time of the outermost frame of each stage; the remainder is 'other'. Every stage
+    is reported, 0.0 where no sample fell in it (a short run can miss a fast stage entirely)."""
     owner = {fn: stage for stage, names in STAGES.items() for fn in names}
-    times: dict[str, float] = defaultdict(float)
+    times: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
     def walk(frame: Any) -> float:
         stage = owner.get(frame.function or "")

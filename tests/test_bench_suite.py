@@ -23,7 +23,11 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert set(e2e) == {"trafilatura", "resiliparse"}
     for row in e2e.values():
         assert row["extractor_alone_pages_per_s"] > 0 and row["detector_pages_per_s"] > 0 and row["ratio_median"] > 0
-        assert row["profile"]["stages_pct"]["extraction (library)"] > 0
+        # a sampling profile of four pages can miss a fast stage (resiliparse takes ~1 ms a page):
+        # every stage is reported, and the shares add up
+        stages = row["profile"]["stages_pct"]
+        assert "extraction (library)" in stages and "fingerprints (signature)" in stages
+        assert 99 <= sum(stages.values()) <= 101
     broker = report["parts"]["broker"]["report"]
     assert [r["workers"] for r in broker["results"]] == [1, 2]
     assert all(r["latency_at_half_peak"]["pages"] > 0 for r in broker["results"])

@@ -55,7 +55,7 @@ def _longest_words(lengths: np.ndarray, hashes: np.ndarray, count: int) -> tuple
     return tuple(longest_distinct(lengths, hashes, count).tolist())
 
 
-class A12Method(FingerprintMethod[A12Signature]):
+class A12Method(FingerprintMethod[A12Signature, A12Params]):
     name = "a12"
     params_type = A12Params
 

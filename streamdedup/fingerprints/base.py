@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
+
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from streamdedup.tokens.document import Document
 
@@ -30,12 +32,18 @@ class Params:
         return asdict(self)
 
 
-class FingerprintMethod(ABC, Generic[S]):
+P = DefaultTypeVar("P", bound=Params, default=Params)  # a method's parameters (default: any)
+
+
+class FingerprintMethod(ABC, Generic[S, P]):
+    """Generic in its signature type `S` and its parameters `P`, so `self.params` has its real type."""
+
     name: ClassVar[str]
     params_type: ClassVar[type[Params]]
+    params: P
 
-    def __init__(self, params: Params | None = None) -> None:
-        self.params = params if params is not None else self.params_type()
+    def __init__(self, params: P | None = None) -> None:
+        self.params = cast(P, params if params is not None else self.params_type())
         if not isinstance(self.params, self.params_type):
             raise TypeError(f"{self.name} takes {self.params_type.__name__}, got {type(self.params).__name__}")
 

@@ -26,7 +26,7 @@ class DecompositionParams(Params):
     min_elements: int = 4
 
 
-class DecompositionMethod(FingerprintMethod[tuple[int, np.ndarray]]):
+class DecompositionMethod(FingerprintMethod[tuple[int, np.ndarray], DecompositionParams]):
     name = "decomposition"
     params_type = DecompositionParams
 

@@ -29,7 +29,7 @@ class DescrWordsParams(Params):
     lexicon: str = "wordfreq"
 
 
-class DescrWordsMethod(PositionalKeys):
+class DescrWordsMethod(PositionalKeys[DescrWordsParams]):
     name = "descrwords"
     params_type = DescrWordsParams
 

@@ -19,7 +19,7 @@ class ExactParams(Params):
     min_tokens: int = 1
 
 
-class ExactMethod(FingerprintMethod[bytes]):
+class ExactMethod(FingerprintMethod[bytes, ExactParams]):
     name = "exact"
     params_type = ExactParams
 

@@ -12,7 +12,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.tokens.document import Document
 
 
-class HeavySentMethod(PositionalKeys):
+class HeavySentMethod(PositionalKeys[SentenceParams]):
     name = "heavysent"
     params_type = SentenceParams
 

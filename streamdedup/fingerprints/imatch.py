@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from typing_extensions import TypeVar as DefaultTypeVar
+
 from streamdedup.fingerprints.base import Params
 from streamdedup.fingerprints.keyed import PositionalKeys
 from streamdedup.fingerprints.words import content_words, mid_idf_words
@@ -31,7 +33,10 @@ def sha1_key(words: set[str]) -> int:
     return int.from_bytes(digest[:8], "little") or 1
 
 
-class IMatchMethod(PositionalKeys):
+IP = DefaultTypeVar("IP", bound=IMatchParams, default=IMatchParams)
+
+
+class IMatchMethod(PositionalKeys[IP]):
     name = "imatch"
     params_type = IMatchParams
 

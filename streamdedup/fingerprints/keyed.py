@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable
+from typing import Iterable, Protocol, cast
 
 import numpy as np
 
-from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.base import FingerprintMethod, P
 from streamdedup.tokens.document import Document
 
 
@@ -32,7 +32,7 @@ def crc32_of(words: Iterable[str]) -> int:
     return zlib.crc32(" ".join(sorted(words)).encode("utf-8", "surrogatepass"))
 
 
-class PositionalKeys(FingerprintMethod[tuple[int, ...]]):
+class PositionalKeys(FingerprintMethod[tuple[int, ...], P]):
     min_equal = 1
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
@@ -55,29 +55,41 @@ class PositionalKeys(FingerprintMethod[tuple[int, ...]]):
         return struct.unpack(f"<{len(data) // 8}Q", data)
 
 
-class HashSet(FingerprintMethod[np.ndarray]):
-    """Subclasses give `elements(doc)`; params need `threshold`, `index_sample` and `min_elements`."""
+class SetParams(Protocol):
+    """What `HashSet` reads of its subclasses' parameters."""
+
+    threshold: float
+    index_sample: int
+    min_elements: int
+
+
+class HashSet(FingerprintMethod[np.ndarray, P]):
+    """Subclasses give `elements(doc)`; their params have the `SetParams` fields."""
+
+    @property
+    def set_params(self) -> SetParams:
+        return cast(SetParams, self.params)
 
     def elements(self, doc: Document) -> np.ndarray:
         raise NotImplementedError
 
     def signature(self, doc: Document) -> np.ndarray | None:
         values = np.unique(self.elements(doc))
-        return values if len(values) >= self.params.min_elements else None
+        return values if len(values) >= self.set_params.min_elements else None
 
     def index_keys(self, signature: np.ndarray) -> list[bytes]:
         """The k smallest hashes: a consistent sample, so sets with a high Jaccard share some."""
-        return [struct.pack("<Q", int(v)) for v in signature[: self.params.index_sample]]
+        return [struct.pack("<Q", int(v)) for v in signature[: self.set_params.index_sample]]
 
     def jaccard(self, signature: np.ndarray, other: np.ndarray) -> float:
         return set_jaccard(signature, other)
 
     def similarity(self, signature: np.ndarray, other: np.ndarray) -> float | None:
         small, large = sorted((len(signature), len(other)))
-        if small / large < self.params.threshold:  # Jaccard <= |A|/|B|: size filter first
+        if small / large < self.set_params.threshold:  # Jaccard <= |A|/|B|: size filter first
             return None
         value = self.jaccard(signature, other)
-        return value if value >= self.params.threshold else None
+        return value if value >= self.set_params.threshold else None
 
     def encode(self, signature: np.ndarray) -> bytes:
         return signature.astype("<u8").tobytes()

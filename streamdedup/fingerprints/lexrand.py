@@ -25,7 +25,7 @@ def in_extra_lexicon(word: str, k: int, drop_fraction: float, seed: int) -> bool
     return draw / 2**64 >= drop_fraction
 
 
-class LexRandMethod(IMatchMethod):
+class LexRandMethod(IMatchMethod[LexRandParams]):
     name = "lexrand"
     params_type = LexRandParams
 

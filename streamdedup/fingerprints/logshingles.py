@@ -32,7 +32,7 @@ def trailing_zeros(values: np.ndarray) -> np.ndarray:
     return np.where(values == 0, 64, np.log2(safe.astype(np.float64)).astype(np.int64))
 
 
-class LogShinglesMethod(FingerprintMethod[tuple[int, np.ndarray]]):
+class LogShinglesMethod(FingerprintMethod[tuple[int, np.ndarray], LogShingleParams]):
     name = "logshingles"
     params_type = LogShingleParams
 

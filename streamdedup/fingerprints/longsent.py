@@ -26,7 +26,7 @@ def sentence_texts(doc: Document, min_words: int) -> list[tuple[str, list[str]]]
     return out
 
 
-class LongSentMethod(PositionalKeys):
+class LongSentMethod(PositionalKeys[SentenceParams]):
     name = "longsent"
     params_type = SentenceParams
 

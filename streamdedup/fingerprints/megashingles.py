@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import xxhash
 
-from streamdedup.fingerprints.supershingles import SuperShingleParams, SuperShinglesMethod
+from streamdedup.fingerprints.supershingles import (
+    SuperShingleParams,
+    SuperShinglesMethod,
+)
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class MegaShingleParams(SuperShingleParams):
     seed: int = 13
 
 
-class MegaShinglesMethod(SuperShinglesMethod):
+class MegaShinglesMethod(SuperShinglesMethod[MegaShingleParams]):
     name = "megashingles"
     params_type = MegaShingleParams
 

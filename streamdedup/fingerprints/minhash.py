@@ -23,6 +23,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import band_keys, minhash_min
 from streamdedup.fingerprints.lsh import optimal_bands
@@ -66,7 +67,7 @@ class MinHashSignature:
     set_size: int  # distinct shingles, for containment estimates
 
 
-class MinHashMethod(FingerprintMethod[MinHashSignature]):
+class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
     name = "minhash"
     params_type = MinHashParams
 

@@ -21,7 +21,7 @@ class PughParams(Params):
     seed: int = 7
 
 
-class PughMethod(PositionalKeys):
+class PughMethod(PositionalKeys[PughParams]):
     name = "pugh"
     params_type = PughParams
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.tokens.document import Document
 from streamdedup.fingerprints.words import content_words
+from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import hash_tokens, mix64
 
 _CHUNK = 2048
@@ -38,7 +38,7 @@ def _gaussian(bits: np.ndarray) -> np.ndarray:
     return (sum(p.astype(np.float64) for p in parts) / 65535.0 - 2.0) * math.sqrt(3.0)
 
 
-class RandProjMethod(FingerprintMethod[bytes]):
+class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
     name = "randproj"
     params_type = RandProjParams
 

@@ -28,7 +28,7 @@ from streamdedup.fingerprints.tfridf import TfRidfMethod
 from streamdedup.fingerprints.tibetan_summary import TibetanSummaryMethod
 
 # Order: the engine's default four, then 004's A1-A11, then the other methods of the seeds.
-METHODS: dict[str, type[FingerprintMethod[Any]]] = {
+METHODS: dict[str, type[FingerprintMethod[Any, Any]]] = {
     ExactMethod.name: ExactMethod,  # A0
     MinHashMethod.name: MinHashMethod,
     SimHashMethod.name: SimHashMethod,

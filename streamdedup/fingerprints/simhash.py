@@ -48,7 +48,7 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-class SimHashMethod(FingerprintMethod[int]):
+class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     name = "simhash"
     params_type = SimHashParams
 

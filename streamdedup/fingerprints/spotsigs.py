@@ -30,7 +30,7 @@ class SpotSigsParams(Params):
     min_elements: int = 3
 
 
-class SpotSigsMethod(HashSet):
+class SpotSigsMethod(HashSet[SpotSigsParams]):
     name = "spotsigs"
     params_type = SpotSigsParams
 

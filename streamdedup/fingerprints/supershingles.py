@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xxhash
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from streamdedup.fingerprints.base import Params
 from streamdedup.fingerprints.keyed import PositionalKeys
@@ -30,11 +31,14 @@ def group_hashes(values, groups: int) -> tuple[int, ...]:
     return tuple(xxhash.xxh3_64_intdigest(values[i * size:(i + 1) * size].tobytes()) or 1 for i in range(groups))
 
 
-class SuperShinglesMethod(PositionalKeys):
+SP = DefaultTypeVar("SP", bound=SuperShingleParams, default=SuperShingleParams)
+
+
+class SuperShinglesMethod(PositionalKeys[SP]):
     name = "supershingles"
     params_type = SuperShingleParams
 
-    def __init__(self, params: SuperShingleParams | None = None) -> None:
+    def __init__(self, params: SP | None = None) -> None:
         super().__init__(params)
         p = self.params
         self.min_equal = p.min_matching

@@ -46,7 +46,7 @@ def luhn_score(flags: list[bool], gap: int) -> float:
     return best
 
 
-class TibetanSummaryMethod(FingerprintMethod[int]):
+class TibetanSummaryMethod(FingerprintMethod[int, TibetanSummaryParams]):
     name = "tibetan_summary"
     params_type = TibetanSummaryParams
 

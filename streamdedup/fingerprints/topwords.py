@@ -20,7 +20,7 @@ class TopWordsParams(Params):
     lexicon: str = "wordfreq"
 
 
-class TopWordsMethod(PositionalKeys):
+class TopWordsMethod(PositionalKeys[TopWordsParams]):
     params_type = TopWordsParams
 
     @property
