@@ -180,6 +180,8 @@ class Detector:
     @staticmethod
     def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
         """The record's JSON value and its pass-through fields (JSON-safe)."""
+        if raw.rejection is not None:  # a part of the input its reader could not read
+            raise Rejected(*raw.rejection)
         if raw.fields is not None:
             return raw.fields, _raw_payload(raw)
         try:

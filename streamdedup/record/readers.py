@@ -1,7 +1,12 @@
 """Read input files into raw records: JSON Lines (optionally gzip), WARC, or '-' for stdin.
 
 Readers never validate: a bad line is still a record (with its original bytes), so that the
-detector can reject it with a reason and nothing is dropped silently.
+detector can reject it with a reason and nothing is dropped silently. What a reader cannot read
+(a cut gzip stream, a broken WARC record, a line far over the content limit) becomes one record
+that is already rejected (`RawRecord.rejection`), and reading goes on where it can.
+
+Memory is bounded whatever the input: a line or WARC record is only kept up to `line_limit`
+(derived from max_content_bytes); beyond it, it is read in chunks and dropped.
 """
 
 from __future__ import annotations
@@ -9,13 +14,22 @@ from __future__ import annotations
 import gzip
 import io
 import sys
+import zlib
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterator
 
+from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.record.page import FIELD_ALIASES
+from streamdedup.record.rejection import Reason
 
 WARC_MAGIC = b"WARC/"
 GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_CONTENT_BYTES = CleaningConfig.max_content_bytes
+CHUNK = 1 << 20  # bytes read at a time from a line or record that is not kept
+HEAD_KEPT = 1024  # bytes of a refused line kept in its rejected record (to find it again)
+WARC_HEADER_LIMIT = 64 << 10  # a WARC header block longer than this is no header
+_WARC_TRAILER = b"\r\n\r\n"
+_READ_ERRORS = (EOFError, OSError, zlib.error)  # gzip.BadGzipFile is an OSError
 
 
 @dataclass(slots=True)
@@ -26,64 +40,276 @@ class RawRecord:
     data: bytes | None = None
     fields: dict[str, Any] | None = field(default=None)
     arrival_ms: int | None = None  # the Kafka message timestamp (None in file mode)
+    rejection: tuple[Reason, str] | None = None  # a part of the input the reader could not read
 
 
-def read_inputs(paths: list[str]) -> Iterator[RawRecord]:
+def line_limit(max_content_bytes: int) -> int:
+    """The longest line (or WARC record block) kept: a page's content may grow up to 4x when
+    JSON-escaped (\\u escapes, base64), plus 1 MB for its other fields."""
+    return 4 * max_content_bytes + (1 << 20)
+
+
+def read_inputs(paths: list[str], max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Iterator[RawRecord]:
     for path in paths:
-        yield from read_input(path)
+        yield from read_input(path, max_content_bytes)
 
 
-def read_input(path: str) -> Iterator[RawRecord]:
+def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Iterator[RawRecord]:
     """Dispatch on content, not name: gzip and WARC are recognised by their magic bytes."""
+    limit = line_limit(max_content_bytes)
     if path == "-":
-        yield from _read_stream(_maybe_gunzip(sys.stdin.buffer), "<stdin>")
+        yield from _read_stream(_maybe_gunzip(sys.stdin.buffer), "<stdin>", limit)
         return
     with open(path, "rb") as raw:
-        yield from _read_stream(_maybe_gunzip(raw), path)
+        yield from _read_stream(_maybe_gunzip(raw), path, limit)
 
 
-def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader:
+def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader | gzip.GzipFile:
+    """The GzipFile itself, not a BufferedReader over it: that one asks it for whole buffers,
+    and a cut stream would then lose the lines before the cut along with the cut one."""
     buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
     if buffered.peek(2)[:2] == GZIP_MAGIC:
-        return io.BufferedReader(gzip.GzipFile(fileobj=buffered))  # type: ignore[arg-type]
+        return gzip.GzipFile(fileobj=buffered)
     return buffered
 
 
-def _read_stream(stream: io.BufferedReader, name: str) -> Iterator[RawRecord]:
-    if stream.peek(len(WARC_MAGIC))[: len(WARC_MAGIC)] == WARC_MAGIC:
-        yield from _read_warc(stream, name)
-    else:
-        yield from _read_jsonl(stream, name)
+def _read_stream(stream: io.BufferedReader | gzip.GzipFile, name: str, limit: int) -> Iterator[RawRecord]:
+    source = _Source(stream)
+    try:
+        is_warc = stream.peek(len(WARC_MAGIC))[: len(WARC_MAGIC)] == WARC_MAGIC
+    except _READ_ERRORS as err:
+        yield _unreadable(f"{name}@0", err, "nothing")
+        return
+    yield from (_read_warc if is_warc else _read_jsonl)(source, name, limit)
 
 
-def _read_jsonl(stream: IO[bytes], name: str) -> Iterator[RawRecord]:
-    for number, line in enumerate(stream, start=1):
-        stripped = line.strip()
-        if stripped:
-            yield RawRecord(origin=f"{name}:{number}", data=stripped)
+def _unreadable(origin: str, err: BaseException, what_was_read: str) -> RawRecord:
+    """The rest of a stream that cannot be read (a cut or corrupt gzip stream, a read error)."""
+    reason = Reason.TRUNCATED_INPUT if isinstance(err, EOFError) else Reason.UNREADABLE_RECORD
+    return RawRecord(origin=origin, rejection=(
+        reason, f"the input cannot be read from here on ({type(err).__name__}: {err}); "
+                f"{what_was_read} before this point were read"))
 
 
-def _read_warc(stream: IO[bytes], name: str) -> Iterator[RawRecord]:
-    """Response records only (requests, metadata and warcinfo carry no page)."""
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
+class _Source:
+    """A byte stream with its offset and a push-back buffer (to look for the next WARC record
+    inside bytes already read)."""
 
-    for record in ArchiveIterator(stream, record_types=WarcRecordType.response, parse_http=True):
-        headers = record.headers
-        http = record.http_headers
-        fields: dict[str, Any] = {
-            "url": headers.get("WARC-Target-URI"),
-            "fetched_at": headers.get("WARC-Date"),
-            "id": headers.get("WARC-Record-ID"),
-            "content": record.reader.read(),
-        }
-        content_type = (http.get("Content-Type") if http else None) or headers.get(
-            "WARC-Identified-Payload-Type")
-        if content_type:
-            fields["content_type"] = content_type
-        language = http.get("Content-Language") if http else None
-        if language:
-            fields["lang"] = language
-        yield RawRecord(origin=f"{name}@{record.stream_pos}", fields=fields)
+    def __init__(self, stream: io.BufferedReader | gzip.GzipFile) -> None:
+        self.stream = stream
+        self.pos = 0
+        self._back = b""
+
+    def read(self, size: int) -> bytes:
+        if self._back:
+            data, self._back = self._back[:size], self._back[size:]
+            if len(data) < size:
+                data += self.stream.read(size - len(data))
+        else:
+            data = self.stream.read(size)
+        self.pos += len(data)
+        return data
+
+    def readline(self, size: int) -> bytes:
+        """At most `size` bytes, up to and including a newline."""
+        if self._back:
+            end = self._back.find(b"\n", 0, size)
+            if end >= 0 or len(self._back) >= size:
+                cut = end + 1 if end >= 0 else size
+                line, self._back = self._back[:cut], self._back[cut:]
+            else:
+                line, self._back = self._back + self.stream.readline(size - len(self._back)), b""
+        else:
+            line = self.stream.readline(size)
+        self.pos += len(line)
+        return line
+
+    def unread(self, data: bytes) -> None:
+        self._back = data + self._back
+        self.pos -= len(data)
+
+    def line(self, limit: int) -> tuple[bytes | None, bytes, int]:
+        """The next line (newline included) if it has at most `limit` bytes besides its newline;
+        else None, its first bytes and its size: it is read in chunks, none kept past the limit."""
+        parts: list[bytes] | None = []
+        head, size = b"", 0
+        while True:
+            piece = self.readline(CHUNK)
+            size += len(piece)
+            if parts is not None:
+                parts.append(piece)
+                if size - piece.endswith(b"\n") > limit:
+                    head, parts = parts[0][:HEAD_KEPT], None
+            if not piece or piece.endswith(b"\n"):
+                break
+        if parts is None:
+            return None, head, size
+        line = b"".join(parts)
+        return line, line, size
+
+    def skip(self, size: int) -> int:
+        """Read and drop `size` bytes; returns how many there were."""
+        skipped = 0
+        while skipped < size:
+            chunk = self.read(min(CHUNK, size - skipped))
+            if not chunk:
+                break
+            skipped += len(chunk)
+        return skipped
 
 
-__all__ = ["RawRecord", "read_input", "read_inputs", "FIELD_ALIASES"]
+def _read_jsonl(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
+    number = 0
+    try:
+        while True:
+            line, head, size = source.line(limit)
+            number += 1
+            if line is None:
+                yield RawRecord(origin=f"{name}:{number}", data=head, rejection=(
+                    Reason.TOO_LARGE, f"the line is {size} bytes; lines over {limit} bytes (4 x max_content_bytes "
+                                      "+ 1 MB) are not read (its first bytes are in raw)"))
+            elif not line:
+                return
+            elif stripped := line.strip():
+                yield RawRecord(origin=f"{name}:{number}", data=stripped)
+    except _READ_ERRORS as err:
+        yield _unreadable(f"{name}:{number + 1}", err, f"{number} line(s)")
+
+
+def _read_warc(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
+    """Response records only (requests, metadata and warcinfo carry no page). Records are
+    framed here (bounded, and a broken one is skipped up to the next record); each is then
+    parsed by fastwarc."""
+    start, records = 0, 0
+    try:
+        while True:
+            start = source.pos
+            line = source.readline(WARC_HEADER_LIMIT)
+            if not line:
+                return
+            if not line.strip():
+                continue
+            records += 1
+            yield from _warc_record(source, f"{name}@{start}", line, limit)
+    except _READ_ERRORS as err:
+        yield _unreadable(f"{name}@{start}", err, f"{records - 1} WARC record(s)")
+
+
+def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int) -> Iterator[RawRecord]:
+    """Frame one record from its first line; yield it if it is a response (or a rejection)."""
+    start = source.pos - len(first_line)
+    header = _warc_header(source, first_line) if first_line.startswith(WARC_MAGIC) else None
+    if header == b"":
+        yield RawRecord(origin=origin, rejection=(Reason.TRUNCATED_INPUT, "the input ends inside a WARC header"))
+        return
+    names = _header_fields(header) if header is not None else {}
+    length = names.get("content-length", "")
+    if header is None or not length.isdigit():
+        source.unread(b"" if header is None else header[len(first_line):])
+        _resync(source)
+        problem = "no WARC header" if header is None else "a WARC header without a valid Content-Length"
+        yield RawRecord(origin=origin, fields=_identity(names), rejection=(
+            Reason.UNREADABLE_RECORD, f"bytes {start}-{source.pos} of the input are not a WARC record ({problem}); "
+                                      "reading went on at the next record"))
+        return
+    size = int(length)
+    is_response = names.get("warc-type", "").lower() == "response"
+    if size > limit:
+        read = source.skip(size)
+        trailer_ok = read == size and source.read(len(_WARC_TRAILER)) in (_WARC_TRAILER, b"")
+        if is_response or not trailer_ok:
+            yield RawRecord(origin=origin, fields=_identity(names), rejection=(
+                Reason.TOO_LARGE, f"the WARC record's block is {size} bytes; blocks over {limit} bytes "
+                                  "(4 x max_content_bytes + 1 MB) are not read"))
+        if not trailer_ok:
+            _resync(source)
+        return
+    block = source.read(size)
+    if len(block) < size:
+        yield RawRecord(origin=origin, fields=_identity(names), rejection=(
+            Reason.TRUNCATED_INPUT, f"the input ends inside this WARC record ({len(block)} of its {size} bytes)"))
+        return
+    trailer = source.read(len(_WARC_TRAILER))
+    if trailer not in (_WARC_TRAILER, b""):  # the block is not the length its header says
+        source.unread(block + trailer)
+        _resync(source)
+        yield RawRecord(origin=origin, fields=_identity(names), rejection=(
+            Reason.UNREADABLE_RECORD, f"the WARC record at bytes {start}-{source.pos} does not end where its "
+                                      f"Content-Length ({size}) says; reading went on at the next record"))
+        return
+    if is_response:
+        try:
+            yield _response(origin, header + block + _WARC_TRAILER)
+        except (OSError, ValueError, StopIteration) as err:
+            yield RawRecord(origin=origin, fields=_identity(names), rejection=(
+                Reason.UNREADABLE_RECORD, f"fastwarc cannot parse this WARC record: {type(err).__name__}: {err}"))
+
+
+def _warc_header(source: _Source, first_line: bytes) -> bytes | None:
+    """The record's header block (first line to the empty line), or None if it is malformed;
+    b"" if the input ends inside it."""
+    lines = [first_line]
+    total = len(first_line)
+    while total <= WARC_HEADER_LIMIT:
+        line = source.readline(WARC_HEADER_LIMIT)
+        if not line:
+            return b""
+        lines.append(line)
+        total += len(line)
+        if not line.strip():
+            return b"".join(lines)
+    source.unread(b"".join(lines[1:]))
+    return None
+
+
+def _header_fields(header: bytes) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for line in header.decode("utf-8", "replace").splitlines()[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            names.setdefault(name.strip().lower(), value.strip())
+    return names
+
+
+def _identity(names: dict[str, str]) -> dict[str, Any]:
+    """What a rejected WARC record is known by (its url, date and id), if its header said."""
+    known = {"url": names.get("warc-target-uri"), "fetched_at": names.get("warc-date"),
+             "id": names.get("warc-record-id"), "warc_type": names.get("warc-type")}
+    return {k: v for k, v in known.items() if v}
+
+
+def _resync(source: _Source) -> None:
+    """Skip to the next line that starts a WARC record (left unread), or to the end."""
+    at_line_start = True
+    while True:
+        line = source.readline(CHUNK)
+        if not line:
+            return
+        if at_line_start and line.startswith(b"WARC/1."):
+            source.unread(line)
+            return
+        at_line_start = line.endswith(b"\n")
+
+
+def _response(origin: str, record: bytes) -> RawRecord:
+    from fastwarc.warc import ArchiveIterator
+
+    parsed = next(iter(ArchiveIterator(io.BytesIO(record), parse_http=True)))
+    headers = parsed.headers
+    http = parsed.http_headers
+    fields: dict[str, Any] = {
+        "url": headers.get("WARC-Target-URI"),
+        "fetched_at": headers.get("WARC-Date"),
+        "id": headers.get("WARC-Record-ID"),
+        "content": parsed.reader.read(),
+    }
+    content_type = (http.get("Content-Type") if http else None) or headers.get("WARC-Identified-Payload-Type")
+    if content_type:
+        fields["content_type"] = content_type
+    language = http.get("Content-Language") if http else None
+    if language:
+        fields["lang"] = language
+    return RawRecord(origin=origin, fields=fields)
+
+
+__all__ = ["RawRecord", "read_input", "read_inputs", "line_limit", "FIELD_ALIASES"]

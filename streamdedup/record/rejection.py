@@ -20,6 +20,8 @@ class Reason(str, Enum):
     TIMEOUT = "timeout"
     DUPLICATE_ID = "duplicate_id"
     UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
+    TRUNCATED_INPUT = "truncated_input"  # the input file ends inside a record (a cut .gz or WARC)
+    UNREADABLE_RECORD = "unreadable_record"  # bytes of the input that are no record (a broken WARC record)
 
 
 class Rejected(Exception):
