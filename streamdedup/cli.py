@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -69,23 +68,51 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
+    """Deduplicate into --out. The store is opened and checked, and this run's place in the job
+    decided, before --out is touched; each batch's outputs are synced before the store commits
+    them with the job's progress, so rerunning after a crash finishes the job (outputs/job.py)."""
+    from itertools import islice
+
     from tqdm import tqdm
 
     from streamdedup.detector import Detector
-    from streamdedup.outputs.files import FileSink
+    from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
+    from streamdedup.outputs.job import FileJob, lock_out, remove_store
     from streamdedup.record.readers import read_inputs
 
     config = detector_config(args)
-    state = args.state or args.out / "state"
-    if args.fresh and state.exists():
-        shutil.rmtree(state)
-    sink = FileSink(args.out)
-    with Detector(config, state) as detector:
-        records = tqdm(read_inputs(args.inputs), unit="page", desc="dedup", disable=args.quiet or None,
-                       file=sys.stderr)
-        for outcome in detector.run(records):
-            sink.write(outcome)
-        summary = sink.close(state=str(state), config=detector.store_fingerprint(), policy=config.policy)
+    out: Path = args.out
+    state: Path = args.state or out / "state"
+    held = lock_out(out)
+    try:
+        if args.fresh:
+            remove_store(state)
+            remove_outputs(out)
+        with Detector(config, state) as detector:
+            job = FileJob(detector.store, out, state, args.inputs, [config.policy, config.site_policy])
+            records = job.records(read_inputs)
+            if job.job.consumed and not args.quiet:
+                print(f"continuing the run on {out}: its first {job.job.consumed} records are done",
+                      file=sys.stderr)
+            job.begin()
+            sink = FileSink(out, job.lengths, job.ledger.tally)
+            try:
+                pages = iter(tqdm(records, unit="page", desc="dedup", disable=args.quiet or None,
+                                  file=sys.stderr, initial=job.job.consumed))  # one iterator for every batch
+                while chunk := list(islice(pages, config.batch_size)):
+                    outcomes, batch = detector.decide_staged([detector.prepare(raw) for raw in chunk])
+                    for outcome in outcomes:
+                        sink.write(outcome)
+                    job.stage(batch, chunk, sink.sync(), sink.tally)
+                    detector.commit(batch)
+                job.finish()
+            finally:
+                sink.close()
+            summary = sink.summary(state=str(state), config=detector.store_fingerprint(), policy=config.policy,
+                                   runs=job.runs())
+            write_summary(out, summary)
+    finally:
+        os.close(held)
     if not args.quiet:
         print(orjson.dumps({k: summary[k] for k in ("records", "unique", "duplicates", "rejected",
                                                      "clusters", "records_per_s")}).decode())
@@ -221,8 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = sub.add_parser("dedup", help="deduplicate JSON Lines / WARC files (or - for stdin) into a folder")
     dedup.add_argument("inputs", nargs="+", help="JSON Lines (.gz ok), WARC (.gz ok) or -")
     dedup.add_argument("--out", type=Path, required=True, help="folder for unique/duplicates/rejected.jsonl")
-    dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); reuse it to continue")
-    dedup.add_argument("--fresh", action="store_true", help="delete the state folder first")
+    dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); reuse it to continue. "
+                       "Rerunning a command finishes its job after a crash; other inputs on the same --out "
+                       "are appended once its job is done")
+    dedup.add_argument("--fresh", action="store_true", help="start over: delete the store (only a streamdedup "
+                       "store) and this command's files in --out")
     dedup.add_argument("-q", "--quiet", action="store_true")
     _add_detector_options(dedup)
     dedup.set_defaults(func=cmd_dedup)

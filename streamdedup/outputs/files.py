@@ -1,69 +1,180 @@
 """Batch-mode sink: unique.jsonl, duplicates.jsonl, rejected.jsonl and summary.json in one folder.
 
 Every input record lands in exactly one of the three files, with all its fields plus `dedup`.
+The sink appends after the bytes a job has committed (`outputs/job.py` keeps those lengths in the
+store) and makes each batch durable (`sync`) before the store records it, so a crash can leave
+only outputs the store never saw: the next run cuts them off.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 import orjson
 
 from streamdedup.detector import Outcome
 
 FILES = {"unique": "unique.jsonl", "duplicate": "duplicates.jsonl", "rejected": "rejected.jsonl"}
+SUMMARY = "summary.json"
+
+
+class OutputsChanged(ValueError):
+    """An output file is shorter than the store says was written: not ours to repair."""
+
+
+@dataclass
+class Tally:
+    """The counts summary.json reports, carried from batch to batch (and run to run) in the job ledger."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    rejected_by_reason: Counter[str] = field(default_factory=Counter)
+    duplicates_by_method: Counter[str] = field(default_factory=Counter)
+    merges: int = 0
+
+    def add(self, outcome: Outcome) -> None:
+        status, dedup = outcome.status, outcome.dedup
+        self.counts[status] += 1
+        if status == "rejected":
+            self.rejected_by_reason[dedup["reason"]] += 1
+        else:
+            self.merges += len(dedup.get("merged_clusters", ()))
+            if status == "duplicate":
+                self.duplicates_by_method[dedup["method"]] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": dict(self.counts), "rejected_by_reason": dict(self.rejected_by_reason),
+                "duplicates_by_method": dict(self.duplicates_by_method), "merges": self.merges}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Tally":
+        return cls(Counter(data["counts"]), Counter(data["rejected_by_reason"]),
+                   Counter(data["duplicates_by_method"]), int(data["merges"]))
 
 
 class FileSink:
-    def __init__(self, out_dir: str | Path) -> None:
+    def __init__(self, out_dir: str | Path, lengths: Mapping[str, int] | None = None,
+                 tally: Tally | None = None) -> None:
+        """Append after `lengths` (the committed bytes of each file; none: empty files), cutting
+        off anything beyond them: outputs of a batch the store never recorded."""
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._files: dict[str, IO[bytes]] = {
-            status: open(self.out_dir / name, "wb") for status, name in FILES.items()}
-        self.counts: Counter[str] = Counter()
-        self.rejected_by_reason: Counter[str] = Counter()
-        self.duplicates_by_method: Counter[str] = Counter()
-        self.clusters: set[str] = set()
-        self.merges = 0
+        lengths = lengths or {}
+        check_lengths(self.out_dir, lengths)
+        self._files: dict[str, IO[bytes]] = {}
+        for status, name in FILES.items():
+            handle = self._files[status] = open(self.out_dir / name, "ab")
+            handle.truncate(lengths.get(status, 0))
+            handle.seek(lengths.get(status, 0))  # writes append; tell() must report the length
+        sync_directory(self.out_dir)  # the files' names are durable before the store names lengths
+        self._dirty: set[str] = set()
+        self.tally = tally or Tally()
+        self.clusters = read_clusters(self.out_dir, lengths)
+        self.written = 0
         self.started = time.perf_counter()
 
     def write(self, outcome: Outcome) -> None:
         status = outcome.status
         self._files[status].write(orjson.dumps(outcome.output(), option=orjson.OPT_APPEND_NEWLINE))
-        self.counts[status] += 1
-        dedup = outcome.dedup
-        if status == "rejected":
-            self.rejected_by_reason[dedup["reason"]] += 1
-        else:
-            self.clusters.add(dedup["cluster_id"])
-            self.merges += len(dedup.get("merged_clusters", ()))
-            if status == "duplicate":
-                self.duplicates_by_method[dedup["method"]] += 1
+        self._dirty.add(status)
+        self.tally.add(outcome)
+        if status != "rejected":
+            self.clusters.add(outcome.dedup["cluster_id"])
+        self.written += 1
+
+    def sync(self) -> dict[str, int]:
+        """Make what was written durable and return each file's length: only then may the store
+        record the batch (a power cut must not leave the store ahead of the files)."""
+        for status in self._dirty:
+            handle = self._files[status]
+            handle.flush()
+            os.fdatasync(handle.fileno())
+        self._dirty.clear()
+        return {status: handle.tell() for status, handle in self._files.items()}
 
     def summary(self, **extra: Any) -> dict[str, Any]:
-        elapsed = time.perf_counter() - self.started
-        total = sum(self.counts.values())
-        return {
-            "records": total,
-            "unique": self.counts["unique"],
-            "duplicates": self.counts["duplicate"],
-            "rejected": self.counts["rejected"],
-            "rejected_by_reason": dict(self.rejected_by_reason),
-            "duplicates_by_method": dict(self.duplicates_by_method),
-            "clusters": len(self.clusters),
-            "cluster_merges": self.merges,
-            "elapsed_s": round(elapsed, 3),
-            "records_per_s": round(total / elapsed, 1) if elapsed > 0 else None,
-            "files": {status: str(self.out_dir / name) for status, name in FILES.items()},
-            **extra,
-        }
+        return summary(self.out_dir, self.tally, len(self.clusters), self.written,
+                       time.perf_counter() - self.started, **extra)
 
-    def close(self, **extra: Any) -> dict[str, Any]:
+    def close(self) -> None:
         for handle in self._files.values():
             handle.close()
-        summary = self.summary(**extra)
-        (self.out_dir / "summary.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-        return summary
+
+
+def summary(out_dir: Path, tally: Tally, clusters: int, written: int, elapsed: float,
+            **extra: Any) -> dict[str, Any]:
+    """summary.json: counts over everything in the three files; speed of this run."""
+    counts = tally.counts
+    return {
+        "records": sum(counts.values()),
+        "unique": counts["unique"],
+        "duplicates": counts["duplicate"],
+        "rejected": counts["rejected"],
+        "rejected_by_reason": dict(tally.rejected_by_reason),
+        "duplicates_by_method": dict(tally.duplicates_by_method),
+        "clusters": clusters,
+        "cluster_merges": tally.merges,
+        "records_this_run": written,
+        "elapsed_s": round(elapsed, 3),
+        "records_per_s": round(written / elapsed, 1) if elapsed > 0 else None,
+        "files": {status: str(out_dir / name) for status, name in FILES.items()},
+        **extra,
+    }
+
+
+def sync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_summary(out_dir: Path, data: Mapping[str, Any]) -> None:
+    """Replace summary.json whole (a crash leaves the old one or the new one, never half)."""
+    target = out_dir / SUMMARY
+    temporary = target.with_name(f".{SUMMARY}.tmp")
+    temporary.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    os.replace(temporary, target)
+
+
+def check_lengths(out_dir: Path, lengths: Mapping[str, int]) -> None:
+    """Each file must hold at least its committed bytes; less means someone else changed it."""
+    for status, length in lengths.items():
+        path = out_dir / FILES[status]
+        size = path.stat().st_size if path.exists() else 0
+        if size < length:
+            raise OutputsChanged(f"{path} has {size} bytes but {length} were written to it: the outputs "
+                                 "were changed since; start over with --fresh (or use another --out)")
+
+
+def read_clusters(out_dir: Path, lengths: Mapping[str, int]) -> set[str]:
+    """The cluster ids in the committed verdicts (summary.json counts them across runs)."""
+    clusters: set[str] = set()
+    for status in ("unique", "duplicate"):
+        length = lengths.get(status, 0)
+        if not length:
+            continue
+        with open(out_dir / FILES[status], "rb") as handle:
+            remaining = length
+            for line in handle:
+                if remaining <= 0:
+                    break
+                remaining -= len(line)
+                clusters.add(orjson.loads(line)["dedup"]["cluster_id"])
+    return clusters
+
+
+def existing_outputs(out_dir: Path) -> list[str]:
+    """Output files in `out_dir` that hold something."""
+    return [name for name in FILES.values() if (out_dir / name).exists() and (out_dir / name).stat().st_size]
+
+
+def remove_outputs(out_dir: Path) -> None:
+    """The files this sink owns (nothing else in the folder)."""
+    for name in (*FILES.values(), SUMMARY):
+        (out_dir / name).unlink(missing_ok=True)

@@ -1,0 +1,271 @@
+"""File mode's job ledger: after a crash, rerunning the same `streamdedup dedup` command finishes
+the job with every input record exactly once across unique/duplicates/rejected.jsonl.
+
+Per batch, the outputs are appended and synced (`FileSink.sync`), then the store batch is
+committed with this ledger (records consumed, each output file's committed length, the summary's
+counts) in the same RocksDB WriteBatch. The store therefore never holds a page whose verdict is
+not on disk, and bytes beyond the recorded lengths are outputs of a batch the store never saw.
+A rerun cuts them off, skips the records already consumed (checked: their hash must match) and
+goes on. The ledger of an --out lives in the store it was deduplicated against, under the path
+of --out relative to --state (moving both together keeps it).
+
+What a run does, by the ledger of its --out:
+- none: a new job. --out must not hold outputs already (they would be of a run this store never
+  saw): use another --out, or --fresh.
+- last job unfinished: the same inputs (paths and policy; the consumed records must hash the same)
+  resume it; anything else is refused, outputs untouched: finish it, or --fresh.
+- last job finished, same input files: its records are skipped (they must hash the same) and
+  records beyond them (a file that grew) join it; an unchanged rerun writes nothing new.
+- last job finished, other inputs (other files, changed files, a policy, or stdin): a new job
+  appended after the earlier outputs; summary.json counts both. Pages the store already holds
+  come out as duplicate_id rejections; nothing earlier is overwritten.
+stdin ('-') cannot be re-read: an unfinished stdin job resumes only when the same stream is piped
+again (its consumed part is checked by hash); after a finished one, stdin is a new job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import fcntl
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Generator
+
+import orjson
+import xxhash
+
+from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs
+from streamdedup.record.readers import RawRecord
+from streamdedup.store.signature_store import SignatureStore, StoreBatch
+
+LEDGER_VERSION = 1
+STDIN = "-"
+Records = Generator[RawRecord, None, None]
+
+
+class JobRefused(ValueError):
+    """This run cannot proceed without losing or mixing outputs; the message names the way out."""
+
+
+@dataclass
+class Job:
+    """One command's run over its inputs, possibly spread over several processes (crashes)."""
+
+    inputs: list[str]  # absolute paths, or '-'
+    policy: list[str]
+    consumed: int = 0
+    digest: str = ""  # chained hash of the consumed records
+    done: bool = False
+
+    def same_command(self, other: "Job") -> bool:
+        return self.inputs == other.inputs and self.policy == other.policy
+
+
+@dataclass
+class Ledger:
+    """What has been written to one --out: the files' committed lengths, the counts, the jobs."""
+
+    lengths: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FILES, 0))
+    tally: Tally = field(default_factory=Tally)
+    jobs: list[Job] = field(default_factory=list)
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"version": LEDGER_VERSION, "lengths": self.lengths, "tally": self.tally.to_json(),
+                             "jobs": [dataclasses.asdict(job) for job in self.jobs]})
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "Ledger":
+        data = orjson.loads(raw)
+        return cls(dict(data["lengths"]), Tally.from_json(data["tally"]), [Job(**job) for job in data["jobs"]])
+
+
+def record_digest(previous: str, raw: RawRecord) -> str:
+    """Chain one record into the digest of the records before it (its content, not its origin)."""
+    hasher = xxhash.xxh3_128(bytes.fromhex(previous))
+    for item in dataclasses.fields(raw):
+        if item.name not in ("origin", "arrival_ms"):
+            _feed(hasher, getattr(raw, item.name))
+    return hasher.hexdigest()
+
+
+def _feed(hasher: "xxhash.xxh3_128", value: Any) -> None:
+    if isinstance(value, dict):
+        hasher.update(b"{")
+        for key in sorted(value):
+            _feed(hasher, key)
+            _feed(hasher, value[key])
+        hasher.update(b"}")
+        return
+    data = value if isinstance(value, bytes) else repr(value).encode("utf-8", "surrogatepass")
+    hasher.update(len(data).to_bytes(8, "little"))
+    hasher.update(data)
+
+
+class FileJob:
+    """The ledger of one --out in one store: where this run starts, and its progress per batch."""
+
+    def __init__(self, store: SignatureStore, out: Path, state: Path, inputs: list[str],
+                 policy: list[str]) -> None:
+        self.store = store
+        self.out = out
+        self.key = "file_job:" + os.path.relpath(out.resolve(), state.resolve())
+        raw = store.get_meta(self.key)
+        self.ledger = Ledger.decode(raw) if raw is not None else Ledger()
+        for path in inputs:
+            if path != STDIN and not Path(path).is_file():
+                raise FileNotFoundError(f"input {path} is not a file")
+        self.job = Job([p if p == STDIN else str(Path(p).resolve()) for p in inputs], policy)
+        if raw is None and (found := existing_outputs(out)):
+            raise JobRefused(f"{out} already holds {', '.join(found)}, from a run that the store at {state} has "
+                             "no record of: use another --out, or --fresh to clear them and the store")
+        check_lengths(out, self.ledger.lengths)
+
+    @property
+    def lengths(self) -> dict[str, int]:
+        return dict(self.ledger.lengths)
+
+    def records(self, read: Callable[[list[str]], Records]) -> Records:
+        """The records this run must process (`read` opens the inputs): decides whether it
+        continues the last job or starts a new one, or refuses. Nothing is written here."""
+        last = self.ledger.jobs[-1] if self.ledger.jobs else None
+        if last is None:
+            self.ledger.jobs.append(self.job)
+            return read(self.job.inputs)
+        if not last.same_command(self.job):
+            if not last.done:
+                raise JobRefused(f"{self.out} holds an unfinished run over {_names(last.inputs)} (policy "
+                                 f"{last.policy[0]!r}): rerun that command to finish it, or use --fresh to start over")
+            self.ledger.jobs.append(self.job)
+            return read(self.job.inputs)
+        if last.done and STDIN in last.inputs:
+            self.ledger.jobs.append(self.job)
+            return read(self.job.inputs)
+        records = read(last.inputs)
+        if self._consumed_again(records, last):
+            self.job = last
+            return records
+        records.close()  # closes the files it opened
+        if not last.done:
+            source = "stdin" if STDIN in last.inputs else "its inputs"
+            raise JobRefused(f"{self.out} holds an unfinished run whose first {last.consumed} records differ from "
+                             f"{source} now: give it the same input to finish it, or use --fresh to start over")
+        self.ledger.jobs.append(self.job)  # the same files, changed: a new job from their start
+        return read(self.job.inputs)
+
+    @staticmethod
+    def _consumed_again(records: Records, job: Job) -> bool:
+        """Read the records `job` consumed; true if they are the same (by their chained digest)."""
+        digest = ""
+        for _ in range(job.consumed):
+            raw = next(records, None)
+            if raw is None:
+                return False
+            digest = record_digest(digest, raw)
+        return digest == job.digest
+
+    def begin(self) -> None:
+        """Commit the job before its first output byte: a crash from here on leaves a ledger
+        that says what to cut off (else the next run would find outputs no store knows)."""
+        self.job.done = False
+        self._commit()
+
+    def stage(self, batch: StoreBatch, records: list[RawRecord], lengths: dict[str, int], tally: Tally) -> None:
+        """Record a batch's progress in its store batch: committed with its pages, atomically."""
+        job = self.job
+        for raw in records:
+            job.digest = record_digest(job.digest, raw)
+        job.consumed += len(records)
+        self.ledger.lengths = dict(lengths)
+        self.ledger.tally = tally
+        batch.set_meta(self.key, self.ledger.encode())
+
+    def finish(self) -> None:
+        """Every input record is out: mark the job done (a later run with other inputs appends)."""
+        self.job.done = True
+        self._commit()
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The jobs whose outputs --out holds, for summary.json."""
+        return [{"inputs": job.inputs, "records": job.consumed, "done": job.done} for job in self.ledger.jobs]
+
+    def _commit(self) -> None:
+        batch = self.store.batch()
+        batch.set_meta(self.key, self.ledger.encode())
+        batch.commit()
+
+
+def _names(inputs: list[str]) -> str:
+    shown = ", ".join("stdin" if p == STDIN else p for p in inputs[:3])
+    return shown + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+
+
+# -- the out folder and --fresh ----------------------------------------------------------------
+def lock_out(out: Path) -> int:
+    """Hold --out for this process (two runs appending to one folder would interleave)."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if err.errno in (errno.EWOULDBLOCK, errno.EACCES):
+            raise JobRefused(f"another streamdedup dedup is writing to {out}: wait for it to end") from None
+        raise
+    return fd
+
+
+_STORE_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+(\.dbtmp)?"
+                         r"|\d+\.(sst|log|blob)|rocksdict-config\.json|lexicon-.+\.json\.gz")
+
+
+def remove_store(state: Path) -> None:
+    """--fresh: delete `state` only if it is a streamdedup store (or empty) that no process holds."""
+    if not state.exists():
+        return
+    if not state.is_dir():
+        raise JobRefused(f"--fresh: {state} is not a streamdedup store (not a directory); not deleting it")
+    foreign = sorted(name for name in os.listdir(state) if not _STORE_FILE.fullmatch(name))
+    if foreign:
+        raise JobRefused(f"--fresh: {state} is not a streamdedup store (it holds {foreign[0]!r}"
+                         f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); not deleting it: "
+                         "give --state a store or an empty or new directory")
+    if (state / "CURRENT").exists() and not _is_streamdedup_store(state):
+        raise JobRefused(f"--fresh: {state} is a RocksDB database but not a streamdedup store; not deleting it")
+    if (state / "LOCK").exists() and _locked(state / "LOCK"):
+        raise JobRefused(f"--fresh: the store at {state} is in use by another process; stop it first")
+    shutil.rmtree(state)
+
+
+def _is_streamdedup_store(state: Path) -> bool:
+    """Read-only look for the configuration every streamdedup store records (an unreadable,
+    damaged store of RocksDB files only counts as one: --fresh is the way out of it)."""
+    from rocksdict import AccessType, Options, Rdict
+
+    from streamdedup.store import layout
+
+    try:
+        db = Rdict(str(state), options=Options(raw_mode=True), access_type=AccessType.read_only())
+    except Exception:  # noqa: BLE001 - damaged: judged by its file names alone
+        return True
+    try:
+        return db.get(layout.meta_key("config")) is not None
+    finally:
+        db.close()
+
+
+def _locked(lock_file: Path) -> bool:
+    """RocksDB holds its LOCK file with a POSIX record lock while the store is open."""
+    fd = os.open(lock_file, os.O_RDWR)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
