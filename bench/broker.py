@@ -39,14 +39,12 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.record.readers import RawRecord  # noqa: E402
-from streamdedup.runtime.broker import BROKERS, EmbeddedBroker  # noqa: E402
-from streamdedup.runtime.feed import feed  # noqa: E402
-from streamdedup.runtime.settings import Topics, WorkerSettings  # noqa: E402
-from streamdedup.runtime.topics import ensure_topics  # noqa: E402
-from streamdedup.testing import make_words, wrap_in_template  # noqa: E402
+from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.broker import BROKERS, EmbeddedBroker
+from streamdedup.runtime.feed import feed
+from streamdedup.runtime.settings import Topics, WorkerSettings
+from streamdedup.runtime.topics import ensure_topics
+from streamdedup.testing import make_words, wrap_in_template
 
 PARTITIONS = 2
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.config import DetectorConfig  # noqa: E402
-from streamdedup.detector import Detector, Fingerprinted  # noqa: E402
-from streamdedup.fingerprints.registry import METHODS  # noqa: E402
-from streamdedup.testing import raw_records  # noqa: E402
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector, Fingerprinted
+from streamdedup.fingerprints.registry import METHODS
+from streamdedup.testing import raw_records
 
 CATEGORIES = ("cut", "light", "heavy", "non")
 

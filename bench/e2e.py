@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -30,13 +29,11 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.clean.extract import extract_resiliparse, extract_trafilatura  # noqa: E402
-from streamdedup.config import DetectorConfig  # noqa: E402
-from streamdedup.detector import Detector  # noqa: E402
-from streamdedup.record.readers import RawRecord  # noqa: E402
-from streamdedup.testing import make_article, wrap_in_template  # noqa: E402
+from streamdedup.clean.extract import extract_resiliparse, extract_trafilatura
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.record.readers import RawRecord
+from streamdedup.testing import make_article, wrap_in_template
 
 READABILITY_PAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "readability-test-pages.tar.gz"
 EXTRACTORS: dict[str, Callable[[str], str]] = {"trafilatura": extract_trafilatura,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,10 +19,8 @@ from typing import Callable
 
 import regex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.clean.extract import extract_all_text, extract_resiliparse, extract_trafilatura  # noqa: E402
-from streamdedup.evaluate.construct import load_test_pages  # noqa: E402
+from streamdedup.clean.extract import extract_all_text, extract_resiliparse, extract_trafilatura
+from streamdedup.evaluate.construct import load_test_pages
 
 WORD = regex.compile(r"\w+")
 

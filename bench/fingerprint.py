@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -31,14 +30,12 @@ from typing import Callable
 import numpy as np
 import xxhash
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.clean.normalize import normalize_text  # noqa: E402
-from streamdedup.config import DEFAULT_METHODS  # noqa: E402
-from streamdedup.detector import fingerprint_text  # noqa: E402
-from streamdedup.fingerprints.registry import create_method  # noqa: E402
-from streamdedup.testing import make_article  # noqa: E402
-from streamdedup.tokens.document import Document  # noqa: E402
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.config import DEFAULT_METHODS
+from streamdedup.detector import fingerprint_text
+from streamdedup.fingerprints.registry import create_method
+from streamdedup.testing import make_article
+from streamdedup.tokens.document import Document
 
 MIN_WORDS = 5  # CleaningConfig.min_words
 CHUNK = 50  # documents per contender turn

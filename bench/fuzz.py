@@ -15,15 +15,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from test_fuzz import message  # noqa: E402
-
-from streamdedup.config import DetectorConfig  # noqa: E402
-from streamdedup.detector import Detector  # noqa: E402
-from streamdedup.testing import raw_records  # noqa: E402
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.fuzzing import message
+from streamdedup.testing import raw_records
 
 
 def main() -> None:

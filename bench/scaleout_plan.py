@@ -19,10 +19,10 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.record.readers import RawRecord
-from streamdedup.store.signature_store import method_tags
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.runtime.scaleout.stages import index_requests
+from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import make_article
 
 

@@ -22,7 +22,6 @@ import json
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,15 +30,13 @@ from typing import Any
 import numpy as np
 from rocksdict import ReadOptions
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streamdedup.config import DetectorConfig  # noqa: E402
-from streamdedup.detector import Detector, Fingerprinted  # noqa: E402
-from streamdedup.fingerprints.a12 import A12Signature  # noqa: E402
-from streamdedup.fingerprints.minhash import MinHashSignature  # noqa: E402
-from streamdedup.record.page import Page  # noqa: E402
-from streamdedup.store import layout  # noqa: E402
-from streamdedup.store.signature_store import SignatureStore  # noqa: E402
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector, Fingerprinted
+from streamdedup.fingerprints.a12 import A12Signature
+from streamdedup.fingerprints.minhash import MinHashSignature
+from streamdedup.record.page import Page
+from streamdedup.store import layout
+from streamdedup.store.signature_store import SignatureStore
 
 
 def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Fingerprinted:
