@@ -10,9 +10,11 @@ import base64
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import xxhash
+from publicsuffixlist import PublicSuffixList
 
 from streamdedup.record.rejection import Reason, Rejected
 
@@ -54,23 +56,28 @@ class Page:
         return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
 
 
-_SECOND_LEVEL = {"co", "com", "org", "net", "gov", "ac", "edu", "ne", "or", "go"}
+_SUFFIXES = PublicSuffixList()  # the list as shipped in the package: no network, pinned by its version
 
 
 def site_of(url: str) -> str:
-    """The registrable domain, approximately (no public-suffix list): www.bbc.co.uk and
-    amp.bbc.co.uk are one site, bbc.co.uk; pages of one site share a template."""
+    """The site a page belongs to: its registrable domain under the Public Suffix List, private
+    section included, so www.bbc.co.uk and amp.bbc.co.uk are one site (bbc.co.uk) while
+    alice.blogspot.com and bob.github.io are two authors, two sites. IP addresses and hosts
+    without a registrable domain (localhost) are their own site."""
     try:
         host = (urlsplit(url.strip()).hostname or "").rstrip(".")
     except ValueError:
         host = ""
     if not host:
         return url.strip().lower()
-    labels = host.split(".")
-    if host.replace(".", "").isdigit() or len(labels) <= 2:
+    return _registrable(host)
+
+
+@lru_cache(maxsize=1 << 16)
+def _registrable(host: str) -> str:
+    if host.replace(".", "").isdigit() or ":" in host:  # IPv4, IPv6
         return host
-    keep = 3 if len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVEL else 2
-    return ".".join(labels[-keep:])
+    return _SUFFIXES.privatesuffix(host) or host
 
 
 def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:

@@ -73,3 +73,17 @@ def test_content_size_is_exact_near_the_limit_and_length_below_it():
     with pytest.raises(Rejected) as rejected:
         page_from_record({"url": "https://a.example/", "content": "€" * 400}, max_content_bytes=1000)
     assert rejected.value.reason == Reason.TOO_LARGE
+
+
+def test_the_site_is_the_registrable_domain_under_the_public_suffix_list():
+    from streamdedup.record.page import site_of
+
+    assert site_of("https://www.bbc.co.uk/news/1") == site_of("https://amp.bbc.co.uk/news/1") == "bbc.co.uk"
+    assert site_of("https://news.example.com.au/a") == "example.com.au"  # a three-label suffix
+    # private suffixes: every blog and every project page is a site of its own
+    assert site_of("https://alice.blogspot.com/2024/post") == "alice.blogspot.com"
+    assert site_of("https://alice.blogspot.com/") != site_of("https://bob.blogspot.com/")
+    assert site_of("https://bob.github.io/x") == "bob.github.io"
+    assert site_of("http://192.168.0.1:8080/x") == "192.168.0.1"
+    assert site_of("http://localhost/x") == "localhost"
+    assert site_of("HTTPS://WWW.Example.COM./") == "example.com"
