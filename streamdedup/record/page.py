@@ -56,7 +56,10 @@ class Page:
         return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
 
 
-_SUFFIXES = PublicSuffixList()  # the list as shipped in the package: no network, pinned by its version
+@lru_cache(maxsize=1)
+def _suffixes() -> PublicSuffixList:
+    """The list as shipped in the package (no network); parsed on first use (~0.2 s)."""
+    return PublicSuffixList()
 
 
 def site_of(url: str) -> str:
@@ -77,7 +80,7 @@ def site_of(url: str) -> str:
 def _registrable(host: str) -> str:
     if host.replace(".", "").isdigit() or ":" in host:  # IPv4, IPv6
         return host
-    return _SUFFIXES.privatesuffix(host) or host
+    return _suffixes().privatesuffix(host) or host
 
 
 def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:
