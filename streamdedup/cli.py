@@ -267,11 +267,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(func=cmd_eval, methods=None)
 
     store = sub.add_parser("store", help="inspect or maintain a state store")
-    store.add_argument("store_command", choices=("info", "delete", "expire"))
-    store.add_argument("ids", nargs="*", help="page ids (for delete)")
-    store.add_argument("--state", type=Path, required=True)
-    store.add_argument("--before", help="ISO-8601 time (for expire)")
-    store.set_defaults(func=cmd_store)
+    store_commands = store.add_subparsers(dest="store_command", required=True)
+
+    def store_command(name: str, help: str) -> argparse.ArgumentParser:
+        """One parser per action, so that options and ids come in any order (`delete --state DIR ID…`)."""
+        command = store_commands.add_parser(name, help=help)
+        command.add_argument("--state", type=Path, required=True, help="the store's directory")
+        command.set_defaults(func=cmd_store)
+        return command
+
+    store_command("info", "counts and configuration, after a scan that verifies every block's checksum")
+    store_command("delete", "forget pages by id").add_argument("ids", nargs="+", metavar="ID", help="page ids")
+    store_command("expire", "forget pages fetched before a time").add_argument(
+        "--before", required=True, help="ISO-8601 time")
 
     lexicon = sub.add_parser("lexicon", help="build frozen collection statistics from a corpus")
     lexicon.add_argument("action", choices=("build",))
@@ -345,10 +353,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from streamdedup.logs import configure
 
     configure(args.verbose)
+    from streamdedup.store.signature_store import StoreError, store_error
+
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError, StoreError) as err:
         print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        known = store_error(err)  # RocksDB's lock and corruption errors, raised by a read or write
+        if known is None:
+            raise
+        print(f"streamdedup: error: {known}", file=sys.stderr)
         return 2
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout
@@ -35,8 +36,49 @@ def method_tags(names: Sequence[str]) -> dict[str, int]:
     return {name: tag for tag, name in enumerate(sorted(names))}
 
 
-class StoreConfigMismatch(ValueError):
+class StoreError(Exception):
+    """A store that cannot be used as it is (in use, damaged, not a store). The message names the
+    fix; the command line prints it alone, without a traceback."""
+
+
+class StoreLocked(StoreError):
+    """Another process (or another open of this process) holds the store."""
+
+
+class StoreCorrupt(StoreError):
+    """RocksDB found the store damaged (a checksum mismatch, a missing file)."""
+
+
+class StoreConfigMismatch(StoreError, ValueError):
     """The store was built with other parameters; mixing signatures would give wrong answers."""
+
+
+# Files RocksDB writes in a store directory. Those that hold data (a MANIFEST, tables, a WAL, blobs)
+# without a CURRENT file mean a damaged store, never an empty directory.
+_ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
+_ROCKSDB_OTHER_FILE = re.compile(r"IDENTITY|LOCK|LOG(\.old\.\d+)?|OPTIONS-\d+(\.dbtmp)?|rocksdict-config\.json")
+_LEXICON_COPY = re.compile(r"lexicon-.+\.json\.gz")  # detector.keep_lexicon_with_state, before the store opens
+
+
+def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
+    """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text
+    says 'IO error: ... LOCK' or 'Corruption: ...'), or None if it is no store error."""
+    if isinstance(err, StoreError):
+        return err
+    text = str(err)
+    where = f"the store at {path}" if path is not None else "a store"
+    if "/LOCK" in text and "lock" in text.lower():
+        return StoreLocked(f"{where} is in use by another process ({text}): stop the other `streamdedup` "
+                           "(dedup or worker) that uses it, or give this one another state directory")
+    if "Corruption:" in text:
+        return StoreCorrupt(_damaged(where, text))
+    return None
+
+
+def _damaged(where: str, what: str) -> str:
+    return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
+            "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
+            "rerunning the inputs with a new --state")
 
 
 class SignatureStore:
@@ -45,11 +87,15 @@ class SignatureStore:
         """`config`: what else the signatures depend on (cleaning, tokeniser); the methods'
         own parameters are recorded from `methods`."""
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        existed = self._prepare_directory(self.path)
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
-        self.db = self._open(self.path)
+        self.db = self._open(self.path, create=not existed)
+        if existed and self.get_meta("config") is None and self._has_keys():
+            self.close()
+            raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
+                             "streamdedup store, or an empty or new directory")
         self.index = self.db.get_column_family(layout.INDEX_CF)
         self._index_cf = self.db.get_column_family_handle(layout.INDEX_CF)
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
@@ -60,23 +106,50 @@ class SignatureStore:
         """Open a store with the very methods and parameters it was built with (for maintenance)."""
         from streamdedup.fingerprints.registry import method_from_description
 
-        if not (Path(path) / "CURRENT").exists():
-            raise FileNotFoundError(f"no store at {path} (expected a RocksDB directory)")
-        db = cls._open(Path(path))
+        if not cls._prepare_directory(Path(path), create=False):
+            raise StoreError(f"no store at {path}: give --state the directory of a store (made by "
+                             "`streamdedup dedup` or a worker)")
+        db = cls._open(Path(path), create=False)
         try:
             raw = db.get(layout.meta_key("config"))
         finally:
             db.close()
         if raw is None:
-            raise ValueError(f"{path} is a RocksDB directory but not a streamdedup store")
+            raise StoreError(f"{path} is a RocksDB database but not a streamdedup store")
         config = json.loads(raw)
         methods = [method_from_description(v) for k, v in config.items() if k.startswith("method.")]
         own = {k: v for k, v in config.items() if k not in ("schema", "method_tags") and not k.startswith("method.")}
         return cls(path, methods, own)
 
+    @staticmethod
+    def _prepare_directory(path: Path, create: bool = True) -> bool:
+        """Whether `path` holds a store. A new one is made only in an empty or new directory:
+        RocksDB files without CURRENT are a damaged store (a new one over them would forget
+        every page), other files are not ours."""
+        if path.exists() and not path.is_dir():
+            raise StoreError(f"{path} is a file, not a store directory: give --state a directory")
+        if (path / "CURRENT").exists():
+            return True
+        names = sorted(os.listdir(path)) if path.exists() else []
+        data = [n for n in names if _ROCKSDB_DATA_FILE.fullmatch(n)]
+        if data:
+            raise StoreCorrupt(_damaged(f"the store at {path}", f"it has {', '.join(data[:3])} but no CURRENT file"))
+        foreign = [n for n in names if not (_ROCKSDB_OTHER_FILE.fullmatch(n) or _LEXICON_COPY.fullmatch(n))]
+        if foreign:
+            raise StoreError(f"{path} is not a store and not empty (it holds {foreign[0]!r}): a new store is only "
+                             "made in an empty or new directory; give --state a store or an empty directory")
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        return False
+
     @classmethod
-    def _open(cls, path: Path) -> Rdict:
-        return Rdict(str(path), options=cls._options(), column_families={layout.INDEX_CF: cls._index_options()})
+    def _open(cls, path: Path, create: bool) -> Rdict:
+        options = cls._options()
+        options.create_if_missing(create)
+        try:
+            return Rdict(str(path), options=options, column_families={layout.INDEX_CF: cls._index_options()})
+        except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
+            raise store_error(err, path) or StoreError(f"cannot open the store at {path}: {err}") from None
 
     @staticmethod
     def _table() -> BlockBasedOptions:
@@ -174,12 +247,35 @@ class SignatureStore:
                 return seq
         return None
 
-    def iter_docs(self) -> Iterator[DocRecord]:
-        it = self.db.iter()
-        it.seek(layout.DOC)
-        while it.valid() and it.key()[:1] == layout.DOC:
-            yield DocRecord.decode(layout.seq_from(it.key()), it.value())
+    def _scan(self, cf: Rdict, start: bytes | None = None, verify: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values from `start` (or the first key). A damaged block raises StoreCorrupt:
+        a RocksDB iterator just stops there and says so only in its status. `verify`: check every
+        block's checksum without filling the block cache (a whole-store scan)."""
+        options = ReadOptions()
+        if verify:
+            options.set_verify_checksums(True)
+            options.fill_cache(False)
+        it = cf.iter(options)
+        if start is None:
+            it.seek_to_first()
+        else:
+            it.seek(start)
+        while it.valid():
+            yield it.key(), it.value()
             it.next()
+        try:
+            it.status()
+        except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
+            raise store_error(err, self.path) or StoreCorrupt(_damaged(f"the store at {self.path}", str(err))) from None
+
+    def _has_keys(self) -> bool:
+        return next(self._scan(self.db), None) is not None
+
+    def iter_docs(self) -> Iterator[DocRecord]:
+        for key, value in self._scan(self.db, layout.DOC):
+            if key[:1] != layout.DOC:
+                return
+            yield DocRecord.decode(layout.seq_from(key), value)
 
     def index_keys(self, doc: DocRecord) -> dict[int, list[bytes]]:
         """The reverse index: every key the page is filed under, recomputed from its signatures."""
@@ -248,22 +344,23 @@ class SignatureStore:
         return removed
 
     def _expired_time_keys(self, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
-        it = self.db.iter()
-        it.seek(layout.TIME)
-        found = []
-        while len(found) < limit and it.valid() and it.key()[:1] == layout.TIME and it.key() < bound:
-            found.append((it.key(), layout.time_key_parts(it.key())[1]))
-            it.next()
+        found: list[tuple[bytes, int]] = []
+        for key, _ in self._scan(self.db, layout.TIME):
+            if len(found) >= limit or key[:1] != layout.TIME or key >= bound:
+                break
+            found.append((key, layout.time_key_parts(key)[1]))
         return found
 
     def stats(self) -> dict[str, Any]:
+        """Counts from a full scan that verifies every block's checksum: a damaged store raises
+        StoreCorrupt instead of looking healthy with fewer keys."""
         counts = {name: 0 for name in ("docs", "time", "ids", "index_keys", "postings")}
         prefixes = {layout.DOC: "docs", layout.TIME: "time"}
-        for key in self.db.keys():
+        for key, _ in self._scan(self.db, verify=True):
             name = prefixes.get(key[:1])
             if name:
                 counts[name] += 1
-        for key, value in self.index.items():
+        for key, value in self._scan(self.index, verify=True):
             if key[0] == layout.ID_TAG:
                 counts["ids"] += 1
             else:

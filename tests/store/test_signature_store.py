@@ -4,7 +4,7 @@ from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch
+from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch, StoreError
 from streamdedup.tokens.document import Document
 
 CONFIG = {"cleaning": "test"}
@@ -93,7 +93,7 @@ def test_open_existing_rebuilds_the_methods_it_was_built_with(tmp_path):
 
 
 def test_open_existing_refuses_a_non_store(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no store"):
+    with pytest.raises(StoreError, match="no store"):
         SignatureStore.open_existing(tmp_path)
 
 
