@@ -7,6 +7,15 @@ with the verdict of an uninterrupted run, and that the store agrees with the com
 Prints one JSON object: pages, kills (and how many landed mid-stream), lost, doubled, verdicts
 that differ, store vs committed offset, seconds. Exit status 1 if anything was lost, doubled or
 different. (tests/runtime/test_worker.py runs a short version: 3 kills over 123 pages.)
+
+    python bench/crash_harness.py --mode file --pages 20000 --kills 20
+
+The same for file mode: `streamdedup dedup` on one JSON Lines file, killed at random moments and
+rerun (the same command, a random batch size each time) until a run ends; then every input line
+must be in exactly one of unique/duplicates/rejected.jsonl with the uninterrupted run's verdict,
+none a duplicate_id rejection, and summary.json must count them all. It also reports how many
+kills left outputs the store had not committed (cut off by the rerun).
+(tests/outputs/test_file_mode_recovery.py runs a short version: 2 kills over 3,000 records.)
 """
 
 from __future__ import annotations
@@ -95,8 +104,87 @@ def read_all(settings: WorkerSettings, topic: str) -> list:
     return messages
 
 
+def file_ledger(out: Path) -> tuple[int, dict[str, int]]:
+    """Records consumed and committed file lengths, as the store under OUT/state holds them."""
+    from rocksdict import AccessType, Options, Rdict
+
+    from streamdedup.outputs.job import Ledger
+    from streamdedup.store import layout
+
+    if not (out / "state" / "CURRENT").exists():
+        return 0, {}
+    db = Rdict(str(out / "state"), options=Options(raw_mode=True), access_type=AccessType.read_only())
+    try:
+        raw = db.get(layout.meta_key("file_job:.."))
+    finally:
+        db.close()
+    if raw is None:
+        return 0, {}
+    ledger = Ledger.decode(raw)
+    return ledger.jobs[-1].consumed, ledger.lengths
+
+
+def output_bytes(out: Path) -> int:
+    return sum(path.stat().st_size for path in out.glob("*.jsonl"))
+
+
+def file_mode(args: argparse.Namespace, rng: random.Random, work: Path, messages: list,
+              expected: dict[str, str], bad: int) -> tuple[dict, bool]:
+    """Kill `streamdedup dedup` at random moments, rerun the same command, check the three files."""
+    from streamdedup.outputs.files import FILES
+
+    data = work / "crawl.jsonl"
+    data.write_bytes(b"".join(m + b"\n" for m in messages))
+    out = work / "out"
+    command = [sys.executable, "-m", "streamdedup", "dedup", str(data), "--out", str(out), "-q"]
+    kills, mid_stream, uncommitted, exits = 0, 0, 0, []
+    while kills < args.kills:
+        process = subprocess.Popen([*command, "--batch-size", str(rng.choice([4, 16, 64, 256]))],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if rng.random() < 0.25:  # anywhere: start-up, the resume checks, the first batches
+            time.sleep(rng.uniform(0.05, 2.5))
+        else:  # once this run has written something: mid-batch, mid-sync, mid-commit
+            written, deadline = output_bytes(out), time.monotonic() + 60
+            while output_bytes(out) <= written and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.5))
+        if process.poll() is not None:  # it finished first: the job is done
+            exits.append(process.returncode)
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        consumed, lengths = file_ledger(out)
+        mid_stream += 0 < consumed < len(messages)
+        uncommitted += any((out / name).exists() and (out / name).stat().st_size > lengths.get(status, 0)
+                           for status, name in FILES.items())
+    final = subprocess.run([*command, "--batch-size", "64"], capture_output=True, timeout=3600)
+    lines = {status: [orjson.loads(line) for line in (out / name).read_bytes().splitlines()]
+             for status, name in FILES.items()}
+    seen = Counter(row["dedup"]["id"] for status in ("unique", "duplicate") for row in lines[status])
+    got = {row["dedup"]["id"]: row["dedup"]["status"] for status in ("unique", "duplicate") for row in lines[status]}
+    rejected = Counter(row["dedup"]["origin"] for row in lines["rejected"])
+    summary = json.loads((out / "summary.json").read_text())
+    result = {
+        "mode": "file", "pages": len(messages), "bad_records": bad, "kills": kills, "kills_mid_stream": mid_stream,
+        "kills_with_uncommitted_outputs": uncommitted, "final_run_exit": final.returncode,
+        "lost": sum(1 for page_id in expected if page_id not in seen) + max(bad - len(rejected), 0),
+        "doubled": sum(1 for n in seen.values() if n > 1) + sum(1 for n in rejected.values() if n > 1),
+        "duplicate_id": sum(1 for row in lines["rejected"] if row["dedup"]["reason"] == "duplicate_id"),
+        "rejected_out": len(lines["rejected"]),
+        "verdicts_differ": sum(1 for k, v in expected.items() if got.get(k) != v),
+        "summary_records": summary["records"], "seconds": 0.0,
+    }
+    ok = (result["lost"] == 0 and result["doubled"] == 0 and result["verdicts_differ"] == 0
+          and result["duplicate_id"] == 0 and result["rejected_out"] == bad and final.returncode == 0
+          and summary["records"] == len(messages) == sum(len(rows) for rows in lines.values()))
+    return result, ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", default="worker", choices=("worker", "file"),
+                        help="kill the Kafka worker, or `streamdedup dedup` (file mode)")
     parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--broker", default="noida", choices=("noida", "tansu"))
@@ -110,6 +198,11 @@ def main() -> None:
     baseline = run_records(messages, work / "baseline")
     expected = {o.dedup["id"]: o.status for o in baseline if o.status != "rejected"}
     bad = sum(1 for o in baseline if o.status == "rejected")
+    if args.mode == "file":
+        result, ok = file_mode(args, rng, work, messages, expected, bad)
+        result["seconds"] = round(time.monotonic() - started, 1)
+        print(json.dumps(result))
+        sys.exit(0 if ok else 1)
     with EmbeddedBroker(work / "broker", kind=args.broker) as broker:
         run = uuid.uuid4().hex[:6]
         settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"crash-{run}", worker_id="w1",

@@ -29,7 +29,6 @@ import dataclasses
 import errno
 import fcntl
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ import xxhash
 
 from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs
 from streamdedup.record.readers import RawRecord
-from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.store.signature_store import SignatureStore, StoreBatch, foreign_files
 
 LEDGER_VERSION = 1
 STDIN = "-"
@@ -218,17 +217,13 @@ def lock_out(out: Path) -> int:
     return fd
 
 
-_STORE_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+(\.dbtmp)?"
-                         r"|\d+\.(sst|log|blob)|rocksdict-config\.json|lexicon-.+\.json\.gz")
-
-
 def remove_store(state: Path) -> None:
     """--fresh: delete `state` only if it is a streamdedup store (or empty) that no process holds."""
     if not state.exists():
         return
     if not state.is_dir():
         raise JobRefused(f"--fresh: {state} is not a streamdedup store (not a directory); not deleting it")
-    foreign = sorted(name for name in os.listdir(state) if not _STORE_FILE.fullmatch(name))
+    foreign = sorted(foreign_files(os.listdir(state)))
     if foreign:
         raise JobRefused(f"--fresh: {state} is not a streamdedup store (it holds {foreign[0]!r}"
                          f"{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}); not deleting it: "

@@ -60,6 +60,12 @@ _ROCKSDB_OTHER_FILE = re.compile(r"IDENTITY|LOCK|LOG(\.old\.\d+)?|OPTIONS-\d+(\.
 _LEXICON_COPY = re.compile(r"lexicon-.+\.json\.gz")  # detector.keep_lexicon_with_state, before the store opens
 
 
+def foreign_files(names: Iterable[str]) -> list[str]:
+    """The names that are neither RocksDB's nor a lexicon copy: a directory holding any is not a store."""
+    return [n for n in names if not (_ROCKSDB_DATA_FILE.fullmatch(n) or _ROCKSDB_OTHER_FILE.fullmatch(n)
+                                     or n == "CURRENT" or _LEXICON_COPY.fullmatch(n))]
+
+
 def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
     """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text
     says 'IO error: ... LOCK' or 'Corruption: ...'), or None if it is no store error."""
@@ -79,6 +85,15 @@ def _damaged(where: str, what: str) -> str:
     return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
             "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
             "rerunning the inputs with a new --state")
+
+
+def _pinned(key: str, value: str | None) -> str | None:
+    """A configuration value as stores compare it: methods with their lexicon by version."""
+    if value is None or not key.startswith("method."):
+        return value
+    from streamdedup.fingerprints.registry import pinned_description
+
+    return pinned_description(value)
 
 
 class SignatureStore:
@@ -117,7 +132,7 @@ class SignatureStore:
         if raw is None:
             raise StoreError(f"{path} is a RocksDB database but not a streamdedup store")
         config = json.loads(raw)
-        methods = [method_from_description(v) for k, v in config.items() if k.startswith("method.")]
+        methods = [method_from_description(v, Path(path)) for k, v in config.items() if k.startswith("method.")]
         own = {k: v for k, v in config.items() if k not in ("schema", "method_tags") and not k.startswith("method.")}
         return cls(path, methods, own)
 
@@ -134,7 +149,7 @@ class SignatureStore:
         data = [n for n in names if _ROCKSDB_DATA_FILE.fullmatch(n)]
         if data:
             raise StoreCorrupt(_damaged(f"the store at {path}", f"it has {', '.join(data[:3])} but no CURRENT file"))
-        foreign = [n for n in names if not (_ROCKSDB_OTHER_FILE.fullmatch(n) or _LEXICON_COPY.fullmatch(n))]
+        foreign = foreign_files(names)
         if foreign:
             raise StoreError(f"{path} is not a store and not empty (it holds {foreign[0]!r}): a new store is only "
                              "made in an empty or new directory; give --state a store or an empty directory")
@@ -200,7 +215,7 @@ class SignatureStore:
             return
         built = json.loads(stored)
         diffs = [f"  {k}: store has {built.get(k)!r}, this run asks for {wanted.get(k)!r}"
-                 for k in sorted(set(built) | set(wanted)) if built.get(k) != wanted.get(k)]
+                 for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
         if diffs:
             self.close()
             raise StoreConfigMismatch(

@@ -103,11 +103,12 @@ def test_store_held_by_another_process_keeps_outputs(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         result = subprocess.run([*COMMAND, str(data), "--out", str(out), "--state", str(state), "-q"],
                                 capture_output=True, text=True, timeout=120)
+        fresh = dedup(str(data), "--out", str(out), "--state", str(state), "--fresh")  # a store in use stays
     finally:
         holder.kill()
         holder.wait()
-    assert result.returncode != 0
-    assert snapshot(out) == before
+    assert result.returncode != 0 and fresh == 2
+    assert snapshot(out) == before and (state / "CURRENT").exists()
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
 
 
