@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.a12 import A12Method
@@ -53,22 +55,72 @@ METHODS: dict[str, type[FingerprintMethod[Any, Any]]] = {
 }
 
 
-def method_from_description(description: str) -> FingerprintMethod[Any]:
+_DESCRIPTION = re.compile(r"(?P<name>\w+)\((?P<params>.*)\)(?:\[(?P<version>[^\]]+)\])?", re.DOTALL)
+
+
+def parse_description(description: str) -> tuple[str, dict[str, str], str | None]:
+    """'imatch(min_idf=2.5,...,lexicon=/x/l.json.gz)[corpus-ab12]' -> name, parameter texts and
+    the version of the statistics the method uses (the [suffix]; None for methods without)."""
+    match = _DESCRIPTION.fullmatch(description)
+    cls = METHODS.get(match["name"]) if match else None
+    if match is None or cls is None:
+        raise ValueError(f"not a method description: {description!r}")
+    fields = cls.params_type.__dataclass_fields__
+    # split only before a known name: a value (a lexicon path) may hold commas
+    items = re.split(",(?=(?:%s)=)" % "|".join(map(re.escape, fields)), match["params"]) if match["params"] else []
+    params: dict[str, str] = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        if not equals or key not in fields:
+            raise ValueError(f"not a method description: {description!r} ({item!r} is no {match['name']} parameter)")
+        params[key] = value
+    return match["name"], params, match["version"]
+
+
+def pinned_description(description: str) -> str:
+    """What a store compares: a lexicon by its version (the [suffix]), not by where its file was.
+    A method that uses no statistics has no suffix, and its lexicon setting does not matter."""
+    try:
+        name, params, version = parse_description(description)
+    except ValueError:
+        return description
+    params.pop("lexicon", None)
+    text = f"{name}({','.join(f'{k}={v}' for k, v in params.items())})"
+    return f"{text}[{version}]" if version else text
+
+
+def method_from_description(description: str, lexicon_dir: Path | None = None) -> FingerprintMethod[Any]:
     """Inverse of `FingerprintMethod.describe()`: 'minhash(num_perm=128,threshold=0.5)' -> method.
 
     Lets a store rebuild the exact methods it was built with, so maintenance commands need no flags.
+    A lexicon is found by its version: the store's copy in `lexicon_dir` (lexicon-<version>.json.gz,
+    see detector.keep_lexicon_with_state), else the recorded path if it still holds that version.
     """
-    name, _, rest = description.partition("(")
-    cls = METHODS.get(name)
-    if cls is None or not rest.endswith(")"):
-        raise ValueError(f"not a method description: {description!r}")
-    fields = cls.params_type.__dataclass_fields__
+    name, texts, version = parse_description(description)
+    fields = METHODS[name].params_type.__dataclass_fields__
     params: dict[str, Any] = {}
-    for item in filter(None, rest[:-1].split(",")):
-        key, _, value = item.partition("=")
+    for key, value in texts.items():
         default = fields[key].default
-        params[key] = (value == "True") if isinstance(default, bool) else type(default)(value)
+        if key == "lexicon":
+            params[key] = _lexicon_of(value, version, lexicon_dir)
+        else:
+            params[key] = (value == "True") if isinstance(default, bool) else type(default)(value)
     return create_method(name, **params)
+
+
+def _lexicon_of(recorded: str, version: str | None, lexicon_dir: Path | None) -> str:
+    from streamdedup.stats.lexicon import load_lexicon
+
+    if version is None:  # the method does not use the statistics
+        return recorded if recorded == "wordfreq" or Path(recorded).exists() else "wordfreq"
+    if version.startswith("wordfreq-"):
+        return "wordfreq"  # another installed wordfreq version shows as a configuration difference
+    candidates = ([lexicon_dir / f"lexicon-{version}.json.gz"] if lexicon_dir is not None else []) + [Path(recorded)]
+    for path in candidates:
+        if path.is_file() and load_lexicon(str(path)).version == version:
+            return str(path)
+    raise ValueError(f"the lexicon {version} the store was built with is not found: put its file at "
+                     f"{candidates[0]} (made by `streamdedup lexicon build`)")
 
 
 def create_method(name: str, **params: Any) -> FingerprintMethod[Any]:

@@ -87,6 +87,15 @@ def _damaged(where: str, what: str) -> str:
             "rerunning the inputs with a new --state")
 
 
+def _pinned(key: str, value: str | None) -> str | None:
+    """A configuration value as stores compare it: methods with their lexicon by version."""
+    if value is None or not key.startswith("method."):
+        return value
+    from streamdedup.fingerprints.registry import pinned_description
+
+    return pinned_description(value)
+
+
 class SignatureStore:
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
                  config: Mapping[str, str]) -> None:
@@ -123,7 +132,7 @@ class SignatureStore:
         if raw is None:
             raise StoreError(f"{path} is a RocksDB database but not a streamdedup store")
         config = json.loads(raw)
-        methods = [method_from_description(v) for k, v in config.items() if k.startswith("method.")]
+        methods = [method_from_description(v, Path(path)) for k, v in config.items() if k.startswith("method.")]
         own = {k: v for k, v in config.items() if k not in ("schema", "method_tags") and not k.startswith("method.")}
         return cls(path, methods, own)
 
@@ -206,7 +215,7 @@ class SignatureStore:
             return
         built = json.loads(stored)
         diffs = [f"  {k}: store has {built.get(k)!r}, this run asks for {wanted.get(k)!r}"
-                 for k in sorted(set(built) | set(wanted)) if built.get(k) != wanted.get(k)]
+                 for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
         if diffs:
             self.close()
             raise StoreConfigMismatch(
