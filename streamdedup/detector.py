@@ -26,8 +26,9 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.store.signature_store import SignatureStore, StoreBatch, method_tags
 from streamdedup.tokens.document import Document
+from streamdedup.verdict.engine import Candidate, decide, similarities
 from streamdedup.verdict.policy import SitePolicy, Verdict
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class Detector:
         self.methods: list[FingerprintMethod[Any]] = [
             create_method(name, **config.params_for(name)) for name in config.methods]
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
+        tags = method_tags([m.name for m in self.methods])
+        self.methods_by_tag = {tags[m.name]: m for m in self.methods}
         self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION}
         warm_up(self.methods)
         if state_dir is None:
@@ -197,65 +200,36 @@ class Detector:
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, keys: dict[int, list[bytes]],
                            names: dict[int, list[bytes]]) -> Verdict:
-        """Verified candidates -> policy -> verdict; then the page is filed for later pages."""
-        page = fp.page
-        matches, same_site = self._verified_matches(fp, batch, event_ms, names)
-        decision = self.policy.decide(matches, same_site)
-        if decision is None:
-            cluster_id, verdict = page.id, None
-        else:
-            earliest = batch.doc(decision.seq)
-            assert earliest is not None
-            cluster_id = earliest.cluster_id
-            verdict = Verdict(page.id, "duplicate", cluster_id, earliest.page_id,
-                              decision.similarity, decision.rule)
-        others = self._other_clusters(matches, same_site, batch, cluster_id)
-        if verdict is None:
-            verdict = Verdict(page.id, "unique", cluster_id, merged_clusters=others)
-        elif others:
-            verdict = Verdict(**{**verdict.__dict__, "merged_clusters": others})
+        """Verified candidates -> policy -> verdict (the engine); then the page is filed for later pages."""
+        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names))
         tags = self.store.tags
         signatures = {tags[name]: method.encode(sig) for method in self.methods
                       if (sig := fp.signatures[(name := method.name)]) is not None}
-        batch.add(DocRecord(batch.next_seq(), page.id, event_ms, cluster_id,
+        batch.add(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
                             verdict.duplicate_of or "", signatures, fp.site_hash), keys, names)
         return verdict
 
-    def _verified_matches(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int,
-                          names: dict[int, list[bytes]]) -> tuple[dict[int, dict[str, float]], dict[int, bool]]:
-        """Candidates by key lookup per method, each verified by that method's own test; and
-        whether each matched page is from the page's own site."""
+    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int,
+                    names: dict[int, list[bytes]]) -> list[Candidate]:
+        """Every stored page sharing any index key with this one and inside its retention window,
+        verified by every method (`engine.similarities`) and judged by the policy."""
         oldest_ms = self.clock.oldest_kept(event_ms)
-        matches: dict[int, dict[str, float]] = {}
-        docs: dict[int, DocRecord | None] = {}
-        for method in self.methods:
-            signature = fp.signatures[method.name]
-            if signature is None:
-                continue
-            tag = self.store.tags[method.name]
-            for seq in batch.candidates(names[tag]):
-                if seq not in docs:
-                    docs[seq] = batch.doc(seq)
-                doc = docs[seq]
-                if doc is None or tag not in doc.signatures:
-                    continue
-                if oldest_ms is not None and doc.event_ms < oldest_ms:
-                    continue
-                similarity = method.similarity(signature, method.decode(doc.signatures[tag]))
-                if similarity is not None:
-                    matches.setdefault(seq, {})[method.name] = similarity
-        same_site = {seq: docs[seq].site == fp.site_hash for seq in matches}  # type: ignore[union-attr]
-        return matches, same_site
-
-    def _other_clusters(self, matches: dict[int, dict[str, float]], same_site: dict[int, bool],
-                        batch: StoreBatch, cluster_id: str) -> tuple[str, ...]:
-        """Clusters of other policy-level matches: this page bridges them (a cluster merge)."""
-        others: list[str] = []
-        for seq in self.policy.matching_seqs(matches, same_site):
+        tags = self.store.tags
+        mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        found: list[Candidate] = []
+        for seq in batch.candidates([name for tag_names in names.values() for name in tag_names]):
             doc = batch.doc(seq)
-            if doc is not None and doc.cluster_id != cluster_id and doc.cluster_id not in others:
-                others.append(doc.cluster_id)
-        return tuple(others)
+            if doc is None or (oldest_ms is not None and doc.event_ms < oldest_ms):
+                continue
+            by_method = similarities(self.methods_by_tag, mine, doc.signatures)
+            judged = self.policy.judge(by_method, doc.site == fp.site_hash)
+            if judged is None:
+                continue
+            # the cluster's first page orders the clusters; one expired or deleted is older than any stored
+            root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
+            found.append(Candidate(seq, doc.page_id, judged[0], judged[1], -1 if root_seq is None else root_seq,
+                                   doc.cluster_id))
+        return found
 
     # -- rejected records -------------------------------------------------------------------
     @staticmethod

@@ -41,13 +41,6 @@ class Verdict:
         return out
 
 
-@dataclass(frozen=True)
-class Decision:
-    seq: int
-    rule: str
-    similarity: float
-
-
 Term = tuple[str, float]  # (method, minimum similarity)
 
 
@@ -103,22 +96,7 @@ class SitePolicy:
     def _rule(self, by_method: Mapping[str, float], same_site: bool) -> tuple[Term, ...] | None:
         return (self.same_site if same_site else self.other_site).first_rule(by_method)
 
-    def decide(self, matches: Mapping[int, Mapping[str, float]],
-               same_site: Mapping[int, bool] | None = None) -> Decision | None:
-        """`matches[seq][method] = similarity` for every verified candidate; earliest seq wins."""
-        for seq in sorted(matches):
-            rule = self._rule(matches[seq], bool(same_site and same_site.get(seq)))
-            if rule is not None:
-                label = "+".join(m for m, _ in rule)
-                return Decision(seq, label, matches[seq][rule[0][0]])
-        return None
-
     def judge(self, by_method: Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
         """One candidate: the label of the first rule it satisfies and that rule's similarity."""
         rule = self._rule(by_method, same_site)
         return None if rule is None else ("+".join(m for m, _ in rule), by_method[rule[0][0]])
-
-    def matching_seqs(self, matches: Mapping[int, Mapping[str, float]],
-                      same_site: Mapping[int, bool] | None = None) -> list[int]:
-        return [seq for seq in sorted(matches)
-                if self._rule(matches[seq], bool(same_site and same_site.get(seq))) is not None]

@@ -24,6 +24,7 @@ from rocksdict import Options, Rdict, WriteBatch
 
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader
+from streamdedup.verdict.engine import Candidate, decide
 
 _WAITING, _FINISHED, _META = b"W", b"F", b"M"
 
@@ -66,21 +67,10 @@ def verdict_of(header: PageHeader, answers: list[Answer]) -> tuple[dict[str, Any
             earlier.setdefault(match.page_id, match)
         for match in answer.later:
             later.setdefault(match.page_id, match)
-    page_id = header.page_id
-    if earlier:
-        first = min(earlier.values(), key=lambda m: m.order)
-        roots = sorted({(m.root_order, m.root_id) for m in earlier.values()})
-        cluster_id = roots[0][1]
-        dedup: dict[str, Any] = {"id": page_id, "status": "duplicate", "duplicate_of": first.page_id,
-                                 "similarity": round(first.similarity, 4), "method": first.rule,
-                                 "cluster_id": cluster_id}
-        others = [root_id for _, root_id in roots[1:] if root_id != cluster_id]
-        if others:
-            dedup["merged_clusters"] = list(dict.fromkeys(others))
-    else:
-        cluster_id = page_id
-        dedup = {"id": page_id, "status": "unique", "duplicate_of": None, "similarity": None,
-                 "method": None, "cluster_id": cluster_id}
+    verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
+                                      for m in earlier.values()))
+    page_id, cluster_id = header.page_id, verdict.cluster_id
+    dedup = verdict.as_dict()
     if header.time_note:
         dedup["time_note"] = header.time_note
     events = [{"type": "late_match", "page_id": m.page_id, "duplicate_of": page_id, "cluster_id": cluster_id,

@@ -26,6 +26,7 @@ from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.verdict.engine import similarities
 from streamdedup.verdict.policy import SitePolicy
 
 
@@ -63,7 +64,7 @@ class IndexPartition:
             other = batch.doc(seq)
             if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
                 continue
-            judged = self.policy.judge(self._similarities(mine, other), other.site == doc.site)
+            judged = self.policy.judge(similarities(self.by_tag, mine, other.signatures), other.site == doc.site)
             if judged is None:
                 continue
             order = bytes.fromhex(other.cluster_id)
@@ -74,17 +75,6 @@ class IndexPartition:
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
                             f"{root[0].hex()} {root[1]}", doc.signatures, doc.site), request.keys, names)
         return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
-
-    def _similarities(self, mine: Mapping[int, Any], other: DocRecord) -> dict[str, float]:
-        out = {}
-        for tag, signature in mine.items():
-            data = other.signatures.get(tag)
-            if data is not None:
-                method = self.by_tag[tag]
-                similarity = method.similarity(signature, method.decode(data))
-                if similarity is not None:
-                    out[method.name] = similarity
-        return out
 
     # -- the runtime's side: staged changes, offsets ------------------------------------------
     def _batch(self) -> StoreBatch:

@@ -1,0 +1,68 @@
+"""The one decision engine: verified candidates + policy -> verdict. Pure; every mode calls it.
+
+File mode, the local topology and the Faust app judge a page against one store; the global
+topology judges it in every index partition its keys live in and gathers the answers by page id.
+Both go through the same three steps here, so `streamdedup eval` measures what the Kafka worker does:
+
+1. `similarities`: a candidate (a page sharing any index key) is verified by *every* method both
+   pages have a signature for, not only by the method whose key brought it: the policy's rules
+   ("simhash+a12") need all the evidence, wherever the candidate came from.
+2. `SitePolicy.judge`: the first rule the candidate satisfies (own-site candidates by the site
+   policy) -> a `Candidate`, with its place in the order and the cluster it belongs to.
+3. `decide`: the earliest candidate in the order is what the page duplicates; the page joins the
+   oldest cluster among its candidates' clusters (the earliest root), and names the others it
+   bridges (`merged_clusters`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.verdict.policy import Verdict
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An earlier page that passed the policy against the page being judged.
+
+    `order` is the candidate's place in the order every mode agrees on (file mode: its sequence
+    number; the global topology: its global order bytes); `root_order`/`root_id` name the first
+    page of the cluster it belongs to."""
+
+    order: Any  # int or bytes: comparable within one run
+    page_id: str
+    rule: str
+    similarity: float
+    root_order: Any
+    root_id: str
+
+
+def similarities(methods_by_tag: Mapping[int, FingerprintMethod[Any, Any]], mine: Mapping[int, Any],
+                 theirs: Mapping[int, bytes]) -> dict[str, float]:
+    """Every method's verdict on one pair: `mine` are the page's decoded signatures by method tag,
+    `theirs` the candidate's encoded ones. A method that abstains or finds no match is absent."""
+    out: dict[str, float] = {}
+    for tag, signature in mine.items():
+        data = theirs.get(tag)
+        if data is None:
+            continue
+        method = methods_by_tag[tag]
+        similarity = method.similarity(signature, method.decode(data))
+        if similarity is not None:
+            out[method.name] = similarity
+    return out
+
+
+def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:
+    """The verdict from the page's candidates earlier in the order (none: unique)."""
+    ranked = sorted(earlier, key=lambda c: c.order)
+    if not ranked:
+        return Verdict(page_id, "unique", page_id)
+    first = ranked[0]
+    roots = sorted({(c.root_order, c.root_id) for c in ranked})
+    cluster_id = roots[0][1]
+    merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
+    return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged)
