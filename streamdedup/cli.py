@@ -194,7 +194,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
     worker = Worker(settings, detector_config(args))
     if args.metrics_port:
-        worker.metrics.serve(args.metrics_port)
+        worker.metrics.serve(args.metrics_port, args.metrics_host)
     stats = worker.run(idle_timeout_s=args.exit_when_idle)
     print(orjson.dumps({"consumed": stats.consumed, "produced": dict(stats.produced), "replayed": stats.replayed,
                         "batches": stats.batches, "aborted": stats.aborted}).decode())
@@ -306,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--group-id")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
+    worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),
+                        help="address the metrics endpoint binds (env STREAMDEDUP_METRICS_HOST; default 127.0.0.1, "
+                             "loopback only: it has no authentication; 0.0.0.0 in a container)")
     worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
     _add_detector_options(worker)

@@ -10,7 +10,8 @@ from streamdedup.runtime.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-OUR_ENV = {"STREAMDEDUP_BOOTSTRAP_SERVERS"} | {f"STREAMDEDUP_{f.name.upper()}" for f in fields(WorkerSettings)}
+OUR_ENV = ({"STREAMDEDUP_BOOTSTRAP_SERVERS", "STREAMDEDUP_METRICS_PORT", "STREAMDEDUP_METRICS_HOST"}  # the CLI's
+           | {f"STREAMDEDUP_{f.name.upper()}" for f in fields(WorkerSettings)})
 
 
 def test_services_that_build_use_existing_files_and_real_commands():

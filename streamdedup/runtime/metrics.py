@@ -8,6 +8,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 
+DEFAULT_HOST = "127.0.0.1"
+
+
 class WorkerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -29,5 +32,9 @@ class WorkerMetrics:
         self.store_keys = Gauge("streamdedup_store_keys", "Estimated keys in a partition's store",
                                 ["partition"], registry=self.registry)
 
-    def serve(self, port: int, host: str = "0.0.0.0") -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+    def serve(self, port: int, host: str = DEFAULT_HOST) -> tuple[str, int]:
+        """Expose the registry over HTTP; returns the bound address. Loopback by default: the
+        endpoint has no authentication, so other interfaces only on purpose (0.0.0.0 in a container)."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        address: tuple[str, int] = server.server_address[:2]
+        return address

@@ -12,12 +12,21 @@ from pathlib import Path
 from typing import Any, Mapping
 
 TOPOLOGIES = ("global", "local")
-SECRET_MARKERS = ("password", "secret", "key", "token", "credential")
+SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
+
+
+def is_secret(name: str) -> bool:
+    """Whether a client setting may carry a secret: a password, key, token or credential in its
+    name, or a `*.config` (sasl.jaas.config, sasl.oauthbearer.config: a client secret inline).
+    File locations (ssl.ca.location, ssl.key.location) name a path, not its content."""
+    lower = name.lower()
+    if lower.endswith(".location"):
+        return False
+    return lower.endswith(".config") or any(marker in lower for marker in SECRET_MARKERS)
 
 
 def mask(settings: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: "*****" if any(m in k.lower() for m in SECRET_MARKERS) and "location" not in k else v
-            for k, v in settings.items()}
+    return {k: "*****" if is_secret(k) else v for k, v in settings.items()}
 
 
 @dataclass(frozen=True)

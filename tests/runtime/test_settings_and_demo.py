@@ -33,3 +33,38 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert (summary["pages_in"], summary["unique"], summary["duplicates"], summary["rejected"]) == (4, 2, 1, 1)
     assert summary["clusters"] == 2 and summary["largest_cluster"] == 2
     assert "Where to look next" in capsys.readouterr().out
+
+
+def test_every_secret_bearing_setting_is_masked_in_the_start_up_line(tmp_path):
+    secrets = {"sasl.oauthbearer.config": "principal=svc clientSecret=s3cret-1",
+               "sasl.jaas.config": 'org.apache...PlainLoginModule required password="s3cret-2";',
+               "sasl.oauthbearer.client.secret": "s3cret-3", "ssl.keystore.password": "s3cret-4",
+               "ssl.key.pem": "-----BEGIN PRIVATE KEY----- s3cret-5", "ssl.key.password": "s3cret-6",
+               "sasl.password": "s3cret-7"}
+    harmless = {"ssl.ca.location": "/etc/ca.pem", "ssl.key.location": "/etc/client.key",
+                "sasl.mechanism": "OAUTHBEARER", "security.protocol": "SASL_SSL", "sasl.username": "svc-user"}
+    config = tmp_path / "worker.toml"
+    config.write_text("[kafka]\n" + "".join(f"\"{k}\" = '{v}'\n" for k, v in {**secrets, **harmless}.items()))
+    env = {"STREAMDEDUP_KAFKA_SASL_OAUTHBEARER_CONFIG": "principal=svc clientSecret=s3cret-8"}
+    settings = WorkerSettings.load(config, env=env)
+    assert settings.client()["sasl.oauthbearer.config"].endswith("s3cret-8")  # passed to the client intact
+    shown = repr(settings)  # what the worker logs at start-up
+    assert "s3cret" not in shown
+    assert all(value in shown for value in harmless.values())
+
+
+def test_the_metrics_endpoint_binds_loopback_unless_told(monkeypatch):
+    import urllib.request
+
+    from streamdedup.cli import build_parser
+    from streamdedup.runtime.metrics import WorkerMetrics
+
+    metrics = WorkerMetrics()
+    host, port = metrics.serve(0)
+    assert host == "127.0.0.1"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        assert b"streamdedup_pages_total" in response.read()
+    assert build_parser().parse_args(["worker"]).metrics_host == "127.0.0.1"
+    assert build_parser().parse_args(["worker", "--metrics-host", "0.0.0.0"]).metrics_host == "0.0.0.0"
+    monkeypatch.setenv("STREAMDEDUP_METRICS_HOST", "0.0.0.0")
+    assert build_parser().parse_args(["worker"]).metrics_host == "0.0.0.0"
