@@ -32,7 +32,7 @@ import xxhash
 
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.config import DEFAULT_METHODS
-from streamdedup.detector import fingerprint_text
+from streamdedup.fingerprinter import fingerprint_text
 from streamdedup.fingerprints.registry import create_method
 from streamdedup.testing import make_article
 from streamdedup.tokens.document import Document

@@ -17,7 +17,7 @@ from dataclasses import replace
 import orjson
 
 from streamdedup.config import DetectorConfig
-from streamdedup.detector import Detector, Fingerprinted
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order
@@ -27,7 +27,7 @@ from streamdedup.testing import make_article
 
 
 def measure(pages: int, partitions: list[int]) -> dict:
-    detector = Detector(DetectorConfig(), None)
+    detector = Fingerprinter(DetectorConfig())
     tags = method_tags([m.name for m in detector.methods])
     rows: dict[int, list[dict]] = {p: [] for p in partitions}
     for i in range(pages):

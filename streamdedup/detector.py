@@ -1,86 +1,43 @@
-"""The detector: the thin runtime that strings the stages together for a stream of records.
+"""The detector: the pure stages, then the store and the decision engine, for a stream of records.
 
-record -> clean -> tokens -> fingerprints -> store lookup -> verdict -> store update.
-Everything here is glue; the algorithms live in the stage packages as pure functions. Kafka, file
-mode and the tests all drive this same class.
+record -> clean -> tokens -> fingerprints (`Fingerprinter`) -> store lookup -> verdict (the
+engine) -> store update. Everything here is glue; the algorithms live in the stage packages as pure
+functions. File mode, the local topology, the Faust app and the tests drive this same class.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
-import orjson
-import xxhash
-
-from streamdedup.clean.pipeline import clean_page
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
-from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.registry import create_method
-from streamdedup.record.page import Page, page_from_record
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
 from streamdedup.record.readers import RawRecord
-from streamdedup.record.rejection import Reason, Rejected
+from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, method_tags
-from streamdedup.tokens.document import Document
 from streamdedup.verdict.engine import Candidate, decide, similarities
 from streamdedup.verdict.policy import SitePolicy, Verdict
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One input record's result: the record (all its fields) and its `dedup` object."""
-
-    record: dict[str, Any]
-    dedup: dict[str, Any]
-    origin: str
-
-    @property
-    def status(self) -> str:
-        return self.dedup["status"]
-
-    def output(self) -> dict[str, Any]:
-        return {**self.record, "dedup": self.dedup}
-
-
-@dataclass
-class Fingerprinted:
-    """A page after the pure stages, ready for the store: its signatures by method name."""
-
-    page: Page
-    record: dict[str, Any]
-    origin: str
-    signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
-    text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
-    arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
-
-    @property
-    def site_hash(self) -> int:
-        return xxhash.xxh3_64_intdigest(self.page.site.encode("utf-8", "surrogatepass"))
-
-
 class Detector:
-    def __init__(self, config: DetectorConfig, state_dir: str | Path | None) -> None:
-        """`state_dir=None`: only the pure stages (`prepare`), no store (a stateless
-        fingerprinting step, as in the scale-out topology)."""
+    """The pure stages (a `Fingerprinter`) followed by the stateful one: store lookups, the
+    decision engine, the page filed for later pages, in one atomic write per batch."""
+
+    def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
-        self.methods: list[FingerprintMethod[Any]] = [
-            create_method(name, **config.params_for(name)) for name in config.methods]
+        self.fingerprinter = Fingerprinter(config)
+        self.methods = self.fingerprinter.methods
+        self.prepare = self.fingerprinter.prepare
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         tags = method_tags([m.name for m in self.methods])
         self.methods_by_tag = {tags[m.name]: m for m in self.methods}
-        self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION}
-        warm_up(self.methods)
-        if state_dir is None:
-            self.store = None  # type: ignore[assignment]
-            return
+        self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.store = SignatureStore(state_dir, self.methods, self.store_config)
@@ -93,8 +50,7 @@ class Detector:
         return fp
 
     def close(self) -> None:
-        if self.store is not None:
-            self.store.close()
+        self.store.close()
 
     def __enter__(self) -> "Detector":
         return self
@@ -116,20 +72,6 @@ class Detector:
 
     def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
         return self.decide_batch([self.prepare(raw) for raw in raws])
-
-    def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
-        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
-        record: dict[str, Any] = {}
-        try:
-            value, record = self._decode(raw)
-            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
-            text, signatures = self.signatures(page)
-            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms)
-        except Rejected as rejected:
-            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
-        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
-            log.exception("processing failed for %s", raw.origin)
-            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
 
     def decide_batch(self, items: list[Fingerprinted | Outcome]) -> list[Outcome]:
         """The stateful stage: look up, decide and record each page; one atomic store write."""
@@ -180,24 +122,6 @@ class Detector:
             dedup["time_note"] = stamp.note
         return Outcome(fp.record, dedup, fp.origin)
 
-    @staticmethod
-    def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
-        """The record's JSON value and its pass-through fields (JSON-safe)."""
-        if raw.rejection is not None:  # a part of the input its reader could not read
-            raise Rejected(*raw.rejection)
-        if raw.fields is not None:
-            return raw.fields, _raw_payload(raw)
-        try:
-            value = orjson.loads(raw.data or b"")
-        except orjson.JSONDecodeError as err:
-            raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
-        return value, value if isinstance(value, dict) else {}
-
-    def signatures(self, page: Page) -> tuple[str, dict[str, Any]]:
-        """Clean, tokenise and compute every enabled method's signature."""
-        text = clean_page(page, self.config.cleaning)
-        return text, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
-
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, keys: dict[int, list[bytes]],
                            names: dict[int, list[bytes]]) -> Verdict:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later pages."""
@@ -231,36 +155,6 @@ class Detector:
                                    doc.cluster_id))
         return found
 
-    # -- rejected records -------------------------------------------------------------------
-    @staticmethod
-    def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
-        if not record:
-            record = _raw_payload(raw)
-        return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
-                                "origin": raw.origin}, raw.origin)
-
-
-_WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes
-                  "東京 und Wörter; བོད་ཀྱི།")  # other text as 32-bit code points
-
-
-def warm_up(methods: list[FingerprintMethod[Any]]) -> None:
-    """Load the compiled kernels and tables (numba's disk cache, the character table) before the
-    store opens, so the first batch of a fresh process is not seconds slower than the rest."""
-    for text in _WARM_UP_TEXTS:
-        fingerprint_text(text, None, methods, 0)
-
-
-def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMethod[Any]],
-                     min_words: int) -> dict[str, Any]:
-    """Cleaned text -> each method's signature (None: it abstains); one Document shared by all."""
-    doc = Document.from_text(text, lang)
-    if doc.num_tokens < min_words:
-        raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
-                       f"{min_words}): the page is only boilerplate or markup")
-    return {m.name: m.signature(doc) for m in methods}
-
-
 def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:
     """A copy of the lexicon the signatures were built with lives beside them."""
     import shutil
@@ -269,19 +163,3 @@ def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:
     target = state_dir / f"lexicon-{load_lexicon(str(lexicon)).version}.json.gz"
     if not target.exists():
         shutil.copyfile(lexicon, target)
-
-
-def _raw_payload(raw: RawRecord) -> dict[str, Any]:
-    """The original bytes, kept so a rejected record can be inspected and replayed."""
-    if raw.fields is not None:
-        fields = dict(raw.fields)
-        content = fields.get("content")
-        if isinstance(content, bytes):
-            fields["content_base64"] = base64.b64encode(content).decode("ascii")
-            del fields["content"]
-        return fields
-    data = raw.data or b""
-    try:
-        return {"raw": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"raw_base64": base64.b64encode(data).decode("ascii")}

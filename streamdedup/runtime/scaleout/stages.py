@@ -17,7 +17,7 @@ import orjson
 from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
-from streamdedup.detector import Detector, Fingerprinted, Outcome
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.local_stage import emit_outcome, message_timestamp, source_of
@@ -31,6 +31,7 @@ from streamdedup.runtime.scaleout.routing import key_partition, page_order, page
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
+from streamdedup.verdict.policy import SitePolicy
 
 
 @dataclass(frozen=True)
@@ -65,16 +66,16 @@ class FingerprintPartition:
 
     stateful = False
 
-    def __init__(self, detector: Detector, routes: Routes) -> None:
-        self.detector = detector
+    def __init__(self, fingerprinter: Fingerprinter, routes: Routes) -> None:
+        self.fingerprinter = fingerprinter
         self.routes = routes
-        self.tags = method_tags([m.name for m in detector.methods])
-        self.max_skew_ms = int(detector.config.max_clock_skew.total_seconds() * 1000)
+        self.tags = method_tags([m.name for m in fingerprinter.methods])
+        self.max_skew_ms = int(fingerprinter.config.max_clock_skew.total_seconds() * 1000)
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         now_ms = int(time.time() * 1000)
         for message in messages:
-            item = self.detector.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
+            item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
             if isinstance(item, Outcome):
                 emit_outcome(out, message, item)
                 continue
@@ -83,7 +84,7 @@ class FingerprintPartition:
             # stateless: no watermark here, so an undated page is filed at its arrival time
             event = RetentionClock(None, self.max_skew_ms).stamp(page.event_time_ms, stamp, now_ms)
             order = page_order(event.event_ms, stamp or 0, message.partition(), message.offset())
-            doc, keys = index_requests(item, self.detector.methods, self.tags, event.event_ms,
+            doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
             for partition, partition_keys in sorted(keys.items()):
@@ -194,7 +195,8 @@ class GlobalTopology:
         topics = settings.topics
         self.settings = settings
         self.config = config
-        self.detector = Detector(config, None)
+        self.fingerprinter = Fingerprinter(config)
+        self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts])
         self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
 
@@ -204,9 +206,9 @@ class GlobalTopology:
     def open(self, topic: str, partition: int) -> Any:
         path = self.settings.state_dir / f"{topic}-{partition}"
         if topic == self.routes.index_topic:
-            return IndexStagePartition(IndexPartition(Path(path), self.detector.methods, self.detector.policy,
-                                                      self.detector.store_config, partition, self.retention_ms),
+            return IndexStagePartition(IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
+                                                      self.fingerprinter.store_config, partition, self.retention_ms),
                                        self.routes)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path)))
-        return FingerprintPartition(self.detector, self.routes)
+        return FingerprintPartition(self.fingerprinter, self.routes)

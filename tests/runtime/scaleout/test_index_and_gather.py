@@ -3,32 +3,34 @@ two near-duplicates in flight, answers in any order, repeated ids."""
 
 from __future__ import annotations
 
+import orjson
+
 from streamdedup.config import DetectorConfig
-from streamdedup.detector import Detector, Fingerprinted
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.gather_stage import GatherPartition, verdict_of
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
-from streamdedup.store.signature_store import method_tags
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.runtime.scaleout.stages import index_requests
+from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import make_article
+from streamdedup.verdict.policy import SitePolicy
 
-import orjson
 
-
-def request(detector: Detector, url: str, text: str, order: bytes) -> IndexRequest:
+def request(detector: Fingerprinter, url: str, text: str, order: bytes) -> IndexRequest:
     item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": url, "content": text, "content_type": "text/plain"})))
     assert isinstance(item, Fingerprinted)
     doc, keys = index_requests(item, detector.methods, method_tags([m.name for m in detector.methods]), 0, 1)
     return IndexRequest(order, doc, keys[0])
 
 def test_a_later_page_filed_first_is_reported_to_the_earlier_one(tmp_path):
-    detector = Detector(DetectorConfig(), None)
+    detector = Fingerprinter(DetectorConfig())
     text = "\n\n".join(make_article(7))
     early = request(detector, "https://a.example/1", text, page_order(1000, 5, 0, 0))
     late = request(detector, "https://b.example/1", text, page_order(2000, 6, 1, 0))
-    index = IndexPartition(tmp_path / "index", detector.methods, detector.policy, detector.store_config, partition=0)
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     late_answer = index.answer(late)  # the later page reaches this partition first
     early_answer = index.answer(early)
     assert late_answer.earlier == () and late_answer.later == ()

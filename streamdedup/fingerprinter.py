@@ -1,0 +1,147 @@
+"""The pure stages, as one named thing: record -> page -> clean -> tokens -> fingerprints.
+
+No state and no store: the Detector runs it before its store lookups, the global topology's
+fingerprint step runs it alone (its index partitions hold the state), evaluation and benchmarks
+run it to compare methods on the same signatures.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import xxhash
+
+from streamdedup.clean.pipeline import clean_page
+from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
+from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.registry import create_method
+from streamdedup.record.page import Page, page_from_record
+from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason, Rejected
+from streamdedup.tokens.document import Document
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One input record's result: the record (all its fields) and its `dedup` object."""
+
+    record: dict[str, Any]
+    dedup: dict[str, Any]
+    origin: str
+
+    @property
+    def status(self) -> str:
+        return self.dedup["status"]
+
+    def output(self) -> dict[str, Any]:
+        return {**self.record, "dedup": self.dedup}
+
+
+@dataclass
+class Fingerprinted:
+    """A page after the pure stages, ready for the store: its signatures by method name."""
+
+    page: Page
+    record: dict[str, Any]
+    origin: str
+    signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
+    text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
+    arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
+
+    @property
+    def site_hash(self) -> int:
+        return xxhash.xxh3_64_intdigest(self.page.site.encode("utf-8", "surrogatepass"))
+
+
+class Fingerprinter:
+    """Parses, cleans, tokenises and fingerprints one record at a time; pure and parallelisable."""
+
+    def __init__(self, config: DetectorConfig) -> None:
+        self.config = config
+        self.methods: list[FingerprintMethod[Any, Any]] = [
+            create_method(name, **config.params_for(name)) for name in config.methods]
+        # what signatures depend on besides the methods' own parameters (recorded in stores)
+        self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION}
+        warm_up(self.methods)
+
+    def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
+        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
+        record: dict[str, Any] = {}
+        try:
+            value, record = self._decode(raw)
+            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
+            text, signatures = self.signatures(page)
+            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms)
+        except Rejected as rejected:
+            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
+        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
+            log.exception("processing failed for %s", raw.origin)
+            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
+
+    @staticmethod
+    def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
+        """The record's JSON value and its pass-through fields (JSON-safe)."""
+        if raw.rejection is not None:  # a part of the input its reader could not read
+            raise Rejected(*raw.rejection)
+        if raw.fields is not None:
+            return raw.fields, _raw_payload(raw)
+        try:
+            value = orjson.loads(raw.data or b"")
+        except orjson.JSONDecodeError as err:
+            raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
+        return value, value if isinstance(value, dict) else {}
+
+    def signatures(self, page: Page) -> tuple[str, dict[str, Any]]:
+        """Clean, tokenise and compute every enabled method's signature."""
+        text = clean_page(page, self.config.cleaning)
+        return text, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
+
+    @staticmethod
+    def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
+        if not record:
+            record = _raw_payload(raw)
+        return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
+                                "origin": raw.origin}, raw.origin)
+
+
+_WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes
+                  "東京 und Wörter; བོད་ཀྱི།")  # other text as 32-bit code points
+
+
+def warm_up(methods: list[FingerprintMethod[Any, Any]]) -> None:
+    """Load the compiled kernels and tables (numba's disk cache, the character table) before the
+    store opens, so the first batch of a fresh process is not seconds slower than the rest."""
+    for text in _WARM_UP_TEXTS:
+        fingerprint_text(text, None, methods, 0)
+
+
+def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMethod[Any, Any]],
+                     min_words: int) -> dict[str, Any]:
+    """Cleaned text -> each method's signature (None: it abstains); one Document shared by all."""
+    doc = Document.from_text(text, lang)
+    if doc.num_tokens < min_words:
+        raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
+                       f"{min_words}): the page is only boilerplate or markup")
+    return {m.name: m.signature(doc) for m in methods}
+
+
+def _raw_payload(raw: RawRecord) -> dict[str, Any]:
+    """The original bytes, kept so a rejected record can be inspected and replayed."""
+    if raw.fields is not None:
+        fields = dict(raw.fields)
+        content = fields.get("content")
+        if isinstance(content, bytes):
+            fields["content_base64"] = base64.b64encode(content).decode("ascii")
+            del fields["content"]
+        return fields
+    data = raw.data or b""
+    try:
+        return {"raw": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"raw_base64": base64.b64encode(data).decode("ascii")}
