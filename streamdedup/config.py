@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.fingerprints.registry import METHODS
@@ -81,17 +82,17 @@ class DetectorConfig:
         retention_ms = None if self.retention is None else int(self.retention.total_seconds() * 1000)
         return RetentionClock.load(retention_ms, int(self.max_clock_skew.total_seconds() * 1000), get_meta_int)
 
-    def with_overrides(self, **changes: Any) -> "DetectorConfig":
+    def with_overrides(self, **changes: Any) -> DetectorConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "DetectorConfig":
+    def from_toml(cls, path: str | Path) -> DetectorConfig:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
         return cls.from_mapping(data)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "DetectorConfig":
+    def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
                  "max_content_bytes", "lexicon", "max_clock_skew"}
         unknown = set(data) - known

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
@@ -52,7 +52,7 @@ class Detector:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "Detector":
+    def __enter__(self) -> Detector:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -16,9 +16,10 @@ TAGS = ["p", "div", "b", "i", "table", "td", "script", "style", "nav", "article"
 
 html_fragment = st.lists(st.one_of(st.sampled_from([f"<{t}>" for t in TAGS] + [f"</{t}>" for t in TAGS]),
                                    st.text(max_size=40)), max_size=40).map("".join)
-json_value = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
-                          lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                          max_leaves=12)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
 page = st.fixed_dictionaries(
     {"url": st.one_of(st.text(max_size=30), st.integers(), st.none(), st.just("https://fuzz.example/")),
      "content": st.one_of(html_fragment, st.text(max_size=200), st.binary(max_size=50).map(lambda b: b.hex()),

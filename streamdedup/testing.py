@@ -7,15 +7,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Outcome
 from streamdedup.record.readers import RawRecord
-
 
 # -- synthetic pages: articles of pseudo-words inside a news-site template ---------------
 _SYLLABLES = ["ka", "ro", "mi", "ten", "lu", "sa", "vor", "pe", "na", "dri", "ok", "ul", "zan",

@@ -9,7 +9,6 @@ cp1251, Shift-JIS, ...): uchardet first, charset-normalizer as the fallback.
 from __future__ import annotations
 
 import codecs
-import gzip
 import re
 import zlib
 
@@ -40,7 +39,7 @@ def decompress(data: bytes, max_bytes: int) -> bytes:
     return data
 
 
-def _bounded(decoder: "zlib._Decompress", data: bytes, max_bytes: int, kind: str) -> bytes:
+def _bounded(decoder: zlib._Decompress, data: bytes, max_bytes: int, kind: str) -> bytes:
     try:
         out = decoder.decompress(data, max_bytes + 1)
     except zlib.error as err:
@@ -110,7 +109,8 @@ def _detect(data: bytes) -> str | None:
     from charset_normalizer import from_bytes
     from resiliparse.parse.encoding import detect_encoding
 
-    text = _clean_decode(data, detect_encoding(data[:200_000]))
+    detected = detect_encoding(data[:200_000])
+    text = _clean_decode(data, detected) if detected else None
     if text is not None:
         return text
     best = from_bytes(data[:200_000]).best()

@@ -7,7 +7,8 @@ field library (see docs/extraction-comparison.md for the measurement behind the 
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 Extractor = Literal["trafilatura", "resiliparse", "none"]
 EXTRACTORS: tuple[str, ...] = ("trafilatura", "resiliparse", "none")

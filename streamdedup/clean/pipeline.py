@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
 from streamdedup.clean.extract import extract_main_text, is_html

@@ -14,18 +14,17 @@ out) by a hash of their name, so no article or donor is in both.
 from __future__ import annotations
 
 import argparse
-import copy
 import gzip
-import io
 import json
 import random
 import re
 import tarfile
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import lxml.html
 import xxhash
@@ -126,7 +125,7 @@ def _article_node(tree: Any, page: SourcePage) -> Any | None:
         return None
     paths = [list(el.iterancestors())[::-1] + [el] for el in hits]
     common = None
-    for level in zip(*paths):
+    for level in zip(*paths, strict=False):  # down to the shortest path
         if all(node is level[0] for node in level):
             common = level[0]
         else:
@@ -276,7 +275,7 @@ def build_devset(pages: list[SourcePage], seed: int, split: str) -> list[dict[st
         articles = [p for p in articles if (_bucket(p.name, "split") < 0.5) == (split == "dev")]
     donors = [p for p in articles if _bucket(p.name, "donor") < 0.2]
     articles = [p for p in articles if p not in donors]
-    base = datetime(2024, 3, 1, tzinfo=timezone.utc)
+    base = datetime(2024, 3, 1, tzinfo=UTC)
     records: list[dict[str, Any]] = []
 
     def emit(cluster: str, variant: str, source: str, html: str, url: str, when: datetime,

@@ -7,7 +7,7 @@ Arabie 1985), all from one contingency table, so no pair list is ever materialis
 from __future__ import annotations
 
 from collections import Counter
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 
 def _pairs(n: int) -> int:
@@ -17,7 +17,7 @@ def _pairs(n: int) -> int:
 def pair_scores(gold: Sequence[Hashable], predicted: Sequence[Hashable]) -> dict[str, float | int]:
     if len(gold) != len(predicted):
         raise ValueError(f"gold has {len(gold)} labels, predicted {len(predicted)}")
-    joint = Counter(zip(gold, predicted))
+    joint = Counter(zip(gold, predicted, strict=True))
     true_positive = sum(_pairs(n) for n in joint.values())
     gold_pairs = sum(_pairs(n) for n in Counter(gold).values())
     predicted_pairs = sum(_pairs(n) for n in Counter(predicted).values())

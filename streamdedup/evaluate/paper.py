@@ -9,8 +9,8 @@ verified pool, the precision of its pairs against the verification, the number o
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import combinations
-from typing import Iterable, Sequence
 
 Pair = tuple[int, int]
 

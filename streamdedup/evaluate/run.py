@@ -47,7 +47,7 @@ def predicted_labels(outcomes: list[Outcome]) -> list[str]:
 
 
 def error_pairs(records: list[dict[str, Any]], gold: list[str], predicted: list[str],
-                limit: int = 200) -> dict[str, list[dict[str, Any]]]:
+                limit: int = 200) -> dict[str, Any]:
     """False-positive and false-negative pairs, described by their variants, for error analysis."""
     def describe(i: int) -> dict[str, Any]:
         r = records[i]
@@ -55,7 +55,7 @@ def error_pairs(records: list[dict[str, Any]], gold: list[str], predicted: list[
 
     by_gold: dict[str, list[int]] = {}
     by_pred: dict[str, list[int]] = {}
-    for i, (g, p) in enumerate(zip(gold, predicted)):
+    for i, (g, p) in enumerate(zip(gold, predicted, strict=True)):
         by_gold.setdefault(g, []).append(i)
         by_pred.setdefault(p, []).append(i)
     false_pos = [(i, j) for members in by_pred.values() for i, j in combinations(members, 2) if gold[i] != gold[j]]

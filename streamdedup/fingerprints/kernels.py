@@ -29,7 +29,7 @@ def minhash_min(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarra
 def weighted_sign_bits(features: np.ndarray, weights: np.ndarray) -> np.uint64:
     """Bit b is set when the features that have b set carry more than half the total weight."""
     votes = np.zeros(64, dtype=np.int64)
-    total = 0
+    total = np.int64(0)
     for j in range(len(features)):
         f, w = features[j], np.int64(weights[j])
         total += w

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, Protocol, cast
+from collections.abc import Iterable
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class PositionalKeys(FingerprintMethod[tuple[int, ...], P]):
         return [struct.pack("<BQ", i, k) for i, k in enumerate(signature) if k]
 
     def similarity(self, signature: tuple[int, ...], other: tuple[int, ...]) -> float | None:
-        equal = sum(1 for a, b in zip(signature, other) if a == b and a)
+        equal = sum(1 for a, b in zip(signature, other, strict=False) if a == b and a)
         return equal / max(len(signature), 1) if equal >= self.min_equal else None
 
     def encode(self, signature: tuple[int, ...]) -> bytes:

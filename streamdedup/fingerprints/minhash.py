@@ -2,7 +2,8 @@
 
 Every permutation is a multiply-add-shift hash (a·x + b) >> 32 of the 64-bit shingle hash,
 computed for all permutations and all shingles in one compiled loop (`kernels.minhash_min`, no
-permutations x shingles temporary); the signature keeps each minimum. P[minima equal] = Jaccard, so the fraction of equal minima estimates it. Candidates are
+permutations x shingles temporary); the signature keeps each minimum. P[minima equal] = Jaccard,
+so the fraction of equal minima estimates it. Candidates are
 pages sharing an LSH band (bands and rows derived from θ); each is verified by the estimate.
 
 Teasers and truncations have a low Jaccard with their full article but are almost entirely
@@ -48,7 +49,8 @@ class MinHashParams(Params):
         if self.num_perm < 2:
             raise ValueError("num_perm must be at least 2")
         if self.value_bits not in VALUE_TYPES:
-            raise ValueError(f"value_bits is one of {sorted(VALUE_TYPES)} (bits kept per minimum), got {self.value_bits}")
+            raise ValueError(f"value_bits is one of {sorted(VALUE_TYPES)} (bits kept per minimum), "
+                             f"got {self.value_bits}")
         for name in ("threshold", "lsh_threshold"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0 or (name == "threshold" and value == 0.0):

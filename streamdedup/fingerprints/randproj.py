@@ -1,13 +1,13 @@
 """Charikar's random projection (STOC 2002; 001, 002): the page's tf-weighted vector of content
-words (stop words carry no topic and make every page of a language alike) is projected on b random directions; the signs are a b-bit fingerprint, and the fraction of equal
-bits f estimates the angle: cos θ ≈ cos(π(1 - f)). Unlike SimHash's ±1 per hash bit, each
-direction's components are (near-)Gaussian, drawn per word from its hash, as the theory asks.
-Candidates share one of `bands` bit-bands (LSH over the bits)."""
+words (stop words carry no topic and make every page of a language alike) is projected on b
+random directions; the signs are a b-bit fingerprint, and the fraction of equal bits f estimates
+the angle: cos θ ≈ cos(π(1 - f)). Unlike SimHash's ±1 per hash bit, each direction's components
+are (near-)Gaussian, drawn per word from its hash, as the theory asks. Candidates share one of
+`bands` bit-bands (LSH over the bits)."""
 
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +34,10 @@ class RandProjParams(Params):
 
 def _gaussian(bits: np.ndarray) -> np.ndarray:
     """Four uniforms from one 64-bit word, summed and centred: Irwin-Hall, close to normal."""
-    parts = [(bits >> np.uint64(16 * i)) & np.uint64(0xFFFF) for i in range(4)]
-    return (sum(p.astype(np.float64) for p in parts) / 65535.0 - 2.0) * math.sqrt(3.0)
+    total = np.zeros(bits.shape, dtype=np.float64)
+    for i in range(4):
+        total += ((bits >> np.uint64(16 * i)) & np.uint64(0xFFFF)).astype(np.float64)
+    return (total / 65535.0 - 2.0) * math.sqrt(3.0)
 
 
 class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
@@ -64,7 +66,8 @@ class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
         return [bytes((i,)) + signature[i * width:(i + 1) * width] for i in range(self.params.bands)]
 
     def cosine(self, signature: bytes, other: bytes) -> float:
-        differing = int(np.unpackbits(np.frombuffer(bytes(a ^ b for a, b in zip(signature, other)), dtype=np.uint8)).sum())
+        xor = bytes(a ^ b for a, b in zip(signature, other, strict=True))
+        differing = int(np.unpackbits(np.frombuffer(xor, dtype=np.uint8)).sum())
         return math.cos(math.pi * differing / self.params.bits)
 
     def similarity(self, signature: bytes, other: bytes) -> float | None:

@@ -67,7 +67,8 @@ def parse_description(description: str) -> tuple[str, dict[str, str], str | None
         raise ValueError(f"not a method description: {description!r}")
     fields = cls.params_type.__dataclass_fields__
     # split only before a known name: a value (a lexicon path) may hold commas
-    items = re.split(",(?=(?:%s)=)" % "|".join(map(re.escape, fields)), match["params"]) if match["params"] else []
+    names = "|".join(map(re.escape, fields))
+    items = re.split(f",(?=(?:{names})=)", match["params"]) if match["params"] else []
     params: dict[str, str] = {}
     for item in items:
         key, equals, value = item.partition("=")
@@ -100,7 +101,7 @@ def method_from_description(description: str, lexicon_dir: Path | None = None) -
     fields = METHODS[name].params_type.__dataclass_fields__
     params: dict[str, Any] = {}
     for key, value in texts.items():
-        default = fields[key].default
+        default: Any = fields[key].default
         if key == "lexicon":
             params[key] = _lexicon_of(value, version, lexicon_dir)
         else:

@@ -1,10 +1,11 @@
 """SimHash (Charikar 2002) with Manku, Jain & Das Sarma's (WWW 2007) permuted block tables.
 
 Fingerprint: every feature (a word k-shingle hash, weighted by its count in the page) votes
-+w/-w on each of 64 bits; the sign of the sum is the bit. Near-duplicates differ in few bits. To find all stored fingerprints within
-Hamming distance k without a scan, split the 64 bits into B > k blocks: two fingerprints within
-distance k agree exactly on at least B - k blocks, so each fingerprint is filed under every
-combination of B - k blocks (the 'permuted tables'), and a lookup is C(B, k) exact key probes.
++w/-w on each of 64 bits; the sign of the sum is the bit. Near-duplicates differ in few bits. To
+find all stored fingerprints within Hamming distance k without a scan, split the 64 bits into
+B > k blocks: two fingerprints within distance k agree exactly on at least B - k blocks, so each
+fingerprint is filed under every combination of B - k blocks (the 'permuted tables'), and a
+lookup is C(B, k) exact key probes.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     def _table_masks(self) -> list[int]:
         """One mask per combination of B - k blocks (bit ranges split as evenly as possible)."""
         edges = np.linspace(0, BITS, self.params.blocks + 1).round().astype(int)
-        block_masks = [((1 << int(hi - lo)) - 1) << int(lo) for lo, hi in zip(edges[:-1], edges[1:])]
+        block_masks = [((1 << int(hi - lo)) - 1) << int(lo) for lo, hi in itertools.pairwise(edges)]
         keep = self.params.blocks - self.params.max_distance
         return [sum(combo) for combo in itertools.combinations(block_masks, keep)]
 

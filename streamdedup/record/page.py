@@ -7,10 +7,11 @@ original record untouched (it is passed through to the outputs) and only *read* 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 from urllib.parse import urlsplit
 
 import xxhash
@@ -96,16 +97,16 @@ def parse_timestamp(value: Any) -> datetime:
         raise ValueError("boolean is not a timestamp")
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > 10_000_000_000 else value
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        return datetime.fromtimestamp(seconds, tz=UTC)
     if not isinstance(value, str):
         raise ValueError(f"expected a string or number, got {type(value).__name__}")
     text = value.strip()
     if text.isdigit() and len(text) == 14:  # 20240131120000 (WARC/ARC, Heritrix)
-        return datetime.strptime(text, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+        return datetime.strptime(text, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     if text.isdigit():
         return parse_timestamp(int(text))
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def derive_page_id(url: str, fetched_at: datetime | None) -> str:

@@ -15,8 +15,9 @@ import gzip
 import io
 import sys
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any, cast
 
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.record.page import FIELD_ALIASES
@@ -67,7 +68,7 @@ def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) ->
 def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader | gzip.GzipFile:
     """The GzipFile itself, not a BufferedReader over it: that one asks it for whole buffers,
     and a cut stream would then lose the lines before the cut along with the cut one."""
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(io.RawIOBase, stream))
     if buffered.peek(2)[:2] == GZIP_MAGIC:
         return gzip.GzipFile(fileobj=buffered)
     return buffered

@@ -7,8 +7,8 @@ records it through the methods' descriptions and refuses signatures made with an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 

@@ -16,10 +16,10 @@ import gzip
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 import xxhash
 
@@ -59,7 +59,7 @@ class Lexicon:
         path.write_bytes(gzip.compress(raw, mtime=0) if path.suffix == ".gz" else raw)
 
     @classmethod
-    def load(cls, path: Path) -> "Lexicon":
+    def load(cls, path: Path) -> Lexicon:
         raw = path.read_bytes()
         data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
         return cls(data["version"], data["n_docs"], data["avg_length"], data["df"], data["cf"], str(path))

@@ -7,6 +7,7 @@ which read only hashes and offsets, never pay for token strings or a language gu
 
 from __future__ import annotations
 
+import itertools
 from functools import cached_property
 
 import numpy as np
@@ -31,7 +32,7 @@ class Document:
         self._all_shingles: dict[int, np.ndarray] = {}
 
     @classmethod
-    def from_text(cls, text: str, lang: str | None = None) -> "Document":
+    def from_text(cls, text: str, lang: str | None = None) -> Document:
         """`lang` is the declared language; when missing it is guessed from the script on first use."""
         s = scan(text)
         return cls(text, s.starts, s.ends, s.hashes, s.cjk, s.sentence_bounds, lang)
@@ -43,7 +44,7 @@ class Document:
     @cached_property
     def tokens(self) -> list[str]:
         text = self.text
-        return [text[a:b] for a, b in zip(self.token_starts.tolist(), self.token_ends.tolist())]
+        return [text[a:b] for a, b in zip(self.token_starts.tolist(), self.token_ends.tolist(), strict=True)]
 
     @cached_property
     def token_lengths(self) -> np.ndarray:
@@ -60,7 +61,7 @@ class Document:
 
     def sentence_spans(self) -> list[tuple[int, int]]:
         b = self.sentence_bounds.tolist()
-        return list(zip(b[:-1], b[1:]))
+        return list(itertools.pairwise(b))
 
     def all_shingles(self, k: int) -> np.ndarray:
         """Every k-token shingle hash, in text order, repeats included (uint64)."""

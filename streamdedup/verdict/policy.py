@@ -13,8 +13,9 @@ site are judged by a stricter second policy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Policy:
     rules: tuple[tuple[Term, ...], ...]
 
     @classmethod
-    def parse(cls, text: str) -> "Policy":
+    def parse(cls, text: str) -> Policy:
         rules = tuple(tuple(_parse_term(t) for t in rule.split("+") if t.strip())
                       for rule in text.split("|") if rule.strip())
         if not rules:
@@ -86,7 +87,7 @@ class SitePolicy:
     same_site: Policy
 
     @classmethod
-    def parse(cls, other_site: str, same_site: str) -> "SitePolicy":
+    def parse(cls, other_site: str, same_site: str) -> SitePolicy:
         return cls(Policy.parse(other_site), Policy.parse(same_site))
 
     @property
