@@ -161,7 +161,7 @@ class DocRecord:
         return b"".join(parts)
 
     @classmethod
-    def decode(cls, seq: int, data: bytes) -> "DocRecord":
+    def decode(cls, seq: int, data: bytes) -> DocRecord:
         event_ms, site = _HEAD.unpack_from(data)
         pos = _HEAD.size
         n, pos = read_varint(data, pos)

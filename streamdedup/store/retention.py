@@ -20,9 +20,9 @@ expires on arrival time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import UTC, datetime, timedelta
 
 EARLIEST_EVENT_MS = 681_436_800_000  # 1991-08-06, the first web page: an earlier fetch time is not one
 DEFAULT_MAX_CLOCK_SKEW = timedelta(days=1)  # time zones and clock drift of crawlers, with room to spare
@@ -41,7 +41,7 @@ class Stamp:
 
 def _iso(ms: int) -> str:
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat()
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return f"{ms} ms since 1970"
 
@@ -63,7 +63,7 @@ class RetentionClock:
 
     @classmethod
     def load(cls, retention_ms: int | None, max_skew_ms: int,
-             get_meta_int: Callable[[str, int], int]) -> "RetentionClock":
+             get_meta_int: Callable[[str, int], int]) -> RetentionClock:
         return cls(retention_ms, max_skew_ms, get_meta_int(PAGE_WATERMARK, 0), get_meta_int(ARRIVAL_WATERMARK, 0))
 
     def stage(self, set_meta: Callable[[str, bytes], None]) -> None:

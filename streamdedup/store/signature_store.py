@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
@@ -47,6 +48,11 @@ class StoreLocked(StoreError):
 
 class StoreCorrupt(StoreError):
     """RocksDB found the store damaged (a checksum mismatch, a missing file)."""
+
+
+def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
+    """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
+    return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
 
 
 class StoreConfigMismatch(StoreError, ValueError):
@@ -117,7 +123,7 @@ class SignatureStore:
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
 
     @classmethod
-    def open_existing(cls, path: str | os.PathLike[str]) -> "SignatureStore":
+    def open_existing(cls, path: str | os.PathLike[str]) -> SignatureStore:
         """Open a store with the very methods and parameters it was built with (for maintenance)."""
         from streamdedup.fingerprints.registry import method_from_description
 
@@ -246,8 +252,8 @@ class SignatureStore:
         """Several DocRecords with one multi_get."""
         if not seqs:
             return {}
-        values = self.db.get([layout.doc_key(s) for s in seqs])
-        return {s: None if v is None else DocRecord.decode(s, v) for s, v in zip(seqs, values)}
+        values = multi_get(self.db, [layout.doc_key(s) for s in seqs])
+        return {s: None if v is None else DocRecord.decode(s, v) for s, v in zip(seqs, values, strict=True)}
 
     def seq_for(self, page_id: str) -> int | None:
         return self._seq_with_id(page_id, self.index.get(layout.page_id_key(page_id)), self.doc)
@@ -269,7 +275,7 @@ class SignatureStore:
         options = ReadOptions()
         if verify:
             options.set_verify_checksums(True)
-            options.fill_cache(False)
+            options.fill_cache(False)  # type: ignore[call-arg]  # rocksdict's stub omits the flag
         it = cf.iter(options)
         if start is None:
             it.seek_to_first()
@@ -307,7 +313,7 @@ class SignatureStore:
         return {tag: [index_key(tag, key) for key in tag_keys] for tag, tag_keys in keys.items()}
 
     # -- writes ----------------------------------------------------------------------------
-    def batch(self) -> "StoreBatch":
+    def batch(self) -> StoreBatch:
         return StoreBatch(self)
 
     def _remove(self, docs: Sequence[DocRecord]) -> WriteBatch:
@@ -323,7 +329,7 @@ class SignatureStore:
             wb.delete(layout.time_key(doc.event_ms, doc.seq))
             wb.delete(layout.doc_key(doc.seq))
         names = list(drop)
-        for name, value in zip(names, self.index.get(names) if names else []):
+        for name, value in zip(names, multi_get(self.index, names), strict=True):
             kept = [s for s in layout.seqs_from(value) if s not in drop[name]]
             if kept:
                 wb.put(name, layout.seqs_value(kept), self._index_cf)
@@ -395,7 +401,7 @@ class SignatureStore:
             self.db.close()
             self.db = None  # type: ignore[assignment]
 
-    def __enter__(self) -> "SignatureStore":
+    def __enter__(self) -> SignatureStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -436,9 +442,9 @@ class StoreBatch:
         missing = [n for n in wanted if n not in values]
         if not missing:
             return
-        read = self.store.index.get(missing)
-        values.update(zip(missing, read))
-        hits = [(n, v) for n, v in zip(missing, read) if v]
+        read = multi_get(self.store.index, missing)
+        values.update(zip(missing, read, strict=True))
+        hits = [(n, v) for n, v in zip(missing, read, strict=True) if v]
         self._live.update(n for n, _ in hits)
         seqs = {s for _, v in hits for s in layout.seqs_from(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
@@ -510,10 +516,10 @@ class StoreBatch:
             wb.put(name, self._values[name])
         wb.set_default_column_family(None)
         self._meta["next_seq"] = str(self._seq).encode()
-        for name, value in self._meta.items():
-            wb.put(layout.meta_key(name), value)
-        for name, value in self._journal.items():
-            wb.put(layout.journal_key(name), value)
+        for meta_name, value in self._meta.items():
+            wb.put(layout.meta_key(meta_name), value)
+        for journal_name, value in self._journal.items():
+            wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
         self._journal.clear()
         self._values.clear()
