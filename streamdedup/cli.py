@@ -189,14 +189,20 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from streamdedup.runtime.worker import Worker
+    from streamdedup.runtime.worker import Worker, WorkerStopped
 
     settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
-    worker = Worker(settings, detector_config(args))
-    if args.metrics_port:
-        worker.metrics.serve(args.metrics_port, args.metrics_host)
-    stats = worker.run(idle_timeout_s=args.exit_when_idle)
-    print(orjson.dumps({"consumed": stats.consumed, "produced": dict(stats.produced), "replayed": stats.replayed,
+    try:
+        worker = Worker(settings, detector_config(args))
+        if args.metrics_port:
+            worker.metrics.serve(args.metrics_port, args.metrics_host)
+        stats = worker.run(idle_timeout_s=args.exit_when_idle)
+    except WorkerStopped as err:  # fenced, store ahead of Kafka, store not writable: one line naming the fix
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
+    # accounting: input records by topic against outputs by topic (see runtime/outputs.py)
+    print(orjson.dumps({"consumed": stats.consumed, "inputs": dict(stats.inputs), "decided": stats.decided,
+                        "produced": dict(stats.produced), "refused": stats.refused, "replayed": stats.replayed,
                         "batches": stats.batches, "aborted": stats.aborted}).decode())
     return 0
 
@@ -205,14 +211,22 @@ def cmd_feed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from streamdedup.record.readers import read_inputs
-    from streamdedup.runtime.feed import feed
+    from streamdedup.runtime.feed import FeedFailed, feed
     from streamdedup.runtime.topics import ensure_topics
 
     settings = _worker_settings(args)
     ensure_topics(settings)
     records = tqdm(read_inputs(args.inputs), unit="page", desc="feed", disable=None, file=sys.stderr)
-    sent = feed(records, settings.client(), args.topic or settings.topics.pages, args.rate)
-    print(f"sent {sent} pages to {args.topic or settings.topics.pages} on {settings.bootstrap_servers}")
+    refused: list[dict] = []
+    try:
+        sent = feed(records, settings.client(), args.topic or settings.topics.pages, args.rate,
+                    rejected_topic=settings.topics.rejected, refused=refused)
+    except FeedFailed as err:
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
+    print(f"sent {sent - len(refused)} pages to {args.topic or settings.topics.pages} on {settings.bootstrap_servers}"
+          + (f"; {len(refused)} too large for the broker went to {settings.topics.rejected} as too_large_for_broker"
+             if refused else ""))
     return 0
 
 

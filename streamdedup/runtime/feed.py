@@ -2,22 +2,44 @@
 
 JSON lines are sent byte for byte (a bad line must reach the worker's dead-letter output as it
 was); WARC records become JSON pages. Messages are keyed by the page's site, so a site's pages
-share a partition."""
+share a partition, and compressed (zstd) so pages up to the content cap fit the topic.
+
+Every delivery report is checked. A record the broker refuses as too large is not lost: it
+becomes a `too_large_for_broker` rejection on the rejected topic (its url, id and size, not its
+content), as the worker would have written it; any other undelivered record is an error that
+names it."""
 
 from __future__ import annotations
 
 import base64
+import logging
 import time
-from typing import Iterable
+from typing import Any, Iterable
 
 import orjson
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streamdedup.record.page import site_of
 from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason
+from streamdedup.runtime.outputs import SIZE_ERRORS
+from streamdedup.runtime.topics import producer_settings
+
+log = logging.getLogger(__name__)
+
+
+class FeedFailed(RuntimeError):
+    """Records that reached no topic: the message names them."""
 
 
 def message_of(raw: RawRecord) -> tuple[bytes | None, bytes]:
+    key, value, _ = described(raw)
+    return key, value
+
+
+def described(raw: RawRecord) -> tuple[bytes | None, bytes, dict[str, Any]]:
+    """The message's key and value, and what names the page in a rejection (url, id)."""
+    parsed: Any = None
     if raw.fields is not None:
         fields = dict(raw.fields)
         content = fields.pop("content", None)
@@ -26,37 +48,85 @@ def message_of(raw: RawRecord) -> tuple[bytes | None, bytes]:
         elif content is not None:
             fields["content"] = content
         value = orjson.dumps(fields)
-        url = fields.get("url")
+        parsed = fields
     else:
         value = raw.data or b""
         try:
             parsed = orjson.loads(value)
-            url = parsed.get("url") if isinstance(parsed, dict) else None
         except orjson.JSONDecodeError:
-            url = None
-    key = site_of(url).encode() if isinstance(url, str) and url else None
-    return key, value
+            parsed = None
+    names = {name: parsed.get(name) for name in ("url", "id")} if isinstance(parsed, dict) else {}
+    names = {name: found for name, found in names.items() if isinstance(found, (str, int)) and str(found)}
+    url = names.get("url")
+    key = site_of(url).encode() if isinstance(url, str) else None
+    return key, value, {**names, "origin": raw.origin}
 
 
-def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | None = None) -> int:
-    producer = Producer({**client, "enable.idempotence": True, "linger.ms": 10, "message.max.bytes": 104_857_600})
+def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | None = None,
+         rejected_topic: str | None = None, refused: list[dict[str, Any]] | None = None) -> int:
+    """Send the records; returns how many reached a topic (`topic`, or `rejected_topic` as
+    too_large_for_broker stubs, which are also appended to `refused`). Raises FeedFailed if any
+    record reached none."""
+    producer = Producer({**client, "enable.idempotence": True, "linger.ms": 10, **producer_settings()})
+    failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]] = []
     sent = 0
     started = time.monotonic()
     for raw in records:
-        key, value = message_of(raw)
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key)
-                break
-            except BufferError:
-                producer.poll(0.1)
-        producer.poll(0)
+        key, value, names = described(raw)
+
+        def delivered(err: KafkaError | None, _: Message, names: dict[str, Any] = names, key: bytes | None = key,
+                      size: int = len(value)) -> None:
+            if err is not None:
+                failed.append((names, key, size, err))
+
+        try:
+            _produce(producer, topic, key, value, delivered)
+        except KafkaException as err:  # over the client's own limit (MAX_RECORD_BYTES)
+            if err.args[0].code() not in SIZE_ERRORS:
+                raise
+            failed.append((names, key, len(value), err.args[0]))
         sent += 1
         if rate:
             ahead = sent / rate - (time.monotonic() - started)
             if ahead > 0:
                 time.sleep(ahead)
+    _flush(producer, topic)
+    too_large = [f for f in failed if f[3].code() in SIZE_ERRORS and rejected_topic is not None]
+    lost = [f for f in failed if f not in too_large]
+    stub_failures: list[KafkaError] = []
+    for names, key, size, err in too_large:
+        stub = {**{k: v for k, v in names.items() if k != "origin"}, "bytes": size, "topic": topic}
+        detail = f"the broker refused the {size}-byte record for {topic}: {err.str()}"
+        headers = [("dedup.status", b"rejected"), ("dedup.reason", Reason.TOO_LARGE_FOR_BROKER.value.encode()),
+                   ("dedup.detail", detail[:1000].encode()), ("dedup.source", f"feed:{names['origin']}".encode())]
+        log.warning("%s (%s) is too large for the broker: sent to %s as %s", names.get("url") or names["origin"],
+                    size, rejected_topic, Reason.TOO_LARGE_FOR_BROKER.value)
+        _produce(producer, rejected_topic, key, orjson.dumps(stub), lambda e, _m: e and stub_failures.append(e),
+                 headers)
+        if refused is not None:
+            refused.append(stub)
+    _flush(producer, rejected_topic or topic)
+    if lost or stub_failures:
+        named = ", ".join(f"{n.get('url') or n['origin']} ({size} bytes: {err.str()})" for n, _, size, err in lost[:5])
+        raise FeedFailed(f"{len(lost) + len(stub_failures)} of {sent} records reached no topic"
+                         + (f": {named}" if named else f": {stub_failures[0].str()}")
+                         + ("" if rejected_topic else "; records too large for the broker go to the rejected "
+                            "topic only when one is given"))
+    return sent
+
+
+def _produce(producer: Producer, topic: str, key: bytes | None, value: bytes, on_delivery: Any,
+             headers: list[tuple[str, bytes]] | None = None) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, headers=headers or [], on_delivery=on_delivery)
+            break
+        except BufferError:
+            producer.poll(0.1)
+    producer.poll(0)
+
+
+def _flush(producer: Producer, topic: str) -> None:
     remaining = producer.flush(60)
     if remaining:
-        raise RuntimeError(f"{remaining} messages were not delivered to {topic}")
-    return sent
+        raise FeedFailed(f"{remaining} messages were not delivered to {topic} within 60 s: is the broker up?")

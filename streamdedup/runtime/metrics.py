@@ -29,6 +29,17 @@ class WorkerMetrics:
                          ["partition"], registry=self.registry)
         self.store_bytes = Gauge("streamdedup_store_bytes", "Live SST bytes of a partition's store",
                                  ["partition"], registry=self.registry)
+        # accounting: what came in against what went out, counted when the batch's transaction
+        # commits (an aborted batch counts nothing); every input page ends as exactly one
+        # unique, duplicate or rejected output once the pipeline is drained
+        self.inputs = Counter("streamdedup_input_records", "Input records consumed, by topic", ["topic"],
+                              registry=self.registry)
+        self.outputs = Counter("streamdedup_output_records",
+                               "Records produced, by topic and status (unique, duplicate, rejected, event, internal)",
+                               ["topic", "status"], registry=self.registry)
+        self.refused = Counter("streamdedup_refused_outputs",
+                               "Outputs the broker refused as too large, sent as too_large_for_broker rejections",
+                               ["topic"], registry=self.registry)
         self.store_keys = Gauge("streamdedup_store_keys", "Estimated keys in a partition's store",
                                 ["partition"], registry=self.registry)
 

@@ -1,17 +1,44 @@
 """What the worker writes to Kafka: verdicts, dead letters and cluster events, with their
-headers and metrics, whichever stage decided them."""
+headers and metrics, whichever stage decided them.
+
+What a message carries. A verdict (unique/duplicates) is the input record passed through whole,
+content included, with its `dedup` object; a dead letter (rejected) is the input's original
+bytes with the reason in headers. Nothing is ever dropped for its size: an output over
+`max_bytes` (before compression), or one the broker refused with MSG_SIZE_TOO_LARGE in an
+earlier attempt of the batch (`learn_refusals`), is sent instead as a rejection with reason
+`too_large_for_broker` whose value is a small JSON stub: the page's id, url, the size in bytes,
+the topic it was meant for and, for a verdict, its `dedup` object; a dead letter too large to
+carry keeps its own reason, and its stub says the original was omitted. Each refusal costs the
+batch one aborted transaction, after which the worker knows that output and sends the stub.
+
+Counts (stats and the accounting metrics) are staged per batch and applied by `commit`, so a
+batch that is aborted and consumed again counts once.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections import Counter as Tally
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Message, Producer
 
+from streamdedup.record.rejection import Reason
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import Topics
+from streamdedup.runtime.topics import MAX_RECORD_BYTES
+
+log = logging.getLogger(__name__)
+
+# delivery errors that mean "this record will never fit", as opposed to a broker that is away
+SIZE_ERRORS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
+# librdkafka's per-record framing on top of key, value and headers
+RECORD_OVERHEAD = 1024
+
+Refusal = tuple[str, bytes | None, int]  # topic, key, value size: deterministic for a re-read batch
 
 
 @dataclass
@@ -19,54 +46,138 @@ class WorkerStats:
     consumed: int = 0  # messages of every topic the worker reads
     decided: int = 0  # pages given their final outcome (verdict or rejection)
     produced: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    inputs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # consumed, by topic
+    refused: int = 0  # outputs the broker refused as too large, sent as too_large_for_broker
     replayed: int = 0
     batches: int = 0
     aborted: int = 0
 
 
+def record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
+    return (len(key or b"") + len(value or b"") + RECORD_OVERHEAD
+            + sum(len(name) + len(data) for name, data in headers or []))
+
+
 class Outputs:
-    def __init__(self, producer: Producer, topics: Topics, metrics: WorkerMetrics, stats: WorkerStats) -> None:
+    def __init__(self, producer: Producer, topics: Topics, metrics: WorkerMetrics, stats: WorkerStats,
+                 max_bytes: int = MAX_RECORD_BYTES) -> None:
         self.producer = producer
         self.topics = topics
         self.metrics = metrics
         self.stats = stats
+        self.max_bytes = max_bytes
+        self.refused: set[Refusal] = set()  # outputs the broker refused: sent as stubs from now on
+        self.failures: list[tuple[Refusal, KafkaError]] = []  # delivery errors of the current batch
+        self._counts: Tally[tuple[str, ...]] = Tally()  # staged until the batch commits
+
+    # -- sending --------------------------------------------------------------------------------
+    def fits(self, topic: str, key: bytes | None, value: bytes | None,
+             headers: list[tuple[str, bytes]] | None = None) -> bool:
+        """False if the output is over the client's limit or the broker refused it before."""
+        return (record_size(key, value, headers) <= self.max_bytes
+                and (topic, key, len(value or b"")) not in self.refused)
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> None:
         kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
+        refusal: Refusal = (topic, key, len(value or b""))
+
+        def delivered(err: KafkaError | None, _: Message) -> None:
+            if err is not None:
+                self.failures.append((refusal, err))
+
         while True:
             try:
-                self.producer.produce(topic, value=value, key=key, headers=headers or [], **kwargs)
+                self.producer.produce(topic, value=value, key=key, headers=headers or [], on_delivery=delivered,
+                                      **kwargs)
                 break
             except BufferError:
                 self.producer.poll(0.1)
         self.producer.poll(0)
-        self.stats.produced[topic] += 1
+        status = next((data.decode() for name, data in headers or [] if name == "dedup.status"),
+                      "event" if topic == self.topics.clusters else "internal")
+        self._counts[("produced", topic, status)] += 1
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str) -> None:
-        """Dead letter: the original bytes, the reason in headers."""
+        """Dead letter: the original bytes, the reason in headers (a stub if the original does not fit)."""
         headers = [("dedup.status", b"rejected"), ("dedup.reason", reason.encode()),
                    ("dedup.detail", detail[:1000].encode()), ("dedup.source", source.encode())]
+        if not self.fits(self.topics.rejected, key, original, headers):
+            size = len(original or b"")
+            original = orjson.dumps({"bytes": size, "omitted": "original", "topic": self.topics.rejected})
+            headers.append(("dedup.original_bytes", str(size).encode()))
+            self._counts[("refused", self.topics.rejected)] += 1
         self.send(self.topics.rejected, key, original, headers)
-        self.metrics.pages.labels("rejected").inc()
-        self.metrics.rejected.labels(reason).inc()
-        self.stats.decided += 1
+        self._counts[("page", "rejected", reason)] += 1
 
-    def verdict(self, record: dict[str, Any], dedup: dict[str, Any]) -> None:
+    def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "") -> None:
         """A unique or duplicate page: the record with its `dedup` object, and cluster events."""
         status = dedup["status"]
         headers = [("dedup.status", status.encode()), ("dedup.cluster_id", dedup["cluster_id"].encode()),
                    ("dedup.duplicate_of", (dedup["duplicate_of"] or "").encode()),
                    ("dedup.method", (dedup["method"] or "").encode())]
         target = self.topics.unique if status == "unique" else self.topics.duplicates
-        self.send(target, dedup["id"].encode(), orjson.dumps({**record, "dedup": dedup}), headers)
-        self.metrics.pages.labels(status).inc()
-        self.stats.decided += 1
+        key = dedup["id"].encode("utf-8", "surrogatepass")
+        value = orjson.dumps({**record, "dedup": dedup})
+        if self.fits(target, key, value, headers):
+            self.send(target, key, value, headers)
+            self._counts[("page", status, "")] += 1
+        else:
+            self.too_large(key, target, len(value), record, source, dedup)
         for event in cluster_events(dedup):
             self.cluster_event(event)
 
+    def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
+                  dedup: dict[str, Any] | None = None) -> None:
+        """A page whose output does not fit the broker: a rejection carrying its id, url and
+        size (and its verdict, if it had one), not its content."""
+        fields = record if isinstance(record, dict) else {}
+        stub: dict[str, Any] = {"id": (dedup or {}).get("id", fields.get("id")), "url": fields.get("url"),
+                                "bytes": size, "topic": meant_for}
+        if dedup is not None:
+            stub["dedup"] = dedup
+        detail = f"the output for {meant_for} is {size} bytes, more than the broker takes for that topic"
+        self._counts[("refused", meant_for)] += 1
+        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source)
+
     def cluster_event(self, event: dict[str, Any]) -> None:
         self.send(self.topics.clusters, event["cluster_id"].encode(), orjson.dumps(event))
+
+    # -- the batch's outcome ------------------------------------------------------------------
+    def learn_refusals(self) -> list[Refusal]:
+        """After a failed batch: the outputs the broker refused for their size, remembered so the
+        batch consumed again sends stubs for them. Clears the batch's delivery errors."""
+        learned = [refusal for refusal, err in self.failures if err.code() in SIZE_ERRORS]
+        for topic, _, size in learned:
+            log.warning("the broker refused a %d-byte record for %s as too large: it goes to %s as %s",
+                        size, topic, self.topics.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
+        self.refused.update(learned)
+        self.failures.clear()
+        return learned
+
+    def first_failure(self) -> KafkaError | None:
+        return self.failures[0][1] if self.failures else None
+
+    def commit(self) -> None:
+        """The batch is in Kafka: apply its counts to the stats and metrics."""
+        for key, n in self._counts.items():
+            if key[0] == "produced":
+                self.stats.produced[key[1]] += n
+                self.metrics.outputs.labels(key[1], key[2]).inc(n)
+            elif key[0] == "refused":
+                self.stats.refused += n
+                self.metrics.refused.labels(key[1]).inc(n)
+            else:
+                _, status, reason = key
+                self.stats.decided += n
+                self.metrics.pages.labels(status).inc(n)
+                if reason:
+                    self.metrics.rejected.labels(reason).inc(n)
+        self.discard()
+
+    def discard(self) -> None:
+        self._counts.clear()
+        self.failures.clear()
 
 
 def cluster_events(dedup: dict[str, Any]) -> list[dict[str, Any]]:

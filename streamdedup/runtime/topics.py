@@ -1,4 +1,13 @@
-"""Create the topics the worker needs if they are missing; use existing ones as they are."""
+"""Create the topics the worker needs if they are missing; use existing ones as they are.
+
+Message sizes. A page may hold up to `max_content_bytes` (10 MB) of content, and every hop of a
+page (input, parts header, verdict, dead letter) carries its record. Apache Kafka and noida-db
+refuse a record batch over the topic's `max.message.bytes` (default 1,048,588 bytes, measured
+after compression), so the topics we create get `MAX_MESSAGE_BYTES`, and every client compresses
+(`COMPRESSION`: zstd, which Apache Kafka >= 2.1, noida-db and Tansu all take). A topic that
+already exists keeps its own limit: what a broker still refuses becomes an explicit
+`too_large_for_broker` rejection (runtime/outputs.py), never a silent loss.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +19,35 @@ from streamdedup.runtime.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
+# a 10 MB page as JSON is ~10-14 MB before compression (escapes, base64 of WARC payloads) and
+# ~2-4 MB after it; 32 MiB leaves room for records of more fields without allowing anything huge
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+COMPRESSION = "zstd"
+# the largest record a client builds or accepts before compression (librdkafka checks
+# `message.max.bytes` against the uncompressed size); over it, a record is refused locally
+MAX_RECORD_BYTES = 100 * 1024 * 1024
+
+
+def producer_settings() -> dict[str, object]:
+    """librdkafka settings every producer of ours shares (feed and worker)."""
+    return {"compression.type": COMPRESSION, "message.max.bytes": MAX_RECORD_BYTES}
+
+
+def consumer_settings() -> dict[str, object]:
+    """Fetch sizes that let one record of the largest allowed size through. Apache Kafka (KIP-74)
+    returns an oversized first batch anyway; we do not rely on every broker doing so."""
+    return {"max.partition.fetch.bytes": MAX_MESSAGE_BYTES, "fetch.max.bytes": 2 * MAX_MESSAGE_BYTES,
+            "receive.message.max.bytes": MAX_RECORD_BYTES}
+
+
+def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
+    config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    if name in settings.topics.internal:
+        # the internal topics are the changelogs the index and parts stores are rebuilt from:
+        # keep them as long as the stores keep pages (see README, "Scale-out")
+        config["retention.ms"] = "-1"
+    return config
+
 
 def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, int]:
     """Returns the partition count of every topic (existing ones are not changed)."""
@@ -18,10 +56,8 @@ def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, 
     if settings.topology == "global":
         names += settings.topics.internal
     existing = admin.list_topics(timeout=timeout).topics
-    # the internal topics are the changelogs the index and parts stores are rebuilt from: keep
-    # them as long as the stores keep pages (see README, "Scale-out")
     missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=1,
-                        config={"retention.ms": "-1"} if name in settings.topics.internal else {})
+                        config=topic_config(name, settings))
                for name in names if name not in existing]
     if missing:
         for name, future in admin.create_topics(missing, request_timeout=timeout).items():

@@ -29,26 +29,47 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.local_stage import LocalDedupPartition
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.outputs import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime.settings import WorkerSettings, mask
-from streamdedup.runtime.topics import ensure_topics
+from streamdedup.runtime import topics
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 
 
-class StoreAheadOfKafka(RuntimeError):
+class WorkerStopped(RuntimeError):
+    """The worker cannot go on; the message names the cause and the fix (one line for the CLI)."""
+
+
+class StoreAheadOfKafka(WorkerStopped):
     """The local store has seen offsets the consumer group has not committed."""
 
 
-class StoreWriteFailed(RuntimeError):
+class StoreWriteFailed(WorkerStopped):
     """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
+
+
+class WorkerFenced(WorkerStopped):
+    """Another worker took this one's identity (group.instance.id or transactional id): this one
+    can never commit again, so it stops instead of idling."""
+
+
+# errors that mean another process now owns this worker's identity
+FENCED = frozenset({KafkaError.FENCED_INSTANCE_ID, KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                    KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+def fenced(settings: WorkerSettings, error: KafkaError) -> WorkerFenced:
+    return WorkerFenced(
+        f"worker {settings.worker_id!r} of group {settings.group_id!r} was fenced by another worker with the "
+        f"same id ({error.str()}): give every worker its own --worker-id (STREAMDEDUP_WORKER_ID) and state "
+        "directory; this one stops")
 
 
 def offset_key(topic: str, partition: int) -> str:
@@ -88,11 +109,11 @@ class Worker:
         self._stop = threading.Event()
         self._last_activity: float | None = None  # set on assignment and on every batch
         log.info("worker starting: %r", settings)
-        self.topology = make_topology(settings, config, ensure_topics(settings))
+        self.topology = make_topology(settings, config, topics.ensure_topics(settings))
         consumer_settings: dict[str, Any] = {
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "isolation.level": "read_committed", "enable.partition.eof": False,
-            "receive.message.max.bytes": 104_857_600, "session.timeout.ms": 10_000,
+            **topics.consumer_settings(), "session.timeout.ms": 10_000,
             "partition.assignment.strategy": settings.assignment_strategy}
         if settings.static_membership:
             # KIP-345: a restarted worker takes its partitions (and local stores) back at once
@@ -111,7 +132,7 @@ class Worker:
         brokers (noida-db 0.2.3) then hide all its later records from `read_committed` consumers
         that start mid-partition. Offsets are fenced by the consumer group (KIP-447), so a
         per-start transactional id loses no safety."""
-        base: dict[str, Any] = {"enable.idempotence": True, "linger.ms": 5, "message.max.bytes": 104_857_600}
+        base: dict[str, Any] = {"enable.idempotence": True, "linger.ms": 5, **topics.producer_settings()}
         if not self.settings.transactions:
             return Producer(self.settings.client(**base))
         record = self.settings.state_dir / f"producer-{self.settings.worker_id}.json"
@@ -208,11 +229,15 @@ class Worker:
             self.close()
         return self.stats
 
-    @staticmethod
-    def _is_error(message: Message) -> bool:
-        if message.error() is None:
+    def _is_error(self, message: Message) -> bool:
+        error = message.error()
+        if error is None:
             return False
-        log.warning("consumer error: %s", message.error())
+        if error.code() in FENCED:
+            raise fenced(self.settings, error)
+        if error.fatal():
+            raise WorkerStopped(f"the Kafka consumer failed for good ({error.str()}): restart the worker")
+        log.warning("consumer error: %s", error)
         return True
 
     def process(self, messages: list[Message]) -> None:
@@ -220,6 +245,7 @@ class Worker:
         by_partition: dict[TP, list[Message]] = defaultdict(list)
         for message in messages:
             by_partition[(message.topic(), message.partition())].append(message)
+        self.outputs.discard()
         if self.settings.transactions:
             self.producer.begin_transaction()
         try:
@@ -243,8 +269,12 @@ class Worker:
                     f"The outcomes of offsets {first}..{last} are committed in Kafka; nothing is lost: free space "
                     "and restart the worker, it will replay those offsets into the store without emitting them "
                     "again.") from err
+        self.outputs.commit()
         self.stats.batches += 1
         self.stats.consumed += len(messages)
+        for (topic, _), batch in by_partition.items():
+            self.stats.inputs[topic] += len(batch)
+            self.metrics.inputs.labels(topic).inc(len(batch))
         self._observe(by_partition, started)
 
     def _observe(self, by_partition: dict[TP, list[Message]], started: float) -> None:
@@ -275,6 +305,9 @@ class Worker:
             self.producer.commit_transaction(60)
         else:
             self.producer.flush(60)
+            failure = self.outputs.first_failure()
+            if failure is not None:  # an output was not delivered: consume the batch again
+                raise KafkaException(failure)
             self.consumer.commit(offsets=offsets, asynchronous=False)
 
     def _recover(self, by_partition: dict[TP, list[Message]], err: KafkaException) -> bool:
@@ -285,6 +318,9 @@ class Worker:
         redone, or its outputs would appear twice; the group's committed offsets, which are part
         of the transaction, tell which way it went."""
         error = err.args[0] if err.args else None
+        if isinstance(error, KafkaError) and error.code() in FENCED:
+            raise fenced(self.settings, error) from err
+        refused = self.outputs.learn_refusals()  # sent as too_large_for_broker stubs on the retry
         fatal = bool(error is not None and hasattr(error, "fatal") and error.fatal())
         if not self.settings.transactions:
             if fatal:
@@ -297,6 +333,8 @@ class Worker:
                 return True
             except KafkaException as again:
                 err, error = again, again.args[0] if again.args else None
+                if isinstance(error, KafkaError) and error.code() in FENCED:
+                    raise fenced(self.settings, error) from again
                 fatal = bool(error is not None and error.fatal())
         if not fatal:
             try:
@@ -309,7 +347,8 @@ class Worker:
         if self._committed(by_partition):
             log.warning("transaction reported %s, but its offsets are committed: it went through", err)
             return True
-        log.warning("transaction failed (%s); the batch will be consumed again", err)
+        if not refused:
+            log.warning("transaction failed (%s); the batch will be consumed again", err)
         self._rewind(by_partition)
         return False
 
@@ -320,6 +359,7 @@ class Worker:
 
     def _rewind(self, by_partition: dict[TP, list[Message]]) -> None:
         self.stats.aborted += 1
+        self.outputs.discard()
         for (topic, partition), batch in by_partition.items():
             self.handlers[(topic, partition)].discard()
             self.consumer.seek(TopicPartition(topic, partition, batch[0].offset()))
@@ -338,4 +378,4 @@ class Worker:
         self.producer.flush(10)
 
 
-__all__ = ["Worker", "WorkerSettings", "WorkerStats", "cluster_events", "mask"]
+__all__ = ["Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events", "mask"]

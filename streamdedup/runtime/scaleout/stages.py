@@ -61,6 +61,9 @@ def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]
     return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash), keys
 
 
+_HEADER_KIND = [(KIND_HEADER, PAGE)]
+
+
 class FingerprintPartition:
     """Input page -> index requests (one per index partition its keys live in) + its header."""
 
@@ -87,11 +90,17 @@ class FingerprintPartition:
             doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
-            for partition, partition_keys in sorted(keys.items()):
-                request = IndexRequest(order, doc, partition_keys, event.trusted)
-                out.send(self.routes.index_topic, page_key, request.encode(), partition=partition)
-            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note)
-            out.send(self.routes.parts_topic, page_key, header.encode(), [(KIND_HEADER, PAGE)],
+            requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted).encode())
+                        for partition, partition_keys in sorted(keys.items())]
+            # the header carries the whole record: the gather step passes it through to the verdict
+            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note).encode()
+            if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
+                    and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
+                out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message))
+                continue
+            for partition, request in requests:
+                out.send(self.routes.index_topic, page_key, request, partition=partition)
+            out.send(self.routes.parts_topic, page_key, header, _HEADER_KIND,
                      partition=page_partition(page.id, self.routes.parts_partitions))
         return 0
 
@@ -183,7 +192,7 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
                      dedup["reason"], dedup["detail"], header.origin)
         return
-    out.verdict(header.record, dedup)
+    out.verdict(header.record, dedup, header.origin)
     for event in decided.events:
         out.cluster_event(event)
 
