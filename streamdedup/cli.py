@@ -91,9 +91,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         with Detector(config, state) as detector:
             job = FileJob(detector.store, out, state, args.inputs, [config.policy, config.site_policy])
             records = job.records(read_inputs)
-            if job.job.consumed and not args.quiet:
-                print(f"continuing the run on {out}: its first {job.job.consumed} records are done",
-                      file=sys.stderr)
+            if job.resumed and not args.quiet:
+                print(f"{out} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
+                      "skipped, the rest is processed", file=sys.stderr)
             job.begin()
             sink = FileSink(out, job.lengths, job.ledger.tally)
             try:

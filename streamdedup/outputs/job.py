@@ -118,6 +118,7 @@ class FileJob:
             if path != STDIN and not Path(path).is_file():
                 raise FileNotFoundError(f"input {path} is not a file")
         self.job = Job([p if p == STDIN else str(Path(p).resolve()) for p in inputs], policy)
+        self.resumed: str | None = None  # "unfinished" or "finished": the job this run continues
         if raw is None and (found := existing_outputs(out)):
             raise JobRefused(f"{out} already holds {', '.join(found)}, from a run that the store at {state} has "
                              "no record of: use another --out, or --fresh to clear them and the store")
@@ -145,7 +146,7 @@ class FileJob:
             return read(self.job.inputs)
         records = read(last.inputs)
         if self._consumed_again(records, last):
-            self.job = last
+            self.job, self.resumed = last, ("finished" if last.done else "unfinished")
             return records
         records.close()  # closes the files it opened
         if not last.done:
@@ -205,6 +206,8 @@ def _names(inputs: list[str]) -> str:
 # -- the out folder and --fresh ----------------------------------------------------------------
 def lock_out(out: Path) -> int:
     """Hold --out for this process (two runs appending to one folder would interleave)."""
+    if out.exists() and not out.is_dir():
+        raise JobRefused(f"--out {out} is a file: give --out a folder (it is created if missing)")
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out, os.O_RDONLY)
     try:

@@ -256,3 +256,6 @@ def test_sigkill_mid_run_then_rerun_gives_every_record_once(tmp_path: Path) -> N
     summary = json.loads((out / "summary.json").read_text())
     assert summary["records"] == len(records)
     assert summary["unique"] + summary["duplicates"] + summary["rejected"] == len(records)
+    clusters = {orjson.loads(line)["dedup"]["cluster_id"] for name in OUTPUTS[:2]
+                for line in (out / name).read_bytes().splitlines()}
+    assert summary["clusters"] == len(clusters)
