@@ -7,11 +7,24 @@ field library (see docs/extraction-comparison.md for the measurement behind the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import accumulate
 from typing import Literal
+
+from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "resiliparse", "none"]
 EXTRACTORS: tuple[str, ...] = ("trafilatura", "resiliparse", "none")
+
+# Deepest element nesting a page may have. Measured: 1,292 real pages (trafilatura's and
+# Readability's test pages) are at most 42 elements deep (68 by `nesting_depth`'s estimate);
+# Chrome stops nesting at 512; lxml (trafilatura) silently drops what is deeper than 255; and
+# resiliparse's main-content pass costs about elements x depth (50 k nested divs: 31 s).
+MAX_NESTING = 512
 
 
 def is_html(content_type: str, text: str) -> bool:
@@ -58,11 +71,109 @@ _BACKENDS: dict[str, Callable[[str], str]] = {
     "resiliparse": extract_resiliparse,
     "none": extract_all_text,
 }
+C_BACKENDS = {"resiliparse": extract_resiliparse, "none": extract_all_text}  # C code an alarm cannot stop
 
 
-def extract_main_text(html: str, extractor: str) -> str:
+def extract_main_text(html: str, extractor: str, max_seconds: float = 0.0) -> str:
+    """The page's main text. Deeper nesting than MAX_NESTING is refused first; `max_seconds`
+    bounds the rest: the C extractors run in a helper process that is killed on overrun, the
+    others under an alarm (0: no bound)."""
     try:
         backend = _BACKENDS[extractor]
     except KeyError:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}") from None
-    return backend(html)
+    check_nesting(html)
+    if max_seconds > 0 and backend is C_BACKENDS.get(extractor):
+        from streamdedup.clean.isolated import helper
+
+        return helper().extract(extractor, html, max_seconds)
+    with time_limit(max_seconds):
+        return backend(html)
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Abort a parse that runs too long (SIGALRM: only in the main thread, which is where the
+    worker and the CLI parse, and only between Python bytecodes, hence the helper process for C)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _Timeout:
+        raise Rejected(Reason.TIMEOUT, f"parsing took longer than {seconds:g} s") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# -- nesting ---------------------------------------------------------------------------------
+_ANY_TAG = re.compile(r"<(/?)[a-zA-Z]")
+_STEP = {"": 1, "/": -1}
+# comments and raw text are skipped whole (a match always runs to its end or to the end of the
+# page, so the scan stays linear); then start and end tags
+_TOKEN = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|textarea|title|xmp|iframe|noembed|noframes)\b.*?(?:</\1|\Z)"
+                    r"|<(/?)([a-zA-Z][a-zA-Z0-9-]*)", re.DOTALL | re.IGNORECASE)
+# elements that never hold others (void) or that the next of their kind closes (p, li, td...)
+_NOT_NESTING = frozenset("area base br col embed hr img image input link meta param source track wbr keygen frame "
+                         "basefont bgsound p li dt dd option optgroup tr td th rb rt rp rtc thead tbody tfoot "
+                         "colgroup caption html head body".split())
+
+
+def check_nesting(html: str, limit: int = MAX_NESTING) -> None:
+    """Refuse markup nested deeper than `limit` elements, in linear time. Cheap upper bounds
+    first, at C speed (the count of '<'; per 4 KB chunk, the tags opened before it plus those in
+    it; start minus end tags so far), so that the stack estimate (`nesting_depth`) runs only on
+    the few pages they cannot clear (the C extractors' hard time limit stands behind them)."""
+    if html.count("<") <= limit or _chunk_bound(html) <= limit:
+        return
+    if max(accumulate(map(_STEP.__getitem__, _ANY_TAG.findall(html))), default=0) <= limit:
+        return
+    depth = nesting_depth(html)
+    if depth > limit:
+        raise Rejected(Reason.TOO_DEEP, f"the markup is nested about {depth} elements deep; pages deeper than "
+                                        f"{limit} are not parsed (real pages stay under 100)")
+
+
+def _chunk_bound(html: str, size: int = 4096) -> int:
+    """Start tags open before each chunk plus every '<' in it, the largest over the chunks."""
+    bound = depth = 0
+    count = html.count
+    for start in range(0, len(html), size):
+        lt, ends = count("<", start, start + size), count("</", start, start + size)
+        if depth + lt - ends > bound:
+            bound = depth + lt - ends
+        depth = max(depth + lt - 2 * ends, 0)
+    return bound
+
+
+def nesting_depth(html: str) -> int:
+    """The deepest element nesting, estimated as an HTML parser builds it: an end tag closes the
+    nearest open element of its name (a stray one is ignored); p, li, td and the like do not
+    count (the next one closes them), nor void elements, comments and script or style text."""
+    stack: list[str] = []
+    deepest = 0
+    for match in _TOKEN.finditer(html):
+        name = match.group(3)
+        if name is None:
+            continue
+        name = name.lower()
+        if match.group(2):
+            if stack and stack[-1] == name:
+                stack.pop()
+            elif name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name):]
+        elif name not in _NOT_NESTING:
+            stack.append(name)
+            deepest = max(deepest, len(stack))
+    return deepest

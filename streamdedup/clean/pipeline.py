@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
@@ -21,39 +17,13 @@ class CleaningConfig:
     max_content_bytes: int = 10_000_000
     max_text_chars: int = 2_000_000
     min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)
-    max_seconds: float = 10.0  # wall-clock bound on parsing one page (main thread only)
+    max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_main_text)
 
     def __str__(self) -> str:
         return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
 
 
 _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json")
-
-
-class _Timeout(Exception):
-    pass
-
-
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Abort a parse that runs too long (SIGALRM; only possible in the main thread, which is
-    where the worker and the CLI parse: elsewhere the size caps are the bound)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise _Timeout()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    except _Timeout:
-        raise Rejected(Reason.TIMEOUT, f"parsing took longer than {seconds:g} s") from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def clean_page(page: Page, config: CleaningConfig) -> str:
@@ -66,8 +36,7 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
         content = decode_bytes(content, charset_from_content_type(page.content_type),
                                max_bytes=config.max_content_bytes)
     if is_html(page.content_type, content):
-        with time_limit(config.max_seconds):
-            text = extract_main_text(content, config.extractor)
+        text = extract_main_text(content, config.extractor, config.max_seconds)
     else:
         text = content
     text = normalize_text(text[: config.max_text_chars])

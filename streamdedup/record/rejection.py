@@ -22,6 +22,7 @@ class Reason(str, Enum):
     UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
     TRUNCATED_INPUT = "truncated_input"  # the input file ends inside a record (a cut .gz or WARC)
     UNREADABLE_RECORD = "unreadable_record"  # bytes of the input that are no record (a broken WARC record)
+    TOO_DEEP = "too_deep"  # markup nested deeper than the extractors can be trusted with
     TOO_LARGE_FOR_BROKER = "too_large_for_broker"  # an output the Kafka broker refused for its size
 
 

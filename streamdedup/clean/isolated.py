@@ -1,0 +1,124 @@
+"""Run an extractor in a helper process that is killed when it overruns.
+
+SIGALRM cannot stop C code: resiliparse's main-content pass costs about (elements x depth), so
+one crafted page (50 k nested divs; or 100 k spans 1,000 levels deep: 25 s) would hold the
+stream for minutes. The helper gets each page over a pipe and has `seconds` to answer; if it
+does not, it is killed (and a new one started for the next page) and the page is rejected with
+`timeout`. A helper that crashes (a segfault in C) costs its page, not the worker.
+
+Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
+(extractor name length, html length) then both, UTF-8; an answer is (status, length) and the
+text, or the error for status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import subprocess
+import sys
+from typing import IO, Callable
+
+from streamdedup.record.rejection import Reason, Rejected
+
+_HEADER = struct.Struct("<II")
+
+
+class IsolatedExtractor:
+    """One helper process per process that uses it (a forked child starts its own)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._owner = 0
+
+    def extract(self, extractor: str, html: str, seconds: float) -> str:
+        process = self._running()
+        name = extractor.encode()
+        data = html.encode("utf-8", "surrogatepass")
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(_HEADER.pack(len(name), len(data)) + name + data)
+            process.stdin.flush()
+            if not _readable(process.stdout, seconds):
+                self.stop()
+                raise Rejected(Reason.TIMEOUT, f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
+            status, size = _HEADER.unpack(_read_exactly(process.stdout, _HEADER.size))
+            text = _read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
+        except Rejected:
+            raise
+        except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
+            code = self.stop()
+            raise RuntimeError(f"the {extractor} extractor process ended (exit code {code}) on this page") from err
+        except BaseException:  # interrupted mid-request (an alarm, Ctrl-C): its answer must not reach the next page
+            self.stop()
+            raise
+        if status != 0:
+            raise RuntimeError(text)
+        return text
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
+            self._process = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self._owner = os.getpid()
+        return self._process
+
+    def stop(self) -> int | None:
+        """Kill the helper (the next page starts a new one); returns its exit code."""
+        process, self._process = self._process, None
+        if process is None or self._owner != os.getpid():
+            return None
+        process.kill()
+        code = process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        return code
+
+
+_helper: IsolatedExtractor | None = None
+
+
+def helper() -> IsolatedExtractor:
+    """The process's helper, started on its first page."""
+    global _helper
+    if _helper is None:
+        _helper = IsolatedExtractor()
+    return _helper
+
+
+def _readable(stream: IO[bytes], seconds: float) -> bool:
+    ready, _, _ = select.select([stream], [], [], seconds if seconds > 0 else None)
+    return bool(ready)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError(f"expected {size} bytes, got {len(data)}")
+    return data
+
+
+def serve(backends: dict[str, Callable[[str], str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """The helper's loop: one page in, its text (or its error) out, until stdin closes."""
+    while True:
+        header = stdin.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        name_size, size = _HEADER.unpack(header)
+        name = _read_exactly(stdin, name_size).decode()
+        html = _read_exactly(stdin, size).decode("utf-8", "surrogatepass")
+        try:
+            answer, status = backends[name](html), 0
+        except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
+            answer, status = f"{type(err).__name__}: {err}", 1
+        out = answer.encode("utf-8", "surrogatepass")
+        stdout.write(_HEADER.pack(status, len(out)) + out)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    from streamdedup.clean.extract import C_BACKENDS
+
+    serve(C_BACKENDS, sys.stdin.buffer, sys.stdout.buffer)
