@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.clean.pipeline import CleaningConfig
+from streamdedup.clean.template import TemplateParams
 from streamdedup.fingerprints.registry import METHODS
 from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
 
@@ -44,6 +45,8 @@ class DetectorConfig:
     retention: timedelta | None = None
     # a page's fetch time further ahead of the clock than this is not trusted (store/retention.py)
     max_clock_skew: timedelta = DEFAULT_MAX_CLOCK_SKEW
+    # each site's boilerplate, learned from the stream and removed before fingerprinting (None: off)
+    template: TemplateParams | None = TemplateParams()
     batch_size: int = 256
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
@@ -94,7 +97,8 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
-                 "max_content_bytes", "lexicon", "max_clock_skew"}
+                 "max_content_bytes", "lexicon", "max_clock_skew",
+                 "template"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -108,7 +112,11 @@ class DetectorConfig:
             max_content_bytes=int(data.get("max_content_bytes", CleaningConfig.max_content_bytes)))
         retention = data.get("retention")
         skew = data.get("max_clock_skew")
-        return cls(methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
+        template = data.get("template", {})
+        if template is not False and not isinstance(template, Mapping):
+            raise ValueError("template is a table of TemplateParams fields ([template] min_share = 0.3) or false")
+        return cls(template=None if template is False else TemplateParams(**template),
+                   methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
                    same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,

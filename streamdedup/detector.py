@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
+from streamdedup.config import DetectorConfig
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
@@ -45,9 +45,7 @@ class Detector:
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
-        fp = {"cleaning": str(self.config.cleaning), "tokenizer": TOKENIZER_VERSION}
-        fp.update({f"method.{m.name}": m.describe() for m in self.methods})
-        return fp
+        return {**self.store_config, **{f"method.{m.name}": m.describe() for m in self.methods}}
 
     def close(self) -> None:
         self.store.close()
@@ -84,6 +82,9 @@ class Detector:
         written atomically with them (e.g. input offsets) and calls `commit`."""
         batch = self.store.batch()
         now_ms = int(time.time() * 1000)
+        if self.config.template is not None:  # in order: each page sees the template its site's earlier pages left
+            items = [own_text(item, batch.template(item.site_hash), self.fingerprinter, self.config.template)
+                     if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
         keyed = {id(fp): self._index_keys(fp) for fp in pages}
         batch.prefetch((n for _, names in keyed.values() for tag_names in names.values() for n in tag_names),
@@ -146,7 +147,8 @@ class Detector:
             if doc is None or (oldest_ms is not None and doc.event_ms < oldest_ms):
                 continue
             by_method = similarities(self.methods_by_tag, mine, doc.signatures)
-            judged = self.policy.judge(by_method, doc.site == fp.site_hash)
+            # own-site candidates meet the stricter site policy only while the site's template is unknown
+            judged = self.policy.judge(by_method, doc.site == fp.site_hash and not fp.template_known)
             if judged is None:
                 continue
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored

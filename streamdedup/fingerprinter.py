@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 import xxhash
 
 from streamdedup.clean.pipeline import clean_page
+from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method
@@ -53,6 +54,7 @@ class Fingerprinted:
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
+    template_known: bool = False  # its site's template was known and removed (clean/template.py)
 
     @property
     def site_hash(self) -> int:
@@ -67,7 +69,8 @@ class Fingerprinter:
         self.methods: list[FingerprintMethod[Any, Any]] = [
             create_method(name, **config.params_for(name)) for name in config.methods]
         # what signatures depend on besides the methods' own parameters (recorded in stores)
-        self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION}
+        self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION,
+                             "template": str(config.template or "off")}
         warm_up(self.methods)
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
@@ -108,6 +111,30 @@ class Fingerprinter:
             record = _raw_payload(raw)
         return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
                                 "origin": raw.origin}, raw.origin)
+
+
+def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
+             params: TemplateParams) -> Fingerprinted | Outcome:
+    """The page without its site's template (as the site's earlier pages taught it), fingerprinted
+    again if anything was removed; then the page is counted for its site's later pages.
+
+    A page with too little text of its own is not judged: matching it on its template would call
+    every such page of the site a duplicate of the first."""
+    lines, hashes = split_lines(item.text)
+    known = site.known(params)
+    text, removed = site.strip(lines, hashes, params)
+    site.learn(item.page.url, hashes, params)
+    if not removed:
+        return replace(item, template_known=known)
+    try:
+        signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
+                                      fingerprinter.config.cleaning.min_words)
+    except Rejected:
+        return Outcome(item.record, {"status": "rejected", "reason": Reason.TEMPLATE_ONLY.value,
+                                     "detail": f"{removed} of the page's {len(lines)} lines are its site's template; "
+                                               "too little own text is left to judge", "origin": item.origin},
+                       item.origin)
+    return replace(item, signatures=signatures, text=text, template_known=known)
 
 
 _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes

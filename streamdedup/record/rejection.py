@@ -16,6 +16,7 @@ class Reason(str, Enum):
     TOO_LARGE = "too_large"
     UNDECODABLE = "undecodable"
     NO_TEXT = "no_text"
+    TEMPLATE_ONLY = "template_only"  # what is left after removing the site's template is too short to judge
     PROCESSING_ERROR = "processing_error"
     TIMEOUT = "timeout"
     DUPLICATE_ID = "duplicate_id"

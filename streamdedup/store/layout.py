@@ -6,6 +6,7 @@ Column family "default", keys distinguished by a 1-byte prefix:
     D<seq:8>                       -> DocRecord: id, event time, cluster, signatures       [docs]
     T<event ms:8><seq:8>           -> b""   event-time index, for retention                [time]
     V<runtime key>                 -> bytes verdicts a runtime already emitted (Faust)     [journal]
+    S<xxh3-64(site):8>             -> the site's template model (clean/template.py)        [templates]
 
 Column family "index", every key 9 bytes (point lookups only: hashed memtable, bloom filters):
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 import xxhash
 
-META, DOC, TIME, JOURNAL = b"M", b"D", b"T", b"V"
+META, DOC, TIME, JOURNAL, TEMPLATE = b"M", b"D", b"T", b"V", b"S"
 INDEX_CF = "index"
 INDEX_KEY_SIZE = 9
 ID_TAG = 0xFF  # page ids share the index column family under a tag no method gets
@@ -44,6 +45,10 @@ _HEAD = struct.Struct("<qQ")
 
 def journal_key(name: str) -> bytes:
     return JOURNAL + name.encode()
+
+
+def template_key(site_hash: int) -> bytes:
+    return TEMPLATE + _SEQ.pack(site_hash)
 
 
 def seq_bytes(seq: int) -> bytes:

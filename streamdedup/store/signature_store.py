@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
+from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
@@ -375,8 +376,8 @@ class SignatureStore:
     def stats(self) -> dict[str, Any]:
         """Counts from a full scan that verifies every block's checksum: a damaged store raises
         StoreCorrupt instead of looking healthy with fewer keys."""
-        counts = {name: 0 for name in ("docs", "time", "ids", "index_keys", "postings")}
-        prefixes = {layout.DOC: "docs", layout.TIME: "time"}
+        counts = {name: 0 for name in ("docs", "time", "templates", "ids", "index_keys", "postings")}
+        prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates"}
         for key, _ in self._scan(self.db, verify=True):
             name = prefixes.get(key[:1])
             if name:
@@ -426,6 +427,7 @@ class StoreBatch:
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
+        self._templates: dict[int, SiteTemplate] = {}
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -506,8 +508,18 @@ class StoreBatch:
     def set_journal(self, name: str, value: bytes) -> None:
         self._journal[name] = value
 
+    def template(self, site_hash: int) -> SiteTemplate:
+        """A site's template model as of this batch (read once; written back at commit)."""
+        template = self._templates.get(site_hash)
+        if template is None:
+            data = self.store.db.get(layout.template_key(site_hash))
+            template = self._templates[site_hash] = SiteTemplate() if data is None else SiteTemplate.decode(data)
+        return template
+
     def commit(self) -> None:
         wb = WriteBatch(raw_mode=True)
+        for site_hash, template in self._templates.items():
+            wb.put(layout.template_key(site_hash), template.encode())
         for seq, doc in self._docs.items():
             wb.put(layout.doc_key(seq), doc.encode())
             wb.put(layout.time_key(doc.event_ms, seq), b"")
@@ -522,6 +534,7 @@ class StoreBatch:
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
         self._journal.clear()
+        self._templates.clear()
         self._values.clear()
         self._dirty.clear()
         self._live.clear()

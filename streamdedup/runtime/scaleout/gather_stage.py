@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import WriteBatch
 
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader
+from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.engine import Candidate, decide
 
 _WAITING, _FINISHED, _META = b"W", b"F", b"M"
@@ -81,10 +82,7 @@ def verdict_of(header: PageHeader, answers: list[Answer]) -> tuple[dict[str, Any
 
 class GatherPartition:
     def __init__(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        options = Options(raw_mode=True)
-        options.create_if_missing(True)
-        self.db = Rdict(str(path), options=options)
+        self.db = open_plain_db(path)
         self._pending: dict[bytes, Pending] = {}
         self._finished: dict[bytes, bytes] = {}
         self._deleted: set[bytes] = set()

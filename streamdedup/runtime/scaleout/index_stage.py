@@ -64,7 +64,8 @@ class IndexPartition:
             other = batch.doc(seq)
             if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
                 continue
-            judged = self.policy.judge(similarities(self.by_tag, mine, other.signatures), other.site == doc.site)
+            by_method = similarities(self.by_tag, mine, other.signatures)
+            judged = self.policy.judge(by_method, other.site == doc.site and not request.template_known)
             if judged is None:
                 continue
             order = bytes.fromhex(other.cluster_id)

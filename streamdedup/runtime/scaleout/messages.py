@@ -30,6 +30,7 @@ class IndexRequest:
     doc: DocRecord  # page id, event time, site, encoded signatures (seq and cluster unused)
     keys: dict[int, list[bytes]]  # method tag -> the page's keys that live in this partition
     trusted_time: bool = True  # doc.event_ms is the page's own fetch time (store/retention.py)
+    template_known: bool = False  # the page's site template was known: own-site candidates meet the one policy
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -38,7 +39,7 @@ class IndexRequest:
             for key in keys:
                 parts.append(_KEY.pack(tag, len(key)))
                 parts.append(key)
-        parts.append(b"\x01" if self.trusted_time else b"\x00")
+        parts.append(bytes((self.trusted_time | self.template_known << 1,)))
         return b"".join(parts)
 
     @classmethod
@@ -57,7 +58,8 @@ class IndexRequest:
             pos += _KEY.size
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
-        return cls(order, doc, keys, data[pos:pos + 1] != b"\x00")
+        flags = data[pos] if pos < len(data) else 1
+        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2))
 
 
 @dataclass(frozen=True)

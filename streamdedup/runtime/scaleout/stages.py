@@ -17,7 +17,7 @@ import orjson
 from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.local_stage import emit_outcome, message_timestamp, source_of
@@ -31,6 +31,7 @@ from streamdedup.runtime.scaleout.routing import key_partition, page_order, page
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
+from streamdedup.store.template_store import TemplateStore
 from streamdedup.verdict.policy import SitePolicy
 
 
@@ -65,20 +66,30 @@ _HEADER_KIND = [(KIND_HEADER, PAGE)]
 
 
 class FingerprintPartition:
-    """Input page -> index requests (one per index partition its keys live in) + its header."""
+    """Input page -> index requests (one per index partition its keys live in) + its header.
 
-    stateful = False
+    With the template model on, it keeps the templates of the sites on its input partition (a
+    `TemplateStore`, written with the partition's offset), and is a stateful step."""
 
-    def __init__(self, fingerprinter: Fingerprinter, routes: Routes) -> None:
+    def __init__(self, fingerprinter: Fingerprinter, routes: Routes, templates: TemplateStore | None = None) -> None:
         self.fingerprinter = fingerprinter
         self.routes = routes
+        self.templates = templates
+        self.stateful = templates is not None
         self.tags = method_tags([m.name for m in fingerprinter.methods])
         self.max_skew_ms = int(fingerprinter.config.max_clock_skew.total_seconds() * 1000)
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         now_ms = int(time.time() * 1000)
+        params = self.fingerprinter.config.template
+        replayed = 0
         for message in messages:
             item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
+            if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
+                item = own_text(item, self.templates.template(item.site_hash), self.fingerprinter, params)
+            if message.offset() < replay_until:  # rebuilding the template store: its outputs are in Kafka
+                replayed += 1
+                continue
             if isinstance(item, Outcome):
                 emit_outcome(out, message, item)
                 continue
@@ -90,7 +101,8 @@ class FingerprintPartition:
             doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
-            requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted).encode())
+            requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
+                                                     item.template_known).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note).encode()
@@ -102,22 +114,29 @@ class FingerprintPartition:
                 out.send(self.routes.index_topic, page_key, request, partition=partition)
             out.send(self.routes.parts_topic, page_key, header, _HEADER_KIND,
                      partition=page_partition(page.id, self.routes.parts_partitions))
-        return 0
+        return replayed
 
     def get_meta(self, name: str) -> bytes | None:
-        return None
+        return None if self.templates is None else self.templates.get_meta(name)
 
     def stage_meta(self, name: str, value: bytes) -> None:
-        pass
+        if self.templates is not None:
+            self.templates.stage_meta(name, value)
 
     def commit(self) -> None:
-        pass
+        if self.templates is not None:
+            self.templates.commit()
 
     def discard(self) -> None:
-        pass
+        if self.templates is not None:
+            self.templates.discard()
+
+    def property_total(self, name: str) -> int:
+        return 0 if self.templates is None else self.templates.property_total(name)
 
     def close(self) -> None:
-        pass
+        if self.templates is not None:
+            self.templates.close()
 
 
 class _StoredPartition:
@@ -220,4 +239,5 @@ class GlobalTopology:
                                        self.routes)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path)))
-        return FingerprintPartition(self.fingerprinter, self.routes)
+        templates = None if self.config.template is None else TemplateStore(Path(path))
+        return FingerprintPartition(self.fingerprinter, self.routes, templates)

@@ -8,6 +8,7 @@ import orjson
 
 from conftest import make_article, page, wrap_in_template
 from runtime.conftest import read_topic
+from test_template_model import site_feed
 from runtime.scaleout.test_topologies import run_workers, syndicated_crawl
 from runtime.test_worker import send
 from streamdedup.testing import run_records
@@ -24,15 +25,19 @@ def bridged_clusters() -> list[dict]:
 
 
 def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field(settings, tmp_path):
-    crawl = [r for r in syndicated_crawl(16) if isinstance(r, dict)] + bridged_clusters()
+    # with a site whose template is learned on the way (and a page that is only template)
+    crawl = [r for r in syndicated_crawl(16) if isinstance(r, dict)] + bridged_clusters() + site_feed()
     records = sorted(crawl, key=lambda r: r["fetched_at"])
-    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")
-                 if o.status != "rejected"}
+    outcomes = run_records(records, tmp_path / "file-mode")
+    file_mode = {o.dedup["id"]: o.dedup for o in outcomes if o.status != "rejected"}
+    assert [o.dedup["reason"] for o in outcomes if o.status == "rejected"] == ["template_only"]
     assert sum(d["status"] == "duplicate" for d in file_mode.values()) >= len(records) // 2  # a test with matches
     assert any(d.get("merged_clusters") for d in file_mode.values())  # and with a bridge
 
     send(settings, records)
     run_workers(settings, ["w1"], len(records))
+    rejected = [dict(m.headers())["dedup.reason"].decode() for m in read_topic(settings, settings.topics.rejected)]
+    assert rejected == ["template_only"]
     t = settings.topics
     worker = {}
     for topic in (t.unique, t.duplicates):

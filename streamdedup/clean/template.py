@@ -1,0 +1,143 @@
+"""Each site's template, learned from the stream itself. Pure: the state is a value the caller keeps.
+
+A crawl shows every site many times, so the stream says what its template is: a line of main
+text (a paragraph after extraction and normalisation: a menu label, "Share this article", a
+newsletter blurb, a copyright line) that recurs on many *distinct* pages of one site is
+boilerplate, not content. Whatever the extractor leaks of the template is removed before the page
+is fingerprinted and verified, so two different articles in one template stop looking alike, and
+a page that is nothing but template gets a verdict of its own instead of matching its siblings.
+
+Decisions (docs/template-model.md has the reasoning and the measurements):
+
+- Site key: the registrable domain under the Public Suffix List (`record.page.site_of`).
+- Unit: a line of normalised main text, hashed (xxh3-64). Counted once per distinct page of the
+  site: a page is its URL without query and fragment, and a URL among the site's recent ones
+  (re-crawls, tracking parameters) does not count again.
+- Template: a line seen on at least `min_count` distinct pages *and* on at least `min_share` of
+  the site's (decayed) pages. The share keeps a story's paragraphs, which recur only on its few
+  revisions and copies, from ever counting as template on a site with many pages.
+- Cold start: nothing is removed until the site has `min_pages` distinct pages; pages judged before
+  are judged on the extractor's text, as without the model (their verdicts stand).
+- Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
+- Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
+  `recent_urls` URL hashes.
+- Deterministic: a page is stripped with the state left by the site's earlier pages, then counted;
+  the same pages of a site in the same order give the same result in every mode, however batched.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import numpy as np
+import xxhash
+
+_HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
+
+
+@dataclass(frozen=True)
+class TemplateParams:
+    min_pages: int = 8
+    min_count: int = 4
+    min_share: float = 0.3
+    half_life: int = 1000
+    max_lines: int = 4096
+    recent_urls: int = 1024
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.min_share <= 1.0:
+            raise ValueError(f"template min_share is a fraction of the site's pages in (0, 1], got {self.min_share}")
+        if min(self.min_pages, self.min_count, self.half_life, self.max_lines, self.recent_urls) < 1:
+            raise ValueError("template counts and sizes must be at least 1")
+
+
+def split_lines(text: str) -> tuple[list[str], list[int]]:
+    """The page's lines (paragraphs of normalised main text) and their hashes, in order."""
+    lines = [line for line in text.split("\n") if line]
+    return lines, [xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in lines]
+
+
+def page_key(url: str) -> int:
+    """One page of a site: its URL without query and fragment (tracking parameters, re-crawls)."""
+    try:
+        parts = urlsplit(url.strip())
+        base = f"{parts.netloc.lower()}{parts.path}"
+    except ValueError:
+        base = url
+    return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class SiteTemplate:
+    """What one site's earlier pages say about its template."""
+
+    pages: int = 0  # distinct pages counted (halved with the counts)
+    since_halving: int = 0
+    counts: dict[int, int] = field(default_factory=dict)  # line hash -> distinct pages (decayed)
+    urls: list[int] = field(default_factory=list)  # recent page keys, oldest first
+
+    def known(self, params: TemplateParams) -> bool:
+        """Whether the site has shown enough distinct pages to tell its template (else: cold start)."""
+        return self.pages >= params.min_pages
+
+    def floor(self, params: TemplateParams) -> float:
+        """How many of the site's (decayed) distinct pages a line must be on to be template."""
+        return max(params.min_count, params.min_share * self.pages)
+
+    def template_lines(self, params: TemplateParams) -> set[int] | None:
+        """The lines that are template now; None while the site is too new to tell."""
+        if not self.known(params):
+            return None
+        floor = self.floor(params)
+        return {line for line, count in self.counts.items() if count >= floor}
+
+    def strip(self, lines: list[str], hashes: list[int], params: TemplateParams) -> tuple[str, int]:
+        """The page's own text (its template lines removed) and how many lines were removed.
+        One dict lookup per line of the page, whatever the size of the site's model."""
+        if not self.known(params):
+            return "\n".join(lines), 0
+        floor, counts = self.floor(params), self.counts
+        kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
+        return "\n".join(kept), len(lines) - len(kept)
+
+    def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
+        """Count a page's lines once for its site; False if the page was counted already."""
+        key = page_key(url)
+        if key in self.urls:
+            return False
+        self.urls.append(key)
+        if len(self.urls) > params.recent_urls:
+            del self.urls[: len(self.urls) - params.recent_urls]
+        self.pages += 1
+        for line in set(hashes):
+            self.counts[line] = self.counts.get(line, 0) + 1
+        if len(self.counts) > params.max_lines:  # keep the most seen (ties by hash: deterministic),
+            ranked = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))  # down to 3/4: amortised
+            self.counts = dict(ranked[: params.max_lines * 3 // 4])
+        self.since_halving += 1
+        if self.since_halving >= params.half_life:
+            self.since_halving = 0
+            self.pages //= 2
+            self.counts = {line: count // 2 for line, count in self.counts.items() if count >= 2}
+        return True
+
+    # -- bytes for the store ---------------------------------------------------------------
+    def encode(self) -> bytes:
+        lines = np.fromiter(self.counts.keys(), dtype="<u8", count=len(self.counts))
+        counts = np.fromiter(self.counts.values(), dtype="<u4", count=len(self.counts))
+        urls = np.asarray(self.urls, dtype="<u8")
+        return (_HEAD.pack(self.pages, self.since_halving, len(lines), len(urls))
+                + lines.tobytes() + counts.tobytes() + urls.tobytes())
+
+    @classmethod
+    def decode(cls, data: bytes) -> SiteTemplate:
+        pages, since, n_lines, n_urls = _HEAD.unpack_from(data)
+        pos = _HEAD.size
+        lines = np.frombuffer(data, dtype="<u8", count=n_lines, offset=pos)
+        pos += 8 * n_lines
+        counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos)
+        pos += 4 * n_lines
+        urls = np.frombuffer(data, dtype="<u8", count=n_urls, offset=pos)
+        return cls(pages, since, dict(zip(lines.tolist(), counts.tolist(), strict=True)), urls.tolist())

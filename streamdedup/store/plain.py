@@ -1,0 +1,15 @@
+"""A plain RocksDB (one column family, raw bytes) for the small stores of the scale-out steps:
+the gather step's pending verdicts and the fingerprint step's site templates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rocksdict import Options, Rdict
+
+
+def open_plain_db(path: Path) -> Rdict:
+    path.mkdir(parents=True, exist_ok=True)
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    return Rdict(str(path), options=options)

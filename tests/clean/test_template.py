@@ -1,0 +1,77 @@
+"""The site template model, pure: what counts as template, cold start, re-crawls, drift, bounds."""
+
+from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
+
+PARAMS = TemplateParams(min_pages=4, min_count=3, min_share=0.3, half_life=1000, max_lines=64, recent_urls=16)
+TEMPLATE = ["home | world | sport | culture", "share this article", "© 2024 daily planet ltd"]
+
+
+def page_text(article: int, paragraphs: int = 3) -> str:
+    return "\n".join([TEMPLATE[0], *(f"article {article} paragraph {p} with its own words" for p in range(paragraphs)),
+                      *TEMPLATE[1:]])
+
+
+def learn(template: SiteTemplate, url: str, text: str) -> None:
+    template.learn(url, split_lines(text)[1], PARAMS)
+
+
+def strip(template: SiteTemplate, text: str) -> tuple[str, int]:
+    return template.strip(*split_lines(text), PARAMS)
+
+
+def test_lines_on_many_distinct_pages_are_template_and_are_removed():
+    site = SiteTemplate()
+    for i in range(6):
+        learn(site, f"https://planet.example/story/{i}", page_text(i))
+    own, removed = strip(site, page_text(99))
+    assert removed == 3 and own.split("\n") == [f"article 99 paragraph {p} with its own words" for p in range(3)]
+
+
+def test_nothing_is_removed_before_the_site_has_enough_pages():
+    site = SiteTemplate()
+    for i in range(PARAMS.min_pages - 1):
+        learn(site, f"https://planet.example/story/{i}", page_text(i))
+    assert strip(site, page_text(99)) == (page_text(99), 0)
+
+
+def test_recrawls_and_tracking_parameters_do_not_count_again():
+    site = SiteTemplate()
+    for _ in range(10):
+        assert not site.learn("https://planet.example/story/1?utm=x", [1, 2], PARAMS) or site.pages == 1
+    assert site.pages == 1 and site.counts == {1: 1, 2: 1}
+
+
+def test_a_storys_paragraphs_on_its_revisions_stay_content_on_a_site_with_many_pages():
+    site = SiteTemplate()
+    for i in range(40):
+        learn(site, f"https://planet.example/story/{i}", page_text(i))
+    for revision in range(5):  # five revisions of story 7, each at its own URL
+        learn(site, f"https://planet.example/story/7-update-{revision}", page_text(7))
+    own, removed = strip(site, page_text(7))
+    assert removed == 3 and "article 7 paragraph 0" in own
+
+
+def test_lines_that_leave_the_template_fade_out():
+    params = TemplateParams(min_pages=2, min_count=2, min_share=0.3, half_life=10, max_lines=64, recent_urls=16)
+    site = SiteTemplate()
+    for i in range(10):
+        site.learn(f"https://a.example/{i}", [1, 100 + i], params)  # line 1 is the old template
+    for i in range(10, 60):
+        site.learn(f"https://a.example/{i}", [2, 100 + i], params)  # the template changed to line 2
+    assert 2 in (site.template_lines(params) or set()) and 1 not in (site.template_lines(params) or set())
+
+
+def test_state_per_site_is_bounded():
+    site = SiteTemplate()
+    for i in range(200):
+        site.learn(f"https://a.example/{i}", [1, *range(1000 * i, 1000 * i + 20)], PARAMS)
+    assert len(site.counts) <= PARAMS.max_lines and len(site.urls) <= PARAMS.recent_urls
+    assert 1 in site.counts  # the line on every page survives every trim
+
+
+def test_bytes_round_trip():
+    site = SiteTemplate()
+    for i in range(7):
+        learn(site, f"https://planet.example/story/{i}", page_text(i))
+    again = SiteTemplate.decode(site.encode())
+    assert again == site
