@@ -139,10 +139,10 @@ def check_nesting(html: str, limit: int = MAX_NESTING) -> None:
         return
     if max(accumulate(map(_STEP.__getitem__, _ANY_TAG.findall(html))), default=0) <= limit:
         return
-    depth = nesting_depth(html)
+    depth = nesting_depth(html, stop_above=limit)
     if depth > limit:
-        raise Rejected(Reason.TOO_DEEP, f"the markup is nested about {depth} elements deep; pages deeper than "
-                                        f"{limit} are not parsed (real pages stay under 100)")
+        raise Rejected(Reason.TOO_DEEP, f"the markup is nested more than {limit} elements deep (pages deeper than "
+                                        f"{limit} are not parsed; real pages stay under 100)")
 
 
 def _chunk_bound(html: str, size: int = 4096) -> int:
@@ -157,23 +157,28 @@ def _chunk_bound(html: str, size: int = 4096) -> int:
     return bound
 
 
-def nesting_depth(html: str) -> int:
+def nesting_depth(html: str, stop_above: int | None = None) -> int:
     """The deepest element nesting, estimated as an HTML parser builds it: an end tag closes the
     nearest open element of its name (a stray one is ignored); p, li, td and the like do not
-    count (the next one closes them), nor void elements, comments and script or style text."""
+    count (the next one closes them), nor void elements, comments and script or style text.
+    Stops as soon as the depth exceeds `stop_above`."""
     stack: list[str] = []
     deepest = 0
-    for match in _TOKEN.finditer(html):
-        name = match.group(3)
-        if name is None:
+    limit = len(html) if stop_above is None else stop_above
+    for match in _TOKEN.finditer(html):  # lazily: a deep page stops early
+        _, end, name = match.groups()
+        if not name:
             continue
         name = name.lower()
-        if match.group(2):
+        if end:
             if stack and stack[-1] == name:
                 stack.pop()
             elif name in stack:
                 del stack[len(stack) - 1 - stack[::-1].index(name):]
         elif name not in _NOT_NESTING:
             stack.append(name)
-            deepest = max(deepest, len(stack))
+            if len(stack) > deepest:
+                deepest = len(stack)
+                if deepest > limit:
+                    break
     return deepest
