@@ -1,0 +1,36 @@
+"""`streamdedup worker` on a store another process holds ends in one line naming the fix (the
+real broker, a real RocksDB store held open by a second process)."""
+
+import subprocess
+import sys
+import textwrap
+
+from streamdedup.cli import main
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from streamdedup.fingerprints.exact import ExactMethod
+    from streamdedup.store.signature_store import SignatureStore
+    store = SignatureStore(sys.argv[1], [ExactMethod()], {"held": "by a test"})
+    print("open", flush=True)
+    time.sleep(120)
+""")
+
+
+def test_a_worker_whose_store_is_in_use_stops_with_one_line(settings, monkeypatch, capsys):
+    topics = settings.topics
+    for name in ("pages", "unique", "duplicates", "rejected", "clusters", "index", "parts"):
+        monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(topics, name))
+    store = settings.state_dir / f"{topics.index}-0"  # the index partition's store (global topology)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(store)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        code = main(["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state-dir",
+                     str(settings.state_dir), "--group-id", settings.group_id, "--exit-when-idle", "20"])
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    line = [line for line in err.splitlines() if line.startswith("streamdedup: error:")]
+    assert len(line) == 1 and "in use by another process" in line[0] and str(store) in line[0], err
