@@ -8,37 +8,66 @@ from pathlib import Path
 from typing import Any
 
 
-def _chart(methods: dict[str, dict[str, Any]]) -> str:
+def _svg(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _chart(methods: dict[str, dict[str, Any]]) -> str:
+    """Bars per method, and precision against recall; labels rotated, layout constrained, and the
+    scatter's points named in a legend (methods often share a point, so labels on it overlap)."""
+    plt = _pyplot()
     names = list(methods)
-    fig, (bars, scatter) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (bars, scatter) = plt.subplots(1, 2, figsize=(max(12, 1.2 * len(names) + 6), 4.8), layout="constrained")
     width = 0.27
     for offset, metric in enumerate(("precision", "recall", "f1")):
         bars.bar([i + (offset - 1) * width for i in range(len(names))],
                  [methods[n][metric] for n in names], width, label=metric)
-    bars.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    bars.set_xticks(range(len(names)), names, rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
     bars.set_ylim(0, 1.05)
     bars.set_title("pairwise precision / recall / F1")
-    bars.legend(loc="lower right")
-    for n in names:
-        scatter.scatter(methods[n]["recall"], methods[n]["precision"])
-        scatter.annotate(n, (methods[n]["recall"], methods[n]["precision"]), fontsize=8,
-                         xytext=(3, 3), textcoords="offset points")
+    bars.legend(loc="lower left", fontsize=8, framealpha=0.9)
+    markers = "osD^v<>phX*"
+    for i, n in enumerate(names):
+        scatter.scatter(methods[n]["recall"], methods[n]["precision"], marker=markers[i % len(markers)],
+                        label=n, alpha=0.8)
     scatter.set_xlabel("recall")
     scatter.set_ylabel("precision")
     scatter.set_xlim(0, 1.05)
     scatter.set_ylim(0, 1.05)
     scatter.set_title("precision vs recall per method")
-    fig.tight_layout()
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg")
-    plt.close(fig)
-    svg = buffer.getvalue()
-    return svg[svg.index("<svg"):]
+    scatter.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8, frameon=False)
+    return _svg(fig)
+
+
+def _sweep_chart(sweep: dict[str, list[dict[str, Any]]]) -> str:
+    if not sweep:
+        return ""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(sweep), figsize=(6 * len(sweep), 3.6), layout="constrained", squeeze=False)
+    for ax, (name, rows) in zip(axes[0], sweep.items(), strict=True):
+        thresholds = [r["threshold"] for r in rows]
+        for metric in ("precision", "recall", "f1"):
+            ax.plot(thresholds, [r[metric] for r in rows], marker="o", label=metric)
+        ax.set_xlabel(f"{name} threshold")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{name} alone, by threshold")
+        ax.legend(loc="lower left", fontsize=8)
+    return _svg(fig)
 
 
 # 004's Table (ROMIP, ~500k pages): recall against the pool, verified precision, F.
@@ -66,29 +95,68 @@ def _paper_table(methods: dict[str, dict[str, Any]]) -> str:
 def _dice_heatmap(dice: dict[str, dict[str, float]]) -> str:
     if not dice:
         return ""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     names = list(dice)
     grid = [[dice[a][b] for b in names] for a in names]
-    fig, ax = plt.subplots(figsize=(1 + 0.45 * len(names), 0.8 + 0.4 * len(names)))
+    size = 2.5 + 0.5 * len(names)
+    fig, ax = plt.subplots(figsize=(size + 1, size), layout="constrained")
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
-    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", rotation_mode="anchor", fontsize=8)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6,
                     color="white" if value < 0.6 else "black")
-    fig.colorbar(image, ax=ax, fraction=0.03)
-    ax.set_title("Dice agreement of found pair sets (004's Table 4)")
-    fig.tight_layout()
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg")
-    plt.close(fig)
-    svg = buffer.getvalue()
-    return svg[svg.index("<svg"):]
+    fig.colorbar(image, ax=ax, fraction=0.04)
+    ax.set_title("Dice agreement of found pair sets (004's Table 4)", fontsize=9)
+    return _svg(fig)
+
+
+def _cells(row: list[Any]) -> str:
+    return "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+
+
+def _head(names: list[str]) -> str:
+    return "<tr>" + "".join(f"<th>{html.escape(n)}</th>" for n in names) + "</tr>"
+
+
+def _by_kind(methods: dict[str, dict[str, Any]], kinds: dict[str, dict[str, int]]) -> str:
+    """Recall per variant kind (found / gold pairs) and false-positive pairs per negative kind."""
+    parts = []
+    for field, title in (("recall_by_variant", "Recall per variant kind: pairs found / gold pairs"),
+                         ("recall_by_url", "Recall of revisions at the same or a new URL")):
+        columns = sorted({k for m in methods.values() for k in m.get(field, {})})
+        if not columns:
+            continue
+        rows = [[name, *(f"{m[field][k]['found']}/{m[field][k]['pairs']} ({m[field][k]['recall']:.3f})"
+                         if k in m.get(field, {}) else "" for k in columns)] for name, m in methods.items()]
+        parts.append(f"<h3>{title}</h3><table>{_head(['method', *columns])}"
+                     f"{''.join(_cells(r) for r in rows)}</table>")
+    negatives = kinds.get("negatives", {})
+    columns = sorted(set(negatives) | {k for m in methods.values() for k in m.get("false_positives_by_negative", {})})
+    if columns:
+        header = ["method", *(f"{k} ({negatives[k]} pages)" if k in negatives else k for k in columns),
+                  "all false-positive pairs"]
+        rows = [[name, *(m.get("false_positives_by_negative", {}).get(k, 0) for k in columns),
+                 m["predicted_pairs"] - m["true_pairs"]] for name, m in methods.items()]
+        parts.append("<h3>False-positive pairs per negative kind</h3><p>A pair counts for the negative kind of "
+                     "each of its pages ('other': neither page is a built hard negative).</p>"
+                     f"<table>{_head(header)}{''.join(_cells(r) for r in rows)}</table>")
+    return "".join(parts)
+
+
+def _sweep(sweep: dict[str, list[dict[str, Any]]]) -> str:
+    if not sweep:
+        return ""
+    parts = []
+    for name, rows in sweep.items():
+        cells = [[r["threshold"], *(f"{r[k]:.3f}" for k in ("precision", "recall", "f1")),
+                  r["predicted_pairs"] - r["true_pairs"],
+                  ", ".join(f"{k} {v}" for k, v in r["false_positives_by_negative"].items())] for r in rows]
+        parts.append(f"<h3>{html.escape(name)} alone at several thresholds</h3><table>"
+                     f"{_head(['threshold', 'precision', 'recall', 'F1', 'false-positive pairs', 'by negative kind'])}"
+                     f"{''.join(_cells(c) for c in cells)}</table>")
+    return "<h2>Threshold sweep</h2>" + "".join(parts) + _sweep_chart(sweep)
 
 
 def _table(methods: dict[str, dict[str, Any]]) -> str:
@@ -122,10 +190,14 @@ def write_report(path: Path, metrics: dict[str, Any], errors: dict[str, Any]) ->
 td,th{{border:1px solid #bbb;padding:4px 8px;text-align:right}}td:first-child{{text-align:left}}</style>
 </head><body><h1>streamdedup evaluation</h1>
 <p>dataset: {html.escape(str(metrics.get('dataset')))}; pages: {metrics.get('pages')};
-rejected: {metrics.get('rejected')}. Pairwise scores over same-cluster pairs; ARI over clusters.</p>
+rejected: {metrics.get('rejected')}; template model: {html.escape(str(metrics.get('template')))}.
+Pairwise scores over same-cluster pairs; ARI over clusters.</p>
 <h2>Against the gold labels</h2>
 {_table(methods)}
 {_chart(methods)}
+<h2>By kind</h2>
+{_by_kind(methods, metrics.get('kinds', {}))}
+{_sweep(metrics.get('sweep', {}))}
 {_paper_table(methods)}
 <p>pool: {html.escape(str(metrics.get('pool')))}</p>
 {_dice_heatmap(metrics.get('dice', {}))}

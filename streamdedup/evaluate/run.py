@@ -7,6 +7,7 @@ stream order against its own fresh store, exactly as `dedup` would.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
@@ -16,12 +17,14 @@ import orjson
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted, Outcome
+from streamdedup.evaluate.kinds import kind_scores, page_kinds
 from streamdedup.evaluate.metrics import pair_scores
 from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
 from streamdedup.evaluate.report import write_report
 from streamdedup.record.readers import read_input
 
 DEFAULT = "default"
+SWEEP = {"minhash": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)}  # thresholds a method is also scored at, alone
 
 
 def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, DetectorConfig]:
@@ -31,6 +34,21 @@ def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, De
         scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name,
                                   same_site_policy=name)
     return scenarios
+
+
+def sweep_configs(config: DetectorConfig, methods: list[str]) -> dict[tuple[str, float], DetectorConfig]:
+    """Each swept method alone at each of its thresholds (a fresh decision, as `dedup` would make)."""
+    sweeps = {}
+    for name in methods:
+        for threshold in SWEEP.get(name, ()):
+            params = {name: {**config.params_for(name), "threshold": threshold}}
+            sweeps[(name, threshold)] = replace(config, methods=(name,), method_params=params, policy=name,
+                                                same_site_policy=name)
+    return sweeps
+
+
+def _rounded(scores: dict[str, float | int]) -> dict[str, float | int]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
 
 
 def decide_all(config: DetectorConfig, items: list[Fingerprinted | Outcome], state: Path) -> list[Outcome]:
@@ -82,12 +100,23 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
         errors: dict[str, Any] = {}
         found: dict[str, set[tuple[int, int]]] = {}
         for name, scenario in scenario_configs(config, methods).items():
-            predicted = predicted_labels(decide_all(scenario, items, Path(tmp) / name))
+            outcomes = decide_all(scenario, items, Path(tmp) / name)
+            predicted = predicted_labels(outcomes)
             scores = pair_scores(gold, predicted)
-            results[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in scores.items()}
+            results[name] = _rounded(scores)
             results[name]["policy"] = scenario.policy
+            results[name].update(kind_scores(records, gold, predicted))
+            results[name]["rejected_by_reason"] = dict(Counter(
+                str(o.dedup.get("reason")) for o in outcomes if o.dedup.get("status") == "rejected"))
             errors[name] = error_pairs(records, gold, predicted)
             found[name] = cluster_pairs(predicted)
+        sweep: dict[str, list[dict[str, Any]]] = {}
+        for (name, threshold), scenario in sweep_configs(config, methods).items():
+            predicted = predicted_labels(decide_all(scenario, items, Path(tmp) / f"{name}-{threshold}"))
+            scores = pair_scores(gold, predicted)
+            sweep.setdefault(name, []).append(
+                {"threshold": threshold, **_rounded(scores),
+                 "false_positives_by_negative": kind_scores(records, gold, predicted)["false_positives_by_negative"]})
     texts = [item.text if isinstance(item, Fingerprinted) else "" for item in items]
     pool = set().union(*found.values())
     verified = verify_pairs(pool, texts)
@@ -96,7 +125,9 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
     metrics = {"methods": results, "dataset": str(dataset), "pages": len(items),
                "rejected": sum(1 for i in items if isinstance(i, Outcome)),
                "pool": {"pairs": len(pool), "verified": len(verified), "similarity": "rapidfuzz ratio >= 0.8"},
-               "dice": dice_matrix({k: v for k, v in found.items() if k != DEFAULT})}
+               "dice": dice_matrix({k: v for k, v in found.items() if k != DEFAULT}),
+               "kinds": page_kinds(records), "sweep": sweep,
+               "template": str(getattr(config, "template", "unknown") or "off")}
     (out_dir / "metrics.json").write_bytes(orjson.dumps(metrics, option=orjson.OPT_INDENT_2))
     (out_dir / "errors.json").write_bytes(orjson.dumps(errors, option=orjson.OPT_INDENT_2))
     write_report(out_dir / "report.html", metrics, errors)

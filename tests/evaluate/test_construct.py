@@ -5,6 +5,7 @@ import tarfile
 from collections import Counter
 
 from conftest import make_article, wrap_in_template
+
 from streamdedup.evaluate.construct import SourcePage, build_devset, distinct_articles, in_template, load_test_pages
 
 

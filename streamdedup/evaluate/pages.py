@@ -1,0 +1,226 @@
+"""Real pages for the labelled sets: Mozilla's readability test pages and trafilatura's test pages.
+
+Each page becomes a `SourcePage`: its raw HTML, the article's text blocks, a title, a language
+and a site. Readability's pages carry the article itself (expected.html); trafilatura's carry
+snippets that a good extraction keeps and drops (expected.json), from which the article is found
+as the smallest element of the page that holds every kept snippet. Both are read from the
+.tar.gz as shipped, or from an unpacked folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import lxml.html
+
+BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "td", "dd", "dt", "figcaption"}
+MIN_WORDS = 80
+SPACE = re.compile(r"\s+")
+_CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
+_SITE_NUMBER = re.compile(r"-\d+$")
+
+
+@dataclass(frozen=True)
+class SourcePage:
+    name: str
+    source: str  # raw page HTML
+    paragraphs: tuple[str, ...]  # the article's text blocks
+    title: str
+    lang: str | None
+    site: str = ""  # who published it (the split keeps a site's pages together); defaults to the name
+    corpus: str = "readability"
+
+    @property
+    def words(self) -> int:
+        return sum(len(p.split()) for p in self.paragraphs)
+
+    @property
+    def site_key(self) -> str:
+        return self.site or self.name
+
+
+def normalise(text: str) -> str:
+    return SPACE.sub(" ", text).strip()
+
+
+def leaf_blocks(root: Any) -> list[Any]:
+    """Leaf block elements (paragraphs, list items, headings) under root, in document order."""
+    return [el for el in root.iter() if isinstance(el.tag, str) and el.tag in BLOCKS
+            and not any(isinstance(d.tag, str) and d.tag in BLOCKS for d in el.iterdescendants())]
+
+
+def _text_blocks(html: str) -> list[str]:
+    """Leaf text blocks (paragraphs, list items, headings) in document order."""
+    blocks = (normalise(el.text_content()) for el in leaf_blocks(lxml.html.fromstring(html)))
+    return [b for b in blocks if b]
+
+
+def readability_site(name: str) -> str:
+    """'nytimes-3' and 'nytimes-4' are one publisher."""
+    return _SITE_NUMBER.sub("", name)
+
+
+def _page_from_files(name: str, source: bytes, expected: bytes, metadata: bytes | None) -> SourcePage:
+    meta = json.loads(metadata) if metadata else {}
+    return SourcePage(name, source.decode("utf-8", "replace"),
+                      tuple(_text_blocks(expected.decode("utf-8", "replace"))),
+                      meta.get("title") or name, meta.get("lang"), readability_site(name))
+
+
+def _members(path: Path) -> Iterable[tuple[tuple[str, ...], bytes]]:
+    """(path parts, bytes) of every file of an archive or folder."""
+    if path.is_dir():
+        for file in sorted(path.rglob("*")):
+            if file.is_file():
+                yield file.relative_to(path).parts, file.read_bytes()
+        return
+    with tarfile.open(path) as archive:
+        for member in archive.getmembers():
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is not None:
+                yield Path(member.name).parts, handle.read()
+
+
+def load_test_pages(path: Path) -> list[SourcePage]:
+    """Read the readability test pages from the .tar.gz or an unpacked folder."""
+    files: dict[str, dict[str, bytes]] = {}
+    for parts, data in _members(path):
+        if len(parts) >= 2 and ("test-pages" in parts or path.is_dir()):
+            files.setdefault(parts[-2], {})[parts[-1]] = data
+    pages = []
+    for name, content in sorted(files.items()):
+        if "source.html" in content and "expected.html" in content:
+            pages.append(_page_from_files(name, content["source.html"], content["expected.html"],
+                                          content.get("expected-metadata.json")))
+    return pages
+
+
+# -- trafilatura's pages: the article located by the annotation's snippets ------------------------
+def decode_html(data: bytes) -> str:
+    """Bytes as the page declares them (27 of trafilatura's pages are not UTF-8)."""
+    match = _CHARSET.search(data[:4096])
+    if match:
+        try:
+            return data.decode(match.group(1).decode("ascii"), "replace")
+        except LookupError:
+            pass
+    return data.decode("utf-8", "replace")
+
+
+def _lowest_common_ancestor(elements: list[Any]) -> Any | None:
+    paths = [list(el.iterancestors())[::-1] + [el] for el in elements]
+    common = None
+    for level in zip(*paths, strict=False):
+        if all(node is level[0] for node in level):
+            common = level[0]
+        else:
+            break
+    return common
+
+
+def _title(tree: Any, fallback: str) -> str:
+    for xpath in ("//h1", "//title"):
+        for node in tree.xpath(xpath):
+            text = normalise(node.text_content())
+            if 2 <= len(text.split()) <= 30:
+                return text
+    return fallback
+
+
+def article_from_snippets(source: str, keep: list[str], drop: list[str]) -> tuple[tuple[str, ...], str] | None:
+    """The article's blocks and title: every leaf block under the smallest element holding all the
+    blocks that contain a kept snippet, minus blocks holding a dropped one. None if a kept snippet
+    is not inside a block, or the element is the whole page."""
+    try:
+        tree = lxml.html.fromstring(source)
+    except (ValueError, lxml.etree.ParserError):
+        return None
+    for junk in tree.xpath("//script|//style|//noscript|//template"):
+        junk.drop_tree()
+    blocks = [(el, normalise(el.text_content())) for el in leaf_blocks(tree)]
+    wanted = [normalise(s) for s in keep if normalise(s)]
+    hits = []
+    for snippet in wanted:
+        found = [el for el, text in blocks if snippet in text]
+        if not found:
+            return None
+        hits.append(found[0])
+    if len(wanted) < 2:
+        return None
+    root = _lowest_common_ancestor(hits)
+    if root is None or root.tag in ("html", "body"):
+        return None
+    unwanted = [normalise(s) for s in drop if normalise(s)]
+    under = set(root.iter())
+    inside = [i for i, (el, _) in enumerate(blocks) if el in under]
+    positions = {id(el): i for i, (el, _) in enumerate(blocks)}
+    first, last = min(positions[id(h)] for h in hits), max(positions[id(h)] for h in hits)
+    # the snippets mark the article's beginning and end: breadcrumbs before, comments after, go
+    paragraphs = tuple(blocks[i][1] for i in inside
+                       if first <= i <= last and blocks[i][1] and not any(s in blocks[i][1] for s in unwanted))
+    return paragraphs, _title(tree, "")
+
+
+def _html_lang(source: str) -> str | None:
+    match = re.search(r"<html[^>]*\blang\s*=\s*[\"']?([A-Za-z]{2,3})", source[:5000], re.I)
+    return match.group(1).lower() if match else None
+
+
+def _host(url: str) -> str:
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "web.archive.org":  # a Wayback capture: the archived site
+        inner = re.search(r"/web/\d+[a-z_]*/(https?://[^\s]+)", url)
+        host = (urlsplit(inner.group(1)).hostname or "").lower() if inner else host
+    return re.sub(r"^(www\d?|m)\.", "", host)
+
+
+def load_trafilatura_pages(path: Path) -> list[SourcePage]:
+    """trafilatura's annotated pages whose article the snippets locate (see article_from_snippets)."""
+    sources: dict[str, bytes] = {}
+    expected: dict[str, Any] = {}
+    for parts, data in _members(path):
+        if parts[-1] == "expected.json":
+            expected = json.loads(data)
+        elif len(parts) >= 2 and parts[-2] == "pages":
+            sources[parts[-1]] = data
+    pages = []
+    for name in sorted(sources):
+        note = expected.get(name)
+        if not note:
+            continue
+        source = decode_html(sources[name])
+        found = article_from_snippets(source, note.get("with", []), note.get("without", []))
+        if found is None:
+            continue
+        paragraphs, title = found
+        url = note.get("url") or ""
+        site = _host(url) if url.startswith("http") else name
+        pages.append(SourcePage(f"traf:{name}", source, paragraphs, title or name, _html_lang(source),
+                                site or name, "trafilatura"))
+    return pages
+
+
+def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
+    """Pages of every archive given: trafilatura's (it has expected.json) or readability's."""
+    pages: list[SourcePage] = []
+    for path in paths:
+        names = {parts[-1] for parts, _ in _members_names(path)}
+        pages.extend(load_trafilatura_pages(path) if "expected.json" in names else load_test_pages(path))
+    return pages
+
+
+def _members_names(path: Path) -> Iterable[tuple[tuple[str, ...], None]]:
+    if path.is_dir():
+        for file in path.rglob("expected.json"):
+            yield file.relative_to(path).parts, None
+        return
+    with tarfile.open(path) as archive:
+        for member in archive.getmembers():
+            yield Path(member.name).parts, None

@@ -1,0 +1,115 @@
+"""What every labelled set shares: the split, the page pools of each family, and the record format.
+
+Splits are by *site*: a publisher's pages (every readability page of 'nytimes-N', every trafilatura
+page of one host) are all 'dev' or all 'test', and a page is only ever used (as an article, a
+template, or a source of short texts) inside its own split, so the held-out test set shares no
+article and no template with dev. Within a split, trafilatura's pages are dealt to the families by
+a hash of their name, so the families of one split can be merged into one crawl without unlabelled
+duplicates between them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import xxhash
+
+from streamdedup.evaluate.pages import MIN_WORDS, SourcePage
+
+FAMILIES = ("web", "feed", "site")
+# the share of trafilatura's pages (of one split) each family draws from; readability's go to 'web'
+_FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
+
+
+def bucket(name: str, salt: str) -> float:
+    """A stable number in [0, 1) for a name: the same page lands in the same split on every run."""
+    return xxhash.xxh3_64_intdigest(f"{salt}:{name}".encode()) / 2**64
+
+
+def split_of(page: SourcePage) -> str:
+    return "dev" if bucket(page.site_key, "split") < 0.5 else "test"
+
+
+def family_of(page: SourcePage) -> str:
+    if page.corpus == "readability":
+        return "web"
+    point, edge = bucket(page.name, "family"), 0.0
+    for family, share in _FAMILY_SHARE:
+        edge += share
+        if point < edge:
+            return family
+    return _FAMILY_SHARE[-1][0]
+
+
+def slug(name: str) -> str:
+    name = name.removeprefix("traf:").removesuffix(".html")
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "site"
+
+
+def same_language_first(pages: list[SourcePage], lang: str | None, rng: random.Random) -> list[SourcePage]:
+    """The pages in `lang` first, then the others, each group shuffled: one publisher writes in one
+    language as far as the pool allows."""
+    same = [p for p in pages if p.lang == lang]
+    other = [p for p in pages if p.lang != lang]
+    rng.shuffle(same)
+    rng.shuffle(other)
+    return same + other
+
+
+def host_of(page: SourcePage) -> str:
+    """The page's own site, as a host of the reserved .example domain (its registrable domain)."""
+    return f"{slug(page.site_key)}.example"
+
+
+def _shingles(page: SourcePage) -> set[int]:
+    words = " ".join(page.paragraphs).lower().split()
+    return {xxhash.xxh3_64_intdigest(" ".join(words[i:i + 3]).encode()) for i in range(max(1, len(words) - 2))}
+
+
+def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list[SourcePage]:
+    """Long enough articles, each kept once: several test pages are variants of one text (Mozilla's
+    lorem-ipsum cases, trafilatura's pages saved twice) and would be unlabelled near-duplicates."""
+    kept: list[SourcePage] = []
+    sizes: list[int] = []
+    index: dict[int, list[int]] = {}
+    for page in pages:
+        if page.words < MIN_WORDS:
+            continue
+        shingles = _shingles(page)
+        shared = Counter(k for s in shingles for k in index.get(s, ()))
+        if any(n / (len(shingles) + sizes[k] - n) >= max_overlap for k, n in shared.items()):
+            continue
+        for s in shingles:
+            index.setdefault(s, []).append(len(kept))
+        kept.append(page)
+        sizes.append(len(shingles))
+    return kept
+
+
+@dataclass
+class LabelledSet:
+    """Records in the making; `emit` writes every label a page carries."""
+
+    family: str
+    split: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def emit(self, cluster: str, variant: str, source: str, html: str, url: str, when: datetime,
+             lang: str | None, *, negative: str | None = None, template: str | None = None,
+             **extra: Any) -> None:
+        """One page. variant: how it was made (a negative's variant is its negative kind);
+        negative: the hard-negative class it stands for against other clusters (or None)."""
+        host = re.sub(r"^https?://([^/?#]+).*$", r"\1", url)
+        self.records.append({
+            "id": f"{self.family}-{self.split}-{variant}-{len(self.records):05d}", "url": url, "content": html,
+            "content_type": "text/html", "fetched_at": when.isoformat().replace("+00:00", "Z"), "lang": lang,
+            "cluster": cluster, "variant": variant, "negative": negative, "host": host, "family": self.family,
+            "split": self.split, "source_page": source, "template": template, **extra})
+
+    def in_fetch_order(self) -> list[dict[str, Any]]:
+        return sorted(self.records, key=lambda r: (r["fetched_at"], r["id"]))

@@ -1,0 +1,156 @@
+"""The set families (feed, site, web) built from generated pages: promised counts, kinds, hosts,
+splits that share no article and no template, and the same set for the same seed."""
+
+import io
+import json
+import random
+import tarfile
+from collections import Counter, defaultdict
+
+import pytest
+from conftest import make_article, wrap_in_template
+
+from streamdedup.evaluate.construct import build_family, main
+from streamdedup.evaluate.family_feed import REVISIONS, build_feed
+from streamdedup.evaluate.family_site import EDITS, build_site
+from streamdedup.evaluate.pages import SourcePage, load_pages
+from streamdedup.evaluate.sets import LabelledSet, distinct_articles, split_of
+from streamdedup.evaluate.surgery import usable_template
+
+
+def _page(i, site=None, corpus="trafilatura"):
+    paragraphs = make_article(1000 + i, paragraphs=6)
+    site = site or f"site{i}.de"
+    return SourcePage(f"traf:p{i}.html", wrap_in_template(paragraphs, site.split(".")[0].title(), f"Title {i} news"),
+                      tuple(paragraphs), f"Title {i} news", "en", site, corpus)
+
+
+@pytest.fixture(scope="module")
+def many():
+    """280 pages on 140 sites (two pages each): enough for every family in both splits."""
+    return [_page(i, f"site{i // 2}.de") for i in range(280)]
+
+
+def _by_cluster(records):
+    clusters = defaultdict(list)
+    for r in records:
+        clusters[r["cluster"]].append(r)
+    return clusters
+
+
+def test_feed_is_one_host_with_many_articles_and_their_revisions():
+    pool = [_page(i) for i in range(48)]
+    out = LabelledSet("feed", "dev")
+    build_feed(pool, pool, random.Random(5), out)
+    records = out.records
+    assert len({r["host"] for r in records}) == 1 and len({r["template"] for r in records}) == 1
+    originals = [r for r in records if r["variant"] == "original"]
+    assert len(originals) >= 30
+    revisions = [r for r in records if r["variant"] != "original"]
+    assert {r["variant"] for r in revisions} <= set(REVISIONS) and len({r["variant"] for r in revisions}) >= 4
+    assert {r["same_url"] for r in revisions} == {True, False}
+    by_url = {r["url"]: r["cluster"] for r in originals}
+    for r in revisions:  # a revision is in its article's cluster, and at the article's URL when same_url
+        assert r["cluster"] in {o["cluster"] for o in originals}
+        assert (by_url.get(r["url"]) == r["cluster"]) == r["same_url"]
+    assert all(r["negative"] == "feed_article" for r in records)
+    appended = [r for r in records if r["variant"] == "correction"]
+    assert all("Correction: an earlier version" in r["content"] for r in appended)
+
+
+def test_site_has_many_pages_per_host_with_short_pages_and_edits():
+    pool = [_page(i) for i in range(180)]
+    out = LabelledSet("site", "dev")
+    build_site(pool, pool, random.Random(7), out)
+    hosts = defaultdict(list)
+    for r in out.records:
+        hosts[r["host"]].append(r)
+    assert len(hosts) == 5
+    for pages in hosts.values():
+        kinds = Counter(r["variant"] for r in pages)
+        assert kinds["original"] >= 15 and kinds["short_page"] >= 12 and len(pages) >= 27
+        assert len({r["template"] for r in pages}) == 1
+    clusters = _by_cluster(out.records)
+    shorts = [r for r in out.records if r["variant"] == "short_page"]
+    assert all(len(clusters[r["cluster"]]) == 1 and r["negative"] == "short_page" for r in shorts)
+    for r in shorts:  # 10-60 words of body: the text between the heading and the rest of the template
+        body = r["content"].split("</h1><p>", 1)[1].split("</p>", 1)[0]
+        assert 10 <= len(body.split()) <= 60
+    edits = [r for r in out.records if r["variant"] in EDITS]
+    assert edits and all(len(clusters[r["cluster"]]) == 2 for r in edits)
+    assert {r["variant"] for r in edits} == set(EDITS)
+
+
+@pytest.mark.parametrize("family", ["web", "feed", "site"])
+def test_splits_share_no_article_template_or_site_and_the_seed_fixes_the_set(many, family):
+    distinct = distinct_articles(many)
+    sites = {p.name: p.site_key for p in many}
+    dev = build_family(many, 3, "dev", family, distinct)
+    test = build_family(many, 3, "test", family, distinct)
+    assert dev and test
+    assert {r["split"] for r in dev} == {"dev"} and {r["split"] for r in test} == {"test"}
+
+    def used(records):
+        names = {r["source_page"] for r in records} | {r["template"] for r in records if r["template"]}
+        return names, {sites[n] for n in names}
+
+    (dev_pages, dev_sites), (test_pages, test_sites) = used(dev), used(test)
+    assert not dev_pages & test_pages and not dev_sites & test_sites
+    assert all(split_of(p) == "dev" for p in many if p.name in dev_pages)
+    assert build_family(many, 3, "dev", family, distinct) == dev
+    assert build_family(many, 4, "dev", family, distinct) != dev
+    assert [r["fetched_at"] for r in dev] == sorted(r["fetched_at"] for r in dev)
+    assert all({"variant", "negative", "host", "split", "family", "cluster"} <= set(r) for r in dev)
+
+
+def test_families_draw_on_disjoint_pages_so_they_merge(many):
+    distinct = distinct_articles(many)
+    used = {family: {r["source_page"] for r in build_family(many, 3, "dev", family, distinct)}
+            for family in ("web", "feed", "site")}
+    assert not used["web"] & used["feed"] and not used["web"] & used["site"] and not used["feed"] & used["site"]
+
+
+def test_a_template_that_keeps_a_second_article_is_not_used():
+    paragraphs = make_article(7)
+    crowded = wrap_in_template(paragraphs, "Crowded").replace("</main>", "<div>" + " word" * 1200 + "</div></main>")
+    assert usable_template(SourcePage("ok", wrap_in_template(paragraphs, "Fine"), tuple(paragraphs), "T", "en"))
+    assert not usable_template(SourcePage("crowded", crowded, tuple(paragraphs), "T", "en"))
+
+
+def _tarball(path, files):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, content in files.items():
+            data = content.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_trafilatura_pages_are_located_by_their_snippets(tmp_path):
+    story = make_article(9, paragraphs=5)
+    html = wrap_in_template(story, "Zeta").replace("<h1>", "<p>By our reporter, 3 May</p><h1>")
+    html = html.replace("</article>", "<p>Share this story with your friends now</p></article>")
+    expected = {"a.html": {"url": "https://www.zeta.de/x", "with": [story[0][:40], story[-1][-40:]],
+                           "without": ["Share this story"]}}
+    archive = _tarball(tmp_path / "t.tar.gz", {"pages/a.html": html, "expected.json": json.dumps(expected)})
+    [page] = load_pages([archive])
+    assert page.paragraphs == tuple(story) and page.site == "zeta.de" and page.corpus == "trafilatura"
+
+
+def test_devset_command_writes_the_chosen_families(tmp_path, capsys):
+    files = {"expected.json": "{}"}
+    notes = {}
+    for i in range(40):
+        story = make_article(200 + i)
+        files[f"pages/p{i}.html"] = wrap_in_template(story, f"S{i}")
+        notes[f"p{i}.html"] = {"url": f"https://s{i}.de/a", "with": [story[0][:30], story[-1][-30:]], "without": []}
+    files["expected.json"] = json.dumps(notes)
+    archive = _tarball(tmp_path / "t.tar.gz", files)
+    out = tmp_path / "set.jsonl"
+    assert main(["--pages", str(archive), "--family", "web,site", "--split", "dev", "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records and {r["family"] for r in records} <= {"web", "site"} and {r["split"] for r in records} == {"dev"}
+    assert json.loads(capsys.readouterr().out)["pages"] == len(records)
+    with pytest.raises(SystemExit):
+        main(["--pages", str(archive), "--family", "blog", "--out", str(out)])
