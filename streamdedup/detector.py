@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from streamdedup.config import DetectorConfig
@@ -19,8 +20,9 @@ from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, method_tags
+from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, decide, similarities
-from streamdedup.verdict.policy import SitePolicy, Verdict
+from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +116,11 @@ class Detector:
     def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, now_ms: int, keys: dict[int, list[bytes]],
                     names: dict[int, list[bytes]]) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:
-            return Outcome(fp.record, {"status": "rejected", "reason": Reason.DUPLICATE_ID.value,
-                                       "detail": f"page id {fp.page.id!r} was already processed",
-                                       "origin": fp.origin}, fp.origin)
+            rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
+            return Outcome(fp.record, rejection.as_dict(), fp.origin)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
-        dedup = self._decide_and_record(fp, batch, stamp.event_ms, keys, names).as_dict()
-        if stamp.note:
-            dedup["time_note"] = stamp.note
-        return Outcome(fp.record, dedup, fp.origin)
+        verdict = self._decide_and_record(fp, batch, stamp.event_ms, keys, names)
+        return Outcome(fp.record, replace(verdict, time_note=stamp.note).as_dict(), fp.origin)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, keys: dict[int, list[bytes]],
                            names: dict[int, list[bytes]]) -> Verdict:

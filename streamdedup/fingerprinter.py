@@ -24,6 +24,7 @@ from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
+from streamdedup.verdict.contract import Rejection
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,7 @@ class Fingerprinter:
     def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
         if not record:
             record = _raw_payload(raw)
-        return Outcome(record, {"status": "rejected", "reason": reason, "detail": detail,
-                                "origin": raw.origin}, raw.origin)
+        return Outcome(record, Rejection(reason, detail, raw.origin).as_dict(), raw.origin)
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
@@ -130,10 +130,8 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
                                       fingerprinter.config.cleaning.min_words)
     except Rejected:
-        return Outcome(item.record, {"status": "rejected", "reason": Reason.TEMPLATE_ONLY.value,
-                                     "detail": f"{removed} of the page's {len(lines)} lines are its site's template; "
-                                               "too little own text is left to judge", "origin": item.origin},
-                       item.origin)
+        detail = f"{removed} of the page's {len(lines)} lines are its site's template; too little own text is left"
+        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
     return replace(item, signatures=signatures, text=text, template_known=known)
 
 

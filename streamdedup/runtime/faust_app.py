@@ -23,6 +23,7 @@ from streamdedup.detector import Detector
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.worker import cluster_events, offset_key
+from streamdedup.verdict.contract import headers as dedup_headers
 
 
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust") -> Any:
@@ -72,15 +73,16 @@ def outputs_for(detector: Detector, topic: str, partition: int, offset: int, key
         detector.commit(batch)  # state, offset and journal in one WriteBatch, before anything is sent
     else:
         dedup = orjson.loads(journaled)
-    return render(dedup, key, value)
+    return render(dedup, key, value, name)
 
 
-def render(dedup: dict, key: bytes | None, value: bytes | None) -> list[tuple[str, Any, Any, list]]:
-    """Deterministic: the same journaled verdict and input give byte-identical outputs."""
+def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "") -> list[tuple[str, Any, Any, list]]:
+    """Deterministic: the same journaled verdict and input give byte-identical outputs, with the
+    worker's headers (`verdict.contract.headers`)."""
+    headers = dedup_headers(dedup, source)
     if dedup["status"] == "rejected":
-        return [("rejected", key, value, [("dedup.status", b"rejected"), ("dedup.reason", dedup["reason"].encode())])]
+        return [("rejected", key, value, headers)]
     record = orjson.loads(value or b"{}")
-    headers = [("dedup.status", dedup["status"].encode()), ("dedup.cluster_id", dedup["cluster_id"].encode())]
     out = [(dedup["status"], dedup["id"].encode(), orjson.dumps({**record, "dedup": dedup}), headers)]
     out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup)]
     return out

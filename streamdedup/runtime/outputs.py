@@ -30,6 +30,8 @@ from streamdedup.record.rejection import Reason
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import Topics
 from streamdedup.runtime.topics import MAX_RECORD_BYTES
+from streamdedup.verdict.contract import Rejection
+from streamdedup.verdict.contract import headers as dedup_headers
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +102,7 @@ class Outputs:
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str) -> None:
         """Dead letter: the original bytes, the reason in headers (a stub if the original does not fit)."""
-        headers = [("dedup.status", b"rejected"), ("dedup.reason", reason.encode()),
-                   ("dedup.detail", detail[:1000].encode()), ("dedup.source", source.encode())]
+        headers = dedup_headers(Rejection(reason, detail, source).as_dict(), source)
         if not self.fits(self.topics.rejected, key, original, headers):
             size = len(original or b"")
             original = orjson.dumps({"bytes": size, "omitted": "original", "topic": self.topics.rejected})
@@ -113,9 +114,7 @@ class Outputs:
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "") -> None:
         """A unique or duplicate page: the record with its `dedup` object, and cluster events."""
         status = dedup["status"]
-        headers = [("dedup.status", status.encode()), ("dedup.cluster_id", dedup["cluster_id"].encode()),
-                   ("dedup.duplicate_of", (dedup["duplicate_of"] or "").encode()),
-                   ("dedup.method", (dedup["method"] or "").encode())]
+        headers = dedup_headers(dedup, source)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
         value = orjson.dumps({**record, "dedup": dedup})

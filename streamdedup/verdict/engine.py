@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.verdict.policy import Verdict
+from streamdedup.verdict.contract import Verdict
 
 
 @dataclass(frozen=True)

@@ -15,32 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-
-@dataclass(frozen=True)
-class Verdict:
-    page_id: str
-    status: str  # "unique" | "duplicate"
-    cluster_id: str
-    duplicate_of: str | None = None
-    similarity: float | None = None
-    method: str | None = None
-    merged_clusters: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.page_id,
-            "status": self.status,
-            "duplicate_of": self.duplicate_of,
-            "similarity": None if self.similarity is None else round(self.similarity, 4),
-            "method": self.method,
-            "cluster_id": self.cluster_id,
-        }
-        if self.merged_clusters:
-            out["merged_clusters"] = list(self.merged_clusters)
-        return out
-
 
 Term = tuple[str, float]  # (method, minimum similarity)
 

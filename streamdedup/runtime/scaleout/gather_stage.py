@@ -15,7 +15,7 @@ that got a verdict under that id (a second page with the same id is rejected as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from rocksdict import WriteBatch
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader
 from streamdedup.store.plain import open_plain_db
+from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.engine import Candidate, decide
 
 _WAITING, _FINISHED, _META = b"W", b"F", b"M"
@@ -71,9 +72,7 @@ def verdict_of(header: PageHeader, answers: list[Answer]) -> tuple[dict[str, Any
     verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
                                       for m in earlier.values()))
     page_id, cluster_id = header.page_id, verdict.cluster_id
-    dedup = verdict.as_dict()
-    if header.time_note:
-        dedup["time_note"] = header.time_note
+    dedup = replace(verdict, time_note=header.time_note).as_dict()
     events = [{"type": "late_match", "page_id": m.page_id, "duplicate_of": page_id, "cluster_id": cluster_id,
                "similarity": round(m.similarity, 4), "method": m.rule}
               for m in sorted(later.values(), key=lambda m: m.order)]
@@ -109,8 +108,8 @@ class GatherPartition:
         finished = _FINISHED + header.page_id.encode("utf-8", "surrogatepass")
         before = self._finished.get(finished) or self.db.get(finished)
         if before is not None and before != header.order:
-            dedup = {"status": "rejected", "reason": Reason.DUPLICATE_ID.value,
-                     "detail": f"page id {header.page_id!r} was already processed", "origin": header.origin}
+            dedup = Rejection(Reason.DUPLICATE_ID.value, f"page id {header.page_id!r} was already processed",
+                              header.origin).as_dict()
             return Decided(header, dedup, [])
         self._finished[finished] = header.order
         dedup, events = verdict_of(header, list(pending.answers.values()))

@@ -1,0 +1,70 @@
+"""The output contract: what every mode says about a record, as typed values, rendered in one place.
+
+A record ends as a `Verdict` (unique or duplicate) or a `Rejection` (with its reason). Each has
+one JSON form (`as_dict`: the `dedup` object of the file outputs and of the Kafka verdicts) and
+one Kafka header form (`headers`: what a consumer can route on without parsing the value), used
+by the worker, the Faust app and the file sink alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full detail is in the value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    page_id: str
+    status: str  # "unique" | "duplicate"
+    cluster_id: str
+    duplicate_of: str | None = None
+    similarity: float | None = None
+    method: str | None = None
+    merged_clusters: tuple[str, ...] = ()
+    time_note: str | None = None  # why the page's own fetch time was not used (store/retention.py)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.page_id,
+            "status": self.status,
+            "duplicate_of": self.duplicate_of,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "method": self.method,
+            "cluster_id": self.cluster_id,
+        }
+        if self.merged_clusters:
+            out["merged_clusters"] = list(self.merged_clusters)
+        if self.time_note:
+            out["time_note"] = self.time_note
+        return out
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str  # a `record.rejection.Reason` value
+    detail: str
+    origin: str  # where the record came from: file:line, file@offset or topic[partition]@offset
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": "rejected", "reason": self.reason, "detail": self.detail, "origin": self.origin}
+
+
+def headers(dedup: Mapping[str, Any], source: str = "") -> list[tuple[str, bytes]]:
+    """The Kafka headers of an outcome (its `dedup` object): status and, by kind, cluster, original
+    page, method and similarity, or reason and detail; `dedup.source` names the input message."""
+    status = dedup["status"]
+    if status == "rejected":
+        out = [("dedup.status", b"rejected"), ("dedup.reason", str(dedup["reason"]).encode()),
+               ("dedup.detail", str(dedup.get("detail", ""))[:DETAIL_HEADER_CHARS].encode())]
+    else:
+        out = [("dedup.status", status.encode()), ("dedup.cluster_id", dedup["cluster_id"].encode()),
+               ("dedup.duplicate_of", (dedup.get("duplicate_of") or "").encode()),
+               ("dedup.method", (dedup.get("method") or "").encode())]
+        if dedup.get("similarity") is not None:
+            out.append(("dedup.similarity", str(dedup["similarity"]).encode()))
+    if source:
+        out.append(("dedup.source", source.encode()))
+    return out

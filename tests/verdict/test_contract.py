@@ -1,0 +1,30 @@
+"""The output contract: one JSON form and one header form, the same in the worker and the Faust app."""
+
+from streamdedup.runtime.faust_app import render
+from streamdedup.verdict.contract import Rejection, Verdict, headers
+
+
+def test_a_duplicate_carries_its_cluster_original_method_and_similarity_in_headers():
+    dedup = Verdict("p2", "duplicate", "p1", "p1", 0.91234, "minhash").as_dict()
+    assert dedup == {"id": "p2", "status": "duplicate", "duplicate_of": "p1", "similarity": 0.9123,
+                     "method": "minhash", "cluster_id": "p1"}
+    assert dict(headers(dedup, "pages[0]@7")) == {
+        "dedup.status": b"duplicate", "dedup.cluster_id": b"p1", "dedup.duplicate_of": b"p1",
+        "dedup.method": b"minhash", "dedup.similarity": b"0.9123", "dedup.source": b"pages[0]@7"}
+
+
+def test_a_rejection_carries_reason_detail_and_source():
+    dedup = Rejection("invalid_json", "not JSON: x" * 500, "pages[1]@3").as_dict()
+    got = dict(headers(dedup, "pages[1]@3"))
+    assert got["dedup.status"] == b"rejected" and got["dedup.reason"] == b"invalid_json"
+    assert len(got["dedup.detail"]) == 1000 and got["dedup.source"] == b"pages[1]@3"
+
+
+def test_the_faust_app_renders_the_workers_headers():
+    """Before: the Faust path dropped dedup.duplicate_of, dedup.method, dedup.detail and dedup.source."""
+    duplicate = Verdict("p2", "duplicate", "p1", "p1", 0.9, "exact").as_dict()
+    (_, _, _, got), *events = render(duplicate, b"k", b'{"url": "https://a.example/"}', "pages[0]@7")
+    assert got == headers(duplicate, "pages[0]@7") and events
+    rejected = Rejection("invalid_json", "not JSON", "pages[0]@8").as_dict()
+    [(_, _, value, got)] = render(rejected, b"k", b"{bad", "pages[0]@8")
+    assert value == b"{bad" and got == headers(rejected, "pages[0]@8")
