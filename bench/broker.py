@@ -248,7 +248,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
     try:
         stable = wait_for_members(settings, workers)
         warm = send(settings, make_pages(50, f"{run}-warm", html, seed=99))
-        if not collector.wait_for(warm, 120):
+        if not collector.wait_for(warm, 240):  # a loaded 2-core machine: two workers start slowly
             raise RuntimeError(f"workers produced no verdicts; see {work / run / 'logs'}")
         if not stable:
             time.sleep(5)
