@@ -21,7 +21,7 @@ from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.runtime.scaleout.stages import index_requests
+from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import make_article
 

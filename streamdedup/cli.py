@@ -200,7 +200,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except WorkerStopped as err:  # fenced, store ahead of Kafka, store not writable: one line naming the fix
         print(f"streamdedup: error: {err}", file=sys.stderr)
         return 2
-    # accounting: input records by topic against outputs by topic (see runtime/outputs.py)
+    # accounting: input records by topic against outputs by topic (see outputs/kafka.py)
     print(orjson.dumps({"consumed": stats.consumed, "inputs": dict(stats.inputs), "decided": stats.decided,
                         "produced": dict(stats.produced), "refused": stats.refused, "replayed": stats.replayed,
                         "batches": stats.batches, "aborted": stats.aborted}).decode())

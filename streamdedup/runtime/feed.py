@@ -19,10 +19,10 @@ from typing import Any, Iterable
 import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from streamdedup.outputs.kafka import SIZE_ERRORS
 from streamdedup.record.page import site_of
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.outputs import SIZE_ERRORS
 from streamdedup.runtime.topics import producer_settings
 
 log = logging.getLogger(__name__)

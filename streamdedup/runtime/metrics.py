@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-
 DEFAULT_HOST = "127.0.0.1"
 
 

@@ -6,7 +6,7 @@ refuse a record batch over the topic's `max.message.bytes` (default 1,048,588 by
 after compression), so the topics we create get `MAX_MESSAGE_BYTES`, and every client compresses
 (`COMPRESSION`: zstd, which Apache Kafka >= 2.1, noida-db and Tansu all take). A topic that
 already exists keeps its own limit: what a broker still refuses becomes an explicit
-`too_large_for_broker` rejection (runtime/outputs.py), never a silent loss.
+`too_large_for_broker` rejection (outputs/kafka.py), never a silent loss.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ carries every output and the input offsets (`send_offsets_to_transaction`) -> th
 writes its store changes together with the offset they reflect, in one WriteBatch.
 
 What the handlers are depends on the topology (`settings.topology`):
-- `global` (default, `streamdedup.runtime.scaleout`): pages are fingerprinted, their index keys
+- `global` (default, `streamdedup.runtime.topologies.scaleout`): pages are fingerprinted, their index keys
   repartitioned through Kafka so every key lives in one index partition, and the answers gathered
   by page id into one verdict. Near-duplicates are found across input partitions and workers.
-- `local` (`streamdedup.runtime.local_stage`): one detector store per input partition; fewer
+- `local` (`streamdedup.runtime.topologies.local`): one detector store per input partition; fewer
   hops, but only near-duplicates within one input partition meet.
 
 Restart: a store's offset is never ahead of the committed one (it is written after the
@@ -32,11 +32,11 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from streamdedup.config import DetectorConfig
-from streamdedup.runtime.local_stage import LocalDedupPartition
-from streamdedup.runtime.metrics import WorkerMetrics
-from streamdedup.runtime.outputs import Outputs, WorkerStats, cluster_events
-from streamdedup.runtime.settings import WorkerSettings, mask
+from streamdedup.outputs.kafka import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime import topics
+from streamdedup.runtime.metrics import WorkerMetrics
+from streamdedup.runtime.settings import WorkerSettings, mask
+from streamdedup.runtime.topologies import PartitionHandler, make_topology
 
 log = logging.getLogger(__name__)
 
@@ -76,35 +76,13 @@ def offset_key(topic: str, partition: int) -> str:
     return f"offset:{topic}:{partition}"
 
 
-class LocalTopology:
-    """pages -> one detector store per input partition -> outputs."""
-
-    def __init__(self, settings: WorkerSettings, config: DetectorConfig) -> None:
-        self.settings = settings
-        self.config = config
-
-    def topics(self) -> list[str]:
-        return [self.settings.topics.pages]
-
-    def open(self, topic: str, partition: int) -> LocalDedupPartition:
-        return LocalDedupPartition(self.config, self.settings.state_dir / f"{topic}-{partition}")
-
-
-def make_topology(settings: WorkerSettings, config: DetectorConfig, partitions: dict[str, int]) -> Any:
-    if settings.topology == "local":
-        return LocalTopology(settings, config)
-    from streamdedup.runtime.scaleout.stages import GlobalTopology
-
-    return GlobalTopology(settings, config, partitions)
-
-
 class Worker:
     def __init__(self, settings: WorkerSettings, config: DetectorConfig) -> None:
         self.settings = settings
         self.config = config
         self.stats = WorkerStats()
         self.metrics = WorkerMetrics()
-        self.handlers: dict[TP, Any] = {}
+        self.handlers: dict[TP, PartitionHandler] = {}
         self.replay_until: dict[TP, int] = {}
         self._stop = threading.Event()
         self._last_activity: float | None = None  # set on assignment and on every batch
@@ -293,8 +271,9 @@ class Worker:
                 self.metrics.lag.labels(label).set(max(0, high - batch[-1].offset() - 1))
             except KafkaException:
                 pass
-            total = getattr(self.handlers[(topic, partition)], "property_total", None)
-            if total is not None:  # the stateful steps: RocksDB's own figures, all column families
+            handler = self.handlers[(topic, partition)]
+            total = handler.property_total
+            if handler.stateful:  # the stateful steps: RocksDB's own figures, all column families
                 self.metrics.store_bytes.labels(label).set(total("rocksdb.live-sst-files-size"))
                 self.metrics.store_keys.labels(label).set(total("rocksdb.estimate-num-keys"))
 

@@ -12,7 +12,7 @@ from streamdedup.runtime.scaleout.gather_stage import GatherPartition, verdict_o
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.runtime.scaleout.stages import index_requests
+from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import make_article
 from streamdedup.verdict.policy import SitePolicy

@@ -19,18 +19,17 @@ from confluent_kafka import Message
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.local_stage import emit_outcome, message_timestamp, source_of
-from streamdedup.runtime.outputs import Outputs
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
-from streamdedup.store.signature_store import method_tags
-from streamdedup.runtime.scaleout.messages import (ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest,
-                                                   PageHeader)
+from streamdedup.runtime.scaleout.messages import ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest, PageHeader
 from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
 from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, source_of
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
+from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.verdict.policy import SitePolicy
 

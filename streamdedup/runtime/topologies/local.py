@@ -2,7 +2,7 @@
 
 Right when all near-duplicates of a page arrive on the same input partition (one partition, or
 a crawl partitioned so that copies meet); otherwise use the global topology
-(`streamdedup.runtime.scaleout`), which finds them across partitions at the price of two more
+(`topologies/scaleout.py`), which finds them across partitions at the price of two more
 hops through Kafka.
 """
 
@@ -11,31 +11,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
+from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.outputs import Outputs
+from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, source_of
 
 
-def source_of(message: Message) -> str:
-    return f"{message.topic()}[{message.partition()}]@{message.offset()}"
+class LocalTopology:
+    """pages -> one detector store per input partition -> outputs."""
 
+    def __init__(self, settings: WorkerSettings, config: DetectorConfig) -> None:
+        self.settings = settings
+        self.config = config
 
-def message_timestamp(message: Message) -> int | None:
-    """The message's timestamp in ms (its arrival time for the retention clock), if it has one."""
-    kind, stamp = message.timestamp()
-    return stamp if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0 else None
+    def topics(self) -> list[str]:
+        return [self.settings.topics.pages]
 
-
-def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
-    """A detector outcome for an input message: dead letter (original bytes) or verdict."""
-    dedup = outcome.dedup
-    if dedup["status"] == "rejected":
-        out.rejected(message.key(), message.value(), dedup["reason"], dedup["detail"], source_of(message))
-    else:
-        out.verdict(outcome.record, dedup)
+    def open(self, topic: str, partition: int) -> LocalDedupPartition:
+        return LocalDedupPartition(self.config, self.settings.state_dir / f"{topic}-{partition}")
 
 
 class LocalDedupPartition:

@@ -1,0 +1,64 @@
+"""What the worker asks of a topology and of its partition handlers, declared; and the helpers
+both topologies share.
+
+A topology names the topics a worker subscribes to and opens one handler per assigned
+(topic, partition). A handler decides a batch of that partition's messages, staging its store
+changes; the worker commits the batch's Kafka transaction, then asks each handler to write its
+staged changes with the offset they reflect (`stage_meta` + `commit`), or to drop them (`discard`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
+
+from streamdedup.outputs.kafka import Outputs
+
+
+class PartitionHandler(Protocol):
+    stateful: bool  # keeps a store whose offset the worker checks (and replays to) on assignment
+
+    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        """Decide the messages, sending outputs to `out` except below `replay_until` (a store
+        being rebuilt: those outputs are in Kafka already); returns how many were replayed."""
+        ...
+
+    def get_meta(self, name: str) -> bytes | None: ...
+
+    def stage_meta(self, name: str, value: bytes) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def discard(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def property_total(self, name: str) -> int:
+        """A RocksDB property summed over the handler's store (0 without one), for metrics."""
+        ...
+
+
+class Topology(Protocol):
+    def topics(self) -> list[str]: ...
+
+    def open(self, topic: str, partition: int) -> PartitionHandler: ...
+
+
+def source_of(message: Message) -> str:
+    return f"{message.topic()}[{message.partition()}]@{message.offset()}"
+
+
+def message_timestamp(message: Message) -> int | None:
+    """The message's timestamp in ms (its arrival time for the retention clock), if it has one."""
+    kind, stamp = message.timestamp()
+    return stamp if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0 else None
+
+
+def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
+    """A detector outcome for an input message: dead letter (original bytes) or verdict."""
+    dedup = outcome.dedup
+    if dedup["status"] == "rejected":
+        out.rejected(message.key(), message.value(), dedup["reason"], dedup["detail"], source_of(message))
+    else:
+        out.verdict(outcome.record, dedup)
