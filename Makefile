@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test,bench]'  # bench: tests/test_bench_suite.py runs the suite's smoke mode
 	touch $(STAMP)
 
-.PHONY: run dedup test bench clean
+.PHONY: run dedup test lint bench clean
 run: $(STAMP)  ## the demo: embedded broker + worker + the sample crawl shipped in the repo
 	$(BIN)/streamdedup demo
 
@@ -19,6 +19,10 @@ dedup: $(STAMP)  ## batch mode on the sample crawl into out/sample (no Kafka)
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest tests
+
+lint: $(STAMP)  ## ruff (style, imports, bugbear, pyupgrade) and mypy, as CI runs them
+	$(BIN)/ruff check streamdedup tests bench
+	$(BIN)/mypy
 
 bench: $(STAMP)  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~25 min)
 	bench/run

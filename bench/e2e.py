@@ -23,9 +23,10 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -138,8 +139,8 @@ def measure(name: str, pages: list[str], raws: list[RawRecord], repeat: int, wor
         alone.append(time_extractor(extract, pages))
         rates, statuses = run_detector(config, raws, work / f"{name}-{r}")
         whole.append(rates)
-    wall_ratios = [w[0] / a[0] for a, w in zip(alone, whole)]
-    cpu_ratios = [w[1] / a[1] for a, w in zip(alone, whole)]
+    wall_ratios = [w[0] / a[0] for a, w in zip(alone, whole, strict=True)]
+    cpu_ratios = [w[1] / a[1] for a, w in zip(alone, whole, strict=True)]
     return {"extractor_alone_pages_per_s": median(a[0] for a in alone),
             "detector_pages_per_s": median(w[0] for w in whole),
             "ratio_median": round(statistics.median(wall_ratios), 3),

@@ -14,8 +14,8 @@ import json
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import regex
 
@@ -64,7 +64,7 @@ def main() -> None:
             except Exception:  # noqa: BLE001 - a failure is a result here
                 texts.append("")
                 failures += 1
-        scores = [bag_scores(t, "\n".join(p.paragraphs)) for t, p in zip(texts, pages)]
+        scores = [bag_scores(t, "\n".join(p.paragraphs)) for t, p in zip(texts, pages, strict=True)]
         timings = []
         for _ in range(args.repeat):
             start = time.perf_counter()
@@ -87,7 +87,7 @@ def main() -> None:
         }
     report = {"pages": len(pages), "repeat": args.repeat, "extractors": results}
     args.out.write_text(json.dumps(report, indent=2))
-    print(f"| extractor | precision | recall | F1 mean | F1 median | empty | pages/s |")
+    print("| extractor | precision | recall | F1 mean | F1 median | empty | pages/s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, r in results.items():
         print(f"| {name} | {r['precision_mean']} | {r['recall_mean']} | {r['f1_mean']} | {r['f1_median']} "

@@ -24,8 +24,8 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import xxhash
@@ -180,7 +180,7 @@ def main() -> None:
                for name, runs in rates.items()}
     ours = results[next(iter(CONTENDERS))]["docs_per_s_median"]
     ours_cpu = results[next(iter(CONTENDERS))]["docs_per_cpu_s_median"]
-    for name, row in results.items():
+    for row in results.values():
         row["streamdedup_ratio"] = round(ours / row["docs_per_s_median"], 2)
         row["streamdedup_ratio_cpu"] = round(ours_cpu / row["docs_per_cpu_s_median"], 2)
     stages = stage_breakdown(docs, args.repeat)

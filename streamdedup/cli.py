@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from streamdedup.clean.extract import EXTRACTORS
 from streamdedup.config import DetectorConfig, parse_duration
 from streamdedup.fingerprints.registry import METHODS
+
+if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
+    from streamdedup.runtime.settings import WorkerSettings
 
 SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
 
@@ -90,7 +94,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             remove_outputs(out)
         with Detector(config, state) as detector:
             job = FileJob(detector.store, out, state, args.inputs, [config.policy, config.site_policy])
-            records = job.records(read_inputs)
+            records = job.records(lambda paths: read_inputs(paths, config.cleaning.max_content_bytes))
             if job.resumed and not args.quiet:
                 print(f"{out} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
                       "skipped, the rest is processed", file=sys.stderr)
@@ -128,7 +132,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet)
     if not args.quiet:
         for name, row in metrics["methods"].items():
-            print(f"{name:>12}  P={row['precision']:.3f}  R={row['recall']:.3f}  F1={row['f1']:.3f}  ARI={row['ari']:.3f}")
+            print(f"{name:>12}  P={row['precision']:.3f}  R={row['recall']:.3f}  F1={row['f1']:.3f}  "
+                  f"ARI={row['ari']:.3f}")
         print(f"report: {args.out / 'report.html'}")
     return 0
 
@@ -164,7 +169,7 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_settings(args: argparse.Namespace, **extra: object):
+def _worker_settings(args: argparse.Namespace, **extra: Any) -> WorkerSettings:
     from streamdedup.runtime.settings import WorkerSettings
 
     return WorkerSettings.load(getattr(args, "worker_config", None),
@@ -316,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="consume pages from Kafka, produce verdicts (exactly once)")
     kafka_options(worker)
-    worker.add_argument("--state-dir", type=Path, help="the RocksDB stores of the partitions this worker owns, one directory each")
+    worker.add_argument("--state-dir", type=Path,
+                        help="the RocksDB stores of the partitions this worker owns, one directory each")
     worker.add_argument("--group-id")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")

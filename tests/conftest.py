@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import pytest
 
 from streamdedup.testing import make_article, make_words, wrap_in_template  # noqa: F401 - re-exported for tests
+
 
 def page(url: str, content: str, fetched_at: str = "2024-03-01T12:00:00Z", **extra: Any) -> dict[str, Any]:
     return {"url": url, "content": content, "fetched_at": fetched_at, **extra}

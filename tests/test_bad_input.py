@@ -7,10 +7,10 @@ import gzip
 import brotli
 import orjson
 import pytest
-
 from conftest import make_article, wrap_in_template
-from streamdedup.config import DetectorConfig
+
 from streamdedup.clean.pipeline import CleaningConfig
+from streamdedup.config import DetectorConfig
 from streamdedup.testing import run_records
 
 GOOD = {"url": "https://good.example/after", "content": wrap_in_template(make_article(3), "Good")}

@@ -4,10 +4,10 @@ import gzip
 import io
 import json
 
+from conftest import make_article, page, wrap_in_template, write_jsonl
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from conftest import make_article, page, wrap_in_template, write_jsonl
 from streamdedup.cli import main
 from streamdedup.fingerprints.registry import METHODS
 

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from conftest import make_article, page, wrap_in_template
+
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.testing import raw_records, run_records

@@ -18,7 +18,8 @@ import select
 import struct
 import subprocess
 import sys
-from typing import IO, Callable
+from collections.abc import Callable, Mapping
+from typing import IO
 
 from streamdedup.record.rejection import Reason, Rejected
 
@@ -42,7 +43,8 @@ class IsolatedExtractor:
             process.stdin.flush()
             if not _readable(process.stdout, seconds):
                 self.stop()
-                raise Rejected(Reason.TIMEOUT, f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
+                raise Rejected(Reason.TIMEOUT,
+                               f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
             status, size = _HEADER.unpack(_read_exactly(process.stdout, _HEADER.size))
             text = _read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
         except Rejected:
@@ -100,7 +102,7 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     return data
 
 
-def serve(backends: dict[str, Callable[[str], str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+def serve(backends: Mapping[str, Callable[[str], str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """The helper's loop: one page in, its text (or its error) out, until stdin closes."""
     while True:
         header = stdin.read(_HEADER.size)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any
 
 import orjson
 
@@ -51,7 +52,7 @@ class Tally:
                 "duplicates_by_method": dict(self.duplicates_by_method), "merges": self.merges}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Tally":
+    def from_json(cls, data: Mapping[str, Any]) -> Tally:
         return cls(Counter(data["counts"]), Counter(data["rejected_by_reason"]),
                    Counter(data["duplicates_by_method"]), int(data["merges"]))
 

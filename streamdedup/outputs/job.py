@@ -30,9 +30,10 @@ import errno
 import fcntl
 import os
 import shutil
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generator
+from typing import Any
 
 import orjson
 import xxhash
@@ -60,7 +61,7 @@ class Job:
     digest: str = ""  # chained hash of the consumed records
     done: bool = False
 
-    def same_command(self, other: "Job") -> bool:
+    def same_command(self, other: Job) -> bool:
         return self.inputs == other.inputs and self.policy == other.policy
 
 
@@ -77,7 +78,7 @@ class Ledger:
                              "jobs": [dataclasses.asdict(job) for job in self.jobs]})
 
     @classmethod
-    def decode(cls, raw: bytes) -> "Ledger":
+    def decode(cls, raw: bytes) -> Ledger:
         data = orjson.loads(raw)
         return cls(dict(data["lengths"]), Tally.from_json(data["tally"]), [Job(**job) for job in data["jobs"]])
 
@@ -91,7 +92,7 @@ def record_digest(previous: str, raw: RawRecord) -> str:
     return hasher.hexdigest()
 
 
-def _feed(hasher: "xxhash.xxh3_128", value: Any) -> None:
+def _feed(hasher: xxhash.xxh3_128, value: Any) -> None:
     if isinstance(value, dict):
         hasher.update(b"{")
         for key in sorted(value):

@@ -21,7 +21,7 @@ import logging
 from collections import Counter as Tally
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from confluent_kafka import KafkaError, Message, Producer
@@ -90,8 +90,8 @@ class Outputs:
 
         while True:
             try:
-                self.producer.produce(topic, value=value, key=key, headers=headers or [], on_delivery=delivered,
-                                      **kwargs)
+                self.producer.produce(topic, value=value, key=key, on_delivery=delivered, **kwargs,
+                                      headers=cast("list[tuple[str, str | bytes | None]]", headers or []))
                 break
             except BufferError:
                 self.producer.poll(0.1)

@@ -15,7 +15,7 @@ import gzip
 import io
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -50,7 +50,8 @@ def line_limit(max_content_bytes: int) -> int:
     return 4 * max_content_bytes + (1 << 20)
 
 
-def read_inputs(paths: list[str], max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Iterator[RawRecord]:
+def read_inputs(paths: list[str],
+                max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Generator[RawRecord, None, None]:
     for path in paths:
         yield from read_input(path, max_content_bytes)
 

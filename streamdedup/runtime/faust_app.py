@@ -32,7 +32,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
                     processing_guarantee="at_least_once", topic_allow_declare=True,
                     consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions)
-    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
+    raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
     t = settings.topics
     pages = app.topic(t.pages, **raw)
     targets = {"unique": app.topic(t.unique, **raw), "duplicate": app.topic(t.duplicates, **raw),

@@ -14,7 +14,8 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, cast
 
 import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -94,15 +95,19 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     too_large = [f for f in failed if f[3].code() in SIZE_ERRORS and rejected_topic is not None]
     lost = [f for f in failed if f not in too_large]
     stub_failures: list[KafkaError] = []
-    for names, key, size, err in too_large:
+
+    def stub_delivered(error: KafkaError | None, _: Message) -> None:
+        if error is not None:
+            stub_failures.append(error)
+
+    for names, key, size, refusal in too_large:
         stub = {**{k: v for k, v in names.items() if k != "origin"}, "bytes": size, "topic": topic}
-        detail = f"the broker refused the {size}-byte record for {topic}: {err.str()}"
+        detail = f"the broker refused the {size}-byte record for {topic}: {refusal.str()}"
         headers = [("dedup.status", b"rejected"), ("dedup.reason", Reason.TOO_LARGE_FOR_BROKER.value.encode()),
                    ("dedup.detail", detail[:1000].encode()), ("dedup.source", f"feed:{names['origin']}".encode())]
         log.warning("%s (%s) is too large for the broker: sent to %s as %s", names.get("url") or names["origin"],
                     size, rejected_topic, Reason.TOO_LARGE_FOR_BROKER.value)
-        _produce(producer, rejected_topic, key, orjson.dumps(stub), lambda e, _m: e and stub_failures.append(e),
-                 headers)
+        _produce(producer, cast(str, rejected_topic), key, orjson.dumps(stub), stub_delivered, headers)
         if refused is not None:
             refused.append(stub)
     _flush(producer, rejected_topic or topic)
@@ -119,7 +124,8 @@ def _produce(producer: Producer, topic: str, key: bytes | None, value: bytes, on
              headers: list[tuple[str, bytes]] | None = None) -> None:
     while True:
         try:
-            producer.produce(topic, value=value, key=key, headers=headers or [], on_delivery=on_delivery)
+            producer.produce(topic, value=value, key=key, on_delivery=on_delivery,
+                             headers=cast("list[tuple[str, str | bytes | None]]", headers or []))
             break
         except BufferError:
             producer.poll(0.1)

@@ -46,5 +46,5 @@ class WorkerMetrics:
         """Expose the registry over HTTP; returns the bound address. Loopback by default: the
         endpoint has no authentication, so other interfaces only on purpose (0.0.0.0 in a container)."""
         server, _ = start_http_server(port, addr=host, registry=self.registry)
-        address: tuple[str, int] = server.server_address[:2]
-        return address
+        bound_host, bound_port = server.server_address[:2]
+        return (bound_host if isinstance(bound_host, str) else bytes(bound_host).decode()), int(bound_port)

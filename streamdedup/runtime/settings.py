@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 TOPOLOGIES = ("global", "local")
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
@@ -77,12 +78,13 @@ class WorkerSettings:
 
     @classmethod
     def load(cls, config_file: Path | None = None, env: Mapping[str, str] | None = None,
-             **flags: Any) -> "WorkerSettings":
+             **flags: Any) -> WorkerSettings:
         settings = cls()
         if config_file is not None:
             with open(config_file, "rb") as handle:
                 data = tomllib.load(handle)
-            settings = settings._with(data.get("worker", {}), {str(k): str(v) for k, v in data.get("kafka", {}).items()})
+            kafka = {str(k): str(v) for k, v in data.get("kafka", {}).items()}
+            settings = settings._with(data.get("worker", {}), kafka)
         env = os.environ if env is None else env
         from_env = {f.name: env[f"STREAMDEDUP_{f.name.upper()}"] for f in fields(cls)
                     if f"STREAMDEDUP_{f.name.upper()}" in env and f.name not in ("topics", "kafka")}
@@ -93,7 +95,7 @@ class WorkerSettings:
         settings = settings._with({**from_env, **({"topics": topics_env} if topics_env else {})}, kafka_env)
         return settings._with({k: v for k, v in flags.items() if v is not None}, {})
 
-    def _with(self, values: Mapping[str, Any], kafka: Mapping[str, str]) -> "WorkerSettings":
+    def _with(self, values: Mapping[str, Any], kafka: Mapping[str, str]) -> WorkerSettings:
         known = {f.name: f for f in fields(self)}
         unknown = set(values) - set(known)
         if unknown:

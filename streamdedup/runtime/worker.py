@@ -37,6 +37,7 @@ from streamdedup.runtime import topics
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topologies import PartitionHandler, make_topology
+from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,8 @@ class Worker:
             handler = self.handlers.get(tp_key)
             if handler is None:
                 handler = self.handlers[tp_key] = self.topology.open(tp.topic, tp.partition)
-            kafka = committed.get(tp_key, -1)
-            kafka = kafka if kafka >= 0 else None
+            found = committed.get(tp_key, -1)
+            kafka = found if found >= 0 else None
             if not handler.stateful:
                 tp.offset = kafka if kafka is not None else OFFSET_BEGINNING
                 continue
@@ -200,7 +201,8 @@ class Worker:
                 elif idle_timeout_s is not None and self._last_activity is not None \
                         and now - self._last_activity > idle_timeout_s:
                     break
-                elif idle_timeout_s is not None and self._last_activity is None and now - started > assignment_timeout_s:
+                elif (idle_timeout_s is not None and self._last_activity is None
+                      and now - started > assignment_timeout_s):
                     log.warning("no partitions assigned after %.0fs: stopping", assignment_timeout_s)
                     break
         finally:
@@ -223,7 +225,7 @@ class Worker:
         started = time.monotonic()
         by_partition: dict[TP, list[Message]] = defaultdict(list)
         for message in messages:
-            by_partition[(message.topic(), message.partition())].append(message)
+            by_partition[(topic_of(message), partition_of(message))].append(message)
         self.outputs.discard()
         if self.settings.transactions:
             self.producer.begin_transaction()
@@ -232,7 +234,7 @@ class Worker:
                 handler = self.handlers[(topic, partition)]
                 self.stats.replayed += handler.process(batch, self.outputs,
                                                        self.replay_until.get((topic, partition), -1))
-                handler.stage_meta(offset_key(topic, partition), str(batch[-1].offset() + 1).encode())
+                handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
             self._commit_offsets(by_partition)
         except KafkaException as err:
             if not self._recover(by_partition, err):
@@ -242,7 +244,7 @@ class Worker:
             try:
                 handler.commit()
             except Exception as err:  # noqa: BLE001 - RocksDB reports a full disk as a plain exception
-                first, last = batch[0].offset(), batch[-1].offset()
+                first, last = offset_of(batch[0]), offset_of(batch[-1])
                 raise StoreWriteFailed(
                     f"could not write the store of {tp_key[0]}[{tp_key[1]}] under {self.settings.state_dir}: {err}. "
                     f"The outcomes of offsets {first}..{last} are committed in Kafka; nothing is lost: free space "
@@ -268,7 +270,7 @@ class Worker:
                         self.metrics.page_latency.observe(max(0.0, now - stamp / 1000))
             try:
                 _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
-                self.metrics.lag.labels(label).set(max(0, high - batch[-1].offset() - 1))
+                self.metrics.lag.labels(label).set(max(0, high - offset_of(batch[-1]) - 1))
             except KafkaException:
                 pass
             handler = self.handlers[(topic, partition)]
@@ -278,7 +280,7 @@ class Worker:
                 self.metrics.store_keys.labels(label).set(total("rocksdb.estimate-num-keys"))
 
     def _commit_offsets(self, by_partition: dict[TP, list[Message]]) -> None:
-        offsets = [TopicPartition(topic, partition, batch[-1].offset() + 1)
+        offsets = [TopicPartition(topic, partition, offset_of(batch[-1]) + 1)
                    for (topic, partition), batch in by_partition.items()]
         if self.settings.transactions:
             self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
@@ -335,7 +337,7 @@ class Worker:
         return False
 
     def _committed(self, by_partition: dict[TP, list[Message]]) -> bool:
-        wanted = {(topic, partition): batch[-1].offset() + 1 for (topic, partition), batch in by_partition.items()}
+        wanted = {(topic, partition): offset_of(batch[-1]) + 1 for (topic, partition), batch in by_partition.items()}
         found = self.consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=30)
         return all(tp.offset == wanted[(tp.topic, tp.partition)] for tp in found)
 
@@ -344,7 +346,7 @@ class Worker:
         self.outputs.discard()
         for (topic, partition), batch in by_partition.items():
             self.handlers[(topic, partition)].discard()
-            self.consumer.seek(TopicPartition(topic, partition, batch[0].offset()))
+            self.consumer.seek(TopicPartition(topic, partition, offset_of(batch[0])))
 
     def close(self) -> None:
         for tp_key, handler in self.handlers.items():

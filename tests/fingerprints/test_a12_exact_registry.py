@@ -1,6 +1,6 @@
 import pytest
-
 from conftest import make_article
+
 from streamdedup.fingerprints.a12 import A12Method
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.registry import METHODS, create_method
@@ -74,7 +74,7 @@ def test_longest_words_and_sentences_rank_like_a_full_sort():
         "one. two three. four five six. seven eight nine ten. a b c d. e f g h."]
     for text in texts:
         doc = Document.from_text(text)
-        words = sorted({(len(t), int(h)) for t, h in zip(doc.tokens, doc.token_hashes.tolist())},
+        words = sorted({(len(t), int(h)) for t, h in zip(doc.tokens, doc.token_hashes.tolist(), strict=True)},
                        key=lambda item: (-item[0], item[1]))
         assert _longest_words(doc.token_lengths, doc.token_hashes, 5) == tuple(h for _, h in words[:5])
         sentences = sorted(((end - start, combine(doc.token_hashes[start:end])) for start, end in doc.sentence_spans()),
@@ -91,5 +91,5 @@ def test_longest_distinct_equals_sorting_all_pairs():
     for size in (0, 1, 3, 7, 50, 400):
         lengths = rng.integers(1, 6, size=size).astype(np.int64)
         hashes = (lengths * 7 + rng.integers(0, 3, size=size)).astype(np.uint64)  # many repeats
-        expected = sorted(set(zip((-lengths).tolist(), hashes.tolist())))[:5]
+        expected = sorted(set(zip((-lengths).tolist(), hashes.tolist(), strict=True)))[:5]
         assert longest_distinct(lengths, hashes, 5).tolist() == [h for _, h in expected]

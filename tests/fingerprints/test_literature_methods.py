@@ -1,12 +1,11 @@
 """Each method of the literature pinned to the behaviour its source describes."""
 
-import random
 
 import numpy as np
 import pytest
-
 from conftest import make_article
 from fixtures.multilingual import TEXTS
+
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.fingerprints.decomposition import DecompositionMethod
 from streamdedup.fingerprints.imatch import IMatchMethod
@@ -158,7 +157,7 @@ def test_pugh_one_edit_touches_one_list():
     method = PughMethod()
     text = TEXTS["en"][0]
     a, b = method.signature(doc(text)), method.signature(doc(text.replace("warehouses", "depots")))
-    equal = sum(1 for x, y in zip(a, b) if x == y and x)
+    equal = sum(1 for x, y in zip(a, b, strict=True) if x == y and x)
     assert equal >= sum(1 for x in a if x) - 2
     assert method.similarity(a, b) is not None
 

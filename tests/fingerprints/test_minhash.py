@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-
 from conftest import make_article
+
 from streamdedup.fingerprints.lsh import candidate_probability, optimal_bands
 from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashMethod, MinHashParams, MinHashSignature
 from streamdedup.tokens.document import Document

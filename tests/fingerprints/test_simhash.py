@@ -2,8 +2,8 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import make_article
+
 from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams, hamming, simhash64
 from streamdedup.tokens.document import Document
 

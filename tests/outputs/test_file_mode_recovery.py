@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import write_jsonl
+
 from streamdedup.cli import main
 from streamdedup.detector import Detector
 from streamdedup.testing import make_words

@@ -1,4 +1,4 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -25,7 +25,7 @@ def test_minimal_page_gets_defaults_and_keeps_every_field():
 def test_crawler_aliases(record):
     page = page_from_record(record, max_content_bytes=LIMIT)
     assert page.url == "https://a.example/"
-    assert page.fetched_at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert page.fetched_at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def test_text_field_means_plain_text():

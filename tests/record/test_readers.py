@@ -1,7 +1,6 @@
 import gzip
 import io
 
-import orjson
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -184,6 +183,7 @@ def test_dedup_of_a_cut_warc_judges_what_was_read_and_writes_its_summary(tmp_pat
     import json
 
     from conftest import make_article, wrap_in_template
+
     from streamdedup.cli import main
 
     buffer = io.BytesIO()

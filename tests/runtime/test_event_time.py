@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import orjson
-
 from conftest import make_article, page, wrap_in_template
+
 from runtime.test_worker import outputs, send
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.worker import Worker

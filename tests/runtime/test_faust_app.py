@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import orjson
-
 from conftest import make_article, page, wrap_in_template
+
 from runtime.conftest import read_topic
 from runtime.test_worker import BAD, crawl, send
 from streamdedup.config import DetectorConfig

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import uuid
 from dataclasses import replace
 
 import pytest

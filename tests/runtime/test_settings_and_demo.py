@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from conftest import make_article, page, wrap_in_template, write_jsonl
+
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.demo import run_demo
 from streamdedup.runtime.settings import WorkerSettings, mask

@@ -19,8 +19,8 @@ from dataclasses import replace
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from conftest import make_article, page, wrap_in_template
+
 from runtime.test_big_pages import everything_once
 from runtime.test_worker import send
 from streamdedup.config import DetectorConfig

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import replace
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import orjson
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-
 from conftest import make_article, page, wrap_in_template
+
 from runtime.conftest import read_topic
 from runtime.test_broker_conformance import TANSU_READ_COMMITTED
 from streamdedup.config import DetectorConfig

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from conftest import make_article, page, wrap_in_template, write_jsonl
+
 from streamdedup.cli import main
 from streamdedup.fingerprints.registry import create_method, method_from_description
 

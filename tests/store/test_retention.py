@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from conftest import make_article, page, wrap_in_template
+
 from streamdedup.store.retention import EARLIEST_EVENT_MS, RetentionClock
 from streamdedup.testing import run_records
 

@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import make_article, page, wrap_in_template, write_jsonl
+
 from streamdedup.cli import main
 
 

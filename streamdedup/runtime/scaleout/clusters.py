@@ -8,7 +8,8 @@ duplicates); a cluster is a connected component, named by its earliest page.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 
 class UnionFind:

@@ -44,7 +44,7 @@ class Pending:
                              "answers": [a.as_json() for a in self.answers.values()]})
 
     @classmethod
-    def decode(cls, data: bytes) -> "Pending":
+    def decode(cls, data: bytes) -> Pending:
         value = orjson.loads(data)
         header = None if value["header"] is None else PageHeader.from_json(value["header"])
         answers = [Answer.from_json(a) for a in value["answers"]]

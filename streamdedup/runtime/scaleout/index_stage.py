@@ -18,8 +18,9 @@ partition knows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
@@ -47,7 +48,7 @@ class IndexPartition:
         names = [self.store.index_names(request.keys) for request in requests]
         self._batch().prefetch(n for request_names in names for tag_names in request_names.values()
                                for n in tag_names)
-        return [self.answer(request, request_names) for request, request_names in zip(requests, names)]
+        return [self.answer(request, request_names) for request, request_names in zip(requests, names, strict=True)]
 
     def answer(self, request: IndexRequest, names: Mapping[int, list[bytes]] | None = None) -> Answer:
         """Judge the page against every page filed under its keys here, then file it (`names`:

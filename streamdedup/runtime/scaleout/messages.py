@@ -43,7 +43,7 @@ class IndexRequest:
         return b"".join(parts)
 
     @classmethod
-    def decode(cls, data: bytes) -> "IndexRequest":
+    def decode(cls, data: bytes) -> IndexRequest:
         order = data[:ORDER_BYTES]
         pos = ORDER_BYTES
         (size,) = _LEN.unpack_from(data, pos)
@@ -78,7 +78,7 @@ class Match:
                 self.root_order.hex(), self.root_id]
 
     @classmethod
-    def from_list(cls, item: list[Any]) -> "Match":
+    def from_list(cls, item: list[Any]) -> Match:
         page_id, order, rule, similarity, root_order, root_id = item
         return cls(page_id, bytes.fromhex(order), rule, similarity, bytes.fromhex(root_order), root_id)
 
@@ -101,7 +101,7 @@ class Answer:
         return orjson.dumps(self.as_json())
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "Answer":
+    def from_json(cls, value: dict[str, Any]) -> Answer:
         return cls(value["id"], bytes.fromhex(value["order"]), value["partition"],
                    tuple(Match.from_list(m) for m in value["earlier"]),
                    tuple(Match.from_list(m) for m in value["later"]))
@@ -130,6 +130,6 @@ class PageHeader:
         return orjson.dumps(self.as_json())
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> "PageHeader":
+    def from_json(cls, value: dict[str, Any]) -> PageHeader:
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
                    value["record"], value["origin"], value.get("time_note"))

@@ -9,7 +9,7 @@ staged changes with the offset they reflect (`stage_meta` + `commit`), or to dro
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
@@ -45,8 +45,26 @@ class Topology(Protocol):
     def open(self, topic: str, partition: int) -> PartitionHandler: ...
 
 
+# A consumed message always has its topic, partition and offset, and ours always a value;
+# confluent-kafka's stub types them as optional, so these say it once.
+def topic_of(message: Message) -> str:
+    return cast(str, message.topic())
+
+
+def partition_of(message: Message) -> int:
+    return cast(int, message.partition())
+
+
+def offset_of(message: Message) -> int:
+    return cast(int, message.offset())
+
+
+def value_of(message: Message) -> bytes:
+    return message.value() or b""
+
+
 def source_of(message: Message) -> str:
-    return f"{message.topic()}[{message.partition()}]@{message.offset()}"
+    return f"{topic_of(message)}[{partition_of(message)}]@{offset_of(message)}"
 
 
 def message_timestamp(message: Message) -> int | None:
@@ -59,6 +77,6 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
     """A detector outcome for an input message: dead letter (original bytes) or verdict."""
     dedup = outcome.dedup
     if dedup["status"] == "rejected":
-        out.rejected(message.key(), message.value(), dedup["reason"], dedup["detail"], source_of(message))
+        out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message))
     else:
         out.verdict(outcome.record, dedup)

@@ -18,7 +18,7 @@ from streamdedup.detector import Detector
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, source_of
+from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, offset_of, source_of, value_of
 
 
 class LocalTopology:
@@ -50,13 +50,13 @@ class LocalDedupPartition:
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         """Decide a batch (store changes staged); returns how many messages were replayed."""
-        raws = [RawRecord(origin=source_of(m), data=m.value() or b"", arrival_ms=message_timestamp(m))
+        raws = [RawRecord(origin=source_of(m), data=value_of(m), arrival_ms=message_timestamp(m))
                 for m in messages]
         detector = self.detector
         outcomes, self.staged = detector.decide_staged([detector.prepare(raw) for raw in raws])
         replayed = 0
-        for message, outcome in zip(messages, outcomes):
-            if message.offset() < replay_until:
+        for message, outcome in zip(messages, outcomes, strict=True):
+            if offset_of(message) < replay_until:
                 replayed += 1
                 continue
             emit_outcome(out, message, outcome)

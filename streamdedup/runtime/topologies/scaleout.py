@@ -9,9 +9,10 @@ topics (the changelog) when a worker gets a partition whose store it lacks.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import orjson
 from confluent_kafka import Message
@@ -26,7 +27,14 @@ from streamdedup.runtime.scaleout.index_stage import IndexPartition
 from streamdedup.runtime.scaleout.messages import ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest, PageHeader
 from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, source_of
+from streamdedup.runtime.topologies.base import (
+    emit_outcome,
+    message_timestamp,
+    offset_of,
+    partition_of,
+    source_of,
+    value_of,
+)
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import method_tags
@@ -83,10 +91,10 @@ class FingerprintPartition:
         params = self.fingerprinter.config.template
         replayed = 0
         for message in messages:
-            item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=message.value() or b""))
+            item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=value_of(message)))
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 item = own_text(item, self.templates.template(item.site_hash), self.fingerprinter, params)
-            if message.offset() < replay_until:  # rebuilding the template store: its outputs are in Kafka
+            if offset_of(message) < replay_until:  # rebuilding the template store: its outputs are in Kafka
                 replayed += 1
                 continue
             if isinstance(item, Outcome):
@@ -96,7 +104,7 @@ class FingerprintPartition:
             page = item.page
             # stateless: no watermark here, so an undated page is filed at its arrival time
             event = RetentionClock(None, self.max_skew_ms).stamp(page.event_time_ms, stamp, now_ms)
-            order = page_order(event.event_ms, stamp or 0, message.partition(), message.offset())
+            order = page_order(event.event_ms, stamp or 0, partition_of(message), offset_of(message))
             doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
@@ -175,9 +183,9 @@ class IndexStagePartition(_StoredPartition):
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         replayed = 0
-        answers = self.index.answer_all([IndexRequest.decode(message.value()) for message in messages])
-        for message, answer in zip(messages, answers):
-            if message.offset() < replay_until:
+        answers = self.index.answer_all([IndexRequest.decode(value_of(message)) for message in messages])
+        for message, answer in zip(messages, answers, strict=True):
+            if offset_of(message) < replay_until:
                 replayed += 1
                 continue
             out.send(self.routes.parts_topic, answer.page_id.encode("utf-8", "surrogatepass"), answer.encode(),
@@ -195,10 +203,10 @@ class GatherStagePartition(_StoredPartition):
         replayed = 0
         for message in messages:
             kind = dict(message.headers() or []).get(KIND_HEADER)
-            value = orjson.loads(message.value())
+            value = orjson.loads(value_of(message))
             decided = (self.gather.add_header(PageHeader.from_json(value)) if kind == PAGE
                        else self.gather.add_answer(Answer.from_json(value)))
-            if message.offset() < replay_until:
+            if offset_of(message) < replay_until:
                 replayed += 1
             elif decided is not None:
                 emit_decided(out, decided)

@@ -5,10 +5,10 @@ so the global order is file mode's order and no answer can be late."""
 from __future__ import annotations
 
 import orjson
-
 from conftest import make_article, page, wrap_in_template
-from runtime.conftest import read_topic
 from test_template_model import site_feed
+
+from runtime.conftest import read_topic
 from runtime.scaleout.test_topologies import run_workers, syndicated_crawl
 from runtime.test_worker import send
 from streamdedup.testing import run_records

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import orjson
 import pytest
-
 from conftest import make_article, page, wrap_in_template
+
 from runtime.conftest import read_topic
 from runtime.test_worker import BAD, send, verdicts_by_id
 from streamdedup.config import DetectorConfig
