@@ -82,8 +82,15 @@ class DetectorConfig:
 
     def retention_clock(self, get_meta_int: Callable[[str, int], int]) -> RetentionClock:
         """A store's retention clock under this configuration, its watermarks read from the store."""
-        retention_ms = None if self.retention is None else int(self.retention.total_seconds() * 1000)
-        return RetentionClock.load(retention_ms, int(self.max_clock_skew.total_seconds() * 1000), get_meta_int)
+        return RetentionClock.load(self.retention_ms, self.max_clock_skew_ms, get_meta_int)
+
+    @property
+    def retention_ms(self) -> int | None:
+        return None if self.retention is None else int(self.retention.total_seconds() * 1000)
+
+    @property
+    def max_clock_skew_ms(self) -> int:
+        return int(self.max_clock_skew.total_seconds() * 1000)
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

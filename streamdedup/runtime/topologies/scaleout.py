@@ -84,7 +84,7 @@ class FingerprintPartition:
         self.templates = templates
         self.stateful = templates is not None
         self.tags = method_tags([m.name for m in fingerprinter.methods])
-        self.max_skew_ms = int(fingerprinter.config.max_clock_skew.total_seconds() * 1000)
+        self.max_skew_ms = fingerprinter.config.max_clock_skew_ms
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         now_ms = int(time.time() * 1000)
@@ -233,7 +233,6 @@ class GlobalTopology:
         self.fingerprinter = Fingerprinter(config)
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts])
-        self.retention_ms = None if config.retention is None else int(config.retention.total_seconds() * 1000)
 
     def topics(self) -> list[str]:
         return [self.settings.topics.pages, self.routes.index_topic, self.routes.parts_topic]
@@ -242,7 +241,7 @@ class GlobalTopology:
         path = self.settings.state_dir / f"{topic}-{partition}"
         if topic == self.routes.index_topic:
             return IndexStagePartition(IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
-                                                      self.fingerprinter.store_config, partition, self.retention_ms),
+                                                      self.fingerprinter.store_config, partition, self.config.retention_ms),
                                        self.routes)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path)))
