@@ -240,9 +240,9 @@ class GlobalTopology:
     def open(self, topic: str, partition: int) -> Any:
         path = self.settings.state_dir / f"{topic}-{partition}"
         if topic == self.routes.index_topic:
-            return IndexStagePartition(IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
-                                                      self.fingerprinter.store_config, partition, self.config.retention_ms),
-                                       self.routes)
+            index = IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
+                                   self.fingerprinter.store_config, partition, self.config.retention_ms)
+            return IndexStagePartition(index, self.routes)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path)))
         templates = None if self.config.template is None else TemplateStore(Path(path))
