@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from streamdedup.evaluate.pages import SourcePage
 from streamdedup.evaluate.sets import LabelledSet, bucket, host_of, slug
-from streamdedup.evaluate.surgery import in_template, light_edit, print_version, recrawl, short_text, teaser
+from streamdedup.evaluate.surgery import in_template, light_edit, own_page, print_version, recrawl, short_text, teaser
 
 VARIANTS = ("recrawl", "syndicated", "syndicated2", "light_edit", "print", "teaser")
 
@@ -26,7 +26,7 @@ def build_web(pool: list[SourcePage], templates: list[SourcePage], rng: random.R
         cluster, host = f"c-{page.name}", host_of(page)
         story = f"https://{host}/story/{slug(page.name)}"
         t0 = base + timedelta(hours=6 * index)
-        out.emit(cluster, "original", page.name, page.source, story, t0, page.lang)
+        out.emit(cluster, "original", page.name, own_page(page), story, t0, page.lang)
         others = [t for t in templates if t.name != page.name and t.site_key != page.site_key]
         if rng.random() < 0.15 or len(others) < 4:
             continue

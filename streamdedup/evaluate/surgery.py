@@ -6,13 +6,13 @@ appended paragraphs, new headlines). Pure functions of their inputs and a seeded
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 import lxml.html
 
-from streamdedup.evaluate.pages import BLOCKS, SourcePage, normalise
+from streamdedup.evaluate.pages import BLOCKS, SourcePage, leaf_blocks, normalise
 
 _NAMES = ["Alder", "Brook", "Cedar", "Dune", "Elm", "Fern", "Grove", "Heath", "Iris", "Juniper", "Kestrel"]
 _SHORT_TOPICS = ["Photo gallery", "Event notice", "Page moved", "Correction", "Weather alert", "Road closure",
@@ -42,7 +42,12 @@ def article_node(tree: Any, page: SourcePage) -> Any | None:
     hits = [el for el in tree.iter("p") if normalise(el.text_content()) in wanted]
     if len(hits) < 3:
         return None
-    paths = [list(el.iterancestors())[::-1] + [el] for el in hits]
+    return _common_ancestor(hits)
+
+
+def _common_ancestor(elements: list[Any]) -> Any | None:
+    """The lowest element holding all `elements` (None if that is the page's html or body)."""
+    paths = [list(el.iterancestors())[::-1] + [el] for el in elements]
     common = None
     for level in zip(*paths, strict=False):  # down to the shortest path
         if all(node is level[0] for node in level):
@@ -50,6 +55,20 @@ def article_node(tree: Any, page: SourcePage) -> Any | None:
         else:
             break
     return None if common is None or common.tag in ("html", "body") else common
+
+
+def own_article_node(tree: Any, page: SourcePage) -> Any | None:
+    """The element of a page's own source holding its located article, found more leniently than
+    a template's (`article_node` wants three long paragraphs): the lowest common ancestor of every
+    leaf block whose text is one of the article's blocks, or the parent of the only one."""
+    wanted = set(page.paragraphs)
+    hits = [el for el in leaf_blocks(tree) if normalise(el.text_content()) in wanted]
+    if not hits:
+        return None
+    if len(hits) == 1:
+        parent = hits[0].getparent()
+        return None if parent is None or parent.tag in ("html", "body") else parent
+    return _common_ancestor(hits)
 
 
 def _strip_page_metadata(tree: Any, title: str) -> None:
@@ -88,10 +107,11 @@ def _paragraph_nodes(paragraphs: Iterable[str]) -> list[Any]:
     return nodes
 
 
-def in_template(template: SourcePage, paragraphs: Iterable[str], title: str) -> str | None:
+def in_template(template: SourcePage, paragraphs: Iterable[str], title: str,
+                locate: Callable[[Any, SourcePage], Any | None] = article_node) -> str | None:
     """Another site's real page with its article replaced by `paragraphs` (all boilerplate kept)."""
     tree = lxml.html.fromstring(template.source)
-    node = article_node(tree, template)
+    node = locate(tree, template)
     if node is None:
         return None
     for child in list(node):
@@ -105,6 +125,16 @@ def in_template(template: SourcePage, paragraphs: Iterable[str], title: str) -> 
     _drop_template_article_remnants(tree, node, template, title)
     _strip_page_metadata(tree, title)
     return lxml.html.tostring(tree, encoding="unicode", doctype="<!DOCTYPE html>")
+
+
+def own_page(page: SourcePage) -> str:
+    """The page as its own site shows the article its copies carry: its article element holding
+    exactly the located paragraphs. The located article is often only part of what the page shows
+    (trafilatura's snippets need not cover its first or last paragraphs, a letters page holds
+    other letters), and a copy elsewhere carries only the located part, so the real page was a
+    superset of its 'syndicated' copies, not a near-duplicate of them. Pages whose article element
+    cannot be found are kept as they are."""
+    return in_template(page, page.paragraphs, page.title, own_article_node) or page.source
 
 
 def usable_template(page: SourcePage, max_words: int = 1000) -> bool:
@@ -141,7 +171,7 @@ def recrawl_html(html: str, rng: random.Random, titles: list[str], when: datetim
 
 
 def recrawl(page: SourcePage, rng: random.Random, others: list[SourcePage], when: datetime) -> str:
-    return recrawl_html(page.source, rng, [o.title for o in others], when)
+    return recrawl_html(own_page(page), rng, [o.title for o in others], when)
 
 
 def print_version(page: SourcePage, paragraphs: Iterable[str]) -> str:

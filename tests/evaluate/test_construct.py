@@ -7,6 +7,7 @@ from collections import Counter
 from conftest import make_article, wrap_in_template
 
 from streamdedup.evaluate.construct import SourcePage, build_devset, distinct_articles, in_template, load_test_pages
+from streamdedup.evaluate.surgery import own_page
 
 
 def _pages(n=12):
@@ -69,3 +70,22 @@ def test_load_from_tarball(tmp_path):
             tar.addfile(info, io.BytesIO(data))
     [page] = load_test_pages(archive)
     assert (page.name, page.paragraphs, page.title, page.lang) == ("a", ("one", "two"), "A", "en")
+
+
+def test_an_original_shows_the_article_its_copies_carry_not_the_unannotated_rest():
+    """A page whose located article is only part of what it shows (snippets that miss its last
+    paragraphs): the original and its re-crawl carry the located part, as the copies do."""
+    pages = _pages(20)
+    full = make_article(999, paragraphs=10)
+    pages[0] = SourcePage("site0", wrap_in_template(full, "Site0", "Title 0"), tuple(full[:4]), "Title 0", "en")
+    records = build_devset(pages, 3, "all")
+    own = [r for r in records if r["source_page"] == "site0" and r["variant"] in ("original", "recrawl")]
+    assert own and all(full[3] in r["content"] and full[7] not in r["content"] for r in own)
+    assert all("Most read on Site0" in r["content"] for r in own)  # its own template stays
+
+
+def test_a_single_located_paragraph_still_replaces_the_page_article():
+    full = make_article(998, paragraphs=10)
+    page = SourcePage("one", wrap_in_template(full, "One", "Title"), (full[2],), "Title", "en")
+    html = own_page(page)
+    assert full[2] in html and full[5] not in html and "Most read on One" in html
