@@ -38,15 +38,35 @@ def is_html(content_type: str, text: str) -> bool:
     return head.startswith(("<!doctype html", "<html")) or "<body" in head
 
 
-def extract_trafilatura(html: str) -> str:
+# trafilatura's own bounds for an extraction that "covers little of the page" (core.py's
+# ESCALATION_MAX_LENGTH and ESCALATION_PAGE_SHARE in 2.3.1, where they start its recall retry)
+SMALL_EXTRACTION_CHARS = 3000
+SMALL_EXTRACTION_SHARE = 0.2
+
+
+def _trafilatura(html: str, fast: bool) -> str:
     import trafilatura
 
     text = trafilatura.extract(
         html, output_format="txt", include_comments=False, include_tables=True,
         include_images=False, include_links=False, deduplicate=False, favor_precision=True,
-        with_metadata=False, fast=False,
+        with_metadata=False, fast=fast,
     )
     return text or ""
+
+
+def extract_trafilatura(html: str) -> str:
+    """trafilatura's main extractor alone first (fast: without the readability and justext
+    comparison, which doubles its cost and, on a page the main extractor reads well, only swaps in
+    a longer text with more sidebar); its whole cascade only when that text is implausibly small
+    for the page (shorter than trafilatura's own 'covers little of the page' bounds), the case the
+    comparison exists to rescue (text in <br>-separated divs, a cookie banner taken for the page).
+    Measured on the dev split's 488 annotated trafilatura pages: the same share of kept snippets
+    (0.914 against 0.915 with the cascade always on) and of dropped ones leaked (0.083, 0.084)."""
+    text = _trafilatura(html, fast=True)
+    if len(text) >= SMALL_EXTRACTION_CHARS or len(text) >= SMALL_EXTRACTION_SHARE * len(extract_all_text(html)):
+        return text
+    return _trafilatura(html, fast=False) or text
 
 
 def extract_resiliparse(html: str) -> str:

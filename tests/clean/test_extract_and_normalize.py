@@ -1,6 +1,6 @@
 import pytest
-
 from conftest import make_article, wrap_in_template
+
 from streamdedup.clean.extract import extract_main_text, is_html
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.clean.pipeline import CleaningConfig, clean_page
@@ -88,3 +88,37 @@ def test_whitespace_tidying_equals_the_substitution_rules():
         for _ in range(3000):
             text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
             assert tidy_whitespace(text) == by_regex(text), repr(text)
+
+
+def _spy_trafilatura(monkeypatch):
+    """Records the `fast` flag of every call to the real trafilatura.extract."""
+    import trafilatura
+
+    real, calls = trafilatura.extract, []
+
+    def spy(html, **options):
+        calls.append(options["fast"])
+        return real(html, **options)
+
+    monkeypatch.setattr(trafilatura, "extract", spy)
+    return calls
+
+
+def test_an_article_page_is_read_by_trafilaturas_main_extractor_alone(monkeypatch):
+    """The readability/justext comparison doubles trafilatura's cost; a page its main extractor
+    reads well does not need it."""
+    calls = _spy_trafilatura(monkeypatch)
+    article = make_article(2)
+    text = extract_main_text(wrap_in_template(article, "Daily Planet"), "trafilatura")
+    assert article[0][:60] in text and article[-1][-60:] in text
+    assert calls == [True]
+
+
+def test_trafilaturas_whole_cascade_rescues_what_its_main_extractor_misses(monkeypatch):
+    """Text in <br>-separated runs of one div: the main extractor alone finds nothing."""
+    calls = _spy_trafilatura(monkeypatch)
+    article = make_article(5)
+    html = "<html><body><div id='x'>" + "<br><br>".join(article) + "</div></body></html>"
+    text = extract_main_text(html, "trafilatura")
+    assert article[0][:60] in text and article[-1][-60:] in text
+    assert calls == [True, False]
