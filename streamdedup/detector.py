@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, method_tags
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, similarities
+from streamdedup.verdict.engine import Candidate, PairSimilarity, decide
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -38,12 +39,22 @@ class Detector:
         self.prepare = self.fingerprinter.prepare
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         tags = method_tags([m.name for m in self.methods])
-        self.methods_by_tag = {tags[m.name]: m for m in self.methods}
+        self.methods_by_name = {m.name: (tags[m.name], m) for m in self.methods}
         self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.store = SignatureStore(state_dir, self.methods, self.store_config)
+        # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
+        self.work: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
+
+    def work_per_page(self) -> dict[str, float]:
+        """Candidates found and verified per judged page (summary.json; the limits: docs/design.md)."""
+        pages = max(1, self.work["pages"])
+        return {"pages": self.work["pages"], "candidates_found_mean": round(self.work["candidates_found"] / pages, 2),
+                "candidates_verified_mean": round(self.work["candidates_verified"] / pages, 2),
+                "candidates_found_max": self.work["max_candidates_found"],
+                "pages_over_candidate_limit": self.work["pages_over_candidate_limit"]}
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
@@ -140,14 +151,19 @@ class Detector:
         oldest_ms = self.clock.oldest_kept(event_ms)
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        site = fp.site_hash
         found: list[Candidate] = []
-        for seq in batch.candidates([name for tag_names in names.values() for name in tag_names]):
+        seqs = batch.candidates([name for tag_names in names.values() for name in tag_names])
+        self.work.update(pages=1, candidates_found=batch.last_found, candidates_verified=len(seqs),
+                         pages_over_candidate_limit=int(batch.last_found > len(seqs)))
+        self.work["max_candidates_found"] = max(self.work["max_candidates_found"], batch.last_found)
+        for seq in seqs:
             doc = batch.doc(seq)
             if doc is None or (oldest_ms is not None and doc.event_ms < oldest_ms):
                 continue
-            by_method = similarities(self.methods_by_tag, mine, doc.signatures)
             # own-site candidates meet the stricter site policy only while the site's template is unknown
-            judged = self.policy.judge(by_method, doc.site == fp.site_hash and not fp.template_known)
+            judged = self.policy.judge(PairSimilarity(self.methods_by_name, mine, doc.signatures),
+                                       doc.site == site and not fp.template_known)
             if judged is None:
                 continue
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -57,7 +58,7 @@ class Fingerprinted:
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
     template_known: bool = False  # its site's template was known and removed (clean/template.py)
 
-    @property
+    @cached_property
     def site_hash(self) -> int:
         return xxhash.xxh3_64_intdigest(self.page.site.encode("utf-8", "surrogatepass"))
 

@@ -91,6 +91,9 @@ def time_key_parts(key: bytes) -> tuple[int, int]:
 
 
 # -- postings: seqs as LEB128 varints (3 bytes up to 2 M pages, 5 up to 34 G) -----------------
+_VARINT_ENDS = bytes(range(0x80))  # deleting these leaves a varint's continuation bytes
+
+
 def varint(n: int) -> bytes:
     if n < 0x80:
         return bytes((n,))
@@ -126,6 +129,11 @@ def seqs_from(value: bytes | None) -> list[int]:
             seqs.append(n)
             n = shift = 0
     return seqs
+
+
+def postings_count(value: bytes) -> int:
+    """How many seqs a postings value holds (one varint ends at each byte below 0x80)."""
+    return len(value) - len(value.translate(None, _VARINT_ENDS))
 
 
 def seqs_value(seqs: list[int]) -> bytes:

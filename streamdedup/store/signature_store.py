@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -54,6 +55,13 @@ class StoreCorrupt(StoreError):
 def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
     """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
     return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
+
+
+# Bounded work per page (docs/design.md, "Hot keys"): a key keeps at most this many pages (the
+# first filed under it; later ones are not filed there, so a lookup never returns more), and a
+# page is verified against at most MAX_CANDIDATES pages.
+MAX_POSTINGS_PER_KEY = 256
+MAX_CANDIDATES = 100
 
 
 class StoreConfigMismatch(StoreError, ValueError):
@@ -428,6 +436,7 @@ class StoreBatch:
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
         self._templates: dict[int, SiteTemplate] = {}
+        self.last_found = 0  # candidates of the last `candidates` call before the limit
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -462,13 +471,25 @@ class StoreBatch:
     def lookup(self, tag: int, key: bytes) -> list[int]:
         return layout.seqs_from(self._value(layout.index_key(tag, key)))
 
-    def candidates(self, names: Sequence[bytes]) -> list[int]:
-        """Seqs filed under any of these index keys, each once, in lookup order: `lookup` for
-        all keys of one method, without a call per key (most keys have no postings)."""
+    def candidates(self, names: Sequence[bytes], limit: int = MAX_CANDIDATES) -> list[int]:
+        """Seqs filed under any of these index keys, each once, oldest first; at most `limit`.
+
+        Bounded work whatever the input: a page of homogeneous text (a forum, a listing) can
+        share a key with a large part of the store. Past `limit`, the candidates sharing the most
+        of the page's keys win (LSH: more colliding bands, higher similarity), the earliest on a
+        tie (the earliest-page rule). On normal crawls a page has a handful of candidates and the
+        limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
+        self.last_found = 0
         if self._live.isdisjoint(names) and self._values.keys() >= set(names):  # all read, none filed
             return []
         found = [v for n in names if (v := self._value(n))]
-        return list(dict.fromkeys(s for v in found for s in layout.seqs_from(v)))
+        if not found:
+            return []
+        shared = Counter(s for v in found for s in layout.seqs_from(v))
+        self.last_found = len(shared)
+        if len(shared) <= limit:
+            return sorted(shared)
+        return sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])
 
     def doc(self, seq: int) -> DocRecord | None:
         staged = self._docs.get(seq)
@@ -497,10 +518,16 @@ class StoreBatch:
         unique = {n for tag_names in (names or SignatureStore.index_names(keys)).values() for n in tag_names}
         unique.add(layout.page_id_key(doc.page_id))
         values = self._values
+        id_key = layout.page_id_key(doc.page_id)
+        filed = set()
         for name in unique:
-            values[name] = ((values[name] if name in values else self._value(name)) or b"") + seq
-        self._dirty.update(unique)
-        self._live.update(unique)
+            current = (values[name] if name in values else self._value(name)) or b""
+            if name != id_key and layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
+                continue  # a full key keeps its first pages (the earliest, which the rule wants)
+            values[name] = current + seq
+            filed.add(name)
+        self._dirty.update(filed)
+        self._live.update(filed)
 
     def set_meta(self, name: str, value: bytes) -> None:
         self._meta[name] = value

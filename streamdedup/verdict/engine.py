@@ -4,9 +4,9 @@ File mode, the local topology and the Faust app judge a page against one store; 
 topology judges it in every index partition its keys live in and gathers the answers by page id.
 Both go through the same three steps here, so `streamdedup eval` measures what the Kafka worker does:
 
-1. `similarities`: a candidate (a page sharing any index key) is verified by *every* method both
-   pages have a signature for, not only by the method whose key brought it: the policy's rules
-   ("simhash+a12") need all the evidence, wherever the candidate came from.
+1. `PairSimilarity`: a candidate (a page sharing any index key) is verified by whichever methods
+   the policy's rules ask for, not only by the method whose key brought it: "simhash+a12" needs
+   both, wherever the candidate came from. Each test runs when a rule first needs it, in rule order.
 2. `SitePolicy.judge`: the first rule the candidate satisfies (own-site candidates by the site
    policy) -> a `Candidate`, with its place in the order and the cluster it belongs to.
 3. `decide`: the earliest candidate in the order is what the page duplicates; the page joins the
@@ -40,20 +40,25 @@ class Candidate:
     root_id: str
 
 
-def similarities(methods_by_tag: Mapping[int, FingerprintMethod[Any, Any]], mine: Mapping[int, Any],
-                 theirs: Mapping[int, bytes]) -> dict[str, float]:
-    """Every method's verdict on one pair: `mine` are the page's decoded signatures by method tag,
-    `theirs` the candidate's encoded ones. A method that abstains or finds no match is absent."""
-    out: dict[str, float] = {}
-    for tag, signature in mine.items():
-        data = theirs.get(tag)
-        if data is None:
-            continue
-        method = methods_by_tag[tag]
-        similarity = method.similarity(signature, method.decode(data))
-        if similarity is not None:
-            out[method.name] = similarity
-    return out
+class PairSimilarity:
+    """Each method's verdict on one pair, computed when the policy first asks for it (then kept):
+    `mine` are the page's signatures by method tag, `theirs` the candidate's encoded ones. A method
+    that abstains on either page, or finds no match, answers None."""
+
+    __slots__ = ("_done", "methods", "mine", "theirs")
+
+    def __init__(self, methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], mine: Mapping[int, Any],
+                 theirs: Mapping[int, bytes]) -> None:
+        self.methods, self.mine, self.theirs = methods, mine, theirs
+        self._done: dict[str, float | None] = {}
+
+    def __call__(self, name: str) -> float | None:
+        if name not in self._done:
+            tag, method = self.methods[name]
+            signature, data = self.mine.get(tag), self.theirs.get(tag)
+            self._done[name] = (None if signature is None or data is None
+                                else method.similarity(signature, method.decode(data)))
+        return self._done[name]
 
 
 def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:

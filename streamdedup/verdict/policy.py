@@ -13,10 +13,11 @@ site are judged by a stricter second policy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 Term = tuple[str, float]  # (method, minimum similarity)
+Similarity = Callable[[str], "float | None"]  # method name -> its similarity for one pair (None: no match)
 
 
 def _parse_term(text: str) -> Term:
@@ -46,9 +47,12 @@ class Policy:
     def methods(self) -> set[str]:
         return {m for rule in self.rules for m, _ in rule}
 
-    def first_rule(self, by_method: Mapping[str, float]) -> tuple[Term, ...] | None:
+    def first_rule(self, similarity: Similarity) -> tuple[Term, ...] | None:
+        """The first rule all of whose methods hold. Each method's similarity is asked for only
+        when a rule needs it, and a rule fails at its first method that does not hold, so a
+        candidate costs the cheap tests first (policy order) and no test twice (the caller memoises)."""
         for rule in self.rules:
-            if all(m in by_method and by_method[m] >= low for m, low in rule):
+            if all((value := similarity(m)) is not None and value >= low for m, low in rule):
                 return rule
         return None
 
@@ -68,10 +72,13 @@ class SitePolicy:
     def methods(self) -> set[str]:
         return self.other_site.methods | self.same_site.methods
 
-    def _rule(self, by_method: Mapping[str, float], same_site: bool) -> tuple[Term, ...] | None:
-        return (self.same_site if same_site else self.other_site).first_rule(by_method)
-
-    def judge(self, by_method: Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
-        """One candidate: the label of the first rule it satisfies and that rule's similarity."""
-        rule = self._rule(by_method, same_site)
-        return None if rule is None else ("+".join(m for m, _ in rule), by_method[rule[0][0]])
+    def judge(self, similarity: Similarity | Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
+        """One candidate: the label of the first rule it satisfies and that rule's similarity.
+        `similarity(method)` is the method's similarity for the pair (None: no match), or a mapping."""
+        ask = similarity.get if isinstance(similarity, Mapping) else similarity
+        rule = (self.same_site if same_site else self.other_site).first_rule(ask)
+        if rule is None:
+            return None
+        value = ask(rule[0][0])
+        assert value is not None
+        return "+".join(m for m, _ in rule), value

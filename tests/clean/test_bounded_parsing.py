@@ -4,8 +4,8 @@ it, and the C extractors (resiliparse) run in a helper process killed on overrun
 import time
 
 import pytest
-
 from conftest import make_article, wrap_in_template
+
 from streamdedup.clean.extract import MAX_NESTING, extract_main_text, nesting_depth
 from streamdedup.clean.pipeline import CleaningConfig, clean_page
 from streamdedup.record.page import page_from_record

@@ -27,7 +27,7 @@ from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
-from streamdedup.verdict.engine import similarities
+from streamdedup.verdict.engine import PairSimilarity
 from streamdedup.verdict.policy import SitePolicy
 
 
@@ -36,6 +36,7 @@ class IndexPartition:
                  store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
         self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
         self.by_tag = {self.store.tags[m.name]: m for m in methods}
+        self.by_name = {m.name: (self.store.tags[m.name], m) for m in methods}
         self.policy = policy
         self.partition = partition
         self.retention_ms = retention_ms
@@ -65,8 +66,8 @@ class IndexPartition:
             other = batch.doc(seq)
             if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
                 continue
-            by_method = similarities(self.by_tag, mine, other.signatures)
-            judged = self.policy.judge(by_method, other.site == doc.site and not request.template_known)
+            similarity = PairSimilarity(self.by_name, mine, other.signatures)
+            judged = self.policy.judge(similarity, other.site == doc.site and not request.template_known)
             if judged is None:
                 continue
             order = bytes.fromhex(other.cluster_id)
