@@ -20,7 +20,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.signature_store import SignatureStore, StoreBatch, method_tags
+from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, PairSimilarity, decide
 from streamdedup.verdict.policy import SitePolicy
@@ -38,12 +38,11 @@ class Detector:
         self.methods = self.fingerprinter.methods
         self.prepare = self.fingerprinter.prepare
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
-        tags = method_tags([m.name for m in self.methods])
-        self.methods_by_name = {m.name: (tags[m.name], m) for m in self.methods}
         self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.store = SignatureStore(state_dir, self.methods, self.store_config)
+        self.methods_by_name = {m.name: (self.store.tags[m.name], m) for m in self.methods}
         # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
         self.work: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)

@@ -25,6 +25,7 @@ from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
+from streamdedup.store.template_store import SiteTemplates
 
 SCHEMA_VERSION = 2  # 2: postings as values in an index column family, hashed page ids, compact DocRecords
 
@@ -435,7 +436,7 @@ class StoreBatch:
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
-        self._templates: dict[int, SiteTemplate] = {}
+        self._templates = SiteTemplates(store.db.get)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
 
     def __len__(self) -> int:
@@ -537,16 +538,11 @@ class StoreBatch:
 
     def template(self, site_hash: int) -> SiteTemplate:
         """A site's template model as of this batch (read once; written back at commit)."""
-        template = self._templates.get(site_hash)
-        if template is None:
-            data = self.store.db.get(layout.template_key(site_hash))
-            template = self._templates[site_hash] = SiteTemplate() if data is None else SiteTemplate.decode(data)
-        return template
+        return self._templates.get(site_hash)
 
     def commit(self) -> None:
         wb = WriteBatch(raw_mode=True)
-        for site_hash, template in self._templates.items():
-            wb.put(layout.template_key(site_hash), template.encode())
+        self._templates.write(wb)
         for seq, doc in self._docs.items():
             wb.put(layout.doc_key(seq), doc.encode())
             wb.put(layout.time_key(doc.event_ms, seq), b"")

@@ -9,6 +9,7 @@ its store rebuilds it by replaying the partition (the worker's replay, which emi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rocksdict import WriteBatch
@@ -18,19 +19,38 @@ from streamdedup.store import layout
 from streamdedup.store.plain import open_plain_db
 
 
+class SiteTemplates:
+    """The site templates one batch reads and changes: each read once from the store (`read`), all
+    written back with the batch. Both stores that keep templates stage them this way."""
+
+    def __init__(self, read: Callable[[bytes], bytes | None]) -> None:
+        self._read = read
+        self._staged: dict[int, SiteTemplate] = {}
+
+    def get(self, site_hash: int) -> SiteTemplate:
+        template = self._staged.get(site_hash)
+        if template is None:
+            data = self._read(layout.template_key(site_hash))
+            template = self._staged[site_hash] = SiteTemplate() if data is None else SiteTemplate.decode(data)
+        return template
+
+    def write(self, wb: WriteBatch) -> None:
+        for site_hash, template in self._staged.items():
+            wb.put(layout.template_key(site_hash), template.encode())
+
+    def clear(self) -> None:
+        self._staged.clear()
+
+
 class TemplateStore:
     def __init__(self, path: Path) -> None:
         self.db = open_plain_db(path)
-        self._templates: dict[int, SiteTemplate] = {}
+        self._templates = SiteTemplates(self.db.get)
         self._meta: dict[str, bytes] = {}
 
     def template(self, site_hash: int) -> SiteTemplate:
         """A site's template model as of this batch (read once; written back at commit)."""
-        template = self._templates.get(site_hash)
-        if template is None:
-            data = self.db.get(layout.template_key(site_hash))
-            template = self._templates[site_hash] = SiteTemplate() if data is None else SiteTemplate.decode(data)
-        return template
+        return self._templates.get(site_hash)
 
     def get_meta(self, name: str) -> bytes | None:
         return self.db.get(layout.meta_key(name))
@@ -40,8 +60,7 @@ class TemplateStore:
 
     def commit(self) -> None:
         wb = WriteBatch(raw_mode=True)
-        for site_hash, template in self._templates.items():
-            wb.put(layout.template_key(site_hash), template.encode())
+        self._templates.write(wb)
         for name, value in self._meta.items():
             wb.put(layout.meta_key(name), value)
         self.db.write(wb)
