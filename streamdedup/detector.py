@@ -22,7 +22,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, PairSimilarity, decide
+from streamdedup.verdict.engine import Candidate, decide, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -146,28 +146,20 @@ class Detector:
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int,
                     names: dict[int, list[bytes]]) -> list[Candidate]:
         """Every stored page sharing any index key with this one and inside its retention window,
-        verified by every method (`engine.similarities`) and judged by the policy."""
-        oldest_ms = self.clock.oldest_kept(event_ms)
+        verified and judged by the engine (`engine.judged`)."""
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
-        site = fp.site_hash
+        page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash)
         found: list[Candidate] = []
         seqs = batch.candidates([name for tag_names in names.values() for name in tag_names])
         self.work.update(pages=1, candidates_found=batch.last_found, candidates_verified=len(seqs),
                          pages_over_candidate_limit=int(batch.last_found > len(seqs)))
         self.work["max_candidates_found"] = max(self.work["max_candidates_found"], batch.last_found)
-        for seq in seqs:
-            doc = batch.doc(seq)
-            if doc is None or (oldest_ms is not None and doc.event_ms < oldest_ms):
-                continue
-            # own-site candidates meet the stricter site policy only while the site's template is unknown
-            judged = self.policy.judge(PairSimilarity(self.methods_by_name, mine, doc.signatures),
-                                       doc.site == site and not fp.template_known)
-            if judged is None:
-                continue
+        for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, page, mine,
+                                                   fp.template_known, self.clock.oldest_kept(event_ms)):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
-            found.append(Candidate(seq, doc.page_id, judged[0], judged[1], -1 if root_seq is None else root_seq,
+            found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,
                                    doc.cluster_id))
         return found
 

@@ -16,12 +16,14 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
+from streamdedup.verdict.policy import SitePolicy
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,23 @@ class PairSimilarity:
             self._done[name] = (None if signature is None or data is None
                                 else method.similarity(signature, method.decode(data)))
         return self._done[name]
+
+
+def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
+           methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], page: DocRecord, mine: Mapping[int, Any],
+           template_known: bool, oldest_ms: int | None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
+    """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
+    candidate, other than the page itself and inside the retention window, with the rule it
+    satisfies. Own-site candidates meet the stricter site policy only while the site's template is
+    unknown (its cold start)."""
+    for seq in seqs:
+        other = doc_of(seq)
+        if other is None or other.page_id == page.page_id or (oldest_ms is not None and other.event_ms < oldest_ms):
+            continue
+        rule = policy.judge(PairSimilarity(methods, mine, other.signatures),
+                            other.site == page.site and not template_known)
+        if rule is not None:
+            yield seq, other, rule
 
 
 def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:

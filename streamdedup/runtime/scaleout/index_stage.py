@@ -27,7 +27,7 @@ from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
-from streamdedup.verdict.engine import PairSimilarity
+from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
 
 
@@ -62,17 +62,12 @@ class IndexPartition:
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
         later: list[Match] = []
-        for seq in sorted(batch.candidates([n for tag_names in names.values() for n in tag_names])):
-            other = batch.doc(seq)
-            if other is None or other.page_id == doc.page_id or (oldest is not None and other.event_ms < oldest):
-                continue
-            similarity = PairSimilarity(self.by_name, mine, other.signatures)
-            judged = self.policy.judge(similarity, other.site == doc.site and not request.template_known)
-            if judged is None:
-                continue
+        seqs = batch.candidates([n for tag_names in names.values() for n in tag_names])
+        for _, other, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.by_name, doc, mine,
+                                                   request.template_known, oldest):
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
-            match = Match(other.page_id, order, judged[0], judged[1], bytes.fromhex(root_hex), root_id)
+            match = Match(other.page_id, order, rule, similarity, bytes.fromhex(root_hex), root_id)
             (earlier if order < request.order else later).append(match)
         root = min(((m.root_order, m.root_id) for m in earlier), default=(request.order, doc.page_id))
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
