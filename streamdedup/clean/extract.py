@@ -7,6 +7,8 @@ field library (see docs/extraction-comparison.md for the measurement behind the 
 
 from __future__ import annotations
 
+import importlib
+import logging
 import re
 import signal
 import threading
@@ -19,6 +21,42 @@ from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "resiliparse", "none"]
 EXTRACTORS: tuple[str, ...] = ("trafilatura", "resiliparse", "none")
+
+# trafilatura and the libraries under it log at ERROR or WARNING every page they cannot read ("empty
+# HTML tree", "discarding data"): the page's rejection already says why, so they stay out of our log
+for _name in ("trafilatura", "htmldate", "courlan", "justext"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
+
+# what each extractor imports (resiliparse also measures the whole page's text for trafilatura)
+_STACK = {"trafilatura": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
+          "resiliparse": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
+          "none": ("resiliparse.extract.html2text", "resiliparse.parse.html")}
+
+
+class CleaningStackMissing(RuntimeError):
+    """The extractor's libraries cannot be imported: every HTML page would fail; the message
+    (one line) names the fix."""
+
+
+def check_extractor(extractor: str) -> None:
+    """Import what `extractor` runs on, before the first page: a broken install (pip before 23.3
+    drops lxml_html_clean, which trafilatura needs since lxml 5.2) must stop a run, not reject
+    every HTML page as a processing_error."""
+    for module in _STACK.get(extractor, ()):
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            problem = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise CleaningStackMissing(f"the {extractor} extractor cannot load ({module}: {problem}): "
+                                       f"{_fix(err)}") from None
+
+
+def _fix(err: ImportError) -> str:
+    if err.name == "lxml_html_clean" or "lxml_html_clean" in str(err):
+        return "pip install lxml_html_clean"
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        return f"pip install {err.name.split('.')[0]}"
+    return "reinstall streamdedup (pip install --force-reinstall streamdedup)"
 
 # Deepest element nesting a page may have. Measured: 1,292 real pages (trafilatura's and
 # Readability's test pages) are at most 42 elements deep (68 by `nesting_depth`'s estimate);
