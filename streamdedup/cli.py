@@ -1,29 +1,75 @@
-"""Command line: a thin layer over the library. `streamdedup --help` lists the commands."""
+"""Near-duplicate detection for web crawls: files in, folders out (dedup), or a Kafka stream (worker)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import platform
 import sys
-from collections.abc import Sequence
+import tomllib
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streamdedup.clean.extract import EXTRACTORS
+from streamdedup.clean.extract import EXTRACTORS, CleaningStackMissing, check_extractor
 from streamdedup.config import DetectorConfig, parse_duration
 from streamdedup.fingerprints.registry import METHODS
 
 if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
+    from streamdedup.record.readers import RawRecord
     from streamdedup.runtime.settings import WorkerSettings
 
 SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
+CONNECT_TIMEOUT_S = 15.0
+
+# optional parts (pyproject's extras): the modules each one brings, and the commands that need it
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "kafka": ("confluent_kafka", "prometheus_client"),
+    "faust": ("confluent_kafka", "prometheus_client", "faust", "cramjam"),
+    "broker": ("confluent_kafka", "prometheus_client", "noida_db"),
+    "eval": ("matplotlib", "rapidfuzz"),
+}
+COMMAND_EXTRAS = {"worker": "kafka", "feed": "kafka", "topics": "kafka", "faust": "faust",
+                  "broker": "broker", "demo": "broker", "eval": "eval"}
+# noida-db (the development broker) ships wheels for these platforms only
+NOIDA_PLATFORMS = (("linux", "x86_64"), ("darwin", None), ("win32", None))
+
+
+class MissingExtra(Exception):
+    """A command whose optional part is not installed; the message is the one line to show."""
+
+
+def check_extra(command: str) -> None:
+    extra = COMMAND_EXTRAS.get(command)
+    if extra is None:
+        return
+    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    if "noida_db" in missing and not any(sys.platform == system and machine in (None, platform.machine())
+                                         for system, machine in NOIDA_PLATFORMS):
+        raise MissingExtra(f"streamdedup {command} needs noida-db (the development broker), which has no wheel for "
+                           f"{sys.platform} {platform.machine()}: run Kafka (or another Kafka-protocol broker) "
+                           "and point `streamdedup worker --bootstrap-servers` at it")
+    raise MissingExtra(f"streamdedup {command} needs the {extra} extra: pip install 'streamdedup[{extra}]'")
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamdedup")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = True) -> None:
     group = parser.add_argument_group("detector")
-    group.add_argument("--config", type=Path, help="TOML file (methods, params, policy, extractor, retention)")
+    group.add_argument("--config", type=Path, help="TOML file: methods, params, policy, extractor, retention... "
+                       "(Kafka commands also read its [worker] and [kafka] tables)")
     if with_methods:
         group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
     group.add_argument("--policy", help="rules for candidates from other sites, e.g. "
@@ -32,7 +78,7 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
                        "e.g. 'exact|minhash>=0.8'")
     group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
-    group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor")
+    group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor (default trafilatura)")
     group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
     group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
                        "(default 1d); later ones are not used (the page says so in dedup.time_note)")
@@ -48,8 +94,18 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def read_config(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
 def detector_config(args: argparse.Namespace) -> DetectorConfig:
-    config = DetectorConfig.from_toml(args.config) if args.config else DetectorConfig()
+    """The detector's configuration (--config's top-level keys, then flags); its extractor's
+    libraries are imported here, so a broken install stops the command before any page."""
+    data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
+    config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
     params = {name: dict(values) for name, values in config.method_params.items()}
     for item in args.param:
         name, sep, value = item.partition("=")
@@ -63,6 +119,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         from dataclasses import replace
 
         cleaning = replace(cleaning, extractor=args.extractor)
+    check_extractor(cleaning.extractor)
     return config.with_overrides(
         methods=methods, method_params=params, policy=args.policy,
         same_site_policy=args.same_site_policy, cleaning=cleaning,
@@ -81,7 +138,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
     from streamdedup.detector import Detector
     from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
-    from streamdedup.outputs.job import FileJob, lock_out, remove_store
+    from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
     from streamdedup.record.readers import read_inputs
 
     config = detector_config(args)
@@ -94,7 +151,20 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             remove_outputs(out)
         with Detector(config, state) as detector:
             job = FileJob(detector.store, out, state, args.inputs, [config.policy, config.site_policy])
+            earlier = list(job.ledger.jobs)
             records = job.records(lambda paths: read_inputs(paths, config.cleaning.max_content_bytes))
+            if earlier and job.job is not earlier[-1] and not args.append:  # other inputs after a finished job
+                records.close()
+                raise JobRefused(f"{out} already holds the finished run over {_shown(earlier[-1].inputs)}: give "
+                                 "other inputs a new --out, or use --fresh to start over (--append adds them to it)")
+            if job.resumed == "finished":
+                first = next(records, None)
+                if first is None:  # an unchanged rerun: its outputs stand as they are
+                    if not args.quiet:
+                        print(f"{out} already holds this finished run ({job.job.consumed} records): nothing to do "
+                              "(--fresh starts over)")
+                    return 0
+                records = chain_records(first, records)
             if job.resumed and not args.quiet:
                 print(f"{out} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
                       "skipped, the rest is processed", file=sys.stderr)
@@ -122,6 +192,17 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                                                      "clusters", "records_per_s")}).decode())
         print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, summary.json)")
     return 0
+
+
+def chain_records(first: RawRecord, rest: Generator[RawRecord, None, None]) -> Generator[RawRecord, None, None]:
+    """`first` then the rest of the generator it came from (closing it closes that one)."""
+    yield first
+    yield from rest
+
+
+def _shown(inputs: list[str]) -> str:
+    shown = ", ".join("stdin" if path == "-" else path for path in inputs[:3])
+    return shown + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -170,10 +251,32 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def _worker_settings(args: argparse.Namespace, **extra: Any) -> WorkerSettings:
+    """Worker settings: --config's [worker] and [kafka] tables (or the file of the deprecated
+    --worker-config), then STREAMDEDUP_* variables, then flags."""
     from streamdedup.runtime.settings import WorkerSettings
 
-    return WorkerSettings.load(getattr(args, "worker_config", None),
+    return WorkerSettings.load(getattr(args, "worker_config", None) or getattr(args, "config", None),
                                bootstrap_servers=args.bootstrap_servers, **extra)
+
+
+class BrokerUnreachable(Exception):
+    """No Kafka broker answered; the message names the address and what to do."""
+
+
+def reach_broker(settings: WorkerSettings, timeout: float) -> None:
+    """Ask the brokers for their metadata once, before a command starts its clients: a broker that
+    is not there ends the command in one line instead of librdkafka's retries and a traceback."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(settings.client(log_level=0))  # its connection errors are ours to report
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException as err:
+        problem = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+        raise BrokerUnreachable(f"no Kafka broker answered at {settings.bootstrap_servers} within {timeout:g} s "
+                                f"({problem}): start one (`streamdedup broker` for development) or give its address "
+                                "with --bootstrap-servers or STREAMDEDUP_BOOTSTRAP_SERVERS") from None
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -188,9 +291,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
-    settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
+    config = detector_config(args)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
+    reach_broker(settings, args.connect_timeout)
     try:
-        worker = Worker(settings, detector_config(args))
+        worker = Worker(settings, config)
         if args.metrics_port:
             worker.metrics.serve(args.metrics_port, args.metrics_host)
         stats = worker.run(idle_timeout_s=args.exit_when_idle)
@@ -212,7 +317,8 @@ def cmd_feed(args: argparse.Namespace) -> int:
     from streamdedup.runtime.topics import ensure_topics
 
     settings = _worker_settings(args)
-    ensure_topics(settings)
+    reach_broker(settings, args.connect_timeout)
+    ensure_topics(settings, timeout=args.connect_timeout)
     records = tqdm(read_inputs(args.inputs), unit="page", desc="feed", disable=None, file=sys.stderr)
     refused: list[dict] = []
     try:
@@ -230,8 +336,10 @@ def cmd_feed(args: argparse.Namespace) -> int:
 def cmd_faust(args: argparse.Namespace) -> int:
     from streamdedup.runtime.faust_app import create_app
 
-    settings = _worker_settings(args, state_dir=args.state_dir, group_id=args.group_id)
-    app = create_app(settings, detector_config(args), app_id=settings.group_id)
+    config = detector_config(args)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
+    reach_broker(settings, args.connect_timeout)
+    app = create_app(settings, config, app_id=settings.group_id)
     sys.argv = ["streamdedup-faust", "worker", "-l", "info" if args.verbose else "warn", "--without-web"]
     app.main()
     return 0
@@ -247,75 +355,144 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_topics(args: argparse.Namespace) -> int:
     from streamdedup.runtime.topics import ensure_topics
 
-    print(orjson.dumps(ensure_topics(_worker_settings(args))).decode())
+    settings = _worker_settings(args)
+    reach_broker(settings, args.connect_timeout)
+    print(orjson.dumps(ensure_topics(settings, timeout=args.connect_timeout)).decode())
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="streamdedup", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", required=True)
+EXAMPLES = {
+    "dedup": """examples:
+  streamdedup dedup crawl.jsonl.gz --out out/crawl
+  streamdedup dedup part-1.warc.gz part-2.warc.gz --out out/warc --state stores/warc
+  zcat crawl.jsonl.gz | streamdedup dedup - --out out/stdin --fresh
 
-    dedup = sub.add_parser("dedup", help="deduplicate JSON Lines / WARC files (or - for stdin) into a folder")
-    dedup.add_argument("inputs", nargs="+", help="JSON Lines (.gz ok), WARC (.gz ok) or -")
-    dedup.add_argument("--out", type=Path, required=True, help="folder for unique/duplicates/rejected.jsonl")
-    dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); reuse it to continue. "
-                       "Rerunning a command finishes its job after a crash; other inputs on the same --out "
-                       "are appended once its job is done")
+Rerunning the same command after a crash finishes its job; rerunning it after it finished does
+nothing. Other inputs into a finished --out are refused: use a new --out, --fresh, or --append.""",
+    "eval": """example:
+  streamdedup eval web-dev.jsonl --out out/eval-web --methods minhash,simhash""",
+    "store": """examples:
+  streamdedup store info --state out/crawl/state
+  streamdedup store expire --state out/crawl/state --before 2024-01-01T00:00:00Z""",
+    "lexicon": """example:
+  streamdedup lexicon build crawl.jsonl.gz --out lexicon.json.gz
+  streamdedup dedup crawl.jsonl.gz --out out/crawl --lexicon lexicon.json.gz""",
+    "broker": """example:
+  streamdedup broker --port 9092 --data-dir broker-data""",
+    "worker": """examples:
+  streamdedup worker --bootstrap-servers 127.0.0.1:9092 --state state
+  STREAMDEDUP_BOOTSTRAP_SERVERS=kafka:9092 streamdedup worker --config dedup.toml --metrics-port 9464""",
+    "feed": """example:
+  streamdedup feed crawl.jsonl.gz --bootstrap-servers 127.0.0.1:9092 --rate 100""",
+    "faust": """example:
+  streamdedup faust --bootstrap-servers 127.0.0.1:9092 --state faust-state""",
+    "demo": """example:
+  streamdedup demo --workdir demo-data""",
+    "topics": """example:
+  streamdedup topics create --bootstrap-servers 127.0.0.1:9092""",
+    "devset": """example:
+  streamdedup devset --pages trafilatura-test-pages.tar.gz --family web --split dev --out web-dev.jsonl""",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamdedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  streamdedup dedup crawl.jsonl.gz --out out/crawl\n  streamdedup demo\n\n"
+               "`streamdedup COMMAND --help` shows a command's options and an example.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}",
+                        help="show the installed version and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: warnings and errors)")
+    # -v after the command too; SUPPRESS: absent there, it leaves the value given before the command
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log at INFO (default: warnings and errors)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                              epilog=EXAMPLES[name], parents=[common],
+                              formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+    inputs_help = "JSON Lines (.gz ok), WARC (.gz ok), or - for stdin"
+    quiet_help = "print nothing but errors (no progress bar, no summary)"
+
+    dedup = command("dedup", "deduplicate JSON Lines / WARC files (or - for stdin) into a folder")
+    dedup.add_argument("inputs", nargs="+", help=inputs_help)
+    dedup.add_argument("--out", type=Path, required=True,
+                       help="folder for unique.jsonl, duplicates.jsonl, rejected.jsonl and summary.json")
+    dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); give the same one to later runs "
+                       "so they find duplicates of these pages")
     dedup.add_argument("--fresh", action="store_true", help="start over: delete the store (only a streamdedup "
                        "store) and this command's files in --out")
-    dedup.add_argument("-q", "--quiet", action="store_true")
+    dedup.add_argument("--append", action="store_true", help="add other inputs to an --out that holds a finished "
+                       "run (pages it already holds come out as duplicate_id)")
+    dedup.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
     _add_detector_options(dedup)
     dedup.set_defaults(func=cmd_dedup)
 
-    evaluate = sub.add_parser("eval", help="score methods on a labelled JSON Lines set (field 'cluster')")
-    evaluate.add_argument("dataset", type=Path)
-    evaluate.add_argument("--out", type=Path, required=True)
+    evaluate = command("eval", "score methods on a labelled JSON Lines set (field 'cluster')")
+    evaluate.add_argument("dataset", type=Path, help="labelled JSON Lines: pages with a 'cluster' field "
+                          "(e.g. made by `streamdedup devset`)")
+    evaluate.add_argument("--out", type=Path, required=True, help="folder for metrics.json and report.html")
     evaluate.add_argument("--methods", dest="eval_methods", default="all",
                           help="methods to score alone, comma-separated, or 'all' (default)")
-    evaluate.add_argument("-q", "--quiet", action="store_true")
+    evaluate.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
     _add_detector_options(evaluate, with_methods=False)
     evaluate.set_defaults(func=cmd_eval, methods=None)
 
-    store = sub.add_parser("store", help="inspect or maintain a state store")
-    store_commands = store.add_subparsers(dest="store_command", required=True)
+    store = command("store", "inspect or maintain a state store")
+    store_commands = store.add_subparsers(dest="store_command", required=True, metavar="ACTION")
 
     def store_command(name: str, help: str) -> argparse.ArgumentParser:
         """One parser per action, so that options and ids come in any order (`delete --state DIR ID…`)."""
-        command = store_commands.add_parser(name, help=help)
-        command.add_argument("--state", type=Path, required=True, help="the store's directory")
-        command.set_defaults(func=cmd_store)
-        return command
+        action = store_commands.add_parser(name, help=help, parents=[common], epilog=EXAMPLES["store"],
+                                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        action.add_argument("--state", type=Path, required=True, help="the store's folder")
+        action.set_defaults(func=cmd_store)
+        return action
 
     store_command("info", "counts and configuration, after a scan that verifies every block's checksum")
     store_command("delete", "forget pages by id").add_argument("ids", nargs="+", metavar="ID", help="page ids")
     store_command("expire", "forget pages fetched before a time").add_argument(
-        "--before", required=True, help="ISO-8601 time")
+        "--before", required=True, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")
 
-    lexicon = sub.add_parser("lexicon", help="build frozen collection statistics from a corpus")
-    lexicon.add_argument("action", choices=("build",))
-    lexicon.add_argument("inputs", nargs="+", help="JSON Lines (.gz ok), WARC (.gz ok) or -")
+    lexicon = command("lexicon", "build frozen collection statistics from a corpus")
+    lexicon.add_argument("action", choices=("build",), help="build: count words per language over the inputs")
+    lexicon.add_argument("inputs", nargs="+", help=inputs_help)
     lexicon.add_argument("--out", type=Path, required=True, help="lexicon file to write (.json or .json.gz)")
-    lexicon.add_argument("--min-df", type=int, default=2, help="drop words seen in fewer documents")
-    lexicon.add_argument("--extractor", choices=EXTRACTORS)
+    lexicon.add_argument("--min-df", type=int, default=2, help="drop words seen in fewer documents (default 2)")
+    lexicon.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor (default trafilatura)")
     lexicon.set_defaults(func=cmd_lexicon)
 
-    def kafka_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--bootstrap-servers", default=os.environ.get("STREAMDEDUP_BOOTSTRAP_SERVERS"),
-                             help="Kafka brokers (env STREAMDEDUP_BOOTSTRAP_SERVERS; default 127.0.0.1:9092)")
-        command.add_argument("--worker-config", type=Path,
-                             help="TOML with [worker] and [kafka] tables (env STREAMDEDUP_* and flags win)")
+    def kafka_options(parser: argparse.ArgumentParser, with_config: bool) -> None:
+        parser.add_argument("--bootstrap-servers", default=os.environ.get("STREAMDEDUP_BOOTSTRAP_SERVERS"),
+                            help="Kafka brokers (env STREAMDEDUP_BOOTSTRAP_SERVERS; default 127.0.0.1:9092)")
+        if with_config:
+            parser.add_argument("--config", type=Path, help="TOML file with [worker] and [kafka] tables "
+                                "(env STREAMDEDUP_* and flags win)")
+        parser.add_argument("--worker-config", type=Path, help=argparse.SUPPRESS)  # deprecated: --config
+        parser.add_argument("--connect-timeout", type=float, metavar="SECONDS",
+                            default=float(os.environ.get("STREAMDEDUP_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S)),
+                            help="give up when no broker answers within this long (env "
+                                 f"STREAMDEDUP_CONNECT_TIMEOUT; default {CONNECT_TIMEOUT_S:g})")
 
-    broker = sub.add_parser("broker", help="run a local Kafka-protocol broker (noida-db) in the foreground")
-    broker.add_argument("--port", type=int, default=9092)
-    broker.add_argument("--data-dir", type=Path, default=Path("broker-data"))
+    def state_option(parser: argparse.ArgumentParser, help: str) -> None:
+        parser.add_argument("--state", type=Path, help=help)
+        parser.add_argument("--state-dir", type=Path, dest="state", help=argparse.SUPPRESS)  # deprecated: --state
+
+    broker = command("broker", "run a local Kafka-protocol broker (noida-db) in the foreground, for development")
+    broker.add_argument("--port", type=int, default=9092, help="port on 127.0.0.1 (default 9092)")
+    broker.add_argument("--data-dir", type=Path, default=Path("broker-data"),
+                        help="folder for the broker's data (default ./broker-data)")
     broker.set_defaults(func=cmd_broker)
 
-    worker = sub.add_parser("worker", help="consume pages from Kafka, produce verdicts (exactly once)")
-    kafka_options(worker)
-    worker.add_argument("--state-dir", type=Path,
-                        help="the RocksDB stores of the partitions this worker owns, one directory each")
-    worker.add_argument("--group-id")
+    worker = command("worker", "consume pages from Kafka, produce verdicts (exactly once)")
+    kafka_options(worker, with_config=False)
+    state_option(worker, "folder of the RocksDB stores of the partitions this worker owns (env "
+                         "STREAMDEDUP_STATE_DIR; default ./state)")
+    worker.add_argument("--group-id", help="Kafka consumer group: workers of one group share the pages "
+                        "(env STREAMDEDUP_GROUP_ID; default streamdedup)")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),
@@ -326,34 +503,36 @@ def build_parser() -> argparse.ArgumentParser:
     _add_detector_options(worker)
     worker.set_defaults(func=cmd_worker)
 
-    feeder = sub.add_parser("feed", help="produce JSON Lines / WARC pages into Kafka")
-    feeder.add_argument("inputs", nargs="+")
-    kafka_options(feeder)
-    feeder.add_argument("--topic", help="default: pages")
+    feeder = command("feed", "produce JSON Lines / WARC pages into Kafka")
+    feeder.add_argument("inputs", nargs="+", help=inputs_help)
+    kafka_options(feeder, with_config=True)
+    feeder.add_argument("--topic", help="topic to produce to (default: the pages topic, 'pages')")
     feeder.add_argument("--rate", type=float, help="pages per second (default: as fast as possible)")
     feeder.set_defaults(func=cmd_feed)
 
-    faust_worker = sub.add_parser("faust", help="the same detector as a faust-streaming app (at-least-once, "
-                                  "idempotent re-emission)")
-    kafka_options(faust_worker)
-    faust_worker.add_argument("--state-dir", type=Path)
+    faust_worker = command("faust", "the same detector as a faust-streaming app (at-least-once, "
+                           "idempotent re-emission)")
+    kafka_options(faust_worker, with_config=False)
+    state_option(faust_worker, "folder of the app's RocksDB stores (default ./state)")
     faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
     _add_detector_options(faust_worker)
     faust_worker.set_defaults(func=cmd_faust)
 
-    demo = sub.add_parser("demo", help="broker + worker + the sample crawl, end to end, then stop")
-    demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL)
+    demo = command("demo", "broker + worker + the sample crawl, end to end, then stop")
+    demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL, help="pages to feed (default: the sample crawl "
+                      "shipped with streamdedup)")
     demo.add_argument("--workdir", type=Path, help="keep broker data and stores here (default: a temp dir)")
     _add_detector_options(demo)
     demo.set_defaults(func=cmd_demo)
 
-    topics = sub.add_parser("topics", help="create the topics the worker uses (existing ones are kept)")
-    topics.add_argument("action", choices=("create",))
-    kafka_options(topics)
+    topics = command("topics", "create the topics the worker uses (existing ones are kept)")
+    topics.add_argument("action", choices=("create",), help="create: the pages, output and internal topics")
+    kafka_options(topics, with_config=True)
     topics.set_defaults(func=cmd_topics)
 
+    # its own parser (streamdedup/evaluate/construct.py) reads everything after `devset`
     sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "
-                                   "(see streamdedup devset --help)", add_help=False)
+                                  "(see streamdedup devset --help)", add_help=False)
     return parser
 
 
@@ -368,14 +547,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from streamdedup.logs import configure
 
     configure(args.verbose)
+    try:
+        check_extra(args.command)
+    except MissingExtra as err:
+        print(err, file=sys.stderr)
+        return 2
     from streamdedup.store.signature_store import StoreError, store_error
 
     try:
         return args.func(args)
-    except (ValueError, OSError, StoreError) as err:
+    except (ValueError, OSError, StoreError, CleaningStackMissing, BrokerUnreachable) as err:
         print(f"streamdedup: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:
+        if type(err).__name__ == "KafkaException":  # a broker that went away mid-command
+            problem = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+            print(f"streamdedup: error: Kafka: {problem}", file=sys.stderr)
+            return 2
         known = store_error(err)  # RocksDB's lock and corruption errors, raised by a read or write
         if known is None:
             raise

