@@ -56,7 +56,7 @@ class Fingerprinted:
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
-    template_known: bool = False  # its site's template was known and removed (clean/template.py)
+    template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
 
     @cached_property
     def site_hash(self) -> int:
@@ -120,10 +120,13 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     again if anything was removed; then the page is counted for its site's later pages.
 
     A page with too little text of its own is not judged: matching it on its template would call
-    every such page of the site a duplicate of the first."""
+    every such page of the site a duplicate of the first. In a site's cold start a page from which
+    its provisional template was removed is judged on its own text like any later page; one from
+    which nothing was removed meets the stricter own-site policy (`template_known` False)."""
     lines, hashes = split_lines(item.text)
     known = site.known(params)
     text, removed = site.strip(lines, hashes, params)
+    pages_before = site.pages
     site.learn(item.page.url, hashes, params)
     if not removed:
         return replace(item, template_known=known)
@@ -131,9 +134,11 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
                                       fingerprinter.config.cleaning.min_words)
     except Rejected:
-        detail = f"{removed} of the page's {len(lines)} lines are its site's template; too little own text is left"
+        provisional = "" if known else f" (provisional: the site has shown {pages_before} pages)"
+        detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
+                  "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
-    return replace(item, signatures=signatures, text=text, template_known=known)
+    return replace(item, signatures=signatures, text=text, template_known=True)
 
 
 _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes

@@ -17,10 +17,11 @@ from contextlib import contextmanager
 from itertools import accumulate
 from typing import Literal
 
+from streamdedup.clean.fast_extract import extract_fast
 from streamdedup.record.rejection import Reason, Rejected
 
-Extractor = Literal["trafilatura", "resiliparse", "none"]
-EXTRACTORS: tuple[str, ...] = ("trafilatura", "resiliparse", "none")
+Extractor = Literal["trafilatura", "fast", "resiliparse", "none"]
+EXTRACTORS: tuple[str, ...] = ("trafilatura", "fast", "resiliparse", "none")
 
 # trafilatura and the libraries under it log at ERROR or WARNING every page they cannot read ("empty
 # HTML tree", "discarding data"): the page's rejection already says why, so they stay out of our log
@@ -29,6 +30,7 @@ for _name in ("trafilatura", "htmldate", "courlan", "justext"):
 
 # what each extractor imports (resiliparse also measures the whole page's text for trafilatura)
 _STACK = {"trafilatura": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
+          "fast": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
           "resiliparse": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
           "none": ("resiliparse.extract.html2text", "resiliparse.parse.html")}
 
@@ -126,10 +128,12 @@ def extract_all_text(html: str) -> str:
 
 _BACKENDS: dict[str, Callable[[str], str]] = {
     "trafilatura": extract_trafilatura,
+    "fast": extract_fast,
     "resiliparse": extract_resiliparse,
     "none": extract_all_text,
 }
-C_BACKENDS = {"resiliparse": extract_resiliparse, "none": extract_all_text}  # C code an alarm cannot stop
+# C code an alarm cannot stop
+C_BACKENDS = {"fast": extract_fast, "resiliparse": extract_resiliparse, "none": extract_all_text}
 
 
 def extract_main_text(html: str, extractor: str, max_seconds: float = 0.0) -> str:

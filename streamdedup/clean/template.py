@@ -16,8 +16,11 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
 - Template: a line seen on at least `min_count` distinct pages *and* on at least `min_share` of
   the site's (decayed) pages. The share keeps a story's paragraphs, which recur only on its few
   revisions and copies, from ever counting as template on a site with many pages.
-- Cold start: nothing is removed until the site has `min_pages` distinct pages; pages judged before
-  are judged on the extractor's text, as without the model (their verdicts stand).
+- Cold start: until the site has `min_pages` distinct pages its template is provisional: a line on
+  at least `cold_min_count` of its earlier distinct pages *and* on at least `cold_min_share` of them
+  (from the 4th page on, by default: a menu or footer is on every page, a story's paragraphs only
+  on its few revisions at new URLs). A page from which nothing provisional was removed (a site's
+  first pages) meets the stricter own-site policy, as without the model; verdicts stand.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
   `recent_urls` URL hashes.
@@ -45,11 +48,16 @@ class TemplateParams:
     half_life: int = 1000
     max_lines: int = 4096
     recent_urls: int = 1024
+    cold_min_count: int = 3
+    cold_min_share: float = 0.5
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.min_share <= 1.0:
-            raise ValueError(f"template min_share is a fraction of the site's pages in (0, 1], got {self.min_share}")
-        if min(self.min_pages, self.min_count, self.half_life, self.max_lines, self.recent_urls) < 1:
+        for name, share in (("min_share", self.min_share), ("cold_min_share", self.cold_min_share)):
+            if not 0.0 < share <= 1.0:
+                raise ValueError(f"template {name} is a fraction of the site's pages in (0, 1], "
+                                 f"got {share}")
+        sizes = (self.min_pages, self.min_count, self.cold_min_count, self.half_life, self.max_lines, self.recent_urls)
+        if min(sizes) < 1:
             raise ValueError("template counts and sizes must be at least 1")
 
 
@@ -83,7 +91,10 @@ class SiteTemplate:
         return self.pages >= params.min_pages
 
     def floor(self, params: TemplateParams) -> float:
-        """How many of the site's (decayed) distinct pages a line must be on to be template."""
+        """How many of the site's (decayed) distinct pages a line must be on to be template
+        (during the cold start: to be provisional template)."""
+        if not self.known(params):
+            return max(params.cold_min_count, params.cold_min_share * self.pages)
         return max(params.min_count, params.min_share * self.pages)
 
     def template_lines(self, params: TemplateParams) -> set[int] | None:
@@ -95,9 +106,8 @@ class SiteTemplate:
 
     def strip(self, lines: list[str], hashes: list[int], params: TemplateParams) -> tuple[str, int]:
         """The page's own text (its template lines removed) and how many lines were removed.
-        One dict lookup per line of the page, whatever the size of the site's model."""
-        if not self.known(params):
-            return "\n".join(lines), 0
+        One dict lookup per line of the page, whatever the size of the site's model. During the
+        cold start the provisional template is removed (see the module's docstring)."""
         floor, counts = self.floor(params), self.counts
         kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
         return "\n".join(kept), len(lines) - len(kept)

@@ -27,11 +27,23 @@ def test_lines_on_many_distinct_pages_are_template_and_are_removed():
     assert removed == 3 and own.split("\n") == [f"article 99 paragraph {p} with its own words" for p in range(3)]
 
 
-def test_nothing_is_removed_before_the_site_has_enough_pages():
+def test_nothing_is_removed_before_the_site_has_shown_cold_min_count_pages():
     site = SiteTemplate()
-    for i in range(PARAMS.min_pages - 1):
+    for i in range(PARAMS.cold_min_count - 1):
         learn(site, f"https://planet.example/story/{i}", page_text(i))
     assert strip(site, page_text(99)) == (page_text(99), 0)
+
+
+def test_in_the_cold_start_lines_on_most_earlier_pages_are_provisional_template():
+    """Before min_pages, a line on cold_min_count earlier pages and on half of them is removed; a
+    story's paragraphs on two of its revisions (new URLs) are not."""
+    site = SiteTemplate()
+    learn(site, "https://planet.example/story/1", page_text(1))
+    learn(site, "https://planet.example/story/1-updated", page_text(1))
+    learn(site, "https://planet.example/story/2", page_text(2))
+    assert not site.known(PARAMS)
+    own, removed = strip(site, page_text(1))
+    assert removed == 3 and own.split("\n") == [f"article 1 paragraph {p} with its own words" for p in range(3)]
 
 
 def test_recrawls_and_tracking_parameters_do_not_count_again():

@@ -1,0 +1,52 @@
+"""`--extractor fast`: resiliparse steered by trafilatura's container and discard vocabulary."""
+
+from streamdedup.clean.extract import extract_main_text, extract_resiliparse
+from streamdedup.clean.fast_extract import extract_fast
+
+ARTICLE = [f"Paragraph {i} of the story tells what the council decided about the harbour bridge and why "
+           f"the vote took so long, with quotes from both sides of the debate number {i}." for i in range(6)]
+COMMENTS = ["Trockenduscher wrote: thank you, a very good summary of the whole debate so far.",
+            "Oydenos wrote: are there any numbers on how large that group really is?"]
+RELATED = ["Another story about the port authority and its budget for next year",
+           "A third story about the football club and its new stadium plans"]
+
+
+def blog_page(wrapper_class: str = "content has-sidebar", post_class: str = "post-body entry-content") -> str:
+    paragraphs = "".join(f"<p>{p}</p>" for p in ARTICLE)
+    comments = "".join(f'<li class="comment"><p>{c}</p></li>' for c in COMMENTS)
+    related = "".join(f'<li><a href="/x{i}">{r}</a></li>' for i, r in enumerate(RELATED))
+    return (f'<html><body><div class="{wrapper_class}"><div class="widget Blog">'
+            f'<div class="{post_class}"><h1>The harbour bridge vote</h1>{paragraphs}'
+            f'<div class="share-buttons">Share on Facebook Share on X Share by email</div></div>'
+            f'<section id="comments"><h3>2 comments</h3><ol class="commentlist">{comments}</ol></section>'
+            f'<div class="related-posts"><ul>{related}</ul></div></div>'
+            f'<div class="sidebar"><p>About the author: a long biography of the author of this blog.</p></div>'
+            f'</div></body></html>')
+
+
+def test_comments_share_bars_and_related_stories_are_left_out():
+    text = extract_fast(blog_page())
+    assert all(p in text for p in ARTICLE)
+    assert not any(c in text for c in COMMENTS) and not any(r in text for r in RELATED)
+    assert "Share on Facebook" not in text and "biography" not in text
+
+
+def test_resiliparse_alone_keeps_the_comment_thread():
+    """Why the steering exists: the plain main-content pass keeps the comments."""
+    assert any(c in extract_resiliparse(blog_page()) for c in COMMENTS)
+
+
+def test_a_wrapper_named_like_boilerplate_is_not_dropped_with_the_article():
+    """'widget' and 'sidebar' name blocks, but also the wrappers some themes put around the post."""
+    for wrapper in ("has-sidebar", "layout social-layout", "widget-area"):
+        text = extract_fast(blog_page(wrapper, post_class="txt"))  # no container: the whole page is the scope
+        assert all(p in text for p in ARTICLE), wrapper
+
+
+def test_a_page_without_containers_or_body_still_gives_its_text():
+    assert "Just a line of text" in extract_fast("<p>Just a line of text, no article markup at all.</p>")
+    assert extract_fast("") == ""
+
+
+def test_fast_runs_in_the_killable_helper_like_resiliparse():
+    assert all(p in extract_main_text(blog_page(), "fast", max_seconds=10) for p in ARTICLE)
