@@ -279,3 +279,29 @@ def test_trafilatura_log_lines_stay_out_of_ours(tmp_path, capfd):
     assert {r["dedup"]["reason"] for r in _read(out / "rejected.jsonl")} == {"no_text"}
     err = capfd.readouterr().err
     assert "trafilatura" not in err and "htmldate" not in err, err
+
+
+def test_warc_responses_other_than_2xx_are_rejected_with_their_status(tmp_path):
+    """A 404 or 500 page (an error template) or a redirect is no article: judged, it would
+    match every other error page of its site."""
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    statuses = ["200 OK", "404 Not Found", "500 Internal Server Error", "301 Moved Permanently",
+                "203 Non-Authoritative Information"]
+    for n, status in enumerate(statuses):
+        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        body = wrap_in_template(make_article(50 + n), "Delta").encode()
+        writer.write_record(writer.create_warc_record(f"https://d.example/{n}", "response",
+                                                      payload=io.BytesIO(body), http_headers=http))
+    warc = tmp_path / "crawl.warc.gz"
+    warc.write_bytes(buffer.getvalue())
+    out = tmp_path / "out"
+    assert main(["dedup", str(warc), "--out", str(out), "-q"]) == 0
+    assert [r["url"] for r in _read(out / "unique.jsonl")] == ["https://d.example/0", "https://d.example/4"]
+    rejected = {r["url"]: r for r in _read(out / "rejected.jsonl")}
+    assert set(rejected) == {"https://d.example/1", "https://d.example/2", "https://d.example/3"}
+    for n, status in enumerate(statuses[1:4], start=1):
+        record = rejected[f"https://d.example/{n}"]
+        assert record["dedup"]["reason"] == "http_status"
+        assert record["dedup"]["detail"].startswith(status), record["dedup"]
+        assert record["http_status"] == int(status[:3])

@@ -179,7 +179,8 @@ def _read_jsonl(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
 
 
 def _read_warc(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
-    """Response records only (requests, metadata and warcinfo carry no page). Records are
+    """Response records only (requests, metadata and warcinfo carry no page); one whose HTTP
+    status is not 2xx is read as an `http_status` rejection (its url, id, date and status). Records are
     framed here (bounded, and a broken one is skipped up to the next record); each is then
     parsed by fastwarc."""
     start, records = 0, 0
@@ -311,6 +312,13 @@ def _response(origin: str, record: bytes) -> RawRecord:
     language = http.get("Content-Language") if http else None
     if language:
         fields["lang"] = language
+    status = http.status_code if http else None
+    if status and not 200 <= status < 300:  # an error page or a redirect: its body is no article
+        del fields["content"]
+        fields["http_status"] = status
+        return RawRecord(origin=origin, fields=fields, rejection=(
+            Reason.HTTP_STATUS, f"{status} {http.reason_phrase or ''}".rstrip()
+                                + " (only 2xx responses are judged)"))
     return RawRecord(origin=origin, fields=fields)
 
 

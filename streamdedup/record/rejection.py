@@ -25,6 +25,7 @@ class Reason(str, Enum):
     UNREADABLE_RECORD = "unreadable_record"  # bytes of the input that are no record (a broken WARC record)
     TOO_DEEP = "too_deep"  # markup nested deeper than the extractors can be trusted with
     TOO_LARGE_FOR_BROKER = "too_large_for_broker"  # an output the Kafka broker refused for its size
+    HTTP_STATUS = "http_status"  # a WARC response whose HTTP status is not 2xx (an error page, a redirect)
 
 
 class Rejected(Exception):
