@@ -13,12 +13,18 @@ steering costs a few selector passes instead of trafilatura's Python tree walk:
 2. inside it drop the elements whose class or id name a comment thread, a share bar, related stories,
    navigation, an ad, a byline or author box, a cookie notice or newsletter form (never the
    article, main or body element itself, nor a match holding half of the text: a wrapper);
-3. resiliparse's main-content text of what is left.
+3. resiliparse's main-content text of what is left; if that is implausibly small against
+   resiliparse's own main text of the page (trafilatura's rescue rule, as in `extract.py`: under
+   3,000 characters and under a fifth), the latter: steering must never lose a page's text.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+# trafilatura's bounds for an extraction that "covers little of the page" (as in extract.py)
+SMALL_EXTRACTION_CHARS = 3000
+SMALL_EXTRACTION_SHARE = 0.2
 
 # Elements that may be dropped (trafilatura applies its discard lists to these kinds too); the
 # article, main and body elements are never dropped, whatever their class says.
@@ -134,4 +140,8 @@ def extract_fast(html: str) -> str:
     for node in _outermost(list(scope.query_selector_all(DISCARD_SELECTOR))):
         if len(node.text) < MAX_DISCARD_SHARE * total:  # a block, not a wrapper of the article
             node.decompose()
-    return main_text(tree if container is None else container.html)
+    text = main_text(tree if container is None else container.html)
+    if len(text) >= SMALL_EXTRACTION_CHARS:
+        return text
+    plain = main_text(html)  # implausibly small? trafilatura's own rescue rule, against plain resiliparse
+    return plain if len(text) < SMALL_EXTRACTION_SHARE * len(plain) else text

@@ -50,3 +50,13 @@ def test_a_page_without_containers_or_body_still_gives_its_text():
 
 def test_fast_runs_in_the_killable_helper_like_resiliparse():
     assert all(p in extract_main_text(blog_page(), "fast", max_seconds=10) for p in ARTICLE)
+
+
+def test_a_container_that_holds_a_teaser_does_not_lose_the_page_text():
+    """trafilatura's container selectors can hit the wrong element (a teaser box named
+    'entry-content'); an extraction implausibly small against resiliparse's own is replaced by it."""
+    paragraphs = "".join(f"<p>{p} ({n})</p>" for n in range(3) for p in ARTICLE)  # ~3,000 characters
+    html = (f'<html><body><div class="entry-content"><p>A teaser of another story, long enough to count as a container, '
+            f'{"with some more words " * 12}.</p></div><div class="txt"><h1>The vote</h1>{paragraphs}</div></body></html>')
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE)
