@@ -180,6 +180,11 @@ def test_devset_help_names_the_command(capsys):
     out = capsys.readouterr().out
     assert "usage: streamdedup devset" in out and "    streamdedup devset --pages" in out
     assert "python -m" not in out
+    lines = out[out.index("options:"):].splitlines()[1:]
+    for n, line in enumerate(lines):  # an option's help is on its line or indented on the next
+        if line.startswith("  -"):
+            has_help = "  " in line.strip() or (n + 1 < len(lines) and lines[n + 1].startswith(" " * 8))
+            assert has_help, f"streamdedup devset: {line.strip()} has no help"
 
 
 def test_one_name_for_one_thing_and_verbose_anywhere(tmp_path):

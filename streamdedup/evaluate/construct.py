@@ -97,11 +97,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"{', '.join(FAMILIES)}, several comma-separated (merged into one crawl), or all")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev",
                         help="dev (for tuning) or test (held out: never tune on it)")
-    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--seed", type=int, default=2024,
+                        help="seed of the variants' random choices (default 2024: the documented sets)")
     parser.add_argument("--limit", type=int, help="use only the first N distinct articles (sample crawls)")
     parser.add_argument("--with-bad-records", action="store_true",
                         help="append three malformed records (for the sample crawl's demo)")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="JSON Lines file to write (.gz ok)")
     args = parser.parse_args(argv)
     families = list(FAMILIES) if args.family == "all" else [f.strip() for f in args.family.split(",")]
     unknown = sorted(set(families) - set(FAMILIES))
