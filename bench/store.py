@@ -1,6 +1,7 @@
 """Candidate lookup + insert throughput of the RocksDB store at 1 M stored pages, and bytes per page.
 
     python bench/store.py                      # 1,000,000 pages stored, then 5 measured windows
+    python bench/store.py --pages 10000000     # 10 M pages stored first
     python bench/store.py --smoke              # seconds: 20,000 pages, 3 small windows
 
 Signatures are synthetic (random, so every page is unique and every lookup misses: the common
@@ -12,7 +13,9 @@ verification, one WriteBatch per batch). Signatures of a window are made before 
 
 Prints JSON: pages/s (queries + inserts) per window and their median, wall clock and process CPU
 (the machine is shared: CPU seconds are the steadier number), and bytes per page after a full
-compaction: SST bytes of each column family, and the raw (uncompressed) bytes by record type.
+compaction: SST bytes of each column family, and the raw (uncompressed) bytes by record type;
+memory: the process's resident set after the windows and its peak (RocksDB's block cache, 128 MB,
+and memtables included).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import shutil
 import statistics
 import tempfile
@@ -97,6 +101,15 @@ def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
     }
 
 
+def memory() -> dict[str, float]:
+    """Resident set now and at its peak, in MiB."""
+    now = 0.0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            now = int(line.split()[1]) / 1024
+    return {"rss_mib": round(now, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=1_000_000, help="pages stored before the measured windows")
@@ -125,12 +138,13 @@ def main() -> None:
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
                                 "pages_per_cpu_s": round(args.window / cpu)})
             stored = args.pages + args.windows * args.window
+            rss = memory()
             report = {
                 "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
                 "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
                 "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
                 "windows": windows, "fill_pages_per_s": round(args.pages / fill_s),
-                "stored_pages": stored, **sizes(detector.store, stored),
+                "stored_pages": stored, **rss, **sizes(detector.store, stored),
                 "schema": detector.store.get_meta("config") and json.loads(detector.store.get_meta("config"))["schema"],
             }
     finally:

@@ -17,7 +17,9 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["smoke"] is True and report["failed"] == []
-    assert set(report["parts"]) == {"fingerprint", "store", "e2e", "broker"}
+    assert set(report["parts"]) == {"fingerprint", "store", "homogeneous", "e2e", "broker"}
+    homogeneous = report["parts"]["homogeneous"]["report"]["results"]
+    assert all(row["ms_per_page_net"] > 0 and row["rensa_ratio"] > 0 for row in homogeneous.values())
     assert report["machine"]["cpus"] >= 1 and report["machine"]["libraries"]["trafilatura"]
     e2e = report["parts"]["e2e"]["report"]["results"]
     assert set(e2e) == {"trafilatura", "resiliparse"}

@@ -1,0 +1,176 @@
+"""Per-page time of the whole `streamdedup dedup` on homogeneous pages, beside a minimal rensa pass.
+
+    python bench/homogeneous.py                          # 2k, 10k, 20k, 100k pages; median of 3 (1 at 100k)
+    python bench/homogeneous.py --sizes 2000 20000 --repeat 3
+    python bench/homogeneous.py --smoke                  # seconds: 100 and 200 pages, once
+
+Homogeneous pages: every page draws `--words` (600) words from one Zipf distribution (exponent
+1.1) over one vocabulary (the 5,000 most frequent English words of wordfreq), seeded, so every
+page looks like every other to bag-of-words signatures (boilerplate-heavy sites, listings, forum
+pages). Pages come from 100 sites, plain text, one fetch time each a second apart.
+
+Each size runs the real command line, `streamdedup dedup FILE --out DIR --fresh -q`, as a
+subprocess; start-up (imports, kernels, an empty store) is measured by the same command on
+`--startup-pages` (10) pages and taken off, so `ms_per_page_net` = (wall - start-up) / pages. The
+floor the issue sets: per-page time flat (within 1.5x) from the smallest size to the largest.
+
+Beside it, in the same run and on the same file: a minimal in-memory MinHash-LSH pass with rensa
+(read the JSON lines, lowercase word 5-shingles, RMinHash of 128 permutations, query an
+RMinHashLSH, verify the candidates by Jaccard >= 0.5, insert the page). `rensa_ratio` is rensa's
+time over the whole command's (net of start-up): 1.0 = as fast as the minimal pass, with four
+methods, a store on disk and every output file to its one.
+
+Prints and writes JSON: per size the runs, their medians, the work per page from summary.json
+(candidates found and verified), and the ratios of the per-page times to the smallest size's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "streamdedup"]
+_WORD = re.compile(r"\w+")
+
+
+def vocabulary(size: int) -> list[str]:
+    from wordfreq import top_n_list
+
+    return top_n_list("en", size)
+
+
+def generate(path: Path, pages: int, words: int = 600, vocab_size: int = 5000, exponent: float = 1.1,
+             seed: int = 14) -> Path:
+    """`pages` homogeneous pages as JSON lines (same seed, same file)."""
+    vocab = np.array(vocabulary(vocab_size), dtype=object)
+    weights = 1.0 / np.arange(1, len(vocab) + 1) ** exponent
+    weights /= weights.sum()
+    rng = np.random.default_rng(seed)
+    start = 1_700_000_000
+    with open(path, "wb") as out:
+        for first in range(0, pages, 1000):
+            n = min(1000, pages - first)
+            drawn = rng.choice(len(vocab), size=(n, words), p=weights)
+            for row, i in zip(drawn, range(first, first + n), strict=True):
+                url = f"https://forum{i % 100}.example/t/{i}"
+                fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + i))
+                out.write(orjson.dumps({"url": url, "content": " ".join(vocab[row]), "content_type": "text/plain",
+                                        "fetched_at": fetched}))
+                out.write(b"\n")
+    return path
+
+
+def run_dedup(path: Path, work: Path) -> dict[str, Any]:
+    """The whole command on one file, a fresh store: wall seconds and its summary.json."""
+    out = work / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    done = subprocess.run([*CLI, "dedup", str(path), "--out", str(out), "--fresh", "-q"], cwd=ROOT,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"streamdedup dedup failed ({done.returncode}): {done.stderr[-2000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {"wall_s": round(wall, 3), "records": summary.get("records"), "unique": summary.get("unique"),
+            "duplicates": summary.get("duplicates"), "work_per_page": summary.get("work_per_page")}
+
+
+def shingles(text: str, k: int = 5) -> list[str]:
+    tokens = _WORD.findall(text.lower())
+    return [" ".join(tokens[i: i + k]) for i in range(max(1, len(tokens) - k + 1))]
+
+
+def run_rensa(path: Path, threshold: float = 0.5, num_perm: int = 128, num_bands: int = 32) -> dict[str, Any]:
+    """The minimal in-memory pass: every page is queried, verified against its candidates, inserted."""
+    from rensa import RMinHash, RMinHashLSH
+
+    started = time.perf_counter()
+    lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=num_bands)
+    kept: dict[int, Any] = {}
+    duplicates = candidates = 0
+    with open(path, "rb") as lines:
+        for i, line in enumerate(lines):
+            m = RMinHash(num_perm=num_perm, seed=42)
+            m.update(shingles(orjson.loads(line)["content"]))
+            found = lsh.query(m)
+            candidates += len(found)
+            if any(m.jaccard(kept[j]) >= threshold for j in found):
+                duplicates += 1
+            lsh.insert(i, m)
+            kept[i] = m
+    wall = time.perf_counter() - started
+    return {"wall_s": round(wall, 3), "duplicates": duplicates, "candidates_mean": round(candidates / max(1, i + 1), 2)}
+
+
+def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startup_pages: int, words: int,
+            work: Path) -> dict[str, Any]:
+    startup_file = generate(work / "startup.jsonl", startup_pages, words)
+    results: dict[str, Any] = {}
+    for size in sizes:
+        path = generate(work / f"pages-{size}.jsonl", size, words)
+        runs, startups, rensas = [], [], []
+        for _ in range(repeat if size < large else repeat_large):
+            # start-up and rensa beside each run, so a busy neighbour slows all three alike
+            startups.append(run_dedup(startup_file, work)["wall_s"])
+            runs.append(run_dedup(path, work))
+            rensas.append(run_rensa(path)["wall_s"])
+            print(f"{size}: dedup {runs[-1]['wall_s']} s, start-up {startups[-1]} s, rensa {rensas[-1]} s",
+                  file=sys.stderr, flush=True)
+        wall = statistics.median(r["wall_s"] for r in runs)
+        startup = statistics.median(startups)
+        rensa = statistics.median(rensas)
+        net = max(1e-9, wall - startup)
+        results[str(size)] = {
+            "pages": size, "runs": runs, "startup_s": startups, "rensa_s": rensas,
+            "dedup_wall_s_median": wall, "startup_s_median": startup,
+            "ms_per_page_net": round(net / size * 1000, 3), "ms_per_page_gross": round(wall / size * 1000, 3),
+            "rensa_s_median": rensa, "rensa_ms_per_page": round(rensa / size * 1000, 3),
+            "rensa_ratio": round(rensa / net, 3), "rensa_ratio_gross": round(rensa / wall, 3),
+            "work_per_page": runs[-1]["work_per_page"],
+        }
+    first = results[str(sizes[0])]["ms_per_page_net"]
+    for row in results.values():
+        row["per_page_over_smallest"] = round(row["ms_per_page_net"] / first, 2)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 20_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size below --large (median)")
+    parser.add_argument("--repeat-large", type=int, default=1, help="runs per size from --large on")
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--words", type=int, default=600)
+    parser.add_argument("--startup-pages", type=int, default=10)
+    parser.add_argument("--smoke", action="store_true", help="100 and 200 pages, once: runs in seconds")
+    parser.add_argument("--out", type=Path, default=Path("bench/homogeneous.json"))
+    args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.repeat, args.repeat_large = [100, 200], 1, 1
+    work = Path(tempfile.mkdtemp(prefix="homogeneous-bench-"))
+    try:
+        results = measure(args.sizes, args.repeat, args.repeat_large, args.large, args.startup_pages, args.words, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "words_per_page": args.words,
+              "vocabulary": "wordfreq en top 5000, Zipf exponent 1.1", "sizes": args.sizes, "results": results}
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({size: {k: row[k] for k in ("ms_per_page_net", "per_page_over_smallest", "rensa_ratio",
+                                                 "work_per_page")} for size, row in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
