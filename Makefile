@@ -1,31 +1,40 @@
-# Two commands for a fresh machine: `make run` and `make test`. Each creates .venv on first use.
+# Two commands for a fresh machine: `make run` and `make test`. Each creates .venv on first use and
+# installs what its target needs (the core, or the core and extras), at the versions in constraints.txt.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CONSTRAINTS := constraints.txt
+OLDEST_PIP := 23.2.1
 
-$(STAMP): pyproject.toml
+# $(VENV)/.extra-NAME: the core and the extra NAME installed (core: the core alone)
+$(VENV)/.extra-%: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,bench]'  # bench: tests/test_bench_suite.py runs the suite's smoke mode
-	touch $(STAMP)
+	$(BIN)/python -m pip install -q 'pip>=$(OLDEST_PIP)'  # the oldest pip we test with (README, Install)
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.$(if $(filter core,$*),,[$*])'
+	touch $@
 
-.PHONY: run dedup test lint bench clean
-run: $(STAMP)  ## the demo: embedded broker + worker + the sample crawl shipped in the repo
+.PRECIOUS: $(VENV)/.extra-%
+.PHONY: run dedup test lint bench constraints clean
+run: $(VENV)/.extra-broker  ## the demo: embedded broker + worker + the sample crawl shipped in the repo
 	$(BIN)/streamdedup demo
 
-dedup: $(STAMP)  ## batch mode on the sample crawl into out/sample (no Kafka)
+dedup: $(VENV)/.extra-core  ## batch mode on the sample crawl into out/sample (no Kafka)
 	$(BIN)/streamdedup dedup streamdedup/data/sample_crawl.jsonl.gz --out out/sample --state out/sample-state --fresh
 
-test: $(STAMP)  ## the whole test suite
+# bench: tests/test_bench_suite.py runs the suite's smoke mode
+test: $(VENV)/.extra-test $(VENV)/.extra-bench  ## the whole test suite
 	$(BIN)/python -m pytest tests
 
-lint: $(STAMP)  ## ruff (style, imports, bugbear, pyupgrade) and mypy, as CI runs them
+lint: $(VENV)/.extra-test  ## ruff (style, imports, bugbear, pyupgrade) and mypy, as CI runs them
 	$(BIN)/ruff check streamdedup tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP)  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~25 min)
+bench: $(VENV)/.extra-bench  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~25 min)
 	bench/run
+
+constraints: $(VENV)/.extra-test $(VENV)/.extra-bench  ## pin what .venv holds now into constraints.txt
+	{ sed -n '1,2p' $(CONSTRAINTS); $(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(streamdedup|#)'; } \
+		> $(CONSTRAINTS).new && mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 clean:
 	rm -rf out build *.egg-info
