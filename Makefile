@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONSTRAINTS := constraints.txt
-OLDEST_PIP := 23.2.1
+OLDEST_PIP := 22.0.2
 
 # $(VENV)/.extra-NAME: the core and the extra NAME installed (core: the core alone)
 $(VENV)/.extra-%: pyproject.toml $(CONSTRAINTS)
