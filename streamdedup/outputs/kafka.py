@@ -11,6 +11,10 @@ the topic it was meant for and, for a verdict, its `dedup` object; a dead letter
 carry keeps its own reason, and its stub says the original was omitted. Each refusal costs the
 batch one aborted transaction, after which the worker knows that output and sends the stub.
 
+Headers. Every output of a page (verdict, dead letter, stub) carries the input record's Kafka
+headers (a crawler's trace or tenant ids) after our own `dedup.*` headers; an input header in
+the `dedup.` namespace is dropped, so ours are never overwritten or shadowed.
+
 Counts (stats and the accounting metrics) are staged per batch and applied by `commit`, so a
 batch that is aborted and consumed again counts once.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -41,12 +46,20 @@ SIZE_ERRORS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_T
 RECORD_OVERHEAD = 1024
 
 Refusal = tuple[str, bytes | None, int]  # topic, key, value size: deterministic for a re-read batch
+Headers = Sequence[tuple[str, bytes | None]]
+OURS = "dedup."  # the header namespace of our own headers
+
+
+def with_input_headers(ours: list[tuple[str, bytes]], passed: Headers | None) -> list[tuple[str, bytes | None]]:
+    """Our headers, then the input's except any in our namespace."""
+    return [*ours, *((name, value) for name, value in passed or [] if not name.startswith(OURS))]
 
 
 @dataclass
 class WorkerStats:
     consumed: int = 0  # messages of every topic the worker reads
     decided: int = 0  # pages given their final outcome (verdict or rejection)
+    statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # decided, by status
     produced: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     inputs: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # consumed, by topic
     refused: int = 0  # outputs the broker refused as too large, sent as too_large_for_broker
@@ -55,9 +68,9 @@ class WorkerStats:
     aborted: int = 0
 
 
-def record_size(key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None) -> int:
+def record_size(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
     return (len(key or b"") + len(value or b"") + RECORD_OVERHEAD
-            + sum(len(name) + len(data) for name, data in headers or []))
+            + sum(len(name) + len(data or b"") for name, data in headers or []))
 
 
 class Outputs:
@@ -73,14 +86,13 @@ class Outputs:
         self._counts: Tally[tuple[str, ...]] = Tally()  # staged until the batch commits
 
     # -- sending --------------------------------------------------------------------------------
-    def fits(self, topic: str, key: bytes | None, value: bytes | None,
-             headers: list[tuple[str, bytes]] | None = None) -> bool:
+    def fits(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers | None = None) -> bool:
         """False if the output is over the client's limit or the broker refused it before."""
         return (record_size(key, value, headers) <= self.max_bytes
                 and (topic, key, len(value or b"")) not in self.refused)
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
-             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> None:
+             headers: Headers | None = None, partition: int | None = None) -> None:
         kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
         refusal: Refusal = (topic, key, len(value or b""))
 
@@ -96,25 +108,29 @@ class Outputs:
             except BufferError:
                 self.producer.poll(0.1)
         self.producer.poll(0)
-        status = next((data.decode() for name, data in headers or [] if name == "dedup.status"),
+        status = next((data.decode() for name, data in headers or [] if name == "dedup.status" and data),
                       "event" if topic == self.topics.clusters else "internal")
         self._counts[("produced", topic, status)] += 1
 
-    def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str) -> None:
+    def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
+                 passed: Headers | None = None) -> None:
         """Dead letter: the original bytes, the reason in headers (a stub if the original does not fit)."""
-        headers = dedup_headers(Rejection(reason, detail, source).as_dict(), source)
+        ours = dedup_headers(Rejection(reason, detail, source).as_dict(), source)
+        headers = with_input_headers(ours, passed)
         if not self.fits(self.topics.rejected, key, original, headers):
             size = len(original or b"")
             original = orjson.dumps({"bytes": size, "omitted": "original", "topic": self.topics.rejected})
-            headers.append(("dedup.original_bytes", str(size).encode()))
+            ours.append(("dedup.original_bytes", str(size).encode()))
+            headers = with_input_headers(ours, passed)
             self._counts[("refused", self.topics.rejected)] += 1
         self.send(self.topics.rejected, key, original, headers)
         self._counts[("page", "rejected", reason)] += 1
 
-    def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "") -> None:
+    def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
+                passed: Headers | None = None) -> None:
         """A unique or duplicate page: the record with its `dedup` object, and cluster events."""
         status = dedup["status"]
-        headers = dedup_headers(dedup, source)
+        headers = with_input_headers(dedup_headers(dedup, source), passed)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
         value = orjson.dumps({**record, "dedup": dedup})
@@ -122,12 +138,12 @@ class Outputs:
             self.send(target, key, value, headers)
             self._counts[("page", status, "")] += 1
         else:
-            self.too_large(key, target, len(value), record, source, dedup)
+            self.too_large(key, target, len(value), record, source, dedup, passed)
         for event in cluster_events(dedup):
             self.cluster_event(event)
 
     def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
-                  dedup: dict[str, Any] | None = None) -> None:
+                  dedup: dict[str, Any] | None = None, passed: Headers | None = None) -> None:
         """A page whose output does not fit the broker: a rejection carrying its id, url and
         size (and its verdict, if it had one), not its content."""
         fields = record if isinstance(record, dict) else {}
@@ -137,7 +153,7 @@ class Outputs:
             stub["dedup"] = dedup
         detail = f"the output for {meant_for} is {size} bytes, more than the broker takes for that topic"
         self._counts[("refused", meant_for)] += 1
-        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source)
+        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed)
 
     def cluster_event(self, event: dict[str, Any]) -> None:
         self.send(self.topics.clusters, event["cluster_id"].encode(), orjson.dumps(event))
@@ -169,6 +185,7 @@ class Outputs:
             else:
                 _, status, reason = key
                 self.stats.decided += n
+                self.stats.statuses[status] += n
                 self.metrics.pages.labels(status).inc(n)
                 if reason:
                     self.metrics.rejected.labels(reason).inc(n)

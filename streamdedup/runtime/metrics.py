@@ -1,13 +1,28 @@
-"""Prometheus metrics of the worker: pages by verdict, rejections by reason, latency, lag, store.
+"""Prometheus metrics of the worker: pages by verdict, rejections by reason, latency, lag, store;
+and the HTTP endpoint that serves them beside the worker's health and readiness.
 
 Each worker gets its own registry (tests run several in one process); `serve` exposes it over
-HTTP for Prometheus to scrape."""
+HTTP: `/metrics` (Prometheus text), `/healthz` and `/readyz` (JSON, 200 or 503, from the checks
+the worker passes in), 404 for any other path."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 DEFAULT_HOST = "127.0.0.1"
+
+# a check answers (healthy?, details shown as JSON)
+Check = Callable[[], tuple[bool, dict[str, Any]]]
+
+
+def _alive() -> tuple[bool, dict[str, Any]]:
+    return True, {}
 
 
 class WorkerMetrics:
@@ -24,10 +39,11 @@ class WorkerMetrics:
                                       "From the input message's timestamp to its verdict's commit",
                                       registry=self.registry,
                                       buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-        self.lag = Gauge("streamdedup_consumer_lag", "Messages behind the end of the input partition",
-                         ["partition"], registry=self.registry)
+        self.lag = Gauge("streamdedup_consumer_lag",
+                         "Committed messages behind the end (last stable offset) of an assigned partition",
+                         ["topic", "partition"], registry=self.registry)
         self.store_bytes = Gauge("streamdedup_store_bytes", "Live SST bytes of a partition's store",
-                                 ["partition"], registry=self.registry)
+                                 ["topic", "partition"], registry=self.registry)
         # accounting: what came in against what went out, counted when the batch's transaction
         # commits (an aborted batch counts nothing); every input page ends as exactly one
         # unique, duplicate or rejected output once the pipeline is drained
@@ -40,11 +56,51 @@ class WorkerMetrics:
                                "Outputs the broker refused as too large, sent as too_large_for_broker rejections",
                                ["topic"], registry=self.registry)
         self.store_keys = Gauge("streamdedup_store_keys", "Estimated keys in a partition's store",
-                                ["partition"], registry=self.registry)
+                                ["topic", "partition"], registry=self.registry)
+        self.assigned = Gauge("streamdedup_assigned_partitions", "Partitions assigned to this worker, by topic",
+                              ["topic"], registry=self.registry)
+        self.last_loop = Gauge("streamdedup_last_loop_timestamp_seconds",
+                               "When the worker's loop last went round (Unix time)", registry=self.registry)
+        self.health: Check = _alive
+        self.readiness: Check = _alive
+        self.server: ThreadingHTTPServer | None = None
 
     def serve(self, port: int, host: str = DEFAULT_HOST) -> tuple[str, int]:
-        """Expose the registry over HTTP; returns the bound address. Loopback by default: the
-        endpoint has no authentication, so other interfaces only on purpose (0.0.0.0 in a container)."""
-        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Serve /metrics, /healthz and /readyz over HTTP in a daemon thread; returns the bound
+        address. Loopback by default: the endpoint has no authentication, so other interfaces
+        only on purpose (0.0.0.0 in a container)."""
+        metrics = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, CONTENT_TYPE_LATEST, generate_latest(metrics.registry))
+                elif path in ("/healthz", "/readyz"):
+                    ok, details = (metrics.health if path == "/healthz" else metrics.readiness)()
+                    self._send(200 if ok else 503, "application/json", orjson.dumps({"ok": ok, **details}))
+                else:
+                    self._send(404, "text/plain; charset=utf-8", b"not found: /metrics, /healthz, /readyz\n")
+
+            def _send(self, status: int, content_type: str, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - scrapes are not news
+                pass
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+        self.server = server
         bound_host, bound_port = server.server_address[:2]
         return (bound_host if isinstance(bound_host, str) else bytes(bound_host).decode()), int(bound_port)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

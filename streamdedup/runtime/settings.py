@@ -65,6 +65,12 @@ class WorkerSettings:
     # range: every topic's partitions spread evenly (each worker fingerprints, indexes and
     # gathers); cooperative-sticky: fewest partitions move on a rebalance (fewer store rebuilds)
     assignment_strategy: str = "range"
+    # caught up, the worker pauses fetching and asks the partitions' end offsets this often:
+    # noida-db answers an empty fetch at once (it ignores fetch.wait.max.ms), so a caught-up
+    # consumer would fetch thousands of times a second; 0 keeps fetching (Apache Kafka waits)
+    idle_poll_s: float = 0.25
+    progress_interval_s: float = 30.0  # a progress line at INFO this often once assigned; 0 = never
+    stall_timeout_s: float = 120.0  # /healthz fails when the loop has not gone round for this long
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 

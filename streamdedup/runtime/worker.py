@@ -23,10 +23,12 @@ at-least-once delivery with idempotent verdicts keyed by page id.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -77,6 +79,13 @@ def offset_key(topic: str, partition: int) -> str:
     return f"offset:{topic}:{partition}"
 
 
+@dataclass(frozen=True)
+class Progress:
+    at: float
+    pages_in: int
+    decided: int
+
+
 class Worker:
     def __init__(self, settings: WorkerSettings, config: DetectorConfig) -> None:
         self.settings = settings
@@ -87,6 +96,14 @@ class Worker:
         self.replay_until: dict[TP, int] = {}
         self._stop = threading.Event()
         self._last_activity: float | None = None  # set on assignment and on every batch
+        self._loop_at = time.monotonic()  # the loop's last round, for /healthz
+        self._running = False
+        self._paused = False  # caught up: fetching paused, end offsets polled (see _idle)
+        self._start_offsets: dict[TP, int] = {}  # where each assigned partition was started
+        self._lag: dict[TP, int] = {}
+        self._progress = Progress(time.monotonic(), 0, 0)
+        self.metrics.health = self.health
+        self.metrics.readiness = self.readiness
         log.info("worker starting: %r", settings)
         self.topology = make_topology(settings, config, topics.ensure_topics(settings))
         consumer_settings: dict[str, Any] = {
@@ -153,11 +170,19 @@ class Worker:
                 log.warning("replaying %s[%d] offsets %s..%d into the store without producing",
                             tp.topic, tp.partition, stored or 0, kafka)
             tp.offset = stored if stored is not None else OFFSET_BEGINNING
+        for tp in partitions:
+            self._start_offsets[(tp.topic, tp.partition)] = tp.offset
         log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
         if self._cooperative(consumer):
             consumer.incremental_assign(partitions)
         else:
             consumer.assign(partitions)
+        if self._paused:  # librdkafka keeps a partition paused across unassign and assign
+            consumer.resume(consumer.assignment())
+            self._paused = False  # pausing again once caught up
+        self._count_assigned()
+        if self._last_activity is None:  # progress is reported from the first assignment on
+            self._progress = Progress(time.monotonic(), 0, 0)
         self._last_activity = time.monotonic()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -166,10 +191,24 @@ class Worker:
             if handler is not None:
                 handler.close()
             self.replay_until.pop((tp.topic, tp.partition), None)
+            self._start_offsets.pop((tp.topic, tp.partition), None)
+            if self._lag.pop((tp.topic, tp.partition), None) is not None and self._running:
+                self.metrics.lag.remove(tp.topic, str(tp.partition))  # another worker reports it now
+        if self._paused:  # a paused partition would stay paused when it is assigned again
+            consumer.resume(partitions)
         if self._cooperative(consumer):
             consumer.incremental_unassign(partitions)
         else:
             consumer.unassign()
+            self._paused = False
+        self._count_assigned()
+
+    def _count_assigned(self) -> None:
+        by_topic: dict[str, int] = defaultdict(int)
+        for topic, _ in self.handlers:
+            by_topic[topic] += 1
+        for topic in self.topology.topics():
+            self.metrics.assigned.labels(topic).set(by_topic[topic])
 
     def _cooperative(self, consumer: Consumer) -> bool:
         """Incremental rebalancing (cooperative-sticky): only the moved partitions are passed."""
@@ -181,16 +220,21 @@ class Worker:
 
     def run(self, idle_timeout_s: float | None = None, assignment_timeout_s: float = 120.0,
             stop_after: int | None = None) -> WorkerStats:
-        """Run until `stop()`, until `stop_after` pages got their outcome, or until nothing
-        arrived for `idle_timeout_s` after the group gave this worker its partitions (tests,
-        demo). A killed predecessor keeps its partitions until its session times out, so
-        idleness only counts from the assignment."""
+        """Run until `stop()` (SIGTERM and SIGINT call it when run in the main thread), until
+        `stop_after` pages got their outcome, or until nothing arrived for `idle_timeout_s`
+        after the group gave this worker its partitions (tests, demo). A killed predecessor keeps
+        its partitions until its session times out, so idleness only counts from the assignment."""
         self.consumer.subscribe(self.topology.topics(), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_revoke)
         started = time.monotonic()
+        previous = self._handle_signals()
+        self._running = True
         try:
             while not self._stop.is_set():
-                messages = [m for m in self.consumer.consume(self.settings.batch_size, self.settings.batch_timeout_s)
+                self._loop_at = time.monotonic()
+                self.metrics.last_loop.set_to_current_time()
+                timeout = self.settings.idle_poll_s if self._paused else self.settings.batch_timeout_s
+                messages = [m for m in self.consumer.consume(self.settings.batch_size, timeout)
                             if not self._is_error(m)]
                 now = time.monotonic()
                 if messages:
@@ -198,16 +242,123 @@ class Worker:
                     self._last_activity = now
                     if stop_after is not None and self.stats.decided >= stop_after:
                         break
-                elif idle_timeout_s is not None and self._last_activity is not None \
+                elif self.handlers and self.settings.idle_poll_s > 0:
+                    self._idle()
+                if self._last_activity is not None:
+                    self._report_progress(now)
+                if messages:
+                    continue
+                if idle_timeout_s is not None and self._last_activity is not None \
                         and now - self._last_activity > idle_timeout_s:
                     break
-                elif (idle_timeout_s is not None and self._last_activity is None
-                      and now - started > assignment_timeout_s):
+                if (idle_timeout_s is not None and self._last_activity is None
+                        and now - started > assignment_timeout_s):
                     log.warning("no partitions assigned after %.0fs: stopping", assignment_timeout_s)
                     break
         finally:
+            self._running = False
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self.close()
         return self.stats
+
+    def _handle_signals(self) -> dict[int, Any]:
+        """SIGTERM (docker stop, systemd, Kubernetes) and SIGINT finish the batch in hand, close
+        the stores and the clients, and return; only the main thread may set handlers."""
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum: int, _: Any) -> None:
+        log.info("%s: stopping after the current batch", signal.Signals(signum).name)
+        self.stop()
+
+    # -- idle: fetching paused -----------------------------------------------------------------
+    def _idle(self) -> None:
+        """Nothing came: pause fetching once caught up, resume once something is to be read.
+
+        librdkafka fetches again the moment a fetch comes back and relies on the broker to hold
+        an empty fetch for `fetch.wait.max.ms`; noida-db answers at once, so a caught-up consumer
+        sent thousands of fetches a second (half a core in the worker, 0.4 in the broker).
+        Paused, the loop asks the partitions' end offsets every `idle_poll_s` instead. Pausing
+        on one empty answer is not enough: a resumed partition is fetched only when librdkafka's
+        broker thread next wakes (up to a second later; the end-offset request wakes it), so
+        the worker pauses only when the end offsets say it is caught up."""
+        waiting = self._input_waiting()  # also the lag gauges, exact now that nothing moves
+        assigned = self.consumer.assignment()
+        if waiting and self._paused:
+            self.consumer.resume(assigned)
+            self._paused = False
+        elif not waiting and not self._paused:
+            self.consumer.pause(assigned)
+            self._paused = True
+
+    def _input_waiting(self) -> bool:
+        """Whether an assigned partition has committed records past this consumer's position,
+        asking the broker (its last stable offset, as the consumer reads `read_committed`).
+        Updates the lag gauges on the way."""
+        assigned = self.consumer.assignment()
+        waiting = False
+        try:
+            positions = self.consumer.position(assigned)
+        except KafkaException:
+            return True
+        for tp in positions:
+            tp_key = (tp.topic, tp.partition)
+            try:
+                low, end = self.consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=5,
+                                                               cached=False)
+            except KafkaException:
+                return True  # the broker is away: fetching will tell
+            position = tp.offset
+            if position < 0:  # nothing read yet: where the partition was started
+                start = self._start_offsets.get(tp_key, OFFSET_BEGINNING)
+                position = start if start >= 0 else low
+            self._set_lag(tp.topic, tp.partition, end - position)
+            waiting = waiting or end > position
+        return waiting
+
+    def _set_lag(self, topic: str, partition: int, lag: int) -> None:
+        self._lag[(topic, partition)] = max(0, lag)
+        self.metrics.lag.labels(topic, str(partition)).set(max(0, lag))
+
+    # -- what an operator sees ------------------------------------------------------------------
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`."""
+        age = time.monotonic() - self._loop_at
+        stopped = not self._running and self._stop.is_set()
+        ok = not stopped and age < self.settings.stall_timeout_s
+        return ok, {"running": self._running, "last_loop_age_s": round(age, 3),
+                    "stall_timeout_s": self.settings.stall_timeout_s}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready: the loop runs, partitions are assigned and their stores are open."""
+        assigned = sorted(f"{topic}[{partition}]" for topic, partition in self.handlers)
+        replaying = sorted(f"{topic}[{partition}]" for topic, partition in self.replay_until)
+        ok = self._running and bool(assigned) and self.health()[0]
+        return ok, {"running": self._running, "assigned": assigned, "replaying": replaying}
+
+    def _report_progress(self, now: float) -> None:
+        """Every `progress_interval_s` once assigned: pages in, verdicts by status, lag, rate."""
+        interval = self.settings.progress_interval_s
+        last = self._progress
+        if interval <= 0 or now - last.at < interval:
+            return
+        pages_in = self.stats.inputs.get(self.settings.topics.pages, 0)
+        elapsed = now - last.at
+        statuses = " ".join(f"{status}={n}" for status, n in sorted(self.stats.statuses.items())) or "none"
+        lag = {topic: 0 for topic in self.topology.topics()}
+        for (topic, _), value in self._lag.items():
+            lag[topic] = lag.get(topic, 0) + value
+        log.info("progress: %d pages in (%.1f/s over %.0fs), %d decided (%.1f/s): %s; lag %s; %d partitions%s",
+                 pages_in, (pages_in - last.pages_in) / elapsed, elapsed, self.stats.decided,
+                 (self.stats.decided - last.decided) / elapsed, statuses,
+                 " ".join(f"{topic}={n}" for topic, n in lag.items()), len(self.handlers),
+                 ", idle" if self._paused else "")
+        self._progress = Progress(now, pages_in, self.stats.decided)
 
     def _is_error(self, message: Message) -> bool:
         error = message.error()
@@ -262,22 +413,27 @@ class Worker:
         now = time.time()
         self.metrics.batch_seconds.observe(time.monotonic() - started)
         for (topic, partition), batch in by_partition.items():
-            label = str(partition) if topic == self.settings.topics.pages else f"{topic}[{partition}]"
             if topic == self.settings.topics.pages:
                 for message in batch:
                     kind, stamp = message.timestamp()
                     if kind and stamp > 0:
                         self.metrics.page_latency.observe(max(0.0, now - stamp / 1000))
             try:
+                # the end as of the last fetch (exact once idle: _input_waiting asks the broker);
+                # behind = end - the next offset to read, not - the last offset seen + 1: a
+                # transaction's commit marker takes an offset that no record has
                 _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
-                self.metrics.lag.labels(label).set(max(0, high - offset_of(batch[-1]) - 1))
+                position = self.consumer.position([TopicPartition(topic, partition)])[0].offset
+                if high >= 0:
+                    self._set_lag(topic, partition, high - max(position, offset_of(batch[-1]) + 1))
             except KafkaException:
                 pass
             handler = self.handlers[(topic, partition)]
             total = handler.property_total
             if handler.stateful:  # the stateful steps: RocksDB's own figures, all column families
-                self.metrics.store_bytes.labels(label).set(total("rocksdb.live-sst-files-size"))
-                self.metrics.store_keys.labels(label).set(total("rocksdb.estimate-num-keys"))
+                labels = (topic, str(partition))
+                self.metrics.store_bytes.labels(*labels).set(total("rocksdb.live-sst-files-size"))
+                self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
 
     def _commit_offsets(self, by_partition: dict[TP, list[Message]]) -> None:
         offsets = [TopicPartition(topic, partition, offset_of(batch[-1]) + 1)

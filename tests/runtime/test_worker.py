@@ -70,7 +70,7 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert registry.get_sample_value("streamdedup_pages_total", {"status": "duplicate"}) == 40
     assert registry.get_sample_value("streamdedup_rejected_total", {"reason": "invalid_json"}) == 1
     assert registry.get_sample_value("streamdedup_batch_seconds_count") == stats.batches
-    assert registry.get_sample_value("streamdedup_consumer_lag", {"partition": "0"}) == 0
+    assert registry.get_sample_value("streamdedup_consumer_lag", {"topic": settings.topics.pages, "partition": "0"}) == 0
     got = outputs(settings)
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(got) == expected

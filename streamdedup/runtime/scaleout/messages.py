@@ -7,6 +7,7 @@ partition. Headers and answers are JSON: they are small and worth reading in a t
 
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -118,12 +119,16 @@ class PageHeader:
     record: dict[str, Any]
     origin: str
     time_note: str | None = None  # why the page's own fetch time was not used, if it was not
+    headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
 
     def as_json(self) -> dict[str, Any]:
         value = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
                  "record": self.record, "origin": self.origin}
         if self.time_note:
             value["time_note"] = self.time_note
+        if self.headers:  # values are bytes: base64
+            value["headers"] = [[name, None if data is None else base64.b64encode(data).decode("ascii")]
+                                for name, data in self.headers]
         return value
 
     def encode(self) -> bytes:
@@ -131,5 +136,7 @@ class PageHeader:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> PageHeader:
+        headers = tuple((name, None if data is None else base64.b64decode(data))
+                        for name, data in value.get("headers", ()))
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
-                   value["record"], value["origin"], value.get("time_note"))
+                   value["record"], value["origin"], value.get("time_note"), headers)

@@ -63,6 +63,11 @@ def value_of(message: Message) -> bytes:
     return message.value() or b""
 
 
+def headers_of(message: Message) -> list[tuple[str, bytes | None]]:
+    """A consumed message's Kafka headers (values are bytes or None), in order."""
+    return cast("list[tuple[str, bytes | None]]", message.headers() or [])
+
+
 def source_of(message: Message) -> str:
     return f"{topic_of(message)}[{partition_of(message)}]@{offset_of(message)}"
 
@@ -77,6 +82,7 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
     """A detector outcome for an input message: dead letter (original bytes) or verdict."""
     dedup = outcome.dedup
     if dedup["status"] == "rejected":
-        out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message))
+        out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message),
+                     headers_of(message))
     else:
-        out.verdict(outcome.record, dedup)
+        out.verdict(outcome.record, dedup, passed=headers_of(message))

@@ -29,6 +29,7 @@ from streamdedup.runtime.scaleout.routing import key_partition, page_order, page
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.base import (
     emit_outcome,
+    headers_of,
     message_timestamp,
     offset_of,
     partition_of,
@@ -112,10 +113,13 @@ class FingerprintPartition:
                                                      item.template_known).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
-            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note).encode()
+            passed = headers_of(message)
+            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
+                                tuple(passed)).encode()
             if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
                     and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
-                out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message))
+                out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message),
+                              passed=passed)
                 continue
             for partition, request in requests:
                 out.send(self.routes.index_topic, page_key, request, partition=partition)
@@ -216,9 +220,9 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
     header, dedup = decided.header, decided.dedup
     if dedup["status"] == "rejected":
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
-                     dedup["reason"], dedup["detail"], header.origin)
+                     dedup["reason"], dedup["detail"], header.origin, list(header.headers))
         return
-    out.verdict(header.record, dedup, header.origin)
+    out.verdict(header.record, dedup, header.origin, list(header.headers))
     for event in decided.events:
         out.cluster_event(event)
 

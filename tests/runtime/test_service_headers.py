@@ -1,0 +1,58 @@
+"""Input headers reach the outputs: a crawler's trace id on the page is on its verdict or dead
+letter, on either topology, and our own `dedup.*` headers are never shadowed by the input's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+from conftest import make_article, page, wrap_in_template
+
+from runtime.conftest import read_topic
+from streamdedup.config import DetectorConfig
+from streamdedup.runtime.topics import ensure_topics
+from streamdedup.runtime.worker import Worker
+
+SITES = ("Alpha", "Beta", "Gamma")
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_input_headers_are_carried_to_every_output(settings, topology):
+    settings = replace(settings, topology=topology)
+    ensure_topics(settings)
+    values = [b"not json at all"]
+    for i in range(2):
+        story = make_article(3000 + i, paragraphs=4)
+        values += [orjson.dumps(page(f"https://{site.lower()}.example/{i}", wrap_in_template(story, site),
+                                     f"2024-03-01T{j:02d}:{i:02d}:00Z")) for j, site in enumerate(SITES)]
+    producer = Producer(settings.client())
+    for i, value in enumerate(values):
+        producer.produce(settings.topics.pages, value=value, key=b"k", headers=[
+            ("trace-id", f"trace-{i}".encode()), ("dedup.status", b"forged"), ("tenant", b"\x00\xffbinary"),
+            ("empty", None)])
+    assert producer.flush(30) == 0
+    trace_of = {value: f"trace-{i}".encode() for i, value in enumerate(values)}
+    url_trace = {orjson.loads(v)["url"]: t for v, t in trace_of.items() if v.startswith(b"{")}
+
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=4).decided == len(values)
+
+    t = settings.topics
+    seen = 0
+    for topic in (t.unique, t.duplicates, t.rejected):
+        for message in read_topic(settings, topic, quiet_s=1.0):
+            headers = message.headers()
+            names = [name for name, _ in headers]
+            assert names.count("dedup.status") == 1, headers  # ours only: the forged one is dropped
+            status = dict(headers)["dedup.status"]
+            assert status in (b"unique", b"duplicate", b"rejected")
+            if topic == t.rejected:
+                expected = trace_of[message.value()]  # the original bytes
+            else:
+                expected = url_trace[orjson.loads(message.value())["url"]]
+            assert ("trace-id", expected) in headers, headers
+            assert ("tenant", b"\x00\xffbinary") in headers and ("empty", None) in headers, headers
+            assert names.index("trace-id") > names.index("dedup.status")  # after ours
+            seen += 1
+    assert seen == len(values)
