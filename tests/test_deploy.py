@@ -1,11 +1,17 @@
-"""docker-compose.yml and the Dockerfile, validated offline (no Docker engine here)."""
+"""docker-compose.yml, the Dockerfile and the monitoring files beside them, validated offline (no
+Docker engine here): the compose file's structure, the files it mounts, commands that parse with
+the real CLI, environment variables streamdedup reads, the host ports, Prometheus scraping the
+workers' metrics port, and a Grafana dashboard that asks only for metrics the worker exports."""
 
+import json
+import re
 from dataclasses import fields
 from pathlib import Path
 
 import yaml
 
 from streamdedup.cli import build_parser
+from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +29,7 @@ def test_services_that_build_use_existing_files_and_real_commands():
         build = service["build"]
         assert (ROOT / build["context"] / build["dockerfile"]).is_file(), name
         args = build_parser().parse_args(service["command"])  # SystemExit if the CLI disagrees
-        assert args.command == service["command"][0]
+        assert args.command == next(word for word in service["command"] if not word.startswith("-"))
         for variable in service.get("environment", {}):
             assert variable in OUR_ENV, f"{name}: {variable} is not read by streamdedup"
 
@@ -35,7 +41,11 @@ def test_references_resolve():
         for dependency in service.get("depends_on", {}):
             assert dependency in services, f"{name} depends on unknown {dependency}"
         for volume in service.get("volumes", []):
-            assert volume.split(":")[0] in COMPOSE.get("volumes", {}), volume
+            source = volume.split(":")[0]
+            if source.startswith("./"):  # a file or folder of this repository, bind-mounted
+                assert (ROOT / source).exists(), f"{name} mounts {source}, which does not exist"
+            else:
+                assert source in COMPOSE.get("volumes", {}), volume
     feeder_input = services["feeder"]["command"][1]
     assert (ROOT / feeder_input.removeprefix("/app/")).is_file()
 
@@ -45,3 +55,84 @@ def test_dockerfile_copies_what_exists():
         if line.startswith("COPY "):
             for source in line.split()[1:-1]:
                 assert (ROOT / source).exists(), source
+
+
+WORKERS = {name: s for name, s in COMPOSE["services"].items() if name.startswith("worker")}
+
+
+def metrics_port(worker: dict) -> int:
+    return int(worker["environment"]["STREAMDEDUP_METRICS_PORT"])
+
+
+def exported_metric_names() -> set[str]:
+    """Every sample name a worker's /metrics can show (a counter's `_total`, a histogram's
+    `_bucket`, `_sum` and `_count`), from the worker's own registry."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    names = {f.name + suffix for f in WorkerMetrics().registry.collect() for suffix in suffixes[f.type]}
+    assert len(names) > 10
+    return names
+
+
+def test_kafka_keeps_its_data_in_the_volume_and_listens_on_the_host():
+    kafka = COMPOSE["services"]["kafka"]
+    env = kafka["environment"]
+    mounts = {v.split(":")[1] for v in kafka["volumes"]}
+    assert env["KAFKA_LOG_DIRS"] in mounts, "Kafka's log dirs must be the mounted volume"
+    listeners = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    assert listeners["EXTERNAL"].startswith("localhost:")
+    host_port = listeners["EXTERNAL"].split(":")[1]
+    assert f"127.0.0.1:{host_port}:{host_port}" in kafka["ports"]
+    assert "EXTERNAL:PLAINTEXT" in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+
+
+def test_workers_publish_metrics_on_the_host_loopback_and_check_their_health():
+    host_ports = set()
+    for name, worker in WORKERS.items():
+        port = metrics_port(worker)
+        assert worker["environment"]["STREAMDEDUP_METRICS_HOST"] == "0.0.0.0", name
+        assert str(port) in worker["expose"]
+        (published,) = worker["ports"]
+        host, host_port, container_port = published.split(":")
+        assert host == "127.0.0.1" and int(container_port) == port, published  # no authentication
+        host_ports.add(host_port)
+        check = " ".join(worker["healthcheck"]["test"])
+        assert f"127.0.0.1:{port}/healthz" in check, check
+    assert len(host_ports) == len(WORKERS)
+
+
+def test_prometheus_scrapes_every_worker_on_its_metrics_port():
+    service = COMPOSE["services"]["prometheus"]
+    mounted = {v.split(":")[1]: v.split(":")[0] for v in service["volumes"]}
+    config_path = next(a.split("=", 1)[1] for a in service["command"] if a.startswith("--config.file="))
+    config = yaml.safe_load((ROOT / mounted[config_path]).read_text())
+    (job,) = config["scrape_configs"]
+    assert job.get("metrics_path", "/metrics") == "/metrics"
+    targets = {t for static in job["static_configs"] for t in static["targets"]}
+    assert targets == {f"{name}:{metrics_port(worker)}" for name, worker in WORKERS.items()}
+
+
+def test_grafana_is_provisioned_with_prometheus_and_a_dashboard_of_real_metrics():
+    service = COMPOSE["services"]["grafana"]
+    mounted = {v.split(":")[1]: ROOT / v.split(":")[0] for v in service["volumes"] if v.startswith("./")}
+    provisioning = mounted["/etc/grafana/provisioning"]
+    (source,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())["datasources"]
+    prometheus_port = COMPOSE["services"]["prometheus"]["ports"][0].split(":")[-1]
+    assert source["type"] == "prometheus" and source["url"] == f"http://prometheus:{prometheus_port}"
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "streamdedup.yml").read_text())["providers"]
+    dashboards = mounted[provider["options"]["path"]]
+    files = sorted(dashboards.glob("*.json"))
+    assert files, dashboards
+    exported = exported_metric_names()
+    for path in files:
+        dashboard = json.loads(path.read_text())  # parses
+        exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+        assert exprs and all(t["datasource"]["uid"] == source["uid"] for p in dashboard["panels"]
+                             for t in p.get("targets", []))
+        used = {name for expr in exprs for name in re.findall(r"\bstreamdedup_[a-z_]+", expr)}
+        unknown = used - exported
+        assert not unknown, f"{path.name} asks for metrics the worker does not export: {sorted(unknown)}"
+        families = {f.name for f in WorkerMetrics().registry.collect()}
+        shown = {name for name in families if any(u.startswith(name) for u in used)}
+        assert shown == families, f"metrics without a panel: {sorted(families - shown)}"
+    home = service["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert (dashboards / Path(home).name).is_file()

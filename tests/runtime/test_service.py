@@ -1,5 +1,5 @@
-"""The worker and the broker as services, run as a user runs them (`python -m streamdedup ...`
-subprocesses against the real broker): health and readiness beside the metrics, lag per topic
+"""The worker as a service, run as a user runs it (`python -m streamdedup -v worker` as a
+subprocess against the real broker): health and readiness beside the metrics, lag per topic
 and partition, progress at INFO, an idle worker that is idle, and SIGTERM that stops cleanly."""
 
 from __future__ import annotations
