@@ -5,9 +5,12 @@ workers' metrics port, and a Grafana dashboard that asks only for metrics the wo
 
 import json
 import re
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
 import yaml
 
 from streamdedup.cli import build_parser
@@ -18,6 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 OUR_ENV = ({"STREAMDEDUP_BOOTSTRAP_SERVERS", "STREAMDEDUP_METRICS_PORT", "STREAMDEDUP_METRICS_HOST"}  # the CLI's
            | {f"STREAMDEDUP_{f.name.upper()}" for f in fields(WorkerSettings)})
+
+
+def test_the_compose_file_is_valid_by_the_compose_specification():
+    """The Compose Specification's JSON schema, as check-jsonschema vendors it (offline)."""
+    pytest.importorskip("check_jsonschema", reason="check-jsonschema (the test extra) validates the compose file")
+    checked = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+                              str(ROOT / "docker-compose.yml")], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_services_that_build_use_existing_files_and_real_commands():

@@ -143,13 +143,15 @@ def test_progress_is_logged_at_info(service):
     found = None
     while found is None and time.monotonic() < deadline:
         lines = [r for r in service.records() if r["level"] == "INFO" and r["message"].startswith("progress:")]
-        found = next((m for r in reversed(lines) if (m := pattern.match(r["message"]))
-                      and int(m.group(2)) == PAGES), None)
+        # the latest line once every page is decided and the lag of every topic reads 0
+        found = next((m for r in reversed(lines) if (m := pattern.match(r["message"])) and int(m.group(2)) == PAGES
+                      and all(kv.endswith("=0") for kv in m.group(4).split())), None)
         time.sleep(0.5)
     assert found is not None, [r["message"] for r in service.records()][-10:]
     assert int(found.group(1)) == PAGES
     assert dict(kv.split("=") for kv in found.group(3).split()) == {"unique": "3", "duplicate": "6", "rejected": "1"}
-    assert all(kv.endswith("=0") for kv in found.group(4).split()), found.group(4)
+    topics = service.settings.topics
+    assert {kv.split("=")[0] for kv in found.group(4).split()} == {topics.pages, topics.index, topics.parts}
     assert found.group(5) == "3"
 
 
