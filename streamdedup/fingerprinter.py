@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from streamdedup.clean.pipeline import clean_page
+from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
@@ -57,6 +57,7 @@ class Fingerprinted:
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
+    visible_lines: tuple[int, ...] = ()  # hashes of all the page's visible lines (what its site's template learns)
 
     @cached_property
     def site_hash(self) -> int:
@@ -81,8 +82,9 @@ class Fingerprinter:
         try:
             value, record = self._decode(raw)
             page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
-            text, signatures = self.signatures(page)
-            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms)
+            text, visible, signatures = self.signatures(page)
+            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
+                                 visible_lines=tuple(split_lines(visible)[1]))
         except Rejected as rejected:
             return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -102,10 +104,11 @@ class Fingerprinter:
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
-    def signatures(self, page: Page) -> tuple[str, dict[str, Any]]:
-        """Clean, tokenise and compute every enabled method's signature."""
-        text = clean_page(page, self.config.cleaning)
-        return text, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
+    def signatures(self, page: Page) -> tuple[str, str, dict[str, Any]]:
+        """Clean, tokenise and compute every enabled method's signature; the page's visible text
+        too when the template model is on."""
+        text, visible = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None)
+        return text, visible, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
 
     @staticmethod
     def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
@@ -127,7 +130,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     known = site.known(params)
     text, removed = site.strip(lines, hashes, params)
     pages_before = site.pages
-    site.learn(item.page.url, hashes, params)
+    site.learn(item.page.url, [*hashes, *item.visible_lines], params)
     if not removed:
         return replace(item, template_known=known)
     try:

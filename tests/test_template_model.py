@@ -81,3 +81,29 @@ def test_cold_start_removes_the_provisional_template_from_the_fourth_page_on(tmp
     assert outcomes[7].status == "unique"
     revision = outcomes[6]
     assert revision.status == "duplicate" and revision.dedup["duplicate_of"] == outcomes[3].dedup["id"]
+
+
+LISTING = [" ".join(make_words(random.Random(40 + i), 60)) for i in range(5)]
+
+
+def listing_page(i: int, paragraphs: list[str], hour: int) -> dict:
+    """A blog page: the post, then a 'recent posts' listing of teasers, as many templates have."""
+    post = "".join(f"<p>{p}</p>" for p in paragraphs)
+    listing = "".join(f"<div class='teaser'><h2>Post {n}</h2><p>{t}</p><a href='/p{n}'>Read More</a></div>"
+                      for n, t in enumerate(LISTING))
+    html = (f"<html><head><title>Post {i}</title></head><body><header><nav><a href='/'>Home</a></nav></header>"
+            f"<main><article><h1>Post {i}</h1>{post}</article><section class='recent'>{listing}</section></main>"
+            "<footer>(c) the blog</footer></body></html>")
+    return page(f"https://listing.example/post/{i}", html, f"2024-03-01T{hour:02d}:00:00Z", content_type="text/html")
+
+
+def test_a_template_that_leaks_only_into_short_pages_is_learned_from_every_pages_visible_text(tmp_path):
+    """trafilatura keeps a long post's text clean of the listing beside it, but takes the listing in
+    when the post is short. Counted on main text alone, the listing is never template (it is in no
+    long page's main text) and short posts match each other on it; counted on every page's visible
+    text it is template by the time the first short post arrives."""
+    pages = [listing_page(i, [" ".join(make_words(random.Random(100 * i + n), 50)) for n in range(8)], i)
+             for i in range(10)]
+    pages += [listing_page(10 + i, [" ".join(make_words(random.Random(700 + i), 15))], 10 + i) for i in range(4)]
+    outcomes = run_records(pages, tmp_path)
+    assert [o.status for o in outcomes[10:]] == ["unique"] * 4

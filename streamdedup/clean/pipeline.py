@@ -28,6 +28,13 @@ _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/jso
 
 def clean_page(page: Page, config: CleaningConfig) -> str:
     """Return the page's normalised main text, or raise Rejected with the reason."""
+    return clean_page_texts(page, config, visible=False)[0]
+
+
+def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> tuple[str, str]:
+    """The page's normalised main text and, if `visible`, all its visible text normalised the same
+    way (where a site's template always shows, while it leaks into the main text only sometimes:
+    clean/template.py learns from it); raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
@@ -35,11 +42,14 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
     if isinstance(content, bytes):
         content = decode_bytes(content, charset_from_content_type(page.content_type),
                                max_bytes=config.max_content_bytes)
+    everything = ""
     if is_html(page.content_type, content):
         text = extract_main_text(content, config.extractor, config.max_seconds)
+        if visible:
+            everything = normalize_text(extract_main_text(content, "none", config.max_seconds)[: config.max_text_chars])
     else:
         text = content
     text = normalize_text(text[: config.max_text_chars])
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
-    return text
+    return text, everything

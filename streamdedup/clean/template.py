@@ -10,9 +10,12 @@ a page that is nothing but template gets a verdict of its own instead of matchin
 Decisions (docs/template-model.md has the reasoning and the measurements):
 
 - Site key: the registrable domain under the Public Suffix List (`record.page.site_of`).
-- Unit: a line of normalised main text, hashed (xxh3-64). Counted once per distinct page of the
-  site: a page is its URL without query and fragment, and a URL among the site's recent ones
-  (re-crawls, tracking parameters) does not count again.
+- Unit: a line of normalised text, hashed (xxh3-64). A page counts the lines of its main text and
+  of all its visible text: the template shows in every page's visible text, while it leaks into
+  the main text only where the extractor fails (a short page, whose extraction takes in the
+  listing beside it), so counting the visible text learns it from every page, before it leaks.
+  Counted once per distinct page of the site: a page is its URL without query and fragment, and a
+  URL among the site's recent ones (re-crawls, tracking parameters) does not count again.
 - Template: a line seen on at least `min_count` distinct pages *and* on at least `min_share` of
   the site's (decayed) pages. The share keeps a story's paragraphs, which recur only on its few
   revisions and copies, from ever counting as template on a site with many pages.
