@@ -117,7 +117,8 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def seqs_from(value: bytes | None) -> list[int]:
+def seqs_from(value: bytes | None, limit: int = 0) -> list[int]:
+    """The seqs of a postings value, oldest first (`limit`: only the first so many, the rest not decoded)."""
     if not value:
         return []
     seqs, n, shift = [], 0, 0
@@ -127,6 +128,8 @@ def seqs_from(value: bytes | None) -> list[int]:
             shift += 7
         else:
             seqs.append(n)
+            if len(seqs) == limit:
+                break
             n = shift = 0
     return seqs
 

@@ -61,8 +61,19 @@ def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
 # Bounded work per page (docs/design.md, "Hot keys"): a key keeps at most this many pages (the
 # first filed under it; later ones are not filed there, so a lookup never returns more), and a
 # page is verified against at most MAX_CANDIDATES pages.
-MAX_POSTINGS_PER_KEY = 256
+MAX_POSTINGS_PER_KEY = 32
 MAX_CANDIDATES = 100
+# A full key is a stop key (LSH deployments' hot buckets): everything collides there, so it carries
+# no evidence. It answers only its first pages (the earliest, which the earliest-page rule wants: a
+# page re-crawled a thousand times is still found as its first crawl's duplicate), not all 256.
+STOP_KEY_ANSWERS = 4
+
+
+def answered(value: bytes) -> list[int]:
+    """The seqs a postings value answers a lookup with: all of them, or a full key's first few."""
+    if layout.postings_count(value) >= MAX_POSTINGS_PER_KEY:
+        return layout.seqs_from(value, STOP_KEY_ANSWERS)
+    return layout.seqs_from(value)
 
 
 class StoreConfigMismatch(StoreError, ValueError):
@@ -458,7 +469,7 @@ class StoreBatch:
         values.update(zip(missing, read, strict=True))
         hits = [(n, v) for n, v in zip(missing, read, strict=True) if v]
         self._live.update(n for n, _ in hits)
-        seqs = {s for _, v in hits for s in layout.seqs_from(v)}
+        seqs = {s for _, v in hits for s in answered(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
 
@@ -476,7 +487,8 @@ class StoreBatch:
         """Seqs filed under any of these index keys, each once, oldest first; at most `limit`.
 
         Bounded work whatever the input: a page of homogeneous text (a forum, a listing) can
-        share a key with a large part of the store. Past `limit`, the candidates sharing the most
+        share a key with a large part of the store. A full key (a stop key) answers only its
+        first `STOP_KEY_ANSWERS` pages. Past `limit`, the candidates sharing the most
         of the page's keys win (LSH: more colliding bands, higher similarity), the earliest on a
         tie (the earliest-page rule). On normal crawls a page has a handful of candidates and the
         limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
@@ -486,7 +498,7 @@ class StoreBatch:
         found = [v for n in names if (v := self._value(n))]
         if not found:
             return []
-        shared = Counter(s for v in found for s in layout.seqs_from(v))
+        shared = Counter(s for v in found for s in answered(v))
         self.last_found = len(shared)
         if len(shared) <= limit:
             return sorted(shared)
