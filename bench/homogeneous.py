@@ -18,7 +18,9 @@ Beside it, in the same run and on the same file: a minimal in-memory MinHash-LSH
 (read the JSON lines, lowercase word 5-shingles, RMinHash of 128 permutations, query an
 RMinHashLSH, verify the candidates by Jaccard >= 0.5, insert the page). `rensa_ratio` is rensa's
 time over the whole command's (net of start-up): 1.0 = as fast as the minimal pass, with four
-methods, a store on disk and every output file to its one.
+methods, a store on disk and every output file to its one. Every figure is given in wall time and
+in CPU time (`_cpu`: the command's user + system seconds, rensa's process time), which a busy
+neighbour on a shared machine moves less.
 
 Prints and writes JSON: per size the runs, their medians, the work per page from summary.json
 (candidates found and verified), and the ratios of the per-page times to the smallest size's.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -77,14 +80,17 @@ def run_dedup(path: Path, work: Path) -> dict[str, Any]:
     """The whole command on one file, a fresh store: wall seconds and its summary.json."""
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([*CLI, "dedup", str(path), "--out", str(out), "--fresh", "-q"], cwd=ROOT,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"streamdedup dedup failed ({done.returncode}): {done.stderr[-2000:]}")
     summary = json.loads((out / "summary.json").read_text())
-    return {"wall_s": round(wall, 3), "records": summary.get("records"), "unique": summary.get("unique"),
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "records": summary.get("records"), "unique": summary.get("unique"),
             "duplicates": summary.get("duplicates"), "work_per_page": summary.get("work_per_page")}
 
 
@@ -97,7 +103,7 @@ def run_rensa(path: Path, threshold: float = 0.5, num_perm: int = 128, num_bands
     """The minimal in-memory pass: every page is queried, verified against its candidates, inserted."""
     from rensa import RMinHash, RMinHashLSH
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     lsh = RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=num_bands)
     kept: dict[int, Any] = {}
     duplicates = candidates = 0
@@ -111,8 +117,8 @@ def run_rensa(path: Path, threshold: float = 0.5, num_perm: int = 128, num_bands
                 duplicates += 1
             lsh.insert(i, m)
             kept[i] = m
-    wall = time.perf_counter() - started
-    return {"wall_s": round(wall, 3), "duplicates": duplicates, "candidates_mean": round(candidates / max(1, i + 1), 2)}
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "duplicates": duplicates, "candidates_mean": round(candidates / max(1, i + 1), 2)}
 
 
 def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startup_pages: int, words: int,
@@ -124,26 +130,27 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
         runs, startups, rensas = [], [], []
         for _ in range(repeat if size < large else repeat_large):
             # start-up and rensa beside each run, so a busy neighbour slows all three alike
-            startups.append(run_dedup(startup_file, work)["wall_s"])
+            startups.append(run_dedup(startup_file, work))
             runs.append(run_dedup(path, work))
-            rensas.append(run_rensa(path)["wall_s"])
-            print(f"{size}: dedup {runs[-1]['wall_s']} s, start-up {startups[-1]} s, rensa {rensas[-1]} s",
-                  file=sys.stderr, flush=True)
-        wall = statistics.median(r["wall_s"] for r in runs)
-        startup = statistics.median(startups)
-        rensa = statistics.median(rensas)
-        net = max(1e-9, wall - startup)
-        results[str(size)] = {
-            "pages": size, "runs": runs, "startup_s": startups, "rensa_s": rensas,
-            "dedup_wall_s_median": wall, "startup_s_median": startup,
-            "ms_per_page_net": round(net / size * 1000, 3), "ms_per_page_gross": round(wall / size * 1000, 3),
-            "rensa_s_median": rensa, "rensa_ms_per_page": round(rensa / size * 1000, 3),
-            "rensa_ratio": round(rensa / net, 3), "rensa_ratio_gross": round(rensa / wall, 3),
-            "work_per_page": runs[-1]["work_per_page"],
-        }
-    first = results[str(sizes[0])]["ms_per_page_net"]
-    for row in results.values():
-        row["per_page_over_smallest"] = round(row["ms_per_page_net"] / first, 2)
+            rensas.append(run_rensa(path))
+            print(f"{size}: dedup {runs[-1]['wall_s']} s ({runs[-1]['cpu_s']} CPU s), start-up "
+                  f"{startups[-1]['wall_s']} s ({startups[-1]['cpu_s']}), rensa {rensas[-1]['wall_s']} s "
+                  f"({rensas[-1]['cpu_s']})", file=sys.stderr, flush=True)
+        row: dict[str, Any] = {"pages": size, "runs": runs, "startups": startups, "rensa": rensas,
+                               "work_per_page": runs[-1]["work_per_page"]}
+        for clock, suffix in (("wall_s", ""), ("cpu_s", "_cpu")):
+            whole = statistics.median(r[clock] for r in runs)
+            net = max(1e-9, whole - statistics.median(r[clock] for r in startups))
+            rensa = statistics.median(r[clock] for r in rensas)
+            row.update({f"ms_per_page_net{suffix}": round(net / size * 1000, 3),
+                        f"ms_per_page_gross{suffix}": round(whole / size * 1000, 3),
+                        f"rensa_ms_per_page{suffix}": round(rensa / size * 1000, 3),
+                        f"rensa_ratio{suffix}": round(rensa / net, 3)})
+        results[str(size)] = row
+    for suffix in ("", "_cpu"):
+        first = results[str(sizes[0])][f"ms_per_page_net{suffix}"]
+        for row in results.values():
+            row[f"per_page_over_smallest{suffix}"] = round(row[f"ms_per_page_net{suffix}"] / first, 2)
     return results
 
 
@@ -169,7 +176,9 @@ def main() -> None:
               "vocabulary": "wordfreq en top 5000, Zipf exponent 1.1", "sizes": args.sizes, "results": results}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({size: {k: row[k] for k in ("ms_per_page_net", "per_page_over_smallest", "rensa_ratio",
-                                                 "work_per_page")} for size, row in results.items()}))
+                                                 "ms_per_page_net_cpu", "per_page_over_smallest_cpu",
+                                                 "rensa_ratio_cpu", "work_per_page")}
+                      for size, row in results.items()}))
 
 
 if __name__ == "__main__":
