@@ -27,7 +27,8 @@ from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.template_store import SiteTemplates
 
-SCHEMA_VERSION = 2  # 2: postings as values in an index column family, hashed page ids, compact DocRecords
+# 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys
+SCHEMA_VERSION = 3
 
 _BLOCK_CACHE_BYTES = 128 << 20
 _block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
@@ -223,7 +224,7 @@ class SignatureStore:
 
     @classmethod
     def _index_options(cls) -> Options:
-        """The index column family: 9-byte random keys, point lookups that mostly miss, so a
+        """The index column family: 6-byte random keys, point lookups that mostly miss, so a
         whole-key bloom filter in the memtable too. (A hashed memtable inserts 3x faster but
         answers lookups 1.7x slower: lookups are the larger half, so the skip list stays.)"""
         options = cls._options()
@@ -329,7 +330,7 @@ class SignatureStore:
 
     @staticmethod
     def index_names(keys: Mapping[int, list[bytes]]) -> dict[int, list[bytes]]:
-        """Index keys as the index column family names them (tag + 8 bytes), by method tag."""
+        """Index keys as the index column family names them (tag + 5 bytes), by method tag."""
         index_key = layout.index_key
         return {tag: [index_key(tag, key) for key in tag_keys] for tag, tag_keys in keys.items()}
 

@@ -175,3 +175,17 @@ def test_property_total_counts_both_column_families(tmp_path):
         batch.commit()
         default_keys = store.db.property_int_value("rocksdb.estimate-num-keys")
         assert store.property_total("rocksdb.estimate-num-keys") > default_keys
+
+
+def test_index_keys_are_six_bytes_and_a_store_of_longer_keys_is_refused(tmp_path):
+    """Every index and id key is the tag byte and 5 bytes of hash (compact: 3 bytes less per
+    entry than schema 2's 8-byte hashes); a store built with other keys is refused, not misread."""
+    with _open(tmp_path / "s") as store:
+        batch = store.batch()
+        _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta eta theta iota kappa")
+        batch.commit()
+        keys = list(store.index.keys())
+        assert keys and {len(key) for key in keys} == {6}
+        store.db[layout.meta_key("config")] = store.get_meta("config").replace(b'"schema": "3"', b'"schema": "2"')
+    with pytest.raises(StoreConfigMismatch, match="schema"):
+        _open(tmp_path / "s")
