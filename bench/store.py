@@ -29,6 +29,7 @@ import random
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -90,6 +91,10 @@ def raw_bytes_by_type(store: SignatureStore) -> dict[str, int]:
     return sizes
 
 
+def dir_bytes(store: SignatureStore) -> int:
+    return sum(f.stat().st_size for f in store.path.iterdir() if f.is_file())
+
+
 def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
     store.db.compact_range(None, None)
     store.index.compact_range(None, None)
@@ -100,7 +105,7 @@ def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
         "sst_bytes_per_page": {"default (docs, time, meta)": round(default_sst / stored, 1),
                                "index (postings, ids)": round(index_sst / stored, 1)},
         "raw_bytes_per_page": {k: round(v / stored, 1) for k, v in sorted(raw_bytes_by_type(store).items())},
-        "dir_bytes_per_page": round(sum(f.stat().st_size for f in store.path.iterdir() if f.is_file()) / stored, 1),
+        "dir_bytes_per_page": round(dir_bytes(store) / stored, 1),
         "index_keys": store.index.property_int_value("rocksdb.estimate-num-keys"),
     }
 
@@ -159,6 +164,11 @@ def main() -> None:
                     bulk_fill(detector, chunk, start)
                 else:
                     run_window(detector, chunk, args.fill_batch)
+                done = start + len(chunk)
+                if done % 1_000_000 < len(chunk):  # progress, for runs that may not finish
+                    print(json.dumps({"filled": done, "seconds": round(time.perf_counter() - fill_started),
+                                      "dir_bytes_per_page": round(dir_bytes(detector.store) / done, 1), **memory()}),
+                          file=sys.stderr, flush=True)
             fill_s = time.perf_counter() - fill_started
             windows = []
             for w in range(args.windows):
