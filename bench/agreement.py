@@ -1,0 +1,224 @@
+"""Many workers vs file mode on the same pages: do the near-duplicate pairs agree? (issue 15)
+
+    python bench/agreement.py [--input FILE] [--workers 1,3] [--partitions 6] [--out FILE.json]
+
+An embedded noida-db broker on a free loopback port (as `streamdedup demo` starts it). The crawl
+is fed in one burst (`streamdedup feed`: keyed by site) to a fresh `pages` topic of
+`--partitions` partitions; N workers (threads of this process, the global topology) run until
+every page has its outcome. One `streamdedup dedup` run on the same file is the reference.
+
+Figures per worker count (JSON on stdout, and `--out`):
+- `edges_*`: Jaccard of the sets of (page, the earliest page it duplicates) edges against file
+  mode's, as emitted (`duplicate_of` of the verdicts) and after applying the `late_match`
+  corrections from `pages.clusters` (`clusters.corrected_pairs`);
+- `cluster_pairs_*`: Jaccard of the sets of unordered pairs of pages in one cluster: at emit time
+  the clusters the verdicts name (cluster_id, duplicate_of, merged_clusters), after corrections
+  those plus the late-match edges (`clusters.clusters_of`);
+- exactly once: every page has one outcome (verdict or rejection), none twice, none missing.
+
+Default input: /tmp/readme-eval/web-dev.jsonl if present (428 real pages built by `streamdedup
+devset`, with many syndicated copies), else the sample crawl shipped with the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from broker import wait_for_members  # bench/broker.py
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from streamdedup.record.readers import read_input
+from streamdedup.runtime.broker import EmbeddedBroker
+from streamdedup.runtime.feed import feed
+from streamdedup.runtime.scaleout.clusters import UnionFind, corrected_pairs
+from streamdedup.runtime.settings import Topics, WorkerSettings
+from streamdedup.runtime.topics import ensure_topics
+
+REAL_CRAWL = Path("/tmp/readme-eval/web-dev.jsonl")
+SAMPLE = Path(__file__).resolve().parent.parent / "streamdedup" / "data" / "sample_crawl.jsonl.gz"
+
+
+def jaccard(a: set[Any], b: set[Any]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def cluster_pairs(dedups: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]] = ()) -> set[tuple[str, str]]:
+    """Unordered pairs of pages in one cluster: the components of the verdicts' cluster_id,
+    duplicate_of and merged_clusters links, plus any late-match edges."""
+    union = UnionFind()
+    pages = []
+    for dedup in dedups:
+        page = dedup["id"]
+        pages.append(page)
+        union.union(page, dedup["cluster_id"])
+        for other in (dedup.get("duplicate_of"), *dedup.get("merged_clusters", ())):
+            if other:
+                union.union(page, other)
+    for event in events:
+        if event["type"] == "late_match":
+            union.union(event["page_id"], event["duplicate_of"])
+    groups: dict[str, list[str]] = {}
+    for page in pages:
+        groups.setdefault(union.find(page), []).append(page)
+    return {tuple(sorted(pair)) for group in groups.values() for pair in itertools.combinations(group, 2)}  # type: ignore[misc]
+
+
+def file_mode(path: Path, work: Path) -> tuple[list[dict[str, Any]], int]:
+    """`streamdedup dedup` on the file: its verdicts' dedup objects and its rejection count."""
+    out = work / "file-mode"
+    subprocess.run([sys.executable, "-m", "streamdedup", "dedup", str(path), "--out", str(out), "-q"], check=True)
+    dedups = [orjson.loads(line)["dedup"] for name in ("unique.jsonl", "duplicates.jsonl")
+              for line in (out / name).read_bytes().splitlines() if line.strip()]
+    rejected = sum(1 for line in (out / "rejected.jsonl").read_bytes().splitlines() if line.strip())
+    return dedups, rejected
+
+
+class Collector:
+    """Reads the output topics as the workers commit them (read_committed), from the start."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        t = settings.topics
+        self.kinds = {t.unique: "verdict", t.duplicates: "verdict", t.rejected: "rejected", t.clusters: "event"}
+        self.consumer = Consumer(settings.client(**{
+            "group.id": f"agreement-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "isolation.level": "read_committed", "receive.message.max.bytes": 104_857_600}))
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for topic in self.kinds
+                              for p in self.consumer.list_topics(topic, timeout=10).topics[topic].partitions])
+        self.got: dict[str, list[Any]] = {"verdict": [], "rejected": [], "event": []}
+
+    def poll(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message = self.consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                self.got[self.kinds[message.topic() or ""]].append(message)
+
+    def outcomes(self) -> int:
+        return len(self.got["verdict"]) + len(self.got["rejected"])
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def worker_env(settings: WorkerSettings, worker_id: str, extra: Mapping[str, str]) -> dict[str, str]:
+    return {**os.environ, **extra, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+            "STREAMDEDUP_GROUP_ID": settings.group_id, "STREAMDEDUP_WORKER_ID": worker_id,
+            "STREAMDEDUP_STATE_DIR": str(settings.state_dir / worker_id),
+            "STREAMDEDUP_PARTITIONS": str(settings.partitions),
+            **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+
+
+def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: int, work: Path,
+                env: Mapping[str, str]) -> dict[str, Any]:
+    """N `streamdedup worker` processes (each its own extractor helper, as in production)."""
+    run = uuid.uuid4().hex[:8]
+    topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
+                    rejected=f"rejected-{run}", clusters=f"clusters-{run}", index=f"index-{run}", parts=f"parts-{run}")
+    settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"agreement-{run}",
+                              worker_id="w0", state_dir=work / f"state-{run}", topics=topics, partitions=partitions)
+    ensure_topics(settings)
+    logs = work / f"logs-{run}"
+    logs.mkdir(parents=True)
+    processes = [subprocess.Popen([sys.executable, "-m", "streamdedup", "worker"],
+                                  env=worker_env(settings, f"w{i}", env), stdin=subprocess.DEVNULL,
+                                  stdout=open(logs / f"w{i}.log", "ab"), stderr=subprocess.STDOUT)
+                 for i in range(workers)]
+    collector = Collector(settings)
+    try:
+        if not wait_for_members(settings, workers, timeout=90):  # the group forms first, then the burst arrives
+            time.sleep(5)  # the broker cannot say: give the group time to form
+        sent = feed(read_input(str(path)), settings.client(), topics.pages)
+        started = time.monotonic()
+        while collector.outcomes() < sent and time.monotonic() - started < 900:
+            if any(p.poll() is not None for p in processes):
+                raise RuntimeError(f"a worker ended: see {logs}")
+            collector.poll(0.5)
+        elapsed = time.monotonic() - started
+        collector.poll(3.0)  # anything beyond one outcome per page (a doubled page) would show up
+    finally:
+        collector.close()
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+    events = [orjson.loads(m.value()) for m in collector.got["event"]]
+    dedups = [orjson.loads(m.value())["dedup"] for m in collector.got["verdict"]]
+    reasons = [dict(m.headers() or []).get("dedup.reason", b"").decode() for m in collector.got["rejected"]]
+    return {"sent": sent, "dedups": dedups, "rejected": reasons, "events": events, "seconds": round(elapsed, 2),
+            "logs": str(logs)}
+
+
+def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping[str, int]) -> dict[str, Any]:
+    ids = [d["id"] for d in got["dedups"]]
+    file_edges = {(d["id"], d["duplicate_of"]) for d in reference if d.get("duplicate_of")}
+    emitted = {(d["id"], d["duplicate_of"]) for d in got["dedups"] if d.get("duplicate_of")}
+    corrected = set(corrected_pairs(got["dedups"], got["events"], order=order.__getitem__).items())
+    file_clusters = cluster_pairs(reference)
+    late = [e for e in got["events"] if e["type"] == "late_match"]
+    return {
+        "pages": len(set(ids)), "verdicts": len(ids), "rejected": got["rejected"], "sent": got["sent"],
+        "exactly_once": len(ids) == len(set(ids)) and set(ids) == {d["id"] for d in reference},
+        "edges_file_mode": len(file_edges), "edges_emitted": len(emitted), "edges_corrected": len(corrected),
+        "edges_agreement_emitted": round(jaccard(emitted, file_edges), 4),
+        "edges_agreement_corrected": round(jaccard(corrected, file_edges), 4),
+        "edges_extra_after_corrections": sorted(corrected - file_edges)[:20],
+        "edges_missing_after_corrections": sorted(file_edges - corrected)[:20],
+        "cluster_pairs_file_mode": len(file_clusters),
+        "cluster_pairs_agreement_emitted": round(jaccard(cluster_pairs(got["dedups"]), file_clusters), 4),
+        "cluster_pairs_agreement_corrected": round(jaccard(cluster_pairs(got["dedups"], late), file_clusters), 4),
+        "late_matches": len(late), "seconds": got["seconds"],
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", type=Path, default=REAL_CRAWL if REAL_CRAWL.exists() else SAMPLE)
+    parser.add_argument("--workers", default="1,3", help="comma-separated worker counts to measure")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the workers (repeatable), e.g. STREAMDEDUP_BATCH_SIZE=64")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    env = dict(item.split("=", 1) for item in args.env)
+    work = Path(tempfile.mkdtemp(prefix="agreement-"))
+    reference, file_rejected = file_mode(args.input, work)
+    # "earliest" for the corrections: file mode's order, the input's (the global order is event
+    # time first; the default inputs are in fetch order with distinct fetch times, so they agree)
+    order = {d["id"]: i for i, d in enumerate(sorted(reference, key=lambda d: d["id"]))}
+    raw = gzip.decompress(args.input.read_bytes()) if args.input.suffix == ".gz" else args.input.read_bytes()
+    for i, line in enumerate(raw.splitlines()):
+        try:
+            order[orjson.loads(line)["id"]] = -len(raw) + i  # before any id only the sort above placed
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+    result: dict[str, Any] = {"input": str(args.input), "partitions": args.partitions, "env": env,
+                              "file_mode": {"pages": len(reference), "rejected": file_rejected}}
+    with EmbeddedBroker(work / "broker") as broker:
+        for workers in (int(w) for w in args.workers.split(",")):
+            got = run_workers(broker, args.input, workers, args.partitions, work, env)
+            result[f"workers_{workers}"] = compare(reference, got, order)
+            print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
