@@ -42,6 +42,10 @@ class MissingExtra(Exception):
     """A command whose optional part is not installed; the message is the one line to show."""
 
 
+EXTRACTOR_HELP = ("main-content extractor (default fast: resiliparse steered by trafilatura's rules, "
+                  "trafilatura where that looks wrong)")
+
+
 def check_extra(command: str) -> None:
     extra = COMMAND_EXTRAS.get(command)
     if extra is None:
@@ -78,7 +82,7 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
                        "e.g. 'exact|minhash>=0.8'")
     group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
-    group.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor (default trafilatura)")
+    group.add_argument("--extractor", choices=EXTRACTORS, help=EXTRACTOR_HELP)
     group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
     group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
                        "(default 1d); later ones are not used (the page says so in dedup.time_note)")
@@ -462,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     lexicon.add_argument("inputs", nargs="+", help=inputs_help)
     lexicon.add_argument("--out", type=Path, required=True, help="lexicon file to write (.json or .json.gz)")
     lexicon.add_argument("--min-df", type=int, default=2, help="drop words seen in fewer documents (default 2)")
-    lexicon.add_argument("--extractor", choices=EXTRACTORS, help="main-content extractor (default trafilatura)")
+    lexicon.add_argument("--extractor", choices=EXTRACTORS, help=EXTRACTOR_HELP)
     lexicon.set_defaults(func=cmd_lexicon)
 
     def kafka_options(parser: argparse.ArgumentParser, with_config: bool) -> None:

@@ -30,7 +30,7 @@ for _name in ("trafilatura", "htmldate", "courlan", "justext"):
 
 # what each extractor imports (resiliparse also measures the whole page's text for trafilatura)
 _STACK = {"trafilatura": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
-          "fast": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
+          "fast": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
           "resiliparse": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
           "none": ("resiliparse.extract.html2text", "resiliparse.parse.html")}
 

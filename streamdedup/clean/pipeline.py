@@ -13,7 +13,7 @@ from streamdedup.record.rejection import Reason, Rejected
 
 @dataclass(frozen=True)
 class CleaningConfig:
-    extractor: str = "trafilatura"
+    extractor: str = "fast"  # resiliparse steered by trafilatura's rules, else trafilatura (fast_extract.py)
     max_content_bytes: int = 10_000_000
     max_text_chars: int = 2_000_000
     min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)

@@ -60,3 +60,35 @@ def test_a_container_that_holds_a_teaser_does_not_lose_the_page_text():
             f'{"with some more words " * 12}.</p></div><div class="txt"><h1>The vote</h1>{paragraphs}</div></body></html>')
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE)
+
+
+def _count_trafilatura_calls(monkeypatch) -> list[str]:
+    from streamdedup.clean import extract
+
+    calls: list[str] = []
+    real = extract.extract_trafilatura
+
+    def spy(html: str) -> str:
+        calls.append(html)
+        return real(html)
+
+    monkeypatch.setattr(extract, "extract_trafilatura", spy)
+    return calls
+
+
+def test_an_article_page_is_read_without_trafilatura(monkeypatch):
+    calls = _count_trafilatura_calls(monkeypatch)
+    long_page = blog_page().replace("</h1>", "</h1>" + "".join(f"<p>{p} (more)</p>" for p in ARTICLE * 3))
+    assert all(p in extract_fast(long_page) for p in ARTICLE) and calls == []
+
+
+def test_where_the_steered_text_is_implausibly_small_trafilatura_reads_the_page(monkeypatch):
+    """A short post beside a long listing: what the container holds is under trafilatura's own
+    bounds for an extraction that covers little of the page, so the page is trafilatura's."""
+    from streamdedup.clean.extract import extract_trafilatura
+
+    calls = _count_trafilatura_calls(monkeypatch)
+    listing = "".join(f"<div class='teaser'><h2>Post {n}</h2><p>{p} {p} {p}</p></div>" for n, p in enumerate(ARTICLE))
+    html = (f"<html><body><main><article class='entry-content'><h1>Short</h1><p>{COMMENTS[0]} {COMMENTS[1]} {COMMENTS[0]} {COMMENTS[1]}</p></article>"
+            f"<section class='recent'>{listing}</section></main></body></html>")
+    assert extract_fast(html) == extract_trafilatura(html) and len(calls) == 1  # the test's own call is not spied
