@@ -7,7 +7,9 @@ share a partition, and compressed (zstd) so pages up to the content cap fit the 
 Every delivery report is checked. A record the broker refuses as too large is not lost: it
 becomes a `too_large_for_broker` rejection on the rejected topic (its url, id and size, not its
 content), as the worker would have written it; any other undelivered record is an error that
-names it."""
+names it. A record the reader itself could not take (a WARC response that is not 2xx, a record
+over the size limit, a cut file) goes straight to the rejected topic with the reader's reason,
+as `streamdedup dedup` writes it, instead of reaching the worker as a page without content."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from streamdedup.record.page import site_of
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.topics import producer_settings
+from streamdedup.verdict.contract import Rejection
+from streamdedup.verdict.contract import headers as outcome_headers
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,13 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     started = time.monotonic()
     for raw in records:
         key, value, names = described(raw)
+        if raw.rejection is not None and rejected_topic is not None:
+            value = reader_rejection(raw, names)
+            topic_of_record = rejected_topic
+            log.info("%s rejected by the reader (%s): sent to %s", names.get("url") or raw.origin,
+                     raw.rejection[0].value, rejected_topic)
+        else:
+            topic_of_record = topic
 
         def delivered(err: KafkaError | None, _: Message, names: dict[str, Any] = names, key: bytes | None = key,
                       size: int = len(value)) -> None:
@@ -81,7 +92,8 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
                 failed.append((names, key, size, err))
 
         try:
-            _produce(producer, topic, key, value, delivered)
+            _produce(producer, topic_of_record, key, value, delivered,
+                     _rejection_headers(value) if topic_of_record is not topic else None)
         except KafkaException as err:  # over the client's own limit (MAX_RECORD_BYTES)
             if err.args[0].code() not in SIZE_ERRORS:
                 raise
@@ -118,6 +130,20 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
                          + ("" if rejected_topic else "; records too large for the broker go to the rejected "
                             "topic only when one is given"))
     return sent
+
+
+def reader_rejection(raw: RawRecord, names: dict[str, Any]) -> bytes:
+    """The rejected output of a record its reader could not take: what names it, and why."""
+    assert raw.rejection is not None
+    reason, detail = raw.rejection
+    record = {k: v for k, v in names.items() if k != "origin"}
+    if raw.fields is not None and "http_status" in raw.fields:
+        record["http_status"] = raw.fields["http_status"]
+    return orjson.dumps({**record, "dedup": Rejection(reason.value, detail, f"feed:{raw.origin}").as_dict()})
+
+
+def _rejection_headers(value: bytes) -> list[tuple[str, bytes]]:
+    return outcome_headers(orjson.loads(value)["dedup"])
 
 
 def _produce(producer: Producer, topic: str, key: bytes | None, value: bytes, on_delivery: Any,

@@ -155,3 +155,36 @@ def test_the_feed_turns_a_page_the_broker_refuses_into_a_rejection(broker, setti
     [stub] = got["rejected"]
     assert dict(stub.headers())["dedup.reason"] == b"too_large_for_broker"
     assert orjson.loads(stub.value())["url"] == records[1]["url"] and b"content" not in stub.value()
+
+
+def test_the_feed_sends_what_the_reader_rejected_to_the_rejected_topic_with_its_reason(broker, settings, tmp_path):
+    """A WARC with a 200 and a 404 response: the 404 reaches the rejected topic as `http_status`,
+    as `streamdedup dedup` writes it, not the worker as a page without content (missing_content)."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from streamdedup.record.readers import read_input
+
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=False)
+    for status in ("200 OK", "404 Not Found"):
+        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        body = f"<html><body><p>{status} page body with some words</p></body></html>".encode()
+        writer.write_record(writer.create_warc_record(f"https://warc.example/{status[:3]}", "response",
+                                                      payload=io.BytesIO(body), http_headers=http))
+    path = tmp_path / "crawl.warc"
+    path.write_bytes(buffer.getvalue())
+    ensure_topics(settings)
+    sent = feed(read_input(str(path)), settings.client(), settings.topics.pages,
+                rejected_topic=settings.topics.rejected)
+    assert sent == 2
+    got: dict[str, list[Message]] = {"pages": [], "rejected": []}
+    for name, message in read_all(settings, {settings.topics.pages: "pages", settings.topics.rejected: "rejected"}, 2):
+        got[name].append(message)
+    assert [orjson.loads(m.value())["url"] for m in got["pages"]] == ["https://warc.example/200"]
+    [rejected] = got["rejected"]
+    value = orjson.loads(rejected.value())
+    assert value["url"] == "https://warc.example/404" and value["dedup"]["reason"] == "http_status"
+    assert dict(rejected.headers())["dedup.reason"] == b"http_status" and "404" in value["dedup"]["detail"]
