@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import xxhash
 from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
@@ -22,6 +23,7 @@ from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
 from streamdedup.runtime.scaleout.messages import ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest, PageHeader
@@ -40,6 +42,7 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
+from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.policy import SitePolicy
 
 
@@ -76,16 +79,33 @@ _HEADER_KIND = [(KIND_HEADER, PAGE)]
 class FingerprintPartition:
     """Input page -> index requests (one per index partition its keys live in) + its header.
 
-    With the template model on, it keeps the templates of the sites on its input partition (a
-    `TemplateStore`, written with the partition's offset), and is a stateful step."""
+    A stateful step: its store (a `TemplateStore`, written with the partition's offset) keeps the
+    page ids seen on its input partition and, with the template model on, the templates of its
+    sites. A second page under an id is a `duplicate_id` rejection here, as in file mode, before
+    any index partition files it: filed, other pages could match it (and join the cluster of the
+    id's first page), which file mode never lets them. Ids repeated across input partitions (a
+    crawler that does not key by site) are still caught at gather, one verdict per id."""
 
-    def __init__(self, fingerprinter: Fingerprinter, routes: Routes, templates: TemplateStore | None = None) -> None:
+    stateful = True
+
+    def __init__(self, fingerprinter: Fingerprinter, routes: Routes, store: TemplateStore,
+                 templates: bool = True) -> None:
         self.fingerprinter = fingerprinter
         self.routes = routes
-        self.templates = templates
-        self.stateful = templates is not None
+        self.store = store
+        self.templates = store if templates else None
         self.tags = method_tags([m.name for m in fingerprinter.methods])
         self.max_skew_ms = fingerprinter.config.max_clock_skew_ms
+        self._ids: set[str] = set()  # ids seen in this batch (staged)
+
+    def _repeated(self, page_id: str) -> bool:
+        """Whether a page with this id came earlier on this input partition; else it is noted."""
+        name = "id:" + xxhash.xxh3_128_hexdigest(page_id.encode("utf-8", "surrogatepass"))
+        if name in self._ids or self.store.get_meta(name) is not None:
+            return True
+        self._ids.add(name)
+        self.store.stage_meta(name, b"")
+        return False
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         now_ms = int(time.time() * 1000)
@@ -95,6 +115,10 @@ class FingerprintPartition:
             item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=value_of(message)))
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 item = own_text(item, self.templates.template(item.site_hash), self.fingerprinter, params)
+            if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
+                item = Outcome(item.record, Rejection(Reason.DUPLICATE_ID.value,
+                                                      f"page id {item.page.id!r} was already processed",
+                                                      item.origin).as_dict(), item.origin)
             if offset_of(message) < replay_until:  # rebuilding the template store: its outputs are in Kafka
                 replayed += 1
                 continue
@@ -128,26 +152,25 @@ class FingerprintPartition:
         return replayed
 
     def get_meta(self, name: str) -> bytes | None:
-        return None if self.templates is None else self.templates.get_meta(name)
+        return self.store.get_meta(name)
 
     def stage_meta(self, name: str, value: bytes) -> None:
-        if self.templates is not None:
-            self.templates.stage_meta(name, value)
+        self.store.stage_meta(name, value)
 
     def commit(self) -> None:
-        if self.templates is not None:
-            self.templates.commit()
+        self.store.commit()
+        self._ids.clear()
 
     def discard(self) -> None:
-        if self.templates is not None:
-            self.templates.discard()
+        self.store.discard()
+        self._ids.clear()
 
     def property_total(self, name: str) -> int:
-        return 0 if self.templates is None else self.templates.property_total(name)
+        return self.store.property_total(name)
 
     def close(self) -> None:
-        if self.templates is not None:
-            self.templates.close()
+        self._ids.clear()
+        self.store.close()
 
 
 class _StoredPartition:
@@ -249,5 +272,5 @@ class GlobalTopology:
             return IndexStagePartition(index, self.routes)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path)))
-        templates = None if self.config.template is None else TemplateStore(Path(path))
-        return FingerprintPartition(self.fingerprinter, self.routes, templates)
+        return FingerprintPartition(self.fingerprinter, self.routes, TemplateStore(Path(path)),
+                                    templates=self.config.template is not None)

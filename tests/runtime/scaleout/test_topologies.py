@@ -191,3 +191,34 @@ def test_a_worker_whose_store_is_lost_rebuilds_it_from_kafka(broker, settings, c
     assert got["pages"] == pages and got["rejected"] == len(BAD)
     assert sum(w.stats.decided for w in (*first.values(), *second.values())) == pages + len(BAD)
     assert agreement(got["pairs"], file_pairs) >= 0.999
+
+
+def test_a_repeated_page_id_is_a_duplicate_id_before_it_reaches_the_index(broker, settings, tmp_path):
+    """File mode rejects the second page under an id (duplicate_id) before it is stored, so no
+    other page can match it. The global topology decided that only at gather, after the index
+    partitions had filed the repeated page: a later copy of its (other) story became a duplicate
+    of that id and joined the id's first story's cluster. A site reuses an id here (feed keys by
+    site, so both pages are on one input partition); two workers."""
+    stories = [make_article(4100 + i, paragraphs=4) for i in range(4)]
+    records = []
+    for i, story in enumerate(stories):
+        for j, site in enumerate(SITES[:3]):
+            records.append(page(f"https://{site.lower()}.example/{i}", wrap_in_template(story, site),
+                                f"2024-03-0{1 + i}T0{j}:00:00Z", id=f"{site.lower()}-{i}"))
+    # Alpha republishes story 3 under story 0's id, before anyone else has story 3
+    records[9] = {**records[9], "id": "alpha-0"}
+    file_outcomes = run_records(records, tmp_path / "file-mode")
+    assert [o.dedup.get("reason") for o in file_outcomes if o.status == "rejected"] == ["duplicate_id"]
+    file_pairs = {o.dedup["id"]: o.dedup["duplicate_of"] for o in file_outcomes if o.status == "duplicate"}
+    file_clusters = {frozenset(c) for c in clusters_of(
+        {"page_id": o.dedup["id"], "cluster_id": o.dedup["cluster_id"], "duplicate_of": o.dedup["duplicate_of"]}
+        for o in file_outcomes if o.status != "rejected")}
+    run = replace(settings, partitions=4)
+    send(run, records[:10])  # the other copies of story 3 come after the republished page is through
+    run_workers(run, ["w0", "w1"], 10)
+    send(run, records[10:])
+    run_workers(run, ["w0", "w1"], len(records) - 10)
+    got = answer(run)
+    assert got["pages"] == len(records) - 1 and got["rejected"] == 1
+    assert got["pairs"] == file_pairs, (got["pairs"], file_pairs, got["clusters"])
+    assert set(got["clusters"]) == file_clusters
