@@ -16,6 +16,10 @@ Figures per worker count (JSON on stdout, and `--out`):
   those plus the late-match edges (`clusters.clusters_of`);
 - exactly once: every page has one outcome (verdict or rejection), none twice, none missing.
 
+`--simulate SEEDS` runs no broker: the index and gather steps in-process, every index partition's
+arrivals shuffled (a site's pages kept in order), to see what an arrival order alone changes;
+`--syndicated STORIES,COPIES` generates a plain-text crawl of each story on COPIES sites as input.
+
 Default input: /tmp/readme-eval/web-dev.jsonl if present (428 real pages built by `streamdedup
 devset`, with many syndicated copies), else the sample crawl shipped with the package.
 """
@@ -41,6 +45,7 @@ import orjson
 from broker import wait_for_members  # bench/broker.py
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from streamdedup.record.page import page_from_record
 from streamdedup.record.readers import read_input
 from streamdedup.runtime.broker import EmbeddedBroker
 from streamdedup.runtime.feed import feed
@@ -185,6 +190,88 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping
     }
 
 
+def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, Any]:
+    """The global topology's index and gather steps in this process, every index partition's
+    arrivals in a random order (the worst a burst can do; a site's pages stay in order, as feed
+    keys by site): which divergences from file mode an arrival order alone can cause."""
+    import random
+
+    from streamdedup.config import DetectorConfig
+    from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, own_text
+    from streamdedup.runtime.scaleout.gather_stage import verdict_of
+    from streamdedup.runtime.scaleout.index_stage import IndexPartition
+    from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, PageHeader
+    from streamdedup.runtime.scaleout.routing import page_order
+    from streamdedup.runtime.topologies.scaleout import index_requests
+    from streamdedup.store.signature_store import method_tags
+    from streamdedup.store.template_store import TemplateStore
+    from streamdedup.verdict.policy import SitePolicy
+
+    config = DetectorConfig()
+    fingerprinter = Fingerprinter(config)
+    tags = method_tags([m.name for m in fingerprinter.methods])
+    templates = TemplateStore(work / f"sim-{seed}-templates")
+    policy = SitePolicy.parse(config.policy, config.site_policy)
+    index = [IndexPartition(work / f"sim-{seed}-index-{p}", fingerprinter.methods, policy, fingerprinter.store_config, p)
+             for p in range(partitions)]
+    rng = random.Random(seed)
+    arrivals: dict[int, list[tuple[float, int, IndexRequest]]] = {p: [] for p in range(partitions)}
+    headers: dict[str, PageHeader] = {}
+    rejected = []
+    for position, raw in enumerate(read_input(str(path))):
+        item = fingerprinter.prepare(raw)
+        if isinstance(item, Fingerprinted) and config.template is not None:
+            item = own_text(item, templates.template(item.site_hash), fingerprinter, config.template)
+        if not isinstance(item, Fingerprinted) or item.page.id in headers:
+            rejected.append(position)
+            continue
+        order = page_order(position, position, 0, position)
+        doc, keys = index_requests(item, fingerprinter.methods, tags, position, partitions)
+        headers[item.page.id] = PageHeader(item.page.id, order, tuple(sorted(keys)), {}, "sim")
+        for p, partition_keys in keys.items():
+            arrivals[p].append((rng.random(), item.site_hash, IndexRequest(order, doc, partition_keys, True,
+                                                                            item.template_known)))
+    answers: dict[str, list[Answer]] = {}
+    for p, requests in arrivals.items():
+        shuffled = sorted(requests, key=lambda r: r[0])
+        slots: dict[int, list[int]] = {}
+        for i, (_, site, _) in enumerate(shuffled):
+            slots.setdefault(site, []).append(i)
+        in_site_order = list(shuffled)
+        for site_slots in slots.values():  # one input partition per site: its requests keep their order
+            for i, request in zip(site_slots, sorted((shuffled[i] for i in site_slots), key=lambda r: r[2].order),
+                                  strict=True):
+                in_site_order[i] = request
+        for _, _, request in in_site_order:
+            answers.setdefault(request.doc.page_id, []).append(index[p].answer(request))
+        index[p].commit()
+        index[p].close()
+    templates.close()
+    dedups, events = [], []
+    for page_id, header in headers.items():
+        dedup, page_events = verdict_of(header, answers.get(page_id, []))
+        dedups.append(dedup)
+        events += page_events
+    return {"sent": position + 1, "dedups": dedups, "rejected": rejected, "events": events, "seconds": 0}
+
+
+def syndicated(stories: int, copies: int, path: Path) -> Path:
+    """A fetch-ordered plain-text crawl: each story on `copies` sites, every third copy edited."""
+    from streamdedup.testing import make_article
+
+    with open(path, "wb") as out:
+        for i in range(stories):
+            story = make_article(3000 + i, paragraphs=4)
+            for j in range(copies):
+                text = story if j % 3 else [*story[:-1], story[-1] + f" Updated {j}."]
+                second = i * copies + j
+                out.write(orjson.dumps({"url": f"https://s{j}.example/{i}", "content": "\n\n".join(text),
+                                        "content_type": "text/plain",
+                                        "fetched_at": f"2024-03-01T{second // 3600:02d}:{second // 60 % 60:02d}:"
+                                                      f"{second % 60:02d}Z"}) + b"\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", type=Path, default=REAL_CRAWL if REAL_CRAWL.exists() else SAMPLE)
@@ -192,10 +279,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the workers (repeatable), e.g. STREAMDEDUP_BATCH_SIZE=64")
+    parser.add_argument("--simulate", type=int, metavar="SEEDS",
+                        help="no broker: the index and gather steps in-process, arrivals shuffled, SEEDS orders")
+    parser.add_argument("--syndicated", metavar="STORIES,COPIES",
+                        help="input: a generated plain-text crawl, each story on COPIES sites (e.g. 2,80)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
     work = Path(tempfile.mkdtemp(prefix="agreement-"))
+    if args.syndicated:
+        stories, copies = (int(n) for n in args.syndicated.split(","))
+        args.input = syndicated(stories, copies, work / "syndicated.jsonl")
     reference, file_rejected = file_mode(args.input, work)
     # "earliest" for the corrections: file mode's order, the input's (the global order is event
     # time first; the default inputs are in fetch order with distinct fetch times, so they agree)
@@ -203,16 +297,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     raw = gzip.decompress(args.input.read_bytes()) if args.input.suffix == ".gz" else args.input.read_bytes()
     for i, line in enumerate(raw.splitlines()):
         try:
-            order[orjson.loads(line)["id"]] = -len(raw) + i  # before any id only the sort above placed
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            pass
+            page = page_from_record(orjson.loads(line), max_content_bytes=1 << 40)
+        except Exception:  # noqa: BLE001, S112 - a bad record has no verdict to order
+            continue
+        order[page.id] = -len(raw) + i  # before any id only the sort above placed
     result: dict[str, Any] = {"input": str(args.input), "partitions": args.partitions, "env": env,
                               "file_mode": {"pages": len(reference), "rejected": file_rejected}}
-    with EmbeddedBroker(work / "broker") as broker:
-        for workers in (int(w) for w in args.workers.split(",")):
-            got = run_workers(broker, args.input, workers, args.partitions, work, env)
-            result[f"workers_{workers}"] = compare(reference, got, order)
-            print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
+    if args.simulate:
+        for seed in range(args.simulate):
+            result[f"simulated_{seed}"] = compare(reference, simulate(args.input, args.partitions, seed, work), order)
+            print(json.dumps({f"simulated_{seed}": result[f"simulated_{seed}"]}), file=sys.stderr)
+        args.workers = ""
+    counts = [int(w) for w in args.workers.split(",") if w]
+    if counts:
+        with EmbeddedBroker(work / "broker") as broker:
+            for workers in counts:
+                got = run_workers(broker, args.input, workers, args.partitions, work, env)
+                result[f"workers_{workers}"] = compare(reference, got, order)
+                print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:
