@@ -46,7 +46,8 @@ from streamdedup.runtime.settings import Topics, WorkerSettings
 from streamdedup.runtime.topics import ensure_topics
 from streamdedup.testing import make_words, wrap_in_template
 
-PARTITIONS = 2
+DEFAULT_PARTITIONS = 2
+PARTITIONS = DEFAULT_PARTITIONS  # --partitions sets it
 
 
 # -- pages ---------------------------------------------------------------------------------------
@@ -333,11 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a worker setting added to every profile, e.g. batch_size=64 (as STREAMDEDUP_NAME)")
     parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS,
+                        help="partitions of the input (and index and parts) topics: the most workers that share work")
     parser.add_argument("--topology", choices=("global", "local"), default="global")
     parser.add_argument("--broker", choices=BROKERS, default="noida",
                         help="noida (default) or tansu (no read_committed isolation: for speed only)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/broker.json"))
     args = parser.parse_args(argv)
+    global PARTITIONS  # noqa: PLW0603 - read by the helpers above; one run, one count
+    PARTITIONS = args.partitions
     counts = [int(w) for w in args.workers.split(",")]
     added = {f"STREAMDEDUP_{name.upper()}": value for name, _, value in (i.partition("=") for i in args.worker_setting)}
     added["STREAMDEDUP_TOPOLOGY"] = args.topology
