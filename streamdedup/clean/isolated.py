@@ -18,6 +18,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import IO
 
@@ -27,7 +28,8 @@ _HEADER = struct.Struct("<II")
 
 
 class IsolatedExtractor:
-    """One helper process per process that uses it (a forked child starts its own)."""
+    """One helper process per thread that uses it (a forked child starts its own): a request and
+    its answer share one pipe, so two threads on one helper would read each other's pages."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
@@ -79,15 +81,15 @@ class IsolatedExtractor:
         return code
 
 
-_helper: IsolatedExtractor | None = None
+_helpers = threading.local()
 
 
 def helper() -> IsolatedExtractor:
-    """The process's helper, started on its first page."""
-    global _helper
-    if _helper is None:
-        _helper = IsolatedExtractor()
-    return _helper
+    """This thread's helper, started on its first page (it ends with the thread: its pipe closes)."""
+    extractor: IsolatedExtractor | None = getattr(_helpers, "extractor", None)
+    if extractor is None:
+        extractor = _helpers.extractor = IsolatedExtractor()
+    return extractor
 
 
 def _readable(stream: IO[bytes], seconds: float) -> bool:

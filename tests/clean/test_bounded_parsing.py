@@ -56,3 +56,20 @@ def test_a_c_extractor_that_overruns_is_killed_and_the_next_page_is_parsed():
     assert time.monotonic() - started < 1.5
     article = wrap_in_template(make_article(4), "Site")
     assert extract_main_text(article, "resiliparse", max_seconds=5) == extract_main_text(article, "resiliparse")
+
+
+@pytest.mark.parametrize("extractor", ["fast", "resiliparse"])
+def test_threads_each_get_their_own_pages_text_from_the_helper(extractor):
+    """Workers run as threads too (the local topology's partitions, tests): a request and its answer
+    share the helper's pipe, so threads sharing one helper read each other's pages (1 vs 3 workers
+    disagreed on 3 of 4 pairs when `fast` became the default)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pages = [wrap_in_template(make_article(seed, paragraphs=6, sentences=5), "t.example") for seed in range(24)]
+    expected = [extract_main_text(html, extractor) for html in pages]  # in this thread, no helper
+
+    def extract(i: int) -> bool:
+        return all(extract_main_text(pages[i], extractor, max_seconds=20) == expected[i] for _ in range(3))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(extract, range(len(pages))))
