@@ -66,7 +66,7 @@ MAX_POSTINGS_PER_KEY = 32
 MAX_CANDIDATES = 100
 # A full key is a stop key (LSH deployments' hot buckets): everything collides there, so it carries
 # no evidence. It answers only its first pages (the earliest, which the earliest-page rule wants: a
-# page re-crawled a thousand times is still found as its first crawl's duplicate), not all 256.
+# page re-crawled a thousand times is still found as its first crawl's duplicate), not all of them.
 STOP_KEY_ANSWERS = 4
 
 
