@@ -25,10 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-# trafilatura's bounds for an extraction that "covers little of the page" (as in extract.py)
-SMALL_EXTRACTION_CHARS = 3000
-SMALL_EXTRACTION_SHARE = 0.2
-
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
 _DISCARD_TOKENS: tuple[tuple[str, str, str], ...] = (
@@ -126,13 +122,10 @@ def steered_text(tree: Any) -> str:
 
 
 def implausibly_small(text: str, tree: Any) -> bool:
-    """trafilatura's bounds for an extraction that covers little of the page (as in extract.py)."""
-    from resiliparse.extract.html2text import extract_plain_text
+    """trafilatura's bounds for an extraction that covers little of the page (extract.covers_little)."""
+    from streamdedup.clean.extract import covers_little, extract_all_text
 
-    if len(text) >= SMALL_EXTRACTION_CHARS:
-        return False
-    everything = extract_plain_text(tree, main_content=False, alt_texts=False, links=False, list_bullets=False)
-    return len(text) < SMALL_EXTRACTION_SHARE * len(everything)
+    return covers_little(text, lambda: extract_all_text(tree))
 
 
 def extract_fast(html: str) -> str:
