@@ -78,13 +78,12 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     started = time.monotonic()
     for raw in records:
         key, value, names = described(raw)
+        topic_of_record, headers = topic, None
         if raw.rejection is not None and rejected_topic is not None:
-            value = reader_rejection(raw, names)
+            value, headers = reader_rejection(raw, names)
             topic_of_record = rejected_topic
             log.info("%s rejected by the reader (%s): sent to %s", names.get("url") or raw.origin,
                      raw.rejection[0].value, rejected_topic)
-        else:
-            topic_of_record = topic
 
         def delivered(err: KafkaError | None, _: Message, names: dict[str, Any] = names, key: bytes | None = key,
                       size: int = len(value)) -> None:
@@ -92,8 +91,7 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
                 failed.append((names, key, size, err))
 
         try:
-            _produce(producer, topic_of_record, key, value, delivered,
-                     _rejection_headers(value) if topic_of_record is not topic else None)
+            _produce(producer, topic_of_record, key, value, delivered, headers)
         except KafkaException as err:  # over the client's own limit (MAX_RECORD_BYTES)
             if err.args[0].code() not in SIZE_ERRORS:
                 raise
@@ -115,8 +113,8 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     for names, key, size, refusal in too_large:
         stub = {**{k: v for k, v in names.items() if k != "origin"}, "bytes": size, "topic": topic}
         detail = f"the broker refused the {size}-byte record for {topic}: {refusal.str()}"
-        headers = [("dedup.status", b"rejected"), ("dedup.reason", Reason.TOO_LARGE_FOR_BROKER.value.encode()),
-                   ("dedup.detail", detail[:1000].encode()), ("dedup.source", f"feed:{names['origin']}".encode())]
+        headers = outcome_headers(Rejection(Reason.TOO_LARGE_FOR_BROKER.value, detail, names["origin"]).as_dict(),
+                                  f"feed:{names['origin']}")
         log.warning("%s (%s) is too large for the broker: sent to %s as %s", names.get("url") or names["origin"],
                     size, rejected_topic, Reason.TOO_LARGE_FOR_BROKER.value)
         _produce(producer, cast(str, rejected_topic), key, orjson.dumps(stub), stub_delivered, headers)
@@ -132,18 +130,16 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     return sent
 
 
-def reader_rejection(raw: RawRecord, names: dict[str, Any]) -> bytes:
-    """The rejected output of a record its reader could not take: what names it, and why."""
+def reader_rejection(raw: RawRecord, names: dict[str, Any]) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The rejected output of a record its reader could not take (what names it, and why) and its
+    headers."""
     assert raw.rejection is not None
     reason, detail = raw.rejection
     record = {k: v for k, v in names.items() if k != "origin"}
     if raw.fields is not None and "http_status" in raw.fields:
         record["http_status"] = raw.fields["http_status"]
-    return orjson.dumps({**record, "dedup": Rejection(reason.value, detail, f"feed:{raw.origin}").as_dict()})
-
-
-def _rejection_headers(value: bytes) -> list[tuple[str, bytes]]:
-    return outcome_headers(orjson.loads(value)["dedup"])
+    dedup = Rejection(reason.value, detail, f"feed:{raw.origin}").as_dict()
+    return orjson.dumps({**record, "dedup": dedup}), outcome_headers(dedup, f"feed:{raw.origin}")
 
 
 def _produce(producer: Producer, topic: str, key: bytes | None, value: bytes, on_delivery: Any,
