@@ -11,9 +11,11 @@ records so that signatures built with other parameters are never mixed in.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
+import numpy as np
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from streamdedup.tokens.document import Document
@@ -61,6 +63,17 @@ class FingerprintMethod(ABC, Generic[S, P]):
     @abstractmethod
     def similarity(self, signature: S, other: S) -> float | None:
         """Estimated similarity if `other` is a near-duplicate by this method, else None."""
+
+    def similarities(self, signature: S, others: Sequence[bytes]) -> np.ndarray:
+        """`similarity` against many encoded signatures at once (the candidates of one page):
+        float64, NaN where `similarity` is None. Methods whose test is a few array operations
+        override it with one vectorised pass giving exactly the same values."""
+        out = np.full(len(others), np.nan)
+        for i, data in enumerate(others):
+            value = self.similarity(signature, self.decode(data))
+            if value is not None:
+                out[i] = value
+        return out
 
     @abstractmethod
     def encode(self, signature: S) -> bytes:

@@ -21,6 +21,7 @@ half the size (256 bytes for 128 permutations instead of 512), in the store and 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,8 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         self.bands, self.rows = optimal_bands(p.banding_threshold, p.num_perm)
         self._dtype = VALUE_TYPES[p.value_bits]
         self._collision = 2.0 ** -p.value_bits  # P[two different minima keep equal low bits]
+        # an encoded signature: the set size, then the values (`encode`); many at once are one array
+        self._record = np.dtype([("size", "<u4"), ("values", self._dtype, (p.num_perm,))])
 
     def hash_values(self, shingles: np.ndarray) -> np.ndarray:
         """The MinHash of a set of 64-bit shingle hashes: uint32[num_perm]."""
@@ -119,6 +122,25 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
                 and self.containment_of_smaller(estimate, signature.set_size, other.set_size) >= p.containment):
             return estimate
         return None
+
+    def similarities(self, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
+        """`similarity` against every encoded signature in `others` with one comparison of two
+        arrays; each step is the same float64 operation as in `jaccard` and `similarity`."""
+        width = self._record.itemsize
+        if len(signature.values) != self.params.num_perm or any(len(data) != width for data in others):
+            return super().similarities(signature, others)
+        records = np.frombuffer(b"".join(others), dtype=self._record)
+        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
+        estimate = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
+        match = estimate >= self.params.threshold
+        p = self.params
+        if p.containment < 1.0:
+            sizes = records["size"].astype(np.int64)
+            smaller = np.minimum(sizes, signature.set_size)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                contained = np.minimum(1.0, estimate * (sizes + signature.set_size) / ((1.0 + estimate) * smaller))
+            match |= (smaller >= p.containment_min_shingles) & (smaller > 0) & (contained >= p.containment)
+        return np.where(match, estimate, np.nan)
 
     def encode(self, signature: MinHashSignature) -> bytes:
         return struct.pack("<I", signature.set_size) + signature.values.tobytes()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -49,6 +50,16 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
+_BYTE_BITS = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
+
+
+def popcount64(values: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 (numpy 2's bitwise_count, or a byte table on numpy 1.26)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(values).astype(np.int64)
+    return _BYTE_BITS[values.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
+
+
 class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     name = "simhash"
     params_type = SimHashParams
@@ -76,6 +87,13 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     def similarity(self, signature: int, other: int) -> float | None:
         distance = hamming(signature, other)
         return 1.0 - distance / BITS if distance <= self.params.max_distance else None
+
+    def similarities(self, signature: int, others: Sequence[bytes]) -> np.ndarray:
+        """Hamming distances to every encoded fingerprint in `others` at once."""
+        if any(len(data) != 8 for data in others):
+            return super().similarities(signature, others)
+        distance = popcount64(np.frombuffer(b"".join(others), dtype="<u8") ^ np.uint64(signature))
+        return np.where(distance <= self.params.max_distance, 1.0 - distance / BITS, np.nan)
 
     def encode(self, signature: int) -> bytes:
         return struct.pack("<Q", signature)

@@ -4,10 +4,11 @@ File mode, the local topology and the Faust app judge a page against one store; 
 topology judges it in every index partition its keys live in and gathers the answers by page id.
 Both go through the same three steps here, so `streamdedup eval` measures what the Kafka worker does:
 
-1. `PairSimilarity`: a candidate (a page sharing any index key) is verified by whichever methods
-   the policy's rules ask for, not only by the method whose key brought it: "simhash+a12" needs
-   both, wherever the candidate came from. Each test runs when a rule first needs it, in rule order.
-2. `SitePolicy.judge`: the first rule the candidate satisfies (own-site candidates by the site
+1. `CandidateSimilarities`: a candidate (a page sharing any index key) is verified by whichever
+   methods the policy's rules ask for, not only by the method whose key brought it: "simhash+a12"
+   needs both, wherever the candidate came from. Each test runs when a rule first needs it, in rule
+   order, for all of a page's candidates that still need it at once (one array operation).
+2. `Policy.first_rules`: the first rule each candidate satisfies (own-site candidates by the site
    policy) -> a `Candidate`, with its place in the order and the cluster it belongs to.
 3. `decide`: the earliest candidate in the order is what the page duplicates; the page joins the
    oldest cluster among its candidates' clusters (the earliest root), and names the others it
@@ -16,9 +17,11 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store.layout import DocRecord
@@ -42,25 +45,39 @@ class Candidate:
     root_id: str
 
 
-class PairSimilarity:
-    """Each method's verdict on one pair, computed when the policy first asks for it (then kept):
-    `mine` are the page's signatures by method tag, `theirs` the candidate's encoded ones. A method
-    that abstains on either page, or finds no match, answers None."""
+class CandidateSimilarities:
+    """Each method's verdict on a page's candidates, computed when the policy first asks for it
+    (then kept), for the candidates asked about, in one vectorised call per method
+    (`FingerprintMethod.similarities`): `mine` are the page's signatures by method tag, `theirs`
+    each candidate's encoded ones. NaN where a method abstains on either page or finds no match."""
 
-    __slots__ = ("_done", "methods", "mine", "theirs")
+    __slots__ = ("_asked", "_values", "methods", "mine", "theirs")
 
     def __init__(self, methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], mine: Mapping[int, Any],
-                 theirs: Mapping[int, bytes]) -> None:
+                 theirs: Sequence[Mapping[int, bytes]]) -> None:
         self.methods, self.mine, self.theirs = methods, mine, theirs
-        self._done: dict[str, float | None] = {}
+        self._values: dict[str, np.ndarray] = {}
+        self._asked: dict[str, np.ndarray] = {}
 
-    def __call__(self, name: str) -> float | None:
-        if name not in self._done:
+    def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
+        if name not in self._values:
+            self._values[name] = np.full(len(self.theirs), np.nan)
+            self._asked[name] = np.zeros(len(self.theirs), dtype=bool)
+        values, asked = self._values[name], self._asked[name]
+        todo = rows[~asked[rows]]
+        if todo.size:
+            asked[todo] = True
             tag, method = self.methods[name]
-            signature, data = self.mine.get(tag), self.theirs.get(tag)
-            self._done[name] = (None if signature is None or data is None
-                                else method.similarity(signature, method.decode(data)))
-        return self._done[name]
+            signature = self.mine.get(tag)
+            if signature is not None:
+                have = [i for i in todo.tolist() if tag in self.theirs[i]]
+                if have:
+                    values[have] = method.similarities(signature, [self.theirs[i][tag] for i in have])
+        return values[rows]
+
+    def value(self, name: str, row: int) -> float:
+        """A similarity already asked for (the matched rule's first method: the verdict's similarity)."""
+        return float(self._values[name][row])
 
 
 def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
@@ -68,16 +85,25 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
            template_known: bool, oldest_ms: int | None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
     """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
     candidate, other than the page itself and inside the retention window, with the rule it
-    satisfies. Own-site candidates meet the stricter site policy only while the site's template is
-    unknown (its cold start)."""
-    for seq in seqs:
-        other = doc_of(seq)
-        if other is None or other.page_id == page.page_id or (oldest_ms is not None and other.event_ms < oldest_ms):
+    satisfies, in the order of `seqs`. Own-site candidates meet the stricter site policy only while
+    the site's template is unknown (its cold start). The candidates of each policy are verified
+    together, rule by rule (`Policy.first_rules`)."""
+    stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
+              and (oldest_ms is None or other.event_ms >= oldest_ms)]
+    verdicts: list[tuple[str, float] | None] = [None] * len(stored)
+    strict = [other.site == page.site and not template_known for _, other in stored]
+    for same_site, chosen in ((False, policy.other_site), (True, policy.same_site)):
+        rows = [i for i, own in enumerate(strict) if own == same_site]
+        if not rows:
             continue
-        rule = policy.judge(PairSimilarity(methods, mine, other.signatures),
-                            other.site == page.site and not template_known)
-        if rule is not None:
-            yield seq, other, rule
+        similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows])
+        numbers = chosen.first_rules(similarities, len(rows))
+        for j in np.flatnonzero(numbers >= 0).tolist():
+            rule = chosen.rules[numbers[j]]
+            verdicts[rows[j]] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
+    for (seq, other), verdict in zip(stored, verdicts, strict=True):
+        if verdict is not None:
+            yield seq, other, verdict
 
 
 def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:

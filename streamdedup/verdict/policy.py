@@ -16,8 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 Term = tuple[str, float]  # (method, minimum similarity)
 Similarity = Callable[[str], "float | None"]  # method name -> its similarity for one pair (None: no match)
+# (method name, rows) -> the method's similarity for those candidates of a page (NaN: no match)
+Similarities = Callable[[str, np.ndarray], np.ndarray]
 
 
 def _parse_term(text: str) -> Term:
@@ -55,6 +59,26 @@ class Policy:
             if all((value := similarity(m)) is not None and value >= low for m, low in rule):
                 return rule
         return None
+
+    def first_rules(self, similarities: Similarities, count: int) -> np.ndarray:
+        """`first_rule` for `count` candidates at once: each one's rule number (-1: none). A
+        method is asked only for the candidates a rule still needs it for (not yet matched by an
+        earlier rule, and holding every earlier method of this rule): the same tests, in the
+        same order, as `first_rule` candidate by candidate, each on many candidates at once."""
+        rule_of = np.full(count, -1)
+        undecided = np.arange(count)
+        for number, rule in enumerate(self.rules):
+            alive = undecided
+            for method, low in rule:
+                if not alive.size:
+                    break
+                alive = alive[similarities(method, alive) >= low]  # NaN (no match) fails
+            if alive.size:
+                rule_of[alive] = number
+                undecided = undecided[rule_of[undecided] < 0]
+            if not undecided.size:
+                break
+        return rule_of
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,118 @@
+"""A page's candidates are verified in one vectorised call per method (`similarities`): it must
+give exactly what `similarity` gives pair by pair, matches and misses, on the edges of every test."""
+
+import random
+
+import numpy as np
+import pytest
+
+from streamdedup.fingerprints.a12 import A12Method, A12Signature
+from streamdedup.fingerprints.exact import ExactMethod
+from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams, MinHashSignature
+from streamdedup.fingerprints.simhash import SimHashMethod, popcount64
+from streamdedup.verdict.engine import judged
+from streamdedup.verdict.policy import SitePolicy
+
+
+def _pairwise(method, mine, others):
+    return [method.similarity(mine, method.decode(data)) for data in others]
+
+
+def _same(vectorised, pairwise):
+    assert len(vectorised) == len(pairwise)
+    for got, want in zip(vectorised.tolist(), pairwise, strict=True):
+        assert (np.isnan(got) and want is None) or got == want, (got, want)
+
+
+def _minhash_cases(method, rng):
+    dtype = method._dtype
+    base = rng.integers(0, np.iinfo(dtype).max, size=128, dtype=dtype)
+    mine = MinHashSignature(base, 400)
+    others = []
+    for _ in range(400):
+        values = base.copy()
+        changed = rng.choice(128, size=int(rng.integers(0, 128)), replace=False)
+        values[changed] = rng.integers(0, np.iinfo(dtype).max, size=len(changed), dtype=dtype)
+        size = int(rng.choice([0, 1, 50, 99, 100, 101, 200, 400, 800, 5000]))
+        others.append(method.encode(MinHashSignature(values, size)))
+    return mine, others
+
+
+@pytest.mark.parametrize("params", [MinHashParams(), MinHashParams(containment=1.0),
+                                    MinHashParams(containment_min_shingles=0, containment=0.5),
+                                    MinHashParams(value_bits=8), MinHashParams(value_bits=32, threshold=0.8)])
+def test_minhash_similarities_equal_pair_by_pair(params):
+    method, rng = MinHashMethod(params), np.random.default_rng(5)
+    mine, others = _minhash_cases(method, rng)
+    pairwise = _pairwise(method, mine, others)
+    assert sum(v is not None for v in pairwise) > 20 and sum(v is None for v in pairwise) > 20
+    _same(method.similarities(mine, others), pairwise)
+    _same(method.similarities(mine, []), [])
+
+
+def test_simhash_similarities_equal_pair_by_pair():
+    method, rng = SimHashMethod(), random.Random(3)
+    mine = rng.getrandbits(64)
+    others = [method.encode(mine ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 8)))) for _ in range(300)]
+    pairwise = _pairwise(method, mine, others)
+    assert sum(v is not None for v in pairwise) > 20 and sum(v is None for v in pairwise) > 20
+    _same(method.similarities(mine, others), pairwise)
+    values = np.array([0, 1, 2**64 - 1, 2**63, 0xF0F0], dtype=np.uint64)
+    assert popcount64(values).tolist() == [0, 1, 64, 1, 8]
+
+
+def test_a12_similarities_equal_pair_by_pair():
+    method, rng = A12Method(), random.Random(7)
+    pool = [rng.getrandbits(64) for _ in range(8)]
+
+    def signature():
+        n_ss, n_ws = rng.choice([3, 3, 3, 2, 1]), rng.choice([5, 5, 5, 4])
+        ws = tuple(rng.sample(pool, n_ws)) if rng.random() < 0.9 else tuple(rng.choice(pool) for _ in range(n_ws))
+        return A12Signature(rng.randint(90, 120), rng.randint(4, 8), tuple(rng.sample(pool[:4], n_ss)), ws)
+
+    mines = [A12Signature(100, 6, tuple(pool[:3]), tuple(pool[3:8])), A12Signature(100, 5, tuple(pool[1:4]), tuple(pool[:5]))]
+    others = [method.encode(signature()) for _ in range(600)]
+    for mine in mines:
+        pairwise = _pairwise(method, mine, others)
+        assert sum(v is not None for v in pairwise) > 20 and sum(v is None for v in pairwise) > 20
+        _same(method.similarities(mine, others), pairwise)
+
+
+def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
+    """Batched verification (each rule's methods over all still-undecided candidates) gives every
+    candidate the first rule of its policy that holds, the rule's first similarity, and keeps the
+    candidates' order; own-site candidates meet the site policy during the cold start."""
+    from streamdedup.store.layout import DocRecord
+
+    minhash, simhash, a12, exact = MinHashMethod(), SimHashMethod(), A12Method(), ExactMethod()
+    methods = {"exact": (0, exact), "minhash": (1, minhash), "simhash": (2, simhash), "a12": (3, a12)}
+    policy = SitePolicy.parse("exact|minhash>=0.7|simhash+a12|a12>=0.99+minhash", "exact|minhash>=0.8")
+    rng, np_rng = random.Random(11), np.random.default_rng(11)
+    mh_mine, mh_others = _minhash_cases(minhash, np_rng)
+    pool = [rng.getrandbits(64) for _ in range(6)]
+    mine = {0: b"x" * 16, 1: mh_mine, 2: rng.getrandbits(64), 3: A12Signature(100, 6, tuple(pool[:3]), tuple(pool[:5]))}
+    docs = {}
+    for seq in range(400):
+        signatures = {0: b"x" * 16 if rng.random() < 0.05 else b"y" * 16, 1: mh_others[seq],
+                      2: simhash.encode(mine[2] ^ sum(1 << b for b in rng.sample(range(64), rng.randint(0, 5)))),
+                      3: a12.encode(A12Signature(rng.randint(95, 110), 6, tuple(rng.sample(pool, 3)), tuple(pool[:5])))}
+        for tag in rng.sample(range(4), rng.choice([0, 0, 0, 1])):  # a method that abstained on the candidate
+            del signatures[tag]
+        docs[seq] = DocRecord(seq, f"p{seq}", 1000 + seq, f"p{seq}", "", signatures, site=rng.choice([1, 2]))
+    docs[5] = DocRecord(5, "me", 1005, "me", "", {}, site=1)  # the page itself
+    page = DocRecord(0, "me", 2000, "", site=1)
+    seqs = list(range(400)) + [999]  # 999: not stored (expired or deleted)
+    for template_known in (False, True):
+        got = list(judged(seqs, docs.get, policy, methods, page, mine, template_known, oldest_ms=1010))
+        want = []
+        for seq in seqs:
+            other = docs.get(seq)
+            if other is None or other.page_id == "me" or other.event_ms < 1010:
+                continue
+            values = {name: None if tag not in other.signatures else method.similarity(mine[tag], method.decode(other.signatures[tag]))
+                      for name, (tag, method) in methods.items()}
+            rule = policy.judge(values.get, other.site == page.site and not template_known)
+            if rule is not None:
+                want.append((seq, other, rule))
+        assert got == want
+        assert len({rule for _, _, (rule, _) in want}) >= 3 and 10 < len(want) < 380
