@@ -121,22 +121,32 @@ def steered_text(tree: Any) -> str:
     return _main_text(tree if container is None else container.inner_html, DISCARD_SELECTORS)
 
 
-def implausibly_small(text: str, tree: Any) -> bool:
-    """trafilatura's bounds for an extraction that covers little of the page (extract.covers_little)."""
+def fast_texts(html: str, visible: bool) -> tuple[str, str]:
+    """The page's main text and, if `visible`, all its visible text, from one parse (the template
+    model learns from the visible text: a second pass parsed each page twice). The whole text is
+    also what the rescue bounds compare with, so it is made at most once."""
+    from resiliparse.parse.html import HTMLTree
+
     from streamdedup.clean.extract import covers_little, extract_all_text
 
-    return covers_little(text, lambda: extract_all_text(tree))
+    tree = HTMLTree.parse(html)
+    whole: list[str] = []
+
+    def page_text() -> str:
+        if not whole:
+            whole.append(extract_all_text(tree))
+        return whole[0]
+
+    text = steered_text(tree)
+    if covers_little(text, page_text):
+        # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
+        # taken for the container, or a page whose own text is short: trafilatura, whose rescue
+        # rule this is
+        from streamdedup.clean.extract import extract_trafilatura
+
+        text = extract_trafilatura(html, page_text) or _main_text(tree, None)
+    return text, page_text() if visible else ""
 
 
 def extract_fast(html: str) -> str:
-    from resiliparse.parse.html import HTMLTree
-
-    tree = HTMLTree.parse(html)
-    text = steered_text(tree)
-    if not implausibly_small(text, tree):
-        return text
-    # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box taken for
-    # the container, or a page whose own text is short: trafilatura, whose rescue rule this is
-    from streamdedup.clean.extract import extract_trafilatura
-
-    return extract_trafilatura(html) or _main_text(tree, None)
+    return fast_texts(html, visible=False)[0]

@@ -7,8 +7,9 @@ does not, it is killed (and a new one started for the next page) and the page is
 `timeout`. A helper that crashes (a segfault in C) costs its page, not the worker.
 
 Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
-(extractor name length, html length) then both, UTF-8; an answer is (status, length) and the
-text, or the error for status 1.
+(extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
+an answer is (status, main text length, visible text length) and both texts, or the error (as the
+main text) for status 1.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import IO
 
 from streamdedup.record.rejection import Reason, Rejected
 
-_HEADER = struct.Struct("<II")
+_HEADER = struct.Struct("<III")
 
 
 class IsolatedExtractor:
@@ -35,20 +36,22 @@ class IsolatedExtractor:
         self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
 
-    def extract(self, extractor: str, html: str, seconds: float) -> str:
+    def extract(self, extractor: str, html: str, seconds: float, visible: bool = False) -> tuple[str, str]:
+        """(main text, visible text or "") of `html` by `extractor`, within `seconds`."""
         process = self._running()
         name = extractor.encode()
         data = html.encode("utf-8", "surrogatepass")
         assert process.stdin is not None and process.stdout is not None
         try:
-            process.stdin.write(_HEADER.pack(len(name), len(data)) + name + data)
+            process.stdin.write(_HEADER.pack(len(name), len(data), int(visible)) + name + data)
             process.stdin.flush()
             if not _readable(process.stdout, seconds):
                 self.stop()
                 raise Rejected(Reason.TIMEOUT,
                                f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
-            status, size = _HEADER.unpack(_read_exactly(process.stdout, _HEADER.size))
+            status, size, visible_size = _HEADER.unpack(_read_exactly(process.stdout, _HEADER.size))
             text = _read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
+            everything = _read_exactly(process.stdout, visible_size).decode("utf-8", "surrogatepass")
         except Rejected:
             raise
         except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
@@ -59,7 +62,7 @@ class IsolatedExtractor:
             raise
         if status != 0:
             raise RuntimeError(text)
-        return text
+        return text, everything
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
@@ -104,25 +107,25 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     return data
 
 
-def serve(backends: Mapping[str, Callable[[str], str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The helper's loop: one page in, its text (or its error) out, until stdin closes."""
+def serve(texts: Callable[[str, str, bool], tuple[str, str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """The helper's loop: one page in, its texts (or its error) out, until stdin closes."""
     while True:
         header = stdin.read(_HEADER.size)
         if len(header) < _HEADER.size:
             return
-        name_size, size = _HEADER.unpack(header)
+        name_size, size, visible = _HEADER.unpack(header)
         name = _read_exactly(stdin, name_size).decode()
         html = _read_exactly(stdin, size).decode("utf-8", "surrogatepass")
         try:
-            answer, status = backends[name](html), 0
+            (main, everything), status = texts(html, name, bool(visible)), 0
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
-            answer, status = f"{type(err).__name__}: {err}", 1
-        out = answer.encode("utf-8", "surrogatepass")
-        stdout.write(_HEADER.pack(status, len(out)) + out)
+            (main, everything), status = (f"{type(err).__name__}: {err}", ""), 1
+        out, out_visible = main.encode("utf-8", "surrogatepass"), everything.encode("utf-8", "surrogatepass")
+        stdout.write(_HEADER.pack(status, len(out), len(out_visible)) + out + out_visible)
         stdout.flush()
 
 
 if __name__ == "__main__":
-    from streamdedup.clean.extract import C_BACKENDS
+    from streamdedup.clean.extract import page_texts
 
-    serve(C_BACKENDS, sys.stdin.buffer, sys.stdout.buffer)
+    serve(page_texts, sys.stdin.buffer, sys.stdout.buffer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
-from streamdedup.clean.extract import extract_main_text, is_html
+from streamdedup.clean.extract import extract_texts, is_html
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.record.page import Page
 from streamdedup.record.rejection import Reason, Rejected
@@ -17,7 +17,7 @@ class CleaningConfig:
     max_content_bytes: int = 10_000_000
     max_text_chars: int = 2_000_000
     min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)
-    max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_main_text)
+    max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_texts)
 
     def __str__(self) -> str:
         return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
@@ -44,9 +44,8 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> tuple
                                max_bytes=config.max_content_bytes)
     everything = ""
     if is_html(page.content_type, content):
-        text = extract_main_text(content, config.extractor, config.max_seconds)
-        if visible:
-            everything = normalize_text(extract_main_text(content, "none", config.max_seconds)[: config.max_text_chars])
+        text, everything = extract_texts(content, config.extractor, config.max_seconds, visible)
+        everything = normalize_text(everything[: config.max_text_chars])
     else:
         text = content
     text = normalize_text(text[: config.max_text_chars])

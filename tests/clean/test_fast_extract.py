@@ -68,9 +68,9 @@ def _count_trafilatura_calls(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = extract.extract_trafilatura
 
-    def spy(html: str) -> str:
+    def spy(html: str, page_text=None) -> str:
         calls.append(html)
-        return real(html)
+        return real(html, page_text)
 
     monkeypatch.setattr(extract, "extract_trafilatura", spy)
     return calls
@@ -92,3 +92,15 @@ def test_where_the_steered_text_is_implausibly_small_trafilatura_reads_the_page(
     html = (f"<html><body><main><article class='entry-content'><h1>Short</h1><p>{COMMENTS[0]} {COMMENTS[1]} {COMMENTS[0]} {COMMENTS[1]}</p></article>"
             f"<section class='recent'>{listing}</section></main></body></html>")
     assert extract_fast(html) == extract_trafilatura(html) and len(calls) == 1  # the test's own call is not spied
+
+
+def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_process():
+    """The template model needs a page's visible text beside its main text: one parse and one round
+    trip to the extraction helper give both, equal to what each extractor gives alone."""
+    from streamdedup.clean.extract import extract_all_text, extract_texts
+
+    html = blog_page()
+    for extractor in ("fast", "resiliparse", "trafilatura"):
+        alone = extract_main_text(html, extractor)
+        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html))
+        assert extract_texts(html, extractor, max_seconds=10) == (alone, "")
