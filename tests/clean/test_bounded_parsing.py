@@ -73,3 +73,23 @@ def test_threads_each_get_their_own_pages_text_from_the_helper(extractor):
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(extract, range(len(pages))))
+
+
+def test_the_open_tags_bound_counts_what_a_regex_over_the_tags_counts():
+    """The cheap bound that clears most pages before the stack estimate: start tags minus end tags
+    over the prefixes, whatever else the page holds (non-ASCII text, '<' in text, a tag at the end)."""
+    import random
+    import re
+    from itertools import accumulate
+
+    from streamdedup.clean.extract import _open_tags_bound
+
+    def by_regex(html: str) -> int:
+        return max([0, *accumulate(1 if end == "" else -1 for end in re.findall(r"<(/?)[a-zA-Z]", html))])
+
+    rng = random.Random(7)
+    pieces = ["<div>", "</DIV>", "<p>", "</p>", "<P class=x>", "<br>", "<br/>", "<bra>", "<b>", "</b>", "<pre>", "<h1>",
+              "<Li>", "<tr2>", "é", "日本", "a < b", "</ x>", "<", "</", "<a", "</b", "<1>", " ", "<img", "</td"]
+    for _ in range(300):
+        html = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 60)))
+        assert _open_tags_bound(html) == by_regex(html), html
