@@ -13,11 +13,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import longest_distinct, longest_spans
+from streamdedup.fingerprints.kernels import a12_similarities, longest_distinct, longest_spans
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import combine
 
@@ -30,9 +31,11 @@ class A12Params(Params):
     min_word_letters: int = 3
 
 
-# an encoded signature with the usual 3 sentences and 5 words (`A12Method.encode`), as one array row
-_FULL = np.dtype([("length", "<u4"), ("sentences", "<u4"), ("n_ss", "u1"), ("n_ws", "u1"),
-                  ("ss", "<u8", (3,)), ("ws", "<u8", (5,))])
+@lru_cache(maxsize=64)
+def _layout(n_ss: int, n_ws: int) -> np.dtype:
+    """An encoded signature with `n_ss` sentences and `n_ws` words (`A12Method.encode`) as one array row."""
+    return np.dtype([("length", "<u4"), ("sentences", "<u4"), ("n_ss", "u1"), ("n_ws", "u1"),
+                     ("ss", "<u8", (n_ss,)), ("ws", "<u8", (n_ws,))])
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +48,6 @@ class A12Signature:
 
 def _ratio(a: int, b: int) -> float:
     return max(a, b) / max(1, min(a, b))
-
-
-def _ratios(a: int, b: np.ndarray) -> np.ndarray:
-    """`_ratio` of `a` with each of `b`."""
-    return np.maximum(a, b) / np.maximum(1, np.minimum(a, b))
 
 
 def _longest_sentences(doc: Document, count: int) -> tuple[int, ...]:
@@ -98,36 +96,26 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         return min(signature.length, other.length) / max(signature.length, other.length)
 
     def similarities(self, signature: A12Signature, others: Sequence[bytes]) -> np.ndarray:
-        """`similarity` against many encoded signatures: those with 3 sentences and 5 distinct
-        words (nearly all) in one pass of array operations, the same tests in the same float64
-        arithmetic; any other one by one."""
-        if len(signature.ss) != 3 or len(set(signature.ws)) != 5 or len(signature.ws) != 5:
+        """`similarity` against many encoded signatures, those of one layout (as many sentences
+        and words) in one compiled pass (`kernels.a12_similarities`): the same tests."""
+        if not signature.ss:
             return super().similarities(signature, others)
-        full = np.array([len(data) == _FULL.itemsize and data[8:10] == b"\x03\x05" for data in others], dtype=bool)
         result = np.full(len(others), np.nan)
-        if full.any():
-            rows = np.frombuffer(b"".join(d for d, f in zip(others, full.tolist(), strict=True) if f), dtype=_FULL)
-            ordered = np.sort(rows["ws"], axis=1)
-            distinct = (ordered[:, 1:] != ordered[:, :-1]).all(axis=1)  # as `similarity`'s sets count them
-            result[np.flatnonzero(full)] = self._similarities(signature, rows)
-            full[np.flatnonzero(full)[~distinct]] = False
-        rest = np.flatnonzero(~full)
-        if rest.size:
-            result[rest] = super().similarities(signature, [others[i] for i in rest.tolist()])
-        return result
-
-    def _similarities(self, signature: A12Signature, rows: np.ndarray) -> np.ndarray:
+        layouts: dict[bytes, list[int]] = {}
+        for i, data in enumerate(others):
+            layouts.setdefault(data[8:10], []).append(i)
         p = self.params
-        length, sentences = rows["length"].astype(np.int64), rows["sentences"].astype(np.int64)
-        ss, (s1, s2, s3) = rows["ss"], (np.uint64(v) for v in signature.ss)
-        in_mine = (ss[:, 1] == s2) | (ss[:, 1] == s3), (ss[:, 2] == s2) | (ss[:, 2] == s3)
-        in_theirs = (ss[:, 1] == s2) | (ss[:, 2] == s2), (ss[:, 1] == s3) | (ss[:, 2] == s3)
-        same_next = (signature.sentences > 5) & (sentences > 5) & in_mine[0] & in_mine[1] & in_theirs[0] & in_theirs[1]
-        ok = ((_ratios(signature.length, length) <= p.length_ratio)
-              & (_ratios(signature.sentences, sentences) <= p.count_ratio)
-              & (np.isin(rows["ws"], np.array(signature.ws, dtype=np.uint64)).sum(axis=1) >= min(p.min_word_matches, 5))
-              & ((ss[:, 0] == s1) | same_next))
-        return np.where(ok, np.minimum(length, signature.length) / np.maximum(length, signature.length), np.nan)
+        mine_ss, mine_ws = np.array(signature.ss, dtype=np.uint64), np.array(signature.ws, dtype=np.uint64)
+        for counts, rows in layouts.items():
+            layout = _layout(counts[0], counts[1])
+            if not counts[0] or any(len(others[i]) != layout.itemsize for i in rows):
+                result[rows] = super().similarities(signature, [others[i] for i in rows])
+                continue
+            records = np.frombuffer(b"".join(others[i] for i in rows), dtype=layout)
+            result[rows] = a12_similarities(records["length"], records["sentences"], records["ss"], records["ws"],
+                                            signature.length, signature.sentences, mine_ss, mine_ws,
+                                            p.length_ratio, p.count_ratio, p.min_word_matches)
+        return result
 
     def encode(self, signature: A12Signature) -> bytes:
         return struct.pack(f"<IIBB{len(signature.ss)}Q{len(signature.ws)}Q", signature.length,

@@ -6,8 +6,10 @@ which the normaliser already promised; anything else is a different page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
@@ -33,6 +35,9 @@ class ExactMethod(FingerprintMethod[bytes, ExactParams]):
 
     def similarity(self, signature: bytes, other: bytes) -> float | None:
         return 1.0 if signature == other else None
+
+    def similarities(self, signature: bytes, others: Sequence[bytes]) -> np.ndarray:
+        return np.array([1.0 if data == signature else np.nan for data in others], dtype=np.float64)
 
     def encode(self, signature: bytes) -> bytes:
         return signature

@@ -112,3 +112,63 @@ def longest_spans(bounds: np.ndarray, count: int) -> np.ndarray:
             chosen[m] = i
             m += 1
     return chosen[:m].copy()
+
+
+@numba.njit(cache=True)
+def minhash_similarities(rows: np.ndarray, sizes: np.ndarray, values: np.ndarray, size: int, threshold: float,
+                         collision: float, containment: float, min_shingles: int) -> np.ndarray:
+    """MinHashMethod.similarity of `values` (set size `size`) with each row (its set size in
+    `sizes`), NaN for None: the same float64 operations in the same order, one pass."""
+    out = np.empty(rows.shape[0])
+    n = rows.shape[1]
+    for r in range(rows.shape[0]):
+        same = 0
+        for i in range(n):
+            same += rows[r, i] == values[i]
+        estimate = max(0.0, (same / n - collision) / (1.0 - collision))
+        out[r] = np.nan
+        if estimate >= threshold:
+            out[r] = estimate
+        elif containment < 1.0:
+            other = int(sizes[r])
+            smaller = min(other, size)
+            if smaller >= min_shingles and smaller > 0:
+                if min(1.0, estimate * (size + other) / ((1.0 + estimate) * smaller)) >= containment:
+                    out[r] = estimate
+    return out
+
+
+@numba.njit(cache=True)
+def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray, ws: np.ndarray, length: int,
+                     count: int, my_ss: np.ndarray, my_ws: np.ndarray, length_ratio: float, count_ratio: float,
+                     min_word_matches: int) -> np.ndarray:
+    """A12Method.similarity of one signature (`length`, `count` sentences, `my_ss`, `my_ws`) with
+    each row (signatures of one layout: as many sentences and words each), NaN for None; the same
+    tests and float64 operations. Words are counted as sets, as `similarity` counts them."""
+    out = np.full(lengths.shape[0], np.nan)
+    needed = min(min_word_matches, len(my_ws), ws.shape[1])
+    for r in range(lengths.shape[0]):
+        other, other_count = int(lengths[r]), int(sentences[r])
+        if max(length, other) / max(1, min(length, other)) > length_ratio:
+            continue
+        if max(count, other_count) / max(1, min(count, other_count)) > count_ratio:
+            continue
+        common = 0
+        for i in range(ws.shape[1]):
+            seen = False
+            for j in range(i):
+                seen |= ws[r, j] == ws[r, i]
+            if not seen:
+                for w in my_ws:
+                    if w == ws[r, i]:
+                        common += 1
+                        break
+        if common < needed:
+            continue
+        same = ss[r, 0] == my_ss[0]
+        if not same and count > 5 and other_count > 5 and len(my_ss) == 3 and ss.shape[1] == 3:
+            a, b, c, d = my_ss[1], my_ss[2], ss[r, 1], ss[r, 2]
+            same = (c == a or c == b) and (d == a or d == b) and (a == c or a == d) and (b == c or b == d)
+        if same:
+            out[r] = min(length, other) / max(length, other)
+    return out

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import band_keys, minhash_min
+from streamdedup.fingerprints.kernels import band_keys, minhash_min, minhash_similarities
 from streamdedup.fingerprints.lsh import optimal_bands
 from streamdedup.tokens.document import Document
 
@@ -124,23 +124,16 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return None
 
     def similarities(self, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
-        """`similarity` against every encoded signature in `others` with one comparison of two
-        arrays; each step is the same float64 operation as in `jaccard` and `similarity`."""
+        """`similarity` against every encoded signature in `others` in one compiled pass
+        (`kernels.minhash_similarities`): the same float64 operations as `jaccard` and `similarity`."""
         width = self._record.itemsize
-        if len(signature.values) != self.params.num_perm or any(len(data) != width for data in others):
+        if (len(signature.values) != self.params.num_perm or signature.values.dtype != self._dtype
+                or any(len(data) != width for data in others)):
             return super().similarities(signature, others)
         records = np.frombuffer(b"".join(others), dtype=self._record)
-        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
-        estimate = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
-        match = estimate >= self.params.threshold
         p = self.params
-        if p.containment < 1.0:
-            sizes = records["size"].astype(np.int64)
-            smaller = np.minimum(sizes, signature.set_size)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                contained = np.minimum(1.0, estimate * (sizes + signature.set_size) / ((1.0 + estimate) * smaller))
-            match |= (smaller >= p.containment_min_shingles) & (smaller > 0) & (contained >= p.containment)
-        return np.where(match, estimate, np.nan)
+        return minhash_similarities(records["values"], records["size"], signature.values, signature.set_size,
+                                    p.threshold, self._collision, p.containment, p.containment_min_shingles)
 
     def encode(self, signature: MinHashSignature) -> bytes:
         return struct.pack("<I", signature.set_size) + signature.values.tobytes()

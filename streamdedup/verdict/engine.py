@@ -60,11 +60,14 @@ class CandidateSimilarities:
         self._asked: dict[str, np.ndarray] = {}
 
     def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
-        if name not in self._values:
-            self._values[name] = np.full(len(self.theirs), np.nan)
-            self._asked[name] = np.zeros(len(self.theirs), dtype=bool)
-        values, asked = self._values[name], self._asked[name]
-        todo = rows[~asked[rows]]
+        values = self._values.get(name)
+        if values is None:  # the method's first question: nothing asked yet
+            values = self._values[name] = np.full(len(self.theirs), np.nan)
+            asked = self._asked[name] = np.zeros(len(self.theirs), dtype=bool)
+            todo = rows
+        else:
+            asked = self._asked[name]
+            todo = rows[~asked[rows]]
         if todo.size:
             asked[todo] = True
             tag, method = self.methods[name]
