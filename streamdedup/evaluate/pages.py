@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import lxml.html
 
+from streamdedup.evaluate.units import SPACES, UNITS, Segmenter
+
 BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "td", "dd", "dt", "figcaption"}
 MIN_WORDS = 80
 SPACE = re.compile(r"\s+")
@@ -36,10 +38,16 @@ class SourcePage:
     lang: str | None
     site: str = ""  # who published it (the split keeps a site's pages together); defaults to the name
     corpus: str = "readability"
+    dense: bool = False  # written without spaces between words (zh, bo): counted and edited by unit
+
+    @property
+    def segmenter(self) -> Segmenter:
+        return UNITS if self.dense else SPACES
 
     @property
     def words(self) -> int:
-        return sum(len(p.split()) for p in self.paragraphs)
+        count = self.segmenter.count
+        return sum(count(p) for p in self.paragraphs)
 
     @property
     def site_key(self) -> str:

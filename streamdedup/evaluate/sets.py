@@ -21,7 +21,9 @@ import xxhash
 
 from streamdedup.evaluate.pages import MIN_WORDS, SourcePage
 
-FAMILIES = ("web", "feed", "site")
+FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
+# built from the multilingual sources (evaluate/multilingual.py), not part of 'all'
+OTHER_FAMILIES = ("multilingual",)
 # the share of trafilatura's pages (of one split) each family draws from; readability's go to 'web'
 _FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
 
@@ -36,6 +38,8 @@ def split_of(page: SourcePage) -> str:
 
 
 def family_of(page: SourcePage) -> str:
+    if page.corpus == "multilingual":
+        return "multilingual"
     if page.corpus == "readability":
         return "web"
     point, edge = bucket(page.name, "family"), 0.0
@@ -67,7 +71,7 @@ def host_of(page: SourcePage) -> str:
 
 
 def _shingles(page: SourcePage) -> set[int]:
-    words = " ".join(page.paragraphs).lower().split()
+    words = [w.strip() for p in page.paragraphs for w in page.segmenter.split(p.lower())]
     return {xxhash.xxh3_64_intdigest(" ".join(words[i:i + 3]).encode()) for i in range(max(1, len(words) - 2))}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import lxml.html
 
 from streamdedup.evaluate.pages import BLOCKS, SourcePage, leaf_blocks, normalise
+from streamdedup.evaluate.units import SPACES, Segmenter
 
 _NAMES = ["Alder", "Brook", "Cedar", "Dune", "Elm", "Fern", "Grove", "Heath", "Iris", "Juniper", "Kestrel"]
 _SHORT_TOPICS = ["Photo gallery", "Event notice", "Page moved", "Correction", "Weather alert", "Road closure",
@@ -38,7 +39,7 @@ CORRECTION = {"en": "Correction: an earlier version of this article misstated â€
 def article_node(tree: Any, page: SourcePage) -> Any | None:
     """The element of the page's source that holds its article: the lowest common ancestor of
     the source paragraphs whose text is one of the article's blocks."""
-    wanted = {p for p in page.paragraphs if len(p.split()) >= 6}
+    wanted = {p for p in page.paragraphs if page.segmenter.count(p) >= 6}
     hits = [el for el in tree.iter("p") if normalise(el.text_content()) in wanted]
     if len(hits) < 3:
         return None
@@ -147,10 +148,11 @@ def usable_template(page: SourcePage, max_words: int = 1000) -> bool:
     tree = lxml.html.fromstring(html)
     for junk in tree.xpath("//script|//style|//noscript|//template"):
         junk.drop_tree()
-    if len(tree.text_content().split()) > max_words:
+    count = page.segmenter.count
+    if count(tree.text_content()) > max_words:
         return False
     left = " ".join(normalise(el.text_content()) for el in tree.iter() if isinstance(el.tag, str) and len(el) == 0)
-    return not any(p in left for p in page.paragraphs if len(p.split()) >= 8)
+    return not any(p in left for p in page.paragraphs if count(p) >= 8)
 
 
 # -- what a crawl sees of one article ---------------------------------------------------------------
@@ -184,12 +186,12 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def light_edit(paragraphs: list[str], rng: random.Random) -> list[str]:
+def light_edit(paragraphs: list[str], rng: random.Random, seg: Segmenter = SPACES) -> list[str]:
     """2-5 % of words substituted, deleted or duplicated; one paragraph dropped from long articles."""
     paras = list(paragraphs)
     if len(paras) >= 8:
         del paras[rng.randrange(1, len(paras))]
-    words = [p.split() for p in paras]
+    words = [seg.split(p) for p in paras]
     total = sum(len(w) for w in words)
     vocabulary = [w for ws in words for w in ws]
     for _ in range(max(1, int(total * rng.uniform(0.02, 0.05)))):
@@ -202,29 +204,31 @@ def light_edit(paragraphs: list[str], rng: random.Random) -> list[str]:
             del words[para][i]
         else:
             words[para].insert(i, rng.choice(vocabulary))
-    return [" ".join(ws) for ws in words if ws]
+    return [seg.join(ws) for ws in words if ws]
 
 
-def words_changed(paragraphs: list[str], rng: random.Random, low: int = 1, high: int = 8) -> list[str]:
+def words_changed(paragraphs: list[str], rng: random.Random, low: int = 1, high: int = 8,
+                  seg: Segmenter = SPACES) -> list[str]:
     """A copy-editor's pass: low..high words replaced by other words of the article."""
-    words = [p.split() for p in paragraphs]
+    words = [seg.split(p) for p in paragraphs]
     vocabulary = [w for ws in words for w in ws]
     for _ in range(rng.randint(low, high)):
         para = rng.choice([i for i, ws in enumerate(words) if ws])
         words[para][rng.randrange(len(words[para]))] = rng.choice(vocabulary)
-    return [" ".join(ws) for ws in words]
+    return [seg.join(ws) for ws in words]
 
 
-def teaser(paragraphs: list[str], rng: random.Random) -> list[str]:
+def teaser(paragraphs: list[str], rng: random.Random, seg: Segmenter = SPACES,
+           more: str = "Continue reading the full story on our partner's site.") -> list[str]:
     """The first 50-65 % of the article (at least 150 words), then 'continue reading'."""
-    target = max(150, int(sum(len(p.split()) for p in paragraphs) * rng.uniform(0.5, 0.65)))
+    target = max(150, int(sum(seg.count(p) for p in paragraphs) * rng.uniform(0.5, 0.65)))
     out, count = [], 0
     for p in paragraphs:
         out.append(p)
-        count += len(p.split())
+        count += seg.count(p)
         if count >= target:
             break
-    return out + ["Continue reading the full story on our partner's site."]
+    return out + [more]
 
 
 def short_text(rng: random.Random) -> tuple[str, list[str]]:
@@ -240,9 +244,10 @@ def short_text(rng: random.Random) -> tuple[str, list[str]]:
 
 def short_body(page: SourcePage, rng: random.Random, low: int = 10, high: int = 60) -> list[str]:
     """A real brief: low..high words of one of the page's paragraphs (from its start)."""
-    long_enough = [p for p in page.paragraphs if len(p.split()) >= low] or [" ".join(page.paragraphs)]
-    words = rng.choice(long_enough).split()
-    return [" ".join(words[: rng.randint(low, min(high, len(words)))])]
+    seg = page.segmenter
+    long_enough = [p for p in page.paragraphs if seg.count(p) >= low] or [" ".join(page.paragraphs)]
+    words = seg.split(rng.choice(long_enough))
+    return [seg.join(words[: rng.randint(low, min(high, len(words)))])]
 
 
 def language(page: SourcePage) -> str:
