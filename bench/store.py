@@ -3,13 +3,14 @@
     python bench/store.py                      # 1,000,000 pages stored, then 5 measured windows
     python bench/store.py --pages 10000000     # 10 M pages stored first
     python bench/store.py --smoke              # seconds: 20,000 pages, 3 small windows
+    python bench/store.py --bulk-fill          # the same, filled ~10x faster (see below)
 
 Signatures are synthetic (random, so every page is unique and every lookup misses: the common
 case in a crawl) for the four default methods, so the store is measured alone. The store is
 filled through the same path it is measured on (larger batches, untimed), or with `--bulk-fill`
-by writing the very records that path writes (page record, time entry, id and one posting per
-index key) without the lookups, which every unique page would miss anyway: ~10x faster, for 10 M
-pages; then each measured
+by writing the very records that path writes (page record, time entry; the id and one posting per
+index key into the in-memory index) without the lookups, which every unique page would miss
+anyway: ~10x faster, for 10 M pages; then each measured
 window sends `--window` pages through Detector.decide_staged + commit in batches of `--batch`,
 exactly as the worker does (lookups for every index key of the batch in one multi_get, candidate
 verification, one WriteBatch per batch). Signatures of a window are made before its clock starts.
@@ -18,7 +19,8 @@ Prints JSON: pages/s (queries + inserts) per window and their median, wall clock
 (the machine is shared: CPU seconds are the steadier number), and bytes per page after a full
 compaction: SST bytes of each column family, and the raw (uncompressed) bytes by record type;
 memory: the process's resident set after the windows and its peak (RocksDB's block cache, 128 MB,
-and memtables included).
+and memtables included) and the in-memory index's bytes; and the time to reopen the store (the
+index rebuilt from the page records), in seconds and per million pages.
 """
 
 from __future__ import annotations
@@ -80,14 +82,12 @@ def raw_bytes_by_type(store: SignatureStore) -> dict[str, int]:
     """Uncompressed key + value bytes by record type (what the SSTs compress)."""
     names = {layout.DOC: "docs", layout.TIME: "time", layout.META: "meta", layout.JOURNAL: "journal"}
     sizes: dict[str, int] = {}
-    for key, value in store.db.items():
-        name = names.get(key[:1], "other")
-        sizes[name] = sizes.get(name, 0) + len(key) + len(value)
     every_key = ReadOptions()
     every_key.set_total_order_seek(True)
-    for key, value in store.index.items(read_opt=every_key):
-        name = "ids" if key[0] == layout.ID_TAG else "postings"
-        sizes[name] = sizes.get(name, 0) + len(key) + len(value)
+    for cf in (store.db, store.index):  # the index column family is empty since schema 4
+        for key, value in cf.items(read_opt=every_key):
+            name = names.get(key[:1], "other") if cf is store.db else "index column family"
+            sizes[name] = sizes.get(name, 0) + len(key) + len(value)
     return sizes
 
 
@@ -106,29 +106,32 @@ def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
                                "index (postings, ids)": round(index_sst / stored, 1)},
         "raw_bytes_per_page": {k: round(v / stored, 1) for k, v in sorted(raw_bytes_by_type(store).items())},
         "dir_bytes_per_page": round(dir_bytes(store) / stored, 1),
-        "index_keys": store.index.property_int_value("rocksdb.estimate-num-keys"),
+        "index_memory_bytes_per_page": round(store.memory.size_bytes / stored, 1),
+        "index_postings": store.memory.postings,
     }
 
 
 def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int) -> None:
     """Write pages as the store files unique ones, without their lookups (every synthetic page is
-    unique: each key gets its first posting). A key hash shared with an earlier page (1 in ~3,400
-    lookups at 10 M pages) keeps only the later posting: a few bytes fewer, nothing else."""
+    unique: each key gets its first posting; a key hash shared with an earlier page, 1 in ~3,400
+    lookups at 10 M pages, may hold one posting more than the cap: nothing else)."""
     store = detector.store
     wb = WriteBatch(raw_mode=True)
+    filed: list[bytes] = []
+    seqs: list[int] = []
     for seq, fp in enumerate(items, first_seq):
         keys = {store.tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in detector.methods}
         signatures = {store.tags[m.name]: m.encode(fp.signatures[m.name]) for m in detector.methods}
         doc = DocRecord(seq, fp.page.id, seq, fp.page.id, "", signatures, fp.site_hash)
         wb.put(layout.doc_key(seq), doc.encode())
         wb.put(layout.time_key(doc.event_ms, seq), b"")
-        posting = layout.varint(seq)
-        wb.put(layout.page_id_key(doc.page_id), posting, store._index_cf)
-        for names in store.index_names(keys).values():
-            for name in names:
-                wb.put(name, posting, store._index_cf)
+        names = sorted({n for tag_names in store.index_names(keys).values() for n in tag_names})
+        names.append(layout.page_id_key(doc.page_id))
+        filed += names
+        seqs += [seq] * len(names)
     wb.put(layout.meta_key("next_seq"), str(first_seq + len(items)).encode())
     store.db.write(wb)
+    store.memory.insert(filed, seqs)
 
 
 def memory() -> dict[str, float]:
@@ -178,12 +181,17 @@ def main() -> None:
                                 "pages_per_cpu_s": round(args.window / cpu)})
             stored = args.pages + args.windows * args.window
             rss = memory()
+            space = sizes(detector.store, stored)
+        reopen = time.perf_counter()
+        with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
+            rebuild_s = time.perf_counter() - reopen
             report = {
                 "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
                 "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
                 "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
                 "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
-                "stored_pages": stored, **rss, **sizes(detector.store, stored),
+                "stored_pages": stored, **rss, **space, "reopen_s": round(rebuild_s, 2),
+                "reopen_s_per_million_pages": round(rebuild_s / stored * 1e6, 2),
                 "schema": detector.store.get_meta("config") and json.loads(detector.store.get_meta("config"))["schema"],
             }
     finally:

@@ -98,7 +98,9 @@ class Detector:
             items = [own_text(item, batch.template(item.site_hash), self.fingerprinter, self.config.template)
                      if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
-        keyed = {id(fp): self._index_keys(fp) for fp in pages}
+        keys = [self._index_keys(fp) for fp in pages]
+        keyed = {id(fp): (page_keys, names) for fp, page_keys, names
+                 in zip(pages, keys, self.store.index_names_of_pages(keys), strict=True)}
         batch.prefetch((n for _, names in keyed.values() for tag_names in names.values() for n in tag_names),
                        [fp.page.id for fp in pages])
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch, now_ms, *keyed[id(item)])
@@ -116,12 +118,11 @@ class Detector:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
         self.clock = self.config.retention_clock(self.store.get_meta_int)
 
-    def _index_keys(self, fp: Fingerprinted) -> tuple[dict[int, list[bytes]], dict[int, list[bytes]]]:
-        """The page's index keys by method tag, and their names in the store, computed once for
-        the batch's prefetch, the page's lookups and its filing."""
+    def _index_keys(self, fp: Fingerprinted) -> dict[int, list[bytes]]:
+        """The page's index keys by method tag (named in the store for the whole batch at once,
+        for the batch's prefetch, the page's lookups and its filing)."""
         tags = self.store.tags
-        keys = {tags[m.name]: m.index_keys(sig) for m in self.methods if (sig := fp.signatures[m.name]) is not None}
-        return keys, self.store.index_names(keys)
+        return {tags[m.name]: m.index_keys(sig) for m in self.methods if (sig := fp.signatures[m.name]) is not None}
 
     def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, now_ms: int, keys: dict[int, list[bytes]],
                     names: dict[int, list[bytes]]) -> Outcome:

@@ -1,6 +1,6 @@
-"""The key layout of the store, in one place. One RocksDB with two column families.
+"""The key layout of the store, in one place. One RocksDB, and the index in memory.
 
-Column family "default", keys distinguished by a 1-byte prefix:
+RocksDB column family "default", keys distinguished by a 1-byte prefix:
 
     M<name>                        -> meta value (config, counters, watermark)            [meta]
     D<seq:8>                       -> DocRecord: id, event time, cluster, signatures       [docs]
@@ -8,19 +8,20 @@ Column family "default", keys distinguished by a 1-byte prefix:
     V<runtime key>                 -> bytes verdicts a runtime already emitted (Faust)     [journal]
     S<xxh3-64(site):8>             -> the site's template model (clean/template.py)        [templates]
 
-Column family "index", every key 6 bytes (point lookups only: bloom filters):
+The index (`memory_index`), every name 6 bytes, rebuilt from the DocRecords when the store opens:
 
-    <method tag:1><index key:5>    -> seqs (varints) filed under the key, oldest first     [postings]
-    <0xff><xxh3-64(page id):5>     -> seqs (varints) of the pages with that id hash        [ids]
+    <method tag:1><index key:5>    -> seqs filed under the key, oldest first               [postings]
+    <0xff><xxh3-64(page id):5>     -> seqs of the pages with that id hash                  [ids]
 
 seq is the page's arrival number (big-endian, so prefix scans return pages oldest first).
 
-Postings are values, not keys: one point lookup (a bloom-filtered `multi_get` for a whole batch)
-answers an index key, where a seek over `I<key><seq>` keys cost one iterator seek each and ~20
-bytes of key per posting. A page adds itself by read-modify-write inside its batch (rocksdict has
-no merge operators); the read is the lookup the page made anyway. Index keys are hashed to 5 bytes
+Until schema 3 the index was a RocksDB column family "index" (postings as varint values); it is
+still opened, empty, so that an older store opens far enough to be refused by its schema. The
+batch's view of a name is its postings value (`seqs_value`): a page adds itself by appending its
+seq inside its batch, and the table takes the new postings when the batch is written. Index keys are hashed to 5 bytes
 (the first 5 of xxh3-64; keys of 8 bytes, already random, are cut): a collision only adds a
-candidate, which verification rejects, and at 10 M pages x 32 MinHash bands a lookup meets another
+candidate, which verification rejects (since schema 4, 9-byte keys are mixed by splitmix64 in
+one array pass rather than hashed one by one), and at 10 M pages x 32 MinHash bands a lookup meets another
 key's postings once in ~3,400. The 3 bytes less per key are ~3 bytes less per entry on disk:
 neighbouring keys of a sorted table already share their first ~3 bytes (RocksDB's delta encoding),
 so a key's own bytes were 5 of 8 and are 2 of 5. Page ids are hashed likewise; the DocRecord holds
@@ -28,13 +29,17 @@ the id itself, so a lookup checks it.
 
 The reverse index from a page to its index keys is its DocRecord: the keys are a pure function of
 the stored signatures and the store's frozen method parameters, so they are recomputed, not stored.
+The record names only the keys the page was *not* filed under (full keys: `unfiled`, places in
+the sorted names, usually none), so the rebuilt index is exactly the one the pages made.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import xxhash
 
 META, DOC, TIME, JOURNAL, TEMPLATE = b"M", b"D", b"T", b"V", b"S"
@@ -77,9 +82,33 @@ def page_id_key(page_id: str) -> bytes:
 
 
 def index_key(tag: int, key: bytes) -> bytes:
-    """The method's tag byte and its index key in exactly `HASH_BYTES` bytes (8-byte keys, random
-    hashes already, are cut; others are hashed)."""
-    return _TAGS[tag] + (key if len(key) == 8 else xxhash.xxh3_64_digest(key))[:HASH_BYTES]
+    """The method's tag byte and its index key in exactly `HASH_BYTES` bytes (`index_names`)."""
+    return index_names(tag, [key])[0]
+
+
+_KEY9 = np.dtype([("first", "u1"), ("rest", "<u8")])
+
+
+def index_names(tag: int, keys: Sequence[bytes]) -> list[bytes]:
+    """Each key as the index names it: the tag byte and `HASH_BYTES` bytes. An 8-byte key, a random
+    hash already, is cut; a 9-byte key (a band or table number and 64 bits: MinHash bands, SimHash
+    tables) is mixed by splitmix64, all of them in one pass of array operations; others are hashed
+    by xxh3-64."""
+    if not keys:
+        return []
+    if set(map(len, keys)) == {9}:
+        parts = np.frombuffer(b"".join(keys), dtype=_KEY9)
+        z = parts["rest"] ^ (parts["first"].astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+        names = np.empty((len(keys), INDEX_KEY_SIZE), dtype=np.uint8)
+        names[:, 0] = tag
+        names[:, 1:] = z.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :HASH_BYTES]
+        data = names.tobytes()
+        return [data[i: i + INDEX_KEY_SIZE] for i in range(0, len(data), INDEX_KEY_SIZE)]
+    head = _TAGS[tag]
+    return [head + (key if len(key) == 8 else xxhash.xxh3_64_digest(key))[:HASH_BYTES] for key in keys]
 
 
 def time_key(event_ms: int, seq: int) -> bytes:
@@ -168,6 +197,7 @@ class DocRecord:
     duplicate_of: str = ""
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
+    unfiled: tuple[int, ...] = ()  # places, in its sorted index names, of the keys it was not filed under (full)
 
     def encode(self) -> bytes:
         page_id = self.page_id.encode("utf-8", "surrogatepass")
@@ -179,6 +209,8 @@ class DocRecord:
                  bytes((len(self.signatures),))]
         for tag, sig in sorted(self.signatures.items()):
             parts += [bytes((tag,)), varint(len(sig)), sig]
+        if self.unfiled:  # left out when empty (nearly every page)
+            parts += [varint(len(self.unfiled)), *map(varint, self.unfiled)]
         return b"".join(parts)
 
     @classmethod
@@ -202,4 +234,10 @@ class DocRecord:
             size, pos = read_varint(data, pos + 1)
             signatures[tag] = data[pos: pos + size]
             pos += size
-        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site)
+        unfiled = []
+        if pos < len(data):
+            n, pos = read_varint(data, pos)
+            for _ in range(n):
+                place, pos = read_varint(data, pos)
+                unfiled.append(place)
+        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site, tuple(unfiled))

@@ -1,12 +1,15 @@
-"""RocksDB signature store (rocksdict): lookups by index key, atomic batched updates, retention.
+"""The signature store: page records in RocksDB (rocksdict), the index in memory, atomic batched
+updates, retention.
 
-Every change a page makes (its DocRecord, id mapping, postings, time entry, counters) is staged in
-a `StoreBatch` and written with one RocksDB WriteBatch, so the store is never half-updated. Pages
-of the same batch see each other through the batch's overlay. The store records the parameters
-it was built with and refuses to mix in signatures made with others.
+Every change a page makes (its DocRecord, time entry, counters) is staged in a `StoreBatch` and
+written with one RocksDB WriteBatch, so the store is never half-updated. Pages of the same batch
+see each other through the batch's overlay. The store records the parameters it was built with and
+refuses to mix in signatures made with others.
 
-Lookups are point reads of postings values (see `layout`), made for a whole batch of pages with
-one `multi_get` (`StoreBatch.prefetch`): bloom filters answer the common miss without a block read.
+The index (index key or page id -> seqs) is a table in memory (`memory_index`), rebuilt from the
+page records when the store opens and changed only after a WriteBatch is written: RocksDB keeps
+the records and the changelog, the table is a function of them. Lookups for a whole batch of pages
+are one pass over the table (`StoreBatch.prefetch`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
+from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.template_store import SiteTemplates
 
-# 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys
-SCHEMA_VERSION = 3
+# 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys;
+# 4: the index in memory, rebuilt from the records (which name the keys a page was not filed under)
+SCHEMA_VERSION = 4
 
 _BLOCK_CACHE_BYTES = 128 << 20
 _block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
@@ -139,10 +144,54 @@ class SignatureStore:
             self.close()
             raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
                              "streamdedup store, or an empty or new directory")
-        self.index = self.db.get_column_family(layout.INDEX_CF)
-        self._index_cf = self.db.get_column_family_handle(layout.INDEX_CF)
+        self.index = self.db.get_column_family(layout.INDEX_CF)  # empty since schema 4 (see layout)
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
+        self.memory = MemoryIndex()
+        self._rebuild_index()
+
+    def _rebuild_index(self, chunk: int = 1 << 14) -> None:
+        """The in-memory index from the page records: every page under its keys, but those its
+        record names as not filed (full keys when it was added), and under its id. Pages are read
+        in chunks and their keys named by method, one array pass each (`layout.index_names`)."""
+        docs: list[DocRecord] = []
+        for doc in self.iter_docs():
+            docs.append(doc)
+            if len(docs) == chunk:
+                self._index_pages(docs)
+                docs = []
+        self._index_pages(docs)
+
+    def _index_pages(self, docs: Sequence[DocRecord]) -> None:
+        keys: dict[int, list[bytes]] = {}
+        owners: dict[int, list[int]] = {}
+        names: list[bytes] = []
+        seqs: list[int] = []
+        for doc in docs:
+            if doc.unfiled:  # the few pages that met a full key: one by one
+                filed = self.filed_names(doc)
+                names += filed
+                seqs += [doc.seq] * len(filed)
+                continue
+            for tag, tag_keys in self.index_keys(doc).items():
+                keys.setdefault(tag, []).extend(tag_keys)
+                owners.setdefault(tag, []).extend([doc.seq] * len(tag_keys))
+            names.append(layout.page_id_key(doc.page_id))
+            seqs.append(doc.seq)
+        for tag, tag_keys in keys.items():
+            names += layout.index_names(tag, tag_keys)
+            seqs += owners[tag]
+        self.memory.insert(names, seqs)  # a name twice for one page (a hash collision) is filed once
+
+    def filed_names(self, doc: DocRecord) -> list[bytes]:
+        """The index names a stored page is filed under: its id's, and its keys' but those its
+        record names as not filed (`DocRecord.unfiled`: places in the sorted names)."""
+        keys = sorted({n for tag_names in self.index_names(self.index_keys(doc)).values() for n in tag_names})
+        if doc.unfiled:
+            skipped = set(doc.unfiled)
+            keys = [name for i, name in enumerate(keys) if i not in skipped]
+        keys.append(layout.page_id_key(doc.page_id))
+        return keys
 
     @classmethod
     def open_existing(cls, path: str | os.PathLike[str]) -> SignatureStore:
@@ -242,6 +291,14 @@ class SignatureStore:
             self.db[layout.meta_key("config")] = json.dumps(wanted).encode()
             return
         built = json.loads(stored)
+        if built.get("schema") != wanted.get("schema"):
+            self.close()
+            raise StoreConfigMismatch(
+                f"the store at {self.path} has schema {built.get('schema')!r}; this version of streamdedup reads "
+                f"schema {wanted.get('schema')!r} (since 4 the index lives in memory, rebuilt from the page records, "
+                "which must name the keys each page was filed under). Build a new store: file mode, rerun the "
+                "inputs with a new --state (or --fresh); a worker, move the directory away and it rebuilds its "
+                "store from Kafka")
         diffs = [f"  {k}: store has {built.get(k)!r}, this run asks for {wanted.get(k)!r}"
                  for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
         if diffs:
@@ -264,7 +321,7 @@ class SignatureStore:
     # -- reads -----------------------------------------------------------------------------
     def lookup(self, tag: int, key: bytes) -> list[int]:
         """Seqs of the pages filed under `key` of method `tag`, oldest first."""
-        return layout.seqs_from(self.index.get(layout.index_key(tag, key)))
+        return self.memory.seqs([layout.index_key(tag, key)])[0]
 
     def doc(self, seq: int) -> DocRecord | None:
         data = self.db.get(layout.doc_key(seq))
@@ -278,7 +335,7 @@ class SignatureStore:
         return {s: None if v is None else DocRecord.decode(s, v) for s, v in zip(seqs, values, strict=True)}
 
     def seq_for(self, page_id: str) -> int | None:
-        return self._seq_with_id(page_id, self.index.get(layout.page_id_key(page_id)), self.doc)
+        return self._seq_with_id(page_id, self.memory.values([layout.page_id_key(page_id)])[0], self.doc)
 
     @staticmethod
     def _seq_with_id(page_id: str, value: bytes | None, doc: Any) -> int | None:
@@ -331,33 +388,44 @@ class SignatureStore:
     @staticmethod
     def index_names(keys: Mapping[int, list[bytes]]) -> dict[int, list[bytes]]:
         """Index keys as the index column family names them (tag + 5 bytes), by method tag."""
-        index_key = layout.index_key
-        return {tag: [index_key(tag, key) for key in tag_keys] for tag, tag_keys in keys.items()}
+        return {tag: layout.index_names(tag, tag_keys) for tag, tag_keys in keys.items()}
+
+    @staticmethod
+    def index_names_of_pages(pages: Sequence[Mapping[int, list[bytes]]]) -> list[dict[int, list[bytes]]]:
+        """`index_names` of many pages' keys, each method's keys of all pages named in one call."""
+        joined: dict[int, list[bytes]] = {}
+        for keys in pages:
+            for tag, tag_keys in keys.items():
+                joined.setdefault(tag, []).extend(tag_keys)
+        named = {tag: layout.index_names(tag, tag_keys) for tag, tag_keys in joined.items()}
+        at = dict.fromkeys(named, 0)
+        out: list[dict[int, list[bytes]]] = []
+        for keys in pages:
+            names = {}
+            for tag, tag_keys in keys.items():
+                names[tag] = named[tag][at[tag]: at[tag] + len(tag_keys)]
+                at[tag] += len(tag_keys)
+            out.append(names)
+        return out
 
     # -- writes ----------------------------------------------------------------------------
     def batch(self) -> StoreBatch:
         return StoreBatch(self)
 
-    def _remove(self, docs: Sequence[DocRecord]) -> WriteBatch:
-        """A WriteBatch removing every key of these pages: postings values lose their seqs (one
-        multi_get for all of them), the doc, time and id entries go."""
-        wb = WriteBatch(raw_mode=True)
-        drop: dict[bytes, set[int]] = {}
+    def _remove(self, docs: Sequence[DocRecord], wb: WriteBatch | None = None) -> None:
+        """Remove these pages: their doc and time entries in one WriteBatch (with whatever `wb`
+        holds already), then, once it is written, their postings from the in-memory index."""
+        wb = WriteBatch(raw_mode=True) if wb is None else wb
+        names: list[bytes] = []
+        seqs: list[int] = []
         for doc in docs:
-            for tag, keys in self.index_keys(doc).items():
-                for key in keys:
-                    drop.setdefault(layout.index_key(tag, key), set()).add(doc.seq)
-            drop.setdefault(layout.page_id_key(doc.page_id), set()).add(doc.seq)
+            filed = self.filed_names(doc)
+            names += filed
+            seqs += [doc.seq] * len(filed)
             wb.delete(layout.time_key(doc.event_ms, doc.seq))
             wb.delete(layout.doc_key(doc.seq))
-        names = list(drop)
-        for name, value in zip(names, multi_get(self.index, names), strict=True):
-            kept = [s for s in layout.seqs_from(value) if s not in drop[name]]
-            if kept:
-                wb.put(name, layout.seqs_value(kept), self._index_cf)
-            else:
-                wb.delete(name, self._index_cf)
-        return wb
+        self.db.write(wb)
+        self.memory.remove(names, seqs)
 
     def delete_page(self, page_id: str) -> bool:
         """Forget a page: it no longer matches anything. Returns False if it was not stored."""
@@ -365,7 +433,7 @@ class SignatureStore:
         doc = None if seq is None else self.doc(seq)
         if doc is None:
             return False
-        self.db.write(self._remove([doc]))
+        self._remove([doc])
         return True
 
     def expire(self, before_ms: int, limit: int | None = None) -> int:
@@ -378,11 +446,11 @@ class SignatureStore:
             if not expired:
                 break
             docs = self.docs([seq for _, seq in expired])
-            wb = self._remove([d for d in docs.values() if d is not None])
+            wb = WriteBatch(raw_mode=True)
             for key, seq in expired:
                 if docs[seq] is None:  # a time entry whose page is gone
                     wb.delete(key)
-            self.db.write(wb)
+            self._remove([d for d in docs.values() if d is not None], wb)
             removed += len(expired)
         return removed
 
@@ -397,20 +465,15 @@ class SignatureStore:
     def stats(self) -> dict[str, Any]:
         """Counts from a full scan that verifies every block's checksum: a damaged store raises
         StoreCorrupt instead of looking healthy with fewer keys."""
-        counts = {name: 0 for name in ("docs", "time", "templates", "ids", "index_keys", "postings")}
+        counts = {name: 0 for name in ("docs", "time", "templates")}
         prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates"}
         for key, _ in self._scan(self.db, verify=True):
             name = prefixes.get(key[:1])
             if name:
                 counts[name] += 1
-        for key, value in self._scan(self.index, verify=True):
-            if key[0] == layout.ID_TAG:
-                counts["ids"] += 1
-            else:
-                counts["index_keys"] += 1
-                counts["postings"] += len(layout.seqs_from(value))
         size = sum(f.stat().st_size for f in self.path.iterdir() if f.is_file())
-        return {**counts, "next_seq": self.get_meta_int("next_seq", 0), "bytes_on_disk": size,
+        return {**counts, **self.memory.counts(), "index_memory_bytes": self.memory.size_bytes,
+                "next_seq": self.get_meta_int("next_seq", 0), "bytes_on_disk": size,
                 "config": json.loads(self.get_meta("config") or b"{}")}
 
     def property_total(self, name: str) -> int:
@@ -419,7 +482,8 @@ class SignatureStore:
 
     def close(self) -> None:
         if self.db is not None:
-            self.index = self._index_cf = None  # type: ignore[assignment]
+            self.index = None  # type: ignore[assignment]
+            self.memory = MemoryIndex()
             self.db.close()
             self.db = None  # type: ignore[assignment]
 
@@ -441,7 +505,7 @@ class StoreBatch:
         self.store = store
         self._seq = store.get_meta_int("next_seq", 0)
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
-        self._dirty: set[bytes] = set()
+        self._filed: list[tuple[bytes, int]] = []  # postings added, for the in-memory index at commit
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
@@ -466,9 +530,9 @@ class StoreBatch:
         missing = [n for n in wanted if n not in values]
         if not missing:
             return
-        read = multi_get(self.store.index, missing)
+        read = self.store.memory.values(missing)
         values.update(zip(missing, read, strict=True))
-        hits = [(n, v) for n, v in zip(missing, read, strict=True) if v]
+        hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
         self._live.update(n for n, _ in hits)
         seqs = {s for _, v in hits for s in answered(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
@@ -476,7 +540,7 @@ class StoreBatch:
 
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
-            value = self._values[name] = self.store.index.get(name)
+            value = self._values[name] = self.store.memory.values([name])[0]
             if value:
                 self._live.add(name)
         return self._values[name]
@@ -522,25 +586,32 @@ class StoreBatch:
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
             names: Mapping[int, list[bytes]] | None = None) -> None:
         """File the page under its index keys (`names`: the same keys from `index_names`, if the
-        caller has them already)."""
+        caller has them already) but the full ones, which its record names (`DocRecord.unfiled`)."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
         self._docs[doc.seq] = doc
         self._ids[doc.page_id] = doc.seq
         seq = layout.varint(doc.seq)
-        unique = {n for tag_names in (names or SignatureStore.index_names(keys)).values() for n in tag_names}
-        unique.add(layout.page_id_key(doc.page_id))
+        unique = sorted({n for tag_names in (names or SignatureStore.index_names(keys)).values() for n in tag_names})
         values = self._values
+        filed = []
+        unfiled = []
+        for place, name in enumerate(unique):
+            current = values[name] if name in values else self._value(name)
+            if not current:  # the common case: a key no page has yet
+                values[name] = seq
+            elif layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
+                unfiled.append(place)  # a full key keeps its first pages (the earliest, which the rule wants)
+                continue
+            else:
+                values[name] = current + seq
+            filed.append(name)
         id_key = layout.page_id_key(doc.page_id)
-        filed = set()
-        for name in unique:
-            current = (values[name] if name in values else self._value(name)) or b""
-            if name != id_key and layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
-                continue  # a full key keeps its first pages (the earliest, which the rule wants)
-            values[name] = current + seq
-            filed.add(name)
-        self._dirty.update(filed)
+        values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
+        filed.append(id_key)
+        doc.unfiled = tuple(unfiled)
+        self._filed += [(name, doc.seq) for name in filed]
         self._live.update(filed)
 
     def set_meta(self, name: str, value: bytes) -> None:
@@ -559,20 +630,17 @@ class StoreBatch:
         for seq, doc in self._docs.items():
             wb.put(layout.doc_key(seq), doc.encode())
             wb.put(layout.time_key(doc.event_ms, seq), b"")
-        wb.set_default_column_family(self.store._index_cf)
-        for name in self._dirty:
-            wb.put(name, self._values[name])
-        wb.set_default_column_family(None)
         self._meta["next_seq"] = str(self._seq).encode()
         for meta_name, value in self._meta.items():
             wb.put(layout.meta_key(meta_name), value)
         for journal_name, value in self._journal.items():
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
+        self.store.memory.insert([name for name, _ in self._filed], [seq for _, seq in self._filed])
+        self._filed.clear()
         self._journal.clear()
         self._templates.clear()
         self._values.clear()
-        self._dirty.clear()
         self._live.clear()
         self._docs.clear()
         self._committed_docs.clear()

@@ -26,7 +26,7 @@ def test_a_full_key_keeps_its_first_pages_and_recrawls_still_find_the_original(t
 def test_candidates_past_the_limit_are_those_sharing_the_most_keys_then_the_earliest(tmp_path):
     with Detector(DetectorConfig(), tmp_path) as detector:
         batch = detector.store.batch()
-        names = [bytes([1]) + i.to_bytes(8, "big") for i in range(3)]
+        names = [bytes([1]) + i.to_bytes(5, "big") for i in range(3)]
         from streamdedup.store.layout import DocRecord
 
         for seq in range(6):  # pages 0-5 under key 0; pages 4 and 5 also under keys 1 and 2
@@ -67,7 +67,7 @@ def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monke
     from streamdedup.store.layout import DocRecord
 
     with Detector(DetectorConfig(), tmp_path) as detector:
-        hot, cold = bytes([1]) + bytes(8), bytes([1]) + bytes(7) + b"\x01"
+        hot, cold = bytes([1]) + bytes(5), bytes([1]) + bytes(4) + b"\x01"
         batch = detector.store.batch()
         for seq in range(30):  # 20 pages fill the hot key; pages 25-29 also go under a cold one
             batch.add(DocRecord(seq, f"p{seq}", 0, f"p{seq}"), {}, {1: [hot, cold] if seq >= 25 else [hot]})

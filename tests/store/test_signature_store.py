@@ -146,7 +146,7 @@ def test_expire_in_chunks_removes_every_key(tmp_path, monkeypatch):
 
 
 def test_page_id_hash_collision_is_told_apart_by_the_record(tmp_path, monkeypatch):
-    monkeypatch.setattr(layout, "page_id_key", lambda page_id: b"\xff" + b"\x00" * 8)
+    monkeypatch.setattr(layout, "page_id_key", lambda page_id: b"\xff" + b"\x00" * 5)
     with _open(tmp_path) as store:
         batch = store.batch()
         _add(store, batch, "p1", "one text here")
@@ -168,24 +168,57 @@ def test_compact_doc_record_and_varints():
     assert layout.without_seq(layout.seqs_value([1, 2, 3]), 2) == layout.seqs_value([1, 3])
 
 
-def test_property_total_counts_both_column_families(tmp_path):
+def test_property_total_sums_the_column_families(tmp_path):
     with _open(tmp_path) as store:
         batch = store.batch()
         _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta eta theta")
         batch.commit()
         default_keys = store.db.property_int_value("rocksdb.estimate-num-keys")
-        assert store.property_total("rocksdb.estimate-num-keys") > default_keys
+        index_keys = store.index.property_int_value("rocksdb.estimate-num-keys")
+        assert store.property_total("rocksdb.estimate-num-keys") == default_keys + index_keys > 0
 
 
-def test_index_keys_are_six_bytes_and_a_store_of_longer_keys_is_refused(tmp_path):
-    """Every index and id key is the tag byte and 5 bytes of hash (compact: 3 bytes less per
-    entry than schema 2's 8-byte hashes); a store built with other keys is refused, not misread."""
+def test_index_names_are_six_bytes_and_an_older_store_is_refused_by_its_schema(tmp_path):
+    """Every index and id name is the tag byte and 5 bytes of hash; since schema 4 the index is in
+    memory, rebuilt from the records: a store of an older schema is refused with what to do."""
+    from streamdedup.store.memory_index import name_ints
+
     with _open(tmp_path / "s") as store:
         batch = store.batch()
         _add(store, batch, "p1", "alpha beta gamma delta epsilon zeta eta theta iota kappa")
         batch.commit()
-        keys = list(store.index.keys())
-        assert keys and {len(key) for key in keys} == {6}
-        store.db[layout.meta_key("config")] = store.get_meta("config").replace(b'"schema": "3"', b'"schema": "2"')
-    with pytest.raises(StoreConfigMismatch, match="schema"):
+        assert store.stats()["index_keys"] > 3 and store.stats()["ids"] == 1
+        assert list(store.index.keys()) == []  # nothing in RocksDB's old index column family
+        with pytest.raises(ValueError, match="6 bytes"):
+            name_ints([b"\x01" + bytes(8)])
+        store.db[layout.meta_key("config")] = store.get_meta("config").replace(b'"schema": "4"', b'"schema": "3"')
+    with pytest.raises(StoreConfigMismatch, match="has schema '3'.*reads schema '4'.*new --state"):
         _open(tmp_path / "s")
+
+
+def test_the_index_rebuilt_at_open_is_the_one_the_pages_made(tmp_path, monkeypatch):
+    """The index lives in memory and is rebuilt from the page records when the store opens. A
+    page is not filed under a full key; once expiry makes room, later pages are. The records say
+    which keys each page was not filed under, so the rebuilt index is the same, not the one a
+    replay in seq order would make (that would file pages under keys they never went under)."""
+    from streamdedup.store import signature_store
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    text = "one story crawled again and again by the same crawler with the same words"
+    with _open(tmp_path) as store:
+        for batch_pages in (range(0, 6), range(6, 10)):
+            batch = store.batch()
+            for i in batch_pages:
+                _add(store, batch, f"p{i}", text + (" updated" if i % 2 else ""), event_ms=i)
+            batch.commit()
+            if batch_pages.start == 0:
+                assert store.expire(2) == 2  # p0 and p1 go: their keys have room again
+        names = sorted({n for doc in store.iter_docs()
+                        for tag_names in store.index_names(store.index_keys(doc)).values() for n in tag_names})
+        names += [layout.page_id_key(f"p{i}") for i in range(10)]
+        before = store.memory.seqs(names)
+        assert any(len(seqs) == 3 for seqs in before)  # full keys
+        assert any(doc.unfiled for doc in store.iter_docs())
+    with _open(tmp_path) as store:
+        assert store.memory.seqs(names) == before
+        assert store.seq_for("p7") == 7 and store.seq_for("p1") is None

@@ -1,0 +1,211 @@
+"""The index in memory: 6-byte index names (`layout.index_key`, `layout.page_id_key`) -> page seqs.
+
+A multimap in two flat arrays with open addressing (linear probing), probed by compiled loops a
+whole batch of names at a time. Each slot is one posting: a 64-bit word holding the 48-bit name
+and the seq's high 16 bits, and a 32-bit word holding the seq's low 32 bits (12 bytes a posting;
+seqs below 2^47). A free slot is all ones, a removed posting (a tombstone) all ones but the last
+bit: live postings never have the top bit set.
+
+RocksDB keeps the page records (and the changelog, its WAL); this table is rebuilt from the
+records when the store opens (`SignatureStore._rebuild_index`), so it holds exactly what the
+committed records say: every key of every stored page, except those a record names as not filed
+(full keys, see `StoreBatch.add`). It changes only after a WriteBatch is written (commit, expiry,
+deletion), so a crash or a discarded batch leaves nothing to undo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numba
+import numpy as np
+
+from streamdedup.store import layout
+
+EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+TOMBSTONE = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
+NAME_BITS = 48
+MAX_SEQ = 1 << 47
+_MIN_SLOTS = 1 << 12
+_MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
+_GROWN_LOAD = 0.5  # ... to this share of postings
+
+
+@numba.njit(cache=True)
+def _home(name: np.uint64, slots: int) -> Any:  # np.int64: an int64 slot number, not uint64, for numba
+    mixed = (name * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(16)
+    return np.int64(mixed % np.uint64(slots))
+
+
+@numba.njit(cache=True)
+def _count(words: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """How many postings each name has."""
+    counts = np.zeros(len(names), dtype=np.int64)
+    mask = np.uint64((1 << 48) - 1)
+    slots = len(words)
+    for i in range(len(names)):
+        slot = _home(names[i], slots)
+        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            word = words[slot]
+            if word >> np.uint64(63) == 0 and word & mask == names[i]:
+                counts[i] += 1
+            slot += 1
+            if slot == slots:
+                slot = 0
+    return counts
+
+
+@numba.njit(cache=True)
+def _collect(words: np.ndarray, low: np.ndarray, names: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
+    """The seqs of each name, from `starts[i]` on in `out` (sized by `_count`), in probe order."""
+    mask = np.uint64((1 << 48) - 1)
+    slots = len(words)
+    for i in range(len(names)):
+        at = starts[i]
+        slot = _home(names[i], slots)
+        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            word = words[slot]
+            if word >> np.uint64(63) == 0 and word & mask == names[i]:
+                out[at] = ((word >> np.uint64(48)) << np.uint64(32)) | np.uint64(low[slot])
+                at += 1
+            slot += 1
+            if slot == slots:
+                slot = 0
+
+
+@numba.njit(cache=True)
+def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """Add the postings (name, seq) that are not there yet (one is added once); returns, per
+    posting, 1 if it went into a free slot, 2 into a tombstone's, 0 if it was there."""
+    slots = len(words)
+    placed = np.zeros(len(names), dtype=np.int64)
+    for i in range(len(names)):
+        word = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
+        word_low = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
+        slot = _home(names[i], slots)
+        free = -1
+        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            if words[slot] == word and low[slot] == word_low:
+                break
+            if free < 0 and words[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE):
+                free = slot
+            slot += 1
+            if slot == slots:
+                slot = 0
+        if words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            continue  # there already
+        placed[i] = 1
+        if free >= 0:
+            slot = free
+            placed[i] = 2
+        words[slot] = word
+        low[slot] = word_low
+    return placed
+
+
+@numba.njit(cache=True)
+def _remove(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray) -> int:
+    """Remove the postings (name, seq) that exist; returns how many did."""
+    slots = len(words)
+    removed = 0
+    for i in range(len(names)):
+        wanted = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
+        wanted_low = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
+        slot = _home(names[i], slots)
+        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            if words[slot] == wanted and low[slot] == wanted_low:
+                words[slot] = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
+                removed += 1
+                break
+            slot += 1
+            if slot == slots:
+                slot = 0
+    return removed
+
+
+def name_ints(names: Sequence[bytes]) -> np.ndarray:
+    """6-byte names as 48-bit integers, in one pass."""
+    data = b"".join(names)
+    if len(data) != layout.INDEX_KEY_SIZE * len(names):
+        raise ValueError(f"index names are {layout.INDEX_KEY_SIZE} bytes")
+    padded = np.zeros((len(names), 8), dtype=np.uint8)
+    padded[:, 8 - layout.INDEX_KEY_SIZE:] = np.frombuffer(data, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE)
+    return padded.view(">u8").ravel().astype(np.uint64)
+
+
+class MemoryIndex:
+    def __init__(self, postings: int = 0) -> None:
+        self._allocate(max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1))
+
+    def _allocate(self, slots: int) -> None:
+        self.words = np.full(slots, EMPTY, dtype=np.uint64)
+        self.low = np.zeros(slots, dtype=np.uint32)
+        self.postings = 0
+        self.tombstones = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return int(self.words.nbytes + self.low.nbytes)
+
+    def _found(self, names: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Postings counts of the names, where each name's seqs start in the third, and those seqs."""
+        keys = name_ints(names)
+        counts = _count(self.words, keys)
+        starts = np.zeros(len(keys), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        out = np.empty(int(counts.sum()), dtype=np.uint64)
+        _collect(self.words, self.low, keys, starts, out)
+        return counts, starts, out
+
+    def seqs(self, names: Sequence[bytes]) -> list[list[int]]:
+        """Each name's seqs, oldest first."""
+        found: list[list[int]] = [[] for _ in names]
+        if names:
+            counts, starts, out = self._found(names)
+            for i in np.flatnonzero(counts).tolist():
+                found[i] = sorted(out[starts[i]: starts[i] + counts[i]].tolist())
+        return found
+
+    def values(self, names: Sequence[bytes]) -> list[bytes | None]:
+        """Each name's postings as the store's value format (`layout.seqs_value`), None if it has none."""
+        values: list[bytes | None] = [None] * len(names)
+        if names:
+            counts, starts, out = self._found(names)
+            for i in np.flatnonzero(counts).tolist():
+                values[i] = layout.seqs_value(sorted(out[starts[i]: starts[i] + counts[i]].tolist()))
+        return values
+
+    def insert(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
+        if not names:
+            return
+        if max(seqs) >= MAX_SEQ:
+            raise ValueError(f"the in-memory index holds seqs below 2^47, got {max(seqs)}")
+        if (self.postings + self.tombstones + len(names)) > _MAX_LOAD * len(self.words):
+            self._grow(len(names))
+        placed = _insert(self.words, self.low, name_ints(names), np.asarray(seqs, dtype=np.uint64))
+        self.tombstones -= int(np.count_nonzero(placed == 2))
+        self.postings += int(np.count_nonzero(placed))
+
+    def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
+        if names:
+            removed = _remove(self.words, self.low, name_ints(names), np.asarray(seqs, dtype=np.uint64))
+            self.postings -= removed
+            self.tombstones += removed
+
+    def _grow(self, adding: int) -> None:
+        """Rehash the live postings into a table at half load (tombstones dropped)."""
+        live = self.words >> np.uint64(63) == 0
+        words, low = self.words[live], self.low[live]
+        self._allocate(max(_MIN_SLOTS, int((self.postings + adding) / _GROWN_LOAD) + 1))
+        mask = np.uint64((1 << NAME_BITS) - 1)
+        seqs = ((words >> np.uint64(NAME_BITS)) << np.uint64(32)) | low.astype(np.uint64)
+        _insert(self.words, self.low, words & mask, seqs)
+        self.postings = len(words)
+
+    def counts(self) -> dict[str, int]:
+        """Index keys (distinct names of methods' keys), their postings, and page-id names (store statistics)."""
+        live = self.words[self.words >> np.uint64(63) == 0] & np.uint64((1 << NAME_BITS) - 1)
+        is_id = live >> np.uint64(NAME_BITS - 8) == layout.ID_TAG
+        return {"index_keys": len(np.unique(live[~is_id])), "postings": int(np.count_nonzero(~is_id)),
+                "ids": len(np.unique(live[is_id]))}

@@ -1,0 +1,41 @@
+"""The in-memory index: a multimap of 6-byte names to seqs that agrees with a plain dict of lists
+through inserts, removals, growth and reuse of removed slots."""
+
+import random
+
+import pytest
+
+from streamdedup.store.memory_index import MAX_SEQ, MemoryIndex
+
+
+def test_the_table_answers_as_a_dict_of_lists_through_growth_and_removals():
+    rng = random.Random(4)
+    names = [bytes([rng.choice([1, 2, 0xFF])]) + rng.randbytes(5) for _ in range(3000)]
+    names += [b"\x01" + bytes(5), b"\xff" * 6]  # the smallest and largest names
+    index, model = MemoryIndex(), {}
+    seq = 0
+    for _ in range(6):
+        batch_names, batch_seqs = [], []
+        for _ in range(5000):
+            name = rng.choice(names)
+            batch_names.append(name)
+            batch_seqs.append(seq if rng.random() < 0.9 else seq + 2**40)  # seqs past 32 bits too
+            seq += 1
+        index.insert(batch_names, batch_seqs)
+        for name, s in zip(batch_names, batch_seqs, strict=True):
+            model.setdefault(name, []).append(s)
+        gone = rng.sample([(n, s) for n, seqs in model.items() for s in seqs], 2000)
+        index.remove([n for n, _ in gone] + [b"\x03" + bytes(5)], [s for _, s in gone] + [1])  # and one never there
+        for n, s in gone:
+            model[n].remove(s)
+        assert index.seqs(names) == [sorted(model.get(n, [])) for n in names]
+        assert index.postings == sum(len(v) for v in model.values())
+    assert len(index.words) > 4096  # it grew
+    index.insert([names[0], names[0]], [7, 7])  # a posting is held once
+    index.insert([names[0]], [7])
+    assert index.seqs([names[0]])[0].count(7) == 1
+    counts = index.counts()
+    assert counts["postings"] + sum(len(v) for n, v in model.items() if n[0] == 0xFF) == index.postings
+    assert counts["ids"] == sum(1 for n, v in model.items() if n[0] == 0xFF and v)
+    with pytest.raises(ValueError, match="2\\^47"):
+        index.insert([names[0]], [MAX_SEQ])
