@@ -81,9 +81,18 @@ _CONTAINER_TAGS = frozenset({"article", "div", "main", "section"})
 MIN_CONTAINER_CHARS = 250
 
 
+# Tokens that also name an article's own container on a common kind of site: Elementor (the most
+# used WordPress page builder) wraps every text block in "elementor-widget-container" inside
+# "elementor-widget-text-editor", so "widget" alone dropped the whole article of such pages (6 of
+# the 76 dev pages handed to trafilatura; dev split, bag-of-words recall 0.957 -> 0.959 without it,
+# precision equal).
+_UNLESS: dict[tuple[str, str, str], str] = {("class", "*=", "widget"): '[class*="elementor" i]'}
+
+
 def _selector(attribute: str, operator: str, value: str) -> str:
     flag = " i" if operator in ("^=", "*=") else ""
-    return f'[{attribute}{operator}"{value}"{flag}]'
+    unless = _UNLESS.get((attribute, operator, value))
+    return f'[{attribute}{operator}"{value}"{flag}]' + (f":not({unless})" if unless else "")
 
 
 # Skipped inside resiliparse's own text pass (its `skip_elements`): matched while it walks the tree,

@@ -104,3 +104,18 @@ def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_proce
         alone = extract_main_text(html, extractor)
         assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html))
         assert extract_texts(html, extractor, max_seconds=10) == (alone, "")
+
+
+def test_an_elementor_page_is_read_by_the_steered_pass_not_dropped_as_a_widget(monkeypatch):
+    """Elementor wraps each text block in 'elementor-widget-container': the 'widget' discard token
+    dropped the whole article, and every such page went to trafilatura (or lost its text)."""
+    calls = _count_trafilatura_calls(monkeypatch)
+    blocks = "".join(f'<div class="elementor-element elementor-widget elementor-widget-text-editor">'
+                     f'<div class="elementor-widget-container"><p>{p} ({n})</p></div></div>'
+                     for n in range(4) for p in ARTICLE)
+    html = (f'<html><body><main><article class="post"><div class="elementor elementor-123">{blocks}</div></article>'
+            f'<aside class="widget-area"><div class="widget widget_recent_entries">{" ".join(RELATED)}</div></aside>'
+            f'</main></body></html>')
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE) and calls == []
+    assert not any(r in text for r in RELATED)
