@@ -506,6 +506,7 @@ class StoreBatch:
         self._seq = store.get_meta_int("next_seq", 0)
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
         self._filed: list[tuple[bytes, int]] = []  # postings added, for the in-memory index at commit
+        self._answers: dict[bytes, list[int]] = {}  # postings value -> the seqs it answers (hot keys: read often)
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
@@ -563,7 +564,11 @@ class StoreBatch:
         found = [v for n in names if (v := self._value(n))]
         if not found:
             return []
-        shared = Counter(s for v in found for s in answered(v))
+        answers = self._answers
+        for v in found:
+            if v not in answers:
+                answers[v] = answered(v)
+        shared = Counter(s for v in found for s in answers[v])
         self.last_found = len(shared)
         if len(shared) <= limit:
             return sorted(shared)
@@ -638,6 +643,7 @@ class StoreBatch:
         self.store.db.write(wb)
         self.store.memory.insert([name for name, _ in self._filed], [seq for _, seq in self._filed])
         self._filed.clear()
+        self._answers.clear()
         self._journal.clear()
         self._templates.clear()
         self._values.clear()
