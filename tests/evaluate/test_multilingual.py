@@ -12,10 +12,18 @@ from conftest import wrap_in_template
 
 from streamdedup.evaluate.construct import build_family
 from streamdedup.evaluate.family_multilingual import LANGUAGES, build_multilingual
-from streamdedup.evaluate.multilingual import _SPACED, _unspaced, in_language, load_handbook, load_man_pages, load_udhr
+from streamdedup.evaluate.multilingual import (
+    _SPACED,
+    _unspaced,
+    in_language,
+    load_handbook,
+    load_man_pages,
+    load_udhr,
+    without_repeated_paragraphs,
+)
 from streamdedup.evaluate.pages import SourcePage
 from streamdedup.evaluate.sets import LabelledSet, split_of
-from streamdedup.evaluate.surgery import light_edit, usable_template
+from streamdedup.evaluate.surgery import light_edit, stray_article_text, usable_template
 from streamdedup.evaluate.units import SPACES, UNITS
 
 _CYRILLIC = "абвгдежзиклмнопрстуфхцчшщыэюя"
@@ -73,8 +81,27 @@ def test_handbook_section_keeps_its_in_language_paragraphs_as_p(tmp_path):
     (page,) = load_handbook(folder, "zh")
     assert page.paragraphs == (zh[0], zh[1], zh[3]) and page.lang == "zh" and page.dense
     assert page.site_key == "debian-handbook/sect.apt" and page.title == "6.2. 命令"
-    assert page.source.count('<p class="para">') == 3  # the para holding a list stays a div
+    assert page.source.count('<p class="para">') == 2  # the para holding a list stays a div
+    assert "never translated" not in page.source  # the untranslated paragraph is not shown
     assert page.words == sum(UNITS.count(p) for p in page.paragraphs)
+    # a section still mostly in English is left out
+    english = "".join(f'<div class="para">{"An untranslated paragraph of the handbook. " * 8}</div>' for _ in range(6))
+    (folder / "sect.apt.html").write_text(f'<html><head><meta charset="utf-8"/></head><body><div class="section">'
+                                          f'<div class="para">{zh[0]}</div>{english}</div></body></html>',
+                                          encoding="utf-8")
+    assert load_handbook(folder, "zh") == []
+
+
+def test_a_template_still_showing_part_of_its_article_is_not_used():
+    def template(extra):
+        paragraphs = _article("ru", 9, paragraphs=4, units=30)
+        html = wrap_in_template(paragraphs, "Site", "T").replace("</article>", f"</article>{extra}")
+        return SourcePage("p", html, tuple(paragraphs), "T", "ru", "s", "multilingual")
+
+    second_half = f"<div class='body'><p>{_text('ru', random.Random(1), 60)}</p></div>"
+    assert usable_template(template(second_half)) and stray_article_text(template(second_half))
+    teaser = f"<div class='more'><p>{_text('ru', random.Random(1), 30)}</p></div>"  # a related story's teaser
+    assert not stray_article_text(template(teaser)) and not stray_article_text(template(""))
 
 
 def test_declaration_is_cut_into_groups_of_articles(tmp_path):
@@ -148,3 +175,13 @@ def test_splits_keep_each_document_in_one_split():
 def test_groff_spaces_between_chinese_characters_are_taken_out():
     html = "&#22312; &#25509;\n&#25910; socket &#65292; abc &#25509; x"  # 在 接 收 ，
     assert _SPACED.sub(_unspaced, html) == "&#22312;&#25509;&#25910; socket &#65292; abc &#25509; x"
+
+
+def test_paragraphs_shared_by_many_pages_of_a_language_are_not_article():
+    colophon = "Этот перевод является бесплатной документацией; прочитайте лицензию GNU."
+    pages = [SourcePage(f"man:ru:{i}", "", (f"Статья номер {i} о разном.", colophon), "T", "ru", f"man/{i}",
+                        "multilingual") for i in range(4)]
+    pages.append(SourcePage("udhr:vie:0", "", (colophon,), "T", "vi", "udhr/0", "multilingual"))
+    kept = without_repeated_paragraphs(pages)
+    assert [p.paragraphs for p in kept[:4]] == [(f"Статья номер {i} о разном.",) for i in range(4)]
+    assert kept[4].paragraphs == (colophon,)  # counted per language
