@@ -199,8 +199,8 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
     from streamdedup.config import DetectorConfig
     from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, own_text
     from streamdedup.runtime.scaleout.gather_stage import verdict_of
-    from streamdedup.runtime.scaleout.index_stage import IndexPartition
-    from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, PageHeader
+    from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+    from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
     from streamdedup.runtime.scaleout.routing import page_order
     from streamdedup.runtime.topologies.scaleout import index_requests
     from streamdedup.store.signature_store import method_tags
@@ -232,6 +232,7 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
             arrivals[p].append((rng.random(), item.site_hash, IndexRequest(order, doc, partition_keys, True,
                                                                             item.template_known)))
     answers: dict[str, list[Answer]] = {}
+    supplements: dict[str, list[Match]] = {}  # every page held until its supplements are in (final verdicts)
     for p, requests in arrivals.items():
         shuffled = sorted(requests, key=lambda r: r[0])
         slots: dict[int, list[int]] = {}
@@ -243,16 +244,16 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
                                   strict=True):
                 in_site_order[i] = request
         for _, _, request in in_site_order:
-            answers.setdefault(request.doc.page_id, []).append(index[p].answer(request))
+            answer = index[p].answer(request)
+            answers.setdefault(request.doc.page_id, []).append(answer)
+            for supplement in supplements_of(answer):
+                supplements.setdefault(supplement.page_id, []).append(supplement.match)
         index[p].commit()
         index[p].close()
     templates.close()
-    dedups, events = [], []
-    for page_id, header in headers.items():
-        dedup, page_events = verdict_of(header, answers.get(page_id, []))
-        dedups.append(dedup)
-        events += page_events
-    return {"sent": position + 1, "dedups": dedups, "rejected": rejected, "events": events, "seconds": 0}
+    dedups = [verdict_of(header, answers.get(page_id, []), supplements.get(page_id, []))
+              for page_id, header in headers.items()]
+    return {"sent": position + 1, "dedups": dedups, "rejected": rejected, "events": [], "seconds": 0}
 
 
 def syndicated(stories: int, copies: int, path: Path) -> Path:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -84,6 +84,7 @@ class Outputs:
         self.refused: set[Refusal] = set()  # outputs the broker refused: sent as stubs from now on
         self.failures: list[tuple[Refusal, KafkaError]] = []  # delivery errors of the current batch
         self._counts: Tally[tuple[str, ...]] = Tally()  # staged until the batch commits
+        self._on_commit: list[Callable[[], None]] = []  # other metrics, staged likewise
 
     # -- sending --------------------------------------------------------------------------------
     def fits(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers | None = None) -> bool:
@@ -173,8 +174,14 @@ class Outputs:
     def first_failure(self) -> KafkaError | None:
         return self.failures[0][1] if self.failures else None
 
+    def on_commit(self, update: Callable[[], None]) -> None:
+        """A metric update that holds only if the batch commits."""
+        self._on_commit.append(update)
+
     def commit(self) -> None:
         """The batch is in Kafka: apply its counts to the stats and metrics."""
+        for update in self._on_commit:
+            update()
         for key, n in self._counts.items():
             if key[0] == "produced":
                 self.stats.produced[key[1]] += n
@@ -193,6 +200,7 @@ class Outputs:
 
     def discard(self) -> None:
         self._counts.clear()
+        self._on_commit.clear()
         self.failures.clear()
 
 

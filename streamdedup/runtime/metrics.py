@@ -61,6 +61,22 @@ class WorkerMetrics:
                               ["topic"], registry=self.registry)
         self.last_loop = Gauge("streamdedup_last_loop_timestamp_seconds",
                                "When the worker's loop last went round (Unix time)", registry=self.registry)
+        # final verdicts (global topology): how long complete pages were held, what released them,
+        # matches found after a verdict was out, and each index partition's watermark
+        self.verdict_wait = Histogram("streamdedup_verdict_wait_seconds",
+                                      "From a page's last answer to its verdict's release (held for the watermarks)",
+                                      registry=self.registry,
+                                      buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30))
+        self.verdicts_released = Counter("streamdedup_verdicts_released",
+                                         "Verdicts released, by what released them (watermark, timeout, complete)",
+                                         ["by"], registry=self.registry)
+        self.late_matches = Counter("streamdedup_late_matches",
+                                    "Matches found after the later page's verdict was out (late_match events)",
+                                    registry=self.registry)
+        self.watermark = Gauge("streamdedup_index_watermark_seconds",
+                               "An index partition's watermark: the lowest of its input partitions' (event time, "
+                               "Unix seconds; +Inf when every input is idle, 0 before every input was heard from)",
+                               ["partition"], registry=self.registry)
         self.health: Check = _alive
         self.readiness: Check = _alive
         self.server: ThreadingHTTPServer | None = None

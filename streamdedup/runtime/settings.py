@@ -69,6 +69,16 @@ class WorkerSettings:
     # noida-db answers an empty fetch at once (it ignores fetch.wait.max.ms), so a caught-up
     # consumer would fetch thousands of times a second; 0 keeps fetching (Apache Kafka waits)
     idle_poll_s: float = 0.25
+    # global topology, final verdicts: a complete page is held until every index partition it was
+    # sent to has passed it (watermarks), at most this long; then it goes out with what is known
+    # and a match found later is a counted late_match. 0: no holding (verdicts as soon as complete)
+    verdict_wait_s: float = 1.0
+    # a caught-up (idle) input partition sends an "infinite" watermark after this long, so it never
+    # holds the others' verdicts back
+    watermark_interval_s: float = 0.2
+    # how far back a page's fetch time may be behind the newest one seen on its input partition
+    # and still be on time; 0: the watermark is the newest page's place in the order itself
+    allowed_lateness_ms: int = 0
     progress_interval_s: float = 30.0  # a progress line at INFO this often once assigned; 0 = never
     stall_timeout_s: float = 120.0  # /healthz fails when the loop has not gone round for this long
     topics: Topics = Topics()

@@ -234,16 +234,17 @@ class Worker:
                 self._loop_at = time.monotonic()
                 self.metrics.last_loop.set_to_current_time()
                 timeout = self.settings.idle_poll_s if self._paused else self.settings.batch_timeout_s
-                messages = [m for m in self.consumer.consume(self.settings.batch_size, timeout)
-                            if not self._is_error(m)]
+                messages = self._consume(timeout)
                 now = time.monotonic()
                 if messages:
                     self.process(messages)
                     self._last_activity = now
                     if stop_after is not None and self.stats.decided >= stop_after:
                         break
-                elif self.handlers and self.settings.idle_poll_s > 0:
-                    self._idle()
+                else:
+                    self._tick_alone()
+                    if self.handlers and self.settings.idle_poll_s > 0:
+                        self._idle()
                 if self._last_activity is not None:
                     self._report_progress(now)
                 if messages:
@@ -261,6 +262,16 @@ class Worker:
                 signal.signal(sig, handler)
             self.close()
         return self.stats
+
+    def _consume(self, timeout: float) -> list[Message]:
+        """Up to `batch_size` messages: waits up to `timeout` for the first, then takes what the
+        client has fetched already, as Kafka's poll does. librdkafka's batch consume waits for a
+        whole batch or the timeout: unless `batch_size` messages were waiting, every batch waited
+        out `batch_timeout_s`, at each of the global topology's three hops."""
+        messages = self.consumer.consume(1, timeout)
+        if messages and self.settings.batch_size > 1:
+            messages += self.consumer.consume(self.settings.batch_size - 1, 0)
+        return [m for m in messages if not self._is_error(m)]
 
     def _handle_signals(self) -> dict[int, Any]:
         """SIGTERM (docker stop, systemd, Kubernetes) and SIGINT finish the batch in hand, close
@@ -380,14 +391,20 @@ class Worker:
         self.outputs.discard()
         if self.settings.transactions:
             self.producer.begin_transaction()
+        ticked: list[tuple[PartitionHandler, int | None]] = []
         try:
             for (topic, partition), batch in by_partition.items():
                 handler = self.handlers[(topic, partition)]
                 self.stats.replayed += handler.process(batch, self.outputs,
                                                        self.replay_until.get((topic, partition), -1))
                 handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
+            ticked = self._ticking(time.monotonic())
+            self._tick(ticked)
             self._commit_offsets(by_partition)
         except KafkaException as err:
+            for handler, _ in ticked:  # what they sent may be lost: they send it again
+                if handler not in [self.handlers[tp_key] for tp_key in by_partition]:
+                    handler.discard()
             if not self._recover(by_partition, err):
                 return
         for tp_key, batch in by_partition.items():
@@ -401,6 +418,8 @@ class Worker:
                     f"The outcomes of offsets {first}..{last} are committed in Kafka; nothing is lost: free space "
                     "and restart the worker, it will replay those offsets into the store without emitting them "
                     "again.") from err
+            if offset_of(batch[-1]) + 1 >= self.replay_until.get(tp_key, 0):
+                self.replay_until.pop(tp_key, None)  # rebuilt: its handler may tick now
         self.outputs.commit()
         self.stats.batches += 1
         self.stats.consumed += len(messages)
@@ -434,6 +453,60 @@ class Worker:
                 labels = (topic, str(partition))
                 self.metrics.store_bytes.labels(*labels).set(total("rocksdb.live-sst-files-size"))
                 self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
+
+    # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
+    def _ticking(self, now: float) -> list[tuple[PartitionHandler, int | None]]:
+        """The handlers that have something to send now (none while their store is rebuilt),
+        with their partition's lag as last known."""
+        due = []
+        for tp_key, handler in self.handlers.items():
+            tick = getattr(handler, "due", None)
+            if tick is None or tp_key in self.replay_until:
+                continue
+            lag = self._lag.get(tp_key)
+            if lag == 0:  # as of its last batch or idle check: what was fetched since then counts too
+                lag = max(lag, self._fetched_lag(tp_key))
+            if tick(now, lag):
+                due.append((handler, lag))
+        return due
+
+    def _fetched_lag(self, tp_key: TP) -> int:
+        """Records of a partition fetched by the client past this consumer's position (0 if unknown)."""
+        tp = TopicPartition(*tp_key)
+        try:
+            _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            position = self.consumer.position([tp])[0].offset
+        except KafkaException:
+            return 0
+        return max(0, high - position) if high >= 0 and position >= 0 else 0
+
+    def _tick(self, due: list[tuple[PartitionHandler, int | None]]) -> None:
+        now = time.monotonic()
+        for handler, lag in due:
+            handler.tick(self.outputs, now, lag)  # type: ignore[attr-defined]
+
+    def _tick_alone(self) -> None:
+        """A round without input: the ticks go out in a transaction of their own. Their records
+        are idempotent (a watermark, a release marker sent twice changes nothing), so a failed
+        one is simply forgotten by its handlers and sent again."""
+        due = self._ticking(time.monotonic())
+        if not due:
+            return
+        self.outputs.discard()
+        try:
+            if self.settings.transactions:
+                self.producer.begin_transaction()
+            self._tick(due)
+            if self.settings.transactions:
+                self.producer.commit_transaction(60)
+            else:
+                self.producer.flush(60)
+        except KafkaException as err:
+            self._recover({}, err)
+            for handler, _ in due:
+                handler.discard()
+            return
+        self.outputs.commit()
 
     def _commit_offsets(self, by_partition: dict[TP, list[Message]]) -> None:
         offsets = [TopicPartition(topic, partition, offset_of(batch[-1]) + 1)

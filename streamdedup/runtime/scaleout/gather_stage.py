@@ -1,29 +1,44 @@
-"""Where a page's answers meet: one verdict per page, and corrections for late matches.
+"""Where a page's answers meet: one verdict per page, final when emitted, and counted late matches.
 
 A page's header (its fields, and which index partitions will answer) and the answers arrive on
-the page's parts partition, in any order. When all are in, the verdict is the earliest match
-in the global order; a match that is *later* than the page (it was filed before this page
-reached that index partition) cannot change that later page's verdict any more, so it becomes a
-`late_match` event on the clusters topic: "page L is also a near-duplicate of this earlier page".
-A page is only ever tagged as a duplicate of a page earlier than itself, so no two pages are
-ever tagged as duplicates of each other.
+the page's parts partition, in any order. Arrival order at an index partition is not the global
+order, so an earlier page E can reach a partition after a later page L it matches: that partition
+then sends L a *supplement* ("E is one of your earlier matches"). A complete page is *held* until
+every index partition it was sent to has passed its place in the order (the partitions'
+watermarks, `W<i>` records on this topic): then no earlier page can still reach them, its
+supplements are in, and `decide()` (verdict/engine.py) gives the verdict file mode gives. Pages
+released by one watermark go out in the global order.
+
+A page held longer than the bounded wait is released by a *marker* its gather partition writes
+to its own parts partition (`tick`): the release happens when the marker is read back, at the
+same point of the log on every replay, so a restart emits the same verdicts and none twice. A
+supplement for a page already out is a `late_match` event on the clusters topic, counted: "page L
+is also a near-duplicate of this earlier page". A page is only ever tagged as a duplicate of a
+page earlier than itself, so no two pages are ever tagged as duplicates of each other.
+
+With `hold=False` (a verdict wait of 0) a page is released as soon as it is complete.
 
 State (a RocksDB store per parts partition, written with the input offset in one WriteBatch):
-`W<page id> <order>` -> the pending header and answers; `F<page id>` -> the order of the page
-that got a verdict under that id (a second page with the same id is rejected as duplicate_id).
+`W<page id> <order>` -> the pending header, answers and supplements (held once complete);
+`F<page id>` -> the order of the page that got a verdict under that id (a second page with the
+same id is rejected as duplicate_id) and a hash of each earlier page it is known to duplicate;
+`Mwm:<index partition>` -> that index partition's last watermark.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
+import xxhash
 from rocksdict import WriteBatch
 
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader
+from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.engine import Candidate, decide
@@ -35,85 +50,197 @@ _WAITING, _FINISHED, _META = b"W", b"F", b"M"
 class Pending:
     header: PageHeader | None = None
     answers: dict[int, Answer] = field(default_factory=dict)
+    supplements: list[Match] = field(default_factory=list)
+    completed_ms: int = 0  # when its last part arrived (the message's timestamp): the wait starts
 
     def complete(self) -> bool:
         return self.header is not None and set(self.header.partitions) <= set(self.answers)
 
     def encode(self) -> bytes:
         return orjson.dumps({"header": None if self.header is None else self.header.as_json(),
-                             "answers": [a.as_json() for a in self.answers.values()]})
+                             "answers": [a.as_json() for a in self.answers.values()],
+                             "supplements": [m.as_list() for m in self.supplements],
+                             "completed_ms": self.completed_ms})
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
         value = orjson.loads(data)
         header = None if value["header"] is None else PageHeader.from_json(value["header"])
         answers = [Answer.from_json(a) for a in value["answers"]]
-        return cls(header, {a.partition: a for a in answers})
+        return cls(header, {a.partition: a for a in answers},
+                   [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0))
 
 
 @dataclass(frozen=True)
 class Decided:
-    """What to emit for one page: its outcome (dedup object) and its clusters events."""
+    """What to emit for one page: its outcome (dedup object), how it was released (`watermark`,
+    `timeout`, or `complete` when not held) and when it was complete (ms)."""
 
     header: PageHeader
     dedup: dict[str, Any]
-    events: list[dict[str, Any]]
+    by: str = "complete"
+    completed_ms: int = 0
 
 
-def verdict_of(header: PageHeader, answers: list[Answer]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The page's `dedup` object and its late-match corrections, from all its answers. Pure."""
+@dataclass(frozen=True)
+class LateMatch:
+    """A `late_match` event for a page whose verdict was already out."""
+
+    event: dict[str, Any]
+
+
+Emitted = Decided | LateMatch
+
+
+def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = ()) -> dict[str, Any]:
+    """The page's `dedup` object from all its answers and supplements. Pure."""
+    earlier = _earlier_matches(answers, supplements)
+    verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
+                                      for m in earlier.values()))
+    return replace(verdict, time_note=header.time_note).as_dict()
+
+
+def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) -> dict[str, Match]:
     earlier: dict[str, Match] = {}
-    later: dict[str, Match] = {}
     for answer in answers:
         for match in answer.earlier:
             earlier.setdefault(match.page_id, match)
-        for match in answer.later:
-            later.setdefault(match.page_id, match)
-    verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
-                                      for m in earlier.values()))
-    page_id, cluster_id = header.page_id, verdict.cluster_id
-    dedup = replace(verdict, time_note=header.time_note).as_dict()
-    events = [{"type": "late_match", "page_id": m.page_id, "duplicate_of": page_id, "cluster_id": cluster_id,
-               "similarity": round(m.similarity, 4), "method": m.rule}
-              for m in sorted(later.values(), key=lambda m: m.order)]
-    return dedup, events
+    for match in supplements:
+        earlier.setdefault(match.page_id, match)
+    return earlier
+
+
+def late_match_event(page_id: str, match: Match) -> dict[str, Any]:
+    return {"type": "late_match", "page_id": page_id, "duplicate_of": match.page_id, "cluster_id": match.root_id,
+            "similarity": round(match.similarity, 4), "method": match.rule}
+
+
+def _id_hash(page_id: str) -> bytes:
+    return xxhash.xxh3_64_digest(page_id.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True)
+class Held:
+    """A complete page waiting for the watermarks of its index partitions."""
+
+    page_id: str
+    order: bytes
+    partitions: tuple[int, ...]
+    completed_ms: int
 
 
 class GatherPartition:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, hold: bool = True) -> None:
         self.db = open_plain_db(path)
+        self.hold = hold
         self._pending: dict[bytes, Pending] = {}
         self._finished: dict[bytes, bytes] = {}
         self._deleted: set[bytes] = set()
         self._meta: dict[str, bytes] = {}
+        self.marked: set[bytes] = set()  # held pages a release marker was sent for (not yet read back)
+        self._load_state()
 
-    def add_header(self, header: PageHeader) -> Decided | None:
+    def _load_state(self) -> None:
+        """The watermarks and the held pages, as committed."""
+        self.watermarks: dict[int, bytes] = {}
+        it = self.db.iter()
+        it.seek(_META + b"wm:")
+        while it.valid() and it.key().startswith(_META + b"wm:"):
+            self.watermarks[int(it.key()[len(_META) + 3:])] = it.value()
+            it.next()
+        self.held: dict[bytes, Held] = {}
+        it.seek(_WAITING)
+        while it.valid() and it.key()[:1] == _WAITING:
+            pending = Pending.decode(it.value())
+            if pending.complete() and pending.header is not None:
+                self.held[it.key()] = Held(pending.header.page_id, pending.header.order,
+                                           pending.header.partitions, pending.completed_ms)
+            it.next()
+
+    # -- what arrives on the parts partition ----------------------------------------------------
+    def add_header(self, header: PageHeader, at_ms: int = 0) -> list[Emitted]:
         pending = self._load(header.page_id, header.order)
+        was = pending.complete()
         pending.header = header
-        return self._maybe_decide(pending)
+        return self._completed(pending, was, at_ms)
 
-    def add_answer(self, answer: Answer) -> Decided | None:
+    def add_answer(self, answer: Answer, at_ms: int = 0) -> list[Emitted]:
         pending = self._load(answer.page_id, answer.order)
+        was = pending.complete()
         pending.answers[answer.partition] = answer
-        return self._maybe_decide(pending)
+        return self._completed(pending, was, at_ms)
 
-    def _maybe_decide(self, pending: Pending) -> Decided | None:
-        if not pending.complete():
-            return None
+    def add_supplement(self, supplement: Supplement) -> list[Emitted]:
+        """An earlier match of a page: merged while the page is held, a late match once it is out."""
+        finished = _FINISHED + supplement.page_id.encode("utf-8", "surrogatepass")
+        before = self._finished.get(finished) or self.db.get(finished)
+        if before is not None:
+            if before[:ORDER_BYTES] != supplement.order:
+                return []  # another page had this id first: this one is (or will be) a duplicate_id
+            known = _id_hash(supplement.match.page_id)
+            if any(before[i: i + 8] == known for i in range(ORDER_BYTES, len(before), 8)):
+                return []  # it was one of the page's earlier matches already (another partition's answer)
+            self._finished[finished] = before + known
+            return [LateMatch(late_match_event(supplement.page_id, supplement.match))]
+        self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
+        return []
+
+    def add_watermark(self, partition: int, watermark: bytes) -> list[Emitted]:
+        """Index partition `partition` has passed `watermark`: release what it was the last to hold."""
+        self.watermarks[partition] = watermark
+        self._meta[f"wm:{partition}"] = watermark
+        ready = [(held.order, key) for key, held in self.held.items()
+                 if partition in held.partitions and self._passed(held)]
+        return [self._release(key, "watermark") for _, key in sorted(ready)]
+
+    def add_release(self, pages: list[tuple[str, bytes]]) -> list[Emitted]:
+        """A release marker read back: those of its pages still held go out with what is known."""
+        keys = sorted((order, _waiting_key(page_id, order)) for page_id, order in pages)
+        return [self._release(key, "timeout") for _, key in keys if key in self.held]
+
+    def due(self, now_ms: int, wait_ms: int) -> list[tuple[str, bytes]]:
+        """Held pages whose wait is over and that no release marker was sent for, in order."""
+        return sorted(((held.page_id, held.order) for key, held in self.held.items()
+                       if held.completed_ms + wait_ms <= now_ms and key not in self.marked), key=lambda p: p[1])
+
+    def mark(self, pages: list[tuple[str, bytes]]) -> None:
+        """A release marker for these pages was sent (forgotten on `discard`: sent again)."""
+        self.marked.update(_waiting_key(page_id, order) for page_id, order in pages)
+
+    # -- deciding -------------------------------------------------------------------------------
+    def _passed(self, held: Held) -> bool:
+        return all(self.watermarks.get(p, b"") >= held.order for p in held.partitions)
+
+    def _completed(self, pending: Pending, was: bool, at_ms: int) -> list[Emitted]:
+        if was or not pending.complete():
+            return []
         header = pending.header
         assert header is not None
+        pending.completed_ms = at_ms
         key = _waiting_key(header.page_id, header.order)
+        self.held[key] = held = Held(header.page_id, header.order, header.partitions, at_ms)
+        if not self.hold:
+            return [self._release(key, "complete")]
+        return [self._release(key, "watermark")] if self._passed(held) else []
+
+    def _release(self, key: bytes, by: str) -> Decided:
+        held = self.held.pop(key)
+        self.marked.discard(key)
+        pending = self._load(held.page_id, held.order)
+        header = pending.header
+        assert header is not None
         self._pending.pop(key, None)
         self._deleted.add(key)
         finished = _FINISHED + header.page_id.encode("utf-8", "surrogatepass")
         before = self._finished.get(finished) or self.db.get(finished)
-        if before is not None and before != header.order:
+        if before is not None and before[:ORDER_BYTES] != header.order:
             dedup = Rejection(Reason.DUPLICATE_ID.value, f"page id {header.page_id!r} was already processed",
                               header.origin).as_dict()
-            return Decided(header, dedup, [])
-        self._finished[finished] = header.order
-        dedup, events = verdict_of(header, list(pending.answers.values()))
-        return Decided(header, dedup, events)
+            return Decided(header, dedup, by, held.completed_ms)
+        earlier = _earlier_matches(pending.answers.values(), pending.supplements)
+        self._finished[finished] = header.order + b"".join(_id_hash(page_id) for page_id in earlier)
+        return Decided(header, verdict_of(header, pending.answers.values(), pending.supplements), by,
+                       held.completed_ms)
 
     def _load(self, page_id: str, order: bytes) -> Pending:
         key = _waiting_key(page_id, order)
@@ -142,16 +269,22 @@ class GatherPartition:
         for name, value in self._meta.items():
             wb.put(_META + name.encode(), value)
         self.db.write(wb)
-        self.discard()
+        self._clear()
 
-    def discard(self) -> None:
+    def _clear(self) -> None:
         self._pending.clear()
         self._finished.clear()
         self._deleted.clear()
         self._meta.clear()
 
+    def discard(self) -> None:
+        """The batch is to be consumed again: back to the committed state; markers are resent."""
+        self._clear()
+        self.marked.clear()
+        self._load_state()
+
     def waiting(self) -> int:
-        """Pages whose answers are not all in yet (committed state)."""
+        """Pages not released yet: answers still missing, or held (committed state)."""
         it = self.db.iter()
         it.seek(_WAITING)
         count = 0
@@ -164,7 +297,7 @@ class GatherPartition:
         return self.db.property_int_value(name) or 0
 
     def close(self) -> None:
-        self.discard()
+        self._clear()
         self.db.close()
 
 

@@ -7,9 +7,10 @@ candidate is verified by every method, as the policy's "simhash+a12" rules need)
 
 Arrival order in a partition is not the global order: two near-duplicates can be in flight at
 once. A candidate that is *later* in the global order than the asking page was filed without
-seeing it, so it is reported too (`later`): the asking page's verdict stage turns it into a
-correction event. Every pair that shares a key is therefore found by exactly one of its two
-pages' answers from that partition, whatever the timing.
+seeing it, so it is reported too (`later`), and the stage sends that later page a supplement
+(`supplements_of`): its verdict is held until no earlier page can still arrive, or a counted late
+match if it is already out. Every pair that shares a key is therefore found by exactly one of its
+two pages' answers from that partition, whatever the timing.
 
 In this store `DocRecord.cluster_id` holds the page's global order (hex) and
 `DocRecord.duplicate_of` its root: "<order hex> <page id>" of the earliest page of its chain this
@@ -23,12 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match
+from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
+
+
+def supplements_of(answer: Answer) -> list[Supplement]:
+    """For each page later than the asker that was filed here first: "the asker is one of your
+    earlier matches", with the asker's root as this partition knows it (as if filed first)."""
+    root_order, root_id = min(((m.root_order, m.root_id) for m in answer.earlier),
+                              default=(answer.order, answer.page_id))
+    return [Supplement(m.page_id, m.order, Match(answer.page_id, answer.order, m.rule, m.similarity, root_order,
+                                                 root_id)) for m in answer.later]
 
 
 class IndexPartition:

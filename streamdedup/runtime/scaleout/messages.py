@@ -19,6 +19,11 @@ from streamdedup.store.layout import DocRecord
 
 KIND_HEADER = "sd.kind"
 PAGE, ANSWER = b"page", b"answer"
+# final verdicts: watermarks (pages.index: an input partition's; pages.parts: an index partition's),
+# supplementary answers ("an earlier page reached this partition after you") and release markers
+WATERMARK, SUPPLEMENT, RELEASE = b"wm", b"supplement", b"release"
+# a watermark above every order: an idle input partition promises nothing below it
+INFINITE = b"\xff" * (ORDER_BYTES + 1)
 _LEN = struct.Struct("<I")
 _KEY = struct.Struct("<BH")
 
@@ -140,3 +145,46 @@ class PageHeader:
                         for name, data in value.get("headers", ()))
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
                    value["record"], value["origin"], value.get("time_note"), headers)
+
+
+def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:
+    """The record kind of a message of the repartition topics (None: an index request)."""
+    return next((value for name, value in headers or () if name == KIND_HEADER), None)
+
+
+def watermark_value(source: int, watermark: bytes) -> bytes:
+    """A watermark record: "`source` (an input or index partition) sends nothing at or below
+    `watermark` any more" (an order, or INFINITE when idle)."""
+    return orjson.dumps({"from": source, "wm": watermark.hex()})
+
+
+def watermark_of(value: bytes) -> tuple[int, bytes]:
+    decoded = orjson.loads(value)
+    return decoded["from"], bytes.fromhex(decoded["wm"])
+
+
+@dataclass(frozen=True)
+class Supplement:
+    """An index partition's word to the *later* page of a pair: page `page_id` (`order`) was filed
+    here before `match`, an earlier page in the global order, arrived; so `match` is one of its
+    earlier matches (with its root as this partition knows it)."""
+
+    page_id: str
+    order: bytes
+    match: Match
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "match": self.match.as_list()})
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Supplement:
+        return cls(value["id"], bytes.fromhex(value["order"]), Match.from_list(value["match"]))
+
+
+def release_value(pages: list[tuple[str, bytes]]) -> bytes:
+    """A release marker: these held pages go out with what is known (their wait is over)."""
+    return orjson.dumps({"pages": [[page_id, order.hex()] for page_id, order in pages]})
+
+
+def released_by(value: bytes) -> list[tuple[str, bytes]]:
+    return [(page_id, bytes.fromhex(order)) for page_id, order in orjson.loads(value)["pages"]]

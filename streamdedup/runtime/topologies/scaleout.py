@@ -4,13 +4,21 @@ A worker subscribes to all three topics in one consumer group, so Kafka spreads 
 parts partitions over the workers and moves them on a rebalance; one transaction per batch
 carries every step's outputs and offsets. Index and parts stores are rebuilt from their own
 topics (the changelog) when a worker gets a partition whose store it lacks.
+
+Final verdicts: after each batch an input partition sends every index partition its watermark
+(the highest place in the order it has filed: later pages come above it), or an infinite one once
+it is caught up and idle (`tick`); an index partition keeps the lowest over all input partitions
+and passes it on to every parts partition when it moves; gather holds a complete page until the
+watermarks of all its index partitions are past it (gather_stage.py).
 """
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +32,26 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition
-from streamdedup.runtime.scaleout.index_stage import IndexPartition
-from streamdedup.runtime.scaleout.messages import ANSWER, KIND_HEADER, PAGE, Answer, IndexRequest, PageHeader
+from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch
+from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+from streamdedup.runtime.scaleout.messages import (
+    ANSWER,
+    INFINITE,
+    KIND_HEADER,
+    PAGE,
+    RELEASE,
+    SUPPLEMENT,
+    WATERMARK,
+    Answer,
+    IndexRequest,
+    PageHeader,
+    Supplement,
+    kind_of,
+    release_value,
+    released_by,
+    watermark_of,
+    watermark_value,
+)
 from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.base import (
@@ -54,6 +79,38 @@ class Routes:
     parts_topic: str
     index_partitions: int
     parts_partitions: int
+    input_partitions: int = 1
+
+
+@dataclass(frozen=True)
+class Holding:
+    """Final verdicts' settings (WorkerSettings): no holding at all when `wait_s` is 0."""
+
+    wait_s: float = 1.0
+    interval_s: float = 0.2
+    lateness_ms: int = 0
+
+    @property
+    def on(self) -> bool:
+        return self.wait_s > 0
+
+
+_WATERMARK_KIND = [(KIND_HEADER, WATERMARK)]
+
+
+def send_watermark(out: Outputs, topic: str, partitions: int, source: int, watermark: bytes) -> None:
+    value = watermark_value(source, watermark)
+    for partition in range(partitions):
+        out.send(topic, None, value, _WATERMARK_KIND, partition=partition)
+
+
+def watermark_seconds(watermark: bytes) -> float:
+    """A watermark's event time (Unix seconds) for the gauge: +inf when idle, 0 when unknown."""
+    if watermark == INFINITE:
+        return float("inf")
+    if not watermark:
+        return 0.0
+    return (struct.unpack_from(">Q", watermark)[0] - (1 << 63)) / 1000
 
 
 def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]], tags: Mapping[str, int],
@@ -89,7 +146,7 @@ class FingerprintPartition:
     stateful = True
 
     def __init__(self, fingerprinter: Fingerprinter, routes: Routes, store: TemplateStore,
-                 templates: bool = True) -> None:
+                 templates: bool = True, partition: int = 0, holding: Holding = Holding()) -> None:
         self.fingerprinter = fingerprinter
         self.routes = routes
         self.store = store
@@ -97,6 +154,12 @@ class FingerprintPartition:
         self.tags = method_tags([m.name for m in fingerprinter.methods])
         self.max_skew_ms = fingerprinter.config.max_clock_skew_ms
         self._ids: set[str] = set()  # ids seen in this batch (staged)
+        self.partition = partition
+        self.holding = holding
+        self.highest = b""  # the highest order filed from this partition (since this process started)
+        self.highest_event_ms: int | None = None
+        self.sent: bytes | None = None  # the watermark last sent to the index partitions
+        self.last_batch_at = time.monotonic()
 
     def _repeated(self, page_id: str) -> bool:
         """Whether a page with this id came earlier on this input partition; else it is noted."""
@@ -149,7 +212,34 @@ class FingerprintPartition:
                 out.send(self.routes.index_topic, page_key, request, partition=partition)
             out.send(self.routes.parts_topic, page_key, header, _HEADER_KIND,
                      partition=page_partition(page.id, self.routes.parts_partitions))
+            self.highest = max(self.highest, order)
+            self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
+        self.last_batch_at = time.monotonic()
+        if self.holding.on and replayed < len(messages):
+            self._send_watermark(out, self._watermark())
         return replayed
+
+    def _watermark(self) -> bytes:
+        """Every page this partition files from now on is above this (unless it is late)."""
+        if self.sent == INFINITE and not self.highest:
+            return INFINITE  # idle since it started: still nothing to file
+        if self.holding.lateness_ms and self.highest_event_ms is not None:
+            return min(self.highest, page_order(self.highest_event_ms - self.holding.lateness_ms, 0, 0, 0))
+        return self.highest
+
+    def _send_watermark(self, out: Outputs, watermark: bytes) -> None:
+        if watermark and watermark != self.sent:
+            send_watermark(out, self.routes.index_topic, self.routes.index_partitions, self.partition, watermark)
+            self.sent = watermark
+
+    def due(self, now: float, lag: int | None) -> bool:
+        """Caught up and idle for a while: time to tell the index partitions (an infinite watermark)."""
+        return (self.holding.on and lag == 0 and self.sent != INFINITE
+                and now - self.last_batch_at >= self.holding.interval_s)
+
+    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        if self.due(now, lag):
+            self._send_watermark(out, INFINITE)
 
     def get_meta(self, name: str) -> bytes | None:
         return self.store.get_meta(name)
@@ -164,6 +254,7 @@ class FingerprintPartition:
     def discard(self) -> None:
         self.store.discard()
         self._ids.clear()
+        self.sent = None  # its watermark record may not have gone out: send it again
 
     def property_total(self, name: str) -> int:
         return self.store.property_total(name)
@@ -201,43 +292,130 @@ class _StoredPartition:
 
 
 class IndexStagePartition(_StoredPartition):
-    """Index requests -> answers, sent to the page's parts partition."""
+    """Index requests -> answers, sent to the page's parts partition, and supplements to the later
+    page of a pair that met here out of order; the input partitions' watermarks -> this
+    partition's (their lowest), sent to every parts partition when it moves."""
 
-    def __init__(self, index: IndexPartition, routes: Routes) -> None:
+    def __init__(self, index: IndexPartition, routes: Routes, holding: Holding = Holding()) -> None:
         super().__init__(index)
         self.index = index
         self.routes = routes
+        self.holding = holding
+        self.sent: bytes | None = None  # this partition's watermark as last sent
+        self._load_watermarks()
+
+    def _load_watermarks(self) -> None:
+        self.watermarks = {p: self.index.get_meta(f"wm:{p}") or b"" for p in range(self.routes.input_partitions)}
+
+    def watermark(self) -> bytes:
+        return min(self.watermarks.values(), default=b"")
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        replayed = 0
+        requests: list[Message] = []
+        for message in messages:
+            if kind_of(headers_of(message)) == WATERMARK:
+                replayed += self._answer(requests, out, replay_until)
+                requests = []
+                source, watermark = watermark_of(value_of(message))
+                self.watermarks[source] = watermark
+                self.index.stage_meta(f"wm:{source}", watermark)
+                replayed += offset_of(message) < replay_until
+            else:
+                requests.append(message)
+        replayed += self._answer(requests, out, replay_until)
+        if self.holding.on and offset_of(messages[-1]) >= replay_until:
+            watermark = self.watermark()
+            if watermark != self.sent:  # after this batch's answers and supplements
+                send_watermark(out, self.routes.parts_topic, self.routes.parts_partitions, self.index.partition,
+                               watermark)
+                self.sent = watermark
+                gauge = out.metrics.watermark.labels(str(self.index.partition))
+                out.on_commit(partial(gauge.set, watermark_seconds(watermark)))
+        return replayed
+
+    def _answer(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        if not messages:
+            return 0
         replayed = 0
         answers = self.index.answer_all([IndexRequest.decode(value_of(message)) for message in messages])
         for message, answer in zip(messages, answers, strict=True):
             if offset_of(message) < replay_until:
                 replayed += 1
                 continue
-            out.send(self.routes.parts_topic, answer.page_id.encode("utf-8", "surrogatepass"), answer.encode(),
-                     [(KIND_HEADER, ANSWER)], partition=page_partition(answer.page_id, self.routes.parts_partitions))
+            out.send(self.routes.parts_topic, answer.page_id.encode("utf-8", "surrogatepass"),
+                     replace(answer, later=()).encode(), [(KIND_HEADER, ANSWER)],
+                     partition=page_partition(answer.page_id, self.routes.parts_partitions))
+            for supplement in supplements_of(answer):
+                out.send(self.routes.parts_topic, supplement.page_id.encode("utf-8", "surrogatepass"),
+                         supplement.encode(), [(KIND_HEADER, SUPPLEMENT)],
+                         partition=page_partition(supplement.page_id, self.routes.parts_partitions))
         return replayed
 
-class GatherStagePartition(_StoredPartition):
-    """Headers and answers -> one verdict per page, dead letters for repeated ids, corrections."""
+    def discard(self) -> None:
+        super().discard()
+        self._load_watermarks()
+        self.sent = None
 
-    def __init__(self, gather: GatherPartition) -> None:
+
+class GatherStagePartition(_StoredPartition):
+    """Headers, answers, supplements, watermarks and release markers -> one verdict per page (held
+    until final, or until the wait is over), dead letters for repeated ids, late matches."""
+
+    def __init__(self, gather: GatherPartition, routes: Routes | None = None, partition: int = 0,
+                 holding: Holding = Holding()) -> None:
         super().__init__(gather)
         self.gather = gather
+        self.routes = routes
+        self.partition = partition
+        self.holding = holding
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         replayed = 0
+        now_ms = int(time.time() * 1000)
         for message in messages:
-            kind = dict(message.headers() or []).get(KIND_HEADER)
-            value = orjson.loads(value_of(message))
-            decided = (self.gather.add_header(PageHeader.from_json(value)) if kind == PAGE
-                       else self.gather.add_answer(Answer.from_json(value)))
+            kind = kind_of(headers_of(message))
+            data = value_of(message)
+            if kind == WATERMARK:
+                emitted = self.gather.add_watermark(*watermark_of(data))
+            elif kind == RELEASE:
+                emitted = self.gather.add_release(released_by(data))
+            elif kind == SUPPLEMENT:
+                emitted = self.gather.add_supplement(Supplement.from_json(orjson.loads(data)))
+            elif kind == PAGE:
+                emitted = self.gather.add_header(PageHeader.from_json(orjson.loads(data)), now_ms)
+            else:
+                emitted = self.gather.add_answer(Answer.from_json(orjson.loads(data)), now_ms)
             if offset_of(message) < replay_until:
                 replayed += 1
-            elif decided is not None:
-                emit_decided(out, decided)
+                continue
+            for item in emitted:
+                if isinstance(item, LateMatch):
+                    out.cluster_event(item.event)
+                    out.on_commit(out.metrics.late_matches.inc)
+                else:
+                    emit_decided(out, item)
+                    out.on_commit(partial(_released, out, item.by, max(0.0, (now_ms - item.completed_ms) / 1000)))
         return replayed
+
+    def due(self, now: float, lag: int | None) -> bool:
+        return self.holding.on and bool(self.gather.due(int(time.time() * 1000), int(self.holding.wait_s * 1000)))
+
+    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        """Held pages whose wait is over: a release marker to this partition, acted on when read."""
+        if not self.holding.on or self.routes is None:
+            return
+        due = self.gather.due(int(time.time() * 1000), int(self.holding.wait_s * 1000))
+        if due:
+            out.send(self.routes.parts_topic, None, release_value(due), [(KIND_HEADER, RELEASE)],
+                     partition=self.partition)
+            self.gather.mark(due)
+
+
+def _released(out: Outputs, by: str, waited: float) -> None:
+    out.metrics.verdicts_released.labels(by).inc()
+    out.metrics.verdict_wait.observe(waited)
+
 
 def emit_decided(out: Outputs, decided: Decided) -> None:
     header, dedup = decided.header, decided.dedup
@@ -246,8 +424,6 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
                      dedup["reason"], dedup["detail"], header.origin, list(header.headers))
         return
     out.verdict(header.record, dedup, header.origin, list(header.headers))
-    for event in decided.events:
-        out.cluster_event(event)
 
 
 class GlobalTopology:
@@ -259,7 +435,9 @@ class GlobalTopology:
         self.config = config
         self.fingerprinter = Fingerprinter(config)
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
-        self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts])
+        self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts],
+                             partitions.get(topics.pages, 1))
+        self.holding = Holding(settings.verdict_wait_s, settings.watermark_interval_s, settings.allowed_lateness_ms)
 
     def topics(self) -> list[str]:
         return [self.settings.topics.pages, self.routes.index_topic, self.routes.parts_topic]
@@ -269,8 +447,10 @@ class GlobalTopology:
         if topic == self.routes.index_topic:
             index = IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
                                    self.fingerprinter.store_config, partition, self.config.retention_ms)
-            return IndexStagePartition(index, self.routes)
+            return IndexStagePartition(index, self.routes, self.holding)
         if topic == self.routes.parts_topic:
-            return GatherStagePartition(GatherPartition(Path(path)))
+            return GatherStagePartition(GatherPartition(Path(path), hold=self.holding.on), self.routes, partition,
+                                        self.holding)
         return FingerprintPartition(self.fingerprinter, self.routes, TemplateStore(Path(path)),
-                                    templates=self.config.template is not None)
+                                    templates=self.config.template is not None, partition=partition,
+                                    holding=self.holding)

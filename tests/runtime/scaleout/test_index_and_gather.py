@@ -8,9 +8,9 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.scaleout.gather_stage import GatherPartition, verdict_of
-from streamdedup.runtime.scaleout.index_stage import IndexPartition
-from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, PageHeader
+from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch, verdict_of
+from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
@@ -42,36 +42,90 @@ def test_a_later_page_filed_first_is_reported_to_the_earlier_one(tmp_path):
     assert sorted(m.page_id for m in third_answer.earlier) == sorted([early.doc.page_id, late.doc.page_id])
     index.close()
 
-    # the verdicts: nobody is a duplicate of a later page, the late match is a correction event
+    # the verdicts: nobody is a duplicate of a later page; the later page gets a supplement
     def header(req: IndexRequest) -> PageHeader:
         return PageHeader(req.doc.page_id, req.order, (0,), {"url": "x"}, "t")
 
-    late_dedup, late_events = verdict_of(header(late), [late_answer])
-    early_dedup, early_events = verdict_of(header(early), [early_answer])
-    third_dedup, _ = verdict_of(header(third), [third_answer])
-    assert late_dedup["status"] == "unique" and early_dedup["status"] == "unique"
-    assert early_events == [{"type": "late_match", "page_id": late.doc.page_id, "duplicate_of": early.doc.page_id,
-                             "cluster_id": early.doc.page_id, "similarity": 1.0, "method": "exact"}]
+    supplements = supplements_of(early_answer)
+    assert [(s.page_id, s.order, s.match.page_id, s.match.root_id) for s in supplements] == \
+        [(late.doc.page_id, late.order, early.doc.page_id, early.doc.page_id)]
+    assert verdict_of(header(late), [late_answer])["status"] == "unique"  # without it: as emitted before
+    late_dedup = verdict_of(header(late), [late_answer], [s.match for s in supplements])
+    early_dedup = verdict_of(header(early), [early_answer])
+    third_dedup = verdict_of(header(third), [third_answer])
+    assert early_dedup["status"] == "unique"
+    assert late_dedup["duplicate_of"] == early.doc.page_id and late_dedup["cluster_id"] == early.doc.page_id
     assert third_dedup["duplicate_of"] == early.doc.page_id and third_dedup["cluster_id"] == early.doc.page_id
-    assert late_dedup["duplicate_of"] is None
 
 
 def test_gather_waits_for_every_partition_in_any_order_and_survives_a_restart(tmp_path):
     order = page_order(1, 1, 0, 0)
     header = PageHeader("p1", order, (0, 3), {"url": "https://a.example/"}, "pages[0]@0")
-    gather = GatherPartition(tmp_path / "g")
-    assert gather.add_answer(Answer("p1", order, 3)) is None
+    gather = GatherPartition(tmp_path / "g", hold=False)
+    assert gather.add_answer(Answer("p1", order, 3)) == []
     gather.commit()
     gather.close()
-    gather = GatherPartition(tmp_path / "g")  # state survives
+    gather = GatherPartition(tmp_path / "g", hold=False)  # state survives
     assert gather.waiting() == 1
-    assert gather.add_header(header) is None  # partition 0 has not answered
-    decided = gather.add_answer(Answer("p1", order, 0))
-    assert decided is not None and decided.dedup["status"] == "unique"
+    assert gather.add_header(header) == []  # partition 0 has not answered
+    [decided] = gather.add_answer(Answer("p1", order, 0))
+    assert isinstance(decided, Decided) and decided.dedup["status"] == "unique"
     gather.commit()
     assert gather.waiting() == 0
     # a second page under the same id (another input offset) is a dead letter, not a verdict
     again = PageHeader("p1", page_order(2, 2, 0, 1), (), {"url": "https://a.example/"}, "pages[0]@1")
-    rejected = gather.add_header(again)
-    assert rejected is not None and rejected.dedup["reason"] == "duplicate_id"
+    [rejected] = gather.add_header(again)
+    assert isinstance(rejected, Decided) and rejected.dedup["reason"] == "duplicate_id"
+    gather.close()
+
+
+def match(page_id: str, order: bytes) -> Match:
+    return Match(page_id, order, "exact", 1.0, order, page_id)
+
+
+def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_supplements(tmp_path):
+    """Final verdicts: L is complete before the earlier page E reached index partition 1; L is held
+    until partitions 0 and 1 have passed it, and E's supplement makes it E's duplicate."""
+    early, late, after = page_order(1, 1, 0, 0), page_order(2, 2, 1, 0), page_order(3, 3, 0, 1)
+    gather = GatherPartition(tmp_path / "g")
+    assert gather.add_header(PageHeader("L", late, (0, 1), {}, "t"), at_ms=1000) == []
+    assert gather.add_answer(Answer("L", late, 0), at_ms=1000) == []
+    assert gather.add_answer(Answer("L", late, 1), at_ms=1000) == []  # complete: held
+    assert gather.add_watermark(0, after) == []  # partition 1 has not passed it
+    gather.commit()
+    gather.close()
+    gather = GatherPartition(tmp_path / "g")  # held pages and watermarks survive a restart
+    assert gather.add_supplement(Supplement("L", late, match("E", early))) == []
+    [first] = gather.add_watermark(1, late)  # at its order: passed (nothing at or below it is to come)
+    assert isinstance(first, Decided) and first.dedup["duplicate_of"] == "E"
+    gather.discard()  # the batch is consumed again: back to the committed state, L held
+    assert gather.waiting() == 1
+    assert gather.add_supplement(Supplement("L", late, match("E", early))) == []
+    [decided] = gather.add_watermark(1, after)
+    assert isinstance(decided, Decided) and decided.by == "watermark"
+    assert decided.dedup["duplicate_of"] == "E" and decided.dedup["cluster_id"] == "E"
+    gather.commit()
+    # a supplement once it is out: one counted late match, however many partitions send it
+    other = match("D", page_order(0, 0, 2, 0))
+    [late_match] = gather.add_supplement(Supplement("L", late, other))
+    assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
+    assert gather.add_supplement(Supplement("L", late, other)) == []
+    assert gather.add_supplement(Supplement("L", late, match("E", early))) == []  # known when decided
+    gather.close()
+
+
+def test_the_bounded_wait_releases_by_a_marker_and_only_once(tmp_path):
+    order = page_order(5, 5, 0, 0)
+    gather = GatherPartition(tmp_path / "g")
+    gather.add_header(PageHeader("P", order, (0,), {}, "t"), at_ms=1000)
+    assert gather.add_answer(Answer("P", order, 0), at_ms=1000) == []
+    assert gather.due(now_ms=1500, wait_ms=1000) == []
+    due = gather.due(now_ms=2000, wait_ms=1000)
+    assert due == [("P", order)]
+    gather.mark(due)
+    assert gather.due(now_ms=3000, wait_ms=1000) == []  # marked: not sent twice
+    [decided] = gather.add_release(due)
+    assert isinstance(decided, Decided) and decided.by == "timeout" and decided.dedup["status"] == "unique"
+    assert gather.add_release(due) == []  # a second marker (resent after a crash) changes nothing
+    assert gather.add_watermark(0, page_order(9, 9, 0, 0)) == []
     gather.close()

@@ -1,0 +1,194 @@
+"""Final verdicts in the global topology, on a real broker: a page's verdict is held until every
+index partition it was sent to has passed its place in the global order, so the verdicts as
+emitted are file mode's; idle input partitions do not stall that; the bounded wait releases a page
+with what is known, and a match found after that is one counted late_match; a worker killed
+mid-stream doubles and loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import orjson
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from conftest import make_article, page, wrap_in_template
+
+from runtime.conftest import read_topic
+from runtime.scaleout.test_topologies import (
+    SITES,
+    TANSU_GROUPS,
+    finish,
+    make_workers,
+    start,
+    syndicated_crawl,
+    wait_for,
+)
+from runtime.test_worker import BAD, send
+from streamdedup.runtime.scaleout.clusters import corrected_pairs
+from streamdedup.runtime.topics import ensure_topics
+from streamdedup.testing import run_records
+
+
+def emitted(settings) -> dict:
+    """The verdicts as emitted (each page once, checked), the clusters events, rejections."""
+    t = settings.topics
+    got = {name: read_topic(settings, topic, quiet_s=2) for name, topic in
+           (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected))}
+    messages = [m for name in ("unique", "duplicates") for m in got[name]]
+    verdicts = [orjson.loads(m.value()) for m in messages]
+    seen: dict[str, list] = {}
+    for message, verdict in zip(messages, verdicts, strict=True):
+        seen.setdefault(verdict["dedup"]["id"], []).append((message.topic(), message.partition(), message.offset(),
+                                                            message.timestamp(), verdict["dedup"]))
+    assert all(len(v) == 1 for v in seen.values()), [v for v in seen.values() if len(v) > 1]  # each page once
+    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1)]
+    return {"dedups": {v["dedup"]["id"]: v["dedup"] for v in verdicts}, "events": events,
+            "fetched": {v["dedup"]["id"]: v["fetched_at"] for v in verdicts}, "rejected": len(got["rejected"]),
+            "late": [e for e in events if e["type"] == "late_match"]}
+
+
+def released(workers, by: str) -> float:
+    return sum(w.metrics.registry.get_sample_value("streamdedup_verdicts_released_total", {"by": by}) or 0
+               for w in workers.values())
+
+
+def test_a_burst_over_three_workers_and_six_partitions_gives_file_modes_verdicts_as_emitted(broker, settings,
+                                                                                          tmp_path):
+    """Every story's copies on several sites (other input partitions) in one burst: without holding,
+    a copy reaching an index partition before an earlier one was emitted as unique or as a
+    duplicate of a later copy than file mode's, and corrected afterwards by a late_match."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_GROUPS)
+    records = syndicated_crawl(24)
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")
+                 if o.status != "rejected"}
+    run = replace(settings, partitions=6, verdict_wait_s=60.0)  # nothing released by the wait here
+    send(run, records)
+    workers = make_workers(run, ("w0", "w1", "w2"))
+    finish(workers, start(workers), len(records))
+    got = emitted(run)
+    assert got["rejected"] == len(BAD) and set(got["dedups"]) == set(file_mode)
+    as_emitted = {page_id: (d["status"], d["duplicate_of"], d["cluster_id"]) for page_id, d in got["dedups"].items()}
+    expected = {page_id: (d["status"], d["duplicate_of"], d["cluster_id"]) for page_id, d in file_mode.items()}
+    assert as_emitted == expected
+    assert got["late"] == []
+    assert released(workers, "watermark") == len(file_mode) and released(workers, "timeout") == 0
+
+
+def test_idle_input_partitions_do_not_stall_the_release(broker, settings):
+    """Six input partitions, pages on two of them (two sites): the four idle ones send infinite
+    watermarks, so every page is released by the watermarks long before the (60 s) wait is over."""
+    stories = [make_article(5100 + i, paragraphs=4) for i in range(6)]
+    records = [page(f"https://{site.lower()}.example/{i}", wrap_in_template(story, site),
+                    f"2024-03-02T0{j}:{i:02d}:00Z") for i, story in enumerate(stories) for j, site in enumerate(SITES[:2])]
+    run = replace(settings, partitions=6, verdict_wait_s=60.0)
+    send(run, records)
+    workers = make_workers(run, ("w0",))
+    started = time.monotonic()
+    finish(workers, start(workers), len(records))
+    assert time.monotonic() - started < 50, "released by the wait, not by the watermarks"
+    got = emitted(run)
+    assert len(got["dedups"]) == len(records)
+    assert sum(d["status"] == "duplicate" for d in got["dedups"].values()) == len(stories)
+    assert released(workers, "watermark") == len(records) and released(workers, "timeout") == 0
+
+
+def test_the_bounded_wait_releases_and_a_later_match_is_one_counted_late_match(broker, settings, tmp_path):
+    """Two input partitions, no idle watermarks (interval 1 h) and a 0.5 s wait. Partition 1 has
+    passed only an early page, so page L on partition 0 is held, then released by the wait
+    (unique). Then E, an earlier copy of L, arrives on partition 1: L's gather gets E as a
+    supplement after L is out: one late_match L -> E, counted once; corrected, file mode's pair."""
+    story = make_article(5200, paragraphs=4)
+    other = make_article(5201, paragraphs=4)
+    e0 = page("https://beta.example/0", wrap_in_template(other, "Beta"), "2024-03-03T00:00:00Z", id="e0")
+    late = page("https://alpha.example/1", wrap_in_template(story, "Alpha"), "2024-03-03T02:00:00Z", id="L")
+    early = page("https://beta.example/1", wrap_in_template(story, "Beta"), "2024-03-03T01:00:00Z", id="E")
+    run = replace(settings, partitions=2, verdict_wait_s=0.5, watermark_interval_s=3600.0)
+    ensure_topics(run)
+    producer = Producer(run.client())
+
+    def produce(record: dict, partition: int) -> None:
+        producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
+        producer.flush(10)
+
+    produce(e0, 1)
+    produce(late, 0)
+    workers = make_workers(run, ("w0",))
+    threads = start(workers)
+    assert wait_for(lambda: workers["w0"].stats.decided >= 2, 120)
+    produce(early, 1)
+    finish(workers, threads, 3)
+    got = emitted(run)
+    registry = workers["w0"].metrics.registry
+    assert got["dedups"]["L"]["status"] == "unique"  # released by the wait, before E was known
+    assert [(e["page_id"], e["duplicate_of"]) for e in got["late"]] == [("L", "E")]
+    assert registry.get_sample_value("streamdedup_late_matches_total") == 1
+    assert released(workers, "timeout") >= 1
+    file_mode = [o.dedup for o in run_records([e0, early, late], tmp_path / "file-mode")]
+    order = {"e0": 0, "E": 1, "L": 2}
+    assert corrected_pairs(got["dedups"].values(), got["events"], order.__getitem__) == \
+        {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
+
+
+@pytest.mark.parametrize("wait", ["60", "0.3"])
+def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broker, settings, tmp_path, wait):
+    """Two worker processes on 4 partitions, both SIGKILLed as soon as they begin to write
+    verdicts, three times; then a clean run: every page once, no late_match twice, the corrected
+    pairs are file mode's. With a long wait the held pages survive the kills and the verdicts as
+    emitted are file mode's; with a short one release markers are in flight when they strike."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_GROUPS)
+    records = syndicated_crawl(24)
+    run = replace(settings, partitions=4)
+    send(run, records)
+    env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": run.bootstrap_servers, "STREAMDEDUP_GROUP_ID": run.group_id,
+           "STREAMDEDUP_PARTITIONS": "4", "STREAMDEDUP_BATCH_SIZE": "8", "STREAMDEDUP_VERDICT_WAIT_S": wait,
+           **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in run.topics.__dict__.items()}}
+
+    def workers(exit_when_idle: str = "8") -> list[subprocess.Popen]:
+        return [subprocess.Popen([sys.executable, "-m", "streamdedup", "worker", "--exit-when-idle", exit_when_idle],
+                                 env={**env, "STREAMDEDUP_WORKER_ID": name,
+                                      "STREAMDEDUP_STATE_DIR": str(run.state_dir / name)},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name in ("w0", "w1")]
+
+    watcher = Consumer(run.client(**{"group.id": "watcher"}))
+
+    def produced(topics: tuple[str, ...]) -> int:  # high watermarks: records written, committed or not
+        return sum(watcher.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                   for topic in topics for p in range(4))
+
+    counts = []
+    # the first kill once gather has work (pages held, none out yet), the others once verdicts appear
+    for topics in ((run.topics.parts,), (run.topics.unique, run.topics.duplicates),
+                   (run.topics.unique, run.topics.duplicates)):
+        before = produced(topics)
+        processes = workers()
+        deadline = time.monotonic() + 120
+        while produced(topics) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for process in processes:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        counts.append(sum(len(read_topic(run, topic, quiet_s=0.2)) for topic in (run.topics.unique,
+                                                                                 run.topics.duplicates)))
+    watcher.close()
+    for process in workers("10"):
+        assert process.wait(timeout=300) == 0
+    got = emitted(run)
+    pages = sum(isinstance(r, dict) for r in records)
+    assert len(got["dedups"]) == pages and got["rejected"] == len(BAD), counts
+    late = [(e["page_id"], e["duplicate_of"]) for e in got["late"]]
+    assert len(late) == len(set(late))
+    file_mode = [o.dedup for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"]
+    assert corrected_pairs(got["dedups"].values(), got["events"], got["fetched"].__getitem__) == \
+        {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
+    assert counts[0] < pages, counts  # the kills landed mid-stream
+    if wait == "60":
+        assert got["late"] == []
+        assert {d["id"]: d["duplicate_of"] for d in got["dedups"].values() if d["duplicate_of"]} == \
+            {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
