@@ -72,7 +72,7 @@ class WorkerSettings:
     # global topology, final verdicts: a complete page is held until every index partition it was
     # sent to has passed it (watermarks), at most this long; then it goes out with what is known
     # and a match found later is a counted late_match. 0: no holding (verdicts as soon as complete)
-    verdict_wait_s: float = 1.0
+    verdict_wait_s: float = 5.0
     # a caught-up (idle) input partition sends an "infinite" watermark after this long, so it never
     # holds the others' verdicts back
     watermark_interval_s: float = 0.2

@@ -86,7 +86,7 @@ class Routes:
 class Holding:
     """Final verdicts' settings (WorkerSettings): no holding at all when `wait_s` is 0."""
 
-    wait_s: float = 1.0
+    wait_s: float = 5.0
     interval_s: float = 0.2
     lateness_ms: int = 0
 
