@@ -17,7 +17,8 @@ Figures per worker count (JSON on stdout, and `--out`):
 - exactly once: every page has one outcome (verdict or rejection), none twice, none missing.
 
 `--simulate SEEDS` runs no broker: the index and gather steps in-process, every index partition's
-arrivals shuffled (a site's pages kept in order), to see what an arrival order alone changes;
+arrivals shuffled (a site's pages kept in order), every page held until its supplements are in
+(final verdicts with no bounded wait), to see what an arrival order alone changes;
 `--syndicated STORIES,COPIES` generates a plain-text crawl of each story on COPIES sites as input.
 
 Default input: /tmp/readme-eval/web-dev.jsonl if present (428 real pages built by `streamdedup
