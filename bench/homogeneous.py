@@ -149,8 +149,8 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
         results[str(size)] = row
     for suffix in ("", "_cpu"):
         first = results[str(sizes[0])][f"ms_per_page_net{suffix}"]
-        for row in results.values():
-            row[f"per_page_over_smallest{suffix}"] = round(row[f"ms_per_page_net{suffix}"] / first, 2)
+        for row in results.values():  # None: start-up outweighed the run (tiny sizes on a loaded machine)
+            row[f"per_page_over_smallest{suffix}"] = round(row[f"ms_per_page_net{suffix}"] / first, 2) if first > 0 else None
     return results
 
 
