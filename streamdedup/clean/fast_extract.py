@@ -8,8 +8,7 @@ class and id names (its `xpaths.py`: BODY_XPATH for the article's container, the
 the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C DOM):
 
 1. take the article's container (the first of trafilatura's container selectors, in its order,
-   that holds some text; the longest match of that selector, with its siblings that match it and
-   hold some text too), else the whole page;
+   that holds some text; the longest match of that selector), else the whole page;
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form (resiliparse's `skip_elements`, matched during its own walk);
@@ -101,25 +100,19 @@ def _selector(attribute: str, operator: str, value: str) -> str:
 DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
 
 
-def _containers(body: Any) -> list[Any]:
-    """The longest match of the first of trafilatura's container selectors, in its order, that
-    holds some text, with the matches of the same selector beside it (same parent) that hold some
-    text too: an article written as sibling blocks (one <article> per section, a lead box and a
-    body) is all of them, not its longest block."""
+def _container(body: Any) -> Any | None:
+    """The longest match of the first of trafilatura's container selectors, in its order, that holds some text."""
     for selector in _CONTAINERS:
-        matches = [(node, len(node.text)) for node in body.query_selector_all(selector)
-                   if node.tag in _CONTAINER_TAGS]  # BODY_XPATH's self::article, div, main or section
-        if not matches:
-            continue
-        best, best_length = max(matches, key=lambda match: match[1])
-        if best_length < MIN_CONTAINER_CHARS:
-            continue
-        parent = best.parent
-        if parent is None:
-            return [best]
-        return [node for node, length in matches
-                if node == best or (length >= MIN_CONTAINER_CHARS and node.parent == parent)]
-    return []
+        best, best_length = None, 0
+        for node in body.query_selector_all(selector):
+            if node.tag not in _CONTAINER_TAGS:  # BODY_XPATH's self::article, div, main or section
+                continue
+            length = len(node.text)
+            if length > best_length:
+                best, best_length = node, length
+        if best is not None and best_length >= MIN_CONTAINER_CHARS:
+            return best
+    return None
 
 
 def _main_text(source: Any, skip: list[str] | None) -> str:
@@ -130,14 +123,12 @@ def _main_text(source: Any, skip: list[str] | None) -> str:
 
 
 def steered_text(tree: Any) -> str:
-    """Steps 1 and 2: the containers' main text without the elements trafilatura discards."""
+    """Steps 1 and 2: the container's main text without the elements trafilatura discards."""
     if tree.body is None:
         return _main_text(tree, None)
-    containers = _containers(tree.body)
-    if not containers:
-        return _main_text(tree, DISCARD_SELECTORS)
-    # each container's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return "\n".join(_main_text(container.inner_html, DISCARD_SELECTORS) for container in containers)
+    container = _container(tree.body)
+    # the container's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
+    return _main_text(tree if container is None else container.inner_html, DISCARD_SELECTORS)
 
 
 def fast_texts(html: str, visible: bool) -> tuple[str, str]:

@@ -119,16 +119,3 @@ def test_an_elementor_page_is_read_by_the_steered_pass_not_dropped_as_a_widget(m
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and calls == []
     assert not any(r in text for r in RELATED)
-
-
-def test_an_article_in_sibling_blocks_is_read_whole_but_short_teasers_beside_it_are_not():
-    """One <article> per section (a charter's articles, a live blog's entries): the container is
-    every such block beside the longest, not the longest alone; a teaser too short to be a
-    container (a related story's headline and line) stays out."""
-    first, second = ARTICLE[:3], ARTICLE[3:]
-    blocks = "".join(f"<article><p>{p} (a)</p><p>{p} (b)</p></article>" for p in (" ".join(first), " ".join(second)))
-    teaser = f"<article><h3>{RELATED[0]}</h3></article>"
-    html = f"<html><body><main><h1>The vote</h1>{blocks}{teaser}</main></body></html>"
-    text = extract_fast(html)
-    assert all(p in text for p in ARTICLE)
-    assert RELATED[0] not in text
