@@ -8,7 +8,7 @@ class and id names (its `xpaths.py`: BODY_XPATH for the article's container, the
 the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C DOM):
 
 1. take the article's container (the first of trafilatura's container selectors, in its order,
-   that holds some text; the longest match of that selector), else the whole page;
+   that holds some text; its first match in document order, as trafilatura), else the whole page;
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form (resiliparse's `skip_elements`, matched during its own walk);
@@ -101,17 +101,13 @@ DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
 
 
 def _container(body: Any) -> Any | None:
-    """The longest match of the first of trafilatura's container selectors, in its order, that holds some text."""
+    """The first match, in document order, of the first of trafilatura's container selectors, in
+    its order, that holds some text (trafilatura's BODY_XPATH takes a selector's first match too:
+    the longest match is a listing's card as often as the article)."""
     for selector in _CONTAINERS:
-        best, best_length = None, 0
         for node in body.query_selector_all(selector):
-            if node.tag not in _CONTAINER_TAGS:  # BODY_XPATH's self::article, div, main or section
-                continue
-            length = len(node.text)
-            if length > best_length:
-                best, best_length = node, length
-        if best is not None and best_length >= MIN_CONTAINER_CHARS:
-            return best
+            if node.tag in _CONTAINER_TAGS and len(node.text) >= MIN_CONTAINER_CHARS:  # self::article, div...
+                return node
     return None
 
 

@@ -119,3 +119,14 @@ def test_an_elementor_page_is_read_by_the_steered_pass_not_dropped_as_a_widget(m
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and calls == []
     assert not any(r in text for r in RELATED)
+
+
+def test_the_first_container_is_the_article_even_when_listing_cards_below_it_are_longer():
+    """trafilatura's container selectors take a selector's first match; the longest match is as
+    often a card of the listing under the story (article.card, each holding several teasers)."""
+    story = "".join(f"<p>{p}</p>" for p in ARTICLE)
+    card = "".join(f"<h3>{r}</h3><p>{r} and more about it, read the whole story on the next page.</p>" for r in RELATED * 4)
+    html = (f"<html><body><main><article class='paper story-body'><h1>The vote</h1>{story}</article>"
+            f"<article class='card'>{card}</article><article class='card'>{card}</article></main></body></html>")
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE) and RELATED[0] not in text
