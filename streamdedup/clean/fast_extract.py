@@ -8,7 +8,8 @@ class and id names (its `xpaths.py`: BODY_XPATH for the article's container, the
 the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C DOM):
 
 1. take the article's container (the first of trafilatura's container selectors, in its order,
-   that holds some text; its first match in document order, as trafilatura), else the whole page;
+   that holds some text; its first match in document order, as trafilatura, with the blocks of its
+   kind beside it), else the whole page;
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form (resiliparse's `skip_elements`, matched during its own walk);
@@ -100,15 +101,24 @@ def _selector(attribute: str, operator: str, value: str) -> str:
 DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
 
 
-def _container(body: Any) -> Any | None:
-    """The first match, in document order, of the first of trafilatura's container selectors, in
-    its order, that holds some text (trafilatura's BODY_XPATH takes a selector's first match too:
-    the longest match is a listing's card as often as the article)."""
+def _containers(body: Any) -> list[Any]:
+    """The article's element: the first match, in document order, of the first of trafilatura's
+    container selectors, in its order, that holds some text (trafilatura's BODY_XPATH takes a
+    selector's first match too: the longest match is as often a card of the listing under the
+    story); with the elements after it beside it (same parent) that match too and are of its kind
+    (same tag and class) and hold some text, for an article written as blocks (one <article> per
+    section). Neighbours of another class (cards, teasers) stay out."""
     for selector in _CONTAINERS:
-        for node in body.query_selector_all(selector):
-            if node.tag in _CONTAINER_TAGS and len(node.text) >= MIN_CONTAINER_CHARS:  # self::article, div...
-                return node
-    return None
+        matches = [node for node in body.query_selector_all(selector)
+                   if node.tag in _CONTAINER_TAGS]  # BODY_XPATH's self::article, div, main or section
+        for index, first in enumerate(matches):
+            if len(first.text) < MIN_CONTAINER_CHARS:
+                continue
+            parent, kind = first.parent, (first.tag, first.getattr("class"))
+            return [first] + [node for node in matches[index + 1:]
+                              if parent is not None and node.parent == parent
+                              and (node.tag, node.getattr("class")) == kind and len(node.text) >= MIN_CONTAINER_CHARS]
+    return []
 
 
 def _main_text(source: Any, skip: list[str] | None) -> str:
@@ -119,12 +129,14 @@ def _main_text(source: Any, skip: list[str] | None) -> str:
 
 
 def steered_text(tree: Any) -> str:
-    """Steps 1 and 2: the container's main text without the elements trafilatura discards."""
+    """Steps 1 and 2: the article element's main text without the elements trafilatura discards."""
     if tree.body is None:
         return _main_text(tree, None)
-    container = _container(tree.body)
-    # the container's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return _main_text(tree if container is None else container.inner_html, DISCARD_SELECTORS)
+    blocks = _containers(tree.body)
+    if not blocks:
+        return _main_text(tree, DISCARD_SELECTORS)
+    # each block's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
+    return "\n".join(_main_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
 def fast_texts(html: str, visible: bool) -> tuple[str, str]:

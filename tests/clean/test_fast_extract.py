@@ -130,3 +130,14 @@ def test_the_first_container_is_the_article_even_when_listing_cards_below_it_are
             f"<article class='card'>{card}</article><article class='card'>{card}</article></main></body></html>")
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and RELATED[0] not in text
+
+
+def test_an_article_written_as_blocks_of_one_kind_is_read_whole():
+    """One <article> per section (a charter's articles, a live blog's entries): the first block and
+    the blocks of its kind beside it, not the first alone; a neighbour of another class stays out."""
+    first, second = " ".join(ARTICLE[:3]), " ".join(ARTICLE[3:])
+    blocks = "".join(f"<article class='section'><p>{p} (a)</p><p>{p} (b)</p></article>" for p in (first, second))
+    other = f"<article class='promo'><p>{' '.join(RELATED * 3)}</p></article>"
+    html = f"<html><body><main><h1>The vote</h1>{blocks}{other}</main></body></html>"
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE) and RELATED[0] not in text
