@@ -6,8 +6,9 @@ and the seq's high 16 bits, and a 32-bit word holding the seq's low 32 bits (12 
 seqs below 2^47). A free slot is all ones, a removed posting (a tombstone) all ones but the last
 bit: live postings never have the top bit set.
 
-RocksDB keeps the page records (and the changelog, its WAL); this table is rebuilt from the
-records when the store opens (`SignatureStore._rebuild_index`), so it holds exactly what the
+RocksDB keeps the page records (and the changelog, its WAL); this table is loaded from the
+snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
+opens (`SignatureStore._rebuild_index`), so it holds exactly what the
 committed records say: every key of every stored page, except those a record names as not filed
 (full keys, see `StoreBatch.add`). It changes only after a WriteBatch is written (commit, expiry,
 deletion), so a crash or a discarded batch leaves nothing to undo.
@@ -15,7 +16,10 @@ deletion), so a crash or a discarded batch leaves nothing to undo.
 
 from __future__ import annotations
 
+import os
+import struct
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -28,6 +32,8 @@ TOMBSTONE = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
 NAME_BITS = 48
 MAX_SEQ = 1 << 47
 _MIN_SLOTS = 1 << 12
+_MAGIC = b"sdidx\x00\x01\x00"
+_HEADER = struct.Struct("<8sQQQQ")
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
 _GROWN_LOAD = 0.5  # ... to this share of postings
 
@@ -202,6 +208,31 @@ class MemoryIndex:
         seqs = ((words >> np.uint64(NAME_BITS)) << np.uint64(32)) | low.astype(np.uint64)
         _insert(self.words, self.low, words & mask, seqs)
         self.postings = len(words)
+
+    def save(self, path: Path, version: int) -> None:
+        """The table to a file (header, then the two arrays), synced, for `load`."""
+        header = _HEADER.pack(_MAGIC, version, len(self.words), self.postings, self.tombstones)
+        with open(path, "wb") as out:
+            out.write(header)
+            self.words.tofile(out)
+            self.low.tofile(out)
+            out.flush()
+            os.fsync(out.fileno())
+
+    @classmethod
+    def load(cls, path: Path, version: int) -> MemoryIndex | None:
+        """The table `save` wrote, if it was saved at this `version` of the store and is whole."""
+        with open(path, "rb") as data:
+            magic, saved, slots, postings, tombstones = _HEADER.unpack(data.read(_HEADER.size))
+            if magic != _MAGIC or saved != version:
+                return None
+            words = np.fromfile(data, dtype=np.uint64, count=slots)
+            low = np.fromfile(data, dtype=np.uint32, count=slots)
+            if len(words) != slots or len(low) != slots or data.read(1):
+                return None
+        index = cls.__new__(cls)
+        index.words, index.low, index.postings, index.tombstones = words, low, postings, tombstones
+        return index
 
     def counts(self) -> dict[str, int]:
         """Index keys (distinct names of methods' keys), their postings, and page-id names (store statistics)."""

@@ -91,12 +91,13 @@ class StoreConfigMismatch(StoreError, ValueError):
 _ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
 _ROCKSDB_OTHER_FILE = re.compile(r"IDENTITY|LOCK|LOG(\.old\.\d+)?|OPTIONS-\d+(\.dbtmp)?|rocksdict-config\.json")
 _LEXICON_COPY = re.compile(r"lexicon-.+\.json\.gz")  # detector.keep_lexicon_with_state, before the store opens
+_SNAPSHOT = "index-snapshot"  # the in-memory index as the store was closed (`SignatureStore.close`)
 
 
 def foreign_files(names: Iterable[str]) -> list[str]:
     """The names that are neither RocksDB's nor a lexicon copy: a directory holding any is not a store."""
     return [n for n in names if not (_ROCKSDB_DATA_FILE.fullmatch(n) or _ROCKSDB_OTHER_FILE.fullmatch(n)
-                                     or n == "CURRENT" or _LEXICON_COPY.fullmatch(n))]
+                                     or n in ("CURRENT", _SNAPSHOT, _SNAPSHOT + ".tmp") or _LEXICON_COPY.fullmatch(n))]
 
 
 def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
@@ -147,8 +148,30 @@ class SignatureStore:
         self.index = self.db.get_column_family(layout.INDEX_CF)  # empty since schema 4 (see layout)
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
-        self.memory = MemoryIndex()
-        self._rebuild_index()
+        self.index_version = self.get_meta_int("index_version", 0)
+        self.memory = self._load_snapshot() or MemoryIndex()
+        if not self.memory.postings:
+            self._rebuild_index()
+        self._ready = True
+
+    def _load_snapshot(self) -> MemoryIndex | None:
+        """The index as the store was last closed, if no write changed it since (the snapshot
+        names the store's `index_version`, which every write that changes the index counts up).
+        The file is used once: deleted as it is read, so a crash later never finds it."""
+        path = self.path / _SNAPSHOT
+        if not path.exists():
+            return None
+        try:
+            memory = MemoryIndex.load(path, self.index_version)
+        except (OSError, ValueError):
+            memory = None
+        path.unlink()
+        return memory
+
+    def _save_snapshot(self) -> None:
+        tmp = self.path / (_SNAPSHOT + ".tmp")
+        self.memory.save(tmp, self.index_version)
+        os.replace(tmp, self.path / _SNAPSHOT)
 
     def _rebuild_index(self, chunk: int = 1 << 14) -> None:
         """The in-memory index from the page records: every page under its keys, but those its
@@ -424,7 +447,9 @@ class SignatureStore:
             seqs += [doc.seq] * len(filed)
             wb.delete(layout.time_key(doc.event_ms, doc.seq))
             wb.delete(layout.doc_key(doc.seq))
+        wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
         self.db.write(wb)
+        self.index_version += 1
         self.memory.remove(names, seqs)
 
     def delete_page(self, page_id: str) -> bool:
@@ -482,6 +507,9 @@ class SignatureStore:
 
     def close(self) -> None:
         if self.db is not None:
+            if getattr(self, "_ready", False) and self.memory.postings:
+                self._save_snapshot()  # the next open loads it instead of rebuilding
+            self._ready = False
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()
             self.db.close()
@@ -636,11 +664,13 @@ class StoreBatch:
             wb.put(layout.doc_key(seq), doc.encode())
             wb.put(layout.time_key(doc.event_ms, seq), b"")
         self._meta["next_seq"] = str(self._seq).encode()
+        self._meta["index_version"] = str(self.store.index_version + 1).encode()
         for meta_name, value in self._meta.items():
             wb.put(layout.meta_key(meta_name), value)
         for journal_name, value in self._journal.items():
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
+        self.store.index_version += 1
         self.store.memory.insert([name for name, _ in self._filed], [seq for _, seq in self._filed])
         self._filed.clear()
         self._answers.clear()

@@ -219,6 +219,32 @@ def test_the_index_rebuilt_at_open_is_the_one_the_pages_made(tmp_path, monkeypat
         before = store.memory.seqs(names)
         assert any(len(seqs) == 3 for seqs in before)  # full keys
         assert any(doc.unfiled for doc in store.iter_docs())
+    (tmp_path / "index-snapshot").unlink()  # as after a crash: no snapshot of the table, a rebuild
     with _open(tmp_path) as store:
         assert store.memory.seqs(names) == before
         assert store.seq_for("p7") == 7 and store.seq_for("p1") is None
+
+
+def test_a_cleanly_closed_store_reopens_from_its_snapshot_and_a_stale_one_is_not_used(tmp_path):
+    """Closing writes the table beside the records; the next open loads it (and deletes it: it is
+    used once). A snapshot older than the store's last index change is ignored and rebuilt from."""
+    import shutil
+
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _add(store, batch, "p0", "alpha beta gamma delta epsilon zeta eta theta")
+        batch.commit()
+    shutil.copy(tmp_path / "index-snapshot", tmp_path.parent / "old-snapshot")
+    with _open(tmp_path) as store:
+        assert not (tmp_path / "index-snapshot").exists()  # loaded, and gone
+        assert store.seq_for("p0") == 0
+        batch = store.batch()
+        _add(store, batch, "p1", "iota kappa lambda mu nu xi omicron pi rho")
+        batch.commit()
+        assert store.delete_page("p0")
+        kept = store.stats()
+    shutil.copy(tmp_path.parent / "old-snapshot", tmp_path / "index-snapshot")  # as if the last close's were lost
+    with _open(tmp_path) as store:
+        assert store.seq_for("p0") is None and store.seq_for("p1") == 1
+        assert {k: store.stats()[k] for k in ("index_keys", "postings", "ids")} == {
+            k: kept[k] for k in ("index_keys", "postings", "ids")}
