@@ -154,7 +154,8 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
         return [subprocess.Popen([sys.executable, "-m", "streamdedup", "worker", "--exit-when-idle", exit_when_idle],
                                  env={**env, "STREAMDEDUP_WORKER_ID": name,
                                       "STREAMDEDUP_STATE_DIR": str(run.state_dir / name)},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name in ("w0", "w1")]
+                                 stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{name}.log", "ab"))
+                for name in ("w0", "w1")]
 
     watcher = Consumer(run.client(**{"group.id": "watcher"}))
 
@@ -177,8 +178,8 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
         counts.append(sum(len(read_topic(run, topic, quiet_s=0.2)) for topic in (run.topics.unique,
                                                                                  run.topics.duplicates)))
     watcher.close()
-    for process in workers("10"):
-        assert process.wait(timeout=300) == 0
+    for process, name in zip(workers("10"), ("w0", "w1"), strict=True):
+        assert process.wait(timeout=300) == 0, (tmp_path / f"{name}.log").read_text()[-3000:]
     got = emitted(run)
     pages = sum(isinstance(r, dict) for r in records)
     assert len(got["dedups"]) == pages and got["rejected"] == len(BAD), counts
