@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import a12_similarities, longest_distinct, longest_spans
+from streamdedup.fingerprints.kernels import a12_similarities, distinct_sentence_keys, longest_distinct, longest_spans
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import combine
 
@@ -78,6 +78,12 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
 
     def index_keys(self, signature: A12Signature) -> list[bytes]:
         return [struct.pack("<Q", s) for s in dict.fromkeys(signature.ss)]
+
+    def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+        keys, counts = distinct_sentence_keys(data, ends)
+        return keys.view(np.uint8).reshape(-1, 8), counts
 
     def similarity(self, signature: A12Signature, other: A12Signature) -> float | None:
         p = self.params

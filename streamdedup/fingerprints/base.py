@@ -60,6 +60,12 @@ class FingerprintMethod(ABC, Generic[S, P]):
     def index_keys(self, signature: S) -> list[bytes]:
         """Keys under which this signature is filed; near-duplicates share at least one."""
 
+    def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The `index_keys` of many encoded signatures at once, when all keys are one size: uint8
+        rows, one a key, each signature's in `index_keys` order, and how many keys each signature
+        has (the store's rebuild after a crash). None: not offered, or not for these signatures."""
+        return None
+
     @abstractmethod
     def similarity(self, signature: S, other: S) -> float | None:
         """Estimated similarity if `other` is a near-duplicate by this method, else None."""

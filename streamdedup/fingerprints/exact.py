@@ -33,6 +33,12 @@ class ExactMethod(FingerprintMethod[bytes, ExactParams]):
     def index_keys(self, signature: bytes) -> list[bytes]:
         return [signature]
 
+    def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        size = len(encoded[0]) if encoded else 0
+        if not size or any(len(data) != size for data in encoded):
+            return None
+        return np.frombuffer(b"".join(encoded), dtype=np.uint8).reshape(-1, size), np.ones(len(encoded), dtype=np.int64)
+
     def similarity(self, signature: bytes, other: bytes) -> float | None:
         return 1.0 if signature == other else None
 

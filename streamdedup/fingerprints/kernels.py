@@ -61,6 +61,45 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def band_keys_many(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """`band_keys` of each row of `values` (one MinHash a row), one row of keys each."""
+    out = np.empty((values.shape[0], bands * 9), dtype=np.uint8)
+    for i in range(values.shape[0]):
+        out[i] = band_keys(values[i], bands, rows)
+    return out
+
+
+@numba.njit(cache=True)
+def distinct_sentence_keys(data: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A12's index keys of encoded signatures back to back (`A12Method.encode`, the i-th ends at
+    `ends[i]`): each one's sentence hashes, a repeated one once (first place kept), as uint64
+    (little-endian bytes: the keys), and how many each signature has."""
+    keys = np.empty(len(data) // 8, dtype=np.uint64)
+    counts = np.zeros(len(ends), dtype=np.int64)
+    k = 0
+    start = 0
+    for i in range(len(ends)):
+        n_ss = data[start + 8]
+        first = k
+        for j in range(n_ss):
+            at = start + 10 + 8 * j
+            value = np.uint64(0)
+            for b in range(8):
+                value |= np.uint64(data[at + b]) << np.uint64(8 * b)
+            seen = False
+            for m in range(first, k):
+                if keys[m] == value:
+                    seen = True
+                    break
+            if not seen:
+                keys[k] = value
+                k += 1
+        counts[i] = k - first
+        start = ends[i]
+    return keys[:k].astype("<u8"), counts
+
+
+@numba.njit(cache=True)
 def longest_distinct(lengths: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
     """Hashes of the `count` longest distinct (length, hash) pairs, ties by hash: one pass that
     keeps a sorted top list (most words are shorter than its last and rejected at once)."""

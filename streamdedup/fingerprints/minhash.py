@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import band_keys, minhash_min, minhash_similarities
+from streamdedup.fingerprints.kernels import band_keys, band_keys_many, minhash_min, minhash_similarities
 from streamdedup.fingerprints.lsh import optimal_bands
 from streamdedup.tokens.document import Document
 
@@ -101,6 +101,13 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         """One 9-byte key per band: the band number and a 64-bit hash of its rows."""
         data = band_keys(signature.values, self.bands, self.rows).tobytes()
         return [data[i:i + 9] for i in range(0, len(data), 9)]
+
+    def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        if any(len(data) != self._record.itemsize for data in encoded):
+            return None
+        values = np.frombuffer(b"".join(encoded), dtype=self._record)["values"]
+        keys = band_keys_many(np.ascontiguousarray(values), self.bands, self.rows).reshape(-1, 9)
+        return keys, np.full(len(encoded), self.bands, dtype=np.int64)
 
     def jaccard(self, signature: MinHashSignature, other: MinHashSignature) -> float:
         equal = float(np.count_nonzero(signature.values == other.values)) / len(signature.values)

@@ -84,6 +84,16 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     def index_keys(self, signature: int) -> list[bytes]:
         return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]
 
+    def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        if any(len(data) != 8 for data in encoded):
+            return None
+        signatures = np.frombuffer(b"".join(encoded), dtype="<u8")
+        masks = np.array(self._table_masks, dtype=np.uint64)
+        keys = np.empty((len(signatures), len(masks), 9), dtype=np.uint8)
+        keys[:, :, 0] = np.arange(len(masks), dtype=np.uint8)
+        keys[:, :, 1:] = (signatures[:, None] & masks[None, :]).astype("<u8").view(np.uint8).reshape(-1, len(masks), 8)
+        return keys.reshape(-1, 9), np.full(len(signatures), len(masks), dtype=np.int64)
+
     def similarity(self, signature: int, other: int) -> float | None:
         distance = hamming(signature, other)
         return 1.0 - distance / BITS if distance <= self.params.max_distance else None

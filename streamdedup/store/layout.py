@@ -78,7 +78,12 @@ def doc_key(seq: int) -> bytes:
 
 
 def page_id_key(page_id: str) -> bytes:
-    return _TAGS[ID_TAG] + xxhash.xxh3_64_digest(page_id.encode("utf-8", "surrogatepass"))[:HASH_BYTES]
+    return page_id_key_of(page_id.encode("utf-8", "surrogatepass"))
+
+
+def page_id_key_of(page_id: bytes) -> bytes:
+    """`page_id_key` of an id as its record holds it (UTF-8, surrogates passed)."""
+    return _TAGS[ID_TAG] + xxhash.xxh3_64_digest(page_id)[:HASH_BYTES]
 
 
 def index_key(tag: int, key: bytes) -> bytes:
@@ -97,18 +102,38 @@ def index_names(tag: int, keys: Sequence[bytes]) -> list[bytes]:
     if not keys:
         return []
     if set(map(len, keys)) == {9}:
-        parts = np.frombuffer(b"".join(keys), dtype=_KEY9)
-        z = parts["rest"] ^ (parts["first"].astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-        names = np.empty((len(keys), INDEX_KEY_SIZE), dtype=np.uint8)
-        names[:, 0] = tag
-        names[:, 1:] = z.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :HASH_BYTES]
-        data = names.tobytes()
+        data = names9(tag, b"".join(keys)).tobytes()
         return [data[i: i + INDEX_KEY_SIZE] for i in range(0, len(data), INDEX_KEY_SIZE)]
     head = _TAGS[tag]
     return [head + (key if len(key) == 8 else xxhash.xxh3_64_digest(key))[:HASH_BYTES] for key in keys]
+
+
+def names9(tag: int, keys: bytes | np.ndarray) -> np.ndarray:
+    """9-byte keys back to back (`bytes` or uint8) as `index_names` names them: one uint8 row of
+    `INDEX_KEY_SIZE` bytes each, the tag byte and the first `HASH_BYTES` of the key's splitmix64."""
+    parts = np.frombuffer(keys, dtype=_KEY9)
+    z = parts["rest"] ^ (parts["first"].astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    names = np.empty((len(parts), INDEX_KEY_SIZE), dtype=np.uint8)
+    names[:, 0] = tag
+    names[:, 1:] = z.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :HASH_BYTES]
+    return names
+
+
+def name_rows(tag: int, keys: np.ndarray) -> np.ndarray:
+    """`index_names` of keys of one size (uint8 rows) as uint8 rows of `INDEX_KEY_SIZE` bytes."""
+    if keys.shape[1] == 9:
+        return names9(tag, np.ascontiguousarray(keys))
+    names = np.empty((len(keys), INDEX_KEY_SIZE), dtype=np.uint8)
+    names[:, 0] = tag
+    if keys.shape[1] == 8:
+        names[:, 1:] = keys[:, :HASH_BYTES]
+    else:
+        hashed = b"".join(xxhash.xxh3_64_digest(key)[:HASH_BYTES] for key in map(bytes, keys))
+        names[:, 1:] = np.frombuffer(hashed, dtype=np.uint8).reshape(-1, HASH_BYTES)
+    return names
 
 
 def time_key(event_ms: int, seq: int) -> bytes:

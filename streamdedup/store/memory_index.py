@@ -135,8 +135,13 @@ def name_ints(names: Sequence[bytes]) -> np.ndarray:
     data = b"".join(names)
     if len(data) != layout.INDEX_KEY_SIZE * len(names):
         raise ValueError(f"index names are {layout.INDEX_KEY_SIZE} bytes")
-    padded = np.zeros((len(names), 8), dtype=np.uint8)
-    padded[:, 8 - layout.INDEX_KEY_SIZE:] = np.frombuffer(data, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE)
+    return name_rows_ints(np.frombuffer(data, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE))
+
+
+def name_rows_ints(rows: np.ndarray) -> np.ndarray:
+    """Names as uint8 rows of 6 bytes (`layout.names9`) as 48-bit integers."""
+    padded = np.zeros((len(rows), 8), dtype=np.uint8)
+    padded[:, 8 - layout.INDEX_KEY_SIZE:] = rows
     return padded.view(">u8").ravel().astype(np.uint64)
 
 
@@ -183,13 +188,18 @@ class MemoryIndex:
         return values
 
     def insert(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
-        if not names:
+        if names:
+            self.insert_ints(name_ints(names), np.asarray(seqs, dtype=np.uint64))
+
+    def insert_ints(self, names: np.ndarray, seqs: np.ndarray) -> None:
+        """`insert` of names as 48-bit integers (`name_ints`) and seqs as uint64, in that order."""
+        if not len(names):
             return
-        if max(seqs) >= MAX_SEQ:
-            raise ValueError(f"the in-memory index holds seqs below 2^47, got {max(seqs)}")
+        if int(seqs.max()) >= MAX_SEQ:
+            raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
         if (self.postings + self.tombstones + len(names)) > _MAX_LOAD * len(self.words):
             self._grow(len(names))
-        placed = _insert(self.words, self.low, name_ints(names), np.asarray(seqs, dtype=np.uint64))
+        placed = _insert(self.words, self.low, names, seqs)
         self.tombstones -= int(np.count_nonzero(placed == 2))
         self.postings += int(np.count_nonzero(placed))
 

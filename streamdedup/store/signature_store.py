@@ -26,7 +26,7 @@ from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdic
 
 from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.store import layout
+from streamdedup.store import layout, rebuild
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.template_store import SiteTemplates
@@ -173,17 +173,29 @@ class SignatureStore:
         self.memory.save(tmp, self.index_version)
         os.replace(tmp, self.path / _SNAPSHOT)
 
-    def _rebuild_index(self, chunk: int = 1 << 14) -> None:
+    def _rebuild_index(self, chunk: int = 1 << 14, bulk: bool = True) -> None:
         """The in-memory index from the page records: every page under its keys, but those its
         record names as not filed (full keys when it was added), and under its id. Pages are read
-        in chunks and their keys named by method, one array pass each (`layout.index_names`)."""
-        docs: list[DocRecord] = []
-        for doc in self.iter_docs():
-            docs.append(doc)
-            if len(docs) == chunk:
-                self._index_pages(docs)
-                docs = []
-        self._index_pages(docs)
+        in chunks and their keys named by method, one array pass each (`layout.index_names`).
+        `bulk`: a chunk's raw records at once (`rebuild.index_records`, the same table, ~N x
+        faster); else each record decoded (`_index_pages`)."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for key, value in self._scan(self.db, layout.DOC):
+            if key[:1] != layout.DOC:
+                break
+            keys.append(key)
+            values.append(value)
+            if len(keys) == chunk:
+                self._index_records(keys, values, bulk)
+                keys, values = [], []
+        self._index_records(keys, values, bulk)
+
+    def _index_records(self, keys: list[bytes], values: list[bytes], bulk: bool) -> None:
+        if bulk:
+            rebuild.index_records(self, keys, values)
+        else:
+            self._index_pages([DocRecord.decode(layout.seq_from(k), v) for k, v in zip(keys, values, strict=True)])
 
     def _index_pages(self, docs: Sequence[DocRecord]) -> None:
         keys: dict[int, list[bytes]] = {}

@@ -248,3 +248,47 @@ def test_a_cleanly_closed_store_reopens_from_its_snapshot_and_a_stale_one_is_not
         assert store.seq_for("p0") is None and store.seq_for("p1") == 1
         assert {k: store.stats()[k] for k in ("index_keys", "postings", "ids")} == {
             k: kept[k] for k in ("index_keys", "postings", "ids")}
+
+
+def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path, monkeypatch):
+    """After a crash the index is rebuilt from the raw records in bulk (`store/rebuild.py`): the
+    table is the one decoding every record makes, byte for byte, with pages expired and deleted,
+    pages not filed under full keys, pages without some methods' signatures, and several chunks."""
+    import numpy as np
+
+    from streamdedup.fingerprints.a12 import A12Method
+    from streamdedup.fingerprints.simhash import SimHashMethod
+    from streamdedup.store import signature_store
+    from streamdedup.store.memory_index import MemoryIndex
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+    with SignatureStore(tmp_path, methods, CONFIG) as store:
+        for b in range(6):
+            batch = store.batch()
+            for i in range(b * 12, b * 12 + 12):
+                text = " ".join(words[(i * 7 + j) % len(words)] for j in range(4 + i % 40)) + ". " * (i % 3)
+                text = text if i % 5 else "the same story again and again. " * 6  # full keys
+                doc = Document.from_text(text)
+                sigs = {m.name: s for m in methods if (s := m.signature(doc)) is not None}
+                if i % 4 == 1:  # as a page too short for some methods
+                    sigs = {n: s for n, s in sigs.items() if n != ("a12" if i % 8 == 1 else "minhash")}
+                tags = store.tags
+                record = DocRecord(batch.next_seq(), f"p{i}-é", i, f"p{i}-é",
+                                   signatures={tags[n]: store.methods[n].encode(s) for n, s in sigs.items()})
+                batch.add(record, {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()})
+            batch.commit()
+            store.expire(b * 10)
+            assert store.delete_page(f"p{b * 12 + 11}-é")
+        docs = list(store.iter_docs())
+        assert any(doc.unfiled for doc in docs) and any(len(doc.signatures) < len(methods) for doc in docs)
+        tables = []
+        for bulk in (True, False):
+            store.memory = MemoryIndex()
+            store._rebuild_index(chunk=16, bulk=bulk)
+            tables.append(store.memory)
+        bulk_table, each_record = tables
+        assert np.array_equal(bulk_table.words, each_record.words) and np.array_equal(bulk_table.low, each_record.low)
+        assert (bulk_table.postings, bulk_table.tombstones) == (each_record.postings, each_record.tombstones)
+        assert bulk_table.postings > len(docs) * 4

@@ -1,0 +1,129 @@
+"""The in-memory index rebuilt from the page records in bulk, after a crash (no snapshot).
+
+The same postings, inserted in the same order, chunk by chunk, as `SignatureStore._index_pages`
+inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
+records are read as one buffer: a compiled pass finds each record's id and signatures, and a
+method that offers `index_key_block` (MinHash, SimHash) makes the keys of all its signatures in
+one call, named by `layout.names9` in one array pass. Other methods' keys are made one signature
+at a time, as before; a record that names keys it was not filed under (`DocRecord.unfiled`, rare)
+is decoded whole and filed by `SignatureStore.filed_names`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numba
+import numpy as np
+
+from streamdedup.store import layout
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.memory_index import name_ints, name_rows_ints
+
+if TYPE_CHECKING:
+    from streamdedup.store.signature_store import SignatureStore
+
+_DOC_KEY = np.dtype([("prefix", "u1"), ("seq", ">u8")])
+
+
+@numba.njit(cache=True)
+def _varint(buf: np.ndarray, pos: int) -> Any:  # (value, position after it)
+    n = np.int64(0)
+    shift = np.int64(0)
+    while True:
+        b = np.int64(buf[pos])
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, pos
+        shift += 7
+
+
+@numba.njit(cache=True)
+def _parse(buf: np.ndarray, ends: np.ndarray, column: np.ndarray, sig_at: np.ndarray, sig_len: np.ndarray,
+           id_at: np.ndarray, id_len: np.ndarray, unfiled: np.ndarray) -> None:
+    """Where each record (`DocRecord.encode`, records back to back, record i ends at `ends[i]`)
+    holds its page id and its signatures (by `column[tag]`, -1 none), and whether it names keys
+    it was not filed under (bytes after its signatures)."""
+    start = 0
+    for i in range(len(ends)):
+        pos = start + 16  # event ms, site
+        n, pos = _varint(buf, pos)
+        id_at[i] = pos
+        id_len[i] = n
+        pos += n
+        n, pos = _varint(buf, pos)  # cluster id
+        pos += max(0, n - 1)
+        n, pos = _varint(buf, pos)  # duplicate of
+        pos += n
+        n_sigs = buf[pos]
+        pos += 1
+        for _ in range(n_sigs):
+            tag = buf[pos]
+            size, pos = _varint(buf, pos + 1)
+            c = column[tag]
+            if c >= 0:
+                sig_at[i, c] = pos
+                sig_len[i, c] = size
+            pos += size
+        unfiled[i] = pos < ends[i]
+        start = ends[i]
+
+
+def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+    """Insert the postings of these page records (doc keys and values, in seq order) into
+    `store.memory`: exactly `store._index_pages` of the decoded records."""
+    if not keys:
+        return
+    n = len(keys)
+    data = b"".join(values)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n))
+    seqs = np.frombuffer(b"".join(keys), dtype=_DOC_KEY)["seq"].astype(np.uint64)
+    tags = sorted(store._by_tag)
+    column = np.full(256, -1, dtype=np.int64)
+    column[tags] = np.arange(len(tags))
+    sig_at = np.full((n, len(tags)), -1, dtype=np.int64)
+    sig_len = np.zeros((n, len(tags)), dtype=np.int64)
+    id_at, id_len = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    unfiled = np.zeros(n, dtype=np.bool_)
+    _parse(buf, ends, column, sig_at, sig_len, id_at, id_len, unfiled)
+
+    # first: in record order, a page's id (or all its names, if its record names keys it was not filed under)
+    ids = name_ints([layout.page_id_key_of(data[a: a + size])
+                     for a, size in zip(id_at.tolist(), id_len.tolist(), strict=True)])
+    if unfiled.any():
+        name_parts: list[np.ndarray] = []
+        seq_parts: list[np.ndarray] = []
+        last = 0
+        for i in np.flatnonzero(unfiled).tolist():
+            name_parts.append(ids[last:i])
+            seq_parts.append(seqs[last:i])
+            filed = store.filed_names(DocRecord.decode(int(seqs[i]), values[i]))
+            name_parts.append(name_ints(filed))
+            seq_parts.append(np.full(len(filed), seqs[i], dtype=np.uint64))
+            last = i + 1
+        name_parts.append(ids[last:])
+        seq_parts.append(seqs[last:])
+    else:
+        name_parts, seq_parts = [ids], [seqs]
+
+    # then each method's keys of the other pages, methods in the order they first appear (as a dict fills)
+    present = (sig_at >= 0) & ~unfiled[:, None]
+    first = np.where(present.any(axis=0), present.argmax(axis=0), n)
+    for c in sorted((c for c in range(len(tags)) if first[c] < n), key=lambda c: (first[c], tags[c])):
+        tag, method = tags[c], store._by_tag[tags[c]]
+        rows = np.flatnonzero(present[:, c])
+        at, sizes = sig_at[rows, c].tolist(), sig_len[rows, c].tolist()
+        encoded = [data[a: a + size] for a, size in zip(at, sizes, strict=True)]
+        key_rows = method.index_key_rows(encoded)
+        if key_rows is not None:
+            keys_of, counts = key_rows
+            name_parts.append(name_rows_ints(layout.name_rows(tag, keys_of)))
+            seq_parts.append(np.repeat(seqs[rows], counts))
+            continue
+        method_keys = [method.index_keys(method.decode(sig)) for sig in encoded]
+        name_parts.append(name_ints(layout.index_names(tag, [k for ks in method_keys for k in ks])))
+        seq_parts.append(np.repeat(seqs[rows], [len(ks) for ks in method_keys]))
+    store.memory.insert_ints(np.concatenate(name_parts), np.concatenate(seq_parts))
