@@ -23,6 +23,7 @@ at-least-once delivery with idempotent verdicts keyed by page id.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -132,14 +133,20 @@ class Worker:
         if not self.settings.transactions:
             return Producer(self.settings.client(**base))
         record = self.settings.state_dir / f"producer-{self.settings.worker_id}.json"
-        if record.exists():
-            previous = Producer(self.settings.client(**base, **{"transactional.id": record.read_text().strip()}))
+        previous_id = record.read_text().strip() if record.exists() else ""
+        if previous_id:  # empty: a record from before the atomic write below, cut by a kill
+            previous = Producer(self.settings.client(**base, **{"transactional.id": previous_id}))
             previous.init_transactions(30)
             previous.flush(1)
             del previous
         transactional_id = f"streamdedup-{self.settings.group_id}-{self.settings.worker_id}-{uuid.uuid4().hex[:8]}"
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(transactional_id)
+        # replaced whole, never truncated in place: a SIGKILL between the truncation and the write
+        # left an empty id, and the next start died on it ("Transactional API requires
+        # transactional.id to be configured") while the id before it was lost unfenced
+        partial = record.with_name(record.name + ".partial")
+        partial.write_text(transactional_id)
+        os.replace(partial, record)
         producer = Producer(self.settings.client(**base, **{"transactional.id": transactional_id}))
         producer.init_transactions(30)
         return producer
