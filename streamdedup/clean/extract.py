@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from streamdedup.clean.fast_extract import extract_fast, fast_texts
+from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
 from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "fast", "resiliparse", "none"]
@@ -123,13 +123,10 @@ def extract_resiliparse(html: str) -> str:
 
 def resiliparse_texts(html: str, visible: bool) -> tuple[str, str]:
     """resiliparse's main-content text and, if `visible`, the page's whole text, from one parse."""
-    from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
-    main = extract_plain_text(tree, main_content=True, alt_texts=False, links=False, list_bullets=False,
-                              noscript=False)
-    return main, extract_all_text(tree) if visible else ""
+    return main_content_text(tree), extract_all_text(tree) if visible else ""
 
 
 def extract_all_text(html: str | Any) -> str:

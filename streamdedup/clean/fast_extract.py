@@ -25,6 +25,7 @@ pair on any labelled set.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
@@ -121,7 +122,9 @@ def _containers(body: Any) -> list[Any]:
     return []
 
 
-def _main_text(source: Any, skip: list[str] | None) -> str:
+def main_content_text(source: Any, skip: list[str] | None = None) -> str:
+    """resiliparse's main-content text of a tree or HTML, skipping the `skip` selectors (the
+    options every resiliparse extraction here uses)."""
     from resiliparse.extract.html2text import extract_plain_text
 
     return extract_plain_text(source, main_content=True, alt_texts=False, links=False, list_bullets=False,
@@ -131,12 +134,12 @@ def _main_text(source: Any, skip: list[str] | None) -> str:
 def steered_text(tree: Any) -> str:
     """Steps 1 and 2: the article element's main text without the elements trafilatura discards."""
     if tree.body is None:
-        return _main_text(tree, None)
+        return main_content_text(tree, None)
     blocks = _containers(tree.body)
     if not blocks:
-        return _main_text(tree, DISCARD_SELECTORS)
+        return main_content_text(tree, DISCARD_SELECTORS)
     # each block's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return "\n".join(_main_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
+    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
 def fast_texts(html: str, visible: bool) -> tuple[str, str]:
@@ -148,12 +151,7 @@ def fast_texts(html: str, visible: bool) -> tuple[str, str]:
     from streamdedup.clean.extract import covers_little, extract_all_text
 
     tree = HTMLTree.parse(html)
-    whole: list[str] = []
-
-    def page_text() -> str:
-        if not whole:
-            whole.append(extract_all_text(tree))
-        return whole[0]
+    page_text = functools.cache(lambda: extract_all_text(tree))
 
     text = steered_text(tree)
     if covers_little(text, page_text):
@@ -162,7 +160,7 @@ def fast_texts(html: str, visible: bool) -> tuple[str, str]:
         # rule this is
         from streamdedup.clean.extract import extract_trafilatura
 
-        text = extract_trafilatura(html, page_text) or _main_text(tree, None)
+        text = extract_trafilatura(html, page_text) or main_content_text(tree, None)
     return text, page_text() if visible else ""
 
 
