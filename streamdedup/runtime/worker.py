@@ -467,13 +467,12 @@ class Worker:
         with their partition's lag as last known."""
         due = []
         for tp_key, handler in self.handlers.items():
-            tick = getattr(handler, "due", None)
-            if tick is None or tp_key in self.replay_until:
+            if tp_key in self.replay_until:
                 continue
             lag = self._lag.get(tp_key)
             if lag == 0:  # as of its last batch or idle check: what was fetched since then counts too
                 lag = max(lag, self._fetched_lag(tp_key))
-            if tick(now, lag):
+            if handler.due(now, lag):
                 due.append((handler, lag))
         return due
 
@@ -490,7 +489,7 @@ class Worker:
     def _tick(self, due: list[tuple[PartitionHandler, int | None]]) -> None:
         now = time.monotonic()
         for handler, lag in due:
-            handler.tick(self.outputs, now, lag)  # type: ignore[attr-defined]
+            handler.tick(self.outputs, now, lag)
 
     def _tick_alone(self) -> None:
         """A round without input: the ticks go out in a transaction of their own. Their records

@@ -38,6 +38,15 @@ class PartitionHandler(Protocol):
         """A RocksDB property summed over the handler's store (0 without one), for metrics."""
         ...
 
+    def due(self, now: float, lag: int | None) -> bool:
+        """Whether the handler has something to send without input now (an idle input's
+        watermark, a held page's release marker); `lag` is its partition's, as last known."""
+        ...
+
+    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        """Send what `due` announced."""
+        ...
+
 
 class Topology(Protocol):
     def topics(self) -> list[str]: ...

@@ -290,6 +290,12 @@ class _StoredPartition:
     def close(self) -> None:
         self.state.close()
 
+    def due(self, now: float, lag: int | None) -> bool:
+        return False  # the index step sends only in answer to its input
+
+    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        pass
+
 
 class IndexStagePartition(_StoredPartition):
     """Index requests -> answers, sent to the page's parts partition, and supplements to the later
