@@ -18,8 +18,11 @@ from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.clean.template import TemplateParams
 from streamdedup.fingerprints.registry import METHODS
 from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
+from streamdedup.tokens.tokenize import ICU_VERSION
 
-TOKENIZER_VERSION = "words-v2"  # v2: token hashes from the compiled scan (was xxh3 of UTF-8)
+# v2: token hashes from the compiled scan (was xxh3 of UTF-8); v3: Thai, Lao, Khmer and Myanmar cut
+# into words by ICU, whose dictionaries are named by its version
+TOKENIZER_VERSION = f"words-v3+icu{ICU_VERSION}"
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
 DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8"

@@ -26,8 +26,15 @@ import numpy as np
 import regex
 import xxhash
 
-from streamdedup.tokens.hashing import TOKEN_SEED, code_points, hash_end, hash_step
-from streamdedup.tokens.tokenize import CJK_RE, HAS_CJK_RE, NON_CJK_WORD_RE, PLAIN_WORD_RE
+from streamdedup.tokens.hashing import TOKEN_SEED, code_points, hash_end, hash_spans, hash_step
+from streamdedup.tokens.tokenize import (
+    CJK_RE,
+    HAS_CJK_RE,
+    NON_CJK_WORD_RE,
+    PLAIN_WORD_RE,
+    UNSPACED_RE,
+    dictionary_words,
+)
 
 # Code point classes (bits of one uint8 per code point).
 PLAIN = 1  # [\p{L}\p{M}\p{N}]: a word character when the text has no Han or kana
@@ -157,4 +164,30 @@ class Scan:
 
 def scan(text: str) -> Scan:
     """Tokens, their hashes and sentence bounds of a (normalised) text."""
-    return Scan(*_scan(code_points(text), char_classes(), text.isascii()))
+    cps = code_points(text)
+    found = Scan(*_scan(cps, char_classes(), text.isascii()))
+    if text.isascii() or not UNSPACED_RE.search(text):
+        return found
+    return _cut_unspaced(text, cps, found)
+
+
+def _cut_unspaced(text: str, cps: np.ndarray, found: Scan) -> Scan:
+    """The scan with each token of Thai, Lao, Khmer or Myanmar letters cut into its dictionary
+    words (`tokenize.dictionary_words`, as the regex tokeniser does)."""
+    starts, ends = found.starts.tolist(), found.ends.tolist()
+    cut = [i for i, (a, b) in enumerate(zip(starts, ends, strict=True)) if UNSPACED_RE.search(text, a, b)]
+    pieces = dict(zip(cut, dictionary_words([text[starts[i]:ends[i]] for i in cut]), strict=True))
+    new_starts: list[int] = []
+    new_ends: list[int] = []
+    cjk: list[bool] = []
+    first = [0]  # first[i]: the new index of old token i
+    for i, (a, b, is_cjk) in enumerate(zip(starts, ends, found.cjk.tolist(), strict=True)):
+        spans = [(a + x, a + y) for x, y in pieces[i]] if i in pieces else [(a, b)]
+        new_starts.extend(s for s, _ in spans)
+        new_ends.extend(e for _, e in spans)
+        cjk.extend([is_cjk and i not in pieces] * len(spans))
+        first.append(len(new_starts))
+    starts_array = np.array(new_starts, dtype=np.int64)
+    ends_array = np.array(new_ends, dtype=np.int64)
+    return Scan(starts_array, ends_array, hash_spans(cps, starts_array, ends_array), np.array(cjk, dtype=np.bool_),
+                np.array(first, dtype=np.int64)[found.sentence_bounds])

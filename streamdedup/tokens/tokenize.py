@@ -1,4 +1,5 @@
-"""Multilingual word and sentence splitting, with no per-language models.
+"""Multilingual word and sentence splitting: rules on Unicode properties, and a dictionary only
+where a script leaves no other way to find its words.
 
 - Space-delimited scripts (Latin incl. Vietnamese syllables, Cyrillic, Greek, Arabic, Devanagari,
   Hangul, ...): a word is a run of letters, marks and digits (marks matter: Vietnamese tones and
@@ -7,13 +8,21 @@
   then character k-grams, the usual choice for Chinese/Japanese near-duplicate detection.
 - Tibetan: the tsheg (U+0F0B) is punctuation, so runs of letters split into syllables; the shad
   (U+0F0D) ends a sentence.
+- Thai, Lao, Khmer, Myanmar: written without spaces between words and with no syllable mark, so a
+  run of letters is a phrase (often a whole clause): one edited word would change the whole token.
+  Such runs are cut into words by ICU's dictionary break engines (the ones Lucene's ICUTokenizer
+  and browsers use), through icu4py, whose wheels carry ICU and its dictionaries.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
+import icu4py
 import regex
+from icu4py.breakers import WordBreaker
+from icu4py.locale import Locale
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 WORD_RE = regex.compile(rf"[{_CJK}]|[[\w--_]--[{_CJK}]]+", regex.V1)
@@ -33,15 +42,54 @@ _BREAK_WORD_RE = regex.compile(rf"\x00|[{_CJK}]|[[\w--_]--[{_CJK}]]+", regex.V1)
 _BREAK_PLAIN_RE = regex.compile(r"\x00|[\p{L}\p{M}\p{N}]+")
 
 
+# Thai, Lao, Myanmar (and its extensions A and B), Khmer (and its symbols): the scripts ICU segments
+# with a dictionary
+UNSPACED_RE = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f]")
+ICU_VERSION = icu4py.icu_version  # its dictionaries decide these scripts' words: part of the store's config
+_ROOT = Locale("und")  # the break engines go by script, not locale (made once: parsing one costs more than a break)
+
+
+def dictionary_words(runs: list[str]) -> list[list[tuple[int, int]]]:
+    """For each run of letters, the (start, end) offsets of its words as ICU's word breaker finds
+    them; one ICU pass over all runs, joined by newlines (a break on both sides of a newline, and a
+    combining mark never joins one, unlike a space)."""
+    joined = "\n".join(runs)
+    firsts = list(itertools.accumulate((len(r) + 1 for r in runs[:-1]), initial=0))  # each run's offset
+    words: list[list[tuple[int, int]]] = [[] for _ in runs]
+    run = 0
+    for start, end in WordBreaker(joined, _ROOT).segments():
+        if joined[start] == "\n":  # a separator
+            continue
+        while start >= firsts[run] + len(runs[run]):
+            run += 1
+        words[run].append((start - firsts[run], end - firsts[run]))
+    return words
+
+
+def _cut_unspaced(tokens: list[str]) -> list[str]:
+    """The tokens, each run of Thai, Lao, Khmer or Myanmar letters cut into its words."""
+    cut = [i for i, token in enumerate(tokens) if UNSPACED_RE.search(token)]
+    if not cut:
+        return tokens
+    pieces = dict(zip(cut, dictionary_words([tokens[i] for i in cut]), strict=True))
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        if i in pieces:
+            out.extend(token[a:b] for a, b in pieces[i])
+        else:
+            out.append(token)
+    return out
+
+
 def words_and_breaks(text: str) -> list[str]:
     """All words of a text with BREAK between sentences, in one regex pass (one call per text,
     not per sentence: the call overhead dominated tokenisation)."""
     marked = SENTENCE_END_RE.sub(BREAK, text.replace(BREAK, " "))
-    return (_BREAK_WORD_RE if HAS_CJK_RE.search(marked) else _BREAK_PLAIN_RE).findall(marked)
+    return _cut_unspaced((_BREAK_WORD_RE if HAS_CJK_RE.search(marked) else _BREAK_PLAIN_RE).findall(marked))
 
 
 def split_words(text: str) -> list[str]:
-    return WORD_RE.findall(text) if HAS_CJK_RE.search(text) else PLAIN_WORD_RE.findall(text)
+    return _cut_unspaced(WORD_RE.findall(text) if HAS_CJK_RE.search(text) else PLAIN_WORD_RE.findall(text))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -93,6 +93,8 @@ def _regex_tokens_and_bounds(text):
     "Tiếng Việt có dấu. Câu thứ hai!\n\nĐoạn mới",
     "stray \x00 byte. and_underscores stay apart. x_y ①② ﹏ a‿b",
     "", "   ", ". ! ?",
+    # Thai, Lao, Khmer runs cut by ICU; a Thai vowel sign before Latin letters in one run
+    "ข้อ ๑. มนุษย์ทั้งหลาย! เกิดมา\nabc ສະບາຍດີ ທ່ານ. ការទទួលស្គាល់ 中文。ไทย", "\u0e34abc ไทย",
 ])
 def test_compiled_scan_equals_the_regex_tokeniser(text):
     doc = Document.from_text(text)
