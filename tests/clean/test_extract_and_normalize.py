@@ -91,16 +91,19 @@ def test_whitespace_tidying_equals_the_substitution_rules():
 
 
 def _spy_trafilatura(monkeypatch):
-    """Records the `fast` flag of every call to the real trafilatura.extract."""
-    import trafilatura
+    """Records each pass of trafilatura: 'main' (its main extractor), 'compare' (its readability/
+    justext comparison), as clean/trafilatura_once.py runs them."""
+    from streamdedup.clean import trafilatura_once
 
-    real, calls = trafilatura.extract, []
+    calls: list[str] = []
+    for name, label in (("extract_content", "main"), ("compare_extraction", "compare")):
+        real = getattr(trafilatura_once, name)
 
-    def spy(html, **options):
-        calls.append(options["fast"])
-        return real(html, **options)
+        def spy(*args, _real=real, _label=label):
+            calls.append(_label)
+            return _real(*args)
 
-    monkeypatch.setattr(trafilatura, "extract", spy)
+        monkeypatch.setattr(trafilatura_once, name, spy)
     return calls
 
 
@@ -111,7 +114,7 @@ def test_an_article_page_is_read_by_trafilaturas_main_extractor_alone(monkeypatc
     article = make_article(2)
     text = extract_main_text(wrap_in_template(article, "Daily Planet"), "trafilatura")
     assert article[0][:60] in text and article[-1][-60:] in text
-    assert calls == [True]
+    assert calls == ["main"]
 
 
 def test_trafilaturas_whole_cascade_rescues_what_its_main_extractor_misses(monkeypatch):
@@ -121,4 +124,4 @@ def test_trafilaturas_whole_cascade_rescues_what_its_main_extractor_misses(monke
     html = "<html><body><div id='x'>" + "<br><br>".join(article) + "</div></body></html>"
     text = extract_main_text(html, "trafilatura")
     assert article[0][:60] in text and article[-1][-60:] in text
-    assert calls == [True, False]
+    assert calls[-1] == "compare"
