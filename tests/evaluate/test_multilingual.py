@@ -60,10 +60,19 @@ def test_units_keep_the_text_and_a_light_edit_changes_few_characters():
     assert sum(map(SPACES.count, zh)) == len(zh) and sum(map(UNITS.count, zh)) > 300
 
 
+def test_units_of_thai_and_khmer_are_dictionary_words_with_what_follows():
+    thai = "มนุษย์ทั้งหลายเกิดมามีอิสระ, และเสมอภาค"
+    assert UNITS.split(thai) == ["มนุษย์", "ทั้ง", "หลาย", "เกิด", "มา", "มี", "อิสระ, ", "และ", "เสมอ", "ภาค"]
+    khmer = "ការទទួលស្គាល់សេចក្ដីថ្លៃថ្នូរ"
+    assert UNITS.split(khmer) == ["ការ", "ទទួលស្គាល់", "សេចក្ដីថ្លៃថ្នូរ"]
+    assert UNITS.join(UNITS.split(thai)) == thai and UNITS.join(UNITS.split(khmer)) == khmer
+
+
 def test_in_language_by_script():
     assert in_language("安装软件包 apt", "zh") and not in_language("install the package", "zh")
     assert in_language("Всеобщая декларация", "ru") and not in_language("Universal declaration", "ru")
     assert in_language("Mọi người sinh ra đều được tự do", "vi") and not in_language("Moi nguoi sinh ra", "vi")
+    assert in_language("มนุษย์ทั้งหลาย", "th") and not in_language("ສະບາຍດີ", "th") and in_language("ສະບາຍດີ", "lo")
 
 
 def test_handbook_section_keeps_its_in_language_paragraphs_as_p(tmp_path):
