@@ -1,5 +1,6 @@
 """The 'multilingual' family: a crawl in Chinese, Russian, Vietnamese and Tibetan, and in Thai, Lao,
-Khmer and Myanmar (from the declaration alone: few articles each), built from real text in those languages (`evaluate/multilingual.py`) as the web and site families are built from
+Khmer and Myanmar (from the declaration alone: few articles each), built from real text in those
+languages (`evaluate/multilingual.py`) as the web and site families are built from
 the shared pages. Per language, on hosts of that language only:
 
 - positives, one gold cluster per article: the original (its own real page, or a page of the
