@@ -11,7 +11,6 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from streamdedup.config import DetectorConfig
@@ -98,12 +97,11 @@ class Detector:
             items = [own_text(item, batch.template(item.site_hash), self.fingerprinter, self.config.template)
                      if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
-        keys = [self._index_keys(fp) for fp in pages]
-        keyed = {id(fp): (page_keys, names) for fp, page_keys, names
-                 in zip(pages, keys, self.store.index_names_of_pages(keys), strict=True)}
-        batch.prefetch((n for _, names in keyed.values() for tag_names in names.values() for n in tag_names),
-                       [fp.page.id for fp in pages])
-        outcomes = [item if isinstance(item, Outcome) else self._decide_one(item, batch, now_ms, *keyed[id(item)])
+        encoded = [self._encoded(fp) for fp in pages]
+        names = self.store.index_names_of_records(encoded)
+        batch.prefetch((n for page_names in names for n in page_names), [fp.page.id for fp in pages])
+        keyed = {id(fp): (fp, sigs, page_names) for fp, sigs, page_names in zip(pages, encoded, names, strict=True)}
+        outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, *keyed[id(item)])
                     for item in items]
         self.clock.stage(batch.set_meta)
         return outcomes, batch
@@ -118,44 +116,48 @@ class Detector:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
         self.clock = self.config.retention_clock(self.store.get_meta_int)
 
-    def _index_keys(self, fp: Fingerprinted) -> dict[int, list[bytes]]:
-        """The page's index keys by method tag (named in the store for the whole batch at once,
-        for the batch's prefetch, the page's lookups and its filing)."""
+    def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:
+        """The page's signatures as its record stores them, by method tag (the batch's index
+        names are made from these at once, as the store's rebuild makes them)."""
         tags = self.store.tags
-        return {tags[m.name]: m.index_keys(sig) for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        return {tags[name]: method.encode(sig) for method in self.methods
+                if (sig := fp.signatures[(name := method.name)]) is not None}
 
-    def _decide_one(self, fp: Fingerprinted, batch: StoreBatch, now_ms: int, keys: dict[int, list[bytes]],
-                    names: dict[int, list[bytes]]) -> Outcome:
+    def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, signatures: dict[int, bytes],
+                    names: list[bytes]) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
-        verdict = self._decide_and_record(fp, batch, stamp.event_ms, keys, names)
-        return Outcome(fp.record, replace(verdict, time_note=stamp.note).as_dict(), fp.origin)
+        dedup = self._decide_and_record(fp, batch, stamp.event_ms, signatures, names).as_dict()
+        if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
+            dedup["time_note"] = stamp.note
+        return Outcome(fp.record, dedup, fp.origin)
 
-    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, keys: dict[int, list[bytes]],
-                           names: dict[int, list[bytes]]) -> Verdict:
+    def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
+                           names: list[bytes]) -> Verdict:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later pages."""
         verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names))
-        tags = self.store.tags
-        signatures = {tags[name]: method.encode(sig) for method in self.methods
-                      if (sig := fp.signatures[(name := method.name)]) is not None}
-        batch.add(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
-                            verdict.duplicate_of or "", signatures, fp.site_hash), keys, names)
+        batch.add_named(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
+                                  verdict.duplicate_of or "", signatures, fp.site_hash), names)
         return verdict
 
-    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int,
-                    names: dict[int, list[bytes]]) -> list[Candidate]:
+    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, names: list[bytes]) -> list[Candidate]:
         """Every stored page sharing any index key with this one and inside its retention window,
         verified and judged by the engine (`engine.judged`)."""
+        seqs = batch.candidates(names)
+        work = self.work
+        work["pages"] += 1
+        if not seqs:  # the common case: no stored page shares a key
+            return []
+        work["candidates_found"] += batch.last_found
+        work["candidates_verified"] += len(seqs)
+        work["pages_over_candidate_limit"] += int(batch.last_found > len(seqs))
+        work["max_candidates_found"] = max(work["max_candidates_found"], batch.last_found)
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
         page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash)
         found: list[Candidate] = []
-        seqs = batch.candidates([name for tag_names in names.values() for name in tag_names])
-        self.work.update(pages=1, candidates_found=batch.last_found, candidates_verified=len(seqs),
-                         pages_over_candidate_limit=int(batch.last_found > len(seqs)))
-        self.work["max_candidates_found"] = max(self.work["max_candidates_found"], batch.last_found)
         for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, page, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms)):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
@@ -163,6 +165,7 @@ class Detector:
             found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,
                                    doc.cluster_id))
         return found
+
 
 def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:
     """A copy of the lexicon the signatures were built with lives beside them."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import logging
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 
 import orjson
@@ -61,7 +61,22 @@ class Fingerprinted:
 
     @cached_property
     def site_hash(self) -> int:
-        return xxhash.xxh3_64_intdigest(self.page.site.encode("utf-8", "surrogatepass"))
+        return site_hash(self.page.site)
+
+    def but(self, **changes: Any) -> Fingerprinted:
+        """A copy with these fields changed (`dataclasses.replace` without its per-call checks;
+        the copy keeps the site hash if it was computed)."""
+        copy = object.__new__(Fingerprinted)
+        copy.__dict__.update(self.__dict__, **changes)
+        if "page" in changes:
+            copy.__dict__.pop("site_hash", None)
+        return copy
+
+
+@lru_cache(maxsize=1 << 14)
+def site_hash(site: str) -> int:
+    """xxh3-64 of a site's name: the key of its template model and of same-site candidates."""
+    return xxhash.xxh3_64_intdigest(site.encode("utf-8", "surrogatepass"))
 
 
 class Fingerprinter:
@@ -132,7 +147,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     pages_before = site.pages
     site.learn(item.page.url, [*hashes, *item.visible_lines], params)
     if not removed:
-        return replace(item, template_known=known)
+        return item.but(template_known=known)
     try:
         signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
                                       fingerprinter.config.cleaning.min_words)
@@ -141,7 +156,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
                   "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
-    return replace(item, signatures=signatures, text=text, template_known=True)
+    return item.but(signatures=signatures, text=text, template_known=True)
 
 
 _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
 from streamdedup.clean.template import SiteTemplate
@@ -29,7 +30,7 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout, rebuild
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
-from streamdedup.store.template_store import SiteTemplates
+from streamdedup.store.template_store import SiteTemplates, TemplateCache
 
 # 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys;
 # 4: the index in memory, rebuilt from the records (which name the keys a page was not filed under)
@@ -140,6 +141,7 @@ class SignatureStore:
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
+        self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self.db = self._open(self.path, create=not existed)
         if existed and self.get_meta("config") is None and self._has_keys():
             self.close()
@@ -425,23 +427,39 @@ class SignatureStore:
         """Index keys as the index column family names them (tag + 5 bytes), by method tag."""
         return {tag: layout.index_names(tag, tag_keys) for tag, tag_keys in keys.items()}
 
-    @staticmethod
-    def index_names_of_pages(pages: Sequence[Mapping[int, list[bytes]]]) -> list[dict[int, list[bytes]]]:
-        """`index_names` of many pages' keys, each method's keys of all pages named in one call."""
-        joined: dict[int, list[bytes]] = {}
-        for keys in pages:
-            for tag, tag_keys in keys.items():
-                joined.setdefault(tag, []).extend(tag_keys)
-        named = {tag: layout.index_names(tag, tag_keys) for tag, tag_keys in joined.items()}
-        at = dict.fromkeys(named, 0)
-        out: list[dict[int, list[bytes]]] = []
-        for keys in pages:
-            names = {}
-            for tag, tag_keys in keys.items():
-                names[tag] = named[tag][at[tag]: at[tag] + len(tag_keys)]
-                at[tag] += len(tag_keys)
-            out.append(names)
-        return out
+    def index_names_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> list[list[bytes]]:
+        """Each page's index names (`index_names` of its `index_keys`, every method's, by method
+        in the order its signatures come) from its encoded signatures by tag: each method's keys
+        of all the pages made in one call where it offers one (`index_key_rows`, as the rebuild
+        after a crash makes them), all named in one array pass."""
+        rows_of: dict[int, list[int]] = {}
+        for i, signatures in enumerate(pages):
+            for tag in signatures:
+                rows_of.setdefault(tag, []).append(i)
+        if not rows_of:
+            return [[] for _ in pages]
+        named: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        for tag, rows in rows_of.items():
+            method = self._by_tag[tag]
+            encoded = [pages[i][tag] for i in rows]
+            key_rows = method.index_key_rows(encoded)
+            if key_rows is None:
+                keys = [method.index_keys(method.decode(data)) for data in encoded]
+                names = b"".join(layout.index_names(tag, [k for page_keys in keys for k in page_keys]))
+                named.append(np.frombuffer(names, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE))
+                counts: Any = [len(page_keys) for page_keys in keys]
+            else:
+                keys_of, counts = key_rows
+                named.append(layout.name_rows(tag, keys_of))
+            owners.append(np.repeat(np.asarray(rows, dtype=np.int64), counts))
+        owner = np.concatenate(owners)
+        order = np.argsort(owner, kind="stable")  # by page, each page's methods in order
+        data = np.concatenate(named)[order].tobytes()
+        size = layout.INDEX_KEY_SIZE
+        flat = [data[i: i + size] for i in range(0, len(data), size)]
+        ends = np.cumsum(np.bincount(owner, minlength=len(pages))).tolist()
+        return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
     # -- writes ----------------------------------------------------------------------------
     def batch(self) -> StoreBatch:
@@ -524,6 +542,7 @@ class SignatureStore:
             self._ready = False
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()
+            self.templates.clear()
             self.db.close()
             self.db = None  # type: ignore[assignment]
 
@@ -545,7 +564,8 @@ class StoreBatch:
         self.store = store
         self._seq = store.get_meta_int("next_seq", 0)
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
-        self._filed: list[tuple[bytes, int]] = []  # postings added, for the in-memory index at commit
+        self._filed_names: list[bytes] = []  # postings added (name, seq), for the in-memory index at commit
+        self._filed_seqs: list[int] = []
         self._answers: dict[bytes, list[int]] = {}  # postings value -> the seqs it answers (hot keys: read often)
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
@@ -553,8 +573,9 @@ class StoreBatch:
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
-        self._templates = SiteTemplates(store.db.get)
+        self._templates = SiteTemplates(store.db.get, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
+        self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -600,7 +621,9 @@ class StoreBatch:
         limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
         self.last_found = 0
         if self._live.isdisjoint(names) and self._values.keys() >= set(names):  # all read, none filed
+            self._quiet = names
             return []
+        self._quiet = None
         found = [v for n in names if (v := self._value(n))]
         if not found:
             return []
@@ -632,32 +655,48 @@ class StoreBatch:
             names: Mapping[int, list[bytes]] | None = None) -> None:
         """File the page under its index keys (`names`: the same keys from `index_names`, if the
         caller has them already) but the full ones, which its record names (`DocRecord.unfiled`)."""
+        self.add_named(doc, [n for tag_names in (names or SignatureStore.index_names(keys)).values()
+                             for n in tag_names])
+
+    def add_named(self, doc: DocRecord, names: Sequence[bytes]) -> None:
+        """`add` with the page's index names of every method in one sequence
+        (`SignatureStore.index_names_of_records`)."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
         self._docs[doc.seq] = doc
         self._ids[doc.page_id] = doc.seq
         seq = layout.varint(doc.seq)
-        unique = sorted({n for tag_names in (names or SignatureStore.index_names(keys)).values() for n in tag_names})
+        unique = dict.fromkeys(names)
         values = self._values
-        filed = []
-        unfiled = []
-        for place, name in enumerate(unique):
-            current = values[name] if name in values else self._value(name)
-            if not current:  # the common case: a key no page has yet
-                values[name] = seq
-            elif layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
-                unfiled.append(place)  # a full key keeps its first pages (the earliest, which the rule wants)
-                continue
-            else:
-                values[name] = current + seq
-            filed.append(name)
+        full: list[bytes] = []
+        if names is self._quiet or (self._live.isdisjoint(unique) and values.keys() >= unique.keys()):
+            filed = list(unique)  # the common case: every key read, none has a page yet
+            values.update(dict.fromkeys(filed, seq))
+        else:
+            filed = []
+            for name in unique:
+                current = values[name] if name in values else self._value(name)
+                if not current:  # a key no page has yet
+                    values[name] = seq
+                elif layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
+                    full.append(name)  # a full key keeps its first pages (the earliest, which the rule wants)
+                    continue
+                else:
+                    values[name] = current + seq
+                filed.append(name)
         id_key = layout.page_id_key(doc.page_id)
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
-        doc.unfiled = tuple(unfiled)
-        self._filed += [(name, doc.seq) for name in filed]
+        if full:  # the record names them by their places among the page's names, sorted
+            place = {name: i for i, name in enumerate(sorted(unique))}
+            doc.unfiled = tuple(sorted(place[name] for name in full))
+        else:
+            doc.unfiled = ()
+        self._filed_names += filed
+        self._filed_seqs += [doc.seq] * len(filed)
         self._live.update(filed)
+        self._quiet = None
 
     def set_meta(self, name: str, value: bytes) -> None:
         self._meta[name] = value
@@ -682,9 +721,12 @@ class StoreBatch:
         for journal_name, value in self._journal.items():
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
+        self._templates.written()
         self.store.index_version += 1
-        self.store.memory.insert([name for name, _ in self._filed], [seq for _, seq in self._filed])
-        self._filed.clear()
+        self._quiet = None
+        self.store.memory.insert(self._filed_names, self._filed_seqs)
+        self._filed_names.clear()
+        self._filed_seqs.clear()
         self._answers.clear()
         self._journal.clear()
         self._templates.clear()

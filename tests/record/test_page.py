@@ -87,3 +87,29 @@ def test_the_site_is_the_registrable_domain_under_the_public_suffix_list():
     assert site_of("http://192.168.0.1:8080/x") == "192.168.0.1"
     assert site_of("http://localhost/x") == "localhost"
     assert site_of("HTTPS://WWW.Example.COM./") == "example.com"
+
+
+def test_url_host_is_urlsplits_hostname_for_any_url():
+    """The fast path for plain URLs (no urlsplit) gives urlsplit's answer, on plain and odd URLs."""
+    import random
+    from urllib.parse import urlsplit
+
+    from streamdedup.record.page import url_host
+
+    def reference(url: str) -> str:  # site_of's host before the fast path
+        try:
+            return (urlsplit(url).hostname or "").rstrip(".")
+        except ValueError:
+            return ""
+
+    rng = random.Random(14)
+    pieces = ["http", "HTTPS", "ftp", "h2", "a+b", "://", ":", "//", "/", "?", "#", "@", "[", "]", "::1", "%",
+              "%41", "Ab", "www", ".", "..", "-", "_", "~", "é", "ä.de", "\t", "\n", " ", "\x00", "80", "user",
+              "Example", "COM", "xn--bcher-kva", "!$&'()*+,;=", "1.2.3.4", "[fe80::1%tESt]"]
+    urls = ["https://www.bbc.co.uk/news/1", "HTTPS://WWW.Example.COM./", "http://192.168.0.1:8080/x",
+            "http://[::1]:80/", "http://u:p@Host.EXAMPLE/", "http://exa\tmple.com/", "https://a.example?q#f",
+            "http:/a.example/", "//a.example/", "mailto:a@b.example", "http://", "http://.", "http://%41B.example/"]
+    urls += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(20_000)]
+    urls += ["https://" + "".join(rng.choice(pieces[9:]) for _ in range(rng.randint(1, 6))) for _ in range(20_000)]
+    for url in urls:
+        assert url_host(url) == reference(url), url

@@ -250,6 +250,21 @@ def test_a_cleanly_closed_store_reopens_from_its_snapshot_and_a_stale_one_is_not
             k: kept[k] for k in ("index_keys", "postings", "ids")}
 
 
+_WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
+
+
+def _mixed_page(methods, i, step, full_every, short_every):
+    """Page i's signatures: texts of many lengths, every `full_every`-th one that fills keys (the
+    same text), every `short_every`-th without one method's signature (as a page too short for it)."""
+    text = " ".join(_WORDS[(i * step + j) % len(_WORDS)] for j in range(4 + i % 40)) + ". " * (i % 3)
+    text = text if i % full_every else "the same story again and again. " * 6  # full keys
+    doc = Document.from_text(text)
+    sigs = {m.name: s for m in methods if (s := m.signature(doc)) is not None}
+    if i % short_every == 1:  # as a page too short for some methods
+        sigs = {n: s for n, s in sigs.items() if n != ("a12" if i % (2 * short_every) == 1 else "minhash")}
+    return sigs
+
+
 def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path, monkeypatch):
     """After a crash the index is rebuilt from the raw records in bulk (`store/rebuild.py`): the
     table is the one decoding every record makes, byte for byte, with pages expired and deleted,
@@ -263,17 +278,11 @@ def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path,
 
     monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
     methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
     with SignatureStore(tmp_path, methods, CONFIG) as store:
         for b in range(6):
             batch = store.batch()
             for i in range(b * 12, b * 12 + 12):
-                text = " ".join(words[(i * 7 + j) % len(words)] for j in range(4 + i % 40)) + ". " * (i % 3)
-                text = text if i % 5 else "the same story again and again. " * 6  # full keys
-                doc = Document.from_text(text)
-                sigs = {m.name: s for m in methods if (s := m.signature(doc)) is not None}
-                if i % 4 == 1:  # as a page too short for some methods
-                    sigs = {n: s for n, s in sigs.items() if n != ("a12" if i % 8 == 1 else "minhash")}
+                sigs = _mixed_page(methods, i, step=7, full_every=5, short_every=4)
                 tags = store.tags
                 record = DocRecord(batch.next_seq(), f"p{i}-é", i, f"p{i}-é",
                                    signatures={tags[n]: store.methods[n].encode(s) for n, s in sigs.items()})
@@ -292,3 +301,74 @@ def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path,
         assert np.array_equal(bulk_table.words, each_record.words) and np.array_equal(bulk_table.low, each_record.low)
         assert (bulk_table.postings, bulk_table.tombstones) == (each_record.postings, each_record.tombstones)
         assert bulk_table.postings > len(docs) * 4
+
+
+def _postings(memory):
+    import numpy as np
+
+    live = memory.words >> np.uint64(63) == 0
+    words, low = memory.words[live], memory.low[live].astype(np.uint64)
+    names = (words & np.uint64((1 << 48) - 1)).tolist()
+    seqs = (((words >> np.uint64(48)) << np.uint64(32)) | low).tolist()
+    return sorted(zip(names, seqs, strict=True))
+
+
+def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, monkeypatch):
+    """The batch's filing (the detector's way: a batch's names made at once from the encoded
+    signatures, looked up, then filed; and `add` from keys) puts every page under exactly the keys
+    its record says, full keys left out: the table after the commits holds the postings the
+    rebuild from the records makes, and the names are `index_names` of each page's `index_keys`."""
+    from streamdedup.fingerprints.a12 import A12Method
+    from streamdedup.fingerprints.simhash import SimHashMethod
+    from streamdedup.store import signature_store
+    from streamdedup.store.memory_index import MemoryIndex
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
+    with SignatureStore(tmp_path, methods, CONFIG) as store:
+        tags = store.tags
+        for b in range(5):
+            batch = store.batch()
+            pages = [(f"p{i}", _mixed_page(methods, i, step=5, full_every=4, short_every=6))
+                     for i in range(b * 12, b * 12 + 12)]
+            encoded = [{tags[n]: store.methods[n].encode(s) for n, s in sigs.items()} for _, sigs in pages]
+            named = store.index_names_of_records(encoded)
+            for (_, sigs), names in zip(pages, named, strict=True):
+                keys = {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()}
+                assert names == [n for tag_names in store.index_names(keys).values() for n in tag_names]
+            batch.prefetch(n for names in named for n in names)
+            for i, ((page_id, sigs), signatures, names) in enumerate(zip(pages, encoded, named, strict=True)):
+                record = DocRecord(batch.next_seq(), page_id, 0, page_id, signatures=signatures)
+                if i % 2:
+                    batch.candidates(names)
+                    batch.add_named(record, names)
+                else:
+                    batch.add(record, {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()})
+            batch.commit()
+        assert any(doc.unfiled for doc in store.iter_docs())
+        live = _postings(store.memory)
+        store.memory = MemoryIndex()
+        store._rebuild_index()
+        assert _postings(store.memory) == live
+
+
+def test_a_site_template_is_what_the_last_written_batch_left_even_after_a_dropped_batch(tmp_path):
+    """Templates are kept decoded between batches (`TemplateCache`): a batch changes the model it
+    takes, so one that is dropped (never committed, as a worker's after a failed write) must leave
+    the next batch the model the store holds, not its changes; and a committed one is read back."""
+    from streamdedup.clean.template import TemplateParams
+
+    params = TemplateParams()
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        batch.template(7).learn("https://a.example/1", [1, 2, 3], params)
+        batch.commit()
+        dropped = store.batch()
+        dropped.template(7).learn("https://a.example/2", [1, 2, 4], params)  # staged, then dropped
+        batch = store.batch()
+        assert (batch.template(7).pages, batch.template(7).counts) == (1, {1: 1, 2: 1, 3: 1})
+        batch.template(7).learn("https://a.example/3", [1, 5], params)
+        batch.commit()
+        assert (store.batch().template(7).pages, store.batch().template(7).counts) == (2, {1: 2, 2: 1, 3: 1, 5: 1})
+    with _open(tmp_path) as store:  # and so RocksDB holds it
+        assert store.batch().template(7).counts == {1: 2, 2: 1, 3: 1, 5: 1}
