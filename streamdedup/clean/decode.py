@@ -82,12 +82,25 @@ def _decode_text(data: bytes, declared_charset: str | None) -> str | None:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return _clean_decode(data, encoding)
-    for candidate in ("utf-8", declared_charset, _sniff_meta(data)):
+    for candidate in (_iso2022_jp(data), "utf-8", declared_charset, _sniff_meta(data)):
         if candidate:
             text = _clean_decode(data, candidate)
             if text is not None:
                 return text
     return _detect(data)
+
+
+# ISO-2022-JP's switches to JIS X 0208 (1978, 1983) and JIS X 0212: its text is 7-bit, so UTF-8
+# would decode it "cleanly" and keep these escapes as control characters around ASCII letters
+_ISO2022_JP_ESCAPES = (b"\x1b$B", b"\x1b$@", b"\x1b$(D")
+
+
+def _iso2022_jp(data: bytes) -> str | None:
+    """ISO-2022-JP (with its half-width katakana: Python's 'iso2022_jp_ext') for 7-bit text that
+    switches to JIS X 0208, as browsers' Japanese detectors find it; else None. Text that then does
+    not decode (JIS X 0212) goes on to the other candidates."""
+    head = data[:200_000]
+    return "iso2022_jp_ext" if head.isascii() and any(e in head for e in _ISO2022_JP_ESCAPES) else None
 
 
 def _sniff_meta(data: bytes) -> str | None:

@@ -11,11 +11,18 @@ RUSSIAN = "<html><body><p>Съешь же ещё этих мягких фран�
 CHINESE = "<html><body><p>我们在这里测试中文网页的字符集检测，这是一个很长的句子，用来确保检测的准确性。" * 5 + "</p></body></html>"
 TRADITIONAL = "<html><body><p>我們在這裡測試中文網頁的字元集偵測，這是一個很長的句子，用來確保偵測的準確性。" * 5 + "</p></body></html>"
 JAPANESE = "<html><body><p>日本語のウェブページの文字コードを検出するテストです。これは長い文章です。" * 5 + "</p></body></html>"
+KOREAN = "<html><body><p>모든 인간은 태어날 때부터 자유로우며 그 존엄과 권리에 있어 동등하다. " * 5 + "</p></body></html>"
+THAI = "<html><body><p>มนุษย์ทั้งหลายเกิดมามีอิสระและเสมอภาคกันในเกียรติศักดิ์และสิทธิ " * 5 + "</p></body></html>"
+ARABIC = "<html><body><p>يولد جميع الناس أحرارًا متساوين في الكرامة والحقوق. " * 5 + "</p></body></html>"
+HEBREW = "<html><body><p>כל בני אדם נולדו בני חורין ושווים בערכם ובזכויותיהם. " * 5 + "</p></body></html>"
+GREEK = "<html><body><p>Όλοι οι άνθρωποι γεννιούνται ελεύθεροι και ίσοι στην αξιοπρέπεια. " * 5 + "</p></body></html>"
 
 
 @pytest.mark.parametrize("text, encoding", [
     (RUSSIAN, "cp1251"), (RUSSIAN, "koi8-r"), (CHINESE, "gbk"), (TRADITIONAL, "big5"),
     (JAPANESE, "shift_jis"), ("<p>Ünïcödé façade, naïve café, ¿qué tal?</p>" * 5, "latin-1"),
+    (JAPANESE, "euc_jp"), (JAPANESE, "iso2022_jp"), (KOREAN, "euc_kr"), (THAI, "tis-620"), (ARABIC, "cp1256"),
+    (HEBREW, "cp1255"), (GREEK, "cp1253"),
 ])
 def test_legacy_encodings_without_declaration(text, encoding):
     assert decode_bytes(text.encode(encoding), None, max_bytes=MAX) == text
