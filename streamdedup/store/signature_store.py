@@ -39,6 +39,7 @@ SCHEMA_VERSION = 4
 _BLOCK_CACHE_BYTES = 128 << 20
 _block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
 _EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
+_DOC_CACHE = 1 << 15  # page records kept decoded (`SignatureStore.docs`)
 
 
 def method_tags(names: Sequence[str]) -> dict[str, int]:
@@ -142,6 +143,7 @@ class SignatureStore:
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
+        self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
         self.db = self._open(self.path, create=not existed)
         if existed and self.get_meta("config") is None and self._has_keys():
             self.close()
@@ -365,11 +367,21 @@ class SignatureStore:
         return None if data is None else DocRecord.decode(seq, data)
 
     def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]:
-        """Several DocRecords with one multi_get."""
-        if not seqs:
-            return {}
-        values = multi_get(self.db, [layout.doc_key(s) for s in seqs])
-        return {s: None if v is None else DocRecord.decode(s, v) for s, v in zip(seqs, values, strict=True)}
+        """Several DocRecords with one multi_get; those read lately are kept decoded (a hot key's
+        first pages are every batch's candidates). A stored record never changes, and one removed
+        leaves the cache with it (`_remove`); a seq is reused only after a batch that was never
+        written, whose records were never read from here."""
+        cache = self._doc_cache
+        missing = [s for s in seqs if s not in cache]
+        read: dict[int, DocRecord | None] = {}
+        if missing:
+            for s, v in zip(missing, multi_get(self.db, [layout.doc_key(s) for s in missing]), strict=True):
+                doc = read[s] = None if v is None else DocRecord.decode(s, v)
+                if doc is not None:
+                    cache[s] = doc
+            while len(cache) > _DOC_CACHE:
+                del cache[next(iter(cache))]
+        return {s: read[s] if s in read else cache[s] for s in seqs}
 
     def seq_for(self, page_id: str) -> int | None:
         return self._seq_with_id(page_id, self.memory.values([layout.page_id_key(page_id)])[0], self.doc)
@@ -479,6 +491,8 @@ class SignatureStore:
             wb.delete(layout.doc_key(doc.seq))
         wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
         self.db.write(wb)
+        for doc in docs:
+            self._doc_cache.pop(doc.seq, None)
         self.index_version += 1
         self.memory.remove(names, seqs)
 
@@ -543,6 +557,7 @@ class SignatureStore:
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()
             self.templates.clear()
+            self._doc_cache.clear()
             self.db.close()
             self.db = None  # type: ignore[assignment]
 

@@ -73,9 +73,13 @@ class CandidateSimilarities:
             tag, method = self.methods[name]
             signature = self.mine.get(tag)
             if signature is not None:
-                have = [i for i in todo.tolist() if tag in self.theirs[i]]
+                have, data = [], []
+                for i in todo.tolist():
+                    if (theirs := self.theirs[i].get(tag)) is not None:
+                        have.append(i)
+                        data.append(theirs)
                 if have:
-                    values[have] = method.similarities(signature, [self.theirs[i][tag] for i in have])
+                    values[have] = method.similarities(signature, data)
         return values[rows]
 
     def value(self, name: str, row: int) -> float:

@@ -372,3 +372,20 @@ def test_a_site_template_is_what_the_last_written_batch_left_even_after_a_droppe
         assert (store.batch().template(7).pages, store.batch().template(7).counts) == (2, {1: 2, 2: 1, 3: 1, 5: 1})
     with _open(tmp_path) as store:  # and so RocksDB holds it
         assert store.batch().template(7).counts == {1: 2, 2: 1, 3: 1, 5: 1}
+
+
+def test_a_page_record_read_before_its_page_is_deleted_or_expired_is_not_read_again(tmp_path):
+    """Records read by a batch are kept decoded for later batches (`SignatureStore.docs`): a page
+    deleted by id or expired must be gone for the next batch, not served from that cache."""
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _add(store, batch, "p0", "alpha beta gamma delta epsilon zeta eta theta", event_ms=10)
+        _add(store, batch, "p1", "iota kappa lambda mu nu xi omicron pi rho", event_ms=20)
+        batch.commit()
+        batch = store.batch()
+        assert batch.doc(0).page_id == "p0" and batch.doc(1).page_id == "p1"
+        assert store.docs([0, 1])[1].page_id == "p1"  # read, and kept
+        assert store.delete_page("p0")
+        assert store.expire(before_ms=15) == 0 and store.expire(before_ms=25) == 1
+        assert store.batch().doc(0) is None and store.batch().doc(1) is None
+        assert store.docs([0, 1]) == {0: None, 1: None}
