@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import weighted_sign_bits
+from streamdedup.fingerprints.kernels import sign_bits, weighted_sign_bits
 from streamdedup.tokens.document import Document
 
 BITS = 64
@@ -41,6 +41,8 @@ class SimHashParams(Params):
 def simhash64(feature_hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
     """Sign of the (weighted) per-bit vote over all features (ties -> 0)."""
     if weights is None:
+        if len(feature_hashes) < 1 << 31:
+            return int(sign_bits(np.ascontiguousarray(feature_hashes, dtype=np.uint64)))
         weights = np.ones(len(feature_hashes), dtype=np.int64)
     return int(weighted_sign_bits(np.ascontiguousarray(feature_hashes, dtype=np.uint64),
                                   np.ascontiguousarray(weights, dtype=np.int64)))

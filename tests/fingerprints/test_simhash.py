@@ -54,3 +54,18 @@ def test_far_fingerprint_is_not_similar():
 def test_params_are_checked():
     with pytest.raises(ValueError, match="B - k blocks"):
         SimHashParams(max_distance=4, blocks=4)
+
+
+def test_unweighted_simhash_is_the_weighted_vote_with_every_weight_one():
+    """`simhash64` without weights takes a 32-bit counting kernel (`sign_bits`): the same bits as
+    `weighted_sign_bits` with weights of 1, ties included (an even count, half the features)."""
+    import numpy as np
+
+    from streamdedup.fingerprints.kernels import sign_bits, weighted_sign_bits
+
+    rng = np.random.default_rng(14)
+    cases = [rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True) for n in (1, 2, 3, 64, 600, 5000)]
+    cases += [np.array([0, 2**64 - 1] * 7, dtype=np.uint64), np.zeros(0, dtype=np.uint64),
+              rng.integers(0, 4, size=999, dtype=np.uint64)]  # ties on every bit, none, low bits only
+    for features in cases:
+        assert sign_bits(features) == weighted_sign_bits(features, np.ones(len(features), dtype=np.int64))
