@@ -57,7 +57,7 @@ def trafilatura_api(html: str) -> str:
     """trafilatura with streamdedup's settings through its public API: trafilatura.extract in fast
     mode, again in full mode where that text covers little of the page (what extract_trafilatura
     did before clean/trafilatura_once.py shared the parse between the two): the baseline of the
-    figures before 2026-11-24 15:30, kept so they stay comparable."""
+    figures before 2026-11-24 14:30 UTC, kept so they stay comparable."""
     from streamdedup.clean.extract import _trafilatura, covers_little, extract_all_text
 
     text = _trafilatura(html, fast=True)
