@@ -29,7 +29,10 @@ from streamdedup.verdict.contract import headers as dedup_headers
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust") -> Any:
     import faust
 
+    # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
+    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
+                    datadir=str(Path(settings.state_dir) / "faust-data"),
                     processing_guarantee="at_least_once", topic_allow_declare=True,
                     consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions)
     raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}

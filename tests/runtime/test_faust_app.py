@@ -35,9 +35,11 @@ def test_faust_app_against_the_broker(settings, tmp_path):
     send(settings, records)
     env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
            **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+    started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
+    started_in.mkdir()
     process = subprocess.Popen([sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(tmp_path / "fs"),
                                 "--group-id", settings.group_id], env=env, stdout=subprocess.DEVNULL,
-                               stderr=open(tmp_path / "faust.log", "wb"))
+                               stderr=open(tmp_path / "faust.log", "wb"), cwd=started_in)
     try:
         t = settings.topics
         unique = read_topic(settings, t.unique, expect_at_least=10, quiet_s=3, timeout_s=120)
@@ -53,3 +55,4 @@ def test_faust_app_against_the_broker(settings, tmp_path):
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert {k: v.pop() for k, v in got.items() if len(v) == 1} == expected, (tmp_path / "faust.log").read_text()[-3000:]
     assert sorted(m.value() for m in rejected) == sorted(BAD)
+    assert list(started_in.iterdir()) == []
