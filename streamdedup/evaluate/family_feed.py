@@ -18,7 +18,7 @@ REVISIONS = ("update_line", "correction", "paragraph_appended", "headline_change
 MIN_ARTICLES = 30
 
 
-def _revision(kind: str, page: SourcePage, title: str, paragraphs: list[str], when: datetime,
+def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when: datetime,
               spare: list[str], rng: random.Random) -> tuple[str, list[str]]:
     if kind == "update_line":
         return title, [update_line(page, when), *paragraphs]
@@ -64,7 +64,7 @@ def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         for number in range(rng.choice((1, 1, 2))):  # each revision builds on the one before
             when = when + timedelta(minutes=rng.uniform(20, 3 * 24 * 60))
             kind = rng.choice(REVISIONS)
-            title, paragraphs = _revision(kind, page, title, paragraphs, when, spare, rng)
+            title, paragraphs = revise(kind, page, title, paragraphs, when, spare, rng)
             same = rng.random() < 0.5
             where = url if same else f"https://{host}{path}-{kind.replace('_', '-')}-{number + 2}"
             html = in_template(donor, paragraphs, title)

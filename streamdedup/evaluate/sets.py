@@ -22,8 +22,9 @@ import xxhash
 from streamdedup.evaluate.pages import MIN_WORDS, SourcePage
 
 FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
-# built from the multilingual sources (evaluate/multilingual.py), not part of 'all'
-OTHER_FAMILIES = ("multilingual",)
+# not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold') from
+# every page of the split, so not to be merged with the others
+OTHER_FAMILIES = ("multilingual", "cold")
 # the share of trafilatura's pages (of one split) each family draws from; readability's go to 'web'
 _FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import make_article, wrap_in_template
 
 from streamdedup.evaluate.construct import build_family, main
+from streamdedup.evaluate.family_cold import build_cold
 from streamdedup.evaluate.family_feed import REVISIONS, build_feed
 from streamdedup.evaluate.family_site import EDITS, build_site
 from streamdedup.evaluate.pages import SourcePage, load_pages
@@ -79,6 +80,33 @@ def test_site_has_many_pages_per_host_with_short_pages_and_edits():
     edits = [r for r in out.records if r["variant"] in EDITS]
     assert edits and all(len(clusters[r["cluster"]]) == 2 for r in edits)
     assert {r["variant"] for r in edits} == set(EDITS)
+
+
+def test_cold_hosts_are_seen_two_or_three_times_each_with_one_kind():
+    pool = [_page(i) for i in range(200)]
+    out = LabelledSet("cold", "dev")
+    build_cold(pool, pool, random.Random(3), out, hosts=40)
+    hosts = defaultdict(list)
+    for r in sorted(out.records, key=lambda r: r["fetched_at"]):
+        hosts[r["host"]].append(r)
+    assert len(hosts) == 40
+    kinds = Counter()
+    for pages in hosts.values():
+        assert 2 <= len(pages) <= 3
+        negatives = {r["negative"] for r in pages}
+        if negatives == {"cold_short"}:  # three different briefs
+            kinds["briefs"] += 1
+            assert len(pages) == 3 and len({r["cluster"] for r in pages}) == 3
+        elif negatives == {"cold_article"}:  # two different stories
+            kinds["articles"] += 1
+            assert len({r["cluster"] for r in pages}) == 2
+        else:  # a story first, then its revision (and maybe its print page): one cluster
+            kinds["revision"] += 1
+            assert pages[0]["variant"] == "original" and len({r["cluster"] for r in pages}) == 1
+            assert {r["variant"] for r in pages[1:]} <= {f"cold_{k}" for k in REVISIONS} | {"cold_print"}
+    assert kinds == {"briefs": 10, "articles": 10, "revision": 20}
+    assert len({r["source_page"] for r in out.records if r["variant"] in ("original", "cold_short", "cold_article")}) \
+        == sum(r["variant"] in ("original", "cold_short", "cold_article") for r in out.records)  # each source once
 
 
 @pytest.mark.parametrize("family", ["web", "feed", "site"])
