@@ -8,8 +8,8 @@ class and id names (its `xpaths.py`: BODY_XPATH for the article's container, the
 the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C DOM):
 
 1. take the article's container (the first of trafilatura's container selectors, in its order,
-   that holds some text; its first match in document order, as trafilatura, with the blocks of its
-   kind beside it), else the whole page;
+   that holds some text; its first match in document order outside what trafilatura's tree
+   cleaning deletes, as trafilatura, with the blocks of its kind beside it), else the whole page;
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form (resiliparse's `skip_elements`, matched during its own walk);
@@ -79,6 +79,25 @@ _CONTAINERS: tuple[str, ...] = (
 )
 
 _CONTAINER_TAGS = frozenset({"article", "div", "main", "section"})
+# What trafilatura's tree cleaning deletes, subtree and all, before its container selectors run
+# (2.3.1's MANUALLY_CLEANED under favor_precision; "form" is handled apart, a page builder's form
+# can hold the whole page; a "figure" goes unless it holds a table): a match inside one of these
+# is not trafilatura's container. Menus full of teaser <article>s in a <nav> came first in
+# document order and were taken for the article.
+_CLEANED_FIRST = ", ".join((
+    "aside", "embed", "fencedframe", "footer", "head", "iframe", "menu", "object", "script", "applet", "audio",
+    "canvas", "map", "picture", "svg", "video", "area", "blink", "button", "datalist", "dialog", "frame", "frameset",
+    "fieldset", "link", "input", "label", "legend", "marquee", "math", "menuitem", "nav", "noindex", "noscript",
+    "optgroup", "option", "output", "param", "progress", "rp", "rt", "rtc", "select", "source", "style", "track",
+    "textarea", "time", "use"))
+
+
+def _kept_by_cleaning(node: Any) -> bool:
+    """Whether trafilatura's tree cleaning keeps this element (see _CLEANED_FIRST)."""
+    if node.closest(_CLEANED_FIRST) is not None:
+        return False
+    figure = node.closest("figure")
+    return figure is None or figure.query_selector("table") is not None
 # A container counts when it holds at least this much text (trafilatura's MIN_EXTRACTED_SIZE, the
 # size below which it too distrusts what its container selectors found).
 MIN_CONTAINER_CHARS = 250
@@ -109,10 +128,12 @@ def _containers(body: Any) -> list[Any]:
     selector's first match too: the longest match is as often a card of the listing under the
     story); with the elements after it beside it (same parent) that match too and are of its kind
     (same tag and class) and hold some text, for an article written as blocks (one <article> per
-    section). Neighbours of another class (cards, teasers) stay out."""
+    section). Neighbours of another class (cards, teasers) stay out. Matches inside what
+    trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not count, as
+    they do not for trafilatura."""
     for selector in _CONTAINERS:
-        matches = [node for node in body.query_selector_all(selector)
-                   if node.tag in _CONTAINER_TAGS]  # BODY_XPATH's self::article, div, main or section
+        matches = [node for node in body.query_selector_all(selector)  # BODY_XPATH's self::article, div, main
+                   if node.tag in _CONTAINER_TAGS and _kept_by_cleaning(node)]  # or section, on a cleaned tree
         for index, first in enumerate(matches):
             if len(first.text) < MIN_CONTAINER_CHARS:
                 continue

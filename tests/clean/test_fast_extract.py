@@ -141,3 +141,18 @@ def test_an_article_written_as_blocks_of_one_kind_is_read_whole():
     html = f"<html><body><main><h1>The vote</h1>{blocks}{other}</main></body></html>"
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and RELATED[0] not in text
+
+
+def test_a_teaser_article_in_the_navigation_menu_is_not_the_container(monkeypatch):
+    """trafilatura deletes <nav>, <aside>, <footer>... before its container selectors run; a menu
+    of teaser <article>s ahead of the story (a news site's flyout) is not its container, and was
+    taken for the article here: too small for the page, so trafilatura had to read it."""
+    calls = _count_trafilatura_calls(monkeypatch)
+    teaser = ("<article class='story theme-summary'><h2>Elsewhere</h2>"  # over 250 characters: it counts as a container
+              + "".join(f"<p>{r}, and more on it inside.</p>" for r in RELATED * 2) + "</article>")
+    paragraphs = "".join(f"<p>{p} ({n})</p>" for n in range(3) for p in ARTICLE)
+    html = (f"<html><body><nav class='ribbon'><ol><li>{teaser}</li></ol></nav>"
+            f"<main><article class='story theme-main'><h1>The vote</h1>{paragraphs}</article></main></body></html>")
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE) and RELATED[1] not in text
+    assert calls == []  # the steered pass read the story
