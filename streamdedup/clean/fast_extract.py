@@ -31,12 +31,14 @@ from typing import Any
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
-_DISCARD_TOKENS: tuple[tuple[str, str, str], ...] = (
-    # comments and reply forms
+# Comments and reply forms (pruned before trafilatura's container selectors run, too)
+_COMMENT_TOKENS: tuple[tuple[str, str, str], ...] = (
     ("id", "^=", "comment"), ("class", "^=", "comment"), ("class", "*=", "post-comments"),
     ("class", "*=", "article-comments"), ("id", "=", "disqus_thread"), ("id", "=", "dsq-comments"),
     ("id", "=", "respond"), ("class", "*=", "comment-respond"), ("class", "~=", "commentlist"),
     ("class", "*=", "comments-area"), ("id", "*=", "reader-comments"),
+)
+_DISCARD_TOKENS: tuple[tuple[str, str, str], ...] = _COMMENT_TOKENS + (
     # share bars and social widgets
     ("id", "*=", "share"), ("class", "*=", "share-"), ("class", "*=", "sharedaddy"), ("class", "*=", "sociable"),
     ("class", "*=", "social"), ("id", "*=", "social"),
@@ -93,8 +95,10 @@ _CLEANED_FIRST = ", ".join((
 
 
 def _kept_by_cleaning(node: Any) -> bool:
-    """Whether trafilatura's tree cleaning keeps this element (see _CLEANED_FIRST)."""
-    if node.closest(_CLEANED_FIRST) is not None:
+    """Whether trafilatura keeps this element up to its container selectors: its tree cleaning
+    (see _CLEANED_FIRST) and, comments off, its comment sections (REMOVE_COMMENTS_XPATH, pruned
+    before: a reader comment is an <article class="comment-body"> on many blogs)."""
+    if node.closest(_CLEANED_FIRST) is not None or node.closest(_COMMENT_SECTIONS) is not None:
         return False
     figure = node.closest("figure")
     return figure is None or figure.query_selector("table") is not None
@@ -120,6 +124,7 @@ def _selector(attribute: str, operator: str, value: str) -> str:
 # Skipped inside resiliparse's own text pass (its `skip_elements`): matched while it walks the tree,
 # at no measurable cost (a separate lexbor selector pass over the tree costs 4x the extraction).
 DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
+_COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
 def _containers(body: Any) -> list[Any]:

@@ -156,3 +156,17 @@ def test_a_teaser_article_in_the_navigation_menu_is_not_the_container(monkeypatc
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and RELATED[1] not in text
     assert calls == []  # the steered pass read the story
+
+
+def test_a_reader_comment_is_not_the_container(monkeypatch):
+    """trafilatura prunes comment sections before its container selectors run; a reader comment
+    written as an <article> ahead of the story's own container is not the article."""
+    calls = _count_trafilatura_calls(monkeypatch)
+    comment = ("<article id='div-comment-312' class='comment-body'>"  # over 250 characters: it counts as a container
+               + "".join(f"<p>{c} And a little more.</p>" for c in COMMENTS * 2) + "</article>")
+    paragraphs = "".join(f"<p>{p} ({n})</p>" for n in range(3) for p in ARTICLE)
+    html = (f"<html><body><div class='sticky'>{comment}</div>"
+            f"<div class='main-content'><h1>The vote</h1>{paragraphs}</div></body></html>")
+    text = extract_fast(html)
+    assert all(p in text for p in ARTICLE) and COMMENTS[1] not in text
+    assert calls == []  # the steered pass read the story
