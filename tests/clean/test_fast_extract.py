@@ -1,5 +1,7 @@
 """`--extractor fast`: resiliparse steered by trafilatura's container and discard vocabulary."""
 
+import pytest
+
 from streamdedup.clean.extract import extract_main_text, extract_resiliparse
 from streamdedup.clean.fast_extract import extract_fast
 
@@ -143,30 +145,23 @@ def test_an_article_written_as_blocks_of_one_kind_is_read_whole():
     assert all(p in text for p in ARTICLE) and RELATED[0] not in text
 
 
-def test_a_teaser_article_in_the_navigation_menu_is_not_the_container(monkeypatch):
-    """trafilatura deletes <nav>, <aside>, <footer>... before its container selectors run; a menu
-    of teaser <article>s ahead of the story (a news site's flyout) is not its container, and was
-    taken for the article here: too small for the page, so trafilatura had to read it."""
-    calls = _count_trafilatura_calls(monkeypatch)
-    teaser = ("<article class='story theme-summary'><h2>Elsewhere</h2>"  # over 250 characters: it counts as a container
-              + "".join(f"<p>{r}, and more on it inside.</p>" for r in RELATED * 2) + "</article>")
-    paragraphs = "".join(f"<p>{p} ({n})</p>" for n in range(3) for p in ARTICLE)
-    html = (f"<html><body><nav class='ribbon'><ol><li>{teaser}</li></ol></nav>"
-            f"<main><article class='story theme-main'><h1>The vote</h1>{paragraphs}</article></main></body></html>")
-    text = extract_fast(html)
-    assert all(p in text for p in ARTICLE) and RELATED[1] not in text
-    assert calls == []  # the steered pass read the story
+# Elements trafilatura deletes before its container selectors run, each holding an <article> of
+# over 250 characters (so it counts as a container) ahead of the story: (the wrapper, its text).
+_NAV_MENU = ("<nav class='ribbon'><ol><li><article class='story theme-summary'><h2>Elsewhere</h2>{}</article></li></ol></nav>",
+             RELATED)  # its tree cleaning deletes <nav>, <aside>, <footer>...: a news site's flyout of teasers
+_READER_COMMENT = ("<div class='sticky'><article id='div-comment-312' class='comment-body'>{}</article></div>",
+                   COMMENTS)  # its comment sections go first too, with comments off
 
 
-def test_a_reader_comment_is_not_the_container(monkeypatch):
-    """trafilatura prunes comment sections before its container selectors run; a reader comment
-    written as an <article> ahead of the story's own container is not the article."""
+@pytest.mark.parametrize(("wrapper", "lines"), [_NAV_MENU, _READER_COMMENT], ids=["nav-menu", "reader-comment"])
+def test_an_article_inside_what_trafilatura_deletes_first_is_not_the_container(monkeypatch, wrapper, lines):
+    """Taken for the article, such a block was too small for the page, so trafilatura had to
+    read it."""
     calls = _count_trafilatura_calls(monkeypatch)
-    comment = ("<article id='div-comment-312' class='comment-body'>"  # over 250 characters: it counts as a container
-               + "".join(f"<p>{c} And a little more.</p>" for c in COMMENTS * 2) + "</article>")
+    before = wrapper.format("".join(f"<p>{line} And a little more on it.</p>" for line in lines * 2))
     paragraphs = "".join(f"<p>{p} ({n})</p>" for n in range(3) for p in ARTICLE)
-    html = (f"<html><body><div class='sticky'>{comment}</div>"
-            f"<div class='main-content'><h1>The vote</h1>{paragraphs}</div></body></html>")
+    html = (f"<html><body>{before}<main><div class='main-content'><h1>The vote</h1>{paragraphs}</div></main>"
+            f"</body></html>")
     text = extract_fast(html)
-    assert all(p in text for p in ARTICLE) and COMMENTS[1] not in text
+    assert all(p in text for p in ARTICLE) and lines[1] not in text
     assert calls == []  # the steered pass read the story
