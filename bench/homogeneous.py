@@ -140,17 +140,19 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
                                "work_per_page": runs[-1]["work_per_page"]}
         for clock, suffix in (("wall_s", ""), ("cpu_s", "_cpu")):
             whole = statistics.median(r[clock] for r in runs)
-            net = max(1e-9, whole - statistics.median(r[clock] for r in startups))
+            net = whole - statistics.median(r[clock] for r in startups)
             rensa = statistics.median(r[clock] for r in rensas)
-            row.update({f"ms_per_page_net{suffix}": round(net / size * 1000, 3),
+            measurable = net * 1000 / size >= 0.001  # else start-up's noise outweighed the run: no figure
+            row.update({f"ms_per_page_net{suffix}": round(net / size * 1000, 3) if measurable else None,
                         f"ms_per_page_gross{suffix}": round(whole / size * 1000, 3),
                         f"rensa_ms_per_page{suffix}": round(rensa / size * 1000, 3),
-                        f"rensa_ratio{suffix}": round(rensa / net, 3)})
+                        f"rensa_ratio{suffix}": round(rensa / net, 3) if measurable else None})
         results[str(size)] = row
     for suffix in ("", "_cpu"):
         first = results[str(sizes[0])][f"ms_per_page_net{suffix}"]
         for row in results.values():  # None: start-up outweighed the run (tiny sizes on a loaded machine)
-            row[f"per_page_over_smallest{suffix}"] = round(row[f"ms_per_page_net{suffix}"] / first, 2) if first > 0 else None
+            value = row[f"ms_per_page_net{suffix}"]
+            row[f"per_page_over_smallest{suffix}"] = round(value / first, 2) if first and value else None
     return results
 
 

@@ -19,7 +19,10 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert report["smoke"] is True and report["failed"] == []
     assert set(report["parts"]) == {"fingerprint", "store", "homogeneous", "e2e", "broker"}
     homogeneous = report["parts"]["homogeneous"]["report"]["results"]
-    assert all(row["ms_per_page_net"] > 0 and row["rensa_ratio"] > 0 for row in homogeneous.values())
+    for row in homogeneous.values():  # measured; the net figures are None when start-up's noise outweighs a smoke run
+        assert row["ms_per_page_gross"] > 0 and row["rensa_ms_per_page"] > 0 and row["runs"] and row["rensa"]
+        assert (row["ms_per_page_net"] is None) == (row["rensa_ratio"] is None)
+        assert row["ms_per_page_net"] is None or (row["ms_per_page_net"] > 0 and row["rensa_ratio"] > 0)
     assert report["machine"]["cpus"] >= 1 and report["machine"]["libraries"]["trafilatura"]
     e2e = report["parts"]["e2e"]["report"]["results"]
     assert set(e2e) == {"trafilatura", "fast", "resiliparse"}
