@@ -39,3 +39,30 @@ def test_the_table_answers_as_a_dict_of_lists_through_growth_and_removals():
     assert counts["ids"] == sum(1 for n, v in model.items() if n[0] == 0xFF and v)
     with pytest.raises(ValueError, match="2\\^47"):
         index.insert([names[0]], [MAX_SEQ])
+
+
+def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
+    """`_grow` moves postings straight from the old table to the new one; the table it makes is
+    byte for byte the one re-inserting the live postings (in slot order) made before."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import _insert
+
+    rng = random.Random(9)
+    index = MemoryIndex()
+    seq = 0
+    for _ in range(4):
+        names = [rng.randbytes(6) for _ in range(2000)]
+        index.insert(names, list(range(seq, seq + len(names))))
+        seq += len(names)
+        index.remove(names[::3], list(range(seq - len(names), seq, 3)))  # tombstones to drop
+    live = index.words >> np.uint64(63) == 0
+    words, low = index.words[live], index.low[live]
+    expected = MemoryIndex()
+    expected._allocate(max(4096, int((index.postings + 10) / 0.5) + 1))
+    mask = np.uint64((1 << 48) - 1)
+    _insert(expected.words, expected.low, words & mask, ((words >> np.uint64(48)) << np.uint64(32)) | low.astype(np.uint64))
+    postings = index.postings
+    index._grow(10)
+    assert index.postings == postings and index.tombstones == 0
+    assert np.array_equal(index.words, expected.words) and np.array_equal(index.low, expected.low)
