@@ -3,10 +3,11 @@
 The same postings, inserted in the same order, chunk by chunk, as `SignatureStore._index_pages`
 inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
 records are read as one buffer: a compiled pass finds each record's id and signatures, and a
-method that offers `index_key_block` (MinHash, SimHash) makes the keys of all its signatures in
-one call, named by `layout.names9` in one array pass. Other methods' keys are made one signature
-at a time, as before; a record that names keys it was not filed under (`DocRecord.unfiled`, rare)
-is decoded whole and filed by `SignatureStore.filed_names`.
+method that offers `index_key_rows` (MinHash, SimHash, A12, exact) makes the keys of all its
+signatures in one call, named in one array pass (`key_name_rows`, which a batch's filing uses
+too). Other methods' keys are made one signature at a time, as before; a record that names keys
+it was not filed under (`DocRecord.unfiled`, rare) is decoded whole and filed by
+`SignatureStore.filed_names`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import name_ints, name_rows_ints
 
 if TYPE_CHECKING:
+    from streamdedup.fingerprints.base import FingerprintMethod
     from streamdedup.store.signature_store import SignatureStore
 
 _DOC_KEY = np.dtype([("prefix", "u1"), ("seq", ">u8")])
@@ -116,14 +118,20 @@ def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence
         tag, method = tags[c], store._by_tag[tags[c]]
         rows = np.flatnonzero(present[:, c])
         at, sizes = sig_at[rows, c].tolist(), sig_len[rows, c].tolist()
-        encoded = [data[a: a + size] for a, size in zip(at, sizes, strict=True)]
-        key_rows = method.index_key_rows(encoded)
-        if key_rows is not None:
-            keys_of, counts = key_rows
-            name_parts.append(name_rows_ints(layout.name_rows(tag, keys_of)))
-            seq_parts.append(np.repeat(seqs[rows], counts))
-            continue
-        method_keys = [method.index_keys(method.decode(sig)) for sig in encoded]
-        name_parts.append(name_ints(layout.index_names(tag, [k for ks in method_keys for k in ks])))
-        seq_parts.append(np.repeat(seqs[rows], [len(ks) for ks in method_keys]))
+        names, counts = key_name_rows(tag, method, [data[a: a + size] for a, size in zip(at, sizes, strict=True)])
+        name_parts.append(name_rows_ints(names))
+        seq_parts.append(np.repeat(seqs[rows], counts))
     store.memory.insert_ints(np.concatenate(name_parts), np.concatenate(seq_parts))
+
+
+def key_name_rows(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:
+    """The index names of these encoded signatures' keys (one method's, tag `tag`), as uint8 rows of
+    `layout.INDEX_KEY_SIZE`, each signature's in `index_keys` order, and how many each has: in one
+    call where the method offers `index_key_rows`, else signature by signature."""
+    key_rows = method.index_key_rows(encoded)
+    if key_rows is not None:
+        keys_of, counts = key_rows
+        return layout.name_rows(tag, keys_of), counts
+    keys = [method.index_keys(method.decode(data)) for data in encoded]
+    names = b"".join(layout.index_names(tag, [k for page_keys in keys for k in page_keys]))
+    return np.frombuffer(names, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE), [len(ks) for ks in keys]

@@ -453,17 +453,8 @@ class SignatureStore:
         named: list[np.ndarray] = []
         owners: list[np.ndarray] = []
         for tag, rows in rows_of.items():
-            method = self._by_tag[tag]
-            encoded = [pages[i][tag] for i in rows]
-            key_rows = method.index_key_rows(encoded)
-            if key_rows is None:
-                keys = [method.index_keys(method.decode(data)) for data in encoded]
-                names = b"".join(layout.index_names(tag, [k for page_keys in keys for k in page_keys]))
-                named.append(np.frombuffer(names, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE))
-                counts: Any = [len(page_keys) for page_keys in keys]
-            else:
-                keys_of, counts = key_rows
-                named.append(layout.name_rows(tag, keys_of))
+            names, counts = rebuild.key_name_rows(tag, self._by_tag[tag], [pages[i][tag] for i in rows])
+            named.append(names)
             owners.append(np.repeat(np.asarray(rows, dtype=np.int64), counts))
         owner = np.concatenate(owners)
         order = np.argsort(owner, kind="stable")  # by page, each page's methods in order
