@@ -14,10 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import regex
-from icu4py.breakers import WordBreaker
-from icu4py.locale import Locale
 
-from streamdedup.tokens.tokenize import UNSPACED_RE
+from streamdedup.tokens.tokenize import UNSPACED_RE, dictionary_words
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # a Han/kana character, a Tibetan syllable up to its tsheg, or any other run up to a space
@@ -48,13 +46,13 @@ UNITS = Segmenter(True)
 
 
 _LETTER = regex.compile(r"[\p{L}\p{M}\p{N}]")
-_ROOT = Locale("und")
 
 
 def _dictionary_units(run: str) -> list[str]:
-    """A run of Thai, Lao, Khmer or Myanmar text as its words, each with what follows it."""
+    """A run of Thai, Lao, Khmer or Myanmar text as its words (the tokeniser's), each with what
+    follows it."""
     units: list[str] = []
-    for start, end in WordBreaker(run, _ROOT).segments():
+    for start, end in dictionary_words([run])[0]:
         piece = run[start:end]
         if units and not _LETTER.search(piece):
             units[-1] += piece
