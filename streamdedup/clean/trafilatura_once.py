@@ -83,13 +83,13 @@ def extract_once(html: str, covers_little: Callable[[str], bool]) -> str | None:
     implausibly small, the full cascade's (or the main extractor's if that is empty). None where
     trafilatura discarded the page in the main extractor's pass (the caller makes its two calls)."""
     try:
-        tree = load_html(html, _options(True).max_file_size)
+        options = _options(True)
+        tree = load_html(html, options.max_file_size)
         if tree is None:
             return None
         is_forum = _forum_thread_page(tree)
         tree = prune_unwanted_nodes(tree, RAW_TREE_PRUNE_XPATH)
         tree = prune_unwanted_nodes(tree, REMOVE_COMMENTS_AND_LISTS_XPATH)
-        options = _options(True)
         cleaned, backup = _cleaned(tree, options, is_forum)
         options.fast_read = False
         body, raw_text = extract_content(cleaned, options)
