@@ -54,16 +54,12 @@ def trafilatura_defaults(html: str) -> str:
 
 
 def trafilatura_api(html: str) -> str:
-    """trafilatura with streamdedup's settings through its public API: trafilatura.extract in fast
-    mode, again in full mode where that text covers little of the page (what extract_trafilatura
-    did before clean/trafilatura_once.py shared the parse between the two): the baseline of the
-    figures before 2026-11-24 14:30 UTC, kept so they stay comparable."""
-    from streamdedup.clean.extract import _trafilatura, covers_little, extract_all_text
+    """trafilatura with streamdedup's settings through its public API (what extract_trafilatura
+    did before clean/trafilatura_once.py shared the parse between its two calls): the baseline of
+    the figures before 2026-11-24 14:30 UTC, kept so they stay comparable."""
+    from streamdedup.clean.extract import trafilatura_two_calls
 
-    text = _trafilatura(html, fast=True)
-    if not covers_little(text, lambda: extract_all_text(html)):
-        return text
-    return _trafilatura(html, fast=False) or text
+    return trafilatura_two_calls(html)
 
 
 # stage -> function names whose outermost call is charged to it (see `stage_times`)

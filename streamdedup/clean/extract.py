@@ -112,8 +112,15 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None) -
         once = extract_once(html, lambda text: covers_little(text, whole))
         if once is not None:
             return once
+    return trafilatura_two_calls(html, whole)
+
+
+def trafilatura_two_calls(html: str, page_text: Callable[[], str] | None = None) -> str:
+    """`extract_trafilatura` through trafilatura's public API: `trafilatura.extract` in fast mode,
+    and again in full mode where that text covers little of the page (two parses; bench/e2e.py's
+    baseline before the parse was shared)."""
     text = _trafilatura(html, fast=True)
-    if not covers_little(text, whole):
+    if not covers_little(text, page_text or (lambda: extract_all_text(html))):
         return text
     return _trafilatura(html, fast=False) or text
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
+from streamdedup.evaluate.multilingual import LANGUAGES  # built in this order: th, lo, km, my came later
 from streamdedup.evaluate.pages import SourcePage
 from streamdedup.evaluate.sets import LabelledSet, slug
 from streamdedup.evaluate.sets import host_of as shared_host
@@ -31,7 +32,6 @@ from streamdedup.evaluate.surgery import (
     teaser,
 )
 
-LANGUAGES = ("zh", "ru", "vi", "bo", "th", "lo", "km", "my")  # the last four were added later: built after
 VARIANTS = ("recrawl", "syndicated", "syndicated2", "light_edit", "print", "teaser", "paragraph_swap")
 MORE = {"zh": "阅读全文请访问合作网站。", "ru": "Продолжение читайте на сайте нашего партнёра.",
         "vi": "Đọc tiếp toàn bộ bài viết trên trang của đối tác.", "bo": "ལྷག་མ་རོགས་ཚོགས་ཀྱི་དྲ་ཚིགས་སུ་ཀློག་རོགས།",
