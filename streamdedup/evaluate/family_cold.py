@@ -84,7 +84,7 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         out.emit(cluster, "original", source.name, html, url, when, source.lang, template=donor.name)
         revision = rng.choice(REVISIONS)
         later = when + timedelta(hours=rng.uniform(1, 48))
-        spare = [p for p in (take(donor) or source).paragraphs][:1]
+        spare = list((take(donor) or source).paragraphs[:1])
         title, revised = revise(revision, source, source.title, paragraphs, later, spare, rng)
         edited = in_template(donor, revised, title)
         if edited is not None:
