@@ -58,6 +58,7 @@ class Fingerprinted:
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
     visible_lines: tuple[int, ...] = ()  # hashes of all the page's visible lines (what its site's template learns)
+    visible: str = ""  # all the page's visible text, normalised (its lines are hashed in visible_lines)
 
     @cached_property
     def site_hash(self) -> int:
@@ -99,7 +100,7 @@ class Fingerprinter:
             page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
             text, visible, signatures = self.signatures(page)
             return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
-                                 visible_lines=tuple(split_lines(visible)[1]))
+                                 visible_lines=tuple(split_lines(visible)[1]), visible=visible)
         except Rejected as rejected:
             return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -142,6 +143,10 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     its provisional template was removed is judged on its own text like any later page; one from
     which nothing was removed meets the stricter own-site policy (`template_known` False)."""
     lines, hashes = split_lines(item.text)
+    missed = _missed_own_text(item, site, hashes, params)
+    if missed:
+        site.learn(item.page.url, [*hashes, *item.visible_lines], params)
+        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
     known = site.known(params)
     text, removed = site.strip(lines, hashes, params)
     pages_before = site.pages
@@ -157,6 +162,22 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
                   "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
     return item.but(signatures=signatures, text=text, template_known=True)
+
+
+def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: list[int], params: TemplateParams) -> str:
+    """Why the page's main text is not its own (clean/template.py, "missed content"), or ""."""
+    if not site.shown_before(item.page.url, hashes):
+        return ""
+    main_words = Document.from_text(item.text, item.page.lang).num_tokens
+    if main_words >= params.missed_short_words:
+        return ""
+    visible, visible_hashes = split_lines(item.visible)
+    new = [visible[pos] for pos in site.new_lines(visible_hashes, hashes)]
+    new_words = Document.from_text("\n".join(new), item.page.lang).num_tokens if new else 0
+    if new_words < params.missed_new_words:
+        return ""
+    return (f"the page's main text ({main_words} words) is all text its site showed on earlier pages, while "
+            f"{new_words} words it shows for the first time are outside it: the extraction took the template")
 
 
 _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes

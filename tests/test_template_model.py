@@ -107,3 +107,45 @@ def test_a_template_that_leaks_only_into_short_pages_is_learned_from_every_pages
     pages += [listing_page(10 + i, [" ".join(make_words(random.Random(700 + i), 15))], 10 + i) for i in range(4)]
     outcomes = run_records(pages, tmp_path)
     assert [o.status for o in outcomes[10:]] == ["unique"] * 4
+
+
+NOTICE = " ".join(make_words(random.Random(61), 30))  # a cookie notice the extractor takes for the article
+
+
+def brief_page(i: int, brief: str, extra: str = "", query: str = "") -> dict:
+    """A brief the extractor drops (it sits in an aside) while it takes the site's notice."""
+    html = (f"<html><head><title>Brief {i}</title></head><body><nav><a href='/'>Home</a></nav>"
+            f"<article><p>{NOTICE}</p></article><aside><p>{brief}</p>{extra}</aside>"
+            "<footer>(c) the paper</footer></body></html>")
+    return page(f"https://briefs.example/brief/{i}{query}", html, f"2024-03-01T{i:02d}:00:00Z", content_type="text/html")
+
+
+def test_in_the_cold_start_a_brief_whose_extraction_is_the_template_is_not_a_duplicate(tmp_path):
+    """Two briefs whose extracted text is the same notice were `exact` duplicates of each other,
+    before any line of the site is template: the second shows 15 words never seen on the site
+    outside a 30-word main text made only of lines seen before, so it is `template_only`."""
+    briefs = [" ".join(make_words(random.Random(70 + i), 15)) for i in range(2)]
+    outcomes = run_records([brief_page(0, briefs[0]), brief_page(1, briefs[1])], tmp_path)
+    assert outcomes[0].status == "unique"
+    assert outcomes[1].status == "rejected" and outcomes[1].dedup["reason"] == "template_only"
+    assert "showed on earlier pages" in outcomes[1].dedup["detail"]
+
+
+def test_a_recrawl_and_a_long_copy_on_the_same_host_are_still_duplicates(tmp_path):
+    """The rule needs a URL new to the site and a short main text: the same brief crawled again
+    (new words beside it) and a long article's second copy on its host (related links beside it)
+    stay duplicates."""
+    brief = " ".join(make_words(random.Random(80), 15))
+    recrawl = brief_page(0, brief, extra=f"<p>{' '.join(make_words(random.Random(81), 20))}</p>",
+                         query="?utm_source=feed")
+    article = "".join(f"<p>{' '.join(make_words(random.Random(90 + n), 40))}</p>" for n in range(4))
+    related = "".join(f"<li>{' '.join(make_words(random.Random(95 + n), 8))}</li>" for n in range(4))
+    story = ("<html><body><nav><a href='/'>Home</a></nav><article><h1>Story</h1>{}</article>"
+             "<aside><ul>{}</ul></aside></body></html>")
+    first = page("https://briefs.example/story/1", story.format(article, ""), "2024-03-01T03:00:00Z",
+                 content_type="text/html")
+    amp = page("https://briefs.example/amp/story/1", story.format(article, related), "2024-03-01T04:00:00Z",
+               content_type="text/html")
+    outcomes = run_records([brief_page(0, brief), recrawl, first, amp], tmp_path)
+    assert outcomes[1].status == "duplicate", outcomes[1].dedup
+    assert outcomes[3].status == "duplicate", outcomes[3].dedup

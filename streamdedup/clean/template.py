@@ -24,6 +24,14 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   (from the 4th page on, by default: a menu or footer is on every page, a story's paragraphs only
   on its few revisions at new URLs). A page from which nothing provisional was removed (a site's
   first pages) meets the stricter own-site policy, as without the model; verdicts stand.
+- Missed content: a page at a URL new to its site whose main text is short (under
+  `missed_short_words` words) and made only of lines the site showed before, while the page shows at
+  least `missed_new_words` words for the first time outside it, is `template_only`: its extraction
+  took a block of the template (a cookie notice, a welcome text, a teaser) and missed the page's own
+  text (a brief the extractor dropped). Judged on that text it would be an `exact` duplicate of its
+  site's other briefs; in the cold start no line is template yet, so only this rule can tell.
+  A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
+  same host, whose page shows comments or related links besides) is judged as before.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
   `recent_urls` URL hashes.
@@ -53,13 +61,16 @@ class TemplateParams:
     recent_urls: int = 1024
     cold_min_count: int = 3
     cold_min_share: float = 0.5
+    missed_short_words: int = 100
+    missed_new_words: int = 10
 
     def __post_init__(self) -> None:
         for name, share in (("min_share", self.min_share), ("cold_min_share", self.cold_min_share)):
             if not 0.0 < share <= 1.0:
                 raise ValueError(f"template {name} is a fraction of the site's pages in (0, 1], "
                                  f"got {share}")
-        sizes = (self.min_pages, self.min_count, self.cold_min_count, self.half_life, self.max_lines, self.recent_urls)
+        sizes = (self.min_pages, self.min_count, self.cold_min_count, self.half_life, self.max_lines, self.recent_urls,
+                 self.missed_short_words, self.missed_new_words)
         if min(sizes) < 1:
             raise ValueError("template counts and sizes must be at least 1")
 
@@ -114,6 +125,20 @@ class SiteTemplate:
         floor, counts = self.floor(params), self.counts
         kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
         return "\n".join(kept), len(lines) - len(kept)
+
+    def new_lines(self, hashes: list[int], exclude: list[int]) -> list[int]:
+        """Positions of the lines the site never showed before and not in `exclude` (first of each)."""
+        counts, skip, positions = self.counts, set(exclude), []
+        for pos, line in enumerate(hashes):
+            if line not in skip and line not in counts:
+                skip.add(line)
+                positions.append(pos)
+        return positions
+
+    def shown_before(self, url: str, hashes: list[int]) -> bool:
+        """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
+        counts = self.counts
+        return bool(hashes) and page_key(url) not in self.urls and all(line in counts for line in hashes)
 
     def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
