@@ -98,9 +98,10 @@ class Detector:
                      if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
         encoded = [self._encoded(fp) for fp in pages]
-        names = self.store.index_names_of_records(encoded)
-        batch.prefetch((n for page_names in names for n in page_names), [fp.page.id for fp in pages])
-        keyed = {id(fp): (fp, sigs, page_names) for fp, sigs, page_names in zip(pages, encoded, names, strict=True)}
+        names, ends = self.store.index_name_ints_of_records(encoded)
+        shared = batch.stage(names, ends, [fp.page.id for fp in pages])  # the names that can find a page
+        keyed = {id(fp): (fp, sigs, i, page_shared)
+                 for i, (fp, sigs, page_shared) in enumerate(zip(pages, encoded, shared, strict=True))}
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, *keyed[id(item)])
                     for item in items]
         self.clock.stage(batch.set_meta)
@@ -124,22 +125,23 @@ class Detector:
                 if (sig := fp.signatures[(name := method.name)]) is not None}
 
     def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, signatures: dict[int, bytes],
-                    names: list[bytes]) -> Outcome:
+                    page: int, names: list[bytes]) -> Outcome:
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
-        dedup = self._decide_and_record(fp, batch, stamp.event_ms, signatures, names).as_dict()
+        dedup = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names).as_dict()
         if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
             dedup["time_note"] = stamp.note
         return Outcome(fp.record, dedup, fp.origin)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
-                           names: list[bytes]) -> Verdict:
-        """Verified candidates -> policy -> verdict (the engine); then the page is filed for later pages."""
+                           page: int, names: list[bytes]) -> Verdict:
+        """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
+        pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
         verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names))
-        batch.add_named(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
-                                  verdict.duplicate_of or "", signatures, fp.site_hash), names)
+        batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
+                                   verdict.duplicate_of or "", signatures, fp.site_hash), page, names)
         return verdict
 
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, names: list[bytes]) -> list[Candidate]:

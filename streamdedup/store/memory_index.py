@@ -184,8 +184,17 @@ class MemoryIndex:
 
     def _found(self, names: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Postings counts of the names, where each name's seqs start in the third, and those seqs."""
-        keys = name_ints(names)
-        counts = _count(self.words, keys)
+        return self.found_ints(name_ints(names))
+
+    def counts_ints(self, names: np.ndarray) -> np.ndarray:
+        """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass."""
+        return _count(self.words, names) if len(names) else np.zeros(0, dtype=np.int64)
+
+    def found_ints(self, keys: np.ndarray,
+                   counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_found` of names as 48-bit integers (`counts`: their `counts_ints`, if known)."""
+        if counts is None:
+            counts = _count(self.words, keys)
         starts = np.zeros(len(keys), dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
         out = np.empty(int(counts.sum()), dtype=np.uint64)

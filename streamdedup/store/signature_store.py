@@ -18,7 +18,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,7 +29,7 @@ from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout, rebuild
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.memory_index import MemoryIndex
+from streamdedup.store.memory_index import MemoryIndex, name_ints, name_rows_ints
 from streamdedup.store.template_store import SiteTemplates, TemplateCache
 
 # 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys;
@@ -444,12 +444,25 @@ class SignatureStore:
         in the order its signatures come) from its encoded signatures by tag: each method's keys
         of all the pages made in one call where it offers one (`index_key_rows`, as the rebuild
         after a crash makes them), all named in one array pass."""
+        rows, ends = self._name_rows_of_records(pages)
+        data = rows.tobytes()
+        size = layout.INDEX_KEY_SIZE
+        flat = [data[i: i + size] for i in range(0, len(data), size)]
+        return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+    def index_name_ints_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
+        """`index_names_of_records` as 48-bit integers (`memory_index.name_ints`): every page's
+        names back to back in one array, and where each page's end (`StoreBatch.stage`)."""
+        rows, ends = self._name_rows_of_records(pages)
+        return name_rows_ints(rows), ends
+
+    def _name_rows_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
         rows_of: dict[int, list[int]] = {}
         for i, signatures in enumerate(pages):
             for tag in signatures:
                 rows_of.setdefault(tag, []).append(i)
         if not rows_of:
-            return [[] for _ in pages]
+            return np.zeros((0, layout.INDEX_KEY_SIZE), dtype=np.uint8), [0] * len(pages)
         named: list[np.ndarray] = []
         owners: list[np.ndarray] = []
         for tag, rows in rows_of.items():
@@ -458,11 +471,8 @@ class SignatureStore:
             owners.append(np.repeat(np.asarray(rows, dtype=np.int64), counts))
         owner = np.concatenate(owners)
         order = np.argsort(owner, kind="stable")  # by page, each page's methods in order
-        data = np.concatenate(named)[order].tobytes()
-        size = layout.INDEX_KEY_SIZE
-        flat = [data[i: i + size] for i in range(0, len(data), size)]
         ends = np.cumsum(np.bincount(owner, minlength=len(pages))).tolist()
-        return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+        return np.concatenate(named)[order], ends
 
     # -- writes ----------------------------------------------------------------------------
     def batch(self) -> StoreBatch:
@@ -582,6 +592,11 @@ class StoreBatch:
         self._templates = SiteTemplates(store.db.get, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
+        # `stage`: the batch's names as integers, and those only one page of the batch names, with no
+        # stored page (filed at commit, as integers, under the seq of the page that names them)
+        self._staged: tuple[np.ndarray, list[int]] | None = None
+        self._lone: tuple[np.ndarray, np.ndarray] | None = None  # (names, the page of the batch naming each)
+        self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -605,6 +620,61 @@ class StoreBatch:
         seqs = {s for _, v in hits for s in answered(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
+
+    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = ()) -> list[list[bytes]]:
+        """`prefetch` for a whole batch of pages from their index names as 48-bit integers
+        (`SignatureStore.index_name_ints_of_records`: page i's names end at `ends[i]`), on a batch
+        with nothing staged yet. Returns each page's *shared* names as bytes, in its order: those a
+        stored page is filed under or that the batch names more than once. Only these can give or
+        take a candidate: the page's other names (every name of a unique page) have no page before
+        it and none of the batch after it, so `candidates` of its shared names is `candidates` of
+        all its names, and `add_staged` files the others as integers when the batch commits, without
+        a `bytes` or a dict entry each. (Lookups of those names by bytes inside the batch, `lookup`,
+        do not see them: the Detector makes none.)"""
+        if self._docs or self._staged is not None:
+            raise ValueError("stage() takes the whole batch, before any page is added")
+        self.prefetch((), page_ids)
+        names = np.ascontiguousarray(names, dtype=np.uint64)
+        self._staged = (names, list(ends))
+        self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
+        counts = self.store.memory.counts_ints(names)
+        order = np.argsort(names, kind="stable")
+        repeated = np.zeros(len(names), dtype=np.bool_)
+        if len(names) > 1:
+            same = names[order[1:]] == names[order[:-1]]
+            repeated[order[1:]] |= same
+            repeated[order[:-1]] |= same
+        shared = repeated | (counts > 0)
+        lone = np.flatnonzero(~shared)
+        sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
+        owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
+        self._lone = (names[lone], owner[lone])
+        at = np.flatnonzero(shared)
+        if not len(at):
+            return [[] for _ in ends]
+        shared_names = names[at]
+        data = shared_names.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - layout.INDEX_KEY_SIZE:].tobytes()
+        size = layout.INDEX_KEY_SIZE
+        as_bytes = [data[i: i + size] for i in range(0, len(data), size)]
+        values = self._values
+        stored = np.flatnonzero(counts[at] > 0)
+        hits: list[bytes] = []
+        if len(stored):
+            found, starts, seqs = self.store.memory.found_ints(shared_names[stored], counts[at][stored])
+            for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
+                name = as_bytes[j]
+                if name not in values:
+                    values[name] = layout.seqs_value(sorted(seqs[start: start + count].tolist()))
+                    hits.append(name)
+        for name in as_bytes:
+            if name not in values:
+                values[name] = None
+        self._live.update(hits)
+        answers = {s for name in hits for s in answered(cast(bytes, values[name]))}
+        unread = [s for s in answers if s not in self._committed_docs and s not in self._docs]
+        self._committed_docs.update(self.store.docs(unread))
+        cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
+        return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
 
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
@@ -667,6 +737,25 @@ class StoreBatch:
     def add_named(self, doc: DocRecord, names: Sequence[bytes]) -> None:
         """`add` with the page's index names of every method in one sequence
         (`SignatureStore.index_names_of_records`)."""
+        if self._staged is not None:
+            raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
+        self._add(doc, names, names)
+
+    def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes]) -> None:
+        """`add_named` of the batch's page number `page` (`stage`), given its shared names: those
+        are filed now, the others when the batch commits."""
+        if self._staged is None or self._page_seqs is None:
+            raise ValueError("add_staged files the pages of a staged batch (`stage`)")
+        names, ends = self._staged
+        start = ends[page - 1] if page else 0
+        every = names[start: ends[page]]
+        self._add(doc, shared, lambda: [int(n).to_bytes(layout.INDEX_KEY_SIZE, "big") for n in every.tolist()])
+        self._page_seqs[page] = doc.seq
+
+    def _add(self, doc: DocRecord, names: Sequence[bytes],
+             every: Sequence[bytes] | Callable[[], Sequence[bytes]]) -> None:
+        """File the page under `names` (but the full ones); `every`: all its names (or what makes
+        them), among whose sorted distinct names its record places the full ones."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
@@ -695,7 +784,7 @@ class StoreBatch:
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted
-            place = {name: i for i, name in enumerate(sorted(unique))}
+            place = {name: i for i, name in enumerate(sorted(set(every if not callable(every) else every())))}
             doc.unfiled = tuple(sorted(place[name] for name in full))
         else:
             doc.unfiled = ()
@@ -730,7 +819,16 @@ class StoreBatch:
         self._templates.written()
         self.store.index_version += 1
         self._quiet = None
-        self.store.memory.insert(self._filed_names, self._filed_seqs)
+        names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
+        seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
+        if self._lone is not None and self._page_seqs is not None:
+            lone_names, owners = self._lone
+            lone_seqs = self._page_seqs[owners]
+            added = lone_seqs >= 0
+            names = np.concatenate([names, lone_names[added]])
+            seqs = np.concatenate([seqs, lone_seqs[added].astype(np.uint64)])
+        self.store.memory.insert_ints(names, seqs)
+        self._staged = self._lone = self._page_seqs = None
         self._filed_names.clear()
         self._filed_seqs.clear()
         self._answers.clear()

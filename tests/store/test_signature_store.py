@@ -389,3 +389,46 @@ def test_a_page_record_read_before_its_page_is_deleted_or_expired_is_not_read_ag
         assert store.expire(before_ms=15) == 0 and store.expire(before_ms=25) == 1
         assert store.batch().doc(0) is None and store.batch().doc(1) is None
         assert store.docs([0, 1]) == {0: None, 1: None}
+
+
+def test_a_staged_batch_finds_and_files_as_the_bytes_path(tmp_path, monkeypatch):
+    """`stage` (the batch's names as integers, only the shared ones as bytes) + `add_staged` give
+    each page the candidates `prefetch` + `candidates` + `add_named` give it, name the same full
+    keys in the records, and leave the same postings, with pages that share keys inside a batch
+    and with stored ones, full keys, and pages left out (a duplicate id is not filed)."""
+    from streamdedup.fingerprints.a12 import A12Method
+    from streamdedup.fingerprints.simhash import SimHashMethod
+    from streamdedup.store import signature_store
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
+    seen = {}
+    for way in ("bytes", "staged"):
+        with SignatureStore(tmp_path / way, methods, CONFIG) as store:
+            tags = store.tags
+            found, unfiled = [], []
+            for b in range(5):
+                batch = store.batch()
+                pages = [(f"p{i}", _mixed_page(methods, i, step=5, full_every=4, short_every=6))
+                         for i in range(b * 12, b * 12 + 12)]
+                encoded = [{tags[n]: store.methods[n].encode(s) for n, s in sigs.items()} for _, sigs in pages]
+                if way == "bytes":
+                    named = store.index_names_of_records(encoded)
+                    batch.prefetch((n for names in named for n in names), [p for p, _ in pages])
+                else:
+                    names_int, ends = store.index_name_ints_of_records(encoded)
+                    named = batch.stage(names_int, ends, [p for p, _ in pages])
+                for i, ((page_id, _), signatures, names) in enumerate(zip(pages, encoded, named, strict=True)):
+                    found.append((batch.candidates(names), batch.last_found))
+                    if (b * 12 + i) % 7 == 3:
+                        continue  # as a page refused for its id: looked up, never filed
+                    record = DocRecord(batch.next_seq(), page_id, 0, page_id, signatures=signatures)
+                    if way == "bytes":
+                        batch.add_named(record, names)
+                    else:
+                        batch.add_staged(record, i, names)
+                    unfiled.append(record.unfiled)
+                batch.commit()
+            seen[way] = (found, unfiled, _postings(store.memory))
+    assert any(u for u in seen["bytes"][1]) and any(c for c, _ in seen["bytes"][0])
+    assert seen["staged"] == seen["bytes"]
