@@ -153,9 +153,16 @@ def time_key_parts(key: bytes) -> tuple[int, int]:
 _VARINT_ENDS = bytes(range(0x80))  # deleting these leaves a varint's continuation bytes
 
 
+_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
+
+
 def varint(n: int) -> bytes:
     if n < 0x80:
-        return bytes((n,))
+        return _SMALL_VARINTS[n] if n >= 0 else bytes((n,))  # (a negative n raises, as it did)
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    if n < 0x20_0000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

@@ -168,9 +168,36 @@ def name_rows_ints(rows: np.ndarray) -> np.ndarray:
     return padded.view(">u8").ravel().astype(np.uint64)
 
 
+def slots_for(postings: int) -> int:
+    """The slots of a table holding this many postings at the load a growth leaves (`_GROWN_LOAD`)."""
+    return max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1)
+
+
+SLOT_BYTES = 12  # a posting: a 64-bit word and a 32-bit one
+
+
+def available_bytes() -> int | None:
+    """Memory this process may still take: the kernel's MemAvailable, or less if the process's
+    cgroup (a container's limit) has less room left; None if neither can be read."""
+    found: list[int] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
 class MemoryIndex:
     def __init__(self, postings: int = 0) -> None:
-        self._allocate(max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1))
+        self._allocate(slots_for(postings))
 
     def _allocate(self, slots: int) -> None:
         self.words = np.full(slots, EMPTY, dtype=np.uint64)
@@ -241,13 +268,22 @@ class MemoryIndex:
             self.postings -= removed
             self.tombstones += removed
 
+    def reserve(self, postings: int) -> None:
+        """Room for this many postings without growing: the table sized once (a rebuild that knows
+        the store's page count), so no doubling holds the old table and the new at once."""
+        slots = slots_for(postings)
+        if slots > len(self.words):
+            old_words, old_low = self.words, self.low
+            self._allocate(slots)
+            self.postings = _rehash(old_words, old_low, self.words, self.low)
+
     def _grow(self, adding: int) -> None:
         """Rehash the live postings into a table at half load (tombstones dropped), straight from
         the old table to the new: the two tables are all it holds at once (copies of the live
         postings and their seqs took ~5x the table's size at the peak: a 10 M-page store was killed
         by the OOM killer while growing)."""
         old_words, old_low = self.words, self.low
-        self._allocate(max(_MIN_SLOTS, int((self.postings + adding) / _GROWN_LOAD) + 1))
+        self._allocate(slots_for(self.postings + adding))
         self.postings = _rehash(old_words, old_low, self.words, self.low)
 
     def save(self, path: Path, version: int) -> None:

@@ -29,7 +29,14 @@ from streamdedup.clean.template import SiteTemplate
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout, rebuild
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.memory_index import MemoryIndex, name_ints, name_rows_ints
+from streamdedup.store.memory_index import (
+    SLOT_BYTES,
+    MemoryIndex,
+    available_bytes,
+    name_ints,
+    name_rows_ints,
+    slots_for,
+)
 from streamdedup.store.template_store import SiteTemplates, TemplateCache
 
 # 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys;
@@ -40,6 +47,7 @@ _BLOCK_CACHE_BYTES = 128 << 20
 _block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
 _EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
 _DOC_CACHE = 1 << 15  # page records kept decoded (`SignatureStore.docs`)
+_REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 
 
 def method_tags(names: Sequence[str]) -> dict[str, int]:
@@ -165,6 +173,7 @@ class SignatureStore:
         path = self.path / _SNAPSHOT
         if not path.exists():
             return None
+        self._check_memory(path.stat().st_size, "its snapshot")  # kept: a run with more memory loads it
         try:
             memory = MemoryIndex.load(path, self.index_version)
         except (OSError, ValueError):
@@ -177,14 +186,17 @@ class SignatureStore:
         self.memory.save(tmp, self.index_version)
         os.replace(tmp, self.path / _SNAPSHOT)
 
-    def _rebuild_index(self, chunk: int = 1 << 14, bulk: bool = True) -> None:
+    def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
         """The in-memory index from the page records: every page under its keys, but those its
         record names as not filed (full keys when it was added), and under its id. Pages are read
         in chunks and their keys named by method, one array pass each (`layout.index_names`).
         `bulk`: a chunk's raw records at once (`rebuild.index_records`, the same table, ~N x
         faster); else each record decoded (`_index_pages`)."""
+        chunk = chunk or _REBUILD_CHUNK
         keys: list[bytes] = []
         values: list[bytes] = []
+        pages = self._count_pages()
+        sized = False
         for key, value in self._scan(self.db, layout.DOC):
             if key[:1] != layout.DOC:
                 break
@@ -192,8 +204,40 @@ class SignatureStore:
             values.append(value)
             if len(keys) == chunk:
                 self._index_records(keys, values, bulk)
+                if not sized:  # the table sized once, from the first chunk's postings a page
+                    self._reserve(self.memory.postings * pages // chunk)
+                    sized = True
                 keys, values = [], []
         self._index_records(keys, values, bulk)
+
+    def _count_pages(self) -> int:
+        """How many page records the store holds (their keys only)."""
+        pages = 0
+        for key in self.db.keys(from_key=layout.DOC):
+            if cast(bytes, key)[:1] != layout.DOC:
+                break
+            pages += 1
+        return pages
+
+    def _reserve(self, postings: int) -> None:
+        """Room for this many postings in the index, checked against the memory the process has
+        (`_check_memory`), so a rebuild fills a table of its final size without doubling it."""
+        postings += postings // 16  # some room: a page's postings vary
+        self._check_memory(slots_for(postings) * SLOT_BYTES - self.memory.size_bytes,
+                           f"{postings:,} postings")
+        self.memory.reserve(postings)
+
+    def _check_memory(self, needed: int, what: str) -> None:
+        """Refuse to open a store whose index does not fit in the memory left, in one line naming
+        the fix, rather than be killed by the kernel while loading or rebuilding it."""
+        available = available_bytes()
+        if available is not None and needed > available:
+            self.close()
+            raise StoreError(
+                f"the store at {self.path} needs {needed / 2**30:.1f} GiB more memory for its in-memory index "
+                f"({what}) and this process has {available / 2**30:.1f} GiB available: run it where it has more "
+                "memory, or keep fewer pages in one store (a shorter --retention; a worker: fewer partitions "
+                "per worker, or more workers)")
 
     def _index_records(self, keys: list[bytes], values: list[bytes], bulk: bool) -> None:
         if bulk:

@@ -432,3 +432,48 @@ def test_a_staged_batch_finds_and_files_as_the_bytes_path(tmp_path, monkeypatch)
             seen[way] = (found, unfiled, _postings(store.memory))
     assert any(u for u in seen["bytes"][1]) and any(c for c, _ in seen["bytes"][0])
     assert seen["staged"] == seen["bytes"]
+
+
+def test_a_rebuild_sizes_the_index_once_from_the_page_count(tmp_path, monkeypatch):
+    """After a crash the table is sized from the store's page count and the first chunk's postings
+    a page, so rebuilding never doubles it (a doubling holds both tables: the 10 M-page OOM)."""
+    from streamdedup.store.memory_index import MemoryIndex
+
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i in range(300):
+            _add(store, batch, f"p{i}", " ".join(f"w{i}x{j}" for j in range(30 + i % 50)))
+        batch.commit()
+        live = _postings(store.memory)
+        grown = []
+        real_grow = MemoryIndex._grow
+        monkeypatch.setattr(MemoryIndex, "_grow", lambda self, adding: grown.append(adding) or real_grow(self, adding))
+        store.memory = MemoryIndex()
+        store._rebuild_index(chunk=32)  # as after a crash, 32 records at a time
+        assert _postings(store.memory) == live
+        assert store.memory.postings / len(store.memory.words) > 0.4  # sized for the whole store
+        assert len(grown) <= 1  # the first chunk's table only (4,096 slots hold it), never after it
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_path, monkeypatch, snapshot):
+    """Opening a store whose index needs more memory than the process has ends in one line naming
+    the fix (not in the OOM killer's hands mid-rebuild); its snapshot stays for a run that has it."""
+    from streamdedup.store import signature_store
+
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i in range(100):
+            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        batch.commit()
+    if not snapshot:
+        (tmp_path / "index-snapshot").unlink()
+    monkeypatch.setattr(signature_store, "_REBUILD_CHUNK", 16)
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
+    with pytest.raises(StoreError, match="GiB available: run it where it has more memory, or keep fewer pages") as err:
+        _open(tmp_path)
+    assert "\n" not in str(err.value)
+    assert (tmp_path / "index-snapshot").exists() == snapshot
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: None)  # unknown: no check
+    with _open(tmp_path) as store:
+        assert store.seq_for("p99") == 99
