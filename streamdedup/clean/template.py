@@ -41,6 +41,7 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -81,14 +82,25 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
     return lines, [xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in lines]
 
 
+# scheme://netloc/path?query#fragment in printable ASCII without brackets in the netloc: what
+# urlsplit makes of it is netloc and path as they stand (most URLs; the rest go through urlsplit)
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([!-\"$-.0->@-Z\\^-~]*)(/[!-\"$->@-~]*)?(?:[?#][!-~]*)?")
+
+
 def page_key(url: str) -> int:
     """One page of a site: its URL without query and fragment (tracking parameters, re-crawls)."""
+    plain = _PLAIN_URL.fullmatch(url)
+    base = url_base(url) if plain is None else plain.group(1).lower() + (plain.group(2) or "")
+    return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
+
+
+def url_base(url: str) -> str:
+    """What `page_key` hashes: urlsplit's netloc (lowercased) and path; the URL if urlsplit refuses it."""
     try:
         parts = urlsplit(url.strip())
-        base = f"{parts.netloc.lower()}{parts.path}"
+        return f"{parts.netloc.lower()}{parts.path}"
     except ValueError:
-        base = url
-    return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
+        return url
 
 
 @dataclass

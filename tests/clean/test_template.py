@@ -87,3 +87,28 @@ def test_bytes_round_trip():
         learn(site, f"https://planet.example/story/{i}", page_text(i))
     again = SiteTemplate.decode(site.encode())
     assert again == site
+
+
+def test_page_key_is_the_urlsplit_key_for_every_url():
+    """page_key skips urlsplit for plain URLs: the key is the one netloc (lowercased) + path of
+    urlsplit gives, for plain URLs and for every odd one (brackets, spaces, controls, no scheme)."""
+    import random
+
+    import xxhash
+
+    from streamdedup.clean.template import page_key, url_base
+
+    def reference(url):
+        return xxhash.xxh3_64_intdigest(url_base(url).encode("utf-8", "surrogatepass"))
+
+    urls = ["https://Ex.COM/a/B?q=1#f", "http://ex.com", "http://ex.com?x", "http://ex.com#y", "HTTP://EX.com/P",
+            "http:///p", "http://[::1]/p", "http://a[b/c", "http://a]b/c", "http://[::1/p", "ex.com/p", "//ex.com/p",
+            " https://ex.com/p ", "https://ex.com/p q", "https://ex.com/\tp", "https://ex.com/é", "https://éx.com/p",
+            "1http://ex.com/p", "a+b-c.d://ex.com/p", "mailto:x@y.z", "https://u:p@ex.com:80/p;x?y#z", "", "http://",
+            "https://ex.com/p#a?b", "https://ex.com/p?a#b/c", "https://ex.com\\p", "\x00https://ex.com/p"]
+    rng = random.Random(3)
+    alphabet = "aZ09:/?#[]@!$&'()*+,;=%-._~\\ \t\né\x7f"
+    for _ in range(20000):
+        urls.append("https://" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
+    for url in urls:
+        assert page_key(url) == reference(url), url
