@@ -92,14 +92,6 @@ _CLEANED_FIRST = ", ".join((
     "textarea", "time", "use"))
 
 
-def _kept_by_cleaning(node: Any) -> bool:
-    """Whether trafilatura keeps this element up to its container selectors: its tree cleaning
-    (see _CLEANED_FIRST) and, comments off, its comment sections (REMOVE_COMMENTS_XPATH, pruned
-    before: a reader comment is an <article class="comment-body"> on many blogs)."""
-    if node.closest(_CLEANED_FIRST) is not None or node.closest(_COMMENT_SECTIONS) is not None:
-        return False
-    figure = node.closest("figure")
-    return figure is None or figure.query_selector("table") is not None
 # A container counts when it holds at least this much text (trafilatura's MIN_EXTRACTED_SIZE, the
 # size below which it too distrusts what its container selectors found).
 MIN_CONTAINER_CHARS = 250
@@ -125,6 +117,28 @@ DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
+def _not_inside(selectors: list[str], itself: bool) -> str:
+    return ":not(" + ", ".join(([*selectors] if itself else []) + [f"{s} *" for s in selectors]) + ")"
+
+
+# The container selectors as lexbor runs them: BODY_XPATH's self::article, div, main or section, on
+# trafilatura's cleaned tree: not inside what its tree cleaning deletes first (_CLEANED_FIRST) nor,
+# comments off, in or inside its comment sections (REMOVE_COMMENTS_XPATH, pruned before: a reader
+# comment is an <article class="comment-body"> on many blogs). Filtered in lexbor's own walk: each
+# match handed to Python costs a node object and each `closest` a selector parse (0.9 ms a page of
+# 2.9, the same containers on the 608 dev and readability pages).
+_OUTSIDE_CLEANED = (_not_inside(_CLEANED_FIRST.split(", "), itself=False)
+                    + _not_inside(_COMMENT_SECTIONS.split(", "), itself=True))
+_CONTAINER_QUERIES: tuple[str, ...] = tuple(f":is(article, div, main, section):is({selector}){_OUTSIDE_CLEANED}"
+                                             for selector in _CONTAINERS)
+
+
+def _outside_figure(node: Any) -> bool:
+    """trafilatura's tree cleaning deletes a <figure> unless it holds a table."""
+    figure = node.closest("figure")
+    return figure is None or figure.query_selector("table") is not None
+
+
 def _containers(body: Any) -> list[Any]:
     """The article's element: the first match, in document order, of the first of trafilatura's
     container selectors, in its order, that holds some text (trafilatura's BODY_XPATH takes a
@@ -133,10 +147,9 @@ def _containers(body: Any) -> list[Any]:
     (same tag and class) and hold some text, for an article written as blocks (one <article> per
     section). Neighbours of another class (cards, teasers) stay out. Matches inside what
     trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not count, as
-    they do not for trafilatura."""
-    for selector in _CONTAINERS:
-        matches = [node for node in body.query_selector_all(selector)  # BODY_XPATH's self::article, div, main
-                   if node.tag in _CONTAINER_TAGS and _kept_by_cleaning(node)]  # or section, on a cleaned tree
+    they do not for trafilatura (_CONTAINER_QUERIES)."""
+    for query in _CONTAINER_QUERIES:
+        matches = [node for node in body.query_selector_all(query) if _outside_figure(node)]
         for index, first in enumerate(matches):
             if len(first.text) < MIN_CONTAINER_CHARS:
                 continue
