@@ -682,7 +682,7 @@ class StoreBatch:
         self._staged = (names, list(ends))
         self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
         counts = self.store.memory.counts_ints(names)
-        order = np.argsort(names, kind="stable")
+        order = np.argsort(names)  # equal names side by side (in any order among themselves)
         repeated = np.zeros(len(names), dtype=np.bool_)
         if len(names) > 1:
             same = names[order[1:]] == names[order[:-1]]
