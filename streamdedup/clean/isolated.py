@@ -36,11 +36,13 @@ class IsolatedExtractor:
         self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
 
-    def extract(self, extractor: str, html: str, seconds: float, visible: bool = False) -> tuple[str, str]:
-        """(main text, visible text or "") of `html` by `extractor`, within `seconds`."""
+    def extract(self, extractor: str, html: str, seconds: float, visible: bool = False,
+                utf8: bytes | None = None) -> tuple[str, str]:
+        """(main text, visible text or "") of `html` (`utf8`: its UTF-8 bytes, if the caller has
+        them) by `extractor`, within `seconds`."""
         process = self._running()
         name = extractor.encode()
-        data = html.encode("utf-8", "surrogatepass")
+        data = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(_HEADER.pack(len(name), len(data), int(visible)) + name + data)
