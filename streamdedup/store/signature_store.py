@@ -423,9 +423,10 @@ class SignatureStore:
                 doc = read[s] = None if v is None else DocRecord.decode(s, v)
                 if doc is not None:
                     cache[s] = doc
-            while len(cache) > _DOC_CACHE:
-                del cache[next(iter(cache))]
-        return {s: read[s] if s in read else cache[s] for s in seqs}
+        found = {s: read[s] if s in read else cache[s] for s in seqs}
+        while len(cache) > _DOC_CACHE:  # after the answer: a record asked for may be the oldest kept
+            del cache[next(iter(cache))]
+        return found
 
     def seq_for(self, page_id: str) -> int | None:
         return self._seq_with_id(page_id, self.memory.values([layout.page_id_key(page_id)])[0], self.doc)

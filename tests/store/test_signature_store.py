@@ -2,7 +2,7 @@ import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
-from streamdedup.store import layout
+from streamdedup.store import layout, signature_store
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch, StoreError
 from streamdedup.tokens.document import Document
@@ -389,6 +389,21 @@ def test_a_page_record_read_before_its_page_is_deleted_or_expired_is_not_read_ag
         assert store.expire(before_ms=15) == 0 and store.expire(before_ms=25) == 1
         assert store.batch().doc(0) is None and store.batch().doc(1) is None
         assert store.docs([0, 1]) == {0: None, 1: None}
+
+
+def test_records_asked_for_with_new_ones_are_returned_when_the_cache_overflows(tmp_path, monkeypatch):
+    """A hot key's first page is asked for in every batch, beside pages never read: reading those
+    must not drop it from the bounded cache before it is returned (a KeyError in a run of 1 M pages of
+    homogeneous text with the real bound, 32,768 records)."""
+    monkeypatch.setattr(signature_store, "_DOC_CACHE", 2)
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i in range(4):
+            _add(store, batch, f"p{i}", f"alpha beta gamma delta epsilon zeta eta theta {i}", event_ms=10 + i)
+        batch.commit()
+        assert store.docs([0])[0].page_id == "p0"  # cached
+        got = store.docs([0, 1, 2, 3])  # three read: the cache overflows
+        assert [got[s].page_id for s in range(4)] == ["p0", "p1", "p2", "p3"]
 
 
 def test_a_staged_batch_finds_and_files_as_the_bytes_path(tmp_path, monkeypatch):
