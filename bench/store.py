@@ -12,7 +12,7 @@ by writing the very records that path writes (page record, time entry; the id an
 index key into the in-memory index) without the lookups, which every unique page would miss
 anyway: ~10x faster, for 10 M pages; then each measured
 window sends `--window` pages through Detector.decide_staged + commit in batches of `--batch`,
-exactly as the worker does (lookups for every index key of the batch in one multi_get, candidate
+exactly as the worker does (the index keys of the whole batch looked up in one pass of the table, candidate
 verification, one WriteBatch per batch). Signatures of a window are made before its clock starts.
 
 Prints JSON: pages/s (queries + inserts) per window and their median, wall clock and process CPU
