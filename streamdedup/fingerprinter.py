@@ -57,12 +57,16 @@ class Fingerprinted:
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
-    visible_lines: tuple[int, ...] = ()  # hashes of all the page's visible lines (what its site's template learns)
-    visible: str = ""  # all the page's visible text, normalised (its lines are hashed in visible_lines)
+    visible: str = ""  # all the page's visible text, normalised (what its site's template learns)
 
     @cached_property
     def site_hash(self) -> int:
         return site_hash(self.page.site)
+
+    @cached_property
+    def visible_lines(self) -> tuple[list[str], list[int]]:
+        """The visible text's lines and their hashes (`split_lines`), made once."""
+        return split_lines(self.visible)
 
     def but(self, **changes: Any) -> Fingerprinted:
         """A copy with these fields changed (`dataclasses.replace` without its per-call checks;
@@ -100,7 +104,7 @@ class Fingerprinter:
             page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
             text, visible, signatures = self.signatures(page)
             return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
-                                 visible_lines=tuple(split_lines(visible)[1]), visible=visible)
+                                 visible=visible)
         except Rejected as rejected:
             return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -145,12 +149,12 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     lines, hashes = split_lines(item.text)
     missed = _missed_own_text(item, site, hashes, params)
     if missed:
-        site.learn(item.page.url, [*hashes, *item.visible_lines], params)
+        site.learn(item.page.url, [*hashes, *item.visible_lines[1]], params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
     known = site.known(params)
     text, removed = site.strip(lines, hashes, params)
     pages_before = site.pages
-    site.learn(item.page.url, [*hashes, *item.visible_lines], params)
+    site.learn(item.page.url, [*hashes, *item.visible_lines[1]], params)
     if not removed:
         return item.but(template_known=known)
     try:
@@ -171,7 +175,7 @@ def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: list[int],
     main_words = Document.from_text(item.text, item.page.lang).num_tokens
     if main_words >= params.missed_short_words:
         return ""
-    visible, visible_hashes = split_lines(item.visible)
+    visible, visible_hashes = item.visible_lines
     new = [visible[pos] for pos in site.new_lines(visible_hashes, hashes)]
     new_words = Document.from_text("\n".join(new), item.page.lang).num_tokens if new else 0
     if new_words < params.missed_new_words:

@@ -149,8 +149,8 @@ class SiteTemplate:
 
     def shown_before(self, url: str, hashes: list[int]) -> bool:
         """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
-        counts = self.counts
-        return bool(hashes) and page_key(url) not in self.urls and all(line in counts for line in hashes)
+        counts = self.counts  # the lines first: most pages fail there, before the URL is hashed and looked for
+        return bool(hashes) and all(line in counts for line in hashes) and page_key(url) not in self.urls
 
     def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
