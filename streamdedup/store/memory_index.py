@@ -161,6 +161,13 @@ def name_ints(names: Sequence[bytes]) -> np.ndarray:
     return name_rows_ints(np.frombuffer(data, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE))
 
 
+def ints_names(ints: np.ndarray) -> list[bytes]:
+    """48-bit integers back to 6-byte names (`name_ints`'s inverse), in one pass."""
+    size = layout.INDEX_KEY_SIZE
+    data = np.asarray(ints, dtype=np.uint64).astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - size:].tobytes()
+    return [data[i: i + size] for i in range(0, len(data), size)]
+
+
 def name_rows_ints(rows: np.ndarray) -> np.ndarray:
     """Names as uint8 rows of 6 bytes (`layout.names9`) as 48-bit integers."""
     padded = np.zeros((len(rows), 8), dtype=np.uint8)

@@ -33,6 +33,7 @@ from streamdedup.store.memory_index import (
     SLOT_BYTES,
     MemoryIndex,
     available_bytes,
+    ints_names,
     name_ints,
     name_rows_ints,
     slots_for,
@@ -698,9 +699,7 @@ class StoreBatch:
         if not len(at):
             return [[] for _ in ends]
         shared_names = names[at]
-        data = shared_names.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - layout.INDEX_KEY_SIZE:].tobytes()
-        size = layout.INDEX_KEY_SIZE
-        as_bytes = [data[i: i + size] for i in range(0, len(data), size)]
+        as_bytes = ints_names(shared_names)
         values = self._values
         stored = np.flatnonzero(counts[at] > 0)
         hits: list[bytes] = []
@@ -794,7 +793,7 @@ class StoreBatch:
         names, ends = self._staged
         start = ends[page - 1] if page else 0
         every = names[start: ends[page]]
-        self._add(doc, shared, lambda: [int(n).to_bytes(layout.INDEX_KEY_SIZE, "big") for n in every.tolist()])
+        self._add(doc, shared, lambda: ints_names(every))
         self._page_seqs[page] = doc.seq
 
     def _add(self, doc: DocRecord, names: Sequence[bytes],
