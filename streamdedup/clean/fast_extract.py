@@ -78,7 +78,7 @@ _CONTAINERS: tuple[str, ...] = (
     "main, [role=main]",
 )
 
-_CONTAINER_TAGS = frozenset({"article", "div", "main", "section"})
+_CONTAINER_TAGS = frozenset({"article", "div", "main", "section"})  # BODY_XPATH's self:: tests
 # What trafilatura's tree cleaning deletes, subtree and all, before its container selectors run
 # (2.3.1's MANUALLY_CLEANED under favor_precision; "form" is handled apart, a page builder's form
 # can hold the whole page; a "figure" goes unless it holds a table): a match inside one of these
@@ -129,8 +129,9 @@ def _not_inside(selectors: list[str], itself: bool) -> str:
 # 2.9, the same containers on the 608 dev and readability pages).
 _OUTSIDE_CLEANED = (_not_inside(_CLEANED_FIRST.split(", "), itself=False)
                     + _not_inside(_COMMENT_SECTIONS.split(", "), itself=True))
-_CONTAINER_QUERIES: tuple[str, ...] = tuple(f":is(article, div, main, section):is({selector}){_OUTSIDE_CLEANED}"
-                                             for selector in _CONTAINERS)
+_CONTAINER_ELEMENT = ":is(" + ", ".join(sorted(_CONTAINER_TAGS)) + ")"
+_CONTAINER_QUERIES: tuple[str, ...] = tuple(f"{_CONTAINER_ELEMENT}:is({selector}){_OUTSIDE_CLEANED}"
+                                            for selector in _CONTAINERS)
 
 
 def _outside_figure(node: Any) -> bool:
