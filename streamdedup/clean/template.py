@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -103,14 +104,76 @@ def url_base(url: str) -> str:
         return url
 
 
-@dataclass
 class SiteTemplate:
-    """What one site's earlier pages say about its template."""
+    """What one site's earlier pages say about its template.
 
-    pages: int = 0  # distinct pages counted (halved with the counts)
-    since_halving: int = 0
-    counts: dict[int, int] = field(default_factory=dict)  # line hash -> distinct pages (decayed)
-    urls: list[int] = field(default_factory=list)  # recent page keys, oldest first
+    Its recent page keys (`urls`, oldest first) are kept as a uint64 array with room to append at
+    its end, and as a set for the one question asked of them per page (is this URL among them?),
+    made when first asked: a set lookup instead of a scan of up to `recent_urls` keys, and the
+    store's bytes a slice of the array. The keys are distinct (`learn` adds a key only if absent),
+    so a key that leaves the array leaves the set."""
+
+    __slots__ = ("pages", "since_halving", "counts", "_urls", "_start", "_end", "_seen")
+
+    def __init__(self, pages: int = 0, since_halving: int = 0, counts: dict[int, int] | None = None,
+                 urls: Iterable[int] | np.ndarray = ()) -> None:
+        self.pages = pages  # distinct pages counted (halved with the counts)
+        self.since_halving = since_halving
+        self.counts: dict[int, int] = {} if counts is None else counts  # line hash -> distinct pages (decayed)
+        keys = np.asarray(urls if isinstance(urls, np.ndarray) else list(urls), dtype="<u8")
+        self._urls = np.empty(max(16, 2 * len(keys)), dtype="<u8")  # recent page keys at [_start, _end)
+        self._urls[: len(keys)] = keys
+        self._start, self._end = 0, len(keys)
+        self._seen: set[int] | None = None  # the same keys as a set, once asked
+
+    @property
+    def urls(self) -> list[int]:
+        """The recent page keys, oldest first."""
+        return self._urls[self._start: self._end].tolist()
+
+    @property
+    def url_count(self) -> int:
+        return self._end - self._start
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SiteTemplate):
+            return NotImplemented
+        return (self.pages, self.since_halving, self.counts) == (other.pages, other.since_halving, other.counts) \
+            and np.array_equal(self._urls[self._start: self._end], other._urls[other._start: other._end])
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        return (f"SiteTemplate(pages={self.pages!r}, since_halving={self.since_halving!r}, counts={self.counts!r}, "
+                f"urls={self.urls!r})")
+
+    def _has_url(self, key: int) -> bool:
+        seen = self._seen
+        if seen is None:
+            seen = self._seen = set(self.urls)
+        return key in seen
+
+    def _add_url(self, key: int, keep: int) -> None:
+        """Append a key (not among the recent ones) and drop the oldest beyond `keep`."""
+        if self._end == len(self._urls):  # no room at the end: move the keys down, or grow
+            n = self._end - self._start
+            if 2 * n > len(self._urls):
+                grown = np.empty(2 * len(self._urls), dtype="<u8")
+                grown[:n] = self._urls[self._start: self._end]
+                self._urls = grown
+            else:
+                self._urls[:n] = self._urls[self._start: self._end]
+            self._start, self._end = 0, n
+        seen = self._seen
+        if seen is None:
+            seen = self._seen = set(self.urls)
+        self._urls[self._end] = key
+        self._end += 1
+        seen.add(key)
+        over = self._end - self._start - keep
+        if over > 0:
+            seen.difference_update(self._urls[self._start: self._start + over].tolist())
+            self._start += over
 
     def known(self, params: TemplateParams) -> bool:
         """Whether the site has shown enough distinct pages to tell its template (else: cold start)."""
@@ -150,16 +213,14 @@ class SiteTemplate:
     def shown_before(self, url: str, hashes: list[int]) -> bool:
         """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
         counts = self.counts  # the lines first: most pages fail there, before the URL is hashed and looked for
-        return bool(hashes) and all(line in counts for line in hashes) and page_key(url) not in self.urls
+        return bool(hashes) and all(line in counts for line in hashes) and not self._has_url(page_key(url))
 
     def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
         key = page_key(url)
-        if key in self.urls:
+        if self._has_url(key):
             return False
-        self.urls.append(key)
-        if len(self.urls) > params.recent_urls:
-            del self.urls[: len(self.urls) - params.recent_urls]
+        self._add_url(key, params.recent_urls)
         self.pages += 1
         for line in set(hashes):
             self.counts[line] = self.counts.get(line, 0) + 1
@@ -177,7 +238,7 @@ class SiteTemplate:
     def encode(self) -> bytes:
         lines = np.fromiter(self.counts.keys(), dtype="<u8", count=len(self.counts))
         counts = np.fromiter(self.counts.values(), dtype="<u4", count=len(self.counts))
-        urls = np.asarray(self.urls, dtype="<u8")
+        urls = self._urls[self._start: self._end]
         return (_HEAD.pack(self.pages, self.since_halving, len(lines), len(urls))
                 + lines.tobytes() + counts.tobytes() + urls.tobytes())
 
@@ -190,4 +251,4 @@ class SiteTemplate:
         counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos)
         pos += 4 * n_lines
         urls = np.frombuffer(data, dtype="<u8", count=n_urls, offset=pos)
-        return cls(pages, since, dict(zip(lines.tolist(), counts.tolist(), strict=True)), urls.tolist())
+        return cls(pages, since, dict(zip(lines.tolist(), counts.tolist(), strict=True)), urls)

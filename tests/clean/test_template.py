@@ -112,3 +112,27 @@ def test_page_key_is_the_urlsplit_key_for_every_url():
         urls.append("https://" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
     for url in urls:
         assert page_key(url) == reference(url), url
+
+
+def test_recent_urls_are_the_last_distinct_keys_whatever_the_decodes_between():
+    """The recent URLs (an array and a set) answer as the list of the last `recent_urls` distinct
+    page keys, oldest first, would: through re-crawls, evictions and the store's bytes and back."""
+    import random
+
+    from streamdedup.clean.template import page_key
+
+    params = TemplateParams(recent_urls=16)
+    rng = random.Random(5)
+    site, reference = SiteTemplate(), []
+    for step in range(3000):
+        url = f"https://a.example/{rng.randrange(40)}"
+        key = page_key(url)
+        fresh = key not in reference
+        assert site.shown_before(url, [7]) == (7 in site.counts and fresh)
+        assert site.learn(url, [7], params) == fresh
+        if fresh:
+            reference = [*reference, key][-params.recent_urls:]
+        assert site.urls == reference and site.url_count == len(reference)
+        if step % 97 == 0:
+            site = SiteTemplate.decode(site.encode())
+    assert site == SiteTemplate.decode(site.encode()) and len(site.encode()) == 16 + 12 * len(site.counts) + 8 * 16
