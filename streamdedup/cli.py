@@ -87,6 +87,9 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
     group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
                        "(default 1d); later ones are not used (the page says so in dedup.time_note)")
     group.add_argument("--batch-size", type=int, help="pages per atomic store write")
+    group.add_argument("--prepare-threads", type=int, metavar="N",
+                       help="pages parsed and fingerprinted side by side, each thread with its own extraction "
+                       "process (default 0: one per CPU; 1: one at a time); verdicts do not depend on it")
     group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
                        "`streamdedup lexicon build`")
 
@@ -129,7 +132,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         same_site_policy=args.same_site_policy, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
         max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
-        batch_size=args.batch_size, lexicon=args.lexicon)
+        batch_size=args.batch_size, lexicon=args.lexicon, prepare_threads=args.prepare_threads)
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -178,7 +181,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                 pages = iter(tqdm(records, unit="page", desc="dedup", disable=args.quiet or None,
                                   file=sys.stderr, initial=job.job.consumed))  # one iterator for every batch
                 while chunk := list(islice(pages, config.batch_size)):
-                    outcomes, batch = detector.decide_staged([detector.prepare(raw) for raw in chunk])
+                    outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
                     for outcome in outcomes:
                         sink.write(outcome)
                     job.stage(batch, chunk, sink.sync(), sink.tally)

@@ -51,12 +51,17 @@ class DetectorConfig:
     # each site's boilerplate, learned from the stream and removed before fingerprinting (None: off)
     template: TemplateParams | None = TemplateParams()
     batch_size: int = 256
+    # threads that prepare (parse, clean, fingerprint) a batch's pages side by side, each with its
+    # own extraction process; 0: one per CPU (Fingerprinter.prepare_many). Verdicts do not depend on it
+    prepare_threads: int = 0
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
+        if self.prepare_threads < 0:
+            raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
         from streamdedup.verdict.policy import Policy
 
         for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):
@@ -107,7 +112,7 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
-                 "max_content_bytes", "lexicon", "max_clock_skew",
+                 "max_content_bytes", "lexicon", "max_clock_skew", "prepare_threads",
                  "template"}
         unknown = set(data) - known
         if unknown:
@@ -130,4 +135,5 @@ class DetectorConfig:
                    same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
-                   batch_size=int(data.get("batch_size", 256)), lexicon=data.get("lexicon", "wordfreq"))
+                   batch_size=int(data.get("batch_size", 256)), lexicon=data.get("lexicon", "wordfreq"),
+                   prepare_threads=int(data.get("prepare_threads", 0)))

@@ -36,6 +36,7 @@ class Detector:
         self.fingerprinter = Fingerprinter(config)
         self.methods = self.fingerprinter.methods
         self.prepare = self.fingerprinter.prepare
+        self.prepare_many = self.fingerprinter.prepare_many
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
@@ -59,6 +60,7 @@ class Detector:
         return {**self.store_config, **{f"method.{m.name}": m.describe() for m in self.methods}}
 
     def close(self) -> None:
+        self.fingerprinter.close()
         self.store.close()
 
     def __enter__(self) -> Detector:
@@ -80,7 +82,7 @@ class Detector:
             yield from self.process_batch(pending)
 
     def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
-        return self.decide_batch([self.prepare(raw) for raw in raws])
+        return self.decide_batch(self.prepare_many(raws))
 
     def decide_batch(self, items: list[Fingerprinted | Outcome]) -> list[Outcome]:
         """The stateful stage: look up, decide and record each page; one atomic store write."""

@@ -184,7 +184,9 @@ def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: 
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
     utf8 = html.encode("utf-8", "surrogatepass")  # the nesting bound reads it, and so does the helper's pipe
     check_nesting(html, utf8=utf8)
-    if max_seconds > 0 and extractor in C_EXTRACTORS:
+    # SIGALRM reaches only the main thread: elsewhere (prepare_many's threads) every extractor runs
+    # in the helper, whose kill bounds trafilatura as it bounds C
+    if max_seconds > 0 and (extractor in C_EXTRACTORS or threading.current_thread() is not threading.main_thread()):
         from streamdedup.clean.isolated import helper
 
         return helper().extract(extractor, html, max_seconds, visible, utf8=utf8)

@@ -73,6 +73,12 @@ class IsolatedExtractor:
             self._owner = os.getpid()
         return self._process
 
+    def __del__(self) -> None:
+        # a thread's helper goes with the thread: without this, Popen's own __del__ keeps the
+        # process object (and the pipe the helper reads) alive to reap it later, and the helper,
+        # never reaching the end of its input, lives as long as the parent (~60-90 MB each)
+        self.stop()
+
     def stop(self) -> int | None:
         """Kill the helper (the next page starts a new one); returns its exit code."""
         process, self._process = self._process, None
@@ -95,6 +101,11 @@ def helper() -> IsolatedExtractor:
     if extractor is None:
         extractor = _helpers.extractor = IsolatedExtractor()
     return extractor
+
+
+def use_helper(extractor: IsolatedExtractor) -> None:
+    """Make `extractor` this thread's helper (a pool that stops its threads' helpers itself)."""
+    _helpers.extractor = extractor
 
 
 def _readable(stream: IO[bytes], seconds: float) -> bool:

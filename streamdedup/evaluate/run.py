@@ -92,8 +92,12 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
     all_methods = tuple(dict.fromkeys([*config.methods, *methods]))
     with tempfile.TemporaryDirectory(prefix="streamdedup-eval-") as tmp:
         with Detector(replace(config, methods=all_methods), Path(tmp) / "prepare") as preparer:
-            items = [preparer.prepare(raw) for raw in tqdm(list(read_input(str(dataset))), unit="page",
-                                                           desc="fingerprint", disable=quiet or None)]
+            raws = list(read_input(str(dataset)))
+            items: list[Fingerprinted | Outcome] = []
+            with tqdm(total=len(raws), unit="page", desc="fingerprint", disable=quiet or None) as progress:
+                for start in range(0, len(raws), config.batch_size):
+                    items.extend(preparer.prepare_many(raws[start: start + config.batch_size]))
+                    progress.update(len(raws[start: start + config.batch_size]))
         records = [item.record for item in items]
         gold = [str(r.get("cluster", f"unlabelled:{i}")) for i, r in enumerate(records)]
         results: dict[str, dict[str, Any]] = {}

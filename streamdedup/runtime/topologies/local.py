@@ -53,7 +53,7 @@ class LocalDedupPartition:
         raws = [RawRecord(origin=source_of(m), data=value_of(m), arrival_ms=message_timestamp(m))
                 for m in messages]
         detector = self.detector
-        outcomes, self.staged = detector.decide_staged([detector.prepare(raw) for raw in raws])
+        outcomes, self.staged = detector.decide_staged(detector.prepare_many(raws))
         replayed = 0
         for message, outcome in zip(messages, outcomes, strict=True):
             if offset_of(message) < replay_until:
