@@ -60,7 +60,6 @@ class Detector:
         return {**self.store_config, **{f"method.{m.name}": m.describe() for m in self.methods}}
 
     def close(self) -> None:
-        self.fingerprinter.close()
         self.store.close()
 
     def __enter__(self) -> Detector:

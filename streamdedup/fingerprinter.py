@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 import xxhash
 
-from streamdedup.clean.isolated import IsolatedExtractor, use_helper
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
@@ -101,9 +100,6 @@ class Fingerprinter:
                              "template": str(config.template or "off")}
         warm_up(self.methods)
         self.threads = prepare_threads(config.prepare_threads)
-        self._pool: ThreadPoolExecutor | None = None
-        self._helpers: list[IsolatedExtractor] = []  # the pool threads' extraction processes
-        self._lock = threading.Lock()
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
         """`prepare` of each record, in their order. With more than one thread (`prepare_threads`)
@@ -113,27 +109,7 @@ class Fingerprinter:
         as one by one: `prepare` is pure."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="prepare", initializer=self._own_helper)
-        return list(self._pool.map(self.prepare, raws))
-
-    def _own_helper(self) -> None:
-        """A pool thread's extraction process, known to this Fingerprinter so `close` stops it."""
-        extractor = IsolatedExtractor()
-        use_helper(extractor)
-        with self._lock:
-            self._helpers.append(extractor)
-
-    def close(self) -> None:
-        """Stop the pool's threads and their extraction processes (the next `prepare_many` starts
-        them again)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
-        with self._lock:
-            helpers, self._helpers = self._helpers, []
-        for extractor in helpers:
-            extractor.stop()
+        return list(_pool(self.threads).map(self.prepare, raws))
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
         """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
@@ -174,6 +150,22 @@ class Fingerprinter:
         if not record:
             record = _raw_payload(raw)
         return Outcome(record, Rejection(reason, detail, raw.origin).as_dict(), raw.origin)
+
+
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """This process's pool of `threads` threads, kept for its life as the main thread's extraction
+    process is: each thread's process is started once (~0.3 CPU-s of imports), not per Detector.
+    Keyed by process id too: a forked child starts its own."""
+    key = (os.getpid(), threads)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = ThreadPoolExecutor(threads, thread_name_prefix=f"prepare{threads}")
+        return pool
 
 
 def prepare_threads(setting: int) -> int:

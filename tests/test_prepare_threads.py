@@ -95,15 +95,6 @@ def test_a_threads_helper_ends_with_the_thread():
     assert not _alive(pids[0])
 
 
-def test_closing_the_detector_stops_its_threads_helpers(tmp_path):
-    config = replace(DetectorConfig(), prepare_threads=2)
-    with Detector(config, tmp_path) as detector:
-        list(detector.run(_records()))
-        pids = [h._process.pid for h in detector.fingerprinter._helpers if h._process is not None]
-        assert pids
-    assert not any(_alive(pid) for pid in pids)
-
-
 def test_the_default_is_one_thread_per_cpu():
     assert prepare_threads(0) == min(8, len(os.sched_getaffinity(0)))
     assert prepare_threads(3) == 3

@@ -103,11 +103,6 @@ def helper() -> IsolatedExtractor:
     return extractor
 
 
-def use_helper(extractor: IsolatedExtractor) -> None:
-    """Make `extractor` this thread's helper (a pool that stops its threads' helpers itself)."""
-    _helpers.extractor = extractor
-
-
 def _readable(stream: IO[bytes], seconds: float) -> bool:
     ready, _, _ = select.select([stream], [], [], seconds if seconds > 0 else None)
     return bool(ready)
