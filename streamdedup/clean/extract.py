@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-import numpy as np
-
 from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
+from streamdedup.clean.nesting import check_nesting
 from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once
 from streamdedup.record.rejection import Reason, Rejected
 
@@ -61,12 +59,6 @@ def _fix(err: ImportError) -> str:
     if isinstance(err, ModuleNotFoundError) and err.name:
         return f"pip install {err.name.split('.')[0]}"
     return "reinstall streamdedup (pip install --force-reinstall streamdedup)"
-
-# Deepest element nesting a page may have. Measured: 1,292 real pages (trafilatura's and
-# Readability's test pages) are at most 42 elements deep (68 by `nesting_depth`'s estimate);
-# Chrome stops nesting at 512; lxml (trafilatura) silently drops what is deeper than 255; and
-# resiliparse's main-content pass costs about elements x depth (50 k nested divs: 31 s).
-MAX_NESTING = 512
 
 
 def is_html(content_type: str, text: str) -> bool:
@@ -223,144 +215,3 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-# -- nesting ---------------------------------------------------------------------------------
-# comments and raw text are skipped whole (a match always runs to its end or to the end of the
-# page, so the scan stays linear); then start and end tags
-# (ASCII rules, as a parser's: a tag name starts with an ASCII letter; and as _open_tags_bound's on
-# the UTF-8 bytes)
-_RAW_TEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
-_TOKEN = re.compile(r"<!--.*?(?:-->|\Z)|<(" + "|".join(_RAW_TEXT) + r")\b.*?(?:</\1|\Z)"
-                    r"|<(/?)([a-zA-Z][a-zA-Z0-9-]*)", re.DOTALL | re.IGNORECASE | re.ASCII)
-# elements that never hold others (void) or that the next of their kind closes (p, li, td...)
-_NOT_NESTING = frozenset("area base br col embed hr img image input link meta param source track wbr keygen frame "
-                         "basefont bgsound p li dt dd option optgroup tr td th rb rt rp rtc thead tbody tfoot "
-                         "colgroup caption html head body".split())
-
-
-def check_nesting(html: str, limit: int = MAX_NESTING, utf8: bytes | None = None) -> None:
-    """Refuse markup nested deeper than `limit` elements, in linear time. Cheap upper bounds of
-    `nesting_depth` first (the count of '<'; then `_open_tags_bound`, in numpy), so that the stack
-    estimate runs only on the few pages they cannot clear (the C extractors' hard time limit
-    stands behind them). `utf8`: the page's UTF-8 bytes, if the caller has them."""
-    if html.count("<") <= limit or _open_tags_bound(html, utf8) <= limit:
-        return
-    depth = nesting_depth(html, stop_above=limit)
-    if depth > limit:
-        raise Rejected(Reason.TOO_DEEP, f"the markup is nested more than {limit} elements deep (pages deeper than "
-                                        f"{limit} are not parsed; real pages stay under 100)")
-
-
-_SKIPPED = re.compile(rb"<(?:!--|(" + "|".join(_RAW_TEXT).encode() + rb")\b)", re.IGNORECASE)
-_RAW_END = {name.encode(): re.compile(b"</" + name.encode(), re.IGNORECASE) for name in _RAW_TEXT}
-_MAY_SKIP = np.zeros(1 << 16, dtype=bool)  # the two bytes after a '<' that may open a comment or raw text
-for _opening in ("!-", *(name[:2] for name in _RAW_TEXT)):
-    for _first in {_opening[0].lower(), _opening[0].upper()}:
-        for _second in {_opening[1].lower(), _opening[1].upper()}:
-            _MAY_SKIP[ord(_first) << 8 | ord(_second)] = True
-_ASCII_LETTER = np.zeros(256, dtype=bool)
-_ASCII_LETTER[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", dtype=np.uint8)] = True
-_NAME_BYTE = _ASCII_LETTER.copy()
-_NAME_BYTE[np.frombuffer(b"0123456789-", dtype=np.uint8)] = True
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[65:91] += 32
-_NINE = np.arange(9)
-# a name's key: its first 8 bytes, lower case, as a little-endian integer
-_NOT_NESTING_KEYS = np.array(sorted(int.from_bytes(name.encode().ljust(8, b"\0"), "little")
-                                    for name in _NOT_NESTING if len(name) <= 8), dtype=np.uint64)
-
-
-def _skipped_spans(raw: bytes, at: np.ndarray, data: np.ndarray) -> list[tuple[int, int]]:
-    """Where comments and raw text (script, style...) run, as `nesting_depth`'s scan skips them."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for start in at[_MAY_SKIP[data[at + 1].astype(np.int32) << 8 | data[at + 2]]].tolist():
-        if start < pos or (match := _SKIPPED.match(raw, start)) is None:
-            continue
-        if match.group(1) is None:
-            end = raw.find(b"-->", start + 4)
-            pos = len(raw) if end < 0 else end + 3
-        else:
-            found = _RAW_END[match.group(1).lower()].search(raw, match.end())
-            pos = len(raw) if found is None else found.end()
-        spans.append((start, pos))
-    return spans
-
-
-def _open_tags_bound(html: str, utf8: bytes | None = None) -> int:
-    """An upper bound of `nesting_depth`, as numpy array operations: comments and raw text skipped
-    as it skips them; each tag name counted on its own (starts +1, ends -1, never below zero: an
-    end tag closes nothing when none of its name is open, `<div></b>`), and the most elements open
-    at once is the largest sum of these counts over the page's prefixes. p, li, void elements and
-    the like count 0, as there; a name longer than 8 characters is keyed by its first 8 and a mark,
-    and its end tags close nothing here (an overcount, never an undercount)."""
-    raw = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8
-    data = np.frombuffer(raw + bytes(10), dtype=np.uint8)
-    at = np.flatnonzero(data[: len(raw)] == ord("<"))
-    spans = _skipped_spans(raw, at, data)
-    if spans:
-        starts, ends = np.array(spans).T
-        region = np.searchsorted(starts, at, side="right") - 1
-        at = at[(region < 0) | (at >= ends[np.maximum(region, 0)])]
-    is_end = data[at + 1] == ord("/")
-    first = at + 1 + is_end
-    is_tag = _ASCII_LETTER[data[first]]
-    is_end, first = is_end[is_tag], first[is_tag]
-    if len(first) == 0:
-        return 0
-    window = data[first[:, None] + _NINE]
-    in_name = np.logical_and.accumulate(_NAME_BYTE[window], axis=1)
-    name = _LOWER[window[:, :8]]
-    name[~in_name[:, :8]] = 0
-    longer = in_name[:, 8]
-    name[:, 7] |= longer.view(np.uint8) << 7  # names are ASCII: the top bit marks a longer one
-    keys = name.view(np.uint64).ravel()
-    nearest = _NOT_NESTING_KEYS[np.minimum(np.searchsorted(_NOT_NESTING_KEYS, keys), len(_NOT_NESTING_KEYS) - 1)]
-    step = np.where(is_end, np.where(longer, 0, -1), 1)
-    step[nearest == keys] = 0
-    # each name's running count, reflected at zero, by name (a stable sort keeps the page's order)
-    order = np.argsort(keys, kind="stable")
-    ordered, steps = keys[order], step[order]
-    new_name = np.empty(len(ordered), dtype=bool)
-    new_name[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new_name[1:])
-    group = np.cumsum(new_name)
-    total = np.cumsum(steps)
-    heads = np.flatnonzero(new_name)
-    within = total - (total[heads] - steps[heads])[group - 1]
-    offset = (len(ordered) + 1) * group  # keeps each name's running minimum to itself
-    lowest = np.minimum.accumulate(within - offset) + offset
-    reflected = within - np.minimum(lowest, 0)
-    change = np.diff(reflected, prepend=0)
-    change[new_name] = reflected[new_name]
-    in_page_order = np.empty_like(change)
-    in_page_order[order] = change
-    return int(np.cumsum(in_page_order).max(initial=0))
-
-
-def nesting_depth(html: str, stop_above: int | None = None) -> int:
-    """The deepest element nesting, estimated as an HTML parser builds it: an end tag closes the
-    nearest open element of its name (a stray one is ignored); p, li, td and the like do not
-    count (the next one closes them), nor void elements, comments and script or style text.
-    Stops as soon as the depth exceeds `stop_above`."""
-    stack: list[str] = []
-    deepest = 0
-    limit = len(html) if stop_above is None else stop_above
-    for match in _TOKEN.finditer(html):  # lazily: a deep page stops early
-        _, end, name = match.groups()
-        if not name:
-            continue
-        name = name.lower()
-        if end:
-            if stack and stack[-1] == name:
-                stack.pop()
-            elif name in stack:
-                del stack[len(stack) - 1 - stack[::-1].index(name):]
-        elif name not in _NOT_NESTING:
-            stack.append(name)
-            if len(stack) > deepest:
-                deepest = len(stack)
-                if deepest > limit:
-                    break
-    return deepest

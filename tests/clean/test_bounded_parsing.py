@@ -6,7 +6,8 @@ import time
 import pytest
 from conftest import make_article, wrap_in_template
 
-from streamdedup.clean.extract import MAX_NESTING, extract_main_text, nesting_depth
+from streamdedup.clean.extract import extract_main_text
+from streamdedup.clean.nesting import MAX_NESTING, check_nesting, compiled_depth, nesting_depth
 from streamdedup.clean.pipeline import CleaningConfig, clean_page
 from streamdedup.record.page import page_from_record
 from streamdedup.record.rejection import Reason, Rejected
@@ -79,8 +80,6 @@ def test_end_tags_that_close_nothing_do_not_hide_deep_nesting():
     """`<div></b>` opens a div each time: the stray </b> closes nothing. The cheap bound counted
     every end tag against every start tag and let this page through to the parser (then 10 s, the
     helper's limit, in resiliparse's main-content pass)."""
-    from streamdedup.clean.extract import check_nesting
-
     for stray in ("</b>", "</my-very-long-element>", "<script></div></script>", "<!-- </div> -->"):
         html = "<html><body>" + f"<div>{stray}" * (MAX_NESTING + 1) + "x</body></html>"
         with pytest.raises(Rejected) as caught:
@@ -91,21 +90,23 @@ def test_end_tags_that_close_nothing_do_not_hide_deep_nesting():
         check_nesting("<html><body>" + "<abcdefghij></abcdefgh>" * (MAX_NESTING + 1) + "x</body></html>")
 
 
-def test_the_open_tags_bound_is_never_below_the_nesting_estimate():
-    """The bound clears pages before the stack estimate runs, so it must never say less than it:
-    random tag soups with stray end tags, comments, raw text, long names and non-ASCII text."""
+def test_the_compiled_scan_is_the_nesting_estimate():
+    """check_nesting runs the estimate compiled, over the page's UTF-8 bytes: the same depth as
+    the readable reference on random tag soups with stray end tags, comments, raw text (closed,
+    unclosed, in any case, and names that only start like one), long names and non-ASCII text."""
     import random
 
-    from streamdedup.clean.extract import _open_tags_bound
-
     rng = random.Random(7)
-    names = ["div", "DIV", "span", "b", "p", "li", "br", "td", "section", "abcdefgh", "abcdefghij", "x-y", "ſpan"]
+    names = ["div", "DIV", "span", "b", "p", "li", "br", "td", "section", "abcdefgh", "abcdefghij", "x-y", "ſpan",
+             "script", "scriptx", "Title"]
     extras = ["<!-- <div> </div> -->", "<script>if (a</div>b) '<div>'</script>", "<SCRIPT></div>", "<!--", "é < ",
-              "日本", "</", "<", "<1>", "<title><div></title>", "<scripts><div>"]
+              "日本", "</", "<", "<1>", "<title><div></title>", "<scripts><div>", "<!-->", "<script", "</script>",
+              "<style>x</STYLE ", "<div<span>", "-->", "<textarea>", "</TEXTAREA>"]
     for _ in range(1500):
         parts = []
-        for _ in range(rng.randrange(0, 50)):
+        for _ in range(rng.randrange(0, 60)):
             roll, name = rng.random(), rng.choice(names)
             parts.append(f"<{name} class=x>" if roll < 0.45 else f"</{name}>" if roll < 0.85 else rng.choice(extras))
         html = "".join(parts)
-        assert _open_tags_bound(html) >= nesting_depth(html), html
+        for stop in (3, 1000):
+            assert compiled_depth(html.encode("utf-8", "surrogatepass"), stop) == nesting_depth(html, stop), html
