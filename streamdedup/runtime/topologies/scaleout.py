@@ -174,8 +174,9 @@ class FingerprintPartition:
         now_ms = int(time.time() * 1000)
         params = self.fingerprinter.config.template
         replayed = 0
-        for message in messages:
-            item = self.fingerprinter.prepare(RawRecord(origin=source_of(message), data=value_of(message)))
+        prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message))
+                                                    for message in messages])
+        for message, item in zip(messages, prepared, strict=True):
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 item = own_text(item, self.templates.template(item.site_hash), self.fingerprinter, params)
             if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
