@@ -110,7 +110,14 @@ class Fingerprinter:
         as one by one: `prepare` is pure."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
-        return list(_pool(self.threads).map(self.prepare, raws))
+        pool = _pool(self.threads)
+        futures = [pool.submit(self.prepare, raw) for raw in raws]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:  # Ctrl-C, a stop: the pages not started are not prepared
+            for future in futures:
+                future.cancel()
+            raise
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
         """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
