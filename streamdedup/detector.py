@@ -7,10 +7,12 @@ functions. File mode, the local topology, the Faust app and the tests drive this
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from streamdedup.config import DetectorConfig
@@ -92,6 +94,10 @@ class Detector:
     def decide_staged(self, items: list[Fingerprinted | Outcome]) -> tuple[list[Outcome], StoreBatch]:
         """Decide a batch, leaving its store changes staged: a runtime adds what else must be
         written atomically with them (e.g. input offsets) and calls `commit`."""
+        with gc_paused():
+            return self._decide_staged(items)
+
+    def _decide_staged(self, items: list[Fingerprinted | Outcome]) -> tuple[list[Outcome], StoreBatch]:
         batch = self.store.batch()
         now_ms = int(time.time() * 1000)
         if self.config.template is not None:  # in order: each page sees the template its site's earlier pages left
@@ -168,6 +174,24 @@ class Detector:
             found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,
                                    doc.cluster_id))
         return found
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector held off for the span of a batch (and left as it was found).
+    A batch makes a few dozen objects a page that live until it ends; collections in the middle of
+    it find them alive and move them to the oldest generation, whose growth starts full collections
+    of every object the process holds (~0.2 s at a time in bench/store.py, two a window of 25,600
+    pages). Held off, the collection after the batch finds them freed by their reference counts.
+    Nothing is lost: the collector counts the allocations all the same and runs at the next one after."""
+    if not gc.isenabled():  # someone else holds it off (another batch, a caller): theirs to restore
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def keep_lexicon_with_state(lexicon: Path, state_dir: Path) -> None:

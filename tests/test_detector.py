@@ -87,3 +87,35 @@ def test_prepare_is_pure_and_decide_is_stateful(tmp_path):
         items = [detector.prepare(r) for r in raw_records(_pages())]
         assert detector.store.stats()["docs"] == 0
         assert [o.status for o in detector.decide_batch(items)] == ["unique", "duplicate", "unique", "duplicate"]
+
+
+def test_a_batch_holds_the_cyclic_collector_off_and_leaves_it_as_it_found_it(tmp_path):
+    import gc
+
+    import pytest
+
+    detector = Detector(DetectorConfig(), tmp_path / "state")
+    seen = []
+    batch = detector.store.batch
+
+    def watched():
+        seen.append(gc.isenabled())
+        return batch()
+
+    detector.store.batch = watched
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        detector.commit(detector.decide_staged(detector.prepare_many(raw_records(_pages()[:1])))[1])
+        assert seen == [False] and gc.isenabled()
+        detector.store.batch = lambda: 1 / 0
+        with pytest.raises(ZeroDivisionError):
+            detector.decide_staged([])
+        assert gc.isenabled()
+        gc.disable()  # held off by the caller: still off after the batch
+        detector.store.batch = watched
+        detector.commit(detector.decide_staged([])[1])
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+        detector.close()
