@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from streamdedup.runtime.broker import EmbeddedBroker
 from streamdedup.runtime.settings import Topics, WorkerSettings
@@ -33,12 +33,17 @@ def settings(broker, tmp_path) -> WorkerSettings:
 
 
 def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, quiet_s: float = 3.0,
-               timeout_s: float = 60.0) -> list:
-    """Every committed message of a topic (read_committed), waiting until it is quiet."""
+               timeout_s: float = 60.0, to_end: bool = False) -> list:
+    """Every committed message of a topic (read_committed), waiting until it is quiet.
+
+    to_end: nothing writes to the topic any more (its writers have stopped, so every transaction
+    is committed or aborted): done once every partition has been read to its end, instead of
+    waiting quiet_s after the last message (which stays the fallback)."""
     consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
                                            "enable.auto.commit": False, "isolation.level": "read_committed",
-                                           "receive.message.max.bytes": 104_857_600}))
+                                           "receive.message.max.bytes": 104_857_600, "enable.partition.eof": to_end}))
     messages, last, start = [], time.monotonic(), time.monotonic()
+    at_end: set[int] = set()
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])  # no group join
@@ -46,8 +51,13 @@ def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, q
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
                 messages.append(message)
+                at_end.discard(message.partition())
                 last = time.monotonic()
-            elif len(messages) >= expect_at_least and time.monotonic() - last > quiet_s:
+                continue
+            if message is not None and message.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(message.partition())
+            if len(messages) >= expect_at_least and (len(at_end) == len(partitions)
+                                                     or time.monotonic() - last > quiet_s):
                 break
     finally:
         consumer.close()
