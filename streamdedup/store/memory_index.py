@@ -16,6 +16,7 @@ deletion), so a crash or a discarded batch leaves nothing to undo.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ _MAGIC = b"sdidx\x00\x01\x00"
 _HEADER = struct.Struct("<8sQQQQ")
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
 _GROWN_LOAD = 0.5  # ... to this share of postings
+_EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
 
 
 @numba.njit(cache=True)
@@ -60,6 +62,31 @@ def _count(words: np.ndarray, names: np.ndarray) -> np.ndarray:
             if slot == slots:
                 slot = 0
     return counts
+
+
+@numba.njit(cache=True)
+def _count_free(words: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_count`, and where each name's probe meets its first free slot (a tombstone, or the empty
+    slot that ends it): where `_insert` would put a posting of a name that has none."""
+    counts = np.zeros(len(names), dtype=np.int64)
+    free = np.empty(len(names), dtype=np.int64)
+    mask = np.uint64((1 << 48) - 1)
+    slots = len(words)
+    for i in range(len(names)):
+        slot = _home(names[i], slots)
+        first = -1
+        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+            word = words[slot]
+            if word >> np.uint64(63) == 0:
+                if word & mask == names[i]:
+                    counts[i] += 1
+            elif first < 0:
+                first = slot
+            slot += 1
+            if slot == slots:
+                slot = 0
+        free[i] = first if first >= 0 else slot
+    return counts, free
 
 
 @numba.njit(cache=True)
@@ -107,6 +134,30 @@ def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
             placed[i] = 2
         words[slot] = word
         low[slot] = word_low
+    return placed
+
+
+@numba.njit(cache=True)
+def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray,
+                 free: np.ndarray) -> np.ndarray:
+    """`_insert`, where a posting with `free[i]` >= 0 is of a name with no postings whose probe met
+    its first free slot there (`_count_free`) and the table has only had postings added since:
+    every slot before it in the probe was live and still is, so the posting goes into the first
+    free slot from there on, where `_insert` would put it, without probing from its home again."""
+    slots = len(words)
+    placed = np.zeros(len(names), dtype=np.int64)
+    for i in range(len(names)):
+        if free[i] < 0:
+            placed[i:i + 1] = _insert(words, low, names[i:i + 1], seqs[i:i + 1])
+            continue
+        slot = free[i]
+        while words[slot] >> np.uint64(63) == 0:  # taken since by a posting added before this one
+            slot += 1
+            if slot == slots:
+                slot = 0
+        placed[i] = 2 if words[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE) else 1
+        words[slot] = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
+        low[slot] = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
     return placed
 
 
@@ -211,6 +262,7 @@ class MemoryIndex:
         self.low = np.zeros(slots, dtype=np.uint32)
         self.postings = 0
         self.tombstones = 0
+        self.epoch = next(_EPOCHS)  # changes whenever a live slot may become free (`insert_ints`)
 
     @property
     def size_bytes(self) -> int:
@@ -223,6 +275,14 @@ class MemoryIndex:
     def counts_ints(self, names: np.ndarray) -> np.ndarray:
         """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass."""
         return _count(self.words, names) if len(names) else np.zeros(0, dtype=np.int64)
+
+    def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """`counts_ints`, each name's first free slot (`_count_free`), and the table's `epoch`,
+        which `insert_ints` checks before it uses the slots."""
+        if not len(names):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), self.epoch
+        counts, free = _count_free(self.words, names)
+        return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -257,21 +317,30 @@ class MemoryIndex:
         if names:
             self.insert_ints(name_ints(names), np.asarray(seqs, dtype=np.uint64))
 
-    def insert_ints(self, names: np.ndarray, seqs: np.ndarray) -> None:
-        """`insert` of names as 48-bit integers (`name_ints`) and seqs as uint64, in that order."""
+    def insert_ints(self, names: np.ndarray, seqs: np.ndarray, free: np.ndarray | None = None,
+                    epoch: int = -1) -> None:
+        """`insert` of names as 48-bit integers (`name_ints`) and seqs as uint64, in that order.
+        `free`, with the `epoch` it was found at (`counts_free_ints`): for each name with no
+        postings then and none added before it, its first free slot (else -1); used if no slot can
+        have been freed since (the epoch is the same, and the table does not grow now). The table
+        is the same either way, slot for slot."""
         if not len(names):
             return
         if int(seqs.max()) >= MAX_SEQ:
             raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
         if (self.postings + self.tombstones + len(names)) > _MAX_LOAD * len(self.words):
             self._grow(len(names))
-        placed = _insert(self.words, self.low, names, seqs)
+        if free is not None and epoch == self.epoch:
+            placed = _insert_from(self.words, self.low, names, seqs, free)
+        else:
+            placed = _insert(self.words, self.low, names, seqs)
         self.tombstones -= int(np.count_nonzero(placed == 2))
         self.postings += int(np.count_nonzero(placed))
 
     def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
         if names:
             removed = _remove(self.words, self.low, name_ints(names), np.asarray(seqs, dtype=np.uint64))
+            self.epoch = next(_EPOCHS)
             self.postings -= removed
             self.tombstones += removed
 
@@ -316,6 +385,7 @@ class MemoryIndex:
                 return None
         index = cls.__new__(cls)
         index.words, index.low, index.postings, index.tombstones = words, low, postings, tombstones
+        index.epoch = next(_EPOCHS)
         return index
 
     def counts(self) -> dict[str, int]:

@@ -641,7 +641,8 @@ class StoreBatch:
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
         self._staged: tuple[np.ndarray, list[int]] | None = None
-        self._lone: tuple[np.ndarray, np.ndarray] | None = None  # (names, the page of the batch naming each)
+        # (names, the page of the batch naming each, their first free slots in the table and its epoch)
+        self._lone: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
 
     def __len__(self) -> int:
@@ -683,7 +684,7 @@ class StoreBatch:
         names = np.ascontiguousarray(names, dtype=np.uint64)
         self._staged = (names, list(ends))
         self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
-        counts = self.store.memory.counts_ints(names)
+        counts, free, epoch = self.store.memory.counts_free_ints(names)
         order = np.argsort(names)  # equal names side by side (in any order among themselves)
         repeated = np.zeros(len(names), dtype=np.bool_)
         if len(names) > 1:
@@ -694,7 +695,7 @@ class StoreBatch:
         lone = np.flatnonzero(~shared)
         sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
         owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
-        self._lone = (names[lone], owner[lone])
+        self._lone = (names[lone], owner[lone], free[lone], epoch)
         at = np.flatnonzero(shared)
         if not len(at):
             return [[] for _ in ends]
@@ -865,13 +866,15 @@ class StoreBatch:
         self._quiet = None
         names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
         seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
+        free, epoch = None, -1
         if self._lone is not None and self._page_seqs is not None:
-            lone_names, owners = self._lone
+            lone_names, owners, lone_free, epoch = self._lone
             lone_seqs = self._page_seqs[owners]
             added = lone_seqs >= 0
+            free = np.concatenate([np.full(len(names), -1, dtype=np.int64), lone_free[added]])
             names = np.concatenate([names, lone_names[added]])
             seqs = np.concatenate([seqs, lone_seqs[added].astype(np.uint64)])
-        self.store.memory.insert_ints(names, seqs)
+        self.store.memory.insert_ints(names, seqs, free, epoch)
         self._staged = self._lone = self._page_seqs = None
         self._filed_names.clear()
         self._filed_seqs.clear()

@@ -66,3 +66,39 @@ def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
     index._grow(10)
     assert index.postings == postings and index.tombstones == 0
     assert np.array_equal(index.words, expected.words) and np.array_equal(index.low, expected.low)
+
+
+def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_for_slot():
+    """A batch files its names that have no postings at the free slots its lookups met
+    (`counts_free_ints`): the table is the one inserting them from their homes makes, with
+    tombstones, other postings added first, wrapping probes, and slots freed in between (the
+    epoch changes: the slots are not used)."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import ints_names
+
+    rng = np.random.default_rng(7)
+    for case in range(40):
+        fast, plain = MemoryIndex(), MemoryIndex()
+        fast._allocate(4096)
+        plain._allocate(4096)
+        names = rng.integers(0, 1 << 12, size=3000, dtype=np.uint64) * np.uint64(1 << 36)  # crowded homes
+        seqs = np.arange(3000, dtype=np.uint64)
+        for index in (fast, plain):
+            index.insert_ints(names[:2000], seqs[:2000])
+            index.remove(ints_names(names[:600:3]), seqs[:600:3].tolist())  # tombstones
+        batch = np.unique(rng.integers(0, 1 << 48, size=300, dtype=np.uint64))
+        counts, free, epoch = fast.counts_free_ints(batch)
+        assert counts.tolist() == plain.counts_ints(batch).tolist()
+        absent = batch[counts == 0]
+        if case % 4 == 3:  # a slot freed since: the free slots are stale
+            for index in (fast, plain):
+                index.remove(ints_names(names[1:400:5]), seqs[1:400:5].tolist())
+        filed = names[2000:2200]  # postings added before the batch's own, in the same call
+        all_names = np.concatenate([filed, absent])
+        all_seqs = np.arange(5000, 5000 + len(all_names), dtype=np.uint64)
+        slots = np.concatenate([np.full(len(filed), -1), free[counts == 0]])
+        fast.insert_ints(all_names, all_seqs, slots, epoch)
+        plain.insert_ints(all_names, all_seqs)
+        assert np.array_equal(fast.words, plain.words) and np.array_equal(fast.low, plain.low)
+        assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
