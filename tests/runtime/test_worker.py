@@ -43,8 +43,9 @@ def send(settings, records) -> None:
 
 
 def outputs(settings, quiet_s: float = 2.0) -> dict[str, list]:
+    """The outputs, read once the workers have stopped (or been killed)."""
     t = settings.topics
-    return {name: read_topic(settings, topic, quiet_s=quiet_s) for name, topic in
+    return {name: read_topic(settings, topic, quiet_s=quiet_s, to_end=True) for name, topic in
             (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected))}
 
 
@@ -80,7 +81,7 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert reasons == {b"invalid_json", b"missing_url", b"empty_content"}
     header = dict(got["duplicates"][0].headers())
     assert header["dedup.status"] == b"duplicate" and header["dedup.cluster_id"]
-    events = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.clusters)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.clusters, to_end=True)]
     assert sum(e["type"] == "joined" for e in events) == 40 and sum(e["type"] == "created" for e in events) == 20
 
 
@@ -162,6 +163,7 @@ def test_broker_unresponsive_mid_stream(tmp_path):
         records = crawl(30)
         send(settings, records)
         worker = Worker(settings, DetectorConfig())
+        # on its own it stops after 20 s without input (the freeze counts): pages lost or stuck
         thread = threading.Thread(target=worker.run, kwargs={"idle_timeout_s": 20}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 60
@@ -171,10 +173,21 @@ def test_broker_unresponsive_mid_stream(tmp_path):
         at_pause = worker.stats.decided
         time.sleep(12)
         broker.resume()
-        thread.join(timeout=300)
-        if thread.is_alive():
-            worker.stop()
-            pytest.fail("the worker did not finish within 300 s of the broker's return")
+        # every page decided, then nothing consumed for 2 s (anything doubled would be out by then):
+        # stopped then, instead of waiting out the 20 s idle time
+        deadline, seen, quiet_since = time.monotonic() + 300, -1, time.monotonic()
+        while thread.is_alive():
+            if time.monotonic() > deadline:
+                worker.stop()
+                pytest.fail("the worker did not finish within 300 s of the broker's return")
+            if worker.stats.consumed != seen:
+                seen, quiet_since = worker.stats.consumed, time.monotonic()
+            elif worker.stats.decided >= len(records) and time.monotonic() - quiet_since > 2:
+                break
+            time.sleep(0.05)
+        worker.stop()
+        thread.join(timeout=120)
+        assert not thread.is_alive()
         got = outputs(settings)
         expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
         assert verdicts_by_id(got) == expected

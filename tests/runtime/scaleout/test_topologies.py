@@ -77,9 +77,10 @@ def run_workers(settings, names, outcomes: int) -> dict[str, Worker]:
 
 
 def answer(settings) -> dict:
-    """Verdicts (exactly once checked), corrected pairs, clusters, rejected count."""
+    """Verdicts (exactly once checked), corrected pairs, clusters, rejected count; read once the
+    workers have stopped."""
     t = settings.topics
-    got = {name: read_topic(settings, topic, quiet_s=2) for name, topic in
+    got = {name: read_topic(settings, topic, quiet_s=2, to_end=True) for name, topic in
            (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected))}
     verdicts_by_id(got)  # raises if a page was emitted twice
     verdicts = [orjson.loads(m.value()) for name in ("unique", "duplicates") for m in got[name]]
@@ -88,7 +89,7 @@ def answer(settings) -> dict:
     for dedup in dedups:  # never a duplicate of a later page, so never of each other
         if dedup["duplicate_of"]:
             assert fetched[dedup["duplicate_of"]] < fetched[dedup["id"]], dedup
-    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1, to_end=True)]
     return {"pages": len(dedups), "rejected": len(got["rejected"]),
             "pairs": corrected_pairs(dedups, events, order=fetched.__getitem__),
             "clusters": clusters_of(events), "late": sum(e["type"] == "late_match" for e in events)}
