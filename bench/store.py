@@ -51,7 +51,7 @@ from streamdedup.record.page import Page
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
-from streamdedup.store.signature_store import SignatureStore
+from streamdedup.store.signature_store import SignatureStore, StoreError
 
 
 def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Fingerprinted:
@@ -183,9 +183,11 @@ def main() -> None:
                 wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng), args.batch)
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
                                 "pages_per_cpu_s": round(args.window / cpu)})
+                print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()
             space = sizes(detector.store, stored)
+            print(json.dumps({**rss, **space}), file=sys.stderr, flush=True)
         reopen = time.perf_counter()
         with Detector(DetectorConfig(batch_size=args.batch), work / "state"):  # loads the snapshot of the close
             snapshot_s = time.perf_counter() - reopen
@@ -193,13 +195,20 @@ def main() -> None:
         reopen, reopen_cpu = time.perf_counter(), time.process_time()
         with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
             rebuild_s, rebuild_cpu = time.perf_counter() - reopen, time.process_time() - reopen_cpu
+            print(json.dumps({"reopen_rebuilding_s": round(rebuild_s, 2), "cpu_s": round(rebuild_cpu, 2)}),
+                  file=sys.stderr, flush=True)
             bulk_table = detector.store.memory
             detector.store.memory = MemoryIndex()
             cpu = time.process_time()
-            detector.store._rebuild_index(bulk=False)  # as before 2026-11-24: every record decoded
-            per_record_cpu = time.process_time() - cpu
-            same_table = bool(np.array_equal(bulk_table.words, detector.store.memory.words)
-                              and np.array_equal(bulk_table.low, detector.store.memory.low))
+            per_record_cpu: float | None = None
+            same_table: bool | None = None
+            try:  # as before 2026-11-24: every record decoded (a second table beside the first)
+                detector.store._rebuild_index(bulk=False)
+                per_record_cpu = time.process_time() - cpu
+                same_table = bool(np.array_equal(bulk_table.words, detector.store.memory.words)
+                                  and np.array_equal(bulk_table.low, detector.store.memory.low))
+            except StoreError as err:  # two tables of 10 M pages do not fit beside each other: said, not fatal
+                print(f"not compared with the per-record rebuild: {err}", file=sys.stderr, flush=True)
             report = {
                 "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
                 "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
@@ -209,7 +218,8 @@ def main() -> None:
                 "reopen_rebuilding_s": round(rebuild_s, 2),
                 "reopen_rebuilding_s_per_million_pages": round(rebuild_s / stored * 1e6, 2),
                 "reopen_rebuilding_cpu_s_per_million_pages": round(rebuild_cpu / stored * 1e6, 2),
-                "rebuild_each_record_decoded_cpu_s_per_million_pages": round(per_record_cpu / stored * 1e6, 2),
+                "rebuild_each_record_decoded_cpu_s_per_million_pages":
+                    None if per_record_cpu is None else round(per_record_cpu / stored * 1e6, 2),
                 "rebuild_same_table": same_table,
                 "schema": detector.store.get_meta("config") and json.loads(detector.store.get_meta("config"))["schema"],
             }
