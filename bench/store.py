@@ -4,6 +4,7 @@
     python bench/store.py --pages 10000000     # 10 M pages stored first
     python bench/store.py --smoke              # seconds: 20,000 pages, 3 small windows
     python bench/store.py --bulk-fill          # the same, filled ~10x faster (see below)
+    python bench/store.py --lines 100          # each page with 100 lines of text: every site learns a template
 
 Signatures are synthetic (random, so every page is unique and every lookup misses: the common
 case in a crawl) for the four default methods, so the store is measured alone. The store is
@@ -14,6 +15,15 @@ anyway: ~10x faster, for 10 M pages; then each measured
 window sends `--window` pages through Detector.decide_staged + commit in batches of `--batch`,
 exactly as the worker does (the index keys of the whole batch looked up in one pass of the table, candidate
 verification, one WriteBatch per batch). Signatures of a window are made before its clock starts.
+
+With `--lines N` each page also has text, so that each site learns a template model (the store's
+per-site record, read, decoded, changed and encoded again in every batch that touches the site):
+its visible text is N lines, 3/4 of them drawn from its site's pool of recurring lines (200 to
+3,000 lines, log-uniform over the 500 sites; a few lines on every page, the rest each on some) and
+1/4 its own; its main text is its own lines only, so nothing is stripped from it and its random
+signatures stand (the page is not fingerprinted again: the store is still measured alone). A full
+site model then holds ~3,000-4,096 counted lines, as a real site's does. `--bulk-fill` learns the
+templates of the pages it writes too (in order, per site, as the store path would).
 
 Prints JSON: pages/s (queries + inserts) per window and their median, wall clock and process CPU
 (the machine is shared: CPU seconds are the steadier number), and bytes per page after a full
@@ -43,6 +53,7 @@ from typing import Any
 import numpy as np
 from rocksdict import ReadOptions, WriteBatch
 
+from streamdedup.clean.template import SiteTemplate
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.fingerprints.a12 import A12Signature
@@ -53,10 +64,30 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.signature_store import SignatureStore, StoreError
 
+SITES = 500
 
-def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Fingerprinted:
-    """A unique page: random signatures of the default methods, a URL-like id, ~500 sites."""
-    page = Page(id=f"https://site{i % 500}.example/articles/{i}", url=f"https://site{i % 500}.example/articles/{i}",
+
+def site_pool(site: int) -> int:
+    """How many recurring lines a site's pages draw their template from: 200 to 3,000, log-uniform."""
+    return round(200 * 15 ** (((site * 7919) % SITES) / (SITES - 1)))
+
+
+def texts(i: int, lines: int, rng: random.Random) -> tuple[str, str]:
+    """Page i's main text (its own lines) and visible text (its site's recurring lines and its own):
+    `lines` lines in all, 3/4 recurring (the first 10 of the pool on every page: a menu, a footer;
+    the rest drawn from the pool), 1/4 its own."""
+    site, own = i % SITES, [f"page {i} paragraph {k}" for k in range(max(1, lines // 4))]
+    pool, shared = site_pool(site), lines - len(own)
+    core = min(10, shared)
+    drawn = rng.sample(range(core, pool), min(pool - core, shared - core))
+    recurring = [f"site {site} line {k}" for k in (*range(core), *drawn)]
+    return "\n".join(own), "\n".join(recurring + own)
+
+
+def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator, lines: int = 0) -> Fingerprinted:
+    """A unique page: random signatures of the default methods, a URL-like id, ~500 sites; with
+    `lines`, a main and a visible text (`texts`)."""
+    page = Page(id=f"https://site{i % SITES}.example/articles/{i}", url=f"https://site{i % SITES}.example/articles/{i}",
                 content="", content_type="text/plain", fetched_at=None, lang="en", record={})
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
@@ -65,11 +96,14 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator) -> Finger
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),
     }
-    return Fingerprinted(page, {}, f"bench:{i}", signatures)
+    if not lines:
+        return Fingerprinted(page, {}, f"bench:{i}", signatures)
+    text, visible = texts(i, lines, rng)
+    return Fingerprinted(page, {}, f"bench:{i}", signatures, text=text, visible=visible)
 
 
-def pages(start: int, stop: int, rng: random.Random, np_rng: np.random.Generator) -> list[Fingerprinted]:
-    return [synthetic(i, rng, np_rng) for i in range(start, stop)]
+def pages(start: int, stop: int, rng: random.Random, np_rng: np.random.Generator, lines: int = 0) -> list[Fingerprinted]:
+    return [synthetic(i, rng, np_rng, lines) for i in range(start, stop)]
 
 
 def run_window(detector: Detector, items: list[Fingerprinted], batch: int) -> tuple[float, float]:
@@ -84,7 +118,8 @@ def run_window(detector: Detector, items: list[Fingerprinted], batch: int) -> tu
 
 def raw_bytes_by_type(store: SignatureStore) -> dict[str, int]:
     """Uncompressed key + value bytes by record type (what the SSTs compress)."""
-    names = {layout.DOC: "docs", layout.TIME: "time", layout.META: "meta", layout.JOURNAL: "journal"}
+    names = {layout.DOC: "docs", layout.TIME: "time", layout.META: "meta", layout.JOURNAL: "journal",
+             layout.TEMPLATE: "templates"}
     sizes: dict[str, int] = {}
     every_key = ReadOptions()
     every_key.set_total_order_seek(True)
@@ -115,12 +150,23 @@ def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
     }
 
 
-def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int) -> None:
+def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
+              templates: dict[int, SiteTemplate] | None = None) -> None:
     """Write pages as the store files unique ones, without their lookups (every synthetic page is
     unique: each key gets its first posting; a key hash shared with an earlier page, 1 in ~3,400
-    lookups at 10 M pages, may hold one posting more than the cap: nothing else)."""
+    lookups at 10 M pages, may hold one posting more than the cap: nothing else). With `templates`
+    (kept between calls), each page's lines are learned for its site, whose model is written too."""
     store = detector.store
     wb = WriteBatch(raw_mode=True)
+    params = detector.config.template
+    if templates is not None and params is not None:
+        touched = set()
+        for fp in items:
+            site = templates.setdefault(fp.site_hash, SiteTemplate())
+            site.learn(fp.page.url, [*fp.visible_lines[1]], params)  # the main text's lines are among them
+            touched.add(fp.site_hash)
+        for site_hash in touched:
+            wb.put(layout.template_key(site_hash), templates[site_hash].encode())
     filed: list[bytes] = []
     seqs: list[int] = []
     for seq, fp in enumerate(items, first_seq):
@@ -155,6 +201,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="pages per decide_staged + commit (the worker's)")
     parser.add_argument("--fill-batch", type=int, default=2048)
     parser.add_argument("--bulk-fill", action="store_true", help="fill by writing the records without lookups (10 M)")
+    parser.add_argument("--lines", type=int, default=0,
+                        help="lines of text per page, so that each site learns a template (see above); 0: no text")
     parser.add_argument("--smoke", action="store_true", help="20,000 pages, 3 windows of 2,560: runs in seconds")
     parser.add_argument("--out", type=Path, default=Path("bench/store.json"))
     args = parser.parse_args()
@@ -165,10 +213,11 @@ def main() -> None:
     try:
         with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
             fill_started = time.perf_counter()
+            templates: dict[int, SiteTemplate] | None = {} if args.lines else None
             for start in range(0, args.pages, args.fill_batch * 8):
-                chunk = pages(start, min(args.pages, start + args.fill_batch * 8), rng, np_rng)
+                chunk = pages(start, min(args.pages, start + args.fill_batch * 8), rng, np_rng, args.lines)
                 if args.bulk_fill:
-                    bulk_fill(detector, chunk, start)
+                    bulk_fill(detector, chunk, start, templates)
                 else:
                     run_window(detector, chunk, args.fill_batch)
                 done = start + len(chunk)
@@ -180,7 +229,7 @@ def main() -> None:
             windows = []
             for w in range(args.windows):
                 start = args.pages + w * args.window
-                wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng), args.batch)
+                wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng, args.lines), args.batch)
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
                                 "pages_per_cpu_s": round(args.window / cpu)})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
@@ -211,6 +260,7 @@ def main() -> None:
                 print(f"not compared with the per-record rebuild: {err}", file=sys.stderr, flush=True)
             report = {
                 "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
+                "lines_per_page": args.lines,
                 "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
                 "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
                 "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
