@@ -154,6 +154,8 @@ def test_broker_unresponsive_mid_stream(tmp_path):
     from streamdedup.runtime.broker import EmbeddedBroker
     from streamdedup.runtime.settings import Topics, WorkerSettings
 
+    if os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu":  # CI's second pass (.ci/run)
+        pytest.skip("its own broker is noida-db on either pass: the Tansu pass would run the same test again")
     broker = EmbeddedBroker(tmp_path / "broker").start()
     try:
         run = uuid.uuid4().hex[:6]
