@@ -107,24 +107,41 @@ def url_base(url: str) -> str:
 class SiteTemplate:
     """What one site's earlier pages say about its template.
 
+    Its counted lines are two numpy arrays, the line hashes in ascending order (uint64) and their
+    counts (uint32): a page's lines are looked up in one `searchsorted`, and the store's bytes are
+    the arrays' own (encoded and decoded by copying, not by a loop over thousands of Python ints,
+    once per batch per site). `counts` gives them as a dict.
+
     Its recent page keys (`urls`, oldest first) are kept as a uint64 array with room to append at
     its end, and as a set for the one question asked of them per page (is this URL among them?),
     made when first asked: a set lookup instead of a scan of up to `recent_urls` keys, and the
     store's bytes a slice of the array. The keys are distinct (`learn` adds a key only if absent),
     so a key that leaves the array leaves the set."""
 
-    __slots__ = ("pages", "since_halving", "counts", "_urls", "_start", "_end", "_seen")
+    __slots__ = ("pages", "since_halving", "_lines", "_counts", "_urls", "_start", "_end", "_seen")
 
     def __init__(self, pages: int = 0, since_halving: int = 0, counts: dict[int, int] | None = None,
                  urls: Iterable[int] | np.ndarray = ()) -> None:
         self.pages = pages  # distinct pages counted (halved with the counts)
         self.since_halving = since_halving
-        self.counts: dict[int, int] = {} if counts is None else counts  # line hash -> distinct pages (decayed)
+        lines = np.fromiter(counts or (), dtype="<u8", count=len(counts or ()))  # line hash -> distinct pages (decayed)
+        order = np.argsort(lines, kind="stable")
+        self._lines = lines[order]
+        self._counts = np.fromiter((counts or {}).values(), dtype="<u4", count=len(counts or ()))[order]
         keys = np.asarray(urls if isinstance(urls, np.ndarray) else list(urls), dtype="<u8")
         self._urls = np.empty(max(16, 2 * len(keys)), dtype="<u8")  # recent page keys at [_start, _end)
         self._urls[: len(keys)] = keys
         self._start, self._end = 0, len(keys)
         self._seen: set[int] | None = None  # the same keys as a set, once asked
+
+    @property
+    def counts(self) -> dict[int, int]:
+        """Line hash -> distinct pages (decayed), in hash order: a copy."""
+        return dict(zip(self._lines.tolist(), self._counts.tolist(), strict=True))
+
+    @property
+    def line_count(self) -> int:
+        return len(self._lines)
 
     @property
     def urls(self) -> list[int]:
@@ -138,7 +155,8 @@ class SiteTemplate:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SiteTemplate):
             return NotImplemented
-        return (self.pages, self.since_halving, self.counts) == (other.pages, other.since_halving, other.counts) \
+        return (self.pages, self.since_halving) == (other.pages, other.since_halving) \
+            and np.array_equal(self._lines, other._lines) and np.array_equal(self._counts, other._counts) \
             and np.array_equal(self._urls[self._start: self._end], other._urls[other._start: other._end])
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
@@ -146,6 +164,16 @@ class SiteTemplate:
     def __repr__(self) -> str:
         return (f"SiteTemplate(pages={self.pages!r}, since_halving={self.since_halving!r}, counts={self.counts!r}, "
                 f"urls={self.urls!r})")
+
+    def _find(self, hashes: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each line is among the counted ones, and whether it is there."""
+        lines = self._lines
+        wanted = np.asarray(hashes, dtype="<u8")
+        if not len(lines):
+            return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
+        pos = np.searchsorted(lines, wanted)
+        pos[pos == len(lines)] = 0
+        return pos, lines[pos] == wanted
 
     def _has_url(self, key: int) -> bool:
         seen = self._seen
@@ -190,30 +218,42 @@ class SiteTemplate:
         """The lines that are template now; None while the site is too new to tell."""
         if not self.known(params):
             return None
-        floor = self.floor(params)
-        return {line for line, count in self.counts.items() if count >= floor}
+        return set(self._lines[self._counts >= self.floor(params)].tolist())
 
     def strip(self, lines: list[str], hashes: list[int], params: TemplateParams) -> tuple[str, int]:
         """The page's own text (its template lines removed) and how many lines were removed.
-        One dict lookup per line of the page, whatever the size of the site's model. During the
-        cold start the provisional template is removed (see the module's docstring)."""
-        floor, counts = self.floor(params), self.counts
-        kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
+        One search of the site's sorted lines for all the page's lines. During the cold start the
+        provisional template is removed (see the module's docstring)."""
+        counted = self._lines
+        if not lines or not len(counted):  # nothing is template before a line is counted
+            return "\n".join(lines), 0
+        wanted = np.asarray(hashes, dtype="<u8")
+        at = np.minimum(counted.searchsorted(wanted), len(counted) - 1)
+        template = ((self._counts[at] >= self.floor(params)) & (counted[at] == wanted)).tolist()
+        if not any(template):
+            return "\n".join(lines), 0
+        kept = [line for line, drop in zip(lines, template, strict=True) if not drop]
         return "\n".join(kept), len(lines) - len(kept)
 
     def new_lines(self, hashes: list[int], exclude: list[int]) -> list[int]:
         """Positions of the lines the site never showed before and not in `exclude` (first of each)."""
-        counts, skip, positions = self.counts, set(exclude), []
-        for pos, line in enumerate(hashes):
-            if line not in skip and line not in counts:
+        skip, positions = set(exclude), []
+        for pos, (line, seen) in enumerate(zip(hashes, self._find(hashes)[1].tolist(), strict=True)):
+            if line not in skip and not seen:
                 skip.add(line)
                 positions.append(pos)
         return positions
 
     def shown_before(self, url: str, hashes: list[int]) -> bool:
         """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
-        counts = self.counts  # the lines first: most pages fail there, before the URL is hashed and looked for
-        return bool(hashes) and all(line in counts for line in hashes) and not self._has_url(page_key(url))
+        # the lines first: most pages fail there, before the URL is hashed and looked for
+        counted = self._lines
+        if not hashes or not len(counted):
+            return False
+        first = int(counted.searchsorted(hashes[0]))  # one line first: most pages fail on it
+        if first == len(counted) or int(counted[first]) != hashes[0]:
+            return False
+        return bool(self._find(hashes)[1].all()) and not self._has_url(page_key(url))
 
     def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
@@ -222,25 +262,35 @@ class SiteTemplate:
             return False
         self._add_url(key, params.recent_urls)
         self.pages += 1
-        for line in set(hashes):
-            self.counts[line] = self.counts.get(line, 0) + 1
-        if len(self.counts) > params.max_lines:  # keep the most seen (ties by hash: deterministic),
-            ranked = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))  # down to 3/4: amortised
-            self.counts = dict(ranked[: params.max_lines * 3 // 4])
+        if hashes:
+            page, lines = np.unique(np.asarray(hashes, dtype="<u8")), self._lines
+            at = np.searchsorted(lines, page)  # where each line is, or would go
+            found = lines[np.minimum(at, len(lines) - 1)] == page if len(lines) else np.zeros(len(page), dtype=bool)
+            self._counts[at[found]] += 1
+            if not found.all():  # new lines, each at its place in hash order, counted once
+                fresh = ~found
+                self._lines = np.insert(lines, at[fresh], page[fresh])
+                self._counts = np.insert(self._counts, at[fresh], np.uint32(1))
+        if len(self._lines) > params.max_lines:  # keep the most seen (ties by hash: deterministic),
+            ranked = np.lexsort((self._lines, ~self._counts))[: params.max_lines * 3 // 4]  # down to 3/4: amortised
+            kept = np.sort(ranked)  # in hash order again
+            self._lines, self._counts = self._lines[kept], self._counts[kept]
         self.since_halving += 1
         if self.since_halving >= params.half_life:
             self.since_halving = 0
             self.pages //= 2
-            self.counts = {line: count // 2 for line, count in self.counts.items() if count >= 2}
+            kept_mask = self._counts >= 2
+            self._lines, self._counts = self._lines[kept_mask], self._counts[kept_mask] // 2
         return True
 
     # -- bytes for the store ---------------------------------------------------------------
+    # header (pages, since_halving, lines, urls), line hashes (u64), their counts (u32), URL keys
+    # (u64), little-endian. The lines are written in hash order; records written before
+    # 2026-11-25 hold them in the order they were first counted, and are sorted when decoded.
     def encode(self) -> bytes:
-        lines = np.fromiter(self.counts.keys(), dtype="<u8", count=len(self.counts))
-        counts = np.fromiter(self.counts.values(), dtype="<u4", count=len(self.counts))
         urls = self._urls[self._start: self._end]
-        return (_HEAD.pack(self.pages, self.since_halving, len(lines), len(urls))
-                + lines.tobytes() + counts.tobytes() + urls.tobytes())
+        return b"".join((_HEAD.pack(self.pages, self.since_halving, len(self._lines), len(urls)),
+                         self._lines.tobytes(), self._counts.tobytes(), urls.tobytes()))
 
     @classmethod
     def decode(cls, data: bytes) -> SiteTemplate:
@@ -248,7 +298,12 @@ class SiteTemplate:
         pos = _HEAD.size
         lines = np.frombuffer(data, dtype="<u8", count=n_lines, offset=pos)
         pos += 8 * n_lines
-        counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos)
+        counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos).copy()  # counted in place
         pos += 4 * n_lines
         urls = np.frombuffer(data, dtype="<u8", count=n_urls, offset=pos)
-        return cls(pages, since, dict(zip(lines.tolist(), counts.tolist(), strict=True)), urls)
+        template = cls(pages, since, None, urls)
+        if n_lines > 1 and not bool((lines[1:] > lines[:-1]).all()):  # an older record: sorted now
+            order = np.argsort(lines, kind="stable")
+            lines, counts = lines[order], counts[order]
+        template._lines, template._counts = lines, counts
+        return template

@@ -41,7 +41,7 @@ class TemplateCache:
 
     def put(self, site_hash: int, template: SiteTemplate) -> None:
         self.take(site_hash)
-        size = 1 + len(template.counts) + template.url_count
+        size = 1 + template.line_count + template.url_count
         self._templates[site_hash] = (template, size)
         self._size += size
         while self._size > self.budget:

@@ -136,3 +136,69 @@ def test_recent_urls_are_the_last_distinct_keys_whatever_the_decodes_between():
         if step % 97 == 0:
             site = SiteTemplate.decode(site.encode())
     assert site == SiteTemplate.decode(site.encode()) and len(site.encode()) == 16 + 12 * len(site.counts) + 8 * 16
+
+
+def test_encoded_lines_are_in_hash_order_and_records_in_first_counted_order_still_decode():
+    """The store's bytes hold the counted lines in hash order (the in-memory arrays, copied); a
+    record written before (the lines in the order first counted) decodes to the same model."""
+    import struct
+
+    import numpy as np
+
+    site = SiteTemplate()
+    site.learn("https://a.example/1", [9, 2**64 - 1, 3], PARAMS)
+    site.learn("https://a.example/2", [5, 3], PARAMS)
+    data = site.encode()
+    lines = np.frombuffer(data, dtype="<u8", count=4, offset=16).tolist()
+    assert lines == [3, 5, 9, 2**64 - 1]
+    older = (struct.pack("<IIII", 2, 2, 4, 2) + np.array([9, 2**64 - 1, 3, 5], dtype="<u8").tobytes()
+             + np.array([1, 1, 2, 1], dtype="<u4").tobytes() + data[-16:])
+    again = SiteTemplate.decode(older)
+    assert again == site and again.counts == {3: 2, 5: 1, 9: 1, 2**64 - 1: 1} and again.encode() == data
+    again.learn("https://a.example/3", [9, 4], PARAMS)  # a decoded model is counted in place
+    assert again.counts == {3: 2, 4: 1, 5: 1, 9: 2, 2**64 - 1: 1}
+
+
+def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_bytes():
+    """Against the model as a plain dict (line -> count, trimmed to the most seen with ties by hash,
+    halved): the same strip, template lines, new lines and shown_before, page after page."""
+    import random
+
+    from streamdedup.clean.template import page_key
+
+    params = TemplateParams(min_pages=4, min_count=3, min_share=0.3, half_life=150, max_lines=64, recent_urls=32)
+    rng = random.Random(11)
+    site, counts, pages, since, recent = SiteTemplate(), {}, 0, 0, []
+    for step in range(1500):
+        url = f"https://a.example/{rng.randrange(400)}"
+        hashes = [rng.choice([rng.randrange(40), rng.getrandbits(64)]) for _ in range(rng.randint(0, 12))]
+        lines = [str(h) for h in hashes]
+        floor = (max(params.cold_min_count, params.cold_min_share * pages) if pages < params.min_pages
+                 else max(params.min_count, params.min_share * pages))
+        kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
+        assert site.strip(lines, hashes, params) == ("\n".join(kept), len(lines) - len(kept))
+        fresh = page_key(url) not in recent
+        assert site.shown_before(url, hashes) == (bool(hashes) and all(h in counts for h in hashes) and fresh)
+        exclude = hashes[: len(hashes) // 2]
+        expected, skip = [], set(exclude)
+        for pos, h in enumerate(hashes):
+            if h not in skip and h not in counts:
+                skip.add(h)
+                expected.append(pos)
+        assert site.new_lines(hashes, exclude) == expected
+        if pages >= params.min_pages:
+            assert site.template_lines(params) == {h for h, c in counts.items() if c >= floor}
+        assert site.learn(url, hashes, params) == fresh
+        if fresh:
+            recent = [*recent, page_key(url)][-params.recent_urls:]
+            pages += 1
+            for h in set(hashes):
+                counts[h] = counts.get(h, 0) + 1
+            if len(counts) > params.max_lines:
+                counts = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: params.max_lines * 3 // 4])
+            since += 1
+            if since == params.half_life:
+                since, pages, counts = 0, pages // 2, {h: c // 2 for h, c in counts.items() if c >= 2}
+        assert (site.counts, site.pages, site.since_halving) == (counts, pages, since), step
+        if step % 37 == 0:
+            site = SiteTemplate.decode(site.encode())
