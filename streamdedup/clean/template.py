@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -142,6 +143,13 @@ class SiteTemplate:
     @property
     def line_count(self) -> int:
         return len(self._lines)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held, roughly: the arrays, the URL set if made (its table and its ints), the object."""
+        seen = self._seen
+        held = self._lines.nbytes + self._counts.nbytes + self._urls.nbytes + 400
+        return held if seen is None else held + sys.getsizeof(seen) + 36 * len(seen)
 
     @property
     def urls(self) -> list[int]:

@@ -492,3 +492,28 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
     monkeypatch.setattr(signature_store, "available_bytes", lambda: None)  # unknown: no check
     with _open(tmp_path) as store:
         assert store.seq_for("p99") == 99
+
+
+def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
+    """The cache's default budget is in bytes and holds 1,500 sites whose models are full (4,096
+    lines, 1,024 recent URLs, the URL set made): a partition's worth (before: 2^20 lines and URLs
+    held ~200). Beyond its budget the least recently written site goes first."""
+    import numpy as np
+
+    from streamdedup.clean.template import SiteTemplate, TemplateParams
+    from streamdedup.store.template_store import TemplateCache
+
+    params = TemplateParams()
+    full = SiteTemplate(counts={line: 1 + line % 50 for line in range(params.max_lines)},
+                        urls=np.arange(1, params.recent_urls + 1, dtype="<u8"))
+    data = full.encode()
+    cache = TemplateCache()
+    for site in range(1500):
+        template = SiteTemplate.decode(data)
+        template.learn(f"https://a.example/{site}", [], params)  # as a batch does: the URL set is made
+        cache.put(site, template)
+    assert all(cache.take(site) is not None for site in range(1500))
+    small = TemplateCache(budget=3 * full.nbytes)
+    for site in range(4):
+        small.put(site, SiteTemplate.decode(data))
+    assert small.take(0) is None and all(small.take(site) is not None for site in (1, 2, 3))
