@@ -36,16 +36,17 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
 
     send(settings, records)
     run_workers(settings, ["w1"], len(records))
-    rejected = [dict(m.headers())["dedup.reason"].decode() for m in read_topic(settings, settings.topics.rejected)]
+    rejected = [dict(m.headers())["dedup.reason"].decode()
+                for m in read_topic(settings, settings.topics.rejected, to_end=True)]
     assert rejected == ["template_only"]
     t = settings.topics
     worker = {}
     for topic in (t.unique, t.duplicates):
-        for message in read_topic(settings, topic, quiet_s=1):
+        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
             dedup = orjson.loads(message.value())["dedup"]
             assert dedup["id"] not in worker
             worker[dedup["id"]] = dedup
-    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1, to_end=True)]
     assert not [e for e in events if e["type"] == "late_match"], "one partition in fetch order: nothing is late"
     assert worker.keys() == file_mode.keys()
     for page_id, expected in file_mode.items():
