@@ -246,6 +246,7 @@ def main() -> None:
             rebuild_s, rebuild_cpu = time.perf_counter() - reopen, time.process_time() - reopen_cpu
             print(json.dumps({"reopen_rebuilding_s": round(rebuild_s, 2), "cpu_s": round(rebuild_cpu, 2)}),
                   file=sys.stderr, flush=True)
+            config_meta = detector.store.get_meta("config")
             bulk_table = detector.store.memory
             detector.store.memory = MemoryIndex()
             cpu = time.process_time()
@@ -271,7 +272,7 @@ def main() -> None:
                 "rebuild_each_record_decoded_cpu_s_per_million_pages":
                     None if per_record_cpu is None else round(per_record_cpu / stored * 1e6, 2),
                 "rebuild_same_table": same_table,
-                "schema": detector.store.get_meta("config") and json.loads(detector.store.get_meta("config"))["schema"],
+                "schema": config_meta and json.loads(config_meta)["schema"],
             }
     finally:
         shutil.rmtree(work, ignore_errors=True)
