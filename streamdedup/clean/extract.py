@@ -174,7 +174,7 @@ def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: 
     killed on overrun, the others under an alarm (0: no bound)."""
     if extractor not in _BACKENDS:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
-    utf8 = html.encode("utf-8", "surrogatepass")  # the nesting bound reads it, and so does the helper's pipe
+    utf8 = html.encode("utf-8", "surrogatepass")  # the nesting check reads it, and so does the helper's pipe
     check_nesting(html, utf8=utf8)
     # SIGALRM reaches only the main thread: elsewhere (prepare_many's threads) every extractor runs
     # in the helper, whose kill bounds trafilatura as it bounds C

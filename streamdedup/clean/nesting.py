@@ -39,10 +39,9 @@ _NOT_NESTING = frozenset("area base br col embed hr img image input link meta pa
 def check_nesting(html: str, limit: int = MAX_NESTING, utf8: bytes | None = None) -> None:
     """Refuse markup nested deeper than `limit` elements (`utf8`: the page's UTF-8 bytes, if the
     caller has them)."""
-    data = np.frombuffer(html.encode("utf-8", "surrogatepass") if utf8 is None else utf8, dtype=np.uint8)
-    opens = np.flatnonzero(data == 60)  # every '<', found at numpy's vector speed: the scan visits only these
+    data, opens = _tags(html.encode("utf-8", "surrogatepass") if utf8 is None else utf8)
     # fewer tags than the limit cannot nest deeper: most pages are not scanned
-    if len(opens) > limit and _depth(data, opens, limit, _NOT_NESTING_KEYS, _RAW_NAMES, _RAW_LENGTHS) > limit:
+    if len(opens) > limit and _scan(data, opens, limit) > limit:
         raise Rejected(Reason.TOO_DEEP, f"the markup is nested more than {limit} elements deep (pages deeper than "
                                         f"{limit} are not parsed; real pages stay under 100)")
 
@@ -97,8 +96,17 @@ for _row, _name in enumerate(_RAW_TEXT):
 
 def compiled_depth(raw: bytes, stop_above: int) -> int:
     """`nesting_depth` of a page's UTF-8 bytes, compiled; stops above `stop_above`."""
+    return _scan(*_tags(raw), stop_above)
+
+
+def _tags(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The page's bytes and where every '<' is, found at numpy's vector speed: the scan visits only these."""
     data = np.frombuffer(raw, dtype=np.uint8)
-    return int(_depth(data, np.flatnonzero(data == 60), stop_above, _NOT_NESTING_KEYS, _RAW_NAMES, _RAW_LENGTHS))
+    return data, np.flatnonzero(data == 60)
+
+
+def _scan(data: np.ndarray, opens: np.ndarray, stop_above: int) -> int:
+    return int(_depth(data, opens, stop_above, _NOT_NESTING_KEYS, _RAW_NAMES, _RAW_LENGTHS))
 
 
 @numba.njit(cache=True, inline="always")

@@ -183,11 +183,14 @@ class SiteTemplate:
         pos[pos == len(lines)] = 0
         return pos, lines[pos] == wanted
 
+    def _url_set(self) -> set[int]:
+        """The recent page keys as a set, made when first asked."""
+        if self._seen is None:
+            self._seen = set(self.urls)
+        return self._seen
+
     def _has_url(self, key: int) -> bool:
-        seen = self._seen
-        if seen is None:
-            seen = self._seen = set(self.urls)
-        return key in seen
+        return key in self._url_set()
 
     def _add_url(self, key: int, keep: int) -> None:
         """Append a key (not among the recent ones) and drop the oldest beyond `keep`."""
@@ -200,9 +203,7 @@ class SiteTemplate:
             else:
                 self._urls[:n] = self._urls[self._start: self._end]
             self._start, self._end = 0, n
-        seen = self._seen
-        if seen is None:
-            seen = self._seen = set(self.urls)
+        seen = self._url_set()
         self._urls[self._end] = key
         self._end += 1
         seen.add(key)
@@ -232,12 +233,10 @@ class SiteTemplate:
         """The page's own text (its template lines removed) and how many lines were removed.
         One search of the site's sorted lines for all the page's lines. During the cold start the
         provisional template is removed (see the module's docstring)."""
-        counted = self._lines
-        if not lines or not len(counted):  # nothing is template before a line is counted
+        if not lines or not len(self._lines):  # nothing is template before a line is counted
             return "\n".join(lines), 0
-        wanted = np.asarray(hashes, dtype="<u8")
-        at = np.minimum(counted.searchsorted(wanted), len(counted) - 1)
-        template = ((self._counts[at] >= self.floor(params)) & (counted[at] == wanted)).tolist()
+        at, found = self._find(hashes)
+        template = (found & (self._counts[at] >= self.floor(params))).tolist()
         if not any(template):
             return "\n".join(lines), 0
         kept = [line for line, drop in zip(lines, template, strict=True) if not drop]

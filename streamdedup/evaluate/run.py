@@ -96,8 +96,9 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
             items: list[Fingerprinted | Outcome] = []
             with tqdm(total=len(raws), unit="page", desc="fingerprint", disable=quiet or None) as progress:
                 for start in range(0, len(raws), config.batch_size):
-                    items.extend(preparer.prepare_many(raws[start: start + config.batch_size]))
-                    progress.update(len(raws[start: start + config.batch_size]))
+                    chunk = raws[start: start + config.batch_size]
+                    items.extend(preparer.prepare_many(chunk))
+                    progress.update(len(chunk))
         records = [item.record for item in items]
         gold = [str(r.get("cluster", f"unlabelled:{i}")) for i, r in enumerate(records)]
         results: dict[str, dict[str, Any]] = {}
