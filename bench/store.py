@@ -47,6 +47,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -229,9 +230,15 @@ def main() -> None:
             windows = []
             for w in range(args.windows):
                 start = args.pages + w * args.window
+                before = Counter(detector.work)
                 wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng, args.lines), args.batch)
+                work = Counter(detector.work)
+                work.subtract(before)
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
-                                "pages_per_cpu_s": round(args.window / cpu)})
+                                "pages_per_cpu_s": round(args.window / cpu),
+                                # random pages share no content: these are chance collisions of index keys
+                                "candidates_found_per_page": round(work["candidates_found"] / args.window, 3),
+                                "candidates_verified_per_page": round(work["candidates_verified"] / args.window, 3)})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()

@@ -23,7 +23,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, judged
+from streamdedup.verdict.engine import Candidate, decide, found_by_index, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,7 @@ class Detector:
         pages = max(1, self.work["pages"])
         return {"pages": self.work["pages"], "candidates_found_mean": round(self.work["candidates_found"] / pages, 2),
                 "candidates_verified_mean": round(self.work["candidates_verified"] / pages, 2),
+                "candidates_by_chance_mean": round(self.work["candidates_by_chance"] / pages, 2),
                 "candidates_found_max": self.work["max_candidates_found"],
                 "pages_over_candidate_limit": self.work["pages_over_candidate_limit"]}
 
@@ -160,11 +161,18 @@ class Detector:
         if not seqs:  # the common case: no stored page shares a key
             return []
         work["candidates_found"] += batch.last_found
-        work["candidates_verified"] += len(seqs)
         work["pages_over_candidate_limit"] += int(batch.last_found > len(seqs))
         work["max_candidates_found"] = max(work["max_candidates_found"], batch.last_found)
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        if batch.unvouched:  # found only by SimHash's short keys: chance collisions are dropped unjudged
+            kept = [s for s in seqs if s not in batch.unvouched
+                    or (doc := batch.doc(s)) is None or found_by_index(self.methods_by_name, mine, doc)]
+            work["candidates_by_chance"] += len(seqs) - len(kept)
+            seqs = kept
+        work["candidates_verified"] += len(seqs)
+        if not seqs:
+            return []
         page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash)
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, page, mine,

@@ -66,6 +66,18 @@ class FingerprintMethod(ABC, Generic[S, P]):
         has (the store's rebuild after a crash). None: not offered, or not for these signatures."""
         return None
 
+    # Whether `index_finds` can tell a page its keys found by chance (short keys, as SimHash's
+    # tables: their chance collisions grow with the store; see `index_finds`).
+    tells_chance_keys: ClassVar[bool] = False
+
+    def index_finds(self, signature: S, other: bytes) -> bool:
+        """Whether a stored page (its encoded signature) is one this method's index is built to
+        find for `signature`, not a chance collision of its keys. A candidate that only such keys
+        found, and that none of their methods finds, is dropped before it is judged: it is no
+        method's candidate (the other methods' own keys would have found it). Only asked of a
+        method with `tells_chance_keys`."""
+        return True
+
     @abstractmethod
     def similarity(self, signature: S, other: S) -> float | None:
         """Estimated similarity if `other` is a near-duplicate by this method, else None."""

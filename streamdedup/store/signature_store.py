@@ -151,6 +151,8 @@ class SignatureStore:
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
+        # the tag bytes of methods whose index names can find pages by chance (`index_finds`)
+        self.chance_tags = frozenset(tag for tag, m in self._by_tag.items() if m.tells_chance_keys)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
         self.db = self._open(self.path, create=not existed)
@@ -637,6 +639,8 @@ class StoreBatch:
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db.get, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
+        # of the last `candidates` answer, the seqs only names of `store.chance_tags` methods found
+        self.unvouched: set[int] = set()
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
@@ -741,11 +745,19 @@ class StoreBatch:
         tie (the earliest-page rule). On normal crawls a page has a handful of candidates and the
         limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
         self.last_found = 0
+        self.unvouched = set()
         if self._live.isdisjoint(names) and self._values.keys() >= set(names):  # all read, none filed
             self._quiet = names
             return []
         self._quiet = None
-        found = [v for n in names if (v := self._value(n))]
+        chance_tags = self.store.chance_tags
+        found: list[bytes] = []
+        vouching: list[bytes] = []  # values of names whose method's keys do not collide by chance
+        for n in names:
+            if v := self._value(n):
+                found.append(v)
+                if n[0] not in chance_tags:
+                    vouching.append(v)
         if not found:
             return []
         answers = self._answers
@@ -755,8 +767,13 @@ class StoreBatch:
         shared = Counter(s for v in found for s in answers[v])
         self.last_found = len(shared)
         if len(shared) <= limit:
-            return sorted(shared)
-        return sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])
+            kept = sorted(shared)
+        else:
+            kept = sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])
+        if len(vouching) < len(found):
+            vouched = {s for v in vouching for s in answers[v]}
+            self.unvouched = {s for s in kept if s not in vouched}
+        return kept
 
     def doc(self, seq: int) -> DocRecord | None:
         staged = self._docs.get(seq)

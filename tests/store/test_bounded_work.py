@@ -77,3 +77,51 @@ def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monke
         assert batch.candidates([hot]) == [0, 1, 2]
         assert batch.candidates([hot, cold]) == [0, 1, 2, 25, 26, 27, 28, 29]
         assert batch.last_found == 8
+
+
+def _synthetic(i: int, simhash: int, rng):
+    """A page with random signatures of the default methods but the SimHash fingerprint given."""
+    import numpy as np
+
+    from streamdedup.fingerprinter import Fingerprinted
+    from streamdedup.fingerprints.a12 import A12Signature
+    from streamdedup.fingerprints.minhash import MinHashSignature
+    from streamdedup.record.page import Page
+
+    url = f"https://site{i}.example/a/{i}"
+    signatures = {
+        "exact": rng.getrandbits(128).to_bytes(16, "little"),
+        "minhash": MinHashSignature(np.array([rng.getrandbits(16) for _ in range(128)], dtype=np.uint16), 500),
+        "simhash": simhash,
+        "a12": A12Signature(500, 20, tuple(rng.getrandbits(64) for _ in range(3)),
+                            tuple(rng.getrandbits(64) for _ in range(5))),
+    }
+    page_ = Page(id=url, url=url, content="", content_type="text/plain", fetched_at=None, lang="en", record={})
+    return Fingerprinted(page_, {}, f"test:{i}", signatures)
+
+
+def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged(tmp_path):
+    """SimHash's table keys are ~26 bits: among millions of stored pages some share one with any
+    page by chance (~2 a page at 10 M). Such a page, beyond the Hamming distance the tables are
+    built for, is no method's candidate; one within it is judged as before."""
+    import random
+
+    from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
+
+    rng = random.Random(5)
+    masks = SimHashMethod(SimHashParams())._table_masks
+    first = rng.getrandbits(64)
+    outside = ~masks[0] & (2**64 - 1)  # bits outside table 0's key: flipping them keeps that key
+    flips = [b for b in range(64) if outside >> b & 1]
+    by_chance = first ^ sum(1 << b for b in rng.sample(flips, 12))  # shares a key, 12 bits away
+    near = first ^ (1 << flips[0]) ^ (1 << flips[5])  # 2 bits away: what the tables are built to find
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        detector.decide_batch([_synthetic(0, first, rng)])
+        detector.decide_batch([_synthetic(1, by_chance, rng)])
+        assert detector.work["candidates_found"] == 1 and detector.work["candidates_by_chance"] == 1
+        assert detector.work["candidates_verified"] == 0
+        outcomes = detector.decide_batch([_synthetic(2, near, rng)])
+    assert detector.work["candidates_found"] == 3  # the first page, and the chance one 10-14 bits away
+    assert detector.work["candidates_verified"] == 1  # the first page: judged (and not a duplicate:
+    assert outcomes[0].dedup["status"] == "unique"  # its other signatures are random)
+    assert detector.work_per_page()["candidates_by_chance_mean"] == round(2 / 3, 2)
