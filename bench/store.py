@@ -10,7 +10,7 @@ Signatures are synthetic (random, so every page is unique and every lookup misse
 case in a crawl) for the four default methods, so the store is measured alone. The store is
 filled through the same path it is measured on (larger batches, untimed), or with `--bulk-fill`
 by writing the very records that path writes (page record, time entry; the id and one posting per
-index key into the in-memory index) without the lookups, which every unique page would miss
+index key into the in-memory index, and the SimHash word the chance check reads) without the lookups, which every unique page would miss
 anyway: ~10x faster, for 10 M pages; then each measured
 window sends `--window` pages through Detector.decide_staged + commit in batches of `--batch`,
 exactly as the worker does (the index keys of the whole batch looked up in one pass of the table, candidate
@@ -183,6 +183,10 @@ def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
     wb.put(layout.meta_key("next_seq"), str(first_seq + len(items)).encode())
     store.db.write(wb)
     store.memory.insert(filed, seqs)
+    if store.word_tag is not None:  # the chance check's words, as a commit keeps them
+        name = store._by_tag[store.word_tag].name
+        store.file_words(list(range(first_seq, first_seq + len(items))),
+                         [detector.methods_by_name[name][1].encode(fp.signatures[name]) for fp in items])
 
 
 def memory() -> dict[str, float]:

@@ -23,7 +23,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, found_by_index, judged
+from streamdedup.verdict.engine import Candidate, decide, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -166,8 +166,7 @@ class Detector:
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
         if batch.unvouched:  # found only by SimHash's short keys: chance collisions are dropped unjudged
-            kept = [s for s in seqs if s not in batch.unvouched
-                    or (doc := batch.doc(s)) is None or found_by_index(self.methods_by_name, mine, doc)]
+            kept = batch.without_chance(seqs, mine)
             work["candidates_by_chance"] += len(seqs) - len(kept)
             seqs = kept
         work["candidates_verified"] += len(seqs)

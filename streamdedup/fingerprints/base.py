@@ -78,6 +78,12 @@ class FingerprintMethod(ABC, Generic[S, P]):
         method with `tells_chance_keys`."""
         return True
 
+    def index_finds_bits(self, signature: S, bits: np.ndarray, mask: int) -> np.ndarray:
+        """`index_finds` for many stored pages from only the `mask` bits of their encoded
+        signatures' first 8 bytes (little-endian uint64, as the store keeps them in memory): True
+        wherever `index_finds` could be True, so that a page it says no to is never a real one."""
+        return np.ones(len(bits), dtype=np.bool_)
+
     @abstractmethod
     def similarity(self, signature: S, other: S) -> float | None:
         """Estimated similarity if `other` is a near-duplicate by this method, else None."""

@@ -105,6 +105,10 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     def index_finds(self, signature: int, other: bytes) -> bool:
         return len(other) != 8 or hamming(signature, self.decode(other)) <= self.params.max_distance
 
+    def index_finds_bits(self, signature: int, bits: np.ndarray, mask: int) -> np.ndarray:
+        """The distance over the masked bits is at most the whole distance: never a real one dropped."""
+        return popcount64((bits ^ np.uint64(signature)) & np.uint64(mask)) <= self.params.max_distance
+
     def similarity(self, signature: int, other: int) -> float | None:
         distance = hamming(signature, other)
         return 1.0 - distance / BITS if distance <= self.params.max_distance else None

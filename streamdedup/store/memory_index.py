@@ -327,7 +327,12 @@ class MemoryIndex:
 
     def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
         if names:
-            removed = _remove(self.words, self.low, name_ints(names), np.asarray(seqs, dtype=np.uint64))
+            self.remove_ints(name_ints(names), np.asarray(seqs, dtype=np.uint64))
+
+    def remove_ints(self, names: np.ndarray, seqs: np.ndarray) -> None:
+        """`remove` of names as 48-bit integers and seqs as uint64."""
+        if len(names):
+            removed = _remove(self.words, self.low, names, seqs)
             self.epoch = next(_EPOCHS)
             self.postings -= removed
             self.tombstones += removed

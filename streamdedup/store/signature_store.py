@@ -103,12 +103,18 @@ _ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
 _ROCKSDB_OTHER_FILE = re.compile(r"IDENTITY|LOCK|LOG(\.old\.\d+)?|OPTIONS-\d+(\.dbtmp)?|rocksdict-config\.json")
 _LEXICON_COPY = re.compile(r"lexicon-.+\.json\.gz")  # detector.keep_lexicon_with_state, before the store opens
 _SNAPSHOT = "index-snapshot"  # the in-memory index as the store was closed (`SignatureStore.close`)
+_WORDS_SNAPSHOT = "words-snapshot"  # and the chance-check words beside it (`SignatureStore.words`)
+_SNAPSHOT_FILES = (_SNAPSHOT, _SNAPSHOT + ".tmp", _WORDS_SNAPSHOT, _WORDS_SNAPSHOT + ".tmp")
+# The chance check reads this many low bits of a stored word: a MemoryIndex value holds 47 bits.
+# Fewer bits can only keep more candidates (their Hamming distance can only be smaller), never drop one.
+WORD_BITS = 47
+WORD_MASK = (1 << WORD_BITS) - 1
 
 
 def foreign_files(names: Iterable[str]) -> list[str]:
     """The names that are neither RocksDB's nor a lexicon copy: a directory holding any is not a store."""
     return [n for n in names if not (_ROCKSDB_DATA_FILE.fullmatch(n) or _ROCKSDB_OTHER_FILE.fullmatch(n)
-                                     or n in ("CURRENT", _SNAPSHOT, _SNAPSHOT + ".tmp") or _LEXICON_COPY.fullmatch(n))]
+                                     or n == "CURRENT" or n in _SNAPSHOT_FILES or _LEXICON_COPY.fullmatch(n))]
 
 
 def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
@@ -151,8 +157,10 @@ class SignatureStore:
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
-        # the tag bytes of methods whose index names can find pages by chance (`index_finds`)
+        # the tag bytes of methods whose index names can find pages by chance (`index_finds`); the
+        # first one's stored signatures are kept in memory too (`words`), to tell those pages unread
         self.chance_tags = frozenset(tag for tag, m in self._by_tag.items() if m.tells_chance_keys)
+        self.word_tag = min(self.chance_tags) if self.chance_tags else None
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
         self.db = self._open(self.path, create=not existed)
@@ -164,8 +172,12 @@ class SignatureStore:
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
         self.index_version = self.get_meta_int("index_version", 0)
+        # seq -> the low WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little
+        # endian): a MemoryIndex whose "names" are seqs and whose "seqs" are those bits
+        self.words = MemoryIndex()
         self.memory = self._load_snapshot() or MemoryIndex()
         if not self.memory.postings:
+            self.words = MemoryIndex()
             self._rebuild_index()
         self._ready = True
 
@@ -173,21 +185,31 @@ class SignatureStore:
         """The index as the store was last closed, if no write changed it since (the snapshot
         names the store's `index_version`, which every write that changes the index counts up).
         The file is used once: deleted as it is read, so a crash later never finds it."""
-        path = self.path / _SNAPSHOT
+        path, words_path = self.path / _SNAPSHOT, self.path / _WORDS_SNAPSHOT
         if not path.exists():
+            words_path.unlink(missing_ok=True)
             return None
-        self._check_memory(path.stat().st_size, "its snapshot")  # kept: a run with more memory loads it
+        size = path.stat().st_size + (words_path.stat().st_size if words_path.exists() else 0)
+        self._check_memory(size, "its snapshot")  # kept: a run with more memory loads it
+        memory = words = None
         try:
             memory = MemoryIndex.load(path, self.index_version)
+            if words_path.exists():
+                words = MemoryIndex.load(words_path, self.index_version)
         except (OSError, ValueError):
             memory = None
         path.unlink()
+        words_path.unlink(missing_ok=True)
+        if memory is None or (words is None and self.word_tag is not None):
+            return None  # both or neither: the words are rebuilt with the index
+        self.words = words or MemoryIndex()
         return memory
 
     def _save_snapshot(self) -> None:
-        tmp = self.path / (_SNAPSHOT + ".tmp")
-        self.memory.save(tmp, self.index_version)
-        os.replace(tmp, self.path / _SNAPSHOT)
+        for name, table in ((_WORDS_SNAPSHOT, self.words), (_SNAPSHOT, self.memory)):  # the index last:
+            tmp = self.path / (name + ".tmp")  # its file is what says a snapshot is there
+            table.save(tmp, self.index_version)
+            os.replace(tmp, self.path / name)
 
     def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
         """The in-memory index from the page records: every page under its keys, but those its
@@ -268,6 +290,25 @@ class SignatureStore:
             names += layout.index_names(tag, tag_keys)
             seqs += owners[tag]
         self.memory.insert(names, seqs)  # a name twice for one page (a hash collision) is filed once
+        self.file_words([doc.seq for doc in docs], [doc.signatures.get(self.word_tag) for doc in docs]
+                        if self.word_tag is not None else [])
+
+    def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None:
+        """Keep these pages' `word_tag` signatures (encoded; None: the page has none) in `words`."""
+        if self.word_tag is None:
+            return
+        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
+        if kept:
+            bits = np.frombuffer(b"".join(data[:8] for _, data in kept), dtype="<u8") & np.uint64(WORD_MASK)
+            self.words.insert_ints(np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64))
+
+    def stored_words(self, seqs: Sequence[int]) -> dict[int, int]:
+        """The kept word bits (`words`) of these stored pages, by seq (a page without one: absent)."""
+        if not seqs:
+            return {}
+        counts, starts, out = self.words.found_ints(np.asarray(seqs, dtype=np.uint64))
+        return {seq: int(out[start]) for seq, count, start in zip(seqs, counts.tolist(), starts.tolist(), strict=True)
+                if count}
 
     def filed_names(self, doc: DocRecord) -> list[bytes]:
         """The index names a stored page is filed under: its id's, and its keys' but those its
@@ -544,6 +585,11 @@ class SignatureStore:
             self._doc_cache.pop(doc.seq, None)
         self.index_version += 1
         self.memory.remove(names, seqs)
+        worded = [(doc.seq, data) for doc in docs if self.word_tag is not None
+                  and (data := doc.signatures.get(self.word_tag)) is not None and len(data) >= 8]
+        if worded:
+            bits = np.frombuffer(b"".join(data[:8] for _, data in worded), dtype="<u8") & np.uint64(WORD_MASK)
+            self.words.remove_ints(np.asarray([seq for seq, _ in worded], dtype=np.uint64), bits.astype(np.uint64))
 
     def delete_page(self, page_id: str) -> bool:
         """Forget a page: it no longer matches anything. Returns False if it was not stored."""
@@ -605,6 +651,7 @@ class SignatureStore:
             self._ready = False
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()
+            self.words = MemoryIndex()
             self.templates.clear()
             self._doc_cache.clear()
             self.db.close()
@@ -668,7 +715,8 @@ class StoreBatch:
         values.update(zip(missing, read, strict=True))
         hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
         self._live.update(n for n, _ in hits)
-        seqs = {s for _, v in hits for s in answered(v)}
+        chance = self.store.chance_tags  # as in `stage`: those records are read only if asked for
+        seqs = {s for n, v in hits if n[0] not in chance for s in answered(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
 
@@ -719,7 +767,10 @@ class StoreBatch:
             if name not in values:
                 values[name] = None
         self._live.update(hits)
-        answers = {s for name in hits for s in answered(cast(bytes, values[name]))}
+        # the records of pages only chance-telling keys found are not read here: `by_chance` tells
+        # most of them from memory, and the few left are read when asked for
+        chance = self.store.chance_tags
+        answers = {s for name in hits if name[0] not in chance for s in answered(cast(bytes, values[name]))}
         unread = [s for s in answers if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
         cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
@@ -774,6 +825,33 @@ class StoreBatch:
             vouched = {s for v in vouching for s in answers[v]}
             self.unvouched = {s for s in kept if s not in vouched}
         return kept
+
+    def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
+        """`seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
+        without the pages that only keys of chance-telling methods found and that none of those
+        methods finds (`FingerprintMethod.index_finds`): chance collisions of short keys, no
+        method's candidates. Most are told from the word bits kept in memory (`SignatureStore.words`),
+        unread; the others (pages of this batch, pages a word's bits cannot tell) from their records."""
+        if not self.unvouched:
+            return list(seqs)
+        store = self.store
+        chance: set[int] = set()
+        tag = store.word_tag
+        if tag is not None and tag in mine:
+            words = store.stored_words([s for s in self.unvouched if s not in self._docs])
+            if words:
+                told = list(words)
+                bits = np.fromiter((words[s] for s in told), dtype=np.uint64, count=len(told))
+                keep = store._by_tag[tag].index_finds_bits(mine[tag], bits, WORD_MASK)
+                chance = {s for s, kept in zip(told, keep.tolist(), strict=True) if not kept}
+
+        def found(seq: int) -> bool:
+            doc = self.doc(seq)
+            return doc is None or any(
+                store._by_tag[t].index_finds(mine[t], data) for t in store.chance_tags
+                if t in mine and (data := doc.signatures.get(t)) is not None)
+
+        return [s for s in seqs if s not in self.unvouched or (s not in chance and found(s))]
 
     def doc(self, seq: int) -> DocRecord | None:
         staged = self._docs.get(seq)
@@ -892,6 +970,8 @@ class StoreBatch:
             names = np.concatenate([names, lone_names[added]])
             seqs = np.concatenate([seqs, lone_seqs[added].astype(np.uint64)])
         self.store.memory.insert_ints(names, seqs, free, epoch)
+        if (tag := self.store.word_tag) is not None:
+            self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
         self._staged = self._lone = self._page_seqs = None
         self._filed_names.clear()
         self._filed_seqs.clear()

@@ -87,15 +87,6 @@ class CandidateSimilarities:
         return float(self._values[name][row])
 
 
-def found_by_index(methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], mine: Mapping[int, Any],
-                   other: DocRecord) -> bool:
-    """Whether a stored page that only keys of methods telling chance collisions found
-    (`FingerprintMethod.tells_chance_keys`: SimHash's short table keys) is one such method's
-    index is built to find for this page. If not, it is a chance collision: no method's candidate."""
-    return any(method.index_finds(mine[tag], data) for tag, method in methods.values()
-               if method.tells_chance_keys and tag in mine and (data := other.signatures.get(tag)) is not None)
-
-
 def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
            methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:

@@ -120,8 +120,39 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
         detector.decide_batch([_synthetic(1, by_chance, rng)])
         assert detector.work["candidates_found"] == 1 and detector.work["candidates_by_chance"] == 1
         assert detector.work["candidates_verified"] == 0
+        assert 0 not in detector.store._doc_cache  # told from the word kept in memory: its record never read
         outcomes = detector.decide_batch([_synthetic(2, near, rng)])
     assert detector.work["candidates_found"] == 3  # the first page, and the chance one 10-14 bits away
     assert detector.work["candidates_verified"] == 1  # the first page: judged (and not a duplicate:
     assert outcomes[0].dedup["status"] == "unique"  # its other signatures are random)
     assert detector.work_per_page()["candidates_by_chance_mean"] == round(2 / 3, 2)
+
+
+def test_the_words_the_chance_check_reads_follow_the_pages_through_reopen_crash_and_deletion(tmp_path):
+    """`SignatureStore.words` holds each stored page's SimHash bits as the records do: saved with
+    the index at a clean close, rebuilt from the records after a crash (or beside an index
+    snapshot of a version without them), and forgotten with a deleted page."""
+    import random
+
+    from streamdedup.store.signature_store import WORD_MASK
+
+    rng = random.Random(9)
+    simhashes = [rng.getrandbits(64) for _ in range(5)]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        detector.decide_batch([_synthetic(i, h, rng) for i, h in enumerate(simhashes)])
+        expected = {seq: h & WORD_MASK for seq, h in enumerate(simhashes)}
+        assert detector.store.stored_words(list(range(5))) == expected
+    assert (tmp_path / "words-snapshot").exists()
+    with Detector(DetectorConfig(), tmp_path) as detector:  # loaded from the snapshot
+        assert detector.store.stored_words(list(range(5))) == expected
+        assert detector.store.delete_page("https://site2.example/a/2")
+        del expected[2]
+        assert detector.store.stored_words(list(range(5))) == expected
+    (tmp_path / "words-snapshot").unlink()  # an index snapshot alone: both rebuilt from the records
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert detector.store.stored_words(list(range(5))) == expected
+        assert not (tmp_path / "index-snapshot").exists()
+    (tmp_path / "index-snapshot").unlink()
+    (tmp_path / "words-snapshot").unlink()  # as after a crash
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert detector.store.stored_words(list(range(5))) == expected

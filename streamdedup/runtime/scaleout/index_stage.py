@@ -72,7 +72,7 @@ class IndexPartition:
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
         later: list[Match] = []
-        seqs = batch.candidates([n for tag_names in names.values() for n in tag_names])
+        seqs = batch.without_chance(batch.candidates([n for tag_names in names.values() for n in tag_names]), mine)
         for _, other, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.by_name, doc, mine,
                                                    request.template_known, oldest):
             order = bytes.fromhex(other.cluster_id)
