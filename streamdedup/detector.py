@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.record.readers import RawRecord
@@ -147,12 +148,15 @@ class Detector:
                            page: int, names: list[bytes]) -> Verdict:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
         pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
-        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names))
+        document = document_key(fp.page.url)
+        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names, document))
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
-                                   verdict.duplicate_of or "", signatures, fp.site_hash), page, names)
+                                   verdict.duplicate_of or "", signatures, fp.site_hash, document=document),
+                         page, names)
         return verdict
 
-    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, names: list[bytes]) -> list[Candidate]:
+    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, names: list[bytes],
+                    document: int) -> list[Candidate]:
         """Every stored page sharing any index key with this one and inside its retention window,
         verified and judged by the engine (`engine.judged`)."""
         seqs = batch.candidates(names)
@@ -172,7 +176,7 @@ class Detector:
         work["candidates_verified"] += len(seqs)
         if not seqs:
             return []
-        page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash)
+        page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, page, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms)):

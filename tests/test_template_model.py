@@ -149,3 +149,20 @@ def test_a_recrawl_and_a_long_copy_on_the_same_host_are_still_duplicates(tmp_pat
     outcomes = run_records([brief_page(0, brief), recrawl, first, amp], tmp_path)
     assert outcomes[1].status == "duplicate", outcomes[1].dedup
     assert outcomes[3].status == "duplicate", outcomes[3].dedup
+
+
+def test_in_the_cold_start_another_fetch_of_the_same_url_meets_the_one_policy(tmp_path):
+    """A site's second page: a revision of its first. At the same URL (an update, a correction)
+    it is another fetch of one document, which no template can make look alike, so it meets the
+    one policy and joins its story; at another URL it still meets the cold start's stricter one
+    (MinHash >= 0.8), which a story of 90 words with 4 of them changed does not."""
+    words = make_words(random.Random(77), 90)
+    story = " ".join(words)
+    revised = " ".join("changed" if i in (10, 30, 50, 70) else w for i, w in enumerate(words))  # Jaccard ~0.6
+    url = "https://cold.example/news/story"
+    at_its_url = [page(url, story, "2024-03-01T10:00:00Z", content_type="text/plain"),
+                  page(url + "#comments", revised, "2024-03-01T12:00:00Z", content_type="text/plain")]
+    outcomes = run_records(at_its_url, tmp_path / "same")
+    assert outcomes[1].status == "duplicate" and outcomes[1].dedup["duplicate_of"] == outcomes[0].dedup["id"]
+    elsewhere = [at_its_url[0], {**at_its_url[1], "url": url + "-2"}]
+    assert [o.status for o in run_records(elsewhere, tmp_path / "other")] == ["unique", "unique"]

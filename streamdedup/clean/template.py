@@ -96,6 +96,18 @@ def page_key(url: str) -> int:
     return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
 
 
+def document_key(url: str) -> int:
+    """One document: its URL without the fragment. Two fetches of it are versions of one document
+    (a re-crawl, an update, a correction), which a template cannot make look alike. Unlike
+    `page_key` the query stays: on many sites it names the article (`?id=123`)."""
+    try:
+        parts = urlsplit(url.strip())
+        base = f"{parts.netloc.lower()}{parts.path}?{parts.query}"
+    except ValueError:
+        base = url
+    return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass")) or 1  # 0 means "not known"
+
+
 def url_base(url: str) -> str:
     """What `page_key` hashes: urlsplit's netloc (lowercased) and path; the URL if urlsplit refuses it."""
     try:

@@ -47,6 +47,10 @@ INDEX_CF = "index"
 HASH_BYTES = 5
 INDEX_KEY_SIZE = 1 + HASH_BYTES
 ID_TAG = 0xFF  # page ids share the index column family under a tag no method gets
+# A record's document key (`DocRecord.document`) is written among its signatures under a tag no
+# method gets: records written before it have none (0), and every reader skips unknown tags.
+DOCUMENT_TAG = 0xFE
+_DOCUMENT = struct.Struct("<Q")
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
@@ -230,6 +234,7 @@ class DocRecord:
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
     unfiled: tuple[int, ...] = ()  # places, in its sorted index names, of the keys it was not filed under (full)
+    document: int = 0  # xxh3-64 of its URL without fragment (`clean.template.document_key`); 0: not known
 
     def encode(self) -> bytes:
         page_id = self.page_id.encode("utf-8", "surrogatepass")
@@ -238,9 +243,11 @@ class DocRecord:
         dup = self.duplicate_of.encode("utf-8", "surrogatepass")
         parts = [_HEAD.pack(self.event_ms, self.site), varint(len(page_id)), page_id,
                  varint(0 if own_cluster else len(cluster) + 1), cluster, varint(len(dup)), dup,
-                 bytes((len(self.signatures),))]
+                 bytes((len(self.signatures) + (self.document != 0),))]
         for tag, sig in sorted(self.signatures.items()):
             parts += [bytes((tag,)), varint(len(sig)), sig]
+        if self.document:
+            parts += [bytes((DOCUMENT_TAG, _DOCUMENT.size)), _DOCUMENT.pack(self.document)]
         if self.unfiled:  # left out when empty (nearly every page)
             parts += [varint(len(self.unfiled)), *map(varint, self.unfiled)]
         return b"".join(parts)
@@ -266,10 +273,12 @@ class DocRecord:
             size, pos = read_varint(data, pos + 1)
             signatures[tag] = data[pos: pos + size]
             pos += size
+        document = signatures.pop(DOCUMENT_TAG, None)
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
             for _ in range(n):
                 place, pos = read_varint(data, pos)
                 unfiled.append(place)
-        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site, tuple(unfiled))
+        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site, tuple(unfiled),
+                   _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0)

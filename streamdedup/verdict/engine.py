@@ -93,12 +93,14 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
     candidate, other than the page itself and inside the retention window, with the rule it
     satisfies, in the order of `seqs`. Own-site candidates meet the stricter site policy only while
-    the site's template is unknown (its cold start). The candidates of each policy are verified
-    together, rule by rule (`Policy.first_rules`)."""
+    the site's template is unknown (its cold start), and not then if they are another fetch of the
+    page's own document (its URL: `DocRecord.document`), which no template can make look alike.
+    The candidates of each policy are verified together, rule by rule (`Policy.first_rules`)."""
     stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: list[tuple[str, float] | None] = [None] * len(stored)
-    strict = [other.site == page.site and not template_known for _, other in stored]
+    strict = [other.site == page.site and not template_known and not (page.document and other.document == page.document)
+              for _, other in stored]
     for same_site, chosen in ((False, policy.other_site), (True, policy.same_site)):
         rows = [i for i, own in enumerate(strict) if own == same_site]
         if not rows:

@@ -517,3 +517,11 @@ def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
     for site in range(4):
         small.put(site, SiteTemplate.decode(data))
     assert small.take(0) is None and all(small.take(site) is not None for site in (1, 2, 3))
+
+
+def test_a_record_keeps_its_document_key_apart_from_its_signatures_and_old_records_have_none():
+    doc = DocRecord(3, "p3", 1000, "p3", "", {0: b"\x01" * 8, 2: b"sig"}, site=7, document=0xABCDEF)
+    back = DocRecord.decode(3, doc.encode())
+    assert back.document == 0xABCDEF and back.signatures == {0: b"\x01" * 8, 2: b"sig"} and back == doc
+    old = DocRecord(3, "p3", 1000, "p3", "", {0: b"\x01" * 8}, site=7)  # written before the field
+    assert len(old.encode()) == len(doc.encode()) - 10 - 5 and DocRecord.decode(3, old.encode()).document == 0

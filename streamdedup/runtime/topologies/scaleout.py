@@ -26,6 +26,7 @@ import orjson
 import xxhash
 from confluent_kafka import Message
 
+from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.fingerprints.base import FingerprintMethod
@@ -127,7 +128,8 @@ def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]
         signatures[tag] = method.encode(signature)
         for key in method.index_keys(signature):
             keys.setdefault(key_partition(tag, key, index_partitions), {}).setdefault(tag, []).append(key)
-    return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash), keys
+    return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash,
+                     document=document_key(item.page.url)), keys
 
 
 _HEADER_KIND = [(KIND_HEADER, PAGE)]
