@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from rocksdict import ReadOptions, WriteBatch
 
-from streamdedup.clean.template import SiteTemplate
+from streamdedup.clean.template import SiteTemplate, document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.fingerprints.a12 import A12Signature
@@ -166,14 +166,15 @@ def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
             site = templates.setdefault(fp.site_hash, SiteTemplate())
             site.learn(fp.page.url, [*fp.visible_lines[1]], params)  # the main text's lines are among them
             touched.add(fp.site_hash)
-        for site_hash in touched:
+        for site_hash in touched:  # whole: a fill has no earlier model to add to
             wb.put(layout.template_key(site_hash), templates[site_hash].encode())
+            templates[site_hash].learned = []
     filed: list[bytes] = []
     seqs: list[int] = []
     for seq, fp in enumerate(items, first_seq):
         keys = {store.tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in detector.methods}
         signatures = {store.tags[m.name]: m.encode(fp.signatures[m.name]) for m in detector.methods}
-        doc = DocRecord(seq, fp.page.id, seq, fp.page.id, "", signatures, fp.site_hash)
+        doc = DocRecord(seq, fp.page.id, seq, fp.page.id, "", signatures, fp.site_hash, document=document_key(fp.page.url))
         wb.put(layout.doc_key(seq), doc.encode())
         wb.put(layout.time_key(doc.event_ms, seq), b"")
         names = sorted({n for tag_names in store.index_names(keys).values() for n in tag_names})

@@ -44,7 +44,7 @@ class Detector:
         self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
-        self.store = SignatureStore(state_dir, self.methods, self.store_config)
+        self.store = SignatureStore(state_dir, self.methods, self.store_config, config.template)
         self.methods_by_name = {m.name: (self.store.tags[m.name], m) for m in self.methods}
         # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
         self.work: Counter[str] = Counter()

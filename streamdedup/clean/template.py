@@ -52,6 +52,7 @@ import numpy as np
 import xxhash
 
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
+_LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ class SiteTemplate:
     store's bytes a slice of the array. The keys are distinct (`learn` adds a key only if absent),
     so a key that leaves the array leaves the set."""
 
-    __slots__ = ("pages", "since_halving", "_lines", "_counts", "_urls", "_start", "_end", "_seen")
+    __slots__ = ("pages", "since_halving", "_lines", "_counts", "_urls", "_start", "_end", "_seen", "learned",
+                 "deltas", "delta_bytes")
 
     def __init__(self, pages: int = 0, since_halving: int = 0, counts: dict[int, int] | None = None,
                  urls: Iterable[int] | np.ndarray = ()) -> None:
@@ -146,6 +148,12 @@ class SiteTemplate:
         self._urls[: len(keys)] = keys
         self._start, self._end = 0, len(keys)
         self._seen: set[int] | None = None  # the same keys as a set, once asked
+        # What the store has of it beyond its last whole record: `deltas` records of `delta_bytes`
+        # (store/template_store.py), and what it `learned` since it was last written, which the
+        # store writes as its next delta: each counted page's key and line hashes, in order.
+        self.learned: list[tuple[int, np.ndarray]] = []
+        self.deltas = 0
+        self.delta_bytes = 0
 
     @property
     def counts(self) -> dict[int, int]:
@@ -279,10 +287,17 @@ class SiteTemplate:
         key = page_key(url)
         if self._has_url(key):
             return False
+        page = np.unique(np.asarray(hashes, dtype="<u8"))
+        self.learned.append((key, page))
+        self._learn(key, page, params)
+        return True
+
+    def _learn(self, key: int, page: np.ndarray, params: TemplateParams) -> None:
+        """`learn` of a page not counted yet: its key, its distinct line hashes in order."""
         self._add_url(key, params.recent_urls)
         self.pages += 1
-        if hashes:
-            page, lines = np.unique(np.asarray(hashes, dtype="<u8")), self._lines
+        if len(page):
+            lines = self._lines
             at = np.searchsorted(lines, page)  # where each line is, or would go
             found = lines[np.minimum(at, len(lines) - 1)] == page if len(lines) else np.zeros(len(page), dtype=bool)
             self._counts[at[found]] += 1
@@ -300,7 +315,24 @@ class SiteTemplate:
             self.pages //= 2
             kept_mask = self._counts >= 2
             self._lines, self._counts = self._lines[kept_mask], self._counts[kept_mask] // 2
-        return True
+
+    def encode_learned(self) -> bytes:
+        """What the template `learned` since it was last written, as a delta record: per page its
+        key (u64), how many lines (u32) and their hashes (u64), little-endian."""
+        parts: list[bytes] = []
+        for key, page in self.learned:
+            parts += [_LEARNED.pack(key, len(page)), page.tobytes()]
+        return b"".join(parts)
+
+    def replay(self, delta: bytes, params: TemplateParams) -> None:
+        """Learn again, in order, the pages of a delta record (`encode_learned`): the same model
+        as learning them the first time, as `learn` is a function of the model and the page."""
+        pos = 0
+        while pos < len(delta):
+            key, n = _LEARNED.unpack_from(delta, pos)
+            pos += _LEARNED.size
+            self._learn(key, np.frombuffer(delta, dtype="<u8", count=n, offset=pos), params)
+            pos += 8 * n
 
     # -- bytes for the store ---------------------------------------------------------------
     # header (pages, since_halving, lines, urls), line hashes (u64), their counts (u32), URL keys

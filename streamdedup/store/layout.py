@@ -53,6 +53,7 @@ DOCUMENT_TAG = 0xFE
 _DOCUMENT = struct.Struct("<Q")
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
+_DELTA = struct.Struct(">I")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
 _HEAD = struct.Struct("<qQ")
 
@@ -63,6 +64,11 @@ def journal_key(name: str) -> bytes:
 
 def template_key(site_hash: int) -> bytes:
     return TEMPLATE + _SEQ.pack(site_hash)
+
+
+def template_delta_key(site_hash: int, n: int) -> bytes:
+    """A site's n-th delta record after its whole one: its key, then n, in order."""
+    return template_key(site_hash) + _DELTA.pack(n)
 
 
 def seq_bytes(seq: int) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
 
-from streamdedup.clean.template import SiteTemplate
+from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout, rebuild
 from streamdedup.store.layout import DocRecord
@@ -149,10 +149,12 @@ def _pinned(key: str, value: str | None) -> str | None:
 
 class SignatureStore:
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
-                 config: Mapping[str, str]) -> None:
+                 config: Mapping[str, str], template_params: TemplateParams | None = None) -> None:
         """`config`: what else the signatures depend on (cleaning, tokeniser); the methods'
-        own parameters are recorded from `methods`."""
+        own parameters are recorded from `methods`. `template_params`: what the site templates
+        were learned with (their delta records are replayed with them)."""
         self.path = Path(path)
+        self.template_params = template_params
         existed = self._prepare_directory(self.path)
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
@@ -629,10 +631,12 @@ class SignatureStore:
     def stats(self) -> dict[str, Any]:
         """Counts from a full scan that verifies every block's checksum: a damaged store raises
         StoreCorrupt instead of looking healthy with fewer keys."""
-        counts = {name: 0 for name in ("docs", "time", "templates")}
+        counts = {name: 0 for name in ("docs", "time", "templates", "template_deltas")}
         prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates"}
         for key, _ in self._scan(self.db, verify=True):
             name = prefixes.get(key[:1])
+            if name == "templates" and len(key) != len(layout.template_key(0)):
+                name = "template_deltas"  # a site's records after its whole one
             if name:
                 counts[name] += 1
         size = sum(f.stat().st_size for f in self.path.iterdir() if f.is_file())
@@ -684,7 +688,7 @@ class StoreBatch:
         self._ids: dict[str, int] = {}
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
-        self._templates = SiteTemplates(store.db.get, store.templates)
+        self._templates = SiteTemplates(store.db, store.template_params, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
         # of the last `candidates` answer, the seqs only names of `store.chance_tags` methods found
         self.unvouched: set[int] = set()

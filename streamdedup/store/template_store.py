@@ -9,12 +9,11 @@ its store rebuilds it by replaying the partition (the worker's replay, which emi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from rocksdict import WriteBatch
+from rocksdict import Rdict, WriteBatch
 
-from streamdedup.clean.template import SiteTemplate
+from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import layout
 from streamdedup.store.plain import open_plain_db
 
@@ -57,32 +56,85 @@ class TemplateCache:
         self._size = 0
 
 
-class SiteTemplates:
-    """The site templates one batch reads and changes: each read once from the store (`read`), all
-    written back with the batch. Both stores that keep templates stage them this way. With a
-    `cache`, a template is taken from it if there, and put back by `written`."""
+# A site's model is written whole at most every this many batches that change it: in between, a
+# batch writes only what it learned (a delta record beside the whole one, ~1 KB a page of 100
+# lines against up to ~50 KB for the model), and reading the model replays the deltas.
+MAX_DELTAS = 32
 
-    def __init__(self, read: Callable[[bytes], bytes | None], cache: TemplateCache | None = None) -> None:
-        self._read = read
+
+def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemplate:
+    """A site's model as the store holds it: its whole record (if any) and its delta records after
+    it (`layout.template_delta_key`, in order), replayed. One iterator seek reads them all."""
+    key = layout.template_key(site_hash)
+    it = db.iter()
+    it.seek(key)
+    template: SiteTemplate | None = None
+    deltas: list[bytes] = []
+    while it.valid():
+        found = it.key()
+        if found[: len(key)] != key:
+            break
+        if len(found) == len(key):
+            template = SiteTemplate.decode(it.value())
+        else:
+            deltas.append(it.value())
+        it.next()
+    template = template or SiteTemplate()
+    for delta in deltas:
+        template.replay(delta, params)
+    template.learned = []
+    template.deltas, template.delta_bytes = len(deltas), sum(map(len, deltas))
+    return template
+
+
+class SiteTemplates:
+    """The site templates one batch reads and changes: each read once from the store, all written
+    back with the batch. Both stores that keep templates stage them this way. With a `cache`, a
+    template is taken from it if there, and put back by `written`.
+
+    A template that learned nothing is not written; one that did is written as a delta record
+    (what it learned) until it has `MAX_DELTAS` of them or they hold half its bytes, then whole,
+    its deltas deleted in the same WriteBatch. So a batch's write is about what it learned, and a
+    read replays a bounded number of deltas."""
+
+    def __init__(self, db: Rdict, params: TemplateParams | None, cache: TemplateCache | None = None) -> None:
+        self._db = db
+        self._params = params or TemplateParams()
         self._cache = cache
         self._staged: dict[int, SiteTemplate] = {}
+        self._wrote: dict[int, tuple[int, int]] = {}  # site -> its deltas and their bytes once `write` is written
 
     def get(self, site_hash: int) -> SiteTemplate:
         template = self._staged.get(site_hash)
         if template is None:
             template = None if self._cache is None else self._cache.take(site_hash)
             if template is None:
-                data = self._read(layout.template_key(site_hash))
-                template = SiteTemplate() if data is None else SiteTemplate.decode(data)
+                template = read_template(self._db, site_hash, self._params)
             self._staged[site_hash] = template
         return template
 
     def write(self, wb: WriteBatch) -> None:
+        self._wrote.clear()
         for site_hash, template in self._staged.items():
-            wb.put(layout.template_key(site_hash), template.encode())
+            if not template.learned:
+                continue
+            delta = template.encode_learned()
+            whole = template.encode()
+            if template.deltas < MAX_DELTAS and 2 * (template.delta_bytes + len(delta)) < len(whole):
+                wb.put(layout.template_delta_key(site_hash, template.deltas), delta)
+                self._wrote[site_hash] = (template.deltas + 1, template.delta_bytes + len(delta))
+            else:
+                wb.put(layout.template_key(site_hash), whole)
+                for n in range(template.deltas):
+                    wb.delete(layout.template_delta_key(site_hash, n))
+                self._wrote[site_hash] = (0, 0)
 
     def written(self) -> None:
-        """The WriteBatch `write` filled is written: the templates go back to the cache."""
+        """The WriteBatch `write` filled is written: the templates say so, and go back to the cache."""
+        for site_hash, (deltas, delta_bytes) in self._wrote.items():
+            template = self._staged[site_hash]
+            template.learned, template.deltas, template.delta_bytes = [], deltas, delta_bytes
+        self._wrote.clear()
         if self._cache is not None:
             for site_hash, template in self._staged.items():
                 self._cache.put(site_hash, template)
@@ -92,9 +144,9 @@ class SiteTemplates:
 
 
 class TemplateStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, params: TemplateParams | None = None) -> None:
         self.db = open_plain_db(path)
-        self._templates = SiteTemplates(self.db.get)
+        self._templates = SiteTemplates(self.db, params, TemplateCache())
         self._meta: dict[str, bytes] = {}
 
     def template(self, site_hash: int) -> SiteTemplate:
@@ -113,6 +165,7 @@ class TemplateStore:
         for name, value in self._meta.items():
             wb.put(layout.meta_key(name), value)
         self.db.write(wb)
+        self._templates.written()
         self.discard()
 
     def discard(self) -> None:

@@ -525,3 +525,41 @@ def test_a_record_keeps_its_document_key_apart_from_its_signatures_and_old_recor
     assert back.document == 0xABCDEF and back.signatures == {0: b"\x01" * 8, 2: b"sig"} and back == doc
     old = DocRecord(3, "p3", 1000, "p3", "", {0: b"\x01" * 8}, site=7)  # written before the field
     assert len(old.encode()) == len(doc.encode()) - 10 - 5 and DocRecord.decode(3, old.encode()).document == 0
+
+
+def test_a_batch_writes_what_a_site_template_learned_and_a_read_replays_it_to_the_same_model(tmp_path):
+    """A site's model is written whole only now and then: in between a batch writes what it
+    learned (a delta record), and reading the model replays the deltas after the whole record.
+    After every commit, the model the store holds (read cold, as after a restart) is the one
+    learned page by page in memory, through whole writes, deltas and the halving of the counts;
+    the deltas stay bounded, and a batch that learns nothing writes nothing."""
+    import random
+
+    from streamdedup.clean.template import SiteTemplate, TemplateParams
+    from streamdedup.store.template_store import MAX_DELTAS, read_template
+
+    params = TemplateParams(half_life=50)
+    rng = random.Random(4)
+    pool = [rng.getrandbits(64) for _ in range(400)]
+    expected = SiteTemplate()
+    most_deltas = 0
+    methods = [ExactMethod(), MinHashMethod(MinHashParams())]
+    with SignatureStore(tmp_path, methods, CONFIG, params) as store:
+        for i in range(200):
+            lines = rng.sample(pool[:30], 10) + rng.sample(pool, 20) + [rng.getrandbits(64) for _ in range(5)]
+            batch = store.batch()
+            batch.template(7).learn(f"https://a.example/{i}", lines, params)
+            expected.learn(f"https://a.example/{i}", lines, params)
+            if i % 10 == 3:  # a re-crawl: nothing learned, nothing written
+                batch.template(7).learn(f"https://a.example/{i}", lines, params)
+            batch.commit()
+            cold = read_template(store.db, 7, params)
+            assert cold == expected, i
+            most_deltas = max(most_deltas, cold.deltas)
+            keys = [k for k in store.db.keys(from_key=layout.template_key(7)) if k[:9] == layout.template_key(7)]
+            assert len(keys) == 1 + cold.deltas and cold.deltas <= MAX_DELTAS
+        assert 0 < most_deltas  # deltas were written, and folded into whole records again
+        batch = store.batch()
+        assert batch.template(7) == expected  # the cached model too
+    with SignatureStore(tmp_path, methods, CONFIG, params) as store:  # replayed with the params it learned with
+        assert store.batch().template(7) == expected

@@ -460,6 +460,7 @@ class GlobalTopology:
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path), hold=self.holding.on), self.routes, partition,
                                         self.holding)
-        return FingerprintPartition(self.fingerprinter, self.routes, TemplateStore(Path(path)),
+        templates = TemplateStore(Path(path), self.fingerprinter.config.template)
+        return FingerprintPartition(self.fingerprinter, self.routes, templates,
                                     templates=self.config.template is not None, partition=partition,
                                     holding=self.holding)
