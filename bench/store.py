@@ -147,6 +147,7 @@ def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
         "raw_bytes_per_page": {k: round(v / stored, 1) for k, v in sorted(raw_bytes_by_type(store).items())},
         "dir_bytes_per_page": round(dir_bytes(store) / stored, 1),
         "index_memory_bytes_per_page": round(store.memory.size_bytes / stored, 1),
+        "words_memory_bytes_per_page": round(store.words.size_bytes / stored, 1),  # the chance check's SimHash bits
         "index_postings": store.memory.postings,
     }
 
@@ -237,13 +238,13 @@ def main() -> None:
                 start = args.pages + w * args.window
                 before = Counter(detector.work)
                 wall, cpu = run_window(detector, pages(start, start + args.window, rng, np_rng, args.lines), args.batch)
-                work = Counter(detector.work)
-                work.subtract(before)
+                window_work = Counter(detector.work)
+                window_work.subtract(before)
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
                                 "pages_per_cpu_s": round(args.window / cpu),
                                 # random pages share no content: these are chance collisions of index keys
-                                "candidates_found_per_page": round(work["candidates_found"] / args.window, 3),
-                                "candidates_verified_per_page": round(work["candidates_verified"] / args.window, 3)})
+                                "candidates_found_per_page": round(window_work["candidates_found"] / args.window, 3),
+                                "candidates_verified_per_page": round(window_work["candidates_verified"] / args.window, 3)})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()
