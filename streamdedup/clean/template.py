@@ -101,11 +101,16 @@ def document_key(url: str) -> int:
     """One document: its URL without the fragment. Two fetches of it are versions of one document
     (a re-crawl, an update, a correction), which a template cannot make look alike. Unlike
     `page_key` the query stays: on many sites it names the article (`?id=123`)."""
-    try:
-        parts = urlsplit(url.strip())
-        base = f"{parts.netloc.lower()}{parts.path}?{parts.query}"
-    except ValueError:
-        base = url
+    whole = url.strip().partition("#")[0]
+    plain = _PLAIN_URL.fullmatch(whole)
+    if plain is not None:  # most URLs: the netloc lowercased, path and query as they stand
+        base = plain.group(1).lower() + whole[plain.end(1):]
+    else:
+        try:
+            parts = urlsplit(whole)
+            base = f"{parts.netloc.lower()}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+        except ValueError:
+            base = whole
     return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass")) or 1  # 0 means "not known"
 
 

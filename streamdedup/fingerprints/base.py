@@ -66,22 +66,19 @@ class FingerprintMethod(ABC, Generic[S, P]):
         has (the store's rebuild after a crash). None: not offered, or not for these signatures."""
         return None
 
-    # Whether `index_finds` can tell a page its keys found by chance (short keys, as SimHash's
-    # tables: their chance collisions grow with the store; see `index_finds`).
+    # Whether `index_finds_bits` can tell a page its keys found by chance (short keys, as SimHash's
+    # tables: their chance collisions grow with the store).
     tells_chance_keys: ClassVar[bool] = False
 
-    def index_finds(self, signature: S, other: bytes) -> bool:
-        """Whether a stored page (its encoded signature) is one this method's index is built to
-        find for `signature`, not a chance collision of its keys. A candidate that only such keys
-        found, and that none of their methods finds, is dropped before it is judged: it is no
-        method's candidate (the other methods' own keys would have found it). Only asked of a
-        method with `tells_chance_keys`."""
-        return True
-
-    def index_finds_bits(self, signature: S, bits: np.ndarray, mask: int) -> np.ndarray:
-        """`index_finds` for many stored pages from only the `mask` bits of their encoded
-        signatures' first 8 bytes (little-endian uint64, as the store keeps them in memory): True
-        wherever `index_finds` could be True, so that a page it says no to is never a real one."""
+    def index_finds_bits(self, signature: Any, bits: np.ndarray, mask: int) -> np.ndarray:
+        """Whether each stored page is one this method's index is built to find for `signature`,
+        not a chance collision of its keys, from only the `mask` bits of the stored pages' encoded
+        signatures (their first 8 bytes, little-endian uint64, as the store keeps them in memory).
+        True wherever the whole signature could be found, so that no real candidate is dropped. A
+        candidate that only one key of such a method found, and that it does not find, is dropped
+        unread and unjudged: it is no method's candidate (the other methods' own keys would have
+        found it). Only asked of a method with `tells_chance_keys`; `signature`: the page's own
+        signature, or an array of such words, one per stored page."""
         return np.ones(len(bits), dtype=np.bool_)
 
     @abstractmethod

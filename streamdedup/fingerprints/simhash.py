@@ -102,12 +102,10 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     # the table itself; here the page's stored fingerprint is checked before the page is judged.
     tells_chance_keys = True
 
-    def index_finds(self, signature: int, other: bytes) -> bool:
-        return len(other) != 8 or hamming(signature, self.decode(other)) <= self.params.max_distance
-
-    def index_finds_bits(self, signature: int, bits: np.ndarray, mask: int) -> np.ndarray:
+    def index_finds_bits(self, signature: int | np.ndarray, bits: np.ndarray, mask: int) -> np.ndarray:
         """The distance over the masked bits is at most the whole distance: never a real one dropped."""
-        return popcount64((bits ^ np.uint64(signature)) & np.uint64(mask)) <= self.params.max_distance
+        mine = signature.astype(np.uint64) if isinstance(signature, np.ndarray) else np.uint64(signature)
+        return popcount64((bits ^ mine) & np.uint64(mask)) <= self.params.max_distance
 
     def similarity(self, signature: int, other: int) -> float | None:
         distance = hamming(signature, other)

@@ -159,7 +159,7 @@ class SignatureStore:
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
-        # the tag bytes of methods whose index names can find pages by chance (`index_finds`); the
+        # the tag bytes of methods whose index names can find pages by chance (`index_finds_bits`); the
         # first one's stored signatures are kept in memory too (`words`), to tell those pages unread
         self.chance_tags = frozenset(tag for tag, m in self._by_tag.items() if m.tells_chance_keys)
         self.word_tag = min(self.chance_tags) if self.chance_tags else None
@@ -303,6 +303,14 @@ class SignatureStore:
         if kept:
             bits = np.frombuffer(b"".join(data[:8] for _, data in kept), dtype="<u8") & np.uint64(WORD_MASK)
             self.words.insert_ints(np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64))
+
+    def stored_word_array(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`stored_words` as arrays: whether each page has a kept word, and its bits (0 if not)."""
+        counts, starts, out = self.words.found_ints(np.asarray(seqs, dtype=np.uint64))
+        has = counts > 0
+        bits = np.zeros(len(counts), dtype=np.uint64)
+        bits[has] = out[starts[has]]
+        return has, bits
 
     def stored_words(self, seqs: Sequence[int]) -> dict[int, int]:
         """The kept word bits (`words`) of these stored pages, by seq (a page without one: absent)."""
@@ -690,7 +698,7 @@ class StoreBatch:
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
-        # of the last `candidates` answer, the seqs only names of `store.chance_tags` methods found
+        # of the last `candidates` answer, the seqs only one name found, of a `store.chance_tags` method
         self.unvouched: set[int] = set()
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
@@ -719,12 +727,12 @@ class StoreBatch:
         values.update(zip(missing, read, strict=True))
         hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
         self._live.update(n for n, _ in hits)
-        chance = self.store.chance_tags  # as in `stage`: those records are read only if asked for
-        seqs = {s for n, v in hits if n[0] not in chance for s in answered(v)}
+        seqs = {s for _, v in hits for s in answered(v)}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
 
-    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = ()) -> list[list[bytes]]:
+    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = (),
+              words: np.ndarray | None = None) -> list[list[bytes]]:
         """`prefetch` for a whole batch of pages from their index names as 48-bit integers
         (`SignatureStore.index_name_ints_of_records`: page i's names end at `ends[i]`), on a batch
         with nothing staged yet. Returns each page's *shared* names as bytes, in its order: those a
@@ -760,8 +768,11 @@ class StoreBatch:
         values = self._values
         stored = np.flatnonzero(counts[at] > 0)
         hits: list[bytes] = []
+        skipped: set[int] = set()
         if len(stored):
             found, starts, seqs = self.store.memory.found_ints(shared_names[stored], counts[at][stored])
+            if words is not None:
+                skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words)
             for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
                 name = as_bytes[j]
                 if name not in values:
@@ -771,14 +782,32 @@ class StoreBatch:
             if name not in values:
                 values[name] = None
         self._live.update(hits)
-        # the records of pages only chance-telling keys found are not read here: `by_chance` tells
-        # most of them from memory, and the few left are read when asked for
-        chance = self.store.chance_tags
-        answers = {s for name in hits if name[0] not in chance for s in answered(cast(bytes, values[name]))}
-        unread = [s for s in answers if s not in self._committed_docs and s not in self._docs]
+        answers = {s for name in hits for s in answered(cast(bytes, values[name]))}
+        unread = [s for s in answers if s not in skipped and s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
         cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
         return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
+
+    def _by_chance_only(self, named: np.ndarray, owners: np.ndarray, found: np.ndarray, seqs: np.ndarray,
+                        words: np.ndarray) -> set[int]:
+        """The stored pages whose records the batch need not read: wherever the batch finds them,
+        they are alone under a SimHash key of the page naming it, and their kept bits are too far
+        from that page's own word (`words[p]`): chance collisions, which `without_chance` drops
+        unread. `named[i]` (a 48-bit name, page `owners[i]`'s) has the `found[i]` postings of `seqs`."""
+        tag = self.store.word_tag
+        if tag is None or not len(seqs):
+            return set()
+        lone = ((named >> np.uint64(40)) == np.uint64(tag)) & (found == 1)
+        if not lone.any():
+            return set()
+        at = np.repeat(lone, found)  # the postings of lone SimHash names
+        has, bits = self.store.stored_word_array(seqs[at])
+        far = has & ~self.store._by_tag[tag].index_finds_bits(words[owners[lone]], bits, WORD_MASK)
+        told = seqs[at][far]
+        if not len(told):
+            return set()
+        needed = np.concatenate([seqs[at][~far], seqs[~at]])  # found some other way too: read
+        return set(told[~np.isin(told, needed)].tolist())
 
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
@@ -807,11 +836,11 @@ class StoreBatch:
         self._quiet = None
         chance_tags = self.store.chance_tags
         found: list[bytes] = []
-        vouching: list[bytes] = []  # values of names whose method's keys do not collide by chance
+        vouching: list[bytes] = []  # values of names that cannot be a lone chance collision
         for n in names:
             if v := self._value(n):
                 found.append(v)
-                if n[0] not in chance_tags:
+                if n[0] not in chance_tags or layout.postings_count(v) != 1:
                     vouching.append(v)
         if not found:
             return []
@@ -825,37 +854,30 @@ class StoreBatch:
             kept = sorted(shared)
         else:
             kept = sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])
+        # a chance collision is a page alone under one key of the page (a short key holds one page
+        # by chance: N / 2^26 of them); pages sharing more keys, or under fuller ones, are not asked
         if len(vouching) < len(found):
             vouched = {s for v in vouching for s in answers[v]}
-            self.unvouched = {s for s in kept if s not in vouched}
+            self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
         return kept
 
     def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
         """`seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
-        without the pages that only keys of chance-telling methods found and that none of those
-        methods finds (`FingerprintMethod.index_finds`): chance collisions of short keys, no
-        method's candidates. Most are told from the word bits kept in memory (`SignatureStore.words`),
-        unread; the others (pages of this batch, pages a word's bits cannot tell) from their records."""
-        if not self.unvouched:
+        without the stored pages that only keys of the store's chance-telling method found and
+        whose kept word bits (`SignatureStore.words`) that method does not find: chance collisions
+        of its short keys, no method's candidates, dropped unread. (A page of this batch, or one
+        whose bits pass while its whole signature would not, is judged as any candidate: the
+        method's own rule tells it.)"""
+        tag = self.store.word_tag
+        if not self.unvouched or tag is None or tag not in mine:
             return list(seqs)
-        store = self.store
-        chance: set[int] = set()
-        tag = store.word_tag
-        if tag is not None and tag in mine:
-            words = store.stored_words([s for s in self.unvouched if s not in self._docs])
-            if words:
-                told = list(words)
-                bits = np.fromiter((words[s] for s in told), dtype=np.uint64, count=len(told))
-                keep = store._by_tag[tag].index_finds_bits(mine[tag], bits, WORD_MASK)
-                chance = {s for s, kept in zip(told, keep.tolist(), strict=True) if not kept}
-
-        def found(seq: int) -> bool:
-            doc = self.doc(seq)
-            return doc is None or any(
-                store._by_tag[t].index_finds(mine[t], data) for t in store.chance_tags
-                if t in mine and (data := doc.signatures.get(t)) is not None)
-
-        return [s for s in seqs if s not in self.unvouched or (s not in chance and found(s))]
+        committed = np.fromiter((s for s in self.unvouched if s not in self._docs), dtype=np.uint64)
+        has, bits = self.store.stored_word_array(committed)
+        far = committed[has & ~self.store._by_tag[tag].index_finds_bits(mine[tag], bits, WORD_MASK)]
+        if not len(far):
+            return list(seqs)
+        gone = set(far.tolist())
+        return [s for s in seqs if s not in gone]
 
     def doc(self, seq: int) -> DocRecord | None:
         staged = self._docs.get(seq)

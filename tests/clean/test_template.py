@@ -202,3 +202,13 @@ def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_
         assert (site.counts, site.pages, site.since_halving) == (counts, pages, since), step
         if step % 37 == 0:
             site = SiteTemplate.decode(site.encode())
+
+
+def test_a_document_is_its_url_without_the_fragment_with_its_query():
+    from streamdedup.clean.template import document_key
+
+    assert document_key("https://News.example/a?id=1#comments") == document_key("https://news.example/a?id=1")
+    assert document_key("https://news.example/a?id=1") != document_key("https://news.example/a?id=2")
+    assert document_key("https://news.example/a") != document_key("https://news.example/a/print")
+    assert document_key("https://news.example/ä [b]") == document_key("https://NEWS.example/ä [b]#x")  # not plain ASCII
+    assert document_key("") != 0  # 0 is "not known" (records written before the key)
