@@ -343,6 +343,11 @@ class SiteTemplate:
     # header (pages, since_halving, lines, urls), line hashes (u64), their counts (u32), URL keys
     # (u64), little-endian. The lines are written in hash order; records written before
     # 2026-11-25 hold them in the order they were first counted, and are sorted when decoded.
+    @property
+    def encoded_size(self) -> int:
+        """`len(self.encode())`, without encoding."""
+        return _HEAD.size + 12 * len(self._lines) + 8 * self.url_count
+
     def encode(self) -> bytes:
         urls = self._urls[self._start: self._end]
         return b"".join((_HEAD.pack(self.pages, self.since_halving, len(self._lines), len(urls)),

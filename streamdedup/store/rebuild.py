@@ -122,7 +122,7 @@ def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence
         name_parts.append(name_rows_ints(names))
         seq_parts.append(np.repeat(seqs[rows], counts))
     store.memory.insert_ints(np.concatenate(name_parts), np.concatenate(seq_parts))
-    if store.word_tag is not None and store.word_tag in store._by_tag:  # the chance check's words
+    if store.word_tag is not None:  # the chance check's words
         c = int(column[store.word_tag])
         rows = np.flatnonzero(sig_len[:, c] >= 8)
         store.file_words(seqs[rows].tolist(), [data[a: a + 8] for a in sig_at[rows, c].tolist()])

@@ -159,10 +159,9 @@ class SignatureStore:
         self.methods = {m.name: m for m in methods}
         self.tags = method_tags(list(self.methods))
         self._by_tag = {tag: self.methods[name] for name, tag in self.tags.items()}
-        # the tag bytes of methods whose index names can find pages by chance (`index_finds_bits`); the
-        # first one's stored signatures are kept in memory too (`words`), to tell those pages unread
-        self.chance_tags = frozenset(tag for tag, m in self._by_tag.items() if m.tells_chance_keys)
-        self.word_tag = min(self.chance_tags) if self.chance_tags else None
+        # the tag of the method whose short index keys find pages by chance (`tells_chance_keys`; the
+        # first if several): its stored signatures are kept in memory too (`words`), to tell those unread
+        self.word_tag = min((tag for tag, m in self._by_tag.items() if m.tells_chance_keys), default=None)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
         self.db = self._open(self.path, create=not existed)
@@ -179,7 +178,6 @@ class SignatureStore:
         self.words = MemoryIndex()
         self.memory = self._load_snapshot() or MemoryIndex()
         if not self.memory.postings:
-            self.words = MemoryIndex()
             self._rebuild_index()
         self._ready = True
 
@@ -292,20 +290,24 @@ class SignatureStore:
             names += layout.index_names(tag, tag_keys)
             seqs += owners[tag]
         self.memory.insert(names, seqs)  # a name twice for one page (a hash collision) is filed once
-        self.file_words([doc.seq for doc in docs], [doc.signatures.get(self.word_tag) for doc in docs]
-                        if self.word_tag is not None else [])
+        if (word_tag := self.word_tag) is not None:
+            self.file_words([doc.seq for doc in docs], [doc.signatures.get(word_tag) for doc in docs])
+
+    @staticmethod
+    def _word_postings(seqs: Sequence[int], encoded: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+        """`words`' postings of these pages: their seqs and the low WORD_BITS bits of their
+        `word_tag` signatures (encoded; None: the page has none, and no posting)."""
+        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
+        bits = np.frombuffer(b"".join(data[:8] for _, data in kept), dtype="<u8") & np.uint64(WORD_MASK)
+        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64)
 
     def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None:
         """Keep these pages' `word_tag` signatures (encoded; None: the page has none) in `words`."""
-        if self.word_tag is None:
-            return
-        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
-        if kept:
-            bits = np.frombuffer(b"".join(data[:8] for _, data in kept), dtype="<u8") & np.uint64(WORD_MASK)
-            self.words.insert_ints(np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64))
+        if self.word_tag is not None:
+            self.words.insert_ints(*self._word_postings(seqs, encoded))
 
     def stored_word_array(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`stored_words` as arrays: whether each page has a kept word, and its bits (0 if not)."""
+        """Whether each of these stored pages has a kept word (`words`), and its bits (0 if not)."""
         counts, starts, out = self.words.found_ints(np.asarray(seqs, dtype=np.uint64))
         has = counts > 0
         bits = np.zeros(len(counts), dtype=np.uint64)
@@ -313,12 +315,16 @@ class SignatureStore:
         return has, bits
 
     def stored_words(self, seqs: Sequence[int]) -> dict[int, int]:
-        """The kept word bits (`words`) of these stored pages, by seq (a page without one: absent)."""
-        if not seqs:
-            return {}
-        counts, starts, out = self.words.found_ints(np.asarray(seqs, dtype=np.uint64))
-        return {seq: int(out[start]) for seq, count, start in zip(seqs, counts.tolist(), starts.tolist(), strict=True)
-                if count}
+        """`stored_word_array` by seq (a page without a word: absent)."""
+        has, bits = self.stored_word_array(np.asarray(seqs, dtype=np.uint64))
+        return {seq: int(b) for seq, h, b in zip(seqs, has.tolist(), bits.tolist(), strict=True) if h}
+
+    def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray:
+        """Which of these stored pages the `word_tag` method does not find for `words` (a page's
+        own word, or one per stored page), from their kept bits: chance collisions of its keys.
+        A page without a kept word is not one."""
+        has, bits = self.stored_word_array(seqs)
+        return has & ~self._by_tag[cast(int, self.word_tag)].index_finds_bits(words, bits, WORD_MASK)
 
     def filed_names(self, doc: DocRecord) -> list[bytes]:
         """The index names a stored page is filed under: its id's, and its keys' but those its
@@ -595,11 +601,8 @@ class SignatureStore:
             self._doc_cache.pop(doc.seq, None)
         self.index_version += 1
         self.memory.remove(names, seqs)
-        worded = [(doc.seq, data) for doc in docs if self.word_tag is not None
-                  and (data := doc.signatures.get(self.word_tag)) is not None and len(data) >= 8]
-        if worded:
-            bits = np.frombuffer(b"".join(data[:8] for _, data in worded), dtype="<u8") & np.uint64(WORD_MASK)
-            self.words.remove_ints(np.asarray([seq for seq, _ in worded], dtype=np.uint64), bits.astype(np.uint64))
+        if (tag := self.word_tag) is not None:
+            self.words.remove_ints(*self._word_postings([d.seq for d in docs], [d.signatures.get(tag) for d in docs]))
 
     def delete_page(self, page_id: str) -> bool:
         """Forget a page: it no longer matches anything. Returns False if it was not stored."""
@@ -698,7 +701,7 @@ class StoreBatch:
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
-        # of the last `candidates` answer, the seqs only one name found, of a `store.chance_tags` method
+        # of the last `candidates` answer, the seqs only one name found, a lone one of `store.word_tag`
         self.unvouched: set[int] = set()
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
@@ -801,8 +804,7 @@ class StoreBatch:
         if not lone.any():
             return set()
         at = np.repeat(lone, found)  # the postings of lone SimHash names
-        has, bits = self.store.stored_word_array(seqs[at])
-        far = has & ~self.store._by_tag[tag].index_finds_bits(words[owners[lone]], bits, WORD_MASK)
+        far = self.store.chance_collisions(seqs[at], words[owners[lone]])
         told = seqs[at][far]
         if not len(told):
             return set()
@@ -834,13 +836,13 @@ class StoreBatch:
             self._quiet = names
             return []
         self._quiet = None
-        chance_tags = self.store.chance_tags
+        word_tag = self.store.word_tag
         found: list[bytes] = []
         vouching: list[bytes] = []  # values of names that cannot be a lone chance collision
         for n in names:
             if v := self._value(n):
                 found.append(v)
-                if n[0] not in chance_tags or layout.postings_count(v) != 1:
+                if n[0] != word_tag or layout.postings_count(v) != 1:
                     vouching.append(v)
         if not found:
             return []
@@ -872,8 +874,7 @@ class StoreBatch:
         if not self.unvouched or tag is None or tag not in mine:
             return list(seqs)
         committed = np.fromiter((s for s in self.unvouched if s not in self._docs), dtype=np.uint64)
-        has, bits = self.store.stored_word_array(committed)
-        far = committed[has & ~self.store._by_tag[tag].index_finds_bits(mine[tag], bits, WORD_MASK)]
+        far = committed[self.store.chance_collisions(committed, mine[tag])]
         if not len(far):
             return list(seqs)
         gone = set(far.tolist())

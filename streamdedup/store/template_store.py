@@ -119,12 +119,11 @@ class SiteTemplates:
             if not template.learned:
                 continue
             delta = template.encode_learned()
-            whole = template.encode()
-            if template.deltas < MAX_DELTAS and 2 * (template.delta_bytes + len(delta)) < len(whole):
+            if template.deltas < MAX_DELTAS and 2 * (template.delta_bytes + len(delta)) < template.encoded_size:
                 wb.put(layout.template_delta_key(site_hash, template.deltas), delta)
                 self._wrote[site_hash] = (template.deltas + 1, template.delta_bytes + len(delta))
             else:
-                wb.put(layout.template_key(site_hash), whole)
+                wb.put(layout.template_key(site_hash), template.encode())
                 for n in range(template.deltas):
                     wb.delete(layout.template_delta_key(site_hash, n))
                 self._wrote[site_hash] = (0, 0)

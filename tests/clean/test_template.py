@@ -212,3 +212,15 @@ def test_a_document_is_its_url_without_the_fragment_with_its_query():
     assert document_key("https://news.example/a") != document_key("https://news.example/a/print")
     assert document_key("https://news.example/ä [b]") == document_key("https://NEWS.example/ä [b]#x")  # not plain ASCII
     assert document_key("") != 0  # 0 is "not known" (records written before the key)
+
+
+def test_a_templates_encoded_size_is_the_length_of_its_record():
+    """The store decides delta or whole record from it without encoding the model each batch."""
+    import random
+
+    from streamdedup.clean.template import SiteTemplate, TemplateParams
+
+    rng, template, params = random.Random(2), SiteTemplate(), TemplateParams(half_life=7, max_lines=40)
+    for i in range(30):
+        template.learn(f"https://s.example/{i}", [rng.getrandbits(64) for _ in range(rng.randint(0, 9))], params)
+        assert template.encoded_size == len(template.encode())
