@@ -104,35 +104,59 @@ class Fingerprinter:
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
         """`prepare` of each record, in their order. With more than one thread (`prepare_threads`)
-        the records are prepared side by side, each thread with its own extraction process: the
-        parse and main-content extraction (most of an HTML page's CPU, in that process) of several
-        pages run on several cores, while the Python stages take turns. The results are the same
-        as one by one: `prepare` is pure."""
+        the pages that may be HTML are prepared side by side, each thread with its own extraction
+        process: the parse and main-content extraction (most of an HTML page's CPU, in that
+        process) of several pages run on several cores, while the Python stages take turns. Pages
+        with no markup are prepared in the calling thread: they hold the GIL from end to end, so a
+        thread of their own only adds its hand-offs (6,000 plain-text pages: ~15 % more CPU).
+        The results are the same as one by one: `prepare` is pure."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
+        reads = list(zip(raws, [self._read(raw) for raw in raws], strict=True))
+        heavy = [(i, raw, read) for i, (raw, read) in enumerate(reads)
+                 if isinstance(read, tuple) and may_be_html(read[0])]
+        if len(heavy) <= 1:
+            return [self._finish(raw, read) for raw, read in reads]
         pool = _pool(self.threads)
-        futures = [pool.submit(self.prepare, raw) for raw in raws]
+        futures = {i: pool.submit(self._fingerprint, raw, *read) for i, raw, read in heavy}
         try:
-            return [future.result() for future in futures]
+            return [futures[i].result() if i in futures else self._finish(raw, read)
+                    for i, (raw, read) in enumerate(reads)]
         except BaseException:  # Ctrl-C, a stop: the pages not started are not prepared
-            for future in futures:
+            for future in futures.values():
                 future.cancel()
             raise
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
         """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
+        return self._finish(raw, self._read(raw))
+
+    def _finish(self, raw: RawRecord, read: tuple[Page, dict[str, Any]] | Outcome) -> Fingerprinted | Outcome:
+        return read if isinstance(read, Outcome) else self._fingerprint(raw, *read)
+
+    def _read(self, raw: RawRecord) -> tuple[Page, dict[str, Any]] | Outcome:
+        """The record's page and its pass-through fields, or its rejection."""
         record: dict[str, Any] = {}
         try:
             value, record = self._decode(raw)
-            page = page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes)
+            return page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes), record
+        except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
+            return self._failed(raw, record, err)
+
+    def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any]) -> Fingerprinted | Outcome:
+        try:
             text, visible, signatures = self.signatures(page)
             return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
                                  visible=visible)
-        except Rejected as rejected:
-            return self._rejected(raw, record, rejected.reason.value, rejected.detail)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
-            log.exception("processing failed for %s", raw.origin)
-            return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
+            return self._failed(raw, record, err)
+
+    def _failed(self, raw: RawRecord, record: dict[str, Any], err: Exception) -> Outcome:
+        """A rejection with its reason; any other error is a processing error, logged."""
+        if isinstance(err, Rejected):
+            return self._rejected(raw, record, err.reason.value, err.detail)
+        log.error("processing failed for %s", raw.origin, exc_info=err)
+        return self._rejected(raw, record, Reason.PROCESSING_ERROR.value, f"{type(err).__name__}: {err}")
 
     @staticmethod
     def _decode(raw: RawRecord) -> tuple[Any, dict[str, Any]]:
@@ -174,6 +198,16 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         if pool is None:
             pool = _pools[key] = ThreadPoolExecutor(threads, thread_name_prefix=f"prepare{threads}")
         return pool
+
+
+def may_be_html(page: Page) -> bool:
+    """Whether the page may go through the extraction process: `is_html` needs a "<" among the
+    first 65,536 characters (bytes: 4 times as many, so any encoding of them is covered). Only
+    where the page is prepared depends on it, never what it gives."""
+    content = page.content
+    if isinstance(content, bytes):
+        return b"<" in content[:1 << 18]
+    return "<" in content[:1 << 16]
 
 
 def prepare_threads(setting: int) -> int:
