@@ -28,6 +28,14 @@ from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdic
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store import layout, rebuild
+from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds are imported from here too
+    StoreConfigMismatch,
+    StoreCorrupt,
+    StoreError,
+    StoreLocked,
+    damaged,
+    store_error,
+)
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import (
     SLOT_BYTES,
@@ -57,19 +65,6 @@ def method_tags(names: Sequence[str]) -> dict[str, int]:
     return {name: tag for tag, name in enumerate(sorted(names))}
 
 
-class StoreError(Exception):
-    """A store that cannot be used as it is (in use, damaged, not a store). The message names the
-    fix; the command line prints it alone, without a traceback."""
-
-
-class StoreLocked(StoreError):
-    """Another process (or another open of this process) holds the store."""
-
-
-class StoreCorrupt(StoreError):
-    """RocksDB found the store damaged (a checksum mismatch, a missing file)."""
-
-
 def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
     """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
     return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
@@ -93,10 +88,6 @@ def answered(value: bytes) -> list[int]:
     return layout.seqs_from(value)
 
 
-class StoreConfigMismatch(StoreError, ValueError):
-    """The store was built with other parameters; mixing signatures would give wrong answers."""
-
-
 # Files RocksDB writes in a store directory. Those that hold data (a MANIFEST, tables, a WAL, blobs)
 # without a CURRENT file mean a damaged store, never an empty directory.
 _ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
@@ -115,27 +106,6 @@ def foreign_files(names: Iterable[str]) -> list[str]:
     """The names that are neither RocksDB's nor a lexicon copy: a directory holding any is not a store."""
     return [n for n in names if not (_ROCKSDB_DATA_FILE.fullmatch(n) or _ROCKSDB_OTHER_FILE.fullmatch(n)
                                      or n == "CURRENT" or n in _SNAPSHOT_FILES or _LEXICON_COPY.fullmatch(n))]
-
-
-def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
-    """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text
-    says 'IO error: ... LOCK' or 'Corruption: ...'), or None if it is no store error."""
-    if isinstance(err, StoreError):
-        return err
-    text = str(err)
-    where = f"the store at {path}" if path is not None else "a store"
-    if "/LOCK" in text and "lock" in text.lower():
-        return StoreLocked(f"{where} is in use by another process ({text}): stop the other `streamdedup` "
-                           "(dedup or worker) that uses it, or give this one another state directory")
-    if "Corruption:" in text:
-        return StoreCorrupt(_damaged(where, text))
-    return None
-
-
-def _damaged(where: str, what: str) -> str:
-    return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
-            "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
-            "rerunning the inputs with a new --state")
 
 
 def _pinned(key: str, value: str | None) -> str | None:
@@ -368,7 +338,7 @@ class SignatureStore:
         names = sorted(os.listdir(path)) if path.exists() else []
         data = [n for n in names if _ROCKSDB_DATA_FILE.fullmatch(n)]
         if data:
-            raise StoreCorrupt(_damaged(f"the store at {path}", f"it has {', '.join(data[:3])} but no CURRENT file"))
+            raise StoreCorrupt(damaged(f"the store at {path}", f"it has {', '.join(data[:3])} but no CURRENT file"))
         foreign = foreign_files(names)
         if foreign:
             raise StoreError(f"{path} is not a store and not empty (it holds {foreign[0]!r}): a new store is only "
@@ -520,7 +490,7 @@ class SignatureStore:
         try:
             it.status()
         except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
-            raise store_error(err, self.path) or StoreCorrupt(_damaged(f"the store at {self.path}", str(err))) from None
+            raise store_error(err, self.path) or StoreCorrupt(damaged(f"the store at {self.path}", str(err))) from None
 
     def _has_keys(self) -> bool:
         return next(self._scan(self.db), None) is not None

@@ -15,6 +15,7 @@ from rocksdict import Rdict, WriteBatch
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import layout
+from streamdedup.store.errors import StoreCorrupt, damaged, store_error
 from streamdedup.store.plain import open_plain_db
 
 
@@ -64,7 +65,9 @@ MAX_DELTAS = 32
 
 def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemplate:
     """A site's model as the store holds it: its whole record (if any) and its delta records after
-    it (`layout.template_delta_key`, in order), replayed. One iterator seek reads them all."""
+    it (`layout.template_delta_key`, in order), replayed. One iterator seek reads them all. A
+    damaged block raises StoreCorrupt: the iterator would stop there and say so only in its
+    status, and the model would be read without its later deltas."""
     key = layout.template_key(site_hash)
     it = db.iter()
     it.seek(key)
@@ -79,6 +82,11 @@ def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemp
         else:
             deltas.append(it.value())
         it.next()
+    try:
+        it.status()
+    except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
+        path = db.path()
+        raise store_error(err, path) or StoreCorrupt(damaged(f"the store at {path}", str(err))) from None
     template = template or SiteTemplate()
     for delta in deltas:
         template.replay(delta, params)

@@ -1,0 +1,45 @@
+"""The errors a store can raise that a user can mend: each message names the fix, and the command
+line prints it alone, without a traceback. Apart from the stores, so that every module reading
+RocksDB (the signature store, the template store) raises the same ones."""
+
+from __future__ import annotations
+
+import os
+
+
+class StoreError(Exception):
+    """A store that cannot be used as it is (in use, damaged, not a store). The message names the
+    fix; the command line prints it alone, without a traceback."""
+
+
+class StoreLocked(StoreError):
+    """Another process (or another open of this process) holds the store."""
+
+
+class StoreCorrupt(StoreError):
+    """RocksDB found the store damaged (a checksum mismatch, a missing file)."""
+
+
+class StoreConfigMismatch(StoreError, ValueError):
+    """The store was built with other parameters; mixing signatures would give wrong answers."""
+
+
+def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
+    """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text
+    says 'IO error: ... LOCK' or 'Corruption: ...'), or None if it is no store error."""
+    if isinstance(err, StoreError):
+        return err
+    text = str(err)
+    where = f"the store at {path}" if path is not None else "a store"
+    if "/LOCK" in text and "lock" in text.lower():
+        return StoreLocked(f"{where} is in use by another process ({text}): stop the other `streamdedup` "
+                           "(dedup or worker) that uses it, or give this one another state directory")
+    if "Corruption:" in text:
+        return StoreCorrupt(damaged(where, text))
+    return None
+
+
+def damaged(where: str, what: str) -> str:
+    return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
+            "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
+            "rerunning the inputs with a new --state")
