@@ -100,6 +100,12 @@ _SNAPSHOT_FILES = (_SNAPSHOT, _SNAPSHOT + ".tmp", _WORDS_SNAPSHOT, _WORDS_SNAPSH
 # Fewer bits can only keep more candidates (their Hamming distance can only be smaller), never drop one.
 WORD_BITS = 47
 WORD_MASK = (1 << WORD_BITS) - 1
+# The most pages a SimHash key may hold for the chance check to ask about them. A key of ~26 bits
+# holds a chance collision among N stored pages with N / 2^26 others on average (0.15 at 10 M; with
+# 25-bit keys 0.3): asking only keys of one page left a fifth of them to be read and judged at 10 M.
+# A key past this is one many pages share (homogeneous text): its pages are likely neighbours,
+# and asking about each costs more than the check saves (measured: docs/design.md, "Hot keys").
+CHANCE_POSTINGS = 4
 
 
 def foreign_files(names: Iterable[str]) -> list[str]:
@@ -671,7 +677,8 @@ class StoreBatch:
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
-        # of the last `candidates` answer, the seqs only one name found, a lone one of `store.word_tag`
+        # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
+        # at most CHANCE_POSTINGS pages
         self.unvouched: set[int] = set()
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
@@ -764,17 +771,18 @@ class StoreBatch:
     def _by_chance_only(self, named: np.ndarray, owners: np.ndarray, found: np.ndarray, seqs: np.ndarray,
                         words: np.ndarray) -> set[int]:
         """The stored pages whose records the batch need not read: wherever the batch finds them,
-        they are alone under a SimHash key of the page naming it, and their kept bits are too far
+        they are under a SimHash key of the page naming it that holds at most CHANCE_POSTINGS
+        pages, found by no other name, and their kept bits are too far
         from that page's own word (`words[p]`): chance collisions, which `without_chance` drops
         unread. `named[i]` (a 48-bit name, page `owners[i]`'s) has the `found[i]` postings of `seqs`."""
         tag = self.store.word_tag
         if tag is None or not len(seqs):
             return set()
-        lone = ((named >> np.uint64(40)) == np.uint64(tag)) & (found == 1)
-        if not lone.any():
+        asked = ((named >> np.uint64(40)) == np.uint64(tag)) & (found <= CHANCE_POSTINGS)
+        if not asked.any():
             return set()
-        at = np.repeat(lone, found)  # the postings of lone SimHash names
-        far = self.store.chance_collisions(seqs[at], words[owners[lone]])
+        at = np.repeat(asked, found)  # the postings of the SimHash names asked about
+        far = self.store.chance_collisions(seqs[at], np.repeat(words[owners[asked]], found[asked]))
         told = seqs[at][far]
         if not len(told):
             return set()
@@ -812,7 +820,7 @@ class StoreBatch:
         for n in names:
             if v := self._value(n):
                 found.append(v)
-                if n[0] != word_tag or layout.postings_count(v) != 1:
+                if n[0] != word_tag or layout.postings_count(v) > CHANCE_POSTINGS:
                     vouching.append(v)
         if not found:
             return []
@@ -826,8 +834,9 @@ class StoreBatch:
             kept = sorted(shared)
         else:
             kept = sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])
-        # a chance collision is a page alone under one key of the page (a short key holds one page
-        # by chance: N / 2^26 of them); pages sharing more keys, or under fuller ones, are not asked
+        # a chance collision is a page found by one key of the page, a SimHash key of at most
+        # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
+        # sharing more keys, or found under fuller ones, are not asked
         if len(vouching) < len(found):
             vouched = {s for v in vouching for s in answers[v]}
             self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}

@@ -122,12 +122,29 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
         assert detector.work["candidates_found"] == 1 and detector.work["candidates_by_chance"] == 1
         assert detector.work["candidates_verified"] == 0
         assert 0 not in detector.store._doc_cache  # told from the bits kept in memory: its record not read
-        outcomes = detector.decide_batch([_synthetic(2, near, rng)])
-    # the first page and the chance one, now two pages under that key: a key holding more than one
-    # page is not asked (a chance collision is a page alone under a short key), so both are judged
-    assert detector.work["candidates_found"] == 3 and detector.work["candidates_verified"] == 2
-    assert outcomes[0].dedup["status"] == "unique"  # (their other signatures are random)
-    assert detector.work_per_page()["candidates_by_chance_mean"] == round(1 / 3, 2)
+        found, verified, by_chance = 1, 0, 1
+
+        def judged_of(page: object) -> tuple[int, int, int]:
+            """The page's candidates found, verified and dropped by chance."""
+            nonlocal found, verified, by_chance
+            outcomes = detector.decide_batch([page])
+            assert outcomes[0].dedup["status"] == "unique"  # (their other signatures are random)
+            work = detector.work
+            step = (work["candidates_found"] - found, work["candidates_verified"] - verified,
+                    work["candidates_by_chance"] - by_chance)
+            found, verified, by_chance = work["candidates_found"], work["candidates_verified"], work["candidates_by_chance"]
+            return step
+
+        # the first page and the chance one, two pages under that key: each is asked; the first,
+        # 2 bits away, is judged, the chance one (10-14 bits away) dropped
+        assert judged_of(_synthetic(2, near, rng)) == (2, 1, 1)
+        # up to CHANCE_POSTINGS (4) pages under the key, each is asked: all far from another
+        # chance page
+        assert judged_of(_synthetic(3, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (3, 0, 3)
+        assert judged_of(_synthetic(4, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (4, 0, 4)
+        # a key of 5 pages is one many pages share: none of its pages is asked, all are judged
+        assert judged_of(_synthetic(5, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (5, 5, 0)
+    assert detector.work_per_page()["candidates_by_chance_mean"] == round(9 / 6, 2)
 
 
 def test_the_words_the_chance_check_reads_follow_the_pages_through_reopen_crash_and_deletion(tmp_path):
