@@ -5,6 +5,7 @@ RocksDB (the signature store, the template store) raises the same ones."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 
 class StoreError(Exception):
@@ -43,3 +44,12 @@ def damaged(where: str, what: str) -> str:
     return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
             "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
             "rerunning the inputs with a new --state")
+
+
+def check_iterator(it: Any, path: str | os.PathLike[str]) -> None:
+    """Raise the StoreError a RocksDB iterator's status holds, if any: at a damaged block an
+    iterator just stops, and says so only there."""
+    try:
+        it.status()
+    except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
+        raise store_error(err, path) or StoreCorrupt(damaged(f"the store at {path}", str(err))) from None

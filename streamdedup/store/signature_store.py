@@ -33,6 +33,7 @@ from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds 
     StoreCorrupt,
     StoreError,
     StoreLocked,
+    check_iterator,
     damaged,
     store_error,
 )
@@ -493,10 +494,7 @@ class SignatureStore:
         while it.valid():
             yield it.key(), it.value()
             it.next()
-        try:
-            it.status()
-        except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
-            raise store_error(err, self.path) or StoreCorrupt(damaged(f"the store at {self.path}", str(err))) from None
+        check_iterator(it, self.path)
 
     def _has_keys(self) -> bool:
         return next(self._scan(self.db), None) is not None
@@ -772,9 +770,9 @@ class StoreBatch:
                         words: np.ndarray) -> set[int]:
         """The stored pages whose records the batch need not read: wherever the batch finds them,
         they are under a SimHash key of the page naming it that holds at most CHANCE_POSTINGS
-        pages, found by no other name, and their kept bits are too far
-        from that page's own word (`words[p]`): chance collisions, which `without_chance` drops
-        unread. `named[i]` (a 48-bit name, page `owners[i]`'s) has the `found[i]` postings of `seqs`."""
+        pages, found by no other name, and their kept bits are too far from that page's own word
+        (`words[p]`): chance collisions, which `without_chance` drops unread. `named[i]` (a 48-bit
+        name, page `owners[i]`'s) has the `found[i]` postings of `seqs`."""
         tag = self.store.word_tag
         if tag is None or not len(seqs):
             return set()

@@ -15,7 +15,7 @@ from rocksdict import Rdict, WriteBatch
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import layout
-from streamdedup.store.errors import StoreCorrupt, damaged, store_error
+from streamdedup.store.errors import check_iterator
 from streamdedup.store.plain import open_plain_db
 
 
@@ -82,11 +82,7 @@ def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemp
         else:
             deltas.append(it.value())
         it.next()
-    try:
-        it.status()
-    except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions
-        path = db.path()
-        raise store_error(err, path) or StoreCorrupt(damaged(f"the store at {path}", str(err))) from None
+    check_iterator(it, db.path())
     template = template or SiteTemplate()
     for delta in deltas:
         template.replay(delta, params)
