@@ -81,6 +81,9 @@ class WorkerSettings:
     allowed_lateness_ms: int = 0
     progress_interval_s: float = 30.0  # a progress line at INFO this often once assigned; 0 = never
     stall_timeout_s: float = 120.0  # /healthz fails when the loop has not gone round for this long
+    # the longest a worker may go between polls before the group drops it (Kafka's default); also
+    # how long librdkafka waits for a JoinGroup answer before it asks again (see runtime/broker.py)
+    max_poll_interval_s: float = 300.0
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 

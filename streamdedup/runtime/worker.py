@@ -111,6 +111,7 @@ class Worker:
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "isolation.level": "read_committed", "enable.partition.eof": False,
             **topics.consumer_settings(), "session.timeout.ms": 10_000,
+            "max.poll.interval.ms": round(settings.max_poll_interval_s * 1000),
             "partition.assignment.strategy": settings.assignment_strategy}
         if settings.static_membership:
             # KIP-345: a restarted worker takes its partitions (and local stores) back at once
