@@ -15,8 +15,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
-
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
@@ -111,7 +109,7 @@ class Detector:
         encoded = [self._encoded(fp) for fp in pages]
         names, ends = self.store.index_name_ints_of_records(encoded)
         # the names that can find a page
-        shared = batch.stage(names, ends, [fp.page.id for fp in pages], self._words(encoded))
+        shared = batch.stage(names, ends, [fp.page.id for fp in pages], self.store.words_of(encoded))
         keyed = {id(fp): (fp, sigs, i, page_shared)
                  for i, (fp, sigs, page_shared) in enumerate(zip(pages, encoded, shared, strict=True))}
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, *keyed[id(item)])
@@ -128,15 +126,6 @@ class Detector:
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
         self.clock = self.config.retention_clock(self.store.get_meta_int)
-
-    def _words(self, encoded: list[dict[int, bytes]]) -> np.ndarray | None:
-        """Each page's word for the store's chance check (`SignatureStore.words`: the first 8
-        bytes of its SimHash, little-endian; 0 for a page without one, which names no SimHash key)."""
-        tag = self.store.word_tag
-        if tag is None:
-            return None
-        return np.array([int.from_bytes(sigs[tag][:8], "little") if tag in sigs and len(sigs[tag]) >= 8 else 0
-                         for sigs in encoded], dtype=np.uint64)
 
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:
         """The page's signatures as its record stores them, by method tag (the batch's index

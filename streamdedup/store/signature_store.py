@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
@@ -101,6 +101,17 @@ _SNAPSHOT_FILES = (_SNAPSHOT, _SNAPSHOT + ".tmp", _WORDS_SNAPSHOT, _WORDS_SNAPSH
 # Fewer bits can only keep more candidates (their Hamming distance can only be smaller), never drop one.
 WORD_BITS = 47
 WORD_MASK = (1 << WORD_BITS) - 1
+
+
+def has_word(data: bytes | None) -> TypeGuard[bytes]:
+    """Whether an encoded `word_tag` signature holds a word (its first 8 bytes)."""
+    return data is not None and len(data) >= 8
+
+
+def page_words(encoded: Sequence[bytes | None]) -> np.ndarray:
+    """The word of each encoded `word_tag` signature: its first 8 bytes, little-endian; 0 if none."""
+    return np.frombuffer(b"".join(data[:8] if has_word(data) else bytes(8) for data in encoded),
+                         dtype="<u8").astype(np.uint64)
 # The most pages a SimHash key may hold for the chance check to ask about them. A key of ~26 bits
 # holds a chance collision among N stored pages with N / 2^26 others on average (0.15 at 10 M; with
 # 25-bit keys 0.3): asking only keys of one page left a fifth of them to be read and judged at 10 M.
@@ -274,9 +285,16 @@ class SignatureStore:
     def _word_postings(seqs: Sequence[int], encoded: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
         """`words`' postings of these pages: their seqs and the low WORD_BITS bits of their
         `word_tag` signatures (encoded; None: the page has none, and no posting)."""
-        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
-        bits = np.frombuffer(b"".join(data[:8] for _, data in kept), dtype="<u8") & np.uint64(WORD_MASK)
+        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if has_word(data)]
+        bits = page_words([data for _, data in kept]) & np.uint64(WORD_MASK)
         return np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64)
+
+    def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
+        """Each page's word for the chance check, from its encoded signatures by tag (0 for a
+        page without one, which names no SimHash key); None if no method tells chance keys."""
+        if self.word_tag is None:
+            return None
+        return page_words([sigs.get(self.word_tag) for sigs in encoded])
 
     def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None:
         """Keep these pages' `word_tag` signatures (encoded; None: the page has none) in `words`."""
