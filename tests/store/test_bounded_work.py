@@ -3,6 +3,7 @@ candidates (those sharing the most keys, the earliest on a tie), and re-crawls a
 
 from __future__ import annotations
 
+import numpy as np
 from conftest import make_article, page, wrap_in_template
 
 from streamdedup.config import DetectorConfig
@@ -175,3 +176,13 @@ def test_the_words_the_chance_check_reads_follow_the_pages_through_reopen_crash_
     (tmp_path / "words-snapshot").unlink()  # as after a crash
     with Detector(DetectorConfig(), tmp_path) as detector:
         assert detector.store.stored_words(list(range(5))) == expected
+
+
+def test_a_pages_word_is_the_first_8_bytes_of_its_simhash_little_endian_and_0_without_one():
+    """The chance check compares the word a batch's page brings (`words_of`) with the bits kept for
+    stored pages (`_word_postings`): both read it the same way, from one function."""
+    word = (0x0123456789ABCDEF).to_bytes(8, "little")
+    words = signature_store.page_words([word, None, b"\x01\x02", word + b"\xff"])
+    assert words.dtype == np.uint64 and words.tolist() == [0x0123456789ABCDEF, 0, 0, 0x0123456789ABCDEF]
+    seqs, bits = signature_store.SignatureStore._word_postings([5, 6, 7], [word, None, b"\x01"])
+    assert seqs.tolist() == [5] and bits.tolist() == [0x0123456789ABCDEF & signature_store.WORD_MASK]
