@@ -96,6 +96,7 @@ class Worker:
         self.handlers: dict[TP, PartitionHandler] = {}
         self.replay_until: dict[TP, int] = {}
         self._stop = threading.Event()
+        self._closing = False  # the consumer is closing: an assignment it still delivers is not taken
         self._last_activity: float | None = None  # set on assignment and on every batch
         self._loop_at = time.monotonic()  # the loop's last round, for /healthz
         self._running = False
@@ -154,6 +155,14 @@ class Worker:
 
     # -- partitions ---------------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self._closing:
+            # A rebalance that ends while the consumer closes (e.g. after the worker overran
+            # max.poll.interval.ms and rejoined) still delivers its assignment. Asking the
+            # committed offsets then fails (the handle is being destroyed), and confluent-kafka
+            # re-raised that from close() as an object no `except` clause matches: it ended
+            # the test session. Not assigning lets librdkafka treat it as unassigned.
+            log.info("closing: assignment of %d partitions not taken", len(partitions))
+            return
         committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=30)}
         for tp in partitions:
             tp_key = (tp.topic, tp.partition)
@@ -591,6 +600,7 @@ class Worker:
             except Exception:  # noqa: BLE001 - e.g. a full disk on the final flush: the WAL has the data
                 log.exception("closing the store of %s[%d] failed", *tp_key)
         self.handlers.clear()
+        self._closing = True
         try:
             self.consumer.close()
         except RuntimeError:

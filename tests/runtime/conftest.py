@@ -29,8 +29,7 @@ def settings(broker, tmp_path) -> WorkerSettings:
                     rejected=f"rejected-{run}", clusters=f"clusters-{run}",
                     index=f"index-{run}", parts=f"parts-{run}")
     return WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"g-{run}", worker_id="w1",
-                          state_dir=tmp_path / "state", batch_size=16, batch_timeout_s=0.2, topics=topics,
-                          max_poll_interval_s=30.0)  # noida-db's lost JoinGroup answers: asked again after 33 s
+                          state_dir=tmp_path / "state", batch_size=16, batch_timeout_s=0.2, topics=topics)
 
 
 def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, quiet_s: float = 3.0,

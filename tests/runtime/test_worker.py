@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import orjson
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
@@ -212,3 +212,22 @@ def test_a_worker_killed_while_writing_its_producer_record_starts_again(settings
     stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=4)
     assert stats.decided == len(records)
     assert record.read_text().startswith("streamdedup-")
+
+
+def test_an_assignment_delivered_while_the_consumer_closes_is_not_taken(settings):
+    """A rebalance that ends during `consumer.close()` (after the worker overran
+    max.poll.interval.ms in CI) delivered its assignment: asking the committed offsets failed on
+    the closing handle, and confluent-kafka re-raised that from close() as an object no `except`
+    matches, which ended the whole test session. While closing, an assignment is not taken."""
+
+    class ClosingConsumer:
+        def committed(self, partitions, timeout=None):
+            raise KafkaException(KafkaError(KafkaError._DESTROY))
+
+    worker = Worker(settings, DetectorConfig())
+    try:
+        worker._closing = True
+        worker._on_assign(ClosingConsumer(), [TopicPartition(settings.topics.pages, 0)])  # type: ignore[arg-type]
+        assert worker.handlers == {}
+    finally:
+        worker.close()
