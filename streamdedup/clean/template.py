@@ -48,6 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import numba
 import numpy as np
 import xxhash
 
@@ -121,6 +122,52 @@ def url_base(url: str) -> str:
         return f"{parts.netloc.lower()}{parts.path}"
     except ValueError:
         return url
+
+
+def distinct_sorted(hashes: list[int]) -> np.ndarray:
+    """A page's line hashes, each once, in ascending order (`np.unique`'s answer without its
+    ~11 µs of per-call set-up, paid once a page)."""
+    page = np.fromiter(hashes, dtype="<u8", count=len(hashes))
+    page.sort()
+    if len(page) < 2:
+        return page
+    keep = np.empty(len(page), dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(page[1:], page[:-1], out=keep[1:])
+    return page[keep]
+
+
+@numba.njit(cache=True)
+def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The counted lines (ascending hashes, their counts) with a page's distinct ascending
+    hashes counted once more: a line there already +1, a new one at its place with 1. One binary
+    search a page line and block copies of the counted lines between them (a `searchsorted` and two
+    `np.insert`s did it in ~8 numpy calls a page); the model's arrays are not changed in place."""
+    n, m = len(lines), len(page)
+    at = np.searchsorted(lines, page)
+    fresh = 0
+    for j in range(m):
+        if at[j] == n or lines[at[j]] != page[j]:
+            fresh += 1
+    out_lines = np.empty(n + fresh, dtype=np.uint64)
+    out_counts = np.empty(n + fresh, dtype=np.uint32)
+    src = dst = 0
+    for j in range(m):
+        a = at[j]
+        if a > src:  # the counted lines before this one, as they are
+            out_lines[dst: dst + a - src] = lines[src: a]
+            out_counts[dst: dst + a - src] = counts[src: a]
+            dst += a - src
+            src = a
+        if a < n and lines[a] == page[j]:
+            out_lines[dst], out_counts[dst] = lines[a], counts[a] + np.uint32(1)
+            src += 1
+        else:
+            out_lines[dst], out_counts[dst] = page[j], 1
+        dst += 1
+    out_lines[dst:] = lines[src:]
+    out_counts[dst:] = counts[src:]
+    return out_lines, out_counts
 
 
 class SiteTemplate:
@@ -292,7 +339,7 @@ class SiteTemplate:
         key = page_key(url)
         if self._has_url(key):
             return False
-        page = np.unique(np.asarray(hashes, dtype="<u8"))
+        page = distinct_sorted(hashes)
         self.learned.append((key, page))
         self._learn(key, page, params)
         return True
@@ -302,14 +349,7 @@ class SiteTemplate:
         self._add_url(key, params.recent_urls)
         self.pages += 1
         if len(page):
-            lines = self._lines
-            at = np.searchsorted(lines, page)  # where each line is, or would go
-            found = lines[np.minimum(at, len(lines) - 1)] == page if len(lines) else np.zeros(len(page), dtype=bool)
-            self._counts[at[found]] += 1
-            if not found.all():  # new lines, each at its place in hash order, counted once
-                fresh = ~found
-                self._lines = np.insert(lines, at[fresh], page[fresh])
-                self._counts = np.insert(self._counts, at[fresh], np.uint32(1))
+            self._lines, self._counts = count_page(self._lines, self._counts, page)
         if len(self._lines) > params.max_lines:  # keep the most seen (ties by hash: deterministic),
             ranked = np.lexsort((self._lines, ~self._counts))[: params.max_lines * 3 // 4]  # down to 3/4: amortised
             kept = np.sort(ranked)  # in hash order again

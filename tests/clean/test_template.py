@@ -224,3 +224,31 @@ def test_a_templates_encoded_size_is_the_length_of_its_record():
     for i in range(30):
         template.learn(f"https://s.example/{i}", [rng.getrandbits(64) for _ in range(rng.randint(0, 9))], params)
         assert template.encoded_size == len(template.encode())
+
+
+def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
+    """`count_page` (one compiled merge) against the numpy steps it replaced, on random models and
+    pages: lines there already +1, new ones at their place in hash order with 1, nothing else."""
+    import numpy as np
+
+    from streamdedup.clean.template import count_page, distinct_sorted
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        pool = rng.integers(0, 2**64 - 1, size=rng.integers(1, 60), dtype=np.uint64, endpoint=True)
+        lines = np.unique(rng.choice(pool, size=rng.integers(0, 50)))
+        counts = rng.integers(1, 9, size=len(lines)).astype("<u4")
+        hashes = [int(h) for h in rng.choice(pool, size=rng.integers(0, 40))]  # repeats, any order
+        page = distinct_sorted(hashes)
+        assert page.tolist() == sorted(set(hashes))
+        at = np.searchsorted(lines, page)
+        found = lines[np.minimum(at, len(lines) - 1)] == page if len(lines) else np.zeros(len(page), dtype=bool)
+        expected_counts = counts.copy()
+        expected_counts[at[found]] += 1
+        expected_lines = np.insert(lines, at[~found], page[~found])
+        expected_counts = np.insert(expected_counts, at[~found], np.uint32(1))
+        before = counts.copy()
+        merged_lines, merged_counts = count_page(lines, counts, page)
+        assert merged_lines.tolist() == expected_lines.tolist(), trial
+        assert merged_counts.tolist() == expected_counts.tolist(), trial
+        assert counts.tolist() == before.tolist()  # the model's arrays are not changed in place
