@@ -150,19 +150,24 @@ class Detector:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
         pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
         document = document_key(fp.page.url)
-        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, names, document))
+        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, page, names, document))
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
                                    verdict.duplicate_of or "", signatures, fp.site_hash, document=document),
                          page, names)
         return verdict
 
-    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, names: list[bytes],
+    def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, page: int, names: list[bytes],
                     document: int) -> list[Candidate]:
         """Every stored page sharing any index key with this one and inside its retention window,
-        verified and judged by the engine (`engine.judged`)."""
-        seqs = batch.candidates(names)
+        verified and judged by the engine (`engine.judged`). (`page`: its number in the staged batch.)"""
         work = self.work
         work["pages"] += 1
+        if by_chance := batch.chance_only(page):  # every candidate a chance collision, told for the batch
+            work["candidates_found"] += by_chance
+            work["max_candidates_found"] = max(work["max_candidates_found"], by_chance)
+            work["candidates_by_chance"] += by_chance
+            return []
+        seqs = batch.candidates(names)
         if not seqs:  # the common case: no stored page shares a key
             return []
         work["candidates_found"] += batch.last_found
@@ -177,9 +182,9 @@ class Detector:
         work["candidates_verified"] += len(seqs)
         if not seqs:
             return []
-        page = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
+        record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
         found: list[Candidate] = []
-        for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, page, mine,
+        for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, record, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms)):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)

@@ -705,6 +705,7 @@ class StoreBatch:
         # (names, the page of the batch naming each, their first free slots in the table and its epoch)
         self._lone: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
+        self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -770,7 +771,8 @@ class StoreBatch:
         if len(stored):
             found, starts, seqs = self.store.memory.found_ints(shared_names[stored], counts[at][stored])
             if words is not None:
-                skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words)
+                skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words,
+                                               np.unique(owner[repeated]), len(ends))
             for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
                 name = as_bytes[j]
                 if name not in values:
@@ -787,12 +789,18 @@ class StoreBatch:
         return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
 
     def _by_chance_only(self, named: np.ndarray, owners: np.ndarray, found: np.ndarray, seqs: np.ndarray,
-                        words: np.ndarray) -> set[int]:
+                        words: np.ndarray, sharing: np.ndarray, pages: int) -> set[int]:
         """The stored pages whose records the batch need not read: wherever the batch finds them,
         they are under a SimHash key of the page naming it that holds at most CHANCE_POSTINGS
         pages, found by no other name, and their kept bits are too far from that page's own word
         (`words[p]`): chance collisions, which `without_chance` drops unread. `named[i]` (a 48-bit
-        name, page `owners[i]`'s) has the `found[i]` postings of `seqs`."""
+        name, page `owners[i]`'s) has the `found[i]` postings of `seqs`. `sharing`: the pages
+        with a name another page of the batch names too.
+
+        Also notes the pages (`chance_only`) whose every candidate is such a collision of their
+        own, each found by one of their names, none of them shared in the batch: what `candidates`
+        and `without_chance` would find and drop one page at a time, told for the batch at once."""
+        self._chance_only = {}
         tag = self.store.word_tag
         if tag is None or not len(seqs):
             return set()
@@ -801,11 +809,37 @@ class StoreBatch:
             return set()
         at = np.repeat(asked, found)  # the postings of the SimHash names asked about
         far = self.store.chance_collisions(seqs[at], np.repeat(words[owners[asked]], found[asked]))
+        self._note_chance_only(np.repeat(owners, found), seqs, at, far, sharing, pages)
         told = seqs[at][far]
         if not len(told):
             return set()
         needed = np.concatenate([seqs[at][~far], seqs[~at]])  # found some other way too: read
         return set(told[~np.isin(told, needed)].tolist())
+
+    def _note_chance_only(self, posting_owners: np.ndarray, seqs: np.ndarray, asked: np.ndarray, far: np.ndarray,
+                          sharing: np.ndarray, pages: int) -> None:
+        """`chance_only` from the batch's postings of stored pages (`seqs[i]` found for page
+        `posting_owners[i]`; `asked[i]`: under a SimHash key of at most CHANCE_POSTINGS pages,
+        and then `far`: too far from the page's word)."""
+        chance = np.zeros(len(seqs), dtype=np.bool_)
+        chance[asked] = far
+        spoiled = np.zeros(pages, dtype=np.bool_)
+        spoiled[sharing] = True
+        spoiled[posting_owners[~chance]] = True
+        pairs = (posting_owners.astype(np.uint64) << np.uint64(47)) | seqs  # seqs are below 2^47
+        order = np.argsort(pairs, kind="stable")
+        twice = pairs[order[1:]] == pairs[order[:-1]]  # a stored page found by two names of one page
+        spoiled[posting_owners[order[1:][twice]]] = True
+        per_page = np.bincount(posting_owners, minlength=pages)
+        clean = np.flatnonzero((per_page > 0) & (per_page <= MAX_CANDIDATES) & ~spoiled)
+        self._chance_only = dict(zip(clean.tolist(), per_page[clean].tolist(), strict=True))
+
+    def chance_only(self, page: int) -> int:
+        """How many candidates the staged batch's page `page` has if every one is a chance
+        collision of SimHash's short keys that `without_chance` drops (`_by_chance_only`); 0 if
+        it has none or any other. Such a page's `candidates` and `without_chance` need not run:
+        their answer is that nothing is left to judge."""
+        return self._chance_only.get(page, 0)
 
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
@@ -997,6 +1031,7 @@ class StoreBatch:
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
         self._staged = self._lone = self._page_seqs = None
+        self._chance_only = {}
         self._filed_names.clear()
         self._filed_seqs.clear()
         self._answers.clear()

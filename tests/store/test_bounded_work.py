@@ -186,3 +186,56 @@ def test_a_pages_word_is_the_first_8_bytes_of_its_simhash_little_endian_and_0_wi
     assert words.dtype == np.uint64 and words.tolist() == [0x0123456789ABCDEF, 0, 0, 0x0123456789ABCDEF]
     seqs, bits = signature_store.SignatureStore._word_postings([5, 6, 7], [word, None, b"\x01"])
     assert seqs.tolist() == [5] and bits.tolist() == [0x0123456789ABCDEF & signature_store.WORD_MASK]
+
+
+def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_one_at_a_time_gave(
+        tmp_path, monkeypatch):
+    """`StoreBatch.stage` tells, for the whole batch at once, the pages whose every candidate is a
+    chance collision (`chance_only`), and the detector then skips their `candidates` and
+    `without_chance`. On a batch mixing such pages with pages that share a chance key with another
+    page of the batch, pages also found by a near fingerprint, and unrelated ones, the verdicts and
+    every work count are those of the one-page-at-a-time path."""
+    import random
+
+    from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
+    from streamdedup.store.signature_store import StoreBatch
+
+    masks = SimHashMethod(SimHashParams())._table_masks
+
+    def far_from(word: int, table: int, rng: random.Random) -> int:
+        flips = [b for b in range(64) if (~masks[table] & (2**64 - 1)) >> b & 1]
+        return word ^ sum(1 << b for b in rng.sample(flips, 12))
+
+    def run(path, skip: bool) -> tuple[list[dict], dict, int]:
+        rng = random.Random(11)
+        stored = [rng.getrandbits(64) for _ in range(4)]
+        told = 0
+        original = StoreBatch.chance_only
+
+        def chance_only(self, page: int) -> int:
+            nonlocal told
+            found = original(self, page) if skip else 0
+            told += found > 0
+            return found
+
+        monkeypatch.setattr(StoreBatch, "chance_only", chance_only)
+        with Detector(DetectorConfig(), path) as detector:
+            detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
+            twin = far_from(stored[1], 2, rng)
+            outside_2 = next(b for b in range(64) if not masks[2] >> b & 1)
+            batch = [
+                _synthetic(10, far_from(stored[0], 0, rng), rng),  # a chance collision only
+                _synthetic(11, twin, rng),  # a chance collision, and a key another page of the batch names
+                _synthetic(12, twin ^ (1 << outside_2), rng),  # 1 bit from 11, the same key of table 2
+                _synthetic(13, stored[2] ^ 0b101, rng),  # a near fingerprint: judged
+                _synthetic(14, far_from(stored[3], 4, rng), rng),  # a chance collision only
+                _synthetic(15, rng.getrandbits(64), rng),  # nothing
+            ]
+            outcomes = [o.dedup for o in detector.decide_batch(batch)]
+            return outcomes, dict(detector.work), told
+
+    batch_wise, work, told = run(tmp_path / "batch", skip=True)
+    page_wise, page_work, _ = run(tmp_path / "page", skip=False)
+    assert batch_wise == page_wise
+    assert work == page_work and work["candidates_by_chance"] >= 2
+    assert told == 2  # pages 10 and 14 (11 and 12 share a key in the batch; 13 has a real candidate)
