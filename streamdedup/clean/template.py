@@ -376,7 +376,8 @@ class SiteTemplate:
         while pos < len(delta):
             key, n = _LEARNED.unpack_from(delta, pos)
             pos += _LEARNED.size
-            self._learn(key, np.frombuffer(delta, dtype="<u8", count=n, offset=pos), params)
+            page = np.frombuffer(delta, dtype="<u8", count=n, offset=pos).copy()  # writable: see `decode`
+            self._learn(key, page, params)
             pos += 8 * n
 
     # -- bytes for the store ---------------------------------------------------------------
@@ -397,9 +398,11 @@ class SiteTemplate:
     def decode(cls, data: bytes) -> SiteTemplate:
         pages, since, n_lines, n_urls = _HEAD.unpack_from(data)
         pos = _HEAD.size
-        lines = np.frombuffer(data, dtype="<u8", count=n_lines, offset=pos)
+        # copies, writable: `count_page` is compiled for writable arrays only (a read-only one is a
+        # second specialisation, compiled on a fresh install and loaded in every process: ~0.3 s)
+        lines = np.frombuffer(data, dtype="<u8", count=n_lines, offset=pos).copy()
         pos += 8 * n_lines
-        counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos).copy()  # counted in place
+        counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos).copy()
         pos += 4 * n_lines
         urls = np.frombuffer(data, dtype="<u8", count=n_urls, offset=pos)
         template = cls(pages, since, None, urls)

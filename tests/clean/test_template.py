@@ -252,3 +252,13 @@ def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
         assert merged_lines.tolist() == expected_lines.tolist(), trial
         assert merged_counts.tolist() == expected_counts.tolist(), trial
         assert counts.tolist() == before.tolist()  # the model's arrays are not changed in place
+
+
+def test_a_model_read_back_from_its_bytes_holds_writable_arrays():
+    """`count_page` is compiled for writable arrays: a read-only one (a buffer of the store's
+    bytes) would be a second specialisation, compiled on a fresh install and loaded per process."""
+    site = SiteTemplate()
+    for i in range(6):
+        learn(site, f"https://planet.example/story/{i}", page_text(i))
+    again = SiteTemplate.decode(site.encode())
+    assert again._lines.flags.writeable and again._counts.flags.writeable
