@@ -772,7 +772,7 @@ class StoreBatch:
             found, starts, seqs = self.store.memory.found_ints(shared_names[stored], counts[at][stored])
             if words is not None:
                 skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words,
-                                               np.unique(owner[repeated]), len(ends))
+                                               owner[repeated], len(ends))
             for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
                 name = as_bytes[j]
                 if name not in values:
@@ -800,7 +800,6 @@ class StoreBatch:
         Also notes the pages (`chance_only`) whose every candidate is such a collision of their
         own, each found by one of their names, none of them shared in the batch: what `candidates`
         and `without_chance` would find and drop one page at a time, told for the batch at once."""
-        self._chance_only = {}
         tag = self.store.word_tag
         if tag is None or not len(seqs):
             return set()
@@ -820,16 +819,15 @@ class StoreBatch:
                           sharing: np.ndarray, pages: int) -> None:
         """`chance_only` from the batch's postings of stored pages (`seqs[i]` found for page
         `posting_owners[i]`; `asked[i]`: under a SimHash key of at most CHANCE_POSTINGS pages,
-        and then `far`: too far from the page's word)."""
+        and then `far`: too far from the page's word; `sharing`: pages, with repeats)."""
         chance = np.zeros(len(seqs), dtype=np.bool_)
         chance[asked] = far
         spoiled = np.zeros(pages, dtype=np.bool_)
         spoiled[sharing] = True
         spoiled[posting_owners[~chance]] = True
-        pairs = (posting_owners.astype(np.uint64) << np.uint64(47)) | seqs  # seqs are below 2^47
-        order = np.argsort(pairs, kind="stable")
-        twice = pairs[order[1:]] == pairs[order[:-1]]  # a stored page found by two names of one page
-        spoiled[posting_owners[order[1:][twice]]] = True
+        pairs = np.sort((posting_owners.astype(np.uint64) << np.uint64(47)) | seqs)  # seqs are below 2^47
+        twice = pairs[1:][pairs[1:] == pairs[:-1]]  # a stored page found by two names of one page
+        spoiled[(twice >> np.uint64(47)).astype(np.int64)] = True
         per_page = np.bincount(posting_owners, minlength=pages)
         clean = np.flatnonzero((per_page > 0) & (per_page <= MAX_CANDIDATES) & ~spoiled)
         self._chance_only = dict(zip(clean.tolist(), per_page[clean].tolist(), strict=True))

@@ -231,7 +231,8 @@ def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
     pages: lines there already +1, new ones at their place in hash order with 1, nothing else."""
     import numpy as np
 
-    from streamdedup.clean.template import count_page, distinct_sorted
+    from streamdedup.clean.template import count_page
+    from streamdedup.tokens.hashing import distinct_counts
 
     rng = np.random.default_rng(7)
     for trial in range(300):
@@ -239,7 +240,7 @@ def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
         lines = np.unique(rng.choice(pool, size=rng.integers(0, 50)))
         counts = rng.integers(1, 9, size=len(lines)).astype("<u4")
         hashes = [int(h) for h in rng.choice(pool, size=rng.integers(0, 40))]  # repeats, any order
-        page = distinct_sorted(hashes)
+        page = distinct_counts(np.fromiter(hashes, dtype=np.uint64, count=len(hashes)))[0]
         assert page.tolist() == sorted(set(hashes))
         at = np.searchsorted(lines, page)
         found = lines[np.minimum(at, len(lines) - 1)] == page if len(lines) else np.zeros(len(page), dtype=bool)

@@ -193,22 +193,28 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
     """`StoreBatch.stage` tells, for the whole batch at once, the pages whose every candidate is a
     chance collision (`chance_only`), and the detector then skips their `candidates` and
     `without_chance`. On a batch mixing such pages with pages that share a chance key with another
-    page of the batch, pages also found by a near fingerprint, and unrelated ones, the verdicts and
+    page of the batch, a page found by a near fingerprint, one far from a stored page but under two
+    of its keys, and an unrelated one, the verdicts and
     every work count are those of the one-page-at-a-time path."""
     import random
 
     from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
-    from streamdedup.store.signature_store import StoreBatch
+    from streamdedup.store.signature_store import WORD_BITS, StoreBatch
 
     masks = SimHashMethod(SimHashParams())._table_masks
+    blocks = [range(lo, hi) for lo, hi in ((0, 13), (13, 26), (26, 38), (38, 51), (51, 64))]  # simhash.py's 5
+    assert [sum(1 << b for b in block) for block in blocks[:2]] == [masks[0] & (2**13 - 1), masks[0] >> 13 << 13]
 
     def far_from(word: int, table: int, rng: random.Random) -> int:
-        flips = [b for b in range(64) if (~masks[table] & (2**64 - 1)) >> b & 1]
-        return word ^ sum(1 << b for b in rng.sample(flips, 12))
+        """A word under table `table`'s key only, 12 bits away among the bits the chance check reads:
+        4 in each block outside the key (the table's key must hold the last block, bits 51-63)."""
+        outside = [block for block in blocks if not masks[table] >> block[0] & 1]
+        assert blocks[-1] not in outside
+        return word ^ sum(1 << b for block in outside for b in rng.sample(range(block[0], min(block[-1] + 1, WORD_BITS)), 4))
 
     def run(path, skip: bool) -> tuple[list[dict], dict, int]:
         rng = random.Random(11)
-        stored = [rng.getrandbits(64) for _ in range(4)]
+        stored = [rng.getrandbits(64) for _ in range(5)]
         told = 0
         original = StoreBatch.chance_only
 
@@ -221,15 +227,16 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
         monkeypatch.setattr(StoreBatch, "chance_only", chance_only)
         with Detector(DetectorConfig(), path) as detector:
             detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
-            twin = far_from(stored[1], 2, rng)
-            outside_2 = next(b for b in range(64) if not masks[2] >> b & 1)
+            twin = far_from(stored[1], 8, rng)  # table 8: blocks 2 and 4
+            three_keys = sum(1 << b for b in rng.sample(range(26), 12))  # blocks 0 and 1: tables 7, 8, 9 kept
             batch = [
-                _synthetic(10, far_from(stored[0], 0, rng), rng),  # a chance collision only
+                _synthetic(10, far_from(stored[0], 9, rng), rng),  # a chance collision only
                 _synthetic(11, twin, rng),  # a chance collision, and a key another page of the batch names
-                _synthetic(12, twin ^ (1 << outside_2), rng),  # 1 bit from 11, the same key of table 2
+                _synthetic(12, twin ^ 1, rng),  # 1 bit from 11 (block 0), the same key of table 8
                 _synthetic(13, stored[2] ^ 0b101, rng),  # a near fingerprint: judged
-                _synthetic(14, far_from(stored[3], 4, rng), rng),  # a chance collision only
+                _synthetic(14, far_from(stored[3], 6, rng), rng),  # a chance collision only
                 _synthetic(15, rng.getrandbits(64), rng),  # nothing
+                _synthetic(16, stored[4] ^ three_keys, rng),  # far, but under three of its keys: judged
             ]
             outcomes = [o.dedup for o in detector.decide_batch(batch)]
             return outcomes, dict(detector.work), told
