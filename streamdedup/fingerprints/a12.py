@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import a12_similarities, distinct_sentence_keys, longest_distinct, longest_spans
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import combine
@@ -107,17 +107,22 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         if not signature.ss:
             return super().similarities(signature, others)
         result = np.full(len(others), np.nan)
+        kinds = [data[8:10] for data in others]  # (sentences, words) kept: the record's layout
         layouts: dict[bytes, list[int]] = {}
-        for i, data in enumerate(others):
-            layouts.setdefault(data[8:10], []).append(i)
+        if len(set(kinds)) == 1:
+            layouts[kinds[0]] = list(range(len(others)))
+        else:
+            for i, kind in enumerate(kinds):
+                layouts.setdefault(kind, []).append(i)
         p = self.params
         mine_ss, mine_ws = np.array(signature.ss, dtype=np.uint64), np.array(signature.ws, dtype=np.uint64)
         for counts, rows in layouts.items():
+            group = others if len(rows) == len(others) else [others[i] for i in rows]
             layout = _layout(counts[0], counts[1])
-            if not counts[0] or any(len(others[i]) != layout.itemsize for i in rows):
-                result[rows] = super().similarities(signature, [others[i] for i in rows])
+            if not counts[0] or not all_sized(group, layout.itemsize):
+                result[rows] = super().similarities(signature, group)
                 continue
-            records = np.frombuffer(b"".join(others[i] for i in rows), dtype=layout)
+            records = np.frombuffer(b"".join(group), dtype=layout)
             result[rows] = a12_similarities(records["length"], records["sentences"], records["ss"], records["ws"],
                                             signature.length, signature.sentences, mine_ss, mine_ws,
                                             p.length_ratio, p.count_ratio, p.min_word_matches)

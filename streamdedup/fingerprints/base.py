@@ -23,6 +23,12 @@ from streamdedup.tokens.document import Document
 S = TypeVar("S")
 
 
+def all_sized(encoded: Sequence[bytes], size: int) -> bool:
+    """Every encoded signature is `size` bytes long (one array layout fits them all), tested at
+    C speed: the batch paths ask it of every page's candidates."""
+    return not encoded or set(map(len, encoded)) == {size}
+
+
 @dataclass(frozen=True)
 class Params:
     """Base of every method's parameters."""

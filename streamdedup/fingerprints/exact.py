@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import xxhash
 
-from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.tokens.document import Document
 
 
@@ -35,7 +35,7 @@ class ExactMethod(FingerprintMethod[bytes, ExactParams]):
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
         size = len(encoded[0]) if encoded else 0
-        if not size or any(len(data) != size for data in encoded):
+        if not size or not all_sized(encoded, size):
             return None
         return np.frombuffer(b"".join(encoded), dtype=np.uint8).reshape(-1, size), np.ones(len(encoded), dtype=np.int64)
 

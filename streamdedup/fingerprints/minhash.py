@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import band_keys, band_keys_many, minhash_min, minhash_similarities
 from streamdedup.fingerprints.lsh import optimal_bands
 from streamdedup.tokens.document import Document
@@ -103,7 +103,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return [data[i:i + 9] for i in range(0, len(data), 9)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
-        if any(len(data) != self._record.itemsize for data in encoded):
+        if not all_sized(encoded, self._record.itemsize):
             return None
         values = np.frombuffer(b"".join(encoded), dtype=self._record)["values"]
         keys = band_keys_many(np.ascontiguousarray(values), self.bands, self.rows).reshape(-1, 9)
@@ -135,7 +135,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         (`kernels.minhash_similarities`): the same float64 operations as `jaccard` and `similarity`."""
         width = self._record.itemsize
         if (len(signature.values) != self.params.num_perm or signature.values.dtype != self._dtype
-                or any(len(data) != width for data in others)):
+                or not all_sized(others, width)):
             return super().similarities(signature, others)
         records = np.frombuffer(b"".join(others), dtype=self._record)
         p = self.params

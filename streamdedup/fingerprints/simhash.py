@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from streamdedup.fingerprints.base import FingerprintMethod, Params
+from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import sign_bits, weighted_sign_bits
 from streamdedup.tokens.document import Document
 
@@ -87,7 +87,7 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
-        if any(len(data) != 8 for data in encoded):
+        if not all_sized(encoded, 8):
             return None
         signatures = np.frombuffer(b"".join(encoded), dtype="<u8")
         masks = np.array(self._table_masks, dtype=np.uint64)
@@ -113,7 +113,7 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
 
     def similarities(self, signature: int, others: Sequence[bytes]) -> np.ndarray:
         """Hamming distances to every encoded fingerprint in `others` at once."""
-        if any(len(data) != 8 for data in others):
+        if not all_sized(others, 8):
             return super().similarities(signature, others)
         distance = popcount64(np.frombuffer(b"".join(others), dtype="<u8") ^ np.uint64(signature))
         return np.where(distance <= self.params.max_distance, 1.0 - distance / BITS, np.nan)

@@ -19,6 +19,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeGuard, cast
 
@@ -80,6 +81,17 @@ MAX_CANDIDATES = 100
 # no evidence. It answers only its first pages (the earliest, which the earliest-page rule wants: a
 # page re-crawled a thousand times is still found as its first crawl's duplicate), not all of them.
 STOP_KEY_ANSWERS = 4
+
+
+def places_among(every: Sequence[bytes], names: Sequence[bytes]) -> tuple[int, ...]:
+    """The places of `names` among the sorted distinct names of `every`, in order (`DocRecord.unfiled`)."""
+    place = {name: i for i, name in enumerate(sorted(set(every)))}
+    return tuple(sorted(place[name] for name in names))
+
+
+def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
+    """`places_among` with `every` as 48-bit integers: big-endian names sort as their integers."""
+    return tuple(sorted(np.searchsorted(np.unique(every), name_ints(names)).tolist()))
 
 
 def answered(value: bytes) -> list[int]:
@@ -825,7 +837,8 @@ class StoreBatch:
         spoiled = np.zeros(pages, dtype=np.bool_)
         spoiled[sharing] = True
         spoiled[posting_owners[~chance]] = True
-        pairs = np.sort((posting_owners.astype(np.uint64) << np.uint64(47)) | seqs)  # seqs are below 2^47
+        open_ = ~spoiled[posting_owners]  # only pages not yet spoiled need the next test
+        pairs = np.sort((posting_owners[open_].astype(np.uint64) << np.uint64(47)) | seqs[open_])  # seqs < 2^47
         twice = pairs[1:][pairs[1:] == pairs[:-1]]  # a stored page found by two names of one page
         spoiled[(twice >> np.uint64(47)).astype(np.int64)] = True
         per_page = np.bincount(posting_owners, minlength=pages)
@@ -867,8 +880,9 @@ class StoreBatch:
         word_tag = self.store.word_tag
         found: list[bytes] = []
         vouching: list[bytes] = []  # values of names that cannot be a lone chance collision
+        values = self._values
         for n in names:
-            if v := self._value(n):
+            if v := (values[n] if n in values else self._value(n)):
                 found.append(v)
                 if n[0] != word_tag or layout.postings_count(v) > CHANCE_POSTINGS:
                     vouching.append(v)
@@ -878,7 +892,7 @@ class StoreBatch:
         for v in found:
             if v not in answers:
                 answers[v] = answered(v)
-        shared = Counter(s for v in found for s in answers[v])
+        shared = Counter(chain.from_iterable([answers[v] for v in found]))
         self.last_found = len(shared)
         if len(shared) <= limit:
             kept = sorted(shared)
@@ -935,7 +949,7 @@ class StoreBatch:
         (`SignatureStore.index_names_of_records`)."""
         if self._staged is not None:
             raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
-        self._add(doc, names, names)
+        self._add(doc, names, lambda full: places_among(names, full))
 
     def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes]) -> None:
         """`add_named` of the batch's page number `page` (`stage`), given its shared names: those
@@ -945,13 +959,13 @@ class StoreBatch:
         names, ends = self._staged
         start = ends[page - 1] if page else 0
         every = names[start: ends[page]]
-        self._add(doc, shared, lambda: ints_names(every))
+        self._add(doc, shared, lambda full: places_among_ints(every, full))
         self._page_seqs[page] = doc.seq
 
     def _add(self, doc: DocRecord, names: Sequence[bytes],
-             every: Sequence[bytes] | Callable[[], Sequence[bytes]]) -> None:
-        """File the page under `names` (but the full ones); `every`: all its names (or what makes
-        them), among whose sorted distinct names its record places the full ones."""
+             places: Callable[[list[bytes]], tuple[int, ...]]) -> None:
+        """File the page under `names` (but the full ones); `places`: where full names stand among
+        all the page's sorted distinct names, as its record keeps them."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
@@ -980,8 +994,7 @@ class StoreBatch:
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted
-            place = {name: i for i, name in enumerate(sorted(set(every if not callable(every) else every())))}
-            doc.unfiled = tuple(sorted(place[name] for name in full))
+            doc.unfiled = places(full)
         else:
             doc.unfiled = ()
         self._filed_names += filed

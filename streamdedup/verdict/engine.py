@@ -73,12 +73,12 @@ class CandidateSimilarities:
             tag, method = self.methods[name]
             signature = self.mine.get(tag)
             if signature is not None:
-                have, data = [], []
-                for i in todo.tolist():
-                    if (theirs := self.theirs[i].get(tag)) is not None:
-                        have.append(i)
-                        data.append(theirs)
-                if have:
+                theirs, have = self.theirs, todo
+                data = [theirs[i].get(tag) for i in todo.tolist()]
+                if None in data:  # candidates the method abstained on: no match
+                    have = todo[np.fromiter((d is not None for d in data), dtype=bool, count=len(data))]
+                    data = [d for d in data if d is not None]
+                if have.size:
                     values[have] = method.similarities(signature, data)
         return values[rows]
 
@@ -99,10 +99,14 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: list[tuple[str, float] | None] = [None] * len(stored)
-    strict = [other.site == page.site and not template_known and not (page.document and other.document == page.document)
-              for _, other in stored]
-    for same_site, chosen in ((False, policy.other_site), (True, policy.same_site)):
-        rows = [i for i, own in enumerate(strict) if own == same_site]
+    if template_known:  # no candidate meets the site policy
+        groups = [(policy.other_site, list(range(len(stored))))]
+    else:
+        strict = [other.site == page.site and not (page.document and other.document == page.document)
+                  for _, other in stored]
+        groups = [(chosen, [i for i, own in enumerate(strict) if own == same_site])
+                  for same_site, chosen in ((False, policy.other_site), (True, policy.same_site))]
+    for chosen, rows in groups:
         if not rows:
             continue
         similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows])

@@ -563,3 +563,24 @@ def test_a_batch_writes_what_a_site_template_learned_and_a_read_replays_it_to_th
         assert batch.template(7) == expected  # the cached model too
     with SignatureStore(tmp_path, methods, CONFIG, params) as store:  # replayed with the params it learned with
         assert store.batch().template(7) == expected
+
+
+def test_full_names_are_placed_among_a_pages_names_alike_from_bytes_and_from_integers():
+    """A staged page's record places its full names from its 48-bit integer names (a sort and a
+    binary search); a page added by bytes places them by sorting the bytes: the places agree,
+    since big-endian names sort as their integers (names with repeats, high bytes and low)."""
+    import random
+
+    import numpy as np
+
+    from streamdedup.store.memory_index import ints_names
+    from streamdedup.store.signature_store import places_among, places_among_ints
+
+    rng = random.Random(7)
+    for _ in range(200):
+        ints = np.array([rng.choice([rng.getrandbits(48), rng.getrandbits(8), 2**48 - 1 - rng.getrandbits(8)])
+                         for _ in range(rng.randint(1, 60))], dtype=np.uint64)
+        ints = np.concatenate([ints, ints[: rng.randint(0, len(ints))]])  # names a page gives twice
+        names = ints_names(ints)
+        full = rng.sample(sorted(set(names)), rng.randint(1, len(set(names))))
+        assert places_among_ints(ints, full) == places_among(names, full)
