@@ -45,6 +45,7 @@ from streamdedup.store.memory_index import (
     available_bytes,
     ints_names,
     name_ints,
+    name_places,
     name_rows_ints,
     slots_for,
 )
@@ -91,7 +92,8 @@ def places_among(every: Sequence[bytes], names: Sequence[bytes]) -> tuple[int, .
 
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
     """`places_among` with `every` as 48-bit integers: big-endian names sort as their integers."""
-    return tuple(sorted(np.searchsorted(np.unique(every), name_ints(names)).tolist()))
+    ints = np.fromiter((int.from_bytes(name, "big") for name in names), dtype=np.uint64, count=len(names))
+    return tuple(name_places(np.asarray(every, dtype=np.uint64), ints).tolist())
 
 
 def answered(value: bytes) -> list[int]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,29 +57,40 @@ class CandidateSimilarities:
                  theirs: Sequence[Mapping[int, bytes]]) -> None:
         self.methods, self.mine, self.theirs = methods, mine, theirs
         self._values: dict[str, np.ndarray] = {}
-        self._asked: dict[str, np.ndarray] = {}
+        self._asked: dict[str, np.ndarray | None] = {}  # None: every candidate asked
 
     def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
         values = self._values.get(name)
+        count = len(self.theirs)
         if values is None:  # the method's first question: nothing asked yet
-            values = self._values[name] = np.full(len(self.theirs), np.nan)
-            asked = self._asked[name] = np.zeros(len(self.theirs), dtype=bool)
+            values = self._values[name] = np.full(count, np.nan)
+            if len(rows) == count:  # all of them (a policy's first rule asks so): nothing to track
+                self._asked[name] = None
+            else:
+                asked_rows = self._asked[name] = np.zeros(count, dtype=bool)
+                asked_rows[rows] = True
             todo = rows
         else:
             asked = self._asked[name]
+            if asked is None:
+                return values[rows]
             todo = rows[~asked[rows]]
-        if todo.size:
+            if not todo.size:
+                return values[rows]
             asked[todo] = True
-            tag, method = self.methods[name]
-            signature = self.mine.get(tag)
-            if signature is not None:
-                theirs, have = self.theirs, todo
-                data = [theirs[i].get(tag) for i in todo.tolist()]
-                if None in data:  # candidates the method abstained on: no match
-                    have = todo[np.fromiter((d is not None for d in data), dtype=bool, count=len(data))]
-                    data = [d for d in data if d is not None]
-                if have.size:
-                    values[have] = method.similarities(signature, data)
+        tag, method = self.methods[name]
+        signature = self.mine.get(tag)
+        if signature is not None:
+            theirs, have = self.theirs, todo
+            got = ([their.get(tag) for their in theirs] if len(todo) == count
+                   else [theirs[i].get(tag) for i in todo.tolist()])
+            if None in got:  # candidates the method abstained on: no match
+                have = todo[np.fromiter((d is not None for d in got), dtype=bool, count=len(got))]
+                data = [d for d in got if d is not None]
+            else:
+                data = cast("list[bytes]", got)
+            if have.size:
+                values[have] = method.similarities(signature, data)
         return values[rows]
 
     def value(self, name: str, row: int) -> float:
