@@ -109,14 +109,30 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
     import random
 
     from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
+    from streamdedup.store.signature_store import WORD_MASK
 
     rng = random.Random(5)
     masks = SimHashMethod(SimHashParams())._table_masks
     first = rng.getrandbits(64)
-    outside = ~masks[0] & (2**64 - 1)  # bits outside table 0's key: flipping them keeps that key
-    flips = [b for b in range(64) if outside >> b & 1]
-    by_chance = first ^ sum(1 << b for b in rng.sample(flips, 12))  # shares a key, 12 bits away
-    near = first ^ (1 << flips[0]) ^ (1 << flips[5])  # 2 bits away: what the tables are built to find
+    # flipped bits outside table 0's key keep that key; the chance check reads WORD_MASK's bits
+    checked = [b for b in range(64) if not masks[0] >> b & 1 and WORD_MASK >> b & 1]
+    unchecked = [b for b in range(64) if not masks[0] >> b & 1 and not WORD_MASK >> b & 1]
+    near = first ^ (1 << checked[0]) ^ (1 << checked[5])  # 2 bits away: what the tables are built to find
+    stored = [first, near]
+
+    def far() -> int:
+        """`first` with 12 checked bits flipped and some unchecked ones, drawn until the page is
+        under table 0's key with every page stored before it, under no other key of theirs, and
+        over the distance the tables find (in the checked bits) from each."""
+        while True:
+            page = (first ^ sum(1 << b for b in rng.sample(checked, 12))
+                    ^ sum(1 << b for b in unchecked if rng.random() < 0.5))
+            if all(all((page ^ other) & m for m in masks[1:]) and ((page ^ other) & WORD_MASK).bit_count() > 3
+                   for other in stored):
+                stored.append(page)
+                return page
+
+    by_chance = far()  # shares a key, 12 checked bits away
     with Detector(DetectorConfig(), tmp_path) as detector:
         detector.decide_batch([_synthetic(0, first, rng)])
         detector.decide_batch([_synthetic(1, by_chance, rng)])
@@ -141,10 +157,10 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
         assert judged_of(_synthetic(2, near, rng)) == (2, 1, 1)
         # up to CHANCE_POSTINGS (4) pages under the key, each is asked: all far from another
         # chance page
-        assert judged_of(_synthetic(3, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (3, 0, 3)
-        assert judged_of(_synthetic(4, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (4, 0, 4)
+        assert judged_of(_synthetic(3, far(), rng)) == (3, 0, 3)
+        assert judged_of(_synthetic(4, far(), rng)) == (4, 0, 4)
         # a key of 5 pages is one many pages share: none of its pages is asked, all are judged
-        assert judged_of(_synthetic(5, first ^ sum(1 << b for b in rng.sample(flips, 12)), rng)) == (5, 5, 0)
+        assert judged_of(_synthetic(5, far(), rng)) == (5, 5, 0)
     assert detector.work_per_page()["candidates_by_chance_mean"] == round(9 / 6, 2)
 
 
