@@ -92,8 +92,7 @@ def places_among(every: Sequence[bytes], names: Sequence[bytes]) -> tuple[int, .
 
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
     """`places_among` with `every` as 48-bit integers: big-endian names sort as their integers."""
-    ints = np.fromiter((int.from_bytes(name, "big") for name in names), dtype=np.uint64, count=len(names))
-    return tuple(name_places(np.asarray(every, dtype=np.uint64), ints).tolist())
+    return tuple(name_places(np.asarray(every, dtype=np.uint64), name_ints(names)).tolist())
 
 
 def answered(value: bytes) -> list[int]:
