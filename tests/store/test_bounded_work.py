@@ -101,6 +101,26 @@ def _synthetic(i: int, simhash: int, rng):
     return Fingerprinted(page_, {}, f"test:{i}", signatures)
 
 
+def _chance_collision(word: int, table: int, rng, stored: tuple[int, ...] = ()) -> int:
+    """A SimHash fingerprint under SimHash table `table`'s key with `word` and with each of
+    `stored`, under no other key of theirs, and more than the tables' distance from each over the
+    bits the chance check reads (`WORD_MASK`): a chance collision by construction. Twelve read
+    bits outside the key are flipped, and some unread ones, drawn until it is so."""
+    from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
+    from streamdedup.store.signature_store import WORD_MASK
+
+    params = SimHashParams()
+    masks = SimHashMethod(params)._table_masks
+    others = [m for t, m in enumerate(masks) if t != table]
+    read = [b for b in range(64) if not masks[table] >> b & 1 and WORD_MASK >> b & 1]
+    unread = [b for b in range(64) if not masks[table] >> b & 1 and not WORD_MASK >> b & 1]
+    while True:
+        page = word ^ sum(1 << b for b in rng.sample(read, 12)) ^ sum(1 << b for b in unread if rng.random() < 0.5)
+        if all(all((page ^ other) & m for m in others) and ((page ^ other) & WORD_MASK).bit_count() > params.max_distance
+               for other in (word, *stored)):
+            return page
+
+
 def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged(tmp_path):
     """SimHash's table keys are ~26 bits: among millions of stored pages some share one with any
     page by chance (~2 a page at 10 M). Such a page, beyond the Hamming distance the tables are
@@ -114,25 +134,18 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
     rng = random.Random(5)
     masks = SimHashMethod(SimHashParams())._table_masks
     first = rng.getrandbits(64)
-    # flipped bits outside table 0's key keep that key; the chance check reads WORD_MASK's bits
-    checked = [b for b in range(64) if not masks[0] >> b & 1 and WORD_MASK >> b & 1]
-    unchecked = [b for b in range(64) if not masks[0] >> b & 1 and not WORD_MASK >> b & 1]
-    near = first ^ (1 << checked[0]) ^ (1 << checked[5])  # 2 bits away: what the tables are built to find
-    stored = [first, near]
+    read = [b for b in range(64) if not masks[0] >> b & 1 and WORD_MASK >> b & 1]  # outside table 0's key
+    near = first ^ (1 << read[0]) ^ (1 << read[5])  # 2 bits away: what the tables are built to find
+    stored = (near,)
 
     def far() -> int:
-        """`first` with 12 checked bits flipped and some unchecked ones, drawn until the page is
-        under table 0's key with every page stored before it, under no other key of theirs, and
-        over the distance the tables find (in the checked bits) from each."""
-        while True:
-            page = (first ^ sum(1 << b for b in rng.sample(checked, 12))
-                    ^ sum(1 << b for b in unchecked if rng.random() < 0.5))
-            if all(all((page ^ other) & m for m in masks[1:]) and ((page ^ other) & WORD_MASK).bit_count() > 3
-                   for other in stored):
-                stored.append(page)
-                return page
+        """A chance collision under table 0's key with the first page and every page stored since."""
+        nonlocal stored
+        page = _chance_collision(first, 0, rng, stored)
+        stored = (*stored, page)
+        return page
 
-    by_chance = far()  # shares a key, 12 checked bits away
+    by_chance = far()  # shares a key, 12 read bits away
     with Detector(DetectorConfig(), tmp_path) as detector:
         detector.decide_batch([_synthetic(0, first, rng)])
         detector.decide_batch([_synthetic(1, by_chance, rng)])
@@ -214,19 +227,7 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
     every work count are those of the one-page-at-a-time path."""
     import random
 
-    from streamdedup.fingerprints.simhash import SimHashMethod, SimHashParams
-    from streamdedup.store.signature_store import WORD_BITS, StoreBatch
-
-    masks = SimHashMethod(SimHashParams())._table_masks
-    blocks = [range(lo, hi) for lo, hi in ((0, 13), (13, 26), (26, 38), (38, 51), (51, 64))]  # simhash.py's 5
-    assert [sum(1 << b for b in block) for block in blocks[:2]] == [masks[0] & (2**13 - 1), masks[0] >> 13 << 13]
-
-    def far_from(word: int, table: int, rng: random.Random) -> int:
-        """A word under table `table`'s key only, 12 bits away among the bits the chance check reads:
-        4 in each block outside the key (the table's key must hold the last block, bits 51-63)."""
-        outside = [block for block in blocks if not masks[table] >> block[0] & 1]
-        assert blocks[-1] not in outside
-        return word ^ sum(1 << b for block in outside for b in rng.sample(range(block[0], min(block[-1] + 1, WORD_BITS)), 4))
+    from streamdedup.store.signature_store import StoreBatch
 
     def run(path, skip: bool) -> tuple[list[dict], dict, int]:
         rng = random.Random(11)
@@ -243,14 +244,14 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
         monkeypatch.setattr(StoreBatch, "chance_only", chance_only)
         with Detector(DetectorConfig(), path) as detector:
             detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
-            twin = far_from(stored[1], 8, rng)  # table 8: blocks 2 and 4
+            twin = _chance_collision(stored[1], 8, rng)
             three_keys = sum(1 << b for b in rng.sample(range(26), 12))  # blocks 0 and 1: tables 7, 8, 9 kept
             batch = [
-                _synthetic(10, far_from(stored[0], 9, rng), rng),  # a chance collision only
+                _synthetic(10, _chance_collision(stored[0], 9, rng), rng),  # a chance collision only
                 _synthetic(11, twin, rng),  # a chance collision, and a key another page of the batch names
                 _synthetic(12, twin ^ 1, rng),  # 1 bit from 11 (block 0), the same key of table 8
                 _synthetic(13, stored[2] ^ 0b101, rng),  # a near fingerprint: judged
-                _synthetic(14, far_from(stored[3], 6, rng), rng),  # a chance collision only
+                _synthetic(14, _chance_collision(stored[3], 6, rng), rng),  # a chance collision only
                 _synthetic(15, rng.getrandbits(64), rng),  # nothing
                 _synthetic(16, stored[4] ^ three_keys, rng),  # far, but under three of its keys: judged
             ]
