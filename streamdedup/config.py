@@ -25,7 +25,7 @@ from streamdedup.tokens.tokenize import ICU_VERSION
 TOKENIZER_VERSION = f"words-v3+icu{ICU_VERSION}"
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
-DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8"
+DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -65,10 +65,16 @@ class DetectorConfig:
         from streamdedup.verdict.policy import Policy
 
         for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):
-            missing = Policy.parse(text).methods - set(self.methods)
+            policy = Policy.parse(text)
+            missing = policy.methods - set(self.methods)
             if missing:
                 raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
                                  f"(enabled: {', '.join(self.methods)})")
+            for method, measure in sorted(policy.measures):
+                offered = METHODS[method].measures
+                if measure not in offered:
+                    raise ValueError(f"{name} {text!r}: {method} has no measure {measure!r} "
+                                     f"(it has: {', '.join(sorted(offered)) or 'none'})")
 
     def params_for(self, name: str) -> dict[str, Any]:
         """A method's parameters: its own section, plus the shared lexicon if it uses one."""

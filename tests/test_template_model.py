@@ -83,6 +83,24 @@ def test_cold_start_removes_the_provisional_template_from_the_fourth_page_on(tmp
     assert revision.status == "duplicate" and revision.dedup["duplicate_of"] == outcomes[3].dedup["id"]
 
 
+def test_a_print_version_in_a_sites_cold_start_joins_its_article_by_containment(tmp_path):
+    """A site's first pages have no template to remove: its article page carries 280 words of it,
+    its bare print page none, so their Jaccard is ~0.35, far under the cold-start site policy's
+    0.8, yet the print page is all inside the article page (`minhash.containment>=0.95`). A short
+    page of that template stays unique: its own words keep it under 0.95 of the article page."""
+    article = " ".join(make_words(random.Random(901), 150))
+    pages = [heavy_page(0, article, 0),
+             page("https://heavy.example/print/0", article, "2024-03-01T01:00:00Z", content_type="text/plain"),
+             heavy_page(2, " ".join(make_words(random.Random(902), 40)), 2)]
+    outcomes = run_records(pages, tmp_path)
+    printed = outcomes[1].dedup
+    assert printed["status"] == "duplicate" and printed["duplicate_of"] == outcomes[0].dedup["id"]
+    assert printed["method"] == "minhash.containment" and printed["similarity"] >= 0.95
+    assert outcomes[2].status == "unique"
+    before = run_records(pages, tmp_path / "before", DetectorConfig(same_site_policy="exact|minhash>=0.8"))
+    assert [o.status for o in before] == ["unique"] * 3
+
+
 LISTING = [" ".join(make_words(random.Random(40 + i), 60)) for i in range(5)]
 
 

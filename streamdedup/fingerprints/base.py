@@ -48,6 +48,8 @@ class FingerprintMethod(ABC, Generic[S, P]):
 
     name: ClassVar[str]
     params_type: ClassVar[type[Params]]
+    # other similarities of the same signatures that a policy term can name ("minhash.containment")
+    measures: ClassVar[frozenset[str]] = frozenset()
     params: P
 
     def __init__(self, params: P | None = None) -> None:
@@ -101,6 +103,11 @@ class FingerprintMethod(ABC, Generic[S, P]):
             if value is not None:
                 out[i] = value
         return out
+
+    def measure_similarities(self, measure: str, signature: S, others: Sequence[bytes]) -> np.ndarray:
+        """One of `measures` against many encoded signatures: float64, NaN where it does not apply."""
+        offered = ", ".join(sorted(self.measures)) or "none"
+        raise ValueError(f"{self.name} has no measure {measure!r}; it has: {offered}")
 
     @abstractmethod
     def encode(self, signature: S) -> bytes:

@@ -73,6 +73,7 @@ class MinHashSignature:
 class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
     name = "minhash"
     params_type = MinHashParams
+    measures = frozenset({"containment"})
 
     def __init__(self, params: MinHashParams | None = None) -> None:
         super().__init__(params)
@@ -141,6 +142,29 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         p = self.params
         return minhash_similarities(records["values"], records["size"], signature.values, signature.set_size,
                                     p.threshold, self._collision, p.containment, p.containment_min_shingles)
+
+    def measure_similarities(self, measure: str, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
+        """"containment": the estimated containment of the smaller page in the larger one, whatever
+        the Jaccard (a policy term `minhash.containment>=X`); NaN where the smaller page has fewer
+        than `containment_min_shingles` shingles, too few to tell its own text from shared boilerplate."""
+        if measure != "containment":
+            return super().measure_similarities(measure, signature, others)
+        floor = max(1, self.params.containment_min_shingles)
+        if not all_sized(others, self._record.itemsize) or len(signature.values) != self.params.num_perm:
+            out = np.full(len(others), np.nan)  # signatures of other sizes: one by one, none of another num_perm
+            for i, other in enumerate(map(self.decode, others)):
+                if len(other.values) == len(signature.values) and min(other.set_size, signature.set_size) >= floor:
+                    out[i] = self.containment_of_smaller(self.jaccard(signature, other), signature.set_size,
+                                                         other.set_size)
+            return out
+        records = np.frombuffer(b"".join(others), dtype=self._record)
+        sizes = records["size"].astype(np.int64)
+        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
+        jaccard = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
+        smaller = np.minimum(sizes, signature.set_size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            contained = np.minimum(1.0, jaccard * (sizes + signature.set_size) / ((1.0 + jaccard) * smaller))
+        return np.where(smaller >= floor, contained, np.nan)
 
     def encode(self, signature: MinHashSignature) -> bytes:
         return struct.pack("<I", signature.set_size) + signature.values.tobytes()

@@ -78,7 +78,8 @@ class CandidateSimilarities:
             if not todo.size:
                 return values[rows]
             asked[todo] = True
-        tag, method = self.methods[name]
+        method_name, _, measure = name.partition(".")  # "minhash.containment": another measure of minhash's
+        tag, method = self.methods[method_name]
         signature = self.mine.get(tag)
         if signature is not None:
             theirs, have = self.theirs, todo
@@ -90,7 +91,8 @@ class CandidateSimilarities:
             else:
                 data = cast("list[bytes]", got)
             if have.size:
-                values[have] = method.similarities(signature, data)
+                values[have] = (method.measure_similarities(measure, signature, data) if measure
+                                else method.similarities(signature, data))
         return values[rows]
 
     def value(self, name: str, row: int) -> float:

@@ -4,6 +4,8 @@ A policy is a list of rules; a rule is a set of methods that must *all* match th
 page, each optionally with a stricter minimum similarity. A page duplicates the earliest page
 that satisfies any rule. Written as text: "exact | minhash | simhash+a12" = an exact match, or a
 MinHash match, or SimHash and A12 agreeing; "minhash>=0.8" asks for an estimated Jaccard of 0.8.
+A term can also name another measure of a method's signatures: "minhash.containment>=0.95" asks
+that the smaller page be 95 % contained in the larger (`FingerprintMethod.measures`).
 
 Two pages of one site share its template, and whatever boilerplate the extractor leaves inflates
 their similarity (measured on the dev set: same-site different articles reach Jaccard 0.74,
@@ -49,7 +51,14 @@ class Policy:
 
     @property
     def methods(self) -> set[str]:
-        return {m for rule in self.rules for m, _ in rule}
+        """The methods whose signatures the rules read ("minhash.containment" reads minhash's)."""
+        return {m.partition(".")[0] for rule in self.rules for m, _ in rule}
+
+    @property
+    def measures(self) -> set[tuple[str, str]]:
+        """(method, measure) of each term that names another measure than the method's own."""
+        return {(method, measure) for rule in self.rules for m, _ in rule
+                for method, _, measure in [m.partition(".")] if measure}
 
     def first_rule(self, similarity: Similarity) -> tuple[Term, ...] | None:
         """The first rule all of whose methods hold. Each method's similarity is asked for only

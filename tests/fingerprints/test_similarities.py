@@ -50,6 +50,30 @@ def test_minhash_similarities_equal_pair_by_pair(params):
     _same(method.similarities(mine, []), [])
 
 
+@pytest.mark.parametrize("params", [MinHashParams(), MinHashParams(containment_min_shingles=0), MinHashParams(value_bits=8)])
+def test_minhash_containment_is_the_smaller_pages_share_estimated_pair_by_pair(params):
+    """`minhash.containment`: |A∩B| / min(|A|, |B|) from the Jaccard estimate, whatever the
+    Jaccard, and NaN where the smaller page is under `containment_min_shingles`; the same from the
+    encoded array path and from signatures of mixed sizes (decoded one by one)."""
+    method, rng = MinHashMethod(params), np.random.default_rng(9)
+    mine, others = _minhash_cases(method, rng)
+    got = method.measure_similarities("containment", mine, others)
+    floor = max(1, params.containment_min_shingles)
+    for value, data in zip(got.tolist(), others, strict=True):
+        other = method.decode(data)
+        if min(other.set_size, mine.set_size) < floor:
+            assert np.isnan(value)
+        else:
+            want = method.containment_of_smaller(method.jaccard(mine, other), mine.set_size, other.set_size)
+            assert value == pytest.approx(want, abs=1e-12)
+    assert np.nanmax(got) == 1.0 and np.nanmin(got) < 0.3 and np.isnan(got).any()  # sizes 0 and 1-99 among them
+    mixed = [*others[:5], method.encode(MinHashSignature(mine.values[:64], 300))]  # another num_perm: not comparable
+    assert np.array_equal(method.measure_similarities("containment", mine, mixed)[:5], got[:5], equal_nan=True)
+    assert np.isnan(method.measure_similarities("containment", mine, mixed)[5])
+    with pytest.raises(ValueError, match="minhash has no measure 'overlap'; it has: containment"):
+        method.measure_similarities("overlap", mine, others)
+
+
 def test_simhash_similarities_equal_pair_by_pair():
     method, rng = SimHashMethod(), random.Random(3)
     mine = rng.getrandbits(64)

@@ -14,6 +14,26 @@ def test_parse_and_print():
         Policy.parse("minhash>=high")
 
 
+def test_a_term_can_name_another_measure_of_a_methods_signatures():
+    policy = Policy.parse("exact|minhash>=0.8|minhash.containment>=0.95")
+    assert policy.rules[2] == (("minhash.containment", 0.95),)
+    assert str(policy) == "exact|minhash>=0.8|minhash.containment>=0.95"
+    assert policy.methods == {"exact", "minhash"}
+    assert policy.measures == {("minhash", "containment")}
+    site = SitePolicy(policy, policy)
+    assert site.judge({"minhash": 0.5, "minhash.containment": 0.97}, same_site=True) == ("minhash.containment", 0.97)
+    assert site.judge({"minhash": 0.5, "minhash.containment": 0.9}, same_site=True) is None
+
+
+def test_a_measure_the_method_does_not_offer_is_refused_with_the_ones_it_has():
+    from streamdedup.config import DetectorConfig
+
+    with pytest.raises(ValueError, match=r"minhash has no measure 'contained' \(it has: containment\)"):
+        DetectorConfig(same_site_policy="exact|minhash.contained>=0.9")
+    with pytest.raises(ValueError, match=r"simhash has no measure 'containment' \(it has: none\)"):
+        DetectorConfig(policy="exact|simhash.containment>=0.9")
+
+
 def test_conjunction_needs_all_methods_on_the_same_page():
     policy = SitePolicy.parse("exact|simhash+a12", "exact")
     assert policy.judge({"simhash": 0.95}, same_site=False) is None
