@@ -25,7 +25,7 @@ from streamdedup.tokens.tokenize import ICU_VERSION
 TOKENIZER_VERSION = f"words-v3+icu{ICU_VERSION}"
 DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
-DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95"
+DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>=0.4"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

@@ -5,7 +5,8 @@ page, each optionally with a stricter minimum similarity. A page duplicates the 
 that satisfies any rule. Written as text: "exact | minhash | simhash+a12" = an exact match, or a
 MinHash match, or SimHash and A12 agreeing; "minhash>=0.8" asks for an estimated Jaccard of 0.8.
 A term can also name another measure of a method's signatures: "minhash.containment>=0.95" asks
-that the smaller page be 95 % contained in the larger (`FingerprintMethod.measures`).
+that the smaller page be 95 % contained in the larger (`FingerprintMethod.measures`; docs/design.md
+says why the default same-site policy pairs it with "minhash>=0.4").
 
 Two pages of one site share its template, and whatever boilerplate the extractor leaves inflates
 their similarity (measured on the dev set: same-site different articles reach Jaccard 0.74,
