@@ -87,6 +87,8 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
     group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
                        "(default 1d); later ones are not used (the page says so in dedup.time_note)")
     group.add_argument("--batch-size", type=int, help="pages per atomic store write")
+    group.add_argument("--batch-bytes", type=int, help="a batch also ends once its pages hold this many bytes "
+                       "(default 64 MiB: a batch is held in memory whole)")
     group.add_argument("--prepare-threads", type=int, metavar="N",
                        help="pages parsed and fingerprinted side by side, each thread with its own extraction "
                        "process (default 0: one per CPU; 1: one at a time); verdicts do not depend on it")
@@ -132,20 +134,20 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         same_site_policy=args.same_site_policy, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
         max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
-        batch_size=args.batch_size, lexicon=args.lexicon, prepare_threads=args.prepare_threads)
+        batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
+        prepare_threads=args.prepare_threads)
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     """Deduplicate into --out. The store is opened and checked, and this run's place in the job
     decided, before --out is touched; each batch's outputs are synced before the store commits
     them with the job's progress, so rerunning after a crash finishes the job (outputs/job.py)."""
-    from itertools import islice
-
     from tqdm import tqdm
 
     from streamdedup.detector import Detector
     from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
     from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
+    from streamdedup.record.batches import batches
     from streamdedup.record.readers import read_inputs
 
     config = detector_config(args)
@@ -180,7 +182,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             try:
                 pages = iter(tqdm(records, unit="page", desc="dedup", disable=args.quiet or None,
                                   file=sys.stderr, initial=job.job.consumed))  # one iterator for every batch
-                while chunk := list(islice(pages, config.batch_size)):
+                for chunk in batches(pages, config.batch_size, config.batch_bytes):
                     outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
                     for outcome in outcomes:
                         sink.write(outcome)

@@ -51,6 +51,9 @@ class DetectorConfig:
     # each site's boilerplate, learned from the stream and removed before fingerprinting (None: off)
     template: TemplateParams | None = TemplateParams()
     batch_size: int = 256
+    # a batch also ends with the page that brings it to this many bytes (record/batches.py): a batch
+    # is held in memory whole, and 256 pages at the content cap would need ~10 GB
+    batch_bytes: int = 64 << 20
     # threads that prepare (parse, clean, fingerprint) a batch's pages side by side, each with its
     # own extraction process; 0: one per CPU (Fingerprinter.prepare_many). Verdicts do not depend on it
     prepare_threads: int = 0
@@ -60,6 +63,9 @@ class DetectorConfig:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
+        if self.batch_size < 1 or self.batch_bytes < 1:
+            raise ValueError(f"batch_size is a number of pages and batch_bytes of bytes, each at least 1 (got "
+                             f"{self.batch_size} and {self.batch_bytes}): a batch of none would take no page")
         if self.prepare_threads < 0:
             raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
         from streamdedup.verdict.policy import Policy
@@ -118,7 +124,7 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
-                 "max_content_bytes", "lexicon", "max_clock_skew", "prepare_threads",
+                 "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew", "prepare_threads",
                  "template"}
         unknown = set(data) - known
         if unknown:
@@ -141,5 +147,6 @@ class DetectorConfig:
                    same_site_policy=data.get("same_site_policy"),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
-                   batch_size=int(data.get("batch_size", 256)), lexicon=data.get("lexicon", "wordfreq"),
+                   batch_size=int(data.get("batch_size", 256)),
+                   batch_bytes=int(data.get("batch_bytes", cls.batch_bytes)), lexicon=data.get("lexicon", "wordfreq"),
                    prepare_threads=int(data.get("prepare_threads", 0)))

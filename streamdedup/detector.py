@@ -18,6 +18,7 @@ from pathlib import Path
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
+from streamdedup.record.batches import batches
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
@@ -74,15 +75,9 @@ class Detector:
 
     # -- the pipeline ----------------------------------------------------------------------
     def run(self, records: Iterable[RawRecord]) -> Iterator[Outcome]:
-        """Process a stream in batches; each batch is one atomic store write."""
-        pending: list[RawRecord] = []
-        for raw in records:
-            pending.append(raw)
-            if len(pending) >= self.config.batch_size:
-                yield from self.process_batch(pending)
-                pending = []
-        if pending:
-            yield from self.process_batch(pending)
+        """Process a stream in batches (`record.batches`); each batch is one atomic store write."""
+        for batch in batches(records, self.config.batch_size, self.config.batch_bytes):
+            yield from self.process_batch(batch)
 
     def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
         return self.decide_batch(self.prepare_many(raws))

@@ -58,6 +58,18 @@ def test_other_parameters_on_an_existing_store_are_refused(tmp_path, capsys):
     assert "built with other parameters" in capsys.readouterr().err
 
 
+def test_a_batch_of_no_pages_is_refused_in_one_line(tmp_path, capsys):
+    """`--batch-size 0` used to take no page and report a finished run of 0 records."""
+    crawl = _crawl(tmp_path)
+    for flag in ("--batch-size", "--batch-bytes"):
+        assert main(["dedup", str(crawl), "--out", str(tmp_path / flag), "-q", flag, "0"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "each at least 1" in err, err
+        assert not (tmp_path / flag / "summary.json").exists()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "small"), "-q", "--batch-bytes", "1"]) == 0
+    assert sum(len(_read(tmp_path / "small" / f"{name}.jsonl")) for name in ("unique", "duplicates", "rejected")) == 5
+
+
 def test_gzip_jsonl_and_warc_inputs(tmp_path):
     gz = tmp_path / "crawl.jsonl.gz"
     gz.write_bytes(gzip.compress(_crawl(tmp_path).read_bytes()))

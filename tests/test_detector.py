@@ -31,6 +31,17 @@ def test_copies_in_other_templates_are_duplicates_of_the_first(tmp_path):
     assert recrawl.output()["crawler_meta"] == {"depth": 2}  # fields pass through
 
 
+def test_big_pages_make_smaller_batches_and_the_same_verdicts(tmp_path):
+    """A batch is held in memory whole: it ends once its pages hold `batch_bytes` (each store
+    commit is one batch), and where batches end does not change a verdict."""
+    pages = _pages() * 2  # the second four are the same pages again: duplicate_id
+    one_batch = run_records(pages, tmp_path / "one")
+    with Detector(DetectorConfig(batch_bytes=1), tmp_path / "each") as detector:
+        each = list(detector.run(raw_records(pages)))
+        assert detector.store.index_version == len(pages)  # one commit a page
+    assert [o.dedup for o in each] == [o.dedup for o in one_batch]
+
+
 def test_bad_records_are_rejected_and_the_stream_goes_on(tmp_path):
     records = [b"{broken", {"url": "u"}, {"url": "u", "content": ""}, *_pages()[:2]]
     outcomes = run_records(records, tmp_path)

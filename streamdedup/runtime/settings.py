@@ -57,6 +57,9 @@ class WorkerSettings:
     worker_id: str = field(default_factory=lambda: os.uname().nodename)
     state_dir: Path = Path("state")
     batch_size: int = 256
+    # a batch also ends with the message that brings it to this many bytes: it is held in memory
+    # whole (record/batches.py); at least one message a batch
+    batch_bytes: int = 64 << 20
     batch_timeout_s: float = 0.5
     transactions: bool = True
     partitions: int = 1  # for topics the worker creates
@@ -132,6 +135,9 @@ class WorkerSettings:
                 changes[name] = type(current)(value)
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
+        if result.batch_size < 1 or result.batch_bytes < 1:
+            raise ValueError(f"batch_size is a number of messages and batch_bytes of bytes, each at least 1 (got "
+                             f"{result.batch_size} and {result.batch_bytes})")
         if result.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
         return result

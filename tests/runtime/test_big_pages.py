@@ -98,6 +98,31 @@ def test_pages_up_to_the_content_cap_come_out_whole(settings):
         == len(records)
 
 
+def test_a_batch_stops_taking_messages_once_it_holds_batch_bytes(settings):
+    """A batch is held in memory whole: 256 pages at the cap would be ~10 GB. With `batch_bytes`
+    at 3 MB the pages (0.5 to 10 MB) come in batches whose messages before the last hold less than
+    3 MB, and each page still comes out once."""
+    records = [big_page(200 + i, size) for i, size in enumerate(SIZES)]
+    settings = replace(settings, batch_bytes=3_000_000)
+    ensure_topics(settings)
+    assert fed(settings, records) == len(records)
+    worker = Worker(settings, DetectorConfig())
+    batches: list[list[int]] = []
+    process = worker.process
+
+    def recorded(messages):
+        batches.append([len(m.value() or b"") for m in messages if m.topic() == settings.topics.pages])
+        return process(messages)
+
+    worker.process = recorded
+    worker.run(idle_timeout_s=4, stop_after=len(records))
+    assert sorted(everything_once(settings, len(records))) == sorted(r["url"] for r in records)
+    pages = [sizes for sizes in batches if sizes]
+    assert sum(len(sizes) for sizes in pages) == len(records)
+    assert all(sum(sizes[:-1]) < 3_000_000 for sizes in pages), pages
+    assert len(pages) >= 3, pages
+
+
 def test_a_verdict_the_broker_refuses_becomes_a_rejection_not_a_stall(broker, settings):
     """Output topics that already exist with a small limit (an admin made them, as on Apache
     Kafka with its 1 MB default): what does not fit goes to rejected as too_large_for_broker,
