@@ -30,9 +30,13 @@ Similarities = Callable[[str, np.ndarray], np.ndarray]
 def _parse_term(text: str) -> Term:
     name, sep, minimum = text.partition(">=")
     try:
-        return name.strip(), float(minimum) if sep else 0.0
+        term = name.strip(), float(minimum) if sep else 0.0
     except ValueError:
         raise ValueError(f"bad policy term {text!r}: write METHOD or METHOD>=NUMBER") from None
+    if "." in term[0] and not sep:  # a measure has no threshold of its own: every pair would pass
+        raise ValueError(f"policy term {text.strip()!r} names a measure without a minimum: "
+                         f"write {term[0]}>=NUMBER (e.g. {term[0]}>=0.95)")
+    return term
 
 
 @dataclass(frozen=True)

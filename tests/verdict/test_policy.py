@@ -23,6 +23,8 @@ def test_a_term_can_name_another_measure_of_a_methods_signatures():
     site = SitePolicy(policy, policy)
     assert site.judge({"minhash": 0.5, "minhash.containment": 0.97}, same_site=True) == ("minhash.containment", 0.97)
     assert site.judge({"minhash": 0.5, "minhash.containment": 0.9}, same_site=True) is None
+    with pytest.raises(ValueError, match=r"names a measure without a minimum: write minhash.containment>=NUMBER"):
+        Policy.parse("exact|minhash.containment")  # no threshold of its own: every pair would pass
 
 
 def test_a_measure_the_method_does_not_offer_is_refused_with_the_ones_it_has():
