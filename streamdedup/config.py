@@ -17,6 +17,7 @@ from typing import Any
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.clean.template import TemplateParams
 from streamdedup.fingerprints.registry import METHODS
+from streamdedup.record.batches import DEFAULT_BATCH_BYTES
 from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
 from streamdedup.tokens.tokenize import ICU_VERSION
 
@@ -53,7 +54,7 @@ class DetectorConfig:
     batch_size: int = 256
     # a batch also ends with the page that brings it to this many bytes (record/batches.py): a batch
     # is held in memory whole, and 256 pages at the content cap would need ~10 GB
-    batch_bytes: int = 64 << 20
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     # threads that prepare (parse, clean, fingerprint) a batch's pages side by side, each with its
     # own extraction process; 0: one per CPU (Fingerprinter.prepare_many). Verdicts do not depend on it
     prepare_threads: int = 0

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from streamdedup.record.batches import DEFAULT_BATCH_BYTES
+
 TOPOLOGIES = ("global", "local")
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
 
@@ -59,7 +61,7 @@ class WorkerSettings:
     batch_size: int = 256
     # a batch also ends with the message that brings it to this many bytes: it is held in memory
     # whole (record/batches.py); at least one message a batch
-    batch_bytes: int = 64 << 20
+    batch_bytes: int = DEFAULT_BATCH_BYTES
     batch_timeout_s: float = 0.5
     transactions: bool = True
     partitions: int = 1  # for topics the worker creates

@@ -285,7 +285,7 @@ class Worker:
         client has fetched already, as Kafka's poll does. librdkafka's batch consume waits for a
         whole batch or the timeout: unless `batch_size` messages were waiting, every batch waited
         out `batch_timeout_s`, at each of the global topology's three hops. No more once the batch
-        holds `batch_bytes` (it is held in memory whole): then messages are taken one at a time."""
+        holds `batch_bytes` (it is held in memory whole), so after the first, one at a time."""
         settings = self.settings
         messages = self.consumer.consume(1, timeout)
         held = sum(len(m.value() or b"") for m in messages)
