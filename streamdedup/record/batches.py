@@ -10,8 +10,10 @@ big); small pages still fill `max_pages`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from streamdedup.record.readers import RawRecord
+if TYPE_CHECKING:  # the worker's settings import this module for its default: no parsing stack for them
+    from streamdedup.record.readers import RawRecord
 
 DEFAULT_BATCH_BYTES = 64 << 20
 
