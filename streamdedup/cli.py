@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streamdedup.clean.extract import EXTRACTORS, CleaningStackMissing, check_extractor
+from streamdedup.clean.errors import CleaningStackMissing
+from streamdedup.clean.extract import EXTRACTORS, check_extractor
 from streamdedup.config import DetectorConfig, parse_duration
 from streamdedup.fingerprints.registry import METHODS
 

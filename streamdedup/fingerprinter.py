@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import xxhash
 
+from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
@@ -148,6 +149,8 @@ class Fingerprinter:
             text, visible, signatures = self.signatures(page)
             return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
                                  visible=visible)
+        except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
+            raise
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
 

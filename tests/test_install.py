@@ -6,6 +6,7 @@ fails as if the package were not installed): pure import logic, the rest is the 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,38 @@ def test_dedup_without_the_cleaning_stack_fails_loudly(tmp_path: Path, missing: 
     err = one_line(result)
     assert f"pip install {missing}" in err and "trafilatura" in err, err
     assert not (out / "rejected.jsonl").exists()
+
+
+def broken_trafilatura(tmp_path: Path) -> dict[str, str]:
+    """An environment where trafilatura is found but cannot import (a dependency of its own
+    missing), for the command and its helper process alike: first on their path."""
+    package = tmp_path / "broken" / "trafilatura"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("import courlan_not_installed\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(package.parent), os.environ.get("PYTHONPATH")]))}
+
+
+# fast's steered text covers little of this page (80 menu links around one sentence): trafilatura reads it
+RESCUED = ("<html><body><ul class='menu'>" + "".join(
+    f"<li><a href='/s{i}'>Section number {i} of the newspaper archive</a></li>" for i in range(80)) +
+    "</ul><div><p>Short note: the meeting moved to Tuesday at noon, said the board.</p></div></body></html>")
+
+
+@pytest.mark.parametrize("extractor", ["fast", "trafilatura"])
+def test_trafilatura_that_cannot_import_stops_the_run_at_its_first_page(tmp_path: Path, extractor: str) -> None:
+    """trafilatura is imported where a page first needs it (the helper process, for fast's rescue):
+    found but broken, it stops the run there with one line naming the fix, not a processing_error
+    for every HTML page."""
+    path = write_jsonl(tmp_path / "c.jsonl", [page("https://a.example/1", "plain text, no markup " * 20,
+                                                   content_type="text/plain"),
+                                              page("https://a.example/2", RESCUED)])
+    result = subprocess.run([sys.executable, "-m", "streamdedup", "dedup", str(path), "--out", str(tmp_path / "out"),
+                             "-q", "--extractor", extractor], capture_output=True, text=True, timeout=180,
+                            env=broken_trafilatura(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "pip install courlan_not_installed" in one_line(result)
+    rejected = tmp_path / "out" / "rejected.jsonl"
+    assert not rejected.exists() or b"processing_error" not in rejected.read_bytes()
 
 
 def test_resiliparse_extractor_does_not_need_trafilatura(tmp_path: Path) -> None:

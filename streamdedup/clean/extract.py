@@ -8,6 +8,7 @@ field library (see docs/extraction-comparison.md for the measurement behind the 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import signal
 import threading
@@ -15,9 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
-from streamdedup.clean.nesting import check_nesting
-from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once
 from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "fast", "resiliparse", "none"]
@@ -28,29 +28,36 @@ EXTRACTORS: tuple[str, ...] = ("trafilatura", "fast", "resiliparse", "none")
 for _name in ("trafilatura", "htmldate", "courlan", "justext"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
 
-# what each extractor imports (resiliparse also measures the whole page's text for trafilatura)
-_STACK = {"trafilatura": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
-          "fast": ("trafilatura", "resiliparse.extract.html2text", "resiliparse.parse.html"),
-          "resiliparse": ("resiliparse.extract.html2text", "resiliparse.parse.html"),
-          "none": ("resiliparse.extract.html2text", "resiliparse.parse.html")}
-
-
-class CleaningStackMissing(RuntimeError):
-    """The extractor's libraries cannot be imported: every HTML page would fail; the message
-    (one line) names the fix."""
+# what each extractor imports before its first page (resiliparse's bindings, ~10 ms), and what it
+# only finds then: trafilatura (~0.2 s to import) is imported where a page first needs it, in the
+# helper process for `fast` (its rescue) or in this one; lxml.html.clean is what it imports that
+# pip before 23.3 drops (lxml_html_clean), so that one is imported here
+_LIGHT = ("resiliparse.extract.html2text", "resiliparse.parse.html")
+_STACK = {"trafilatura": ("lxml.html.clean", *_LIGHT), "fast": ("lxml.html.clean", *_LIGHT),
+          "resiliparse": _LIGHT, "none": _LIGHT}
+_FOUND = {"trafilatura": ("trafilatura",), "fast": ("trafilatura",)}
 
 
 def check_extractor(extractor: str) -> None:
-    """Import what `extractor` runs on, before the first page: a broken install (pip before 23.3
-    drops lxml_html_clean, which trafilatura needs since lxml 5.2) must stop a run, not reject
+    """Import or find what `extractor` runs on, before the first page: a broken install (pip before
+    23.3 drops lxml_html_clean, which trafilatura needs since lxml 5.2) must stop a run, not reject
     every HTML page as a processing_error."""
     for module in _STACK.get(extractor, ()):
         try:
             importlib.import_module(module)
         except ImportError as err:
-            problem = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise CleaningStackMissing(f"the {extractor} extractor cannot load ({module}: {problem}): "
-                                       f"{_fix(err)}") from None
+            raise missing_stack(extractor, err, module) from None
+    for module in _FOUND.get(extractor, ()):
+        if importlib.util.find_spec(module) is None:
+            raise missing_stack(extractor, ModuleNotFoundError(f"No module named {module!r}", name=module), module)
+
+
+def missing_stack(extractor: str, err: ImportError, module: str | None = None) -> CleaningStackMissing:
+    """The one line for an extractor whose libraries cannot load, naming the fix."""
+    problem = str(err).splitlines()[0] if str(err) else type(err).__name__
+    what = module or err.name or "its libraries"
+    whose = "trafilatura's " if what == "lxml.html.clean" else ""
+    return CleaningStackMissing(f"the {extractor} extractor cannot load {whose}{what} ({problem}): {_fix(err)}")
 
 
 def _fix(err: ImportError) -> str:
@@ -99,6 +106,8 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None) -
     (0.914 against 0.915 with the cascade always on) and of dropped ones leaked (0.083, 0.084).
     `page_text`: the page's whole text, when the caller has it (or can make it from its own parse).
     Both passes share one parse where trafilatura's steps allow (clean/trafilatura_once.py)."""
+    from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once  # imports trafilatura
+
     whole = page_text or (lambda: extract_all_text(html))
     if STEPS_AVAILABLE:
         once = extract_once(html, lambda text: covers_little(text, whole))
@@ -156,12 +165,17 @@ C_EXTRACTORS = frozenset({"fast", "resiliparse", "none"})
 
 
 def page_texts(html: str, extractor: str, visible: bool) -> tuple[str, str]:
-    """The page's main text by `extractor` and, if `visible`, all its visible text (else "")."""
-    if extractor == "fast":
-        return fast_texts(html, visible)
-    if extractor == "resiliparse":
-        return resiliparse_texts(html, visible)
-    main = _BACKENDS[extractor](html)
+    """The page's main text by `extractor` and, if `visible`, all its visible text (else "").
+    A library that cannot be imported (trafilatura, on the first page that needs it) is
+    `CleaningStackMissing`: the run stops, naming the fix."""
+    try:
+        if extractor == "fast":
+            return fast_texts(html, visible)
+        if extractor == "resiliparse":
+            return resiliparse_texts(html, visible)
+        main = _BACKENDS[extractor](html)
+    except ImportError as err:
+        raise missing_stack(extractor, err) from None
     if not visible:
         return main, ""
     return main, main if extractor == "none" else extract_all_text(html)
@@ -174,6 +188,10 @@ def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: 
     killed on overrun, the others under an alarm (0: no bound)."""
     if extractor not in _BACKENDS:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
+    # here, not at the top: the helper process imports this module for `page_texts`, and the
+    # nesting check's compiled scan would cost it numba's import (~0.3 s a helper) for nothing
+    from streamdedup.clean.nesting import check_nesting
+
     utf8 = html.encode("utf-8", "surrogatepass")  # the nesting check reads it, and so does the helper's pipe
     check_nesting(html, utf8=utf8)
     # SIGALRM reaches only the main thread: elsewhere (prepare_many's threads) every extractor runs

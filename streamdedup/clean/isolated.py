@@ -9,7 +9,7 @@ does not, it is killed (and a new one started for the next page) and the page is
 Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
 (extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
 an answer is (status, main text length, visible text length) and both texts, or the error (as the
-main text) for status 1.
+main text) for status 1 (the page failed) and 2 (the extractor's libraries cannot load).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
+from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.record.rejection import Reason, Rejected
 
 _HEADER = struct.Struct("<III")
+_STACK_MISSING = 2  # an answer's status: the extractor's libraries cannot load (1: the page failed)
 
 
 class IsolatedExtractor:
@@ -62,6 +64,8 @@ class IsolatedExtractor:
         except BaseException:  # interrupted mid-request (an alarm, Ctrl-C): its answer must not reach the next page
             self.stop()
             raise
+        if status == _STACK_MISSING:
+            raise CleaningStackMissing(text)
         if status != 0:
             raise RuntimeError(text)
         return text, everything
@@ -126,6 +130,8 @@ def serve(texts: Callable[[str, str, bool], tuple[str, str]], stdin: IO[bytes], 
         html = _read_exactly(stdin, size).decode("utf-8", "surrogatepass")
         try:
             (main, everything), status = texts(html, name, bool(visible)), 0
+        except CleaningStackMissing as err:  # the parent stops the run, naming the fix
+            (main, everything), status = (str(err), ""), _STACK_MISSING
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
             (main, everything), status = (f"{type(err).__name__}: {err}", ""), 1
         out, out_visible = main.encode("utf-8", "surrogatepass"), everything.encode("utf-8", "surrogatepass")
