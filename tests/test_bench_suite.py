@@ -33,6 +33,10 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         stages = row["profile"]["stages_pct"]
         assert "extraction (library)" in stages and "fingerprints (signature)" in stages
         assert 99 <= sum(stages.values()) <= 101
+    whole = report["parts"]["e2e"]["report"]["whole_command"]  # the command as a user runs it, start-up in
+    assert whole["pages"] > 0 and whole["trafilatura_alone_cpu_s"] > 0
+    assert set(whole["extractors"]) == set(e2e)
+    assert all(row["whole_command_cpu_s"] > 0 for row in whole["extractors"].values())
     broker = report["parts"]["broker"]["report"]
     assert [r["workers"] for r in broker["results"]] == [1, 2]
     assert all(r["latency_at_half_peak"]["pages"] > 0 for r in broker["results"])
