@@ -58,6 +58,20 @@ def test_other_parameters_on_an_existing_store_are_refused(tmp_path, capsys):
     assert "built with other parameters" in capsys.readouterr().err
 
 
+def test_a_store_read_by_earlier_fast_rules_is_refused(tmp_path, capsys, monkeypatch):
+    """What `fast` keeps is part of what a store records: its pages are not compared with pages
+    read by other rules (here a store as the rules before teaser cards left it)."""
+    import streamdedup.clean.pipeline as pipeline
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    monkeypatch.setattr(pipeline, "RULES_VERSION", pipeline.RULES_VERSION - 1)
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q"]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "built with other parameters" in err and f"fast@{pipeline.RULES_VERSION}" in err
+
+
 def test_a_batch_of_no_pages_is_refused_in_one_line(tmp_path, capsys):
     """`--batch-size 0` used to take no page and report a finished run of 0 records."""
     crawl = _crawl(tmp_path)

@@ -12,7 +12,8 @@ the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C 
    cleaning deletes, as trafilatura, with the blocks of its kind beside it), else the whole page;
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
-   cookie notice or a newsletter form (resiliparse's `skip_elements`, matched during its own walk);
+   cookie notice or a newsletter form, and teaser cards (a link that holds a heading), matched in
+   resiliparse's own walk (its `skip_elements`);
 3. if that is implausibly small for the page (trafilatura's own rescue bounds, as in `extract.py`:
    under 3,000 characters and under a fifth of all its text: a wrapper named like boilerplate,
    "has-sidebar", skipped with the article, a lead box taken for the container, or a page with
@@ -26,6 +27,11 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+
+# What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
+# records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
+# 2: teaser cards (a link that holds a heading) are left out (2026-11-26).
+RULES_VERSION = 2
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -113,7 +119,11 @@ def _selector(attribute: str, operator: str, value: str) -> str:
 
 # Skipped inside resiliparse's own text pass (its `skip_elements`): matched while it walks the tree,
 # at no measurable cost (a separate lexbor selector pass over the tree costs 4x the extraction).
-DISCARD_SELECTORS = [_selector(*token) for token in _DISCARD_TOKENS]
+# A link that holds a heading is a teaser card of a listing ("latest posts", "more from the
+# section"): the heading is the title of the page it links to, and an article's own text does not
+# sit inside a link. No class name says so on many templates ("postlist-item media").
+TEASER_CARDS = "a:has(h1, h2, h3, h4, h5, h6)"
+DISCARD_SELECTORS = [*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
 from streamdedup.clean.extract import extract_texts, is_html
+from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.record.page import Page
 from streamdedup.record.rejection import Reason, Rejected
@@ -20,7 +21,8 @@ class CleaningConfig:
     max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_texts)
 
     def __str__(self) -> str:
-        return f"clean(extractor={self.extractor},max_text_chars={self.max_text_chars})"
+        extractor = f"{self.extractor}@{RULES_VERSION}" if self.extractor == "fast" else self.extractor
+        return f"clean(extractor={extractor},max_text_chars={self.max_text_chars})"
 
 
 _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json")

@@ -165,3 +165,18 @@ def test_an_article_inside_what_trafilatura_deletes_first_is_not_the_container(m
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE) and lines[1] not in text
     assert calls == []  # the steered pass read the story
+
+
+def test_a_listing_of_teaser_cards_in_the_container_is_left_out():
+    """A link that holds a heading is a card of a listing ("latest posts") whose class names say
+    nothing (web dev: a chemietechnik.de template's "postlist-item media" cards followed every
+    story inside <main>); the article's own title, a link inside its heading, stays."""
+    paragraphs = "".join(f"<p>{p}</p>" for p in ARTICLE)
+    cards = "".join(f'<a class="postlist-item media" href="/markt/{i}"><h3>{r}</h3><p>Teaser text of story {i} '
+                    f'says what happened at the plant this week and more.<span>Read more...</span></p></a>'
+                    for i, r in enumerate(RELATED))
+    page = (f'<html><body><main><h1><a href="/story">The harbour bridge vote</a></h1>{paragraphs}'
+            f'<div class="post-list"><h2>Latest posts</h2>{cards}</div></main></body></html>')
+    text = extract_fast(page)
+    assert "The harbour bridge vote" in text and all(p in text for p in ARTICLE)
+    assert not any(r in text for r in RELATED) and "Teaser text" not in text
