@@ -183,7 +183,7 @@ def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, w
                       "whole_command_wall_s": round(statistics.median(w for w, _ in runs[name]), 2),
                       "speedup_vs_trafilatura_alone_cpu": round(statistics.median(ratios), 2),
                       "ratio_runs": [round(r, 2) for r in ratios]}
-    return {"pages": len(crawl), "trafilatura_alone_cpu_s": round(statistics.median(alone), 2), "extractors": rows}
+    return {"pages": len(crawl), "trafilatura_alone_cpu_s": round(statistics.median(alone), 4), "extractors": rows}
 
 
 def pin_to_one_core() -> int | None:
