@@ -135,8 +135,11 @@ def serve(texts: Callable[[str, str, bool], tuple[str, str]], stdin: IO[bytes], 
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
             (main, everything), status = (f"{type(err).__name__}: {err}", ""), 1
         out, out_visible = main.encode("utf-8", "surrogatepass"), everything.encode("utf-8", "surrogatepass")
-        stdout.write(_HEADER.pack(status, len(out), len(out_visible)) + out + out_visible)
-        stdout.flush()
+        try:
+            stdout.write(_HEADER.pack(status, len(out), len(out_visible)) + out + out_visible)
+            stdout.flush()
+        except BrokenPipeError:  # the parent is gone (killed, or it stopped this helper): so is its page
+            return
 
 
 if __name__ == "__main__":

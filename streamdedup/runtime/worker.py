@@ -533,9 +533,19 @@ class Worker:
             return
         self.outputs.commit()
 
+    def _offsets_to_commit(self, by_partition: dict[TP, list[Message]]) -> dict[TP, int]:
+        """The group's offset of each partition after this batch: past its last message, and never
+        below what the group had committed when a replay began (`replay_until`). A replay rebuilds
+        the store from messages whose outputs are in Kafka already; committing its batches' own
+        offsets moved the group back, and a worker killed mid-replay then found store and group
+        agreeing on that earlier offset and consumed those messages again with their outputs:
+        pages emitted twice (the global topology's SIGKILL test, about one run in ten)."""
+        return {(topic, partition): max(offset_of(batch[-1]) + 1, self.replay_until.get((topic, partition), -1))
+                for (topic, partition), batch in by_partition.items()}
+
     def _commit_offsets(self, by_partition: dict[TP, list[Message]]) -> None:
-        offsets = [TopicPartition(topic, partition, offset_of(batch[-1]) + 1)
-                   for (topic, partition), batch in by_partition.items()]
+        offsets = [TopicPartition(topic, partition, offset)
+                   for (topic, partition), offset in self._offsets_to_commit(by_partition).items()]
         if self.settings.transactions:
             self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
             self.producer.commit_transaction(60)
@@ -591,7 +601,7 @@ class Worker:
         return False
 
     def _committed(self, by_partition: dict[TP, list[Message]]) -> bool:
-        wanted = {(topic, partition): offset_of(batch[-1]) + 1 for (topic, partition), batch in by_partition.items()}
+        wanted = self._offsets_to_commit(by_partition)
         found = self.consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=30)
         return all(tp.offset == wanted[(tp.topic, tp.partition)] for tp in found)
 

@@ -139,6 +139,48 @@ def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_pa
     assert verdicts_by_id(got) == expected  # same answers as if the store had never been lost
 
 
+def group_offsets(settings) -> dict[tuple[str, int], int]:
+    """The group's committed offset of every partition of the worker's input topics."""
+    group = Consumer(settings.client(**{"group.id": settings.group_id}))
+    try:
+        topics = group.list_topics(timeout=10).topics
+        wanted = [TopicPartition(name, p) for name in (settings.topics.pages, settings.topics.index, settings.topics.parts)
+                  if name in topics for p in topics[name].partitions]
+        return {(tp.topic, tp.partition): tp.offset for tp in group.committed(wanted, timeout=10)}
+    finally:
+        group.close()
+
+
+def test_a_replay_stopped_midway_does_not_move_the_group_back(settings, tmp_path, monkeypatch):
+    """A store behind Kafka is replayed without producing. Its batches used to commit their own
+    offsets, moving the group back below what it had committed: a worker stopped (or killed)
+    mid-replay then found store and group agreeing on that earlier offset, consumed the rest of
+    the replay as new, and emitted those pages a second time (the global topology's SIGKILL test
+    saw it about one run in ten)."""
+    import shutil
+
+    records = crawl(10)[:30]
+    send(settings, records)
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).decided == 30
+    before = group_offsets(settings)
+    shutil.rmtree(settings.state_dir)  # the stores are lost: the next worker replays every topic
+    batches = []
+    original = Worker.process
+
+    def one_batch_then_stop(self, messages):  # the real batch, then a stop: as a kill after its commit
+        original(self, messages)
+        batches.append(len(messages))
+        self.stop()
+
+    monkeypatch.setattr(Worker, "process", one_batch_then_stop)
+    Worker(replace(settings, batch_size=4), DetectorConfig()).run(idle_timeout_s=3)
+    monkeypatch.undo()
+    assert batches and batches[0] <= 4  # stopped after one replay batch
+    assert group_offsets(settings) == before  # no partition moved back
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).decided == 0
+    assert len(verdicts_by_id(outputs(settings))) == 30  # each page once
+
+
 def test_broker_unresponsive_mid_stream(tmp_path):
     """A broker that stops answering for a while (frozen: a long GC pause, a network partition)
     and comes back costs nothing: every page once, the file-mode verdicts. Its own broker, so the
