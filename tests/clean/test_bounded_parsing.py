@@ -111,3 +111,21 @@ def test_the_compiled_scan_is_the_nesting_estimate():
         html = "".join(parts)
         for stop in (3, 1000):
             assert compiled_depth(html.encode("utf-8", "surrogatepass"), stop) == nesting_depth(html, stop), html
+
+
+def test_a_helper_whose_parent_is_gone_exits_quietly():
+    """A killed worker leaves its helper writing an answer nobody reads: it ends without a
+    BrokenPipeError traceback in the worker's log (one per kill before)."""
+    import struct
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert helper.stdin is not None and helper.stdout is not None and helper.stderr is not None
+    helper.stdout.close()  # the parent reads no more, as if it had been killed
+    html = ("<html><body><article>" + "<p>the text of the story goes on</p>" * 20_000 + "</article></body></html>").encode()
+    helper.stdin.write(struct.pack("<III", 4, len(html), 1) + b"fast" + html)  # the answer is larger than a pipe
+    helper.stdin.close()
+    assert helper.wait(timeout=60) == 0
+    assert helper.stderr.read() == b""
