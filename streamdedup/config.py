@@ -17,7 +17,7 @@ from typing import Any
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.clean.template import TemplateParams
 from streamdedup.fingerprints.registry import METHODS
-from streamdedup.record.batches import DEFAULT_BATCH_BYTES
+from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
 from streamdedup.tokens.tokenize import ICU_VERSION
 
@@ -64,9 +64,7 @@ class DetectorConfig:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
-        if self.batch_size < 1 or self.batch_bytes < 1:
-            raise ValueError(f"batch_size is a number of pages and batch_bytes of bytes, each at least 1 (got "
-                             f"{self.batch_size} and {self.batch_bytes}): a batch of none would take no page")
+        check_batch_limits(self.batch_size, self.batch_bytes)
         if self.prepare_threads < 0:
             raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
         from streamdedup.verdict.policy import Policy

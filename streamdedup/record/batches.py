@@ -18,6 +18,13 @@ if TYPE_CHECKING:  # the worker's settings import this module for its default: n
 DEFAULT_BATCH_BYTES = 64 << 20
 
 
+def check_batch_limits(max_pages: int, max_bytes: int, unit: str = "pages") -> None:
+    """A batch of none would take no record and report the run done: refused, in one line."""
+    if max_pages < 1 or max_bytes < 1:
+        raise ValueError(f"batch_size is a number of {unit} and batch_bytes of bytes, each at least 1 (got "
+                         f"{max_pages} and {max_bytes}): a batch of none would take no {unit[:-1]}")
+
+
 def record_bytes(raw: RawRecord) -> int:
     """What a record weighs in a batch: its line, or a WARC record's content."""
     if raw.data is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from streamdedup.record.batches import DEFAULT_BATCH_BYTES
+from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
 TOPOLOGIES = ("global", "local")
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
@@ -137,9 +137,7 @@ class WorkerSettings:
                 changes[name] = type(current)(value)
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
-        if result.batch_size < 1 or result.batch_bytes < 1:
-            raise ValueError(f"batch_size is a number of messages and batch_bytes of bytes, each at least 1 (got "
-                             f"{result.batch_size} and {result.batch_bytes})")
+        check_batch_limits(result.batch_size, result.batch_bytes, "messages")
         if result.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
         return result
