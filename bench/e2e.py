@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from homogeneous import run_dedup  # bench/: the whole command timed as that bench times it
 
 from streamdedup.clean.extract import extract_resiliparse, extract_trafilatura
 from streamdedup.clean.fast_extract import extract_fast
@@ -139,27 +140,9 @@ def crawl_pages(paths: list[Path]) -> list[tuple[str, str]]:
     return found
 
 
-def whole_command(path: Path, extractor: str, out: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of `streamdedup dedup` on `path` in a fresh process (start-up, the
-    helper process and its start-up, a fresh store, every output file): what a user times."""
-    import resource
-    import shutil
-    import subprocess
-    import sys
-
-    shutil.rmtree(out, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "streamdedup", "dedup", str(path), "--out", str(out), "--fresh", "-q",
-                    "--extractor", extractor, "--prepare-threads", "1"], check=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-
-
 def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, work: Path) -> dict[str, Any]:
-    """Issue 13's measure as the issue words it: the whole `streamdedup dedup` command (one core,
-    start-up included) against trafilatura's extraction alone (in this process, warmed up, no
+    """Issue 13's measure as the issue words it: the whole `streamdedup dedup` command in a fresh
+    process (`homogeneous.run_dedup`: one core, start-up and the extraction helper included) against trafilatura's extraction alone (in this process, warmed up, no
     start-up) on the same pages, alternating, CPU seconds; medians of `repeat`."""
     path = work / "crawl.jsonl"
     with open(path, "wb") as out:
@@ -176,7 +159,8 @@ def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, w
         time_extractor(extract_trafilatura, pages)
         alone.append(time.process_time() + children_cpu_s() - clock.cpu)
         for name in names:
-            runs[name].append(whole_command(path, name, work / f"whole-{name}"))
+            run = run_dedup(path, work / f"whole-{name}", "--extractor", name, "--prepare-threads", "1")
+            runs[name].append((run["wall_s"], run["cpu_s"]))
     for name in names:
         ratios = [a / cpu for a, (_, cpu) in zip(alone, runs[name], strict=True)]
         rows[name] = {"whole_command_cpu_s": round(statistics.median(c for _, c in runs[name]), 2),

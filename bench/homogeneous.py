@@ -78,13 +78,14 @@ def generate(path: Path, pages: int, words: int = 600, vocab_size: int = 5000, e
     return path
 
 
-def run_dedup(path: Path, work: Path) -> dict[str, Any]:
-    """The whole command on one file, a fresh store: wall seconds and its summary.json."""
+def run_dedup(path: Path, work: Path, *options: str) -> dict[str, Any]:
+    """The whole command on one file (with `options`), a fresh store: wall and CPU seconds (its
+    own and its helper processes') and its summary.json."""
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([*CLI, "dedup", str(path), "--out", str(out), "--fresh", "-q"], cwd=ROOT,
+    done = subprocess.run([*CLI, "dedup", str(path), "--out", str(out), "--fresh", "-q", *options], cwd=ROOT,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
