@@ -622,9 +622,13 @@ class Worker:
         self._closing = True
         try:
             self.consumer.close()
-        except RuntimeError:
+        except RuntimeError:  # closed already
             pass
-        self.producer.flush(10)
+        except KafkaException as error:  # leaving the group failed: the group times the member out, and
+            # what it did not commit is read again (offsets commit with their outputs' transaction)
+            log.warning("closing the consumer failed (%s); the group will time the member out", error)
+        finally:
+            self.producer.flush(10)
 
 
 __all__ = ["Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events", "mask"]

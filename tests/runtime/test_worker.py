@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -273,3 +274,28 @@ def test_an_assignment_delivered_while_the_consumer_closes_is_not_taken(settings
         assert worker.handlers == {}
     finally:
         worker.close()
+
+
+def test_a_consumer_that_fails_to_close_still_lets_the_worker_close(settings, caplog):
+    """consumer.close() can raise KafkaException (leaving the group fails): close() logs it in one
+    line and still flushes the producer, rather than raising past it (in a `finally`, over the
+    error that stopped the worker)."""
+    worker = Worker(settings, DetectorConfig())
+    real_consumer, real_producer = worker.consumer, worker.producer
+    flushed: list[float] = []
+
+    class FailingClose:
+        def close(self):
+            real_consumer.close()
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    class CountingFlush:
+        def flush(self, timeout):
+            flushed.append(timeout)
+            return real_producer.flush(timeout)
+
+    worker.consumer, worker.producer = FailingClose(), CountingFlush()  # type: ignore[assignment]
+    with caplog.at_level(logging.WARNING):
+        worker.close()
+    assert flushed == [10]
+    assert "closing the consumer failed" in caplog.text
