@@ -44,7 +44,7 @@ class MinHashParams(Params):
     containment_min_shingles: int = 100
     seed: int = 1
     min_shingles: int = 1
-    value_bits: int = 16  # bits kept of each minimum (b-bit MinHash): 8, 16 or 32
+    value_bits: int = 8  # bits kept of each minimum (b-bit MinHash): 8, 16 or 32
 
     def __post_init__(self) -> None:
         if self.num_perm < 2:
@@ -167,7 +167,11 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return np.where(smaller >= floor, contained, np.nan)
 
     def encode(self, signature: MinHashSignature) -> bytes:
-        return struct.pack("<I", signature.set_size) + signature.values.tobytes()
+        values = signature.values
+        if values.dtype != self._dtype:  # its bytes would decode as other values, silently
+            raise ValueError(f"a MinHash signature of {values.dtype} values, but this method keeps "
+                             f"{self.params.value_bits} bits of each: made with another value_bits?")
+        return struct.pack("<I", signature.set_size) + values.tobytes()
 
     def decode(self, data: bytes) -> MinHashSignature:
         (size,) = struct.unpack_from("<I", data)

@@ -96,3 +96,12 @@ def test_b_bit_signatures_estimate_jaccard_after_the_collision_correction(bits):
 def test_value_bits_names_the_choices():
     with pytest.raises(ValueError, match="value_bits"):
         MinHashParams(value_bits=12)
+
+
+def test_a_signature_of_other_value_bits_is_refused_when_encoded():
+    """Its bytes would decode as other values, silently (a bench made 16-bit values under the 8-bit
+    default and got signatures of 256 one-byte values)."""
+    method = MinHashMethod(MinHashParams(value_bits=8))
+    other = MinHashMethod(MinHashParams(value_bits=16)).signature(Document.from_text(" ".join(f"w{i}" for i in range(50))))
+    with pytest.raises(ValueError, match="another value_bits"):
+        method.encode(other)

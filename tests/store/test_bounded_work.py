@@ -86,13 +86,13 @@ def _synthetic(i: int, simhash: int, rng):
 
     from streamdedup.fingerprinter import Fingerprinted
     from streamdedup.fingerprints.a12 import A12Signature
-    from streamdedup.fingerprints.minhash import MinHashSignature
+    from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashParams, MinHashSignature
     from streamdedup.record.page import Page
 
     url = f"https://site{i}.example/a/{i}"
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np.array([rng.getrandbits(16) for _ in range(128)], dtype=np.uint16), 500),
+        "minhash": MinHashSignature(np.array([rng.getrandbits(8) for _ in range(128)], dtype=VALUE_TYPES[MinHashParams().value_bits]), 500),
         "simhash": simhash,
         "a12": A12Signature(500, 20, tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),
