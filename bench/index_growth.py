@@ -31,7 +31,7 @@ def main() -> None:
         count = min(args.batch, args.postings - start)
         index.insert_ints(rng.integers(1, 1 << 47, size=count, dtype=np.uint64),
                           np.arange(start, start + count, dtype=np.uint64))
-    print(json.dumps({"postings": index.postings, "table_mib": round((index.words.nbytes + index.low.nbytes) / 2**20),
+    print(json.dumps({"postings": index.postings, "table_mib": round(index.size_bytes / 2**20),
                       "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "cpu_s": round(time.process_time() - cpu, 1)}))
 

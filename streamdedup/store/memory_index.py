@@ -1,10 +1,14 @@
 """The index in memory: 6-byte index names (`layout.index_key`, `layout.page_id_key`) -> page seqs.
 
-A multimap in two flat arrays with open addressing (linear probing), probed by compiled loops a
+A multimap in flat arrays with open addressing (linear probing), probed by compiled loops a
 whole batch of names at a time. Each slot is one posting: a 64-bit word holding the 48-bit name
 and the seq's high 16 bits, and a 32-bit word holding the seq's low 32 bits (12 bytes a posting;
 seqs below 2^47). A free slot is all ones, a removed posting (a tombstone) all ones but the last
 bit: live postings never have the top bit set.
+
+The table is cut into `SEGMENTS` tables by a hash of the name (`_group`), each growing on its
+own: a growth holds one segment's old and new arrays at once, not the whole table's (one table of
+a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident).
 
 RocksDB keeps the page records (and the changelog, its WAL); this table is loaded from the
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
@@ -32,9 +36,14 @@ EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 TOMBSTONE = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
 NAME_BITS = 48
 MAX_SEQ = 1 << 47
-_MIN_SLOTS = 1 << 12
-_MAGIC = b"sdidx\x00\x01\x00"
-_HEADER = struct.Struct("<8sQQQQ")
+_MIN_SLOTS = 1 << 8  # a segment's
+SEGMENT_BITS = 4
+SEGMENTS = 1 << SEGMENT_BITS
+# another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
+_SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
+_MAGIC = b"sdidx\x00\x02\x00"  # \x02: segments
+_HEADER = struct.Struct("<8sQQ")  # magic, version, segments
+_SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
 _GROWN_LOAD = 0.5  # ... to this share of postings
 _EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
@@ -259,46 +268,117 @@ def available_bytes() -> int | None:
     return min(found) if found else None
 
 
-class MemoryIndex:
-    def __init__(self, postings: int = 0) -> None:
-        self._allocate(slots_for(postings))
+@numba.njit(cache=True)
+def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each name's segment (the top bits of a multiplicative hash), as the positions of `names`
+    by segment, each segment's in their order (a counting sort), and where each segment's begin
+    and end among them (`SEGMENTS + 1` bounds). A few µs for a few names, as a page's lookups are."""
+    segment = np.empty(len(names), dtype=np.int64)
+    bounds = np.zeros(SEGMENTS + 1, dtype=np.int64)
+    for i in range(len(names)):
+        segment[i] = np.int64((names[i] * _SEGMENT_MIX) >> np.uint64(64 - SEGMENT_BITS))
+        bounds[segment[i] + 1] += 1
+    for s in range(SEGMENTS):
+        bounds[s + 1] += bounds[s]
+    order = np.empty(len(names), dtype=np.int64)
+    fill = bounds[:-1].copy()
+    for i in range(len(names)):
+        order[fill[segment[i]]] = i
+        fill[segment[i]] += 1
+    return order, bounds
 
-    def _allocate(self, slots: int) -> None:
+
+class _Segment:
+    """One open-addressing table: its slots, and how many hold postings and tombstones."""
+
+    def __init__(self, slots: int) -> None:
         self.words = np.full(slots, EMPTY, dtype=np.uint64)
         self.low = np.zeros(slots, dtype=np.uint32)
         self.postings = 0
         self.tombstones = 0
+
+    def must_grow(self, adding: int) -> bool:
+        return self.postings + self.tombstones + adding > _MAX_LOAD * len(self.words)
+
+    def rehashed(self, slots: int) -> _Segment:
+        """A table of `slots` holding this one's live postings (tombstones dropped), moved straight
+        from the old arrays to the new: the two are all it holds at once."""
+        grown = _Segment(slots)
+        grown.postings = _rehash(self.words, self.low, grown.words, grown.low)
+        return grown
+
+
+class MemoryIndex:
+    def __init__(self, postings: int = 0) -> None:
+        self._allocate(slots_for(postings // SEGMENTS))
+
+    def _allocate(self, slots: int) -> None:
+        """Empty segments of `slots` slots each."""
+        self.segments = [_Segment(slots) for _ in range(SEGMENTS)]
         self.epoch = next(_EPOCHS)  # changes whenever a live slot may become free (`insert_ints`)
 
     @property
+    def postings(self) -> int:
+        return sum(segment.postings for segment in self.segments)
+
+    @property
+    def tombstones(self) -> int:
+        return sum(segment.tombstones for segment in self.segments)
+
+    @property
+    def slots(self) -> int:
+        return sum(len(segment.words) for segment in self.segments)
+
+    @property
     def size_bytes(self) -> int:
-        return int(self.words.nbytes + self.low.nbytes)
+        return sum(int(segment.words.nbytes + segment.low.nbytes) for segment in self.segments)
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every segment's words and low words back to back (a copy: to compare tables)."""
+        return (np.concatenate([segment.words for segment in self.segments]),
+                np.concatenate([segment.low for segment in self.segments]))
+
+    @staticmethod
+    def _by_segment(names: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Each segment's positions among `names`, in their order (`_group`)."""
+        order, bounds = _group(names)
+        cuts = bounds.tolist()
+        return [(s, order[cuts[s]: cuts[s + 1]]) for s in range(SEGMENTS) if cuts[s + 1] > cuts[s]]
 
     def _found(self, names: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Postings counts of the names, where each name's seqs start in the third, and those seqs."""
         return self.found_ints(name_ints(names))
 
     def counts_ints(self, names: np.ndarray) -> np.ndarray:
-        """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass."""
-        return _count(self.words, names) if len(names) else np.zeros(0, dtype=np.int64)
+        """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass a segment."""
+        return self._counts(names, self._by_segment(names))
+
+    def _counts(self, names: np.ndarray, groups: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        counts = np.zeros(len(names), dtype=np.int64)
+        for s, at in groups:
+            counts[at] = _count(self.segments[s].words, names[at])
+        return counts
 
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """`counts_ints`, each name's first free slot (`_count_free`), and the table's `epoch`,
-        which `insert_ints` checks before it uses the slots."""
-        if not len(names):
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), self.epoch
-        counts, free = _count_free(self.words, names)
+        """`counts_ints`, each name's first free slot in its segment (`_count_free`), and the
+        table's `epoch`, which `insert_ints` checks before it uses the slots."""
+        counts = np.zeros(len(names), dtype=np.int64)
+        free = np.zeros(len(names), dtype=np.int64)
+        for s, at in self._by_segment(names):
+            counts[at], free[at] = _count_free(self.segments[s].words, names[at])
         return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`_found` of names as 48-bit integers (`counts`: their `counts_ints`, if known)."""
+        groups = self._by_segment(keys)
         if counts is None:
-            counts = _count(self.words, keys)
+            counts = self._counts(keys, groups)
         starts = np.zeros(len(keys), dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
         out = np.empty(int(counts.sum()), dtype=np.uint64)
-        _collect(self.words, self.low, keys, starts, out)
+        for s, at in groups:
+            _collect(self.segments[s].words, self.segments[s].low, keys[at], starts[at], out)
         return counts, starts, out
 
     def seqs(self, names: Sequence[bytes]) -> list[list[int]]:
@@ -327,21 +407,25 @@ class MemoryIndex:
                     epoch: int = -1) -> None:
         """`insert` of names as 48-bit integers (`name_ints`) and seqs as uint64, in that order.
         `free`, with the `epoch` it was found at (`counts_free_ints`): for each name with no
-        postings then and none added before it, its first free slot (else -1); used if no slot can
-        have been freed since (the epoch is the same, and the table does not grow now). The table
-        is the same either way, slot for slot."""
+        postings then and none added before it, its first free slot (else -1); used in a segment
+        if no slot can have been freed since (the epoch is the same, and the segment does not grow
+        now). The table is the same either way, slot for slot."""
         if not len(names):
             return
         if int(seqs.max()) >= MAX_SEQ:
             raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
-        if (self.postings + self.tombstones + len(names)) > _MAX_LOAD * len(self.words):
-            self._grow(len(names))
-        if free is not None and epoch == self.epoch:
-            placed = _insert_from(self.words, self.low, names, seqs, free)
-        else:
-            placed = _insert(self.words, self.low, names, seqs)
-        self.tombstones -= int(np.count_nonzero(placed == 2))
-        self.postings += int(np.count_nonzero(placed))
+        slots_valid = epoch == self.epoch  # a growth of one segment moves no other segment's slots
+        for s, at in self._by_segment(names):
+            segment = self.segments[s]
+            grows = segment.must_grow(len(at))
+            if grows:
+                segment = self._grow(s, len(at))
+            if free is not None and slots_valid and not grows:
+                placed = _insert_from(segment.words, segment.low, names[at], seqs[at], free[at])
+            else:
+                placed = _insert(segment.words, segment.low, names[at], seqs[at])
+            segment.tombstones -= int(np.count_nonzero(placed == 2))
+            segment.postings += int(np.count_nonzero(placed))
 
     def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
         if names:
@@ -350,58 +434,75 @@ class MemoryIndex:
     def remove_ints(self, names: np.ndarray, seqs: np.ndarray) -> None:
         """`remove` of names as 48-bit integers and seqs as uint64."""
         if len(names):
-            removed = _remove(self.words, self.low, names, seqs)
+            for s, at in self._by_segment(names):
+                segment = self.segments[s]
+                removed = _remove(segment.words, segment.low, names[at], seqs[at])
+                segment.postings -= removed
+                segment.tombstones += removed
             self.epoch = next(_EPOCHS)
-            self.postings -= removed
-            self.tombstones += removed
 
     def reserve(self, postings: int) -> None:
-        """Room for this many postings without growing: the table sized once (a rebuild that knows
-        the store's page count), so no doubling holds the old table and the new at once."""
-        slots = slots_for(postings)
-        if slots > len(self.words):
-            old_words, old_low = self.words, self.low
-            self._allocate(slots)
-            self.postings = _rehash(old_words, old_low, self.words, self.low)
+        """Room for this many postings without growing: each segment sized once for its share (a
+        rebuild that knows the store's page count)."""
+        slots = slots_for(postings // SEGMENTS)
+        for s, segment in enumerate(self.segments):
+            if slots > len(segment.words):
+                self.segments[s] = segment.rehashed(slots)
+        self.epoch = next(_EPOCHS)
 
-    def _grow(self, adding: int) -> None:
-        """Rehash the live postings into a table at half load (tombstones dropped), straight from
-        the old table to the new: the two tables are all it holds at once (copies of the live
-        postings and their seqs took ~5x the table's size at the peak: a 10 M-page store was killed
-        by the OOM killer while growing)."""
-        old_words, old_low = self.words, self.low
-        self._allocate(slots_for(self.postings + adding))
-        self.postings = _rehash(old_words, old_low, self.words, self.low)
+    def _grow(self, segment: int, adding: int) -> _Segment:
+        """Rehash one segment's live postings into a table at half load (tombstones dropped)."""
+        old = self.segments[segment]
+        self.segments[segment] = old.rehashed(slots_for(old.postings + adding))
+        self.epoch = next(_EPOCHS)
+        return self.segments[segment]
 
     def save(self, path: Path, version: int) -> None:
-        """The table to a file (header, then the two arrays), synced, for `load`."""
-        header = _HEADER.pack(_MAGIC, version, len(self.words), self.postings, self.tombstones)
+        """The table to a file (header, then each segment's header and arrays), synced, for `load`."""
         with open(path, "wb") as out:
-            out.write(header)
-            self.words.tofile(out)
-            self.low.tofile(out)
+            out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
+            for segment in self.segments:
+                out.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
+                segment.words.tofile(out)
+                segment.low.tofile(out)
             out.flush()
             os.fsync(out.fileno())
 
     @classmethod
     def load(cls, path: Path, version: int) -> MemoryIndex | None:
-        """The table `save` wrote, if it was saved at this `version` of the store and is whole."""
+        """The table `save` wrote, if it was saved at this `version` of the store, with these
+        segments, and is whole."""
+        segments = []
         with open(path, "rb") as data:
-            magic, saved, slots, postings, tombstones = _HEADER.unpack(data.read(_HEADER.size))
-            if magic != _MAGIC or saved != version:
+            head = data.read(_HEADER.size)
+            if len(head) != _HEADER.size:
                 return None
-            words = np.fromfile(data, dtype=np.uint64, count=slots)
-            low = np.fromfile(data, dtype=np.uint32, count=slots)
-            if len(words) != slots or len(low) != slots or data.read(1):
+            magic, saved, count = _HEADER.unpack(head)
+            if magic != _MAGIC or saved != version or count != SEGMENTS:
+                return None
+            for _ in range(count):
+                head = data.read(_SEGMENT_HEADER.size)
+                if len(head) != _SEGMENT_HEADER.size:
+                    return None
+                slots, postings, tombstones = _SEGMENT_HEADER.unpack(head)
+                segment = _Segment.__new__(_Segment)
+                segment.words = np.fromfile(data, dtype=np.uint64, count=slots)
+                segment.low = np.fromfile(data, dtype=np.uint32, count=slots)
+                if len(segment.words) != slots or len(segment.low) != slots:
+                    return None
+                segment.postings, segment.tombstones = postings, tombstones
+                segments.append(segment)
+            if data.read(1):
                 return None
         index = cls.__new__(cls)
-        index.words, index.low, index.postings, index.tombstones = words, low, postings, tombstones
+        index.segments = segments
         index.epoch = next(_EPOCHS)
         return index
 
     def counts(self) -> dict[str, int]:
         """Index keys (distinct names of methods' keys), their postings, and page-id names (store statistics)."""
-        live = self.words[self.words >> np.uint64(63) == 0] & np.uint64((1 << NAME_BITS) - 1)
+        words = self.table()[0]
+        live = words[words >> np.uint64(63) == 0] & np.uint64((1 << NAME_BITS) - 1)
         is_id = live >> np.uint64(NAME_BITS - 8) == layout.ID_TAG
         return {"index_keys": len(np.unique(live[~is_id])), "postings": int(np.count_nonzero(~is_id)),
                 "ids": len(np.unique(live[is_id]))}

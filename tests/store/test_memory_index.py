@@ -30,7 +30,7 @@ def test_the_table_answers_as_a_dict_of_lists_through_growth_and_removals():
             model[n].remove(s)
         assert index.seqs(names) == [sorted(model.get(n, [])) for n in names]
         assert index.postings == sum(len(v) for v in model.values())
-    assert len(index.words) > 4096  # it grew
+    assert index.slots > 4096  # it grew
     index.insert([names[0], names[0]], [7, 7])  # a posting is held once
     index.insert([names[0]], [7])
     assert index.seqs([names[0]])[0].count(7) == 1
@@ -42,11 +42,12 @@ def test_the_table_answers_as_a_dict_of_lists_through_growth_and_removals():
 
 
 def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
-    """`_grow` moves postings straight from the old table to the new one; the table it makes is
-    byte for byte the one re-inserting the live postings (in slot order) made before."""
+    """`_grow` moves a segment's postings straight from its old table to the new one; the table it
+    makes is byte for byte the one re-inserting the live postings (in slot order) made before, and
+    the other segments are untouched."""
     import numpy as np
 
-    from streamdedup.store.memory_index import _insert
+    from streamdedup.store.memory_index import _insert, _Segment, slots_for
 
     rng = random.Random(9)
     index = MemoryIndex()
@@ -56,16 +57,22 @@ def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
         index.insert(names, list(range(seq, seq + len(names))))
         seq += len(names)
         index.remove(names[::3], list(range(seq - len(names), seq, 3)))  # tombstones to drop
-    live = index.words >> np.uint64(63) == 0
-    words, low = index.words[live], index.low[live]
-    expected = MemoryIndex()
-    expected._allocate(max(4096, int((index.postings + 10) / 0.5) + 1))
+    segment = index.segments[3]
+    assert segment.tombstones
+    live = segment.words >> np.uint64(63) == 0
+    words, low = segment.words[live], segment.low[live]
+    expected = _Segment(slots_for(segment.postings + 10))
     mask = np.uint64((1 << 48) - 1)
     _insert(expected.words, expected.low, words & mask, ((words >> np.uint64(48)) << np.uint64(32)) | low.astype(np.uint64))
-    postings = index.postings
-    index._grow(10)
-    assert index.postings == postings and index.tombstones == 0
-    assert np.array_equal(index.words, expected.words) and np.array_equal(index.low, expected.low)
+    postings, others = index.postings, [(s.words.copy(), s.low.copy()) for s in index.segments]
+    index._grow(3, 10)
+    assert index.postings == postings and index.segments[3].tombstones == 0
+    grown = index.segments[3]
+    assert np.array_equal(grown.words, expected.words) and np.array_equal(grown.low, expected.low)
+    for number, (words_before, low_before) in enumerate(others):
+        if number != 3:
+            assert np.array_equal(index.segments[number].words, words_before)
+            assert np.array_equal(index.segments[number].low, low_before)
 
 
 def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_for_slot():
@@ -80,8 +87,8 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
     rng = np.random.default_rng(7)
     for case in range(40):
         fast, plain = MemoryIndex(), MemoryIndex()
-        fast._allocate(4096)
-        plain._allocate(4096)
+        fast._allocate(256)  # slots a segment: crowded
+        plain._allocate(256)
         names = rng.integers(0, 1 << 12, size=3000, dtype=np.uint64) * np.uint64(1 << 36)  # crowded homes
         seqs = np.arange(3000, dtype=np.uint64)
         for index in (fast, plain):
@@ -100,5 +107,5 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         slots = np.concatenate([np.full(len(filed), -1), free[counts == 0]])
         fast.insert_ints(all_names, all_seqs, slots, epoch)
         plain.insert_ints(all_names, all_seqs)
-        assert np.array_equal(fast.words, plain.words) and np.array_equal(fast.low, plain.low)
+        assert all(np.array_equal(a, b) for a, b in zip(fast.table(), plain.table(), strict=True))
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)

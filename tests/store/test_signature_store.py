@@ -298,7 +298,7 @@ def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path,
             store._rebuild_index(chunk=16, bulk=bulk)
             tables.append(store.memory)
         bulk_table, each_record = tables
-        assert np.array_equal(bulk_table.words, each_record.words) and np.array_equal(bulk_table.low, each_record.low)
+        assert all(np.array_equal(a, b) for a, b in zip(bulk_table.table(), each_record.table(), strict=True))
         assert (bulk_table.postings, bulk_table.tombstones) == (each_record.postings, each_record.tombstones)
         assert bulk_table.postings > len(docs) * 4
 
@@ -306,8 +306,9 @@ def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path,
 def _postings(memory):
     import numpy as np
 
-    live = memory.words >> np.uint64(63) == 0
-    words, low = memory.words[live], memory.low[live].astype(np.uint64)
+    words, low = memory.table()
+    live = words >> np.uint64(63) == 0
+    words, low = words[live], low[live].astype(np.uint64)
     names = (words & np.uint64((1 << 48) - 1)).tolist()
     seqs = (((words >> np.uint64(48)) << np.uint64(32)) | low).tolist()
     return sorted(zip(names, seqs, strict=True))
@@ -460,14 +461,18 @@ def test_a_rebuild_sizes_the_index_once_from_the_page_count(tmp_path, monkeypatc
             _add(store, batch, f"p{i}", " ".join(f"w{i}x{j}" for j in range(30 + i % 50)))
         batch.commit()
         live = _postings(store.memory)
-        grown = []
-        real_grow = MemoryIndex._grow
-        monkeypatch.setattr(MemoryIndex, "_grow", lambda self, adding: grown.append(adding) or real_grow(self, adding))
+        events = []
+        real_grow, real_reserve = MemoryIndex._grow, MemoryIndex.reserve
+        monkeypatch.setattr(MemoryIndex, "_grow",
+                            lambda self, segment, adding: events.append("grow") or real_grow(self, segment, adding))
+        monkeypatch.setattr(MemoryIndex, "reserve",
+                            lambda self, postings: events.append("reserve") or real_reserve(self, postings))
         store.memory = MemoryIndex()
         store._rebuild_index(chunk=32)  # as after a crash, 32 records at a time
         assert _postings(store.memory) == live
-        assert store.memory.postings / len(store.memory.words) > 0.4  # sized for the whole store
-        assert len(grown) <= 1  # the first chunk's table only (4,096 slots hold it), never after it
+        assert store.memory.postings / store.memory.slots > 0.4  # sized for the whole store
+        assert events.count("reserve") == 1
+        assert "grow" not in events[events.index("reserve"):]  # the first chunk's table only, never after it
 
 
 @pytest.mark.parametrize("snapshot", [True, False])
