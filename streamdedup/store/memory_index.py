@@ -448,7 +448,7 @@ class MemoryIndex:
         for s, segment in enumerate(self.segments):
             if slots > len(segment.words):
                 self.segments[s] = segment.rehashed(slots)
-        self.epoch = next(_EPOCHS)
+                self.epoch = next(_EPOCHS)
 
     def _grow(self, segment: int, adding: int) -> _Segment:
         """Rehash one segment's live postings into a table at half load (tombstones dropped)."""
@@ -501,8 +501,8 @@ class MemoryIndex:
 
     def counts(self) -> dict[str, int]:
         """Index keys (distinct names of methods' keys), their postings, and page-id names (store statistics)."""
-        words = self.table()[0]
-        live = words[words >> np.uint64(63) == 0] & np.uint64((1 << NAME_BITS) - 1)
+        live = np.concatenate([segment.words[segment.words >> np.uint64(63) == 0] for segment in self.segments])
+        live &= np.uint64((1 << NAME_BITS) - 1)
         is_id = live >> np.uint64(NAME_BITS - 8) == layout.ID_TAG
         return {"index_keys": len(np.unique(live[~is_id])), "postings": int(np.count_nonzero(~is_id)),
                 "ids": len(np.unique(live[is_id]))}
