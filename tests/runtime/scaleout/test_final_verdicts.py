@@ -134,7 +134,7 @@ def test_the_bounded_wait_releases_and_a_later_match_is_one_counted_late_match(b
         {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
 
 
-@pytest.mark.parametrize("wait", ["60", "0.3"])
+@pytest.mark.parametrize("wait", ["600", "0.3"])
 def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broker, settings, tmp_path, wait):
     """Two worker processes on 4 partitions, both SIGKILLed as soon as they begin to write
     verdicts, three times; then a clean run: every page once, no late_match twice, the corrected
@@ -193,7 +193,8 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
     assert corrected_pairs(got["dedups"].values(), got["events"], got["fetched"].__getitem__) == \
         {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
     assert counts[0] < pages, counts  # the kills landed mid-stream
-    if wait == "60":
+    if wait == "600":  # the wait counts wall time across the kills (completed_ms is stored): 60 s was
+        # passed once under load (three cycles of two workers starting on two busy cores), a legitimate late_match
         assert got["late"] == []
         assert {d["id"]: d["duplicate_of"] for d in got["dedups"].values() if d["duplicate_of"]} == \
             {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
