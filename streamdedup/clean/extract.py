@@ -12,7 +12,7 @@ import importlib.util
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -96,7 +96,7 @@ def _trafilatura(html: str, fast: bool) -> str:
     return text or ""
 
 
-def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None) -> str:
+def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, prune: Sequence[str] = ()) -> str:
     """trafilatura's main extractor alone first (fast: without the readability and justext
     comparison, which doubles its cost and, on a page the main extractor reads well, only swaps in
     a longer text with more sidebar); its whole cascade only when that text is implausibly small
@@ -105,15 +105,31 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None) -
     Measured on the dev split's 488 annotated trafilatura pages: the same share of kept snippets
     (0.914 against 0.915 with the cascade always on) and of dropped ones leaked (0.083, 0.084).
     `page_text`: the page's whole text, when the caller has it (or can make it from its own parse).
-    Both passes share one parse where trafilatura's steps allow (clean/trafilatura_once.py)."""
+    `prune`: XPaths of elements removed before trafilatura reads the page (`fast`'s rescue: its
+    teaser cards). Both passes share one parse where trafilatura's steps allow
+    (clean/trafilatura_once.py)."""
+    from lxml.etree import XPath
+
     from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once  # imports trafilatura
 
     whole = page_text or (lambda: extract_all_text(html))
     if STEPS_AVAILABLE:
-        once = extract_once(html, lambda text: covers_little(text, whole))
+        once = extract_once(html, lambda text: covers_little(text, whole), [XPath(path) for path in prune])
         if once is not None:
             return once
-    return trafilatura_two_calls(html, whole)
+    return trafilatura_two_calls(_pruned(html, prune) if prune else html, whole)
+
+
+def _pruned(html: str, prune: Sequence[str]) -> str:
+    """`html` without the elements `prune` selects (their tail text kept), for trafilatura's public
+    API where its steps cannot be called one by one."""
+    import lxml.html
+
+    tree = lxml.html.fromstring(html)
+    for path in prune:
+        for element in tree.xpath(path):
+            element.drop_tree()
+    return lxml.html.tostring(tree, encoding="unicode")
 
 
 def trafilatura_two_calls(html: str, page_text: Callable[[], str] | None = None) -> str:

@@ -17,7 +17,7 @@ the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C 
 3. if that is implausibly small for the page (trafilatura's own rescue bounds, as in `extract.py`:
    under 3,000 characters and under a fifth of all its text: a wrapper named like boilerplate,
    "has-sidebar", skipped with the article, a lead box taken for the container, or a page with
-   little text of its own), trafilatura itself reads the page.
+   little text of its own), trafilatura itself reads the page, without the teaser cards.
 
 Measured in docs/benchmarks.md (speed: step 3, trafilatura reading the page, is about a third of
 the time; clean/trafilatura_once.py makes it one parse) and docs/evaluation.md (quality).
@@ -31,7 +31,8 @@ from typing import Any
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
 # 2: teaser cards (a link that holds a heading) are left out (2026-11-26).
-RULES_VERSION = 2
+# 3: ... and left out of what trafilatura reads when it rescues a page (step 3) (2026-11-26).
+RULES_VERSION = 3
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -123,6 +124,9 @@ def _selector(attribute: str, operator: str, value: str) -> str:
 # section"): the heading is the title of the page it links to, and an article's own text does not
 # sit inside a link. No class name says so on many templates ("postlist-item media").
 TEASER_CARDS = "a:has(h1, h2, h3, h4, h5, h6)"
+# The same for trafilatura's lxml tree when it rescues a page (step 3): a listing of teaser cards
+# beside a short story (a "latest posts" box) is what its rescue otherwise keeps with the story.
+TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
 DISCARD_SELECTORS = [*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
@@ -209,7 +213,7 @@ def fast_texts(html: str, visible: bool) -> tuple[str, str]:
         # rule this is
         from streamdedup.clean.extract import extract_trafilatura
 
-        text = extract_trafilatura(html, page_text) or main_content_text(tree, None)
+        text = extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH]) or main_content_text(tree, None)
     return text, page_text() if visible else ""
 
 

@@ -21,7 +21,7 @@ another trafilatura whose private steps are missing, the two calls are made as b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from copy import copy
 from typing import Any
 
@@ -78,15 +78,18 @@ def _text(body: Any, raw_text: str) -> str:
     return normalize_unicode(xmltotxt(body, False).strip())
 
 
-def extract_once(html: str, covers_little: Callable[[str], bool]) -> str | None:
+def extract_once(html: str, covers_little: Callable[[str], bool], prune: Sequence[Any] = ()) -> str | None:
     """trafilatura's text of `html`: the main extractor's; where `covers_little` says it is
     implausibly small, the full cascade's (or the main extractor's if that is empty). None where
-    trafilatura discarded the page in the main extractor's pass (the caller makes its two calls)."""
+    trafilatura discarded the page in the main extractor's pass (the caller makes its two calls).
+    `prune`: lxml XPaths of elements removed first (the `fast` extractor's teaser cards)."""
     try:
         options = _options(True)
         tree = load_html(html, options.max_file_size)
         if tree is None:
             return None
+        if prune:
+            tree = prune_unwanted_nodes(tree, list(prune))
         is_forum = _forum_thread_page(tree)
         tree = prune_unwanted_nodes(tree, RAW_TREE_PRUNE_XPATH)
         tree = prune_unwanted_nodes(tree, REMOVE_COMMENTS_AND_LISTS_XPATH)
