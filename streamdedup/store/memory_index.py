@@ -291,11 +291,13 @@ def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class _Segment:
     """One open-addressing table: its slots, and how many hold postings and tombstones."""
 
-    def __init__(self, slots: int) -> None:
-        self.words = np.full(slots, EMPTY, dtype=np.uint64)
-        self.low = np.zeros(slots, dtype=np.uint32)
-        self.postings = 0
-        self.tombstones = 0
+    def __init__(self, words: np.ndarray, low: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
+        self.words, self.low = words, low
+        self.postings, self.tombstones = postings, tombstones
+
+    @classmethod
+    def empty(cls, slots: int) -> _Segment:
+        return cls(np.full(slots, EMPTY, dtype=np.uint64), np.zeros(slots, dtype=np.uint32))
 
     def must_grow(self, adding: int) -> bool:
         return self.postings + self.tombstones + adding > _MAX_LOAD * len(self.words)
@@ -303,7 +305,7 @@ class _Segment:
     def rehashed(self, slots: int) -> _Segment:
         """A table of `slots` holding this one's live postings (tombstones dropped), moved straight
         from the old arrays to the new: the two are all it holds at once."""
-        grown = _Segment(slots)
+        grown = _Segment.empty(slots)
         grown.postings = _rehash(self.words, self.low, grown.words, grown.low)
         return grown
 
@@ -314,7 +316,7 @@ class MemoryIndex:
 
     def _allocate(self, slots: int) -> None:
         """Empty segments of `slots` slots each."""
-        self.segments = [_Segment(slots) for _ in range(SEGMENTS)]
+        self.segments = [_Segment.empty(slots) for _ in range(SEGMENTS)]
         self.epoch = next(_EPOCHS)  # changes whenever a live slot may become free (`insert_ints`)
 
     @property
@@ -485,13 +487,11 @@ class MemoryIndex:
                 if len(head) != _SEGMENT_HEADER.size:
                     return None
                 slots, postings, tombstones = _SEGMENT_HEADER.unpack(head)
-                segment = _Segment.__new__(_Segment)
-                segment.words = np.fromfile(data, dtype=np.uint64, count=slots)
-                segment.low = np.fromfile(data, dtype=np.uint32, count=slots)
-                if len(segment.words) != slots or len(segment.low) != slots:
+                words = np.fromfile(data, dtype=np.uint64, count=slots)
+                low = np.fromfile(data, dtype=np.uint32, count=slots)
+                if len(words) != slots or len(low) != slots:
                     return None
-                segment.postings, segment.tombstones = postings, tombstones
-                segments.append(segment)
+                segments.append(_Segment(words, low, postings, tombstones))
             if data.read(1):
                 return None
         index = cls.__new__(cls)

@@ -84,14 +84,9 @@ MAX_CANDIDATES = 100
 STOP_KEY_ANSWERS = 4
 
 
-def places_among(every: Sequence[bytes], names: Sequence[bytes]) -> tuple[int, ...]:
-    """The places of `names` among the sorted distinct names of `every`, in order (`DocRecord.unfiled`)."""
-    place = {name: i for i, name in enumerate(sorted(set(every)))}
-    return tuple(sorted(place[name] for name in names))
-
-
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
-    """`places_among` with `every` as 48-bit integers: big-endian names sort as their integers."""
+    """The places of `names` among the sorted distinct names of `every` (48-bit integers: big-endian
+    names sort as their integers), in order (`DocRecord.unfiled`)."""
     return tuple(name_places(np.asarray(every, dtype=np.uint64), name_ints(names)).tolist())
 
 
@@ -950,7 +945,7 @@ class StoreBatch:
         (`SignatureStore.index_names_of_records`)."""
         if self._staged is not None:
             raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
-        self._add(doc, names, lambda full: places_among(names, full))
+        self._add(doc, names, lambda full: places_among_ints(name_ints(names), full))
 
     def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes]) -> None:
         """`add_named` of the batch's page number `page` (`stage`), given its shared names: those

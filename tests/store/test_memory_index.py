@@ -61,7 +61,7 @@ def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
     assert segment.tombstones
     live = segment.words >> np.uint64(63) == 0
     words, low = segment.words[live], segment.low[live]
-    expected = _Segment(slots_for(segment.postings + 10))
+    expected = _Segment.empty(slots_for(segment.postings + 10))
     mask = np.uint64((1 << 48) - 1)
     _insert(expected.words, expected.low, words & mask, ((words >> np.uint64(48)) << np.uint64(32)) | low.astype(np.uint64))
     postings, others = index.postings, [(s.words.copy(), s.low.copy()) for s in index.segments]

@@ -570,16 +570,20 @@ def test_a_batch_writes_what_a_site_template_learned_and_a_read_replays_it_to_th
         assert store.batch().template(7) == expected
 
 
-def test_full_names_are_placed_among_a_pages_names_alike_from_bytes_and_from_integers():
-    """A staged page's record places its full names from its 48-bit integer names (a sort and a
-    binary search); a page added by bytes places them by sorting the bytes: the places agree,
-    since big-endian names sort as their integers (names with repeats, high bytes and low)."""
+def test_full_names_are_placed_among_a_pages_names_as_the_bytes_sort():
+    """A page's record places its full names from its 48-bit integer names (a sort and a scan);
+    the places are those of the names' bytes in sorted order, since big-endian names sort as their
+    integers (names with repeats, high bytes and low)."""
     import random
 
     import numpy as np
 
     from streamdedup.store.memory_index import ints_names
-    from streamdedup.store.signature_store import places_among, places_among_ints
+    from streamdedup.store.signature_store import places_among_ints
+
+    def places_among(every: list[bytes], names: list[bytes]) -> tuple[int, ...]:  # by the bytes' order
+        place = {name: i for i, name in enumerate(sorted(set(every)))}
+        return tuple(sorted(place[name] for name in names))
 
     rng = random.Random(7)
     for _ in range(200):
