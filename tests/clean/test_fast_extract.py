@@ -114,6 +114,23 @@ def test_where_trafilatura_rescues_a_short_story_it_does_not_read_the_teaser_car
     assert "Teaser text" not in text and not any(r in text for r in RELATED)
 
 
+def test_the_rescue_leaves_out_the_teaser_cards_with_another_trafilatura_too(monkeypatch):
+    """Where trafilatura's steps cannot be called one by one (another version), the rescue prunes
+    the page's HTML before its public API reads it: the same cards are left out."""
+    from streamdedup.clean import trafilatura_once
+    from streamdedup.clean.extract import extract_trafilatura
+    from streamdedup.clean.fast_extract import TEASER_CARDS_XPATH
+
+    cards = "".join(f'<a href="/markt/{n}"><h3>{r}</h3><p>Teaser text of story {n}: {p}</p></a>'
+                    for n, (r, p) in enumerate(zip(RELATED * 3, ARTICLE, strict=True)))
+    html = (f"<html><body><main><div class='story'><h1>Short</h1><p>{COMMENTS[0]} {COMMENTS[1]}</p></div>"
+            f"<div class='post-list'><h2>Latest posts</h2>{cards}</div></main></body></html>")
+    monkeypatch.setattr(trafilatura_once, "STEPS_AVAILABLE", False)
+    assert "Teaser text" in extract_trafilatura(html)
+    text = extract_trafilatura(html, None, [TEASER_CARDS_XPATH])
+    assert COMMENTS[0] in text and "Teaser text" not in text
+
+
 def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_process():
     """The template model needs a page's visible text beside its main text: one parse and one round
     trip to the extraction helper give both, equal to what each extractor gives alone."""
