@@ -172,7 +172,16 @@ def main() -> None:
     parser.add_argument("--startup-pages", type=int, default=10)
     parser.add_argument("--smoke", action="store_true", help="100 and 200 pages, once: runs in seconds")
     parser.add_argument("--out", type=Path, default=Path("bench/homogeneous.json"))
+    parser.add_argument("--python", type=Path, default=Path(sys.executable),
+                        help="the interpreter that runs `streamdedup dedup` (default: this one). A venv with the "
+                             "core alone installed times the command as a user's install runs it: this bench's own "
+                             "venv holds the peers' dependencies too (datasketch's scipy, which numba imports at "
+                             "start-up for its BLAS check, ~0.3-0.4 CPU-s)")
     args = parser.parse_args()
+    global CLI
+    CLI = [str(args.python), "-m", "streamdedup"]
+    scipy = subprocess.run([str(args.python), "-c", "import importlib.util as u; print(u.find_spec('scipy') is not None)"],
+                           capture_output=True, text=True).stdout.strip() == "True"
     if args.smoke:
         args.sizes, args.repeat, args.repeat_large = [100, 200], 1, 1
     work = Path(tempfile.mkdtemp(prefix="homogeneous-bench-"))
@@ -181,7 +190,8 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "words_per_page": args.words,
-              "vocabulary": "wordfreq en top 5000, Zipf exponent 1.1", "sizes": args.sizes, "results": results}
+              "vocabulary": "wordfreq en top 5000, Zipf exponent 1.1", "sizes": args.sizes,
+              "command_python": str(args.python), "scipy_beside_the_command": scipy, "results": results}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({size: {k: row[k] for k in ("ms_per_page_net", "per_page_over_smallest", "rensa_ratio",
                                                  "ms_per_page_net_cpu", "per_page_over_smallest_cpu",
