@@ -122,10 +122,15 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, p
 
 def _pruned(html: str, prune: Sequence[str]) -> str:
     """`html` without the elements `prune` selects (their tail text kept), for trafilatura's public
-    API where its steps cannot be called one by one."""
+    API where its steps cannot be called one by one; as it is where lxml cannot parse it alone
+    (empty, or a str that declares its encoding), which trafilatura's loader handles its own way."""
+    import lxml.etree
     import lxml.html
 
-    tree = lxml.html.fromstring(html)
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return html
     for path in prune:
         for element in tree.xpath(path):
             element.drop_tree()

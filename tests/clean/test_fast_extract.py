@@ -129,6 +129,9 @@ def test_the_rescue_leaves_out_the_teaser_cards_with_another_trafilatura_too(mon
     assert "Teaser text" in extract_trafilatura(html)
     text = extract_trafilatura(html, None, [TEASER_CARDS_XPATH])
     assert COMMENTS[0] in text and "Teaser text" not in text
+    declared = '<?xml version="1.0" encoding="utf-8"?>' + html  # lxml refuses such a str: read as it is
+    assert COMMENTS[0] in extract_trafilatura(declared, None, [TEASER_CARDS_XPATH])
+    assert extract_trafilatura("", None, [TEASER_CARDS_XPATH]) == ""
 
 
 def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_process():
