@@ -161,11 +161,14 @@ def _sweep(sweep: dict[str, list[dict[str, Any]]]) -> str:
 
 def _table(methods: dict[str, dict[str, Any]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("method", "policy", "precision", "recall", "F1", "ARI",
-                                               "predicted pairs", "true pairs", "gold pairs"))
+                                               "predicted pairs", "true pairs", "gold pairs",
+                                               "P / R / F1 with merges applied"))
     rows = []
     for name, m in methods.items():
+        merged = m.get("with_merges")
         cells = [name, m.get("policy", ""), *(f"{m[k]:.3f}" for k in ("precision", "recall", "f1", "ari")),
-                 m["predicted_pairs"], m["true_pairs"], m["gold_pairs"]]
+                 m["predicted_pairs"], m["true_pairs"], m["gold_pairs"],
+                 " / ".join(f"{merged[k]:.3f}" for k in ("precision", "recall", "f1")) if merged else ""]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

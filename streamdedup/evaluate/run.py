@@ -60,8 +60,27 @@ def decide_all(config: DetectorConfig, items: list[Fingerprinted | Outcome], sta
 
 
 def predicted_labels(outcomes: list[Outcome]) -> list[str]:
-    """Cluster id per page; a rejected page is its own cluster."""
+    """Cluster id per page, as emitted; a rejected page is its own cluster."""
     return [o.dedup.get("cluster_id") or f"rejected:{i}" for i, o in enumerate(outcomes)]
+
+
+def merged_labels(outcomes: list[Outcome], labels: list[str]) -> list[str]:
+    """`labels` with every cluster a later page bridged (its `merged_clusters`) joined to that
+    page's cluster: what a consumer that applies the merges sees (a news-clustering feed), where the
+    verdicts as emitted keep the cluster each page was given when it was decided."""
+    parent: dict[str, str] = {}
+
+    def root(cluster: str) -> str:
+        while parent.get(cluster, cluster) != cluster:
+            cluster = parent[cluster]
+        return cluster
+
+    for outcome in outcomes:
+        for bridged in outcome.dedup.get("merged_clusters") or ():
+            into, other = root(outcome.dedup["cluster_id"]), root(bridged)
+            if into != other:
+                parent[other] = into
+    return [root(label) for label in labels]
 
 
 def error_pairs(records: list[dict[str, Any]], gold: list[str], predicted: list[str],
@@ -109,6 +128,9 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
             predicted = predicted_labels(outcomes)
             scores = pair_scores(gold, predicted)
             results[name] = _rounded(scores)
+            merged = pair_scores(gold, merged_labels(outcomes, predicted))
+            results[name]["with_merges"] = {k: v for k, v in _rounded(merged).items()
+                                            if k in ("precision", "recall", "f1", "predicted_pairs")}
             results[name]["policy"] = scenario.policy
             results[name].update(kind_scores(records, gold, predicted))
             results[name]["rejected_by_reason"] = dict(Counter(
