@@ -90,9 +90,10 @@ def _synthetic(i: int, simhash: int, rng):
     from streamdedup.record.page import Page
 
     url = f"https://site{i}.example/a/{i}"
+    bits = MinHashParams().value_bits  # the default's values, all their bits drawn
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np.array([rng.getrandbits(8) for _ in range(128)], dtype=VALUE_TYPES[MinHashParams().value_bits]), 500),
+        "minhash": MinHashSignature(np.array([rng.getrandbits(bits) for _ in range(128)], dtype=VALUE_TYPES[bits]), 500),
         "simhash": simhash,
         "a12": A12Signature(500, 20, tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),
