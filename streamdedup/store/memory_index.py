@@ -316,7 +316,10 @@ class MemoryIndex:
 
     def _allocate(self, slots: int) -> None:
         """Empty segments of `slots` slots each."""
-        self.segments = [_Segment.empty(slots) for _ in range(SEGMENTS)]
+        self._adopt([_Segment.empty(slots) for _ in range(SEGMENTS)])
+
+    def _adopt(self, segments: list[_Segment]) -> None:
+        self.segments = segments
         self.epoch = next(_EPOCHS)  # changes whenever a live slot may become free (`insert_ints`)
 
     @property
@@ -495,8 +498,7 @@ class MemoryIndex:
             if data.read(1):
                 return None
         index = cls.__new__(cls)
-        index.segments = segments
-        index.epoch = next(_EPOCHS)
+        index._adopt(segments)
         return index
 
     def counts(self) -> dict[str, int]:
