@@ -25,7 +25,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, judged
+from streamdedup.verdict.engine import Candidate, FoundBy, decide, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,8 @@ class Detector:
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, record, mine,
-                                                   fp.template_known, self.clock.oldest_kept(event_ms)):
+                                                   fp.template_known, self.clock.oldest_kept(event_ms),
+                                                   FoundBy(batch.found_by, self.store.unfiled_tags)):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
             found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,

@@ -67,6 +67,9 @@ def _longest_words(lengths: np.ndarray, hashes: np.ndarray, count: int) -> tuple
 class A12Method(FingerprintMethod[A12Signature, A12Params]):
     name = "a12"
     params_type = A12Params
+    # a match has the same longest sentence, or the same next two: both pages file all three
+    keys_find_every_match = True
+    max_index_keys = 3  # ss1..ss3
 
     def signature(self, doc: Document) -> A12Signature | None:
         lengths = doc.token_lengths

@@ -74,6 +74,19 @@ class FingerprintMethod(ABC, Generic[S, P]):
         has (the store's rebuild after a crash). None: not offered, or not for these signatures."""
         return None
 
+    # Whether any two signatures this method's test accepts share one of their index keys (exact:
+    # the digest; SimHash: the permuted tables; A12: the sentence keys), so that a candidate none of
+    # the page's keys of this method found, under keys that answer all their pages, cannot pass the
+    # test: a rule naming the method is not verified for it (`engine.judged`'s `found_by`). Not LSH
+    # bands, which miss some pairs above their threshold.
+    keys_find_every_match: ClassVar[bool] = False
+
+    @property
+    def max_index_keys(self) -> int | None:
+        """The most index keys a signature has (None: no bound): where a page's keys of each method
+        can stand among its sorted names (`SignatureStore.unfiled_tags`)."""
+        return None
+
     # Whether `index_finds_bits` can tell a page its keys found by chance (short keys, as SimHash's
     # tables: their chance collisions grow with the store).
     tells_chance_keys: ClassVar[bool] = False

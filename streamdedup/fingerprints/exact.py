@@ -24,6 +24,8 @@ class ExactParams(Params):
 class ExactMethod(FingerprintMethod[bytes, ExactParams]):
     name = "exact"
     params_type = ExactParams
+    keys_find_every_match = True  # the key is the digest itself
+    max_index_keys = 1
 
     def signature(self, doc: Document) -> bytes | None:
         if doc.num_tokens < self.params.min_tokens:

@@ -101,6 +101,10 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
             return None
         return MinHashSignature(self.hash_values(shingles).astype(self._dtype), len(shingles))
 
+    @property
+    def max_index_keys(self) -> int:
+        return self.bands
+
     def index_keys(self, signature: MinHashSignature) -> list[bytes]:
         """One 9-byte key per band: the band number and a 64-bit hash of its rows."""
         data = band_keys(signature.values, self.bands, self.rows).tobytes()

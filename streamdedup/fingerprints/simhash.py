@@ -74,6 +74,10 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         keep = self.params.blocks - self.params.max_distance
         return [sum(combo) for combo in itertools.combinations(block_masks, keep)]
 
+    @property
+    def max_index_keys(self) -> int:
+        return len(self._table_masks)
+
     def signature(self, doc: Document) -> int | None:
         """Every occurrence votes: the same sum as distinct features weighted by their counts,
         without finding the distinct ones (only needed to check min_shingles above 1)."""
@@ -101,6 +105,8 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
     # and ~2 at 10 M (measured: bench/store.py). Manku et al. check the whole fingerprint within
     # the table itself; here the page's stored fingerprint is checked before the page is judged.
     tells_chance_keys = True
+    # within distance k, at least B - k blocks agree: one table's key is the same (module docstring)
+    keys_find_every_match = True
 
     def index_finds_bits(self, signature: int | np.ndarray, bits: np.ndarray, mask: int) -> np.ndarray:
         """The distance over the masked bits is at most the whole distance: never a real one dropped."""

@@ -68,6 +68,22 @@ def method_tags(names: Sequence[str]) -> dict[str, int]:
     return {name: tag for tag, name in enumerate(sorted(names))}
 
 
+def tags_by_place(methods: Mapping[int, FingerprintMethod[Any]]) -> tuple[list[frozenset[int]], frozenset[int]]:
+    """For each place among a page's sorted names below the methods' bounds, the tags (of
+    `methods`, by tag) whose names may stand there or after it: those whose own bound and every
+    lower tag's add up to more than the place (`SignatureStore.unfiled_tags`); and the tags that
+    may stand past them all (those of no bound, and after one)."""
+    bounds: dict[int, int | None] = {}
+    total: int | None = 0
+    for tag in sorted(methods):
+        most = methods[tag].max_index_keys
+        total = None if total is None or most is None else total + most
+        bounds[tag] = total
+    known = max((b for b in bounds.values() if b is not None), default=0)
+    by_place = [frozenset(t for t, b in bounds.items() if b is None or place < b) for place in range(known)]
+    return by_place, frozenset(t for t, b in bounds.items() if b is None)
+
+
 def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
     """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
     return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
@@ -160,8 +176,12 @@ class SignatureStore:
         # the tag of the method whose short index keys find pages by chance (`tells_chance_keys`; the
         # first if several): its stored signatures are kept in memory too (`words`), to tell those unread
         self.word_tag = min((tag for tag, m in self._by_tag.items() if m.tells_chance_keys), default=None)
+        # the tags of the methods any of whose matches share one of their keys (`keys_find_every_match`)
+        self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
+        # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
+        self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
         self.db = self._open(self.path, create=not existed)
         if existed and self.get_meta("config") is None and self._has_keys():
             self.close()
@@ -557,6 +577,19 @@ class SignatureStore:
         flat = [data[i: i + size] for i in range(0, len(data), size)]
         return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
+    def unfiled_tags(self, doc: DocRecord) -> frozenset[int]:
+        """The tags of the methods some of whose keys `doc` may not be filed under (a superset).
+
+        `DocRecord.unfiled` are places among the page's sorted distinct names, and a name's top
+        byte is its method's tag, so the names of tag t stand below the most keys the methods of
+        tags up to t can have (`max_index_keys`): a place p is a key of no method whose bound is
+        at most p. On homogeneous pages most records met a full SimHash key (the highest tag of the
+        default methods) and nothing else: their exact and A12 keys (the lowest) were all filed."""
+        if not doc.unfiled:
+            return frozenset()
+        first = min(doc.unfiled)
+        return self._tags_from_place[first] if first < len(self._tags_from_place) else self._tags_past_bounds
+
     def index_name_ints_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
         """`index_names_of_records` as 48-bit integers (`memory_index.name_ints`): every page's
         names back to back in one array, and where each page's end (`StoreBatch.stage`)."""
@@ -706,6 +739,10 @@ class StoreBatch:
         # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
         # at most CHANCE_POSTINGS pages
         self.unvouched: set[int] = set()
+        # of the last `candidates` answer, by tag of a method whose keys find every match of its test
+        # (`SignatureStore.complete_tags`), the seqs its keys found, for each such method none of
+        # whose keys of the page is full (a full key answers only its first pages: it may hide some)
+        self.found_by: dict[int, set[int]] = {}
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
@@ -869,25 +906,37 @@ class StoreBatch:
         limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
         self.last_found = 0
         self.unvouched = set()
+        self.found_by = {}
         if self._live.isdisjoint(names) and self._values.keys() >= set(names):  # all read, none filed
             self._quiet = names
             return []
         self._quiet = None
-        word_tag = self.store.word_tag
+        word_tag, complete = self.store.word_tag, self.store.complete_tags
         found: list[bytes] = []
         vouching: list[bytes] = []  # values of names that cannot be a lone chance collision
+        keyed: list[tuple[int, bytes]] = []  # (tag, value) of the names of complete methods
         values = self._values
         for n in names:
             if v := (values[n] if n in values else self._value(n)):
                 found.append(v)
                 if n[0] != word_tag or layout.postings_count(v) > CHANCE_POSTINGS:
                     vouching.append(v)
+                if n[0] in complete:
+                    keyed.append((n[0], v))
         if not found:
             return []
         answers = self._answers
         for v in found:
             if v not in answers:
                 answers[v] = answered(v)
+        found_by: dict[int, set[int]] = {tag: set() for tag in complete}
+        for tag, v in keyed:
+            seqs = answers[v]
+            if len(seqs) == STOP_KEY_ANSWERS and layout.postings_count(v) >= MAX_POSTINGS_PER_KEY:
+                found_by.pop(tag, None)  # a full key: its other pages are not answered
+            elif tag in found_by:
+                found_by[tag].update(seqs)
+        self.found_by = found_by
         shared = Counter(chain.from_iterable([answers[v] for v in found]))
         self.last_found = len(shared)
         if len(shared) <= limit:

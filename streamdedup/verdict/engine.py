@@ -18,6 +18,7 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,7 +27,7 @@ import numpy as np
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
-from streamdedup.verdict.policy import SitePolicy
+from streamdedup.verdict.policy import Policy, SitePolicy
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,20 @@ class CandidateSimilarities:
 
 def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
            methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], page: DocRecord, mine: Mapping[int, Any],
-           template_known: bool, oldest_ms: int | None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
+           template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
+           ) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
     """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
     candidate, other than the page itself and inside the retention window, with the rule it
     satisfies, in the order of `seqs`. Own-site candidates meet the stricter site policy only while
     the site's template is unknown (its cold start), and not then if they are another fetch of the
     page's own document (its URL: `DocRecord.document`), which no template can make look alike.
-    The candidates of each policy are verified together, rule by rule (`Policy.first_rules`)."""
+    The candidates of each policy are verified together, rule by rule (`Policy.first_rules`).
+
+    `found_by` (when the caller looked up all of the page's keys, not one partition's): by tag of a
+    method whose keys find every match of its test, the candidates its keys found. A rule naming
+    such a method is not verified for a candidate outside them (`possible_rules`): its test would
+    fail, so the verdicts are the same. On homogeneous pages, whose candidates only SimHash's keys
+    find, three of the default policy's four tests are not run."""
     stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: list[tuple[str, float] | None] = [None] * len(stored)
@@ -119,17 +127,67 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
                   for _, other in stored]
         groups = [(chosen, [i for i, own in enumerate(strict) if own == same_site])
                   for same_site, chosen in ((False, policy.other_site), (True, policy.same_site))]
+    members = _found_members(stored, methods, found_by) if found_by is not None and stored else {}
     for chosen, rows in groups:
         if not rows:
             continue
         similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows])
-        numbers = chosen.first_rules(similarities, len(rows))
+        numbers = chosen.first_rules(similarities, len(rows), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
             rule = chosen.rules[numbers[j]]
             verdicts[rows[j]] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
     for (seq, other), verdict in zip(stored, verdicts, strict=True):
         if verdict is not None:
             yield seq, other, verdict
+
+
+Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
+
+
+@dataclass(frozen=True)
+class FoundBy:
+    """What the lookup of all of a page's index keys says of its candidates, for the methods any of
+    whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
+
+    `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
+    page's is not there (a full key answers only its first pages). `unfiled_tags(record)`: the tags
+    of the keys a candidate was not filed under (`SignatureStore.unfiled_tags`): a key full when it
+    came does not hold it, and may no longer be full once an expiry took some of its pages."""
+
+    seqs: Mapping[int, AbstractSet[int]]
+    unfiled_tags: Callable[[DocRecord], AbstractSet[int]]
+
+
+_NONE: frozenset[int] = frozenset()
+
+
+def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
+                   found_by: FoundBy) -> dict[int, np.ndarray]:
+    """By tag of each method of `found_by` whose keys find every match, which of the `stored`
+    candidates can pass its test: those its keys found, and those not filed under all its keys."""
+    hidden = [found_by.unfiled_tags(other) if other.unfiled else _NONE for _, other in stored]
+    members = {}
+    for tag, method in methods.values():
+        if method.keys_find_every_match and (found := found_by.seqs.get(tag)) is not None:
+            members[tag] = np.fromiter((seq in found or tag in h for (seq, _), h in zip(stored, hidden, strict=True)),
+                                       dtype=np.bool_, count=len(stored))
+    return members
+
+
+def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.ndarray],
+                   rows: Sequence[int]) -> list[np.ndarray | None]:
+    """For each rule of `policy`, which of the candidates `rows` can satisfy it (None: any): those
+    that can pass the test of every method of the rule that `members` (`_found_members`) names."""
+    if not members:
+        return [None] * len(policy.rules)
+    out: list[np.ndarray | None] = []
+    for rule in policy.rules:
+        tags = {tag for name, _ in rule if (tag := methods[name.partition(".")[0]][0]) in members}
+        mask = None
+        for tag in tags:
+            mask = members[tag] if mask is None else mask & members[tag]
+        out.append(None if mask is None else mask[rows])
+    return out
 
 
 def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:

@@ -16,7 +16,7 @@ site are judged by a stricter second policy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,15 +74,19 @@ class Policy:
                 return rule
         return None
 
-    def first_rules(self, similarities: Similarities, count: int) -> np.ndarray:
+    def first_rules(self, similarities: Similarities, count: int,
+                    possible: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
         """`first_rule` for `count` candidates at once: each one's rule number (-1: none). A
         method is asked only for the candidates a rule still needs it for (not yet matched by an
         earlier rule, and holding every earlier method of this rule): the same tests, in the
-        same order, as `first_rule` candidate by candidate, each on many candidates at once."""
+        same order, as `first_rule` candidate by candidate, each on many candidates at once.
+        `possible[n]` (None: all): the candidates rule n can hold for, known without a test
+        (`engine.possible_rules`); it is not tested for the others."""
         rule_of = np.full(count, -1)
         undecided = np.arange(count)
         for number, rule in enumerate(self.rules):
-            alive = undecided
+            mask = possible[number] if possible is not None else None
+            alive = undecided if mask is None else undecided[mask[undecided]]
             for method, low in rule:
                 if not alive.size:
                     break

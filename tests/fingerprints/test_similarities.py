@@ -112,10 +112,9 @@ def test_a12_similarities_equal_pair_by_pair():
         _same(method.similarities(mine, others), pairwise)
 
 
-def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
-    """Batched verification (each rule's methods over all still-undecided candidates) gives every
-    candidate the first rule of its policy that holds, the rule's first similarity, and keeps the
-    candidates' order; own-site candidates meet the site policy during the cold start."""
+def _engine_case():
+    """A page, 400 stored candidates (and the page itself, and one not stored) of the four default
+    methods, a policy of four rules and a site policy: (methods, policy, mine, docs, page, seqs)."""
     from streamdedup.store.layout import DocRecord
 
     minhash, simhash, a12, exact = MinHashMethod(), SimHashMethod(), A12Method(), ExactMethod()
@@ -136,6 +135,14 @@ def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
     docs[5] = DocRecord(5, "me", 1005, "me", "", {}, site=1)  # the page itself
     page = DocRecord(0, "me", 2000, "", site=1)
     seqs = list(range(400)) + [999]  # 999: not stored (expired or deleted)
+    return methods, policy, mine, docs, page, seqs
+
+
+def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
+    """Batched verification (each rule's methods over all still-undecided candidates) gives every
+    candidate the first rule of its policy that holds, the rule's first similarity, and keeps the
+    candidates' order; own-site candidates meet the site policy during the cold start."""
+    methods, policy, mine, docs, page, seqs = _engine_case()
     for template_known in (False, True):
         got = list(judged(seqs, docs.get, policy, methods, page, mine, template_known, oldest_ms=1010))
         want = []
@@ -150,3 +157,49 @@ def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
                 want.append((seq, other, rule))
         assert got == want
         assert len({rule for _, _, (rule, _) in want}) >= 3 and 10 < len(want) < 380
+
+
+def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(monkeypatch):
+    """`FoundBy`: a candidate none of the page's exact, SimHash or A12 keys found cannot pass that
+    method's test (every match shares a key), so rules naming it are not verified for it; unless
+    the candidate was not filed under all its keys (`DocRecord.unfiled`), which may hide it."""
+    from dataclasses import replace
+
+    from streamdedup.verdict.engine import FoundBy
+
+    methods, policy, mine, docs, page, seqs = _engine_case()
+    complete = {tag: method for tag, method in methods.values() if method.keys_find_every_match}
+    assert sorted(complete) == [0, 2, 3]  # exact, SimHash, A12; not MinHash's LSH bands
+    mine_keys = {tag: set(method.index_keys(mine[tag])) for tag, method in complete.items()}
+    found = {tag: {seq for seq, doc in docs.items() if tag in doc.signatures
+                   and mine_keys[tag] & set(method.index_keys(method.decode(doc.signatures[tag])))}
+             for tag, method in complete.items()}
+    # candidates that match by a rule naming A12, as if they were not filed under their A12 keys (full)
+    plain = list(judged(seqs, docs.get, policy, methods, page, mine, True, oldest_ms=1010))
+    hidden = [seq for seq, _, (rule, _) in plain if "a12" in rule][:15]
+    assert len(hidden) == 15
+    found[3] -= set(hidden)
+    hiding = dict(docs)
+    for seq in hidden:
+        hiding[seq] = replace(docs[seq], unfiled=(0,))
+    unfiled_tags = {True: frozenset({3}), False: frozenset()}
+    asked = {name: 0 for name in methods}
+    for name, (_, method) in methods.items():
+        def counting(signature, others, _name=name, _real=method.similarities):
+            asked[_name] += len(others)
+            return _real(signature, others)
+        monkeypatch.setattr(method, "similarities", counting)
+    by = FoundBy(found, lambda doc: unfiled_tags[bool(doc.unfiled)])
+    for template_known in (False, True):
+        asked.update(dict.fromkeys(asked, 0))
+        want = list(judged(seqs, hiding.get, policy, methods, page, mine, template_known, oldest_ms=1010))
+        every = dict(asked)  # candidates asked of each method without FoundBy
+        asked.update(dict.fromkeys(asked, 0))
+        got = list(judged(seqs, hiding.get, policy, methods, page, mine, template_known, 1010, by))
+        assert got == want
+        assert asked["exact"] < every["exact"] / 2 and asked["a12"] <= every["a12"], (asked, every)
+        assert asked["simhash"] < every["simhash"]  # not for those no A12 key found: their rule cannot hold
+        assert asked["minhash"] == every["minhash"]  # its bands miss some matches: always asked
+        # without the unfiled marks the hidden candidates' A12 rules are not verified: the marks keep them
+        unmarked = list(judged(seqs, docs.get, policy, methods, page, mine, template_known, 1010, by))
+        assert unmarked != want

@@ -264,3 +264,77 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
     assert batch_wise == page_wise
     assert work == page_work and work["candidates_by_chance"] >= 2
     assert told == 2  # pages 10 and 14 (11 and 12 share a key in the batch; 13 has a real candidate)
+
+
+def test_tests_skipped_for_candidates_no_key_of_the_method_found_change_no_verdict(tmp_path, monkeypatch):
+    """The Detector does not verify a rule naming exact, SimHash or A12 for a candidate none of
+    that method's keys found (`engine.FoundBy`): its verdicts are those of verifying every rule,
+    on homogeneous pages whose keys fill (small caps here) and whose pages expire, so that keys
+    drain below full while later pages, not filed under them, remain (`DocRecord.unfiled`)."""
+    import random
+    from datetime import timedelta
+
+    from streamdedup import detector as detector_module
+    from streamdedup.fingerprints.a12 import A12Method
+    from streamdedup.testing import make_words
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    rng = random.Random(8)
+    vocabulary = make_words(rng, 800)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
+    shared = " ".join(rng.choices(vocabulary, k=40)) + "."  # a long boilerplate sentence: a hot A12 key
+
+    def text() -> list[str]:
+        words = rng.choices(vocabulary, zipf, k=rng.randint(150, 260))
+        sentences = [" ".join(words[i:i + 12]) + "." for i in range(0, len(words), 12)]
+        return sentences + [shared] if rng.random() < 0.5 else sentences
+
+    bodies: list[list[str]] = []
+    pages = []
+    for i in range(260):
+        if bodies and rng.random() < 0.3:  # a copy of a recent page, a word or two changed
+            body = list(rng.choice(bodies[-20:]))
+            for _ in range(rng.randint(0, 2)):
+                j = rng.randrange(len(body))
+                body[j] = body[j].replace(body[j].split()[0], rng.choice(vocabulary), 1)
+        else:
+            body = text()
+        bodies.append(body)
+        pages.append(page(f"https://forum{i % 7}.example/t/{i}", " ".join(body),
+                          f"2024-03-01T{i // 60:02d}:{i % 60:02d}:00Z", content_type="text/plain"))
+    asked = {"a12": 0}
+    real = A12Method.similarities
+
+    def counting(self, signature, others):
+        asked["a12"] += len(others)
+        return real(self, signature, others)
+
+    monkeypatch.setattr(A12Method, "similarities", counting)
+    config = DetectorConfig(retention=timedelta(minutes=40), batch_size=8)
+    runs = {}
+    for name, found_by in (("every rule", lambda *args: None), ("FoundBy", detector_module.FoundBy)):
+        monkeypatch.setattr(detector_module, "FoundBy", found_by)
+        asked["a12"] = 0
+        with Detector(config, tmp_path / name) as detector:
+            runs[name] = ([o.dedup for o in detector.run(raw_records(pages))], asked["a12"],
+                          detector.store.memory.tombstones)
+    (every, every_asked, drained), (skipping, skipping_asked, _) = runs["every rule"], runs["FoundBy"]
+    assert skipping == every
+    assert sum(d["status"] == "duplicate" for d in every) >= 40 and drained > 0  # copies found; keys drained
+    assert skipping_asked < 0.75 * every_asked
+
+
+def test_an_unfiled_place_names_the_methods_whose_keys_may_stand_there():
+    """A page's names sort by method tag first, each method has at most `max_index_keys` keys: a
+    place past the bounds of the lower tags' methods may only be a key of a higher one."""
+    from streamdedup.fingerprints.registry import create_method
+    from streamdedup.store.signature_store import tags_by_place
+
+    default = {0: create_method("a12"), 1: create_method("exact"), 2: create_method("minhash"), 3: create_method("simhash")}
+    by_place, past = tags_by_place(default)  # at most 3, 1, 32 and 10 keys
+    assert [by_place[p] for p in (0, 2, 3, 4, 35, 36, 45)] == [
+        {0, 1, 2, 3}, {0, 1, 2, 3}, {1, 2, 3}, {2, 3}, {2, 3}, {3}, {3}]
+    assert len(by_place) == 46 and past == frozenset()
+    unbounded = {0: create_method("exact"), 1: create_method("tf"), 2: create_method("simhash")}  # tf: no bound
+    by_place, past = tags_by_place(unbounded)
+    assert by_place == [{0, 1, 2}] and past == {1, 2}  # place 1 on: tf or SimHash, never exact
