@@ -165,12 +165,13 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
                    found_by: FoundBy) -> dict[int, np.ndarray]:
     """By tag of each method of `found_by` whose keys find every match, which of the `stored`
     candidates can pass its test: those its keys found, and those not filed under all its keys."""
+    seqs = [seq for seq, _ in stored]
     hidden = [found_by.unfiled_tags(other) if other.unfiled else _NONE for _, other in stored]
     members = {}
     for tag, method in methods.values():
         if method.keys_find_every_match and (found := found_by.seqs.get(tag)) is not None:
-            members[tag] = np.fromiter((seq in found or tag in h for (seq, _), h in zip(stored, hidden, strict=True)),
-                                       dtype=np.bool_, count=len(stored))
+            members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
+                                    dtype=np.bool_)
     return members
 
 
