@@ -47,7 +47,6 @@ import numpy as np
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "streamdedup"]
 _WORD = re.compile(r"\w+")
 
 
@@ -78,14 +77,14 @@ def generate(path: Path, pages: int, words: int = 600, vocab_size: int = 5000, e
     return path
 
 
-def run_dedup(path: Path, work: Path, *options: str) -> dict[str, Any]:
-    """The whole command on one file (with `options`), a fresh store: wall and CPU seconds (its
-    own and its helper processes') and its summary.json."""
+def run_dedup(path: Path, work: Path, *options: str, python: str = sys.executable) -> dict[str, Any]:
+    """The whole command on one file (with `options`, run by `python`), a fresh store: wall and CPU
+    seconds (its own and its helper processes') and its summary.json."""
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([*CLI, "dedup", str(path), "--out", str(out), "--fresh", "-q", *options], cwd=ROOT,
+    done = subprocess.run([python, "-m", "streamdedup", "dedup", str(path), "--out", str(out), "--fresh", "-q", *options], cwd=ROOT,
                           capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -125,7 +124,7 @@ def run_rensa(path: Path, threshold: float = 0.5, num_perm: int = 128, num_bands
 
 
 def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startup_pages: int, words: int,
-            work: Path) -> dict[str, Any]:
+            work: Path, python: str = sys.executable) -> dict[str, Any]:
     startup_file = generate(work / "startup.jsonl", startup_pages, words)
     results: dict[str, Any] = {}
     for size in sizes:
@@ -133,8 +132,8 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
         runs, startups, rensas = [], [], []
         for _ in range(repeat if size < large else repeat_large):
             # start-up and rensa beside each run, so a busy neighbour slows all three alike
-            startups.append(run_dedup(startup_file, work))
-            runs.append(run_dedup(path, work))
+            startups.append(run_dedup(startup_file, work, python=python))
+            runs.append(run_dedup(path, work, python=python))
             rensas.append(run_rensa(path))
             print(f"{size}: dedup {runs[-1]['wall_s']} s ({runs[-1]['cpu_s']} CPU s), start-up "
                   f"{startups[-1]['wall_s']} s ({startups[-1]['cpu_s']}), rensa {rensas[-1]['wall_s']} s "
@@ -178,15 +177,14 @@ def main() -> None:
                              "venv holds the peers' dependencies too (datasketch's scipy, which numba imports at "
                              "start-up for its BLAS check, ~0.3-0.4 CPU-s)")
     args = parser.parse_args()
-    global CLI
-    CLI = [str(args.python), "-m", "streamdedup"]
     scipy = subprocess.run([str(args.python), "-c", "import importlib.util as u; print(u.find_spec('scipy') is not None)"],
                            capture_output=True, text=True).stdout.strip() == "True"
     if args.smoke:
         args.sizes, args.repeat, args.repeat_large = [100, 200], 1, 1
     work = Path(tempfile.mkdtemp(prefix="homogeneous-bench-"))
     try:
-        results = measure(args.sizes, args.repeat, args.repeat_large, args.large, args.startup_pages, args.words, work)
+        results = measure(args.sizes, args.repeat, args.repeat_large, args.large, args.startup_pages, args.words, work,
+                          str(args.python))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "words_per_page": args.words,

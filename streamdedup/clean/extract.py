@@ -14,6 +14,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, Literal
 
 from streamdedup.clean.errors import CleaningStackMissing
@@ -108,16 +109,23 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, p
     `prune`: XPaths of elements removed before trafilatura reads the page (`fast`'s rescue: its
     teaser cards). Both passes share one parse where trafilatura's steps allow
     (clean/trafilatura_once.py)."""
-    from lxml.etree import XPath
-
     from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once  # imports trafilatura
 
     whole = page_text or (lambda: extract_all_text(html))
     if STEPS_AVAILABLE:
-        once = extract_once(html, lambda text: covers_little(text, whole), [XPath(path) for path in prune])
+        once = extract_once(html, lambda text: covers_little(text, whole), _compiled(tuple(prune)))
         if once is not None:
             return once
     return trafilatura_two_calls(_pruned(html, prune) if prune else html, whole)
+
+
+@lru_cache(maxsize=8)
+def _compiled(paths: tuple[str, ...]) -> list[Any]:
+    """lxml XPaths, compiled once (the rescue prunes the same ones from every page it reads; so
+    trafilatura keeps its own, compiled at import)."""
+    from lxml.etree import XPath
+
+    return [XPath(path) for path in paths]
 
 
 def _pruned(html: str, prune: Sequence[str]) -> str:
