@@ -19,6 +19,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -907,7 +908,7 @@ class StoreBatch:
         self.last_found = 0
         self.unvouched = set()
         self.found_by = {}
-        if self._live.isdisjoint(names) and self._values.keys() >= set(names):  # all read, none filed
+        if self._all_read_none_filed(set(names)):
             self._quiet = names
             return []
         self._quiet = None
@@ -1007,6 +1008,11 @@ class StoreBatch:
         self._add(doc, shared, lambda full: places_among_ints(every, full))
         self._page_seqs[page] = doc.seq
 
+    def _all_read_none_filed(self, names: AbstractSet[bytes]) -> bool:
+        """Every one of `names` read into the batch and none with a page under it (a page that
+        shares no key, the common case): told by two set operations, no value read."""
+        return self._live.isdisjoint(names) and self._values.keys() >= names
+
     def _add(self, doc: DocRecord, names: Sequence[bytes],
              places: Callable[[list[bytes]], tuple[int, ...]]) -> None:
         """File the page under `names` (but the full ones); `places`: where full names stand among
@@ -1020,7 +1026,7 @@ class StoreBatch:
         unique = dict.fromkeys(names)
         values = self._values
         full: list[bytes] = []
-        if names is self._quiet or (self._live.isdisjoint(unique) and values.keys() >= unique.keys()):
+        if names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
