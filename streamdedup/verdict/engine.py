@@ -7,7 +7,8 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 1. `CandidateSimilarities`: a candidate (a page sharing any index key) is verified by whichever
    methods the policy's rules ask for, not only by the method whose key brought it: "simhash+a12"
    needs both, wherever the candidate came from. Each test runs when a rule first needs it, in rule
-   order, for all of a page's candidates that still need it at once (one array operation).
+   order, for all of a page's candidates that still need it at once (one array operation); a test
+   that cannot pass, for a candidate no key of its method found, is not run (`FoundBy`).
 2. `Policy.first_rules`: the first rule each candidate satisfies (own-site candidates by the site
    policy) -> a `Candidate`, with its place in the order and the cluster it belongs to.
 3. `decide`: the earliest candidate in the order is what the page duplicates; the page joins the
@@ -28,6 +29,8 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
 from streamdedup.verdict.policy import Policy, SitePolicy
+
+Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ class CandidateSimilarities:
 
 
 def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
-           methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], page: DocRecord, mine: Mapping[int, Any],
+           methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
            ) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
     """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
@@ -139,9 +142,6 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     for (seq, other), verdict in zip(stored, verdicts, strict=True):
         if verdict is not None:
             yield seq, other, verdict
-
-
-Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
 
 
 @dataclass(frozen=True)
