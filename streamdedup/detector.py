@@ -56,6 +56,7 @@ class Detector:
         pages = max(1, self.work["pages"])
         return {"pages": self.work["pages"], "candidates_found_mean": round(self.work["candidates_found"] / pages, 2),
                 "candidates_verified_mean": round(self.work["candidates_verified"] / pages, 2),
+                "tests_run_mean": round(self.work["tests_run"] / pages, 2),  # a candidate's test by one method
                 "candidates_by_chance_mean": round(self.work["candidates_by_chance"] / pages, 2),
                 "candidates_found_max": self.work["max_candidates_found"],
                 "pages_over_candidate_limit": self.work["pages_over_candidate_limit"]}
@@ -181,7 +182,7 @@ class Detector:
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, record, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms),
-                                                   FoundBy(batch.found_by, self.store.unfiled_tags)):
+                                                   FoundBy(batch.found_by, self.store.unfiled_tags), work):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
             found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,

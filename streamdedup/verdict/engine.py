@@ -18,6 +18,7 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -55,11 +56,12 @@ class CandidateSimilarities:
     (`FingerprintMethod.similarities`): `mine` are the page's signatures by method tag, `theirs`
     each candidate's encoded ones. NaN where a method abstains on either page or finds no match."""
 
-    __slots__ = ("_asked", "_values", "methods", "mine", "theirs")
+    __slots__ = ("_asked", "_values", "methods", "mine", "tests", "theirs")
 
     def __init__(self, methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], mine: Mapping[int, Any],
-                 theirs: Sequence[Mapping[int, bytes]]) -> None:
+                 theirs: Sequence[Mapping[int, bytes]], tests: Counter[str] | None = None) -> None:
         self.methods, self.mine, self.theirs = methods, mine, theirs
+        self.tests = tests  # counts the tests asked ("tests_run"), one a candidate and measure
         self._values: dict[str, np.ndarray] = {}
         self._asked: dict[str, np.ndarray | None] = {}  # None: every candidate asked
 
@@ -82,6 +84,8 @@ class CandidateSimilarities:
             if not todo.size:
                 return values[rows]
             asked[todo] = True
+        if self.tests is not None:
+            self.tests["tests_run"] += len(todo)
         method_name, _, measure = name.partition(".")  # "minhash.containment": another measure of minhash's
         tag, method = self.methods[method_name]
         signature = self.mine.get(tag)
@@ -107,7 +111,7 @@ class CandidateSimilarities:
 def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
            methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
-           ) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
+           tests: Counter[str] | None = None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
     """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
     candidate, other than the page itself and inside the retention window, with the rule it
     satisfies, in the order of `seqs`. Own-site candidates meet the stricter site policy only while
@@ -119,7 +123,8 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     method whose keys find every match of its test, the candidates its keys found. A rule naming
     such a method is not verified for a candidate outside them (`possible_rules`): its test would
     fail, so the verdicts are the same. On homogeneous pages, whose candidates only SimHash's keys
-    find, three of the default policy's four tests are not run."""
+    find, three of the default policy's four tests are not run. `tests`: counts the tests run
+    (`tests_run`: one a candidate and method or measure asked)."""
     stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: list[tuple[str, float] | None] = [None] * len(stored)
@@ -134,7 +139,7 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     for chosen, rows in groups:
         if not rows:
             continue
-        similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows])
+        similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows], tests)
         numbers = chosen.first_rules(similarities, len(rows), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
             rule = chosen.rules[numbers[j]]

@@ -317,11 +317,12 @@ def test_tests_skipped_for_candidates_no_key_of_the_method_found_change_no_verdi
         asked["a12"] = 0
         with Detector(config, tmp_path / name) as detector:
             runs[name] = ([o.dedup for o in detector.run(raw_records(pages))], asked["a12"],
-                          detector.store.memory.tombstones)
-    (every, every_asked, drained), (skipping, skipping_asked, _) = runs["every rule"], runs["FoundBy"]
+                          detector.store.memory.tombstones, detector.work_per_page()["tests_run_mean"])
+    (every, every_asked, drained, every_tests), (skipping, skipping_asked, _, tests) = runs["every rule"], runs["FoundBy"]
     assert skipping == every
     assert sum(d["status"] == "duplicate" for d in every) >= 40 and drained > 0  # copies found; keys drained
     assert skipping_asked < 0.75 * every_asked
+    assert 0 < tests < 0.75 * every_tests  # summary.json's tests_run_mean counts the tests not run less
 
 
 def test_an_unfiled_place_names_the_methods_whose_keys_may_stand_there():
