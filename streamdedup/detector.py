@@ -51,6 +51,10 @@ class Detector:
         self.work: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
 
+    # the additive counts of `work` (the rest is a maximum), as the worker exports them
+    WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
+                   "pages_over_candidate_limit")
+
     def work_per_page(self) -> dict[str, float]:
         """Candidates found and verified per judged page (summary.json; the limits: docs/design.md)."""
         pages = max(1, self.work["pages"])

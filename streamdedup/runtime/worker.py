@@ -95,6 +95,7 @@ class Worker:
         self.metrics = WorkerMetrics()
         self.handlers: dict[TP, PartitionHandler] = {}
         self.replay_until: dict[TP, int] = {}
+        self._work_seen: dict[TP, dict[str, int]] = {}  # each handler's work counts at its last batch
         self._stop = threading.Event()
         self._closing = False  # the consumer is closing: an assignment it still delivers is not taken
         self._last_activity: float | None = None  # set on assignment and on every batch
@@ -209,6 +210,7 @@ class Worker:
                 handler.close()
             self.replay_until.pop((tp.topic, tp.partition), None)
             self._start_offsets.pop((tp.topic, tp.partition), None)
+            self._work_seen.pop((tp.topic, tp.partition), None)  # a handler opened again counts from 0
             if self._lag.pop((tp.topic, tp.partition), None) is not None and self._running:
                 self.metrics.lag.remove(tp.topic, str(tp.partition))  # another worker reports it now
         if self._paused:  # a paused partition would stay paused when it is assigned again
@@ -474,11 +476,25 @@ class Worker:
             except KafkaException:
                 pass
             handler = self.handlers[(topic, partition)]
+            self._count_work((topic, partition), handler)
             total = handler.property_total
             if handler.stateful:  # the stateful steps: RocksDB's own figures, all column families
                 labels = (topic, str(partition))
                 self.metrics.store_bytes.labels(*labels).set(total("rocksdb.live-sst-files-size"))
                 self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
+
+    def _count_work(self, tp_key: TP, handler: PartitionHandler) -> None:
+        """The decide step's work counts since the last batch (`streamdedup_decide_work`), for a
+        handler that keeps them (`work()`: the local topology's Detector)."""
+        work = getattr(handler, "work", None)
+        if work is None:
+            return
+        now = work()
+        seen = self._work_seen.get(tp_key, {})
+        for kind, count in now.items():
+            if count > seen.get(kind, 0):
+                self.metrics.work.labels(kind).inc(count - seen.get(kind, 0))
+        self._work_seen[tp_key] = dict(now)
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
     def _ticking(self, now: float) -> list[tuple[PartitionHandler, int | None]]:

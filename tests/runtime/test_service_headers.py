@@ -36,7 +36,12 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
     trace_of = {value: f"trace-{i}".encode() for i, value in enumerate(values)}
     url_trace = {orjson.loads(v)["url"]: t for v, t in trace_of.items() if v.startswith(b"{")}
 
-    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=4).decided == len(values)
+    worker = Worker(settings, DetectorConfig())
+    assert worker.run(idle_timeout_s=4).decided == len(values)
+    # the decide step's work, from either topology's handlers: each valid page judged (at least once)
+    work = worker.metrics.registry.get_sample_value
+    assert work("streamdedup_decide_work_total", {"kind": "pages"}) >= len(values) - 1
+    assert work("streamdedup_decide_work_total", {"kind": "candidates_verified"}) >= 4  # two copies of each story
 
     t = settings.topics
     seen = 0

@@ -72,6 +72,11 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert registry.get_sample_value("streamdedup_pages_total", {"status": "duplicate"}) == 40
     assert registry.get_sample_value("streamdedup_rejected_total", {"reason": "invalid_json"}) == 1
     assert registry.get_sample_value("streamdedup_batch_seconds_count") == stats.batches
+    judged = registry.get_sample_value("streamdedup_decide_work_total", {"kind": "pages"})
+    # every page judged in each index partition its keys live in; the bad records are rejected before
+    assert judged >= len(records) - len(BAD)
+    assert registry.get_sample_value("streamdedup_decide_work_total", {"kind": "candidates_verified"}) >= 40
+    assert registry.get_sample_value("streamdedup_decide_work_total", {"kind": "tests_run"}) >= 40
     assert registry.get_sample_value("streamdedup_consumer_lag", {"topic": settings.topics.pages, "partition": "0"}) == 0
     got = outputs(settings)
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}

@@ -19,6 +19,7 @@ partition knows.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ class IndexPartition:
         self.retention_ms = retention_ms
         self.clock = self._load_clock()
         self.batch: StoreBatch | None = None
+        # this partition's share of the decide step's work (`Detector.WORK_COUNTS`: a page is judged
+        # in every index partition its keys live in)
+        self.work: Counter[str] = Counter()
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the
@@ -72,9 +76,16 @@ class IndexPartition:
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
         later: list[Match] = []
-        seqs = batch.without_chance(batch.candidates([n for tag_names in names.values() for n in tag_names]), mine)
+        found = batch.candidates([n for tag_names in names.values() for n in tag_names])
+        seqs = batch.without_chance(found, mine)
+        work = self.work
+        work["pages"] += 1
+        work["candidates_found"] += batch.last_found
+        work["pages_over_candidate_limit"] += int(batch.last_found > len(found))
+        work["candidates_by_chance"] += len(found) - len(seqs)
+        work["candidates_verified"] += len(seqs)
         for _, other, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.by_name, doc, mine,
-                                                   request.template_known, oldest):
+                                                   request.template_known, oldest, tests=work):
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
             match = Match(other.page_id, order, rule, similarity, bytes.fromhex(root_hex), root_id)

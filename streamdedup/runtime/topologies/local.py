@@ -8,6 +8,7 @@ hops through Kafka.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,10 @@ class LocalDedupPartition:
 
     def property_total(self, name: str) -> int:
         return self.detector.store.property_total(name)
+
+    def work(self) -> Mapping[str, int]:
+        """The detector's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
+        return {kind: self.detector.work[kind] for kind in Detector.WORK_COUNTS}
 
     def get_meta(self, name: str) -> bytes | None:
         return self.detector.store.get_meta(name)

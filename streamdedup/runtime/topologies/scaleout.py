@@ -316,6 +316,10 @@ class IndexStagePartition(_StoredPartition):
     def _load_watermarks(self) -> None:
         self.watermarks = {p: self.index.get_meta(f"wm:{p}") or b"" for p in range(self.routes.input_partitions)}
 
+    def work(self) -> Mapping[str, int]:
+        """This index partition's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
+        return dict(self.index.work)
+
     def watermark(self) -> bytes:
         return min(self.watermarks.values(), default=b"")
 
