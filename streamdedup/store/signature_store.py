@@ -740,10 +740,9 @@ class StoreBatch:
         # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
         # at most CHANCE_POSTINGS pages
         self.unvouched: set[int] = set()
-        # of the last `candidates` answer, by tag of a method whose keys find every match of its test
-        # (`SignatureStore.complete_tags`), the seqs its keys found, for each such method none of
-        # whose keys of the page is full (a full key answers only its first pages: it may hide some)
-        self.found_by: dict[int, set[int]] = {}
+        # of the last `candidates` call, the (tag, postings value) of each name of a method whose keys
+        # find every match of its test that holds pages (`found_by`)
+        self._keyed: list[tuple[int, bytes]] = []
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
@@ -907,7 +906,7 @@ class StoreBatch:
         limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
         self.last_found = 0
         self.unvouched = set()
-        self.found_by = {}
+        self._keyed = []
         if self._all_read_none_filed(set(names)):
             self._quiet = names
             return []
@@ -930,14 +929,7 @@ class StoreBatch:
         for v in found:
             if v not in answers:
                 answers[v] = answered(v)
-        found_by: dict[int, set[int]] = {tag: set() for tag in complete}
-        for tag, v in keyed:
-            seqs = answers[v]
-            if len(seqs) == STOP_KEY_ANSWERS and layout.postings_count(v) >= MAX_POSTINGS_PER_KEY:
-                found_by.pop(tag, None)  # a full key: its other pages are not answered
-            elif tag in found_by:
-                found_by[tag].update(seqs)
-        self.found_by = found_by
+        self._keyed = keyed
         shared = Counter(chain.from_iterable([answers[v] for v in found]))
         self.last_found = len(shared)
         if len(shared) <= limit:
@@ -951,6 +943,20 @@ class StoreBatch:
             vouched = {s for v in vouching for s in answers[v]}
             self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
         return kept
+
+    def found_by(self) -> dict[int, set[int]]:
+        """Of the last `candidates` answer, by tag of a method whose keys find every match of its
+        test (`SignatureStore.complete_tags`), the seqs its keys found; for each such method none of
+        whose keys of the page is full (a full key answers only its first pages: it may hide some).
+        Asked by the caller that judges with it (the Detector), not made for every lookup."""
+        found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags}
+        for tag, value in self._keyed:
+            seqs = self._answers[value]
+            if len(seqs) == STOP_KEY_ANSWERS and layout.postings_count(value) >= MAX_POSTINGS_PER_KEY:
+                found_by.pop(tag, None)  # a full key: its other pages are not answered
+            elif tag in found_by:
+                found_by[tag].update(seqs)
+        return found_by
 
     def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
         """`seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
