@@ -35,6 +35,10 @@ class Detector:
     """The pure stages (a `Fingerprinter`) followed by the stateful one: store lookups, the
     decision engine, the page filed for later pages, in one atomic write per batch."""
 
+    # the additive counts of `work` (the rest is a maximum), as the worker exports them
+    WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
+                   "pages_over_candidate_limit")
+
     def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
         self.fingerprinter = Fingerprinter(config)
@@ -50,10 +54,6 @@ class Detector:
         # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
         self.work: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
-
-    # the additive counts of `work` (the rest is a maximum), as the worker exports them
-    WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
-                   "pages_over_candidate_limit")
 
     def work_per_page(self) -> dict[str, float]:
         """Candidates found and verified per judged page (summary.json; the limits: docs/design.md)."""

@@ -484,16 +484,13 @@ class Worker:
                 self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
 
     def _count_work(self, tp_key: TP, handler: PartitionHandler) -> None:
-        """The decide step's work counts since the last batch (`streamdedup_decide_work`), for a
-        handler that keeps them (`work()`: the local topology's Detector)."""
-        work = getattr(handler, "work", None)
-        if work is None:
-            return
-        now = work()
+        """The decide step's work counts since the last batch (`streamdedup_decide_work`) of a
+        handler that judges pages (the local topology's Detector, the global one's index partitions)."""
+        now = handler.work()
         seen = self._work_seen.get(tp_key, {})
         for kind, count in now.items():
-            if count > seen.get(kind, 0):
-                self.metrics.work.labels(kind).inc(count - seen.get(kind, 0))
+            if (added := count - seen.get(kind, 0)) > 0:
+                self.metrics.work.labels(kind).inc(added)
         self._work_seen[tp_key] = dict(now)
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------

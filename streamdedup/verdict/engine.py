@@ -58,8 +58,8 @@ class CandidateSimilarities:
 
     __slots__ = ("_asked", "_values", "methods", "mine", "tests", "theirs")
 
-    def __init__(self, methods: Mapping[str, tuple[int, FingerprintMethod[Any, Any]]], mine: Mapping[int, Any],
-                 theirs: Sequence[Mapping[int, bytes]], tests: Counter[str] | None = None) -> None:
+    def __init__(self, methods: Methods, mine: Mapping[int, Any], theirs: Sequence[Mapping[int, bytes]],
+                 tests: Counter[str] | None = None) -> None:
         self.methods, self.mine, self.theirs = methods, mine, theirs
         self.tests = tests  # counts the tests asked ("tests_run"), one a candidate and measure
         self._values: dict[str, np.ndarray] = {}

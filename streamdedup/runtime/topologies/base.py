@@ -9,6 +9,7 @@ staged changes with the offset they reflect (`stage_meta` + `commit`), or to dro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
@@ -36,6 +37,11 @@ class PartitionHandler(Protocol):
 
     def property_total(self, name: str) -> int:
         """A RocksDB property summed over the handler's store (0 without one), for metrics."""
+        ...
+
+    def work(self) -> Mapping[str, int]:
+        """The decide step's work counts so far (`Detector.WORK_COUNTS`; empty for a handler that
+        judges no page), for metrics."""
         ...
 
     def due(self, now: float, lag: int | None) -> bool:

@@ -262,6 +262,9 @@ class FingerprintPartition:
     def property_total(self, name: str) -> int:
         return self.store.property_total(name)
 
+    def work(self) -> Mapping[str, int]:
+        return {}  # pages are judged in the index partitions
+
     def close(self) -> None:
         self._ids.clear()
         self.store.close()
@@ -277,6 +280,9 @@ class _StoredPartition:
 
     def property_total(self, name: str) -> int:
         return self.state.property_total(name)
+
+    def work(self) -> Mapping[str, int]:
+        return {}  # the index stage's partitions judge pages and count it (IndexStagePartition)
 
     def get_meta(self, name: str) -> bytes | None:
         return self.state.get_meta(name)
