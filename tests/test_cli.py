@@ -336,3 +336,18 @@ def test_warc_responses_other_than_2xx_are_rejected_with_their_status(tmp_path):
         assert record["dedup"]["reason"] == "http_status"
         assert record["dedup"]["detail"].startswith(status), record["dedup"]
         assert record["http_status"] == int(status[:3])
+
+
+def test_the_command_runs_one_blas_thread_unless_told(monkeypatch):
+    """numpy's OpenBLAS would start a thread per core at import (CPU a process spends for nothing
+    of ours): the command's entry point asks for one before numpy loads, and keeps a user's value."""
+    import streamdedup.__main__ as entry
+    import streamdedup.cli
+
+    seen = []
+    monkeypatch.setattr(streamdedup.cli, "main", lambda: seen.append(entry.os.environ.get("OPENBLAS_NUM_THREADS")) or 0)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert entry.main() == 0
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert entry.main() == 0
+    assert seen == ["1", "4"]

@@ -126,7 +126,9 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
                 result[rows] = super().similarities(signature, group)
                 continue
             records = np.frombuffer(b"".join(group), dtype=layout)
-            result[rows] = a12_similarities(records["length"], records["sentences"], records["ss"], records["ws"],
+            # copies: one array type for any number of records (one compiled overload, as in minhash)
+            result[rows] = a12_similarities(records["length"].copy(), records["sentences"].copy(), records["ss"].copy(),
+                                            records["ws"].copy(),
                                             signature.length, signature.sentences, mine_ss, mine_ws,
                                             p.length_ratio, p.count_ratio, p.min_word_matches)
         return result

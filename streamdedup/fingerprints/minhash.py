@@ -147,8 +147,11 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
             return super().similarities(signature, others)
         records = np.frombuffer(b"".join(others), dtype=self._record)
         p = self.params
-        return minhash_similarities(records["values"], records["size"], signature.values, signature.set_size,
-                                    p.threshold, self._collision, p.containment, p.containment_min_shingles)
+        # copies, so every call has one array type (a view of one record and a strided view of
+        # several were two compiled overloads, each loaded from numba's cache at start-up)
+        return minhash_similarities(records["values"].copy(), records["size"].copy(), signature.values,
+                                    signature.set_size, p.threshold, self._collision, p.containment,
+                                    p.containment_min_shingles)
 
     def measure_similarities(self, measure: str, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
         """"containment": the estimated containment of the smaller page in the larger one, whatever

@@ -109,9 +109,13 @@ def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, .
 
 def answered(value: bytes) -> list[int]:
     """The seqs a postings value answers a lookup with: all of them, or a full key's first few."""
-    if layout.postings_count(value) >= MAX_POSTINGS_PER_KEY:
-        return layout.seqs_from(value, STOP_KEY_ANSWERS)
-    return layout.seqs_from(value)
+    return answer_of(value)[0]
+
+
+def answer_of(value: bytes) -> tuple[list[int], int]:
+    """`answered(value)` and how many seqs the value holds (a full key's count: MAX_POSTINGS_PER_KEY or more)."""
+    count = layout.postings_count(value)
+    return layout.seqs_from(value, STOP_KEY_ANSWERS if count >= MAX_POSTINGS_PER_KEY else 0), count
 
 
 # Files RocksDB writes in a store directory. Those that hold data (a MANIFEST, tables, a WAL, blobs)
@@ -728,7 +732,8 @@ class StoreBatch:
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
         self._filed_names: list[bytes] = []  # postings added (name, seq), for the in-memory index at commit
         self._filed_seqs: list[int] = []
-        self._answers: dict[bytes, list[int]] = {}  # postings value -> the seqs it answers (hot keys: read often)
+        # postings value -> the seqs it answers and how many it holds (`answer_of`; hot keys: read often)
+        self._answers: dict[bytes, tuple[list[int], int]] = {}
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
@@ -742,7 +747,7 @@ class StoreBatch:
         self.unvouched: set[int] = set()
         # of the last `candidates` call, the (tag, postings value) of each name of a method whose keys
         # find every match of its test that holds pages (`found_by`)
-        self._keyed: list[tuple[int, bytes]] = []
+        self._keyed: list[tuple[int, tuple[list[int], int]]] = []
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
@@ -912,25 +917,24 @@ class StoreBatch:
             return []
         self._quiet = None
         word_tag, complete = self.store.word_tag, self.store.complete_tags
-        found: list[bytes] = []
-        vouching: list[bytes] = []  # values of names that cannot be a lone chance collision
-        keyed: list[tuple[int, bytes]] = []  # (tag, value) of the names of complete methods
-        values = self._values
+        found: list[list[int]] = []  # the seqs each name with pages answers
+        vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
+        keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
+        values, answers = self._values, self._answers
         for n in names:
             if v := (values[n] if n in values else self._value(n)):
-                found.append(v)
-                if n[0] != word_tag or layout.postings_count(v) > CHANCE_POSTINGS:
-                    vouching.append(v)
+                answer = answers.get(v)
+                if answer is None:
+                    answer = answers[v] = answer_of(v)
+                found.append(answer[0])
+                if n[0] != word_tag or answer[1] > CHANCE_POSTINGS:
+                    vouching.append(answer[0])
                 if n[0] in complete:
-                    keyed.append((n[0], v))
+                    keyed.append((n[0], answer))
         if not found:
             return []
-        answers = self._answers
-        for v in found:
-            if v not in answers:
-                answers[v] = answered(v)
         self._keyed = keyed
-        shared = Counter(chain.from_iterable([answers[v] for v in found]))
+        shared = Counter(chain.from_iterable(found))
         self.last_found = len(shared)
         if len(shared) <= limit:
             kept = sorted(shared)
@@ -940,7 +944,7 @@ class StoreBatch:
         # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
         # sharing more keys, or found under fuller ones, are not asked
         if len(vouching) < len(found):
-            vouched = {s for v in vouching for s in answers[v]}
+            vouched = {s for seqs in vouching for s in seqs}
             self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
         return kept
 
@@ -950,9 +954,8 @@ class StoreBatch:
         whose keys of the page is full (a full key answers only its first pages: it may hide some).
         Asked by the caller that judges with it (the Detector), not made for every lookup."""
         found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags}
-        for tag, value in self._keyed:
-            seqs = self._answers[value]
-            if len(seqs) == STOP_KEY_ANSWERS and layout.postings_count(value) >= MAX_POSTINGS_PER_KEY:
+        for tag, (seqs, count) in self._keyed:
+            if count >= MAX_POSTINGS_PER_KEY:
                 found_by.pop(tag, None)  # a full key: its other pages are not answered
             elif tag in found_by:
                 found_by[tag].update(seqs)
@@ -1030,7 +1033,7 @@ class StoreBatch:
         self._ids[doc.page_id] = doc.seq
         seq = layout.varint(doc.seq)
         unique = dict.fromkeys(names)
-        values = self._values
+        values, answers = self._values, self._answers
         full: list[bytes] = []
         if names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
@@ -1041,7 +1044,8 @@ class StoreBatch:
                 current = values[name] if name in values else self._value(name)
                 if not current:  # a key no page has yet
                     values[name] = seq
-                elif layout.postings_count(current) >= MAX_POSTINGS_PER_KEY:
+                elif ((answer[1] if (answer := answers.get(current)) else layout.postings_count(current))
+                      >= MAX_POSTINGS_PER_KEY):
                     full.append(name)  # a full key keeps its first pages (the earliest, which the rule wants)
                     continue
                 else:

@@ -113,3 +113,18 @@ def test_url_host_is_urlsplits_hostname_for_any_url():
     urls += ["https://" + "".join(rng.choice(pieces[9:]) for _ in range(rng.randint(1, 6))) for _ in range(20_000)]
     for url in urls:
         assert url_host(url) == reference(url), url
+
+
+def test_sites_of_punycode_hosts_are_the_librarys_with_its_encoded_rules():
+    """The list is parsed without the punycode copies of its rules (start-up): a host with
+    punycode labels, looked up decoded, has the site the library finds with them."""
+    from publicsuffixlist import PublicSuffixList
+
+    from streamdedup.record.page import _registrable
+
+    reference = PublicSuffixList()  # the library's default: every rule also punycode-encoded
+    hosts = ["www.xn--bcher-kva.de", "shop.example.xn--55qx5d.cn", "a.b.xn--fiqs8s", "xn--fiqs8s",
+             "news.xn--h1alffa9f.xn--p1ai", "x.xn--12c1fe0br.xn--o3cw4h", "blog.xn--kprw13d",
+             "a.xn--b-.com", "xn--.example.com", "xn--zz.xn--55qx5d.cn", "deep.er.xn--mgbaam7a8h"]
+    for host in hosts:
+        assert _registrable(host) == (reference.privatesuffix(host) or host), host
