@@ -184,7 +184,7 @@ class Detector:
             return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
         found: list[Candidate] = []
-        for seq, doc, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.methods_by_name, record, mine,
+        for seq, doc, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms),
                                                    FoundBy(batch.found_by(), self.store.unfiled_tags), work):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored

@@ -351,3 +351,27 @@ def test_the_command_runs_one_blas_thread_unless_told(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
     assert entry.main() == 0
     assert seen == ["1", "4"]
+
+
+def test_the_command_imports_without_the_cyclic_collector_and_gives_it_back(monkeypatch):
+    """Start-up's objects live as long as the process: imported with the collector off, then
+    frozen out of its collections; the collector runs again for the command (and stays off if
+    the caller had turned it off)."""
+    import gc
+
+    import streamdedup.__main__ as entry
+    import streamdedup.cli
+
+    seen = []
+    threshold = gc.get_threshold()
+    monkeypatch.setattr(streamdedup.cli, "main", lambda: seen.append(gc.isenabled()) or 0)
+    try:
+        assert entry.main() == 0 and gc.isenabled() and gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == entry.YOUNG_COLLECTION_ALLOCATIONS
+        gc.disable()
+        assert entry.main() == 0 and not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+    assert seen == [True, False]

@@ -108,7 +108,7 @@ class CandidateSimilarities:
         return float(self._values[name][row])
 
 
-def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], policy: SitePolicy,
+def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
            methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
            tests: Counter[str] | None = None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
@@ -125,7 +125,8 @@ def judged(seqs: Iterable[int], doc_of: Callable[[int], DocRecord | None], polic
     fail, so the verdicts are the same. On homogeneous pages, whose candidates only SimHash's keys
     find, three of the default policy's four tests are not run. `tests`: counts the tests run
     (`tests_run`: one a candidate and method or measure asked)."""
-    stored = [(seq, other) for seq in seqs if (other := doc_of(seq)) is not None and other.page_id != page.page_id
+    stored = [(seq, other) for seq, other in zip(seqs, docs_of(seqs), strict=True)
+              if other is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: list[tuple[str, float] | None] = [None] * len(stored)
     if template_known:  # no candidate meets the site policy
@@ -159,7 +160,7 @@ class FoundBy:
     of the keys a candidate was not filed under (`SignatureStore.unfiled_tags`): a key full when it
     came does not hold it, and may no longer be full once an expiry took some of its pages."""
 
-    seqs: Mapping[int, AbstractSet[int]]
+    seqs: Mapping[int, set[int] | frozenset[int]]
     unfiled_tags: Callable[[DocRecord], AbstractSet[int]]
 
 
@@ -169,14 +170,21 @@ _NONE: frozenset[int] = frozenset()
 def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
                    found_by: FoundBy) -> dict[int, np.ndarray]:
     """By tag of each method of `found_by` whose keys find every match, which of the `stored`
-    candidates can pass its test: those its keys found, and those not filed under all its keys."""
+    candidates can pass its test: those its keys found, and those not filed under all its keys.
+    A method whose keys found every candidate rules none out and is left out."""
     seqs = [seq for seq, _ in stored]
-    hidden = [found_by.unfiled_tags(other) if other.unfiled else _NONE for _, other in stored]
+    hidden: list[AbstractSet[int]] | None = None
     members = {}
     for tag, method in methods.values():
-        if method.keys_find_every_match and (found := found_by.seqs.get(tag)) is not None:
-            members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
-                                    dtype=np.bool_)
+        if not method.keys_find_every_match or (found := found_by.seqs.get(tag)) is None:
+            continue
+        if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
+            continue
+        if hidden is None:
+            unfiled = found_by.unfiled_tags
+            hidden = [unfiled(other) if other.unfiled else _NONE for _, other in stored]
+        members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
+                                dtype=np.bool_)
     return members
 
 

@@ -112,6 +112,11 @@ def test_a12_similarities_equal_pair_by_pair():
         _same(method.similarities(mine, others), pairwise)
 
 
+def many(docs):
+    """`StoreBatch.docs_of` over a dict of DocRecords by seq."""
+    return lambda seqs: [docs.get(seq) for seq in seqs]
+
+
 def _engine_case():
     """A page, 400 stored candidates (and the page itself, and one not stored) of the four default
     methods, a policy of four rules and a site policy: (methods, policy, mine, docs, page, seqs)."""
@@ -144,7 +149,7 @@ def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
     candidates' order; own-site candidates meet the site policy during the cold start."""
     methods, policy, mine, docs, page, seqs = _engine_case()
     for template_known in (False, True):
-        got = list(judged(seqs, docs.get, policy, methods, page, mine, template_known, oldest_ms=1010))
+        got = list(judged(seqs, many(docs), policy, methods, page, mine, template_known, oldest_ms=1010))
         want = []
         for seq in seqs:
             other = docs.get(seq)
@@ -175,7 +180,7 @@ def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(
                    and mine_keys[tag] & set(method.index_keys(method.decode(doc.signatures[tag])))}
              for tag, method in complete.items()}
     # candidates that match by a rule naming A12, as if they were not filed under their A12 keys (full)
-    plain = list(judged(seqs, docs.get, policy, methods, page, mine, True, oldest_ms=1010))
+    plain = list(judged(seqs, many(docs), policy, methods, page, mine, True, oldest_ms=1010))
     hidden = [seq for seq, _, (rule, _) in plain if "a12" in rule][:15]
     assert len(hidden) == 15
     found[3] -= set(hidden)
@@ -192,14 +197,14 @@ def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(
     by = FoundBy(found, lambda doc: unfiled_tags[bool(doc.unfiled)])
     for template_known in (False, True):
         asked.update(dict.fromkeys(asked, 0))
-        want = list(judged(seqs, hiding.get, policy, methods, page, mine, template_known, oldest_ms=1010))
+        want = list(judged(seqs, many(hiding), policy, methods, page, mine, template_known, oldest_ms=1010))
         every = dict(asked)  # candidates asked of each method without FoundBy
         asked.update(dict.fromkeys(asked, 0))
-        got = list(judged(seqs, hiding.get, policy, methods, page, mine, template_known, 1010, by))
+        got = list(judged(seqs, many(hiding), policy, methods, page, mine, template_known, 1010, by))
         assert got == want
         assert asked["exact"] < every["exact"] / 2 and asked["a12"] <= every["a12"], (asked, every)
         assert asked["simhash"] < every["simhash"]  # not for those no A12 key found: their rule cannot hold
         assert asked["minhash"] == every["minhash"]  # its bands miss some matches: always asked
         # without the unfiled marks the hidden candidates' A12 rules are not verified: the marks keep them
-        unmarked = list(judged(seqs, docs.get, policy, methods, page, mine, template_known, 1010, by))
+        unmarked = list(judged(seqs, many(docs), policy, methods, page, mine, template_known, 1010, by))
         assert unmarked != want

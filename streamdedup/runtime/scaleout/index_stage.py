@@ -84,7 +84,7 @@ class IndexPartition:
         work["pages_over_candidate_limit"] += int(batch.last_found > len(found))
         work["candidates_by_chance"] += len(found) - len(seqs)
         work["candidates_verified"] += len(seqs)
-        for _, other, (rule, similarity) in judged(seqs, batch.doc, self.policy, self.by_name, doc, mine,
+        for _, other, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine,
                                                    request.template_known, oldest, tests=work):
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
