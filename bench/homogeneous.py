@@ -19,9 +19,9 @@ Beside it, in the same run and on the same file: a minimal in-memory MinHash-LSH
 RMinHashLSH, verify the candidates by Jaccard >= 0.5, insert the page). `rensa_ratio` is rensa's
 time over the whole command's (net of start-up): 1.0 = as fast as the minimal pass, with four
 methods, a store on disk and every output file to its one; `rensa_ratio_whole` is the same with
-the command's start-up left in (a fixed ~1.3 s: imports and numba's compiled kernels loaded from
-its cache), which weighs on small files. Every figure is given in wall time and
-in CPU time (`_cpu`: the command's user + system seconds, rensa's process time), which a busy
+the command's start-up left in (a fixed ~0.7 CPU-s in a core-only install: imports and numba's
+compiled kernels loaded from its cache), which weighs on small files. Every figure is given in
+wall time and in CPU time (`_cpu`: the command's user + system seconds, rensa's process time), which a busy
 neighbour on a shared machine moves less.
 
 Prints and writes JSON: per size the runs, their medians, the work per page from summary.json
@@ -150,7 +150,7 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
                         f"rensa_ms_per_page{suffix}": round(rensa / size * 1000, 3),
                         f"rensa_ratio{suffix}": round(rensa / net, 3) if measurable else None,
                         # the same with the command's start-up in (imports, compiled kernels loaded
-                        # from numba's cache, the store opened: ~1.3 s), as a user timing it sees it
+                        # from numba's cache, the store opened: ~0.7 CPU-s), as a user timing it sees it
                         f"rensa_ratio_whole{suffix}": round(rensa / whole, 3)})
         results[str(size)] = row
     for suffix in ("", "_cpu"):
