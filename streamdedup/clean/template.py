@@ -126,6 +126,18 @@ def url_base(url: str) -> str:
         return url
 
 
+# Up to this many lines a page's distinct lines are sorted in Python: a compiled call's dispatch
+# and the arrays it returns (~4 µs) cost more than the sort of a few ints
+_PYTHON_SORT_LINES = 64
+
+
+def distinct_lines(hashes: list[int]) -> np.ndarray:
+    """A page's distinct line hashes, ascending (uint64)."""
+    if len(hashes) <= _PYTHON_SORT_LINES:
+        return np.array(sorted(set(hashes)), dtype=np.uint64)
+    return distinct_counts(np.fromiter(hashes, dtype=np.uint64, count=len(hashes)))[0]
+
+
 @numba.njit(cache=True)
 def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The counted lines (ascending hashes, their counts) with a page's distinct ascending
@@ -328,7 +340,7 @@ class SiteTemplate:
         key = page_key(url)
         if self._has_url(key):
             return False
-        page = distinct_counts(np.fromiter(hashes, dtype=np.uint64, count=len(hashes)))[0]
+        page = distinct_lines(hashes)
         self.learned.append((key, page))
         self._learn(key, page, params)
         return True

@@ -128,7 +128,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     stored = [(seq, other) for seq, other in zip(seqs, docs_of(seqs), strict=True)
               if other is not None and other.page_id != page.page_id
               and (oldest_ms is None or other.event_ms >= oldest_ms)]
-    verdicts: list[tuple[str, float] | None] = [None] * len(stored)
+    verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
     if template_known:  # no candidate meets the site policy
         groups = [(policy.other_site, list(range(len(stored))))]
     else:
@@ -145,9 +145,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         for j in np.flatnonzero(numbers >= 0).tolist():
             rule = chosen.rules[numbers[j]]
             verdicts[rows[j]] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
-    for (seq, other), verdict in zip(stored, verdicts, strict=True):
-        if verdict is not None:
-            yield seq, other, verdict
+    for i in sorted(verdicts):  # in the order of `seqs`
+        seq, other = stored[i]
+        yield seq, other, verdicts[i]
 
 
 @dataclass(frozen=True)

@@ -263,3 +263,21 @@ def test_a_model_read_back_from_its_bytes_holds_writable_arrays():
         learn(site, f"https://planet.example/story/{i}", page_text(i))
     again = SiteTemplate.decode(site.encode())
     assert again._lines.flags.writeable and again._counts.flags.writeable
+
+
+def test_a_pages_distinct_lines_are_the_same_sorted_in_python_or_compiled():
+    """Small pages' distinct lines are sorted in Python (a compiled call costs more there): the
+    same ascending uint64 array as the compiled path, with repeats and hashes of 2^63 and up."""
+    import random
+
+    import numpy as np
+
+    from streamdedup.clean.template import _PYTHON_SORT_LINES, distinct_lines
+    from streamdedup.tokens.hashing import distinct_counts
+
+    rng = random.Random(5)
+    for size in [0, 1, 2, 3, _PYTHON_SORT_LINES, _PYTHON_SORT_LINES + 1, 200]:
+        hashes = [rng.choice([rng.getrandbits(64), 2**64 - 1, 2**63, 0, 7]) for _ in range(size)]
+        got = distinct_lines(hashes)
+        want = distinct_counts(np.array(hashes, dtype=np.uint64))[0]
+        assert got.dtype == np.uint64 and got.flags.c_contiguous and np.array_equal(got, want), size
