@@ -823,17 +823,21 @@ class StoreBatch:
             if words is not None:
                 skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words,
                                                owner[repeated], len(ends))
+            answers = self._answers
             for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
                 name = as_bytes[j]
                 if name not in values:
-                    values[name] = layout.seqs_value(sorted(seqs[start: start + count].tolist()))
+                    ordered = sorted(seqs[start: start + count].tolist())
+                    value = values[name] = layout.seqs_value(ordered)
+                    # its answer as `answer_of` would decode it from the value (read by `candidates`)
+                    answers[value] = (ordered[:STOP_KEY_ANSWERS] if count >= MAX_POSTINGS_PER_KEY else ordered, count)
                     hits.append(name)
         for name in as_bytes:
             if name not in values:
                 values[name] = None
         self._live.update(hits)
-        answers = {s for name in hits for s in answered(cast(bytes, values[name]))}
-        unread = [s for s in answers if s not in skipped and s not in self._committed_docs and s not in self._docs]
+        answers_seqs = {s for name in hits for s in self._answers[cast(bytes, values[name])][0]}
+        unread = [s for s in answers_seqs if s not in skipped and s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
         cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
         return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]

@@ -60,6 +60,35 @@ def test_homogeneous_pages_cost_a_bounded_and_flat_number_of_verifications(tmp_p
     assert found_second <= 1.25 * found_first, (found_first, found_second)  # flat as the store grows
 
 
+def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monkeypatch):
+    """`stage` keeps each stored name's answer (a full key's first pages, and the count) as it
+    writes the name's value, for `candidates`: the same as decoding the value (`answer_of`)."""
+    import random
+
+    from streamdedup.testing import make_words
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 8)
+    kept: list[tuple[bytes, tuple[list[int], int]]] = []
+    stage = signature_store.StoreBatch.stage
+
+    def staged(self, *args, **kwargs):
+        shared = stage(self, *args, **kwargs)
+        kept.extend(self._answers.items())
+        return shared
+
+    monkeypatch.setattr(signature_store.StoreBatch, "stage", staged)
+    rng = random.Random(4)
+    vocabulary = make_words(rng, 800)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
+    pages = [page(f"https://forum.example/t/{i}", " ".join(rng.choices(vocabulary, zipf, k=300)), "2024-03-01T00:00:00Z",
+                  content_type="text/plain") for i in range(120)]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        for start in range(0, len(pages), 30):  # batches after the first find stored pages
+            list(detector.run(raw_records(pages[start: start + 30])))
+    assert any(count >= 8 for _, (_, count) in kept) and any(count < 8 for _, (_, count) in kept)
+    assert all(answer == signature_store.answer_of(value) for value, answer in kept)
+
+
 def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monkeypatch):
     """Everything collides under a full key: it answers its first pages only (the earliest-page
     rule's), so its lookups cost a few candidates, not the cap's worth."""
