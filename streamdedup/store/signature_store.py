@@ -745,8 +745,8 @@ class StoreBatch:
         # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
         # at most CHANCE_POSTINGS pages
         self.unvouched: set[int] = set()
-        # of the last `candidates` call, the (tag, postings value) of each name of a method whose keys
-        # find every match of its test that holds pages (`found_by`)
+        # of the last `candidates` call, the (tag, answer) of each name of a method whose keys find
+        # every match of its test that holds pages (`found_by`; an answer as `answer_of` gives it)
         self._keyed: list[tuple[int, tuple[list[int], int]]] = []
         self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
