@@ -167,19 +167,14 @@ class Detector:
             work["max_candidates_found"] = max(work["max_candidates_found"], by_chance)
             work["candidates_by_chance"] += by_chance
             return []
-        seqs = batch.candidates(names)
-        if not seqs:  # the common case: no stored page shares a key
+        answered = batch.candidates(names)
+        if not answered:  # the common case: no stored page shares a key
             return []
-        work["candidates_found"] += batch.last_found
-        work["pages_over_candidate_limit"] += int(batch.last_found > len(seqs))
-        work["max_candidates_found"] = max(work["max_candidates_found"], batch.last_found)
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
-        if batch.unvouched:  # found only by SimHash's short keys: chance collisions are dropped unjudged
-            kept = batch.without_chance(seqs, mine)
-            work["candidates_by_chance"] += len(seqs) - len(kept)
-            seqs = kept
-        work["candidates_verified"] += len(seqs)
+        # found only by SimHash's short keys: chance collisions are dropped unjudged
+        seqs = batch.without_chance(answered, mine) if batch.unvouched else answered
+        batch.count_work(work, len(answered), len(seqs))
         if not seqs:
             return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)

@@ -982,6 +982,18 @@ class StoreBatch:
         gone = set(far.tolist())
         return [s for s in seqs if s not in gone]
 
+    def count_work(self, work: Counter[str], answered: int, verified: int) -> None:
+        """The last `candidates` call in a caller's work counts (`Detector.WORK_COUNTS`): the
+        candidates found before the limit, a page over it, the most found for one page, those
+        dropped as chance collisions (`answered` - `verified`: `without_chance`) and those verified.
+        One place for the Detector and the global topology's index partitions."""
+        found = self.last_found
+        work["candidates_found"] += found
+        work["pages_over_candidate_limit"] += int(found > answered)
+        work["max_candidates_found"] = max(work["max_candidates_found"], found)
+        work["candidates_by_chance"] += answered - verified
+        work["candidates_verified"] += verified
+
     def docs_of(self, seqs: Sequence[int]) -> list[DocRecord | None]:
         """`doc` of each seq, those the batch has not read yet read with one multi_get: a page's
         candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""

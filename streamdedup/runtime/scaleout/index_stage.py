@@ -80,10 +80,7 @@ class IndexPartition:
         seqs = batch.without_chance(found, mine)
         work = self.work
         work["pages"] += 1
-        work["candidates_found"] += batch.last_found
-        work["pages_over_candidate_limit"] += int(batch.last_found > len(found))
-        work["candidates_by_chance"] += len(found) - len(seqs)
-        work["candidates_verified"] += len(seqs)
+        batch.count_work(work, len(found), len(seqs))
         for _, other, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine,
                                                    request.template_known, oldest, tests=work):
             order = bytes.fromhex(other.cluster_id)

@@ -28,6 +28,7 @@ from confluent_kafka import Message
 
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
@@ -324,7 +325,7 @@ class IndexStagePartition(_StoredPartition):
 
     def work(self) -> Mapping[str, int]:
         """This index partition's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
-        return dict(self.index.work)
+        return {kind: self.index.work[kind] for kind in Detector.WORK_COUNTS}
 
     def watermark(self) -> bytes:
         return min(self.watermarks.values(), default=b"")
