@@ -7,7 +7,6 @@ import importlib.util
 import os
 import platform
 import sys
-import tomllib
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,6 +106,8 @@ def _parse_value(text: str) -> Any:
 def read_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
+    import tomllib  # here: a run without --config does not load the parser (~0.01 s of start-up)
+
     with open(path, "rb") as handle:
         return tomllib.load(handle)
 

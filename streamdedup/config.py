@@ -7,7 +7,6 @@ tokeniser, method parameters) is recorded in the store; policy and retention may
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -116,6 +115,8 @@ class DetectorConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DetectorConfig:
+        import tomllib  # here: most runs read no file
+
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
         return cls.from_mapping(data)
