@@ -23,7 +23,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, FoundBy, decide, judged
 from streamdedup.verdict.policy import SitePolicy
@@ -163,9 +163,7 @@ class Detector:
         work = self.work
         work["pages"] += 1
         if by_chance := batch.chance_only(page):  # every candidate a chance collision, told for the batch
-            work["candidates_found"] += by_chance
-            work["max_candidates_found"] = max(work["max_candidates_found"], by_chance)
-            work["candidates_by_chance"] += by_chance
+            count_lookup(work, by_chance, by_chance, 0)
             return []
         answered = batch.candidates(names)
         if not answered:  # the common case: no stored page shares a key
@@ -174,7 +172,7 @@ class Detector:
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
         # found only by SimHash's short keys: chance collisions are dropped unjudged
         seqs = batch.without_chance(answered, mine) if batch.unvouched else answered
-        batch.count_work(work, len(answered), len(seqs))
+        count_lookup(work, batch.last_found, len(answered), len(seqs))
         if not seqs:
             return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)

@@ -101,19 +101,27 @@ MAX_CANDIDATES = 100
 STOP_KEY_ANSWERS = 4
 
 
+def count_lookup(work: Counter[str], found: int, answered: int, verified: int) -> None:
+    """A page's lookup in a caller's work counts (`Detector.WORK_COUNTS`): the candidates `found`
+    before the limit (`StoreBatch.last_found`), a page over it (`answered` fewer), the most found
+    for one page, those dropped as chance collisions (`answered` - `verified`) and those verified.
+    One place for the Detector and the global topology's index partitions."""
+    work["candidates_found"] += found
+    work["pages_over_candidate_limit"] += int(found > answered)
+    work["max_candidates_found"] = max(work["max_candidates_found"], found)
+    work["candidates_by_chance"] += answered - verified
+    work["candidates_verified"] += verified
+
+
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
     """The places of `names` among the sorted distinct names of `every` (48-bit integers: big-endian
     names sort as their integers), in order (`DocRecord.unfiled`)."""
     return tuple(name_places(np.asarray(every, dtype=np.uint64), name_ints(names)).tolist())
 
 
-def answered(value: bytes) -> list[int]:
-    """The seqs a postings value answers a lookup with: all of them, or a full key's first few."""
-    return answer_of(value)[0]
-
-
 def answer_of(value: bytes) -> tuple[list[int], int]:
-    """`answered(value)` and how many seqs the value holds (a full key's count: MAX_POSTINGS_PER_KEY or more)."""
+    """The seqs a postings value answers a lookup with (all of them, or a full key's first few) and
+    how many it holds (a full key's count: MAX_POSTINGS_PER_KEY or more)."""
     count = layout.postings_count(value)
     return layout.seqs_from(value, STOP_KEY_ANSWERS if count >= MAX_POSTINGS_PER_KEY else 0), count
 
@@ -776,7 +784,7 @@ class StoreBatch:
         values.update(zip(missing, read, strict=True))
         hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
         self._live.update(n for n, _ in hits)
-        seqs = {s for _, v in hits for s in answered(v)}
+        seqs = {s for _, v in hits for s in self._answer(v)[0]}
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
 
@@ -924,12 +932,10 @@ class StoreBatch:
         found: list[list[int]] = []  # the seqs each name with pages answers
         vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
         keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
-        values, answers = self._values, self._answers
+        values = self._values
         for n in names:
             if v := (values[n] if n in values else self._value(n)):
-                answer = answers.get(v)
-                if answer is None:
-                    answer = answers[v] = answer_of(v)
+                answer = self._answer(v)
                 found.append(answer[0])
                 if n[0] != word_tag or answer[1] > CHANCE_POSTINGS:
                     vouching.append(answer[0])
@@ -982,18 +988,6 @@ class StoreBatch:
         gone = set(far.tolist())
         return [s for s in seqs if s not in gone]
 
-    def count_work(self, work: Counter[str], answered: int, verified: int) -> None:
-        """The last `candidates` call in a caller's work counts (`Detector.WORK_COUNTS`): the
-        candidates found before the limit, a page over it, the most found for one page, those
-        dropped as chance collisions (`answered` - `verified`: `without_chance`) and those verified.
-        One place for the Detector and the global topology's index partitions."""
-        found = self.last_found
-        work["candidates_found"] += found
-        work["pages_over_candidate_limit"] += int(found > answered)
-        work["max_candidates_found"] = max(work["max_candidates_found"], found)
-        work["candidates_by_chance"] += answered - verified
-        work["candidates_verified"] += verified
-
     def docs_of(self, seqs: Sequence[int]) -> list[DocRecord | None]:
         """`doc` of each seq, those the batch has not read yet read with one multi_get: a page's
         candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""
@@ -1041,6 +1035,13 @@ class StoreBatch:
         every = names[start: ends[page]]
         self._add(doc, shared, lambda full: places_among_ints(every, full))
         self._page_seqs[page] = doc.seq
+
+    def _answer(self, value: bytes) -> tuple[list[int], int]:
+        """`answer_of(value)`, decoded once a batch (a hot key's value is every page's)."""
+        answer = self._answers.get(value)
+        if answer is None:
+            answer = self._answers[value] = answer_of(value)
+        return answer
 
     def _all_read_none_filed(self, names: AbstractSet[bytes]) -> bool:
         """Every one of `names` read into the batch and none with a page under it (a page that

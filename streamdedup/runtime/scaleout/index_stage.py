@@ -28,7 +28,7 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
-from streamdedup.store.signature_store import SignatureStore, StoreBatch
+from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
 
@@ -80,7 +80,7 @@ class IndexPartition:
         seqs = batch.without_chance(found, mine)
         work = self.work
         work["pages"] += 1
-        batch.count_work(work, len(found), len(seqs))
+        count_lookup(work, batch.last_found, len(found), len(seqs))
         for _, other, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine,
                                                    request.template_known, oldest, tests=work):
             order = bytes.fromhex(other.cluster_id)
