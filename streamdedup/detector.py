@@ -17,7 +17,7 @@ from pathlib import Path
 
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
 from streamdedup.record.batches import batches
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
@@ -149,15 +149,16 @@ class Detector:
                            page: int, names: list[bytes]) -> Verdict:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
         pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
-        document = document_key(fp.page.url)
-        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, page, names, document))
+        document, steered = document_key(fp.page.url), steered_record(fp, self.methods)
+        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, page, names, document, steered))
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
-                                   verdict.duplicate_of or "", signatures, fp.site_hash, document=document),
+                                   verdict.duplicate_of or "", signatures, fp.site_hash, document=document,
+                                   steered=steered),
                          page, names)
         return verdict
 
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, page: int, names: list[bytes],
-                    document: int) -> list[Candidate]:
+                    document: int, steered: bytes) -> list[Candidate]:
         """Every stored page sharing any index key with this one and inside its retention window,
         verified and judged by the engine (`engine.judged`). (`page`: its number in the staged batch.)"""
         work = self.work
@@ -175,7 +176,7 @@ class Detector:
         count_lookup(work, batch.last_found, len(answered), len(seqs))
         if not seqs:
             return []
-        record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document)
+        record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document, steered=steered)
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms),

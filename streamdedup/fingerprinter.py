@@ -21,17 +21,20 @@ import orjson
 import xxhash
 
 from streamdedup.clean.errors import CleaningStackMissing
+from streamdedup.clean.extract import Texts
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.minhash import MinHashSignature
 from streamdedup.fingerprints.registry import create_method
 from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection
+from streamdedup.verdict.engine import STEERED_METHOD, STEERED_VALUES
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,9 @@ class Fingerprinted:
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
     visible: str = ""  # all the page's visible text, normalised (what its site's template learns)
+    # the MinHash signature of the article element's own text, where extraction's rescue replaced
+    # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/engine.py`); else None
+    steered: Any = None
 
     @cached_property
     def site_hash(self) -> int:
@@ -102,6 +108,7 @@ class Fingerprinter:
                              "template": str(config.template or "off")}
         warm_up(self.methods)
         self.threads = prepare_threads(config.prepare_threads)
+        self.steered_method = next((m for m in self.methods if m.name == STEERED_METHOD), None)
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
         """`prepare` of each record, in their order. With more than one thread (`prepare_threads`)
@@ -146,9 +153,9 @@ class Fingerprinter:
 
     def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any]) -> Fingerprinted | Outcome:
         try:
-            text, visible, signatures = self.signatures(page)
-            return Fingerprinted(page, record, raw.origin, signatures, text, raw.arrival_ms,
-                                 visible=visible)
+            texts, signatures = self.signatures(page)
+            return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
+                                 visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang))
         except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
             raise
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -174,11 +181,23 @@ class Fingerprinter:
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
-    def signatures(self, page: Page) -> tuple[str, str, dict[str, Any]]:
+    def signatures(self, page: Page) -> tuple[Texts, dict[str, Any]]:
         """Clean, tokenise and compute every enabled method's signature; the page's visible text
         too when the template model is on."""
-        text, visible = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None)
-        return text, visible, fingerprint_text(text, page.lang, self.methods, self.config.cleaning.min_words)
+        texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None)
+        return texts, fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
+
+    def steered_signature(self, steered: str, lang: str | None) -> Any:
+        """The MinHash signature of a rescued page's article element text (None: no such text, fewer
+        words than a page must have, or no MinHash among the methods)."""
+        minhash = self.steered_method
+        if not steered or minhash is None:
+            return None
+        doc = Document.from_text(steered, lang)
+        if doc.num_tokens < self.config.cleaning.min_words:
+            return None
+        signature = minhash.signature(doc)
+        return None if signature is None else MinHashSignature(signature.values[:STEERED_VALUES], signature.set_size)
 
     @staticmethod
     def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:
@@ -220,6 +239,14 @@ def prepare_threads(setting: int) -> int:
         return setting
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(8, cpus))
+
+
+def steered_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any, Any]]) -> bytes:
+    """The page's steered signature (`Fingerprinted.steered`) as its record keeps it
+    (`DocRecord.steered`); b"": none."""
+    if item.steered is None:
+        return b""
+    return next((m.encode(item.steered) for m in methods if m.name == STEERED_METHOD), b"")
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,

@@ -204,3 +204,46 @@ def test_in_the_cold_start_another_fetch_of_the_same_url_meets_the_one_policy(tm
     assert outcomes[1].status == "duplicate" and outcomes[1].dedup["duplicate_of"] == outcomes[0].dedup["id"]
     elsewhere = [at_its_url[0], {**at_its_url[1], "url": url + "-2"}]
     assert [o.status for o in run_records(elsewhere, tmp_path / "other")] == ["unique", "unique"]
+
+
+def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tmp_path):
+    """Short pages whose article element held little: the rescue may read the same site box on
+    each (an author's note), so their main texts are equal while what each page holds differs.
+    Such an own-site match stands only where the pages' element texts (`Fingerprinted.steered`)
+    agree, or the candidate is another fetch of the page's own URL, or it kept no element text;
+    other sites' copies are not asked. The element text lives in the page's record: after a crash
+    (no index snapshot: the index rebuilt from the records) it still decides. (Each site shows at
+    most three pages here: from its fourth, its box would be its known template.)"""
+    from streamdedup.detector import Detector
+    from streamdedup.store.layout import DocRecord, doc_key
+    from streamdedup.testing import raw_records
+
+    boxes = {site: " ".join(make_words(random.Random(site), 120)) for site in "abcde"}  # each site's author box
+    element = [" ".join(make_words(random.Random(200 + i), 30)) for i in range(4)]
+    hours = iter(range(24))
+
+    def decide(detector: Detector, site: str, path: str, text: str | None, box: str = "") -> str:
+        hour = next(hours)
+        record = page(f"https://{site}.example/{path}", box or boxes[site], f"2024-03-01T{hour:02d}:00:00Z",
+                      content_type="text/plain", id=f"p{hour}")
+        item = detector.prepare(next(iter(raw_records([record]))))
+        steered = None if text is None else detector.fingerprinter.steered_signature(text, None)
+        outcome = detector.decide_batch([item.but(steered=steered)])[0]
+        return f"{outcome.status} {outcome.dedup.get('duplicate_of') or ''}".strip()
+
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert [decide(detector, "a", "1", element[0]), decide(detector, "a", "2", element[1])] == ["unique"] * 2
+        assert decide(detector, "b", "1", element[0]) == "unique"
+        assert decide(detector, "b", "2", element[0] + " updated at noon") == "duplicate p2"  # a revision
+        assert decide(detector, "copies", "1", element[2], box=boxes["a"]) == "duplicate p0"  # another site's copy
+        assert decide(detector, "c", "1", element[0]) == "unique"
+        assert decide(detector, "c", "1", element[3]) == "duplicate p5"  # its own URL again
+        assert decide(detector, "d", "1", element[0]) == "unique"
+        assert decide(detector, "d", "2", None) == "duplicate p7"  # read without a rescue
+        assert decide(detector, "e", "1", element[0]) == "unique"
+        record = DocRecord.decode(0, detector.store.db[doc_key(0)])
+        assert record.steered and detector.store.doc(0) == record and not detector.store.doc(8).steered
+    (tmp_path / "index-snapshot").unlink()  # as after a crash
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        assert decide(detector, "e", "2", element[1]) == "unique"
+        assert decide(detector, "a", "3", element[1]) == "duplicate p1"

@@ -15,13 +15,26 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
 from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "fast", "resiliparse", "none"]
+
+
+class Texts(NamedTuple):
+    """What extraction gives of a page: its main text; all its visible text, if asked for (else
+    ""); and, where `fast`'s rescue replaced the article element's own text by trafilatura's (the
+    element's text covered little of the page), that element's text (else ""). A rescue may take
+    a site's boxes (an author's note, other stories) for a short page's article; the element's own
+    text says what the page itself holds (`verdict/engine.py`, own-site candidates)."""
+
+    main: str
+    visible: str = ""
+    steered: str = ""
+
 EXTRACTORS: tuple[str, ...] = ("trafilatura", "fast", "resiliparse", "none")
 
 # trafilatura and the libraries under it log at ERROR or WARNING every page they cannot read ("empty
@@ -165,12 +178,12 @@ def extract_resiliparse(html: str) -> str:
     return resiliparse_texts(html, visible=False)[0]
 
 
-def resiliparse_texts(html: str, visible: bool) -> tuple[str, str]:
+def resiliparse_texts(html: str, visible: bool) -> Texts:
     """resiliparse's main-content text and, if `visible`, the page's whole text, from one parse."""
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
-    return main_content_text(tree), extract_all_text(tree) if visible else ""
+    return Texts(main_content_text(tree), extract_all_text(tree) if visible else "")
 
 
 def extract_all_text(html: str | Any) -> str:
@@ -193,10 +206,10 @@ _BACKENDS: dict[str, Callable[[str], str]] = {
 C_EXTRACTORS = frozenset({"fast", "resiliparse", "none"})
 
 
-def page_texts(html: str, extractor: str, visible: bool) -> tuple[str, str]:
-    """The page's main text by `extractor` and, if `visible`, all its visible text (else "").
-    A library that cannot be imported (trafilatura, on the first page that needs it) is
-    `CleaningStackMissing`: the run stops, naming the fix."""
+def page_texts(html: str, extractor: str, visible: bool) -> Texts:
+    """The page's `Texts` by `extractor` (the visible text only if `visible`). A library that
+    cannot be imported (trafilatura, on the first page that needs it) is `CleaningStackMissing`:
+    the run stops, naming the fix."""
     try:
         if extractor == "fast":
             return fast_texts(html, visible)
@@ -206,12 +219,12 @@ def page_texts(html: str, extractor: str, visible: bool) -> tuple[str, str]:
     except ImportError as err:
         raise missing_stack(extractor, err) from None
     if not visible:
-        return main, ""
-    return main, main if extractor == "none" else extract_all_text(html)
+        return Texts(main)
+    return Texts(main, main if extractor == "none" else extract_all_text(html))
 
 
-def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: bool = False) -> tuple[str, str]:
-    """The page's main text and, if `visible`, all its visible text, in one pass where the
+def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: bool = False) -> Texts:
+    """The page's `Texts` (all its visible text only if `visible`), in one pass where the
     extractor allows (one parse, one round trip to the helper). Deeper nesting than MAX_NESTING is
     refused first; `max_seconds` bounds the rest: the C extractors run in a helper process that is
     killed on overrun, the others under an alarm (0: no bound)."""

@@ -26,7 +26,10 @@ the time; clean/trafilatura_once.py makes it one parse) and docs/evaluation.md (
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamdedup.clean.extract import Texts
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
@@ -195,26 +198,29 @@ def steered_text(tree: Any) -> str:
     return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
-def fast_texts(html: str, visible: bool) -> tuple[str, str]:
+def fast_texts(html: str, visible: bool) -> Texts:
     """The page's main text and, if `visible`, all its visible text, from one parse (the template
     model learns from the visible text: a second pass parsed each page twice). The whole text is
-    also what the rescue bounds compare with, so it is made at most once."""
+    also what the rescue bounds compare with, so it is made at most once. Where trafilatura's
+    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
     from resiliparse.parse.html import HTMLTree
 
-    from streamdedup.clean.extract import covers_little, extract_all_text
+    from streamdedup.clean.extract import Texts, covers_little, extract_all_text
 
     tree = HTMLTree.parse(html)
     page_text = functools.cache(lambda: extract_all_text(tree))
 
     text = steered_text(tree)
+    steered = ""
     if covers_little(text, page_text):
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
         # taken for the container, or a page whose own text is short: trafilatura, whose rescue
         # rule this is
         from streamdedup.clean.extract import extract_trafilatura
 
+        steered = text
         text = extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH]) or main_content_text(tree, None)
-    return text, page_text() if visible else ""
+    return Texts(text, page_text() if visible else "", steered)
 
 
 def extract_fast(html: str) -> str:

@@ -8,8 +8,9 @@ does not, it is killed (and a new one started for the next page) and the page is
 
 Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
 (extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
-an answer is (status, main text length, visible text length) and both texts, or the error (as the
-main text) for status 1 (the page failed) and 2 (the extractor's libraries cannot load).
+an answer is (status, and the lengths of the main, visible and steered text: `extract.Texts`) and
+the three texts, or the error (as the main text) for status 1 (the page failed) and 2 (the
+extractor's libraries cannot load).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from collections.abc import Callable
 from typing import IO
 
 from streamdedup.clean.errors import CleaningStackMissing
+from streamdedup.clean.extract import Texts
 from streamdedup.record.rejection import Reason, Rejected
 
-_HEADER = struct.Struct("<III")
+_HEADER = struct.Struct("<III")  # a request's
+_ANSWER = struct.Struct("<IIII")
 _STACK_MISSING = 2  # an answer's status: the extractor's libraries cannot load (1: the page failed)
 
 
@@ -39,9 +42,10 @@ class IsolatedExtractor:
         self._owner = 0
 
     def extract(self, extractor: str, html: str, seconds: float, visible: bool = False,
-                utf8: bytes | None = None) -> tuple[str, str]:
-        """(main text, visible text or "") of `html` (`utf8`: its UTF-8 bytes, if the caller has
-        them) by `extractor`, within `seconds`."""
+                utf8: bytes | None = None) -> Texts:
+        """The `Texts` of `html` (`utf8`: its UTF-8 bytes, if the caller has them) by `extractor`,
+        within `seconds`."""
+
         process = self._running()
         name = extractor.encode()
         data = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8
@@ -53,9 +57,9 @@ class IsolatedExtractor:
                 self.stop()
                 raise Rejected(Reason.TIMEOUT,
                                f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
-            status, size, visible_size = _HEADER.unpack(_read_exactly(process.stdout, _HEADER.size))
-            text = _read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
-            everything = _read_exactly(process.stdout, visible_size).decode("utf-8", "surrogatepass")
+            status, *sizes = _ANSWER.unpack(_read_exactly(process.stdout, _ANSWER.size))
+            text, everything, steered = (_read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
+                                         for size in sizes)
         except Rejected:
             raise
         except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
@@ -68,7 +72,7 @@ class IsolatedExtractor:
             raise CleaningStackMissing(text)
         if status != 0:
             raise RuntimeError(text)
-        return text, everything
+        return Texts(text, everything, steered)
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
@@ -119,7 +123,7 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     return data
 
 
-def serve(texts: Callable[[str, str, bool], tuple[str, str]], stdin: IO[bytes], stdout: IO[bytes]) -> None:
+def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """The helper's loop: one page in, its texts (or its error) out, until stdin closes."""
     while True:
         header = stdin.read(_HEADER.size)
@@ -128,15 +132,16 @@ def serve(texts: Callable[[str, str, bool], tuple[str, str]], stdin: IO[bytes], 
         name_size, size, visible = _HEADER.unpack(header)
         name = _read_exactly(stdin, name_size).decode()
         html = _read_exactly(stdin, size).decode("utf-8", "surrogatepass")
+        answer: tuple[str, ...]
         try:
-            (main, everything), status = texts(html, name, bool(visible)), 0
+            answer, status = tuple(texts(html, name, bool(visible))), 0
         except CleaningStackMissing as err:  # the parent stops the run, naming the fix
-            (main, everything), status = (str(err), ""), _STACK_MISSING
+            answer, status = (str(err), "", ""), _STACK_MISSING
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
-            (main, everything), status = (f"{type(err).__name__}: {err}", ""), 1
-        out, out_visible = main.encode("utf-8", "surrogatepass"), everything.encode("utf-8", "surrogatepass")
+            answer, status = (f"{type(err).__name__}: {err}", "", ""), 1
+        out = [text.encode("utf-8", "surrogatepass") for text in answer]
         try:
-            stdout.write(_HEADER.pack(status, len(out), len(out_visible)) + out + out_visible)
+            stdout.write(_ANSWER.pack(status, *map(len, out)) + b"".join(out))
             stdout.flush()
         except BrokenPipeError:  # the parent is gone (killed, or it stopped this helper): so is its page
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
-from streamdedup.clean.extract import extract_texts, is_html
+from streamdedup.clean.extract import Texts, extract_texts, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.record.page import Page
@@ -33,10 +33,11 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
     return clean_page_texts(page, config, visible=False)[0]
 
 
-def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> tuple[str, str]:
-    """The page's normalised main text and, if `visible`, all its visible text normalised the same
-    way (where a site's template always shows, while it leaks into the main text only sometimes:
-    clean/template.py learns from it); raises Rejected with the reason."""
+def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> Texts:
+    """The page's `Texts`, each normalised: its main text; if `visible`, all its visible text (where
+    a site's template always shows, while it leaks into the main text only sometimes:
+    clean/template.py learns from it); the article element's own text where a rescue replaced it.
+    Raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
@@ -44,13 +45,10 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> tuple
     if isinstance(content, bytes):
         content = decode_bytes(content, charset_from_content_type(page.content_type),
                                max_bytes=config.max_content_bytes)
-    everything = ""
+    texts = Texts(content)
     if is_html(page.content_type, content):
-        text, everything = extract_texts(content, config.extractor, config.max_seconds, visible)
-        everything = normalize_text(everything[: config.max_text_chars])
-    else:
-        text = content
-    text = normalize_text(text[: config.max_text_chars])
+        texts = extract_texts(content, config.extractor, config.max_seconds, visible)
+    text, everything, steered = (normalize_text(t[: config.max_text_chars]) if t else "" for t in texts)
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
-    return text, everything
+    return Texts(text, everything, steered)

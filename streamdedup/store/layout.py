@@ -51,6 +51,8 @@ ID_TAG = 0xFF  # page ids share the index column family under a tag no method ge
 # method gets: records written before it have none (0), and every reader skips unknown tags.
 DOCUMENT_TAG = 0xFE
 _DOCUMENT = struct.Struct("<Q")
+# So is a rescued page's steered signature (`DocRecord.steered`), where its record keeps one.
+STEERED_TAG = 0xFD
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _DELTA = struct.Struct(">I")
@@ -241,6 +243,9 @@ class DocRecord:
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
     unfiled: tuple[int, ...] = ()  # places, in its sorted index names, of the keys it was not filed under (full)
     document: int = 0  # xxh3-64 of its URL without fragment (`clean.template.document_key`); 0: not known
+    # the encoded MinHash signature of its article element's own text, where extraction's rescue
+    # replaced that text (`verdict.engine._steered_agree`); b"": none
+    steered: bytes = b""
 
     def encode(self) -> bytes:
         page_id = self.page_id.encode("utf-8", "surrogatepass")
@@ -249,9 +254,11 @@ class DocRecord:
         dup = self.duplicate_of.encode("utf-8", "surrogatepass")
         parts = [_HEAD.pack(self.event_ms, self.site), varint(len(page_id)), page_id,
                  varint(0 if own_cluster else len(cluster) + 1), cluster, varint(len(dup)), dup,
-                 bytes((len(self.signatures) + (self.document != 0),))]
+                 bytes((len(self.signatures) + (self.document != 0) + bool(self.steered),))]
         for tag, sig in sorted(self.signatures.items()):
             parts += [bytes((tag,)), varint(len(sig)), sig]
+        if self.steered:
+            parts += [bytes((STEERED_TAG,)), varint(len(self.steered)), self.steered]
         if self.document:
             parts += [bytes((DOCUMENT_TAG, _DOCUMENT.size)), _DOCUMENT.pack(self.document)]
         if self.unfiled:  # left out when empty (nearly every page)
@@ -280,6 +287,7 @@ class DocRecord:
             signatures[tag] = data[pos: pos + size]
             pos += size
         document = signatures.pop(DOCUMENT_TAG, None)
+        steered = signatures.pop(STEERED_TAG, b"")
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
@@ -287,4 +295,5 @@ class DocRecord:
                 place, pos = read_varint(data, pos)
                 unfiled.append(place)
         return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site, tuple(unfiled),
-                   _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0)
+                   _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
+                   steered)

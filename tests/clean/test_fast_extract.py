@@ -142,8 +142,26 @@ def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_proce
     html = blog_page()
     for extractor in ("fast", "resiliparse", "trafilatura"):
         alone = extract_main_text(html, extractor)
-        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html))
-        assert extract_texts(html, extractor, max_seconds=10) == (alone, "")
+        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html), "")
+        assert extract_texts(html, extractor, max_seconds=10) == (alone, "", "")
+
+
+def test_where_trafilatura_rescues_a_page_the_article_elements_own_text_comes_with_it():
+    """A brief whose article element holds a few lines, beside a long author box: the rescue's text
+    is trafilatura's, and the element's own text comes back beside it (`Texts.steered`), in process
+    and through the helper (its answer carries three texts); a page read without a rescue has none."""
+    from streamdedup.clean.extract import extract_texts
+    from streamdedup.clean.fast_extract import fast_texts
+
+    listing = "".join(f"<div class='teaser'><h2>Post {n}</h2><p>{p} {p} {p}</p></div>" for n, p in enumerate(ARTICLE))
+    brief = f"{COMMENTS[0]} {COMMENTS[1]} {COMMENTS[0]} {COMMENTS[1]}"
+    html = (f"<html><body><main><article class='entry-content'><h1>Short</h1><p>{brief}</p></article>"
+            f"<section class='recent'>{listing}</section></main></body></html>")
+    texts = fast_texts(html, visible=False)
+    assert texts.steered == f"Short\n\n{brief}" and texts.main != texts.steered
+    assert extract_texts(html, "fast", max_seconds=10) == texts
+    long_page = blog_page().replace("</h1>", "</h1>" + "".join(f"<p>{p} (more)</p>" for p in ARTICLE * 3))
+    assert fast_texts(long_page, visible=False).steered == ""
 
 
 def test_an_elementor_page_is_read_by_the_steered_pass_not_dropped_as_a_widget(monkeypatch):

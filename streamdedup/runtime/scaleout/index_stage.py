@@ -89,7 +89,8 @@ class IndexPartition:
             (earlier if order < request.order else later).append(match)
         root = min(((m.root_order, m.root_id) for m in earlier), default=(request.order, doc.page_id))
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
-                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document),
+                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,
+                            steered=doc.steered),
                   request.keys, names)
         return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
 

@@ -29,7 +29,7 @@ from confluent_kafka import Message
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
@@ -130,7 +130,7 @@ def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]
         for key in method.index_keys(signature):
             keys.setdefault(key_partition(tag, key, index_partitions), {}).setdefault(tag, []).append(key)
     return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash,
-                     document=document_key(item.page.url)), keys
+                     document=document_key(item.page.url), steered=steered_record(item, methods)), keys
 
 
 _HEADER_KIND = [(KIND_HEADER, PAGE)]

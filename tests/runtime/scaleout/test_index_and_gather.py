@@ -129,3 +129,32 @@ def test_the_bounded_wait_releases_by_a_marker_and_only_once(tmp_path):
     assert gather.add_release(due) == []  # a second marker (resent after a crash) changes nothing
     assert gather.add_watermark(0, page_order(9, 9, 0, 0)) == []
     gather.close()
+
+
+def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_elements(tmp_path):
+    """The global topology's index partitions call the same engine: a request carries the page's
+    element text signature (`DocRecord.steered`, in the request's record), the partition keeps it
+    with the page, and two rescued pages of one site whose elements differ do not match there
+    either, while the same pages with agreeing elements do."""
+    detector = Fingerprinter(DetectorConfig())
+    tags = method_tags([m.name for m in detector.methods])
+    text = "\n\n".join(make_article(9))
+
+    def rescued(url: str, element: str, at: int) -> IndexRequest:
+        item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": url, "content": text,
+                                                                  "content_type": "text/plain"})))
+        assert isinstance(item, Fingerprinted)
+        item = item.but(steered=detector.steered_signature(element, None))
+        doc, keys = index_requests(item, detector.methods, tags, 0, 1)
+        return IndexRequest(page_order(at, at, 0, 0), doc, keys[0])
+
+    briefs = ["\n\n".join(make_article(n))[:300] for n in (20, 21)]
+    first, other, revision = (rescued("https://a.example/1", briefs[0], 1), rescued("https://a.example/2", briefs[1], 2),
+                              rescued("https://a.example/3", briefs[0] + " updated", 3))
+    assert first.doc.steered and IndexRequest.decode(first.encode()).doc == first.doc
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    assert index.answer(first).earlier == ()
+    assert index.answer(other).earlier == ()  # the same main text, another element: no match
+    assert [m.page_id for m in index.answer(revision).earlier] == [first.doc.page_id]
+    index.close()
