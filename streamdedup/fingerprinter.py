@@ -189,9 +189,11 @@ class Fingerprinter:
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
         """The MinHash signature of a rescued page's article element text (None: no such text, fewer
-        words than a page must have, or no MinHash among the methods)."""
+        words than a page must have, or no MinHash among the methods). Nor for a text of one line:
+        an element holding a headline alone says nothing of what the page holds, and a revision
+        may change its headline (a cold test set's pair was lost to it: see docs/evaluation.md)."""
         minhash = self.steered_method
-        if not steered or minhash is None:
+        if minhash is None or sum(1 for line in steered.splitlines() if line.strip()) < 2:
             return None
         doc = Document.from_text(steered, lang)
         if doc.num_tokens < self.config.cleaning.min_words:

@@ -210,8 +210,8 @@ def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tm
     """Short pages whose article element held little: the rescue may read the same site box on
     each (an author's note), so their main texts are equal while what each page holds differs.
     Such an own-site match stands only where the pages' element texts (`Fingerprinted.steered`)
-    agree, or the candidate is another fetch of the page's own URL, or it kept no element text;
-    other sites' copies are not asked. The element text lives in the page's record: after a crash
+    agree, or the candidate is another fetch of the page's own URL, or it kept no element text (none,
+    or a headline alone); other sites' copies are not asked. The element text lives in the page's record: after a crash
     (no index snapshot: the index rebuilt from the records) it still decides. (Each site shows at
     most three pages here: from its fourth, its box would be its known template.)"""
     from streamdedup.detector import Detector
@@ -219,7 +219,7 @@ def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tm
     from streamdedup.testing import raw_records
 
     boxes = {site: " ".join(make_words(random.Random(site), 120)) for site in "abcde"}  # each site's author box
-    element = [" ".join(make_words(random.Random(200 + i), 30)) for i in range(4)]
+    element = [f"Brief {i}\n" + " ".join(make_words(random.Random(200 + i), 30)) for i in range(4)]  # headline, body
     hours = iter(range(24))
 
     def decide(detector: Detector, site: str, path: str, text: str | None, box: str = "") -> str:
@@ -240,9 +240,11 @@ def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tm
         assert decide(detector, "c", "1", element[3]) == "duplicate p5"  # its own URL again
         assert decide(detector, "d", "1", element[0]) == "unique"
         assert decide(detector, "d", "2", None) == "duplicate p7"  # read without a rescue
+        assert decide(detector, "d", "3", "A new headline and nothing else") == "duplicate p7"  # a lone line
         assert decide(detector, "e", "1", element[0]) == "unique"
         record = DocRecord.decode(0, detector.store.db[doc_key(0)])
-        assert record.steered and detector.store.doc(0) == record and not detector.store.doc(8).steered
+        assert record.steered and detector.store.doc(0) == record
+        assert not detector.store.doc(8).steered and not detector.store.doc(9).steered
     (tmp_path / "index-snapshot").unlink()  # as after a crash
     with Detector(DetectorConfig(), tmp_path) as detector:
         assert decide(detector, "e", "2", element[1]) == "unique"

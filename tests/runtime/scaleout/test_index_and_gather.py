@@ -148,7 +148,7 @@ def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_eleme
         doc, keys = index_requests(item, detector.methods, tags, 0, 1)
         return IndexRequest(page_order(at, at, 0, 0), doc, keys[0])
 
-    briefs = ["\n\n".join(make_article(n))[:300] for n in (20, 21)]
+    briefs = [f"Brief {n}\n" + make_article(n)[0] for n in (20, 21)]
     first, other, revision = (rescued("https://a.example/1", briefs[0], 1), rescued("https://a.example/2", briefs[1], 2),
                               rescued("https://a.example/3", briefs[0] + " updated", 3))
     assert first.doc.steered and IndexRequest.decode(first.encode()).doc == first.doc
