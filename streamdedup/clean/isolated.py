@@ -45,7 +45,6 @@ class IsolatedExtractor:
                 utf8: bytes | None = None) -> Texts:
         """The `Texts` of `html` (`utf8`: its UTF-8 bytes, if the caller has them) by `extractor`,
         within `seconds`."""
-
         process = self._running()
         name = extractor.encode()
         data = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8

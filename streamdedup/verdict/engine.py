@@ -167,7 +167,8 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
     The element's own text (`DocRecord.steered`) says what the page holds, so an own-site
     candidate rescued too must have an element text that MinHash's own test finds near-duplicate.
     Another fetch of the page's own document is exempt, as from the site policy; so is a candidate
-    whose record keeps no such text (not rescued, or stored before records kept it)."""
+    whose record keeps no such text (not rescued, an element of one line, or stored before records
+    kept it) or one of another length (kept with another `STEERED_VALUES`)."""
     if not page.steered or STEERED_METHOD not in methods:
         return None
     method = methods[STEERED_METHOD][1]
@@ -177,7 +178,8 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
         if (not other.steered or other.site != page.site
                 or (page.document != 0 and other.document == page.document)):
             return True
-        return method.similarity(mine, method.decode(other.steered)) is not None
+        theirs = method.decode(other.steered)
+        return len(theirs.values) != len(mine.values) or method.similarity(mine, theirs) is not None
 
     return agree
 

@@ -532,6 +532,13 @@ def test_a_record_keeps_its_document_key_apart_from_its_signatures_and_old_recor
     assert len(old.encode()) == len(doc.encode()) - 10 - 5 and DocRecord.decode(3, old.encode()).document == 0
 
 
+def test_a_record_keeps_a_rescued_pages_element_signature_apart_from_its_signatures():
+    doc = DocRecord(4, "p4", 1000, "p4", "", {0: b"\x01" * 8}, site=7, document=0xAB, steered=b"\x05" * 132)
+    back = DocRecord.decode(4, doc.encode())
+    assert back == doc and back.signatures == {0: b"\x01" * 8} and back.steered == b"\x05" * 132
+    assert DocRecord.decode(4, DocRecord(4, "p4", 1000, "p4", "", {0: b"\x01" * 8}).encode()).steered == b""
+
+
 def test_a_batch_writes_what_a_site_template_learned_and_a_read_replays_it_to_the_same_model(tmp_path):
     """A site's model is written whole only now and then: in between a batch writes what it
     learned (a delta record), and reading the model replays the deltas after the whole record.
