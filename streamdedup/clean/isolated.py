@@ -8,9 +8,12 @@ does not, it is killed (and a new one started for the next page) and the page is
 
 Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
 (extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
-an answer is (status, and the lengths of the main, visible and steered text: `extract.Texts`) and
-the three texts, or the error (as the main text) for status 1 (the page failed) and 2 (the
-extractor's libraries cannot load).
+an answer is a 4-byte mark of this protocol's version (`_MARK`), (status, and the lengths of the
+main, visible and steered text: `extract.Texts`) and the three texts, or the error (as the main
+text) for status 1 (the page failed) and 2 (the extractor's libraries cannot load). The mark comes
+first so that a helper of another version (streamdedup's files changed under a running process,
+and a helper started since runs the new ones) is told at once, not waited on for bytes it never
+sends.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from streamdedup.clean.extract import Texts
 from streamdedup.record.rejection import Reason, Rejected
 
 _HEADER = struct.Struct("<III")  # a request's
+_MARK = b"sdx3"  # an answer's first bytes: this protocol's version (3: three texts)
 _ANSWER = struct.Struct("<IIII")
 _STACK_MISSING = 2  # an answer's status: the extractor's libraries cannot load (1: the page failed)
 
@@ -56,10 +60,15 @@ class IsolatedExtractor:
                 self.stop()
                 raise Rejected(Reason.TIMEOUT,
                                f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
+            if (mark := _read_exactly(process.stdout, len(_MARK))) != _MARK:
+                self.stop()
+                raise CleaningStackMissing(
+                    f"the extraction helper answered in another protocol ({mark!r}, expected {_MARK!r}): "
+                    "streamdedup's files changed under this running process; restart it")
             status, *sizes = _ANSWER.unpack(_read_exactly(process.stdout, _ANSWER.size))
             text, everything, steered = (_read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
                                          for size in sizes)
-        except Rejected:
+        except (Rejected, CleaningStackMissing):
             raise
         except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
             code = self.stop()
@@ -140,7 +149,7 @@ def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO
             answer, status = (f"{type(err).__name__}: {err}", "", ""), 1
         out = [text.encode("utf-8", "surrogatepass") for text in answer]
         try:
-            stdout.write(_ANSWER.pack(status, *map(len, out)) + b"".join(out))
+            stdout.write(_MARK + _ANSWER.pack(status, *map(len, out)) + b"".join(out))
             stdout.flush()
         except BrokenPipeError:  # the parent is gone (killed, or it stopped this helper): so is its page
             return

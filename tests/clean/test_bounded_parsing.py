@@ -129,3 +129,54 @@ def test_a_helper_whose_parent_is_gone_exits_quietly():
     helper.stdin.close()
     assert helper.wait(timeout=60) == 0
     assert helper.stderr.read() == b""
+
+
+def test_a_helper_of_another_protocol_stops_the_run_with_the_fix_instead_of_a_hang(tmp_path, monkeypatch):
+    """streamdedup's files changed under a running worker: a helper started since runs the new code,
+    or the old. A helper of the previous protocol (two texts, no mark) answers 12 bytes where this
+    parent reads more: it waited for them forever. Now the answer's first bytes tell the versions
+    apart, and the run stops with one line naming the fix (the helper is stopped)."""
+    import subprocess
+    import sys
+    import textwrap
+    import threading
+
+    from streamdedup.clean.errors import CleaningStackMissing
+    from streamdedup.clean.isolated import IsolatedExtractor
+
+    old = tmp_path / "old_helper.py"
+    old.write_text(textwrap.dedent("""
+        import struct, sys
+        header = sys.stdin.buffer.read(12)
+        name_size, size, visible = struct.unpack("<III", header)
+        sys.stdin.buffer.read(name_size + size)
+        sys.stdout.buffer.write(struct.pack("<III", 0, 2, 0) + b"ok")  # the previous protocol's answer
+        sys.stdout.buffer.flush()
+        sys.stdin.buffer.read()  # and waits for the next page
+    """))
+    extractor = IsolatedExtractor()
+
+    def old_helper() -> subprocess.Popen[bytes]:
+        if extractor._process is None:
+            extractor._process = subprocess.Popen([sys.executable, str(old)], stdin=subprocess.PIPE,
+                                                  stdout=subprocess.PIPE)
+            extractor._owner = __import__("os").getpid()
+        return extractor._process
+
+    monkeypatch.setattr(extractor, "_running", old_helper)
+    raised: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _capture(raised, extractor.extract, "fast", "<p>text</p>", 10.0),
+                              daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the parent waited on the helper"
+    assert len(raised) == 1 and isinstance(raised[0], CleaningStackMissing)
+    assert "another protocol" in str(raised[0]) and "restart" in str(raised[0])
+    assert extractor._process is None  # stopped
+
+
+def _capture(raised: list[BaseException], call, *args) -> None:
+    try:
+        call(*args)
+    except BaseException as err:  # noqa: BLE001 - the test inspects it
+        raised.append(err)
