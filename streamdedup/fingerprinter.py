@@ -108,7 +108,7 @@ class Fingerprinter:
                              "template": str(config.template or "off")}
         warm_up(self.methods)
         self.threads = prepare_threads(config.prepare_threads)
-        self.steered_method = next((m for m in self.methods if m.name == STEERED_METHOD), None)
+        self.steered_method = steered_method(self.methods)
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
         """`prepare` of each record, in their order. With more than one thread (`prepare_threads`)
@@ -195,10 +195,10 @@ class Fingerprinter:
         minhash = self.steered_method
         if minhash is None or sum(1 for line in steered.splitlines() if line.strip()) < 2:
             return None
-        doc = Document.from_text(steered, lang)
-        if doc.num_tokens < self.config.cleaning.min_words:
+        try:
+            signature = fingerprint_text(steered, lang, [minhash], self.config.cleaning.min_words)[minhash.name]
+        except Rejected:  # fewer words than a page must have
             return None
-        signature = minhash.signature(doc)
         return None if signature is None else MinHashSignature(signature.values[:STEERED_VALUES], signature.set_size)
 
     @staticmethod
@@ -243,12 +243,16 @@ def prepare_threads(setting: int) -> int:
     return max(1, min(8, cpus))
 
 
+def steered_method(methods: Sequence[FingerprintMethod[Any, Any]]) -> FingerprintMethod[Any, Any] | None:
+    """The method that signs a rescued page's element text (`STEERED_METHOD`), if it is among `methods`."""
+    return next((m for m in methods if m.name == STEERED_METHOD), None)
+
+
 def steered_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any, Any]]) -> bytes:
     """The page's steered signature (`Fingerprinted.steered`) as its record keeps it
     (`DocRecord.steered`); b"": none."""
-    if item.steered is None:
-        return b""
-    return next((m.encode(item.steered) for m in methods if m.name == STEERED_METHOD), b"")
+    method = None if item.steered is None else steered_method(methods)
+    return b"" if method is None else method.encode(item.steered)
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,

@@ -139,8 +139,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     if template_known:  # no candidate meets the site policy
         groups = [(policy.other_site, list(range(len(stored))))]
     else:
-        strict = [other.site == page.site and not (page.document and other.document == page.document)
-                  for _, other in stored]
+        strict = [_own_site_other_document(page, other) for _, other in stored]
         groups = [(chosen, [i for i, own in enumerate(strict) if own == same_site])
                   for same_site, chosen in ((False, policy.other_site), (True, policy.same_site))]
     members = _found_members(stored, methods, found_by) if found_by is not None and stored else {}
@@ -159,6 +158,12 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             yield seq, other, verdicts[i]
 
 
+def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:
+    """Whether a stored page is of the page's own site and not another fetch of its own document
+    (its URL: `DocRecord.document`): the candidates the site policy and `_steered_agree` ask about."""
+    return other.site == page.site and not (page.document and other.document == page.document)
+
+
 def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], bool] | None:
     """Whether a matched candidate stands, for a page whose article element held too little of its
     text (None: every one does). trafilatura's rescue then read the page, and on a short page it
@@ -175,8 +180,7 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
     mine = method.decode(page.steered)
 
     def agree(other: DocRecord) -> bool:
-        if (not other.steered or other.site != page.site
-                or (page.document != 0 and other.document == page.document)):
+        if not other.steered or not _own_site_other_document(page, other):
             return True
         theirs = method.decode(other.steered)
         return len(theirs.values) != len(mine.values) or method.similarity(mine, theirs) is not None
