@@ -58,7 +58,7 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
                 title = " ".join(body[0].split()[:6])
                 html = in_template(donor, body, title)
                 if html is not None:
-                    out.emit(f"cold-brief-{number}-{n}", "cold_short", source.name, html,
+                    out.emit(f"cold-brief-{out.split}-{number}-{n}", "cold_short", source.name, html,
                              f"https://{host}/brief/{n}-{slug(title)[:30]}", when + timedelta(minutes=10 * n),
                              source.lang, negative="cold_short", template=donor.name)
             continue

@@ -1,10 +1,13 @@
-"""Real pages for the labelled sets: Mozilla's readability test pages and trafilatura's test pages.
+"""Real pages for the labelled sets: Mozilla's readability test pages, trafilatura's test pages and
+newspaper4k's test pages.
 
 Each page becomes a `SourcePage`: its raw HTML, the article's text blocks, a title, a language
 and a site. Readability's pages carry the article itself (expected.html); trafilatura's carry
 snippets that a good extraction keeps and drops (expected.json), from which the article is found
-as the smallest element of the page that holds every kept snippet. Both are read from the
-.tar.gz as shipped, or from an unpacked folder.
+as the smallest element of the page that holds every kept snippet; newspaper4k's (its source
+distribution, `pip download --no-binary :all: --no-deps newspaper4k==0.9.6`: news pages in ten
+languages) carry the article's text (tests/data/txt) and its URL and language (tests/data/metadata).
+Each is read from its .tar.gz as shipped, or from an unpacked folder.
 """
 
 from __future__ import annotations
@@ -215,20 +218,65 @@ def load_trafilatura_pages(path: Path) -> list[SourcePage]:
     return pages
 
 
-def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
-    """Pages of every archive given: trafilatura's (it has expected.json) or readability's."""
-    pages: list[SourcePage] = []
-    for path in paths:
-        names = {parts[-1] for parts, _ in _members_names(path)}
-        pages.extend(load_trafilatura_pages(path) if "expected.json" in names else load_test_pages(path))
+# -- newspaper4k's pages: the article's text as its tests expect it ------------------------------
+NEWSPAPER_CORPUS = "newspaper4k"
+_DENSE_LANGS = {"zh", "ja", "bo", "th", "lo", "km", "my"}  # written without spaces between words
+_DENSE_TEXT = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u4e00-\u9fff\u0f00-\u0fff]")
+
+
+def load_newspaper_pages(path: Path) -> list[SourcePage]:
+    """newspaper4k's test pages that come with the article's text: tests/data/html/NAME.html,
+    tests/data/txt/NAME.txt (a paragraph a line) and, for most, tests/data/metadata/NAME.json (the
+    page's URL, which names its site, and language; else the page's own `lang`, and the name)."""
+    files: dict[str, dict[str, bytes]] = {}
+    for parts, data in _members(path):
+        if len(parts) >= 3 and parts[-3] == "data" and parts[-2] in ("html", "txt", "metadata"):
+            files.setdefault(Path(parts[-1]).stem, {})[parts[-2]] = data
+    pages = []
+    for name, found in sorted(files.items()):
+        if "html" not in found or "txt" not in found:
+            continue
+        meta = json.loads(found["metadata"]) if "metadata" in found else {}
+        source = decode_html(found["html"])
+        paragraphs = tuple(normalise(line) for line in found["txt"].decode("utf-8", "replace").splitlines()
+                           if normalise(line))
+        url = str(meta.get("url") or meta.get("canonical_link") or "")
+        lang = str(meta.get("language") or meta.get("meta_lang") or "") or _html_lang(source)
+        text = "".join(paragraphs)
+        dense = lang in _DENSE_LANGS or len(_DENSE_TEXT.findall(text)) > len(text) / 4
+        site = _host(url) if url.startswith("http") else name
+        pages.append(SourcePage(f"np:{name}", source, paragraphs, str(meta.get("title") or "") or name, lang,
+                                site or name, NEWSPAPER_CORPUS, dense))
     return pages
 
 
-def _members_names(path: Path) -> Iterable[tuple[tuple[str, ...], None]]:
+def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
+    """Pages of every archive given: trafilatura's (it has expected.json), newspaper4k's (its
+    tests/data/txt) or readability's."""
+    pages: list[SourcePage] = []
+    for path in paths:
+        names = _members_names(path)
+        if "expected.json" in names:
+            pages.extend(load_trafilatura_pages(path))
+        elif "newspaper" in names:
+            pages.extend(load_newspaper_pages(path))
+        else:
+            pages.extend(load_test_pages(path))
+    return pages
+
+
+def _members_names(path: Path) -> set[str]:
+    """What tells the archives apart: 'expected.json' (trafilatura's), 'newspaper' (newspaper4k's
+    package, by its top folder of code)."""
     if path.is_dir():
-        for file in path.rglob("expected.json"):
-            yield file.relative_to(path).parts, None
-        return
+        found = {"expected.json"} if next(path.rglob("expected.json"), None) is not None else set()
+        return found | ({"newspaper"} if next(path.rglob("newspaper/__init__.py"), None) is not None else set())
+    found = set()
     with tarfile.open(path) as archive:
         for member in archive.getmembers():
-            yield Path(member.name).parts, None
+            parts = Path(member.name).parts
+            if parts[-1] == "expected.json":
+                found.add("expected.json")
+            elif parts[-2:] == ("newspaper", "__init__.py"):
+                found.add("newspaper")
+    return found

@@ -25,7 +25,7 @@ FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
 # not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold') from
 # every page of the split, so not to be merged with the others
 OTHER_FAMILIES = ("multilingual", "cold")
-# the share of trafilatura's pages (of one split) each family draws from; readability's go to 'web'
+# the share of trafilatura's pages (of one split) each family draws from; readability's and newspaper4k's go to 'web'
 _FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
 
 
@@ -41,7 +41,7 @@ def split_of(page: SourcePage) -> str:
 def family_of(page: SourcePage) -> str:
     if page.corpus == "multilingual":
         return "multilingual"
-    if page.corpus == "readability":
+    if page.corpus in ("readability", "newspaper4k"):  # news articles, a few per site: the cross-site crawl
         return "web"
     point, edge = bucket(page.name, "family"), 0.0
     for family, share in _FAMILY_SHARE:

@@ -131,6 +131,16 @@ def test_splits_share_no_article_template_or_site_and_the_seed_fixes_the_set(man
     assert all({"variant", "negative", "host", "split", "family", "cluster"} <= set(r) for r in dev)
 
 
+@pytest.mark.parametrize("family", ["web", "feed", "site", "cold"])
+def test_both_splits_in_one_set_keep_their_clusters_apart(many, family):
+    """`--split all` builds each split from its own pages: no gold cluster spans the two (the cold
+    family named its briefs' clusters by their number alone, so dev's first brief and test's first
+    brief were one cluster: pairs of unrelated pages counted as missed duplicates)."""
+    records = build_family(many, 3, "all", family, distinct_articles(many))
+    assert {r["split"] for r in records} == {"dev", "test"}
+    assert all(len({r["split"] for r in pages}) == 1 for pages in _by_cluster(records).values())
+
+
 def test_families_draw_on_disjoint_pages_so_they_merge(many):
     distinct = distinct_articles(many)
     used = {family: {r["source_page"] for r in build_family(many, 3, "dev", family, distinct)}
@@ -164,6 +174,25 @@ def test_trafilatura_pages_are_located_by_their_snippets(tmp_path):
     archive = _tarball(tmp_path / "t.tar.gz", {"pages/a.html": html, "expected.json": json.dumps(expected)})
     [page] = load_pages([archive])
     assert page.paragraphs == tuple(story) and page.site == "zeta.de" and page.corpus == "trafilatura"
+
+
+def test_newspaper4k_pages_come_with_their_text_site_and_language(tmp_path):
+    """newspaper4k's source distribution: the page, the article's text a line a paragraph, and its
+    metadata (URL, language); a page without metadata is its own site, a page without text is left out."""
+    story = make_article(11, paragraphs=4)
+    files = {"newspaper4k-0.9.6/newspaper/__init__.py": "",
+             "newspaper4k-0.9.6/tests/data/html/a.html": wrap_in_template(story, "Alpha"),
+             "newspaper4k-0.9.6/tests/data/txt/a.txt": "\n\n".join(story),
+             "newspaper4k-0.9.6/tests/data/metadata/a.json": json.dumps({"url": "https://www.alpha.com/x/1",
+                                                                         "language": "en", "title": "A story"}),
+             "newspaper4k-0.9.6/tests/data/html/b.html": "<html><body><p>东京的新闻</p></body></html>",
+             "newspaper4k-0.9.6/tests/data/txt/b.txt": "东京的新闻。" * 20,
+             "newspaper4k-0.9.6/tests/data/html/listing.html": "<html><body>no text file</body></html>"}
+    archive = _tarball(tmp_path / "newspaper4k-0.9.6.tar.gz", files)
+    a, b = load_pages([archive])
+    assert (a.name, a.paragraphs, a.site, a.lang, a.title, a.dense) == ("np:a", tuple(story), "alpha.com", "en",
+                                                                        "A story", False)
+    assert (b.site, b.corpus, b.dense) == ("b", "newspaper4k", True)
 
 
 def test_devset_command_writes_the_chosen_families(tmp_path, capsys):
