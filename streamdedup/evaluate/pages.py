@@ -5,7 +5,7 @@ Each page becomes a `SourcePage`: its raw HTML, the article's text blocks, a tit
 and a site. Readability's pages carry the article itself (expected.html); trafilatura's carry
 snippets that a good extraction keeps and drops (expected.json), from which the article is found
 as the smallest element of the page that holds every kept snippet; newspaper4k's (its source
-distribution, `pip download --no-binary :all: --no-deps newspaper4k==0.9.6`: news pages in ten
+distribution, `pip download --no-binary :all: --no-deps newspaper4k==0.9.6`: news pages in eight
 languages) carry the article's text (tests/data/txt) and its URL and language (tests/data/metadata).
 Each is read from its .tar.gz as shipped, or from an unpacked folder.
 """

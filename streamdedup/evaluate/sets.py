@@ -19,7 +19,7 @@ from typing import Any
 
 import xxhash
 
-from streamdedup.evaluate.pages import MIN_WORDS, SourcePage
+from streamdedup.evaluate.pages import MIN_WORDS, NEWSPAPER_CORPUS, SourcePage
 
 FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
 # not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold') from
@@ -41,7 +41,7 @@ def split_of(page: SourcePage) -> str:
 def family_of(page: SourcePage) -> str:
     if page.corpus == "multilingual":
         return "multilingual"
-    if page.corpus in ("readability", "newspaper4k"):  # news articles, a few per site: the cross-site crawl
+    if page.corpus in ("readability", NEWSPAPER_CORPUS):  # news articles, a few per site: the cross-site crawl
         return "web"
     point, edge = bucket(page.name, "family"), 0.0
     for family, share in _FAMILY_SHARE:
