@@ -29,6 +29,7 @@ import argparse
 import gzip
 import json
 import random
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -73,6 +74,16 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
 def build_devset(pages: list[SourcePage], seed: int, split: str) -> list[dict[str, Any]]:
     """The 'web' family (the original set)."""
     return build_family(pages, seed, split, "web")
+
+
+# What a family needs, told when it drew no page
+EMPTY_FAMILY_FIX = {
+    "web": "it needs pages of at least two sites in the split: give more archives",
+    "feed": "it is built from trafilatura's pages: add trafilatura-test-pages.tar.gz",
+    "site": "it is built from trafilatura's pages: add trafilatura-test-pages.tar.gz",
+    "cold": "it needs pages of several sites in the split: give more archives",
+    "multilingual": "no page in its languages: install its sources (docs/evaluation.md)",
+}
 
 
 # Appended to the sample crawl so a newcomer sees the rejected output at work.
@@ -142,10 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     distinct = distinct_articles(pages)
     if args.limit:
         distinct = distinct[: args.limit]
-    records = sorted((r for family in families for r in build_family(pages, args.seed, args.split, family, distinct)),
+    built = {family: build_family(pages, args.seed, args.split, family, distinct) for family in families}
+    records = sorted((r for family_records in built.values() for r in family_records),
                      key=lambda r: (r["fetched_at"], r["id"]))
     if args.lang:
         records = [r for r in records if r["lang"] in set(args.lang.split(","))]
+    for family in (f for f, family_records in built.items() if not family_records):
+        print(f"streamdedup devset: family {family} drew no pages from these --pages ({EMPTY_FAMILY_FIX[family]})",
+              file=sys.stderr)
+    if not records:
+        parser.error("the set would be empty: nothing written")
     write_jsonl(records, args.out, BAD_LINES if args.with_bad_records else ())
     print(json.dumps(summary(records)))
     return 0

@@ -211,3 +211,22 @@ def test_devset_command_writes_the_chosen_families(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["pages"] == len(records)
     with pytest.raises(SystemExit):
         main(["--pages", str(archive), "--family", "blog", "--out", str(out)])
+
+
+def test_a_family_that_draws_no_page_says_what_it_needs(tmp_path, capsys):
+    """readability's pages feed only the web family: asked for feed too, the set is written with a
+    line saying why feed is missing; asked for feed alone, nothing is written (it was an empty file)."""
+    files = {}
+    for i in range(12):
+        story = make_article(300 + i)
+        files[f"test-pages/site{i}/source.html"] = wrap_in_template(story, f"S{i}")
+        files[f"test-pages/site{i}/expected.html"] = "<div>" + "".join(f"<p>{p}</p>" for p in story) + "</div>"
+    archive = _tarball(tmp_path / "readability-test-pages.tar.gz", files)
+    out = tmp_path / "set.jsonl"
+    assert main(["--pages", str(archive), "--family", "web,feed", "--split", "all", "--out", str(out)]) == 0
+    assert out.read_text() and "family feed drew no pages" in capsys.readouterr().err
+    out.unlink()
+    with pytest.raises(SystemExit):
+        main(["--pages", str(archive), "--family", "feed", "--split", "all", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "add trafilatura-test-pages.tar.gz" in err and "the set would be empty" in err and not out.exists()
