@@ -1,10 +1,15 @@
-"""Main-content extractors compared on real pages: quality against Readability.js and pages/s.
+"""Main-content extractors compared on real pages: quality against each page's article and pages/s.
 
     python bench/extraction.py --pages ../shared/data/readability-test-pages.tar.gz --out bench/extraction.json
+    python bench/extraction.py --pages newspaper4k-0.9.6.tar.gz --out np.json    # a third source (evaluation.md)
 
-Quality is bag-of-words precision / recall / F1 of each extractor's text against the text of the
-article Readability.js extracts (the test pages' expected.html); 1 - precision is the template
-text that leaks into the fingerprint. Speed is one core, extraction alone, median of 3 runs.
+Quality is bag-of-words precision / recall / F1 of each extractor's text against the page's
+article (readability's: the text Readability.js extracts, expected.html; newspaper4k's: its
+tests' expected text; trafilatura's: the annotated article, evaluate/pages.py); for text written
+without spaces (Chinese, Japanese, Thai, Burmese, Tibetan: `SourcePage.dense`) the bag is of
+characters, as a whole sentence would be one word. 1 - precision is the template text that leaks
+into the fingerprint. Speed is one core, extraction alone, median of 3 runs. Several --pages
+archives are scored together, and each one apart (`by_corpus`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from pathlib import Path
 import regex
 
 from streamdedup.clean.extract import extract_all_text, extract_resiliparse, extract_trafilatura
-from streamdedup.evaluate.construct import load_test_pages
+from streamdedup.clean.fast_extract import extract_fast
+from streamdedup.evaluate.pages import load_pages
 
 WORD = regex.compile(r"\w+")
+CHARACTER = regex.compile(r"\S")
 
 
 def trafilatura_defaults(html: str) -> str:
@@ -32,6 +39,7 @@ def trafilatura_defaults(html: str) -> str:
 
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
+    "fast (the default)": extract_fast,
     "trafilatura (favor_precision, streamdedup's default)": extract_trafilatura,
     "trafilatura (defaults)": trafilatura_defaults,
     "resiliparse (main_content=True)": extract_resiliparse,
@@ -39,8 +47,9 @@ EXTRACTORS: dict[str, Callable[[str], str]] = {
 }
 
 
-def bag_scores(extracted: str, reference: str) -> tuple[float, float, float]:
-    got, want = Counter(WORD.findall(extracted.lower())), Counter(WORD.findall(reference.lower()))
+def bag_scores(extracted: str, reference: str, dense: bool = False) -> tuple[float, float, float]:
+    unit = CHARACTER if dense else WORD
+    got, want = Counter(unit.findall(extracted.lower())), Counter(unit.findall(reference.lower()))
     overlap = sum((got & want).values())
     precision = overlap / sum(got.values()) if got else 0.0
     recall = overlap / sum(want.values()) if want else 0.0
@@ -50,11 +59,12 @@ def bag_scores(extracted: str, reference: str) -> tuple[float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pages", type=Path, required=True)
+    parser.add_argument("--pages", type=Path, action="append", required=True,
+                        help="readability's, trafilatura's or newspaper4k's archive; repeat for several")
     parser.add_argument("--out", type=Path, default=Path("bench/extraction.json"))
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    pages = load_test_pages(args.pages)
+    pages = load_pages(args.pages)
     results = {}
     for name, extract in EXTRACTORS.items():
         texts, failures = [], 0
@@ -64,7 +74,7 @@ def main() -> None:
             except Exception:  # noqa: BLE001 - a failure is a result here
                 texts.append("")
                 failures += 1
-        scores = [bag_scores(t, "\n".join(p.paragraphs)) for t, p in zip(texts, pages, strict=True)]
+        scores = [bag_scores(t, "\n".join(p.paragraphs), p.dense) for t, p in zip(texts, pages, strict=True)]
         timings = []
         for _ in range(args.repeat):
             start = time.perf_counter()
@@ -84,6 +94,10 @@ def main() -> None:
             "exceptions": failures,
             "pages_per_s": round(len(pages) / seconds, 1),
             "ms_per_page": round(1000 * seconds / len(pages), 2),
+            "by_corpus": {corpus: {"pages": len(mine), "precision_mean": round(statistics.mean(s[0] for s in mine), 3),
+                                   "recall_mean": round(statistics.mean(s[1] for s in mine), 3)}
+                          for corpus in sorted({p.corpus for p in pages})
+                          if (mine := [s for s, p in zip(scores, pages, strict=True) if p.corpus == corpus])},
         }
     report = {"pages": len(pages), "repeat": args.repeat, "extractors": results}
     args.out.write_text(json.dumps(report, indent=2))
