@@ -1,7 +1,7 @@
 """End to end on one core: HTML in -> verdict out, against the parse-bound limit.
 
     python bench/e2e.py [--pages PATH] [--repeat 5] [--limit N] [--out bench/results/e2e.json]
-    python bench/e2e.py --repeat 3 --no-profile --extractors trafilatura,fast --all-cores ''   # issue 13's figures
+    python bench/e2e.py --repeat 3 --no-profile --extractors trafilatura,fast --all-cores fast   # issue 13's figures
 
 For each extractor (trafilatura with streamdedup's settings, fast, resiliparse) on the same pages:
 (a) the extractor alone = the parse-bound limit, (b) `Detector.run` (JSON record -> parse ->
@@ -16,7 +16,8 @@ and over trafilatura with our settings through its public API, two calls (`trafi
 Those time `Detector.run` in this process, start-up left out; `whole_command` times what the issue
 names, the whole `streamdedup dedup` in a fresh process on one core (imports, numba's kernels, the
 extraction helper's start-up, store and output files included), on the readability and trafilatura
-pages together (`--whole`), against trafilatura's extraction alone on the same pages.
+pages together (`--whole`), against trafilatura's extraction alone on the same pages; for the
+extractors in `--all-cores`, also that command with its defaults on every core, in wall time.
 
 Corpus: the readability test pages (real pages, ~200 KB of HTML each) when the tarball is
 present, else generated news pages from streamdedup.testing (the output says which).
@@ -140,10 +141,14 @@ def crawl_pages(paths: list[Path]) -> list[tuple[str, str]]:
     return found
 
 
-def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, work: Path) -> dict[str, Any]:
+def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, work: Path,
+                  every_core: Iterable[str] = (), cores: set[int] | None = None) -> dict[str, Any]:
     """Issue 13's measure as the issue words it: the whole `streamdedup dedup` command in a fresh
     process (`homogeneous.run_dedup`: one core, start-up and the extraction helper included) against trafilatura's extraction alone (in this process, warmed up, no
-    start-up) on the same pages, alternating, CPU seconds; medians of `repeat`."""
+    start-up) on the same pages, alternating, CPU seconds; medians of `repeat`. For the extractors
+    in `every_core`, also the command as a user runs it, its defaults on all of `cores` (a prepare
+    thread and an extraction helper a core), in wall seconds, against trafilatura alone's wall
+    seconds on one core: what a user waits for."""
     path = work / "crawl.jsonl"
     with open(path, "wb") as out:
         for url, html in crawl:
@@ -153,21 +158,38 @@ def measure_whole(names: list[str], crawl: list[tuple[str, str]], repeat: int, w
     time_extractor(extract_trafilatura, pages)  # warm-up
     rows: dict[str, Any] = {}
     alone: list[float] = []
+    alone_wall: list[float] = []
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    wide: dict[str, list[float]] = {name: [] for name in names if name in every_core and cores and len(cores) > 1}
     for _ in range(repeat):
         clock = Clock()
         time_extractor(extract_trafilatura, pages)
         alone.append(time.process_time() + children_cpu_s() - clock.cpu)
+        alone_wall.append(time.perf_counter() - clock.wall)
         for name in names:
             run = run_dedup(path, work / f"whole-{name}", "--extractor", name, "--prepare-threads", "1")
             runs[name].append((run["wall_s"], run["cpu_s"]))
+        for name in wide:  # the command's own defaults, on every core (this process stays pinned)
+            pinned = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, cores or pinned)
+            try:
+                wide[name].append(run_dedup(path, work / f"wide-{name}", "--extractor", name)["wall_s"])
+            finally:
+                os.sched_setaffinity(0, pinned)
     for name in names:
         ratios = [a / cpu for a, (_, cpu) in zip(alone, runs[name], strict=True)]
         rows[name] = {"whole_command_cpu_s": round(statistics.median(c for _, c in runs[name]), 2),
                       "whole_command_wall_s": round(statistics.median(w for w, _ in runs[name]), 2),
                       "speedup_vs_trafilatura_alone_cpu": round(statistics.median(ratios), 2),
                       "ratio_runs": [round(r, 2) for r in ratios]}
-    return {"pages": len(crawl), "trafilatura_alone_cpu_s": round(statistics.median(alone), 4), "extractors": rows}
+        if name in wide:
+            wall_ratios = [a / w for a, w in zip(alone_wall, wide[name], strict=True)]
+            rows[name].update({"all_cores": len(cores or ()), "whole_command_all_cores_wall_s":
+                               round(statistics.median(wide[name]), 2),
+                               "speedup_vs_trafilatura_alone_wall_all_cores": round(statistics.median(wall_ratios), 2),
+                               "wall_ratio_runs": [round(r, 2) for r in wall_ratios]})
+    return {"pages": len(crawl), "trafilatura_alone_cpu_s": round(statistics.median(alone), 4),
+            "trafilatura_alone_wall_s": round(statistics.median(alone_wall), 4), "extractors": rows}
 
 
 def pin_to_one_core() -> int | None:
@@ -420,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         # the archives' pages (or, without them, the pages measured above), at most --limit
         crawl = (crawl_pages(args.whole) or [(f"https://site{i % 50}.example/{i}", html) for i, html in enumerate(pages)]
                  if args.whole else [])[:args.limit]
-        whole = measure_whole(args.extractors.split(","), crawl, args.repeat, Path(tmp)) if crawl else None
+        whole = measure_whole(args.extractors.split(","), crawl, args.repeat, Path(tmp),
+                              args.all_cores.split(","), cores) if crawl else None
     if "trafilatura" in results:  # issue 13: the whole path against trafilatura's extraction alone
         base = results["trafilatura"]
         time_extractor(trafilatura_defaults, pages)  # warm-up
@@ -460,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: the whole `streamdedup dedup` on {whole['pages']} pages (one core, start-up in) "
                   f"{row['whole_command_cpu_s']} CPU-s against trafilatura alone {whole['trafilatura_alone_cpu_s']}: "
                   f"{row['speedup_vs_trafilatura_alone_cpu']}x (issue 13: floor 5x)")
+            if "whole_command_all_cores_wall_s" in row:
+                print(f"{name}: the same command with its defaults on {row['all_cores']} cores "
+                      f"{row['whole_command_all_cores_wall_s']} s wall against trafilatura alone on one core "
+                      f"{whole['trafilatura_alone_wall_s']} s: {row['speedup_vs_trafilatura_alone_wall_all_cores']}x")
     for name, row in results.items():
         if "all_cores" in row:
             every = row["all_cores"]
