@@ -40,10 +40,9 @@ import regex
 
 from streamdedup.evaluate.pages import SourcePage, leaf_blocks, normalise
 from streamdedup.evaluate.sets import bucket
-from streamdedup.evaluate.units import UNITS
+from streamdedup.evaluate.units import DENSE_LANGS, UNITS
 
 LANGUAGES = ("zh", "ru", "vi", "bo", "th", "lo", "km", "my")
-DENSE = {"zh", "bo", "th", "lo", "km", "my"}  # written without spaces between words
 CORPUS = "multilingual"
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
 HANDBOOK_LANGS = {"zh-CN": "zh", "ru-RU": "ru", "vi-VN": "vi"}
@@ -74,7 +73,7 @@ def in_language(text: str, lang: str) -> bool:
 
 def _page(name: str, tree: Any, blocks: list[str], title: str, lang: str, site: str) -> SourcePage:
     source = lxml.html.tostring(tree, encoding="unicode", doctype="<!DOCTYPE html>")
-    return SourcePage(name, source, tuple(blocks), title, lang, site, CORPUS, lang in DENSE)
+    return SourcePage(name, source, tuple(blocks), title, lang, site, CORPUS, lang in DENSE_LANGS)
 
 
 # DocBook's navigation: links to the previous and next sections, tables of contents
@@ -88,7 +87,7 @@ def _navigation(element: Any) -> bool:
 
 def _article(root: Any, lang: str) -> list[str]:
     """The in-language leaf blocks under root, in document order, navigation left out."""
-    count = UNITS.count if lang in DENSE else (lambda t: len(t.split()))
+    count = UNITS.count if lang in DENSE_LANGS else (lambda t: len(t.split()))
     texts = (normalise(el.text_content()) for el in leaf_blocks(root) if el.tag != "h1" and not _navigation(el))
     return [t for t in texts if count(t) >= MIN_UNITS and in_language(t, lang)]
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import lxml.html
 
-from streamdedup.evaluate.units import SPACES, UNITS, Segmenter
+from streamdedup.evaluate.units import DENSE_LANGS, SPACES, UNITS, Segmenter
 
 BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "td", "dd", "dt", "figcaption"}
 MIN_WORDS = 80
@@ -220,7 +220,6 @@ def load_trafilatura_pages(path: Path) -> list[SourcePage]:
 
 # -- newspaper4k's pages: the article's text as its tests expect it ------------------------------
 NEWSPAPER_CORPUS = "newspaper4k"
-_DENSE_LANGS = {"zh", "ja", "bo", "th", "lo", "km", "my"}  # written without spaces between words
 _DENSE_TEXT = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u4e00-\u9fff\u0f00-\u0fff]")
 
 
@@ -243,7 +242,7 @@ def load_newspaper_pages(path: Path) -> list[SourcePage]:
         url = str(meta.get("url") or meta.get("canonical_link") or "")
         lang = str(meta.get("language") or meta.get("meta_lang") or "") or _html_lang(source)
         text = "".join(paragraphs)
-        dense = lang in _DENSE_LANGS or len(_DENSE_TEXT.findall(text)) > len(text) / 4
+        dense = lang in DENSE_LANGS or len(_DENSE_TEXT.findall(text)) > len(text) / 4
         site = _host(url) if url.startswith("http") else name
         pages.append(SourcePage(f"np:{name}", source, paragraphs, str(meta.get("title") or "") or name, lang,
                                 site or name, NEWSPAPER_CORPUS, dense))

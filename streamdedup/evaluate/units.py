@@ -17,6 +17,8 @@ import regex
 
 from streamdedup.tokens.tokenize import UNSPACED_RE, dictionary_words
 
+# languages written without spaces between words: their pages are counted and edited by unit
+DENSE_LANGS = frozenset({"zh", "ja", "bo", "th", "lo", "km", "my"})
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # a Han/kana character, a Tibetan syllable up to its tsheg, or any other run up to a space
 UNIT_RE = regex.compile(rf"[{_CJK}]\s*|[^\s{_CJK}\u0f0b]+\u0f0b?\s*|\u0f0b\s*", regex.V1)
