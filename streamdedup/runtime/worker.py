@@ -642,6 +642,14 @@ class Worker:
             log.warning("closing the consumer failed (%s); the group will time the member out", error)
         finally:
             self.producer.flush(10)
+            # closed, not left to the garbage collector: a producer alive after the run keeps its
+            # connections (a transactional one, to its coordinator) and librdkafka reports them lost
+            # on the process's stderr when the broker goes (the demo stops its own). close() also
+            # aborts a transaction still open, whose batch is read again. (An older confluent-kafka
+            # without it frees the producer with the object.)
+            close = getattr(self.producer, "close", None)
+            if close is not None:
+                close()
 
 
 __all__ = ["Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events", "mask"]
