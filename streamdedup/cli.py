@@ -547,6 +547,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _resume_hint(args: argparse.Namespace) -> str:
+    """How an interrupted command goes on: dedup's job resumes where its last batch was committed."""
+    if args.command != "dedup":
+        return ""
+    again = "the same command again" + (" without --fresh" if args.fresh else "")
+    return f"; run {again} to finish it: the records written to {args.out} stand and the rest are decided once"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["devset"]:  # its own parser: streamdedup/evaluate/construct.py
@@ -567,6 +575,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C is the user's: one line, not the traceback of whichever thread held a page
+        lead = "\n" if sys.stderr.isatty() else ""  # after a progress bar's line
+        print(f"{lead}streamdedup: interrupted{_resume_hint(args)}", file=sys.stderr)
+        return 130
     except (ValueError, OSError, StoreError, CleaningStackMissing, BrokerUnreachable) as err:
         print(f"streamdedup: error: {err}", file=sys.stderr)
         return 2

@@ -375,3 +375,29 @@ def test_the_command_imports_without_the_cyclic_collector_and_gives_it_back(monk
         gc.unfreeze()
         gc.set_threshold(*threshold)
     assert seen == [True, False]
+
+
+def test_ctrl_c_ends_dedup_in_one_line_and_the_same_command_resumes(tmp_path, capsys, monkeypatch):
+    """Ctrl-C is the user's: one line that says the run can resume, not a KeyboardInterrupt
+    traceback from whichever thread held the page; the same command then finishes the run, each
+    record once."""
+    from streamdedup.detector import Detector
+
+    crawl, out = _crawl(tmp_path), tmp_path / "out"
+    real, commits = Detector.commit, []
+
+    def interrupted(self, batch):
+        commits.append(1)
+        if len(commits) == 2:
+            raise KeyboardInterrupt
+        return real(self, batch)
+
+    monkeypatch.setattr(Detector, "commit", interrupted)
+    assert main(["dedup", str(crawl), "--out", str(out), "-q", "--batch-size", "1"]) == 130
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"streamdedup: interrupted; run the same command again to finish it: the records "
+                                f"written to {out} stand and the rest are decided once"]
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(out), "-q", "--batch-size", "1"]) == 0
+    written = [r for n in ("unique.jsonl", "duplicates.jsonl", "rejected.jsonl") for r in _read(out / n)]
+    assert len(written) == 5 and len({r["dedup"].get("id") or r["dedup"]["origin"] for r in written}) == 5

@@ -156,6 +156,12 @@ def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO
 
 
 if __name__ == "__main__":
+    import signal
+
+    # the parent decides when a helper ends (it closes the pipe, or kills an overrunning one): a
+    # terminal's Ctrl-C reaches the whole process group, and a helper that took it printed a
+    # KeyboardInterrupt traceback under the parent's clean stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from streamdedup.clean.extract import page_texts
 
     serve(page_texts, sys.stdin.buffer, sys.stdout.buffer)

@@ -131,6 +131,38 @@ def test_a_helper_whose_parent_is_gone_exits_quietly():
     assert helper.stderr.read() == b""
 
 
+def test_a_helper_leaves_ctrl_c_to_its_parent():
+    """A terminal's Ctrl-C reaches the whole process group: the worker stops and closes the pipes of
+    its helpers, which end there. A helper that took the SIGINT itself printed a KeyboardInterrupt
+    traceback (one per helper, interleaved) under the worker's clean summary."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert helper.stdin is not None and helper.stdout is not None and helper.stderr is not None
+    deadline = time.monotonic() + 30
+    while b"sdx" not in _one_answer(helper) and time.monotonic() < deadline:  # its signal handling is set up
+        pass
+    helper.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    helper.stdin.close()  # what the parent does as it stops
+    assert helper.wait(timeout=30) == 0
+    assert helper.stderr.read() == b""
+
+
+def _one_answer(helper) -> bytes:
+    """The helper's answer to one small page (its first bytes)."""
+    import struct
+
+    html = b"<p>one small page of text to read</p>"
+    helper.stdin.write(struct.pack("<III", 4, len(html), 0) + b"none" + html)
+    helper.stdin.flush()
+    return helper.stdout.read(4)
+
+
 def test_a_helper_of_another_protocol_stops_the_run_with_the_fix_instead_of_a_hang(tmp_path, monkeypatch):
     """streamdedup's files changed under a running worker: a helper started since runs the new code,
     or the old. A helper of the previous protocol (two texts, no mark) answers 12 bytes where this
