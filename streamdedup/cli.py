@@ -8,6 +8,7 @@ import os
 import platform
 import sys
 from collections.abc import Generator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,11 +242,20 @@ def cmd_store(args: argparse.Namespace) -> int:
             print(f"deleted {len(args.ids) - len(missing)} page(s); not found: {missing or 'none'}")
             return 1 if missing else 0
         elif args.store_command == "expire":
-            from streamdedup.record.page import parse_timestamp
-
-            before = parse_timestamp(args.before)
+            before = args.before
             print(f"expired {store.expire(int(before.timestamp() * 1000))} page(s) fetched before {before.isoformat()}")
     return 0
+
+
+def _time_arg(value: str) -> datetime:
+    """A time on the command line, as a page's fetch time is read; one line naming the forms if not."""
+    from streamdedup.record.page import parse_timestamp
+
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError, OSError):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a time: give ISO-8601 (2024-01-01T00:00:00Z), a "
+                                         "14-digit WARC date (20240101000000) or epoch seconds") from None
 
 
 def cmd_lexicon(args: argparse.Namespace) -> int:
@@ -466,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     store_command("info", "counts and configuration, after a scan that verifies every block's checksum")
     store_command("delete", "forget pages by id").add_argument("ids", nargs="+", metavar="ID", help="page ids")
     store_command("expire", "forget pages fetched before a time").add_argument(
-        "--before", required=True, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")
+        "--before", required=True, type=_time_arg, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")
 
     lexicon = command("lexicon", "build frozen collection statistics from a corpus")
     lexicon.add_argument("action", choices=("build",), help="build: count words per language over the inputs")

@@ -4,6 +4,7 @@ import gzip
 import io
 import json
 
+import pytest
 from conftest import make_article, page, wrap_in_template, write_jsonl
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -401,3 +402,13 @@ def test_ctrl_c_ends_dedup_in_one_line_and_the_same_command_resumes(tmp_path, ca
     assert main(["dedup", str(crawl), "--out", str(out), "-q", "--batch-size", "1"]) == 0
     written = [r for n in ("unique.jsonl", "duplicates.jsonl", "rejected.jsonl") for r in _read(out / n)]
     assert len(written) == 5 and len({r["dedup"].get("id") or r["dedup"]["origin"] for r in written}) == 5
+
+
+def test_a_time_the_store_cannot_read_is_refused_in_one_line_naming_the_forms(tmp_path, capsys):
+    main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q"])
+    with pytest.raises(SystemExit) as stopped:
+        main(["store", "expire", "--state", str(tmp_path / "out" / "state"), "--before", "yesterday"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "'yesterday' is not a time" in err and "2024-01-01T00:00:00Z" in err
+    assert main(["store", "expire", "--state", str(tmp_path / "out" / "state"), "--before", "2000-01-01"]) == 0
