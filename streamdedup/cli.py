@@ -310,13 +310,14 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from streamdedup.runtime.watchdog import CallWatchdog, exit_stuck
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
     config = detector_config(args)
     settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
     reach_broker(settings, args.connect_timeout)
     try:
-        worker = Worker(settings, config)
+        worker = Worker(settings, config, CallWatchdog(exit_stuck))
         if args.metrics_port:
             worker.metrics.serve(args.metrics_port, args.metrics_host)
         stats = worker.run(idle_timeout_s=args.exit_when_idle)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 import orjson
 
@@ -21,3 +24,45 @@ def configure(verbose: bool) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler], force=True)
+
+
+_NUMBERS = re.compile(r"\d+")
+
+
+class Repeats(logging.Filter):
+    """Each kind of line (its text with numbers left out) at most once an `interval_s`; the next
+    one let through says how many like it were held back. A broker that is down makes librdkafka
+    log a failed connection every ~50 ms, per client, for as long as it stays down (~1,200 lines a
+    minute, 330 MB a day); the first line says it, the rest say it is still so. Bounded: the
+    `kinds` kinds seen last are remembered."""
+
+    def __init__(self, interval_s: float = 60.0, kinds: int = 1024,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval_s, self.kinds, self.clock = interval_s, kinds, clock
+        self._seen: OrderedDict[tuple[int, str], list[float]] = OrderedDict()  # kind -> [let through at, held]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        kind = (record.levelno, _NUMBERS.sub("#", message))
+        now, seen = self.clock(), self._seen.get(kind)
+        if seen is not None and now - seen[0] < self.interval_s:
+            seen[1] += 1
+            return False
+        held = int(seen[1]) if seen is not None else 0
+        self._seen[kind] = [now, 0]
+        self._seen.move_to_end(kind)
+        while len(self._seen) > self.kinds:
+            self._seen.popitem(last=False)
+        if held:
+            record.msg, record.args = f"{message} ({held} more like it in the last {self.interval_s:g} s)", ()
+        return True
+
+
+def kafka_logger() -> logging.Logger:
+    """The logger Kafka clients log to (librdkafka's own lines, served by the client's poll), with
+    repeats held back: otherwise librdkafka writes to the process's stderr itself, past logging."""
+    logger = logging.getLogger("streamdedup.kafka")
+    if not any(isinstance(f, Repeats) for f in logger.filters):
+        logger.addFilter(Repeats())
+    return logger

@@ -97,8 +97,11 @@ class WorkerSettings:
         return f"WorkerSettings({shown}, kafka={mask(self.kafka)})"
 
     def client(self, **extra: Any) -> dict[str, Any]:
-        """librdkafka settings for one client: ours, then the user's pass-through, then `extra`."""
-        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka, **extra}
+        """librdkafka settings for one client: ours, then the user's pass-through, then `extra`.
+        Its log goes through Python's logging (`logs.kafka_logger`: JSON lines, repeats held back)."""
+        from streamdedup.logs import kafka_logger
+
+        return {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_logger(), **self.kafka, **extra}
 
     @classmethod
     def load(cls, config_file: Path | None = None, env: Mapping[str, str] | None = None,

@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topologies import PartitionHandler, make_topology
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
+from streamdedup.runtime.watchdog import CallWatchdog
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +90,12 @@ class Progress:
 
 
 class Worker:
-    def __init__(self, settings: WorkerSettings, config: DetectorConfig) -> None:
+    def __init__(self, settings: WorkerSettings, config: DetectorConfig, watchdog: CallWatchdog | None = None) -> None:
         self.settings = settings
         self.config = config
+        # a deadline on the client's blocking transactional calls (runtime/watchdog.py): the command
+        # line's worker exits when one outlives its timeout; without one (in process), it waits
+        self.watchdog = watchdog
         self.stats = WorkerStats()
         self.metrics = WorkerMetrics()
         self.handlers: dict[TP, PartitionHandler] = {}
@@ -139,7 +144,8 @@ class Worker:
         previous_id = record.read_text().strip() if record.exists() else ""
         if previous_id:  # empty: a record from before the atomic write below, cut by a kill
             previous = Producer(self.settings.client(**base, **{"transactional.id": previous_id}))
-            previous.init_transactions(30)
+            with self._deadline("init_transactions", 30):
+                previous.init_transactions(30)
             previous.flush(1)
             del previous
         transactional_id = f"streamdedup-{self.settings.group_id}-{self.settings.worker_id}-{uuid.uuid4().hex[:8]}"
@@ -151,8 +157,13 @@ class Worker:
         partial.write_text(transactional_id)
         os.replace(partial, record)
         producer = Producer(self.settings.client(**base, **{"transactional.id": transactional_id}))
-        producer.init_transactions(30)
+        with self._deadline("init_transactions", 30):
+            producer.init_transactions(30)
         return producer
+
+    def _deadline(self, what: str, timeout_s: float) -> AbstractContextManager[None]:
+        """The watchdog's deadline on a blocking call of the Kafka client (none without one)."""
+        return nullcontext() if self.watchdog is None else self.watchdog.call(what, timeout_s)
 
     # -- partitions ---------------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -248,10 +259,15 @@ class Worker:
         started = time.monotonic()
         previous = self._handle_signals()
         self._running = True
+        between_batches = False  # the loop ended between two batches: no transaction is open
         try:
             while not self._stop.is_set():
                 self._loop_at = time.monotonic()
                 self.metrics.last_loop.set_to_current_time()
+                # the producer's log lines (runtime/settings.py: through Python's logging) wait in
+                # its queue until it is polled: every round, or a broker outage without batches
+                # would fill it with librdkafka's ~20 failed connections a second
+                self.producer.poll(0)
                 timeout = self.settings.idle_poll_s if self._paused else self.settings.batch_timeout_s
                 messages = self._consume(timeout)
                 now = time.monotonic()
@@ -275,11 +291,12 @@ class Worker:
                         and now - started > assignment_timeout_s):
                     log.warning("no partitions assigned after %.0fs: stopping", assignment_timeout_s)
                     break
+            between_batches = True
         finally:
             self._running = False
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.close()
+            self.close(close_producer=between_batches)
         return self.stats
 
     def _consume(self, timeout: float) -> list[Message]:
@@ -536,7 +553,8 @@ class Worker:
                 self.producer.begin_transaction()
             self._tick(due)
             if self.settings.transactions:
-                self.producer.commit_transaction(60)
+                with self._deadline("commit_transaction", 60):
+                    self.producer.commit_transaction(60)
             else:
                 self.producer.flush(60)
         except KafkaException as err:
@@ -560,8 +578,10 @@ class Worker:
         offsets = [TopicPartition(topic, partition, offset)
                    for (topic, partition), offset in self._offsets_to_commit(by_partition).items()]
         if self.settings.transactions:
-            self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
-            self.producer.commit_transaction(60)
+            with self._deadline("send_offsets_to_transaction", 30):
+                self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(), 30)
+            with self._deadline("commit_transaction", 60):
+                self.producer.commit_transaction(60)
         else:
             self.producer.flush(60)
             failure = self.outputs.first_failure()
@@ -590,7 +610,8 @@ class Worker:
             return False
         if error is not None and error.retriable():
             try:
-                self.producer.commit_transaction(60)
+                with self._deadline("commit_transaction", 60):
+                    self.producer.commit_transaction(60)
                 return True
             except KafkaException as again:
                 err, error = again, again.args[0] if again.args else None
@@ -599,7 +620,8 @@ class Worker:
                 fatal = bool(error is not None and error.fatal())
         if not fatal:
             try:
-                self.producer.abort_transaction(30)
+                with self._deadline("abort_transaction", 30):
+                    self.producer.abort_transaction(30)
             except KafkaException:
                 pass  # nothing to abort (it committed) or the broker is away: the successor aborts it
         # a new producer first initialises this one's transactional id: that aborts the
@@ -625,7 +647,9 @@ class Worker:
             self.handlers[(topic, partition)].discard()
             self.consumer.seek(TopicPartition(topic, partition, offset_of(batch[0])))
 
-    def close(self) -> None:
+    def close(self, close_producer: bool = False) -> None:
+        """Close the stores and the consumer; and the producer if `close_producer` (no transaction
+        is open: the loop ended between batches)."""
         for tp_key, handler in self.handlers.items():
             try:
                 handler.close()
@@ -642,14 +666,16 @@ class Worker:
             log.warning("closing the consumer failed (%s); the group will time the member out", error)
         finally:
             self.producer.flush(10)
-            # closed, not left to the garbage collector: a producer alive after the run keeps its
-            # connections (a transactional one, to its coordinator) and librdkafka reports them lost
-            # on the process's stderr when the broker goes (the demo stops its own). close() also
-            # aborts a transaction still open, whose batch is read again. (An older confluent-kafka
-            # without it frees the producer with the object.)
+            # closed, not left to the garbage collector, after a clean stop: a producer alive after
+            # the run keeps its connections (a transactional one, to its coordinator) and librdkafka
+            # reports them lost when the broker goes (the demo stops its own). Not after a failure
+            # mid-batch: close() aborts an open transaction first, and with the broker away that
+            # wait has no end (measured: > 200 s); the transaction is the successor's to abort.
+            # (An older confluent-kafka without close() frees the producer with the object.)
             close = getattr(self.producer, "close", None)
-            if close is not None:
-                close()
+            if close_producer and close is not None:
+                with self._deadline("close", 30):
+                    close()
 
 
 __all__ = ["Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events", "mask"]

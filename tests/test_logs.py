@@ -1,0 +1,58 @@
+"""Logs: one JSON object a line, and librdkafka's lines through them with repeats held back."""
+
+import logging
+import time
+
+import pytest
+
+from streamdedup.logs import Repeats
+
+
+def _record(message: str, level: int = logging.ERROR) -> logging.LogRecord:
+    return logging.LogRecord("streamdedup.kafka", level, __file__, 1, message, (), None)
+
+
+def test_a_line_that_repeats_is_let_through_once_an_interval_and_then_says_how_many_were_held():
+    now = [0.0]
+    repeats = Repeats(interval_s=60, clock=lambda: now[0])
+    refused = "FAIL [rdkafka#consumer-{n}] 127.0.0.1:9092/bootstrap: Connect failed: Connection refused (after {n}ms)"
+    assert repeats.filter(_record(refused.format(n=1)))
+    held = [repeats.filter(_record(refused.format(n=n))) for n in range(2, 7)]  # the same kind: numbers aside
+    assert held == [False] * 5
+    assert repeats.filter(_record("another kind of line"))  # kinds are held apart
+    now[0] = 61.0
+    last = _record(refused.format(n=9))
+    assert repeats.filter(last)
+    assert last.getMessage().endswith("(after 9ms) (5 more like it in the last 60 s)")
+    assert not repeats.filter(_record(refused.format(n=10)))
+
+
+def test_the_kinds_it_remembers_are_bounded():
+    repeats = Repeats(interval_s=60, kinds=3, clock=lambda: 0.0)
+    for word in ("one", "two", "three", "four"):
+        assert repeats.filter(_record(f"line {word}"))
+    assert len(repeats._seen) == 3
+    assert repeats.filter(_record("line one"))  # forgotten, so let through again
+
+
+def test_a_client_whose_broker_is_down_logs_through_python_once_not_on_stderr_every_50_ms(capfd, caplog, monkeypatch):
+    """librdkafka writes a failed connection to the process's stderr every ~50 ms for as long as
+    the broker stays down (1,184 lines in a minute of a worker's log when its broker was killed)."""
+    pytest.importorskip("confluent_kafka")
+    from confluent_kafka import Consumer
+
+    from streamdedup.logs import kafka_logger
+    from streamdedup.runtime.settings import WorkerSettings
+
+    monkeypatch.setattr(kafka_logger(), "filters", [Repeats()])  # not what earlier tests logged
+
+    consumer = Consumer(WorkerSettings(bootstrap_servers="127.0.0.1:1").client(**{"group.id": "nobody"}))
+    consumer.subscribe(["pages"])
+    with caplog.at_level(logging.ERROR, logger="streamdedup.kafka"):
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            consumer.poll(0.2)
+    consumer.close()
+    refused = [r for r in caplog.records if "Connection refused" in r.getMessage()]
+    assert len(refused) == 1 and refused[0].name == "streamdedup.kafka"
+    assert "|FAIL|" not in capfd.readouterr().err  # librdkafka's own format ("%3|<time>|FAIL|rdkafka#...")
