@@ -110,7 +110,10 @@ def read_config(path: Path | None) -> dict[str, Any]:
     import tomllib  # here: a run without --config does not load the parser (~0.01 s of start-up)
 
     with open(path, "rb") as handle:
-        return tomllib.load(handle)
+        try:
+            return tomllib.load(handle)
+        except tomllib.TOMLDecodeError as err:  # its message names the line, not the file
+            raise ValueError(f"{path} is not valid TOML: {err}") from None
 
 
 def detector_config(args: argparse.Namespace) -> DetectorConfig:

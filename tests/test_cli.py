@@ -412,3 +412,23 @@ def test_a_time_the_store_cannot_read_is_refused_in_one_line_naming_the_forms(tm
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "'yesterday' is not a time" in err and "2024-01-01T00:00:00Z" in err
     assert main(["store", "expire", "--state", str(tmp_path / "out" / "state"), "--before", "2000-01-01"]) == 0
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    (["--param", "minhash.num_perm=abc"], "minhash.num_perm takes a whole number (default 128), got 'abc'"),
+    (["--param", "simhash.blocks=5.5"], "simhash.blocks takes a whole number (default 5), got 5.5"),
+    (["--param", "minhash.threshold=high"], "minhash.threshold takes a number"),
+])
+def test_a_parameter_of_the_wrong_kind_is_named_with_its_kind(tmp_path, capsys, given, said):
+    """It reached the method's own checks as a string: "'<' not supported between instances of
+    'str' and 'int'"."""
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", *given]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_a_config_file_that_is_not_toml_is_named(tmp_path, capsys):
+    bad = tmp_path / "streamdedup.toml"
+    bad.write_text("[methods\nminhash = 1\n")
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad} is not valid TOML" in err and "line 1" in err

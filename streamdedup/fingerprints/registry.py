@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
@@ -124,12 +125,30 @@ def _lexicon_of(recorded: str, version: str | None, lexicon_dir: Path | None) ->
                      f"{candidates[0]} (made by `streamdedup lexicon build`)")
 
 
+def _check_type(method: str, key: str, value: Any, field: Any) -> None:
+    """A parameter's value of its default's type (an int where a float is: fine), named if not:
+    --param minhash.num_perm=abc reached the method's own checks as a string and failed there with
+    "'<' not supported between instances of 'str' and 'int'"."""
+    if field is None or field.default is MISSING or type(field.default) not in (int, float, bool, str):
+        return  # unknown (the constructor names it), or of a type the command line cannot give
+    wanted = type(field.default)
+    if isinstance(value, bool) != (wanted is bool):
+        fits = False
+    else:
+        fits = isinstance(value, wanted) or (wanted is float and isinstance(value, int))
+    if not fits:
+        kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(wanted, "text")
+        raise ValueError(f"{method}.{key} takes {kind} (default {field.default!r}), got {value!r}")
+
+
 def create_method(name: str, **params: Any) -> FingerprintMethod[Any]:
     """Instantiate a registered method; unknown names and parameters are named in the error."""
     try:
         cls = METHODS[name]
     except KeyError:
         raise ValueError(f"unknown fingerprint method {name!r}; registered: {', '.join(sorted(METHODS))}") from None
+    for key, value in params.items():
+        _check_type(name, key, value, cls.params_type.__dataclass_fields__.get(key))
     try:
         return cls(cls.params_type(**params))
     except TypeError as err:

@@ -109,7 +109,10 @@ class WorkerSettings:
         settings = cls()
         if config_file is not None:
             with open(config_file, "rb") as handle:
-                data = tomllib.load(handle)
+                try:
+                    data = tomllib.load(handle)
+                except tomllib.TOMLDecodeError as err:  # its message names the line, not the file
+                    raise ValueError(f"{config_file} is not valid TOML: {err}") from None
             kafka = {str(k): str(v) for k, v in data.get("kafka", {}).items()}
             settings = settings._with(data.get("worker", {}), kafka)
         env = os.environ if env is None else env

@@ -33,6 +33,9 @@ def _parse_term(text: str) -> Term:
         term = name.strip(), float(minimum) if sep else 0.0
     except ValueError:
         raise ValueError(f"bad policy term {text!r}: write METHOD or METHOD>=NUMBER") from None
+    if not 0.0 <= term[1] <= 1.0:  # every method's similarity is in [0, 1]: the rule would never hold, or always
+        raise ValueError(f"bad policy term {text.strip()!r}: a minimum is a similarity between 0 and 1 "
+                         f"(e.g. {term[0]}>=0.8)")
     if "." in term[0] and not sep:  # a measure has no threshold of its own: every pair would pass
         raise ValueError(f"policy term {text.strip()!r} names a measure without a minimum: "
                          f"write {term[0]}>=NUMBER (e.g. {term[0]}>=0.95)")

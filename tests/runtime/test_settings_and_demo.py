@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import pytest
 from conftest import make_article, page, wrap_in_template, write_jsonl
 
 from streamdedup.config import DetectorConfig
@@ -73,3 +74,10 @@ def test_the_metrics_endpoint_binds_loopback_unless_told(monkeypatch):
     assert build_parser().parse_args(["worker", "--metrics-host", "0.0.0.0"]).metrics_host == "0.0.0.0"
     monkeypatch.setenv("STREAMDEDUP_METRICS_HOST", "0.0.0.0")
     assert build_parser().parse_args(["worker"]).metrics_host == "0.0.0.0"
+
+
+def test_a_worker_config_that_is_not_toml_is_named(tmp_path):
+    bad = tmp_path / "worker.toml"
+    bad.write_text("[worker\ngroup_id = 'x'\n")
+    with pytest.raises(ValueError, match=r"worker\.toml is not valid TOML: .*line 1"):
+        WorkerSettings.load(bad)

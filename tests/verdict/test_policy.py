@@ -55,3 +55,11 @@ def test_same_site_candidates_meet_the_stricter_policy():
     assert policy.judge({"minhash": 0.7}, same_site=False) == ("minhash", 0.7)
     assert policy.judge({"minhash": 0.7}, same_site=True) is None
     assert policy.judge({"minhash": 0.85}, same_site=True) == ("minhash", 0.85)
+
+
+@pytest.mark.parametrize("term", ["minhash>=2", "simhash>=-0.1", "minhash.containment>=95"])
+def test_a_minimum_no_similarity_can_reach_is_refused_naming_the_range(term):
+    """Every method's similarity is in [0, 1]: "minhash>=2" (a percentage's slip) was taken and the
+    rule never held, silently."""
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        Policy.parse(f"exact|{term}")
