@@ -129,15 +129,15 @@ def _check_type(method: str, key: str, value: Any, field: Any) -> None:
     """A parameter's value of its default's type (an int where a float is: fine), named if not:
     --param minhash.num_perm=abc reached the method's own checks as a string and failed there with
     "'<' not supported between instances of 'str' and 'int'"."""
-    if field is None or field.default is MISSING or type(field.default) not in (int, float, bool, str):
-        return  # unknown (the constructor names it), or of a type the command line cannot give
+    if field is None or field.default is MISSING or type(field.default) not in (int, float, bool):
+        return  # unknown (the constructor names it), or text (a lexicon's path may be all digits)
     wanted = type(field.default)
     if isinstance(value, bool) != (wanted is bool):
         fits = False
     else:
         fits = isinstance(value, wanted) or (wanted is float and isinstance(value, int))
     if not fits:
-        kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(wanted, "text")
+        kind = {int: "a whole number", float: "a number", bool: "true or false"}[wanted]
         raise ValueError(f"{method}.{key} takes {kind} (default {field.default!r}), got {value!r}")
 
 

@@ -676,6 +676,8 @@ class Worker:
             if close_producer and close is not None:
                 with self._deadline("close", 30):
                     close()
+            if self.watchdog is not None:
+                self.watchdog.close()
 
 
 __all__ = ["Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events", "mask"]

@@ -51,11 +51,15 @@ class Recorder:
         self.calls.append((what, timeout_s))
         yield
 
+    def close(self) -> None:
+        self.calls.append(("closed", 0.0))
+
 
 def test_the_worker_puts_its_blocking_transactional_calls_under_the_watchdog(settings):
     send(settings, [page(f"https://a.example/{i}", wrap_in_template(make_article(3100 + i), "A")) for i in range(3)])
     recorder = Recorder()
     worker = Worker(settings, DetectorConfig(), recorder)  # type: ignore[arg-type]
     assert worker.run(idle_timeout_s=3).decided == 3
-    called = {what for what, _ in recorder.calls}
-    assert {"init_transactions", "send_offsets_to_transaction", "commit_transaction"} <= called
+    called = [what for what, _ in recorder.calls]
+    assert {"init_transactions", "send_offsets_to_transaction", "commit_transaction"} <= set(called)
+    assert called[-2:] == ["close", "closed"]  # the producer closed after a clean stop, then the watchdog
