@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from streamdedup.logs import kafka_logger
 from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
 TOPOLOGIES = ("global", "local")
@@ -99,8 +100,6 @@ class WorkerSettings:
     def client(self, **extra: Any) -> dict[str, Any]:
         """librdkafka settings for one client: ours, then the user's pass-through, then `extra`.
         Its log goes through Python's logging (`logs.kafka_logger`: JSON lines, repeats held back)."""
-        from streamdedup.logs import kafka_logger
-
         return {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_logger(), **self.kafka, **extra}
 
     @classmethod
