@@ -51,6 +51,7 @@ class Detector:
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
         self.store = SignatureStore(state_dir, self.methods, self.store_config, config.template)
         self.methods_by_name = {m.name: (self.store.tags[m.name], m) for m in self.methods}
+        self._encoders = [(self.store.tags[m.name], m.name, m.encode) for m in self.methods]  # `_encoded`'s
         # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
         self.work: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
@@ -110,9 +111,8 @@ class Detector:
         names, ends = self.store.index_name_ints_of_records(encoded)
         # the names that can find a page
         shared = batch.stage(names, ends, [fp.page.id for fp in pages], self.store.words_of(encoded))
-        keyed = {id(fp): (fp, sigs, i, page_shared)
-                 for i, (fp, sigs, page_shared) in enumerate(zip(pages, encoded, shared, strict=True))}
-        outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, *keyed[id(item)])
+        staged = iter(enumerate(zip(encoded, shared, strict=True)))  # `pages` are the Fingerprinted `items`, in order
+        outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, item, *next(staged))
                     for item in items]
         self.clock.stage(batch.set_meta)
         return outcomes, batch
@@ -130,12 +130,14 @@ class Detector:
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:
         """The page's signatures as its record stores them, by method tag (the batch's index
         names are made from these at once, as the store's rebuild makes them)."""
-        tags = self.store.tags
-        return {tags[name]: method.encode(sig) for method in self.methods
-                if (sig := fp.signatures[(name := method.name)]) is not None}
+        signatures = fp.signatures
+        return {tag: encode(sig) for tag, name, encode in self._encoders if (sig := signatures[name]) is not None}
 
-    def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, signatures: dict[int, bytes],
-                    page: int, names: list[bytes]) -> Outcome:
+    def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, page: int,
+                    staged: tuple[dict[int, bytes], list[bytes]]) -> Outcome:
+        """A staged page's outcome (`page`: its number in the batch; `staged`: its encoded
+        signatures and shared names, `StoreBatch.stage`)."""
+        signatures, names = staged
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin)
@@ -150,7 +152,15 @@ class Detector:
         """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
         pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
         document, steered = document_key(fp.page.url), steered_record(fp, self.methods)
-        verdict = decide(fp.page.id, self._candidates(fp, batch, event_ms, page, names, document, steered))
+        work = self.work
+        work["pages"] += 1
+        if names:
+            candidates = self._candidates(fp, batch, event_ms, page, names, document, steered)
+        else:  # no key shared with a stored page or another of the batch, or only by chance (`StoreBatch.stage`)
+            candidates = []
+            if by_chance := batch.chance_only(page):
+                count_lookup(work, by_chance, by_chance, 0)
+        verdict = decide(fp.page.id, candidates)
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
                                    verdict.duplicate_of or "", signatures, fp.site_hash, document=document,
                                    steered=steered),
@@ -162,10 +172,6 @@ class Detector:
         """Every stored page sharing any index key with this one and inside its retention window,
         verified and judged by the engine (`engine.judged`). (`page`: its number in the staged batch.)"""
         work = self.work
-        work["pages"] += 1
-        if by_chance := batch.chance_only(page):  # every candidate a chance collision, told for the batch
-            count_lookup(work, by_chance, by_chance, 0)
-            return []
         answered = batch.candidates(names)
         if not answered:  # the common case: no stored page shares a key
             return []

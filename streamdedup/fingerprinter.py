@@ -11,11 +11,11 @@ import base64
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Any
+from functools import lru_cache
+from typing import Any, Generic, TypeVar, overload
 
 import orjson
 import xxhash
@@ -55,6 +55,31 @@ class Outcome:
         return {**self.record, "dedup": self.dedup}
 
 
+_T = TypeVar("_T")
+
+
+class _made_once(Generic[_T]):  # noqa: N801 - used as a decorator, as functools.cached_property
+    """`functools.cached_property` without its lock: Python 3.11's takes an RLock on every first
+    read (gone in 3.12), and the Detector reads two of these once a page, ~1 µs each. The value
+    goes into the instance's `__dict__`, which later reads find first."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func, self.name = func, func.__name__
+        self.__doc__ = func.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _made_once[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type) -> _T: ...
+
+    def __get__(self, instance: object | None, owner: type) -> _made_once[_T] | _T:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
+
+
 @dataclass
 class Fingerprinted:
     """A page after the pure stages, ready for the store: its signatures by method name."""
@@ -71,11 +96,11 @@ class Fingerprinted:
     # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/engine.py`); else None
     steered: Any = None
 
-    @cached_property
+    @_made_once
     def site_hash(self) -> int:
         return site_hash(self.page.site)
 
-    @cached_property
+    @_made_once
     def visible_lines(self) -> tuple[list[str], list[int]]:
         """The visible text's lines and their hashes (`split_lines`), made once."""
         return split_lines(self.visible)

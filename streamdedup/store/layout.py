@@ -51,6 +51,7 @@ ID_TAG = 0xFF  # page ids share the index column family under a tag no method ge
 # method gets: records written before it have none (0), and every reader skips unknown tags.
 DOCUMENT_TAG = 0xFE
 _DOCUMENT = struct.Struct("<Q")
+_DOCUMENT_FIELD = struct.Struct("<BBQ")  # DOCUMENT_TAG, the field's size, the key
 # So is a rescued page's steered signature (`DocRecord.steered`), where its record keeps one.
 STEERED_TAG = 0xFD
 _TAGS = [bytes((tag,)) for tag in range(256)]
@@ -85,8 +86,12 @@ def meta_key(name: str) -> bytes:
     return META + name.encode()
 
 
+_DOC_KEY = struct.Struct(">cQ")
+_TIME_KEY = struct.Struct(">cQQ")
+
+
 def doc_key(seq: int) -> bytes:
-    return DOC + seq_bytes(seq)
+    return _DOC_KEY.pack(DOC, seq)
 
 
 def page_id_key(page_id: str) -> bytes:
@@ -149,7 +154,7 @@ def name_rows(tag: int, keys: np.ndarray) -> np.ndarray:
 
 
 def time_key(event_ms: int, seq: int) -> bytes:
-    return TIME + _SEQ.pack(event_ms + _TIME_OFFSET) + seq_bytes(seq)
+    return _TIME_KEY.pack(TIME, event_ms + _TIME_OFFSET, seq)
 
 
 def time_bound(event_ms: int) -> bytes:
@@ -248,19 +253,31 @@ class DocRecord:
     steered: bytes = b""
 
     def encode(self) -> bytes:
+        # written once for every page filed: lengths below 128 (nearly all) are their own varint
+        small = _SMALL_VARINTS
         page_id = self.page_id.encode("utf-8", "surrogatepass")
-        own_cluster = self.cluster_id == self.page_id
-        cluster = b"" if own_cluster else self.cluster_id.encode("utf-8", "surrogatepass")
-        dup = self.duplicate_of.encode("utf-8", "surrogatepass")
-        parts = [_HEAD.pack(self.event_ms, self.site), varint(len(page_id)), page_id,
-                 varint(0 if own_cluster else len(cluster) + 1), cluster, varint(len(dup)), dup,
-                 bytes((len(self.signatures) + (self.document != 0) + bool(self.steered),))]
-        for tag, sig in sorted(self.signatures.items()):
-            parts += [bytes((tag,)), varint(len(sig)), sig]
+        n = len(page_id)
+        parts = [_HEAD.pack(self.event_ms, self.site), small[n] if n < 0x80 else varint(n), page_id]
+        if self.cluster_id == self.page_id:
+            parts.append(b"\x00")
+        else:
+            cluster = self.cluster_id.encode("utf-8", "surrogatepass")
+            parts += [varint(len(cluster) + 1), cluster]
+        if self.duplicate_of:
+            dup = self.duplicate_of.encode("utf-8", "surrogatepass")
+            parts += [varint(len(dup)), dup]
+        else:
+            parts.append(b"\x00")
+        signatures = self.signatures
+        parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered)])
+        for tag in sorted(signatures) if len(signatures) > 1 else signatures:
+            sig = signatures[tag]
+            n = len(sig)
+            parts += [_TAGS[tag], small[n] if n < 0x80 else varint(n), sig]
         if self.steered:
-            parts += [bytes((STEERED_TAG,)), varint(len(self.steered)), self.steered]
+            parts += [_TAGS[STEERED_TAG], varint(len(self.steered)), self.steered]
         if self.document:
-            parts += [bytes((DOCUMENT_TAG, _DOCUMENT.size)), _DOCUMENT.pack(self.document)]
+            parts.append(_DOCUMENT_FIELD.pack(DOCUMENT_TAG, _DOCUMENT.size, self.document))
         if self.unfiled:  # left out when empty (nearly every page)
             parts += [varint(len(self.unfiled)), *map(varint, self.unfiled)]
         return b"".join(parts)

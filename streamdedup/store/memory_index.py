@@ -137,10 +137,11 @@ def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
 @numba.njit(cache=True)
 def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray,
                  free: np.ndarray) -> np.ndarray:
-    """`_insert`, where a posting with `free[i]` >= 0 is of a name with no postings whose probe met
-    its first free slot there (`_count_free`) and the table has only had postings added since:
-    every slot before it in the probe was live and still is, so the posting goes into the first
-    free slot from there on, where `_insert` would put it, without probing from its home again."""
+    """`_insert`, where a posting with `free[i]` >= 0 is new (its seq is not filed under its name)
+    and its name's probe met its first free slot there (`_count_free`), the table having only had
+    postings added since: every slot before it in the probe was live and still is, so the posting
+    goes into the first free slot from there on, where `_insert` would put it, without probing
+    from its home again. (The name may have postings: they are all before that slot.)"""
     slots = len(words)
     placed = np.zeros(len(names), dtype=np.int64)
     for i in range(len(names)):

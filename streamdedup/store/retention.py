@@ -21,8 +21,8 @@ expires on arrival time.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 EARLIEST_EVENT_MS = 681_436_800_000  # 1991-08-06, the first web page: an earlier fetch time is not one
 DEFAULT_MAX_CLOCK_SKEW = timedelta(days=1)  # time zones and clock drift of crawlers, with room to spare
@@ -30,8 +30,7 @@ PAGE_WATERMARK = "watermark_ms"  # store meta names (the first is the one earlie
 ARRIVAL_WATERMARK = "arrival_watermark_ms"
 
 
-@dataclass(frozen=True)
-class Stamp:
+class Stamp(NamedTuple):  # one a page: a tuple is made in a third of a frozen dataclass's time
     """The time a page is filed under, whether it is the page's own, and why not if not."""
 
     event_ms: int
@@ -74,8 +73,9 @@ class RetentionClock:
     def stamp(self, page_ms: int | None, arrival_ms: int | None, now_ms: int) -> Stamp:
         """The time to file a page under (see the module doc), advancing the watermarks."""
         skew = self.max_skew_ms
-        if page_ms is not None and plausible(page_ms, now_ms, skew):
-            self.observe(page_ms, trusted=True)
+        if page_ms is not None and EARLIEST_EVENT_MS <= page_ms <= now_ms + skew:  # `plausible`, once a page
+            if page_ms > self.page_ms:  # `observe`
+                self.page_ms = page_ms
             return Stamp(page_ms, True)
         note = None
         if page_ms is not None:

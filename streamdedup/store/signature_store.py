@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeGuard, cast
+from typing import Any, cast
 
 import numpy as np
 from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions, WriteBatch
@@ -148,14 +148,13 @@ WORD_MASK = (1 << WORD_BITS) - 1
 CHANCE_POSTINGS = 4
 
 
-def has_word(data: bytes | None) -> TypeGuard[bytes]:
-    """Whether an encoded `word_tag` signature holds a word (its first 8 bytes)."""
-    return data is not None and len(data) >= 8
+_NO_WORD = bytes(8)
 
 
 def page_words(encoded: Sequence[bytes | None]) -> np.ndarray:
     """The word of each encoded `word_tag` signature: its first 8 bytes, little-endian; 0 if none."""
-    return np.frombuffer(b"".join(data[:8] if has_word(data) else bytes(8) for data in encoded),
+    # a word is the first 8 bytes of a signature that has them
+    return np.frombuffer(b"".join([data[:8] if data is not None and len(data) >= 8 else _NO_WORD for data in encoded]),
                          dtype="<u8").astype(np.uint64)
 
 
@@ -328,9 +327,9 @@ class SignatureStore:
     def _word_postings(seqs: Sequence[int], encoded: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
         """`words`' postings of these pages: their seqs and the low WORD_BITS bits of their
         `word_tag` signatures (encoded; None: the page has none, and no posting)."""
-        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if has_word(data)]
-        bits = page_words([data for _, data in kept]) & np.uint64(WORD_MASK)
-        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), bits
+        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
+        words = np.frombuffer(b"".join([data[:8] for _, data in kept]), dtype="<u8").astype(np.uint64)
+        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), words & np.uint64(WORD_MASK)
 
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
         """Each page's word for the chance check, from its encoded signatures by tag (0 for a
@@ -610,10 +609,14 @@ class SignatureStore:
         return name_rows_ints(rows), ends
 
     def _name_rows_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
-        rows_of: dict[int, list[int]] = {}
-        for i, signatures in enumerate(pages):
-            for tag in signatures:
-                rows_of.setdefault(tag, []).append(i)
+        rows_of: dict[int, Sequence[int]] = {}
+        first = pages[0].keys() if pages else {}.keys()
+        if all(signatures.keys() == first for signatures in pages):  # every page signed by the same methods
+            rows_of = dict.fromkeys(first, range(len(pages)))
+        else:
+            for i, signatures in enumerate(pages):
+                for tag in signatures:
+                    cast(list[int], rows_of.setdefault(tag, [])).append(i)
         if not rows_of:
             return np.zeros((0, layout.INDEX_KEY_SIZE), dtype=np.uint8), [0] * len(pages)
         named: list[np.ndarray] = []
@@ -746,6 +749,7 @@ class StoreBatch:
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
         self._ids: dict[str, int] = {}
+        self._id_keys: dict[str, bytes] = {}  # page id -> its index name (`layout.page_id_key`), made once a batch
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
@@ -775,7 +779,7 @@ class StoreBatch:
         """Read these index keys (`SignatureStore.index_names`) and page ids, and the DocRecords
         they name, with one multi_get each: the lookups of a whole batch of pages at once."""
         wanted = set(names)
-        wanted.update(layout.page_id_key(page_id) for page_id in page_ids)
+        wanted.update(self._id_key(page_id) for page_id in page_ids)
         values = self._values
         missing = [n for n in wanted if n not in values]
         if not missing:
@@ -798,7 +802,12 @@ class StoreBatch:
         it and none of the batch after it, so `candidates` of its shared names is `candidates` of
         all its names, and `add_staged` files the others as integers when the batch commits, without
         a `bytes` or a dict entry each. (Lookups of those names by bytes inside the batch, `lookup`,
-        do not see them: the Detector makes none.)"""
+        do not see them: the Detector makes none.)
+
+        A page whose every candidate is a chance collision (`chance_only`: found by SimHash keys of
+        a few pages, none named twice in the batch) has none either: its names give no candidate it
+        would judge and take none from the batch, so it is filed as integers too (at 10 M stored
+        pages, most pages: ~2 chance collisions a page)."""
         if self._docs or self._staged is not None:
             raise ValueError("stage() takes the whole batch, before any page is added")
         self.prefetch((), page_ids)
@@ -812,27 +821,35 @@ class StoreBatch:
             same = names[order[1:]] == names[order[:-1]]
             repeated[order[1:]] |= same
             repeated[order[:-1]] |= same
-        shared = repeated | (counts > 0)
-        lone = np.flatnonzero(~shared)
         sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
         owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
+        stored = np.flatnonzero(counts > 0)
+        skipped: set[int] = set()
+        shared = repeated | (counts > 0)
+        if len(stored):
+            found, starts, seqs = self.store.memory.found_ints(names[stored], counts[stored])
+            if words is not None:
+                skipped = self._by_chance_only(names[stored], owner[stored], found, seqs, words, owner[repeated],
+                                               len(ends))
+                if self._chance_only:
+                    told = np.zeros(len(ends), dtype=np.bool_)
+                    told[list(self._chance_only)] = True
+                    shared &= ~told[owner]
+        lone = np.flatnonzero(~shared)
+        # a lone name of a page told to have only chance collisions has postings: its first free
+        # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
         self._lone = (names[lone], owner[lone], free[lone], epoch)
         at = np.flatnonzero(shared)
         if not len(at):
             return [[] for _ in ends]
-        shared_names = names[at]
-        as_bytes = ints_names(shared_names)
+        as_bytes = ints_names(names[at])
         values = self._values
-        stored = np.flatnonzero(counts[at] > 0)
         hits: list[bytes] = []
-        skipped: set[int] = set()
         if len(stored):
-            found, starts, seqs = self.store.memory.found_ints(shared_names[stored], counts[at][stored])
-            if words is not None:
-                skipped = self._by_chance_only(shared_names[stored], owner[at[stored]], found, seqs, words,
-                                               owner[repeated], len(ends))
+            kept = shared[stored]  # the stored names of pages that judge candidates
             answers = self._answers
-            for j, count, start in zip(stored.tolist(), found.tolist(), starts.tolist(), strict=True):
+            for j, count, start in zip(np.searchsorted(at, stored[kept]).tolist(), found[kept].tolist(),
+                                       starts[kept].tolist(), strict=True):
                 name = as_bytes[j]
                 if name not in values:
                     ordered = sorted(seqs[start: start + count].tolist())
@@ -1009,7 +1026,16 @@ class StoreBatch:
         staged = self._ids.get(page_id)
         if staged is not None:
             return staged
-        return self.store._seq_with_id(page_id, self._value(layout.page_id_key(page_id)), self.doc)
+        key = self._id_key(page_id)
+        value = self._values[key] if key in self._values else self._value(key)
+        return None if value is None else self.store._seq_with_id(page_id, value, self.doc)
+
+    def _id_key(self, page_id: str) -> bytes:
+        """`layout.page_id_key`, hashed once a batch (a page's is asked by `stage`, `seq_for` and `_add`)."""
+        key = self._id_keys.get(page_id)
+        if key is None:
+            key = self._id_keys[page_id] = layout.page_id_key(page_id)
+        return key
 
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
             names: Mapping[int, list[bytes]] | None = None) -> None:
@@ -1031,9 +1057,7 @@ class StoreBatch:
         if self._staged is None or self._page_seqs is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
         names, ends = self._staged
-        start = ends[page - 1] if page else 0
-        every = names[start: ends[page]]
-        self._add(doc, shared, lambda full: places_among_ints(every, full))
+        self._add(doc, shared, lambda full: places_among_ints(names[ends[page - 1] if page else 0: ends[page]], full))
         self._page_seqs[page] = doc.seq
 
     def _answer(self, value: bytes) -> tuple[list[int], int]:
@@ -1061,7 +1085,9 @@ class StoreBatch:
         unique = dict.fromkeys(names)
         values, answers = self._values, self._answers
         full: list[bytes] = []
-        if names is self._quiet or self._all_read_none_filed(unique.keys()):
+        if not names:  # a staged page no other shares a name with (`stage`): its names are filed at commit
+            filed = []
+        elif names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
@@ -1077,7 +1103,7 @@ class StoreBatch:
                 else:
                     values[name] = current + seq
                 filed.append(name)
-        id_key = layout.page_id_key(doc.page_id)
+        id_key = self._id_key(doc.page_id)
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted
@@ -1102,9 +1128,10 @@ class StoreBatch:
     def commit(self) -> None:
         wb = WriteBatch(raw_mode=True)
         self._templates.write(wb)
+        put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
         for seq, doc in self._docs.items():
-            wb.put(layout.doc_key(seq), doc.encode())
-            wb.put(layout.time_key(doc.event_ms, seq), b"")
+            put(doc_key(seq), doc.encode())
+            put(time_key(doc.event_ms, seq), b"")
         self._meta["next_seq"] = str(self._seq).encode()
         self._meta["index_version"] = str(self.store.index_version + 1).encode()
         for meta_name, value in self._meta.items():
@@ -1140,4 +1167,5 @@ class StoreBatch:
         self._docs.clear()
         self._committed_docs.clear()
         self._ids.clear()
+        self._id_keys.clear()
         self._meta.clear()

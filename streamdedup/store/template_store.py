@@ -44,7 +44,8 @@ class TemplateCache:
         return held[0]
 
     def put(self, site_hash: int, template: SiteTemplate) -> None:
-        self.take(site_hash)
+        if site_hash in self._templates:  # (a batch took it out: not there, as a rule)
+            self.take(site_hash)
         size = template.nbytes
         self._templates[site_hash] = (template, size)
         self._size += size

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full detail is in the value
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a frozen dataclass's time
     page_id: str
     status: str  # "unique" | "duplicate"
     cluster_id: str

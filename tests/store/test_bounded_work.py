@@ -251,7 +251,7 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
         tmp_path, monkeypatch):
     """`StoreBatch.stage` tells, for the whole batch at once, the pages whose every candidate is a
     chance collision (`chance_only`), and the detector then skips their `candidates` and
-    `without_chance`. On a batch mixing such pages with pages that share a chance key with another
+    `without_chance` (and files them as pages sharing no key). On a batch mixing such pages with pages that share a chance key with another
     page of the batch, a page found by a near fingerprint, one far from a stored page but under two
     of its keys, and an unrelated one, the verdicts and
     every work count are those of the one-page-at-a-time path."""
@@ -267,11 +267,13 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
 
         def chance_only(self, page: int) -> int:
             nonlocal told
-            found = original(self, page) if skip else 0
+            found = original(self, page)
             told += found > 0
             return found
 
         monkeypatch.setattr(StoreBatch, "chance_only", chance_only)
+        if not skip:  # nothing told for the batch: every page's candidates looked up and dropped one at a time
+            monkeypatch.setattr(StoreBatch, "_note_chance_only", lambda self, *args: None)
         with Detector(DetectorConfig(), path) as detector:
             detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
             twin = _chance_collision(stored[1], 8, rng)
@@ -286,11 +288,13 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
                 _synthetic(16, stored[4] ^ three_keys, rng),  # far, but under three of its keys: judged
             ]
             outcomes = [o.dedup for o in detector.decide_batch(batch)]
-            return outcomes, dict(detector.work), told
+            return outcomes, dict(detector.work), told, detector.store.memory.table()
 
-    batch_wise, work, told = run(tmp_path / "batch", skip=True)
-    page_wise, page_work, _ = run(tmp_path / "page", skip=False)
+    batch_wise, work, told, table = run(tmp_path / "batch", skip=True)
+    page_wise, page_work, _, page_table = run(tmp_path / "page", skip=False)
     assert batch_wise == page_wise
+    # filed alike, slot for slot (a told page's keys go into the free slots `stage` found)
+    assert all(np.array_equal(a, b) for a, b in zip(table, page_table, strict=True))
     assert work == page_work and work["candidates_by_chance"] >= 2
     assert told == 2  # pages 10 and 14 (11 and 12 share a key in the batch; 13 has a real candidate)
 

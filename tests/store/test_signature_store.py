@@ -600,3 +600,21 @@ def test_full_names_are_placed_among_a_pages_names_as_the_bytes_sort():
         names = ints_names(ints)
         full = rng.sample(sorted(set(names)), rng.randint(1, len(set(names))))
         assert places_among_ints(ints, full) == places_among(names, full)
+
+
+def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
+    """The record and key bytes are the store's format (schema 4): an encoder rewritten for speed
+    must write what the earlier one wrote, byte for byte, not only what it decodes back. These
+    were written by the encoder of 2026-11-27 (30ec8e1)."""
+    plain = DocRecord(7, "https://a.example/1", 1_700_000_000_000, "https://a.example/1", "",
+                      {3: bytes(range(200)), 1: b"\x01" * 16}, site=0x1234, document=99)
+    assert plain.encode().hex() == (
+        "0068e5cf8b01000034120000000000001368747470733a2f2f612e6578616d706c652f3100000301100101010101010101"
+        "010101010101010103c801" + bytes(range(200)).hex() + "fe086300000000000000")
+    odd = DocRecord(2**40, "p\u00e9\udcff", -5, "c" * 130, "d", {4: b""}, site=2**64 - 1, unfiled=(0, 3, 200),
+                    steered=b"\x09" * 10)
+    assert odd.encode().hex() == ("fbffffffffffffffffffffffffffffff0670c3a9edb3bf8301" + "63" * 130
+                                  + "0164020400fd0a" + "09" * 10 + "030003c801")
+    assert DocRecord.decode(7, plain.encode()) == plain and DocRecord.decode(2**40, odd.encode()) == odd
+    assert layout.doc_key(2**40).hex() == "440000010000000000"
+    assert layout.time_key(-5, 2**40).hex() == "547ffffffffffffffb0000010000000000"

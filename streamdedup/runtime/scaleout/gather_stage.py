@@ -28,7 +28,7 @@ same id is rejected as duplicate_id) and a hash of each earlier page it is known
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Itera
     earlier = _earlier_matches(answers, supplements)
     verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
                                       for m in earlier.values()))
-    return replace(verdict, time_note=header.time_note).as_dict()
+    return verdict._replace(time_note=header.time_note).as_dict()
 
 
 def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) -> dict[str, Match]:
