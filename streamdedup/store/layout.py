@@ -56,7 +56,6 @@ _DOCUMENT_FIELD = struct.Struct("<BBQ")  # DOCUMENT_TAG, the field's size, the k
 STEERED_TAG = 0xFD
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
-_DELTA = struct.Struct(">I")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
 _HEAD = struct.Struct("<qQ")
 
@@ -69,9 +68,12 @@ def template_key(site_hash: int) -> bytes:
     return TEMPLATE + _SEQ.pack(site_hash)
 
 
+_TEMPLATE_DELTA_KEY = struct.Struct(">cQI")
+
+
 def template_delta_key(site_hash: int, n: int) -> bytes:
-    """A site's n-th delta record after its whole one: its key, then n, in order."""
-    return template_key(site_hash) + _DELTA.pack(n)
+    """A site's n-th delta record after its whole one: its key (`template_key`), then n, in order."""
+    return _TEMPLATE_DELTA_KEY.pack(TEMPLATE, site_hash, n)
 
 
 def seq_bytes(seq: int) -> bytes:

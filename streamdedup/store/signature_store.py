@@ -1026,7 +1026,7 @@ class StoreBatch:
         staged = self._ids.get(page_id)
         if staged is not None:
             return staged
-        key = self._id_key(page_id)
+        key = self._id_keys.get(page_id) or self._id_key(page_id)
         value = self._values[key] if key in self._values else self._value(key)
         return None if value is None else self.store._seq_with_id(page_id, value, self.doc)
 
@@ -1103,7 +1103,7 @@ class StoreBatch:
                 else:
                     values[name] = current + seq
                 filed.append(name)
-        id_key = self._id_key(doc.page_id)
+        id_key = self._id_keys.get(doc.page_id) or self._id_key(doc.page_id)
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted

@@ -618,3 +618,4 @@ def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
     assert DocRecord.decode(7, plain.encode()) == plain and DocRecord.decode(2**40, odd.encode()) == odd
     assert layout.doc_key(2**40).hex() == "440000010000000000"
     assert layout.time_key(-5, 2**40).hex() == "547ffffffffffffffb0000010000000000"
+    assert layout.template_delta_key(2**64 - 1, 7).hex() == "53ffffffffffffffff00000007"
