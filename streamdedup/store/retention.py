@@ -30,7 +30,7 @@ PAGE_WATERMARK = "watermark_ms"  # store meta names (the first is the one earlie
 ARRIVAL_WATERMARK = "arrival_watermark_ms"
 
 
-class Stamp(NamedTuple):  # one a page: a tuple is made in a third of a frozen dataclass's time
+class Stamp(NamedTuple):  # one a page: a tuple is made in half a frozen dataclass's time
     """The time a page is filed under, whether it is the page's own, and why not if not."""
 
     event_ms: int

@@ -1085,7 +1085,7 @@ class StoreBatch:
         unique = dict.fromkeys(names)
         values, answers = self._values, self._answers
         full: list[bytes] = []
-        if not names:  # a staged page no other shares a name with (`stage`): its names are filed at commit
+        if not names:  # nothing to file now (a staged page that shares no name: `commit` files its names)
             filed = []
         elif names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
