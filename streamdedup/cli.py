@@ -16,7 +16,7 @@ import orjson
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import EXTRACTORS, check_extractor
-from streamdedup.config import DetectorConfig, parse_duration
+from streamdedup.config import DetectorConfig, parse_duration, read_toml
 from streamdedup.fingerprints.registry import METHODS
 
 if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
@@ -105,15 +105,7 @@ def _parse_value(text: str) -> Any:
 
 
 def read_config(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    import tomllib  # here: a run without --config does not load the parser (~0.01 s of start-up)
-
-    with open(path, "rb") as handle:
-        try:
-            return tomllib.load(handle)
-        except tomllib.TOMLDecodeError as err:  # its message names the line, not the file
-            raise ValueError(f"{path} is not valid TOML: {err}") from None
+    return {} if path is None else read_toml(path)
 
 
 def detector_config(args: argparse.Namespace) -> DetectorConfig:

@@ -38,6 +38,17 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A configuration file's table; one not TOML is named (the parser's message names only the line)."""
+    import tomllib  # here: most runs read no file
+
+    with open(path, "rb") as handle:
+        try:
+            return tomllib.load(handle)
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"{path} is not valid TOML: {err}") from None
+
 @dataclass(frozen=True)
 class DetectorConfig:
     methods: tuple[str, ...] = DEFAULT_METHODS
@@ -115,11 +126,7 @@ class DetectorConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DetectorConfig:
-        import tomllib  # here: most runs read no file
-
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-        return cls.from_mapping(data)
+        return cls.from_mapping(read_toml(path))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:

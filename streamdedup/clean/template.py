@@ -338,7 +338,7 @@ class SiteTemplate:
     def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
         key = page_key(url)
-        if key in (self._seen if self._seen is not None else self._url_set()):  # `_has_url`, once a page
+        if self._has_url(key):
             return False
         page = distinct_lines(hashes)
         self.learned.append((key, page))

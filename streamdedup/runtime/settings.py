@@ -6,12 +6,12 @@ or in the file's [kafka] table. Secrets are masked whenever settings are shown o
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from streamdedup.config import read_toml
 from streamdedup.logs import kafka_logger
 from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
@@ -107,11 +107,7 @@ class WorkerSettings:
              **flags: Any) -> WorkerSettings:
         settings = cls()
         if config_file is not None:
-            with open(config_file, "rb") as handle:
-                try:
-                    data = tomllib.load(handle)
-                except tomllib.TOMLDecodeError as err:  # its message names the line, not the file
-                    raise ValueError(f"{config_file} is not valid TOML: {err}") from None
+            data = read_toml(config_file)
             kafka = {str(k): str(v) for k, v in data.get("kafka", {}).items()}
             settings = settings._with(data.get("worker", {}), kafka)
         env = os.environ if env is None else env

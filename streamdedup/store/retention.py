@@ -73,9 +73,8 @@ class RetentionClock:
     def stamp(self, page_ms: int | None, arrival_ms: int | None, now_ms: int) -> Stamp:
         """The time to file a page under (see the module doc), advancing the watermarks."""
         skew = self.max_skew_ms
-        if page_ms is not None and EARLIEST_EVENT_MS <= page_ms <= now_ms + skew:  # `plausible`, once a page
-            if page_ms > self.page_ms:  # `observe`
-                self.page_ms = page_ms
+        if page_ms is not None and plausible(page_ms, now_ms, skew):
+            self.observe(page_ms, trusted=True)
             return Stamp(page_ms, True)
         note = None
         if page_ms is not None:

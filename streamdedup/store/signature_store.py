@@ -153,9 +153,18 @@ _NO_WORD = bytes(8)
 
 def page_words(encoded: Sequence[bytes | None]) -> np.ndarray:
     """The word of each encoded `word_tag` signature: its first 8 bytes, little-endian; 0 if none."""
-    # a word is the first 8 bytes of a signature that has them
-    return np.frombuffer(b"".join([data[:8] if data is not None and len(data) >= 8 else _NO_WORD for data in encoded]),
-                         dtype="<u8").astype(np.uint64)
+    return _words(encoded)[0]
+
+
+def _words(encoded: Sequence[bytes | None]) -> tuple[np.ndarray, list[bool]]:
+    """`page_words`, and which signatures hold a word (their first 8 bytes), in one pass."""
+    has: list[bool] = []
+    parts: list[bytes] = []
+    for data in encoded:
+        word = data[:8] if data is not None and len(data) >= 8 else None
+        has.append(word is not None)
+        parts.append(word or _NO_WORD)
+    return np.frombuffer(b"".join(parts), dtype="<u8").astype(np.uint64), has
 
 
 def foreign_files(names: Iterable[str]) -> list[str]:
@@ -327,9 +336,9 @@ class SignatureStore:
     def _word_postings(seqs: Sequence[int], encoded: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
         """`words`' postings of these pages: their seqs and the low WORD_BITS bits of their
         `word_tag` signatures (encoded; None: the page has none, and no posting)."""
-        kept = [(seq, data) for seq, data in zip(seqs, encoded, strict=True) if data is not None and len(data) >= 8]
-        words = np.frombuffer(b"".join([data[:8] for _, data in kept]), dtype="<u8").astype(np.uint64)
-        return np.asarray([seq for seq, _ in kept], dtype=np.uint64), words & np.uint64(WORD_MASK)
+        words, has = _words(encoded)
+        kept = np.asarray(has, dtype=np.bool_)
+        return np.asarray(seqs, dtype=np.uint64)[kept], words[kept] & np.uint64(WORD_MASK)
 
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
         """Each page's word for the chance check, from its encoded signatures by tag (0 for a
@@ -730,6 +739,14 @@ class SignatureStore:
         self.close()
 
 
+class _IdKeys(dict[str, bytes]):
+    """Page id -> `layout.page_id_key`, each hashed when first asked."""
+
+    def __missing__(self, page_id: str) -> bytes:
+        key = self[page_id] = layout.page_id_key(page_id)
+        return key
+
+
 class StoreBatch:
     """Staged changes of a group of pages, visible to later pages of the group, committed at once.
 
@@ -749,7 +766,7 @@ class StoreBatch:
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
         self._ids: dict[str, int] = {}
-        self._id_keys: dict[str, bytes] = {}  # page id -> its index name (`layout.page_id_key`), made once a batch
+        self._id_keys = _IdKeys()  # page id -> its index name, hashed once a batch (`stage`, `seq_for`, `_add` ask)
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
@@ -779,7 +796,8 @@ class StoreBatch:
         """Read these index keys (`SignatureStore.index_names`) and page ids, and the DocRecords
         they name, with one multi_get each: the lookups of a whole batch of pages at once."""
         wanted = set(names)
-        wanted.update(self._id_key(page_id) for page_id in page_ids)
+        id_keys = self._id_keys
+        wanted.update(id_keys[page_id] for page_id in page_ids)
         values = self._values
         missing = [n for n in wanted if n not in values]
         if not missing:
@@ -823,9 +841,10 @@ class StoreBatch:
             repeated[order[:-1]] |= same
         sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
         owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
-        stored = np.flatnonzero(counts > 0)
+        has_postings = counts > 0
+        stored = np.flatnonzero(has_postings)
         skipped: set[int] = set()
-        shared = repeated | (counts > 0)
+        shared = repeated | has_postings
         if len(stored):
             found, starts, seqs = self.store.memory.found_ints(names[stored], counts[stored])
             if words is not None:
@@ -1026,16 +1045,9 @@ class StoreBatch:
         staged = self._ids.get(page_id)
         if staged is not None:
             return staged
-        key = self._id_keys.get(page_id) or self._id_key(page_id)
+        key = self._id_keys[page_id]
         value = self._values[key] if key in self._values else self._value(key)
         return None if value is None else self.store._seq_with_id(page_id, value, self.doc)
-
-    def _id_key(self, page_id: str) -> bytes:
-        """`layout.page_id_key`, hashed once a batch (a page's is asked by `stage`, `seq_for` and `_add`)."""
-        key = self._id_keys.get(page_id)
-        if key is None:
-            key = self._id_keys[page_id] = layout.page_id_key(page_id)
-        return key
 
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
             names: Mapping[int, list[bytes]] | None = None) -> None:
@@ -1085,9 +1097,7 @@ class StoreBatch:
         unique = dict.fromkeys(names)
         values, answers = self._values, self._answers
         full: list[bytes] = []
-        if not names:  # nothing to file now (a staged page that shares no name: `commit` files its names)
-            filed = []
-        elif names is self._quiet or self._all_read_none_filed(unique.keys()):
+        if names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
@@ -1103,7 +1113,7 @@ class StoreBatch:
                 else:
                     values[name] = current + seq
                 filed.append(name)
-        id_key = self._id_keys.get(doc.page_id) or self._id_key(doc.page_id)
+        id_key = self._id_keys[doc.page_id]
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted
