@@ -23,12 +23,16 @@ from __future__ import annotations
 import itertools
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from streamdedup.store import layout
 
@@ -49,10 +53,50 @@ _GROWN_LOAD = 0.5  # ... to this share of postings
 _EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
 
 
+# Names ahead of the one probed whose home slots are asked of memory already (`_prefetch`): a
+# probe of a table larger than the caches waits ~100 ns on each slot's read; asked for ahead,
+# a dozen reads are in flight at once (`python bench/store.py`; docs/benchmarks.md, 2026-11-27)
+PREFETCH_AHEAD = 12
+
+
+def _prefetch_typed(typingctx: Any, array: Any, index: Any) -> Any:
+    """A hint to the CPU to read `array[index]` into its caches (LLVM's prefetch: read, keep in
+    all levels); no effect on what the code computes. Compiled loops over random slots of the
+    table issue it a few names ahead, so that the reads of several probes overlap."""
+    signature = types.void(array, index)
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        array_type = sig.args[0]
+        made = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, made, [args[1]])
+        byte_pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.VoidType(), [byte_pointer, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        function = cgutils.get_or_insert_function(builder.module, function_type, "llvm.prefetch.p0i8")
+        read, keep, data = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
+        builder.call(function, [builder.bitcast(pointer, byte_pointer), read, keep, data])
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+_prefetch = cast(Callable[[np.ndarray, Any], None], intrinsic(_prefetch_typed))
+
+
 @numba.njit(cache=True)
 def _home(name: np.uint64, slots: int) -> Any:  # np.int64: an int64 slot number, not uint64, for numba
     mixed = (name * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(16)
     return np.int64(mixed % np.uint64(slots))
+
+
+@numba.njit(cache=True)
+def _homes(names: np.ndarray, slots: int, words: np.ndarray) -> np.ndarray:
+    """Each name's home slot (`_home`), the first `PREFETCH_AHEAD` of them asked of memory."""
+    homes = np.empty(len(names), dtype=np.int64)
+    for i in range(len(names)):
+        homes[i] = _home(names[i], slots)
+    for i in range(min(PREFETCH_AHEAD, len(names))):
+        _prefetch(words, homes[i])
+    return homes
 
 
 @numba.njit(cache=True)
@@ -69,8 +113,11 @@ def _count_free(words: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.nd
     free = np.empty(len(names), dtype=np.int64)
     mask = np.uint64((1 << 48) - 1)
     slots = len(words)
+    homes = _homes(names, slots, words)
     for i in range(len(names)):
-        slot = _home(names[i], slots)
+        if i + PREFETCH_AHEAD < len(names):
+            _prefetch(words, homes[i + PREFETCH_AHEAD])
+        slot = homes[i]
         first = -1
         while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
             word = words[slot]
@@ -110,10 +157,13 @@ def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
     posting, 1 if it went into a free slot, 2 into a tombstone's, 0 if it was there."""
     slots = len(words)
     placed = np.zeros(len(names), dtype=np.int64)
+    homes = _homes(names, slots, words)
     for i in range(len(names)):
+        if i + PREFETCH_AHEAD < len(names):
+            _prefetch(words, homes[i + PREFETCH_AHEAD])
         word = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
         word_low = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
-        slot = _home(names[i], slots)
+        slot = homes[i]
         free = -1
         while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
             if words[slot] == word and low[slot] == word_low:
@@ -135,6 +185,14 @@ def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
 
 
 @numba.njit(cache=True)
+def _prefetch_slot(words: np.ndarray, low: np.ndarray, slot: int) -> None:
+    """`_prefetch` of both words of a slot that will be written (none for -1: no slot)."""
+    if slot >= 0:
+        _prefetch(words, slot)
+        _prefetch(low, slot)
+
+
+@numba.njit(cache=True)
 def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray,
                  free: np.ndarray) -> np.ndarray:
     """`_insert`, where a posting with `free[i]` >= 0 is new (its seq is not filed under its name)
@@ -144,7 +202,11 @@ def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np
     from its home again. (The name may have postings: they are all before that slot.)"""
     slots = len(words)
     placed = np.zeros(len(names), dtype=np.int64)
+    for i in range(min(PREFETCH_AHEAD, len(names))):
+        _prefetch_slot(words, low, free[i])
     for i in range(len(names)):
+        if i + PREFETCH_AHEAD < len(names):
+            _prefetch_slot(words, low, free[i + PREFETCH_AHEAD])
         if free[i] < 0:
             placed[i:i + 1] = _insert(words, low, names[i:i + 1], seqs[i:i + 1])
             continue
@@ -187,10 +249,13 @@ def _remove(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
     """Remove the postings (name, seq) that exist; returns how many did."""
     slots = len(words)
     removed = 0
+    homes = _homes(names, slots, words)
     for i in range(len(names)):
+        if i + PREFETCH_AHEAD < len(names):
+            _prefetch(words, homes[i + PREFETCH_AHEAD])
         wanted = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
         wanted_low = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
-        slot = _home(names[i], slots)
+        slot = homes[i]
         while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
             if words[slot] == wanted and low[slot] == wanted_low:
                 words[slot] = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
