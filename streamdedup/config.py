@@ -38,7 +38,6 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
-
 def read_toml(path: str | Path) -> dict[str, Any]:
     """A configuration file's table; one not TOML is named (the parser's message names only the line)."""
     import tomllib  # here: most runs read no file
@@ -48,6 +47,7 @@ def read_toml(path: str | Path) -> dict[str, Any]:
             return tomllib.load(handle)
         except tomllib.TOMLDecodeError as err:
             raise ValueError(f"{path} is not valid TOML: {err}") from None
+
 
 @dataclass(frozen=True)
 class DetectorConfig:
