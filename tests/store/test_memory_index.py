@@ -109,3 +109,52 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         plain.insert_ints(all_names, all_seqs)
         assert all(np.array_equal(a, b) for a, b in zip(fast.table(), plain.table(), strict=True))
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
+
+
+def test_names_filed_as_their_probe_meets_the_slot_are_taken_back_or_settled_exactly():
+    """`place_ints` files the marked names that have no postings in the slots their probe meets:
+    the table `insert_ints` of those postings makes, slot for slot (crowded, with tombstones);
+    `unplace` gives back the table as it was, slot for slot; `settle` ends with the postings of
+    the seqs given (-1: removed), also after the segment grew in between (its postings moved)."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import ints_names
+
+    rng = np.random.default_rng(11)
+    for case in range(30):
+        index, plain = MemoryIndex(), MemoryIndex()
+        index._allocate(256)
+        plain._allocate(256)
+        names = rng.integers(0, 1 << 12, size=2000, dtype=np.uint64) * np.uint64(1 << 36)  # crowded homes
+        for table in (index, plain):
+            table.insert_ints(names, np.arange(2000, dtype=np.uint64))
+            table.remove(ints_names(names[:600:3]), list(range(0, 600, 3)))  # tombstones
+        before = [part.copy() for part in index.table()], index.postings, index.tombstones
+        batch = rng.integers(0, 1 << 12, size=400, dtype=np.uint64) * np.uint64(1 << 36)
+        seqs = np.arange(10_000, 10_400, dtype=np.uint64)
+        place = rng.random(400) < 0.8
+        counts, _, _, placement = index.place_ints(batch, seqs, place)
+        filed = place & (counts == 0)
+        assert placement.count == int(filed.sum()) > 0
+        plain.insert_ints(batch[filed], seqs[filed])  # the same order within each segment
+        assert all(np.array_equal(a, b) for a, b in zip(index.table(), plain.table(), strict=True))
+        if case % 3 == 0:
+            index.unplace(placement)
+            assert all(np.array_equal(a, b) for a, b in zip(index.table(), before[0], strict=True))
+            assert (index.postings, index.tombstones) == before[1:]
+            continue
+        if case % 3 == 2:  # the segments grow before the batch settles: its slots moved
+            index.insert_ints(rng.integers(0, 1 << 48, size=3000, dtype=np.uint64), np.arange(20_000, 23_000, dtype=np.uint64))
+        final = np.where(rng.random(400) < 0.3, -1, seqs.astype(np.int64) - rng.integers(0, 3, size=400))
+        index.settle(placement, final)
+        wanted = {}
+        for name, seq in zip(names.tolist(), range(2000), strict=True):
+            wanted.setdefault(name, []).append(seq)
+        for name, seq in zip(names[:600:3].tolist(), range(0, 600, 3), strict=True):
+            wanted[name].remove(seq)
+        for name, seq, ok in zip(batch.tolist(), final.tolist(), filed.tolist(), strict=True):
+            if ok and seq >= 0:
+                wanted.setdefault(name, []).append(seq)
+        probe = sorted(set(names.tolist()) | set(batch.tolist()))
+        assert index.seqs(ints_names(np.asarray(probe, dtype=np.uint64)))[:len(probe)] == [
+            sorted(wanted.get(n, [])) for n in probe]

@@ -619,3 +619,59 @@ def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
     assert layout.doc_key(2**40).hex() == "440000010000000000"
     assert layout.time_key(-5, 2**40).hex() == "547ffffffffffffffb0000010000000000"
     assert layout.template_delta_key(2**64 - 1, 7).hex() == "53ffffffffffffffff00000007"
+
+
+def test_names_a_batch_files_as_it_looks_them_up_end_as_its_records_say(tmp_path):
+    """`stage` files the names no page has yet under the seq each page is to be added as, while
+    it looks them up, before the batch commits: a batch that is dropped (discarded, or left for
+    the next batch, or open at close) leaves the table as it was, slot for slot; one that rejects
+    a repeated page id (its later pages added a seq earlier than filed) ends holding the postings
+    its records rebuild, and the next batch finds its pages under their own ids."""
+    import numpy as np
+    from conftest import make_article, page, wrap_in_template
+
+    from streamdedup.config import DetectorConfig
+    from streamdedup.detector import Detector
+    from streamdedup.store.memory_index import MemoryIndex, ints_names
+    from streamdedup.testing import raw_records
+
+    def article(n, url, **extra):
+        return page(url, wrap_in_template(make_article(n), f"Site {n}"), id=url, **extra)
+
+    first = [article(n, f"https://a.example/{n}") for n in range(3)]
+    later = [article(n, f"https://b.example/{n}") for n in range(10, 14)]
+    repeated = [later[0], {**article(20, "https://c.example/20"), "id": later[0]["url"]}, *later[1:]]
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:
+        memory = detector.store.memory
+        detector.commit(detector.decide_staged(detector.prepare_many(raw_records(first)))[1])
+        before = [part.copy() for part in memory.table()], memory.postings, memory.tombstones
+
+        def unchanged():
+            assert all(np.array_equal(a, b) for a, b in zip(memory.table(), before[0], strict=True))
+            assert (memory.postings, memory.tombstones) == before[1:]
+
+        for drop in ("discard", "next batch"):
+            _, batch = detector.decide_staged(detector.prepare_many(raw_records(later)))
+            placed = detector.store.placed
+            assert placed is not None and placed.count > 100 and memory.postings == before[1] + placed.count
+            name = ints_names(placed.names[placed.parts[0].at[:1]])[0]
+            assert memory.seqs([name]) == [[placed.seqs[placed.parts[0].at[0]]]]
+            assert batch._value(name) is None  # the batch itself sees what is committed, and its own adds
+            detector.discard() if drop == "discard" else detector.store.batch()
+            unchanged()
+        outcomes, batch = detector.decide_staged(detector.prepare_many(raw_records(repeated)))
+        assert [o.status for o in outcomes] == ["unique", "rejected", "unique", "unique", "unique"]
+        detector.commit(batch)
+        assert detector.store.placed is None
+        live = _postings(memory)
+        detector.store.memory = MemoryIndex()
+        detector.store._rebuild_index()
+        assert _postings(detector.store.memory) == live
+        again = [{**p, "id": p["url"] + "#again"} for p in later]
+        verdicts = [o.dedup for o in detector.decide_batch(detector.prepare_many(raw_records(again)))]
+        assert [v["duplicate_of"] for v in verdicts] == [p["url"] for p in later]
+        committed = _postings(detector.store.memory)
+        detector.decide_staged(detector.prepare_many(raw_records([article(30, "https://d.example/30")])))
+        assert detector.store.placed is not None
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:  # closed with a batch open: its names not saved
+        assert _postings(detector.store.memory) == committed
