@@ -125,7 +125,6 @@ class Detector:
 
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""
-        self.store.take_back()
         self.clock = self.config.retention_clock(self.store.get_meta_int)
 
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:

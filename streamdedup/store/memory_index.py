@@ -1,13 +1,10 @@
 """The index in memory: 6-byte index names (`layout.index_key`, `layout.page_id_key`) -> page seqs.
 
-A multimap in a flat array with open addressing (linear probing), probed by compiled loops a
-whole batch of names at a time. Each slot is one posting, 12 bytes side by side (`SLOT`): a 64-bit
-word holding the 48-bit name and the seq's high 16 bits, and a 32-bit word holding the seq's low
-32 bits (seqs below 2^47). A free slot's word is all ones, a removed posting's (a tombstone's) all
-ones but the last bit: live postings never have the top bit set. A slot's two words share a cache
-line (but in 2 slots of 16, which straddle two), so filing a posting where a probe found its slot
-reads no other line (two arrays cost each filing a read of the low word's line: about 7 % of
-the store's path at 2 M pages, docs/benchmarks.md, "Filed as they are looked up").
+A multimap in flat arrays with open addressing (linear probing), probed by compiled loops a
+whole batch of names at a time. Each slot is one posting: a 64-bit word holding the 48-bit name
+and the seq's high 16 bits, and a 32-bit word holding the seq's low 32 bits (12 bytes a posting;
+seqs below 2^47). A free slot is all ones, a removed posting (a tombstone) all ones but the last
+bit: live postings never have the top bit set.
 
 The table is cut into `SEGMENTS` tables by a hash of the name (`_group`), each growing on its
 own: a growth holds one segment's old and new arrays at once, not the whole table's (one table of
@@ -17,10 +14,8 @@ RocksDB keeps the page records (and the changelog, its WAL); this table is loade
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
 opens (`SignatureStore._rebuild_index`), so it holds exactly what the
 committed records say: every key of every stored page, except those a record names as not filed
-(full keys, see `StoreBatch.add`). It changes after a WriteBatch is written (commit, expiry,
-deletion), but for the postings a batch files as it looks them up (`place_ints`: names no page
-has yet), which its commit settles and which are taken back if it does not commit
-(`SignatureStore.take_back`); a crash leaves nothing to undo (the table is rebuilt).
+(full keys, see `StoreBatch.add`). It changes only after a WriteBatch is written (commit, expiry,
+deletion), so a crash or a discarded batch leaves nothing to undo.
 """
 
 from __future__ import annotations
@@ -29,7 +24,6 @@ import itertools
 import os
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -51,7 +45,7 @@ SEGMENT_BITS = 4
 SEGMENTS = 1 << SEGMENT_BITS
 # another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
 _SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
-_MAGIC = b"sdidx\x00\x03\x00"  # \x02: segments; \x03: a slot's two words side by side
+_MAGIC = b"sdidx\x00\x02\x00"  # \x02: segments
 _HEADER = struct.Struct("<8sQQ")  # magic, version, segments
 _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
@@ -116,24 +110,8 @@ def _count(words: np.ndarray, names: np.ndarray) -> np.ndarray:
 def _count_free(words: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`_count`, and where each name's probe meets its first free slot (a tombstone, or the empty
     slot that ends it): where `_insert` would put a posting of a name that has none."""
-    none = np.zeros(len(names), dtype=np.bool_)
-    counts, free, _, _ = _count_place(words, np.zeros(0, dtype=np.uint32), names, names, none)
-    return counts, free
-
-
-@numba.njit(cache=True)
-def _count_place(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray,
-                 place: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`_count_free`; and each name that `place` marks and that has no postings is filed under
-    its seq in its first free slot as the probe meets it (where `_insert` would put it), while the
-    slot is in the cache: a write a moment later, after other work, waits on memory again (a large
-    table: ~400 ns a posting against ~150 for the probe). Also returns, per name, 0 if it was not
-    filed, 1 if it went into an empty slot, 2 into a tombstone's; and the slot's low word before
-    (to take the posting back, `MemoryIndex.unplace`)."""
     counts = np.zeros(len(names), dtype=np.int64)
     free = np.empty(len(names), dtype=np.int64)
-    kind = np.zeros(len(names), dtype=np.int64)
-    old_low = np.zeros(len(names), dtype=np.uint32)
     mask = np.uint64((1 << 48) - 1)
     slots = len(words)
     homes = _homes(names, slots, words)
@@ -153,34 +131,7 @@ def _count_place(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np
             if slot == slots:
                 slot = 0
         free[i] = first if first >= 0 else slot
-        if place[i] and counts[i] == 0:
-            at = free[i]
-            kind[i] = 2 if first >= 0 else 1
-            old_low[i] = low[at]
-            words[at] = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
-            low[at] = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
-    return counts, free, kind, old_low
-
-
-@numba.njit(cache=True)
-def _unplace(words: np.ndarray, low: np.ndarray, slots: np.ndarray, kind: np.ndarray, old_low: np.ndarray) -> None:
-    """Take back the postings `_count_place` filed: each slot as it was before (`kind` 1: empty,
-    2: a tombstone; with its old low word)."""
-    for i in range(len(slots)):
-        words[slots[i]] = np.uint64(0xFFFF_FFFF_FFFF_FFFF) if kind[i] == 1 else np.uint64(0xFFFF_FFFF_FFFF_FFFE)
-        low[slots[i]] = old_low[i]
-
-
-@numba.njit(cache=True)
-def _refile(words: np.ndarray, low: np.ndarray, slots: np.ndarray, names: np.ndarray, seqs: np.ndarray) -> None:
-    """The postings in these slots filed under other seqs (a tombstone for seq -1)."""
-    for i in range(len(slots)):
-        if seqs[i] < 0:
-            words[slots[i]] = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
-        else:
-            seq = np.uint64(seqs[i])
-            words[slots[i]] = names[i] | ((seq >> np.uint64(32)) << np.uint64(48))
-            low[slots[i]] = np.uint32(seq & np.uint64(0xFFFF_FFFF))
+    return counts, free
 
 
 @numba.njit(cache=True)
@@ -235,12 +186,11 @@ def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndar
 
 
 @numba.njit(cache=True)
-def _prefetch_slot(words: np.ndarray, low: np.ndarray, names: np.ndarray, free: np.ndarray, i: int) -> None:
-    """`_prefetch` of both words of the slot `_insert_from` will write the i-th posting into, or
-    of its name's home slot where its probe starts (`free[i]` -1)."""
-    slot = free[i] if free[i] >= 0 else _home(names[i], len(words))
-    _prefetch(words, slot)
-    _prefetch(low, slot)
+def _prefetch_slot(words: np.ndarray, low: np.ndarray, slot: int) -> None:
+    """`_prefetch` of both words of a slot that will be written (none for -1: no slot)."""
+    if slot >= 0:
+        _prefetch(words, slot)
+        _prefetch(low, slot)
 
 
 @numba.njit(cache=True)
@@ -254,10 +204,10 @@ def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np
     slots = len(words)
     placed = np.zeros(len(names), dtype=np.int64)
     for i in range(min(PREFETCH_AHEAD, len(names))):
-        _prefetch_slot(words, low, names, free, i)
+        _prefetch_slot(words, low, free[i])
     for i in range(len(names)):
         if i + PREFETCH_AHEAD < len(names):
-            _prefetch_slot(words, low, names, free, i + PREFETCH_AHEAD)
+            _prefetch_slot(words, low, free[i + PREFETCH_AHEAD])
         if free[i] < 0:
             placed[i:i + 1] = _insert(words, low, names[i:i + 1], seqs[i:i + 1])
             continue
@@ -363,8 +313,7 @@ def slots_for(postings: int) -> int:
     return max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1)
 
 
-SLOT = np.dtype([("word", "<u8"), ("low", "<u4")])  # a posting: a 64-bit word and a 32-bit one, packed
-SLOT_BYTES = SLOT.itemsize
+SLOT_BYTES = 12  # a posting: a 64-bit word and a 32-bit one
 
 
 def available_bytes() -> int | None:
@@ -407,20 +356,15 @@ def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Segment:
-    """One open-addressing table: its slots, and how many hold postings and tombstones. The
-    kernels take the slots' `words` and `low` words as two views of the one array (strided)."""
+    """One open-addressing table: its slots, and how many hold postings and tombstones."""
 
-    def __init__(self, cells: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
-        self.cells = cells
-        self.words, self.low = cells["word"], cells["low"]
+    def __init__(self, words: np.ndarray, low: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
+        self.words, self.low = words, low
         self.postings, self.tombstones = postings, tombstones
 
     @classmethod
     def empty(cls, slots: int) -> _Segment:
-        cells = np.empty(slots, dtype=SLOT)
-        cells["word"] = EMPTY
-        cells["low"] = 0
-        return cls(cells)
+        return cls(np.full(slots, EMPTY, dtype=np.uint64), np.zeros(slots, dtype=np.uint32))
 
     def must_grow(self, adding: int) -> bool:
         return self.postings + self.tombstones + adding > _MAX_LOAD * len(self.words)
@@ -431,34 +375,6 @@ class _Segment:
         grown = _Segment.empty(slots)
         grown.postings = _rehash(self.words, self.low, grown.words, grown.low)
         return grown
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """Postings `_count_place` filed in one segment: their places among the call's names, their
-    slots, how each slot was before (`kind`, `old_low`), and the segment they are in (a segment
-    that grew since is another object: its postings moved)."""
-
-    segment: _Segment
-    number: int
-    at: np.ndarray
-    slots: np.ndarray
-    kind: np.ndarray
-    old_low: np.ndarray
-
-
-@dataclass(frozen=True)
-class Placement:
-    """What `MemoryIndex.place_ints` filed ahead of a commit, to `settle` once the batch is
-    committed (under the seqs its pages were added as) or `unplace` if it is not."""
-
-    names: np.ndarray
-    seqs: np.ndarray
-    parts: list[_Placed]
-
-    @property
-    def count(self) -> int:
-        return sum(len(part.at) for part in self.parts)
 
 
 class MemoryIndex:
@@ -487,7 +403,7 @@ class MemoryIndex:
 
     @property
     def size_bytes(self) -> int:
-        return sum(int(segment.cells.nbytes) for segment in self.segments)
+        return sum(int(segment.words.nbytes + segment.low.nbytes) for segment in self.segments)
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
         """Every segment's words and low words back to back (a copy: to compare tables)."""
@@ -523,68 +439,6 @@ class MemoryIndex:
         for s, at in self._by_segment(names):
             counts[at], free[at] = _count_free(self.segments[s].words, names[at])
         return counts, free, self.epoch
-
-    def place_ints(self, names: np.ndarray, seqs: np.ndarray,
-                   place: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, Placement]:
-        """`counts_free_ints`, filing each name `place` marks that has no postings under its seq
-        (uint64) as its probe meets the slot (`_count_place`): a batch's names that no stored page
-        and no other page of the batch has, filed while their lookup has their slots in the cache
-        rather than at commit. Returns the counts, the free slots, the epoch, and what was filed:
-        the caller `settle`s it once its batch is committed, or `unplace`s it."""
-        if len(names) and int(seqs.max()) >= MAX_SEQ:
-            raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
-        counts = np.zeros(len(names), dtype=np.int64)
-        free = np.zeros(len(names), dtype=np.int64)
-        parts: list[_Placed] = []
-        for s, at in self._by_segment(names):
-            segment = self.segments[s]
-            if segment.must_grow(len(at)):
-                segment = self._grow(s, len(at))
-            counts[at], free[at], kind, old_low = _count_place(segment.words, segment.low, names[at], seqs[at],
-                                                               place[at])
-            filed = np.flatnonzero(kind)
-            if len(filed):
-                kind = kind[filed]
-                segment.postings += len(filed)
-                segment.tombstones -= int(np.count_nonzero(kind == 2))
-                parts.append(_Placed(segment, s, at[filed], free[at][filed], kind, old_low[filed]))
-        return counts, free, self.epoch, Placement(names, seqs, parts)
-
-    def unplace(self, placement: Placement) -> None:
-        """Take back what `place_ints` filed (its batch was not committed): each slot as it was,
-        if its segment has not grown since (else the postings are removed)."""
-        for part in placement.parts:
-            segment = self.segments[part.number]
-            if segment is part.segment:
-                _unplace(segment.words, segment.low, part.slots, part.kind, part.old_low)
-                segment.postings -= len(part.at)
-                segment.tombstones += int(np.count_nonzero(part.kind == 2))
-            else:
-                self.remove_ints(placement.names[part.at], placement.seqs[part.at])
-        self.epoch = next(_EPOCHS)
-
-    def settle(self, placement: Placement, seqs: np.ndarray) -> None:
-        """What `place_ints` filed, under the seqs (int64) its pages were added as, -1 for a page
-        that was not: those are removed. (A batch adds its pages under the seqs it filed them
-        under, but for pages it rejects, such as a repeated page id: rare.)"""
-        for part in placement.parts:
-            wanted, filed = seqs[part.at], placement.seqs[part.at].astype(np.int64)
-            changed = np.flatnonzero(wanted != filed)
-            if not len(changed):
-                continue
-            names = placement.names[part.at][changed]
-            segment = self.segments[part.number]
-            if segment is part.segment:
-                _refile(segment.words, segment.low, part.slots[changed], names, wanted[changed])
-                removed = int(np.count_nonzero(wanted[changed] < 0))
-                segment.postings -= removed
-                segment.tombstones += removed
-                if removed:
-                    self.epoch = next(_EPOCHS)
-            else:
-                self.remove_ints(names, filed[changed].astype(np.uint64))
-                kept = wanted[changed] >= 0
-                self.insert_ints(names[kept], wanted[changed][kept].astype(np.uint64))
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -681,7 +535,8 @@ class MemoryIndex:
             out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
             for segment in self.segments:
                 out.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
-                segment.cells.tofile(out)
+                segment.words.tofile(out)
+                segment.low.tofile(out)
             out.flush()
             os.fsync(out.fileno())
 
@@ -702,10 +557,11 @@ class MemoryIndex:
                 if len(head) != _SEGMENT_HEADER.size:
                     return None
                 slots, postings, tombstones = _SEGMENT_HEADER.unpack(head)
-                cells = np.fromfile(data, dtype=SLOT, count=slots)
-                if len(cells) != slots:
+                words = np.fromfile(data, dtype=np.uint64, count=slots)
+                low = np.fromfile(data, dtype=np.uint32, count=slots)
+                if len(words) != slots or len(low) != slots:
                     return None
-                segments.append(_Segment(cells, postings, tombstones))
+                segments.append(_Segment(words, low, postings, tombstones))
             if data.read(1):
                 return None
         index = cls.__new__(cls)

@@ -43,7 +43,6 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import (
     SLOT_BYTES,
     MemoryIndex,
-    Placement,
     available_bytes,
     ints_names,
     name_ints,
@@ -219,9 +218,6 @@ class SignatureStore:
         self.memory = self._load_snapshot() or MemoryIndex()
         if not self.memory.postings:
             self._rebuild_index()
-        # postings a staged batch filed into `memory` as it looked them up (`StoreBatch.stage`),
-        # until it commits; taken back if it does not (the next `batch`, `close`)
-        self.placed: Placement | None = None
         self._ready = True
 
     def _load_snapshot(self) -> MemoryIndex | None:
@@ -645,14 +641,7 @@ class SignatureStore:
 
     # -- writes ----------------------------------------------------------------------------
     def batch(self) -> StoreBatch:
-        self.take_back()
         return StoreBatch(self)
-
-    def take_back(self) -> None:
-        """Take out of the in-memory index what a batch staged and did not commit (`placed`)."""
-        if self.placed is not None:
-            self.memory.unplace(self.placed)
-            self.placed = None
 
     def _remove(self, docs: Sequence[DocRecord], wb: WriteBatch | None = None) -> None:
         """Remove these pages: their doc and time entries in one WriteBatch (with whatever `wb`
@@ -732,8 +721,6 @@ class SignatureStore:
 
     def close(self) -> None:
         if self.db is not None:
-            if getattr(self, "_ready", False):
-                self.take_back()
             if getattr(self, "_ready", False) and self.memory.postings:
                 self._save_snapshot()  # the next open loads it instead of rebuilding
             self._ready = False
@@ -769,7 +756,7 @@ class StoreBatch:
 
     def __init__(self, store: SignatureStore) -> None:
         self.store = store
-        self._seq = self._first_seq = store.get_meta_int("next_seq", 0)
+        self._seq = store.get_meta_int("next_seq", 0)
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
         self._filed_names: list[bytes] = []  # postings added (name, seq), for the in-memory index at commit
         self._filed_seqs: list[int] = []
@@ -797,10 +784,6 @@ class StoreBatch:
         # (names, the page of the batch naming each, their first free slots in the table and its epoch)
         self._lone: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
-        # `stage`: the page of the batch naming each of its names and then each page id's name, and
-        # those id names it filed (no page had them)
-        self._owner: np.ndarray | None = None
-        self._placed_ids: set[bytes] = set()
         self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
 
     def __len__(self) -> int:
@@ -819,7 +802,7 @@ class StoreBatch:
         missing = [n for n in wanted if n not in values]
         if not missing:
             return
-        read = self._read(missing)
+        read = self.store.memory.values(missing)
         values.update(zip(missing, read, strict=True))
         hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
         self._live.update(n for n, _ in hits)
@@ -835,12 +818,9 @@ class StoreBatch:
         stored page is filed under or that the batch names more than once. Only these can give or
         take a candidate: the page's other names (every name of a unique page) have no page before
         it and none of the batch after it, so `candidates` of its shared names is `candidates` of
-        all its names, and the others are filed as integers, without a `bytes` or a dict entry each:
-        those no stored page has are filed into the in-memory index as this lookup meets their free
-        slots (`MemoryIndex.place_ints`), under the seq their page will be added as if every page of
-        the batch is (`commit` settles the few that are not, e.g. a repeated page id; a batch not
-        committed is taken back, `SignatureStore.take_back`); the rest at commit. (A lookup of such
-        a name inside the batch would find its page's seq: the Detector makes none.)
+        all its names, and `add_staged` files the others as integers when the batch commits, without
+        a `bytes` or a dict entry each. (Lookups of those names by bytes inside the batch, `lookup`,
+        do not see them: the Detector makes none.)
 
         A page whose every candidate is a chance collision (`chance_only`: found by SimHash keys of
         a few pages, none named twice in the batch) has none either: its names give no candidate it
@@ -848,32 +828,19 @@ class StoreBatch:
         pages, most pages: ~2 chance collisions a page)."""
         if self._docs or self._staged is not None:
             raise ValueError("stage() takes the whole batch, before any page is added")
-        ids = list(page_ids)
-        if ids and len(ids) != len(ends):
-            raise ValueError(f"stage() takes one page id a page or none: {len(ids)} ids, {len(ends)} pages")
+        self.prefetch((), page_ids)
         names = np.ascontiguousarray(names, dtype=np.uint64)
         self._staged = (names, list(ends))
         self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
-        # the page ids' names are looked up (and filed) with the index names, in one pass
-        id_keys = [self._id_keys[page_id] for page_id in ids]
-        every = np.concatenate([names, name_ints(id_keys)]) if ids else names
-        order = np.argsort(every)  # equal names side by side (in any order among themselves)
-        repeated = np.zeros(len(every), dtype=np.bool_)
-        if len(every) > 1:
-            same = every[order[1:]] == every[order[:-1]]
+        counts, free, epoch = self.store.memory.counts_free_ints(names)
+        order = np.argsort(names)  # equal names side by side (in any order among themselves)
+        repeated = np.zeros(len(names), dtype=np.bool_)
+        if len(names) > 1:
+            same = names[order[1:]] == names[order[:-1]]
             repeated[order[1:]] |= same
             repeated[order[:-1]] |= same
         sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
         owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
-        self._owner = np.concatenate([owner, np.arange(len(ids), dtype=np.int64)])
-        counts, free, epoch, self.store.placed = self.store.memory.place_ints(
-            every, (self._seq + self._owner).astype(np.uint64), ~repeated)
-        id_counts, id_placed = counts[len(names):].tolist(), (~repeated[len(names):]).tolist()
-        counts, free, repeated = counts[:len(names)], free[:len(names)], repeated[:len(names)]
-        self._placed_ids = {key for key, count, placed in zip(id_keys, id_counts, id_placed, strict=True)
-                            if placed and not count}
-        self._values.update(dict.fromkeys(self._placed_ids))
-        self.prefetch((), [page_id for page_id, count in zip(ids, id_counts, strict=True) if count])
         has_postings = counts > 0
         stored = np.flatnonzero(has_postings)
         skipped: set[int] = set()
@@ -887,9 +854,9 @@ class StoreBatch:
                     told = np.zeros(len(ends), dtype=np.bool_)
                     told[list(self._chance_only)] = True
                     shared &= ~told[owner]
-        # the names of pages told to have only chance collisions that have postings (the others are
-        # filed): their first free slots are still where `_insert` would put them (`MemoryIndex.insert_ints`)
-        lone = np.flatnonzero(~shared & has_postings)
+        lone = np.flatnonzero(~shared)
+        # a lone name of a page told to have only chance collisions has postings: its first free
+        # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
         self._lone = (names[lone], owner[lone], free[lone], epoch)
         at = np.flatnonzero(shared)
         if not len(at):
@@ -971,20 +938,9 @@ class StoreBatch:
         their answer is that nothing is left to judge."""
         return self._chance_only.get(page, 0)
 
-    def _read(self, names: list[bytes]) -> list[bytes | None]:
-        """The names' postings values as committed: without what `stage` filed for this batch's
-        own pages (seqs from the batch's first on), which the batch files and sees by itself."""
-        read = self.store.memory.values(names)
-        if self.store.placed is None:
-            return read
-        first = self._first_seq
-        return [value if value is None or (seqs := layout.seqs_from(value))[-1] < first
-                else layout.seqs_value(kept) if (kept := [seq for seq in seqs if seq < first]) else None
-                for value in read]
-
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
-            value = self._values[name] = self._read([name])[0]
+            value = self._values[name] = self.store.memory.values([name])[0]
             if value:
                 self._live.add(name)
         return self._values[name]
@@ -1159,8 +1115,7 @@ class StoreBatch:
                 filed.append(name)
         id_key = self._id_keys[doc.page_id]
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
-        if id_key not in self._placed_ids:  # else `stage` filed it
-            filed.append(id_key)
+        filed.append(id_key)
         if full:  # the record names them by their places among the page's names, sorted
             doc.unfiled = places(full)
         else:
@@ -1197,9 +1152,6 @@ class StoreBatch:
         self._templates.written()
         self.store.index_version += 1
         self._quiet = None
-        if (placed := self.store.placed) is not None and self._page_seqs is not None and self._owner is not None:
-            self.store.memory.settle(placed, self._page_seqs[self._owner])
-            self.store.placed = None
         names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
         seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
         free, epoch = None, -1
@@ -1213,8 +1165,7 @@ class StoreBatch:
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
-        self._staged = self._lone = self._page_seqs = self._owner = None
-        self._placed_ids = set()
+        self._staged = self._lone = self._page_seqs = None
         self._chance_only = {}
         self._filed_names.clear()
         self._filed_seqs.clear()
