@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -52,3 +54,26 @@ def test_only_runs_the_named_part(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     assert list(report["parts"]) == ["store"] and report["parts"]["store"]["report"]["bytes_per_page"] > 0
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="compares git revisions: needs the git checkout")
+def test_store_pair_runs_two_revisions_at_once_and_reports_their_ratio(tmp_path):
+    """`bench/store_pair.py`: both revisions' own bench/store.py, run at the same time from their
+    exported trees, and NEW's medians over BASE's; a revision that is not one is told in one line."""
+    out = tmp_path / "pair.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "HEAD", "HEAD", "--smoke",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["base"]["commit"] == report["new"]["commit"] and len(report["base"]["commit"]) == 40
+    for role in ("base", "new"):
+        assert report[role]["report"]["pages_per_thread_cpu_s_median"] > 0
+    ratios = report["new_over_base"]
+    assert len(ratios["windows_thread_cpu_ratio"]) == len(report["base"]["report"]["windows"]) == 3
+    assert all(ratio > 0 for ratio in [ratios["pages_per_thread_cpu_s_ratio"], *ratios["windows_thread_cpu_ratio"]])
+    wrong = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "no-such-revision", "HEAD",
+                            "--smoke", "--out", str(tmp_path / "wrong.json")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    assert wrong.returncode == 1 and not (tmp_path / "wrong.json").exists()
+    assert wrong.stderr.strip().splitlines() == [
+        f"'no-such-revision' is not a commit of {ROOT}: give a commit, branch or tag (as `git log` shows them)"]
