@@ -6,12 +6,13 @@
 
 The machine is shared: from one hour to the next another tenant moved the same code's rate at
 2 M pages from 14,547 to 16,888 pages a thread CPU-second (docs/benchmarks.md, "The store"), more
-than most changes to the store's path are worth. Run one after the other, two revisions compare the hours as much as the code; run at
-once, one a core, both meet the same neighbours. Each revision is exported with `git archive`
-into a temporary directory and that revision's own `bench/store.py` runs from it (`PYTHONPATH`
-set to it: the package installed in the venv is not used), with the same arguments. The two
-share the memory bus and the last-level cache, so each slows the other, alike; and memory: two
-10 M-page stores do not fit in 24 GB (1 M: ~1.5 GB each, 2 M: ~3 GB).
+than most changes to the store's path are worth. Run one after the other, two revisions compare
+the hours as much as the code; run at once, one a core, both meet the same neighbours. Each
+revision is exported with `git archive` into a temporary directory and that revision's own
+`bench/store.py` runs from it (`PYTHONPATH` set to it: the package installed in the venv is not
+used), with the same arguments. The two share the memory bus and the last-level cache, so each
+slows the other, alike; and memory: two 10 M-page stores do not fit in 24 GB (1 M: ~1.5 GB
+each, 2 M: ~3 GB). If one run fails, the other is stopped and the failure told in one line.
 
 Prints and writes JSON (`--out`): each revision's commit and its bench/store.py report, and
 NEW's medians over BASE's (pages a thread CPU-second, a CPU-second and a wall-clock second),
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,26 @@ def ratios(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def wait(runs: dict[str, Any]) -> None:
+    """Until both runs end; if one fails, the other is stopped and the failure told in one line."""
+    processes = [run["process"] for run in runs.values()]
+    while any(process.poll() is None for process in processes):
+        time.sleep(1)
+        failed = [(role, run) for role, run in runs.items() if run["process"].poll()]
+        if failed:
+            break
+    stopped = [process for process in processes if process.poll() is None]
+    for process in stopped:
+        process.terminate()
+        process.wait()
+    for role, run in runs.items():
+        code = run["process"].returncode
+        if code and run["process"] not in stopped:
+            lines = run["log"].read_text(errors="replace").strip().splitlines()
+            sys.exit(f"bench/store.py of {role} ({run['revision']}) exited {code}: "
+                     f"{lines[-1] if lines else 'no message'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", help="a git revision: the one compared against")
@@ -63,8 +85,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=1_000_000, help="pages stored before the windows (bench/store.py)")
     parser.add_argument("--smoke", action="store_true", help="both runs as bench/store.py --smoke (seconds)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "store_pair.json")
-    parser.add_argument("store_args", nargs="*", help="after --: more arguments for bench/store.py")
-    args = parser.parse_args()
+    parser.epilog = "Arguments after -- go to bench/store.py as they are (e.g. -- --windows 7)."
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, store_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
     passed = ["--smoke"] if args.smoke else ["--pages", str(args.pages), "--bulk-fill"]
     with tempfile.TemporaryDirectory(prefix="store-pair-") as work:
         runs: dict[str, Any] = {}
@@ -72,17 +96,15 @@ def main() -> None:
             tree = Path(work) / role
             commit = export(revision, tree)
             out = tree / "store.json"
-            command = [sys.executable, str(tree / "bench" / "store.py"), *passed, *args.store_args, "--out", str(out)]
-            process = subprocess.Popen(command, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            runs[role] = {"revision": revision, "commit": commit, "out": out, "process": process}
-        for role, run in runs.items():
-            _, errors = run["process"].communicate()
-            if run["process"].returncode:
-                sys.exit(f"bench/store.py of {role} ({run['revision']}) exited {run['process'].returncode}: "
-                         f"{errors.strip().splitlines()[-1] if errors.strip() else 'no message'}")
+            command = [sys.executable, str(tree / "bench" / "store.py"), *passed, *store_args, "--out", str(out)]
+            log = tree / "stderr.log"  # its progress lines, and a failure's message
+            with open(log, "w") as errors:
+                process = subprocess.Popen(command, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
+                                           stdout=subprocess.DEVNULL, stderr=errors)
+            runs[role] = {"revision": revision, "commit": commit, "out": out, "log": log, "process": process}
+        wait(runs)
         reports = {role: json.loads(run["out"].read_text()) for role, run in runs.items()}
-    report = {"arguments": [*passed, *args.store_args],
+    report = {"arguments": [*passed, *store_args],
               **{role: {"revision": run["revision"], "commit": run["commit"], "report": reports[role]}
                  for role, run in runs.items()},
               "new_over_base": ratios(reports["base"], reports["new"])}

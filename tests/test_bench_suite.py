@@ -59,7 +59,8 @@ def test_only_runs_the_named_part(tmp_path):
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="compares git revisions: needs the git checkout")
 def test_store_pair_runs_two_revisions_at_once_and_reports_their_ratio(tmp_path):
     """`bench/store_pair.py`: both revisions' own bench/store.py, run at the same time from their
-    exported trees, and NEW's medians over BASE's; a revision that is not one is told in one line."""
+    exported trees, and NEW's medians over BASE's; a revision that is not one, and a run that
+    fails, are told in one line."""
     out = tmp_path / "pair.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "HEAD", "HEAD", "--smoke",
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -77,3 +78,9 @@ def test_store_pair_runs_two_revisions_at_once_and_reports_their_ratio(tmp_path)
     assert wrong.returncode == 1 and not (tmp_path / "wrong.json").exists()
     assert wrong.stderr.strip().splitlines() == [
         f"'no-such-revision' is not a commit of {ROOT}: give a commit, branch or tag (as `git log` shows them)"]
+    failing = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "HEAD", "HEAD", "--smoke",
+                              "--out", str(tmp_path / "failing.json"), "--", "--no-such-option"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert failing.returncode == 1 and not (tmp_path / "failing.json").exists()
+    assert failing.stderr.strip().splitlines() == [
+        "bench/store.py of base (HEAD) exited 2: store.py: error: unrecognized arguments: --no-such-option"]
