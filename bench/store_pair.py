@@ -61,11 +61,9 @@ def ratios(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 def wait(runs: dict[str, Any]) -> None:
     """Until both runs end; if one fails, the other is stopped and the failure told in one line."""
     processes = [run["process"] for run in runs.values()]
-    while any(process.poll() is None for process in processes):
+    # while one still runs and none has failed (poll(): None while running, then the exit code)
+    while any(process.poll() is None for process in processes) and not any(process.poll() for process in processes):
         time.sleep(1)
-        failed = [(role, run) for role, run in runs.items() if run["process"].poll()]
-        if failed:
-            break
     stopped = [process for process in processes if process.poll() is None]
     for process in stopped:
         process.terminate()
@@ -79,13 +77,13 @@ def wait(runs: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="Arguments after -- go to bench/store.py as they are (e.g. -- --windows 7).")
     parser.add_argument("base", help="a git revision: the one compared against")
     parser.add_argument("new", help="a git revision: the one measured")
     parser.add_argument("--pages", type=int, default=1_000_000, help="pages stored before the windows (bench/store.py)")
     parser.add_argument("--smoke", action="store_true", help="both runs as bench/store.py --smoke (seconds)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "store_pair.json")
-    parser.epilog = "Arguments after -- go to bench/store.py as they are (e.g. -- --windows 7)."
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args, store_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
