@@ -1,10 +1,14 @@
 """The index in memory: 6-byte index names (`layout.index_key`, `layout.page_id_key`) -> page seqs.
 
-A multimap in flat arrays with open addressing (linear probing), probed by compiled loops a
-whole batch of names at a time. Each slot is one posting: a 64-bit word holding the 48-bit name
-and the seq's high 16 bits, and a 32-bit word holding the seq's low 32 bits (12 bytes a posting;
-seqs below 2^47). A free slot is all ones, a removed posting (a tombstone) all ones but the last
-bit: live postings never have the top bit set.
+A multimap in a flat array with open addressing (linear probing), probed by compiled loops a
+whole batch of names at a time. Each slot is one posting, 12 bytes side by side (`SLOT`): a 64-bit
+word holding the 48-bit name and the seq's high 16 bits, and a 32-bit word holding the seq's low
+32 bits (seqs below 2^47). A free slot's word is all ones, a removed posting's (a tombstone's) all
+ones but the last bit: live postings never have the top bit set. A slot's two words share a cache
+line and a memory page (but in 2 slots of 16, which straddle two lines), so filing a posting
+touches one place of memory, not two: on a table of many GB, where each touch of a place not
+touched lately waits for memory and its page's translation, that is most of what a filing costs
+(docs/benchmarks.md, "One place a posting").
 
 The table is cut into `SEGMENTS` tables by a hash of the name (`_group`), each growing on its
 own: a growth holds one segment's old and new arrays at once, not the whole table's (one table of
@@ -45,7 +49,7 @@ SEGMENT_BITS = 4
 SEGMENTS = 1 << SEGMENT_BITS
 # another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
 _SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
-_MAGIC = b"sdidx\x00\x02\x00"  # \x02: segments
+_MAGIC = b"sdidx\x00\x03\x00"  # \x02: segments; \x03: a slot's two words side by side
 _HEADER = struct.Struct("<8sQQ")  # magic, version, segments
 _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
@@ -313,7 +317,8 @@ def slots_for(postings: int) -> int:
     return max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1)
 
 
-SLOT_BYTES = 12  # a posting: a 64-bit word and a 32-bit one
+SLOT = np.dtype([("word", "<u8"), ("low", "<u4")])  # a posting: a 64-bit word and a 32-bit one, packed
+SLOT_BYTES = SLOT.itemsize
 
 
 def available_bytes() -> int | None:
@@ -356,15 +361,20 @@ def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Segment:
-    """One open-addressing table: its slots, and how many hold postings and tombstones."""
+    """One open-addressing table: its slots (`SLOT` records), and how many hold postings and
+    tombstones. The kernels take the slots' `words` and `low` words as two views of the one array."""
 
-    def __init__(self, words: np.ndarray, low: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
-        self.words, self.low = words, low
+    def __init__(self, cells: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
+        self.cells = cells
+        self.words, self.low = cells["word"], cells["low"]
         self.postings, self.tombstones = postings, tombstones
 
     @classmethod
     def empty(cls, slots: int) -> _Segment:
-        return cls(np.full(slots, EMPTY, dtype=np.uint64), np.zeros(slots, dtype=np.uint32))
+        cells = np.empty(slots, dtype=SLOT)
+        cells["word"] = EMPTY
+        cells["low"] = 0
+        return cls(cells)
 
     def must_grow(self, adding: int) -> bool:
         return self.postings + self.tombstones + adding > _MAX_LOAD * len(self.words)
@@ -403,7 +413,7 @@ class MemoryIndex:
 
     @property
     def size_bytes(self) -> int:
-        return sum(int(segment.words.nbytes + segment.low.nbytes) for segment in self.segments)
+        return sum(int(segment.cells.nbytes) for segment in self.segments)
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
         """Every segment's words and low words back to back (a copy: to compare tables)."""
@@ -535,8 +545,7 @@ class MemoryIndex:
             out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
             for segment in self.segments:
                 out.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
-                segment.words.tofile(out)
-                segment.low.tofile(out)
+                segment.cells.tofile(out)
             out.flush()
             os.fsync(out.fileno())
 
@@ -557,11 +566,10 @@ class MemoryIndex:
                 if len(head) != _SEGMENT_HEADER.size:
                     return None
                 slots, postings, tombstones = _SEGMENT_HEADER.unpack(head)
-                words = np.fromfile(data, dtype=np.uint64, count=slots)
-                low = np.fromfile(data, dtype=np.uint32, count=slots)
-                if len(words) != slots or len(low) != slots:
+                cells = np.fromfile(data, dtype=SLOT, count=slots)
+                if len(cells) != slots:
                     return None
-                segments.append(_Segment(words, low, postings, tombstones))
+                segments.append(_Segment(cells, postings, tombstones))
             if data.read(1):
                 return None
         index = cls.__new__(cls)
