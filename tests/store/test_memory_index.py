@@ -109,3 +109,33 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         plain.insert_ints(all_names, all_seqs)
         assert all(np.array_equal(a, b) for a, b in zip(fast.table(), plain.table(), strict=True))
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
+
+
+def test_a_snapshot_round_trips_and_one_of_the_two_array_format_is_not_read(tmp_path):
+    """`save` writes each segment's packed slots (format 3); `load` gives the same table back, and
+    refuses a snapshot of the earlier format (a segment as two arrays, words then low words), whose
+    bytes it would otherwise read as slots: the store then rebuilds the table from its records."""
+    import struct
+
+    import numpy as np
+
+    from streamdedup.store.memory_index import _HEADER, _SEGMENT_HEADER, SEGMENTS, SLOT_BYTES
+
+    rng = random.Random(3)
+    index = MemoryIndex()
+    names = [rng.randbytes(6) for _ in range(5000)]
+    index.insert(names, [s + 2**40 * (s % 2) for s in range(len(names))])  # seqs past 32 bits too
+    index.remove(names[:50], list(range(50)))
+    path = tmp_path / "snapshot"
+    index.save(path, version=7)
+    assert path.stat().st_size == _HEADER.size + SEGMENTS * _SEGMENT_HEADER.size + index.slots * SLOT_BYTES
+    loaded = MemoryIndex.load(path, version=7)
+    assert loaded is not None and MemoryIndex.load(path, version=8) is None
+    assert all(np.array_equal(a, b) for a, b in zip(loaded.table(), index.table(), strict=True))
+    assert loaded.seqs(names) == index.seqs(names) and loaded.postings == index.postings
+    with open(path, "wb") as old:  # what the two-array format wrote
+        old.write(struct.pack("<8sQQ", b"sdidx\x00\x02\x00", 7, SEGMENTS))
+        for segment in index.segments:
+            old.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
+            old.write(np.ascontiguousarray(segment.words).tobytes() + np.ascontiguousarray(segment.low).tobytes())
+    assert MemoryIndex.load(path, version=7) is None
