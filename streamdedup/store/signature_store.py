@@ -1094,14 +1094,16 @@ class StoreBatch:
         self._docs[doc.seq] = doc
         self._ids[doc.page_id] = doc.seq
         seq = layout.varint(doc.seq)
-        unique = dict.fromkeys(names)
         values, answers = self._values, self._answers
+        filed: list[bytes] = []
         full: list[bytes] = []
-        if names is self._quiet or self._all_read_none_filed(unique.keys()):
+        unique = dict.fromkeys(names) if names else {}  # none: a staged page that shares no name (most pages)
+        if not unique:
+            pass  # only its id is filed here (its other names at commit, `add_staged`)
+        elif names is self._quiet or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
-            filed = []
             for name in unique:
                 current = values[name] if name in values else self._value(name)
                 if not current:  # a key no page has yet

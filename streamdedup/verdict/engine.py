@@ -19,7 +19,7 @@ Both go through the same three steps here, so `streamdedup eval` measures what t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, cast
@@ -242,11 +242,11 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
     return out
 
 
-def decide(page_id: str, earlier: Iterable[Candidate]) -> Verdict:
+def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
     """The verdict from the page's candidates earlier in the order (none: unique)."""
-    ranked = sorted(earlier, key=lambda c: c.order)
-    if not ranked:
+    if not earlier:  # most pages of a crawl: nothing to rank
         return Verdict(page_id, "unique", page_id)
+    ranked = sorted(earlier, key=lambda c: c.order)
     first = ranked[0]
     roots = sorted({(c.root_order, c.root_id) for c in ranked})
     cluster_id = roots[0][1]

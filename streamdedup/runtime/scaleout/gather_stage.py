@@ -95,8 +95,8 @@ Emitted = Decided | LateMatch
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = ()) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements. Pure."""
     earlier = _earlier_matches(answers, supplements)
-    verdict = decide(header.page_id, (Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
-                                      for m in earlier.values()))
+    verdict = decide(header.page_id, [Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
+                                      for m in earlier.values()])
     return verdict._replace(time_note=header.time_note).as_dict()
 
 
