@@ -130,3 +130,62 @@ def test_a_batch_holds_the_cyclic_collector_off_and_leaves_it_as_it_found_it(tmp
     finally:
         (gc.enable if was else gc.disable)()
         detector.close()
+
+
+def _postings(detector):
+    """The index's (name, seq) postings, sorted."""
+    import numpy as np
+
+    words, low = detector.store.memory.table()
+    live = words >> np.uint64(63) == 0
+    seqs = ((words[live] >> np.uint64(48)) << np.uint64(32)) | low[live].astype(np.uint64)
+    return sorted(zip((words[live] & np.uint64((1 << 48) - 1)).tolist(), seqs.tolist(), strict=True))
+
+
+def test_a_batch_not_committed_leaves_no_posting_in_the_index(tmp_path):
+    """A staged batch files its pages' new names as it looks them up, before its records are
+    written: dropped (`discard`), dropped silently (the next batch is staged), or left staged at
+    close, it takes them out again, and the snapshot the close saves holds only what the records
+    say (the same postings as a table rebuilt from them)."""
+    from streamdedup.store.signature_store import _SNAPSHOT
+
+    pages = _pages()
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:
+        detector.commit(detector.decide_staged(detector.prepare_many(raw_records(pages[:1])))[1])
+        committed = _postings(detector)
+        outcomes, _ = detector.decide_staged(detector.prepare_many(raw_records(pages[1:3])))
+        assert len(_postings(detector)) > len(committed)  # filed as looked up: the new page's names
+        detector.discard()
+        assert _postings(detector) == committed
+        again, staged = detector.decide_staged(detector.prepare_many(raw_records(pages[1:3])))
+        assert [o.dedup for o in again] == [o.dedup for o in outcomes]
+        detector.decide_staged(detector.prepare_many(raw_records(pages[1:3])))  # staged again: the first dropped
+        assert len(_postings(detector)) > len(committed)
+        detector.decide_staged(detector.prepare_many(raw_records(pages[3:])))  # left staged at close
+    assert (tmp_path / "state" / _SNAPSHOT).exists()
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:  # the snapshot, loaded
+        assert not (tmp_path / "state" / _SNAPSHOT).exists() and _postings(detector) == committed
+        detector.commit(detector.decide_staged(detector.prepare_many(raw_records(pages[1:])))[1])
+        live = _postings(detector)
+    (tmp_path / "state" / _SNAPSHOT).unlink()  # as after a crash: rebuilt from the records
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:
+        assert _postings(detector) == live and len(live) > len(committed)
+
+
+def test_pages_refused_for_their_id_are_not_filed_and_the_others_get_their_seqs(tmp_path):
+    """A page whose id is known (stored, or earlier in its batch) is refused and takes no seq; the
+    batch's other pages are filed under the seqs their records have (the index the batch leaves
+    is the one rebuilt from the records)."""
+    from streamdedup.store.signature_store import _SNAPSHOT
+
+    pages = _pages()
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:
+        detector.decide_batch(detector.prepare_many(raw_records(pages[:1])))
+        batch = [pages[0], pages[2], pages[2], pages[1], pages[3]]  # stored id, new, its repeat, new, new
+        statuses = [o.dedup.get("reason", o.status) for o in detector.decide_batch(detector.prepare_many(raw_records(batch)))]
+        assert statuses == ["duplicate_id", "unique", "duplicate_id", "duplicate", "duplicate"]
+        live = _postings(detector)
+    (tmp_path / "state" / _SNAPSHOT).unlink()
+    with Detector(DetectorConfig(), tmp_path / "state") as detector:
+        assert _postings(detector) == live
+        assert detector.store.get_meta_int("next_seq", 0) == 4
