@@ -5,6 +5,7 @@
     python bench/store.py --smoke              # seconds: 20,000 pages, 3 small windows
     python bench/store.py --bulk-fill          # the same, filled ~10x faster (see below)
     python bench/store.py --lines 100          # each page with 100 lines of text: every site learns a template
+    python bench/store.py --no-reopen          # the windows only, without the reopening times
 
 Signatures are synthetic (random, so every page is unique and every lookup misses: the common
 case in a crawl) for the four default methods, so the store is measured alone. The store is
@@ -229,6 +230,44 @@ def memory() -> dict[str, float]:
     return {"rss_mib": round(now, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
+REOPEN_FIELDS = ("reopen_from_snapshot_s", "reopen_rebuilding_s", "reopen_rebuilding_s_per_million_pages",
+                 "reopen_rebuilding_cpu_s_per_million_pages", "rebuild_each_record_decoded_cpu_s_per_million_pages",
+                 "rebuild_same_table")
+
+
+def reopen_times(state: Path, batch: int, stored: int) -> dict[str, Any]:
+    """The store reopened after a clean close (its index's snapshot loaded) and as after a crash
+    (no snapshot: the index rebuilt from the page records, as the store does it and, beside it,
+    by decoding every record as before 2026-11-24: a second table, so it needs the memory twice)."""
+    reopen = time.perf_counter()
+    with Detector(DetectorConfig(batch_size=batch), state):  # loads the snapshot of the close
+        snapshot_s = time.perf_counter() - reopen
+    (state / "index-snapshot").unlink()  # as after a crash
+    reopen, reopen_cpu = time.perf_counter(), time.process_time()
+    with Detector(DetectorConfig(batch_size=batch), state) as detector:
+        rebuild_s, rebuild_cpu = time.perf_counter() - reopen, time.process_time() - reopen_cpu
+        print(json.dumps({"reopen_rebuilding_s": round(rebuild_s, 2), "cpu_s": round(rebuild_cpu, 2)}),
+              file=sys.stderr, flush=True)
+        bulk_table = detector.store.memory
+        detector.store.memory = MemoryIndex()
+        cpu = time.process_time()
+        per_record_cpu: float | None = None
+        same_table: bool | None = None
+        try:  # as before 2026-11-24: every record decoded (a second table beside the first)
+            detector.store._rebuild_index(bulk=False)
+            per_record_cpu = time.process_time() - cpu
+            same_table = all(np.array_equal(a, b) for a, b in zip(bulk_table.table(),
+                                                                  detector.store.memory.table(), strict=True))
+        except StoreError as err:  # two tables of 10 M pages do not fit beside each other: said, not fatal
+            print(f"not compared with the per-record rebuild: {err}", file=sys.stderr, flush=True)
+    return {"reopen_from_snapshot_s": round(snapshot_s, 2), "reopen_rebuilding_s": round(rebuild_s, 2),
+            "reopen_rebuilding_s_per_million_pages": round(rebuild_s / stored * 1e6, 2),
+            "reopen_rebuilding_cpu_s_per_million_pages": round(rebuild_cpu / stored * 1e6, 2),
+            "rebuild_each_record_decoded_cpu_s_per_million_pages":
+                None if per_record_cpu is None else round(per_record_cpu / stored * 1e6, 2),
+            "rebuild_same_table": same_table}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=1_000_000, help="pages stored before the measured windows")
@@ -242,6 +281,9 @@ def main() -> None:
     parser.add_argument("--no-settle", dest="settle", action="store_false",
                         help="start the windows at once, while RocksDB still compacts what the fill wrote")
     parser.add_argument("--smoke", action="store_true", help="20,000 pages, 3 windows of 2,560: runs in seconds")
+    parser.add_argument("--no-reopen", dest="reopen", action="store_false",
+                        help="skip the reopening times after the windows (they need the index's memory twice: "
+                             "two runs at once, bench/store_pair.py, past 2 M pages on 24 GB)")
     parser.add_argument("--out", type=Path, default=Path("bench/store.json"))
     args = parser.parse_args()
     if args.smoke:
@@ -284,45 +326,19 @@ def main() -> None:
             rss = memory()
             space = sizes(detector.store, stored)
             print(json.dumps({**rss, **space}), file=sys.stderr, flush=True)
-        reopen = time.perf_counter()
-        with Detector(DetectorConfig(batch_size=args.batch), work / "state"):  # loads the snapshot of the close
-            snapshot_s = time.perf_counter() - reopen
-        (work / "state" / "index-snapshot").unlink()  # as after a crash
-        reopen, reopen_cpu = time.perf_counter(), time.process_time()
-        with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
-            rebuild_s, rebuild_cpu = time.perf_counter() - reopen, time.process_time() - reopen_cpu
-            print(json.dumps({"reopen_rebuilding_s": round(rebuild_s, 2), "cpu_s": round(rebuild_cpu, 2)}),
-                  file=sys.stderr, flush=True)
             config_meta = detector.store.get_meta("config")
-            bulk_table = detector.store.memory
-            detector.store.memory = MemoryIndex()
-            cpu = time.process_time()
-            per_record_cpu: float | None = None
-            same_table: bool | None = None
-            try:  # as before 2026-11-24: every record decoded (a second table beside the first)
-                detector.store._rebuild_index(bulk=False)
-                per_record_cpu = time.process_time() - cpu
-                same_table = all(np.array_equal(a, b) for a, b in zip(bulk_table.table(),
-                                                                      detector.store.memory.table(), strict=True))
-            except StoreError as err:  # two tables of 10 M pages do not fit beside each other: said, not fatal
-                print(f"not compared with the per-record rebuild: {err}", file=sys.stderr, flush=True)
-            report = {
-                "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
-                "lines_per_page": args.lines,
-                "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
-                "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
-                "pages_per_thread_cpu_s_median": statistics.median(w["pages_per_thread_cpu_s"] for w in windows),
-                "settled_before_windows_s": settle_s and round(settle_s, 1),
-                "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
-                "stored_pages": stored, **rss, **space, "reopen_from_snapshot_s": round(snapshot_s, 2),
-                "reopen_rebuilding_s": round(rebuild_s, 2),
-                "reopen_rebuilding_s_per_million_pages": round(rebuild_s / stored * 1e6, 2),
-                "reopen_rebuilding_cpu_s_per_million_pages": round(rebuild_cpu / stored * 1e6, 2),
-                "rebuild_each_record_decoded_cpu_s_per_million_pages":
-                    None if per_record_cpu is None else round(per_record_cpu / stored * 1e6, 2),
-                "rebuild_same_table": same_table,
-                "schema": config_meta and json.loads(config_meta)["schema"],
-            }
+        report = {
+            "stored_before_windows": args.pages, "window_pages": args.window, "batch": args.batch,
+            "lines_per_page": args.lines,
+            "pages_per_s_median": statistics.median(w["pages_per_s"] for w in windows),
+            "pages_per_cpu_s_median": statistics.median(w["pages_per_cpu_s"] for w in windows),
+            "pages_per_thread_cpu_s_median": statistics.median(w["pages_per_thread_cpu_s"] for w in windows),
+            "settled_before_windows_s": settle_s and round(settle_s, 1),
+            "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
+            "stored_pages": stored, **rss, **space,
+            **(reopen_times(work / "state", args.batch, stored) if args.reopen else dict.fromkeys(REOPEN_FIELDS)),
+            "schema": config_meta and json.loads(config_meta)["schema"],
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -12,7 +12,11 @@ revision is exported with `git archive` into a temporary directory and that revi
 `bench/store.py` runs from it (`PYTHONPATH` set to it: the package installed in the venv is not
 used), with the same arguments. The two share the memory bus and the last-level cache, so each
 slows the other, alike; and memory: two 10 M-page stores do not fit in 24 GB (1 M: ~1.5 GB
-each, 2 M: ~3 GB). If one run fails, the other is stopped and the failure told in one line.
+each, 2 M: ~3 GB), and after its windows each run rebuilds its table twice beside the first (the
+crash rebuild, then the per-record one): at 3 M and at 5 M pages one run was killed there for
+memory on a 24 GB machine (2026-11-28): past 2 M there, pass `-- --no-reopen` (the windows only;
+both revisions' bench/store.py must know it, as those after 2026-11-28 do). If one run fails, the other
+is stopped and the failure told in one line, with the windows each run had finished.
 
 Prints and writes JSON (`--out`): each revision's commit and its bench/store.py report, and
 NEW's medians over BASE's (pages a thread CPU-second, a CPU-second and a wall-clock second),
@@ -72,8 +76,20 @@ def wait(runs: dict[str, Any]) -> None:
         code = run["process"].returncode
         if code and run["process"] not in stopped:
             lines = run["log"].read_text(errors="replace").strip().splitlines()
-            sys.exit(f"bench/store.py of {role} ({run['revision']}) exited {code}: "
-                     f"{lines[-1] if lines else 'no message'}")
+            killed = " (SIGKILL: on Linux most likely the out-of-memory killer; pair fewer --pages)" if code == -9 else ""
+            sys.exit(f"bench/store.py of {role} ({run['revision']}) exited {code}{killed}: "
+                     f"{lines[-1] if lines else 'no message'}; windows done: {finished_windows(runs)}")
+
+
+def finished_windows(runs: dict[str, Any]) -> str:
+    """Each run's windows that finished (pages a thread CPU-second), from its progress lines: what a
+    run stopped after its windows (in the reopening steps) still measured."""
+    done = {}
+    for role, run in runs.items():
+        lines = run["log"].read_text(errors="replace").splitlines()
+        done[role] = [json.loads(line)["pages_per_thread_cpu_s"] for line in lines
+                      if line.startswith("{") and '"pages_per_thread_cpu_s"' in line and '"windows"' not in line]
+    return json.dumps(done)
 
 
 def main() -> None:

@@ -124,9 +124,7 @@ class Detector:
             self.store.expire(expire_before)
 
     def discard(self) -> None:
-        """Forget staged decisions (their batch is dropped): take what it filed out of the index
-        and reload what the store holds."""
-        self.store.forget_staged()
+        """Forget staged decisions (their batch is dropped): reload what the store holds."""
         self.clock = self.config.retention_clock(self.store.get_meta_int)
 
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:

@@ -3,6 +3,7 @@ are asserted: benchmarks are not timed tests)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -53,7 +54,22 @@ def test_only_runs_the_named_part(tmp_path):
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
-    assert list(report["parts"]) == ["store"] and report["parts"]["store"]["report"]["bytes_per_page"] > 0
+    store = report["parts"]["store"]["report"]
+    assert list(report["parts"]) == ["store"] and store["bytes_per_page"] > 0
+    assert store["reopen_from_snapshot_s"] > 0 and store["rebuild_same_table"] is True
+
+
+def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
+    """`bench/store.py --no-reopen`: the windows measured, the reopening times (which need the index's
+    memory twice) left out and said to be (None), not made up."""
+    out = tmp_path / "store.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "store.py"), "--smoke", "--no-reopen", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert len(report["windows"]) == 3 and report["pages_per_thread_cpu_s_median"] > 0
+    assert report["reopen_from_snapshot_s"] is None and report["rebuild_same_table"] is None
+    assert "reopen_rebuilding_s" not in done.stderr
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="compares git revisions: needs the git checkout")
@@ -83,7 +99,23 @@ def test_store_pair_runs_two_revisions_at_once_and_reports_their_ratio(tmp_path)
                              capture_output=True, text=True, timeout=120)
     assert failing.returncode == 1 and not (tmp_path / "failing.json").exists()
     assert failing.stderr.strip().splitlines() == [
-        "bench/store.py of base (HEAD) exited 2: store.py: error: unrecognized arguments: --no-such-option"]
+        "bench/store.py of base (HEAD) exited 2: store.py: error: unrecognized arguments: --no-such-option; "
+        'windows done: {"base": [], "new": []}']
+
+
+def test_store_pair_tells_the_windows_a_failed_run_had_finished(tmp_path):
+    """A run killed after its windows (in the reopening steps) still measured them: they are told."""
+    spec = importlib.util.spec_from_file_location("store_pair", ROOT / "bench" / "store_pair.py")
+    assert spec and spec.loader
+    store_pair = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(store_pair)
+    base, new = tmp_path / "base.log", tmp_path / "new.log"
+    base.write_text('{"filled": 1000000, "seconds": 140}\n{"stored_at_start": 1, "pages_per_thread_cpu_s": 15516}\n'
+                    '{"stored_at_start": 2, "pages_per_thread_cpu_s": 16118}\n{"reopen_rebuilding_s": 32.1}\n')
+    new.write_text('{"stored_at_start": 1, "pages_per_thread_cpu_s": 15534}\n'
+                   '{"windows": [{"pages_per_thread_cpu_s": 1}], "pages_per_thread_cpu_s_median": 1}\n')
+    told = store_pair.finished_windows({"base": {"log": base}, "new": {"log": new}})
+    assert json.loads(told) == {"base": [15516, 16118], "new": [15534]}
 
 
 def test_index_kernels_reports_the_probe_and_insert_per_name_of_each_size(tmp_path):

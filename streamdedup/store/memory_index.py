@@ -18,11 +18,8 @@ RocksDB keeps the page records (and the changelog, its WAL); this table is loade
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
 opens (`SignatureStore._rebuild_index`), so it holds exactly what the
 committed records say: every key of every stored page, except those a record names as not filed
-(full keys, see `StoreBatch.add`). It changes after a WriteBatch is written (commit, expiry,
-deletion), with one exception: a staged batch files its pages' new names as it probes them
-(`counts_free_filing`), before its records are written, and a batch that is not committed takes
-them out again (`StoreBatch.forget`: on `Detector.discard`, the next batch's stage, or close,
-before the snapshot is saved). A crash leaves nothing to undo: the table is not kept.
+(full keys, see `StoreBatch.add`). It changes only after a WriteBatch is written (commit, expiry,
+deletion), so a crash or a discarded batch leaves nothing to undo.
 """
 
 from __future__ import annotations
@@ -108,24 +105,17 @@ def _homes(names: np.ndarray, slots: int, words: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _count(words: np.ndarray, low: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """How many postings each name has (the same probe as `_count_free`, filing nothing)."""
-    return _count_free(words, low, names, np.full(len(names), -1, dtype=np.int64))[0]
+def _count(words: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """How many postings each name has (the same probe as `_count_free`)."""
+    return _count_free(words, names)[0]
 
 
 @numba.njit(cache=True)
-def _count_free(words: np.ndarray, low: np.ndarray, names: np.ndarray,
-                seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """How many postings each name has, and where its probe meets its first free slot (a
-    tombstone, or the empty slot that ends it): where `_insert` would put a posting of a name that
-    has none. A name found with none whose `seqs[i]` is not -1 is filed there at once under that
-    seq, while the slot just read is still in the caches and its page's translation in the TLB
-    (filed later, on a table of many GB, the same slot costs a second wait on memory: docs/benchmarks.md,
-    "Filed where probed"). Returns the counts (before any filing), the free slots, and per name 1
-    if it was filed into a free slot, 2 into a tombstone's, 0 if not filed."""
+def _count_free(words: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_count`, and where each name's probe meets its first free slot (a tombstone, or the empty
+    slot that ends it): where `_insert` would put a posting of a name that has none."""
     counts = np.zeros(len(names), dtype=np.int64)
     free = np.empty(len(names), dtype=np.int64)
-    placed = np.zeros(len(names), dtype=np.int64)
     mask = np.uint64((1 << 48) - 1)
     slots = len(words)
     homes = _homes(names, slots, words)
@@ -144,14 +134,8 @@ def _count_free(words: np.ndarray, low: np.ndarray, names: np.ndarray,
             slot += 1
             if slot == slots:
                 slot = 0
-        at = first if first >= 0 else slot
-        free[i] = at
-        if counts[i] == 0 and seqs[i] >= 0:
-            placed[i] = 1 if first < 0 else 2
-            seq = np.uint64(seqs[i])
-            words[at] = names[i] | ((seq >> np.uint64(32)) << np.uint64(48))
-            low[at] = np.uint32(seq & np.uint64(0xFFFF_FFFF))
-    return counts, free, placed
+        free[i] = first if first >= 0 else slot
+    return counts, free
 
 
 @numba.njit(cache=True)
@@ -454,37 +438,17 @@ class MemoryIndex:
     def _counts(self, names: np.ndarray, groups: list[tuple[int, np.ndarray]]) -> np.ndarray:
         counts = np.zeros(len(names), dtype=np.int64)
         for s, at in groups:
-            counts[at] = _count(self.segments[s].words, self.segments[s].low, names[at])
+            counts[at] = _count(self.segments[s].words, names[at])
         return counts
 
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """`counts_ints`, each name's first free slot in its segment (`_count_free`), and the
         table's `epoch`, which `insert_ints` checks before it uses the slots."""
-        counts, free, epoch, _ = self.counts_free_filing(names, np.full(len(names), -1, dtype=np.int64))
-        return counts, free, epoch
-
-    def counts_free_filing(self, names: np.ndarray,
-                           seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        """`counts_free_ints`, filing each name that has no posting and whose `seqs[i]` (int64) is
-        not -1 under that seq as its probe finds it empty (`_count_free`); also returns which
-        names were filed. The caller files them before the records that name them are written,
-        so it owes their removal if it does not write them (`StoreBatch.forget`). A segment that
-        could pass its load files none of them: they are filed by `insert_ints`, which grows it."""
         counts = np.zeros(len(names), dtype=np.int64)
         free = np.zeros(len(names), dtype=np.int64)
-        filed = np.zeros(len(names), dtype=np.bool_)
         for s, at in self._by_segment(names):
-            segment = self.segments[s]
-            filing = seqs[at]
-            to_file = int(np.count_nonzero(filing >= 0))
-            if to_file and segment.must_grow(to_file):
-                filing, to_file = np.full(len(at), -1, dtype=np.int64), 0
-            counts[at], free[at], placed = _count_free(segment.words, segment.low, names[at], filing)
-            if to_file:
-                filed[at] = placed > 0
-                segment.tombstones -= int(np.count_nonzero(placed == 2))
-                segment.postings += int(np.count_nonzero(placed))
-        return counts, free, self.epoch, filed
+            counts[at], free[at] = _count_free(self.segments[s].words, names[at])
+        return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

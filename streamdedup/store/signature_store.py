@@ -201,9 +201,6 @@ class SignatureStore:
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
-        # the staged batch whose new names are in the index before its records are written
-        # (`StoreBatch.stage`), until it commits; taken out if it does not (`forget_staged`)
-        self.unsettled: StoreBatch | None = None
         # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
         self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
         self.db = self._open(self.path, create=not existed)
@@ -722,16 +719,8 @@ class SignatureStore:
         """A RocksDB integer property summed over both column families (metrics)."""
         return sum(cf.property_int_value(name) or 0 for cf in (self.db, self.index))
 
-    def forget_staged(self) -> None:
-        """Take out of the index what a staged batch filed and did not commit (`StoreBatch.stage`):
-        its records were never written. Called when its decisions are dropped and at close."""
-        unsettled = getattr(self, "unsettled", None)  # (close of a store that failed to open)
-        if unsettled is not None:
-            unsettled.forget()
-
     def close(self) -> None:
         if self.db is not None:
-            self.forget_staged()  # before the snapshot: it holds what the records say, no more
             if getattr(self, "_ready", False) and self.memory.postings:
                 self._save_snapshot()  # the next open loads it instead of rebuilding
             self._ready = False
@@ -795,11 +784,6 @@ class StoreBatch:
         # (names, the page of the batch naming each, their first free slots in the table and its epoch)
         self._lone: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
-        # `stage`: the seq each page will be added as (-1: its id is known, it will not be), and the
-        # names filed in the index as they were probed, with those seqs (taken out by `forget`)
-        self._planned: np.ndarray | None = None
-        self._early: tuple[np.ndarray, np.ndarray] | None = None
-        self._forgotten = False
         self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
 
     def __len__(self) -> int:
@@ -826,7 +810,7 @@ class StoreBatch:
         unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
 
-    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Sequence[str] = (),
+    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = (),
               words: np.ndarray | None = None) -> list[list[bytes]]:
         """`prefetch` for a whole batch of pages from their index names as 48-bit integers
         (`SignatureStore.index_name_ints_of_records`: page i's names end at `ends[i]`), on a batch
@@ -841,24 +825,14 @@ class StoreBatch:
         A page whose every candidate is a chance collision (`chance_only`: found by SimHash keys of
         a few pages, none named twice in the batch) has none either: its names give no candidate it
         would judge and take none from the batch, so it is filed as integers too (at 10 M stored
-        pages, most pages: ~2 chance collisions a page).
-
-        With `page_ids` (one a page), the names no stored page has and no other page of the batch
-        names (every name of a unique page) are filed in the index as the probe finds them empty,
-        under the seq each page will be added as (`_planned_seqs`): the slot is written while it is
-        at hand, not probed for again at commit (docs/benchmarks.md, "Filed where probed"). The
-        records that name them are written at commit; a batch that is not committed is taken out
-        of the index again (`forget`). The Detector adds the pages in that order and no other."""
+        pages, most pages: ~2 chance collisions a page)."""
         if self._docs or self._staged is not None:
             raise ValueError("stage() takes the whole batch, before any page is added")
-        if self._forgotten:
-            raise ValueError("this batch was forgotten (its decisions dropped): stage a new one")
-        if self.store.unsettled is not None:  # an earlier staged batch, dropped without a commit
-            self.store.unsettled.forget()
         self.prefetch((), page_ids)
         names = np.ascontiguousarray(names, dtype=np.uint64)
         self._staged = (names, list(ends))
         self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
+        counts, free, epoch = self.store.memory.counts_free_ints(names)
         order = np.argsort(names)  # equal names side by side (in any order among themselves)
         repeated = np.zeros(len(names), dtype=np.bool_)
         if len(names) > 1:
@@ -867,15 +841,6 @@ class StoreBatch:
             repeated[order[:-1]] |= same
         sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
         owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
-        if page_ids and len(page_ids) == len(ends):
-            self._planned = self._planned_seqs(page_ids)
-            filing = np.where(repeated, -1, self._planned[owner])
-        else:  # (a caller without ids: everything is filed at commit)
-            filing = np.full(len(names), -1, dtype=np.int64)
-        counts, free, epoch, filed = self.store.memory.counts_free_filing(names, filing)
-        if filed.any():
-            self._early = (names[filed], filing[filed].astype(np.uint64))
-            self.store.unsettled = self
         has_postings = counts > 0
         stored = np.flatnonzero(has_postings)
         skipped: set[int] = set()
@@ -889,10 +854,9 @@ class StoreBatch:
                     told = np.zeros(len(ends), dtype=np.bool_)
                     told[list(self._chance_only)] = True
                     shared &= ~told[owner]
-        lone = np.flatnonzero(~shared & ~filed)
-        # the lone names not filed yet (those of a page told to have only chance collisions that
-        # have postings, or of a page whose id is known): their first free slot is still where
-        # `_insert` would put them (`MemoryIndex.insert_ints`)
+        lone = np.flatnonzero(~shared)
+        # a lone name of a page told to have only chance collisions has postings: its first free
+        # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
         self._lone = (names[lone], owner[lone], free[lone], epoch)
         at = np.flatnonzero(shared)
         if not len(at):
@@ -921,32 +885,6 @@ class StoreBatch:
         self._committed_docs.update(self.store.docs(unread))
         cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
         return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
-
-    def _planned_seqs(self, page_ids: Sequence[str]) -> np.ndarray:
-        """The seq each of these pages will be added as, -1 for those that will not be: in order,
-        a page is added unless `seq_for` knows its id by then (stored, or an earlier page of the
-        batch: the Detector rejects it as a duplicate id). `add_staged` and `commit` check it."""
-        planned: list[int] = []
-        seen: set[str] = set()
-        seq = self._seq
-        for page_id in page_ids:
-            if page_id in seen or self.seq_for(page_id) is not None:
-                planned.append(-1)
-                continue
-            seen.add(page_id)
-            planned.append(seq)
-            seq += 1
-        return np.asarray(planned, dtype=np.int64)
-
-    def forget(self) -> None:
-        """Take out of the index the names `stage` filed: this batch is not committed (its
-        decisions were dropped, or a write failed). It cannot be committed after."""
-        self._forgotten = True
-        if self._early is not None:
-            self.store.memory.remove_ints(*self._early)
-            self._early = None
-        if self.store.unsettled is self:
-            self.store.unsettled = None
 
     def _by_chance_only(self, named: np.ndarray, owners: np.ndarray, found: np.ndarray, seqs: np.ndarray,
                         words: np.ndarray, sharing: np.ndarray, pages: int) -> set[int]:
@@ -1130,10 +1068,6 @@ class StoreBatch:
         are filed now, the others when the batch commits."""
         if self._staged is None or self._page_seqs is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
-        if self._planned is not None and self._planned[page] != doc.seq:
-            raise ValueError(f"page {page} of the staged batch is added as seq {doc.seq}, and stage filed its names "
-                             f"under {self._planned[page]} (-1: its id was known): add the pages in order, "
-                             "each whose id seq_for does not know, and no other")
         names, ends = self._staged
         self._add(doc, shared, lambda full: places_among_ints(names[ends[page - 1] if page else 0: ends[page]], full))
         self._page_seqs[page] = doc.seq
@@ -1204,12 +1138,6 @@ class StoreBatch:
         return self._templates.get(site_hash)
 
     def commit(self) -> None:
-        if self._forgotten:
-            raise ValueError("this batch was forgotten (its decisions dropped): it cannot be committed")
-        planned, added = self._planned, self._page_seqs
-        if planned is not None and (added is None or not np.array_equal(planned, added)):
-            raise ValueError("a page of the staged batch whose names stage filed was not added (add_staged): "
-                             "its record would be missing under them")
         wb = WriteBatch(raw_mode=True)
         self._templates.write(wb)
         put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
@@ -1239,9 +1167,7 @@ class StoreBatch:
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
-        self._staged = self._lone = self._page_seqs = self._planned = self._early = None
-        if self.store.unsettled is self:
-            self.store.unsettled = None
+        self._staged = self._lone = self._page_seqs = None
         self._chance_only = {}
         self._filed_names.clear()
         self._filed_seqs.clear()

@@ -111,44 +111,6 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
 
 
-def test_names_filed_as_they_are_probed_make_the_table_inserting_them_makes_slot_for_slot():
-    """`counts_free_filing` files each name that has no posting and a seq (not -1) where its probe
-    met the first free slot: counts, free slots and the table are those of `counts_free_ints`
-    then `insert_ints` of the same names in the same order, with tombstones, crowded homes and
-    names already holding postings (not filed); a segment that would grow files none of them
-    (`insert_ints` grows it at commit)."""
-    import numpy as np
-
-    from streamdedup.store.memory_index import ints_names
-
-    rng = np.random.default_rng(11)
-    for case in range(40):
-        filing, plain = MemoryIndex(), MemoryIndex()
-        filing._allocate(256)
-        plain._allocate(256)
-        names = rng.integers(0, 1 << 12, size=3000, dtype=np.uint64) * np.uint64(1 << 36)  # crowded homes
-        stored = 1500 if case % 2 else 2900  # some segments must grow before the batch is filed
-        for index in (filing, plain):
-            index.insert_ints(names[:stored], np.arange(stored, dtype=np.uint64))
-            index.remove(ints_names(names[:600:3]), list(range(0, 600, 3)))  # tombstones
-        batch = np.unique(np.concatenate([rng.integers(0, 1 << 48, size=300, dtype=np.uint64), names[700:760]]))
-        rng.shuffle(batch)
-        seqs = np.arange(9000, 9000 + len(batch), dtype=np.int64)
-        seqs[rng.random(len(batch)) < 0.2] = -1  # pages not filed now
-        counts, free, _, filed = filing.counts_free_filing(batch, seqs)
-        expected_counts = plain.counts_ints(batch)
-        assert counts.tolist() == expected_counts.tolist()
-        held = np.zeros(len(batch), dtype=np.bool_)  # names of segments that would grow (`plain`: as before)
-        for s, at in plain._by_segment(batch):
-            held[at] = plain.segments[s].must_grow(int(np.count_nonzero(seqs[at] >= 0)))
-        assert held.any() == (case % 2 == 0)
-        assert filed.tolist() == ((expected_counts == 0) & (seqs >= 0) & ~held).tolist()
-        plain.insert_ints(batch[filed], seqs[filed].astype(np.uint64))
-        assert all(np.array_equal(a, b) for a, b in zip(filing.table(), plain.table(), strict=True))
-        assert (filing.postings, filing.tombstones) == (plain.postings, plain.tombstones)
-        assert (filing.counts_ints(batch) == expected_counts + filed).all()
-
-
 def test_a_snapshot_round_trips_and_one_of_the_two_array_format_is_not_read(tmp_path):
     """`save` writes each segment's packed slots (format 3); `load` gives the same table back, and
     refuses a snapshot of the earlier format (a segment as two arrays, words then low words), whose
