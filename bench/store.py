@@ -221,13 +221,34 @@ def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
                          [detector.methods_by_name[name][1].encode(fp.signatures[name]) for fp in items])
 
 
-def memory() -> dict[str, float]:
-    """Resident set now and at its peak, in MiB."""
+def transparent_hugepage() -> str | None:
+    """The kernel's transparent-huge-page mode (always, madvise or never: numpy asks for huge pages
+    for its large arrays, which `madvise` and `always` grant), or None where it does not tell."""
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return None
+    chosen = text[text.find("[") + 1: text.find("]")] if "[" in text else text.strip()
+    return chosen or None
+
+
+def memory() -> dict[str, float | None]:
+    """Resident set now and at its peak, and how much of it is in transparent huge pages (MiB;
+    None where the kernel does not tell): the index's random reads cost more in 4 KiB pages (a
+    page-table walk each, two levels deep in a VM), so a slow run says whether it had them."""
     now = 0.0
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             now = int(line.split()[1]) / 1024
-    return {"rss_mib": round(now, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    huge: float | None = None
+    try:
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith("AnonHugePages:"):
+                huge = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return {"rss_mib": round(now, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "anon_huge_pages_mib": huge}
 
 
 REOPEN_FIELDS = ("reopen_from_snapshot_s", "reopen_rebuilding_s", "reopen_rebuilding_s_per_million_pages",
@@ -320,7 +341,8 @@ def main() -> None:
                                 "pages_per_thread_cpu_s": round(args.window / own),
                                 # random pages share no content: these are chance collisions of index keys
                                 "candidates_found_per_page": round(window_work["candidates_found"] / args.window, 3),
-                                "candidates_verified_per_page": round(window_work["candidates_verified"] / args.window, 3)})
+                                "candidates_verified_per_page": round(window_work["candidates_verified"] / args.window, 3),
+                                "anon_huge_pages_mib": memory()["anon_huge_pages_mib"]})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()
@@ -335,7 +357,7 @@ def main() -> None:
             "pages_per_thread_cpu_s_median": statistics.median(w["pages_per_thread_cpu_s"] for w in windows),
             "settled_before_windows_s": settle_s and round(settle_s, 1),
             "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
-            "stored_pages": stored, **rss, **space,
+            "stored_pages": stored, **rss, "transparent_hugepage": transparent_hugepage(), **space,
             **(reopen_times(work / "state", args.batch, stored) if args.reopen else dict.fromkeys(REOPEN_FIELDS)),
             "schema": config_meta and json.loads(config_meta)["schema"],
         }

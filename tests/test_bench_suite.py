@@ -69,6 +69,9 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
     report = json.loads(out.read_text())
     assert len(report["windows"]) == 3 and report["pages_per_thread_cpu_s_median"] > 0
     assert report["reopen_from_snapshot_s"] is None and report["rebuild_same_table"] is None
+    huge = [report["anon_huge_pages_mib"], *(w["anon_huge_pages_mib"] for w in report["windows"])]
+    assert all(h is None or 0 <= h <= report["rss_mib"] for h in huge)  # told, where the kernel tells it
+    assert report["transparent_hugepage"] in (None, "always", "madvise", "never")
     assert "reopen_rebuilding_s" not in done.stderr
 
 
