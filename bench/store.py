@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from index_kernels import huge_page_bytes  # bench/index_kernels.py
 from rocksdict import ReadOptions, WriteBatch
 
 from streamdedup.clean.template import SiteTemplate, document_key
@@ -240,15 +241,9 @@ def memory() -> dict[str, float | None]:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             now = int(line.split()[1]) / 1024
-    huge: float | None = None
-    try:
-        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
-            if line.startswith("AnonHugePages:"):
-                huge = round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
+    huge = huge_page_bytes()
     return {"rss_mib": round(now, 1), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "anon_huge_pages_mib": huge}
+            "anon_huge_pages_mib": None if huge is None else round(huge / 2**20, 1)}
 
 
 REOPEN_FIELDS = ("reopen_from_snapshot_s", "reopen_rebuilding_s", "reopen_rebuilding_s_per_million_pages",
