@@ -41,6 +41,33 @@ def test_dedup_writes_every_record_once(tmp_path, capsys):
     assert (summary["records"], summary["unique"], summary["duplicates"], summary["rejected"]) == (5, 2, 1, 2)
 
 
+def test_a_store_outgrowing_its_memory_stops_in_one_line_and_the_rerun_doubles_nothing(tmp_path, capsys,
+                                                                                       monkeypatch):
+    """A crawl whose index outgrows the memory left: `dedup` stops before the batch is written, in
+    one line naming the fix (not the kernel's kill mid-growth), and with memory the same command
+    finishes the job, every record once."""
+    import random
+
+    from streamdedup.store import signature_store
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(3000)]
+    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(150)]
+    records = [{"url": f"https://s{i % 7}.example/{i}", "content": text, "content_type": "text/plain"}
+               for i, text in enumerate(texts)]
+    records += [{**records[5], "url": "https://copy.example/5"}]
+    crawl, out = write_jsonl(tmp_path / "crawl.jsonl", records), tmp_path / "out"
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
+    assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing of the batch was written" in err and "run it where it has more memory" in err
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: None)
+    assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 0
+    unique, dups = _read(out / "unique.jsonl"), _read(out / "duplicates.jsonl")
+    assert sorted(r["url"] for r in unique + dups) == sorted(r["url"] for r in records)
+    assert [r["url"] for r in dups] == ["https://copy.example/5"]
+
+
 def test_second_run_on_same_state_continues(tmp_path):
     crawl = _crawl(tmp_path)
     state = tmp_path / "state"

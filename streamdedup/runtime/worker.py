@@ -461,8 +461,8 @@ class Worker:
                 raise StoreWriteFailed(
                     f"could not write the store of {tp_key[0]}[{tp_key[1]}] under {self.settings.state_dir}: {err}. "
                     f"The outcomes of offsets {first}..{last} are committed in Kafka; nothing is lost: free space "
-                    "and restart the worker, it will replay those offsets into the store without emitting them "
-                    "again.") from err
+                    "(or memory, as the error says) and restart the worker, it will replay those offsets into the "
+                    "store without emitting them again.") from err
             if offset_of(batch[-1]) + 1 >= self.replay_until.get(tp_key, 0):
                 self.replay_until.pop(tp_key, None)  # rebuilt: its handler may tick now
         self.outputs.commit()

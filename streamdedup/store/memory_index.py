@@ -523,6 +523,16 @@ class MemoryIndex:
                 segment.tombstones += removed
             self.epoch = next(_EPOCHS)
 
+    def growth_bytes(self, names: np.ndarray) -> int:
+        """The bytes `insert_ints(names, ...)` would allocate for the segments it grows (each new
+        table, the old one freed once moved), 0 if it grows none: asked before a batch is written,
+        so that a store outgrowing its memory is told so in one line, not killed by the kernel
+        half-way through a growth. A segment with room for every name is not grouped for."""
+        if not len(names) or not any(segment.must_grow(len(names)) for segment in self.segments):
+            return 0
+        return sum(slots_for(self.segments[s].postings + len(at)) * SLOT_BYTES
+                   for s, at in self._by_segment(names) if self.segments[s].must_grow(len(at)))
+
     def reserve(self, postings: int) -> None:
         """Room for this many postings without growing: each segment sized once for its share (a
         rebuild that knows the store's page count)."""

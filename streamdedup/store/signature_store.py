@@ -291,17 +291,28 @@ class SignatureStore:
                            f"{postings:,} postings")
         self.memory.reserve(postings)
 
-    def _check_memory(self, needed: int, what: str) -> None:
-        """Refuse to open a store whose index does not fit in the memory left, in one line naming
-        the fix, rather than be killed by the kernel while loading or rebuilding it."""
+    def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
+        """Refuse to open a store whose index does not fit in the memory left (or, `opening`
+        False, to grow it), in one line naming the fix, rather than be killed by the kernel while
+        loading, rebuilding or growing it."""
         available = available_bytes()
         if available is not None and needed > available:
-            self.close()
+            if opening:
+                self.close()
             raise StoreError(
                 f"the store at {self.path} needs {needed / 2**30:.1f} GiB more memory for its in-memory index "
                 f"({what}) and this process has {available / 2**30:.1f} GiB available: run it where it has more "
                 "memory, or keep fewer pages in one store (a shorter --retention; a worker: fewer partitions "
                 "per worker, or more workers)")
+
+    def check_growth(self, names: np.ndarray, seqs: np.ndarray) -> None:
+        """Refuse a batch whose postings (`names`) and pages (`seqs`, the chance check's words) would
+        grow the index past the memory left, before anything of it is written: the store stays as
+        the last batch left it, and the process ends in one line instead of the kernel's kill."""
+        needed = self.memory.growth_bytes(names) + (self.words.growth_bytes(seqs) if self.word_tag is not None else 0)
+        if needed:
+            self._check_memory(needed, f"to grow past {self.memory.postings:,} postings; nothing of the batch "
+                                       "was written", opening=False)
 
     def _index_records(self, keys: list[bytes], values: list[bytes], bulk: bool) -> None:
         if bulk:
@@ -1137,7 +1148,24 @@ class StoreBatch:
         """A site's template model as of this batch (read once; written back at commit)."""
         return self._templates.get(site_hash)
 
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+        """The postings the batch files when it commits (names as 48-bit integers, their seqs),
+        and for each the first free slot its probe met at `stage` with that table's epoch
+        (`MemoryIndex.insert_ints`; -1: none, as for names filed one by one)."""
+        names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
+        seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
+        if self._lone is None or self._page_seqs is None:
+            return names, seqs, None, -1
+        lone_names, owners, lone_free, epoch = self._lone
+        lone_seqs = self._page_seqs[owners]
+        added = lone_seqs >= 0
+        free = np.concatenate([np.full(len(names), -1, dtype=np.int64), lone_free[added]])
+        return (np.concatenate([names, lone_names[added]]), np.concatenate([seqs, lone_seqs[added].astype(np.uint64)]),
+                free, epoch)
+
     def commit(self) -> None:
+        names, seqs, free, epoch = self._postings()
+        self.store.check_growth(names, np.fromiter(self._docs, dtype=np.uint64, count=len(self._docs)))
         wb = WriteBatch(raw_mode=True)
         self._templates.write(wb)
         put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
@@ -1154,16 +1182,6 @@ class StoreBatch:
         self._templates.written()
         self.store.index_version += 1
         self._quiet = None
-        names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
-        seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
-        free, epoch = None, -1
-        if self._lone is not None and self._page_seqs is not None:
-            lone_names, owners, lone_free, epoch = self._lone
-            lone_seqs = self._page_seqs[owners]
-            added = lone_seqs >= 0
-            free = np.concatenate([np.full(len(names), -1, dtype=np.int64), lone_free[added]])
-            names = np.concatenate([names, lone_names[added]])
-            seqs = np.concatenate([seqs, lone_seqs[added].astype(np.uint64)])
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])

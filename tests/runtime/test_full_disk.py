@@ -31,7 +31,7 @@ def test_full_disk_fails_clearly_and_a_restart_with_space_loses_nothing(broker, 
     records = crawl(150)
     send(settings, records)
     cramped = replace(settings, state_dir=small_disk / "state")
-    with pytest.raises(StoreWriteFailed, match="free space and restart"):
+    with pytest.raises(StoreWriteFailed, match="free space \\(or memory, as the error says\\) and restart"):
         Worker(cramped, DetectorConfig()).run(idle_timeout_s=5)
     # space comes back: the same store, moved to a disk with room, must still open and catch up
     roomy = replace(settings, state_dir=tmp_path / "state")

@@ -139,3 +139,28 @@ def test_a_snapshot_round_trips_and_one_of_the_two_array_format_is_not_read(tmp_
             old.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
             old.write(np.ascontiguousarray(segment.words).tobytes() + np.ascontiguousarray(segment.low).tobytes())
     assert MemoryIndex.load(path, version=7) is None
+
+
+def test_growth_bytes_are_what_an_insert_allocates_for_the_segments_it_grows():
+    """`growth_bytes` tells, before an insert, the bytes of the new tables it will make (the store
+    checks them against the memory left before it writes a batch): the same figure, 0 when no
+    segment grows."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import name_ints
+
+    rng = random.Random(11)
+    index = MemoryIndex()
+    seq, grew = 0, 0
+    for _ in range(40):
+        names = name_ints([rng.randbytes(6) for _ in range(300)])
+        predicted = index.growth_bytes(names)
+        before = [segment.words for segment in index.segments]
+        index.insert_ints(names, np.arange(seq, seq + len(names), dtype=np.uint64))
+        seq += len(names)
+        grown = sum(segment.cells.nbytes for segment, old in zip(index.segments, before, strict=True)
+                    if segment.words is not old)
+        assert predicted == grown
+        grew += grown > 0
+    assert 0 < grew < 40  # some inserts grew segments, others none
+    assert index.growth_bytes(np.zeros(0, dtype=np.uint64)) == 0

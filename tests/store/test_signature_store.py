@@ -501,6 +501,45 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
         assert store.seq_for("p99") == 99
 
 
+def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_before_anything_is_written(
+        tmp_path, monkeypatch):
+    """A store that outgrows its memory mid-stream is told so in one line naming the fix, before the
+    batch is written, not killed by the kernel half-way through growing its index: the store stays
+    as the last batch left it, and the batch commits once there is room."""
+    from streamdedup.store.memory_index import MemoryIndex
+
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        for i in range(10):
+            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        batch.commit()
+        postings, version = store.memory.postings, store.index_version
+        monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
+        batch = store.batch()
+        for i in range(10, 200):  # ~34 postings each: past what the first tables hold
+            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        with pytest.raises(StoreError, match="more memory for its in-memory index \\(to grow past "
+                                             f"{postings:,} postings; nothing of the batch was written\\) and "
+                                             "this process has 0.0 GiB available: run it where it has more memory"
+                           ) as err:
+            batch.commit()
+        assert "\n" not in str(err.value)
+        assert (store.memory.postings, store.index_version, store._count_pages()) == (postings, version, 10)
+        assert store.seq_for("p10") is None and store.seq_for("p9") == 9
+        monkeypatch.setattr(signature_store, "available_bytes", lambda: None)  # unknown: no check
+        batch = store.batch()
+        for i in range(10, 200):
+            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        batch.commit()
+        assert store.seq_for("p199") == 199
+        table = _postings(store.memory)
+    with _open(tmp_path) as store:  # the snapshot the close wrote is the records' index
+        assert _postings(store.memory) == table
+        store.memory = MemoryIndex()
+        store._rebuild_index()
+        assert _postings(store.memory) == table
+
+
 def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
     """The cache's default budget is in bytes and holds 1,500 sites whose models are full (4,096
     lines, 1,024 recent URLs, the URL set made): a partition's worth (before: 2^20 lines and URLs
