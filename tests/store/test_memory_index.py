@@ -164,3 +164,35 @@ def test_growth_bytes_are_what_an_insert_allocates_for_the_segments_it_grows():
         grew += grown > 0
     assert 0 < grew < 40  # some inserts grew segments, others none
     assert index.growth_bytes(np.zeros(0, dtype=np.uint64)) == 0
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_the_room_under_a_containers_limit_counts_its_page_cache_as_room(tmp_path, version):
+    """A container's cgroup is charged for the page cache of the files its processes read (the
+    store's, GBs of them), which the kernel reclaims before it kills anything: the room left is
+    the limit less what the cgroup holds, that cache aside. Before, the cache counted as used, and a
+    worker restarted in its container was refused its store for want of memory it had."""
+    from streamdedup.store.memory_index import available_bytes, cgroup_room
+
+    mib = 1 << 20
+    if version == 2:
+        files = {"memory.max": f"{1000 * mib}\n", "memory.current": f"{900 * mib}\n",
+                 "memory.stat": f"anon {350 * mib}\nfile {550 * mib}\nactive_file {300 * mib}\n"
+                                f"inactive_file {200 * mib}\nshmem {50 * mib}\n"}
+    else:
+        (tmp_path / "memory").mkdir()
+        files = {"memory/memory.limit_in_bytes": f"{1000 * mib}\n", "memory/memory.usage_in_bytes": f"{900 * mib}\n",
+                 "memory/memory.stat": f"cache {550 * mib}\nactive_file {1 * mib}\ntotal_active_file {300 * mib}\n"
+                                       f"total_inactive_file {200 * mib}\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert cgroup_room(tmp_path) == 600 * mib  # 100 MiB free under the limit + 500 MiB of page cache
+    (tmp_path / "meminfo").write_text("MemTotal: 9000000 kB\nMemAvailable: 512000 kB\n")
+    assert available_bytes(tmp_path, tmp_path) == 500 * mib  # the host's is smaller here: the smaller one
+    (tmp_path / "meminfo").write_text("MemAvailable: 8000000 kB\n")
+    assert available_bytes(tmp_path, tmp_path) == 600 * mib
+    limit = "memory.max" if version == 2 else "memory/memory.limit_in_bytes"
+    (tmp_path / limit).write_text("max\n" if version == 2 else "9223372036854771712\n")  # no limit
+    assert cgroup_room(tmp_path) is None
+    assert available_bytes(tmp_path, tmp_path) == 8000000 * 1024
+    assert cgroup_room(tmp_path / "none") is None and available_bytes(tmp_path / "none", tmp_path / "none") is None
