@@ -20,7 +20,7 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["smoke"] is True and report["failed"] == []
-    assert set(report["parts"]) == {"fingerprint", "store", "homogeneous", "e2e", "broker"}
+    assert set(report["parts"]) == {"fingerprint", "store", "expire", "homogeneous", "e2e", "broker"}
     homogeneous = report["parts"]["homogeneous"]["report"]["results"]
     for row in homogeneous.values():  # measured; the net figures are None when start-up's noise outweighs a smoke run
         assert row["ms_per_page_gross"] > 0 and row["rensa_ms_per_page"] > 0 and row["runs"] and row["rensa"]
@@ -73,6 +73,21 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
     assert all(h is None or 0 <= h <= report["rss_mib"] for h in huge)  # told, where the kernel tells it
     assert report["transparent_hugepage"] in (None, "always", "madvise", "never")
     assert "reopen_rebuilding_s" not in done.stderr
+
+
+def test_the_expiry_bench_measures_both_ways_on_stores_of_the_same_sizes(tmp_path):
+    """`bench/expire.py`: the bulk expiry and the record-by-record one, each removing its quarters
+    of the same store (all removed, the sizes each met the same), and their ratio."""
+    out = tmp_path / "expire.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expire.py"), "--smoke", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    (run,) = report["runs"]
+    assert [m["removed"] for m in run["bulk"] + run["each"]] == [2000] * 4
+    assert sorted(m["stored_before"] for m in run["bulk"] + run["each"]) == [2000, 4000, 6000, 8000]
+    assert report["bulk_over_each_cpu"] == round(report["bulk_pages_per_cpu_s_median"]
+                                                 / report["each_pages_per_cpu_s_median"], 2)
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="compares git revisions: needs the git checkout")

@@ -78,6 +78,29 @@ def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence
     `store.memory`: exactly `store._index_pages` of the decoded records."""
     if not keys:
         return
+    names, seqs, word_seqs, words = record_postings(store, keys, values)
+    store.memory.insert_ints(names, seqs)
+    if store.word_tag is not None:  # the chance check's words
+        store.file_words(word_seqs, words)
+
+
+def unindex_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+    """Take the postings of these page records out of `store.memory` (and their words): what
+    `SignatureStore.filed_names` of each decoded record names, made in bulk (an expiry of many
+    pages, `SignatureStore.expire`). A table's tombstones are the same in any order of removal."""
+    if not keys:
+        return
+    names, seqs, word_seqs, words = record_postings(store, keys, values)
+    store.memory.remove_ints(names, seqs)
+    if store.word_tag is not None:
+        store.words.remove_ints(*store._word_postings(word_seqs, words))
+
+
+def record_postings(store: SignatureStore, keys: Sequence[bytes],
+                    values: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, list[int], list[bytes]]:
+    """The postings these page records are filed under (names as 48-bit integers, seqs, in the
+    order `index_records` inserts them), and the seqs and encoded `word_tag` signatures of those
+    with one (the chance check's words)."""
     n = len(keys)
     data = b"".join(values)
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -121,11 +144,13 @@ def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence
         names, counts = key_name_rows(tag, method, [data[a: a + size] for a, size in zip(at, sizes, strict=True)])
         name_parts.append(name_rows_ints(names))
         seq_parts.append(np.repeat(seqs[rows], counts))
-    store.memory.insert_ints(np.concatenate(name_parts), np.concatenate(seq_parts))
-    if store.word_tag is not None:  # the chance check's words
+    word_seqs: list[int] = []
+    words: list[bytes] = []
+    if store.word_tag is not None:
         c = int(column[store.word_tag])
         rows = np.flatnonzero(sig_len[:, c] >= 8)
-        store.file_words(seqs[rows].tolist(), [data[a: a + 8] for a in sig_at[rows, c].tolist()])
+        word_seqs, words = seqs[rows].tolist(), [data[a: a + 8] for a in sig_at[rows, c].tolist()]
+    return np.concatenate(name_parts), np.concatenate(seq_parts), word_seqs, words
 
 
 def key_name_rows(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:

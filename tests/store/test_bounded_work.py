@@ -3,6 +3,8 @@ candidates (those sharing the most keys, the earliest on a tie), and re-crawls a
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import numpy as np
 from conftest import make_article, page, wrap_in_template
 
@@ -372,3 +374,48 @@ def test_an_unfiled_place_names_the_methods_whose_keys_may_stand_there():
     unbounded = {0: create_method("exact"), 1: create_method("tf"), 2: create_method("simhash")}  # tf: no bound
     by_place, past = tags_by_place(unbounded)
     assert by_place == [{0, 1, 2}] and past == {1, 2}  # place 1 on: tf or SimHash, never exact
+
+
+def test_an_expiry_in_bulk_leaves_the_table_removing_each_record_left(tmp_path, monkeypatch):
+    """`expire` makes a chunk's postings from the raw records at once (`rebuild.unindex_records`);
+    the index, the chance check's words and the records left are those the removal record by
+    record (`_remove`, which deleting one page still uses) leaves, slot for slot, on pages whose
+    keys filled (small caps: records that name keys they were not filed under)."""
+    import random
+    import shutil
+    from datetime import datetime
+
+    from streamdedup.store import layout
+    from streamdedup.testing import make_words
+
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    rng = random.Random(12)
+    vocabulary = make_words(rng, 600)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
+    pages = [page(f"https://forum{i % 5}.example/t/{i}",
+                  ". ".join(" ".join(rng.choices(vocabulary, zipf, k=12)) for _ in range(15)) + ".",
+                  f"2024-03-01T{i // 60:02d}:{i % 60:02d}:00Z", content_type="text/plain") for i in range(150)]
+    with Detector(DetectorConfig(batch_size=16), tmp_path / "bulk") as detector:
+        list(detector.run(raw_records(pages)))
+        assert any(doc.unfiled for doc in detector.store.iter_docs())
+    shutil.copytree(tmp_path / "bulk", tmp_path / "each")
+    before = int(datetime(2024, 3, 1, 1, 40, tzinfo=UTC).timestamp() * 1000)  # the first 100 pages
+    stores = {}
+    for name in ("bulk", "each"):
+        detector = Detector(DetectorConfig(), tmp_path / name)
+        store = detector.store
+        if name == "bulk":
+            assert store.expire(before) == 100
+        else:
+            store._remove([doc for doc in store.iter_docs() if doc.event_ms < before])
+        stores[name] = detector
+    bulk, each = stores["bulk"].store, stores["each"].store
+    for table_of in (lambda s: s.memory.table(), lambda s: s.words.table()):
+        assert all(np.array_equal(a, b) for a, b in zip(table_of(bulk), table_of(each), strict=True))
+    assert (bulk.memory.postings, bulk.memory.tombstones) == (each.memory.postings, each.memory.tombstones)
+    assert bulk.memory.tombstones > 0 and bulk.index_version == each.index_version
+    assert [d.seq for d in bulk.iter_docs()] == [d.seq for d in each.iter_docs()] == list(range(100, 150))
+    time_keys = [key for key, _ in bulk.db.items(from_key=layout.TIME) if key[:1] == layout.TIME]
+    assert len(time_keys) == 50
+    for detector in stores.values():
+        detector.close()

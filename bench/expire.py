@@ -1,0 +1,98 @@
+"""Expiry throughput: pages a second that `SignatureStore.expire` removes, in bulk (the store's way
+since 2026-11-28) and record by record (the way before, `_remove`, which deleting one page by id
+still uses), side by side on the same store.
+
+    python bench/expire.py                     # 200,000 pages stored, 3 runs
+    python bench/expire.py --pages 1000000
+    python bench/expire.py --smoke             # seconds: 8,000 pages, one run
+
+Why it matters: retention may change freely, so a store that grew without it (or an archive's
+pages followed by a live crawl's) expires a backlog in the first batch after the change; a worker
+does not poll Kafka meanwhile. Each run fills a fresh store (`bench/store.py`'s bulk fill: random
+signatures of the four default methods, page i filed at event time i ms), then expires quarters
+of it alternately each way (bulk, each, bulk, each; the next run starts with the other), so both
+ways meet a store of the same sizes. Prints and writes JSON: pages a second and a CPU-second per
+way and run, their medians and the ratio of the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rocksdict import WriteBatch
+from store import bulk_fill, pages  # bench/store.py
+
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.store import layout
+from streamdedup.store.signature_store import SignatureStore
+
+CHUNK = 4096  # pages a WriteBatch, as `expire` takes them
+
+
+def expire_each(store: SignatureStore, before_ms: int) -> int:
+    """`expire` as it was before 2026-11-28: each chunk's records read and decoded, each
+    record's keys named one by one (`_remove`)."""
+    bound, removed = layout.time_bound(before_ms), 0
+    while expired := store._expired_time_keys(bound, CHUNK):
+        docs = store.docs([seq for _, seq in expired])
+        wb = WriteBatch(raw_mode=True)
+        for key, seq in expired:
+            if docs[seq] is None:
+                wb.delete(key)
+        store._remove([d for d in docs.values() if d is not None], wb)
+        removed += len(expired)
+    return removed
+
+
+def run(pages_stored: int, first: str, seed: int) -> dict[str, list[dict[str, float]]]:
+    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
+    ways = {"bulk": lambda store, before: store.expire(before), "each": expire_each}
+    order = [first, "each" if first == "bulk" else "bulk"] * 2
+    out: dict[str, list[dict[str, float]]] = {"bulk": [], "each": []}
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
+            Detector(DetectorConfig(batch_size=256), state) as detector:
+        for start in range(0, pages_stored, 20_000):
+            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+        quarter = pages_stored // 4
+        for i, way in enumerate(order):
+            wall, cpu = time.perf_counter(), time.process_time()
+            removed = ways[way](detector.store, (i + 1) * quarter)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            out[way].append({"stored_before": pages_stored - i * quarter, "removed": removed,
+                             "pages_per_s": round(removed / wall), "pages_per_cpu_s": round(removed / cpu)})
+            print(json.dumps({"way": way, **out[way][-1]}), file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=200_000, help="pages stored before each run's expiries")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="8,000 pages, one run: seconds")
+    parser.add_argument("--out", type=Path, default=Path("bench/expire.json"))
+    args = parser.parse_args()
+    if args.smoke:
+        args.pages, args.runs = 8_000, 1
+    runs = [run(args.pages, "bulk" if r % 2 == 0 else "each", seed=r) for r in range(args.runs)]
+    report: dict[str, Any] = {"pages_stored": args.pages, "runs": runs}
+    for way in ("bulk", "each"):
+        for clock in ("pages_per_s", "pages_per_cpu_s"):
+            report[f"{way}_{clock}_median"] = round(statistics.median(m[clock] for r in runs for m in r[way]))
+    report["bulk_over_each_cpu"] = round(report["bulk_pages_per_cpu_s_median"] / report["each_pages_per_cpu_s_median"], 2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
+
+
+if __name__ == "__main__":
+    main()
