@@ -1,4 +1,4 @@
-"""A full disk under the store: a clear error naming the fix, no corruption, nothing lost."""
+"""A full disk, or too little memory, under the store: a clear error naming the fix, no corruption, nothing lost."""
 
 from __future__ import annotations
 
@@ -37,5 +37,26 @@ def test_full_disk_fails_clearly_and_a_restart_with_space_loses_nothing(broker, 
     roomy = replace(settings, state_dir=tmp_path / "state")
     subprocess.run(["cp", "-a", str(small_disk / "state"), str(roomy.state_dir)], check=True)
     Worker(roomy, DetectorConfig()).run(idle_timeout_s=5)
+    expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
+    assert verdicts_by_id(outputs(settings)) == expected
+
+
+def test_an_index_outgrowing_the_memory_left_fails_clearly_and_a_restart_with_memory_loses_nothing(
+        broker, settings, tmp_path, monkeypatch):
+    """The worker's store refuses a batch that would grow its in-memory index past the memory left
+    (before writing it): the worker stops in one error naming the fix, and once the memory is
+    there a restart replays the batch into the store and every page has the verdict file mode gives."""
+    from streamdedup.store import signature_store
+
+    if broker.kind == "tansu":
+        pytest.skip("as above: Tansu's group offset lags its committed transactions after a stop; runs on noida-db")
+    records = crawl(150)
+    send(settings, records)
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
+    with pytest.raises(StoreWriteFailed, match="needs .* GiB more memory for its in-memory index .*nothing of the "
+                                               "batch was written.* run it where it has more memory"):
+        Worker(settings, DetectorConfig()).run(idle_timeout_s=5)
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: None)
+    Worker(settings, DetectorConfig()).run(idle_timeout_s=5)
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(outputs(settings)) == expected
