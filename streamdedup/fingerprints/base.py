@@ -13,12 +13,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
-from typing_extensions import TypeVar as DefaultTypeVar
 
 from streamdedup.tokens.document import Document
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultTypeVar
+else:
+    def DefaultTypeVar(name: str, *, bound: Any = None, default: Any = None) -> Any:  # noqa: N802 - as the class
+        """A TypeVar whose default (PEP 696) is for the type checker alone: the one of
+        typing_extensions, which Python 3.11 needs for it, took ~50 ms of every start-up to import,
+        and no annotation that leaves the default out is evaluated at run time."""
+        return TypeVar(name, bound=bound)
 
 S = TypeVar("S")
 

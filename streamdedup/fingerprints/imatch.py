@@ -8,9 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from typing_extensions import TypeVar as DefaultTypeVar
-
-from streamdedup.fingerprints.base import Params
+from streamdedup.fingerprints.base import DefaultTypeVar, Params
 from streamdedup.fingerprints.keyed import PositionalKeys
 from streamdedup.fingerprints.words import content_words, mid_idf_words
 from streamdedup.stats.lexicon import load_lexicon

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import xxhash
-from typing_extensions import TypeVar as DefaultTypeVar
 
-from streamdedup.fingerprints.base import Params
+from streamdedup.fingerprints.base import DefaultTypeVar, Params
 from streamdedup.fingerprints.keyed import PositionalKeys
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
 from streamdedup.tokens.document import Document
