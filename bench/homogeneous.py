@@ -23,8 +23,10 @@ RMinHashLSH, verify the candidates by Jaccard >= 0.5, insert the page). `rensa_r
 time over the whole command's (net of start-up): 1.0 = as fast as the minimal pass, with four
 methods, a store on disk and every output file to its one; `rensa_ratio_whole` is the same with
 the command's start-up left in (a fixed ~0.7 CPU-s in a core-only install: imports and numba's
-compiled kernels loaded from its cache), which weighs on small files. Every figure is given in
-wall time and in CPU time (`_cpu`: the command's user + system seconds, rensa's process time), which a busy
+compiled kernels loaded from its cache), which weighs on small files; `_paired`: the median of
+each run's ratio to the rensa pass and start-up run beside it, which a host whose speed drifts
+between runs moves less than the ratio of the medians. Every figure is given in wall time and in
+CPU time (`_cpu`: the command's user + system seconds, rensa's process time), which a busy
 neighbour on a shared machine moves less.
 
 Prints and writes JSON: per size the runs, their medians, the work per page from summary.json
@@ -134,6 +136,19 @@ def run_rensa(path: Path, threshold: float = 0.5, num_perm: int = 128, num_bands
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "duplicates": duplicates, "candidates_mean": round(candidates / max(1, i + 1), 2)}
 
 
+def paired_ratio(rensas: list[dict[str, Any]], runs: list[dict[str, Any]], startups: list[dict[str, Any]] | None,
+                 clock: str) -> float | None:
+    """The median over runs of rensa's time over the command's (less its start-up run beside it, if
+    `startups`); None if a run's start-up outweighed it."""
+    ratios = []
+    for number, (rensa, run) in enumerate(zip(rensas, runs, strict=True)):
+        command = run[clock] - (startups[number][clock] if startups else 0.0)
+        if command <= 0:
+            return None
+        ratios.append(rensa[clock] / command)
+    return round(statistics.median(ratios), 3)
+
+
 def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startup_pages: int, words: int,
             work: Path, python: str = sys.executable) -> dict[str, Any]:
     startup_file = generate(work / "startup.jsonl", startup_pages, words)
@@ -164,7 +179,11 @@ def measure(sizes: list[int], repeat: int, repeat_large: int, large: int, startu
                         f"rensa_ratio{suffix}": round(rensa / net, 3) if measurable else None,
                         # the same with the command's start-up in (imports, compiled kernels loaded
                         # from numba's cache, the store opened: ~0.7 CPU-s), as a user timing it sees it
-                        f"rensa_ratio_whole{suffix}": round(rensa / whole, 3)})
+                        f"rensa_ratio_whole{suffix}": round(rensa / whole, 3),
+                        # each run against its own start-up and rensa pass, run beside it, then the
+                        # median: steadier than the ratio of medians when the host's speed drifts
+                        f"rensa_ratio_paired{suffix}": paired_ratio(rensas, runs, startups, clock),
+                        f"rensa_ratio_whole_paired{suffix}": paired_ratio(rensas, runs, None, clock)})
         results[str(size)] = row
     for suffix in ("", "_cpu"):
         first = results[str(sizes[0])][f"ms_per_page_net{suffix}"]
@@ -206,7 +225,8 @@ def main() -> None:
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({size: {k: row[k] for k in ("ms_per_page_net", "per_page_over_smallest", "rensa_ratio",
                                                  "ms_per_page_net_cpu", "per_page_over_smallest_cpu",
-                                                 "rensa_ratio_cpu", "rensa_ratio_whole_cpu", "work_per_page")}
+                                                 "rensa_ratio_cpu", "rensa_ratio_whole_cpu",
+                                                 "rensa_ratio_whole_paired_cpu", "work_per_page")}
                       for size, row in results.items()}))
 
 
