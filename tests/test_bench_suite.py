@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
         assert row["ms_per_page_gross"] > 0 and row["rensa_ms_per_page"] > 0 and row["runs"] and row["rensa"]
         assert (row["ms_per_page_net"] is None) == (row["rensa_ratio"] is None)
         assert row["ms_per_page_net"] is None or (row["ms_per_page_net"] > 0 and row["rensa_ratio"] > 0)
+        paired = statistics.median(r["cpu_s"] / c["cpu_s"] for r, c in zip(row["rensa"], row["runs"], strict=True))
+        assert row["rensa_ratio_whole_paired_cpu"] == round(paired, 3)  # each run against the rensa pass beside it
     assert report["machine"]["cpus"] >= 1 and report["machine"]["libraries"]["trafilatura"]
     e2e = report["parts"]["e2e"]["report"]["results"]
     assert set(e2e) == {"trafilatura", "fast", "resiliparse"}
