@@ -29,6 +29,9 @@ templates of the pages it writes too (in order, per site, as the store path woul
 Before the windows the bench waits until RocksDB has no compaction pending or running (the fill's
 backlog; `--no-settle` skips the wait, as runs before 2026-11-26 did).
 
+Before each window the index is probed for a batch of random names (`table_probe_ns`): the
+nanoseconds a name that the host gives the table's random reads at that time, beside the window.
+
 Prints JSON: pages/s (queries + inserts) per window and their median, wall clock, process CPU
 (the machine is shared: CPU seconds are the steadier number; RocksDB's background threads
 included) and the measuring thread's own CPU (the decide path without them), and bytes per page after a full
@@ -135,6 +138,20 @@ def run_window(detector: Detector, items: list[Fingerprinted], batch: int) -> tu
         return time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - own
     finally:
         gc.unfreeze()
+
+
+def table_probe_ns(store: SignatureStore, rng: np.random.Generator, names: int = 12_288, repeat: int = 5) -> float:
+    """Nanoseconds a name to probe the in-memory index for random names (a batch's worth, median
+    of `repeat`; counts only, nothing changes): what the host gives the table's random reads now.
+    The same code measured 2x-4x apart from run to run at 10 M pages, so each window says it."""
+    times = []
+    for _ in range(repeat):
+        # under tag 0xFE, which no method and no page id has: every probe runs to its free slot
+        probe = rng.integers(0, 1 << 40, size=names, dtype=np.uint64) | np.uint64(0xFE << 40)
+        started = time.perf_counter()
+        store.memory.counts_ints(probe)
+        times.append(time.perf_counter() - started)
+    return round(statistics.median(times) / names * 1e9, 1)
 
 
 def settle(store: SignatureStore, limit_s: float = 3600.0) -> float:
@@ -305,6 +322,7 @@ def main() -> None:
     if args.smoke:
         args.pages, args.windows, args.window = 20_000, 3, 2_560
     rng, np_rng = random.Random(1), np.random.default_rng(1)
+    probe_rng = np.random.default_rng(2)  # its own: the pages stay those of earlier runs
     work = Path(tempfile.mkdtemp(prefix="store-bench-"))
     try:
         with Detector(DetectorConfig(batch_size=args.batch), work / "state") as detector:
@@ -326,6 +344,7 @@ def main() -> None:
             windows = []
             for w in range(args.windows):
                 start = args.pages + w * args.window
+                probe_ns = table_probe_ns(detector.store, probe_rng)
                 before = Counter(detector.work)
                 wall, cpu, own = run_window(detector, pages(start, start + args.window, rng, np_rng, args.lines),
                                             args.batch)
@@ -337,7 +356,8 @@ def main() -> None:
                                 # random pages share no content: these are chance collisions of index keys
                                 "candidates_found_per_page": round(window_work["candidates_found"] / args.window, 3),
                                 "candidates_verified_per_page": round(window_work["candidates_verified"] / args.window, 3),
-                                "anon_huge_pages_mib": memory()["anon_huge_pages_mib"]})
+                                "anon_huge_pages_mib": memory()["anon_huge_pages_mib"],
+                                "table_probe_ns_per_name_before": probe_ns})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()

@@ -75,6 +75,7 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
     huge = [report["anon_huge_pages_mib"], *(w["anon_huge_pages_mib"] for w in report["windows"])]
     assert all(h is None or 0 <= h <= report["rss_mib"] for h in huge)  # told, where the kernel tells it
     assert report["transparent_hugepage"] in (None, "always", "madvise", "never")
+    assert all(w["table_probe_ns_per_name_before"] > 0 for w in report["windows"])  # the host's random reads, told
     assert "reopen_rebuilding_s" not in done.stderr
 
 
