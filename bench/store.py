@@ -180,7 +180,20 @@ def raw_bytes_by_type(store: SignatureStore) -> dict[str, int]:
 
 
 def dir_bytes(store: SignatureStore) -> int:
-    return sum(f.stat().st_size for f in store.path.iterdir() if f.is_file())
+    return path_bytes(store.path)
+
+
+def path_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+
+
+def closed_sizes(state: Path, stored: int) -> dict[str, float]:
+    """The store directory after a clean close: the records, and the index's snapshot the close
+    wrote (deleted when the store opens again): what `du` shows of a stopped store."""
+    snapshot = sum((state / name).stat().st_size for name in ("index-snapshot", "words-snapshot")
+                   if (state / name).exists())
+    return {"closed_dir_bytes_per_page": round(path_bytes(state) / stored, 1),
+            "closed_snapshot_bytes_per_page": round(snapshot / stored, 1)}
 
 
 def sizes(store: SignatureStore, stored: int) -> dict[str, Any]:
@@ -373,6 +386,7 @@ def main() -> None:
             "settled_before_windows_s": settle_s and round(settle_s, 1),
             "windows": windows, "fill_pages_per_s": round(args.pages / fill_s), "bulk_fill": args.bulk_fill,
             "stored_pages": stored, **rss, "transparent_hugepage": transparent_hugepage(), **space,
+            **closed_sizes(work / "state", stored),
             **(reopen_times(work / "state", args.batch, stored) if args.reopen else dict.fromkeys(REOPEN_FIELDS)),
             "schema": config_meta and json.loads(config_meta)["schema"],
         }

@@ -60,6 +60,10 @@ def test_only_runs_the_named_part(tmp_path):
     store = report["parts"]["store"]["report"]
     assert list(report["parts"]) == ["store"] and store["bytes_per_page"] > 0
     assert store["reopen_from_snapshot_s"] > 0 and store["rebuild_same_table"] is True
+    # a stopped store's directory: its records and the index's snapshot, which leaves the table's free slots out
+    assert 0 < store["closed_snapshot_bytes_per_page"] < store["index_memory_bytes_per_page"] + store[
+        "words_memory_bytes_per_page"]
+    assert store["closed_dir_bytes_per_page"] >= store["bytes_per_page"] + store["closed_snapshot_bytes_per_page"]
 
 
 def test_the_store_bench_can_leave_out_the_reopening(tmp_path):

@@ -29,7 +29,7 @@ import os
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import numba
 import numpy as np
@@ -49,8 +49,9 @@ SEGMENT_BITS = 4
 SEGMENTS = 1 << SEGMENT_BITS
 # another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
 _SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
-_MAGIC = b"sdidx\x00\x03\x00"  # \x02: segments; \x03: a slot's two words side by side
-_HEADER = struct.Struct("<8sQQ")  # magic, version, segments
+_MAGIC = b"sdidx\x00\x04\x00"  # \x02: segments; \x03: a slot's two words side by side; \x04: used slots only
+_SNAPSHOT_RUN = 1 << 20  # slots a snapshot's bitmap covers before the used slots among them (12 MiB)
+_HEADER = struct.Struct("<8sQQ")  # a snapshot's: magic, version, segments
 _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
 _GROWN_LOAD = 0.5  # ... to this share of postings
@@ -388,6 +389,49 @@ def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, bounds
 
 
+@numba.njit(cache=True)
+def _pack_run(words: np.ndarray, low: np.ndarray, bitmap: np.ndarray, kept_words: np.ndarray,
+              kept_low: np.ndarray) -> int:
+    """A snapshot's run of slots (`MemoryIndex.save`): the bitmap of the slots in use (first slot
+    in the high bit, as numpy's packbits), and those slots' words in order; how many."""
+    kept = 0
+    for byte in range(len(bitmap)):
+        bits = 0
+        for i in range(byte * 8, min(byte * 8 + 8, len(words))):
+            bits <<= 1
+            if words[i] != EMPTY:
+                bits |= 1
+                kept_words[kept], kept_low[kept] = words[i], low[i]
+                kept += 1
+        if byte * 8 + 8 > len(words):  # the last byte's bits past the run are 0
+            bits <<= byte * 8 + 8 - len(words)
+        bitmap[byte] = bits
+    return kept
+
+
+@numba.njit(cache=True)
+def _bits_set(bitmap: np.ndarray) -> int:
+    count = 0
+    for byte in bitmap:
+        while byte:
+            byte &= byte - np.uint8(1)
+            count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def _unpack_run(words: np.ndarray, low: np.ndarray, bitmap: np.ndarray, kept_words: np.ndarray,
+                kept_low: np.ndarray) -> None:
+    """`_pack_run` undone: the slots in use from the kept words, the others free."""
+    kept = 0
+    for i in range(len(words)):
+        if (bitmap[i >> 3] >> (7 - (i & 7))) & 1:
+            words[i], low[i] = kept_words[kept], kept_low[kept]
+            kept += 1
+        else:
+            words[i], low[i] = EMPTY, 0
+
+
 class _Segment:
     """One open-addressing table: its slots (`SLOT` records), and how many hold postings and
     tombstones. The kernels take the slots' `words` and `low` words as two views of the one array."""
@@ -578,36 +622,77 @@ class MemoryIndex:
         return self.segments[segment]
 
     def save(self, path: Path, version: int) -> None:
-        """The table to a file (header, then each segment's header and arrays), synced, for `load`."""
+        """The table to a file, synced, for `load`: the header, every segment's header, then each
+        segment's slots in runs of `_SNAPSHOT_RUN`, each run a bitmap of the slots in use (postings
+        and tombstones) and those slots only. The free slots (a third to a half of a table) are
+        not written: they are what `load` fills the rest with."""
         with open(path, "wb") as out:
             out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
             for segment in self.segments:
                 out.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
-                segment.cells.tofile(out)
+            kept = np.empty(_SNAPSHOT_RUN, dtype=SLOT)
+            bitmap = np.empty((_SNAPSHOT_RUN + 7) // 8, dtype=np.uint8)
+            for segment in self.segments:
+                for start in range(0, len(segment.cells), _SNAPSHOT_RUN):
+                    stop = min(start + _SNAPSHOT_RUN, len(segment.cells))
+                    bits = bitmap[: (stop - start + 7) // 8]
+                    count = _pack_run(segment.words[start: stop], segment.low[start: stop], bits, kept["word"],
+                                      kept["low"])
+                    bits.tofile(out)
+                    kept[:count].tofile(out)
             out.flush()
             os.fsync(out.fileno())
+
+    @staticmethod
+    def _read_headers(data: BinaryIO, version: int) -> list[tuple[int, int, int]] | None:
+        """The segments' (slots, postings, tombstones) from a snapshot's start, if it is one `save`
+        wrote at this `version` of the store."""
+        head = data.read(_HEADER.size)
+        if len(head) != _HEADER.size:
+            return None
+        magic, saved, count = _HEADER.unpack(head)
+        if magic != _MAGIC or saved != version or count != SEGMENTS:
+            return None
+        heads = data.read(count * _SEGMENT_HEADER.size)
+        if len(heads) != count * _SEGMENT_HEADER.size:
+            return None
+        return list(_SEGMENT_HEADER.iter_unpack(heads))
+
+    @classmethod
+    def snapshot_table_bytes(cls, path: Path, version: int) -> int | None:
+        """The bytes of the table a snapshot holds once loaded (its free slots included, which
+        the file leaves out), from its headers; None if `load` would not read it."""
+        with open(path, "rb") as data:
+            heads = cls._read_headers(data, version)
+        return None if heads is None else sum(slots for slots, _, _ in heads) * SLOT_BYTES
 
     @classmethod
     def load(cls, path: Path, version: int) -> MemoryIndex | None:
         """The table `save` wrote, if it was saved at this `version` of the store, with these
-        segments, and is whole."""
+        segments, and is whole. Each run of slots is filled in place, so loading holds the table
+        and one run's bytes, not the table twice."""
         segments = []
         with open(path, "rb") as data:
-            head = data.read(_HEADER.size)
-            if len(head) != _HEADER.size:
+            heads = cls._read_headers(data, version)
+            if heads is None:
                 return None
-            magic, saved, count = _HEADER.unpack(head)
-            if magic != _MAGIC or saved != version or count != SEGMENTS:
-                return None
-            for _ in range(count):
-                head = data.read(_SEGMENT_HEADER.size)
-                if len(head) != _SEGMENT_HEADER.size:
+            for slots, postings, tombstones in heads:
+                segment = _Segment(np.empty(slots, dtype=SLOT), postings, tombstones)
+                used_slots = 0
+                for start in range(0, slots, _SNAPSHOT_RUN):
+                    stop = min(start + _SNAPSHOT_RUN, slots)
+                    bitmap = np.fromfile(data, dtype=np.uint8, count=(stop - start + 7) // 8)
+                    if len(bitmap) != (stop - start + 7) // 8:
+                        return None
+                    count = _bits_set(bitmap)
+                    kept = np.fromfile(data, dtype=SLOT, count=count)
+                    if len(kept) != count:
+                        return None
+                    _unpack_run(segment.words[start: stop], segment.low[start: stop], bitmap, kept["word"], kept["low"])
+                    used_slots += count
+                if used_slots != postings + tombstones:
                     return None
-                slots, postings, tombstones = _SEGMENT_HEADER.unpack(head)
-                cells = np.fromfile(data, dtype=SLOT, count=slots)
-                if len(cells) != slots:
-                    return None
-                segments.append(_Segment(cells, postings, tombstones))
+                segments.append(segment)
             if data.read(1):
                 return None
         index = cls.__new__(cls)

@@ -228,7 +228,8 @@ class SignatureStore:
         if not path.exists():
             words_path.unlink(missing_ok=True)
             return None
-        size = path.stat().st_size + (words_path.stat().st_size if words_path.exists() else 0)
+        size = sum(MemoryIndex.snapshot_table_bytes(file, self.index_version) or file.stat().st_size
+                   for file in (path, words_path) if file.exists())  # the tables as loaded, free slots too
         self._check_memory(size, "its snapshot")  # kept: a run with more memory loads it
         memory = words = None
         try:

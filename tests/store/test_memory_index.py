@@ -111,28 +111,50 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
 
 
-def test_a_snapshot_round_trips_and_one_of_the_two_array_format_is_not_read(tmp_path):
-    """`save` writes each segment's packed slots (format 3); `load` gives the same table back, and
-    refuses a snapshot of the earlier format (a segment as two arrays, words then low words), whose
-    bytes it would otherwise read as slots: the store then rebuilds the table from its records."""
+def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_path, monkeypatch):
+    """`save` writes each segment's used slots after a bitmap of them (format 4), not the free
+    ones; `load` gives the same table back, byte for byte, and refuses a snapshot of an earlier
+    format (3: every slot; 2: a segment as two arrays), or one cut short, whose bytes it would
+    otherwise misread: the store then rebuilds the table from its records."""
     import struct
 
     import numpy as np
 
+    from streamdedup.store import memory_index
     from streamdedup.store.memory_index import _HEADER, _SEGMENT_HEADER, SEGMENTS, SLOT_BYTES
 
+    monkeypatch.setattr(memory_index, "_SNAPSHOT_RUN", 1000)  # several runs a segment, the last one short
     rng = random.Random(3)
     index = MemoryIndex()
-    names = [rng.randbytes(6) for _ in range(5000)]
+    names = [rng.randbytes(6) for _ in range(20000)]
     index.insert(names, [s + 2**40 * (s % 2) for s in range(len(names))])  # seqs past 32 bits too
-    index.remove(names[:50], list(range(50)))
+    index.remove(names[:50], list(range(50)))  # tombstones: used slots too
+    assert index.tombstones and all(len(segment.words) % 1000 for segment in index.segments)
     path = tmp_path / "snapshot"
     index.save(path, version=7)
-    assert path.stat().st_size == _HEADER.size + SEGMENTS * _SEGMENT_HEADER.size + index.slots * SLOT_BYTES
+    bitmaps = sum((min(1000, len(s.words) - start) + 7) // 8 for s in index.segments
+                  for start in range(0, len(s.words), 1000))
+    assert path.stat().st_size == (_HEADER.size + SEGMENTS * _SEGMENT_HEADER.size + bitmaps
+                                   + (index.postings + index.tombstones) * SLOT_BYTES)
+    assert path.stat().st_size < 0.7 * index.size_bytes  # a table is at most 0.8 used, ~0.5 after it grows
+    assert MemoryIndex.snapshot_table_bytes(path, version=7) == index.size_bytes
     loaded = MemoryIndex.load(path, version=7)
     assert loaded is not None and MemoryIndex.load(path, version=8) is None
+    assert MemoryIndex.snapshot_table_bytes(path, version=8) is None
     assert all(np.array_equal(a, b) for a, b in zip(loaded.table(), index.table(), strict=True))
     assert loaded.seqs(names) == index.seqs(names) and loaded.postings == index.postings
+    assert loaded.tombstones == index.tombstones
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-SLOT_BYTES])  # cut short: its last slot missing
+    assert MemoryIndex.load(path, version=7) is None
+    path.write_bytes(whole + b"\0")  # something after its end
+    assert MemoryIndex.load(path, version=7) is None
+    with open(path, "wb") as old:  # what format 3 wrote: every slot of a segment after its header
+        old.write(struct.pack("<8sQQ", b"sdidx\x00\x03\x00", 7, SEGMENTS))
+        for segment in index.segments:
+            old.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
+            old.write(segment.cells.tobytes())
+    assert MemoryIndex.load(path, version=7) is None and MemoryIndex.snapshot_table_bytes(path, version=7) is None
     with open(path, "wb") as old:  # what the two-array format wrote
         old.write(struct.pack("<8sQQ", b"sdidx\x00\x02\x00", 7, SEGMENTS))
         for segment in index.segments:

@@ -477,6 +477,12 @@ def test_a_rebuild_sizes_the_index_once_from_the_page_count(tmp_path, monkeypatc
         assert "grow" not in events[events.index("reserve"):]  # the first chunk's table only, never after it
 
 
+def _own_pages(store, batch, pages):
+    """Pages `p{i}` for i in `pages`, each with words of its own, added to `batch`."""
+    for i in pages:
+        _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+
+
 @pytest.mark.parametrize("snapshot", [True, False])
 def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_path, monkeypatch, snapshot):
     """Opening a store whose index needs more memory than the process has ends in one line naming
@@ -485,8 +491,7 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
 
     with _open(tmp_path) as store:
         batch = store.batch()
-        for i in range(100):
-            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        _own_pages(store, batch, range(100))
         batch.commit()
     if not snapshot:
         (tmp_path / "index-snapshot").unlink()
@@ -501,6 +506,29 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
         assert store.seq_for("p99") == 99
 
 
+def test_the_memory_a_snapshot_needs_is_its_table_not_its_file(tmp_path, monkeypatch):
+    """A snapshot leaves the table's free slots out, so its file is smaller than the table it
+    loads into: the memory check before loading counts the table (from the snapshot's headers),
+    and a process with room for the file but not for the table is refused, not killed mid-load."""
+    from streamdedup.store import signature_store
+    from streamdedup.store.memory_index import MemoryIndex
+
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _own_pages(store, batch, range(300))
+        batch.commit()
+        table, version = store.memory.size_bytes, store.index_version
+    snapshot = tmp_path / "index-snapshot"
+    assert MemoryIndex.snapshot_table_bytes(snapshot, version) == table > snapshot.stat().st_size
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: (table + snapshot.stat().st_size) // 2)
+    with pytest.raises(StoreError, match="its snapshot"):
+        _open(tmp_path)
+    assert snapshot.exists()
+    monkeypatch.setattr(signature_store, "available_bytes", lambda: 2 * table)
+    with _open(tmp_path) as store:
+        assert store.memory.size_bytes == table and store.seq_for("p299") == 299
+
+
 def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_before_anything_is_written(
         tmp_path, monkeypatch):
     """A store that outgrows its memory mid-stream is told so in one line naming the fix, before the
@@ -510,14 +538,12 @@ def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_befor
 
     with _open(tmp_path) as store:
         batch = store.batch()
-        for i in range(10):
-            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        _own_pages(store, batch, range(10))
         batch.commit()
         postings, version = store.memory.postings, store.index_version
         monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
         batch = store.batch()
-        for i in range(10, 200):  # ~34 postings each: past what the first tables hold
-            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        _own_pages(store, batch, range(10, 200))  # ~34 postings each: past what the first tables hold
         with pytest.raises(StoreError, match="more memory for its in-memory index \\(to grow past "
                                              f"{postings:,} postings; nothing of the batch was written\\) and "
                                              "this process has 0.0 GiB available: run it where it has more memory"
@@ -528,8 +554,7 @@ def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_befor
         assert store.seq_for("p10") is None and store.seq_for("p9") == 9
         monkeypatch.setattr(signature_store, "available_bytes", lambda: None)  # unknown: no check
         batch = store.batch()
-        for i in range(10, 200):
-            _add(store, batch, f"p{i}", f"page {i} has words of its own, {i} times")
+        _own_pages(store, batch, range(10, 200))
         batch.commit()
         assert store.seq_for("p199") == 199
         table = _postings(store.memory)
