@@ -432,6 +432,12 @@ def _unpack_run(words: np.ndarray, low: np.ndarray, bitmap: np.ndarray, kept_wor
             words[i], low[i] = EMPTY, 0
 
 
+def _bitmap_bytes(slots: int) -> int:
+    """The bytes of a snapshot's bitmaps for a segment of `slots` slots (one per run of `_SNAPSHOT_RUN`)."""
+    runs, last = divmod(slots, _SNAPSHOT_RUN)
+    return runs * ((_SNAPSHOT_RUN + 7) // 8) + (last + 7) // 8
+
+
 class _Segment:
     """One open-addressing table: its slots (`SLOT` records), and how many hold postings and
     tombstones. The kernels take the slots' `words` and `low` words as two views of the one array."""
@@ -646,7 +652,8 @@ class MemoryIndex:
     @staticmethod
     def _read_headers(data: BinaryIO, version: int) -> list[tuple[int, int, int]] | None:
         """The segments' (slots, postings, tombstones) from a snapshot's start, if it is one `save`
-        wrote at this `version` of the store."""
+        wrote at this `version` of the store and the file is as long as they say (a damaged header
+        is not believed: no table is sized from it)."""
         head = data.read(_HEADER.size)
         if len(head) != _HEADER.size:
             return None
@@ -656,7 +663,13 @@ class MemoryIndex:
         heads = data.read(count * _SEGMENT_HEADER.size)
         if len(heads) != count * _SEGMENT_HEADER.size:
             return None
-        return list(_SEGMENT_HEADER.iter_unpack(heads))
+        segments = list(_SEGMENT_HEADER.iter_unpack(heads))
+        if any(postings + tombstones > slots for slots, postings, tombstones in segments):
+            return None
+        length = (_HEADER.size + count * _SEGMENT_HEADER.size
+                  + sum(_bitmap_bytes(slots) + (postings + tombstones) * SLOT_BYTES
+                        for slots, postings, tombstones in segments))
+        return segments if os.fstat(data.fileno()).st_size == length else None
 
     @classmethod
     def snapshot_table_bytes(cls, path: Path, version: int) -> int | None:

@@ -149,6 +149,10 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
     assert MemoryIndex.load(path, version=7) is None
     path.write_bytes(whole + b"\0")  # something after its end
     assert MemoryIndex.load(path, version=7) is None
+    damaged = bytearray(whole)  # a header that claims a huge segment: not believed, nothing sized from it
+    _SEGMENT_HEADER.pack_into(damaged, _HEADER.size, 1 << 50, 0, 0)
+    path.write_bytes(bytes(damaged))
+    assert MemoryIndex.snapshot_table_bytes(path, version=7) is None and MemoryIndex.load(path, version=7) is None
     with open(path, "wb") as old:  # what format 3 wrote: every slot of a segment after its header
         old.write(struct.pack("<8sQQ", b"sdidx\x00\x03\x00", 7, SEGMENTS))
         for segment in index.segments:
