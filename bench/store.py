@@ -225,7 +225,7 @@ def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
         touched = set()
         for fp in items:
             site = templates.setdefault(fp.site_hash, SiteTemplate())
-            site.learn(fp.page.url, [*fp.visible_lines[1]], params)  # the main text's lines are among them
+            site.learn(fp.page.url, fp.visible_hashes, params)  # the main text's lines are among them
             touched.add(fp.site_hash)
         for site_hash in touched:  # whole: a fill has no earlier model to add to
             wb.put(layout.template_key(site_hash), templates[site_hash].encode())

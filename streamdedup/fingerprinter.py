@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Generic, TypeVar, overload
 
+import numpy as np
 import orjson
 import xxhash
 
@@ -24,7 +25,7 @@ from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
-from streamdedup.clean.template import SiteTemplate, TemplateParams, split_lines
+from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.minhash import MinHashSignature
@@ -104,6 +105,12 @@ class Fingerprinted:
     def visible_lines(self) -> tuple[list[str], list[int]]:
         """The visible text's lines and their hashes (`split_lines`), made once."""
         return split_lines(self.visible)
+
+    @_made_once
+    def visible_hashes(self) -> np.ndarray:
+        """The visible text's line hashes (`line_hashes`), made once: what its site learns of
+        every page (the lines themselves are asked for only by the rare missed-content test)."""
+        return line_hashes(self.visible)
 
     def but(self, **changes: Any) -> Fingerprinted:
         """A copy with these fields changed (`dataclasses.replace` without its per-call checks;
@@ -289,15 +296,16 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     every such page of the site a duplicate of the first. In a site's cold start a page from which
     its provisional template was removed is judged on its own text like any later page; one from
     which nothing was removed meets the stricter own-site policy (`template_known` False)."""
-    lines, hashes = split_lines(item.text)
+    lines, hashes = [line for line in item.text.split("\n") if line], line_hashes(item.text)
     missed = _missed_own_text(item, site, hashes, params)
+    counted = np.concatenate((hashes, item.visible_hashes))  # what the site learns of the page
     if missed:
-        site.learn(item.page.url, [*hashes, *item.visible_lines[1]], params)
+        site.learn(item.page.url, counted, params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
     known = site.known(params)
     text, removed = site.strip(lines, hashes, params)
     pages_before = site.pages
-    site.learn(item.page.url, [*hashes, *item.visible_lines[1]], params)
+    site.learn(item.page.url, counted, params)
     if not removed:
         return item.but(template_known=known)
     try:
@@ -311,7 +319,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     return item.but(signatures=signatures, text=text, template_known=True)
 
 
-def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: list[int], params: TemplateParams) -> str:
+def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes, params: TemplateParams) -> str:
     """Why the page's main text is not its own (clean/template.py, "missed content"), or ""."""
     if not site.shown_before(item.page.url, hashes):
         return ""

@@ -57,6 +57,8 @@ from streamdedup.tokens.hashing import distinct_counts
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
 
+LineHashes = list[int] | np.ndarray  # a page's line hashes in order: `split_lines`' list or `line_hashes`' array
+
 
 @dataclass(frozen=True)
 class TemplateParams:
@@ -84,8 +86,22 @@ class TemplateParams:
 
 def split_lines(text: str) -> tuple[list[str], list[int]]:
     """The page's lines (paragraphs of normalised main text) and their hashes, in order."""
-    lines = [line for line in text.split("\n") if line]
-    return lines, [xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in lines]
+    return [line for line in text.split("\n") if line], list(map(xxhash.xxh3_64_intdigest, _line_bytes(text)))
+
+
+def line_hashes(text: str) -> np.ndarray:
+    """`split_lines`'s hashes as an array (uint64), without making the lines as strings: what
+    the model is asked with (`SiteTemplate.strip`, `shown_before`, `learn` take either)."""
+    parts = _line_bytes(text)
+    return np.fromiter(map(xxhash.xxh3_64_intdigest, parts), dtype=np.uint64, count=len(parts))
+
+
+def _line_bytes(text: str) -> list[bytes]:
+    """The text's non-empty lines as UTF-8, from one encoding of the whole text: a line's bytes
+    are the same as when encoded alone (a newline is one byte that no other character's encoding
+    holds), and hashing them is one C call a line (`map`), not an encoding and a call from Python."""
+    parts = text.encode("utf-8", "surrogatepass").split(b"\n")
+    return [part for part in parts if part] if b"" in parts else parts
 
 
 # scheme://netloc/path?query#fragment in printable ASCII without brackets in the netloc: what
@@ -131,8 +147,10 @@ def url_base(url: str) -> str:
 _PYTHON_SORT_LINES = 64
 
 
-def distinct_lines(hashes: list[int]) -> np.ndarray:
+def distinct_lines(hashes: LineHashes) -> np.ndarray:
     """A page's distinct line hashes, ascending (uint64)."""
+    if isinstance(hashes, np.ndarray):
+        return distinct_counts(hashes)[0]
     if len(hashes) <= _PYTHON_SORT_LINES:
         return np.array(sorted(set(hashes)), dtype=np.uint64)
     return distinct_counts(np.fromiter(hashes, dtype=np.uint64, count=len(hashes)))[0]
@@ -169,6 +187,10 @@ def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple
     out_lines[dst:] = lines[src:]
     out_counts[dst:] = counts[src:]
     return out_lines, out_counts
+
+
+def _ints(hashes: LineHashes) -> list[int]:
+    return hashes.tolist() if isinstance(hashes, np.ndarray) else hashes
 
 
 class SiteTemplate:
@@ -246,7 +268,7 @@ class SiteTemplate:
         return (f"SiteTemplate(pages={self.pages!r}, since_halving={self.since_halving!r}, counts={self.counts!r}, "
                 f"urls={self.urls!r})")
 
-    def _find(self, hashes: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _find(self, hashes: LineHashes) -> tuple[np.ndarray, np.ndarray]:
         """Where each line is among the counted ones, and whether it is there."""
         lines = self._lines
         wanted = np.asarray(hashes, dtype="<u8")
@@ -302,7 +324,7 @@ class SiteTemplate:
             return None
         return set(self._lines[self._counts >= self.floor(params)].tolist())
 
-    def strip(self, lines: list[str], hashes: list[int], params: TemplateParams) -> tuple[str, int]:
+    def strip(self, lines: list[str], hashes: LineHashes, params: TemplateParams) -> tuple[str, int]:
         """The page's own text (its template lines removed) and how many lines were removed.
         One search of the site's sorted lines for all the page's lines. During the cold start the
         provisional template is removed (see the module's docstring)."""
@@ -315,27 +337,28 @@ class SiteTemplate:
         kept = [line for line, drop in zip(lines, template, strict=True) if not drop]
         return "\n".join(kept), len(lines) - len(kept)
 
-    def new_lines(self, hashes: list[int], exclude: list[int]) -> list[int]:
+    def new_lines(self, hashes: LineHashes, exclude: LineHashes) -> list[int]:
         """Positions of the lines the site never showed before and not in `exclude` (first of each)."""
-        skip, positions = set(exclude), []
-        for pos, (line, seen) in enumerate(zip(hashes, self._find(hashes)[1].tolist(), strict=True)):
+        skip, positions = set(_ints(exclude)), []
+        for pos, (line, seen) in enumerate(zip(_ints(hashes), self._find(hashes)[1].tolist(), strict=True)):
             if line not in skip and not seen:
                 skip.add(line)
                 positions.append(pos)
         return positions
 
-    def shown_before(self, url: str, hashes: list[int]) -> bool:
+    def shown_before(self, url: str, hashes: LineHashes) -> bool:
         """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
         # the lines first: most pages fail there, before the URL is hashed and looked for
         counted = self._lines
-        if not hashes or not len(counted):
+        if not len(hashes) or not len(counted):
             return False
-        first = int(counted.searchsorted(hashes[0]))  # one line first: most pages fail on it
-        if first == len(counted) or int(counted[first]) != hashes[0]:
+        line = int(hashes[0])
+        first = int(counted.searchsorted(line))  # one line first: most pages fail on it
+        if first == len(counted) or int(counted[first]) != line:
             return False
         return bool(self._find(hashes)[1].all()) and not self._has_url(page_key(url))
 
-    def learn(self, url: str, hashes: list[int], params: TemplateParams) -> bool:
+    def learn(self, url: str, hashes: LineHashes, params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
         key = page_key(url)
         if self._has_url(key):

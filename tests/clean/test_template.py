@@ -164,6 +164,8 @@ def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_
     halved): the same strip, template lines, new lines and shown_before, page after page."""
     import random
 
+    import numpy as np
+
     from streamdedup.clean.template import page_key
 
     params = TemplateParams(min_pages=4, min_count=3, min_share=0.3, half_life=150, max_lines=64, recent_urls=32)
@@ -176,19 +178,24 @@ def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_
         floor = (max(params.cold_min_count, params.cold_min_share * pages) if pages < params.min_pages
                  else max(params.min_count, params.min_share * pages))
         kept = [line for line, h in zip(lines, hashes, strict=True) if counts.get(h, 0) < floor]
-        assert site.strip(lines, hashes, params) == ("\n".join(kept), len(lines) - len(kept))
+        as_array = np.array(hashes, dtype=np.uint64)  # as own_text asks (`line_hashes`): the same answers
+        assert site.strip(lines, hashes, params) == site.strip(lines, as_array, params) \
+            == ("\n".join(kept), len(lines) - len(kept))
         fresh = page_key(url) not in recent
-        assert site.shown_before(url, hashes) == (bool(hashes) and all(h in counts for h in hashes) and fresh)
+        assert site.shown_before(url, hashes) == site.shown_before(url, as_array) \
+            == (bool(hashes) and all(h in counts for h in hashes) and fresh)
         exclude = hashes[: len(hashes) // 2]
         expected, skip = [], set(exclude)
         for pos, h in enumerate(hashes):
             if h not in skip and h not in counts:
                 skip.add(h)
                 expected.append(pos)
-        assert site.new_lines(hashes, exclude) == expected
+        assert site.new_lines(hashes, exclude) == site.new_lines(as_array, as_array[: len(hashes) // 2]) == expected
         if pages >= params.min_pages:
             assert site.template_lines(params) == {h for h, c in counts.items() if c >= floor}
-        assert site.learn(url, hashes, params) == fresh
+        twin = SiteTemplate.decode(site.encode())
+        assert site.learn(url, hashes, params) == twin.learn(url, as_array, params) == fresh
+        assert twin == site
         if fresh:
             recent = [*recent, page_key(url)][-params.recent_urls:]
             pages += 1
@@ -281,3 +288,26 @@ def test_a_pages_distinct_lines_are_the_same_sorted_in_python_or_compiled():
         got = distinct_lines(hashes)
         want = distinct_counts(np.array(hashes, dtype=np.uint64))[0]
         assert got.dtype == np.uint64 and got.flags.c_contiguous and np.array_equal(got, want), size
+
+
+def test_a_lines_hash_is_that_of_its_own_utf8_whether_hashed_alone_or_from_its_text():
+    """`split_lines` and `line_hashes` hash a text's lines from one encoding of the whole text:
+    the same hashes as each line encoded alone (the model's stored lines were counted so), with
+    empty lines, other scripts, a lone surrogate, carriage returns and other line breaks."""
+    import random
+
+    import numpy as np
+    import xxhash
+
+    from streamdedup.clean.template import line_hashes
+
+    rng = random.Random(3)
+    alphabet = ["a", "Z", " ", "\n", "\n", "\r", "ü", "東", "\U0001f600", "\ud800", "\x00", "\u2028", "\x85", "\x0b"]
+    texts = ["", "\n", "\n\n", "a", "a\n", "\na", "a\n\nb", "\ud83d\n\ude00"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    for text in texts:
+        lines = [line for line in text.split("\n") if line]
+        want = [xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in lines]
+        assert split_lines(text) == (lines, want), repr(text)
+        got = line_hashes(text)
+        assert got.dtype == np.uint64 and got.tolist() == want, repr(text)
