@@ -298,7 +298,8 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     which nothing was removed meets the stricter own-site policy (`template_known` False)."""
     lines, hashes = [line for line in item.text.split("\n") if line], line_hashes(item.text)
     missed = _missed_own_text(item, site, hashes, params)
-    counted = np.concatenate((hashes, item.visible_hashes))  # what the site learns of the page
+    visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts
+    counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
     if missed:
         site.learn(item.page.url, counted, params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)

@@ -58,6 +58,8 @@ _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
 
 LineHashes = list[int] | np.ndarray  # a page's line hashes in order: `split_lines`' list or `line_hashes`' array
+NO_LINES = np.zeros(0, dtype=np.uint64)  # `line_hashes` of a text without lines (shared: never written to)
+NO_LINES.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
 def line_hashes(text: str) -> np.ndarray:
     """`split_lines`'s hashes as an array (uint64), without making the lines as strings: what
     the model is asked with (`SiteTemplate.strip`, `shown_before`, `learn` take either)."""
+    if not text:
+        return NO_LINES
     parts = _line_bytes(text)
     return np.fromiter(map(xxhash.xxh3_64_intdigest, parts), dtype=np.uint64, count=len(parts))
 
@@ -150,7 +154,7 @@ _PYTHON_SORT_LINES = 64
 def distinct_lines(hashes: LineHashes) -> np.ndarray:
     """A page's distinct line hashes, ascending (uint64)."""
     if isinstance(hashes, np.ndarray):
-        return distinct_counts(hashes)[0]
+        return distinct_counts(hashes)[0] if len(hashes) else NO_LINES
     if len(hashes) <= _PYTHON_SORT_LINES:
         return np.array(sorted(set(hashes)), dtype=np.uint64)
     return distinct_counts(np.fromiter(hashes, dtype=np.uint64, count=len(hashes)))[0]

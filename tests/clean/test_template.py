@@ -311,3 +311,25 @@ def test_a_lines_hash_is_that_of_its_own_utf8_whether_hashed_alone_or_from_its_t
         assert split_lines(text) == (lines, want), repr(text)
         got = line_hashes(text)
         assert got.dtype == np.uint64 and got.tolist() == want, repr(text)
+
+
+def test_a_page_without_lines_counts_the_same_from_the_shared_empty_array_which_stays_empty():
+    """A text without lines hashes to one shared empty array: learning it, stripping with it and
+    asking `shown_before` answer as the list form does, and nothing writes into it."""
+    import numpy as np
+
+    from streamdedup.clean.template import NO_LINES, distinct_lines, line_hashes
+
+    assert line_hashes("") is NO_LINES and distinct_lines(NO_LINES) is NO_LINES and not NO_LINES.flags.writeable
+    as_array, as_list = SiteTemplate(), SiteTemplate()
+    for n in range(6):
+        for template in (as_array, as_list):
+            learn(template, f"https://site.example/{n}", page_text(n))
+        assert as_array.learn(f"https://site.example/empty{n}", line_hashes(""), PARAMS) == as_list.learn(
+            f"https://site.example/empty{n}", [], PARAMS)
+    assert as_array == as_list
+    assert as_array.shown_before("https://site.example/empty0", NO_LINES) == as_list.shown_before(
+        "https://site.example/empty0", [])
+    assert as_array.strip([], NO_LINES, PARAMS) == as_list.strip([], [], PARAMS)
+    assert as_array.new_lines(NO_LINES, line_hashes("share this article")) == []
+    assert len(NO_LINES) == 0 and NO_LINES.dtype == np.uint64
