@@ -12,7 +12,9 @@ does not poll Kafka meanwhile. Each run fills a fresh store (`bench/store.py`'s 
 signatures of the four default methods, page i filed at event time i ms), then expires quarters
 of it alternately each way (bulk, each, bulk, each; the next run starts with the other), so both
 ways meet a store of the same sizes. Prints and writes JSON: pages a second and a CPU-second per
-way and run, their medians and the ratio of the medians.
+way and run, their medians and the ratio of the medians. Then `drain`: a fresh store of the same
+size expired whole as batches' commits expire a backlog (`budget_s`, since 2026-12-01): the calls
+it took, how long each held its caller (median, max) and the pages each removed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from store import bulk_fill, pages  # bench/store.py
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.store import layout
+from streamdedup.store import layout, retention
 from streamdedup.store.signature_store import SignatureStore
 
 CHUNK = 4096  # pages a WriteBatch, as `expire` takes them
@@ -74,6 +76,30 @@ def run(pages_stored: int, first: str, seed: int) -> dict[str, list[dict[str, fl
     return out
 
 
+def drain(pages_stored: int, seed: int) -> dict[str, Any]:
+    """The whole store as a backlog, expired as a batch's commit expires (`budget_s` =
+    `retention.EXPIRY_BUDGET_S`) call after call until none is left: how long each call held the
+    caller (a worker does not poll meanwhile) and how many pages each removed."""
+    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
+    calls: list[tuple[float, int]] = []
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
+            Detector(DetectorConfig(batch_size=256), state) as detector:
+        for start in range(0, pages_stored, 20_000):
+            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+        while True:
+            wall = time.perf_counter()
+            removed = detector.store.expire(pages_stored, budget_s=retention.EXPIRY_BUDGET_S)
+            if not removed:
+                break
+            calls.append((time.perf_counter() - wall, removed))
+    seconds = [c[0] for c in calls]
+    report = {"budget_s": retention.EXPIRY_BUDGET_S, "calls": len(calls), "removed": sum(c[1] for c in calls),
+              "call_s_median": round(statistics.median(seconds), 3), "call_s_max": round(max(seconds), 3),
+              "pages_per_call_median": round(statistics.median(c[1] for c in calls))}
+    print(json.dumps({"way": "drain", **report}), file=sys.stderr, flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=200_000, help="pages stored before each run's expiries")
@@ -84,7 +110,7 @@ def main() -> None:
     if args.smoke:
         args.pages, args.runs = 8_000, 1
     runs = [run(args.pages, "bulk" if r % 2 == 0 else "each", seed=r) for r in range(args.runs)]
-    report: dict[str, Any] = {"pages_stored": args.pages, "runs": runs}
+    report: dict[str, Any] = {"pages_stored": args.pages, "runs": runs, "drain": drain(args.pages, seed=args.runs)}
     for way in ("bulk", "each"):
         for clock in ("pages_per_s", "pages_per_cpu_s"):
             report[f"{way}_{clock}_median"] = round(statistics.median(m[clock] for r in runs for m in r[way]))

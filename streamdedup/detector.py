@@ -22,6 +22,7 @@ from streamdedup.record.batches import batches
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
+from streamdedup.store import retention
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
@@ -37,7 +38,7 @@ class Detector:
 
     # the additive counts of `work` (the rest is a maximum), as the worker exports them
     WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
-                   "pages_over_candidate_limit")
+                   "pages_over_candidate_limit", "pages_expired")
 
     def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
@@ -64,7 +65,8 @@ class Detector:
                 "tests_run_mean": round(self.work["tests_run"] / pages, 2),  # a candidate's test by one method
                 "candidates_by_chance_mean": round(self.work["candidates_by_chance"] / pages, 2),
                 "candidates_found_max": self.work["max_candidates_found"],
-                "pages_over_candidate_limit": self.work["pages_over_candidate_limit"]}
+                "pages_over_candidate_limit": self.work["pages_over_candidate_limit"],
+                "pages_expired": self.work["pages_expired"]}  # removed by retention after their batches
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
@@ -120,8 +122,8 @@ class Detector:
     def commit(self, batch: StoreBatch) -> None:
         batch.commit()
         expire_before = self.clock.expire_before()
-        if expire_before is not None:
-            self.store.expire(expire_before)
+        if expire_before is not None:  # bounded: a backlog drains over the next batches
+            self.work["pages_expired"] += self.store.expire(expire_before, budget_s=retention.EXPIRY_BUDGET_S)
 
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""

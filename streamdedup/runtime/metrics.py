@@ -35,7 +35,7 @@ class WorkerMetrics:
         # bounded work (docs/design.md "Hot keys"): each over `pages` is a per-page mean, as summary.json's
         self.work = Counter("streamdedup_decide_work", "The decide step's work: pages judged, candidates "
                             "found, dropped as chance collisions and verified, tests run, pages over the "
-                            "candidate limit", ["kind"], registry=self.registry)
+                            "candidate limit, pages expired by retention", ["kind"], registry=self.registry)
         self.batch_seconds = Histogram("streamdedup_batch_seconds", "Time to decide and commit one batch",
                                        registry=self.registry,
                                        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))

@@ -26,6 +26,11 @@ from typing import NamedTuple
 
 EARLIEST_EVENT_MS = 681_436_800_000  # 1991-08-06, the first web page: an earlier fetch time is not one
 DEFAULT_MAX_CLOCK_SKEW = timedelta(days=1)  # time zones and clock drift of crawlers, with room to spare
+# after a batch commits, expiry starts no new chunk once it has run this long (one chunk always
+# runs): steady state expires a batch's worth of pages in milliseconds, but a backlog (retention set
+# on a store that grew without it, a clock that jumped past an archive's pages) drains over the next
+# batches, ~60,000 pages a second of budget, instead of keeping a worker from polling for minutes
+EXPIRY_BUDGET_S = 1.0
 PAGE_WATERMARK = "watermark_ms"  # store meta names (the first is the one earlier stores kept)
 ARRIVAL_WATERMARK = "arrival_watermark_ms"
 

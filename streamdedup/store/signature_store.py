@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -685,17 +686,22 @@ class SignatureStore:
         self._remove([doc])
         return True
 
-    def expire(self, before_ms: int, limit: int | None = None) -> int:
-        """Remove every page whose event time is before `before_ms`; returns how many."""
+    def expire(self, before_ms: int, limit: int | None = None, budget_s: float | None = None) -> int:
+        """Remove the pages whose event time is before `before_ms`, oldest first, a chunk a
+        WriteBatch; returns how many. At most `limit` pages; with `budget_s`, no chunk starts once
+        that many seconds have passed (the first always runs), so a backlog drains over several
+        calls (`retention.EXPIRY_BUDGET_S`) and what a call leaves is expired by the next."""
         bound = layout.time_bound(before_ms)
+        deadline = None if budget_s is None else time.monotonic() + budget_s
         removed = 0
         while limit is None or removed < limit:
             chunk = _EXPIRE_CHUNK if limit is None else min(_EXPIRE_CHUNK, limit - removed)
             expired = self._expired_time_keys(bound, chunk)
-            if not expired:
+            if expired:
+                self._remove_expired(expired)
+                removed += len(expired)
+            if len(expired) < chunk or (deadline is not None and time.monotonic() >= deadline):
                 break
-            self._remove_expired(expired)
-            removed += len(expired)
         return removed
 
     def _remove_expired(self, expired: list[tuple[bytes, int]]) -> None:

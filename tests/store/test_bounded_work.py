@@ -419,3 +419,33 @@ def test_an_expiry_in_bulk_leaves_the_table_removing_each_record_left(tmp_path, 
     assert len(time_keys) == 50
     for detector in stores.values():
         detector.close()
+
+
+def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_to_the_whole_expirys_store(
+        tmp_path, monkeypatch):
+    """`expire(budget_s=0)` removes one chunk and returns (a backlog is not expired in one call);
+    called until it returns 0, it leaves the index, the words and the records that one unbounded
+    `expire` leaves."""
+    import shutil
+    from datetime import datetime
+
+    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 7)
+    pages = [page(f"https://news{i % 3}.example/{i}", wrap_in_template(make_article(i), f"News {i % 3}"),
+                  f"2024-03-01T{i // 60:02d}:{i % 60:02d}:00Z") for i in range(60)]
+    with Detector(DetectorConfig(batch_size=16), tmp_path / "whole") as detector:
+        list(detector.run(raw_records(pages)))
+    shutil.copytree(tmp_path / "whole", tmp_path / "drained")
+    before = int(datetime(2024, 3, 1, 0, 45, tzinfo=UTC).timestamp() * 1000)  # the first 45 pages
+    with Detector(DetectorConfig(), tmp_path / "whole") as whole, Detector(DetectorConfig(), tmp_path / "drained") as drained:
+        assert whole.store.expire(before) == 45
+        calls = []
+        while removed := drained.store.expire(before, budget_s=0):
+            calls.append(removed)
+            left = [d.seq for d in drained.store.iter_docs()]
+            assert left == list(range(sum(calls), 60))  # oldest first
+        assert calls == [7, 7, 7, 7, 7, 7, 3]
+        a, b = whole.store, drained.store
+        for table_of in (lambda s: s.memory.table(), lambda s: s.words.table()):
+            assert all(np.array_equal(x, y) for x, y in zip(table_of(a), table_of(b), strict=True))
+        assert (a.memory.postings, a.memory.tombstones) == (b.memory.postings, b.memory.tombstones)
+        assert [d.seq for d in a.iter_docs()] == [d.seq for d in b.iter_docs()] == list(range(45, 60))

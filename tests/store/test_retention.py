@@ -100,3 +100,36 @@ def test_undated_pages_of_a_new_store_survive_the_first_dated_page(tmp_path):
               for i, s in enumerate(stories)]
     outcomes = run_records([*undated, dated, *copies], tmp_path, retention=timedelta(days=30), batch_size=2)
     assert [o.status for o in outcomes[-4:]] == ["duplicate"] * 4
+
+
+def test_a_backlog_of_expired_pages_drains_over_batches_and_its_pages_are_not_matched_meanwhile(tmp_path, monkeypatch):
+    """A retention set on a store that grew without one: each batch's commit expires a bounded
+    part of the backlog (here one chunk of 4 pages: `EXPIRY_BUDGET_S` 0), not all of it at once
+    (a worker would stop polling for minutes on a large store), and while the backlog drains a
+    copy of a page it still holds is not called its duplicate (out of the retention window)."""
+    from streamdedup.config import DetectorConfig
+    from streamdedup.detector import Detector
+    from streamdedup.store import retention, signature_store
+    from streamdedup.testing import raw_records
+
+    old = [page(f"https://old.example/{i}", wrap_in_template(make_article(100 + i), "Old"),
+                f"2024-03-01T10:{i:02d}:00Z") for i in range(18)]
+    run_records(old, tmp_path, batch_size=8)  # no retention: all kept
+    june_ms = 1_717_200_000_000  # 2024-06-01T00:00Z
+    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 4)
+    monkeypatch.setattr(retention, "EXPIRY_BUDGET_S", 0.0)
+    copies = [page(f"https://new.example/{i}", wrap_in_template(make_article(100 + i), "New"),
+                   f"2024-06-01T10:{i:02d}:00Z") for i in range(6)]
+    with Detector(DetectorConfig(batch_size=2, retention=timedelta(days=30)), tmp_path) as detector:
+        statuses, stored = [], []
+        for start in range(0, len(copies), 2):
+            statuses += [o.status for o in detector.run(raw_records(copies[start: start + 2]))]
+            stored.append(sum(1 for d in detector.store.iter_docs() if d.event_ms < june_ms))
+        assert statuses == ["unique"] * 6
+        assert stored == [14, 10, 6] and detector.work["pages_expired"] == 12
+        again = page("https://again.example/0", wrap_in_template(make_article(100), "Again"), "2024-06-01T11:00:00Z")
+        assert [o.status for o in detector.run(raw_records([again]))] == ["duplicate"]  # of new.example/0
+    monkeypatch.setattr(retention, "EXPIRY_BUDGET_S", 1.0)
+    with Detector(DetectorConfig(batch_size=2, retention=timedelta(days=30)), tmp_path) as detector:
+        list(detector.run(raw_records([page("https://late.example/x", make_article(7), "2024-06-02T10:00:00Z")])))
+        assert not [d for d in detector.store.iter_docs() if d.event_ms < june_ms]

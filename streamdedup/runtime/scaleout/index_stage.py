@@ -26,6 +26,7 @@ from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
+from streamdedup.store import retention
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
@@ -112,8 +113,8 @@ class IndexPartition:
         batch.commit()
         self.batch = None
         expire_before = self.clock.expire_before()
-        if expire_before is not None:
-            self.store.expire(expire_before)
+        if expire_before is not None:  # bounded: a backlog drains over the next batches
+            self.work["pages_expired"] += self.store.expire(expire_before, budget_s=retention.EXPIRY_BUDGET_S)
 
     def discard(self) -> None:
         self.batch = None
