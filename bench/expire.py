@@ -14,7 +14,11 @@ of it alternately each way (bulk, each, bulk, each; the next run starts with the
 ways meet a store of the same sizes. Prints and writes JSON: pages a second and a CPU-second per
 way and run, their medians and the ratio of the medians. Then `drain`: a fresh store of the same
 size expired whole as batches' commits expire a backlog (`budget_s`, since 2026-12-01): the calls
-it took, how long each held its caller (median, max) and the pages each removed.
+it took, how long each held its caller (median, max) and the pages each removed. Then `steady`:
+a store with retention in steady state, each commit expiring a batch's worth of pages, half the
+store in all, each scan of the oldest time entries from where the last removal ended (the store's
+way since 2026-12-01) and from the first time key (the way before), each on a fresh store of the
+same size.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +44,7 @@ from streamdedup.store import layout, retention
 from streamdedup.store.signature_store import SignatureStore
 
 CHUNK = 4096  # pages a WriteBatch, as `expire` takes them
+BATCH = 256  # pages a batch, as the worker's
 
 
 def expire_each(store: SignatureStore, before_ms: int) -> int:
@@ -95,8 +101,51 @@ def drain(pages_stored: int, seed: int) -> dict[str, Any]:
     seconds = [c[0] for c in calls]
     report = {"budget_s": retention.EXPIRY_BUDGET_S, "calls": len(calls), "removed": sum(c[1] for c in calls),
               "call_s_median": round(statistics.median(seconds), 3), "call_s_max": round(max(seconds), 3),
-              "pages_per_call_median": round(statistics.median(c[1] for c in calls))}
+              "pages_per_call_median": round(statistics.median(c[1] for c in calls)),
+              "pages_per_call": [c[1] for c in calls]}  # in order: tombstones left by earlier calls slow later ones?
     print(json.dumps({"way": "drain", **report}), file=sys.stderr, flush=True)
+    return report
+
+
+def expired_time_keys_from_first(store: SignatureStore, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
+    """`SignatureStore._expired_time_keys` as it was before 2026-12-01: each scan from the first
+    time key, stepping over the tombstone of every entry removed since the last compaction."""
+    found: list[tuple[bytes, int]] = []
+    for key, _ in store._scan(store.db, layout.TIME):
+        if len(found) >= limit or key[:1] != layout.TIME or key >= bound:
+            break
+        found.append((key, layout.time_key_parts(key)[1]))
+    return found
+
+
+def steady(pages_stored: int, way: str, seed: int) -> dict[str, Any]:
+    """A store with retention in steady state: call after call, `expire` removes one batch's
+    worth of the oldest pages (256), as each commit of a full store does; `way` "resumed" is the
+    store's own scan, "from_first" the one before (`expired_time_keys_from_first`). Milliseconds a call,
+    median over all and over the first and the last tenth of the calls: flat, or growing with
+    the tombstones earlier calls left?"""
+    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
+    seconds: list[float] = []
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
+            Detector(DetectorConfig(batch_size=BATCH), state) as detector:
+        store = detector.store
+        for start in range(0, pages_stored, 20_000):
+            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+        if way == "from_first":
+            store._expired_time_keys = types.MethodType(expired_time_keys_from_first, store)  # type: ignore[method-assign]
+        cpu = time.process_time()
+        for call in range(1, pages_stored // 2 // BATCH + 1):
+            wall = time.perf_counter()
+            store.expire(call * BATCH, budget_s=retention.EXPIRY_BUDGET_S)
+            seconds.append(time.perf_counter() - wall)
+        cpu = time.process_time() - cpu
+    tenth = max(1, len(seconds) // 10)
+    report = {"way": way, "calls": len(seconds), "pages_per_call": BATCH,
+              "ms_per_call_median": round(1e3 * statistics.median(seconds), 2),
+              "ms_per_call_first_tenth": round(1e3 * statistics.median(seconds[:tenth]), 2),
+              "ms_per_call_last_tenth": round(1e3 * statistics.median(seconds[-tenth:]), 2),
+              "pages_per_cpu_s": round(len(seconds) * BATCH / cpu)}
+    print(json.dumps({"part": "steady", **report}), file=sys.stderr, flush=True)
     return report
 
 
@@ -110,7 +159,8 @@ def main() -> None:
     if args.smoke:
         args.pages, args.runs = 8_000, 1
     runs = [run(args.pages, "bulk" if r % 2 == 0 else "each", seed=r) for r in range(args.runs)]
-    report: dict[str, Any] = {"pages_stored": args.pages, "runs": runs, "drain": drain(args.pages, seed=args.runs)}
+    report: dict[str, Any] = {"pages_stored": args.pages, "runs": runs, "drain": drain(args.pages, seed=args.runs),
+                              "steady": [steady(args.pages, way, seed=args.runs) for way in ("from_first", "resumed")]}
     for way in ("bulk", "each"):
         for clock in ("pages_per_s", "pages_per_cpu_s"):
             report[f"{way}_{clock}_median"] = round(statistics.median(m[clock] for r in runs for m in r[way]))

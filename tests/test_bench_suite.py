@@ -86,7 +86,7 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
 def test_the_expiry_bench_measures_both_ways_on_stores_of_the_same_sizes(tmp_path):
     """`bench/expire.py`: the bulk expiry and the record-by-record one, each removing its quarters
     of the same store (all removed, the sizes each met the same), and their ratio; and a store drained
-as batches' commits expire a backlog."""
+    as batches' commits expire a backlog, and one kept at its retention in steady state, both ways."""
     out = tmp_path / "expire.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "expire.py"), "--smoke", "--out", str(out)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -99,6 +99,8 @@ as batches' commits expire a backlog."""
                                                  / report["each_pages_per_cpu_s_median"], 2)
     drain = report["drain"]  # the whole store expired as commits expire a backlog: all of it, in calls
     assert drain["removed"] == 8000 and drain["calls"] >= 1 and drain["call_s_max"] >= drain["call_s_median"]
+    # steady state, both ways: half the store, a batch's worth a call
+    assert [(w["way"], w["calls"] * w["pages_per_call"]) for w in report["steady"]] == [("from_first", 3840), ("resumed", 3840)]
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="compares git revisions: needs the git checkout")

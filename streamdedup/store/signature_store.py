@@ -202,6 +202,9 @@ class SignatureStore:
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
+        # where the oldest time entries may start (`_expired_time_keys`): past what this process
+        # expired, back at any older entry a commit filed since
+        self._time_scan_from = layout.TIME
         # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
         self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
         self.db = self._open(self.path, create=not existed)
@@ -719,14 +722,19 @@ class SignatureStore:
             wb.delete(key)
         wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
         self.db.write(wb)
+        self._time_scan_from = max(self._time_scan_from, expired[-1][0] + b"\x00")  # none left before it
         for seq in seqs:
             self._doc_cache.pop(seq, None)
         self.index_version += 1
         rebuild.unindex_records(self, [key for key, _ in found], [value for _, value in found])
 
     def _expired_time_keys(self, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
+        """The first time entries before `bound`, at most `limit`, from where the last removal
+        ended (`_time_scan_from`): a scan from the first time key stepped over the tombstone of
+        every entry removed since the last compaction, so each batch's expiry cost more than the
+        one before (`python bench/expire.py`, its `steady` part)."""
         found: list[tuple[bytes, int]] = []
-        for key, _ in self._scan(self.db, layout.TIME):
+        for key, _ in self._scan(self.db, self._time_scan_from):
             if len(found) >= limit or key[:1] != layout.TIME or key >= bound:
                 break
             found.append((key, layout.time_key_parts(key)[1]))
@@ -1191,9 +1199,12 @@ class StoreBatch:
         wb = WriteBatch(raw_mode=True)
         self._templates.write(wb)
         put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
+        scan_from = self.store._time_scan_from
         for seq, doc in self._docs.items():
             put(doc_key(seq), doc.encode())
-            put(time_key(doc.event_ms, seq), b"")
+            put(filed := time_key(doc.event_ms, seq), b"")
+            if filed < scan_from:  # a page older than what expiry removed: its next scan starts there
+                scan_from = filed
         self._meta["next_seq"] = str(self._seq).encode()
         self._meta["index_version"] = str(self.store.index_version + 1).encode()
         for meta_name, value in self._meta.items():
@@ -1201,6 +1212,7 @@ class StoreBatch:
         for journal_name, value in self._journal.items():
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
+        self.store._time_scan_from = scan_from
         self._templates.written()
         self.store.index_version += 1
         self._quiet = None

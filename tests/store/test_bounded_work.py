@@ -429,6 +429,8 @@ def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_
     import shutil
     from datetime import datetime
 
+    from streamdedup.store import layout
+
     monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 7)
     pages = [page(f"https://news{i % 3}.example/{i}", wrap_in_template(make_article(i), f"News {i % 3}"),
                   f"2024-03-01T{i // 60:02d}:{i % 60:02d}:00Z") for i in range(60)]
@@ -443,9 +445,36 @@ def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_
             calls.append(removed)
             left = [d.seq for d in drained.store.iter_docs()]
             assert left == list(range(sum(calls), 60))  # oldest first
+            time_keys = [key for key, _ in drained.store.db.items(from_key=layout.TIME) if key[:1] == layout.TIME]
+            assert [layout.time_key_parts(key)[1] for key in time_keys] == left  # one range tombstone a chunk, no more
         assert calls == [7, 7, 7, 7, 7, 7, 3]
         a, b = whole.store, drained.store
         for table_of in (lambda s: s.memory.table(), lambda s: s.words.table()):
             assert all(np.array_equal(x, y) for x, y in zip(table_of(a), table_of(b), strict=True))
         assert (a.memory.postings, a.memory.tombstones) == (b.memory.postings, b.memory.tombstones)
         assert [d.seq for d in a.iter_docs()] == [d.seq for d in b.iter_docs()] == list(range(45, 60))
+
+
+def test_expiry_scans_on_from_where_it_ended_and_still_finds_a_later_filed_older_page(tmp_path):
+    """`expire` scans the time entries from where its last removal ended (not over the
+    tombstones of every entry removed before), and a page filed since under an older time than
+    that is still found and expired by the next call."""
+    from datetime import datetime
+
+    from streamdedup.store import layout
+
+    def dated(i: int, day: int) -> dict:
+        return page(f"https://news.example/{day}/{i}", wrap_in_template(make_article(200 + day * 10 + i), "News"),
+                    f"2024-03-{day:02d}T10:{i:02d}:00Z")
+
+    with Detector(DetectorConfig(batch_size=4), tmp_path) as detector:
+        store = detector.store
+        list(detector.run(raw_records([dated(i, 1) for i in range(6)] + [dated(i, 3) for i in range(6)])))
+        before = int(datetime(2024, 3, 2, tzinfo=UTC).timestamp() * 1000)
+        assert store.expire(before) == 6
+        assert store._time_scan_from > layout.time_bound(int(datetime(2024, 3, 1, 10, 5, tzinfo=UTC).timestamp() * 1000))
+        late = page("https://news.example/late", wrap_in_template(make_article(299), "News"), "2024-03-01T10:02:30Z")
+        list(detector.run(raw_records([late])))  # filed under a time older than the last page expired
+        assert store.expire(before) == 1
+        assert store.expire(before) == 0
+        assert sorted(d.event_ms for d in store.iter_docs())[0] >= before and len(list(store.iter_docs())) == 6
