@@ -29,7 +29,7 @@ DEFAULT_MAX_CLOCK_SKEW = timedelta(days=1)  # time zones and clock drift of craw
 # after a batch commits, expiry starts no new chunk once it has run this long (one chunk always
 # runs): steady state expires a batch's worth of pages in milliseconds, but a backlog (retention set
 # on a store that grew without it, a clock that jumped past an archive's pages) drains over the next
-# batches, ~35,000 pages a second of budget at 1 M stored, instead of keeping a worker from polling for minutes
+# batches (~80,000 pages a second of budget at 600 k stored) instead of keeping a worker from polling for minutes
 EXPIRY_BUDGET_S = 1.0
 PAGE_WATERMARK = "watermark_ms"  # store meta names (the first is the one earlier stores kept)
 ARRIVAL_WATERMARK = "arrival_watermark_ms"
