@@ -60,6 +60,7 @@ SCHEMA_VERSION = 4
 _BLOCK_CACHE_BYTES = 128 << 20
 _block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
 _EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
+_TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
 _DOC_CACHE = 1 << 15  # page records kept decoded (`SignatureStore.docs`)
 _REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 
@@ -202,8 +203,9 @@ class SignatureStore:
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
-        # where the oldest time entries may start (`_expired_time_keys`): past what this process
-        # expired, back at any older entry a commit filed since
+        # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,
+        # back at any older entry a commit filed since; kept in the store with the writes that move
+        # it, so a restart does not step over every tombstone since the last compaction once more
         self._time_scan_from = layout.TIME
         # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
         self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
@@ -216,6 +218,7 @@ class SignatureStore:
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
         self.index_version = self.get_meta_int("index_version", 0)
+        self._time_scan_from = self.get_meta(_TIME_SCAN_FROM) or layout.TIME
         # seq -> the low WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little
         # endian): a MemoryIndex whose "names" are seqs and whose "seqs" are those bits
         self.words = MemoryIndex()
@@ -720,9 +723,11 @@ class SignatureStore:
             wb.delete(key)
         for key, _ in found:
             wb.delete(key)
+        scan_from = max(self._time_scan_from, expired[-1][0] + b"\x00")  # none left before it
         wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
+        wb.put(layout.meta_key(_TIME_SCAN_FROM), scan_from)
         self.db.write(wb)
-        self._time_scan_from = max(self._time_scan_from, expired[-1][0] + b"\x00")  # none left before it
+        self._time_scan_from = scan_from
         for seq in seqs:
             self._doc_cache.pop(seq, None)
         self.index_version += 1
@@ -1205,6 +1210,8 @@ class StoreBatch:
             put(filed := time_key(doc.event_ms, seq), b"")
             if filed < scan_from:  # a page older than what expiry removed: its next scan starts there
                 scan_from = filed
+        if scan_from != self.store._time_scan_from:
+            self._meta[_TIME_SCAN_FROM] = scan_from
         self._meta["next_seq"] = str(self._seq).encode()
         self._meta["index_version"] = str(self.store.index_version + 1).encode()
         for meta_name, value in self._meta.items():

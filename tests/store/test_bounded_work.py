@@ -458,7 +458,8 @@ def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_
 def test_expiry_scans_on_from_where_it_ended_and_still_finds_a_later_filed_older_page(tmp_path):
     """`expire` scans the time entries from where its last removal ended (not over the
     tombstones of every entry removed before), and a page filed since under an older time than
-    that is still found and expired by the next call."""
+    that is still found and expired by the next call, after a restart too (the start is kept in
+    the store with the writes that move it)."""
     from datetime import datetime
 
     from streamdedup.store import layout
@@ -467,14 +468,19 @@ def test_expiry_scans_on_from_where_it_ended_and_still_finds_a_later_filed_older
         return page(f"https://news.example/{day}/{i}", wrap_in_template(make_article(200 + day * 10 + i), "News"),
                     f"2024-03-{day:02d}T10:{i:02d}:00Z")
 
+    before = int(datetime(2024, 3, 2, tzinfo=UTC).timestamp() * 1000)
     with Detector(DetectorConfig(batch_size=4), tmp_path) as detector:
-        store = detector.store
         list(detector.run(raw_records([dated(i, 1) for i in range(6)] + [dated(i, 3) for i in range(6)])))
-        before = int(datetime(2024, 3, 2, tzinfo=UTC).timestamp() * 1000)
-        assert store.expire(before) == 6
-        assert store._time_scan_from > layout.time_bound(int(datetime(2024, 3, 1, 10, 5, tzinfo=UTC).timestamp() * 1000))
+        assert detector.store.expire(before) == 6
+        ended = detector.store._time_scan_from
+        assert ended > layout.time_bound(int(datetime(2024, 3, 1, 10, 5, tzinfo=UTC).timestamp() * 1000))
+    with Detector(DetectorConfig(batch_size=4), tmp_path) as detector:  # kept in the store: a restart starts there
+        assert detector.store._time_scan_from == ended
         late = page("https://news.example/late", wrap_in_template(make_article(299), "News"), "2024-03-01T10:02:30Z")
         list(detector.run(raw_records([late])))  # filed under a time older than the last page expired
+        assert detector.store._time_scan_from < ended
+    with Detector(DetectorConfig(batch_size=4), tmp_path) as detector:  # moved back, in the store too
+        store = detector.store
         assert store.expire(before) == 1
         assert store.expire(before) == 0
         assert sorted(d.event_ms for d in store.iter_docs())[0] >= before and len(list(store.iter_docs())) == 6
