@@ -30,6 +30,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +63,23 @@ def expire_each(store: SignatureStore, before_ms: int) -> int:
     return removed
 
 
-def run(pages_stored: int, first: str, seed: int) -> dict[str, list[dict[str, float]]]:
+@contextmanager
+def filled_store(pages_stored: int, seed: int) -> Iterator[Detector]:
+    """A fresh store in /tmp with `pages_stored` pages (`bench/store.py`'s bulk fill: page i
+    filed at event time i ms), removed afterwards."""
     rng, np_rng = random.Random(seed), np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
+            Detector(DetectorConfig(batch_size=BATCH), state) as detector:
+        for start in range(0, pages_stored, 20_000):
+            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+        yield detector
+
+
+def run(pages_stored: int, first: str, seed: int) -> dict[str, list[dict[str, float]]]:
     ways = {"bulk": lambda store, before: store.expire(before), "each": expire_each}
     order = [first, "each" if first == "bulk" else "bulk"] * 2
     out: dict[str, list[dict[str, float]]] = {"bulk": [], "each": []}
-    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
-            Detector(DetectorConfig(batch_size=256), state) as detector:
-        for start in range(0, pages_stored, 20_000):
-            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+    with filled_store(pages_stored, seed) as detector:
         quarter = pages_stored // 4
         for i, way in enumerate(order):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -85,12 +95,8 @@ def drain(pages_stored: int, seed: int) -> dict[str, Any]:
     """The whole store as a backlog, expired as a batch's commit expires (`budget_s` =
     `retention.EXPIRY_BUDGET_S`) call after call until none is left: how long each call held the
     caller (a worker does not poll meanwhile) and how many pages each removed."""
-    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
     calls: list[tuple[float, int]] = []
-    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
-            Detector(DetectorConfig(batch_size=256), state) as detector:
-        for start in range(0, pages_stored, 20_000):
-            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
+    with filled_store(pages_stored, seed) as detector:
         while True:
             wall = time.perf_counter()
             removed = detector.store.expire(pages_stored, budget_s=retention.EXPIRY_BUDGET_S)
@@ -113,13 +119,9 @@ def steady(pages_stored: int, way: str, seed: int) -> dict[str, Any]:
     the tombstone of every entry removed since the last compaction). Milliseconds a call,
     median over all and over the first and the last tenth of the calls: flat, or growing with
     the tombstones earlier calls left?"""
-    rng, np_rng = random.Random(seed), np.random.default_rng(seed)
     seconds: list[float] = []
-    with tempfile.TemporaryDirectory(dir="/tmp", prefix="expire-bench-") as state, \
-            Detector(DetectorConfig(batch_size=BATCH), state) as detector:
+    with filled_store(pages_stored, seed) as detector:
         store = detector.store
-        for start in range(0, pages_stored, 20_000):
-            bulk_fill(detector, pages(start, min(start + 20_000, pages_stored), rng, np_rng), start)
         cpu = time.process_time()
         for call in range(1, pages_stored // 2 // BATCH + 1):
             if way == "from_first":  # (a call here is one chunk: as each chunk's scan was)
