@@ -203,10 +203,6 @@ class SignatureStore:
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
-        # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,
-        # back at any older entry a commit filed since; kept in the store with the writes that move
-        # it, so a restart does not step over every tombstone since the last compaction once more
-        self._time_scan_from = layout.TIME
         # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
         self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
         self.db = self._open(self.path, create=not existed)
@@ -218,6 +214,9 @@ class SignatureStore:
         self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
         self.index_version = self.get_meta_int("index_version", 0)
+        # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,
+        # back at any older entry a commit filed since; kept in the store with the writes that move
+        # it, so a restart does not step over every tombstone since the last compaction once more
         self._time_scan_from = self.get_meta(_TIME_SCAN_FROM) or layout.TIME
         # seq -> the low WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little
         # endian): a MemoryIndex whose "names" are seqs and whose "seqs" are those bits

@@ -446,7 +446,7 @@ def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_
             left = [d.seq for d in drained.store.iter_docs()]
             assert left == list(range(sum(calls), 60))  # oldest first
             time_keys = [key for key, _ in drained.store.db.items(from_key=layout.TIME) if key[:1] == layout.TIME]
-            assert [layout.time_key_parts(key)[1] for key in time_keys] == left  # one range tombstone a chunk, no more
+            assert [layout.time_key_parts(key)[1] for key in time_keys] == left  # the chunk's time entries removed, no more
         assert calls == [7, 7, 7, 7, 7, 7, 3]
         a, b = whole.store, drained.store
         for table_of in (lambda s: s.memory.table(), lambda s: s.words.table()):
