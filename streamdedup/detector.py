@@ -22,7 +22,6 @@ from streamdedup.record.batches import batches
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
-from streamdedup.store import retention
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
@@ -121,9 +120,7 @@ class Detector:
 
     def commit(self, batch: StoreBatch) -> None:
         batch.commit()
-        expire_before = self.clock.expire_before()
-        if expire_before is not None:  # bounded: a backlog drains over the next batches
-            self.work["pages_expired"] += self.store.expire(expire_before, budget_s=retention.EXPIRY_BUDGET_S)
+        self.work["pages_expired"] += self.store.expire_after_commit(self.clock.expire_before())
 
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""

@@ -30,7 +30,7 @@ from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdic
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.store import layout, rebuild
+from streamdedup.store import layout, rebuild, retention
 from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds are imported from here too
     StoreConfigMismatch,
     StoreCorrupt,
@@ -690,6 +690,12 @@ class SignatureStore:
             return False
         self._remove([doc])
         return True
+
+    def expire_after_commit(self, before_ms: int | None) -> int:
+        """What every mode's commit expires: the pages before `before_ms` (the retention clock's
+        `expire_before`; None: no retention) within `retention.EXPIRY_BUDGET_S`, so a backlog
+        drains over the next batches; returns how many (the `pages_expired` work count)."""
+        return 0 if before_ms is None else self.expire(before_ms, budget_s=retention.EXPIRY_BUDGET_S)
 
     def expire(self, before_ms: int, limit: int | None = None, budget_s: float | None = None) -> int:
         """Remove the pages whose event time is before `before_ms`, oldest first, a chunk a

@@ -26,7 +26,6 @@ from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
-from streamdedup.store import retention
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
@@ -112,9 +111,7 @@ class IndexPartition:
         self.clock.stage(batch.set_meta)
         batch.commit()
         self.batch = None
-        expire_before = self.clock.expire_before()
-        if expire_before is not None:  # bounded: a backlog drains over the next batches
-            self.work["pages_expired"] += self.store.expire(expire_before, budget_s=retention.EXPIRY_BUDGET_S)
+        self.work["pages_expired"] += self.store.expire_after_commit(self.clock.expire_before())
 
     def discard(self) -> None:
         self.batch = None
