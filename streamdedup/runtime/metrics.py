@@ -75,8 +75,9 @@ class WorkerMetrics:
                                          "Verdicts released, by what released them (watermark, timeout, complete)",
                                          ["by"], registry=self.registry)
         self.late_matches = Counter("streamdedup_late_matches",
-                                    "Matches found after the later page's verdict was out (late_match events)",
-                                    registry=self.registry)
+                                    "Matches found after the later page's verdict was out (late_match events), by "
+                                    "cause: late_page (raise allowed_lateness_ms), released_early (the verdict wait)",
+                                    ["cause"], registry=self.registry)
         self.watermark = Gauge("streamdedup_index_watermark_seconds",
                                "An index partition's watermark: the lowest of its input partitions' (event time, "
                                "Unix seconds; +Inf when every input is idle, 0 before every input was heard from)",

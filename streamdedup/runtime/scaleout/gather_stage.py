@@ -82,11 +82,21 @@ class Decided:
     completed_ms: int = 0
 
 
+# why a match came after the later page's verdict was out (`LateMatch.cause`, a metric label)
+LATE_PAGE = "late_page"  # the earlier page reached the index partition below the watermark it had passed
+RELEASED_EARLY = "released_early"  # the later page went out before its watermarks passed (the wait, or no holding)
+
+
 @dataclass(frozen=True)
 class LateMatch:
-    """A `late_match` event for a page whose verdict was already out."""
+    """A `late_match` event for a page whose verdict was already out, and why it was late:
+    `LATE_PAGE` (the earlier page came to the index partition after that partition's watermark
+    had passed its place: its input partition was out of event-time order by more than the allowed
+    lateness, or had idled and then sent an older page) or `RELEASED_EARLY` (the later page was
+    released by the bounded wait, or without holding, before the earlier one arrived)."""
 
     event: dict[str, Any]
+    cause: str = RELEASED_EARLY
 
 
 Emitted = Decided | LateMatch
@@ -181,7 +191,11 @@ class GatherPartition:
             if any(before[i: i + 8] == known for i in range(ORDER_BYTES, len(before), 8)):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
             self._finished[finished] = before + known
-            return [LateMatch(late_match_event(supplement.page_id, supplement.match))]
+            # the sender's watermark as read here is the one it passed before the earlier page
+            # reached it (it sends the next one after this supplement): below it, that page was late
+            passed = None if supplement.partition is None else self.watermarks.get(supplement.partition)
+            cause = LATE_PAGE if passed is not None and supplement.match.order < passed else RELEASED_EARLY
+            return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause)]
         self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
         return []
 

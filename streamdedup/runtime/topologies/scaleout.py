@@ -412,7 +412,7 @@ class GatherStagePartition(_StoredPartition):
             for item in emitted:
                 if isinstance(item, LateMatch):
                     out.cluster_event(item.event)
-                    out.on_commit(out.metrics.late_matches.inc)
+                    out.on_commit(out.metrics.late_matches.labels(item.cause).inc)
                 else:
                     emit_decided(out, item)
                     out.on_commit(partial(_released, out, item.by, max(0.0, (now_ms - item.completed_ms) / 1000)))

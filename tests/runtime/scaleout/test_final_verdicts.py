@@ -126,12 +126,43 @@ def test_the_bounded_wait_releases_and_a_later_match_is_one_counted_late_match(b
     registry = workers["w0"].metrics.registry
     assert got["dedups"]["L"]["status"] == "unique"  # released by the wait, before E was known
     assert [(e["page_id"], e["duplicate_of"]) for e in got["late"]] == [("L", "E")]
-    assert registry.get_sample_value("streamdedup_late_matches_total") == 1
+    # E was not late (partition 1 had passed only e0): L was released early, by the wait
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "released_early"}) == 1
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "late_page"}) is None
     assert released(workers, "timeout") >= 1
     file_mode = [o.dedup for o in run_records([e0, early, late], tmp_path / "file-mode")]
     order = {"e0": 0, "E": 1, "L": 2}
     assert corrected_pairs(got["dedups"].values(), got["events"], order.__getitem__) == \
         {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
+
+
+def test_a_page_behind_its_partitions_watermark_is_a_late_page_and_its_late_match_says_so(broker, settings):
+    """One input partition, pages sent one at a time: X (03:00), then L (02:00), then E (01:00), an
+    earlier copy of L. The partition's watermark passed 03:00 after X, so L goes out at once (by
+    the watermark, unique) and E, behind it too, is a late page: L -> E is a late_match counted
+    under cause late_page, the sign to raise STREAMDEDUP_ALLOWED_LATENESS_MS."""
+    story = make_article(5300, paragraphs=4)
+    x = page("https://gamma.example/0", wrap_in_template(make_article(5301, paragraphs=4), "Gamma"),
+             "2024-03-04T03:00:00Z", id="X")
+    later = page("https://alpha.example/1", wrap_in_template(story, "Alpha"), "2024-03-04T02:00:00Z", id="L")
+    earlier = page("https://beta.example/1", wrap_in_template(story, "Beta"), "2024-03-04T01:00:00Z", id="E")
+    run = replace(settings, partitions=1, verdict_wait_s=600.0, watermark_interval_s=3600.0)
+    ensure_topics(run)
+    producer = Producer(run.client())
+    workers = make_workers(run, ("w0",))
+    threads = start(workers)
+    for number, record in enumerate((x, later, earlier), 1):
+        producer.produce(run.topics.pages, orjson.dumps(record), partition=0)
+        producer.flush(10)
+        assert wait_for(lambda n=number: workers["w0"].stats.decided >= n, 120)
+    finish(workers, threads, 3)
+    got = emitted(run)
+    assert got["dedups"]["L"]["status"] == "unique" and got["dedups"]["E"]["status"] == "unique"
+    assert [(e["page_id"], e["duplicate_of"]) for e in got["late"]] == [("L", "E")]
+    registry = workers["w0"].metrics.registry
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "late_page"}) == 1
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "released_early"}) is None
+    assert released(workers, "watermark") == 3 and released(workers, "timeout") == 0
 
 
 @pytest.mark.parametrize("wait", ["600", "0.3"])

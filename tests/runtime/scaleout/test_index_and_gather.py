@@ -8,7 +8,14 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch, verdict_of
+from streamdedup.runtime.scaleout.gather_stage import (
+    LATE_PAGE,
+    RELEASED_EARLY,
+    Decided,
+    GatherPartition,
+    LateMatch,
+    verdict_of,
+)
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
@@ -47,8 +54,9 @@ def test_a_later_page_filed_first_is_reported_to_the_earlier_one(tmp_path):
         return PageHeader(req.doc.page_id, req.order, (0,), {"url": "x"}, "t")
 
     supplements = supplements_of(early_answer)
-    assert [(s.page_id, s.order, s.match.page_id, s.match.root_id) for s in supplements] == \
-        [(late.doc.page_id, late.order, early.doc.page_id, early.doc.page_id)]
+    assert [(s.page_id, s.order, s.match.page_id, s.match.root_id, s.partition) for s in supplements] == \
+        [(late.doc.page_id, late.order, early.doc.page_id, early.doc.page_id, 0)]
+    assert [Supplement.from_json(orjson.loads(s.encode())) for s in supplements] == supplements
     assert verdict_of(header(late), [late_answer])["status"] == "unique"  # without it: as emitted before
     late_dedup = verdict_of(header(late), [late_answer], [s.match for s in supplements])
     early_dedup = verdict_of(header(early), [early_answer])
@@ -128,6 +136,32 @@ def test_the_bounded_wait_releases_by_a_marker_and_only_once(tmp_path):
     assert isinstance(decided, Decided) and decided.by == "timeout" and decided.dedup["status"] == "unique"
     assert gather.add_release(due) == []  # a second marker (resent after a crash) changes nothing
     assert gather.add_watermark(0, page_order(9, 9, 0, 0)) == []
+    gather.close()
+
+
+def test_a_late_match_tells_a_late_page_from_a_page_released_early(tmp_path):
+    """L went out by the watermark of index partition 0; then E, earlier than that watermark,
+    reaches partition 0: E was late (its input partition was behind its own watermark), and the
+    fix is the allowed lateness. P went out by its wait before partition 0 passed it; then F,
+    above partition 0's watermark, reaches it: P was released early, and the fix is the wait.
+    A supplement written before it named its partition cannot tell: released early."""
+    gather = GatherPartition(tmp_path / "g")
+    l_order, p_order, passed = page_order(5, 5, 0, 0), page_order(8, 8, 0, 0), page_order(6, 6, 0, 0)
+    gather.add_header(PageHeader("L", l_order, (0,), {}, "t"), at_ms=1000)
+    assert gather.add_answer(Answer("L", l_order, 0), at_ms=1000) == []
+    [released] = gather.add_watermark(0, passed)
+    assert isinstance(released, Decided) and released.by == "watermark"
+    [late] = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0)), partition=0))
+    assert isinstance(late, LateMatch) and late.cause == LATE_PAGE and late.event["duplicate_of"] == "E"
+
+    gather.add_header(PageHeader("P", p_order, (0,), {}, "t"), at_ms=1000)
+    assert gather.add_answer(Answer("P", p_order, 0), at_ms=1000) == []  # held: partition 0 is at 6
+    [timed_out] = gather.add_release(gather.due(now_ms=9000, wait_ms=1000))
+    assert isinstance(timed_out, Decided) and timed_out.by == "timeout"
+    [early] = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0)), partition=0))
+    assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
+    [unknown] = gather.add_supplement(Supplement("L", l_order, match("G", page_order(4, 4, 1, 0))))
+    assert isinstance(unknown, LateMatch) and unknown.cause == RELEASED_EARLY
     gather.close()
 
 
