@@ -78,6 +78,10 @@ class WorkerMetrics:
                                     "Matches found after the later page's verdict was out (late_match events), by "
                                     "cause: late_page (raise allowed_lateness_ms), released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
+        self.late_pages = Counter("streamdedup_late_pages",
+                                  "Pages filed below the watermark their input partition had sent (behind its "
+                                  "newest by more than allowed_lateness_ms): their matches with pages already out "
+                                  "become late_match events", ["partition"], registry=self.registry)
         self.watermark = Gauge("streamdedup_index_watermark_seconds",
                                "An index partition's watermark: the lowest of its input partitions' (event time, "
                                "Unix seconds; +Inf when every input is idle, 0 before every input was heard from)",

@@ -216,6 +216,8 @@ class FingerprintPartition:
                 out.send(self.routes.index_topic, page_key, request, partition=partition)
             out.send(self.routes.parts_topic, page_key, header, _HEADER_KIND,
                      partition=page_partition(page.id, self.routes.parts_partitions))
+            if self.sent is not None and self.sent != INFINITE and order < self.sent:  # behind its own watermark
+                out.on_commit(out.metrics.late_pages.labels(str(self.partition)).inc)
             self.highest = max(self.highest, order)
             self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
         self.last_batch_at = time.monotonic()

@@ -79,6 +79,8 @@ def test_a_burst_over_three_workers_and_six_partitions_gives_file_modes_verdicts
     assert as_emitted == expected
     assert got["late"] == []
     assert released(workers, "watermark") == len(file_mode) and released(workers, "timeout") == 0
+    assert not any(w.metrics.registry.get_sample_value("streamdedup_late_pages_total", {"partition": str(p)})
+                   for w in workers.values() for p in range(6))  # the crawl is in event-time order
 
 
 def test_idle_input_partitions_do_not_stall_the_release(broker, settings):
@@ -162,6 +164,7 @@ def test_a_page_behind_its_partitions_watermark_is_a_late_page_and_its_late_matc
     registry = workers["w0"].metrics.registry
     assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "late_page"}) == 1
     assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "released_early"}) is None
+    assert registry.get_sample_value("streamdedup_late_pages_total", {"partition": "0"}) == 2  # L and E
     assert released(workers, "watermark") == 3 and released(workers, "timeout") == 0
 
 
