@@ -14,7 +14,9 @@ Figures per worker count (JSON on stdout, and `--out`):
 - `cluster_pairs_*`: Jaccard of the sets of unordered pairs of pages in one cluster: at emit time
   the clusters the verdicts name (cluster_id, duplicate_of, merged_clusters), after corrections
   those plus the late-match edges (`clusters.clusters_of`);
-- exactly once: every page has one outcome (verdict or rejection), none twice, none missing.
+- exactly once: every page has one outcome (verdict or rejection), none twice, none missing;
+- `late_pages`, `late_matches_by_cause`: the workers' counters, read from their /metrics before
+  they stop (why each late match came: docs/scaleout.md, "The race, and late matches").
 
 `--simulate SEEDS` runs no broker: the index and gather steps in-process, every index partition's
 arrivals shuffled (a site's pages kept in order), every page held until its supplements are in
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -45,10 +48,11 @@ from typing import Any
 import orjson
 from broker import wait_for_members  # bench/broker.py
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from streamdedup.record.page import page_from_record
 from streamdedup.record.readers import read_input
-from streamdedup.runtime.broker import EmbeddedBroker
+from streamdedup.runtime.broker import EmbeddedBroker, free_port
 from streamdedup.runtime.feed import feed
 from streamdedup.runtime.scaleout.clusters import UnionFind, corrected_pairs
 from streamdedup.runtime.settings import Topics, WorkerSettings
@@ -139,11 +143,14 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
     ensure_topics(settings)
     logs = work / f"logs-{run}"
     logs.mkdir(parents=True)
+    ports = [free_port() for _ in range(workers)]  # each worker's /metrics, read before it stops
     processes = [subprocess.Popen([sys.executable, "-m", "streamdedup", "worker"],
-                                  env=worker_env(settings, f"w{i}", env), stdin=subprocess.DEVNULL,
-                                  stdout=open(logs / f"w{i}.log", "ab"), stderr=subprocess.STDOUT)
-                 for i in range(workers)]
+                                  env=worker_env(settings, f"w{i}", {**env, "STREAMDEDUP_METRICS_PORT": str(port)}),
+                                  stdin=subprocess.DEVNULL, stdout=open(logs / f"w{i}.log", "ab"),
+                                  stderr=subprocess.STDOUT)
+                 for i, port in enumerate(ports)]
     collector = Collector(settings)
+    late: dict[str, Any] = {}
     try:
         if not wait_for_members(settings, workers, timeout=90):  # the group forms first, then the burst arrives
             time.sleep(5)  # the broker cannot say: give the group time to form
@@ -155,6 +162,7 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
             collector.poll(0.5)
         elapsed = time.monotonic() - started
         collector.poll(3.0)  # anything beyond one outcome per page (a doubled page) would show up
+        late = late_counts(ports)
     finally:
         collector.close()
         for process in processes:
@@ -166,7 +174,23 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
     dedups = [orjson.loads(m.value())["dedup"] for m in collector.got["verdict"]]
     reasons = [dict(m.headers() or []).get("dedup.reason", b"").decode() for m in collector.got["rejected"]]
     return {"sent": sent, "dedups": dedups, "rejected": reasons, "events": events, "seconds": round(elapsed, 2),
-            "logs": str(logs)}
+            "logs": str(logs), **late}
+
+
+def late_counts(ports: Iterable[int]) -> dict[str, Any]:
+    """The workers' late pages (summed over input partitions) and late matches by cause, read
+    from their /metrics: why a late match came (scaleout.md, "The race, and late matches")."""
+    pages, matches = 0.0, {}
+    for port in ports:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "streamdedup_late_pages_total":
+                    pages += sample.value
+                elif sample.name == "streamdedup_late_matches_total":
+                    cause = sample.labels["cause"]
+                    matches[cause] = matches.get(cause, 0) + int(sample.value)
+    return {"late_pages": int(pages), "late_matches_by_cause": matches}
 
 
 def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping[str, int]) -> dict[str, Any]:
@@ -188,6 +212,7 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping
         "cluster_pairs_agreement_emitted": round(jaccard(cluster_pairs(got["dedups"]), file_clusters), 4),
         "cluster_pairs_agreement_corrected": round(jaccard(cluster_pairs(got["dedups"], late), file_clusters), 4),
         "late_matches": len(late), "seconds": got["seconds"],
+        **{k: got[k] for k in ("late_pages", "late_matches_by_cause") if k in got},
     }
 
 

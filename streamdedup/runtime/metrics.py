@@ -75,8 +75,10 @@ class WorkerMetrics:
                                          "Verdicts released, by what released them (watermark, timeout, complete)",
                                          ["by"], registry=self.registry)
         self.late_matches = Counter("streamdedup_late_matches",
-                                    "Matches found after the later page's verdict was out (late_match events), by "
-                                    "cause: late_page (raise allowed_lateness_ms), released_early (the verdict wait)",
+                                    "Matches found after the later page's verdict was out (late_match events), "
+                                    "by cause: late_page (raise allowed_lateness_ms), after_idle (every input "
+                                    "had been idle: raise watermark_interval_s above the stream's pauses), "
+                                    "released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
         self.late_pages = Counter("streamdedup_late_pages",
                                   "Pages filed below the watermark their input partition had sent (behind its "

@@ -37,7 +37,7 @@ import xxhash
 from rocksdict import WriteBatch
 
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.messages import INFINITE, Answer, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
@@ -84,6 +84,7 @@ class Decided:
 
 # why a match came after the later page's verdict was out (`LateMatch.cause`, a metric label)
 LATE_PAGE = "late_page"  # the earlier page reached the index partition below the watermark it had passed
+AFTER_IDLE = "after_idle"  # ... when that watermark was infinite: every input partition had been idle
 RELEASED_EARLY = "released_early"  # the later page went out before its watermarks passed (the wait, or no holding)
 
 
@@ -92,8 +93,10 @@ class LateMatch:
     """A `late_match` event for a page whose verdict was already out, and why it was late:
     `LATE_PAGE` (the earlier page came to the index partition after that partition's watermark
     had passed its place: its input partition was out of event-time order by more than the allowed
-    lateness, or had idled and then sent an older page) or `RELEASED_EARLY` (the later page was
-    released by the bounded wait, or without holding, before the earlier one arrived)."""
+    lateness), `AFTER_IDLE` (that watermark was infinite: every input partition had been idle, so
+    the first pages of a burst went out before the other partitions' watermarks came back down),
+    or `RELEASED_EARLY` (the later page was released by the bounded wait, or without holding,
+    before the earlier one arrived)."""
 
     event: dict[str, Any]
     cause: str = RELEASED_EARLY
@@ -194,7 +197,10 @@ class GatherPartition:
             # the sender's watermark as read here is the one it passed before the earlier page
             # reached it (it sends the next one after this supplement): below it, that page was late
             passed = None if supplement.partition is None else self.watermarks.get(supplement.partition)
-            cause = LATE_PAGE if passed is not None and supplement.match.order < passed else RELEASED_EARLY
+            if passed is None or supplement.match.order >= passed:
+                cause = RELEASED_EARLY
+            else:
+                cause = AFTER_IDLE if passed == INFINITE else LATE_PAGE
             return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause)]
         self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
         return []

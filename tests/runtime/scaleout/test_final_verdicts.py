@@ -138,25 +138,40 @@ def test_the_bounded_wait_releases_and_a_later_match_is_one_counted_late_match(b
         {d["id"]: d["duplicate_of"] for d in file_mode if d["duplicate_of"]}
 
 
+def story_copies(seed: int, day: str) -> tuple[dict, dict]:
+    """L (site Alpha, 02:00) and E (site Beta, 01:00), an earlier copy of the same story."""
+    story = make_article(seed, paragraphs=4)
+    return (page("https://alpha.example/1", wrap_in_template(story, "Alpha"), f"{day}T02:00:00Z", id="L"),
+            page("https://beta.example/1", wrap_in_template(story, "Beta"), f"{day}T01:00:00Z", id="E"))
+
+
+def one_worker(run) -> tuple[Producer, dict, dict]:
+    """The topics, a producer, and one worker running in a thread."""
+    ensure_topics(run)
+    workers = make_workers(run, ("w0",))
+    return Producer(run.client()), workers, start(workers)
+
+
+def send_one(producer: Producer, run, workers: dict, record: dict, partition: int) -> None:
+    """One record to one input partition, then wait until the worker has decided it."""
+    decided = workers["w0"].stats.decided + 1
+    producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
+    producer.flush(10)
+    assert wait_for(lambda: workers["w0"].stats.decided >= decided, 120)
+
+
 def test_a_page_behind_its_partitions_watermark_is_a_late_page_and_its_late_match_says_so(broker, settings):
     """One input partition, pages sent one at a time: X (03:00), then L (02:00), then E (01:00), an
     earlier copy of L. The partition's watermark passed 03:00 after X, so L goes out at once (by
     the watermark, unique) and E, behind it too, is a late page: L -> E is a late_match counted
     under cause late_page, the sign to raise STREAMDEDUP_ALLOWED_LATENESS_MS."""
-    story = make_article(5300, paragraphs=4)
+    later, earlier = story_copies(5300, "2024-03-04")
     x = page("https://gamma.example/0", wrap_in_template(make_article(5301, paragraphs=4), "Gamma"),
              "2024-03-04T03:00:00Z", id="X")
-    later = page("https://alpha.example/1", wrap_in_template(story, "Alpha"), "2024-03-04T02:00:00Z", id="L")
-    earlier = page("https://beta.example/1", wrap_in_template(story, "Beta"), "2024-03-04T01:00:00Z", id="E")
     run = replace(settings, partitions=1, verdict_wait_s=600.0, watermark_interval_s=3600.0)
-    ensure_topics(run)
-    producer = Producer(run.client())
-    workers = make_workers(run, ("w0",))
-    threads = start(workers)
-    for number, record in enumerate((x, later, earlier), 1):
-        producer.produce(run.topics.pages, orjson.dumps(record), partition=0)
-        producer.flush(10)
-        assert wait_for(lambda n=number: workers["w0"].stats.decided >= n, 120)
+    producer, workers, threads = one_worker(run)
+    for record in (x, later, earlier):
+        send_one(producer, run, workers, record, 0)
     finish(workers, threads, 3)
     got = emitted(run)
     assert got["dedups"]["L"]["status"] == "unique" and got["dedups"]["E"]["status"] == "unique"
@@ -166,6 +181,30 @@ def test_a_page_behind_its_partitions_watermark_is_a_late_page_and_its_late_matc
     assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "released_early"}) is None
     assert registry.get_sample_value("streamdedup_late_pages_total", {"partition": "0"}) == 2  # L and E
     assert released(workers, "watermark") == 3 and released(workers, "timeout") == 0
+
+
+def test_a_copy_sent_after_every_input_was_idle_is_a_late_match_after_idle(broker, settings):
+    """Two input partitions, both idle (infinite watermarks). L arrives on partition 0 and goes out
+    as soon as partition 0's watermark passes it (partition 1 is idle, so it holds nothing back).
+    Once partition 0 is idle again, E, an earlier copy of L, arrives on partition 1: a late_match
+    counted under after_idle (the price of not stalling on quiet partitions; the allowed lateness
+    cannot help), and no late page (partition 1 is in order)."""
+    later, earlier = story_copies(5400, "2024-03-05")
+    run = replace(settings, partitions=2, verdict_wait_s=600.0, watermark_interval_s=0.2)
+    producer, workers, threads = one_worker(run)
+    time.sleep(2)  # both inputs idle: their infinite watermarks are out
+    send_one(producer, run, workers, later, 0)
+    time.sleep(2)  # partition 0 idle again
+    send_one(producer, run, workers, earlier, 1)
+    finish(workers, threads, 2)
+    got = emitted(run)
+    assert got["dedups"]["L"]["status"] == "unique" and got["dedups"]["E"]["status"] == "unique"
+    assert [(e["page_id"], e["duplicate_of"]) for e in got["late"]] == [("L", "E")]
+    registry = workers["w0"].metrics.registry
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "after_idle"}) == 1
+    assert registry.get_sample_value("streamdedup_late_matches_total", {"cause": "late_page"}) is None
+    assert not any(registry.get_sample_value("streamdedup_late_pages_total", {"partition": p}) for p in "01")
+    assert released(workers, "timeout") == 0
 
 
 @pytest.mark.parametrize("wait", ["600", "0.3"])

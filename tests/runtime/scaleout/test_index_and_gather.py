@@ -9,6 +9,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.gather_stage import (
+    AFTER_IDLE,
     LATE_PAGE,
     RELEASED_EARLY,
     Decided,
@@ -17,7 +18,7 @@ from streamdedup.runtime.scaleout.gather_stage import (
     verdict_of,
 )
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
-from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.messages import INFINITE, Answer, IndexRequest, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
@@ -144,7 +145,8 @@ def test_a_late_match_tells_a_late_page_from_a_page_released_early(tmp_path):
     reaches partition 0: E was late (its input partition was behind its own watermark), and the
     fix is the allowed lateness. P went out by its wait before partition 0 passed it; then F,
     above partition 0's watermark, reaches it: P was released early, and the fix is the wait.
-    A supplement written before it named its partition cannot tell: released early."""
+    A supplement written before it named its partition cannot tell: released early. Q went out
+    while every input of partition 1 was idle: its earlier copy came after the idle spell."""
     gather = GatherPartition(tmp_path / "g")
     l_order, p_order, passed = page_order(5, 5, 0, 0), page_order(8, 8, 0, 0), page_order(6, 6, 0, 0)
     gather.add_header(PageHeader("L", l_order, (0,), {}, "t"), at_ms=1000)
@@ -162,6 +164,16 @@ def test_a_late_match_tells_a_late_page_from_a_page_released_early(tmp_path):
     assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
     [unknown] = gather.add_supplement(Supplement("L", l_order, match("G", page_order(4, 4, 1, 0))))
     assert isinstance(unknown, LateMatch) and unknown.cause == RELEASED_EARLY
+
+    # every input of partition 1 idle: Q goes out at once; an earlier copy after that came
+    # from an input that had been idle (a burst after a quiet spell), not from one out of order
+    q_order = page_order(20, 20, 0, 0)
+    assert gather.add_watermark(1, INFINITE) == []
+    gather.add_header(PageHeader("Q", q_order, (1,), {}, "t"), at_ms=1000)
+    [idle_released] = gather.add_answer(Answer("Q", q_order, 1), at_ms=1000)
+    assert isinstance(idle_released, Decided) and idle_released.by == "watermark"
+    [after_idle] = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0)), partition=1))
+    assert isinstance(after_idle, LateMatch) and after_idle.cause == AFTER_IDLE
     gather.close()
 
 
