@@ -348,6 +348,7 @@ class Worker:
         if waiting and self._paused:
             self.consumer.resume(assigned)
             self._paused = False
+            self._tick_alone()  # before any record: inputs that were idle take their idle watermark back
         elif not waiting and not self._paused:
             self.consumer.pause(assigned)
             self._paused = True

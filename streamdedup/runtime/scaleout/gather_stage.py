@@ -82,21 +82,21 @@ class Decided:
     completed_ms: int = 0
 
 
-# why a match came after the later page's verdict was out (`LateMatch.cause`, a metric label)
-LATE_PAGE = "late_page"  # the earlier page reached the index partition below the watermark it had passed
-AFTER_IDLE = "after_idle"  # ... when that watermark was infinite: every input partition had been idle
-RELEASED_EARLY = "released_early"  # the later page went out before its watermarks passed (the wait, or no holding)
+# why a match came after the later page's verdict was out (`LateMatch.cause`, a metric label), by
+# how that page went out: by its watermarks, the earlier page came after they had passed it
+LATE_PAGE = "late_page"  # released by finite watermarks: the earlier page was late (or its input had idled)
+AFTER_IDLE = "after_idle"  # released under an infinite one: every input of a partition had been idle
+RELEASED_EARLY = "released_early"  # released before its watermarks passed (the wait, or no holding)
 
 
 @dataclass(frozen=True)
 class LateMatch:
-    """A `late_match` event for a page whose verdict was already out, and why it was late:
-    `LATE_PAGE` (the earlier page came to the index partition after that partition's watermark
-    had passed its place: its input partition was out of event-time order by more than the allowed
-    lateness), `AFTER_IDLE` (that watermark was infinite: every input partition had been idle, so
-    the first pages of a burst went out before the other partitions' watermarks came back down),
-    or `RELEASED_EARLY` (the later page was released by the bounded wait, or without holding,
-    before the earlier one arrived)."""
+    """A `late_match` event for a page whose verdict was already out, and why it was late, from
+    how that page went out (kept in its `F` record): by finite watermarks, so the earlier page came
+    after they had passed it (`LATE_PAGE`: its input partition was out of event-time order by more
+    than the allowed lateness, or had been idle while the others moved on); by an infinite one
+    (`AFTER_IDLE`: every input of one of its index partitions had been idle); or by the bounded
+    wait, or without holding (`RELEASED_EARLY`)."""
 
     event: dict[str, Any]
     cause: str = RELEASED_EARLY
@@ -191,17 +191,12 @@ class GatherPartition:
             if before[:ORDER_BYTES] != supplement.order:
                 return []  # another page had this id first: this one is (or will be) a duplicate_id
             known = _id_hash(supplement.match.page_id)
-            if any(before[i: i + 8] == known for i in range(ORDER_BYTES, len(before), 8)):
+            released, start = _released_as(before)
+            if any(before[i: i + 8] == known for i in range(start, len(before), 8)):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
             self._finished[finished] = before + known
-            # the sender's watermark as read here is the one it passed before the earlier page
-            # reached it (it sends the next one after this supplement): below it, that page was late
-            passed = None if supplement.partition is None else self.watermarks.get(supplement.partition)
-            if passed is None or supplement.match.order >= passed:
-                cause = RELEASED_EARLY
-            else:
-                cause = AFTER_IDLE if passed == INFINITE else LATE_PAGE
-            return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause)]
+            return [LateMatch(late_match_event(supplement.page_id, supplement.match),
+                              _LATE_CAUSE.get(released or b"", RELEASED_EARLY))]
         self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
         return []
 
@@ -258,7 +253,10 @@ class GatherPartition:
                               header.origin).as_dict()
             return Decided(header, dedup, by, held.completed_ms)
         earlier = _earlier_matches(pending.answers.values(), pending.supplements)
-        self._finished[finished] = header.order + b"".join(_id_hash(page_id) for page_id in earlier)
+        # by the watermarks: under an infinite one when every input of one of its partitions was idle
+        idle = by == "watermark" and any(self.watermarks.get(p) == INFINITE for p in held.partitions)
+        self._finished[finished] = (header.order + _RELEASED["idle" if idle else by]
+                                    + b"".join(_id_hash(page_id) for page_id in earlier))
         return Decided(header, verdict_of(header, pending.answers.values(), pending.supplements), by,
                        held.completed_ms)
 
@@ -319,6 +317,19 @@ class GatherPartition:
     def close(self) -> None:
         self._clear()
         self.db.close()
+
+
+# how a page's verdict went out, kept after its order in its `F` record: a later match's cause
+_RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
+_LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a record from before 2026-12-01)
+
+
+def _released_as(finished: bytes) -> tuple[bytes | None, int]:
+    """An `F` record's release byte (None in records written before 2026-12-01, which have none)
+    and where its 8-byte match hashes start."""
+    if (len(finished) - ORDER_BYTES) % 8 == 1:
+        return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
+    return None, ORDER_BYTES
 
 
 def _waiting_key(page_id: str, order: bytes) -> bytes:

@@ -39,7 +39,7 @@ def supplements_of(answer: Answer) -> list[Supplement]:
     root_order, root_id = min(((m.root_order, m.root_id) for m in answer.earlier),
                               default=(answer.order, answer.page_id))
     return [Supplement(m.page_id, m.order, Match(answer.page_id, answer.order, m.rule, m.similarity, root_order,
-                                                 root_id), answer.partition) for m in answer.later]
+                                                 root_id)) for m in answer.later]
 
 
 class IndexPartition:

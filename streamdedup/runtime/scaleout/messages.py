@@ -167,22 +167,18 @@ def watermark_of(value: bytes) -> tuple[int, bytes]:
 class Supplement:
     """An index partition's word to the *later* page of a pair: page `page_id` (`order`) was filed
     here before `match`, an earlier page in the global order, arrived; so `match` is one of its
-    earlier matches (with its root as this partition knows it). `partition`: the index partition
-    that sent it (None in records written before 2026-12-01), which tells gather whether `match`
-    was a late page there (`GatherPartition.add_supplement`)."""
+    earlier matches (with its root as this partition knows it)."""
 
     page_id: str
     order: bytes
     match: Match
-    partition: int | None = None
 
     def encode(self) -> bytes:
-        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "match": self.match.as_list(),
-                             "partition": self.partition})
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "match": self.match.as_list()})
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Supplement:
-        return cls(value["id"], bytes.fromhex(value["order"]), Match.from_list(value["match"]), value.get("partition"))
+        return cls(value["id"], bytes.fromhex(value["order"]), Match.from_list(value["match"]))
 
 
 def release_value(pages: list[tuple[str, bytes]]) -> bytes:

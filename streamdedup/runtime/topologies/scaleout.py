@@ -100,6 +100,9 @@ class Holding:
 _WATERMARK_KIND = [(KIND_HEADER, WATERMARK)]
 
 
+_LOWEST = page_order(0, 0, 0, 0)  # below every page's place: event times are after 1991 (store/retention.py)
+
+
 def send_watermark(out: Outputs, topic: str, partitions: int, source: int, watermark: bytes) -> None:
     value = watermark_value(source, watermark)
     for partition in range(partitions):
@@ -239,13 +242,26 @@ class FingerprintPartition:
             self.sent = watermark
 
     def due(self, now: float, lag: int | None) -> bool:
-        """Caught up and idle for a while: time to tell the index partitions (an infinite watermark)."""
-        return (self.holding.on and lag == 0 and self.sent != INFINITE
-                and now - self.last_batch_at >= self.holding.interval_s)
+        """Caught up and idle for a while: time to tell the index partitions (an infinite
+        watermark). Or idle no more: records wait, so the infinite watermark is taken back
+        (`_waking`) before any of them is filed."""
+        if not self.holding.on:
+            return False
+        if self.sent == INFINITE:
+            return bool(lag)
+        return lag == 0 and now - self.last_batch_at >= self.holding.interval_s
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
         if self.due(now, lag):
-            self._send_watermark(out, INFINITE)
+            self._send_watermark(out, self._waking() if self.sent == INFINITE else INFINITE)
+
+    def _waking(self) -> bytes:
+        """The watermark of an idle partition whose records come again: where it had got to (the
+        lowest place of all if it filed nothing in this process). The worker sends it before it
+        fetches them (`Worker._idle`), so the pages other partitions file meanwhile are held until
+        this one's are in: a burst that finds every partition idle would otherwise release a page
+        before an earlier copy on a partition still waking up arrives (a `late_match`)."""
+        return self.highest or _LOWEST
 
     def get_meta(self, name: str) -> bytes | None:
         return self.store.get_meta(name)
@@ -343,18 +359,21 @@ class IndexStagePartition(_StoredPartition):
                 self.watermarks[source] = watermark
                 self.index.stage_meta(f"wm:{source}", watermark)
                 replayed += offset_of(message) < replay_until
+                if (self.holding.on and offset_of(message) >= replay_until and self.sent is not None
+                        and self.watermark() < self.sent):  # lowered (a waking input): before the answers after it
+                    self._send_watermark(out, self.watermark())
             else:
                 requests.append(message)
         replayed += self._answer(requests, out, replay_until)
-        if self.holding.on and offset_of(messages[-1]) >= replay_until:
-            watermark = self.watermark()
-            if watermark != self.sent:  # after this batch's answers and supplements
-                send_watermark(out, self.routes.parts_topic, self.routes.parts_partitions, self.index.partition,
-                               watermark)
-                self.sent = watermark
-                gauge = out.metrics.watermark.labels(str(self.index.partition))
-                out.on_commit(partial(gauge.set, watermark_seconds(watermark)))
+        if self.holding.on and offset_of(messages[-1]) >= replay_until and self.watermark() != self.sent:
+            self._send_watermark(out, self.watermark())  # after this batch's answers and supplements
         return replayed
+
+    def _send_watermark(self, out: Outputs, watermark: bytes) -> None:
+        send_watermark(out, self.routes.parts_topic, self.routes.parts_partitions, self.index.partition, watermark)
+        self.sent = watermark
+        gauge = out.metrics.watermark.labels(str(self.index.partition))
+        out.on_commit(partial(gauge.set, watermark_seconds(watermark)))
 
     def _answer(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         if not messages:

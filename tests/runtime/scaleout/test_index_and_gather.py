@@ -8,6 +8,7 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.scaleout.gather_stage import (
     AFTER_IDLE,
     LATE_PAGE,
@@ -15,13 +16,33 @@ from streamdedup.runtime.scaleout.gather_stage import (
     Decided,
     GatherPartition,
     LateMatch,
+    _id_hash,
     verdict_of,
 )
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
-from streamdedup.runtime.scaleout.messages import INFINITE, Answer, IndexRequest, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.messages import (
+    ANSWER,
+    INFINITE,
+    KIND_HEADER,
+    WATERMARK,
+    Answer,
+    IndexRequest,
+    Match,
+    PageHeader,
+    Supplement,
+    kind_of,
+    watermark_value,
+)
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.runtime.topologies.scaleout import index_requests
+from streamdedup.runtime.topologies.scaleout import (
+    FingerprintPartition,
+    Holding,
+    IndexStagePartition,
+    Routes,
+    index_requests,
+)
 from streamdedup.store.signature_store import method_tags
+from streamdedup.store.template_store import TemplateStore
 from streamdedup.testing import make_article
 from streamdedup.verdict.policy import SitePolicy
 
@@ -55,9 +76,8 @@ def test_a_later_page_filed_first_is_reported_to_the_earlier_one(tmp_path):
         return PageHeader(req.doc.page_id, req.order, (0,), {"url": "x"}, "t")
 
     supplements = supplements_of(early_answer)
-    assert [(s.page_id, s.order, s.match.page_id, s.match.root_id, s.partition) for s in supplements] == \
-        [(late.doc.page_id, late.order, early.doc.page_id, early.doc.page_id, 0)]
-    assert [Supplement.from_json(orjson.loads(s.encode())) for s in supplements] == supplements
+    assert [(s.page_id, s.order, s.match.page_id, s.match.root_id) for s in supplements] == \
+        [(late.doc.page_id, late.order, early.doc.page_id, early.doc.page_id)]
     assert verdict_of(header(late), [late_answer])["status"] == "unique"  # without it: as emitted before
     late_dedup = verdict_of(header(late), [late_answer], [s.match for s in supplements])
     early_dedup = verdict_of(header(early), [early_answer])
@@ -140,40 +160,49 @@ def test_the_bounded_wait_releases_by_a_marker_and_only_once(tmp_path):
     gather.close()
 
 
-def test_a_late_match_tells_a_late_page_from_a_page_released_early(tmp_path):
-    """L went out by the watermark of index partition 0; then E, earlier than that watermark,
-    reaches partition 0: E was late (its input partition was behind its own watermark), and the
-    fix is the allowed lateness. P went out by its wait before partition 0 passed it; then F,
-    above partition 0's watermark, reaches it: P was released early, and the fix is the wait.
-    A supplement written before it named its partition cannot tell: released early. Q went out
-    while every input of partition 1 was idle: its earlier copy came after the idle spell."""
+def test_a_late_match_says_how_the_later_page_went_out(tmp_path):
+    """L went out by index partition 0's watermark; then E, an earlier copy, reaches partition 0:
+    E was late (the fix is the allowed lateness). P went out by its wait; its later match F means
+    P was released early (the fix is the wait). Q went out under an infinite watermark, every
+    input of its partition idle: its earlier copy came after the idle spell. How each went out is
+    kept in its `F` record, so a restart, or a waking input lowering the watermark, changes none."""
     gather = GatherPartition(tmp_path / "g")
     l_order, p_order, passed = page_order(5, 5, 0, 0), page_order(8, 8, 0, 0), page_order(6, 6, 0, 0)
     gather.add_header(PageHeader("L", l_order, (0,), {}, "t"), at_ms=1000)
     assert gather.add_answer(Answer("L", l_order, 0), at_ms=1000) == []
     [released] = gather.add_watermark(0, passed)
     assert isinstance(released, Decided) and released.by == "watermark"
-    [late] = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0)), partition=0))
-    assert isinstance(late, LateMatch) and late.cause == LATE_PAGE and late.event["duplicate_of"] == "E"
-
     gather.add_header(PageHeader("P", p_order, (0,), {}, "t"), at_ms=1000)
     assert gather.add_answer(Answer("P", p_order, 0), at_ms=1000) == []  # held: partition 0 is at 6
     [timed_out] = gather.add_release(gather.due(now_ms=9000, wait_ms=1000))
     assert isinstance(timed_out, Decided) and timed_out.by == "timeout"
-    [early] = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0)), partition=0))
-    assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
-    [unknown] = gather.add_supplement(Supplement("L", l_order, match("G", page_order(4, 4, 1, 0))))
-    assert isinstance(unknown, LateMatch) and unknown.cause == RELEASED_EARLY
-
-    # every input of partition 1 idle: Q goes out at once; an earlier copy after that came
-    # from an input that had been idle (a burst after a quiet spell), not from one out of order
     q_order = page_order(20, 20, 0, 0)
     assert gather.add_watermark(1, INFINITE) == []
     gather.add_header(PageHeader("Q", q_order, (1,), {}, "t"), at_ms=1000)
     [idle_released] = gather.add_answer(Answer("Q", q_order, 1), at_ms=1000)
     assert isinstance(idle_released, Decided) and idle_released.by == "watermark"
-    [after_idle] = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0)), partition=1))
+    gather.commit()
+    gather.close()
+    gather = GatherPartition(tmp_path / "g")
+    assert gather.add_watermark(0, page_order(1, 1, 0, 0)) == []  # a waking input lowers it again
+    [late] = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0))))
+    assert isinstance(late, LateMatch) and late.cause == LATE_PAGE and late.event["duplicate_of"] == "E"
+    [early] = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0))))
+    assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
+    [after_idle] = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0))))
     assert isinstance(after_idle, LateMatch) and after_idle.cause == AFTER_IDLE
+    gather.close()
+
+
+def test_a_finished_record_from_before_release_bytes_reads_as_released_early(tmp_path):
+    """`F` records written before 2026-12-01 keep no release byte: their hashes still read, and a
+    later match of such a page counts as released early."""
+    gather = GatherPartition(tmp_path / "g")
+    order = page_order(5, 5, 0, 0)
+    gather.db.put(b"FOld", order + _id_hash("K"))  # the old layout: order, then the hashes
+    assert gather.add_supplement(Supplement("Old", order, match("K", page_order(1, 1, 1, 0)))) == []  # known
+    [old] = gather.add_supplement(Supplement("Old", order, match("J", page_order(2, 2, 1, 0))))
+    assert isinstance(old, LateMatch) and old.cause == RELEASED_EARLY
     gather.close()
 
 
@@ -204,3 +233,80 @@ def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_eleme
     assert index.answer(other).earlier == ()  # the same main text, another element: no match
     assert [m.page_id for m in index.answer(revision).earlier] == [first.doc.page_id]
     index.close()
+
+
+class _Message:
+    """A consumed record, as the partition handlers read one (topic, partition, offset, value, headers)."""
+
+    def __init__(self, offset: int, value: bytes, headers: list | None = None) -> None:
+        self._offset, self._value, self._headers = offset, value, headers
+
+    def topic(self) -> str:
+        return "index"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return self._value
+
+    def headers(self) -> list | None:
+        return self._headers
+
+
+class _Recorded:
+    """What a handler sends, in order (the ordering is the logic under test; Kafka is not)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None]] = []
+        self.metrics = WorkerMetrics()
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list | None = None,
+             partition: int | None = None) -> None:
+        self.sent.append((topic, kind_of(headers)))
+
+    def on_commit(self, action) -> None:
+        pass
+
+
+def test_a_waking_input_lowers_the_index_watermark_before_the_answers_that_follow(tmp_path):
+    """Both inputs idle: the index partition has passed on an infinite watermark. Input 1 wakes
+    (its watermark comes back down) before input 0's new page L: the lowered watermark goes to
+    gather before L's answer, so gather holds L for input 1's pages instead of releasing it under
+    the stale infinite one (before, it went out at the end of the batch, after the answer)."""
+    detector = Fingerprinter(DetectorConfig())
+    routes = Routes("index", "parts", 1, 1, 2)
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    stage = IndexStagePartition(index, routes, Holding(wait_s=5.0))
+    out = _Recorded()
+    wm = [(KIND_HEADER, WATERMARK)]
+    stage.process([_Message(0, watermark_value(0, INFINITE), wm), _Message(1, watermark_value(1, INFINITE), wm)],
+                  out, -1)  # type: ignore[arg-type]
+    assert out.sent == [("parts", WATERMARK)] and stage.sent == INFINITE
+    out.sent.clear()
+    later = request(detector, "https://a.example/1", "\n\n".join(make_article(9)), page_order(2000, 2, 0, 0))
+    stage.process([_Message(2, watermark_value(1, page_order(0, 0, 0, 0)), wm), _Message(3, later.encode()),
+                   _Message(4, watermark_value(0, later.order), wm)], out, -1)  # type: ignore[arg-type]
+    assert out.sent[:2] == [("parts", WATERMARK), ("parts", ANSWER)]
+    assert stage.sent == page_order(0, 0, 0, 0)  # input 1 holds it down until its pages are in
+    index.close()
+
+
+def test_an_idle_input_whose_records_wait_takes_its_idle_watermark_back(tmp_path):
+    """An input partition that sent its infinite (idle) watermark is due again as soon as records
+    wait, with the place it had got to (the lowest of all if it filed nothing in this process)."""
+    detector = Fingerprinter(DetectorConfig())
+    templates = TemplateStore(tmp_path / "templates", DetectorConfig().template)
+    step = FingerprintPartition(detector, Routes("index", "parts", 1, 1, 1), templates, holding=Holding(5.0, 0.2))
+    step.sent = INFINITE
+    assert not step.due(now=1e9, lag=0) and step.due(now=0.0, lag=3)
+    assert step._waking() == page_order(0, 0, 0, 0)
+    step.highest = page_order(5000, 5, 0, 7)
+    assert step._waking() == step.highest
+    step.sent = step.highest  # awake again: due only once caught up and quiet for the interval
+    assert not step.due(now=step.last_batch_at, lag=0) and step.due(now=step.last_batch_at + 1, lag=0)
+    templates.close()
