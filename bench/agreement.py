@@ -150,7 +150,6 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
                                   stderr=subprocess.STDOUT)
                  for i, port in enumerate(ports)]
     collector = Collector(settings)
-    late: dict[str, Any] = {}
     try:
         if not wait_for_members(settings, workers, timeout=90):  # the group forms first, then the burst arrives
             time.sleep(5)  # the broker cannot say: give the group time to form

@@ -196,7 +196,7 @@ class GatherPartition:
                 return []  # it was one of the page's earlier matches already (another partition's answer)
             self._finished[finished] = before + known
             return [LateMatch(late_match_event(supplement.page_id, supplement.match),
-                              _LATE_CAUSE.get(released or b"", RELEASED_EARLY))]
+                              _LATE_CAUSE.get(released, RELEASED_EARLY))]
         self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
         return []
 
@@ -324,12 +324,12 @@ _RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
 _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a record from before 2026-12-01)
 
 
-def _released_as(finished: bytes) -> tuple[bytes | None, int]:
-    """An `F` record's release byte (None in records written before 2026-12-01, which have none)
+def _released_as(finished: bytes) -> tuple[bytes, int]:
+    """An `F` record's release byte (b"" in records written before 2026-12-01, which have none)
     and where its 8-byte match hashes start."""
     if (len(finished) - ORDER_BYTES) % 8 == 1:
         return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
-    return None, ORDER_BYTES
+    return b"", ORDER_BYTES
 
 
 def _waiting_key(page_id: str, order: bytes) -> bytes:
