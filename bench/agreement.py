@@ -22,6 +22,9 @@ Figures per worker count (JSON on stdout, and `--out`):
 arrivals shuffled (a site's pages kept in order), every page held until its supplements are in
 (final verdicts with no bounded wait), to see what an arrival order alone changes;
 `--syndicated STORIES,COPIES` generates a plain-text crawl of each story on COPIES sites as input.
+`--join-mid-burst`: one worker starts first, takes every partition and goes idle (its infinite
+watermarks out); the others start, and the burst is fed once the group has them all, while
+noida-db may still be moving partitions (how the natural runs that had late matches looked).
 
 Default input: /tmp/readme-eval/web-dev.jsonl if present (428 real pages built by `streamdedup
 devset`, with many syndicated copies), else the sample crawl shipped with the package.
@@ -133,8 +136,12 @@ def worker_env(settings: WorkerSettings, worker_id: str, extra: Mapping[str, str
 
 
 def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: int, work: Path,
-                env: Mapping[str, str]) -> dict[str, Any]:
-    """N `streamdedup worker` processes (each its own extractor helper, as in production)."""
+                env: Mapping[str, str], join_mid_burst: bool = False) -> dict[str, Any]:
+    """N `streamdedup worker` processes (each its own extractor helper, as in production).
+    `join_mid_burst`: the first worker takes every partition and goes idle (its infinite
+    watermarks out) before the others start; the burst follows once the group has them all, and
+    noida-db may still be moving partitions as it arrives (the pattern of the natural runs whose
+    late matches came after idle)."""
     run = uuid.uuid4().hex[:8]
     topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
                     rejected=f"rejected-{run}", clusters=f"clusters-{run}", index=f"index-{run}", parts=f"parts-{run}")
@@ -144,14 +151,23 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
     logs = work / f"logs-{run}"
     logs.mkdir(parents=True)
     ports = [free_port() for _ in range(workers)]  # each worker's /metrics, read before it stops
-    processes = [subprocess.Popen([sys.executable, "-m", "streamdedup", "worker"],
-                                  env=worker_env(settings, f"w{i}", {**env, "STREAMDEDUP_METRICS_PORT": str(port)}),
-                                  stdin=subprocess.DEVNULL, stdout=open(logs / f"w{i}.log", "ab"),
-                                  stderr=subprocess.STDOUT)
-                 for i, port in enumerate(ports)]
+
+    def start(i: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "streamdedup", "worker"],
+                                env=worker_env(settings, f"w{i}", {**env, "STREAMDEDUP_METRICS_PORT": str(ports[i])}),
+                                stdin=subprocess.DEVNULL, stdout=open(logs / f"w{i}.log", "ab"), stderr=subprocess.STDOUT)
+
+    processes = [start(i) for i in range(1 if join_mid_burst else workers)]
     collector = Collector(settings)
     try:
-        if not wait_for_members(settings, workers, timeout=90):  # the group forms first, then the burst arrives
+        if join_mid_burst:
+            if not wait_for_members(settings, 1, timeout=90):
+                time.sleep(5)
+            time.sleep(3)  # assigned, caught up and idle: its infinite watermarks are out
+            processes += [start(i) for i in range(1, workers)]
+        # the group has its members first, then the burst arrives (noida-db may still be assigning:
+        # how the natural runs met a rebalance mid-burst)
+        if not wait_for_members(settings, workers, timeout=90):
             time.sleep(5)  # the broker cannot say: give the group time to form
         sent = feed(read_input(str(path)), settings.client(), topics.pages)
         started = time.monotonic()
@@ -309,6 +325,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="no broker: the index and gather steps in-process, arrivals shuffled, SEEDS orders")
     parser.add_argument("--syndicated", metavar="STORIES,COPIES",
                         help="input: a generated plain-text crawl, each story on COPIES sites (e.g. 2,80)")
+    parser.add_argument("--join-mid-burst", action="store_true",
+                        help="one worker first, idle; the others join just before the burst (a rebalance may meet it)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
@@ -328,6 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             continue
         order[page.id] = -len(raw) + i  # before any id only the sort above placed
     result: dict[str, Any] = {"input": str(args.input), "partitions": args.partitions, "env": env,
+                              "join_mid_burst": args.join_mid_burst,
                               "file_mode": {"pages": len(reference), "rejected": file_rejected}}
     if args.simulate:
         for seed in range(args.simulate):
@@ -338,7 +357,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if counts:
         with EmbeddedBroker(work / "broker") as broker:
             for workers in counts:
-                got = run_workers(broker, args.input, workers, args.partitions, work, env)
+                got = run_workers(broker, args.input, workers, args.partitions, work, env, args.join_mid_burst)
                 result[f"workers_{workers}"] = compare(reference, got, order)
                 print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
     text = json.dumps(result, indent=1)

@@ -80,8 +80,11 @@ class WorkerSettings:
     # and a match found later is a counted late_match. 0: no holding (verdicts as soon as complete)
     verdict_wait_s: float = 5.0
     # a caught-up (idle) input partition sends an "infinite" watermark after this long, so it never
-    # holds the others' verdicts back
-    watermark_interval_s: float = 0.2
+    # holds the others' verdicts back. Longer than a worker takes to notice records on an idle
+    # partition (an end-offset poll, `idle_poll_s`; the fetch after resuming, up to ~1 s; a batch,
+    # `batch_timeout_s`): else a burst's pages on one worker went out under the infinite watermarks
+    # of partitions whose records another worker had not fetched yet (late matches, after_idle)
+    watermark_interval_s: float = 2.0
     # how far back a page's fetch time may be behind the newest one seen on its input partition
     # and still be on time; 0: the watermark is the newest page's place in the order itself
     allowed_lateness_ms: int = 0

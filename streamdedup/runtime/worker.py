@@ -107,6 +107,7 @@ class Worker:
         self._loop_at = time.monotonic()  # the loop's last round, for /healthz
         self._running = False
         self._paused = False  # caught up: fetching paused, end offsets polled (see _idle)
+        self._taken_over = False  # partitions were assigned in the last poll: they tick before any record
         self._start_offsets: dict[TP, int] = {}  # where each assigned partition was started
         self._lag: dict[TP, int] = {}
         self._progress = Progress(time.monotonic(), 0, 0)
@@ -210,6 +211,7 @@ class Worker:
             consumer.resume(consumer.assignment())
             self._paused = False  # pausing again once caught up
         self._count_assigned()
+        self._taken_over = True
         if self._last_activity is None:  # progress is reported from the first assignment on
             self._progress = Progress(time.monotonic(), 0, 0)
         self._last_activity = time.monotonic()
@@ -270,6 +272,9 @@ class Worker:
                 self.producer.poll(0)
                 timeout = self.settings.idle_poll_s if self._paused else self.settings.batch_timeout_s
                 messages = self._consume(timeout)
+                if self._taken_over:  # before any record: what their previous owners sent is taken back
+                    self._taken_over = False
+                    self._tick_alone()
                 now = time.monotonic()
                 if messages:
                     self.process(messages)

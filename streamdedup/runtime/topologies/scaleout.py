@@ -89,7 +89,7 @@ class Holding:
     """Final verdicts' settings (WorkerSettings): no holding at all when `wait_s` is 0."""
 
     wait_s: float = 5.0
-    interval_s: float = 0.2
+    interval_s: float = 2.0
     lateness_ms: int = 0
 
     @property
@@ -180,6 +180,8 @@ class FingerprintPartition:
         now_ms = int(time.time() * 1000)
         params = self.fingerprinter.config.template
         replayed = 0
+        if self.holding.on and self.sent is None:  # before its first request, even while its store replays
+            self._send_watermark(out, self._waking())
         prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message))
                                                     for message in messages])
         for message, item in zip(messages, prepared, strict=True):
@@ -243,17 +245,28 @@ class FingerprintPartition:
 
     def due(self, now: float, lag: int | None) -> bool:
         """Caught up and idle for a while: time to tell the index partitions (an infinite
-        watermark). Or idle no more: records wait, so the infinite watermark is taken back
-        (`_waking`) before any of them is filed."""
+        watermark). Or idle no more, or just taken over (`_taking_back`): records wait or may, so
+        the infinite watermark is taken back (`_waking`) before any of them is filed."""
         if not self.holding.on:
             return False
+        if self._taking_back(lag):
+            return True
         if self.sent == INFINITE:
-            return bool(lag)
+            return False
         return lag == 0 and now - self.last_batch_at >= self.holding.interval_s
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
         if self.due(now, lag):
-            self._send_watermark(out, self._waking() if self.sent == INFINITE else INFINITE)
+            self._send_watermark(out, self._waking() if self._taking_back(lag) else INFINITE)
+
+    def _taking_back(self, lag: int | None) -> bool:
+        """Whether the watermark the index partitions hold for this partition may claim too much:
+        it was infinite and records wait, or this process sent none yet (the partition was just
+        assigned, or a transaction failed) and records wait or its lag is not known yet. What
+        its previous owner sent stands until then: an infinite watermark would let the index
+        partitions release other partitions' pages above this one's waiting records for as long
+        as the new owner takes to file them (its store's replay first), each a `late_match`."""
+        return (self.sent is None or self.sent == INFINITE) and lag != 0
 
     def _waking(self) -> bytes:
         """The watermark of an idle partition whose records come again: where it had got to (the

@@ -4,6 +4,7 @@ two near-duplicates in flight, answers in any order, repeated ids."""
 from __future__ import annotations
 
 import orjson
+from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
@@ -262,11 +263,16 @@ class _Recorded:
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes | None]] = []
+        self.values: list[bytes | None] = []
         self.metrics = WorkerMetrics()
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, headers: list | None = None,
              partition: int | None = None) -> None:
         self.sent.append((topic, kind_of(headers)))
+        self.values.append(value)
+
+    def fits(self, topic: str, key: bytes | None, value: bytes | None, headers: list | None = None) -> bool:
+        return True
 
     def on_commit(self, action) -> None:
         pass
@@ -309,4 +315,58 @@ def test_an_idle_input_whose_records_wait_takes_its_idle_watermark_back(tmp_path
     assert step._waking() == step.highest
     step.sent = step.highest  # awake again: due only once caught up and quiet for the interval
     assert not step.due(now=step.last_batch_at, lag=0) and step.due(now=step.last_batch_at + 1, lag=0)
+    templates.close()
+
+
+class _PageMessage(_Message):
+    """An input page as the fingerprint step reads one (with its timestamp)."""
+
+    def topic(self) -> str:
+        return "pages"
+
+    def timestamp(self) -> tuple[int, int]:
+        return TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + self._offset
+
+
+def _fingerprint_step(tmp_path) -> tuple[FingerprintPartition, TemplateStore]:
+    templates = TemplateStore(tmp_path / "templates", DetectorConfig().template)
+    step = FingerprintPartition(Fingerprinter(DetectorConfig()), Routes("index", "parts", 1, 1, 1), templates,
+                                holding=Holding(5.0, 0.2))
+    return step, templates
+
+
+def test_a_partition_just_taken_over_takes_back_its_previous_owners_watermark_first(tmp_path):
+    """A newly assigned input partition may have a previous owner's infinite watermark standing in
+    the index partitions. Its first tick, while its lag is not known or records wait, sends the
+    lowest place (it filed nothing in this process), so the pages other partitions file are held
+    until its own are in; once caught up and quiet for the interval it is idle again. Before,
+    a partition moved mid-burst left the old infinite watermark standing until its first batch."""
+    step, templates = _fingerprint_step(tmp_path)
+    assert step.due(now=step.last_batch_at, lag=None) and step.due(now=step.last_batch_at, lag=4)
+    assert not step.due(now=step.last_batch_at, lag=0)  # caught up: the idle rule's interval first
+    out = _Recorded()
+    step.tick(out, step.last_batch_at, None)  # type: ignore[arg-type]
+    assert out.sent == [("index", WATERMARK)] and step.sent == page_order(0, 0, 0, 0)
+    assert out.values == [watermark_value(0, page_order(0, 0, 0, 0))]
+    assert not step.due(now=step.last_batch_at, lag=None)  # sent once
+    assert step.due(now=step.last_batch_at + 1, lag=0)
+    step.tick(out, step.last_batch_at + 1, 0)  # type: ignore[arg-type]
+    assert step.sent == INFINITE
+    templates.close()
+
+
+def test_a_partition_just_taken_over_sends_its_watermark_before_its_first_request(tmp_path):
+    """Whether or not a tick came first (a replaying partition does not tick), the first batch of
+    a partition this process has sent nothing for starts with the take-back watermark."""
+    step, templates = _fingerprint_step(tmp_path)
+    out = _Recorded()
+    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
+                         "content_type": "text/plain"})
+    step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
+    assert out.sent[0] == ("index", WATERMARK) and out.values[0] == watermark_value(0, page_order(0, 0, 0, 0))
+    assert ("index", None) in out.sent[1:] and out.sent[-1] == ("index", WATERMARK)  # its request, then its place
+    assert step.sent == step.highest
+    out.sent.clear()
+    step.process([_PageMessage(1, page.replace(b"/1", b"/2"))], out, -1)  # type: ignore[list-item, arg-type]
+    assert out.sent[0] == ("index", None)  # sent once: later batches file at once
     templates.close()
