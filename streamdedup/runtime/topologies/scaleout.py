@@ -86,11 +86,12 @@ class Routes:
 
 @dataclass(frozen=True)
 class Holding:
-    """Final verdicts' settings (WorkerSettings): no holding at all when `wait_s` is 0."""
+    """Final verdicts' settings (WorkerSettings, whose defaults these are): no holding at all when
+    `wait_s` is 0."""
 
-    wait_s: float = 5.0
-    interval_s: float = 2.0
-    lateness_ms: int = 0
+    wait_s: float = WorkerSettings.verdict_wait_s
+    interval_s: float = WorkerSettings.watermark_interval_s
+    lateness_ms: int = WorkerSettings.allowed_lateness_ms
 
     @property
     def on(self) -> bool:
