@@ -77,7 +77,8 @@ class WorkerMetrics:
         self.late_matches = Counter("streamdedup_late_matches",
                                     "Matches found after the later page's verdict was out (late_match events), "
                                     "by cause: late_page (raise allowed_lateness_ms), after_idle (every input "
-                                    "had been idle: raise watermark_interval_s above the stream's pauses), "
+                                    "had been idle, and a worker took longer than watermark_interval_s to "
+                                    "fetch its part of the burst: raise it), "
                                     "released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
         self.late_pages = Counter("streamdedup_late_pages",
