@@ -96,6 +96,17 @@ class WorkerSettings:
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 
+    def risks(self) -> list[str]:
+        """Settings that work but cost correctness a user would not expect, one line each with the fix."""
+        notice = self.idle_poll_s + self.batch_timeout_s  # the least a worker takes to fetch a burst's records
+        if self.topology == "global" and self.verdict_wait_s > 0 and self.watermark_interval_s < notice:
+            return [f"watermark_interval_s {self.watermark_interval_s:g} is shorter than a worker takes to notice "
+                    f"and fetch records on an idle partition (idle_poll_s {self.idle_poll_s:g} + batch_timeout_s "
+                    f"{self.batch_timeout_s:g}): a burst after a quiet spell can be released before its earlier "
+                    "copies on other workers' partitions (late matches, cause after_idle). Set "
+                    "STREAMDEDUP_WATERMARK_INTERVAL_S to 2 (the default) or more"]
+        return []
+
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kafka"}
         return f"WorkerSettings({shown}, kafka={mask(self.kafka)})"

@@ -114,6 +114,8 @@ class Worker:
         self.metrics.health = self.health
         self.metrics.readiness = self.readiness
         log.info("worker starting: %r", settings)
+        for risk in settings.risks():
+            log.warning(risk)
         self.topology = make_topology(settings, config, topics.ensure_topics(settings))
         consumer_settings: dict[str, Any] = {
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",

@@ -81,3 +81,15 @@ def test_a_worker_config_that_is_not_toml_is_named(tmp_path):
     bad.write_text("[worker\ngroup_id = 'x'\n")
     with pytest.raises(ValueError, match=r"worker\.toml is not valid TOML: .*line 1"):
         WorkerSettings.load(bad)
+
+
+def test_an_idle_interval_shorter_than_a_fetch_is_named_with_its_fix():
+    """The global topology holds verdicts for the watermarks: an idle claim sent before another
+    worker can even fetch its part of a burst releases pages early. The default is not named;
+    the local topology and no holding have no watermarks to claim with."""
+    assert WorkerSettings().risks() == []
+    short = WorkerSettings.load(env={"STREAMDEDUP_WATERMARK_INTERVAL_S": "0.2"})
+    [line] = short.risks()
+    assert "watermark_interval_s 0.2" in line and "STREAMDEDUP_WATERMARK_INTERVAL_S to 2" in line
+    assert WorkerSettings.load(env={"STREAMDEDUP_WATERMARK_INTERVAL_S": "0.2", "STREAMDEDUP_TOPOLOGY": "local"}).risks() == []
+    assert WorkerSettings.load(env={"STREAMDEDUP_WATERMARK_INTERVAL_S": "0.2", "STREAMDEDUP_VERDICT_WAIT_S": "0"}).risks() == []
