@@ -165,6 +165,7 @@ class FingerprintPartition:
         self.holding = holding
         self.highest = b""  # the highest order filed from this partition (since this process started)
         self.highest_event_ms: int | None = None
+        self._committed_highest: tuple[bytes, int | None] = (b"", None)  # as of the last commit (`discard`)
         self.sent: bytes | None = None  # the watermark last sent to the index partitions
         self.last_batch_at = time.monotonic()
 
@@ -286,11 +287,15 @@ class FingerprintPartition:
     def commit(self) -> None:
         self.store.commit()
         self._ids.clear()
+        self._committed_highest = (self.highest, self.highest_event_ms)
 
     def discard(self) -> None:
         self.store.discard()
         self._ids.clear()
         self.sent = None  # its watermark record may not have gone out: send it again
+        # the batch's pages were not filed (their requests went with the transaction): sent
+        # before they come again, a watermark above them would make them late
+        self.highest, self.highest_event_ms = self._committed_highest
 
     def property_total(self, name: str) -> int:
         return self.store.property_total(name)

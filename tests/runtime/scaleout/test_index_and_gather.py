@@ -370,3 +370,24 @@ def test_a_partition_just_taken_over_sends_its_watermark_before_its_first_reques
     step.process([_PageMessage(1, page.replace(b"/1", b"/2"))], out, -1)  # type: ignore[list-item, arg-type]
     assert out.sent[0] == ("index", None)  # sent once: later batches file at once
     templates.close()
+
+
+def test_after_a_failed_transaction_the_watermark_sent_again_is_the_committed_one(tmp_path):
+    """A batch whose transaction failed is consumed again: its pages were not filed. The
+    watermark the partition sends before they come again is where it had got to at its last
+    commit, not past the failed batch's pages (which would make them late)."""
+    step, templates = _fingerprint_step(tmp_path)
+    out = _Recorded()
+    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
+                         "content_type": "text/plain"})
+    step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
+    step.commit()
+    committed = step.highest
+    step.process([_PageMessage(1, page.replace(b"/1", b"/2"))], out, -1)  # type: ignore[list-item, arg-type]
+    assert step.highest > committed
+    step.discard()
+    out.sent.clear()
+    out.values.clear()
+    step.tick(out, step.last_batch_at, 5)  # type: ignore[arg-type]
+    assert out.values == [watermark_value(0, committed)]
+    templates.close()
