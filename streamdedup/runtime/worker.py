@@ -276,6 +276,10 @@ class Worker:
                 messages = self._consume(timeout)
                 if self._taken_over:  # before any record: what their previous owners sent is taken back
                     self._taken_over = False
+                    # by those with records waiting: their lags first (a partition that has none
+                    # is otherwise measured only in a round without input, which a busy worker
+                    # may not have for long, and would hold every verdict back until then)
+                    self._input_waiting()
                     self._tick_alone()
                 now = time.monotonic()
                 if messages:
