@@ -221,8 +221,6 @@ def test_a_burst_that_finds_every_input_idle_waits_for_the_partitions_waking_up(
     producer.flush(10)
     finish(workers, threads, 2)
     got = emitted(run)
-    print("DEBUG", {k: (v["status"], v["duplicate_of"]) for k, v in got["dedups"].items()}, got["late"],
-          released(workers, "watermark"), released(workers, "timeout"), released(workers, "complete"))
     assert got["dedups"]["E"]["status"] == "unique" and got["dedups"]["L"]["duplicate_of"] == "E"
     assert got["late"] == []
     assert released(workers, "watermark") == 2 and released(workers, "timeout") == 0
