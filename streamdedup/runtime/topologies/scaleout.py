@@ -182,7 +182,9 @@ class FingerprintPartition:
         now_ms = int(time.time() * 1000)
         params = self.fingerprinter.config.template
         replayed = 0
-        if self.holding.on and self.sent is None:  # before its first request, even while its store replays
+        # records wait (this batch): the tick's rule, before its first request, even while its store
+        # replays; an infinite watermark sent in the round that fetched the batch is taken back here
+        if self.holding.on and self._taking_back(len(messages)):
             self._send_watermark(out, self._waking())
         prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message))
                                                     for message in messages])

@@ -372,6 +372,27 @@ def test_a_partition_just_taken_over_sends_its_watermark_before_its_first_reques
     templates.close()
 
 
+def test_a_batch_after_an_infinite_watermark_takes_it_back_before_its_first_request(tmp_path):
+    """A partition that went idle (its watermark infinite) and whose next batch was fetched before
+    the worker's resume could take it back: the batch starts with the waking watermark (where the
+    partition had got to), so no index partition files its requests under the infinite one."""
+    step, templates = _fingerprint_step(tmp_path)
+    out = _Recorded()
+    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
+                         "content_type": "text/plain"})
+    step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
+    step.commit()
+    reached = step.highest
+    step.tick(out, step.last_batch_at + step.holding.interval_s, 0)  # type: ignore[arg-type]
+    assert step.sent == INFINITE
+    out.sent.clear()
+    out.values.clear()
+    step.process([_PageMessage(1, page.replace(b"/1", b"/2"))], out, -1)  # type: ignore[list-item, arg-type]
+    assert out.sent[0] == ("index", WATERMARK) and out.values[0] == watermark_value(0, reached)
+    assert ("index", None) in out.sent[1:] and step.sent == step.highest > reached
+    templates.close()
+
+
 def test_after_a_failed_transaction_the_watermark_sent_again_is_the_committed_one(tmp_path):
     """A batch whose transaction failed is consumed again: its pages were not filed. The
     watermark the partition sends before they come again is where it had got to at its last
