@@ -328,6 +328,10 @@ class _PageMessage(_Message):
         return TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + self._offset
 
 
+_TEXT_PAGE = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
+                           "content_type": "text/plain"})
+
+
 def _fingerprint_step(tmp_path) -> tuple[FingerprintPartition, TemplateStore]:
     templates = TemplateStore(tmp_path / "templates", DetectorConfig().template)
     step = FingerprintPartition(Fingerprinter(DetectorConfig()), Routes("index", "parts", 1, 1, 1), templates,
@@ -359,9 +363,7 @@ def test_a_partition_just_taken_over_sends_its_watermark_before_its_first_reques
     """Whether or not a tick came first (a replaying partition does not tick), the first batch of
     a partition this process has sent nothing for starts with the take-back watermark."""
     step, templates = _fingerprint_step(tmp_path)
-    out = _Recorded()
-    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
-                         "content_type": "text/plain"})
+    out, page = _Recorded(), _TEXT_PAGE
     step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
     assert out.sent[0] == ("index", WATERMARK) and out.values[0] == watermark_value(0, page_order(0, 0, 0, 0))
     assert ("index", None) in out.sent[1:] and out.sent[-1] == ("index", WATERMARK)  # its request, then its place
@@ -377,9 +379,7 @@ def test_a_batch_after_an_infinite_watermark_takes_it_back_before_its_first_requ
     the worker's resume could take it back: the batch starts with the waking watermark (where the
     partition had got to), so no index partition files its requests under the infinite one."""
     step, templates = _fingerprint_step(tmp_path)
-    out = _Recorded()
-    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
-                         "content_type": "text/plain"})
+    out, page = _Recorded(), _TEXT_PAGE
     step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
     step.commit()
     reached = step.highest
@@ -398,9 +398,7 @@ def test_after_a_failed_transaction_the_watermark_sent_again_is_the_committed_on
     watermark the partition sends before they come again is where it had got to at its last
     commit, not past the failed batch's pages (which would make them late)."""
     step, templates = _fingerprint_step(tmp_path)
-    out = _Recorded()
-    page = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
-                         "content_type": "text/plain"})
+    out, page = _Recorded(), _TEXT_PAGE
     step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
     step.commit()
     committed = step.highest
