@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Container
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -450,13 +451,20 @@ class Worker:
             self.producer.begin_transaction()
         ticked: list[tuple[PartitionHandler, int | None]] = []
         try:
+            # the other partitions tick first: an idle input whose records the client fetched
+            # meanwhile takes its infinite watermark back before this batch's watermarks go out
+            # (after them, an index partition whose batch ended between the two would pass this
+            # batch's place under the stale claim and release pages above those records)
+            ticked = self._ticking(time.monotonic(), skip=by_partition)
+            self._tick(ticked)
             for (topic, partition), batch in by_partition.items():
                 handler = self.handlers[(topic, partition)]
                 self.stats.replayed += handler.process(batch, self.outputs,
                                                        self.replay_until.get((topic, partition), -1))
                 handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
-            ticked = self._ticking(time.monotonic())
-            self._tick(ticked)
+            after = self._ticking(time.monotonic(), only=by_partition)
+            self._tick(after)
+            ticked += after
             self._commit_offsets(by_partition)
         except KafkaException as err:
             for handler, _ in ticked:  # what they sent may be lost: they send it again
@@ -523,12 +531,13 @@ class Worker:
         self._work_seen[tp_key] = dict(now)
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
-    def _ticking(self, now: float) -> list[tuple[PartitionHandler, int | None]]:
+    def _ticking(self, now: float, skip: Container[TP] = (),
+                 only: Container[TP] | None = None) -> list[tuple[PartitionHandler, int | None]]:
         """The handlers that have something to send now (none while their store is rebuilt),
-        with their partition's lag as last known."""
+        with their partition's lag as last known; of the partitions in `only`, if given, and not in `skip`."""
         due = []
         for tp_key, handler in self.handlers.items():
-            if tp_key in self.replay_until:
+            if tp_key in self.replay_until or tp_key in skip or (only is not None and tp_key not in only):
                 continue
             lag = self._lag.get(tp_key)
             if lag == 0:  # as of its last batch or idle check: what was fetched since then counts too

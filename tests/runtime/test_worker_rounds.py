@@ -1,0 +1,111 @@
+"""The order of one round of `Worker.process`: pure logic, so the Kafka clients are stand-ins
+here (the broker tests in tests/runtime/scaleout run the same rounds against a real broker)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streamdedup.runtime.metrics import WorkerMetrics
+from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.worker import Worker, WorkerStats
+
+
+class _Handler:
+    """A partition handler that records what it was asked to do, in order, in a shared log."""
+
+    stateful = False
+
+    def __init__(self, name: str, log: list[tuple[str, str]], due: bool) -> None:
+        self.name, self.log, self._due = name, log, due
+
+    def process(self, messages: list[Any], out: Any, replay_until: int) -> int:
+        self.log.append(("process", self.name))
+        return 0
+
+    def due(self, now: float, lag: int | None) -> bool:
+        return self._due
+
+    def tick(self, out: Any, now: float, lag: int | None) -> None:
+        self.log.append(("tick", self.name))
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        pass
+
+    def work(self) -> Mapping[str, int]:
+        return {}
+
+    def property_total(self, name: str) -> int:
+        return 0
+
+
+class _Message:
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._where = (topic, partition, offset)
+
+    def topic(self) -> str:
+        return self._where[0]
+
+    def partition(self) -> int:
+        return self._where[1]
+
+    def offset(self) -> int:
+        return self._where[2]
+
+    def timestamp(self) -> tuple[int, int]:
+        return (0, 0)
+
+
+class _Client:
+    """The consumer and producer calls a round makes without transactions."""
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def commit(self, **_: Any) -> None:
+        pass
+
+    def get_watermark_offsets(self, tp: Any, **_: Any) -> tuple[int, int]:
+        return (0, 0)
+
+    def position(self, tps: list[Any]) -> list[Any]:
+        return tps
+
+
+class _Outputs:
+    def discard(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    def first_failure(self) -> None:
+        return None
+
+
+def _worker(handlers: dict[tuple[str, int], _Handler]) -> Worker:
+    worker = Worker.__new__(Worker)  # no clients: the round's order is what is tested
+    worker.settings = WorkerSettings(transactions=False)
+    worker.handlers = handlers  # type: ignore[assignment]
+    worker.replay_until, worker._lag, worker._work_seen = {}, {}, {}
+    worker.stats, worker.metrics = WorkerStats(), WorkerMetrics()
+    worker.consumer = worker.producer = _Client()  # type: ignore[assignment]
+    worker.outputs = _Outputs()  # type: ignore[assignment]
+    return worker
+
+
+def test_the_other_partitions_tick_before_the_batch_and_its_own_after():
+    """An idle input whose records were fetched while another partition's batch was processed
+    takes its infinite watermark back in a tick. That tick goes out before the batch's pages and
+    watermarks: sent after them, an index partition whose own batch ended between the two would
+    pass the batch's place under the stale idle claim and release pages above those records."""
+    log: list[tuple[str, str]] = []
+    handlers = {("pages", 0): _Handler("busy", log, due=True), ("pages", 1): _Handler("idle", log, due=True)}
+    _worker(handlers).process([_Message("pages", 0, 7)])  # type: ignore[list-item]
+    assert log == [("tick", "idle"), ("process", "busy"), ("tick", "busy")]
