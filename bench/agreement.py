@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -136,12 +137,14 @@ def worker_env(settings: WorkerSettings, worker_id: str, extra: Mapping[str, str
 
 
 def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: int, work: Path,
-                env: Mapping[str, str], join_mid_burst: bool = False) -> dict[str, Any]:
+                env: Mapping[str, str], join_mid_burst: bool = False, stall_s: float = 0.0) -> dict[str, Any]:
     """N `streamdedup worker` processes (each its own extractor helper, as in production).
     `join_mid_burst`: the first worker takes every partition and goes idle (its infinite
     watermarks out) before the others start; the burst follows once the group has them all, and
     noida-db may still be moving partitions as it arrives (the pattern of the natural runs whose
-    late matches came after idle)."""
+    late matches came after idle). `stall_s`: once every worker is idle (its claims out), the first
+    is stopped (SIGSTOP) as the burst is fed and continued after `stall_s` seconds: a stalled
+    worker cannot take its idle claims back when its records come (scaleout/idle_claims.py)."""
     run = uuid.uuid4().hex[:8]
     topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
                     rejected=f"rejected-{run}", clusters=f"clusters-{run}", index=f"index-{run}", parts=f"parts-{run}")
@@ -169,6 +172,10 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
         # how the natural runs met a rebalance mid-burst)
         if not wait_for_members(settings, workers, timeout=90):
             time.sleep(5)  # the broker cannot say: give the group time to form
+        if stall_s:
+            time.sleep(2 * settings.watermark_interval_s + 1)  # every input idle, its claim out
+            processes[0].send_signal(signal.SIGSTOP)
+            threading.Timer(stall_s, processes[0].send_signal, (signal.SIGCONT,)).start()
         sent = feed(read_input(str(path)), settings.client(), topics.pages)
         started = time.monotonic()
         while collector.outcomes() < sent and time.monotonic() - started < 900:
@@ -182,6 +189,7 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
         collector.close()
         for process in processes:
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a stalled one (a no-op for the others)
                 process.send_signal(signal.SIGTERM)
         for process in processes:
             process.wait(timeout=60)
@@ -195,17 +203,19 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
 def late_counts(ports: Iterable[int]) -> dict[str, Any]:
     """The workers' late pages (summed over input partitions) and late matches by cause, read
     from their /metrics: why a late match came (scaleout.md, "The race, and late matches")."""
-    pages, matches = 0.0, {}
+    pages, matches, doubted = 0.0, {}, 0.0
     for port in ports:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name == "streamdedup_late_pages_total":
                     pages += sample.value
+                elif sample.name == "streamdedup_idle_claims_doubted_total":
+                    doubted += sample.value
                 elif sample.name == "streamdedup_late_matches_total":
                     cause = sample.labels["cause"]
                     matches[cause] = matches.get(cause, 0) + int(sample.value)
-    return {"late_pages": int(pages), "late_matches_by_cause": matches}
+    return {"late_pages": int(pages), "late_matches_by_cause": matches, "idle_claims_doubted": int(doubted)}
 
 
 def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping[str, int]) -> dict[str, Any]:
@@ -227,7 +237,7 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping
         "cluster_pairs_agreement_emitted": round(jaccard(cluster_pairs(got["dedups"]), file_clusters), 4),
         "cluster_pairs_agreement_corrected": round(jaccard(cluster_pairs(got["dedups"], late), file_clusters), 4),
         "late_matches": len(late), "seconds": got["seconds"],
-        **{k: got[k] for k in ("late_pages", "late_matches_by_cause") if k in got},
+        **{k: got[k] for k in ("late_pages", "late_matches_by_cause", "idle_claims_doubted") if k in got},
     }
 
 
@@ -327,6 +337,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="input: a generated plain-text crawl, each story on COPIES sites (e.g. 2,80)")
     parser.add_argument("--join-mid-burst", action="store_true",
                         help="one worker first, idle; the others join just before the burst (a rebalance may meet it)")
+    parser.add_argument("--stall-worker", type=float, default=0.0, metavar="SECONDS",
+                        help="stop one idle worker (SIGSTOP) as the burst is fed, for SECONDS (below the verdict wait)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
@@ -346,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             continue
         order[page.id] = -len(raw) + i  # before any id only the sort above placed
     result: dict[str, Any] = {"input": str(args.input), "partitions": args.partitions, "env": env,
-                              "join_mid_burst": args.join_mid_burst,
+                              "join_mid_burst": args.join_mid_burst, "stall_worker_s": args.stall_worker,
                               "file_mode": {"pages": len(reference), "rejected": file_rejected}}
     if args.simulate:
         for seed in range(args.simulate):
@@ -357,7 +369,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if counts:
         with EmbeddedBroker(work / "broker") as broker:
             for workers in counts:
-                got = run_workers(broker, args.input, workers, args.partitions, work, env, args.join_mid_burst)
+                got = run_workers(broker, args.input, workers, args.partitions, work, env, args.join_mid_burst,
+                                  args.stall_worker)
                 result[f"workers_{workers}"] = compare(reference, got, order)
                 print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
     text = json.dumps(result, indent=1)

@@ -85,6 +85,11 @@ class WorkerMetrics:
                                   "Pages filed below the watermark their input partition had sent (behind its "
                                   "newest by more than allowed_lateness_ms): their matches with pages already out "
                                   "become late_match events", ["partition"], registry=self.registry)
+        self.idle_claims_doubted = Counter("streamdedup_idle_claims_doubted",
+                                           "Idle claims (infinite watermarks) of input partitions that an index "
+                                           "partition set aside because records came to the input since and its "
+                                           "owner had not taken the claim back (a stalled worker): the pages "
+                                           "above them were held, not released", registry=self.registry)
         self.watermark = Gauge("streamdedup_index_watermark_seconds",
                                "An index partition's watermark: the lowest of its input partitions' (event time, "
                                "Unix seconds; +Inf when every input is idle, 0 before every input was heard from)",

@@ -117,7 +117,8 @@ class Worker:
         log.info("worker starting: %r", settings)
         for risk in settings.risks():
             log.warning(risk)
-        self.topology = make_topology(settings, config, topics.ensure_topics(settings))
+        self._input_ends: dict[int, tuple[float, int | None]] = {}  # input partition -> (asked at, end offset)
+        self.topology = make_topology(settings, config, topics.ensure_topics(settings), self._input_end)
         consumer_settings: dict[str, Any] = {
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "isolation.level": "read_committed", "enable.partition.eof": False,
@@ -389,6 +390,23 @@ class Worker:
             self._set_lag(tp.topic, tp.partition, end - position)
             waiting = waiting or end > position
         return waiting
+
+    def _input_end(self, partition: int, fresh: bool) -> int | None:
+        """An input partition's end offset (its last stable offset for this read_committed consumer),
+        whoever owns it: asked of the broker at most every `idle_poll_s` unless `fresh`; None if
+        it does not answer. The index partitions ask before they trust an idle claim."""
+        now = time.monotonic()
+        asked = self._input_ends.get(partition)
+        if asked is not None and not fresh and now - asked[0] < self.settings.idle_poll_s:
+            return asked[1]
+        try:
+            _, end = self.consumer.get_watermark_offsets(TopicPartition(self.settings.topics.pages, partition),
+                                                         timeout=1, cached=False)
+        except KafkaException:
+            end = None
+        end = end if end is not None and end >= 0 else None
+        self._input_ends[partition] = (now, end)
+        return end
 
     def _set_lag(self, topic: str, partition: int, lag: int) -> None:
         self._lag[(topic, partition)] = max(0, lag)

@@ -35,6 +35,7 @@ from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch
+from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
 from streamdedup.runtime.scaleout.messages import (
     ANSWER,
@@ -351,34 +352,72 @@ class IndexStagePartition(_StoredPartition):
     page of a pair that met here out of order; the input partitions' watermarks -> this
     partition's (their lowest), sent to every parts partition when it moves."""
 
-    def __init__(self, index: IndexPartition, routes: Routes, holding: Holding = Holding()) -> None:
+    def __init__(self, index: IndexPartition, routes: Routes, holding: Holding = Holding(),
+                 input_end: InputEnd | None = None) -> None:
         super().__init__(index)
         self.index = index
         self.routes = routes
         self.holding = holding
         self.sent: bytes | None = None  # this partition's watermark as last sent
+        # idle claims, and whether records overtook them (`input_end`: the input partitions' end offsets)
+        self.claims = IdleClaims(input_end if holding.on else None)
         self._load_watermarks()
 
     def _load_watermarks(self) -> None:
         self.watermarks = {p: self.index.get_meta(f"wm:{p}") or b"" for p in range(self.routes.input_partitions)}
+        for source, watermark in self.watermarks.items():  # a claim known already keeps where its input ended
+            if watermark == INFINITE:
+                self.claims.restored(source, self.index.get_meta(f"wm-before-idle:{source}") or b"")
+            else:
+                self.claims.woke(source)
 
     def work(self) -> Mapping[str, int]:
         """This index partition's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
         return {kind: self.index.work[kind] for kind in Detector.WORK_COUNTS}
 
     def watermark(self) -> bytes:
-        return min(self.watermarks.values(), default=b"")
+        """The lowest over the input partitions, an idle claim that records overtook at its input's
+        last finite watermark (`IdleClaims`)."""
+        return min((self.claims.watermark(source, wm) for source, wm in self.watermarks.items()), default=b"")
+
+    def due(self, now: float, lag: int | None) -> bool:
+        """An idle claim that records overtook (its input's owner has not taken it back): this
+        partition's watermark comes down at once, not at its next batch."""
+        if not self.holding.on or not self.claims.watching():
+            return False
+        self.claims.check()
+        return self.sent is not None and self.watermark() < self.sent
+
+    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        self._lower_for_doubted_claims(out)
+
+    def _lower_for_doubted_claims(self, out: Outputs) -> None:
+        if self.claims.watching():
+            self.claims.check()
+        if self.claims.found:
+            out.on_commit(partial(out.metrics.idle_claims_doubted.inc, self.claims.found))
+            self.claims.found = 0
+        if self.sent is not None and (lowered := self.watermark()) < self.sent:
+            self._send_watermark(out, lowered)
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         replayed = 0
         requests: list[Message] = []
+        if self.holding.on and offset_of(messages[0]) >= replay_until:
+            self._lower_for_doubted_claims(out)  # before any answer: gather must not release under a doubted claim
         for message in messages:
             if kind_of(headers_of(message)) == WATERMARK:
                 replayed += self._answer(requests, out, replay_until)
                 requests = []
                 source, watermark = watermark_of(value_of(message))
+                previous = self.watermarks[source]
                 self.watermarks[source] = watermark
                 self.index.stage_meta(f"wm:{source}", watermark)
+                if watermark != INFINITE:
+                    self.claims.woke(source)
+                elif previous != INFINITE:
+                    self.claims.claimed(source, previous)
+                    self.index.stage_meta(f"wm-before-idle:{source}", previous)
                 replayed += offset_of(message) < replay_until
                 if (self.holding.on and offset_of(message) >= replay_until and self.sent is not None
                         and self.watermark() < self.sent):  # lowered (a waking input): before the answers after it
@@ -491,8 +530,10 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
 class GlobalTopology:
     """pages -> fingerprint -> pages.index -> index -> pages.parts -> gather -> outputs."""
 
-    def __init__(self, settings: WorkerSettings, config: DetectorConfig, partitions: Mapping[str, int]) -> None:
+    def __init__(self, settings: WorkerSettings, config: DetectorConfig, partitions: Mapping[str, int],
+                 input_end: InputEnd | None = None) -> None:
         topics = settings.topics
+        self.input_end = input_end  # the input partitions' end offsets, for the index partitions' idle claims
         self.settings = settings
         self.config = config
         self.fingerprinter = Fingerprinter(config)
@@ -509,7 +550,7 @@ class GlobalTopology:
         if topic == self.routes.index_topic:
             index = IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
                                    self.fingerprinter.store_config, partition, self.config.retention_ms)
-            return IndexStagePartition(index, self.routes, self.holding)
+            return IndexStagePartition(index, self.routes, self.holding, self.input_end)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path), hold=self.holding.on), self.routes, partition,
                                         self.holding)

@@ -302,6 +302,86 @@ def test_a_waking_input_lowers_the_index_watermark_before_the_answers_that_follo
     index.close()
 
 
+def test_an_idle_claim_that_records_overtook_holds_the_index_watermark_at_its_last_place(tmp_path):
+    """Input 0 went idle (its claim came when its partition ended at offset 5), then records came
+    to it and its worker, stalled, did not take the claim back. Before the index partition answers
+    input 1's next page it asks where input 0 ends: past 5, so input 0 counts at the last place it
+    sent before its claim, and the lowered watermark goes to gather before the answer (gather holds
+    the page instead of releasing it above input 0's waiting pages). Input 0's worker waking
+    (a finite watermark) ends the doubt. Trusted claims are asked again at each tick (`due`)."""
+    detector = Fingerprinter(DetectorConfig())
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    ends = {0: 5, 1: 9}
+    asked: list[tuple[int, bool]] = []
+
+    def input_end(partition: int, fresh: bool) -> int | None:
+        asked.append((partition, fresh))
+        return ends[partition]
+
+    stage = IndexStagePartition(index, Routes("index", "parts", 1, 1, 2), Holding(wait_s=5.0), input_end)
+    out, wm = _Recorded(), [(KIND_HEADER, WATERMARK)]
+    placed = page_order(1000, 1, 0, 0)
+    stage.process([_Message(0, watermark_value(0, placed), wm), _Message(1, watermark_value(1, placed), wm),
+                   _Message(2, watermark_value(0, INFINITE), wm), _Message(3, watermark_value(1, INFINITE), wm)],
+                  out, -1)  # type: ignore[arg-type]
+    assert stage.sent == INFINITE and asked == [(0, True), (1, True)]  # each claim's end asked when it came
+    assert not stage.due(now=0.0, lag=0)  # nothing came since
+    ends[0] = 6
+    out.sent.clear()
+    later = request(detector, "https://b.example/1", "\n\n".join(make_article(9)), page_order(2000, 2, 1, 0))
+    stage.process([_Message(4, later.encode())], out, -1)  # type: ignore[arg-type]
+    assert out.sent[:2] == [("parts", WATERMARK), ("parts", ANSWER)] and stage.sent == placed
+    assert not stage.due(now=0.0, lag=0)  # doubted once; input 1's claim still trusted and unmoved
+    woke = page_order(1500, 1, 0, 0)
+    stage.process([_Message(5, watermark_value(0, woke), wm)], out, -1)  # type: ignore[arg-type]
+    assert stage.sent == stage.watermark() == woke  # input 0 awake, its own place again; input 1 idle
+    ends[1] = 10  # now input 1's worker stalls with records waiting: found at a tick, without a batch
+    assert stage.due(now=0.0, lag=0)
+    out.sent.clear()
+    stage.tick(out, 0.0, 0)  # type: ignore[arg-type]
+    assert out.sent == [("parts", WATERMARK)] and stage.sent == placed
+    index.close()
+
+
+def test_an_idle_claim_read_back_after_a_restart_is_watched_from_where_its_input_ends_then(tmp_path):
+    """A claim committed before a restart comes back with its last finite place (kept beside it);
+    where its input ended when it came is not known, so the first check notes the end as it is
+    then, and records after that doubt it."""
+    detector = Fingerprinter(DetectorConfig())
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    ends = {0: 5}
+    wm, placed = [(KIND_HEADER, WATERMARK)], page_order(1000, 1, 0, 0)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    stage = IndexStagePartition(index, Routes("index", "parts", 1, 1, 1), Holding(wait_s=5.0),
+                                lambda partition, fresh: ends[partition])
+    stage.process([_Message(0, watermark_value(0, placed), wm), _Message(1, watermark_value(0, INFINITE), wm)],
+                  _Recorded(), -1)  # type: ignore[arg-type]
+    stage.commit()
+    index.close()
+    ends[0] = 7  # records came while no worker held the index partition: its new owner cannot tell
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    stage = IndexStagePartition(index, Routes("index", "parts", 1, 1, 1), Holding(wait_s=5.0),
+                                lambda partition, fresh: ends[partition])
+    stage.sent = INFINITE  # as sent before the restart
+    assert stage.watermark() == INFINITE and not stage.due(now=0.0, lag=0)  # the end noted: 7
+    ends[0] = 8
+    assert stage.due(now=0.0, lag=0) and stage.watermark() == placed
+    index.close()
+
+
+def test_without_the_input_ends_an_idle_claim_is_trusted_as_before(tmp_path):
+    detector = Fingerprinter(DetectorConfig())
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    stage = IndexStagePartition(index, Routes("index", "parts", 1, 1, 1), Holding(wait_s=5.0))
+    wm = [(KIND_HEADER, WATERMARK)]
+    stage.process([_Message(0, watermark_value(0, page_order(1000, 1, 0, 0)), wm),
+                   _Message(1, watermark_value(0, INFINITE), wm)], _Recorded(), -1)  # type: ignore[arg-type]
+    assert stage.sent == INFINITE and not stage.due(now=0.0, lag=0)
+    index.close()
+
+
 def test_an_idle_input_whose_records_wait_takes_its_idle_watermark_back(tmp_path):
     """An input partition that sent its infinite (idle) watermark is due again as soon as records
     wait, with the place it had got to (the lowest of all if it filed nothing in this process)."""
