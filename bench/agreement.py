@@ -25,6 +25,10 @@ arrivals shuffled (a site's pages kept in order), every page held until its supp
 `--join-mid-burst`: one worker starts first, takes every partition and goes idle (its infinite
 watermarks out); the others start, and the burst is fed once the group has them all, while
 noida-db may still be moving partitions (how the natural runs that had late matches looked).
+`--stall-worker SECONDS`: once every worker is idle, one is stopped (SIGSTOP) as the burst is fed
+and continued SECONDS later: its idle claims stand while its records wait (`idle_claims_doubted`:
+how many the index partitions set aside); with `--index-partitions 2` (fewer than the workers)
+the one stopped holds no index partition, so the others' pages need none of its answers.
 
 Default input: /tmp/readme-eval/web-dev.jsonl if present (428 real pages built by `streamdedup
 devset`, with many syndicated copies), else the sample crawl shipped with the package.
@@ -52,6 +56,7 @@ from typing import Any
 import orjson
 from broker import wait_for_members  # bench/broker.py
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamdedup.record.page import page_from_record
@@ -60,7 +65,7 @@ from streamdedup.runtime.broker import EmbeddedBroker, free_port
 from streamdedup.runtime.feed import feed
 from streamdedup.runtime.scaleout.clusters import UnionFind, corrected_pairs
 from streamdedup.runtime.settings import Topics, WorkerSettings
-from streamdedup.runtime.topics import ensure_topics
+from streamdedup.runtime.topics import ensure_topics, topic_config
 
 REAL_CRAWL = Path("/tmp/readme-eval/web-dev.jsonl")
 SAMPLE = Path(__file__).resolve().parent.parent / "streamdedup" / "data" / "sample_crawl.jsonl.gz"
@@ -137,19 +142,27 @@ def worker_env(settings: WorkerSettings, worker_id: str, extra: Mapping[str, str
 
 
 def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: int, work: Path,
-                env: Mapping[str, str], join_mid_burst: bool = False, stall_s: float = 0.0) -> dict[str, Any]:
+                env: Mapping[str, str], join_mid_burst: bool = False, stall_s: float = 0.0,
+                index_partitions: int | None = None) -> dict[str, Any]:
     """N `streamdedup worker` processes (each its own extractor helper, as in production).
     `join_mid_burst`: the first worker takes every partition and goes idle (its infinite
     watermarks out) before the others start; the burst follows once the group has them all, and
     noida-db may still be moving partitions as it arrives (the pattern of the natural runs whose
     late matches came after idle). `stall_s`: once every worker is idle (its claims out), the first
     is stopped (SIGSTOP) as the burst is fed and continued after `stall_s` seconds: a stalled
-    worker cannot take its idle claims back when its records come (scaleout/idle_claims.py)."""
+    worker cannot take its idle claims back when its records come (scaleout/idle_claims.py); the
+    one stopped holds input partitions and no index partition if a worker does (with fewer index
+    partitions than workers, `index_partitions`), so the others' pages do not wait for its answers."""
     run = uuid.uuid4().hex[:8]
     topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
                     rejected=f"rejected-{run}", clusters=f"clusters-{run}", index=f"index-{run}", parts=f"parts-{run}")
     settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"agreement-{run}",
                               worker_id="w0", state_dir=work / f"state-{run}", topics=topics, partitions=partitions)
+    if index_partitions:  # fewer than the input's: some worker may hold none
+        admin = AdminClient(settings.client())
+        [created] = admin.create_topics([NewTopic(topics.index, num_partitions=index_partitions, replication_factor=1,
+                                                  config=topic_config(topics.index, settings))]).values()
+        created.result(15)
     ensure_topics(settings)
     logs = work / f"logs-{run}"
     logs.mkdir(parents=True)
@@ -174,8 +187,9 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
             time.sleep(5)  # the broker cannot say: give the group time to form
         if stall_s:
             time.sleep(2 * settings.watermark_interval_s + 1)  # every input idle, its claim out
-            processes[0].send_signal(signal.SIGSTOP)
-            threading.Timer(stall_s, processes[0].send_signal, (signal.SIGCONT,)).start()
+            stalled = processes[stall_target(settings)]
+            stalled.send_signal(signal.SIGSTOP)
+            threading.Timer(stall_s, stalled.send_signal, (signal.SIGCONT,)).start()
         sent = feed(read_input(str(path)), settings.client(), topics.pages)
         started = time.monotonic()
         while collector.outcomes() < sent and time.monotonic() - started < 900:
@@ -198,6 +212,18 @@ def run_workers(broker: EmbeddedBroker, path: Path, workers: int, partitions: in
     reasons = [dict(m.headers() or []).get("dedup.reason", b"").decode() for m in collector.got["rejected"]]
     return {"sent": sent, "dedups": dedups, "rejected": reasons, "events": events, "seconds": round(elapsed, 2),
             "logs": str(logs), **late}
+
+
+def stall_target(settings: WorkerSettings) -> int:
+    """The worker to stop: one holding input partitions and no index partition if there is one,
+    else the first (static members: `streamdedup-w<i>`)."""
+    admin = AdminClient(settings.client())
+    [described] = admin.describe_consumer_groups([settings.group_id], request_timeout=5).values()
+    for member in described.result(timeout=5).members:
+        topics = {tp.topic for tp in (member.assignment.topic_partitions if member.assignment else [])}
+        if settings.topics.pages in topics and settings.topics.index not in topics and member.group_instance_id:
+            return int(member.group_instance_id.rsplit("-w", 1)[1])
+    return 0
 
 
 def late_counts(ports: Iterable[int]) -> dict[str, Any]:
@@ -339,6 +365,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="one worker first, idle; the others join just before the burst (a rebalance may meet it)")
     parser.add_argument("--stall-worker", type=float, default=0.0, metavar="SECONDS",
                         help="stop one idle worker (SIGSTOP) as the burst is fed, for SECONDS (below the verdict wait)")
+    parser.add_argument("--index-partitions", type=int, metavar="N",
+                        help="the index topic's partitions (default: --partitions); fewer than the workers "
+                             "leaves some worker without one")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     env = dict(item.split("=", 1) for item in args.env)
@@ -359,6 +388,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         order[page.id] = -len(raw) + i  # before any id only the sort above placed
     result: dict[str, Any] = {"input": str(args.input), "partitions": args.partitions, "env": env,
                               "join_mid_burst": args.join_mid_burst, "stall_worker_s": args.stall_worker,
+                              "index_partitions": args.index_partitions,
                               "file_mode": {"pages": len(reference), "rejected": file_rejected}}
     if args.simulate:
         for seed in range(args.simulate):
@@ -370,7 +400,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         with EmbeddedBroker(work / "broker") as broker:
             for workers in counts:
                 got = run_workers(broker, args.input, workers, args.partitions, work, env, args.join_mid_burst,
-                                  args.stall_worker)
+                                  args.stall_worker, args.index_partitions)
                 result[f"workers_{workers}"] = compare(reference, got, order)
                 print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
     text = json.dumps(result, indent=1)

@@ -31,10 +31,11 @@ class IdleClaims:
         self.doubted: set[int] = set()  # claims records have overtaken: not trusted
         self.found = 0  # claims doubted so far (the metric)
 
-    def claimed(self, source: int, before: bytes) -> None:
-        """`source` sent an idle claim; its last finite watermark was `before`."""
+    def claimed(self, source: int, before: bytes, ask: bool = True) -> None:
+        """`source` sent an idle claim; its last finite watermark was `before`. `ask`: its end is
+        asked now (not for a claim replayed into a store: its end is asked at the next check)."""
         self._before[source] = before
-        self._ends[source] = self._end(source, fresh=True)
+        self._ends[source] = self._end(source, fresh=True) if ask else None
         self.doubted.discard(source)
 
     def restored(self, source: int, before: bytes) -> None:

@@ -415,8 +415,8 @@ class IndexStagePartition(_StoredPartition):
                 self.index.stage_meta(f"wm:{source}", watermark)
                 if watermark != INFINITE:
                     self.claims.woke(source)
-                elif previous != INFINITE:
-                    self.claims.claimed(source, previous)
+                elif previous != INFINITE:  # a replayed claim's end is asked at the next check, not each
+                    self.claims.claimed(source, previous, ask=offset_of(message) >= replay_until)
                     self.index.stage_meta(f"wm-before-idle:{source}", previous)
                 replayed += offset_of(message) < replay_until
                 if (self.holding.on and offset_of(message) >= replay_until and self.sent is not None
