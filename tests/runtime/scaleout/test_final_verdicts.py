@@ -10,12 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 
 import orjson
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
@@ -30,7 +32,7 @@ from runtime.scaleout.test_topologies import (
 )
 from runtime.test_worker import BAD, send
 from streamdedup.runtime.scaleout.clusters import corrected_pairs
-from streamdedup.runtime.topics import ensure_topics
+from streamdedup.runtime.topics import ensure_topics, topic_config
 from streamdedup.testing import run_records
 
 
@@ -224,6 +226,58 @@ def test_a_burst_that_finds_every_input_idle_waits_for_the_partitions_waking_up(
     assert got["dedups"]["E"]["status"] == "unique" and got["dedups"]["L"]["duplicate_of"] == "E"
     assert got["late"] == []
     assert released(workers, "watermark") == 2 and released(workers, "timeout") == 0
+
+
+def test_a_stalled_workers_idle_claims_do_not_release_the_other_workers_pages(broker, settings, tmp_path):
+    """Three workers, six input partitions and two index partitions, so one worker holds inputs and
+    no index partition. Every input idle (its claim out), that worker's loop stalls for 3 s (as a
+    host starved of CPU stalls it) while the syndicated crawl arrives: it cannot take its claims
+    back, and the other workers file their pages. The index partitions find its inputs' ends moved
+    past where their claims came, so the other pages are held until its pages are in: the verdicts
+    as emitted are file mode's, no late match (before, its claims stood: late matches; the same
+    scene in `python bench/agreement.py --index-partitions 2 --stall-worker 3.5`)."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_GROUPS)
+    records = syndicated_crawl(24)
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")
+                 if o.status != "rejected"}
+    run = replace(settings, partitions=6, verdict_wait_s=60.0)
+    admin = AdminClient(run.client())
+    [created] = admin.create_topics([NewTopic(run.topics.index, num_partitions=2, replication_factor=1,
+                                              config=topic_config(run.topics.index, run))]).values()
+    created.result(15)
+    workers = make_workers(run, ("w0", "w1", "w2"))
+    threads = start(workers)
+
+    def without_index(worker) -> bool:
+        topics = {topic for topic, _ in worker.handlers}
+        return run.topics.pages in topics and run.topics.index not in topics
+
+    assert wait_for(lambda: sum(map(without_index, workers.values())) == 1
+                    and all(w.handlers for w in workers.values()), 120)
+    stalled = next(w for w in workers.values() if without_index(w))
+    time.sleep(2 * run.watermark_interval_s + 1)  # every input idle: the claims are out
+    held = threading.Event()
+    held.set()
+    consume = stalled._consume
+
+    def stalling(timeout: float) -> list:
+        while held.is_set():
+            time.sleep(0.05)
+        return consume(timeout)
+
+    stalled._consume = stalling  # type: ignore[method-assign]
+    send(run, records)
+    time.sleep(3)
+    held.clear()
+    finish(workers, threads, len(records))
+    got = emitted(run)
+    as_emitted = {page_id: (d["status"], d["duplicate_of"], d["cluster_id"]) for page_id, d in got["dedups"].items()}
+    expected = {page_id: (d["status"], d["duplicate_of"], d["cluster_id"]) for page_id, d in file_mode.items()}
+    assert got["late"] == [] and as_emitted == expected
+    doubted = sum(w.metrics.registry.get_sample_value("streamdedup_idle_claims_doubted_total") or 0
+                  for w in workers.values())
+    assert doubted >= 1
 
 
 @pytest.mark.parametrize("wait", ["600", "0.3"])

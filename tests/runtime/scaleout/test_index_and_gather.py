@@ -463,7 +463,7 @@ def test_a_batch_after_an_infinite_watermark_takes_it_back_before_its_first_requ
     step.process([_PageMessage(0, page)], out, -1)  # type: ignore[list-item, arg-type]
     step.commit()
     reached = step.highest
-    step.tick(out, step.last_batch_at + step.holding.interval_s, 0)  # type: ignore[arg-type]
+    step.tick(out, step.last_batch_at + step.holding.interval_s + 1, 0)  # type: ignore[arg-type]
     assert step.sent == INFINITE
     out.sent.clear()
     out.values.clear()
