@@ -383,13 +383,19 @@ class IndexStagePartition(_StoredPartition):
     def due(self, now: float, lag: int | None) -> bool:
         """An idle claim that records overtook (its input's owner has not taken it back): this
         partition's watermark comes down at once, not at its next batch."""
-        if not self.holding.on or not self.claims.watching():
+        if not self.holding.on:
             return False
-        self.claims.check()
-        return self.sent is not None and self.watermark() < self.sent
+        if self.claims.watching():
+            self.claims.check()
+        return self._lowered_by_doubts()
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
         self._lower_for_doubted_claims(out)
+
+    def _lowered_by_doubts(self) -> bool:
+        """A doubted claim holds this partition's watermark below what gather has (or may have:
+        nothing sent since a restart or a failed transaction)."""
+        return bool(self.claims.doubted) and (self.sent is None or self.watermark() < self.sent)
 
     def _lower_for_doubted_claims(self, out: Outputs) -> None:
         if self.claims.watching():
@@ -397,8 +403,8 @@ class IndexStagePartition(_StoredPartition):
         if self.claims.found:
             out.on_commit(partial(out.metrics.idle_claims_doubted.inc, self.claims.found))
             self.claims.found = 0
-        if self.sent is not None and (lowered := self.watermark()) < self.sent:
-            self._send_watermark(out, lowered)
+        if self._lowered_by_doubts():
+            self._send_watermark(out, self.watermark())
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         replayed = 0
