@@ -118,6 +118,7 @@ class Worker:
         for risk in settings.risks():
             log.warning(risk)
         self._input_ends: dict[int, tuple[float, int | None]] = {}  # input partition -> (asked at, end offset)
+        self._ends_client: Consumer | None = None  # asks them (`_input_end`)
         self.topology = make_topology(settings, config, topics.ensure_topics(settings), self._input_end)
         consumer_settings: dict[str, Any] = {
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -399,9 +400,16 @@ class Worker:
         asked = self._input_ends.get(partition)
         if asked is not None and not fresh and now - asked[0] < self.settings.idle_poll_s:
             return asked[1]
+        if self._ends_client is None:
+            # a client of its own, assigned nothing: a broker answers a connection's requests in
+            # order, and on the group consumer's this one waited behind its long-polling fetch
+            # (fetch.wait.max.ms, 500 ms a call on Tansu, which holds an empty fetch as Kafka does)
+            self._ends_client = Consumer(self.settings.client(**{
+                "group.id": f"{self.settings.group_id}.input-ends", "enable.auto.commit": False,
+                "isolation.level": "read_committed"}))
         try:
-            _, end = self.consumer.get_watermark_offsets(TopicPartition(self.settings.topics.pages, partition),
-                                                         timeout=1, cached=False)
+            _, end = self._ends_client.get_watermark_offsets(TopicPartition(self.settings.topics.pages, partition),
+                                                             timeout=1, cached=False)
         except KafkaException:
             end = None
         end = end if end is not None and end >= 0 else None
@@ -696,6 +704,9 @@ class Worker:
                 log.exception("closing the store of %s[%d] failed", *tp_key)
         self.handlers.clear()
         self._closing = True
+        if self._ends_client is not None:
+            self._ends_client.close()
+            self._ends_client = None
         try:
             self.consumer.close()
         except RuntimeError:  # closed already
