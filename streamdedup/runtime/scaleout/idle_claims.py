@@ -53,9 +53,10 @@ class IdleClaims:
         """Whether any claim is trusted for now (a check may doubt it)."""
         return self.input_end is not None and len(self._ends) > len(self.doubted)
 
-    def check(self) -> int:
-        """Doubt the claims whose inputs' ends moved since they came; how many were doubted now."""
-        found = 0
+    def check(self) -> None:
+        """Doubt the claims whose inputs' ends moved since they came (counted in `found`)."""
+        if not self.watching():
+            return
         for source, end in self._ends.items():
             if source in self.doubted:
                 continue
@@ -64,9 +65,7 @@ class IdleClaims:
                 self._ends[source] = now
             elif now is not None and now > end:
                 self.doubted.add(source)
-                found += 1
-        self.found += found
-        return found
+                self.found += 1
 
     def watermark(self, source: int, watermark: bytes) -> bytes:
         """What `source`'s watermark counts as: its last finite one while its claim is doubted."""

@@ -385,8 +385,7 @@ class IndexStagePartition(_StoredPartition):
         partition's watermark comes down at once, not at its next batch."""
         if not self.holding.on:
             return False
-        if self.claims.watching():
-            self.claims.check()
+        self.claims.check()
         return self._lowered_by_doubts()
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
@@ -398,8 +397,7 @@ class IndexStagePartition(_StoredPartition):
         return bool(self.claims.doubted) and (self.sent is None or self.watermark() < self.sent)
 
     def _lower_for_doubted_claims(self, out: Outputs) -> None:
-        if self.claims.watching():
-            self.claims.check()
+        self.claims.check()
         if self.claims.found:
             out.on_commit(partial(out.metrics.idle_claims_doubted.inc, self.claims.found))
             self.claims.found = 0
@@ -416,7 +414,7 @@ class IndexStagePartition(_StoredPartition):
                 replayed += self._answer(requests, out, replay_until)
                 requests = []
                 source, watermark = watermark_of(value_of(message))
-                previous = self.watermarks[source]
+                previous = self.watermarks.get(source, b"")  # an input past the count known at start: taken, as before
                 self.watermarks[source] = watermark
                 self.index.stage_meta(f"wm:{source}", watermark)
                 if watermark != INFINITE:
