@@ -68,7 +68,7 @@ from streamdedup.clean.template import SiteTemplate, document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.fingerprints.a12 import A12Signature
-from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashParams, MinHashSignature
+from streamdedup.fingerprints.minhash import MinHashMethod
 from streamdedup.record.page import Page
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
@@ -76,7 +76,7 @@ from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.signature_store import _SNAPSHOT, _WORDS_SNAPSHOT, SignatureStore, StoreError
 
 SITES = 500
-MINHASH = MinHashParams()  # the default signatures: their values as many bits as the store keeps
+MINHASH = MinHashMethod()  # the default signatures: their values as many bits as the store keeps, their band checks
 
 
 def site_pool(site: int) -> int:
@@ -103,9 +103,8 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator, lines: in
                 content="", content_type="text/plain", fetched_at=None, lang="en", record={})
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np_rng.integers(0, 1 << MINHASH.value_bits, size=MINHASH.num_perm,
-                                                    dtype=np.uint64).astype(VALUE_TYPES[MINHASH.value_bits]),
-                                    rng.randint(200, 2000)),
+        "minhash": MINHASH.signature_of_minima(np_rng.integers(0, 1 << 32, size=MINHASH.params.num_perm,
+                                                              dtype=np.uint64).astype(np.uint32), rng.randint(200, 2000)),
         "simhash": rng.getrandbits(64),
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),

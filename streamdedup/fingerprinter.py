@@ -231,7 +231,10 @@ class Fingerprinter:
             signature = fingerprint_text(steered, lang, [minhash], self.config.cleaning.min_words)[minhash.name]
         except Rejected:  # fewer words than a page must have
             return None
-        return None if signature is None else MinHashSignature(signature.values[:STEERED_VALUES], signature.set_size)
+        if signature is None:
+            return None
+        # its first values alone (compared, never indexed); its checks kept, as every encoded signature ends in them
+        return MinHashSignature(signature.values[:STEERED_VALUES], signature.set_size, signature.checks)
 
     @staticmethod
     def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:

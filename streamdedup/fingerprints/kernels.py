@@ -60,14 +60,19 @@ def sign_bits(features: np.ndarray) -> np.uint64:
 
 
 @numba.njit(cache=True)
-def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
+def band_keys(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """The LSH keys of a MinHash, back to back: per band one byte (the band number) and a
-    little-endian 64-bit hash of its rows (splitmix-style absorption of each uint32 value)."""
+    little-endian 64-bit hash of its rows (splitmix-style absorption of each value), then of its
+    check byte when `checks` has one a band (`band_checks`; empty: the keys of before checks)."""
     out = np.empty(bands * 9, dtype=np.uint8)
+    checked = len(checks) == bands
     for band in range(bands):
         h = np.uint64(0x243F6A8885A308D3) ^ np.uint64(band)
-        for r in range(band * rows, (band + 1) * rows):
-            z = (h ^ np.uint64(values[r])) * np.uint64(0x9E3779B97F4A7C15)
+        last = (band + 1) * rows + (1 if checked else 0)
+        for r in range(band * rows, last):
+            # past the rows: the check, set apart from any value by its bit 8
+            v = np.uint64(values[r]) if r < (band + 1) * rows else np.uint64(checks[band]) | np.uint64(0x100)
+            z = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
             z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             h = z ^ (z >> np.uint64(31))
@@ -78,11 +83,23 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def band_keys_many(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """`band_keys` of each row of `values` (one MinHash a row), one row of keys each."""
+def band_keys_many(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """`band_keys` of each row of `values` (one MinHash a row) with that row of `checks` (or
+    none: `checks` of 0 columns), one row of keys each."""
     out = np.empty((values.shape[0], bands * 9), dtype=np.uint8)
     for i in range(values.shape[0]):
-        out[i] = band_keys(values[i], bands, rows)
+        out[i] = band_keys(values[i], checks[i], bands, rows)
+    return out
+
+
+@numba.njit(cache=True)
+def band_checks(minima: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """Per band, the top byte of `band_keys`' hash of its rows' *whole* 32-bit minima: kept beside
+    values cut to 8 bits, it makes a band key 40 bits of its rows' minima, not 32."""
+    keys = band_keys(minima, np.empty(0, dtype=np.uint8), bands, rows)
+    out = np.empty(bands, dtype=np.uint8)
+    for band in range(bands):
+        out[band] = keys[band * 9 + 8]
     return out
 
 

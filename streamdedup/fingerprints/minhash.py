@@ -14,24 +14,34 @@ reaches `containment` and the smaller page has at least `containment_min_shingle
 
 Signatures keep only the low `value_bits` bits of each minimum (b-bit MinHash, Li & König 2010):
 two different minima then collide with probability 2^-b, so the fraction of equal values m
-estimates J as (m - 2^-b) / (1 - 2^-b). At 16 bits that correction is 1.5e-5 and the signature
-half the size (256 bytes for 128 permutations instead of 512), in the store and on the wire.
+estimates J as (m - 2^-b) / (1 - 2^-b). At 8 bits (the default) that correction is 0.4 % and the
+signature a quarter of the whole minima's size (128 bytes for 128 permutations instead of 512), in
+the store and on the wire.
+
+A band of 4 rows of 8-bit values alone would be a 32-bit key: among 10 M stored pages, 32 bands
+each, 0.075 pages a page would share one by chance, and each costs a record read, ever more as
+the store grows. So each band also keeps `band_check_bits` (8) of a hash of its rows' whole
+minima (`kernels.band_checks`), absorbed into its key: 40 bits of the rows, 0.0003 chance pages a
+page at 10 M. Pages whose band rows are truly equal have equal checks, so the bands find what
+bands of whole minima find. 32 bytes a page for 96 less than 16-bit values.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
-from streamdedup.fingerprints.kernels import band_keys, band_keys_many, minhash_min, minhash_similarities
+from streamdedup.fingerprints.kernels import band_checks, band_keys, band_keys_many, minhash_min, minhash_similarities
 from streamdedup.fingerprints.lsh import optimal_bands
 from streamdedup.tokens.document import Document
 
 VALUE_TYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+NO_CHECKS = np.empty(0, dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,14 @@ class MinHashParams(Params):
     containment_min_shingles: int = 100
     seed: int = 1
     min_shingles: int = 1
-    # bits kept of each minimum (b-bit MinHash): 8, 16 or 32. Not 8 by default: a band of 4 rows
-    # is then a 32-bit key, which other pages share by chance ever more often as the store grows
-    # (0.076 more pages read and verified a page at 10 M; docs/evaluation.md)
-    value_bits: int = 16
+    # bits kept of each minimum (b-bit MinHash): 8, 16 or 32
+    value_bits: int = 8
+    # bits a band keeps of a hash of its rows' whole minima, absorbed into its key: 0 or 8. A
+    # description without it (a store from before 2026-12-02) means 0 (`ABSENT_MEANS`)
+    band_check_bits: int = 8
+
+    # what a parameter added later means where a stored description does not name it
+    ABSENT_MEANS: ClassVar[dict[str, str]] = {"band_check_bits": "0"}
 
     def __post_init__(self) -> None:
         if self.num_perm < 2:
@@ -55,6 +69,9 @@ class MinHashParams(Params):
         if self.value_bits not in VALUE_TYPES:
             raise ValueError(f"value_bits is one of {sorted(VALUE_TYPES)} (bits kept per minimum), "
                              f"got {self.value_bits}")
+        if self.band_check_bits not in (0, 8):
+            raise ValueError(f"band_check_bits is 0 or 8 (bits of a hash of a band's whole minima kept "
+                             f"beside its values), got {self.band_check_bits}")
         for name in ("threshold", "lsh_threshold"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0 or (name == "threshold" and value == 0.0):
@@ -71,6 +88,8 @@ class MinHashParams(Params):
 class MinHashSignature:
     values: np.ndarray  # the low value_bits bits of each minimum: uint8/16/32[num_perm]
     set_size: int  # distinct shingles, for containment estimates
+    # per band, band_check_bits of a hash of its rows' whole minima: uint8[bands]; empty when 0
+    checks: np.ndarray = field(default_factory=lambda: NO_CHECKS)
 
 
 class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
@@ -88,8 +107,10 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         self.bands, self.rows = optimal_bands(p.banding_threshold, p.num_perm)
         self._dtype = VALUE_TYPES[p.value_bits]
         self._collision = 2.0 ** -p.value_bits  # P[two different minima keep equal low bits]
-        # an encoded signature: the set size, then the values (`encode`); many at once are one array
-        self._record = np.dtype([("size", "<u4"), ("values", self._dtype, (p.num_perm,))])
+        self._checks = self.bands if p.band_check_bits else 0  # check bytes a signature keeps
+        # an encoded signature: the set size, the values, the checks (`encode`); many at once are one array
+        self._record = np.dtype([("size", "<u4"), ("values", self._dtype, (p.num_perm,)),
+                                 ("checks", np.uint8, (self._checks,))])
 
     def hash_values(self, shingles: np.ndarray) -> np.ndarray:
         """The MinHash of a set of 64-bit shingle hashes: uint32[num_perm]."""
@@ -99,22 +120,28 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         shingles = doc.shingles(self.params.shingle_size)
         if len(shingles) < self.params.min_shingles:
             return None
-        return MinHashSignature(self.hash_values(shingles).astype(self._dtype), len(shingles))
+        return self.signature_of_minima(self.hash_values(shingles), len(shingles))
+
+    def signature_of_minima(self, minima: np.ndarray, set_size: int) -> MinHashSignature:
+        """The signature of whole 32-bit minima: their low value_bits bits and the band checks."""
+        checks = band_checks(minima, self.bands, self.rows) if self._checks else NO_CHECKS
+        return MinHashSignature(minima.astype(self._dtype), set_size, checks)
 
     @property
     def max_index_keys(self) -> int:
         return self.bands
 
     def index_keys(self, signature: MinHashSignature) -> list[bytes]:
-        """One 9-byte key per band: the band number and a 64-bit hash of its rows."""
-        data = band_keys(signature.values, self.bands, self.rows).tobytes()
+        """One 9-byte key per band: the band number and a 64-bit hash of its rows (and check)."""
+        data = band_keys(signature.values, signature.checks, self.bands, self.rows).tobytes()
         return [data[i:i + 9] for i in range(0, len(data), 9)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
         if not all_sized(encoded, self._record.itemsize):
             return None
-        values = np.frombuffer(b"".join(encoded), dtype=self._record)["values"]
-        keys = band_keys_many(np.ascontiguousarray(values), self.bands, self.rows).reshape(-1, 9)
+        records = np.frombuffer(b"".join(encoded), dtype=self._record)
+        keys = band_keys_many(np.ascontiguousarray(records["values"]), np.ascontiguousarray(records["checks"]),
+                              self.bands, self.rows).reshape(-1, 9)
         return keys, np.full(len(encoded), self.bands, dtype=np.int64)
 
     def jaccard(self, signature: MinHashSignature, other: MinHashSignature) -> float:
@@ -181,8 +208,14 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         if values.dtype != self._dtype:  # its bytes would decode as other values, silently
             raise ValueError(f"a MinHash signature of {values.dtype} values, but this method keeps "
                              f"{self.params.value_bits} bits of each: made with another value_bits?")
-        return struct.pack("<I", signature.set_size) + values.tobytes()
+        if len(signature.checks) != self._checks:
+            raise ValueError(f"a MinHash signature with {len(signature.checks)} band checks, but this method keeps "
+                             f"{self._checks}: made with another band_check_bits?")
+        return struct.pack("<I", signature.set_size) + values.tobytes() + signature.checks.tobytes()
 
     def decode(self, data: bytes) -> MinHashSignature:
         (size,) = struct.unpack_from("<I", data)
-        return MinHashSignature(np.frombuffer(data, dtype=self._dtype, offset=4), size)
+        end = len(data) - self._checks
+        values = np.frombuffer(data[:end], dtype=self._dtype, offset=4)
+        checks = np.frombuffer(data, dtype=np.uint8, offset=end) if self._checks else NO_CHECKS
+        return MinHashSignature(values, size, checks)

@@ -76,6 +76,8 @@ def parse_description(description: str) -> tuple[str, dict[str, str], str | None
         if not equals or key not in fields:
             raise ValueError(f"not a method description: {description!r} ({item!r} is no {match['name']} parameter)")
         params[key] = value
+    for key, value in getattr(cls.params_type, "ABSENT_MEANS", {}).items():  # a parameter added since
+        params.setdefault(key, value)
     return match["name"], params, match["version"]
 
 

@@ -175,6 +175,25 @@ def foreign_files(names: Iterable[str]) -> list[str]:
                                      or n == "CURRENT" or n in _SNAPSHOT_FILES or _LEXICON_COPY.fullmatch(n))]
 
 
+def _params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """`method.name=value` of each method parameter whose stored value differs from this run's,
+    for methods both name (a store built before a default changed: the flags that keep it)."""
+    from streamdedup.fingerprints.registry import parse_description
+
+    out = []
+    for key in sorted(set(built) & set(wanted)):
+        if not key.startswith("method."):
+            continue
+        try:
+            name, stored, _ = parse_description(built[key])
+            other, asked, _ = parse_description(wanted[key])
+        except ValueError:
+            continue
+        if name == other:
+            out += [f"{name}.{k}={v}" for k, v in stored.items() if k != "lexicon" and asked.get(k) != v]
+    return out
+
+
 def _pinned(key: str, value: str | None) -> str | None:
     """A configuration value as stores compare it: methods with their lexicon by version."""
     if value is None or not key.startswith("method."):
@@ -510,10 +529,13 @@ class SignatureStore:
                  for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
         if diffs:
             self.close()
+            same = _params_to_keep(built, wanted)
             raise StoreConfigMismatch(
                 f"the store at {self.path} was built with other parameters:\n" + "\n".join(diffs)
                 + "\nSignatures made with different parameters cannot be compared. Use a new --state "
-                  "directory, or run with the parameters the store was built with.")
+                  "directory, or run with the parameters the store was built with"
+                + (f" ({' '.join(f'--param {p}' for p in same)}, or the same under [params] in --config)."
+                   if same else "."))
 
     def get_meta(self, name: str) -> bytes | None:
         return self.db.get(layout.meta_key(name))

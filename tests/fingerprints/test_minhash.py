@@ -90,7 +90,9 @@ def test_b_bit_signatures_estimate_jaccard_after_the_collision_correction(bits):
     assert method.jaccard(chance, MinHashSignature(others, 100)) == 0.0
     assert method.jaccard(chance, chance) == 1.0
     sig = method.signature(Document.from_text(" ".join(f"w{i}" for i in range(50))))
-    assert sig.values.dtype.itemsize * 8 == bits and len(method.encode(sig)) == 4 + 256 * bits // 8
+    assert sig.values.dtype.itemsize * 8 == bits and len(method.encode(sig)) == 4 + 256 * bits // 8 + method.bands
+    back = method.decode(method.encode(sig))
+    assert np.array_equal(back.values, sig.values) and np.array_equal(back.checks, sig.checks) and len(sig.checks) == method.bands
 
 
 def test_value_bits_names_the_choices():
@@ -105,3 +107,74 @@ def test_a_signature_of_other_value_bits_is_refused_when_encoded():
     other = MinHashMethod(MinHashParams(value_bits=16)).signature(Document.from_text(" ".join(f"w{i}" for i in range(50))))
     with pytest.raises(ValueError, match="another value_bits"):
         method.encode(other)
+
+
+def _splitmix_band_keys(values, bands: int, rows: int) -> bytes:
+    """`kernels.band_keys` without checks in plain Python: the keys every store built before band
+    checks holds (its index snapshot and its rebuilt index) must stay these."""
+    mask = (1 << 64) - 1
+    out = b""
+    for band in range(bands):
+        h = 0x243F6A8885A308D3 ^ band
+        for r in range(band * rows, (band + 1) * rows):
+            z = ((h ^ int(values[r])) * 0x9E3779B97F4A7C15) & mask
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            h = z ^ (z >> 31)
+        out += bytes([band]) + h.to_bytes(8, "little")
+    return out
+
+
+def test_without_checks_the_band_keys_are_those_of_before():
+    method = MinHashMethod(MinHashParams(value_bits=16, band_check_bits=0))
+    sig = method.signature(Document.from_text(" ".join(f"w{i}" for i in range(80))))
+    assert len(sig.checks) == 0
+    assert b"".join(method.index_keys(sig)) == _splitmix_band_keys(sig.values, method.bands, method.rows)
+
+
+def test_band_checks_keep_a_chance_8_bit_band_match_apart_and_a_true_one_together():
+    """A band of 4 rows of 8-bit values is a 32-bit key: pages whose minima differ but whose low
+    bytes agree share it by chance. The check (8 bits of a hash of the whole minima) tells them
+    apart; pages whose minima are equal keep equal checks, so a true band match is still found."""
+    method = MinHashMethod()
+    assert method.params.value_bits == 8 and method.params.band_check_bits == 8
+    rng = np.random.default_rng(5)
+    minima = rng.integers(0, 2**32, size=method.params.num_perm, dtype=np.uint64).astype(np.uint32)
+    same_low_bytes = minima ^ np.uint32(0x100)  # every minimum differs, its low 8 bits do not
+    from streamdedup.fingerprints.kernels import band_checks
+
+    def signed(whole: np.ndarray) -> MinHashSignature:
+        return MinHashSignature(whole.astype(np.uint8), 500, band_checks(whole, method.bands, method.rows))
+
+    mine, chance, copy = signed(minima), signed(same_low_bytes), signed(minima.copy())
+    assert np.array_equal(mine.values, chance.values)
+    shared_by_chance = set(method.index_keys(mine)) & set(method.index_keys(chance))
+    assert len(shared_by_chance) <= 2  # each band's check differs with probability 255/256
+    assert method.index_keys(mine) == method.index_keys(copy)
+    # the rebuild's many-at-once keys are the same keys, checks included
+    rows, counts = method.index_key_rows([method.encode(mine), method.encode(chance)])
+    assert [bytes(r) for r in rows[:method.bands]] == method.index_keys(mine)
+    assert [bytes(r) for r in rows[method.bands:]] == method.index_keys(chance)
+    assert list(counts) == [method.bands, method.bands]
+
+
+def test_a_signature_without_its_band_checks_is_refused_when_encoded():
+    method = MinHashMethod()
+    sig = method.signature(Document.from_text(" ".join(f"w{i}" for i in range(50))))
+    with pytest.raises(ValueError, match="another band_check_bits"):
+        method.encode(MinHashSignature(sig.values, sig.set_size))
+    with pytest.raises(ValueError, match="band_check_bits is 0 or 8"):
+        MinHashParams(band_check_bits=4)
+
+
+def test_a_description_from_before_band_checks_means_none():
+    """A store built before 2026-12-02 recorded its MinHash without band_check_bits: that is 0,
+    so it compares equal to a run asking value_bits=16 and band_check_bits=0, and not to the default."""
+    from streamdedup.fingerprints.registry import method_from_description, pinned_description
+
+    before = ("minhash(num_perm=128,shingle_size=5,threshold=0.5,lsh_threshold=0.4,containment=0.85,"
+              "containment_min_shingles=100,seed=1,min_shingles=1,value_bits=16)")
+    assert method_from_description(before).params == MinHashParams(value_bits=16, band_check_bits=0)
+    kept = MinHashMethod(MinHashParams(value_bits=16, band_check_bits=0)).describe()
+    assert pinned_description(before) == pinned_description(kept)
+    assert pinned_description(before) != pinned_description(MinHashMethod().describe())

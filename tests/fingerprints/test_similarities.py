@@ -27,20 +27,22 @@ def _same(vectorised, pairwise):
 def _minhash_cases(method, rng):
     dtype = method._dtype
     base = rng.integers(0, np.iinfo(dtype).max, size=128, dtype=dtype)
-    mine = MinHashSignature(base, 400)
+    checks = method.bands if method.params.band_check_bits else 0
+    mine = MinHashSignature(base, 400, rng.integers(0, 256, size=checks, dtype=np.uint8))
     others = []
     for _ in range(400):
         values = base.copy()
         changed = rng.choice(128, size=int(rng.integers(0, 128)), replace=False)
         values[changed] = rng.integers(0, np.iinfo(dtype).max, size=len(changed), dtype=dtype)
         size = int(rng.choice([0, 1, 50, 99, 100, 101, 200, 400, 800, 5000]))
-        others.append(method.encode(MinHashSignature(values, size)))
+        others.append(method.encode(MinHashSignature(values, size, rng.integers(0, 256, size=checks, dtype=np.uint8))))
     return mine, others
 
 
 @pytest.mark.parametrize("params", [MinHashParams(), MinHashParams(containment=1.0),
                                     MinHashParams(containment_min_shingles=0, containment=0.5),
-                                    MinHashParams(value_bits=8), MinHashParams(value_bits=32, threshold=0.8)])
+                                    MinHashParams(value_bits=16, band_check_bits=0),
+                                    MinHashParams(value_bits=32, threshold=0.8)])
 def test_minhash_similarities_equal_pair_by_pair(params):
     method, rng = MinHashMethod(params), np.random.default_rng(5)
     mine, others = _minhash_cases(method, rng)
@@ -50,7 +52,8 @@ def test_minhash_similarities_equal_pair_by_pair(params):
     _same(method.similarities(mine, []), [])
 
 
-@pytest.mark.parametrize("params", [MinHashParams(), MinHashParams(containment_min_shingles=0), MinHashParams(value_bits=8)])
+@pytest.mark.parametrize("params", [MinHashParams(), MinHashParams(containment_min_shingles=0),
+                                    MinHashParams(value_bits=16, band_check_bits=0)])
 def test_minhash_containment_is_the_smaller_pages_share_estimated_pair_by_pair(params):
     """`minhash.containment`: |A∩B| / min(|A|, |B|) from the Jaccard estimate, whatever the
     Jaccard, and NaN where the smaller page is under `containment_min_shingles`; the same from the
@@ -67,7 +70,7 @@ def test_minhash_containment_is_the_smaller_pages_share_estimated_pair_by_pair(p
             want = method.containment_of_smaller(method.jaccard(mine, other), mine.set_size, other.set_size)
             assert value == pytest.approx(want, abs=1e-12)
     assert np.nanmax(got) == 1.0 and np.nanmin(got) < 0.3 and np.isnan(got).any()  # sizes 0 and 1-99 among them
-    mixed = [*others[:5], method.encode(MinHashSignature(mine.values[:64], 300))]  # another num_perm: not comparable
+    mixed = [*others[:5], method.encode(MinHashSignature(mine.values[:64], 300, mine.checks))]  # another num_perm: not comparable
     assert np.array_equal(method.measure_similarities("containment", mine, mixed)[:5], got[:5], equal_nan=True)
     assert np.isnan(method.measure_similarities("containment", mine, mixed)[5])
     with pytest.raises(ValueError, match="minhash has no measure 'overlap'; it has: containment"):

@@ -10,8 +10,11 @@ from conftest import make_article, page, wrap_in_template
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.fingerprints.minhash import MinHashMethod
 from streamdedup.store import signature_store
 from streamdedup.testing import raw_records
+
+MINHASH = MinHashMethod()  # the default's signatures: values of whole random minima, their band checks
 
 
 def test_a_full_key_keeps_its_first_pages_and_recrawls_still_find_the_original(tmp_path, monkeypatch):
@@ -113,18 +116,14 @@ def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monke
 
 def _synthetic(i: int, simhash: int, rng):
     """A page with random signatures of the default methods but the SimHash fingerprint given."""
-    import numpy as np
-
     from streamdedup.fingerprinter import Fingerprinted
     from streamdedup.fingerprints.a12 import A12Signature
-    from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashParams, MinHashSignature
     from streamdedup.record.page import Page
 
     url = f"https://site{i}.example/a/{i}"
-    bits = MinHashParams().value_bits  # the default's values, all their bits drawn
     signatures = {
         "exact": rng.getrandbits(128).to_bytes(16, "little"),
-        "minhash": MinHashSignature(np.array([rng.getrandbits(bits) for _ in range(128)], dtype=VALUE_TYPES[bits]), 500),
+        "minhash": MINHASH.signature_of_minima(np.array([rng.getrandbits(32) for _ in range(128)], dtype=np.uint32), 500),
         "simhash": simhash,
         "a12": A12Signature(500, 20, tuple(rng.getrandbits(64) for _ in range(3)),
                             tuple(rng.getrandbits(64) for _ in range(5))),
