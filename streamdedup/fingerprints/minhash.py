@@ -215,7 +215,8 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
 
     def decode(self, data: bytes) -> MinHashSignature:
         (size,) = struct.unpack_from("<I", data)
+        if not self._checks:
+            return MinHashSignature(np.frombuffer(data, dtype=self._dtype, offset=4), size)
         end = len(data) - self._checks
-        values = np.frombuffer(data[:end], dtype=self._dtype, offset=4)
-        checks = np.frombuffer(data, dtype=np.uint8, offset=end) if self._checks else NO_CHECKS
-        return MinHashSignature(values, size, checks)
+        values = np.frombuffer(data, dtype=self._dtype, count=(end - 4) // self._dtype().itemsize, offset=4)
+        return MinHashSignature(values, size, np.frombuffer(data, dtype=np.uint8, offset=end))
