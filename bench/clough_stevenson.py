@@ -37,7 +37,8 @@ def main() -> None:
     scenarios = {"default": base, **{m: replace(base, methods=(m,), policy=m, same_site_policy=m) for m in METHODS}}
     flagged: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory() as tmp:
-        with Detector(base, Path(tmp) / "prepare") as preparer:
+        # every method's signature, so each scenario's detector finds its own (it reads only its methods')
+        with Detector(replace(base, methods=tuple(METHODS)), Path(tmp) / "prepare") as preparer:
             def prepare(name: str, site: str) -> Fingerprinted:
                 [item] = [preparer.prepare(r) for r in raw_records(
                     [{"url": f"https://{site}.example/{name}", "content": texts[name], "content_type": "text/plain"}])]
