@@ -156,6 +156,10 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return min(1.0, jaccard * (size_a + size_b) / ((1.0 + jaccard) * smaller))
 
     def similarity(self, signature: MinHashSignature, other: MinHashSignature) -> float | None:
+        if len(other.values) != len(signature.values):
+            # another num_perm, or a signature encoded with other value_bits (as the global
+            # topology's internal topics may still hold from before a parameter change): not comparable
+            return None
         estimate = self.jaccard(signature, other)
         if estimate >= self.params.threshold:
             return estimate

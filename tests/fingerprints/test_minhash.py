@@ -178,3 +178,15 @@ def test_a_description_from_before_band_checks_means_none():
     kept = MinHashMethod(MinHashParams(value_bits=16, band_check_bits=0)).describe()
     assert pinned_description(before) == pinned_description(kept)
     assert pinned_description(before) != pinned_description(MinHashMethod().describe())
+
+
+def test_a_signature_encoded_with_other_params_is_not_comparable_rather_than_an_error():
+    """The global topology's internal topics may hold records encoded before a parameter change
+    (16-bit values without band checks) that a store rebuilt from them replays: such a candidate
+    decodes to another number of values, and is no match, where it raised a broadcast error."""
+    before = MinHashMethod(MinHashParams(value_bits=16, band_check_bits=0))
+    now = MinHashMethod()
+    doc = Document.from_text(" ".join(f"w{i}" for i in range(300)))
+    stored = before.encode(before.signature(doc))
+    assert np.isnan(now.similarities(now.signature(doc), [stored])).all()
+    assert now.similarity(now.signature(doc), now.decode(stored)) is None
