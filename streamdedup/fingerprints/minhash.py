@@ -222,5 +222,5 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         if not self._checks:
             return MinHashSignature(np.frombuffer(data, dtype=self._dtype, offset=4), size)
         end = len(data) - self._checks
-        values = np.frombuffer(data, dtype=self._dtype, count=(end - 4) // self._dtype().itemsize, offset=4)
+        values = np.frombuffer(data, dtype=self._dtype, count=(end - 4) * 8 // self.params.value_bits, offset=4)
         return MinHashSignature(values, size, np.frombuffer(data, dtype=np.uint8, offset=end))
