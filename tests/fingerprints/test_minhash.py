@@ -130,6 +130,8 @@ def test_without_checks_the_band_keys_are_those_of_before():
     sig = method.signature(Document.from_text(" ".join(f"w{i}" for i in range(80))))
     assert len(sig.checks) == 0
     assert b"".join(method.index_keys(sig)) == _splitmix_band_keys(sig.values, method.bands, method.rows)
+    rows, counts = method.index_key_rows([method.encode(sig)])  # a rebuild's keys: the same
+    assert rows.tobytes() == _splitmix_band_keys(sig.values, method.bands, method.rows) and list(counts) == [method.bands]
 
 
 def test_band_checks_keep_a_chance_8_bit_band_match_apart_and_a_true_one_together():
