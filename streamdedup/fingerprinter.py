@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Generic, TypeVar, overload
 
@@ -28,7 +28,6 @@ from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.minhash import MinHashSignature
 from streamdedup.fingerprints.registry import create_method
 from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
@@ -234,7 +233,7 @@ class Fingerprinter:
         if signature is None:
             return None
         # its first values alone (compared, never indexed); its checks kept, as every encoded signature ends in them
-        return MinHashSignature(signature.values[:STEERED_VALUES], signature.set_size, signature.checks)
+        return replace(signature, values=signature.values[:STEERED_VALUES])
 
     @staticmethod
     def _rejected(raw: RawRecord, record: dict[str, Any], reason: str, detail: str) -> Outcome:

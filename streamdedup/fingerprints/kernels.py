@@ -60,6 +60,15 @@ def sign_bits(features: np.ndarray) -> np.uint64:
 
 
 @numba.njit(cache=True)
+def _absorb(h: np.uint64, value: np.uint64) -> np.uint64:
+    """One splitmix-style step of a band's hash: `value` absorbed into `h`."""
+    z = (h ^ value) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True)
 def band_keys(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """The LSH keys of a MinHash, back to back: per band one byte (the band number) and a
     little-endian 64-bit hash of its rows (splitmix-style absorption of each value), then of its
@@ -68,14 +77,10 @@ def band_keys(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> 
     checked = len(checks) == bands
     for band in range(bands):
         h = np.uint64(0x243F6A8885A308D3) ^ np.uint64(band)
-        last = (band + 1) * rows + (1 if checked else 0)
-        for r in range(band * rows, last):
-            # past the rows: the check, set apart from any value by its bit 8
-            v = np.uint64(values[r]) if r < (band + 1) * rows else np.uint64(checks[band]) | np.uint64(0x100)
-            z = (h ^ v) * np.uint64(0x9E3779B97F4A7C15)
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            h = z ^ (z >> np.uint64(31))
+        for r in range(band * rows, (band + 1) * rows):
+            h = _absorb(h, np.uint64(values[r]))
+        if checked:  # set apart from any value by its bit 8
+            h = _absorb(h, np.uint64(checks[band]) | np.uint64(0x100))
         out[band * 9] = band
         for byte in range(8):
             out[band * 9 + 1 + byte] = (h >> np.uint64(8 * byte)) & np.uint64(0xFF)

@@ -529,13 +529,13 @@ class SignatureStore:
                  for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
         if diffs:
             self.close()
-            same = _params_to_keep(built, wanted)
+            keep = _params_to_keep(built, wanted)
             raise StoreConfigMismatch(
                 f"the store at {self.path} was built with other parameters:\n" + "\n".join(diffs)
                 + "\nSignatures made with different parameters cannot be compared. Use a new --state "
                   "directory, or run with the parameters the store was built with"
-                + (f" ({' '.join(f'--param {p}' for p in same)}, or the same under [params] in --config)."
-                   if same else "."))
+                + (f" ({' '.join(f'--param {p}' for p in keep)}, or the same under [params] in --config)."
+                   if keep else "."))
 
     def get_meta(self, name: str) -> bytes | None:
         return self.db.get(layout.meta_key(name))
