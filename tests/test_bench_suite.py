@@ -165,3 +165,34 @@ def test_index_kernels_reports_the_probe_and_insert_per_name_of_each_size(tmp_pa
     wrong = subprocess.run([sys.executable, str(ROOT / "bench" / "index_kernels.py"), "--load", "0.9"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2 and "--load must be above 0 and below 0.8" in wrong.stderr
+
+
+def test_the_clough_stevenson_check_runs_every_method_on_a_small_corpus(tmp_path):
+    """`bench/clough_stevenson.py` on a generated corpus in its layout: one source, a verbatim
+    copy ('cut'), an unrelated answer ('non'), and a light and a heavy one. It failed with KeyError 'tf' until 2026-12-02:
+    its single-method detectors found no signature of their method on pages prepared with the
+    default four. Every method gets a row, and no method flags the unrelated answer."""
+    import random
+
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(5000)}" for _ in range(2000)]
+    source = ". ".join(" ".join(words[i:i + 12]) for i in range(0, 600, 12)) + "."
+    other = ". ".join(" ".join(words[i:i + 12]) for i in range(1000, 1600, 12)) + "."
+    (tmp_path / "orig_taska.txt").write_text(source)
+    (tmp_path / "g0pA_taska.txt").write_text(source)
+    (tmp_path / "g0pB_taska.txt").write_text(other)
+    (tmp_path / "g0pC_taska.txt").write_text(source.replace("w1", "v1"))  # every category the bench reports
+    (tmp_path / "g0pD_taska.txt").write_text(source[: len(source) // 2])
+    (tmp_path / "file_information.csv").write_text(
+        "File,Task,Category\norig_taska.txt,a,orig\ng0pA_taska.txt,a,cut\ng0pB_taska.txt,a,non\n"
+        "g0pC_taska.txt,a,light\ng0pD_taska.txt,a,heavy\n")
+    out = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "clough_stevenson.py"), "--corpus", str(tmp_path),
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from streamdedup.fingerprints.registry import METHODS
+
+    table = json.loads(out.read_text())["flagged_fraction"]
+    assert set(table) == {"default", *METHODS}
+    assert all(row["non"] == 0.0 for row in table.values())
+    assert table["default"]["cut"] == 1.0 and table["minhash"]["cut"] == 1.0
