@@ -69,7 +69,7 @@ class Detector:
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
-        return {**self.store_config, **{f"method.{m.name}": m.describe() for m in self.methods}}
+        return dict(self.fingerprinter.signature_config)
 
     def close(self) -> None:
         self.store.close()

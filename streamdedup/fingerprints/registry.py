@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
+
+import xxhash
 
 from streamdedup.fingerprints.a12 import A12Method
 from streamdedup.fingerprints.base import FingerprintMethod
@@ -91,6 +95,16 @@ def pinned_description(description: str) -> str:
     params.pop("lexicon", None)
     text = f"{name}({','.join(f'{k}={v}' for k, v in params.items())})"
     return f"{text}[{version}]" if version else text
+
+
+def signature_identity(config: Mapping[str, str]) -> bytes:
+    """8 bytes that name what signatures were made with: `config` as stores record it (the
+    cleaning, tokeniser and template settings, and `method.<name>` descriptions), the methods pinned
+    as stores compare them. An index request carries its maker's, so an index partition rebuilt
+    from its topic refuses signatures it cannot compare instead of filing them (docs/scaleout.md)."""
+    pinned = {key: pinned_description(value) if key.startswith("method.") else value
+              for key, value in sorted(config.items())}
+    return xxhash.xxh3_64_digest(json.dumps(pinned, sort_keys=True).encode())
 
 
 def method_from_description(description: str, lexicon_dir: Path | None = None) -> FingerprintMethod[Any]:

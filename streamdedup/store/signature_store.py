@@ -14,6 +14,7 @@ are one pass over the table (`StoreBatch.prefetch`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -607,6 +608,16 @@ class SignatureStore:
 
     def _has_keys(self) -> bool:
         return next(self._scan(self.db), None) is not None
+
+    def forget_config_if_empty(self) -> bool:
+        """Remove the parameters recorded at open from a store that holds nothing else yet (no
+        page, template or offset), so that the next open under any parameters takes it as new:
+        a run stopped for its parameters before its first commit must not pin the directory to them."""
+        config = layout.meta_key("config")
+        if any(key != config for key, _ in itertools.islice(self._scan(self.db), 2)):
+            return False
+        del self.db[config]
+        return True
 
     def iter_docs(self) -> Iterator[DocRecord]:
         for key, value in self._scan(self.db, layout.DOC):

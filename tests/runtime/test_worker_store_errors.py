@@ -1,11 +1,18 @@
 """`streamdedup worker` on a store another process holds ends in one line naming the fix (the
 real broker, a real RocksDB store held open by a second process)."""
 
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import orjson
+from confluent_kafka import Producer
+from conftest import make_article
+
+from runtime.conftest import read_topic
 from streamdedup.cli import main
+from streamdedup.runtime.topics import ensure_topics
 
 HOLD = textwrap.dedent("""
     import sys, time
@@ -61,3 +68,37 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
     assert "built with other parameters" in line, err
     assert "(--param minhash.value_bits=16 --param minhash.band_check_bits=0, or" in err
     assert main([*worker, *kept]) == 0
+
+
+def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_before(settings, monkeypatch, capsys,
+                                                                                        tmp_path):
+    """The global topology rebuilds an index store that was moved away from `pages.index`, where
+    the workers before filed their pages' signatures. Under other parameters it would file them
+    and never match them (their keys and values are not its own): it stops in one line naming the
+    fix instead, and the parameters they were filed with rebuild it."""
+    topics = settings.topics
+    for name in ("pages", "unique", "duplicates", "rejected", "clusters", "index", "parts"):
+        monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(topics, name))
+    ensure_topics(settings)
+    producer = Producer(settings.client())
+    story = "\n\n".join(make_article(4100, paragraphs=4))
+    for i, site in enumerate(("alpha", "beta")):
+        producer.produce(topics.pages, key=site.encode(), value=orjson.dumps(
+            {"url": f"https://{site}.example/story", "content": story, "content_type": "text/plain",
+             "fetched_at": f"2024-03-01T0{i}:00:00Z"}))
+    assert producer.flush(30) == 0
+    worker = ["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state-dir", str(settings.state_dir),
+              "--group-id", settings.group_id, "--exit-when-idle", "5"]
+    before = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0"]
+    assert main([*worker, *before]) == 0
+    assert len(read_topic(settings, topics.duplicates, expect_at_least=1, quiet_s=1.0)) == 1
+    shutil.move(settings.state_dir, tmp_path / "moved-away")  # every store is rebuilt from Kafka
+    capsys.readouterr()
+    assert main(worker) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    [line] = [line for line in err.splitlines() if line.startswith("streamdedup: error:")]
+    assert f"{topics.index}[0]@" in line and "signatures were made with other parameters" in line, err
+    assert "STREAMDEDUP_TOPIC_INDEX" in line
+    assert main([*worker, *before]) == 0  # the store it left held nothing yet: it opens under these
+    assert len(read_topic(settings, topics.duplicates, quiet_s=1.0)) == 1  # rebuilt, not emitted again

@@ -25,12 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.registry import signature_identity
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
+from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
+
+
+class SignaturesNotComparable(StoreConfigMismatch):
+    """An index request made with other signature parameters than the partition's (`check_made_by`)."""
 
 
 def supplements_of(answer: Answer) -> list[Supplement]:
@@ -46,6 +52,8 @@ class IndexPartition:
     def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
                  store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
         self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
+        self.signature_config = {**store_config, **{f"method.{m.name}": m.describe() for m in methods}}
+        self.identity = signature_identity(self.signature_config)
         self.by_tag = {self.store.tags[m.name]: m for m in methods}
         self.by_name = {m.name: (self.store.tags[m.name], m) for m in methods}
         self.policy = policy
@@ -56,6 +64,24 @@ class IndexPartition:
         # this partition's share of the decide step's work (`Detector.WORK_COUNTS`: a page is judged
         # in every index partition its keys live in)
         self.work: Counter[str] = Counter()
+
+    def check_made_by(self, request: IndexRequest, source: str) -> None:
+        """Refuse a request whose signatures were made with other parameters than this partition's
+        (`IndexRequest.made_by`): filed, its keys would never meet this partition's pages and its
+        signatures could not be compared, so every match with it would be lost without a word.
+        Where a worker of the fleet runs other parameters, or this store was rebuilt from a topic
+        that workers with other parameters filed."""
+        if not request.made_by or request.made_by == self.identity:
+            return
+        methods = ", ".join(value for key, value in sorted(self.signature_config.items()) if key.startswith("method."))
+        self.store.forget_config_if_empty()  # a store being rebuilt: the filers' parameters may open it next
+        raise SignaturesNotComparable(
+            f"{source} was filed by a worker whose signatures were made with other parameters (signature id "
+            f"{request.made_by.hex()}; this worker's is {self.identity.hex()}: {methods}), which this index "
+            "partition cannot compare. Run every worker with the parameters of the workers that filed it (each "
+            "logs its signature id and parameters at start), or start these parameters on new internal topics "
+            "(STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new STREAMDEDUP_GROUP_ID and new store "
+            "directories (docs/scaleout.md, Settings)")
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the

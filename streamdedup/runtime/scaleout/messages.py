@@ -37,6 +37,9 @@ class IndexRequest:
     keys: dict[int, list[bytes]]  # method tag -> the page's keys that live in this partition
     trusted_time: bool = True  # doc.event_ms is the page's own fetch time (store/retention.py)
     template_known: bool = False  # the page's site template was known: own-site candidates meet the one policy
+    # what its signatures were made with (`registry.signature_identity`, 8 bytes); b"": a request
+    # from before 2026-12-02, which named none
+    made_by: bytes = b""
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -46,6 +49,7 @@ class IndexRequest:
                 parts.append(_KEY.pack(tag, len(key)))
                 parts.append(key)
         parts.append(bytes((self.trusted_time | self.template_known << 1,)))
+        parts.append(self.made_by)
         return b"".join(parts)
 
     @classmethod
@@ -65,7 +69,7 @@ class IndexRequest:
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
         flags = data[pos] if pos < len(data) else 1
-        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2))
+        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1:])
 
 
 @dataclass(frozen=True)

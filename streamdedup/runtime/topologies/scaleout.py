@@ -211,7 +211,7 @@ class FingerprintPartition:
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
             requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
-                                                     item.template_known).encode())
+                                                     item.template_known, self.fingerprinter.identity).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
@@ -443,7 +443,10 @@ class IndexStagePartition(_StoredPartition):
         if not messages:
             return 0
         replayed = 0
-        answers = self.index.answer_all([IndexRequest.decode(value_of(message)) for message in messages])
+        requests = [IndexRequest.decode(value_of(message)) for message in messages]
+        for message, request in zip(messages, requests, strict=True):
+            self.index.check_made_by(request, source_of(message))
+        answers = self.index.answer_all(requests)
         for message, answer in zip(messages, answers, strict=True):
             if offset_of(message) < replay_until:
                 replayed += 1

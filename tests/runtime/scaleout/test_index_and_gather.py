@@ -3,7 +3,10 @@ two near-duplicates in flight, answers in any order, repeated ids."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
+import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from streamdedup.config import DetectorConfig
@@ -493,3 +496,76 @@ def test_after_a_failed_transaction_the_watermark_sent_again_is_the_committed_on
     step.tick(out, step.last_batch_at, 5)  # type: ignore[arg-type]
     assert out.values == [watermark_value(0, committed)]
     templates.close()
+
+
+def test_an_index_request_carries_what_its_signatures_were_made_with(tmp_path):
+    """`made_by` goes through the wire; a request from before it (no such bytes) reads as b"",
+    which every partition takes as before."""
+    detector = Fingerprinter(DetectorConfig())
+    made = request(detector, "https://a.example/1", "\n\n".join(make_article(7)), page_order(1000, 5, 0, 0))
+    made = replace(made, made_by=detector.identity)
+    assert len(detector.identity) == 8 and IndexRequest.decode(made.encode()) == made
+    before = replace(made, made_by=b"")
+    assert IndexRequest.decode(made.encode()[:-8]) == before == IndexRequest.decode(before.encode())
+
+
+def test_the_signature_identity_follows_the_parameters_not_where_a_lexicon_file_lies(tmp_path):
+    from streamdedup.fingerprints.registry import signature_identity
+
+    default = Fingerprinter(DetectorConfig())
+    config = default.signature_config
+    assert signature_identity(config) == default.identity
+    assert signature_identity(dict(reversed(list(config.items())))) == default.identity
+    other = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0}}))
+    assert other.identity != default.identity
+    assert signature_identity({**config, "tokenizer": "another"}) != default.identity
+    imatch = "imatch(min_idf=2.5,max_idf=12.0,min_words=10,extra_lexicons=0,drop_fraction=0.33,seed=1,lexicon={})[{}]"
+    here, moved, other = ({**config, "method.imatch": imatch.format(path, version)}
+                          for path, version in (("/a/lex.json.gz", "v1"), ("/b/lex.json.gz", "v1"), ("/a/lex.json.gz", "v2")))
+    assert signature_identity(here) == signature_identity(moved) != signature_identity(other)
+
+
+def test_an_index_partition_refuses_a_request_made_with_other_parameters_in_one_line(tmp_path):
+    """A rebuilt index store would file signatures it cannot compare, and every match with those
+    pages would be lost without a word: it stops instead, naming the fix; its new store keeps no
+    parameters, so the workers' own parameters open it next."""
+    from streamdedup.runtime.scaleout.index_stage import SignaturesNotComparable
+    from streamdedup.store.errors import StoreConfigMismatch
+
+    old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0}}))
+    new = Fingerprinter(DetectorConfig())
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    text = "\n\n".join(make_article(7))
+    filed = replace(request(old, "https://a.example/1", text, page_order(1000, 5, 0, 0)), made_by=old.identity)
+    index = IndexPartition(tmp_path / "index", new.methods, policy, new.store_config, partition=0)
+    index.check_made_by(replace(filed, made_by=new.identity), "pages.index[0]@0")
+    index.check_made_by(replace(filed, made_by=b""), "pages.index[0]@0")  # from before 2026-12-02: taken
+    with pytest.raises(SignaturesNotComparable) as refused:
+        index.check_made_by(filed, "pages.index[0]@3")
+    message = str(refused.value)
+    assert isinstance(refused.value, StoreConfigMismatch) and "\n" not in message
+    assert message.startswith("pages.index[0]@3 was filed by a worker whose signatures were made with other parameters")
+    assert old.identity.hex() in message and new.identity.hex() in message and "value_bits=8" in message
+    assert "STREAMDEDUP_TOPIC_INDEX" in message and "STREAMDEDUP_GROUP_ID" in message
+    index.close()
+    # the store held nothing but its parameters: the filers' parameters open it now
+    IndexPartition(tmp_path / "index", old.methods, policy, old.store_config, partition=0).close()
+
+
+def test_a_store_with_pages_keeps_its_parameters_when_a_request_is_refused(tmp_path):
+    from streamdedup.runtime.scaleout.index_stage import SignaturesNotComparable
+    from streamdedup.store.errors import StoreConfigMismatch
+
+    old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0}}))
+    new = Fingerprinter(DetectorConfig())
+    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    text = "\n\n".join(make_article(7))
+    index = IndexPartition(tmp_path / "index", new.methods, policy, new.store_config, partition=0)
+    index.answer(replace(request(new, "https://a.example/1", text, page_order(1000, 5, 0, 0)), made_by=new.identity))
+    index.commit()
+    with pytest.raises(SignaturesNotComparable):
+        index.check_made_by(replace(request(old, "https://b.example/1", text, page_order(2000, 6, 0, 0)),
+                                    made_by=old.identity), "pages.index[0]@1")
+    index.close()
+    with pytest.raises(StoreConfigMismatch, match="built with other parameters"):
+        IndexPartition(tmp_path / "index", old.methods, policy, old.store_config, partition=0)
