@@ -87,22 +87,27 @@ def test_other_parameters_on_an_existing_store_are_refused(tmp_path, capsys):
 
 
 def test_a_store_from_before_band_checks_names_the_params_that_keep_it(tmp_path, capsys, monkeypatch):
-    """A store built before 2026-12-02 has 16-bit MinHash values and no band checks, and its
-    description does not name band_check_bits. The default refuses it with the flags that keep it;
-    with them, and for maintenance (`open_existing`), it opens, and its pages are still found."""
+    """A store built before 2026-12-02 has 16-bit MinHash values and no band checks, and 64-bit
+    A12 word signatures; its description names neither band_check_bits nor word_bits. The default
+    refuses it with the flags that keep it; with them, and for maintenance (`open_existing`), it
+    opens, and its pages are still found."""
+    from streamdedup.fingerprints.a12 import A12Params
     from streamdedup.fingerprints.base import Params
     from streamdedup.fingerprints.minhash import MinHashParams
     from streamdedup.store.signature_store import SignatureStore
 
     crawl, state = _crawl(tmp_path), tmp_path / "state"
-    kept = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0"]
+    kept = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0", "--param", "a12.word_bits=64"]
     monkeypatch.setattr(MinHashParams, "__str__", lambda self: Params.__str__(self).replace(",band_check_bits=0", ""))
+    monkeypatch.setattr(A12Params, "__str__", lambda self: Params.__str__(self).replace(",word_bits=64", ""))
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
     monkeypatch.undo()
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
-    assert "(--param minhash.value_bits=16 --param minhash.band_check_bits=0, or" in capsys.readouterr().err
+    assert ("(--param a12.word_bits=64 --param minhash.value_bits=16 --param minhash.band_check_bits=0, or"
+            in capsys.readouterr().err)
     store = SignatureStore.open_existing(state)
     assert store.methods["minhash"].params == MinHashParams(value_bits=16, band_check_bits=0)
+    assert store.methods["a12"].params == A12Params(word_bits=64)
     store.close()
     copy = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(41), "Zeta"))])
     assert main(["dedup", str(copy), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0

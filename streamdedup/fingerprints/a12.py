@@ -6,6 +6,10 @@ under ss1..ss3. Two pages sharing a sentence key are compared only inside the lo
 neighbourhood (len ratio <= 1.15 for similarity 0.85, sentence-count ratio <= 1.20, >= 2 of the 5
 word signatures in common) and are duplicates if their longest sentences agree, or, for pages
 with more than 5 sentences, ss2 and ss3 agree in any order.
+
+The word signatures are only ever compared for equality, 2 of 5 needed beside the other tests, so a
+record keeps 32 bits of each (`word_bits`; 64 before 2026-12-02): 20 bytes a page less in the store.
+The sentence signatures are the index keys and keep all 64.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,13 +34,26 @@ class A12Params(Params):
     count_ratio: float = 1.20
     min_word_matches: int = 2
     min_word_letters: int = 3
+    # bits kept of each word signature (ws1..ws5): 32 or 64. A description without it (a store
+    # from before 2026-12-02) means 64 (`ABSENT_MEANS`)
+    word_bits: int = 32
+
+    # what a parameter added later means where a stored description does not name it
+    ABSENT_MEANS: ClassVar[dict[str, str]] = {"word_bits": "64"}
+
+    def __post_init__(self) -> None:
+        if self.word_bits not in _WORD_FORMATS:
+            raise ValueError(f"word_bits is 32 or 64 (bits kept of each word signature), got {self.word_bits}")
+
+
+_WORD_FORMATS = {32: "I", 64: "Q"}  # struct codes of a word signature by `word_bits`
 
 
 @lru_cache(maxsize=64)
-def _layout(n_ss: int, n_ws: int) -> np.dtype:
+def _layout(n_ss: int, n_ws: int, word_bits: int) -> np.dtype:
     """An encoded signature with `n_ss` sentences and `n_ws` words (`A12Method.encode`) as one array row."""
     return np.dtype([("length", "<u4"), ("sentences", "<u4"), ("n_ss", "u1"), ("n_ws", "u1"),
-                     ("ss", "<u8", (n_ss,)), ("ws", "<u8", (n_ws,))])
+                     ("ss", "<u8", (n_ss,)), ("ws", f"<u{word_bits // 8}", (n_ws,))])
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +89,23 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
     keys_find_every_match = True
     max_index_keys = 3  # ss1..ss3
 
+    def __init__(self, params: A12Params | None = None) -> None:
+        super().__init__(params)
+        self._word_mask = (1 << self.params.word_bits) - 1
+        self._word_format = _WORD_FORMATS[self.params.word_bits]
+
     def signature(self, doc: Document) -> A12Signature | None:
         lengths = doc.token_lengths
         length = int(np.count_nonzero((lengths >= self.params.min_word_letters) | doc.token_is_cjk))
         if length == 0 or doc.num_sentences == 0:
             return None
         return A12Signature(length, doc.num_sentences, _longest_sentences(doc, 3),
-                            _longest_words(lengths, doc.token_hashes, 5))
+                            self._kept(_longest_words(lengths, doc.token_hashes, 5)))
+
+    def _kept(self, words: tuple[int, ...]) -> tuple[int, ...]:
+        """Word signatures as a record keeps them: their low `word_bits` bits."""
+        mask = self._word_mask
+        return words if mask == (1 << 64) - 1 else tuple(word & mask for word in words)
 
     def index_keys(self, signature: A12Signature) -> list[bytes]:
         return [struct.pack("<Q", s) for s in dict.fromkeys(signature.ss)]
@@ -95,7 +123,7 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         if _ratio(signature.sentences, other.sentences) > p.count_ratio:
             return None
         needed = min(p.min_word_matches, len(signature.ws), len(other.ws))
-        if len(set(signature.ws) & set(other.ws)) < needed:
+        if len(set(self._kept(signature.ws)) & set(self._kept(other.ws))) < needed:
             return None
         same_longest = signature.ss[0] == other.ss[0]
         same_next = (signature.sentences > 5 and other.sentences > 5 and len(signature.ss) == 3
@@ -118,27 +146,27 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
             for i, kind in enumerate(kinds):
                 layouts.setdefault(kind, []).append(i)
         p = self.params
-        mine_ss, mine_ws = np.array(signature.ss, dtype=np.uint64), np.array(signature.ws, dtype=np.uint64)
+        mine_ss, mine_ws = np.array(signature.ss, dtype=np.uint64), np.array(self._kept(signature.ws), dtype=np.uint64)
         for counts, rows in layouts.items():
             group = others if len(rows) == len(others) else [others[i] for i in rows]
-            layout = _layout(counts[0], counts[1])
+            layout = _layout(counts[0], counts[1], p.word_bits)
             if not counts[0] or not all_sized(group, layout.itemsize):
                 result[rows] = super().similarities(signature, group)
                 continue
             records = np.frombuffer(b"".join(group), dtype=layout)
             # copies: one array type for any number of records (one compiled overload, as in minhash)
             result[rows] = a12_similarities(records["length"].copy(), records["sentences"].copy(), records["ss"].copy(),
-                                            records["ws"].copy(),
+                                            records["ws"].astype(np.uint64),
                                             signature.length, signature.sentences, mine_ss, mine_ws,
                                             p.length_ratio, p.count_ratio, p.min_word_matches)
         return result
 
     def encode(self, signature: A12Signature) -> bytes:
-        return struct.pack(f"<IIBB{len(signature.ss)}Q{len(signature.ws)}Q", signature.length,
+        return struct.pack(f"<IIBB{len(signature.ss)}Q{len(signature.ws)}{self._word_format}", signature.length,
                            signature.sentences, len(signature.ss), len(signature.ws),
-                           *signature.ss, *signature.ws)
+                           *signature.ss, *self._kept(signature.ws))
 
     def decode(self, data: bytes) -> A12Signature:
         length, sentences, n_ss, n_ws = struct.unpack_from("<IIBB", data)
-        values = struct.unpack_from(f"<{n_ss + n_ws}Q", data, 10)
+        values = struct.unpack_from(f"<{n_ss}Q{n_ws}{self._word_format}", data, 10)
         return A12Signature(length, sentences, tuple(values[:n_ss]), tuple(values[n_ss:]))

@@ -55,6 +55,46 @@ def test_a12_roundtrip():
     assert method.decode(method.encode(sig)) == sig
 
 
+def test_a12_keeps_32_bits_of_each_word_signature_and_judges_as_with_64():
+    """A record is 20 bytes shorter; the 64-bit layout is byte for byte that of before 2026-12-02;
+    the verdicts of both agree (pages from make_article, pairs of every kind)."""
+    import struct
+
+    from streamdedup.fingerprints.a12 import A12Params
+
+    narrow, wide = A12Method(), A12Method(A12Params(word_bits=64))
+    article = make_article(12)
+    full = wide.signature(_doc(article))
+    kept = narrow.signature(_doc(article))
+    assert kept.ss == full.ss and kept.ws == tuple(w & 0xFFFFFFFF for w in full.ws)
+    assert len(narrow.encode(kept)) == len(wide.encode(full)) - 4 * len(full.ws) == 10 + 8 * len(full.ss) + 4 * len(full.ws)
+    assert wide.encode(full) == struct.pack(f"<IIBB{len(full.ss)}Q{len(full.ws)}Q", full.length, full.sentences,
+                                            len(full.ss), len(full.ws), *full.ss, *full.ws)  # as before
+    assert narrow.decode(narrow.encode(kept)) == kept
+    assert narrow.decode(narrow.encode(full)) == kept  # a 64-bit signature is kept as a record keeps it
+    pages = [make_article(seed, paragraphs=6) for seed in range(20, 26)]
+    pages += [page[:-1] for page in pages] + [page + ["One more line was added at noon today."] for page in pages]
+    verdicts = []
+    for method in (narrow, wide):
+        signatures = [method.signature(_doc(page)) for page in pages]
+        encoded = [method.encode(signature) for signature in signatures]
+        one_by_one = [[method.similarity(a, b) for b in signatures] for a in signatures]
+        assert [[None if x != x else x for x in method.similarities(a, encoded).tolist()] for a in signatures] == one_by_one
+        verdicts.append(one_by_one)
+    assert verdicts[0] == verdicts[1]
+    assert sum(v is not None for row in verdicts[0] for v in row) > len(pages)  # copies matched, not only selves
+    with pytest.raises(ValueError, match="word_bits is 32 or 64"):
+        A12Params(word_bits=16)
+
+
+def test_an_a12_description_from_before_word_bits_means_64():
+    from streamdedup.fingerprints.registry import parse_description
+
+    name, params, _ = parse_description("a12(length_ratio=1.15,count_ratio=1.2,min_word_matches=2,min_word_letters=3)")
+    assert name == "a12" and params["word_bits"] == "64"
+    assert A12Method().params.word_bits == 32
+
+
 def test_registry_creates_and_explains():
     assert set(METHODS) >= {"exact", "minhash", "simhash", "a12"}
     assert create_method("minhash", threshold=0.7).params.threshold == 0.7

@@ -47,6 +47,7 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
     """A worker upgraded past 2026-12-02 (MinHash's 8-bit values with band checks) finds its
     stores built with 16-bit values, their description without band_check_bits: it stops in one
     error naming the flags that keep them, and with those flags it runs on."""
+    from streamdedup.fingerprints.a12 import A12Params
     from streamdedup.fingerprints.base import Params
     from streamdedup.fingerprints.minhash import MinHashParams
 
@@ -55,9 +56,10 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
         monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(topics, name))
     worker = ["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state-dir", str(settings.state_dir),
               "--group-id", settings.group_id, "--exit-when-idle", "5"]
-    kept = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0"]
+    kept = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0", "--param", "a12.word_bits=64"]
     with monkeypatch.context() as before:  # the description a store of before records
         before.setattr(MinHashParams, "__str__", lambda self: Params.__str__(self).replace(",band_check_bits=0", ""))
+        before.setattr(A12Params, "__str__", lambda self: Params.__str__(self).replace(",word_bits=64", ""))
         assert main([*worker, *kept]) == 0
     assert (settings.state_dir / f"{topics.index}-0").is_dir()
     capsys.readouterr()
@@ -66,7 +68,7 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
     assert "Traceback" not in err
     [line] = [line for line in err.splitlines() if line.startswith("streamdedup: error:")]
     assert "built with other parameters" in line, err
-    assert "(--param minhash.value_bits=16 --param minhash.band_check_bits=0, or" in err
+    assert "(--param a12.word_bits=64 --param minhash.value_bits=16 --param minhash.band_check_bits=0, or" in err
     assert main([*worker, *kept]) == 0
 
 
