@@ -28,7 +28,7 @@ from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.registry import create_method, signature_identity
+from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
 from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
@@ -139,7 +139,7 @@ class Fingerprinter:
                              "template": str(config.template or "off")}
         # the whole of it, the methods' own parameters included; and its 8-byte identity, which the
         # global topology's index requests carry (`IndexRequest.made_by`)
-        self.signature_config = {**self.store_config, **{f"method.{m.name}": m.describe() for m in self.methods}}
+        self.signature_config = signature_config(self.store_config, self.methods)
         self.identity = signature_identity(self.signature_config)
         warm_up(self.methods)
         self.threads = prepare_threads(config.prepare_threads)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,12 @@ def pinned_description(description: str) -> str:
     params.pop("lexicon", None)
     text = f"{name}({','.join(f'{k}={v}' for k, v in params.items())})"
     return f"{text}[{version}]" if version else text
+
+
+def signature_config(settings: Mapping[str, str], methods: Sequence[FingerprintMethod[Any]]) -> dict[str, str]:
+    """What signatures are made with, as stores record it: `settings` (cleaning, tokeniser,
+    template) and each method's description under `method.<name>`."""
+    return {**settings, **{f"method.{m.name}": m.describe() for m in methods}}
 
 
 def signature_identity(config: Mapping[str, str]) -> bytes:

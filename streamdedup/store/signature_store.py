@@ -31,6 +31,7 @@ from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdic
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.registry import signature_config
 from streamdedup.store import layout, rebuild, retention
 from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds are imported from here too
     StoreConfigMismatch,
@@ -231,7 +232,7 @@ class SignatureStore:
             raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
                              "streamdedup store, or an empty or new directory")
         self.index = self.db.get_column_family(layout.INDEX_CF)  # empty since schema 4 (see layout)
-        self._check_config({**config, **{f"method.{m.name}": m.describe() for m in methods},
+        self._check_config({**signature_config(config, methods),
                             "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
         self.index_version = self.get_meta_int("index_version", 0)
         # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.registry import signature_identity
+from streamdedup.fingerprints.registry import signature_config, signature_identity
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
 from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
@@ -52,7 +52,7 @@ class IndexPartition:
     def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
                  store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
         self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
-        self.signature_config = {**store_config, **{f"method.{m.name}": m.describe() for m in methods}}
+        self.signature_config = signature_config(store_config, methods)
         self.identity = signature_identity(self.signature_config)
         self.by_tag = {self.store.tags[m.name]: m for m in methods}
         self.by_name = {m.name: (self.store.tags[m.name], m) for m in methods}
