@@ -166,6 +166,9 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
                            signature.sentences, len(signature.ss), len(signature.ws),
                            *signature.ss, *self._kept(signature.ws))
 
+    def laid_out_as_mine(self, data: bytes) -> bool:
+        return len(data) >= 10 and len(data) == 10 + 8 * data[8] + self.params.word_bits // 8 * data[9]
+
     def decode(self, data: bytes) -> A12Signature:
         length, sentences, n_ss, n_ws = struct.unpack_from("<IIBB", data)
         values = struct.unpack_from(f"<{n_ss}Q{n_ws}{self._word_format}", data, 10)

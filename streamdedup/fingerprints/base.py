@@ -137,3 +137,10 @@ class FingerprintMethod(ABC, Generic[S, P]):
     @abstractmethod
     def decode(self, data: bytes) -> S:
         """Inverse of `encode`."""
+
+    def laid_out_as_mine(self, data: bytes) -> bool:
+        """Whether an encoded signature has the layout this method's parameters give it: False for
+        one that other parameters made where its size tells (another MinHash width, A12's 64-bit
+        words). A request that names no maker is checked by this (`IndexPartition.check_made_by`);
+        True where the layout does not depend on the parameters."""
+        return True

@@ -207,6 +207,9 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
             contained = np.minimum(1.0, jaccard * (sizes + signature.set_size) / ((1.0 + jaccard) * smaller))
         return np.where(smaller >= floor, contained, np.nan)
 
+    def laid_out_as_mine(self, data: bytes) -> bool:
+        return len(data) == self._record.itemsize
+
     def encode(self, signature: MinHashSignature) -> bytes:
         values = signature.values
         if values.dtype != self._dtype:  # its bytes would decode as other values, silently

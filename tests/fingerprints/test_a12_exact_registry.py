@@ -133,3 +133,19 @@ def test_longest_distinct_equals_sorting_all_pairs():
         hashes = (lengths * 7 + rng.integers(0, 3, size=size)).astype(np.uint64)  # many repeats
         expected = sorted(set(zip((-lengths).tolist(), hashes.tolist(), strict=True)))[:5]
         assert longest_distinct(lengths, hashes, 5).tolist() == [h for _, h in expected]
+
+
+def test_a_signature_laid_out_by_other_params_is_told_by_its_size():
+    """What an index partition checks of a request that names no maker (`laid_out_as_mine`)."""
+    from streamdedup.fingerprints.a12 import A12Params
+    from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
+
+    doc = _doc(make_article(12))
+    narrow, wide = A12Method(), A12Method(A12Params(word_bits=64))
+    assert narrow.laid_out_as_mine(narrow.encode(narrow.signature(doc)))
+    assert not narrow.laid_out_as_mine(wide.encode(wide.signature(doc)))
+    assert not wide.laid_out_as_mine(narrow.encode(narrow.signature(doc))) and not narrow.laid_out_as_mine(b"\x01")
+    default, before = MinHashMethod(), MinHashMethod(MinHashParams(value_bits=16, band_check_bits=0))
+    assert default.laid_out_as_mine(default.encode(default.signature(doc)))
+    assert not default.laid_out_as_mine(before.encode(before.signature(doc)))
+    assert ExactMethod().laid_out_as_mine(ExactMethod().encode(ExactMethod().signature(doc)))

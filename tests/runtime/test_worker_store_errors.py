@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import orjson
+import pytest
 from confluent_kafka import Producer
 from conftest import make_article
 
@@ -72,12 +73,20 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
     assert main([*worker, *kept]) == 0
 
 
+OLD_DEFAULTS = ["--param", "a12.word_bits=64", "--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0"]
+
+
+@pytest.mark.parametrize("maker_named", [True, False], ids=["maker-named", "earlier-version"])
 def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_before(settings, monkeypatch, capsys,
-                                                                                        tmp_path):
+                                                                                        tmp_path, maker_named):
     """The global topology rebuilds an index store that was moved away from `pages.index`, where
     the workers before filed their pages' signatures. Under other parameters it would file them
     and never match them (their keys and values are not its own): it stops in one line naming the
-    fix instead, and the parameters they were filed with rebuild it."""
+    fix instead, and the parameters they were filed with rebuild it. A request that names its
+    maker's signature id is told by it; one of a version before 2026-12-02, which named none, by
+    its MinHash and A12 signatures' sizes (the old defaults)."""
+    import streamdedup.fingerprinter as fingerprinter
+
     topics = settings.topics
     for name in ("pages", "unique", "duplicates", "rejected", "clusters", "index", "parts"):
         monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(topics, name))
@@ -91,8 +100,10 @@ def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_be
     assert producer.flush(30) == 0
     worker = ["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state-dir", str(settings.state_dir),
               "--group-id", settings.group_id, "--exit-when-idle", "5"]
-    before = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0"]
-    assert main([*worker, *before]) == 0
+    with monkeypatch.context() as earlier:
+        if not maker_named:  # a version that named no maker in its requests
+            earlier.setattr(fingerprinter, "signature_identity", lambda config: b"")
+        assert main([*worker, *OLD_DEFAULTS]) == 0
     assert len(read_topic(settings, topics.duplicates, expect_at_least=1, quiet_s=1.0)) == 1
     shutil.move(settings.state_dir, tmp_path / "moved-away")  # every store is rebuilt from Kafka
     capsys.readouterr()
@@ -100,7 +111,11 @@ def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_be
     err = capsys.readouterr().err
     assert "Traceback" not in err
     [line] = [line for line in err.splitlines() if line.startswith("streamdedup: error:")]
-    assert f"{topics.index}[0]@" in line and "signatures were made with other parameters" in line, err
-    assert "STREAMDEDUP_TOPIC_INDEX" in line
-    assert main([*worker, *before]) == 0  # the store it left held nothing yet: it opens under these
+    assert f"{topics.index}[0]@" in line and "STREAMDEDUP_TOPIC_INDEX" in line, err
+    if maker_named:
+        assert "was filed by a worker whose signatures were made with other parameters" in line
+    else:
+        assert "was filed by an earlier version of streamdedup" in line and "its a12, minhash signature" in line
+        assert " ".join(OLD_DEFAULTS) in line
+    assert main([*worker, *OLD_DEFAULTS]) == 0  # the store it left held nothing yet: it opens under these
     assert len(read_topic(settings, topics.duplicates, quiet_s=1.0)) == 1  # rebuilt, not emitted again

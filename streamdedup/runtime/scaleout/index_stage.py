@@ -71,17 +71,28 @@ class IndexPartition:
         signatures could not be compared, so every match with it would be lost without a word.
         Where a worker of the fleet runs other parameters, or this store was rebuilt from a topic
         that workers with other parameters filed."""
-        if not request.made_by or request.made_by == self.identity:
+        if request.made_by == self.identity:
             return
+        if request.made_by:
+            maker = f"a worker whose signatures were made with other parameters (signature id {request.made_by.hex()}; "
+            fix = "the workers that filed it (each logs its signature id and parameters at start)"
+        else:  # written by a version that named no maker: refused where a signature's layout is not this one's
+            odd = sorted(self.by_tag[tag].name if tag in self.by_tag else f"method tag {tag}"
+                         for tag, data in request.doc.signatures.items()
+                         if tag not in self.by_tag or not self.by_tag[tag].laid_out_as_mine(data))
+            if not odd:
+                return
+            maker = (f"an earlier version of streamdedup under other parameters (its {', '.join(odd)} signature is "
+                     "not laid out as this worker's; ")
+            fix = ("that version (requests from before 2026-12-02 under its defaults: --param a12.word_bits=64 "
+                   "--param minhash.value_bits=16 --param minhash.band_check_bits=0)")
         methods = ", ".join(value for key, value in sorted(self.signature_config.items()) if key.startswith("method."))
         self.store.forget_config_if_empty()  # a store being rebuilt: the filers' parameters may open it next
         raise SignaturesNotComparable(
-            f"{source} was filed by a worker whose signatures were made with other parameters (signature id "
-            f"{request.made_by.hex()}; this worker's is {self.identity.hex()}: {methods}), which this index "
-            "partition cannot compare. Run every worker with the parameters of the workers that filed it (each "
-            "logs its signature id and parameters at start), or start these parameters on new internal topics "
-            "(STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new STREAMDEDUP_GROUP_ID and new store "
-            "directories (docs/scaleout.md, Settings)")
+            f"{source} was filed by {maker}this worker's is {self.identity.hex()}: {methods}), which this index "
+            f"partition cannot compare. Run every worker with the parameters of {fix}, or start these parameters "
+            "on new internal topics (STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new STREAMDEDUP_GROUP_ID "
+            "and new store directories (docs/scaleout.md, Settings)")
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the

@@ -532,14 +532,16 @@ def test_an_index_partition_refuses_a_request_made_with_other_parameters_in_one_
     from streamdedup.runtime.scaleout.index_stage import SignaturesNotComparable
     from streamdedup.store.errors import StoreConfigMismatch
 
-    old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0}}))
+    old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0},
+                                                      "a12": {"word_bits": 64}}))  # the defaults before 2026-12-02
     new = Fingerprinter(DetectorConfig())
     policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
     text = "\n\n".join(make_article(7))
     filed = replace(request(old, "https://a.example/1", text, page_order(1000, 5, 0, 0)), made_by=old.identity)
     index = IndexPartition(tmp_path / "index", new.methods, policy, new.store_config, partition=0)
     index.check_made_by(replace(filed, made_by=new.identity), "pages.index[0]@0")
-    index.check_made_by(replace(filed, made_by=b""), "pages.index[0]@0")  # from before 2026-12-02: taken
+    mine = request(new, "https://b.example/1", text, page_order(1000, 5, 0, 0))
+    index.check_made_by(mine, "pages.index[0]@1")  # from before 2026-12-02 (no maker named), laid out as ours: taken
     with pytest.raises(SignaturesNotComparable) as refused:
         index.check_made_by(filed, "pages.index[0]@3")
     message = str(refused.value)
@@ -547,6 +549,13 @@ def test_an_index_partition_refuses_a_request_made_with_other_parameters_in_one_
     assert message.startswith("pages.index[0]@3 was filed by a worker whose signatures were made with other parameters")
     assert old.identity.hex() in message and new.identity.hex() in message and "value_bits=8" in message
     assert "STREAMDEDUP_TOPIC_INDEX" in message and "STREAMDEDUP_GROUP_ID" in message
+    # no maker named (a version before 2026-12-02): its signatures' layout tells the old defaults
+    with pytest.raises(SignaturesNotComparable) as refused:
+        index.check_made_by(replace(filed, made_by=b""), "pages.index[0]@4")
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith("pages.index[0]@4 was filed by an earlier version")
+    assert "its a12, minhash signature is not laid out as this worker's" in message
+    assert "--param a12.word_bits=64 --param minhash.value_bits=16 --param minhash.band_check_bits=0" in message
     index.close()
     # the store held nothing but its parameters: the filers' parameters open it now
     IndexPartition(tmp_path / "index", old.methods, policy, old.store_config, partition=0).close()
