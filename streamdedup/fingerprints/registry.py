@@ -97,6 +97,12 @@ def pinned_description(description: str) -> str:
     return f"{text}[{version}]" if version else text
 
 
+def pinned_setting(key: str, value: str | None) -> str | None:
+    """A recorded setting as stores compare it: a method's description pinned (`pinned_description`),
+    any other value as it is."""
+    return pinned_description(value) if value is not None and key.startswith("method.") else value
+
+
 def signature_config(settings: Mapping[str, str], methods: Sequence[FingerprintMethod[Any]]) -> dict[str, str]:
     """What signatures are made with, as stores record it: `settings` (cleaning, tokeniser,
     template) and each method's description under `method.<name>`."""
@@ -108,8 +114,7 @@ def signature_identity(config: Mapping[str, str]) -> bytes:
     cleaning, tokeniser and template settings, and `method.<name>` descriptions), the methods pinned
     as stores compare them. An index request carries its maker's, so an index partition rebuilt
     from its topic refuses signatures it cannot compare instead of filing them (docs/scaleout.md)."""
-    pinned = {key: pinned_description(value) if key.startswith("method.") else value
-              for key, value in sorted(config.items())}
+    pinned = {key: pinned_setting(key, value) for key, value in sorted(config.items())}
     return xxhash.xxh3_64_digest(json.dumps(pinned, sort_keys=True).encode())
 
 

@@ -120,10 +120,6 @@ class Worker:
         self._input_ends: dict[int, tuple[float, int | None]] = {}  # input partition -> (asked at, end offset)
         self._ends_client: Consumer | None = None  # asks end offsets while the group consumer fetches
         self.topology = make_topology(settings, config, topics.ensure_topics(settings), self._input_end)
-        fingerprinter = getattr(self.topology, "fingerprinter", None)
-        if fingerprinter is not None:  # the id a refused index request names (`IndexPartition.check_made_by`)
-            log.info("signature id %s: %s", fingerprinter.identity.hex(), ", ".join(
-                f"{key}={value}" for key, value in sorted(fingerprinter.signature_config.items())))
         consumer_settings: dict[str, Any] = {
             "group.id": settings.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "isolation.level": "read_committed", "enable.partition.eof": False,

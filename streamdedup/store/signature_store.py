@@ -31,7 +31,12 @@ from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdic
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.registry import signature_config
+from streamdedup.fingerprints.registry import (
+    method_from_description,
+    parse_description,
+    pinned_setting,
+    signature_config,
+)
 from streamdedup.store import layout, rebuild, retention
 from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds are imported from here too
     StoreConfigMismatch,
@@ -180,8 +185,6 @@ def foreign_files(names: Iterable[str]) -> list[str]:
 def _params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
     """`method.name=value` of each method parameter whose stored value differs from this run's,
     for methods both name (a store built before a default changed: the flags that keep it)."""
-    from streamdedup.fingerprints.registry import parse_description
-
     out = []
     for key in sorted(set(built) & set(wanted)):
         if not key.startswith("method."):
@@ -194,15 +197,6 @@ def _params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list
         if name == other:
             out += [f"{name}.{k}={v}" for k, v in stored.items() if k != "lexicon" and asked.get(k) != v]
     return out
-
-
-def _pinned(key: str, value: str | None) -> str | None:
-    """A configuration value as stores compare it: methods with their lexicon by version."""
-    if value is None or not key.startswith("method."):
-        return value
-    from streamdedup.fingerprints.registry import pinned_description
-
-    return pinned_description(value)
 
 
 class SignatureStore:
@@ -424,8 +418,6 @@ class SignatureStore:
     @classmethod
     def open_existing(cls, path: str | os.PathLike[str]) -> SignatureStore:
         """Open a store with the very methods and parameters it was built with (for maintenance)."""
-        from streamdedup.fingerprints.registry import method_from_description
-
         if not cls._prepare_directory(Path(path), create=False):
             raise StoreError(f"no store at {path}: give --state the directory of a store (made by "
                              "`streamdedup dedup` or a worker)")
@@ -528,7 +520,8 @@ class SignatureStore:
                 "inputs with a new --state (or --fresh); a worker, move the directory away and it rebuilds its "
                 "store from Kafka")
         diffs = [f"  {k}: store has {built.get(k)!r}, this run asks for {wanted.get(k)!r}"
-                 for k in sorted(set(built) | set(wanted)) if _pinned(k, built.get(k)) != _pinned(k, wanted.get(k))]
+                 for k in sorted(set(built) | set(wanted))
+                 if pinned_setting(k, built.get(k)) != pinned_setting(k, wanted.get(k))]
         if diffs:
             self.close()
             keep = _params_to_keep(built, wanted)
@@ -610,15 +603,13 @@ class SignatureStore:
     def _has_keys(self) -> bool:
         return next(self._scan(self.db), None) is not None
 
-    def forget_config_if_empty(self) -> bool:
+    def forget_config_if_empty(self) -> None:
         """Remove the parameters recorded at open from a store that holds nothing else yet (no
         page, template or offset), so that the next open under any parameters takes it as new:
         a run stopped for its parameters before its first commit must not pin the directory to them."""
         config = layout.meta_key("config")
-        if any(key != config for key, _ in itertools.islice(self._scan(self.db), 2)):
-            return False
-        del self.db[config]
-        return True
+        if not any(key != config for key, _ in itertools.islice(self._scan(self.db), 2)):
+            del self.db[config]
 
     def iter_docs(self) -> Iterator[DocRecord]:
         for key, value in self._scan(self.db, layout.DOC):

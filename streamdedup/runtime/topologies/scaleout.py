@@ -14,6 +14,7 @@ watermarks of all its index partitions are past it (gather_stage.py).
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
 from collections.abc import Mapping, Sequence
@@ -72,6 +73,8 @@ from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.policy import SitePolicy
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -544,6 +547,9 @@ class GlobalTopology:
         self.settings = settings
         self.config = config
         self.fingerprinter = Fingerprinter(config)
+        # the id a refused index request names (`IndexPartition.check_made_by`)
+        log.info("signature id %s: %s", self.fingerprinter.identity.hex(), ", ".join(
+            f"{key}={value}" for key, value in sorted(self.fingerprinter.signature_config.items())))
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts],
                              partitions.get(topics.pages, 1))
