@@ -67,7 +67,7 @@ from rocksdict import ReadOptions, WriteBatch
 from streamdedup.clean.template import SiteTemplate, document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
-from streamdedup.fingerprints.a12 import A12Signature
+from streamdedup.fingerprints.a12 import A12Params, A12Signature
 from streamdedup.fingerprints.minhash import MinHashMethod
 from streamdedup.record.page import Page
 from streamdedup.store import layout
@@ -76,6 +76,7 @@ from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.signature_store import _SNAPSHOT, _WORDS_SNAPSHOT, SignatureStore, StoreError
 
 SITES = 500
+A12_WORD_MASK = (1 << A12Params().word_bits) - 1
 MINHASH = MinHashMethod()  # the default signatures: their values as many bits as the store keeps, their band checks
 
 
@@ -107,7 +108,8 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator, lines: in
                                                               dtype=np.uint64).astype(np.uint32), rng.randint(200, 2000)),
         "simhash": rng.getrandbits(64),
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
-                            tuple(rng.getrandbits(64) for _ in range(5))),
+                            # the word signatures as A12Method.signature keeps them (`word_bits`, 32)
+                            tuple(rng.getrandbits(64) & A12_WORD_MASK for _ in range(5))),
     }
     if not lines:
         return Fingerprinted(page, {}, f"bench:{i}", signatures)

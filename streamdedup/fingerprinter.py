@@ -25,7 +25,7 @@ from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
-from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines
+from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines, without_lines
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
@@ -302,7 +302,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     every such page of the site a duplicate of the first. In a site's cold start a page from which
     its provisional template was removed is judged on its own text like any later page; one from
     which nothing was removed meets the stricter own-site policy (`template_known` False)."""
-    lines, hashes = [line for line in item.text.split("\n") if line], line_hashes(item.text)
+    hashes = line_hashes(item.text)
     missed = _missed_own_text(item, site, hashes, params)
     visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
@@ -310,11 +310,13 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         site.learn(item.page.url, counted, params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
     known = site.known(params)
-    text, removed = site.strip(lines, hashes, params)
+    template = site.removed_lines(hashes, params)  # as `SiteTemplate.strip`, the lines made only if needed
     pages_before = site.pages
     site.learn(item.page.url, counted, params)
-    if not removed:
+    if template is None:
         return item.but(template_known=known)
+    lines = [line for line in item.text.split("\n") if line]
+    text, removed = without_lines(lines, template)
     try:
         signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
                                       fingerprinter.config.cleaning.min_words)

@@ -151,6 +151,12 @@ def url_base(url: str) -> str:
 _PYTHON_SORT_LINES = 64
 
 
+def without_lines(lines: list[str], template: list[bool]) -> tuple[str, int]:
+    """The lines but those `template` marks (`SiteTemplate.removed_lines`), as one text, and how many were removed."""
+    kept = [line for line, drop in zip(lines, template, strict=True) if not drop]
+    return "\n".join(kept), len(lines) - len(kept)
+
+
 def distinct_lines(hashes: LineHashes) -> np.ndarray:
     """A page's distinct line hashes, ascending (uint64)."""
     if isinstance(hashes, np.ndarray):
@@ -332,14 +338,17 @@ class SiteTemplate:
         """The page's own text (its template lines removed) and how many lines were removed.
         One search of the site's sorted lines for all the page's lines. During the cold start the
         provisional template is removed (see the module's docstring)."""
-        if not lines or not len(self._lines):  # nothing is template before a line is counted
-            return "\n".join(lines), 0
+        template = self.removed_lines(hashes, params)
+        return ("\n".join(lines), 0) if template is None else without_lines(lines, template)
+
+    def removed_lines(self, hashes: LineHashes, params: TemplateParams) -> list[bool] | None:
+        """Which of the page's lines (by their hashes) `strip` removes; None: none, so that a caller
+        splits the page's text into lines only when some are removed (most pages: none)."""
+        if not len(hashes) or not len(self._lines):  # nothing is template before a line is counted
+            return None
         at, found = self._find(hashes)
         template = (found & (self._counts[at] >= self.floor(params))).tolist()
-        if not any(template):
-            return "\n".join(lines), 0
-        kept = [line for line, drop in zip(lines, template, strict=True) if not drop]
-        return "\n".join(kept), len(lines) - len(kept)
+        return template if any(template) else None
 
     def new_lines(self, hashes: LineHashes, exclude: LineHashes) -> list[int]:
         """Positions of the lines the site never showed before and not in `exclude` (first of each)."""

@@ -131,28 +131,41 @@ def names9(tag: int, keys: bytes | np.ndarray) -> np.ndarray:
     """9-byte keys back to back (`bytes` or uint8) as `index_names` names them: one uint8 row of
     `INDEX_KEY_SIZE` bytes each, the tag byte and the first `HASH_BYTES` of the key's splitmix64."""
     parts = np.frombuffer(keys, dtype=_KEY9)
-    z = parts["rest"] ^ (parts["first"].astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
+    z = _splitmix(parts["rest"], parts["first"])
     names = np.empty((len(parts), INDEX_KEY_SIZE), dtype=np.uint8)
     names[:, 0] = tag
     names[:, 1:] = z.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :HASH_BYTES]
     return names
 
 
-def name_rows(tag: int, keys: np.ndarray) -> np.ndarray:
-    """`index_names` of keys of one size (uint8 rows) as uint8 rows of `INDEX_KEY_SIZE` bytes."""
-    if keys.shape[1] == 9:
-        return names9(tag, np.ascontiguousarray(keys))
-    names = np.empty((len(keys), INDEX_KEY_SIZE), dtype=np.uint8)
-    names[:, 0] = tag
-    if keys.shape[1] == 8:
-        names[:, 1:] = keys[:, :HASH_BYTES]
+def name_ints_of_keys(tag: int, keys: np.ndarray) -> np.ndarray:
+    """`index_names` of keys of one size (uint8 rows) as 48-bit integers (`memory_index.name_ints`),
+    made without the names' bytes: the tag in the top byte, then the first `HASH_BYTES` bytes of
+    the name's hash as a big-endian number. Of a little-endian 64-bit word w (an 8-byte key, the
+    mix of a 9-byte one) those bytes are `w.byteswap() >> 24`; of an xxh3-64 digest (big-endian),
+    the hash's top bits."""
+    top = np.uint64(tag) << np.uint64(8 * HASH_BYTES)
+    shift = np.uint64(8 * (8 - HASH_BYTES))
+    width = keys.shape[1]
+    if width == 9:
+        parts = np.frombuffer(np.ascontiguousarray(keys).tobytes(), dtype=_KEY9)
+        words = _splitmix(parts["rest"], parts["first"])
+    elif width == 8:
+        words = np.ascontiguousarray(keys).view("<u8").ravel().astype(np.uint64)
     else:
-        hashed = b"".join(xxhash.xxh3_64_digest(key)[:HASH_BYTES] for key in map(bytes, keys))
-        names[:, 1:] = np.frombuffer(hashed, dtype=np.uint8).reshape(-1, HASH_BYTES)
-    return names
+        data = np.ascontiguousarray(keys).tobytes()
+        hashed = np.fromiter(map(xxhash.xxh3_64_intdigest, (data[i: i + width] for i in range(0, len(data), width))),
+                             dtype=np.uint64, count=len(keys))
+        return top | (hashed >> shift)
+    return top | (words.byteswap() >> shift)
+
+
+def _splitmix(rest: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The 9-byte keys' mix (`names9`): splitmix64's finaliser of the 64 bits, the first byte folded in."""
+    z = rest ^ (first.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def time_key(event_ms: int, seq: int) -> bytes:

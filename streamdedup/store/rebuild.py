@@ -4,7 +4,7 @@ The same postings, inserted in the same order, chunk by chunk, as `SignatureStor
 inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
 records are read as one buffer: a compiled pass finds each record's id and signatures, and a
 method that offers `index_key_rows` (MinHash, SimHash, A12, exact) makes the keys of all its
-signatures in one call, named in one array pass (`key_name_rows`, which a batch's filing uses
+signatures in one call, named in one array pass (`key_name_ints`, which a batch's filing uses
 too). Other methods' keys are made one signature at a time, as before; a record that names keys
 it was not filed under (`DocRecord.unfiled`, rare) is decoded whole and filed by
 `SignatureStore.filed_names`.
@@ -20,7 +20,7 @@ import numpy as np
 
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.memory_index import name_ints, name_rows_ints
+from streamdedup.store.memory_index import name_ints
 
 if TYPE_CHECKING:
     from streamdedup.fingerprints.base import FingerprintMethod
@@ -141,8 +141,8 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
         tag, method = tags[c], store._by_tag[tags[c]]
         rows = np.flatnonzero(present[:, c])
         at, sizes = sig_at[rows, c].tolist(), sig_len[rows, c].tolist()
-        names, counts = key_name_rows(tag, method, [data[a: a + size] for a, size in zip(at, sizes, strict=True)])
-        name_parts.append(name_rows_ints(names))
+        names, counts = key_name_ints(tag, method, [data[a: a + size] for a, size in zip(at, sizes, strict=True)])
+        name_parts.append(names)
         seq_parts.append(np.repeat(seqs[rows], counts))
     word_seqs: list[int] = []
     words: list[bytes] = []
@@ -153,14 +153,13 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
     return np.concatenate(name_parts), np.concatenate(seq_parts), word_seqs, words
 
 
-def key_name_rows(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:
-    """The index names of these encoded signatures' keys (one method's, tag `tag`), as uint8 rows of
-    `layout.INDEX_KEY_SIZE`, each signature's in `index_keys` order, and how many each has: in one
-    call where the method offers `index_key_rows`, else signature by signature."""
+def key_name_ints(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:
+    """The index names of these encoded signatures' keys (one method's, tag `tag`), as 48-bit
+    integers (`memory_index.name_ints`), each signature's in `index_keys` order, and how many each
+    has: in one call where the method offers `index_key_rows`, else signature by signature."""
     key_rows = method.index_key_rows(encoded)
     if key_rows is not None:
         keys_of, counts = key_rows
-        return layout.name_rows(tag, keys_of), counts
+        return layout.name_ints_of_keys(tag, keys_of), counts
     keys = [method.index_keys(method.decode(data)) for data in encoded]
-    names = b"".join(layout.index_names(tag, [k for page_keys in keys for k in page_keys]))
-    return np.frombuffer(names, dtype=np.uint8).reshape(-1, layout.INDEX_KEY_SIZE), [len(ks) for ks in keys]
+    return name_ints(layout.index_names(tag, [k for page_keys in keys for k in page_keys])), [len(ks) for ks in keys]

@@ -55,7 +55,6 @@ from streamdedup.store.memory_index import (
     ints_names,
     name_ints,
     name_places,
-    name_rows_ints,
     slots_for,
 )
 from streamdedup.store.template_store import SiteTemplates, TemplateCache
@@ -635,10 +634,8 @@ class SignatureStore:
         in the order its signatures come) from its encoded signatures by tag: each method's keys
         of all the pages made in one call where it offers one (`index_key_rows`, as the rebuild
         after a crash makes them), all named in one array pass."""
-        rows, ends = self._name_rows_of_records(pages)
-        data = rows.tobytes()
-        size = layout.INDEX_KEY_SIZE
-        flat = [data[i: i + size] for i in range(0, len(data), size)]
+        names, ends = self.index_name_ints_of_records(pages)
+        flat = ints_names(names)
         return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
     def unfiled_tags(self, doc: DocRecord) -> frozenset[int]:
@@ -657,10 +654,6 @@ class SignatureStore:
     def index_name_ints_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
         """`index_names_of_records` as 48-bit integers (`memory_index.name_ints`): every page's
         names back to back in one array, and where each page's end (`StoreBatch.stage`)."""
-        rows, ends = self._name_rows_of_records(pages)
-        return name_rows_ints(rows), ends
-
-    def _name_rows_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
         rows_of: dict[int, Sequence[int]] = {}
         first = pages[0].keys() if pages else {}.keys()
         if all(signatures.keys() == first for signatures in pages):  # every page signed by the same methods
@@ -670,11 +663,11 @@ class SignatureStore:
                 for tag in signatures:
                     cast(list[int], rows_of.setdefault(tag, [])).append(i)
         if not rows_of:
-            return np.zeros((0, layout.INDEX_KEY_SIZE), dtype=np.uint8), [0] * len(pages)
+            return np.zeros(0, dtype=np.uint64), [0] * len(pages)
         named: list[np.ndarray] = []
         owners: list[np.ndarray] = []
         for tag, rows in rows_of.items():
-            names, counts = rebuild.key_name_rows(tag, self._by_tag[tag], [pages[i][tag] for i in rows])
+            names, counts = rebuild.key_name_ints(tag, self._by_tag[tag], [pages[i][tag] for i in rows])
             named.append(names)
             owners.append(np.repeat(np.asarray(rows, dtype=np.int64), counts))
         owner = np.concatenate(owners)

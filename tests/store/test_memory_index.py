@@ -222,3 +222,19 @@ def test_the_room_under_a_containers_limit_counts_its_page_cache_as_room(tmp_pat
     assert cgroup_room(tmp_path) is None
     assert available_bytes(tmp_path, tmp_path) == 8000000 * 1024
     assert cgroup_room(tmp_path / "none") is None and available_bytes(tmp_path / "none", tmp_path / "none") is None
+
+
+@pytest.mark.parametrize("width", [3, 8, 9, 16, 20])
+def test_names_made_as_integers_are_the_integers_of_the_names_bytes(width):
+    """`layout.name_ints_of_keys` (a batch's and the rebuild's names) skips the bytes that
+    `layout.index_names` makes; a name it got wrong would be filed where no lookup finds it."""
+    import numpy as np
+
+    from streamdedup.store import layout
+    from streamdedup.store.memory_index import name_ints
+
+    keys = np.random.default_rng(width).integers(0, 256, size=(500, width), dtype=np.uint8)
+    for tag in (1, 4, 0xC0):
+        as_bytes = layout.index_names(tag, [bytes(row) for row in keys])
+        assert np.array_equal(layout.name_ints_of_keys(tag, keys), name_ints(as_bytes))
+    assert len(layout.name_ints_of_keys(1, keys[:0])) == 0
