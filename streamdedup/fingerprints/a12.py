@@ -58,7 +58,8 @@ def _layout(n_ss: int, n_ws: int, word_bits: int) -> np.dtype:
 
 @lru_cache(maxsize=64)
 def _packer(n_ss: int, n_ws: int, word_format: str) -> struct.Struct:
-    """The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words (`A12Method.encode`)."""
+    """The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words
+    (`A12Method.encode` and `decode`)."""
     return struct.Struct(f"<IIBB{n_ss}Q{n_ws}{word_format}")
 
 
@@ -180,5 +181,5 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
 
     def decode(self, data: bytes) -> A12Signature:
         length, sentences, n_ss, n_ws = struct.unpack_from("<IIBB", data)
-        values = struct.unpack_from(f"<{n_ss}Q{n_ws}{self._word_format}", data, 10)
+        values = _packer(n_ss, n_ws, self._word_format).unpack_from(data)[4:]  # after the header
         return A12Signature(length, sentences, tuple(values[:n_ss]), tuple(values[n_ss:]))
