@@ -45,7 +45,7 @@ TOMBSTONE = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
 NAME_BITS = 48
 MAX_SEQ = 1 << 47
 _MIN_SLOTS = 1 << 8  # a segment's
-SEGMENT_BITS = 4
+SEGMENT_BITS = 6
 SEGMENTS = 1 << SEGMENT_BITS
 # another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
 _SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
@@ -107,42 +107,8 @@ def _homes(names: np.ndarray, slots: int, words: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _count(words: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """How many postings each name has (the same probe as `_count_free`)."""
-    return _count_free(words, names)[0]
-
-
-@numba.njit(cache=True)
-def _count_free(words: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_count`, and where each name's probe meets its first free slot (a tombstone, or the empty
-    slot that ends it): where `_insert` would put a posting of a name that has none."""
-    counts = np.zeros(len(names), dtype=np.int64)
-    free = np.empty(len(names), dtype=np.int64)
-    mask = np.uint64((1 << 48) - 1)
-    slots = len(words)
-    homes = _homes(names, slots, words)
-    for i in range(len(names)):
-        if i + PREFETCH_AHEAD < len(names):
-            _prefetch(words, homes[i + PREFETCH_AHEAD])
-        slot = homes[i]
-        first = -1
-        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
-            word = words[slot]
-            if word >> np.uint64(63) == 0:
-                if word & mask == names[i]:
-                    counts[i] += 1
-            elif first < 0:
-                first = slot
-            slot += 1
-            if slot == slots:
-                slot = 0
-        free[i] = first if first >= 0 else slot
-    return counts, free
-
-
-@numba.njit(cache=True)
 def _collect(words: np.ndarray, low: np.ndarray, names: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
-    """The seqs of each name, from `starts[i]` on in `out` (sized by `_count`), in probe order."""
+    """The seqs of each name, from `starts[i]` on in `out` (sized by the counts), in probe order."""
     mask = np.uint64((1 << 48) - 1)
     slots = len(words)
     for i in range(len(names)):
@@ -160,34 +126,16 @@ def _collect(words: np.ndarray, low: np.ndarray, names: np.ndarray, starts: np.n
 
 @numba.njit(cache=True)
 def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray) -> np.ndarray:
-    """Add the postings (name, seq) that are not there yet (one is added once); returns, per
-    posting, 1 if it went into a free slot, 2 into a tombstone's, 0 if it was there."""
-    slots = len(words)
+    """Add the postings (name, seq) that are not there yet (one is added once) to one segment's
+    table, each probed from its home (`_insert_one`); returns, per posting, 1 if it went into a
+    free slot, 2 into a tombstone's, 0 if it was there. (The store files a batch with `_insert_all`:
+    the same table.)"""
     placed = np.zeros(len(names), dtype=np.int64)
-    homes = _homes(names, slots, words)
+    homes = _homes(names, len(words), words)
     for i in range(len(names)):
         if i + PREFETCH_AHEAD < len(names):
             _prefetch(words, homes[i + PREFETCH_AHEAD])
-        word = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
-        word_low = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
-        slot = homes[i]
-        free = -1
-        while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
-            if words[slot] == word and low[slot] == word_low:
-                break
-            if free < 0 and words[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE):
-                free = slot
-            slot += 1
-            if slot == slots:
-                slot = 0
-        if words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
-            continue  # there already
-        placed[i] = 1
-        if free >= 0:
-            slot = free
-            placed[i] = 2
-        words[slot] = word
-        low[slot] = word_low
+        placed[i] = _insert_one(words, low, names[i], seqs[i], homes[i])
     return placed
 
 
@@ -199,33 +147,146 @@ def _prefetch_slot(words: np.ndarray, low: np.ndarray, slot: int) -> None:
         _prefetch(low, slot)
 
 
+@numba.njit(cache=True, inline="always")
+def _segment_of(name: np.uint64) -> Any:
+    """The segment a name's postings live in: the top bits of a multiplicative hash."""
+    return np.int64((name * _SEGMENT_MIX) >> np.uint64(64 - SEGMENT_BITS))
+
+
 @numba.njit(cache=True)
-def _insert_from(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray,
-                 free: np.ndarray) -> np.ndarray:
-    """`_insert`, where a posting with `free[i]` >= 0 is new (its seq is not filed under its name)
-    and its name's probe met its first free slot there (`_count_free`), the table having only had
-    postings added since: every slot before it in the probe was live and still is, so the posting
-    goes into the first free slot from there on, where `_insert` would put it, without probing
-    from its home again. (The name may have postings: they are all before that slot.)"""
-    slots = len(words)
-    placed = np.zeros(len(names), dtype=np.int64)
-    for i in range(min(PREFETCH_AHEAD, len(names))):
-        _prefetch_slot(words, low, free[i])
-    for i in range(len(names)):
-        if i + PREFETCH_AHEAD < len(names):
-            _prefetch_slot(words, low, free[i + PREFETCH_AHEAD])
-        if free[i] < 0:
-            placed[i:i + 1] = _insert(words, low, names[i:i + 1], seqs[i:i + 1])
+def _count_free_all(words: Any, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How many postings each name has, and where each name's probe meets its first free slot
+    (a tombstone, or the empty slot that ends it): where `_insert_one` would put a posting of a
+    name that has none. Names of every segment in one call (`words`: each segment's words, a
+    tuple), a segment's names at a time: each segment's table is taken from the tuple once
+    (taking it is a reference counted each time, too dear for once a name)."""
+    counts = np.zeros(len(names), dtype=np.int64)
+    free = np.empty(len(names), dtype=np.int64)
+    mask = np.uint64((1 << 48) - 1)
+    order, bounds = _group(names)
+    for segment in range(SEGMENTS):
+        if bounds[segment] == bounds[segment + 1]:
             continue
-        slot = free[i]
-        while words[slot] >> np.uint64(63) == 0:  # taken since by a posting added before this one
-            slot += 1
-            if slot == slots:
-                slot = 0
-        placed[i] = 2 if words[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE) else 1
-        words[slot] = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
-        low[slot] = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
+        table = words[segment]
+        run = order[bounds[segment]: bounds[segment + 1]]
+        slots = len(table)
+        homes = _homes(names[run], slots, table)
+        for k in range(len(run)):
+            if k + PREFETCH_AHEAD < len(run):
+                _prefetch(table, homes[k + PREFETCH_AHEAD])
+            i = run[k]
+            slot = homes[k]
+            first = -1
+            while table[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+                word = table[slot]
+                if word >> np.uint64(63) == 0:
+                    if word & mask == names[i]:
+                        counts[i] += 1
+                elif first < 0:
+                    first = slot
+                slot += 1
+                if slot == slots:
+                    slot = 0
+            free[i] = first if first >= 0 else slot
+    return counts, free
+
+
+@numba.njit(cache=True)
+def _collect_all(words: Any, low: Any, names: np.ndarray, starts: np.ndarray, out: np.ndarray) -> None:
+    """`_collect` of names of every segment in one call (`words`, `low`: each segment's, tuples)."""
+    order, bounds = _group(names)
+    for segment in range(SEGMENTS):
+        if bounds[segment] < bounds[segment + 1]:
+            run = order[bounds[segment]: bounds[segment + 1]]
+            _collect(words[segment], low[segment], names[run], starts[run], out)
+
+
+@numba.njit(cache=True)
+def _segment_sizes(names: np.ndarray) -> np.ndarray:
+    """How many of the names fall in each segment."""
+    sizes = np.zeros(SEGMENTS, dtype=np.int64)
+    for name in names:
+        sizes[_segment_of(name)] += 1
+    return sizes
+
+
+@numba.njit(cache=True)
+def _insert_one(words: np.ndarray, low: np.ndarray, name: np.uint64, seq: np.uint64, slot: int) -> int:
+    """`_insert` of one posting whose probe starts at `slot` (its home): 1, 2 or 0 as there."""
+    slots = len(words)
+    word = name | ((seq >> np.uint64(32)) << np.uint64(48))
+    word_low = np.uint32(seq & np.uint64(0xFFFF_FFFF))
+    free = -1
+    while words[slot] != np.uint64(0xFFFF_FFFF_FFFF_FFFF):
+        if words[slot] == word and low[slot] == word_low:
+            return 0  # there already
+        if free < 0 and words[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE):
+            free = slot
+        slot += 1
+        if slot == slots:
+            slot = 0
+    placed = 1
+    if free >= 0:
+        slot = free
+        placed = 2
+    words[slot] = word
+    low[slot] = word_low
     return placed
+
+
+@numba.njit(cache=True)
+def _insert_all(words: Any, low: Any, names: np.ndarray, seqs: np.ndarray, free: np.ndarray,
+                free_valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_insert` of postings of every segment in one call (`words`, `low`: each segment's, tuples),
+    a segment's at a time in their order: the table `_insert` a segment at a time makes, slot for
+    slot.
+
+    A posting with `free[i]` >= 0, in a segment whose `free_valid` is True, is new (its seq is
+    not filed under its name) and its name's probe met its first free slot there
+    (`_count_free_all`), the table having only had postings added since: every slot before it
+    in the probe was live and still is, so the posting goes into the first free slot from there
+    on, where a probe from its home would put it, without probing again. (The name may have
+    postings: they are all before that slot.) Returns, by segment, the postings placed and those
+    of them that went into a tombstone's slot."""
+    placed = np.zeros(SEGMENTS, dtype=np.int64)
+    reused = np.zeros(SEGMENTS, dtype=np.int64)
+    order, bounds = _group(names)
+    for segment in range(SEGMENTS):
+        if bounds[segment] == bounds[segment + 1]:
+            continue
+        table, table_low = words[segment], low[segment]
+        slots = len(table)
+        run = order[bounds[segment]: bounds[segment + 1]]
+        at = np.empty(len(run), dtype=np.int64)  # where each posting's probe starts
+        known = np.zeros(len(run), dtype=np.bool_)
+        for k in range(len(run)):
+            i = run[k]
+            if free[i] >= 0 and free_valid[segment]:
+                at[k], known[k] = free[i], True
+            else:
+                at[k] = _home(names[i], slots)
+        for k in range(min(PREFETCH_AHEAD, len(run))):
+            _prefetch_slot(table, table_low, at[k])
+        for k in range(len(run)):
+            if k + PREFETCH_AHEAD < len(run):
+                _prefetch_slot(table, table_low, at[k + PREFETCH_AHEAD])
+            i = run[k]
+            if not known[k]:
+                result = _insert_one(table, table_low, names[i], seqs[i], at[k])
+            else:
+                slot = at[k]
+                while table[slot] >> np.uint64(63) == 0:  # taken since by a posting added before this one
+                    slot += 1
+                    if slot == slots:
+                        slot = 0
+                result = 2 if table[slot] == np.uint64(0xFFFF_FFFF_FFFF_FFFE) else 1
+                table[slot] = names[i] | ((seqs[i] >> np.uint64(32)) << np.uint64(48))
+                table_low[slot] = np.uint32(seqs[i] & np.uint64(0xFFFF_FFFF))
+            if result:
+                placed[segment] += 1
+                if result == 2:
+                    reused[segment] += 1
+    return placed, reused
 
 
 @numba.njit(cache=True)
@@ -392,7 +453,7 @@ def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     segment = np.empty(len(names), dtype=np.int64)
     bounds = np.zeros(SEGMENTS + 1, dtype=np.int64)
     for i in range(len(names)):
-        segment[i] = np.int64((names[i] * _SEGMENT_MIX) >> np.uint64(64 - SEGMENT_BITS))
+        segment[i] = _segment_of(names[i])
         bounds[segment[i] + 1] += 1
     for s in range(SEGMENTS):
         bounds[s + 1] += bounds[s]
@@ -470,7 +531,11 @@ class _Segment:
         return cls(cells)
 
     def must_grow(self, adding: int) -> bool:
-        return self.postings + self.tombstones + adding > _MAX_LOAD * len(self.words)
+        return adding > self.room()
+
+    def room(self) -> float:
+        """How many postings more the table takes before it must grow (at `_MAX_LOAD`)."""
+        return _MAX_LOAD * len(self.words) - self.postings - self.tombstones
 
     def rehashed(self, slots: int) -> _Segment:
         """A table of `slots` holding this one's live postings (tombstones dropped), moved straight
@@ -490,7 +555,18 @@ class MemoryIndex:
 
     def _adopt(self, segments: list[_Segment]) -> None:
         self.segments = segments
-        self.epoch = next(_EPOCHS)  # changes whenever a live slot may become free (`insert_ints`)
+        self._tables()
+
+    def _tables(self) -> None:
+        """After any segment's arrays change: the tuples of every segment's words and low words
+        that the compiled passes over a whole batch take (`_count_free_all`, `_insert_all`), and a
+        new epoch (it changes whenever a live slot may become free or move: `insert_ints`)."""
+        self._words = tuple(segment.words for segment in self.segments)
+        self._low = tuple(segment.low for segment in self.segments)
+        # each segment's `room`, kept up to date by `insert_ints` (a removal leaves it: a posting
+        # becomes a tombstone), so that a batch asks it of no segment one by one
+        self._room = np.array([segment.room() for segment in self.segments], dtype=np.float64)
+        self.epoch = next(_EPOCHS)
 
     @property
     def postings(self) -> int:
@@ -525,35 +601,26 @@ class MemoryIndex:
         return self.found_ints(name_ints(names))
 
     def counts_ints(self, names: np.ndarray) -> np.ndarray:
-        """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass a segment."""
-        return self._counts(names, self._by_segment(names))
-
-    def _counts(self, names: np.ndarray, groups: list[tuple[int, np.ndarray]]) -> np.ndarray:
-        counts = np.zeros(len(names), dtype=np.int64)
-        for s, at in groups:
-            counts[at] = _count(self.segments[s].words, names[at])
-        return counts
+        """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass."""
+        return _count_free_all(self._words, names)[0]
 
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """`counts_ints`, each name's first free slot in its segment (`_count_free`), and the
-        table's `epoch`, which `insert_ints` checks before it uses the slots."""
-        counts = np.zeros(len(names), dtype=np.int64)
-        free = np.zeros(len(names), dtype=np.int64)
-        for s, at in self._by_segment(names):
-            counts[at], free[at] = _count_free(self.segments[s].words, names[at])
+        """`counts_ints`, each name's first free slot in its segment (`_count_free_all`), and the
+        table's `epoch`, which `insert_ints` checks before it uses the slots. One compiled pass for
+        names of every segment (a batch's: a call a segment cost ~10 µs of calls and gathers each,
+        for 16 segments, and three such steps a batch)."""
+        counts, free = _count_free_all(self._words, names)
         return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`_found` of names as 48-bit integers (`counts`: their `counts_ints`, if known)."""
-        groups = self._by_segment(keys)
         if counts is None:
-            counts = self._counts(keys, groups)
+            counts = self.counts_ints(keys)
         starts = np.zeros(len(keys), dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
         out = np.empty(int(counts.sum()), dtype=np.uint64)
-        for s, at in groups:
-            _collect(self.segments[s].words, self.segments[s].low, keys[at], starts[at], out)
+        _collect_all(self._words, self._low, keys, starts, out)
         return counts, starts, out
 
     def seqs(self, names: Sequence[bytes]) -> list[list[int]]:
@@ -589,18 +656,20 @@ class MemoryIndex:
             return
         if int(seqs.max()) >= MAX_SEQ:
             raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
-        slots_valid = epoch == self.epoch  # a growth of one segment moves no other segment's slots
-        for s, at in self._by_segment(names):
-            segment = self.segments[s]
-            grows = segment.must_grow(len(at))
-            if grows:
-                segment = self._grow(s, len(at))
-            if free is not None and slots_valid and not grows:
-                placed = _insert_from(segment.words, segment.low, names[at], seqs[at], free[at])
-            else:
-                placed = _insert(segment.words, segment.low, names[at], seqs[at])
-            segment.tombstones -= int(np.count_nonzero(placed == 2))
-            segment.postings += int(np.count_nonzero(placed))
+        # a growth of one segment moves no other segment's slots
+        free_valid = np.full(SEGMENTS, free is not None and epoch == self.epoch, dtype=np.bool_)
+        sizes = _segment_sizes(names)
+        for s in np.flatnonzero(sizes > self._room).tolist():
+            self._grow(s, int(sizes[s]))
+            free_valid[s] = False
+        placed, reused = _insert_all(self._words, self._low, names, seqs,
+                                     free if free is not None else np.full(len(names), -1, dtype=np.int64), free_valid)
+        self._room -= placed - reused
+        for s, (count, tombstones) in enumerate(zip(placed.tolist(), reused.tolist(), strict=True)):
+            if count:
+                segment = self.segments[s]
+                segment.postings += count
+                segment.tombstones -= tombstones
 
     def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
         if names:
@@ -621,10 +690,11 @@ class MemoryIndex:
         table, the old one freed once moved), 0 if it grows none: asked before a batch is written,
         so that a store outgrowing its memory is told so in one line, not killed by the kernel
         half-way through a growth. A segment with room for every name is not grouped for."""
-        if not len(names) or not any(segment.must_grow(len(names)) for segment in self.segments):
+        if not len(names) or len(names) <= self._room.min():
             return 0
-        return sum(slots_for(self.segments[s].postings + len(at)) * SLOT_BYTES
-                   for s, at in self._by_segment(names) if self.segments[s].must_grow(len(at)))
+        sizes = _segment_sizes(names)
+        return sum(slots_for(self.segments[s].postings + int(sizes[s])) * SLOT_BYTES
+                   for s in np.flatnonzero(sizes > self._room).tolist())
 
     def reserve(self, postings: int) -> None:
         """Room for this many postings without growing: each segment sized once for its share (a
@@ -633,13 +703,13 @@ class MemoryIndex:
         for s, segment in enumerate(self.segments):
             if slots > len(segment.words):
                 self.segments[s] = segment.rehashed(slots)
-                self.epoch = next(_EPOCHS)
+                self._tables()
 
     def _grow(self, segment: int, adding: int) -> _Segment:
         """Rehash one segment's live postings into a table at half load (tombstones dropped)."""
         old = self.segments[segment]
         self.segments[segment] = old.rehashed(slots_for(old.postings + adding))
-        self.epoch = next(_EPOCHS)
+        self._tables()
         return self.segments[segment]
 
     def save(self, path: Path, version: int) -> None:

@@ -111,6 +111,55 @@ def test_postings_placed_from_their_first_free_slots_make_the_same_table_slot_fo
         assert (fast.postings, fast.tombstones) == (plain.postings, plain.tombstones)
 
 
+
+def test_a_batch_of_every_segment_in_one_pass_makes_the_table_one_segment_at_a_time_makes():
+    """The store files and probes a batch's names of every segment in one compiled pass
+    (`_count_free_all`, `_insert_all`); the table is the one `_insert` makes a segment at a time,
+    each segment's postings in their order, slot for slot: with crowded homes, tombstones,
+    postings already there, and names filed twice in one batch. Counts agree with a dict."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import _group, _insert, ints_names
+
+    rng = np.random.default_rng(11)
+    batched, plain = MemoryIndex(), MemoryIndex()
+    batched._allocate(4096)  # no growth: the order of placement alone decides the table
+    plain._allocate(4096)
+    model: dict[int, set[int]] = {}
+    seq = 0
+    for round_ in range(12):
+        names = rng.integers(0, 1 << 10, size=1500, dtype=np.uint64) * np.uint64(1 << 38)  # crowded homes
+        names[::7] = names[1::7][: len(names[::7])]  # the same name twice in a batch
+        seqs = np.arange(seq, seq + len(names), dtype=np.uint64)
+        seq += len(names)
+        counts, free, epoch = batched.counts_free_ints(names)
+        assert counts.tolist() == [len(model.get(int(n), ())) for n in names]
+        # a free slot is told for new postings only (as a batch's are); the second call files
+        # postings there already, and new ones, each probed from its home
+        again = np.concatenate([names[:200], names[1400:]]), np.concatenate([seqs[:200], seqs[1400:] + np.uint64(7)])
+        batched.insert_ints(names, seqs, np.where(counts == 0, free, -1), epoch)
+        batched.insert_ints(*again)
+        for batch_names, batch_seqs in ((names, seqs), again):
+            order, bounds = _group(batch_names)
+            for s in range(len(bounds) - 1):
+                at = order[bounds[s]: bounds[s + 1]]
+                segment = plain.segments[s]
+                placed = _insert(segment.words, segment.low, batch_names[at], batch_seqs[at])
+                segment.postings += int(np.count_nonzero(placed))
+                segment.tombstones -= int(np.count_nonzero(placed == 2))
+        names, seqs = np.concatenate([names, again[0]]), np.concatenate([seqs, again[1]])
+        for name, posting in zip(names.tolist(), seqs.tolist(), strict=True):
+            model.setdefault(name, set()).add(posting)
+        if round_ % 3 == 1:  # tombstones, in both
+            gone_names, gone_seqs = names[:300:4], seqs[:300:4]
+            for index in (batched, plain):
+                index.remove(ints_names(gone_names), gone_seqs.tolist())
+            for name, posting in zip(gone_names.tolist(), gone_seqs.tolist(), strict=True):
+                model[name].discard(posting)
+        assert all(np.array_equal(a, b) for a, b in zip(batched.table(), plain.table(), strict=True))
+        assert (batched.postings, batched.tombstones) == (plain.postings, plain.tombstones)
+    assert batched.postings == sum(len(s) for s in model.values())
+
 def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_path, monkeypatch):
     """`save` writes each segment's used slots after a bitmap of them (format 4), not the free
     ones; `load` gives the same table back, byte for byte, and refuses a snapshot of an earlier

@@ -491,7 +491,7 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
 
     with _open(tmp_path) as store:
         batch = store.batch()
-        _own_pages(store, batch, range(100))
+        _own_pages(store, batch, range(400))  # an index larger than an empty one (64 small segments)
         batch.commit()
     if not snapshot:
         (tmp_path / "index-snapshot").unlink()
@@ -543,7 +543,7 @@ def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_befor
         postings, version = store.memory.postings, store.index_version
         monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
         batch = store.batch()
-        _own_pages(store, batch, range(10, 200))  # ~34 postings each: past what the first tables hold
+        _own_pages(store, batch, range(10, 1000))  # ~34 postings each: past what the first tables hold
         with pytest.raises(StoreError, match="more memory for its in-memory index \\(to grow past "
                                              f"{postings:,} postings; nothing of the batch was written\\) and "
                                              "this process has 0.0 GiB available: run it where it has more memory"
@@ -554,9 +554,9 @@ def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_befor
         assert store.seq_for("p10") is None and store.seq_for("p9") == 9
         monkeypatch.setattr(signature_store, "available_bytes", lambda: None)  # unknown: no check
         batch = store.batch()
-        _own_pages(store, batch, range(10, 200))
+        _own_pages(store, batch, range(10, 1000))
         batch.commit()
-        assert store.seq_for("p199") == 199
+        assert store.seq_for("p999") == 999
         table = _postings(store.memory)
     with _open(tmp_path) as store:  # the snapshot the close wrote is the records' index
         assert _postings(store.memory) == table
