@@ -214,6 +214,14 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
             old.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
             old.write(np.ascontiguousarray(segment.words).tobytes() + np.ascontiguousarray(segment.low).tobytes())
     assert MemoryIndex.load(path, version=7) is None
+    # a table of another number of segments (16 before 2026-12-02): its names would be looked for
+    # in the wrong segments, so it is not read, and the store rebuilds its table
+    fewer = MemoryIndex()
+    fewer._adopt(index.segments[: SEGMENTS // 4])  # a whole file, as one of 16 segments is
+    monkeypatch.setattr(memory_index, "SEGMENTS", SEGMENTS // 4)
+    fewer.save(path, version=7)
+    monkeypatch.setattr(memory_index, "SEGMENTS", SEGMENTS)
+    assert MemoryIndex.load(path, version=7) is None and MemoryIndex.snapshot_table_bytes(path, version=7) is None
 
 
 def test_growth_bytes_are_what_an_insert_allocates_for_the_segments_it_grows():
