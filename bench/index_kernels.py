@@ -1,8 +1,8 @@
 """The in-memory index's probe and insert alone, per name, as the table grows: what a batch's
 lookups and filings cost in memory, without the rest of the store's path.
 
-    python bench/index_kernels.py                              # 16 x 2^24 slots (3.2 GB), then 2^25 (6.4 GB)
-    python bench/index_kernels.py --slots 16777216 67108864    # up to 12.9 GB: needs ~14 GB free
+    python bench/index_kernels.py                              # 64 x 2^22 slots (3.2 GB), then 2^23 (6.4 GB)
+    python bench/index_kernels.py --slots 4194304 16777216     # up to 12.9 GB: needs ~14 GB free
     python bench/index_kernels.py --slots 65536 --rounds 4     # seconds
 
 For each size: `SEGMENTS` segments of that many slots filled to `--load` with random 48-bit names,
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from streamdedup.store.memory_index import SEGMENTS, MemoryIndex, _Segment
+from streamdedup.store.memory_index import SEGMENTS, MemoryIndex
 
 BATCH_NAMES = 12_288
 WARM_ROUNDS = 2
@@ -46,7 +46,7 @@ def huge_page_bytes() -> int | None:
 
 def measure(slots: int, load: float, rounds: int, rng: np.random.Generator) -> dict[str, object]:
     index = MemoryIndex()
-    index.segments = [_Segment.empty(slots) for _ in range(SEGMENTS)]
+    index._allocate(slots)  # every segment this size, empty
     filled = int(load * slots * SEGMENTS)
     started = time.perf_counter()
     for start in range(0, filled, 1 << 22):
@@ -84,7 +84,7 @@ def measure(slots: int, load: float, rounds: int, rng: np.random.Generator) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--slots", type=int, nargs="+", default=[1 << 24, 1 << 25], help="slots a segment, one size after another")
+    parser.add_argument("--slots", type=int, nargs="+", default=[1 << 22, 1 << 23], help="slots a segment, one size after another")
     parser.add_argument("--load", type=float, default=0.62, help="share of slots filled before the rounds")
     parser.add_argument("--rounds", type=int, default=14)
     parser.add_argument("--out", type=Path, default=Path("bench/index_kernels.json"))

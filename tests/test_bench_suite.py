@@ -153,6 +153,8 @@ def test_store_pair_tells_the_windows_a_failed_run_had_finished(tmp_path):
 
 def test_index_kernels_reports_the_probe_and_insert_per_name_of_each_size(tmp_path):
     """`bench/index_kernels.py`: each table size filled, probed and filed, in JSON (no speed asserted)."""
+    from streamdedup.store.memory_index import SEGMENTS
+
     out = tmp_path / "kernels.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "index_kernels.py"), "--slots", "4096", "8192",
                            "--rounds", "2", "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -160,7 +162,7 @@ def test_index_kernels_reports_the_probe_and_insert_per_name_of_each_size(tmp_pa
     sizes = json.loads(out.read_text())["sizes"]
     assert [s["slots_per_segment"] for s in sizes] == [4096, 8192]
     for size in sizes:  # filled to the load asked, and each batch's names filed
-        assert size["postings"] == int(0.62 * size["slots_per_segment"] * 16) + 4 * 12_288
+        assert size["postings"] == int(0.62 * size["slots_per_segment"] * SEGMENTS) + 4 * 12_288
         assert size["probe_ns_per_name"] > 0 and size["insert_ns_per_name"] > 0 and size["table_bytes"] > 0
     wrong = subprocess.run([sys.executable, str(ROOT / "bench" / "index_kernels.py"), "--load", "0.9"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)

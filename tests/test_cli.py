@@ -52,7 +52,8 @@ def test_a_store_outgrowing_its_memory_stops_in_one_line_and_the_rerun_doubles_n
 
     rng = random.Random(3)
     words = [f"w{i}" for i in range(3000)]
-    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(150)]
+    # enough pages (~50 postings each) to grow the index past its 64 empty segments (~13,000)
+    texts = [" ".join(rng.choice(words) for _ in range(60)) for _ in range(400)]
     records = [{"url": f"https://s{i % 7}.example/{i}", "content": text, "content_type": "text/plain"}
                for i, text in enumerate(texts)]
     records += [{**records[5], "url": "https://copy.example/5"}]

@@ -554,8 +554,14 @@ class MemoryIndex:
         self._adopt([_Segment.empty(slots) for _ in range(SEGMENTS)])
 
     def _adopt(self, segments: list[_Segment]) -> None:
-        self.segments = segments
+        self._segments = segments
         self._tables()
+
+    @property
+    def segments(self) -> list[_Segment]:
+        """The segments, read-only: whatever replaces one calls `_tables` after (`_grow`), as the
+        compiled passes take the tables from tuples made there."""
+        return self._segments
 
     def _tables(self) -> None:
         """After any segment's arrays change: the tuples of every segment's words and low words
