@@ -29,6 +29,9 @@ templates of the pages it writes too (in order, per site, as the store path woul
 Before the windows the bench waits until RocksDB has no compaction pending or running (the fill's
 backlog; `--no-settle` skips the wait, as runs before 2026-11-26 did).
 
+Each window also tells where its time went, by step of the stateful stage (`Detector.STEPS`, the
+Detector's own clock: µs a page, `us_per_page_by_step`).
+
 Before each window the index is probed for a batch of random names (`table_probe_ns`): the
 nanoseconds a name that the host gives the table's random reads at that time, beside the window.
 
@@ -358,11 +361,13 @@ def main() -> None:
             for w in range(args.windows):
                 start = args.pages + w * args.window
                 probe_ns = table_probe_ns(detector.store, probe_rng)
-                before = Counter(detector.work)
+                before, steps_before = Counter(detector.work), Counter(detector.step_ns)
                 wall, cpu, own = run_window(detector, pages(start, start + args.window, rng, np_rng, args.lines),
                                             args.batch)
                 window_work = Counter(detector.work)
                 window_work.subtract(before)
+                window_steps = Counter(detector.step_ns)
+                window_steps.subtract(steps_before)
                 windows.append({"stored_at_start": start, "pages_per_s": round(args.window / wall),
                                 "pages_per_cpu_s": round(args.window / cpu),
                                 "pages_per_thread_cpu_s": round(args.window / own),
@@ -370,7 +375,10 @@ def main() -> None:
                                 "candidates_found_per_page": round(window_work["candidates_found"] / args.window, 3),
                                 "candidates_verified_per_page": round(window_work["candidates_verified"] / args.window, 3),
                                 "anon_huge_pages_mib": memory()["anon_huge_pages_mib"],
-                                "table_probe_ns_per_name_before": probe_ns})
+                                "table_probe_ns_per_name_before": probe_ns,
+                                # where the window's time went, by step of the stateful stage (`Detector.STEPS`)
+                                "us_per_page_by_step": {step: round(window_steps[step] / 1000 / args.window, 2)
+                                                        for step in detector.STEPS}})
                 print(json.dumps(windows[-1]), file=sys.stderr, flush=True)  # kept if a later step fails
             stored = args.pages + args.windows * args.window
             rss = memory()

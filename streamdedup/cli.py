@@ -195,7 +195,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             finally:
                 sink.close()
             summary = sink.summary(state=str(state), config=detector.store_fingerprint(), policy=config.policy,
-                                   runs=job.runs(), work_per_page=detector.work_per_page())
+                                   runs=job.runs(), work_per_page=detector.work_per_page(),
+                                   store_us_per_page=detector.time_per_page())
             write_summary(out, summary)
     finally:
         os.close(held)

@@ -54,6 +54,8 @@ class Detector:
         self._encoders = [(self.store.tags[m.name], m.name, m.encode) for m in self.methods]  # `_encoded`'s
         # bounded work, observed: pages judged, candidates found and verified, pages whose candidates were cut
         self.work: Counter[str] = Counter()
+        # the stateful stage's nanoseconds by step (`STEPS`), a clock read a step a batch
+        self.step_ns: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
 
     def work_per_page(self) -> dict[str, float]:
@@ -66,6 +68,18 @@ class Detector:
                 "candidates_found_max": self.work["max_candidates_found"],
                 "pages_over_candidate_limit": self.work["pages_over_candidate_limit"],
                 "pages_expired": self.work["pages_expired"]}  # removed by retention after their batches
+
+    # the steps of the stateful stage, in order: the site's template taken off, the signatures
+    # encoded as records keep them, the index names made, the batch's lookups (`StoreBatch.stage`),
+    # each page's candidates verified, judged and filed, the batch's atomic write (page records,
+    # RocksDB, the in-memory index), and the pages retention removes after it
+    STEPS = ("template", "signatures", "index_names", "lookups", "verdicts", "commit", "expire")
+
+    def time_per_page(self) -> dict[str, float]:
+        """Microseconds a judged page by step of the stateful stage (`STEPS`; summary.json's
+        `store_us_per_page`): where a store's time goes, told by the run itself."""
+        pages = max(1, self.work["pages"])
+        return {step: round(self.step_ns[step] / 1000 / pages, 2) for step in self.STEPS}
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""
@@ -102,25 +116,36 @@ class Detector:
             return self._decide_staged(items)
 
     def _decide_staged(self, items: list[Fingerprinted | Outcome]) -> tuple[list[Outcome], StoreBatch]:
+        clock, steps = time.perf_counter_ns, self.step_ns
+        started = clock()
         batch = self.store.batch()
         now_ms = int(time.time() * 1000)
         if self.config.template is not None:  # in order: each page sees the template its site's earlier pages left
             items = [own_text(item, batch.template(item.site_hash), self.fingerprinter, self.config.template)
                      if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
+        steps["template"] += (done := clock()) - started
         encoded = [self._encoded(fp) for fp in pages]
+        steps["signatures"] += (started := clock()) - done
         names, ends = self.store.index_name_ints_of_records(encoded)
+        steps["index_names"] += (done := clock()) - started
         # the names that can find a page
         shared = batch.stage(names, ends, [fp.page.id for fp in pages], self.store.words_of(encoded))
+        steps["lookups"] += (started := clock()) - done
         staged = iter(enumerate(zip(encoded, shared, strict=True)))  # `pages` are the Fingerprinted `items`, in order
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, item, *next(staged))
                     for item in items]
         self.clock.stage(batch.set_meta)
+        steps["verdicts"] += clock() - started
         return outcomes, batch
 
     def commit(self, batch: StoreBatch) -> None:
+        clock, steps = time.perf_counter_ns, self.step_ns
+        started = clock()
         batch.commit()
+        steps["commit"] += (done := clock()) - started
         self.work["pages_expired"] += self.store.expire_after_commit(self.clock.expire_before())
+        steps["expire"] += clock() - done
 
     def discard(self) -> None:
         """Forget staged decisions (their batch is dropped): reload what the store holds."""

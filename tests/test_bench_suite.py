@@ -80,6 +80,9 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
     assert all(h is None or 0 <= h <= report["rss_mib"] for h in huge)  # told, where the kernel tells it
     assert report["transparent_hugepage"] in (None, "always", "madvise", "never")
     assert all(w["table_probe_ns_per_name_before"] > 0 for w in report["windows"])  # the host's random reads, told
+    for window in report["windows"]:  # where each window's time went, every step measured, within its time
+        steps = window["us_per_page_by_step"]
+        assert all(us > 0 for us in steps.values()) and sum(steps.values()) <= 1e6 / window["pages_per_s"]
     assert "reopen_rebuilding_s" not in done.stderr
 
 

@@ -69,6 +69,20 @@ def test_a_store_outgrowing_its_memory_stops_in_one_line_and_the_rerun_doubles_n
     assert [r["url"] for r in dups] == ["https://copy.example/5"]
 
 
+
+def test_the_summary_tells_where_the_stateful_stage_spent_its_time(tmp_path):
+    """summary.json's `store_us_per_page`: each step of the stateful stage (`Detector.STEPS`), µs a
+    judged page, every one measured (each runs once a batch), and together no more than the run."""
+    from streamdedup.detector import Detector
+
+    out = tmp_path / "out"
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(out), "-q", "--batch-size", "2"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    steps, judged = summary["store_us_per_page"], summary["work_per_page"]["pages"]
+    assert list(steps) == list(Detector.STEPS) and judged == 3
+    assert all(us > 0 for us in steps.values()), steps
+    assert sum(steps.values()) * judged <= summary["elapsed_s"] * 1e6
+
 def test_second_run_on_same_state_continues(tmp_path):
     crawl = _crawl(tmp_path)
     state = tmp_path / "state"
