@@ -530,9 +530,6 @@ class _Segment:
         cells["low"] = 0
         return cls(cells)
 
-    def must_grow(self, adding: int) -> bool:
-        return adding > self.room()
-
     def room(self) -> float:
         """How many postings more the table takes before it must grow (at `_MAX_LOAD`)."""
         return _MAX_LOAD * len(self.words) - self.postings - self.tombstones
@@ -613,8 +610,7 @@ class MemoryIndex:
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """`counts_ints`, each name's first free slot in its segment (`_count_free_all`), and the
         table's `epoch`, which `insert_ints` checks before it uses the slots. One compiled pass for
-        names of every segment (a batch's: a call a segment cost ~10 µs of calls and gathers each,
-        for 16 segments, and three such steps a batch)."""
+        names of every segment, not a call and two gathers a segment."""
         counts, free = _count_free_all(self._words, names)
         return counts, free, self.epoch
 
