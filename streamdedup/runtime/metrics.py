@@ -36,6 +36,12 @@ class WorkerMetrics:
         self.work = Counter("streamdedup_decide_work", "The decide step's work: pages judged, candidates "
                             "found, dropped as chance collisions and verified, tests run, pages over the "
                             "candidate limit, pages expired by retention", ["kind"], registry=self.registry)
+        # where the stateful stage's time goes, told by the detector's own clock (summary.json's
+        # `store_us_per_page`): over streamdedup_decide_work{kind="pages"}, seconds a judged page
+        self.store_steps = Counter("streamdedup_store_step_seconds", "Seconds the stateful stage spent, by step "
+                                   "(Detector.STEPS: template, signatures, index_names, lookups, verdicts, commit, "
+                                   "expire; the global topology's index partitions time lookups, verdicts, commit "
+                                   "and expire)", ["step"], registry=self.registry)
         self.batch_seconds = Histogram("streamdedup_batch_seconds", "Time to decide and commit one batch",
                                        registry=self.registry,
                                        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))

@@ -102,6 +102,7 @@ class Worker:
         self.handlers: dict[TP, PartitionHandler] = {}
         self.replay_until: dict[TP, int] = {}
         self._work_seen: dict[TP, dict[str, int]] = {}  # each handler's work counts at its last batch
+        self._steps_seen: dict[TP, dict[str, int]] = {}  # and its nanoseconds by step
         self._stop = threading.Event()
         self._closing = False  # the consumer is closing: an assignment it still delivers is not taken
         self._last_activity: float | None = None  # set on assignment and on every batch
@@ -229,6 +230,7 @@ class Worker:
             self.replay_until.pop((tp.topic, tp.partition), None)
             self._start_offsets.pop((tp.topic, tp.partition), None)
             self._work_seen.pop((tp.topic, tp.partition), None)  # a handler opened again counts from 0
+            self._steps_seen.pop((tp.topic, tp.partition), None)
             if self._lag.pop((tp.topic, tp.partition), None) is not None and self._running:
                 self.metrics.lag.remove(tp.topic, str(tp.partition))  # another worker reports it now
         if self._paused:  # a paused partition would stay paused when it is assigned again
@@ -555,14 +557,21 @@ class Worker:
                 self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
 
     def _count_work(self, tp_key: TP, handler: PartitionHandler) -> None:
-        """The decide step's work counts since the last batch (`streamdedup_decide_work`) of a
-        handler that judges pages (the local topology's Detector, the global one's index partitions)."""
+        """The decide step's work counts (`streamdedup_decide_work`) and time by step
+        (`streamdedup_store_step_seconds`) since the last batch of a handler that judges pages (the
+        local topology's Detector, the global one's index partitions)."""
         now = handler.work()
         seen = self._work_seen.get(tp_key, {})
         for kind, count in now.items():
             if (added := count - seen.get(kind, 0)) > 0:
                 self.metrics.work.labels(kind).inc(added)
         self._work_seen[tp_key] = dict(now)
+        now = handler.step_ns()
+        seen = self._steps_seen.get(tp_key, {})
+        for step, ns in now.items():
+            if (added := ns - seen.get(step, 0)) > 0:
+                self.metrics.store_steps.labels(step).inc(added / 1e9)
+        self._steps_seen[tp_key] = dict(now)
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
     def _ticking(self, now: float, skip: Container[TP] = (),

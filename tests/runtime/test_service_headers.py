@@ -3,6 +3,7 @@ letter, on either topology, and our own `dedup.*` headers are never shadowed by 
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import orjson
@@ -12,6 +13,7 @@ from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
 from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
 from streamdedup.runtime.topics import ensure_topics
 from streamdedup.runtime.worker import Worker
 
@@ -37,11 +39,18 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
     url_trace = {orjson.loads(v)["url"]: t for v, t in trace_of.items() if v.startswith(b"{")}
 
     worker = Worker(settings, DetectorConfig())
+    started = time.monotonic()
     assert worker.run(idle_timeout_s=4).decided == len(values)
+    wall_s = time.monotonic() - started
     # the decide step's work, from either topology's handlers: each valid page judged (at least once)
     work = worker.metrics.registry.get_sample_value
     assert work("streamdedup_decide_work_total", {"kind": "pages"}) >= len(values) - 1
     assert work("streamdedup_decide_work_total", {"kind": "candidates_verified"}) >= 4  # two copies of each story
+    # and where its time went, by step: each step that topology's judging handlers time, within the run
+    timed = Detector.STEPS if topology == "local" else ("lookups", "verdicts", "commit", "expire")
+    steps = {step: work("streamdedup_store_step_seconds_total", {"step": step}) for step in timed}
+    assert all(seconds is not None and seconds > 0 for seconds in steps.values()), steps
+    assert sum(steps.values()) < wall_s, (steps, wall_s)
 
     t = settings.topics
     seen = 0

@@ -41,6 +41,9 @@ class _Handler:
     def work(self) -> Mapping[str, int]:
         return {}
 
+    def step_ns(self) -> Mapping[str, int]:
+        return {}
+
     def property_total(self, name: str) -> int:
         return 0
 
@@ -93,7 +96,7 @@ def _worker(handlers: dict[tuple[str, int], _Handler]) -> Worker:
     worker = Worker.__new__(Worker)  # no clients: the round's order is what is tested
     worker.settings = WorkerSettings(transactions=False)
     worker.handlers = handlers  # type: ignore[assignment]
-    worker.replay_until, worker._lag, worker._work_seen = {}, {}, {}
+    worker.replay_until, worker._lag, worker._work_seen, worker._steps_seen = {}, {}, {}, {}
     worker.stats, worker.metrics = WorkerStats(), WorkerMetrics()
     worker.consumer = worker.producer = _Client()  # type: ignore[assignment]
     worker.outputs = _Outputs()  # type: ignore[assignment]

@@ -19,6 +19,7 @@ partition knows.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -64,6 +65,9 @@ class IndexPartition:
         # this partition's share of the decide step's work (`Detector.WORK_COUNTS`: a page is judged
         # in every index partition its keys live in)
         self.work: Counter[str] = Counter()
+        # its nanoseconds by step, as the Detector's (`Detector.STEPS`): lookups (a batch's keys
+        # read at once), verdicts (each request judged and filed), commit and expire
+        self.step_ns: Counter[str] = Counter()
 
     def check_made_by(self, request: IndexRequest, source: str) -> None:
         """Refuse a request whose signatures were made with other parameters than this partition's
@@ -97,10 +101,15 @@ class IndexPartition:
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the
         Detector reads a batch of pages)."""
+        clock, steps = time.perf_counter_ns, self.step_ns
+        started = clock()
         names = [self.store.index_names(request.keys) for request in requests]
         self._batch().prefetch(n for request_names in names for tag_names in request_names.values()
                                for n in tag_names)
-        return [self.answer(request, request_names) for request, request_names in zip(requests, names, strict=True)]
+        steps["lookups"] += (done := clock()) - started
+        answers = [self.answer(request, request_names) for request, request_names in zip(requests, names, strict=True)]
+        steps["verdicts"] += clock() - done
+        return answers
 
     def answer(self, request: IndexRequest, names: Mapping[int, list[bytes]] | None = None) -> Answer:
         """Judge the page against every page filed under its keys here, then file it (`names`:
@@ -144,11 +153,15 @@ class IndexPartition:
         return self.store.get_meta(name)
 
     def commit(self) -> None:
+        clock, steps = time.perf_counter_ns, self.step_ns
+        started = clock()
         batch = self._batch()
         self.clock.stage(batch.set_meta)
         batch.commit()
         self.batch = None
+        steps["commit"] += (done := clock()) - started
         self.work["pages_expired"] += self.store.expire_after_commit(self.clock.expire_before())
+        steps["expire"] += clock() - done
 
     def discard(self) -> None:
         self.batch = None

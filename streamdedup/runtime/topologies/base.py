@@ -44,6 +44,11 @@ class PartitionHandler(Protocol):
         judges no page), for metrics."""
         ...
 
+    def step_ns(self) -> Mapping[str, int]:
+        """The stateful stage's nanoseconds by step so far (`Detector.STEPS`; empty for a handler
+        that judges no page), for metrics."""
+        ...
+
     def due(self, now: float, lag: int | None) -> bool:
         """Whether the handler has something to send without input now (an idle input's
         watermark, a held page's release marker); `lag` is its partition's, as last known."""

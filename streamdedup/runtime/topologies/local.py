@@ -50,6 +50,10 @@ class LocalDedupPartition:
         """The detector's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
         return {kind: self.detector.work[kind] for kind in Detector.WORK_COUNTS}
 
+    def step_ns(self) -> Mapping[str, int]:
+        """The detector's nanoseconds by step (`Detector.STEPS`), for the worker's metrics."""
+        return dict(self.detector.step_ns)
+
     def get_meta(self, name: str) -> bytes | None:
         return self.detector.store.get_meta(name)
 

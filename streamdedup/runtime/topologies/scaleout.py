@@ -309,6 +309,9 @@ class FingerprintPartition:
     def work(self) -> Mapping[str, int]:
         return {}  # pages are judged in the index partitions
 
+    def step_ns(self) -> Mapping[str, int]:
+        return {}
+
     def close(self) -> None:
         self._ids.clear()
         self.store.close()
@@ -327,6 +330,9 @@ class _StoredPartition:
 
     def work(self) -> Mapping[str, int]:
         return {}  # the index stage's partitions judge pages and count it (IndexStagePartition)
+
+    def step_ns(self) -> Mapping[str, int]:
+        return {}
 
     def get_meta(self, name: str) -> bytes | None:
         return self.state.get_meta(name)
@@ -377,6 +383,10 @@ class IndexStagePartition(_StoredPartition):
     def work(self) -> Mapping[str, int]:
         """This index partition's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
         return {kind: self.index.work[kind] for kind in Detector.WORK_COUNTS}
+
+    def step_ns(self) -> Mapping[str, int]:
+        """This index partition's nanoseconds by step (`IndexStage.step_ns`), for the worker's metrics."""
+        return dict(self.index.step_ns)
 
     def watermark(self) -> bytes:
         """The lowest over the input partitions, an idle claim that records overtook at its input's
