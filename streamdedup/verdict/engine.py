@@ -132,14 +132,15 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     fail, so the verdicts are the same. On homogeneous pages, whose candidates only SimHash's keys
     find, three of the default policy's four tests are not run. `tests`: counts the tests run
     (`tests_run`: one a candidate and method or measure asked)."""
+    page_id = page.page_id
     stored = [(seq, other) for seq, other in zip(seqs, docs_of(seqs), strict=True)
-              if other is not None and other.page_id != page.page_id
-              and (oldest_ms is None or other.event_ms >= oldest_ms)]
+              if other is not None and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
     verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
     if template_known:  # no candidate meets the site policy
         groups = [(policy.other_site, list(range(len(stored))))]
     else:
-        strict = [_own_site_other_document(page, other) for _, other in stored]
+        site, document = page.site, page.document  # `_own_site_other_document` of each, inline
+        strict = [other.site == site and not (document and other.document == document) for _, other in stored]
         groups = [(chosen, [i for i, own in enumerate(strict) if own == same_site])
                   for same_site, chosen in ((False, policy.other_site), (True, policy.same_site))]
     members = _found_members(stored, methods, found_by) if found_by is not None and stored else {}
@@ -195,7 +196,8 @@ class FoundBy:
 
     `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
     page's is not there (a full key answers only its first pages). `unfiled_tags(record)`: the tags
-    of the keys a candidate was not filed under (`SignatureStore.unfiled_tags`): a key full when it
+    of the keys a candidate was not filed under (`SignatureStore.unfiled_tags`, told by the record's
+    `unfiled` places alone, so asked once a page for each distinct value): a key full when it
     came does not hold it, and may no longer be full once an expiry took some of its pages."""
 
     seqs: Mapping[int, set[int] | frozenset[int]]
@@ -218,11 +220,15 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
             continue
         if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
-        if hidden is None:
-            unfiled = found_by.unfiled_tags
-            hidden = [unfiled(other) if other.unfiled else _NONE for _, other in stored]
-        members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
-                                dtype=np.bool_)
+        if hidden is None:  # a record's unfiled places, by value: many candidates share them (hot keys)
+            unfiled, tags_of = found_by.unfiled_tags, {(): _NONE}
+            hidden = [tags_of[u] if (u := other.unfiled) in tags_of else tags_of.setdefault(u, unfiled(other))
+                      for _, other in stored]
+        if found.isdisjoint(seqs):  # its keys found none of them (homogeneous pages: another method's did)
+            members[tag] = np.array([tag in h for h in hidden], dtype=np.bool_)
+        else:
+            members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
+                                    dtype=np.bool_)
     return members
 
 
@@ -233,11 +239,11 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
     if not members:
         return [None] * len(policy.rules)
     out: list[np.ndarray | None] = []
-    for rule in policy.rules:
-        tags = {tag for name, _ in rule if (tag := methods[name.partition(".")[0]][0]) in members}
+    for names in policy.rule_methods:
         mask = None
-        for tag in tags:
-            mask = members[tag] if mask is None else mask & members[tag]
+        for name in names:
+            if (member := members.get(methods[name][0])) is not None:
+                mask = member if mask is None else mask & member
         out.append(None if mask is None else mask[rows])
     return out
 

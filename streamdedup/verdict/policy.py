@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -61,6 +62,12 @@ class Policy:
     def methods(self) -> set[str]:
         """The methods whose signatures the rules read ("minhash.containment" reads minhash's)."""
         return {m.partition(".")[0] for rule in self.rules for m, _ in rule}
+
+    @cached_property
+    def rule_methods(self) -> tuple[tuple[str, ...], ...]:
+        """Each rule's methods, once each ("minhash.containment" is minhash's): what a candidate's
+        keys say of a rule (`engine.possible_rules`), asked once a page and group."""
+        return tuple(tuple(dict.fromkeys(m.partition(".")[0] for m, _ in rule)) for rule in self.rules)
 
     @property
     def measures(self) -> set[tuple[str, str]]:
