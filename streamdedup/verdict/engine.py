@@ -221,7 +221,8 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
         if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
         if hidden is None:  # a record's unfiled places, by value: many candidates share them (hot keys)
-            unfiled, tags_of = found_by.unfiled_tags, {(): _NONE}
+            unfiled = found_by.unfiled_tags
+            tags_of: dict[tuple[int, ...], AbstractSet[int]] = {(): _NONE}
             hidden = [tags_of[u] if (u := other.unfiled) in tags_of else tags_of.setdefault(u, unfiled(other))
                       for _, other in stored]
         if found.isdisjoint(seqs):  # its keys found none of them (homogeneous pages: another method's did)
