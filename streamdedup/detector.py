@@ -210,7 +210,7 @@ class Detector:
         found: list[Candidate] = []
         for seq, doc, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine,
                                                    fp.template_known, self.clock.oldest_kept(event_ms),
-                                                   FoundBy(batch.found_by(), self.store.unfiled_tags), work):
+                                                   FoundBy(batch.found_by(), self.store.unfiled_bounds), work):
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
             found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,

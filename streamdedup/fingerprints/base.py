@@ -92,7 +92,7 @@ class FingerprintMethod(ABC, Generic[S, P]):
     @property
     def max_index_keys(self) -> int | None:
         """The most index keys a signature has (None: no bound): where a page's keys of each method
-        can stand among its sorted names (`SignatureStore.unfiled_tags`)."""
+        can stand among its sorted names (`signature_store.place_bounds`)."""
         return None
 
     # Whether `index_finds_bits` can tell a page its keys found by chance (short keys, as SimHash's

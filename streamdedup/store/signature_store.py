@@ -77,20 +77,19 @@ def method_tags(names: Sequence[str]) -> dict[str, int]:
     return {name: tag for tag, name in enumerate(sorted(names))}
 
 
-def tags_by_place(methods: Mapping[int, FingerprintMethod[Any]]) -> tuple[list[frozenset[int]], frozenset[int]]:
-    """For each place among a page's sorted names below the methods' bounds, the tags (of
-    `methods`, by tag) whose names may stand there or after it: those whose own bound and every
-    lower tag's add up to more than the place (`SignatureStore.unfiled_tags`); and the tags that
-    may stand past them all (those of no bound, and after one)."""
+def place_bounds(methods: Mapping[int, FingerprintMethod[Any]]) -> dict[int, int | None]:
+    """By tag of `methods`, the place among a page's sorted names below which that method's names
+    stand (None: no bound): a page's names sort by method tag first, and each method has at most
+    `max_index_keys` of them, so a method's names stand below its own bound and every lower tag's
+    added up. A record whose first unfiled place (`DocRecord.unfiled`) is at or past a method's
+    bound was filed under all that method's keys (`engine.FoundBy.unfiled_bounds`)."""
     bounds: dict[int, int | None] = {}
     total: int | None = 0
     for tag in sorted(methods):
         most = methods[tag].max_index_keys
         total = None if total is None or most is None else total + most
         bounds[tag] = total
-    known = max((b for b in bounds.values() if b is not None), default=0)
-    by_place = [frozenset(t for t, b in bounds.items() if b is None or place < b) for place in range(known)]
-    return by_place, frozenset(t for t, b in bounds.items() if b is None)
+    return bounds
 
 
 def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
@@ -217,8 +216,8 @@ class SignatureStore:
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
         self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
-        # `unfiled_tags`: by place, the tags whose names may stand there (every tag past the bounds)
-        self._tags_from_place, self._tags_past_bounds = tags_by_place(self._by_tag)
+        # by tag, the place below which a method's names stand among a page's (`place_bounds`)
+        self.unfiled_bounds = place_bounds(self._by_tag)
         self.db = self._open(self.path, create=not existed)
         if existed and self.get_meta("config") is None and self._has_keys():
             self.close()
@@ -637,19 +636,6 @@ class SignatureStore:
         names, ends = self.index_name_ints_of_records(pages)
         flat = ints_names(names)
         return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-
-    def unfiled_tags(self, doc: DocRecord) -> frozenset[int]:
-        """The tags of the methods some of whose keys `doc` may not be filed under (a superset).
-
-        `DocRecord.unfiled` are places among the page's sorted distinct names, and a name's top
-        byte is its method's tag, so the names of tag t stand below the most keys the methods of
-        tags up to t can have (`max_index_keys`): a place p is a key of no method whose bound is
-        at most p. On homogeneous pages most records met a full SimHash key (the highest tag of the
-        default methods) and nothing else: their exact and A12 keys (the lowest) were all filed."""
-        if not doc.unfiled:
-            return frozenset()
-        first = min(doc.unfiled)
-        return self._tags_from_place[first] if first < len(self._tags_from_place) else self._tags_past_bounds
 
     def index_name_ints_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
         """`index_names_of_records` as 48-bit integers (`memory_index.name_ints`): every page's

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -135,23 +134,29 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     page_id = page.page_id
     stored = [(seq, other) for seq, other in zip(seqs, docs_of(seqs), strict=True)
               if other is not None and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
+    if not stored:
+        return
     verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
-    if template_known:  # no candidate meets the site policy
-        groups = [(policy.other_site, list(range(len(stored))))]
-    else:
+    # the candidates of each policy (None: all of them, as a rule: only the site policy's differ)
+    groups: list[tuple[Policy, np.ndarray | None]] = [(policy.other_site, None)]
+    if not template_known:  # candidates of the page's site meet the site policy
         site, document = page.site, page.document  # `_own_site_other_document` of each, inline
-        strict = [other.site == site and not (document and other.document == document) for _, other in stored]
-        groups = [(chosen, [i for i, own in enumerate(strict) if own == same_site])
-                  for same_site, chosen in ((False, policy.other_site), (True, policy.same_site))]
-    members = _found_members(stored, methods, found_by) if found_by is not None and stored else {}
+        strict = np.array([other.site == site and not (document and other.document == document) for _, other in stored],
+                          dtype=np.bool_)
+        if strict.all():
+            groups = [(policy.same_site, None)]
+        elif strict.any():
+            groups = [(policy.other_site, np.flatnonzero(~strict)), (policy.same_site, np.flatnonzero(strict))]
+    members = _found_members(stored, methods, found_by) if found_by is not None else {}
     for chosen, rows in groups:
-        if not rows:
-            continue
-        similarities = CandidateSimilarities(methods, mine, [stored[i][1].signatures for i in rows], tests)
-        numbers = chosen.first_rules(similarities, len(rows), possible_rules(chosen, methods, members, rows))
+        theirs = ([other.signatures for _, other in stored] if rows is None
+                  else [stored[i][1].signatures for i in rows.tolist()])
+        similarities = CandidateSimilarities(methods, mine, theirs, tests)
+        numbers = chosen.first_rules(similarities, len(theirs), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
             rule = chosen.rules[numbers[j]]
-            verdicts[rows[j]] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
+            row = j if rows is None else int(rows[j])
+            verdicts[row] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
     agree = _steered_agree(page, methods)
     for i in sorted(verdicts):  # in the order of `seqs`
         seq, other = stored[i]
@@ -195,16 +200,18 @@ class FoundBy:
     whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
 
     `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
-    page's is not there (a full key answers only its first pages). `unfiled_tags(record)`: the tags
-    of the keys a candidate was not filed under (`SignatureStore.unfiled_tags`, told by the record's
-    `unfiled` places alone, so asked once a page for each distinct value): a key full when it
-    came does not hold it, and may no longer be full once an expiry took some of its pages."""
+    page's is not there (a full key answers only its first pages). `unfiled_bounds[tag]`: the
+    place among a record's sorted names below which that method's names stand (None: no bound;
+    a tag not there: none of its names is ever unfiled; `signature_store.place_bounds`). A
+    candidate whose first unfiled place (`DocRecord.unfiled`) is below it may not be filed under
+    every key of the method: a key full when it came does not hold it, and may no longer be full
+    once an expiry took some of its pages."""
 
     seqs: Mapping[int, set[int] | frozenset[int]]
-    unfiled_tags: Callable[[DocRecord], AbstractSet[int]]
+    unfiled_bounds: Mapping[int, int | None]
 
 
-_NONE: frozenset[int] = frozenset()
+_NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
 
 
 def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
@@ -213,30 +220,27 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
     candidates can pass its test: those its keys found, and those not filed under all its keys.
     A method whose keys found every candidate rules none out and is left out."""
     seqs = [seq for seq, _ in stored]
-    hidden: list[AbstractSet[int]] | None = None
+    firsts: np.ndarray | None = None
     members = {}
     for tag, method in methods.values():
         if not method.keys_find_every_match or (found := found_by.seqs.get(tag)) is None:
             continue
         if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
-        if hidden is None:  # a record's unfiled places, by value: many candidates share them (hot keys)
-            unfiled = found_by.unfiled_tags
-            tags_of: dict[tuple[int, ...], AbstractSet[int]] = {(): _NONE}
-            hidden = [tags_of[u] if (u := other.unfiled) in tags_of else tags_of.setdefault(u, unfiled(other))
-                      for _, other in stored]
-        if found.isdisjoint(seqs):  # its keys found none of them (homogeneous pages: another method's did)
-            members[tag] = np.array([tag in h for h in hidden], dtype=np.bool_)
-        else:
-            members[tag] = np.array([seq in found or tag in h for seq, h in zip(seqs, hidden, strict=True)],
-                                    dtype=np.bool_)
+        if firsts is None:  # each candidate's first unfiled place, at once for every method
+            firsts = np.array([min(u) if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
+        bound = found_by.unfiled_bounds.get(tag, 0)
+        member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
+        if not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
+            member |= np.fromiter((seq in found for seq in seqs), dtype=np.bool_, count=len(seqs))
+        members[tag] = member
     return members
 
 
 def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.ndarray],
-                   rows: Sequence[int]) -> list[np.ndarray | None]:
-    """For each rule of `policy`, which of the candidates `rows` can satisfy it (None: any): those
-    that can pass the test of every method of the rule that `members` (`_found_members`) names."""
+                   rows: np.ndarray | None = None) -> list[np.ndarray | None]:
+    """For each rule of `policy`, which of the candidates `rows` (None: all) can satisfy it (None:
+    any): those that can pass the test of every method of the rule that `members` (`_found_members`) names."""
     if not members:
         return [None] * len(policy.rules)
     out: list[np.ndarray | None] = []
@@ -245,7 +249,7 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
         for name in names:
             if (member := members.get(methods[name][0])) is not None:
                 mask = member if mask is None else mask & member
-        out.append(None if mask is None else mask[rows])
+        out.append(mask if mask is None or rows is None else mask[rows])
     return out
 
 

@@ -1,6 +1,6 @@
 """What the engine may assume of index keys: a method that says its keys find every match
 (`keys_find_every_match`) has no match that shares none of its keys, and `max_index_keys` bounds
-the keys of every signature (`SignatureStore.unfiled_tags` places a page's keys by it)."""
+the keys of every signature (`signature_store.place_bounds` places a page's keys by it)."""
 
 import random
 

@@ -363,16 +363,20 @@ def test_an_unfiled_place_names_the_methods_whose_keys_may_stand_there():
     """A page's names sort by method tag first, each method has at most `max_index_keys` keys: a
     place past the bounds of the lower tags' methods may only be a key of a higher one."""
     from streamdedup.fingerprints.registry import create_method
-    from streamdedup.store.signature_store import tags_by_place
+    from streamdedup.store.signature_store import place_bounds
+
+    def may_stand(bounds: dict[int, int | None], place: int) -> set[int]:
+        return {tag for tag, bound in bounds.items() if bound is None or place < bound}
 
     default = {0: create_method("a12"), 1: create_method("exact"), 2: create_method("minhash"), 3: create_method("simhash")}
-    by_place, past = tags_by_place(default)  # at most 3, 1, 32 and 10 keys
-    assert [by_place[p] for p in (0, 2, 3, 4, 35, 36, 45)] == [
-        {0, 1, 2, 3}, {0, 1, 2, 3}, {1, 2, 3}, {2, 3}, {2, 3}, {3}, {3}]
-    assert len(by_place) == 46 and past == frozenset()
+    bounds = place_bounds(default)  # at most 3, 1, 32 and 10 keys
+    assert bounds == {0: 3, 1: 4, 2: 36, 3: 46}
+    assert [may_stand(bounds, p) for p in (0, 2, 3, 4, 35, 36, 45, 46)] == [
+        {0, 1, 2, 3}, {0, 1, 2, 3}, {1, 2, 3}, {2, 3}, {2, 3}, {3}, {3}, set()]
     unbounded = {0: create_method("exact"), 1: create_method("tf"), 2: create_method("simhash")}  # tf: no bound
-    by_place, past = tags_by_place(unbounded)
-    assert by_place == [{0, 1, 2}] and past == {1, 2}  # place 1 on: tf or SimHash, never exact
+    bounds = place_bounds(unbounded)
+    assert bounds == {0: 1, 1: None, 2: None}
+    assert may_stand(bounds, 0) == {0, 1, 2} and may_stand(bounds, 1) == may_stand(bounds, 99) == {1, 2}  # never exact
 
 
 def test_an_expiry_in_bulk_leaves_the_table_removing_each_record_left(tmp_path, monkeypatch):
