@@ -261,7 +261,9 @@ class DocRecord:
     duplicate_of: str = ""
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
-    unfiled: tuple[int, ...] = ()  # places, in its sorted index names, of the keys it was not filed under (full)
+    # places, in its sorted index names, of the keys it was not filed under (full): ascending, as
+    # the store makes them and reads them back (the engine reads the first, `engine._found_members`)
+    unfiled: tuple[int, ...] = ()
     document: int = 0  # xxh3-64 of its URL without fragment (`clean.template.document_key`); 0: not known
     # the encoded MinHash signature of its article element's own text, where extraction's rescue
     # replaced that text (`verdict.engine._steered_agree`); b"": none
@@ -326,6 +328,7 @@ class DocRecord:
             for _ in range(n):
                 place, pos = read_varint(data, pos)
                 unfiled.append(place)
-        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site, tuple(unfiled),
+        return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site,
+                   tuple(sorted(unfiled)),  # as every writer wrote them; sorted, so the engine's first is the least
                    _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
                    steered)

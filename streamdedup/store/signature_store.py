@@ -122,7 +122,7 @@ def count_lookup(work: Counter[str], found: int, answered: int, verified: int) -
 
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
     """The places of `names` among the sorted distinct names of `every` (48-bit integers: big-endian
-    names sort as their integers), in order (`DocRecord.unfiled`)."""
+    names sort as their integers), ascending (`DocRecord.unfiled`)."""
     return tuple(name_places(np.asarray(every, dtype=np.uint64), name_ints(names)).tolist())
 
 

@@ -227,8 +227,8 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
             continue
         if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
-        if firsts is None:  # each candidate's first unfiled place, at once for every method
-            firsts = np.array([min(u) if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
+        if firsts is None:  # each candidate's first unfiled place (they are ascending), at once for every method
+            firsts = np.array([u[0] if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
         bound = found_by.unfiled_bounds.get(tag, 0)
         member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
         if not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)

@@ -682,6 +682,10 @@ def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
     assert odd.encode().hex() == ("fbffffffffffffffffffffffffffffff0670c3a9edb3bf8301" + "63" * 130
                                   + "0164020400fd0a" + "09" * 10 + "030003c801")
     assert DocRecord.decode(7, plain.encode()) == plain and DocRecord.decode(2**40, odd.encode()) == odd
+    # a record's unfiled places read back ascending, whatever order its bytes hold them in: the
+    # engine reads the first as the least (`engine._found_members`)
+    shuffled = DocRecord(5, "p", 0, "p", unfiled=(200, 0, 3))
+    assert DocRecord.decode(5, shuffled.encode()).unfiled == (0, 3, 200)
     assert layout.doc_key(2**40).hex() == "440000010000000000"
     assert layout.time_key(-5, 2**40).hex() == "547ffffffffffffffb0000010000000000"
     assert layout.template_delta_key(2**64 - 1, 7).hex() == "53ffffffffffffffff00000007"
