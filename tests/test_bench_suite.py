@@ -201,3 +201,16 @@ def test_the_clough_stevenson_check_runs_every_method_on_a_small_corpus(tmp_path
     assert set(table) == {"default", *METHODS}
     assert all(row["non"] == 0.0 for row in table.values())
     assert table["default"]["cut"] == 1.0 and table["minhash"]["cut"] == 1.0
+
+
+def test_judge_replays_the_captured_calls_of_a_homogeneous_run(tmp_path):
+    """`bench/judge.py --smoke`: the judge calls of pages 100-300 captured and replayed, in JSON (no
+    speed asserted); every replay finds the same matches."""
+    out = tmp_path / "judge.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "judge.py"), "--smoke", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["calls"] == 200 and report["replays"] == 3  # every one of these pages has stored candidates
+    assert report["candidates_per_call"] > 10  # homogeneous pages: every page finds many
+    assert 0 < report["us_per_call_least"] <= report["us_per_call_median"]

@@ -1,0 +1,105 @@
+"""The judge step alone (`verdict.engine.judged`), replayed: the calls a homogeneous run makes.
+
+    python bench/judge.py                    # 6,000 homogeneous pages; the calls of pages 2,000-4,000
+    python bench/judge.py --smoke            # seconds: 400 pages, the calls of pages 100-300
+
+On homogeneous pages (bench/homogeneous.py's: one Zipf vocabulary) every page has ~30 candidates
+and each is verified, so the judge step is the largest part of the decide path there (~17 % of
+the whole command's CPU on 2026-12-02, told by replacing it with a stub). This bench runs the
+file through the Detector once, capturing the arguments of each call of pages `--first` to
+`--last` as the Detector makes them (the candidates' records read then, so a replay reads no
+store), then replays all captured calls `--repeat` times in one process: µs a call (median and
+least over the replays), candidates a call, and the matches the calls found (the same on every
+replay, so a change that alters what the engine says shows here as well as in the evaluation).
+
+Prints and writes JSON."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import homogeneous  # noqa: E402 - bench/homogeneous.py: the same pages
+
+import streamdedup.detector as detector_module  # noqa: E402
+from streamdedup.config import DetectorConfig  # noqa: E402
+from streamdedup.detector import Detector  # noqa: E402
+from streamdedup.testing import raw_records  # noqa: E402
+from streamdedup.verdict.engine import FoundBy, judged  # noqa: E402
+
+
+def capture(path: Path, first: int, last: int) -> list[tuple[Any, ...]]:
+    """The arguments of the judge calls of pages first..last-1 (in the order the Detector asks)
+    of one run of the Detector over the file."""
+    calls: list[tuple[Any, ...]] = []
+    seen = 0
+
+    def spy(seqs: Any, docs_of: Any, policy: Any, methods: Any, page: Any, mine: Any, template_known: bool,
+            oldest_ms: int | None, found_by: FoundBy | None = None, tests: Counter[str] | None = None) -> Any:
+        nonlocal seen
+        if first <= seen < last:
+            records = dict(zip(seqs, docs_of(seqs), strict=True))
+            kept = None if found_by is None else FoundBy({tag: set(s) for tag, s in found_by.seqs.items()},
+                                                         dict(found_by.unfiled_bounds))
+            calls.append((list(seqs), lambda asked, records=records: [records[s] for s in asked], policy, methods,
+                          page, mine, template_known, oldest_ms, kept))
+        seen += 1
+        return judged(seqs, docs_of, policy, methods, page, mine, template_known, oldest_ms, found_by, tests)
+
+    raws = raw_records(path.read_bytes().splitlines())
+    detector_module.judged = spy
+    try:
+        with tempfile.TemporaryDirectory() as state, Detector(DetectorConfig(), Path(state)) as detector:
+            for start in range(0, len(raws), 256):
+                detector.decide_batch(detector.prepare_many(raws[start:start + 256]))
+    finally:
+        detector_module.judged = judged
+    return calls
+
+
+def replay(calls: list[tuple[Any, ...]], repeat: int) -> dict[str, Any]:
+    times, matches, digest = [], 0, ""
+    for _ in range(repeat):
+        started = time.perf_counter()
+        found = [list(judged(*call, tests=Counter())) for call in calls]
+        times.append(time.perf_counter() - started)
+        matches = sum(map(len, found))
+        digest = hashlib.sha1(repr([(seq, rule) for page in found for seq, _, rule in page]).encode()).hexdigest()
+    per_call = [t / max(1, len(calls)) * 1e6 for t in times]
+    return {"calls": len(calls), "candidates_per_call": round(statistics.mean(len(c[0]) for c in calls), 2) if calls else 0,
+            "us_per_call_median": round(statistics.median(per_call), 2), "us_per_call_least": round(min(per_call), 2),
+            "matches": matches, "matches_sha1": digest, "replays": repeat}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=6000)
+    parser.add_argument("--first", type=int, default=2000, help="the first page whose judge call is captured")
+    parser.add_argument("--last", type=int, default=4000, help="the page after the last one captured")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="400 pages, the calls of pages 100-300, 3 replays")
+    parser.add_argument("--out", type=Path, default=Path("bench/judge.json"))
+    args = parser.parse_args()
+    if args.smoke:
+        args.pages, args.first, args.last, args.repeat = 400, 100, 300, 3
+    with tempfile.TemporaryDirectory() as work:
+        path = homogeneous.generate(Path(work) / "pages.jsonl", args.pages)
+        calls = capture(path, args.first, args.last)
+    report = {"pages": args.pages, "first": args.first, "last": args.last, **replay(calls, args.repeat)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
