@@ -60,8 +60,8 @@ def capture(path: Path, first: int, last: int) -> list[tuple[Any, ...]]:
     detector_module.judged = spy
     try:
         with tempfile.TemporaryDirectory() as state, Detector(DetectorConfig(), Path(state)) as detector:
-            for start in range(0, len(raws), 256):
-                detector.decide_batch(detector.prepare_many(raws[start:start + 256]))
+            for _ in detector.run(raws):  # in the Detector's batches, as `streamdedup dedup` sends them
+                pass
     finally:
         detector_module.judged = judged
     return calls

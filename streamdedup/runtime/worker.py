@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +88,14 @@ class Progress:
     at: float
     pages_in: int
     decided: int
+
+
+def _since_last(seen_by: dict[TP, dict[str, int]], tp_key: TP, now: Mapping[str, int]) -> list[tuple[str, int]]:
+    """What each of a handler's running counts (`now`) grew by since `seen_by` last kept them,
+    where it grew; `now` is kept for the next batch."""
+    seen = seen_by.get(tp_key, {})
+    seen_by[tp_key] = dict(now)
+    return [(kind, added) for kind, count in now.items() if (added := count - seen.get(kind, 0)) > 0]
 
 
 class Worker:
@@ -560,18 +568,10 @@ class Worker:
         """The decide step's work counts (`streamdedup_decide_work`) and time by step
         (`streamdedup_store_step_seconds`) since the last batch of a handler that judges pages (the
         local topology's Detector, the global one's index partitions)."""
-        now = handler.work()
-        seen = self._work_seen.get(tp_key, {})
-        for kind, count in now.items():
-            if (added := count - seen.get(kind, 0)) > 0:
-                self.metrics.work.labels(kind).inc(added)
-        self._work_seen[tp_key] = dict(now)
-        now = handler.step_ns()
-        seen = self._steps_seen.get(tp_key, {})
-        for step, ns in now.items():
-            if (added := ns - seen.get(step, 0)) > 0:
-                self.metrics.store_steps.labels(step).inc(added / 1e9)
-        self._steps_seen[tp_key] = dict(now)
+        for kind, added in _since_last(self._work_seen, tp_key, handler.work()):
+            self.metrics.work.labels(kind).inc(added)
+        for step, ns in _since_last(self._steps_seen, tp_key, handler.step_ns()):
+            self.metrics.store_steps.labels(step).inc(ns / 1e9)
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
     def _ticking(self, now: float, skip: Container[TP] = (),

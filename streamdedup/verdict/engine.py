@@ -140,9 +140,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     # the candidates of each policy (None: all of them, as a rule: only the site policy's differ)
     groups: list[tuple[Policy, np.ndarray | None]] = [(policy.other_site, None)]
     if not template_known:  # candidates of the page's site meet the site policy
-        site, document = page.site, page.document  # `_own_site_other_document` of each, inline
-        strict = np.array([other.site == site and not (document and other.document == document) for _, other in stored],
-                          dtype=np.bool_)
+        strict = np.array([_own_site_other_document(page, other) for _, other in stored], dtype=np.bool_)
         if strict.all():
             groups = [(policy.same_site, None)]
         elif strict.any():

@@ -61,7 +61,7 @@ class Policy:
     @property
     def methods(self) -> set[str]:
         """The methods whose signatures the rules read ("minhash.containment" reads minhash's)."""
-        return {m.partition(".")[0] for rule in self.rules for m, _ in rule}
+        return {method for methods in self.rule_methods for method in methods}
 
     @cached_property
     def rule_methods(self) -> tuple[tuple[str, ...], ...]:
