@@ -12,7 +12,11 @@ touched lately waits for memory and its page's translation, that is most of what
 
 The table is cut into `SEGMENTS` tables by a hash of the name (`_group`), each growing on its
 own: a growth holds one segment's old and new arrays at once, not the whole table's (one table of
-a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident).
+a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident). A growth stops the
+commit that meets it (~0.5 s for a segment of a 10 M-page store), and segments filled at the same
+pace would all meet their limit within a few dozen batches; so each segment grows to its own load
+(`grown_load`: 0.45 to 0.55 by segment, 0.5 on average), and their growths come at store sizes
+up to 22 % apart, one every few hundred batches, not one run of stalled batches.
 
 RocksDB keeps the page records (and the changelog, its WAL); this table is loaded from the
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
@@ -54,7 +58,8 @@ _SNAPSHOT_RUN = 1 << 20  # slots a snapshot's bitmap covers before the used slot
 _HEADER = struct.Struct("<8sQQ")  # a snapshot's: magic, version, segments
 _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
-_GROWN_LOAD = 0.5  # ... to this share of postings
+_GROWN_LOAD = 0.5  # ... to this share of postings, on average over the segments (`grown_load`)
+_GROWN_LOAD_SPREAD = 0.05  # each segment's: within this of it
 _EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
 
 
@@ -389,9 +394,24 @@ def name_rows_ints(rows: np.ndarray) -> np.ndarray:
     return padded.view(">u8").ravel().astype(np.uint64)
 
 
-def slots_for(postings: int) -> int:
-    """The slots of a table holding this many postings at the load a growth leaves (`_GROWN_LOAD`)."""
-    return max(_MIN_SLOTS, int(postings / _GROWN_LOAD) + 1)
+def grown_load(segment: int | None = None) -> float:
+    """The share of postings a growth or a reserve leaves segment `segment` at (None: the mean).
+
+    Spread evenly over `_GROWN_LOAD` +- `_GROWN_LOAD_SPREAD` by segment: segments that fill at the
+    same pace (names are hashed to them uniformly) then reach `_MAX_LOAD` at different store sizes,
+    from 0.8 / 0.55 = 1.45x to 0.8 / 0.45 = 1.78x their size after a growth, so their growths, each
+    of which stops one commit, do not come one batch after another. Memory is the same on average:
+    a table between 0.45 and 0.8 holds 1.64 slots a posting on average, between 0.55 and 0.8 1.50,
+    between 0.5 and 0.8 1.57."""
+    if segment is None:
+        return _GROWN_LOAD
+    return _GROWN_LOAD - _GROWN_LOAD_SPREAD + 2 * _GROWN_LOAD_SPREAD * segment / (SEGMENTS - 1)
+
+
+def slots_for(postings: int, segment: int | None = None) -> int:
+    """The slots of a table holding this many postings at the load a growth leaves (`grown_load`
+    of `segment`; None: the mean's)."""
+    return max(_MIN_SLOTS, int(postings / grown_load(segment)) + 1)
 
 
 SLOT = np.dtype([("word", "<u8"), ("low", "<u4")])  # a posting: a 64-bit word and a 32-bit one, packed
@@ -544,10 +564,10 @@ class _Segment:
 
 class MemoryIndex:
     def __init__(self, postings: int = 0) -> None:
-        self._allocate(slots_for(postings // SEGMENTS))
+        self._adopt([_Segment.empty(slots_for(postings // SEGMENTS, s)) for s in range(SEGMENTS)])
 
     def _allocate(self, slots: int) -> None:
-        """Empty segments of `slots` slots each."""
+        """Empty segments of `slots` slots each (tests and benches that size the table themselves)."""
         self._adopt([_Segment.empty(slots) for _ in range(SEGMENTS)])
 
     def _adopt(self, segments: list[_Segment]) -> None:
@@ -695,22 +715,27 @@ class MemoryIndex:
         if not len(names) or len(names) <= self._room.min():
             return 0
         sizes = _segment_sizes(names)
-        return sum(slots_for(self.segments[s].postings + int(sizes[s])) * SLOT_BYTES
+        return sum(slots_for(self.segments[s].postings + int(sizes[s]), s) * SLOT_BYTES
                    for s in np.flatnonzero(sizes > self._room).tolist())
+
+    def reserved_bytes(self, postings: int) -> int:
+        """The bytes of a table `reserve(postings)` sizes (its segments', at least as they are)."""
+        return sum(max(slots_for(postings // SEGMENTS, s), len(segment.words)) * SLOT_BYTES
+                   for s, segment in enumerate(self.segments))
 
     def reserve(self, postings: int) -> None:
         """Room for this many postings without growing: each segment sized once for its share (a
-        rebuild that knows the store's page count)."""
-        slots = slots_for(postings // SEGMENTS)
+        rebuild that knows the store's page count), at its own load (`grown_load`)."""
         for s, segment in enumerate(self.segments):
+            slots = slots_for(postings // SEGMENTS, s)
             if slots > len(segment.words):
                 self.segments[s] = segment.rehashed(slots)
                 self._tables()
 
     def _grow(self, segment: int, adding: int) -> _Segment:
-        """Rehash one segment's live postings into a table at half load (tombstones dropped)."""
+        """Rehash one segment's live postings into a table at its `grown_load` (tombstones dropped)."""
         old = self.segments[segment]
-        self.segments[segment] = old.rehashed(slots_for(old.postings + adding))
+        self.segments[segment] = old.rehashed(slots_for(old.postings + adding, segment))
         self._tables()
         return self.segments[segment]
 

@@ -49,13 +49,11 @@ from streamdedup.store.errors import (  # noqa: F401 - StoreError and its kinds 
 )
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import (
-    SLOT_BYTES,
     MemoryIndex,
     available_bytes,
     ints_names,
     name_ints,
     name_places,
-    slots_for,
 )
 from streamdedup.store.template_store import SiteTemplates, TemplateCache
 
@@ -307,7 +305,7 @@ class SignatureStore:
         """Room for this many postings in the index, checked against the memory the process has
         (`_check_memory`), so a rebuild fills a table of its final size without doubling it."""
         postings += postings // 16  # some room: a page's postings vary
-        self._check_memory(slots_for(postings) * SLOT_BYTES - self.memory.size_bytes,
+        self._check_memory(self.memory.reserved_bytes(postings) - self.memory.size_bytes,
                            f"{postings:,} postings")
         self.memory.reserve(postings)
 

@@ -61,7 +61,7 @@ def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
     assert segment.tombstones
     live = segment.words >> np.uint64(63) == 0
     words, low = segment.words[live], segment.low[live]
-    expected = _Segment.empty(slots_for(segment.postings + 10))
+    expected = _Segment.empty(slots_for(segment.postings + 10, 3))
     mask = np.uint64((1 << 48) - 1)
     _insert(expected.words, expected.low, words & mask, ((words >> np.uint64(48)) << np.uint64(32)) | low.astype(np.uint64))
     postings, others = index.postings, [(s.words.copy(), s.low.copy()) for s in index.segments]
@@ -247,6 +247,37 @@ def test_growth_bytes_are_what_an_insert_allocates_for_the_segments_it_grows():
         grew += grown > 0
     assert 0 < grew < 40  # some inserts grew segments, others none
     assert index.growth_bytes(np.zeros(0, dtype=np.uint64)) == 0
+
+
+def test_segments_filled_at_the_same_pace_grow_at_store_sizes_apart_not_one_batch_after_another():
+    """A growth stops the commit that meets it; segments filled at the same pace (names hash to
+    them uniformly) would all meet their limit within a few dozen batches. Each grows to its own
+    load (`grown_load`), so a reopened store's segments first grow at sizes ~1.45x to ~1.78x its
+    own, a few in any run of batches, while the table holds as many slots a posting on average."""
+    import numpy as np
+
+    from streamdedup.store.memory_index import SEGMENTS, grown_load
+
+    assert np.mean([grown_load(s) for s in range(SEGMENTS)]) == pytest.approx(grown_load())
+    rng = np.random.default_rng(3)
+    reserved = SEGMENTS * 2000
+    index = MemoryIndex(reserved)  # as a store reopened after a crash sizes its table
+    first_growth: dict[int, int] = {}
+    grown_by_batch: list[int] = []
+    postings = 0
+    while len(first_growth) < SEGMENTS:
+        before = [segment.words for segment in index.segments]
+        index.insert_ints(rng.integers(1, 1 << 47, size=256, dtype=np.uint64),
+                          np.arange(postings, postings + 256, dtype=np.uint64))
+        postings += 256
+        grew = [s for s, (segment, old) in enumerate(zip(index.segments, before, strict=True))
+                if segment.words is not old]
+        grown_by_batch.append(len(grew))
+        first_growth.update((s, postings) for s in grew if s not in first_growth)
+    sizes = sorted(first_growth.values())
+    # before: all at ~1.55x, the last 1.06x the first; 33 growths in 16 consecutive batches
+    assert sizes[0] > 1.35 * reserved and sizes[-1] > 1.2 * sizes[0]
+    assert max(sum(grown_by_batch[i: i + 16]) for i in range(len(grown_by_batch))) <= 16
 
 
 @pytest.mark.parametrize("version", [2, 1])
