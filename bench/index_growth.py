@@ -86,6 +86,7 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
             "commits_growing": len(grown), "longest_run_of_growing_commits": longest,
             f"most_growth_s_in_{window}_batches": round(worst, 3),
             "growth_s": round(sum(took for _, took in grown), 3),
+            "growing_batches_first_last": [numbers[0], numbers[-1]] if numbers else [],
             "table_bytes_per_posting_mean": round(float(np.mean(bytes_per_posting)), 2),
             "table_bytes_per_posting_end": round(bytes_per_posting[-1], 2)}
 
