@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--segment-growth", action="store_true", help="time one segment's growth, 1 M to 30 M postings")
     parser.add_argument("--stalls", action="store_true", help="the growths a filling store's commits meet")
     parser.add_argument("--pages", type=int, default=2_000_000, help="--stalls: pages at the end")
-    parser.add_argument("--from-pages", type=int, default=0, help="--stalls: pages the table is sized for first")
+    parser.add_argument("--from-pages", type=int, default=0, help="--stalls: pages the store holds first (its table sized for them)")
     args = parser.parse_args()
     if args.stalls:
         print(json.dumps(stalls(args.pages, args.from_pages)), flush=True)

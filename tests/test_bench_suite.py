@@ -172,6 +172,20 @@ def test_index_kernels_reports_the_probe_and_insert_per_name_of_each_size(tmp_pa
     assert wrong.returncode == 2 and "--load must be above 0 and below 0.8" in wrong.stderr
 
 
+def test_index_growth_stalls_tells_which_commits_of_a_growing_store_grew_its_segments(tmp_path):
+    """`bench/index_growth.py --stalls`: a store of 20,000 pages filled to 60,000 in batches, its
+    segments growing on the way (each at least once: 3x is past a growth of 1.78x), in JSON (no
+    speed asserted)."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "index_growth.py"), "--stalls", "--from-pages", "20000",
+                           "--pages", "60000"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["batches"] == 157 and result["from_pages"] == 20000
+    first, last = result["growing_batches_first_last"]
+    assert 0 < first <= last < 157 and 0 < result["commits_growing"] <= last - first + 1
+    assert result["growth_s"] >= result["most_growth_s_in_64_batches"] > 0
+
+
 def test_the_clough_stevenson_check_runs_every_method_on_a_small_corpus(tmp_path):
     """`bench/clough_stevenson.py` on a generated corpus in its layout: one source, a verbatim
     copy ('cut'), an unrelated answer ('non'), and a light and a heavy one. It failed with KeyError 'tf' until 2026-12-02:

@@ -16,7 +16,8 @@ a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident). A g
 commit that meets it (~0.5 s for a segment of a 10 M-page store), and segments filled at the same
 pace would all meet their limit within a few dozen batches; so each segment grows to its own load
 (`grown_load`: 0.45 to 0.55 by segment, 0.5 on average), and their growths come at store sizes
-up to 22 % apart, one every few hundred batches, not one run of stalled batches.
+up to 22 % apart, one commit at a time, not in one run of stalled batches
+(docs/benchmarks.md, "The store", 2026-12-02's third session).
 
 RocksDB keeps the page records (and the changelog, its WAL); this table is loaded from the
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
