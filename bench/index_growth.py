@@ -12,8 +12,8 @@ in a fresh process: the peak is the process's own) and CPU seconds.
 `--segment-growth`: the wall and CPU seconds one segment of the table takes to grow (rehash its
 postings into a table at half load) at 1 M to 30 M postings: a 10 M-page store (476 M postings)
 holds ~7.4 M a segment in its 64 segments (~30 M in the 16 it had before 2026-12-02): the commit
-that grows one waits that long, and the segments of a store grow at about the same size, one
-batch after another.
+that grows one waits that long (the segments of a store grew at about the same size, one batch
+after another, until each was given its own load to grow to: `--stalls`).
 
 `--stalls`: a store's commits as they fill the table (batches of 256 pages of 47 random postings,
 from an empty table to `--pages` pages; `--from-pages`: a store of that many pages first, its table sized for them
