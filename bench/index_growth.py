@@ -17,11 +17,12 @@ after another, until each was given its own load to grow to: `--stalls`).
 
 `--stalls`: a store's commits as they fill the table (batches of 256 pages of 47 random postings,
 from an empty table to `--pages` pages; `--from-pages`: a store of that many pages first, its table sized for them
-as a store reopened after a crash reserves it): for each commit that grows a segment, its batch number
-and seconds. Prints JSON: the commits that grew any, the longest run of consecutive batches that
-did, the most growth seconds in any 64 consecutive batches (what a consumer sees as its stall) and
-in all, and the table's bytes a posting, averaged over the batches (what spreading growths costs in
-memory) and at the end.
+as a store reopened after a crash reserves it): for each commit that grows a segment (in place, or
+beginning a growth beside the batches, or putting its new table in place), its batch number and
+seconds. Prints JSON: the commits that grew any, the longest run of consecutive batches that did,
+the seconds of those commits in the worst 64 consecutive batches (what a consumer sees as its
+stall) and in all, the slowest commit and the median one, and the table's bytes a posting,
+averaged over the batches (what spreading growths costs in memory) and at the end.
 """
 
 from __future__ import annotations
@@ -63,15 +64,20 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
         seq += count
     grown: list[tuple[int, float]] = []  # (batch number, seconds of its commit)
     bytes_per_posting: list[float] = []
+    took_all: list[float] = []
     for number, start in enumerate(range(from_pages, pages, batch)):
         count = min(batch, pages - start) * per_page
         slots = [len(segment.words) for segment in index.segments]
+        growing = set(index._growing)
         names = rng.integers(1, 1 << 47, size=count, dtype=np.uint64)
         started = time.perf_counter()
         index.insert_ints(names, np.arange(seq, seq + count, dtype=np.uint64))
         took = time.perf_counter() - started
+        took_all.append(took)
         seq += count
-        if any(len(segment.words) != before for segment, before in zip(index.segments, slots, strict=True)):
+        # a commit that grew a segment, began a growth beside the batches or put its table in place
+        if set(index._growing) != growing or any(
+                len(segment.words) != before for segment, before in zip(index.segments, slots, strict=True)):
             grown.append((number, took))
         bytes_per_posting.append(index.size_bytes / max(1, index.postings))
     numbers = [number for number, _ in grown]
@@ -87,6 +93,7 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
             f"most_growth_s_in_{window}_batches": round(worst, 3),
             "growth_s": round(sum(took for _, took in grown), 3),
             "growing_batches_first_last": [numbers[0], numbers[-1]] if numbers else [],
+            "slowest_commit_s": round(max(took_all), 4), "median_commit_s": round(float(np.median(took_all)), 5),
             "table_bytes_per_posting_mean": round(float(np.mean(bytes_per_posting)), 2),
             "table_bytes_per_posting_end": round(bytes_per_posting[-1], 2)}
 

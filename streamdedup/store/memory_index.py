@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -62,6 +63,8 @@ _MAX_LOAD = 0.8  # grow past this share of used slots (postings + tombstones)
 _GROWN_LOAD = 0.5  # ... to this share of postings, on average over the segments (`grown_load`)
 _GROWN_LOAD_SPREAD = 0.05  # each segment's: within this of it
 _EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
+# a segment of at least this many slots grows beside the batches (`_Growth`; ~0.03 s in place)
+BESIDE_GROWTH_SLOTS = 1 << 20
 
 
 # Names ahead of the one probed whose home slots are asked of memory already (`_prefetch`): a
@@ -295,11 +298,11 @@ def _insert_all(words: Any, low: Any, names: np.ndarray, seqs: np.ndarray, free:
     return placed, reused
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: np.ndarray) -> int:
     """Every live posting of the old table into the empty new one, in the old table's slot order
     (where `_insert` would put them: they are distinct, and the new table has no tombstones);
-    returns how many."""
+    returns how many. Runs without the GIL, so that the batches go on meanwhile (`_Growth`)."""
     slots = len(words)
     mask = np.uint64((1 << 48) - 1)
     moved = 0
@@ -308,13 +311,16 @@ def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: 
     # the same order as one by one: 2.53 -> 2.05-2.16 s at 30 M postings, a 10 M-page store's
     # segment (`bench/index_growth.py --segment-growth`; the rest is the new table's first touch)
     homes = np.empty(_REHASH_RUN, dtype=np.int64)
-    at = np.empty(_REHASH_RUN, dtype=np.int64)
+    run_words = np.empty(_REHASH_RUN, dtype=np.uint64)
+    run_low = np.empty(_REHASH_RUN, dtype=np.uint32)
     for start in range(0, len(old_words), _REHASH_RUN):
         live = 0
         for i in range(start, min(start + _REHASH_RUN, len(old_words))):
-            if old_words[i] >> np.uint64(63) == 0:  # not empty, not a tombstone
-                homes[live] = _home(old_words[i] & mask, slots)
-                at[live] = i
+            word = old_words[i]
+            if word >> np.uint64(63) == 0:  # not empty, not a tombstone
+                homes[live] = _home(word & mask, slots)
+                run_words[live] = word
+                run_low[live] = old_low[i]
                 live += 1
         for k in range(min(PREFETCH_AHEAD, live)):
             _prefetch(words, homes[k])
@@ -326,10 +332,19 @@ def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: 
                 slot += 1
                 if slot == slots:
                     slot = 0
-            words[slot] = old_words[at[k]]
-            low[slot] = old_low[at[k]]
+            words[slot] = run_words[k]
+            low[slot] = run_low[k]
         moved += live
     return moved
+
+
+@numba.njit(cache=True, nogil=True)
+def _clear(words: np.ndarray, low: np.ndarray) -> None:
+    """Every slot free (`_Segment.empty`'s fill), without the GIL: a new table's first touch, the
+    larger part of a growth at 10 M pages, runs beside the batches too."""
+    for i in range(len(words)):
+        words[i] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+        low[i] = np.uint32(0)
 
 
 @numba.njit(cache=True)
@@ -563,6 +578,69 @@ class _Segment:
         return grown
 
 
+class _Growth:
+    """A segment growing beside the batches: a thread clears the new table and moves the old one's
+    live postings into it (`_clear`, `_rehash`: compiled, without the GIL), while the batches go on.
+    Meanwhile the old table is only read: the segment's new postings go to a small `side` table,
+    which lookups read too, and its removals are kept (`removed`: lookups leave them out) for the
+    new table. When the thread is done, the next batch's filing (`MemoryIndex.insert_ints`)
+    applies the removals and files the side table's postings in the new table, and puts it in the
+    old one's place: a commit waits for that, a few thousand postings, not for the growth (~0.5 s
+    at 10 M pages)."""
+
+    def __init__(self, segment: int, old: _Segment, slots: int, side_slots: int) -> None:
+        self.segment, self.old, self.slots = segment, old, slots
+        self.side = _Segment.empty(side_slots)
+        self.removed: list[tuple[np.ndarray, np.ndarray]] = []
+        self.removed_pairs: set[tuple[int, int]] = set()  # (name, seq) of `removed`, for lookups
+        self.new: _Segment | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="streamdedup-index-growth", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            cells = np.empty(self.slots, dtype=SLOT)
+            grown = _Segment(cells)
+            _clear(grown.words, grown.low)
+            grown.postings = _rehash(self.old.words, self.old.low, grown.words, grown.low)
+            self.new = grown
+        except BaseException as err:  # noqa: BLE001 - told to the batch that ends the growth
+            self.error = err
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+    def finished(self) -> _Segment:
+        """The grown segment, with the removals and the side table's postings applied (waits for
+        the thread if it is still running)."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        grown = cast(_Segment, self.new)
+        for names, seqs in self.removed:
+            removed = _remove(grown.words, grown.low, names, seqs)
+            grown.postings -= removed
+            grown.tombstones += removed
+        live = self.side.words >> np.uint64(63) == 0
+        if grown.postings + grown.tombstones + np.count_nonzero(live) > _MAX_LOAD * len(grown.words):
+            # more was filed meanwhile than the new table was sized for: one more rehash, in place
+            grown = grown.rehashed(slots_for(grown.postings + int(np.count_nonzero(live)), self.segment))
+        if live.any():
+            words, low = self.side.words[live], self.side.low[live]
+            names = words & np.uint64((1 << NAME_BITS) - 1)
+            seqs = ((words >> np.uint64(NAME_BITS)) << np.uint64(32)) | low.astype(np.uint64)
+            placed = _insert(grown.words, grown.low, names, seqs)
+            grown.postings += int(np.count_nonzero(placed))
+            grown.tombstones -= int(np.count_nonzero(placed == 2))
+        return grown
+
+
+# the side table of a segment that is not growing: finds nothing (two slots: its words are then a
+# strided view, as every table's, which the compiled passes take in one tuple type)
+_NO_TABLE = _Segment.empty(2)
+
+
 class MemoryIndex:
     def __init__(self, postings: int = 0) -> None:
         self._adopt([_Segment.empty(slots_for(postings // SEGMENTS, s)) for s in range(SEGMENTS)])
@@ -573,6 +651,7 @@ class MemoryIndex:
 
     def _adopt(self, segments: list[_Segment]) -> None:
         self._segments = segments
+        self._growing: dict[int, _Growth] = {}
         self._tables()
 
     @property
@@ -587,14 +666,27 @@ class MemoryIndex:
         new epoch (it changes whenever a live slot may become free or move: `insert_ints`)."""
         self._words = tuple(segment.words for segment in self.segments)
         self._low = tuple(segment.low for segment in self.segments)
-        # each segment's `room`, kept up to date by `insert_ints` (a removal leaves it: a posting
-        # becomes a tombstone), so that a batch asks it of no segment one by one
-        self._room = np.array([segment.room() for segment in self.segments], dtype=np.float64)
+        # where a batch files each segment's postings: its table, or a growing one's side table
+        sides = [self._growing[s].side if s in self._growing else segment for s, segment in enumerate(self.segments)]
+        self._file_words = tuple(side.words for side in sides)
+        self._file_low = tuple(side.low for side in sides)
+        # the side tables alone, read by lookups while a segment grows (`_NO_TABLE` elsewhere)
+        self._side_words = tuple(self._growing[s].side.words if s in self._growing else _NO_TABLE.words
+                                 for s in range(SEGMENTS))
+        self._side_low = tuple(self._growing[s].side.low if s in self._growing else _NO_TABLE.low
+                               for s in range(SEGMENTS))
+        # each segment's `room` (a growing one's: its side table's), kept up to date by
+        # `insert_ints` (a removal leaves it: a posting becomes a tombstone), so that a batch asks
+        # it of no segment one by one
+        self._room = np.array([side.room() for side in sides], dtype=np.float64)
         self.epoch = next(_EPOCHS)
 
     @property
     def postings(self) -> int:
-        return sum(segment.postings for segment in self.segments)
+        """Postings in the table (while a segment grows: its old table's, less none of the
+        removals since, and its side table's)."""
+        return (sum(segment.postings for segment in self.segments)
+                + sum(growth.side.postings for growth in self._growing.values()))
 
     @property
     def tombstones(self) -> int:
@@ -606,10 +698,13 @@ class MemoryIndex:
 
     @property
     def size_bytes(self) -> int:
-        return sum(int(segment.cells.nbytes) for segment in self.segments)
+        return (sum(int(segment.cells.nbytes) for segment in self.segments)
+                + sum(growth.slots * SLOT_BYTES + int(growth.side.cells.nbytes) for growth in self._growing.values()))
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every segment's words and low words back to back (a copy: to compare tables)."""
+        """Every segment's words and low words back to back (a copy: to compare tables; growths
+        beside the batches finished first)."""
+        self.finish_growths()
         return (np.concatenate([segment.words for segment in self.segments]),
                 np.concatenate([segment.low for segment in self.segments]))
 
@@ -626,18 +721,23 @@ class MemoryIndex:
 
     def counts_ints(self, names: np.ndarray) -> np.ndarray:
         """How many postings each name (a 48-bit integer, `name_ints`) has, in one compiled pass."""
-        return _count_free_all(self._words, names)[0]
+        return self.counts_free_ints(names)[0]
 
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """`counts_ints`, each name's first free slot in its segment (`_count_free_all`), and the
         table's `epoch`, which `insert_ints` checks before it uses the slots. One compiled pass for
-        names of every segment, not a call and two gathers a segment."""
+        names of every segment, not a call and two gathers a segment (while a segment grows, its
+        names are counted as `found_ints` finds them; their free slots are not used then)."""
         counts, free = _count_free_all(self._words, names)
+        if self._growing:
+            counts = self._found_growing(names)[0]
         return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
                    counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`_found` of names as 48-bit integers (`counts`: their `counts_ints`, if known)."""
+        if self._growing:
+            return self._found_growing(keys)
         if counts is None:
             counts = self.counts_ints(keys)
         starts = np.zeros(len(keys), dtype=np.int64)
@@ -645,6 +745,32 @@ class MemoryIndex:
         out = np.empty(int(counts.sum()), dtype=np.uint64)
         _collect_all(self._words, self._low, keys, starts, out)
         return counts, starts, out
+
+    def _found_growing(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`found_ints` while segments grow beside the batches (`_Growth`): each name's postings in
+        its table, then in its side table, less those removed since its segment began to grow."""
+        table = _count_free_all(self._words, keys)[0]
+        counts = table + _count_free_all(self._side_words, keys)[0]
+        starts = np.zeros(len(keys), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        out = np.empty(int(counts.sum()), dtype=np.uint64)
+        _collect_all(self._words, self._low, keys, starts, out)
+        _collect_all(self._side_words, self._side_low, keys, starts + table, out)
+        removing = {s: growth.removed_pairs for s, growth in self._growing.items() if growth.removed_pairs}
+        if not removing or not len(out):
+            return counts, starts, out
+        owners = np.repeat(np.arange(len(keys)), counts)
+        segments = ((keys * _SEGMENT_MIX) >> np.uint64(64 - SEGMENT_BITS)).astype(np.int64)  # `_segment_of`
+        keep = np.ones(len(out), dtype=np.bool_)
+        for at in np.flatnonzero(np.isin(segments[owners], list(removing))).tolist():
+            name = int(keys[owners[at]])
+            keep[at] = (name, int(out[at])) not in removing[int(segments[owners[at]])]
+        if keep.all():
+            return counts, starts, out
+        counts = np.bincount(owners[keep], minlength=len(keys)).astype(np.int64)
+        starts = np.zeros(len(keys), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        return counts, starts, out[keep]
 
     def seqs(self, names: Sequence[bytes]) -> list[list[int]]:
         """Each name's seqs, oldest first."""
@@ -679,18 +805,23 @@ class MemoryIndex:
             return
         if int(seqs.max()) >= MAX_SEQ:
             raise ValueError(f"the in-memory index holds seqs below 2^47, got {int(seqs.max())}")
+        self._finish_growths(wait=False)
         # a growth of one segment moves no other segment's slots
         free_valid = np.full(SEGMENTS, free is not None and epoch == self.epoch, dtype=np.bool_)
         sizes = _segment_sizes(names)
         for s in np.flatnonzero(sizes > self._room).tolist():
-            self._grow(s, int(sizes[s]))
+            if s in self._growing:  # its side table is full: the growth is waited for
+                self._finish_growth(s)
+            if sizes[s] > self._room[s]:
+                self._grow(s, int(sizes[s]))
             free_valid[s] = False
-        placed, reused = _insert_all(self._words, self._low, names, seqs,
+        free_valid[list(self._growing)] = False  # a growing segment's postings go to its side table
+        placed, reused = _insert_all(self._file_words, self._file_low, names, seqs,
                                      free if free is not None else np.full(len(names), -1, dtype=np.int64), free_valid)
         self._room -= placed - reused
         for s, (count, tombstones) in enumerate(zip(placed.tolist(), reused.tolist(), strict=True)):
             if count:
-                segment = self.segments[s]
+                segment = self._growing[s].side if s in self._growing else self.segments[s]
                 segment.postings += count
                 segment.tombstones -= tombstones
 
@@ -702,7 +833,11 @@ class MemoryIndex:
         """`remove` of names as 48-bit integers and seqs as uint64."""
         if len(names):
             for s, at in self._by_segment(names):
-                segment = self.segments[s]
+                growth = self._growing.get(s)
+                if growth is not None:  # the old table is only read while it grows: kept for the new
+                    growth.removed.append((names[at], seqs[at]))
+                    growth.removed_pairs.update(zip(names[at].tolist(), seqs[at].tolist(), strict=True))
+                segment = self.segments[s] if growth is None else growth.side
                 removed = _remove(segment.words, segment.low, names[at], seqs[at])
                 segment.postings -= removed
                 segment.tombstones += removed
@@ -727,24 +862,48 @@ class MemoryIndex:
     def reserve(self, postings: int) -> None:
         """Room for this many postings without growing: each segment sized once for its share (a
         rebuild that knows the store's page count), at its own load (`grown_load`)."""
+        self.finish_growths()
         for s, segment in enumerate(self.segments):
             slots = slots_for(postings // SEGMENTS, s)
             if slots > len(segment.words):
                 self.segments[s] = segment.rehashed(slots)
                 self._tables()
 
-    def _grow(self, segment: int, adding: int) -> _Segment:
-        """Rehash one segment's live postings into a table at its `grown_load` (tombstones dropped)."""
+    def _grow(self, segment: int, adding: int) -> None:
+        """Rehash one segment's live postings into a table at its `grown_load` (tombstones
+        dropped): in place, or beside the batches for a large segment (`_Growth`)."""
         old = self.segments[segment]
-        self.segments[segment] = old.rehashed(slots_for(old.postings + adding, segment))
+        slots = slots_for(old.postings + adding, segment)
+        if len(old.words) >= BESIDE_GROWTH_SLOTS:
+            # room for the postings of ~64 such filings, or a 16th of the old table's: a growth at
+            # 10 M pages (~0.5 s) spans a few batches
+            side = slots_for(max(64 * adding, old.postings // 16), segment)
+            self._growing[segment] = _Growth(segment, old, slots, side)
+        else:
+            self.segments[segment] = old.rehashed(slots)
         self._tables()
-        return self.segments[segment]
+
+    def _finish_growth(self, segment: int) -> None:
+        """Put a growing segment's new table in place (waiting for its thread if need be)."""
+        self.segments[segment] = self._growing.pop(segment).finished()
+        self._tables()
+
+    def _finish_growths(self, wait: bool) -> None:
+        """Put in place the new tables of the growths beside the batches that are done (all: `wait`)."""
+        for segment in [s for s, growth in self._growing.items() if wait or growth.done()]:
+            self._finish_growth(segment)
+
+    def finish_growths(self) -> None:
+        """Wait for every growth beside the batches and put its table in place (before a snapshot
+        is written, or the table compared)."""
+        self._finish_growths(wait=True)
 
     def save(self, path: Path, version: int) -> None:
         """The table to a file, synced, for `load`: the header, every segment's header, then each
         segment's slots in runs of `_SNAPSHOT_RUN`, each run a bitmap of the slots in use (postings
         and tombstones) and those slots only. The free slots (a third to a half of a table) are
         not written: they are what `load` fills the rest with."""
+        self.finish_growths()
         with open(path, "wb") as out:
             out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
             for segment in self.segments:
@@ -825,6 +984,7 @@ class MemoryIndex:
 
     def counts(self) -> dict[str, int]:
         """Index keys (distinct names of methods' keys), their postings, and page-id names (store statistics)."""
+        self.finish_growths()
         live = np.concatenate([segment.words[segment.words >> np.uint64(63) == 0] for segment in self.segments])
         live &= np.uint64((1 << NAME_BITS) - 1)
         is_id = live >> np.uint64(NAME_BITS - 8) == layout.ID_TAG

@@ -774,6 +774,9 @@ class SignatureStore:
 
     def close(self) -> None:
         if self.db is not None:
+            for index in (getattr(self, "memory", None), getattr(self, "words", None)):
+                if index is not None:  # no growth left running beside a closed store
+                    index.finish_growths()
             if getattr(self, "_ready", False) and self.memory.postings:
                 self._save_snapshot()  # the next open loads it instead of rebuilding
             self._ready = False

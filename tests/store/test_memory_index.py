@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from streamdedup.store.memory_index import MAX_SEQ, MemoryIndex
+from streamdedup.store.memory_index import MAX_SEQ, MemoryIndex, ints_names
 
 
 def test_the_table_answers_as_a_dict_of_lists_through_growth_and_removals():
@@ -326,3 +326,59 @@ def test_names_made_as_integers_are_the_integers_of_the_names_bytes(width):
         as_bytes = layout.index_names(tag, [bytes(row) for row in keys])
         assert np.array_equal(layout.name_ints_of_keys(tag, keys), name_ints(as_bytes))
     assert len(layout.name_ints_of_keys(1, keys[:0])) == 0
+
+
+def test_a_large_segment_grows_beside_the_batches_and_answers_as_a_dict_of_lists_meanwhile(monkeypatch):
+    """A segment of `BESIDE_GROWTH_SLOTS` or more grows in a thread (`_Growth`): the filing that
+    starts it does not wait for it; meanwhile lookups read the old table and a side table, new
+    postings go to the side table and removals are kept for the new one; the next filing after the
+    thread is done puts the new table in place. Here every segment is large enough, and the
+    growths' threads are held until the 33rd batch (the first start at ~26), so lookups, filings
+    and removals meet them running: the answers are a dict of lists' throughout, and the postings
+    the same at the end."""
+    import threading
+
+    import numpy as np
+
+    from streamdedup.store import memory_index
+
+    monkeypatch.setattr(memory_index, "BESIDE_GROWTH_SLOTS", 0)
+    release = threading.Event()
+    started: list[object] = []
+    run = memory_index._Growth._run
+
+    def held(growth: memory_index._Growth) -> None:
+        started.append(growth)
+        release.wait(60)
+        run(growth)
+
+    monkeypatch.setattr(memory_index._Growth, "_run", held)
+    rng = np.random.default_rng(5)
+    index = MemoryIndex()
+    model: dict[int, list[int]] = {}
+    pool = rng.integers(1, 1 << 47, size=4000, dtype=np.uint64)
+    seq, grew_while_held = 0, 0
+    for batch in range(70):
+        names = rng.choice(pool, size=500)
+        seqs = np.arange(seq, seq + 500, dtype=np.uint64)
+        seq += 500
+        index.insert_ints(names, seqs)
+        for name, added in zip(names.tolist(), seqs.tolist(), strict=True):
+            model.setdefault(name, []).append(added)
+        filed = [(name, s) for name, ss in model.items() for s in ss]
+        gone = [filed[i] for i in rng.choice(len(filed), size=60, replace=False)]
+        index.remove_ints(np.array([n for n, _ in gone], dtype=np.uint64), np.array([s for _, s in gone], dtype=np.uint64))
+        for name, removed in gone:
+            model[name].remove(removed)
+        if not release.is_set():
+            grew_while_held = max(grew_while_held, len(index._growing))
+        if batch == 32:
+            release.set()
+        probe = np.concatenate([pool, rng.integers(1, 1 << 47, size=50, dtype=np.uint64)])
+        counts, starts, out = index.found_ints(probe)
+        for i, name in enumerate(probe.tolist()):
+            assert sorted(out[starts[i]: starts[i] + counts[i]].tolist()) == sorted(model.get(name, []))
+    assert started and grew_while_held > 1  # growths ran beside several batches
+    index.finish_growths()
+    assert not index._growing and index.postings == sum(len(seqs) for seqs in model.values())
+    assert index.seqs(ints_names(pool)) == [sorted(model.get(name, [])) for name in pool.tolist()]
