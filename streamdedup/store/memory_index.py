@@ -12,12 +12,12 @@ touched lately waits for memory and its page's translation, that is most of what
 
 The table is cut into `SEGMENTS` tables by a hash of the name (`_group`), each growing on its
 own: a growth holds one segment's old and new arrays at once, not the whole table's (one table of
-a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident). A growth stops the
-commit that meets it (~0.5 s for a segment of a 10 M-page store), and segments filled at the same
-pace would all meet their limit within a few dozen batches; so each segment grows to its own load
+a 10 M-page store peaked at 16.7 GB while it doubled, for 10.7 GB resident). A large segment
+grows beside the batches, in a thread (`_Growth`): done in place, its growth stopped the commit
+that met it (~0.5 s for a segment of a 10 M-page store). Segments filled at the same pace would
+also all meet their limit within a few dozen batches; so each segment grows to its own load
 (`grown_load`: 0.45 to 0.55 by segment, 0.5 on average), and their growths come at store sizes
-up to 22 % apart, one commit at a time, not in one run of stalled batches
-(docs/benchmarks.md, "The store", 2026-12-02's third session).
+up to 22 % apart, not all at once (docs/benchmarks.md, "The store", 2026-12-02's third session).
 
 RocksDB keeps the page records (and the changelog, its WAL); this table is loaded from the
 snapshot a clean close wrote (`save`, `load`) or else rebuilt from the records when the store
