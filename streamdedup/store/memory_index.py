@@ -300,9 +300,11 @@ def _insert_all(words: Any, low: Any, names: np.ndarray, seqs: np.ndarray, free:
 
 @numba.njit(cache=True, nogil=True)
 def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: np.ndarray) -> int:
-    """Every live posting of the old table into the empty new one, in the old table's slot order
-    (where `_insert` would put them: they are distinct, and the new table has no tombstones);
-    returns how many. Runs without the GIL, so that the batches go on meanwhile (`_Growth`)."""
+    """Every live posting of the old table into the new one, in the old table's slot order, each at
+    the first empty slot of its probe (into an empty table, where `_insert` would put them: they
+    are distinct and it has no tombstones; `_Growth` also moves a side table's postings, none of
+    them already there, into a grown one); returns how many. Runs without the GIL, so that the
+    batches go on meanwhile (`_Growth`)."""
     slots = len(words)
     mask = np.uint64((1 << 48) - 1)
     moved = 0
@@ -622,17 +624,12 @@ class _Growth:
             removed = _remove(grown.words, grown.low, names, seqs)
             grown.postings -= removed
             grown.tombstones += removed
-        live = self.side.words >> np.uint64(63) == 0
-        if grown.postings + grown.tombstones + np.count_nonzero(live) > _MAX_LOAD * len(grown.words):
+        filed = self.side.postings  # the side table's live postings: none of them is in the new table
+        if grown.postings + grown.tombstones + filed > _MAX_LOAD * len(grown.words):
             # more was filed meanwhile than the new table was sized for: one more rehash, in place
-            grown = grown.rehashed(slots_for(grown.postings + int(np.count_nonzero(live)), self.segment))
-        if live.any():
-            words, low = self.side.words[live], self.side.low[live]
-            names = words & np.uint64((1 << NAME_BITS) - 1)
-            seqs = ((words >> np.uint64(NAME_BITS)) << np.uint64(32)) | low.astype(np.uint64)
-            placed = _insert(grown.words, grown.low, names, seqs)
-            grown.postings += int(np.count_nonzero(placed))
-            grown.tombstones -= int(np.count_nonzero(placed == 2))
+            grown = grown.rehashed(slots_for(grown.postings + filed, self.segment))
+        if filed:  # moved as a growth moves a table's (each to the first free slot of its probe)
+            grown.postings += _rehash(self.side.words, self.side.low, grown.words, grown.low)
         return grown
 
 
@@ -730,7 +727,7 @@ class MemoryIndex:
         names are counted as `found_ints` finds them; their free slots are not used then)."""
         counts, free = _count_free_all(self._words, names)
         if self._growing:
-            counts = self._found_growing(names)[0]
+            counts = self._found_growing(names, counts)[0]
         return counts, free, self.epoch
 
     def found_ints(self, keys: np.ndarray,
@@ -746,10 +743,13 @@ class MemoryIndex:
         _collect_all(self._words, self._low, keys, starts, out)
         return counts, starts, out
 
-    def _found_growing(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _found_growing(self, keys: np.ndarray,
+                       table: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`found_ints` while segments grow beside the batches (`_Growth`): each name's postings in
-        its table, then in its side table, less those removed since its segment began to grow."""
-        table = _count_free_all(self._words, keys)[0]
+        its table (`table`: their counts there, if known), then in its side table, less those
+        removed since its segment began to grow."""
+        if table is None:
+            table = _count_free_all(self._words, keys)[0]
         counts = table + _count_free_all(self._side_words, keys)[0]
         starts = np.zeros(len(keys), dtype=np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
