@@ -21,8 +21,11 @@ as a store reopened after a crash reserves it): for each commit that grows a seg
 beginning a growth beside the batches, or putting its new table in place), its batch number and
 seconds. Prints JSON: the commits that grew any, the longest run of consecutive batches that did,
 the seconds of those commits in the worst 64 consecutive batches (what a consumer sees as its
-stall) and in all, the slowest commit and the median one, and the table's bytes a posting,
-averaged over the batches (what spreading growths costs in memory) and at the end.
+stall) and in all, the slowest commit and the median one, the table's bytes a posting,
+averaged over the batches (what spreading growths costs in memory) and at the end, the most
+segments growing beside the batches at once (bounded by `MAX_BESIDE_GROWTHS` since 2026-12-03)
+and the process's peak RSS. `--alike`: the store's segments sized alike first (as a snapshot
+written before each segment had its own load keeps them), so that they reach their limit together.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import argparse
 import json
 import resource
 import time
+from typing import Any
 
 import numpy as np
 
@@ -52,10 +56,13 @@ def segment_growth(postings: int) -> dict[str, float]:
             "ns_per_posting": round(wall / postings * 1e9, 1)}
 
 
-def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, window: int = 64) -> dict[str, float]:
+def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, window: int = 64,
+           alike: bool = False) -> dict[str, Any]:
     """Growths met by the commits of a store filling from `from_pages` to `pages` pages (see the module doc)."""
     rng = np.random.default_rng(1)
     index = MemoryIndex(from_pages * per_page)
+    if alike:
+        index._allocate(memory_index.slots_for(from_pages * per_page // memory_index.SEGMENTS))
     seq = 0
     for start in range(0, from_pages * per_page, 1 << 20):  # the pages the store holds already, untimed
         count = min(1 << 20, from_pages * per_page - start)
@@ -65,6 +72,7 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
     grown: list[tuple[int, float]] = []  # (batch number, seconds of its commit)
     bytes_per_posting: list[float] = []
     took_all: list[float] = []
+    most_growing = 0
     for number, start in enumerate(range(from_pages, pages, batch)):
         count = min(batch, pages - start) * per_page
         slots = [len(segment.words) for segment in index.segments]
@@ -74,6 +82,7 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
         index.insert_ints(names, np.arange(seq, seq + count, dtype=np.uint64))
         took = time.perf_counter() - started
         took_all.append(took)
+        most_growing = max(most_growing, len(index._growing))
         seq += count
         # a commit that grew a segment, began a growth beside the batches or put its table in place
         if set(index._growing) != growing or any(
@@ -95,7 +104,9 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
             "growing_batches_first_last": [numbers[0], numbers[-1]] if numbers else [],
             "slowest_commit_s": round(max(took_all), 4), "median_commit_s": round(float(np.median(took_all)), 5),
             "table_bytes_per_posting_mean": round(float(np.mean(bytes_per_posting)), 2),
-            "table_bytes_per_posting_end": round(bytes_per_posting[-1], 2)}
+            "table_bytes_per_posting_end": round(bytes_per_posting[-1], 2),
+            "alike": alike, "most_growing_beside_at_once": most_growing,
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
 def main() -> None:
@@ -106,9 +117,10 @@ def main() -> None:
     parser.add_argument("--stalls", action="store_true", help="the growths a filling store's commits meet")
     parser.add_argument("--pages", type=int, default=2_000_000, help="--stalls: pages at the end")
     parser.add_argument("--from-pages", type=int, default=0, help="--stalls: pages the store holds first (its table sized for them)")
+    parser.add_argument("--alike", action="store_true", help="--stalls: the segments sized alike first (an old snapshot's)")
     args = parser.parse_args()
     if args.stalls:
-        print(json.dumps(stalls(args.pages, args.from_pages)), flush=True)
+        print(json.dumps(stalls(args.pages, args.from_pages, alike=args.alike)), flush=True)
         return
     if args.segment_growth:
         for postings in (1_000_000, 4_000_000, 7_400_000, 16_000_000, 30_000_000):

@@ -65,6 +65,13 @@ _GROWN_LOAD_SPREAD = 0.05  # each segment's: within this of it
 _EPOCHS = itertools.count(1)  # a table's epoch, unique in the process (`MemoryIndex.epoch`)
 # a segment of at least this many slots grows beside the batches (`_Growth`; ~0.03 s in place)
 BESIDE_GROWTH_SLOTS = 1 << 20
+# at most this many segments grow beside the batches at once (an eighth of them: their new tables
+# ~20 % of the table's memory more); one that must grow while they run grows in place. Each
+# growth holds its segment's old and new tables and a thread: without a bound, segments that reach
+# their limit together (sized alike: a snapshot from before `grown_load`) would each start one,
+# a growing table's memory up to ~2.6x its size. Segments at their own loads overlap in fewer
+# (4 at most filling a 4 M-page table to 8 M, `bench/index_growth.py --stalls`)
+MAX_BESIDE_GROWTHS = 8
 
 
 # Names ahead of the one probed whose home slots are asked of memory already (`_prefetch`): a
@@ -871,10 +878,11 @@ class MemoryIndex:
 
     def _grow(self, segment: int, adding: int) -> None:
         """Rehash one segment's live postings into a table at its `grown_load` (tombstones
-        dropped): in place, or beside the batches for a large segment (`_Growth`)."""
+        dropped): beside the batches for a large segment (`_Growth`) while fewer than
+        `MAX_BESIDE_GROWTHS` others do, else in place."""
         old = self.segments[segment]
         slots = slots_for(old.postings + adding, segment)
-        if len(old.words) >= BESIDE_GROWTH_SLOTS:
+        if len(old.words) >= BESIDE_GROWTH_SLOTS and len(self._growing) < MAX_BESIDE_GROWTHS:
             # room for the postings of ~64 such filings, or a 16th of the old table's: a growth at
             # 10 M pages (~0.5 s) spans a few batches
             side = slots_for(max(64 * adding, old.postings // 16), segment)

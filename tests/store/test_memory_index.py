@@ -335,7 +335,8 @@ def test_a_large_segment_grows_beside_the_batches_and_answers_as_a_dict_of_lists
     thread is done puts the new table in place. Here every segment is large enough, and the
     growths' threads are held until the 33rd batch (the first start at ~26), so lookups, filings
     and removals meet them running: the answers are a dict of lists' throughout, and the postings
-    the same at the end."""
+    the same at the end. No more than `MAX_BESIDE_GROWTHS` grow beside the batches at once: the
+    segments that must grow meanwhile grow in place (before the bound, 53 grew at once here)."""
     import threading
 
     import numpy as np
@@ -353,6 +354,15 @@ def test_a_large_segment_grows_beside_the_batches_and_answers_as_a_dict_of_lists
         run(growth)
 
     monkeypatch.setattr(memory_index._Growth, "_run", held)
+    in_place: list[int] = []  # growths in place (`_Segment.rehashed`) while the threads are held
+    rehashed = memory_index._Segment.rehashed
+
+    def counted(segment: memory_index._Segment, slots: int) -> memory_index._Segment:
+        if not release.is_set():
+            in_place.append(slots)
+        return rehashed(segment, slots)
+
+    monkeypatch.setattr(memory_index._Segment, "rehashed", counted)
     rng = np.random.default_rng(5)
     index = MemoryIndex()
     model: dict[int, list[int]] = {}
@@ -378,7 +388,9 @@ def test_a_large_segment_grows_beside_the_batches_and_answers_as_a_dict_of_lists
         counts, starts, out = index.found_ints(probe)
         for i, name in enumerate(probe.tolist()):
             assert sorted(out[starts[i]: starts[i] + counts[i]].tolist()) == sorted(model.get(name, []))
-    assert started and grew_while_held > 1  # growths ran beside several batches
+    # growths ran beside several batches, never more than the bound at once; the others in place
+    assert started and grew_while_held == memory_index.MAX_BESIDE_GROWTHS > 1
+    assert len(in_place) > 10
     index.finish_growths()
     assert not index._growing and index.postings == sum(len(seqs) for seqs in model.values())
     assert index.seqs(ints_names(pool)) == [sorted(model.get(name, [])) for name in pool.tolist()]
