@@ -60,9 +60,11 @@ def stalls(pages: int, from_pages: int, per_page: int = 47, batch: int = 256, wi
            alike: bool = False) -> dict[str, Any]:
     """Growths met by the commits of a store filling from `from_pages` to `pages` pages (see the module doc)."""
     rng = np.random.default_rng(1)
-    index = MemoryIndex(from_pages * per_page)
-    if alike:
+    if alike:  # every segment at the mean load, not its own (`grown_load`)
+        index = MemoryIndex()
         index._allocate(memory_index.slots_for(from_pages * per_page // memory_index.SEGMENTS))
+    else:
+        index = MemoryIndex(from_pages * per_page)
     seq = 0
     for start in range(0, from_pages * per_page, 1 << 20):  # the pages the store holds already, untimed
         count = min(1 << 20, from_pages * per_page - start)

@@ -70,7 +70,7 @@ BESIDE_GROWTH_SLOTS = 1 << 20
 # growth holds its segment's old and new tables and a thread: without a bound, segments that reach
 # their limit together (sized alike: a snapshot from before `grown_load`) would each start one,
 # a growing table's memory up to ~2.6x its size. Segments at their own loads overlap in fewer
-# (4 at most filling a 4 M-page table to 8 M, `bench/index_growth.py --stalls`)
+# (at most 4 and 7 in two runs filling a 4 M-page table to 8 M, `bench/index_growth.py --stalls`)
 MAX_BESIDE_GROWTHS = 8
 
 
