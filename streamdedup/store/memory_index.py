@@ -39,6 +39,7 @@ from typing import Any, BinaryIO, cast
 
 import numba
 import numpy as np
+import xxhash
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -55,7 +56,9 @@ SEGMENT_BITS = 6
 SEGMENTS = 1 << SEGMENT_BITS
 # another multiplier than `_home`'s, so that a name's slot in its segment stays uniform
 _SEGMENT_MIX = np.uint64(0xD6E8_FEB8_6659_FD93)
-_MAGIC = b"sdidx\x00\x04\x00"  # \x02: segments; \x03: a slot's two words side by side; \x04: used slots only
+# \x02: segments; \x03: a slot's two words side by side; \x04: used slots only; \x05: a checksum last
+_MAGIC = b"sdidx\x00\x05\x00"
+_CHECKSUM = struct.Struct("<Q")  # a snapshot's last 8 bytes: the xxh3-64 of every byte before them
 _SNAPSHOT_RUN = 1 << 20  # slots a snapshot's bitmap covers before the used slots among them (12 MiB)
 _HEADER = struct.Struct("<8sQQ")  # a snapshot's: magic, version, segments
 _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
@@ -553,6 +556,10 @@ def _unpack_run(words: np.ndarray, low: np.ndarray, bitmap: np.ndarray, kept_wor
             words[i], low[i] = EMPTY, 0
 
 
+class SnapshotDamaged(ValueError):
+    """A snapshot file whose bytes are not those `MemoryIndex.save` wrote (the reason is its message)."""
+
+
 def _bitmap_bytes(slots: int) -> int:
     """The bytes of a snapshot's bitmaps for a segment of `slots` slots (one per run of `_SNAPSHOT_RUN`)."""
     runs, last = divmod(slots, _SNAPSHOT_RUN)
@@ -909,13 +916,19 @@ class MemoryIndex:
     def save(self, path: Path, version: int) -> None:
         """The table to a file, synced, for `load`: the header, every segment's header, then each
         segment's slots in runs of `_SNAPSHOT_RUN`, each run a bitmap of the slots in use (postings
-        and tombstones) and those slots only. The free slots (a third to a half of a table) are
-        not written: they are what `load` fills the rest with."""
+        and tombstones) and those slots only, then the xxh3-64 of all of it (`_CHECKSUM`). The free
+        slots (a third to a half of a table) are not written: they are what `load` fills the rest with."""
         self.finish_growths()
+        checksum = xxhash.xxh3_64()
+
+        def write(data: bytes | memoryview) -> None:
+            checksum.update(data)
+            out.write(data)
+
         with open(path, "wb") as out:
-            out.write(_HEADER.pack(_MAGIC, version, SEGMENTS))
+            write(_HEADER.pack(_MAGIC, version, SEGMENTS))
             for segment in self.segments:
-                out.write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
+                write(_SEGMENT_HEADER.pack(len(segment.words), segment.postings, segment.tombstones))
             kept = np.empty(_SNAPSHOT_RUN, dtype=SLOT)
             bitmap = np.empty((_SNAPSHOT_RUN + 7) // 8, dtype=np.uint8)
             for segment in self.segments:
@@ -924,49 +937,65 @@ class MemoryIndex:
                     bits = bitmap[: (stop - start + 7) // 8]
                     count = _pack_run(segment.words[start: stop], segment.low[start: stop], bits, kept["word"],
                                       kept["low"])
-                    bits.tofile(out)
-                    kept[:count].tofile(out)
+                    write(bits.data)
+                    write(kept[:count].data)
+            out.write(_CHECKSUM.pack(checksum.intdigest()))
             out.flush()
             os.fsync(out.fileno())
 
     @staticmethod
-    def _read_headers(data: BinaryIO, version: int) -> list[tuple[int, int, int]] | None:
+    def _read_headers(data: BinaryIO, version: int, checksum: Any = None) -> list[tuple[int, int, int]] | None:
         """The segments' (slots, postings, tombstones) from a snapshot's start, if it is one `save`
-        wrote at this `version` of the store and the file is as long as they say (a damaged header
-        is not believed: no table is sized from it)."""
+        wrote in this format, at this `version` of the store (None if not: an earlier format, a
+        stale snapshot). Raises SnapshotDamaged if its headers do not fit together or the file is
+        not as long as they say (a damaged header is not believed: no table is sized from it).
+        `checksum`: an xxh3-64 fed the bytes read."""
         head = data.read(_HEADER.size)
         if len(head) != _HEADER.size:
-            return None
+            raise SnapshotDamaged(f"{len(head)} bytes, shorter than its header")
         magic, saved, count = _HEADER.unpack(head)
+        if magic[:6] != _MAGIC[:6]:
+            raise SnapshotDamaged("not a snapshot's header")
         if magic != _MAGIC or saved != version or count != SEGMENTS:
             return None
         heads = data.read(count * _SEGMENT_HEADER.size)
         if len(heads) != count * _SEGMENT_HEADER.size:
-            return None
+            raise SnapshotDamaged("cut short in its segments' headers")
+        if checksum is not None:
+            checksum.update(head)
+            checksum.update(heads)
         segments = list(_SEGMENT_HEADER.iter_unpack(heads))
         if any(postings + tombstones > slots for slots, postings, tombstones in segments):
-            return None
-        length = (_HEADER.size + count * _SEGMENT_HEADER.size
+            raise SnapshotDamaged("a segment's header counts more postings than slots")
+        length = (_HEADER.size + count * _SEGMENT_HEADER.size + _CHECKSUM.size
                   + sum(_bitmap_bytes(slots) + (postings + tombstones) * SLOT_BYTES
                         for slots, postings, tombstones in segments))
-        return segments if os.fstat(data.fileno()).st_size == length else None
+        size = os.fstat(data.fileno()).st_size
+        if size != length:
+            raise SnapshotDamaged(f"{size:,} bytes where its headers say {length:,}")
+        return segments
 
     @classmethod
     def snapshot_table_bytes(cls, path: Path, version: int) -> int | None:
         """The bytes of the table a snapshot holds once loaded (its free slots included, which
         the file leaves out), from its headers; None if `load` would not read it."""
-        with open(path, "rb") as data:
-            heads = cls._read_headers(data, version)
+        try:
+            with open(path, "rb") as data:
+                heads = cls._read_headers(data, version)
+        except SnapshotDamaged:
+            return None
         return None if heads is None else sum(slots for slots, _, _ in heads) * SLOT_BYTES
 
     @classmethod
     def load(cls, path: Path, version: int) -> MemoryIndex | None:
-        """The table `save` wrote, if it was saved at this `version` of the store, with these
-        segments, and is whole. Each run of slots is filled in place, so loading holds the table
-        and one run's bytes, not the table twice."""
+        """The table `save` wrote, if it was saved in this format at this `version` of the store,
+        with these segments (None if not); raises SnapshotDamaged if its bytes are not those `save`
+        wrote (its checksum, its counts or its length differ). Each run of slots is filled in
+        place, so loading holds the table and one run's bytes, not the table twice."""
         segments = []
+        checksum = xxhash.xxh3_64()
         with open(path, "rb") as data:
-            heads = cls._read_headers(data, version)
+            heads = cls._read_headers(data, version, checksum)
             if heads is None:
                 return None
             for slots, postings, tombstones in heads:
@@ -975,17 +1004,20 @@ class MemoryIndex:
                 for start in range(0, slots, _SNAPSHOT_RUN):
                     stop = min(start + _SNAPSHOT_RUN, slots)
                     bitmap = np.fromfile(data, dtype=np.uint8, count=(stop - start + 7) // 8)
-                    if len(bitmap) != (stop - start + 7) // 8:
-                        return None
                     count = _bits_set(bitmap)
                     kept = np.fromfile(data, dtype=SLOT, count=count)
-                    if len(kept) != count:
-                        return None
+                    if len(bitmap) != (stop - start + 7) // 8 or len(kept) != count:
+                        raise SnapshotDamaged("its bitmaps count more slots than it holds")
+                    checksum.update(bitmap.data)
+                    checksum.update(kept.data)
                     _unpack_run(segment.words[start: stop], segment.low[start: stop], bitmap, kept["word"], kept["low"])
                     used_slots += count
                 if used_slots != postings + tombstones:
-                    return None
-                segments.append(segment)  # the file's length is what the headers say: nothing after the last
+                    raise SnapshotDamaged("a segment's bitmaps and header count different slots")
+                segments.append(segment)
+            stored = data.read(_CHECKSUM.size)  # the file's length is what the headers say: nothing after
+            if len(stored) != _CHECKSUM.size or _CHECKSUM.unpack(stored)[0] != checksum.intdigest():
+                raise SnapshotDamaged("its checksum does not match its bytes")
         index = cls.__new__(cls)
         index._adopt(segments)
         return index

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
 import time
@@ -136,6 +137,8 @@ def answer_of(value: bytes) -> tuple[list[int], int]:
 _ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
 _ROCKSDB_OTHER_FILE = re.compile(r"IDENTITY|LOCK|LOG(\.old\.\d+)?|OPTIONS-\d+(\.dbtmp)?|rocksdict-config\.json")
 _LEXICON_COPY = re.compile(r"lexicon-.+\.json\.gz")  # detector.keep_lexicon_with_state, before the store opens
+log = logging.getLogger(__name__)
+
 _SNAPSHOT = "index-snapshot"  # the in-memory index as the store was closed (`SignatureStore.close`)
 _WORDS_SNAPSHOT = "words-snapshot"  # and the chance-check words beside it (`SignatureStore.words`)
 _SNAPSHOT_FILES = (_SNAPSHOT, _SNAPSHOT + ".tmp", _WORDS_SNAPSHOT, _WORDS_SNAPSHOT + ".tmp")
@@ -239,25 +242,38 @@ class SignatureStore:
 
     def _load_snapshot(self) -> MemoryIndex | None:
         """The index as the store was last closed, if no write changed it since (the snapshot
-        names the store's `index_version`, which every write that changes the index counts up).
+        names the store's `index_version`, which every write that changes the index counts up)
+        and its bytes are those the close wrote (its checksum); else None, the index to be rebuilt
+        from the page records. A damaged snapshot is a WARNING; `snapshot_state` says which (`stats`).
         The file is used once: deleted as it is read, so a crash later never finds it."""
         path, words_path = self.path / _SNAPSHOT, self.path / _WORDS_SNAPSHOT
         if not path.exists():
             words_path.unlink(missing_ok=True)
+            self.snapshot_state = "none: the index was rebuilt from the page records"
             return None
         size = sum(MemoryIndex.snapshot_table_bytes(file, self.index_version) or file.stat().st_size
                    for file in (path, words_path) if file.exists())  # the tables as loaded, free slots too
         self._check_memory(size, "its snapshot")  # kept: a run with more memory loads it
         memory = words = None
+        reading = path
         try:
             memory = MemoryIndex.load(path, self.index_version)
+            reading = words_path
             if words_path.exists():
                 words = MemoryIndex.load(words_path, self.index_version)
-        except (OSError, ValueError):
+        except (OSError, ValueError) as err:  # SnapshotDamaged is a ValueError
             memory = None
+            self.snapshot_state = f"damaged ({reading.name}: {err}): the index was rebuilt from the page records"
+            log.warning("the index snapshot of the store at %s is damaged (%s: %s): the index is rebuilt from "
+                        "the page records", self.path, reading.name, err)
+        else:
+            self.snapshot_state = "loaded"
         path.unlink()
         words_path.unlink(missing_ok=True)
         if memory is None or (words is None and self.word_tag is not None):
+            if self.snapshot_state == "loaded":  # not believed, as it is not this store's last close's
+                self.snapshot_state = ("stale (an earlier format, or older than the store's last index change): "
+                                       "the index was rebuilt from the page records")
             return None  # both or neither: the words are rebuilt with the index
         self.words = words or MemoryIndex()
         return memory
@@ -766,6 +782,7 @@ class SignatureStore:
         size = sum(f.stat().st_size for f in self.path.iterdir() if f.is_file())
         return {**counts, **self.memory.counts(), "index_memory_bytes": self.memory.size_bytes,
                 "next_seq": self.get_meta_int("next_seq", 0), "bytes_on_disk": size,
+                "index_snapshot": self.snapshot_state,
                 "config": json.loads(self.get_meta("config") or b"{}")}
 
     def property_total(self, name: str) -> int:

@@ -161,16 +161,24 @@ def test_a_batch_of_every_segment_in_one_pass_makes_the_table_one_segment_at_a_t
     assert batched.postings == sum(len(s) for s in model.values())
 
 def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_path, monkeypatch):
-    """`save` writes each segment's used slots after a bitmap of them (format 4), not the free
-    ones; `load` gives the same table back, byte for byte, and refuses a snapshot of an earlier
-    format (3: every slot; 2: a segment as two arrays), or one cut short, whose bytes it would
-    otherwise misread: the store then rebuilds the table from its records."""
+    """`save` writes each segment's used slots after a bitmap of them, not the free ones, and a
+    checksum of it all last (format 5); `load` gives the same table back, byte for byte, does not
+    read a snapshot of an earlier format (4: no checksum; 3: every slot; 2: a segment as two
+    arrays), whose bytes it would misread or could not check, and raises SnapshotDamaged for one
+    cut short or with a changed byte: the store then rebuilds the table from its records."""
     import struct
 
     import numpy as np
 
     from streamdedup.store import memory_index
-    from streamdedup.store.memory_index import _HEADER, _SEGMENT_HEADER, SEGMENTS, SLOT_BYTES
+    from streamdedup.store.memory_index import (
+        _CHECKSUM,
+        _HEADER,
+        _SEGMENT_HEADER,
+        SEGMENTS,
+        SLOT_BYTES,
+        SnapshotDamaged,
+    )
 
     monkeypatch.setattr(memory_index, "_SNAPSHOT_RUN", 1000)  # several runs a segment, the last one short
     rng = random.Random(3)
@@ -184,7 +192,7 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
     bitmaps = sum((min(1000, len(s.words) - start) + 7) // 8 for s in index.segments
                   for start in range(0, len(s.words), 1000))
     assert path.stat().st_size == (_HEADER.size + SEGMENTS * _SEGMENT_HEADER.size + bitmaps
-                                   + (index.postings + index.tombstones) * SLOT_BYTES)
+                                   + (index.postings + index.tombstones) * SLOT_BYTES + _CHECKSUM.size)
     assert path.stat().st_size < 0.7 * index.size_bytes  # a table is at most 0.8 used, ~0.5 after it grows
     assert MemoryIndex.snapshot_table_bytes(path, version=7) == index.size_bytes
     loaded = MemoryIndex.load(path, version=7)
@@ -194,14 +202,20 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
     assert loaded.seqs(names) == index.seqs(names) and loaded.postings == index.postings
     assert loaded.tombstones == index.tombstones
     whole = path.read_bytes()
-    path.write_bytes(whole[:-SLOT_BYTES])  # cut short: its last slot missing
-    assert MemoryIndex.load(path, version=7) is None
-    path.write_bytes(whole + b"\0")  # something after its end
-    assert MemoryIndex.load(path, version=7) is None
+    for damaged, reason in ((whole[:-SLOT_BYTES], "bytes where"), (whole + b"\0", "bytes where"),  # cut short, longer
+                            (whole[:-1] + bytes([whole[-1] ^ 1]), "checksum"),  # its checksum changed
+                            (whole[:-100] + bytes([whole[-100] ^ 1]) + whole[-99:], "checksum")):  # a slot's byte
+        path.write_bytes(damaged)
+        with pytest.raises(SnapshotDamaged, match=reason):
+            MemoryIndex.load(path, version=7)
     damaged = bytearray(whole)  # a header that claims a huge segment: not believed, nothing sized from it
     _SEGMENT_HEADER.pack_into(damaged, _HEADER.size, 1 << 50, 0, 0)
     path.write_bytes(bytes(damaged))
-    assert MemoryIndex.snapshot_table_bytes(path, version=7) is None and MemoryIndex.load(path, version=7) is None
+    assert MemoryIndex.snapshot_table_bytes(path, version=7) is None
+    with pytest.raises(SnapshotDamaged):
+        MemoryIndex.load(path, version=7)
+    path.write_bytes(whole[: -_CHECKSUM.size].replace(b"sdidx\x00\x05", b"sdidx\x00\x04", 1))  # format 4: no checksum
+    assert MemoryIndex.load(path, version=7) is None and MemoryIndex.snapshot_table_bytes(path, version=7) is None
     with open(path, "wb") as old:  # what format 3 wrote: every slot of a segment after its header
         old.write(struct.pack("<8sQQ", b"sdidx\x00\x03\x00", 7, SEGMENTS))
         for segment in index.segments:

@@ -102,3 +102,65 @@ def test_store_delete_takes_its_ids_after_the_options_too(store, capsys):
     assert main(["store", "delete", "--state", str(store), "no-such-page", "nor-this-one"]) == 1
     assert "not found: ['no-such-page', 'nor-this-one']" in capsys.readouterr().out
     assert main(["store", "delete", "no-such-page", "--state", str(store)]) == 1
+
+
+def _distinct_pages(count: int) -> list[bytes]:
+    """Plain-text pages no two of which are alike (no HTML to extract: fast)."""
+    import random
+
+    import orjson
+
+    from streamdedup.testing import make_words
+
+    rng = random.Random(56)
+    vocabulary = make_words(rng, 5000)
+    return [orjson.dumps({"id": f"p{i}", "url": f"https://s{i % 7}.example/{i}", "content_type": "text/plain",
+                          "content": " ".join(rng.choices(vocabulary, k=80)), "fetched_at": "2024-03-01T00:00:00Z"})
+            for i in range(count)]
+
+
+def _damage_snapshot_slots(snapshot: Path, every: int) -> int:
+    """Flip a bit of the name in every `every`-th stored slot of an index snapshot (its headers and
+    bitmaps left whole, so the file still parses): how many slots were changed."""
+    from streamdedup.store.memory_index import _HEADER, _SEGMENT_HEADER, SEGMENTS, SLOT_BYTES, _bitmap_bytes
+
+    data = bytearray(snapshot.read_bytes())
+    heads = list(_SEGMENT_HEADER.iter_unpack(data[_HEADER.size: _HEADER.size + SEGMENTS * _SEGMENT_HEADER.size]))
+    assert all(slots <= 1 << 20 for slots, _, _ in heads)  # one run a segment: its bitmap, then its slots
+    place, changed = _HEADER.size + SEGMENTS * _SEGMENT_HEADER.size, 0
+    for slots, postings, tombstones in heads:
+        place += _bitmap_bytes(slots)
+        for slot in range(0, postings + tombstones, every):
+            data[place + slot * SLOT_BYTES] ^= 0x01  # the lowest byte of the slot's 48-bit name
+            changed += 1
+        place += (postings + tombstones) * SLOT_BYTES
+    snapshot.write_bytes(bytes(data))
+    return changed
+
+
+def test_a_damaged_index_snapshot_is_rebuilt_from_the_records_and_store_info_says_so(tmp_path, capsys):
+    """Bytes of the index snapshot changed on disk (its headers intact) fail its checksum: the
+    store warns and rebuilds its index from the page records, so every page sent again is still
+    known by its id (duplicate_id), and `store info` reports the damage it found."""
+    import orjson
+
+    crawl = write_jsonl(tmp_path / "crawl.jsonl", _distinct_pages(300))
+    state = tmp_path / "state"
+    assert _dedup(crawl, tmp_path / "first", state) == 0
+    snapshot = state / "index-snapshot"
+    assert _damage_snapshot_slots(snapshot, every=7) > 100
+    capsys.readouterr()
+    assert _dedup(crawl, tmp_path / "again", state) == 0
+    warnings = [orjson.loads(line) for line in capsys.readouterr().err.splitlines()]
+    reasons = [orjson.loads(line)["dedup"].get("reason") for name in ("unique", "duplicates", "rejected")
+               for line in (tmp_path / "again" / f"{name}.jsonl").read_bytes().splitlines()]
+    assert len(reasons) == 300 and reasons.count("duplicate_id") == 300, reasons.count("duplicate_id")
+    assert [w["level"] for w in warnings] == ["WARNING"]  # one line, naming what was found and done
+    assert "index snapshot" in warnings[0]["message"] and "checksum" in warnings[0]["message"]
+    assert "rebuilt" in warnings[0]["message"]
+    _damage_snapshot_slots(snapshot, every=7)  # the snapshot the rerun's close wrote
+    assert main(["store", "info", "--state", str(state)]) == 0
+    info = orjson.loads(capsys.readouterr().out)
+    assert info["index_snapshot"].startswith("damaged") and "rebuilt" in info["index_snapshot"]
+    assert main(["store", "info", "--state", str(state)]) == 0  # the snapshot its close wrote is whole
+    assert orjson.loads(capsys.readouterr().out)["index_snapshot"] == "loaded"
