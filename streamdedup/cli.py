@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import os
 import platform
+import signal
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from datetime import datetime
@@ -150,13 +151,15 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     them with the job's progress, so rerunning after a crash finishes the job (outputs/job.py)."""
     from streamdedup.detector import Detector
     from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
-    from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
+    from streamdedup.outputs.job import STDIN, FileJob, JobRefused, lock_out, remove_store
     from streamdedup.record.batches import batches
     from streamdedup.record.readers import read_inputs
+    from streamdedup.record.stream import StopSignals, timed_batches
 
     config = detector_config(args)
     out: Path = args.out
     state: Path = args.state or out / "state"
+    stopped: str | None = None  # the signal that stopped the run after its batch in hand (record/stream.py)
     held = lock_out(out)
     try:
         if args.fresh:
@@ -185,21 +188,34 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             sink = FileSink(out, job.lengths, job.ledger.tally)
             try:
                 pages = iter(records if args.quiet else _progress(records, job.job.consumed))  # one for every batch
-                for chunk in batches(pages, config.batch_size, config.batch_bytes):
-                    outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
-                    for outcome in outcomes:
-                        sink.write(outcome)
-                    job.stage(batch, chunk, sink.sync(), sink.tally)
-                    detector.commit(batch)
-                job.finish()
+                with StopSignals() as signals:
+                    chunks = (timed_batches(pages, config.batch_size, config.batch_bytes, args.batch_wait, signals.stop)
+                              if STDIN in args.inputs else batches(pages, config.batch_size, config.batch_bytes))
+                    for chunk in chunks:
+                        outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
+                        for outcome in outcomes:
+                            sink.write(outcome)
+                        job.stage(batch, chunk, sink.sync(), sink.tally)
+                        detector.commit(batch)
+                        if signals.stop.is_set():
+                            break
+                    stopped = signals.received
+                if not stopped or STDIN in args.inputs:  # a stream stopped is a stream ended
+                    job.finish()
             finally:
                 sink.close()
             summary = sink.summary(state=str(state), config=detector.store_fingerprint(), policy=config.policy,
                                    runs=job.runs(), work_per_page=detector.work_per_page(),
-                                   store_us_per_page=detector.time_per_page())
+                                   store_us_per_page=detector.time_per_page(), stopped_by=stopped)
             write_summary(out, summary)
     finally:
         os.close(held)
+    if stopped:
+        print(f"streamdedup: stopped by {stopped} after the batch in hand: the {job.job.consumed} records read are in "
+              f"{out}/ with their summary" + ("; what stdin held past them was not read (--append takes more)"
+                                              if STDIN in args.inputs else _resume_hint(args)), file=sys.stderr)
+        if STDIN not in args.inputs:
+            return 128 + signal.Signals[stopped].value
     if not args.quiet:
         print(orjson.dumps({k: summary[k] for k in ("records", "unique", "duplicates", "rejected",
                                                      "clusters", "records_per_s")}).decode())
@@ -246,6 +262,17 @@ def cmd_store(args: argparse.Namespace) -> int:
             before = args.before
             print(f"expired {store.expire(int(before.timestamp() * 1000))} page(s) fetched before {before.isoformat()}")
     return 0
+
+
+def _seconds_arg(value: str) -> float:
+    """A positive number of seconds on the command line; one line naming the form if not."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0 (e.g. 1 or 0.2)")
+    return seconds
 
 
 def _time_arg(value: str) -> datetime:
@@ -450,6 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "store) and this command's files in --out")
     dedup.add_argument("--append", action="store_true", help="add other inputs to an --out that holds a finished "
                        "run (pages it already holds come out as duplicate_id)")
+    dedup.add_argument("--batch-wait", type=_seconds_arg, default=1.0, metavar="SECONDS",
+                       help="reading stdin, a batch also ends this long after its first page if it has not filled "
+                       "(default 1): a slow stream's pages come out within about that")
     dedup.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
     _add_detector_options(dedup)
     dedup.set_defaults(func=cmd_dedup)

@@ -264,3 +264,48 @@ def test_sigkill_mid_run_then_rerun_gives_every_record_once(tmp_path: Path) -> N
     clusters = {orjson.loads(line)["dedup"]["cluster_id"] for name in OUTPUTS[:2]
                 for line in (out / name).read_bytes().splitlines()}
     assert summary["clusters"] == len(clusters)
+
+
+def _output_lines(out: Path) -> int:
+    return sum(len((out / n).read_bytes().splitlines()) for n in OUTPUTS if (out / n).exists())
+
+
+def test_a_slow_endless_stdin_is_flushed_on_time_and_stopped_cleanly_by_sigterm(tmp_path: Path) -> None:
+    """`dedup -` on a pipe that sends a page now and then: each batch comes out within about
+    --batch-wait of its first page (not once 256 came), and SIGTERM ends the run after the batch
+    in hand: every page read is in the outputs and the summary, one line says it stopped, exit 0;
+    the next stream goes on with --append."""
+    records = crawl(12)
+    out = tmp_path / "out"
+    command = [*COMMAND, "-", "--out", str(out), "--batch-wait", "0.3"]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None
+    try:
+        for record in records[:5]:
+            process.stdin.write(record + b"\n")
+            process.stdin.flush()
+            time.sleep(0.05)
+        deadline = time.monotonic() + 60  # the command's start-up, then --batch-wait
+        while _output_lines(out) < 5 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert _output_lines(out) == 5, "the first pages are out while the stream is still open"
+        for record in records[5:]:
+            process.stdin.write(record + b"\n")
+            process.stdin.flush()
+        time.sleep(0.1)  # read (the pipe is open: the batch waits for more or for its time)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert b"stopped by SIGTERM" in stderr and b"Traceback" not in stderr
+    keys, _ = output_keys(out)
+    assert keys == input_keys(records)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["records"] == len(records) and summary["stopped_by"] == "SIGTERM"
+    more = crawl(6, seed=3, prefix="q")
+    again = subprocess.run([*COMMAND, "-", "--out", str(out), "--append", "-q"], input=b"\n".join(more) + b"\n",
+                           capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert output_keys(out)[0] == input_keys(records) + input_keys(more)
