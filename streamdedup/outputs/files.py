@@ -177,5 +177,5 @@ def existing_outputs(out_dir: Path) -> list[str]:
 
 def remove_outputs(out_dir: Path) -> None:
     """The files this sink owns (nothing else in the folder)."""
-    for name in (*FILES.values(), SUMMARY):
+    for name in (*FILES.values(), SUMMARY, ".streamdedup-job"):  # and the name of its job (outputs/job.py)
         (out_dir / name).unlink(missing_ok=True)

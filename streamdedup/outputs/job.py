@@ -6,8 +6,11 @@ committed with this ledger (records consumed, each output file's committed lengt
 counts) in the same RocksDB WriteBatch. The store therefore never holds a page whose verdict is
 not on disk, and bytes beyond the recorded lengths are outputs of a batch the store never saw.
 A rerun cuts them off, skips the records already consumed (checked: their hash must match) and
-goes on. The ledger of an --out lives in the store it was deduplicated against, under the path
-of --out relative to --state (moving both together keeps it).
+goes on. The ledger of an --out lives in the store it was deduplicated against, under a key the
+--out folder names in its `.streamdedup-job` file (written before the job's first commit): either
+folder may move, alone or with the other (off a full disk), and the rerun still finds its job.
+Outputs of a version before that file was written are found under the path of --out relative to
+--state, or else by the one ledger of the store whose committed lengths their files hold.
 
 What a run does, by the ledger of its --out:
 - none: a new job. --out must not hold outputs already (they would be of a run this store never
@@ -30,6 +33,7 @@ import errno
 import fcntl
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,12 +42,14 @@ from typing import Any
 import orjson
 import xxhash
 
-from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs
+from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs, sync_directory
 from streamdedup.record.readers import RawRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, foreign_files
 
 LEDGER_VERSION = 1
 STDIN = "-"
+JOB_FILE = ".streamdedup-job"  # in --out: the store's meta key of its ledger
+_JOB_KEY = "file_job:"
 Records = Generator[RawRecord, None, None]
 
 
@@ -112,8 +118,7 @@ class FileJob:
                  policy: list[str]) -> None:
         self.store = store
         self.out = out
-        self.key = "file_job:" + os.path.relpath(out.resolve(), state.resolve())
-        raw = store.get_meta(self.key)
+        self.key, raw = self._find_ledger(store, out, state)
         self.ledger = Ledger.decode(raw) if raw is not None else Ledger()
         for path in inputs:
             if path != STDIN and not Path(path).is_file():
@@ -122,8 +127,28 @@ class FileJob:
         self.resumed: str | None = None  # "unfinished" or "finished": the job this run continues
         if raw is None and (found := existing_outputs(out)):
             raise JobRefused(f"{out} already holds {', '.join(found)}, from a run that the store at {state} has "
-                             "no record of: use another --out, or --fresh to clear them and the store")
+                             "no record of: give --state the store that run used (wherever it moved), or --fresh "
+                             "to clear them and the store (another --out would get the pages this store holds "
+                             "as duplicate_id)")
         check_lengths(out, self.ledger.lengths)
+
+    @staticmethod
+    def _find_ledger(store: SignatureStore, out: Path, state: Path) -> tuple[str, bytes | None]:
+        """The meta key of --out's ledger and the ledger, if the store holds it: the key its
+        JOB_FILE names; without one (a new --out, or outputs of an earlier version), the path of
+        --out relative to --state, else the one ledger whose lengths the files hold, else a new key."""
+        named = out / JOB_FILE
+        if named.exists():
+            key = named.read_text(encoding="utf-8").strip()
+            if not key.startswith(_JOB_KEY):
+                raise JobRefused(f"{named} is not a streamdedup job file: remove it, or use --fresh")
+            return key, store.get_meta(key)
+        key = _JOB_KEY + os.path.relpath(out.resolve(), state.resolve())
+        raw = store.get_meta(key)
+        if raw is not None or not existing_outputs(out):
+            return (key, raw) if raw is not None else (_JOB_KEY + "id:" + uuid.uuid4().hex, None)
+        found = [(name, value) for name, value in store.metas(_JOB_KEY) if _holds(out, Ledger.decode(value).lengths)]
+        return found[0] if len(found) == 1 else (key, None)
 
     @property
     def lengths(self) -> dict[str, int]:
@@ -170,7 +195,17 @@ class FileJob:
 
     def begin(self) -> None:
         """Commit the job before its first output byte: a crash from here on leaves a ledger
-        that says what to cut off (else the next run would find outputs no store knows)."""
+        that says what to cut off (else the next run would find outputs no store knows). The
+        --out folder names the ledger's key first (JOB_FILE), synced."""
+        named = self.out / JOB_FILE
+        if not named.exists() or named.read_text(encoding="utf-8").strip() != self.key:
+            written = named.with_suffix(".tmp")
+            with open(written, "w", encoding="utf-8") as handle:
+                handle.write(self.key + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(written, named)
+            sync_directory(self.out)
         self.job.done = False
         self._commit()
 
@@ -197,6 +232,24 @@ class FileJob:
         batch = self.store.batch()
         batch.set_meta(self.key, self.ledger.encode())
         batch.commit()
+
+
+def _holds(out: Path, lengths: dict[str, int]) -> bool:
+    """Whether --out's files hold a ledger's committed bytes (each at least as long, a line's end at
+    each length): the outputs it was written for, found after their store moved."""
+    if not any(lengths.values()):
+        return False
+    for status, length in lengths.items():
+        path = out / FILES[status]
+        if not length:
+            continue
+        if not path.exists() or path.stat().st_size < length:
+            return False
+        with open(path, "rb") as handle:
+            handle.seek(length - 1)
+            if handle.read(1) != b"\n":
+                return False
+    return True
 
 
 def _names(inputs: list[str]) -> str:

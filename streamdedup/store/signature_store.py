@@ -547,6 +547,14 @@ class SignatureStore:
     def get_meta(self, name: str) -> bytes | None:
         return self.db.get(layout.meta_key(name))
 
+    def metas(self, prefix: str) -> Iterator[tuple[str, bytes]]:
+        """The store's meta entries whose names start with `prefix`: each name and value."""
+        start = layout.meta_key(prefix)
+        for key, value in self._scan(self.db, start):
+            if not key.startswith(start):
+                return
+            yield key[len(layout.META):].decode(), value
+
     def get_journal(self, name: str) -> bytes | None:
         return self.db.get(layout.journal_key(name))
 

@@ -309,3 +309,51 @@ def test_a_slow_endless_stdin_is_flushed_on_time_and_stopped_cleanly_by_sigterm(
                            capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert output_keys(out)[0] == input_keys(records) + input_keys(more)
+
+
+def _killed_after_two_batches(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
+    """A `dedup` run that dies as its second batch commits (its outputs written, not committed)."""
+    commit, calls = Detector.commit, []
+
+    def crashing_commit(self: Detector, batch: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise Killed
+        commit(self, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Detector, "commit", crashing_commit)
+    with pytest.raises(Killed):
+        dedup(*args)
+    monkeypatch.setattr(Detector, "commit", commit)
+
+
+@pytest.mark.parametrize("written_by", ["this version", "an earlier version"])
+def test_a_moved_store_and_outputs_resume_their_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], written_by: str) -> None:
+    """A killed run's store moved off its disk, then its --out elsewhere: the rerun with the new paths
+    finishes the job (every record once, none a duplicate_id). Outputs of an earlier version (no
+    job file: their ledger is keyed by --out's path relative to --state) are found by their
+    committed lengths. Outputs beside a store that never saw them are refused, and the fix named
+    (the store they were written with) works."""
+    import shutil
+
+    records = crawl(120)
+    data = write_jsonl(tmp_path / "a.jsonl", records)
+    out, state = tmp_path / "disk1" / "out", tmp_path / "disk1" / "state"
+    _killed_after_two_batches(monkeypatch, str(data), "--out", str(out), "--state", str(state), "--batch-size", "16")
+    if written_by == "an earlier version":
+        (out / ".streamdedup-job").unlink()
+    moved_state = tmp_path / "disk2" / "state"
+    moved_state.parent.mkdir()
+    shutil.move(state, moved_state)
+    other_state = tmp_path / "other-state"
+    before = snapshot(out)
+    assert dedup(str(data), "--out", str(out), "--state", str(other_state)) == 2
+    err = capsys.readouterr().err
+    assert "give --state the store that run used" in err and snapshot(out) == before
+    shutil.move(out, tmp_path / "disk3")  # and the outputs elsewhere: --out's path relative to --state changed
+    out = tmp_path / "disk3"
+    assert dedup(str(data), "--out", str(out), "--state", str(moved_state), "--batch-size", "16") == 0
+    keys, kinds = output_keys(out)
+    assert keys == input_keys(records) and kinds["duplicate_id"] == 0
+    assert json.loads((out / "summary.json").read_text())["records"] == len(records)
