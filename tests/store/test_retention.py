@@ -30,7 +30,7 @@ def test_a_time_beyond_now_plus_skew_is_not_used_and_says_why():
     assert far.note is not None and "9999-12-31" in far.note and "ahead" in far.note
     assert clock.expire_before() == T2024 - 30 * DAY  # the clock did not move
     near = clock.stamp(NOW + DAY - 1, None, NOW)  # within the allowed skew: trusted
-    assert near.trusted and clock.now_ms == NOW + DAY - 1
+    assert near.trusted and near.event_ms == NOW + DAY - 1 and clock.now_ms == NOW  # the clock: now at most
 
 
 def test_times_before_the_web_are_unknown_times():
@@ -133,3 +133,36 @@ def test_a_backlog_of_expired_pages_drains_over_batches_and_its_pages_are_not_ma
     with Detector(DetectorConfig(batch_size=2, retention=timedelta(days=30)), tmp_path) as detector:
         list(detector.run(raw_records([page("https://late.example/x", make_article(7), "2024-06-02T10:00:00Z")])))
         assert not [d for d in detector.store.iter_docs() if d.event_ms < june_ms]
+
+
+def test_a_page_dated_ahead_of_the_clock_within_the_skew_does_not_move_retention_past_now(tmp_path):
+    """--retention 6h under the default 1-day skew: a page dated 20 h ahead of this machine's
+    clock is plausible, so it is filed under its own time, but the retention clock stops at now:
+    before, it moved to now + 20 h and expired the whole 6-hour window, and the re-crawls of its
+    stories that came after its batch were judged unique (9 of 12 here)."""
+    import time as clock_module
+    from datetime import UTC, datetime
+
+    def iso(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    now = int(clock_module.time() * 1000)
+    hour = 3_600_000
+    stories = [make_article(200 + i) for i in range(12)]
+    first = [page(f"https://news{i}.example/a", wrap_in_template(s, f"News {i}"), iso(now - 2 * hour))
+             for i, s in enumerate(stories)]
+    ahead = page("https://ahead.example/x", wrap_in_template(make_article(99), "Ahead"), iso(now + 20 * hour))
+    again = [page(f"https://copy{i}.example/a", wrap_in_template(s, f"Copy {i}"), iso(now - hour))
+             for i, s in enumerate(stories)]
+    outcomes = run_records([*first, ahead, *again], tmp_path, retention=timedelta(hours=6), batch_size=4)
+    assert outcomes[len(first)].status == "unique" and "time_note" not in outcomes[len(first)].dedup  # trusted
+    assert [o.status for o in outcomes[-len(again):]] == ["duplicate"] * len(again)
+
+
+def test_the_clock_is_moved_by_a_page_time_only_up_to_now():
+    clock = RetentionClock(6 * 3_600_000, DAY)
+    stamp = clock.stamp(NOW + 20 * 3_600_000, None, NOW)
+    assert stamp.trusted and stamp.event_ms == NOW + 20 * 3_600_000  # filed under its own time
+    assert clock.now_ms == NOW and clock.expire_before() == NOW - 6 * 3_600_000
+    clock.observe(NOW + 5, trusted=True, now_ms=NOW + 2)  # as the global topology's index partitions do
+    assert clock.now_ms == NOW + 2

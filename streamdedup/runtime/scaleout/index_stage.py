@@ -117,7 +117,8 @@ class IndexPartition:
         batch = self._batch()
         doc = request.doc
         names = self.store.index_names(request.keys) if names is None else names
-        self.clock.observe(doc.event_ms, request.trusted_time)  # stamped (and bounded) by the fingerprint step
+        # stamped (and bounded) by the fingerprint step; the clock moves to this one's now at most
+        self.clock.observe(doc.event_ms, request.trusted_time, int(time.time() * 1000))
         oldest = self.clock.oldest_kept(doc.event_ms)
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         earlier: list[Match] = []
