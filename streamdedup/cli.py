@@ -305,7 +305,8 @@ def _worker_settings(args: argparse.Namespace, **extra: Any) -> WorkerSettings:
     from streamdedup.runtime.settings import WorkerSettings
 
     return WorkerSettings.load(getattr(args, "worker_config", None) or getattr(args, "config", None),
-                               bootstrap_servers=args.bootstrap_servers, **extra)
+                               bootstrap_servers=args.bootstrap_servers,
+                               replication_factor=getattr(args, "replication_factor", None), **extra)
 
 
 class BrokerUnreachable(Exception):
@@ -580,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics = command("topics", "create the topics the worker uses (existing ones are kept)")
     topics.add_argument("action", choices=("create",), help="create: the pages, output and internal topics")
+    for creates in (topics, worker):
+        creates.add_argument("--replication-factor", type=int, help="replicas of each topic it creates (env "
+                             "STREAMDEDUP_REPLICATION_FACTOR; default 1, a dev broker; production: 3)")
     kafka_options(topics, with_config=True)
     topics.set_defaults(func=cmd_topics)
 

@@ -66,6 +66,12 @@ class WorkerSettings:
     batch_timeout_s: float = 0.5
     transactions: bool = True
     partitions: int = 1  # for topics the worker creates
+    # replicas of each topic the worker creates: 1 for a dev broker; production: 3 (the topics then
+    # get min.insync.replicas 2, docs/runtime.md). Existing topics keep theirs
+    replication_factor: int = 1
+    # retention.ms of the internal topics (changelogs the index and parts stores are rebuilt from)
+    # the worker creates; -1: for ever. At least the detector's retention plus its max_clock_skew
+    changelog_retention_ms: int = -1
     topology: str = "global"  # global: near-duplicates found across partitions; local: per partition
     static_membership: bool = True  # a restarted worker gets its partitions back at once
     # range: every topic's partitions spread evenly (each worker fingerprints, indexes and
@@ -153,6 +159,9 @@ class WorkerSettings:
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
         check_batch_limits(result.batch_size, result.batch_bytes, "messages")
+        if result.replication_factor < 1 or result.changelog_retention_ms < -1:
+            raise ValueError(f"replication_factor must be at least 1 (got {result.replication_factor}) and "
+                             f"changelog_retention_ms -1 (for ever) or more (got {result.changelog_retention_ms})")
         if result.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
         return result

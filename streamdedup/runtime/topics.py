@@ -42,10 +42,12 @@ def consumer_settings() -> dict[str, object]:
 
 def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    if settings.replication_factor >= 3:  # a write is acknowledged once on 2 replicas: one broker may fail
+        config["min.insync.replicas"] = "2"
     if name in settings.topics.internal:
         # the internal topics are the changelogs the index and parts stores are rebuilt from:
-        # keep them as long as the stores keep pages (see README, "Scale-out")
-        config["retention.ms"] = "-1"
+        # keep them as long as the stores keep pages (see README, "Scale-out"): for ever by default
+        config["retention.ms"] = str(settings.changelog_retention_ms)
     return config
 
 
@@ -56,7 +58,7 @@ def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, 
     if settings.topology == "global":
         names += settings.topics.internal
     existing = admin.list_topics(timeout=timeout).topics
-    missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=1,
+    missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=settings.replication_factor,
                         config=topic_config(name, settings))
                for name in names if name not in existing]
     if missing:

@@ -93,3 +93,33 @@ def test_an_idle_interval_shorter_than_a_fetch_is_named_with_its_fix():
     assert "watermark_interval_s 0.2" in line and "STREAMDEDUP_WATERMARK_INTERVAL_S to 2" in line
     assert WorkerSettings.load(env={"STREAMDEDUP_WATERMARK_INTERVAL_S": "0.2", "STREAMDEDUP_TOPOLOGY": "local"}).risks() == []
     assert WorkerSettings.load(env={"STREAMDEDUP_WATERMARK_INTERVAL_S": "0.2", "STREAMDEDUP_VERDICT_WAIT_S": "0"}).risks() == []
+
+
+def test_replication_and_changelog_retention_are_settings_the_created_topics_take(settings):
+    """The topics the worker creates take `replication_factor` (was hard-coded 1) and the internal
+    changelogs `changelog_retention_ms` (was for ever, hard-coded); both from env, file or flag,
+    and a replication of 3 asks min.insync.replicas 2. On the real broker: the created changelog's
+    retention.ms is the one set."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from streamdedup.cli import build_parser
+    from streamdedup.runtime.topics import ensure_topics, topic_config
+
+    env = {"STREAMDEDUP_REPLICATION_FACTOR": "3", "STREAMDEDUP_CHANGELOG_RETENTION_MS": "2764800000"}
+    loaded = WorkerSettings.load(env=env)
+    assert (loaded.replication_factor, loaded.changelog_retention_ms) == (3, 2764800000)
+    internal = topic_config(loaded.topics.internal[0], loaded)
+    assert internal["retention.ms"] == "2764800000" and internal["min.insync.replicas"] == "2"
+    assert "retention.ms" not in topic_config(loaded.topics.pages, loaded)
+    args = build_parser().parse_args(["topics", "create", "--replication-factor", "2"])
+    assert WorkerSettings.load(env={}, replication_factor=args.replication_factor).replication_factor == 2
+    with pytest.raises(ValueError, match="replication_factor must be at least 1"):
+        WorkerSettings.load(env={"STREAMDEDUP_REPLICATION_FACTOR": "0"})
+    from dataclasses import replace
+
+    ours = replace(settings, changelog_retention_ms=2764800000, topology="global")
+    ensure_topics(ours)
+    admin = AdminClient(ours.client())
+    resource = ConfigResource("topic", ours.topics.internal[0])
+    described = admin.describe_configs([resource])[resource].result(15)
+    assert described["retention.ms"].value == "2764800000"
