@@ -52,7 +52,13 @@ import numba
 import numpy as np
 import xxhash
 
+from streamdedup.record.page import site_of, url_host
 from streamdedup.tokens.hashing import distinct_counts
+
+# The model's semantics, recorded in every store with its parameters (a store refuses a run whose
+# model differs): 2 since issue 56, a model per host (`template_site`) where 1 had one per
+# registrable domain, and the missed-content rule backed by `missed_min_pages` pages
+TEMPLATE_MODEL = 2
 
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
@@ -74,6 +80,7 @@ class TemplateParams:
     cold_min_share: float = 0.5
     missed_short_words: int = 100
     missed_new_words: int = 10
+    missed_min_pages: int = 2
 
     def __post_init__(self) -> None:
         for name, share in (("min_share", self.min_share), ("cold_min_share", self.cold_min_share)):
@@ -81,9 +88,22 @@ class TemplateParams:
                 raise ValueError(f"template {name} is a fraction of the site's pages in (0, 1], "
                                  f"got {share}")
         sizes = (self.min_pages, self.min_count, self.cold_min_count, self.half_life, self.max_lines, self.recent_urls,
-                 self.missed_short_words, self.missed_new_words)
+                 self.missed_short_words, self.missed_new_words, self.missed_min_pages)
         if min(sizes) < 1:
             raise ValueError("template counts and sizes must be at least 1")
+
+
+def template_site(url: str) -> str:
+    """What a template model is kept for: the page's host, lowercased, without a leading "www."
+    (www.example.com and example.com are one layout; forum.example.com, amp.example.com and
+    news.example.com are each their own). A domain's hosts are often different layouts with
+    different numbers of pages, and one model of them all kept a small host's boilerplate under
+    `min_share` of the domain's pages, and let one page of any host touch another's articles.
+    IP addresses and URLs without a host: `site_of`'s key."""
+    host = url_host(url.strip())
+    if not host:
+        return site_of(url)
+    return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
 
 
 def split_lines(text: str) -> tuple[list[str], list[int]]:
@@ -359,17 +379,20 @@ class SiteTemplate:
                 positions.append(pos)
         return positions
 
-    def shown_before(self, url: str, hashes: LineHashes) -> bool:
-        """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
+    def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
+        """Whether the URL is new to the site and every one of these lines was on at least `pages`
+        of its earlier distinct pages (`missed_min_pages`: so that no single page can make a
+        later page's text look like what the site showed before)."""
         # the lines first: most pages fail there, before the URL is hashed and looked for
         counted = self._lines
         if not len(hashes) or not len(counted):
             return False
         line = int(hashes[0])
         first = int(counted.searchsorted(line))  # one line first: most pages fail on it
-        if first == len(counted) or int(counted[first]) != line:
+        if first == len(counted) or int(counted[first]) != line or int(self._counts[first]) < pages:
             return False
-        return bool(self._find(hashes)[1].all()) and not self._has_url(page_key(url))
+        at, found = self._find(hashes)
+        return bool((found & (self._counts[at] >= pages)).all()) and not self._has_url(page_key(url))
 
     def learn(self, url: str, hashes: LineHashes, params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""
