@@ -25,8 +25,16 @@ from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
-from streamdedup.clean.template import (TEMPLATE_MODEL, LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines,
-                                        template_site, without_lines)
+from streamdedup.clean.template import (
+    TEMPLATE_MODEL,
+    LineHashes,
+    SiteTemplate,
+    TemplateParams,
+    line_hashes,
+    split_lines,
+    template_site,
+    without_lines,
+)
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity

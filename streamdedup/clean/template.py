@@ -63,6 +63,12 @@ TEMPLATE_MODEL = 2
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
 
+# what an array takes beside its data: its header (`sys.getsizeof` of a view: 112 bytes), numba's
+# record of the data block of the arrays `count_page` returns, and the allocator's header and
+# rounding; and a URL key as a Python int in the URL set (a 64-bit hash: 36 bytes, 40 in pymalloc)
+_ARRAY_BYTES = 112 + 96
+_INT_BYTES = 40
+
 LineHashes = list[int] | np.ndarray  # a page's line hashes in order: `split_lines`' list or `line_hashes`' array
 NO_LINES = np.zeros(0, dtype=np.uint64)  # `line_hashes` of a text without lines (shared: never written to)
 NO_LINES.flags.writeable = False
@@ -271,10 +277,15 @@ class SiteTemplate:
 
     @property
     def nbytes(self) -> int:
-        """Memory held, roughly: the arrays, the URL set if made (its table and its ints), the object."""
+        """Memory held: the object, its three arrays (their headers and data, and the allocator's
+        own bookkeeping), its list of what it learned, and the URL set if made (its table
+        and its ints). Counted as `sys.getsizeof` sees them, so that many small sites are not
+        counted at a fraction of what they take (issue 56: ~1.5x on sites of a page or two, by
+        RSS, when the arrays' data and a flat 400 bytes were counted)."""
         seen = self._seen
-        held = self._lines.nbytes + self._counts.nbytes + self._urls.nbytes + 400
-        return held if seen is None else held + sys.getsizeof(seen) + 36 * len(seen)
+        held = (sys.getsizeof(self) + self._lines.nbytes + self._counts.nbytes + self._urls.nbytes
+                + 3 * _ARRAY_BYTES + sys.getsizeof(self.learned))
+        return held if seen is None else held + sys.getsizeof(seen) + _INT_BYTES * len(seen)
 
     @property
     def urls(self) -> list[int]:
