@@ -83,3 +83,15 @@ def test_pages_quoting_a_long_story_before_the_sites_own_copy_do_not_reject_it(t
     assert [o.status for o in outcomes[-3:]] != ["rejected"] * 3
     assert all(o.dedup.get("reason") != "template_only" for o in outcomes[-3:]), [o.dedup for o in outcomes[-3:]]
     assert outcomes[-2].status == "duplicate"  # the re-crawl joins the site's copy (or what it joined)
+
+
+def test_the_eval_report_measures_the_pages_an_attacker_needs():
+    """`streamdedup eval`'s attack measurement (evaluate/attack.py): one crafted page rejected a
+    short article before (1 in every case; 9 for a long one); now it takes two on its host, none
+    on another host of its domain, and no number up to 40 rejects a long article."""
+    from streamdedup.evaluate.attack import attack_pages_needed
+
+    rows = {row["case"]: row for row in attack_pages_needed()}
+    assert all(row["reject"] is None or row["reject"] >= 2 for row in rows.values()), rows
+    assert rows["short article, known host, crafted pages on another host of its domain"]["hide_or_reject"] is None
+    assert rows["long article, known host, crafted pages on its host"]["hide_or_reject"] is None

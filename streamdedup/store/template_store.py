@@ -18,7 +18,6 @@ from streamdedup.store import layout
 from streamdedup.store.errors import check_iterator
 from streamdedup.store.plain import open_plain_db
 
-
 # What the cache's own entry for a site takes: its slot in the dict (at the dict's usual load),
 # the site's key as a Python int, the (template, size) tuple and the size int
 CACHE_ENTRY_BYTES = 200
