@@ -9,7 +9,8 @@ a page that is nothing but template gets a verdict of its own instead of matchin
 
 Decisions (docs/template-model.md has the reasoning and the measurements):
 
-- Site key: the registrable domain under the Public Suffix List (`record.page.site_of`).
+- Site key: the page's host without a leading "www." (`template_site`; issue 56: a domain's hosts are
+  different layouts; the registrable domain, `record.page.site_of`, before).
 - Unit: a line of normalised text, hashed (xxh3-64). A page counts the lines of its main text and
   of all its visible text: the template shows in every page's visible text, while it leaks into
   the main text only where the extractor fails (a short page, whose extraction takes in the
@@ -30,7 +31,9 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   took a block of the template (a cookie notice, a welcome text, a teaser) and missed the page's own
   text (a brief the extractor dropped). Judged on that text it would be an `exact` duplicate of its
   site's other briefs; in the cold start no line is template yet, so only this rule can tell.
-  A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
+  The main text's lines must be on `missed_min_pages` earlier pages: one page (a listing, an
+  attacker's post) cannot reject another; on one, in the cold start, the page is judged on the text
+  it shows for the first time. A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
   same host, whose page shows comments or related links besides) is judged as before.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
