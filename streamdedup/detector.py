@@ -121,7 +121,7 @@ class Detector:
         batch = self.store.batch()
         now_ms = int(time.time() * 1000)
         if self.config.template is not None:  # in order: each page sees the template its site's earlier pages left
-            items = [own_text(item, batch.template(item.site_hash), self.fingerprinter, self.config.template)
+            items = [own_text(item, batch.template(item.template_hash), self.fingerprinter, self.config.template)
                      if isinstance(item, Fingerprinted) else item for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
         steps["template"] += (done := clock()) - started

@@ -25,7 +25,16 @@ from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
-from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, split_lines, without_lines
+from streamdedup.clean.template import (
+    TEMPLATE_MODEL,
+    LineHashes,
+    SiteTemplate,
+    TemplateParams,
+    line_hashes,
+    split_lines,
+    template_site,
+    without_lines,
+)
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
@@ -101,6 +110,11 @@ class Fingerprinted:
         return site_hash(self.page.site)
 
     @_made_once
+    def template_hash(self) -> int:
+        """The key of the page's template model: its host (`clean.template.template_site`)."""
+        return site_hash(template_site(self.page.url))
+
+    @_made_once
     def visible_lines(self) -> tuple[list[str], list[int]]:
         """The visible text's lines and their hashes (`split_lines`), made once."""
         return split_lines(self.visible)
@@ -118,12 +132,14 @@ class Fingerprinted:
         copy.__dict__.update(self.__dict__, **changes)
         if "page" in changes:
             copy.__dict__.pop("site_hash", None)
+            copy.__dict__.pop("template_hash", None)
         return copy
 
 
 @lru_cache(maxsize=1 << 14)
 def site_hash(site: str) -> int:
-    """xxh3-64 of a site's name: the key of its template model and of same-site candidates."""
+    """xxh3-64 of a site's name: the key of same-site candidates (the registrable domain) and of a
+    template model (`template_site`: the host)."""
     return xxhash.xxh3_64_intdigest(site.encode("utf-8", "surrogatepass"))
 
 
@@ -136,7 +152,7 @@ class Fingerprinter:
             create_method(name, **config.params_for(name)) for name in config.methods]
         # what signatures depend on besides the methods' own parameters (recorded in stores)
         self.store_config = {"cleaning": str(config.cleaning), "tokenizer": TOKENIZER_VERSION,
-                             "template": str(config.template or "off")}
+                             "template": f"model {TEMPLATE_MODEL} {config.template}" if config.template else "off"}
         # the whole of it, the methods' own parameters included; and its 8-byte identity, which the
         # global topology's index requests carry (`IndexRequest.made_by`)
         self.signature_config = signature_config(self.store_config, self.methods)
@@ -301,18 +317,30 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     A page with too little text of its own is not judged: matching it on its template would call
     every such page of the site a duplicate of the first. In a site's cold start a page from which
     its provisional template was removed is judged on its own text like any later page; one from
-    which nothing was removed meets the stricter own-site policy (`template_known` False)."""
+    which nothing was removed meets the stricter own-site policy (`template_known` False).
+
+    What no single other page can do (docs/template-model.md, "one page"): reject a page as
+    missed content (its main-text lines must be on `missed_min_pages` earlier pages; on fewer, in the
+    cold start, the page is judged on the text it shows for the first time), or reject a long page
+    (`missed_short_words` words or more) as template only (it is judged on its whole text)."""
     hashes = line_hashes(item.text)
-    missed = _missed_own_text(item, site, hashes, params)
+    missed, first_shown = _missed_own_text(item, site, hashes, params)
     visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
     if missed:
         site.learn(item.page.url, counted, params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
     known = site.known(params)
-    template = site.removed_lines(hashes, params)  # as `SiteTemplate.strip`, the lines made only if needed
+    template = None if first_shown else site.removed_lines(hashes, params)  # the lines made only if needed
     pages_before = site.pages
     site.learn(item.page.url, counted, params)
+    if first_shown:
+        try:
+            signatures = fingerprint_text(first_shown, item.page.lang, fingerprinter.methods,
+                                          fingerprinter.config.cleaning.min_words)
+        except Rejected:
+            return item.but(template_known=False)
+        return item.but(signatures=signatures, text=first_shown, template_known=False)
     if template is None:
         return item.but(template_known=known)
     lines = [line for line in item.text.split("\n") if line]
@@ -321,6 +349,10 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         signatures = fingerprint_text(text, item.page.lang, fingerprinter.methods,
                                       fingerprinter.config.cleaning.min_words)
     except Rejected:
+        if Document.from_text(item.text, item.page.lang).num_tokens >= params.missed_short_words:
+            # a long text all of whose lines the site's pages showed is a story they quoted or copied,
+            # not a page without text: judged on all of it, as in the cold start
+            return item.but(template_known=False)
         provisional = "" if known else f" (provisional: the site has shown {pages_before} pages)"
         detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
                   "too little own text is left")
@@ -328,20 +360,26 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     return item.but(signatures=signatures, text=text, template_known=True)
 
 
-def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes, params: TemplateParams) -> str:
-    """Why the page's main text is not its own (clean/template.py, "missed content"), or ""."""
+def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes,
+                     params: TemplateParams) -> tuple[str, str]:
+    """Whether the page's main text is not its own (clean/template.py, "missed content"): why it is
+    rejected, or (only one earlier page showed some of its lines, in the site's cold start) the
+    text it shows for the first time, on which it is judged instead; ("", "") if neither."""
     if not site.shown_before(item.page.url, hashes):
-        return ""
+        return "", ""
     main_words = Document.from_text(item.text, item.page.lang).num_tokens
     if main_words >= params.missed_short_words:
-        return ""
+        return "", ""
     visible, visible_hashes = item.visible_lines
     new = [visible[pos] for pos in site.new_lines(visible_hashes, hashes)]
     new_words = Document.from_text("\n".join(new), item.page.lang).num_tokens if new else 0
     if new_words < params.missed_new_words:
-        return ""
-    return (f"the page's main text ({main_words} words) is all text its site showed on earlier pages, while "
-            f"{new_words} words it shows for the first time are outside it: the extraction took the template")
+        return "", ""
+    if site.shown_before(item.page.url, hashes, params.missed_min_pages):
+        return (f"the page's main text ({main_words} words) is all text its site showed on at least "
+                f"{params.missed_min_pages} earlier pages, while {new_words} words it shows for the first time "
+                "are outside it: the extraction took the template"), ""
+    return "", ("\n".join(new) if not site.known(params) else "")
 
 
 _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is scanned as bytes

@@ -160,13 +160,15 @@ def brief_page(i: int, brief: str, extra: str = "", query: str = "") -> dict:
 
 def test_in_the_cold_start_a_brief_whose_extraction_is_the_template_is_not_a_duplicate(tmp_path):
     """Two briefs whose extracted text is the same notice were `exact` duplicates of each other,
-    before any line of the site is template: the second shows 15 words never seen on the site
-    outside a 30-word main text made only of lines seen before, so it is `template_only`."""
-    briefs = [" ".join(make_words(random.Random(70 + i), 15)) for i in range(2)]
-    outcomes = run_records([brief_page(0, briefs[0]), brief_page(1, briefs[1])], tmp_path)
-    assert outcomes[0].status == "unique"
-    assert outcomes[1].status == "rejected" and outcomes[1].dedup["reason"] == "template_only"
-    assert "showed on earlier pages" in outcomes[1].dedup["detail"]
+    before any line of the site is template. The second shows 15 words never seen on the site
+    outside a 30-word main text made only of lines one earlier page showed: one page is not enough
+    to reject it (an attacker could make that page), so it is judged on the words it shows for the
+    first time, and is unique. The third, whose main text two earlier pages showed, is `template_only`."""
+    briefs = [" ".join(make_words(random.Random(70 + i), 15)) for i in range(3)]
+    outcomes = run_records([brief_page(i, brief) for i, brief in enumerate(briefs)], tmp_path)
+    assert [o.status for o in outcomes[:2]] == ["unique", "unique"]
+    assert outcomes[2].status == "rejected" and outcomes[2].dedup["reason"] == "template_only"
+    assert "showed on at least 2 earlier pages" in outcomes[2].dedup["detail"]
 
 
 def test_a_recrawl_and_a_long_copy_on_the_same_host_are_still_duplicates(tmp_path):

@@ -9,7 +9,8 @@ a page that is nothing but template gets a verdict of its own instead of matchin
 
 Decisions (docs/template-model.md has the reasoning and the measurements):
 
-- Site key: the registrable domain under the Public Suffix List (`record.page.site_of`).
+- Site key: the page's host without a leading "www." (`template_site`; issue 56: a domain's hosts are
+  different layouts; the registrable domain, `record.page.site_of`, before).
 - Unit: a line of normalised text, hashed (xxh3-64). A page counts the lines of its main text and
   of all its visible text: the template shows in every page's visible text, while it leaks into
   the main text only where the extractor fails (a short page, whose extraction takes in the
@@ -30,7 +31,9 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   took a block of the template (a cookie notice, a welcome text, a teaser) and missed the page's own
   text (a brief the extractor dropped). Judged on that text it would be an `exact` duplicate of its
   site's other briefs; in the cold start no line is template yet, so only this rule can tell.
-  A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
+  The main text's lines must be on `missed_min_pages` earlier pages: one page (a listing, an
+  attacker's post) cannot reject another; on one, in the cold start, the page is judged on the text
+  it shows for the first time. A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
   same host, whose page shows comments or related links besides) is judged as before.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
@@ -52,10 +55,22 @@ import numba
 import numpy as np
 import xxhash
 
+from streamdedup.record.page import site_of, url_host
 from streamdedup.tokens.hashing import distinct_counts
+
+# The model's semantics, recorded in every store with its parameters (a store refuses a run whose
+# model differs): 2 since issue 56, a model per host (`template_site`) where 1 had one per
+# registrable domain, and the missed-content rule backed by `missed_min_pages` pages
+TEMPLATE_MODEL = 2
 
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
+
+# what an array takes beside its data: its header (`sys.getsizeof` of a view: 112 bytes), numba's
+# record of the data block of the arrays `count_page` returns, and the allocator's header and
+# rounding; and a URL key as a Python int in the URL set (a 64-bit hash: 36 bytes, 40 in pymalloc)
+_ARRAY_BYTES = 112 + 96
+_INT_BYTES = 40
 
 LineHashes = list[int] | np.ndarray  # a page's line hashes in order: `split_lines`' list or `line_hashes`' array
 NO_LINES = np.zeros(0, dtype=np.uint64)  # `line_hashes` of a text without lines (shared: never written to)
@@ -74,6 +89,7 @@ class TemplateParams:
     cold_min_share: float = 0.5
     missed_short_words: int = 100
     missed_new_words: int = 10
+    missed_min_pages: int = 2
 
     def __post_init__(self) -> None:
         for name, share in (("min_share", self.min_share), ("cold_min_share", self.cold_min_share)):
@@ -81,9 +97,22 @@ class TemplateParams:
                 raise ValueError(f"template {name} is a fraction of the site's pages in (0, 1], "
                                  f"got {share}")
         sizes = (self.min_pages, self.min_count, self.cold_min_count, self.half_life, self.max_lines, self.recent_urls,
-                 self.missed_short_words, self.missed_new_words)
+                 self.missed_short_words, self.missed_new_words, self.missed_min_pages)
         if min(sizes) < 1:
             raise ValueError("template counts and sizes must be at least 1")
+
+
+def template_site(url: str) -> str:
+    """What a template model is kept for: the page's host, lowercased, without a leading "www."
+    (www.example.com and example.com are one layout; forum.example.com, amp.example.com and
+    news.example.com are each their own). A domain's hosts are often different layouts with
+    different numbers of pages, and one model of them all kept a small host's boilerplate under
+    `min_share` of the domain's pages, and let one page of any host touch another's articles.
+    IP addresses and URLs without a host: `site_of`'s key."""
+    host = url_host(url.strip())
+    if not host:
+        return site_of(url)
+    return host[4:] if host.startswith("www.") and host.count(".") >= 2 else host
 
 
 def split_lines(text: str) -> tuple[list[str], list[int]]:
@@ -251,10 +280,15 @@ class SiteTemplate:
 
     @property
     def nbytes(self) -> int:
-        """Memory held, roughly: the arrays, the URL set if made (its table and its ints), the object."""
+        """Memory held: the object, its three arrays (their headers and data, and the allocator's
+        own bookkeeping), its list of what it learned, and the URL set if made (its table
+        and its ints). Counted as `sys.getsizeof` sees them, so that many small sites are not
+        counted at a fraction of what they take (issue 56: ~1.5x on sites of a page or two, by
+        RSS, when the arrays' data and a flat 400 bytes were counted)."""
         seen = self._seen
-        held = self._lines.nbytes + self._counts.nbytes + self._urls.nbytes + 400
-        return held if seen is None else held + sys.getsizeof(seen) + 36 * len(seen)
+        held = (sys.getsizeof(self) + self._lines.nbytes + self._counts.nbytes + self._urls.nbytes
+                + 3 * _ARRAY_BYTES + sys.getsizeof(self.learned))
+        return held if seen is None else held + sys.getsizeof(seen) + _INT_BYTES * len(seen)
 
     @property
     def urls(self) -> list[int]:
@@ -359,17 +393,20 @@ class SiteTemplate:
                 positions.append(pos)
         return positions
 
-    def shown_before(self, url: str, hashes: LineHashes) -> bool:
-        """Whether the URL is new to the site and every one of these lines was on its earlier pages."""
+    def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
+        """Whether the URL is new to the site and every one of these lines was on at least `pages`
+        of its earlier distinct pages (`missed_min_pages`: so that no single page can make a
+        later page's text look like what the site showed before)."""
         # the lines first: most pages fail there, before the URL is hashed and looked for
         counted = self._lines
         if not len(hashes) or not len(counted):
             return False
         line = int(hashes[0])
         first = int(counted.searchsorted(line))  # one line first: most pages fail on it
-        if first == len(counted) or int(counted[first]) != line:
+        if first == len(counted) or int(counted[first]) != line or int(self._counts[first]) < pages:
             return False
-        return bool(self._find(hashes)[1].all()) and not self._has_url(page_key(url))
+        at, found = self._find(hashes)
+        return bool((found & (self._counts[at] >= pages)).all()) and not self._has_url(page_key(url))
 
     def learn(self, url: str, hashes: LineHashes, params: TemplateParams) -> bool:
         """Count a page's lines once for its site; False if the page was counted already."""

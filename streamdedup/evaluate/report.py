@@ -7,6 +7,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+MAX_ATTACK_PAGES = 40  # evaluate/attack.py's MAX_PAGES (not imported: the report needs no detector)
+
 
 def _svg(fig: Any) -> str:
     import matplotlib.pyplot as plt
@@ -186,6 +188,19 @@ def _errors(errors: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _attack(rows: list[dict[str, Any]]) -> str:
+    """The crafted pages it takes to reject or hide a real article (`evaluate/attack.py`)."""
+    if not rows:
+        return ""
+    cells = [[r["case"], r["reject"] or f"none up to {MAX_ATTACK_PAGES}",
+              r["hide_or_reject"] or f"none up to {MAX_ATTACK_PAGES}"] for r in rows]
+    return ("<h2>The template model under attack</h2><p>Crafted pages showing a real article's text before it "
+            "is crawled: how many it takes to make the article <code>template_only</code> (reject), or to have it "
+            "judged on under half of its lines (hide). Generated pages, this run's template parameters.</p>"
+            f"<table>{_head(['case', 'pages to reject', 'pages to hide or reject'])}"
+            f"{''.join(_cells(c) for c in cells)}</table>")
+
+
 def write_report(path: Path, metrics: dict[str, Any], errors: dict[str, Any]) -> None:
     methods = metrics["methods"]
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>streamdedup evaluation</title>
@@ -198,6 +213,7 @@ Pairwise scores over same-cluster pairs; ARI over clusters.</p>
 <h2>Against the gold labels</h2>
 {_table(methods)}
 {_chart(methods)}
+{_attack(metrics.get('attack', []))}
 <h2>By kind</h2>
 {_by_kind(methods, metrics.get('kinds', {}))}
 {_sweep(metrics.get('sweep', {}))}

@@ -17,6 +17,7 @@ import orjson
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted, Outcome
+from streamdedup.evaluate.attack import attack_pages_needed
 from streamdedup.evaluate.kinds import kind_scores, page_kinds
 from streamdedup.evaluate.metrics import pair_scores
 from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
@@ -154,7 +155,8 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
                "pool": {"pairs": len(pool), "verified": len(verified), "similarity": "rapidfuzz ratio >= 0.8"},
                "dice": dice_matrix({k: v for k, v in found.items() if k != DEFAULT}),
                "kinds": page_kinds(records), "sweep": sweep,
-               "template": str(getattr(config, "template", "unknown") or "off")}
+               "template": str(getattr(config, "template", "unknown") or "off"),
+               "attack": attack_pages_needed(config)}
     (out_dir / "metrics.json").write_bytes(orjson.dumps(metrics, option=orjson.OPT_INDENT_2))
     (out_dir / "errors.json").write_bytes(orjson.dumps(errors, option=orjson.OPT_INDENT_2))
     write_report(out_dir / "report.html", metrics, errors)

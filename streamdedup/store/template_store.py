@@ -18,6 +18,10 @@ from streamdedup.store import layout
 from streamdedup.store.errors import check_iterator
 from streamdedup.store.plain import open_plain_db
 
+# What the cache's own entry for a site takes: its slot in the dict (at the dict's usual load),
+# the site's key as a Python int, the (template, size) tuple and the size int
+CACHE_ENTRY_BYTES = 200
+
 
 class TemplateCache:
     """Site templates decoded, as the store last wrote them, so that a batch takes a site's model
@@ -46,7 +50,7 @@ class TemplateCache:
     def put(self, site_hash: int, template: SiteTemplate) -> None:
         if site_hash in self._templates:  # (a batch took it out: not there, as a rule)
             self.take(site_hash)
-        size = template.nbytes
+        size = template.nbytes + CACHE_ENTRY_BYTES
         self._templates[site_hash] = (template, size)
         self._size += size
         while self._size > self.budget:

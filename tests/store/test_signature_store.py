@@ -572,7 +572,7 @@ def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
     import numpy as np
 
     from streamdedup.clean.template import SiteTemplate, TemplateParams
-    from streamdedup.store.template_store import TemplateCache
+    from streamdedup.store.template_store import CACHE_ENTRY_BYTES, TemplateCache
 
     params = TemplateParams()
     full = SiteTemplate(counts={line: 1 + line % 50 for line in range(params.max_lines)},
@@ -584,7 +584,7 @@ def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
         template.learn(f"https://a.example/{site}", [], params)  # as a batch does: the URL set is made
         cache.put(site, template)
     assert all(cache.take(site) is not None for site in range(1500))
-    small = TemplateCache(budget=3 * full.nbytes)
+    small = TemplateCache(budget=3 * (full.nbytes + CACHE_ENTRY_BYTES))
     for site in range(4):
         small.put(site, SiteTemplate.decode(data))
     assert small.take(0) is None and all(small.take(site) is not None for site in (1, 2, 3))

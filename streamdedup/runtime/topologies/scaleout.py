@@ -194,7 +194,7 @@ class FingerprintPartition:
                                                     for message in messages])
         for message, item in zip(messages, prepared, strict=True):
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
-                item = own_text(item, self.templates.template(item.site_hash), self.fingerprinter, params)
+                item = own_text(item, self.templates.template(item.template_hash), self.fingerprinter, params)
             if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
                 item = Outcome(item.record, Rejection(Reason.DUPLICATE_ID.value,
                                                       f"page id {item.page.id!r} was already processed",
