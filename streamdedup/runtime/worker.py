@@ -63,6 +63,10 @@ class StoreWriteFailed(WorkerStopped):
     """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
 
 
+class StateLost(WorkerStopped):
+    """A store's folder (or the whole state directory) was deleted under the running worker."""
+
+
 class TopicStartedOver(WorkerStopped):
     """A partition the store has read started over (the topic was created again, the broker lost its
     data, another cluster) and `on_topic_reset` is `refuse`."""
@@ -124,6 +128,8 @@ class Worker:
         self._running = False
         self._paused = False  # caught up: fetching paused, end offsets polled (see _idle)
         self._taken_over = False  # partitions were assigned in the last poll: they tick before any record
+        self._stores_checked_at = 0.0  # when the stores' folders were last found in place (_check_stores)
+        self._failure: str | None = None  # why the loop stopped, if it failed (/healthz)
         self._start_offsets: dict[TP, int] = {}  # where each assigned partition was started
         self._lag: dict[TP, int] = {}
         self._progress = Progress(time.monotonic(), 0, 0)
@@ -338,6 +344,7 @@ class Worker:
             while not self._stop.is_set():
                 self._loop_at = time.monotonic()
                 self.metrics.last_loop.set_to_current_time()
+                self._check_stores(self._loop_at)
                 # the producer's log lines (runtime/settings.py: through Python's logging) wait in
                 # its queue until it is polled: every round, or a broker outage without batches
                 # would fill it with librdkafka's ~20 failed connections a second
@@ -373,12 +380,30 @@ class Worker:
                     log.warning("no partitions assigned after %.0fs: stopping", assignment_timeout_s)
                     break
             between_batches = True
+        except WorkerStopped as err:
+            self._failure = str(err)
+            raise
         finally:
             self._running = False
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.close(close_producer=between_batches)
         return self.stats
+
+    def _check_stores(self, now: float) -> None:
+        """At most every second: each open store's folder still has its CURRENT file. RocksDB goes
+        on writing into the files of a folder deleted under it (they live until closed), so a worker
+        whose state directory was deleted ran on, healthy, and exited 0 (issue 56)."""
+        if now - self._stores_checked_at < 1.0:
+            return
+        self._stores_checked_at = now
+        for (topic, partition), handler in self.handlers.items():
+            path = self.settings.state_dir / f"{topic}-{partition}"
+            if handler.stateful and not (path / "CURRENT").exists():
+                raise StateLost(
+                    f"the store of {topic}[{partition}] is gone from {path} while the worker ran (the folder or the "
+                    f"state directory {self.settings.state_dir} was deleted or unmounted): restart the worker on a "
+                    "state directory that stays; it rebuilds the stores from Kafka without emitting anything again")
 
     def _consume(self, timeout: float) -> list[Message]:
         """Up to `batch_size` messages: waits up to `timeout` for the first, then takes what the
@@ -497,12 +522,14 @@ class Worker:
 
     # -- what an operator sees ------------------------------------------------------------------
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`."""
+        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`, and it
+        has not stopped on an error (`WorkerStopped`: a store deleted under it, a fenced worker...)."""
         age = time.monotonic() - self._loop_at
         stopped = not self._running and self._stop.is_set()
-        ok = not stopped and age < self.settings.stall_timeout_s
+        ok = not stopped and self._failure is None and age < self.settings.stall_timeout_s
         return ok, {"running": self._running, "last_loop_age_s": round(age, 3),
-                    "stall_timeout_s": self.settings.stall_timeout_s}
+                    "stall_timeout_s": self.settings.stall_timeout_s,
+                    **({"failed": self._failure} if self._failure else {})}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready: the loop runs, partitions are assigned and their stores are open."""

@@ -11,8 +11,8 @@ import time
 from dataclasses import replace
 
 import pytest
-from conftest import make_article, page, wrap_in_template
 from confluent_kafka.admin import AdminClient
+from conftest import make_article, page, wrap_in_template
 
 from runtime.test_worker import BAD, outputs, send, verdicts_by_id
 from streamdedup.config import DetectorConfig
