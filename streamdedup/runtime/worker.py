@@ -16,8 +16,11 @@ Restart: a store's offset is never ahead of the committed one (it is written aft
 transaction commits). If it is behind (a crash between the two, or a partition whose store is
 missing on this worker), the worker replays that range into the store *without* producing, since
 its outputs are already in Kafka. If it is ahead (the group's offsets were reset by hand), it
-refuses to start. Without transactions (`transactions = false`) the same loop gives
-at-least-once delivery with idempotent verdicts keyed by page id.
+refuses to start. If the partition itself started over (the record the store read last is not at
+its offset any more: a topic created again, a broker that lost its data; runtime/topic_reset.py),
+it refuses or reads the partition from its beginning, as `on_topic_reset` says. Without
+transactions (`transactions = false`) the same loop gives at-least-once delivery with idempotent
+verdicts keyed by page id.
 """
 
 from __future__ import annotations
