@@ -16,6 +16,14 @@ must be in exactly one of unique/duplicates/rejected.jsonl with the uninterrupte
 none a duplicate_id rejection, and summary.json must count them all. It also reports how many
 kills left outputs the store had not committed (cut off by the rerun).
 (tests/outputs/test_file_mode_recovery.py runs a short version: 2 kills over 3,000 records.)
+
+    python bench/crash_harness.py --pages 2000 --kills 5 --topic-reset
+
+A broker that starts over: half as many other pages are judged first, then every topic is deleted
+and created again (a broker back without its data; the group keeps its offsets on noida-db, loses
+them on Tansu), and the pages are fed to the new topics. A worker with the default
+`on_topic_reset` must refuse (exit 2, one line); then the kills run with `restart`, and every new
+page must come out once with the verdict of an uninterrupted file-mode run over old then new pages.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pathlib import Path
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.broker import EmbeddedBroker
@@ -87,6 +96,22 @@ def store_offsets(settings: WorkerSettings) -> dict[str, tuple[int, int]]:
             db.close()
         result[path.name] = (stored, committed(settings, topic, int(partition)))
     return result
+
+
+def start_over(settings: WorkerSettings, command: list[str], env: dict[str, str], old: list) -> dict:
+    """Judge `old` to the end, delete every topic and create them again (a broker that lost its
+    data); the refusal of a worker with the default `on_topic_reset`, as the operator sees it."""
+    feed([RawRecord(f"old:{i}", data=m) for i, m in enumerate(old)], settings.client(), settings.topics.pages)
+    first = subprocess.run(command, env={**env, "STREAMDEDUP_BATCH_SIZE": "64"}, capture_output=True, timeout=3600)
+    admin = AdminClient(settings.client())
+    names = [n for n in (settings.topics.pages, *settings.topics.outputs, *settings.topics.internal)
+             if n in admin.list_topics(timeout=10).topics]
+    for future in admin.delete_topics(names, operation_timeout=10).values():
+        future.result(30)
+    while set(names) & set(admin.list_topics(timeout=10).topics):
+        time.sleep(0.1)
+    ensure_topics(settings)
+    return {"old_pages": len(old), "old_run_exit": first.returncode, "group_offset_after_reset": committed(settings)}
 
 
 def read_all(settings: WorkerSettings, topic: str) -> list:
@@ -190,12 +215,17 @@ def main() -> None:
     parser.add_argument("--broker", default="noida", choices=("noida", "tansu"))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--topology", default="global", choices=("global", "local"))
+    parser.add_argument("--topic-reset", action="store_true",
+                        help="worker mode: judge other pages first, then every topic starts over (see above)")
     args = parser.parse_args()
     started = time.monotonic()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="crash-harness-"))
     messages = pages(args.pages, args.seed)
-    baseline = run_records(messages, work / "baseline")
+    # --topic-reset: pages of other ids judged before the topics start over (the stores keep them)
+    old = [m.replace(b"https://site", b"https://old.site") for m in pages(args.pages // 2, args.seed + 1)] \
+        if args.topic_reset else []
+    baseline = run_records(old + messages, work / "baseline")[len(old):]
     expected = {o.dedup["id"]: o.status for o in baseline if o.status != "rejected"}
     bad = sum(1 for o in baseline if o.status == "rejected")
     if args.mode == "file":
@@ -209,12 +239,21 @@ def main() -> None:
                                   state_dir=work / "state", topology=args.topology,
                                   topics=Topics(**{k: f"{v}-{run}" for k, v in Topics().__dict__.items()}))
         ensure_topics(settings)
-        feed([RawRecord(f"h:{i}", data=m) for i, m in enumerate(messages)], settings.client(), settings.topics.pages)
         env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
                "STREAMDEDUP_GROUP_ID": settings.group_id, "STREAMDEDUP_WORKER_ID": "w1",
                "STREAMDEDUP_STATE_DIR": str(settings.state_dir), "STREAMDEDUP_TOPOLOGY": args.topology,
                **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
         command = [sys.executable, "-m", "streamdedup", "worker", "--exit-when-idle", "5"]
+        reset: dict = {}
+        if args.topic_reset:
+            reset = start_over(settings, command, env, old)
+        feed([RawRecord(f"h:{i}", data=m) for i, m in enumerate(messages)], settings.client(), settings.topics.pages)
+        if args.topic_reset:
+            refused = subprocess.run(command, env=env, capture_output=True, timeout=600)
+            lines = [line for line in refused.stderr.decode(errors="replace").splitlines()
+                     if line.startswith("streamdedup: error:")]
+            reset.update(refused_exit=refused.returncode, refused_line=lines[-1][:160] if lines else None)
+            env["STREAMDEDUP_ON_TOPIC_RESET"] = "restart"
         kills, mid_stream, progress = 0, 0, []
         while kills < args.kills:
             before = committed(settings)
@@ -251,12 +290,12 @@ def main() -> None:
         "rejected_out": len(outputs["rejected"]), "verdicts_differ": sum(1 for k, v in expected.items() if got.get(k) != v),
         "input_committed_offset": last_committed, "stores_behind_committed": sum(a != b for a, b in stores.values()),
         "stores": len(stores), "seconds": round(time.monotonic() - started, 1), "broker": args.broker,
-        "topology": args.topology,
+        "topology": args.topology, **reset,
     }
     print(json.dumps(result))
     ok = (result["lost"] == 0 and result["doubled"] == 0 and result["verdicts_differ"] == 0
           and result["rejected_out"] == bad and last_committed == len(messages)
-          and result["stores_behind_committed"] == 0)
+          and result["stores_behind_committed"] == 0 and (not args.topic_reset or result["refused_exit"] == 2))
     sys.exit(0 if ok else 1)
 
 

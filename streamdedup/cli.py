@@ -343,7 +343,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
     config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset)
     reach_broker(settings, args.connect_timeout)
     try:
         worker = Worker(settings, config, CallWatchdog(exit_stuck))
@@ -554,6 +554,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "loopback only: it has no authentication; 0.0.0.0 in a container)")
     worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
+    worker.add_argument("--on-topic-reset", choices=("refuse", "restart"),
+                        help="a partition whose store read a topic that has since started over (deleted and created "
+                             "again, a broker that lost its data, another cluster): refuse to start (default) or "
+                             "judge it from its beginning, keeping what the store knows (env "
+                             "STREAMDEDUP_ON_TOPIC_RESET)")
     _add_detector_options(worker)
     worker.set_defaults(func=cmd_worker)
 

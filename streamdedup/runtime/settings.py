@@ -16,6 +16,7 @@ from streamdedup.logs import kafka_logger
 from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
 TOPOLOGIES = ("global", "local")
+ON_TOPIC_RESET = ("refuse", "restart")  # what a worker does with a partition that started over
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
 
 
@@ -99,6 +100,12 @@ class WorkerSettings:
     # the longest a worker may go between polls before the group drops it (Kafka's default); also
     # how long librdkafka waits for a JoinGroup answer before it asks again (see runtime/broker.py)
     max_poll_interval_s: float = 300.0
+    # a partition whose store read a topic that has since started over (deleted and created again,
+    # a broker that lost its data, another cluster; runtime/topic_reset.py): refuse to start, naming
+    # the fix, or restart (judge it from its beginning, keeping what the store knows, with a warning).
+    # refuse: only the operator knows whether the new topic's records are new (restart) or the old
+    # ones copied with other offsets (a mirrored cluster, where restarting would judge them again)
+    on_topic_reset: str = "refuse"
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 
@@ -164,4 +171,6 @@ class WorkerSettings:
                              f"changelog_retention_ms -1 (for ever) or more (got {result.changelog_retention_ms})")
         if result.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
+        if result.on_topic_reset not in ON_TOPIC_RESET:
+            raise ValueError(f"unknown on_topic_reset {result.on_topic_reset!r}: choose {' or '.join(ON_TOPIC_RESET)}")
         return result

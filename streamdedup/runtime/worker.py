@@ -16,8 +16,11 @@ Restart: a store's offset is never ahead of the committed one (it is written aft
 transaction commits). If it is behind (a crash between the two, or a partition whose store is
 missing on this worker), the worker replays that range into the store *without* producing, since
 its outputs are already in Kafka. If it is ahead (the group's offsets were reset by hand), it
-refuses to start. Without transactions (`transactions = false`) the same loop gives
-at-least-once delivery with idempotent verdicts keyed by page id.
+refuses to start. If the partition itself started over (the record the store read last is not at
+its offset any more: a topic created again, a broker that lost its data; runtime/topic_reset.py),
+it refuses or reads the partition from its beginning, as `on_topic_reset` says. Without
+transactions (`transactions = false`) the same loop gives at-least-once delivery with idempotent
+verdicts keyed by page id.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from streamdedup.outputs.kafka import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime import topics
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
+from streamdedup.runtime.topic_reset import Finding, RecordIdentity, check_partitions, identity_key
 from streamdedup.runtime.topologies import PartitionHandler, make_topology
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
 from streamdedup.runtime.watchdog import CallWatchdog
@@ -60,6 +64,15 @@ class StoreAheadOfKafka(WorkerStopped):
 
 class StoreWriteFailed(WorkerStopped):
     """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
+
+
+class StateLost(WorkerStopped):
+    """A store's folder (or the whole state directory) was deleted under the running worker."""
+
+
+class TopicStartedOver(WorkerStopped):
+    """A partition the store has read started over (the topic was created again, the broker lost its
+    data, another cluster) and `on_topic_reset` is `refuse`."""
 
 
 class WorkerFenced(WorkerStopped):
@@ -118,6 +131,8 @@ class Worker:
         self._running = False
         self._paused = False  # caught up: fetching paused, end offsets polled (see _idle)
         self._taken_over = False  # partitions were assigned in the last poll: they tick before any record
+        self._stores_checked_at = 0.0  # when the stores' folders were last found in place (_check_stores)
+        self._failure: str | None = None  # why the loop stopped, if it failed (/healthz)
         self._start_offsets: dict[TP, int] = {}  # where each assigned partition was started
         self._lag: dict[TP, int] = {}
         self._progress = Progress(time.monotonic(), 0, 0)
@@ -192,10 +207,12 @@ class Worker:
             return
         committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=30)}
         for tp in partitions:
+            if (tp.topic, tp.partition) not in self.handlers:
+                self.handlers[(tp.topic, tp.partition)] = self.topology.open(tp.topic, tp.partition)
+        started_over = self._started_over(partitions)
+        for tp in partitions:
             tp_key = (tp.topic, tp.partition)
-            handler = self.handlers.get(tp_key)
-            if handler is None:
-                handler = self.handlers[tp_key] = self.topology.open(tp.topic, tp.partition)
+            handler = self.handlers[tp_key]
             found = committed.get(tp_key, -1)
             kafka = found if found >= 0 else None
             if not handler.stateful:
@@ -203,6 +220,10 @@ class Worker:
                 continue
             raw = handler.get_meta(offset_key(tp.topic, tp.partition))
             stored = None if raw is None else int(raw)
+            if tp_key in started_over:  # judged from its beginning: the store keeps what it knows of earlier pages
+                self._start_over(tp_key, stored, kafka, started_over[tp_key].end)
+                tp.offset = OFFSET_BEGINNING
+                continue
             if stored is not None and kafka is not None and stored > kafka:
                 raise StoreAheadOfKafka(
                     f"the store for {tp.topic}[{tp.partition}] has processed up to offset {stored}, but the "
@@ -229,6 +250,51 @@ class Worker:
         if self._last_activity is None:  # progress is reported from the first assignment on
             self._progress = Progress(time.monotonic(), 0, 0)
         self._last_activity = time.monotonic()
+
+    def _start_over(self, tp_key: TP, stored: int | None, kafka: int | None, end: int) -> None:
+        """A partition that started over is read from its beginning. If the group has committed an
+        offset of the new topic (another worker judged it up to there since), that range is replayed
+        into the store without producing. An offset equal to the store's is its own last commit of
+        the old topic, which some brokers (noida-db) keep when a topic is created again."""
+        if kafka is not None and kafka != stored and 0 < kafka and (end < 0 or kafka <= end):
+            self.replay_until[tp_key] = kafka
+            log.warning("%s[%d]: the group has committed offset %d of the new topic: replaying 0..%d into the "
+                        "store without producing", *tp_key, kafka, kafka)
+        else:
+            self.replay_until.pop(tp_key, None)
+
+    def _started_over(self, partitions: list[TopicPartition]) -> dict[TP, Finding]:
+        """The assigned partitions whose stores read a topic that has since started over, to be
+        judged from their beginning (`on_topic_reset = restart`); with `refuse`, the worker stops
+        at the first (runtime/topic_reset.py). Partitions whose stores read nothing are not asked."""
+        expected: dict[TP, tuple[int, RecordIdentity | None]] = {}
+        for tp in partitions:
+            handler = self.handlers[(tp.topic, tp.partition)]
+            raw = handler.get_meta(offset_key(tp.topic, tp.partition)) if handler.stateful else None
+            if raw is None or int(raw) <= 0:
+                continue
+            last = RecordIdentity.decode(handler.get_meta(identity_key(tp.topic, tp.partition)))
+            expected[(tp.topic, tp.partition)] = (last.offset if last is not None else int(raw) - 1, last)
+        findings = check_partitions(self.settings.client(), expected)
+        started_over: dict[TP, Finding] = {}
+        for (topic, partition), finding in sorted(findings.items()):
+            store = self.settings.state_dir / f"{topic}-{partition}"
+            if not finding.started_over:
+                if not finding.verified:
+                    log.warning("%s[%d]: whether the topic started over cannot be verified (%s): going on "
+                                "from the store's offset", topic, partition, finding.detail)
+                continue
+            if self.settings.on_topic_reset == "refuse":
+                raise TopicStartedOver(
+                    f"{topic}[{partition}] started over: {finding.detail}, so the topic was deleted and "
+                    "created again, the broker lost its data, or the worker now reads another cluster. To judge "
+                    "its records from the beginning, keeping what the store knows of earlier pages, restart with "
+                    "--on-topic-reset restart (STREAMDEDUP_ON_TOPIC_RESET=restart); to forget them, delete "
+                    f"{store}")
+            log.warning("%s[%d] started over (%s): judging it from its beginning; the store %s keeps what it "
+                        "knows of earlier pages (on_topic_reset = restart)", topic, partition, finding.detail, store)
+            started_over[(topic, partition)] = finding
+        return started_over
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -281,6 +347,7 @@ class Worker:
             while not self._stop.is_set():
                 self._loop_at = time.monotonic()
                 self.metrics.last_loop.set_to_current_time()
+                self._check_stores(self._loop_at)
                 # the producer's log lines (runtime/settings.py: through Python's logging) wait in
                 # its queue until it is polled: every round, or a broker outage without batches
                 # would fill it with librdkafka's ~20 failed connections a second
@@ -316,12 +383,30 @@ class Worker:
                     log.warning("no partitions assigned after %.0fs: stopping", assignment_timeout_s)
                     break
             between_batches = True
+        except WorkerStopped as err:
+            self._failure = str(err)
+            raise
         finally:
             self._running = False
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.close(close_producer=between_batches)
         return self.stats
+
+    def _check_stores(self, now: float) -> None:
+        """At most every second: each open store's folder still has its CURRENT file. RocksDB goes
+        on writing into the files of a folder deleted under it (they live until closed), so a worker
+        whose state directory was deleted ran on, healthy, and exited 0 (issue 56)."""
+        if now - self._stores_checked_at < 1.0:
+            return
+        self._stores_checked_at = now
+        for (topic, partition), handler in self.handlers.items():
+            path = self.settings.state_dir / f"{topic}-{partition}"
+            if handler.stateful and not (path / "CURRENT").exists():
+                raise StateLost(
+                    f"the store of {topic}[{partition}] is gone from {path} while the worker ran (the folder or the "
+                    f"state directory {self.settings.state_dir} was deleted or unmounted): restart the worker on a "
+                    "state directory that stays; it rebuilds the stores from Kafka without emitting anything again")
 
     def _consume(self, timeout: float) -> list[Message]:
         """Up to `batch_size` messages: waits up to `timeout` for the first, then takes what the
@@ -440,12 +525,14 @@ class Worker:
 
     # -- what an operator sees ------------------------------------------------------------------
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`."""
+        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`, and it
+        has not stopped on an error (`WorkerStopped`: a store deleted under it, a fenced worker...)."""
         age = time.monotonic() - self._loop_at
         stopped = not self._running and self._stop.is_set()
-        ok = not stopped and age < self.settings.stall_timeout_s
+        ok = not stopped and self._failure is None and age < self.settings.stall_timeout_s
         return ok, {"running": self._running, "last_loop_age_s": round(age, 3),
-                    "stall_timeout_s": self.settings.stall_timeout_s}
+                    "stall_timeout_s": self.settings.stall_timeout_s,
+                    **({"failed": self._failure} if self._failure else {})}
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready: the loop runs, partitions are assigned and their stores are open."""
@@ -506,6 +593,7 @@ class Worker:
                 self.stats.replayed += handler.process(batch, self.outputs,
                                                        self.replay_until.get((topic, partition), -1))
                 handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
+                handler.stage_meta(identity_key(topic, partition), RecordIdentity.of(batch[-1]).encode())
             after = self._ticking(time.monotonic(), only=by_partition)
             self._tick(after)
             ticked += after

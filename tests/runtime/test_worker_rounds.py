@@ -64,6 +64,12 @@ class _Message:
     def timestamp(self) -> tuple[int, int]:
         return (0, 0)
 
+    def key(self) -> bytes | None:
+        return None
+
+    def value(self) -> bytes:
+        return b""
+
 
 class _Client:
     """The consumer and producer calls a round makes without transactions."""

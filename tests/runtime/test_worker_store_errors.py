@@ -119,3 +119,38 @@ def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_be
         assert " ".join(OLD_DEFAULTS) in line
     assert main([*worker, *OLD_DEFAULTS]) == 0  # the store it left held nothing yet: it opens under these
     assert len(read_topic(settings, topics.duplicates, quiet_s=1.0)) == 1  # rebuilt, not emitted again
+
+
+def test_a_state_folder_deleted_while_the_worker_runs_stops_it_unhealthy(settings):
+    """Issue 56: RocksDB went on writing into the deleted folder's open files; the worker stayed
+    healthy and exited 0, and its next start found empty stores."""
+    import threading
+    import time
+
+    from runtime.test_worker import crawl, send
+    from streamdedup.config import DetectorConfig
+    from streamdedup.runtime.worker import StateLost, Worker
+
+    records = crawl(3)
+    send(settings, records)
+    worker = Worker(settings, DetectorConfig())
+    stopped: list[Exception] = []
+
+    def run() -> None:
+        try:
+            worker.run(idle_timeout_s=8)
+        except StateLost as err:
+            stopped.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while worker.stats.decided < len(records) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert worker.health()[0]
+    shutil.rmtree(settings.state_dir)
+    thread.join(20)
+    assert not thread.is_alive() and stopped, "the worker ran on without its stores"
+    assert str(settings.state_dir) in str(stopped[0]) and "\n" not in str(stopped[0])
+    healthy, details = worker.health()
+    assert not healthy and "is gone" in details["failed"]

@@ -1,0 +1,91 @@
+"""A topic or broker that starts over: the stores hold offsets of a partition that is gone.
+
+Issue 56: the input topic deleted and created again (or a broker back without its data, or a new
+cluster) left the stores' offsets ahead of the new partitions, and the worker started there:
+records 0..N-1 of the new topic were never judged, exit 0, no warning.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from conftest import make_article, page, wrap_in_template
+
+from runtime.test_worker import BAD, outputs, send, verdicts_by_id
+from streamdedup.config import DetectorConfig
+from streamdedup.runtime.topic_reset import _by_watermarks
+from streamdedup.runtime.worker import TopicStartedOver, Worker
+
+
+def pages(first: int, articles: int) -> list:
+    """Three copies of each article (on three sites), ids and texts of their own from `first` on."""
+    return [page(f"https://{site.lower()}.example/{first + i}", wrap_in_template(make_article(first + i, paragraphs=4),
+                                                                                 site), f"2024-03-01T0{j}:00:00Z")
+            for i in range(articles) for j, site in enumerate(("Alpha", "Beta", "Gamma"))]
+
+
+def delete_topics(settings, names) -> None:
+    """Delete the topics and wait until the broker no longer lists them."""
+    admin = AdminClient(settings.client())
+    names = [name for name in names if name in admin.list_topics(timeout=10).topics]
+    for future in admin.delete_topics(list(names), operation_timeout=10).values():
+        future.result(15)
+    deadline = time.monotonic() + 15
+    while set(names) & set(admin.list_topics(timeout=10).topics) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def judged_once(got) -> int:
+    """How many pages got an outcome, each id once (verdicts_by_id asserts no id twice)."""
+    return len(verdicts_by_id(got)) + len(got["rejected"])
+
+
+def test_a_recreated_input_topic_is_refused_with_the_fix_named(settings):
+    send(settings, pages(0, 4))
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 12
+    delete_topics(settings, [settings.topics.pages])
+    new = pages(100, 8)  # more records than the store has read: the old worker skipped the first 12
+    send(settings, new)
+    with pytest.raises(TopicStartedOver) as refused:
+        Worker(settings, DetectorConfig()).run(idle_timeout_s=2)
+    message = str(refused.value)
+    assert f"{settings.topics.pages}[0] started over" in message and "--on-topic-reset restart" in message
+    assert "\n" not in message
+    assert judged_once(outputs(settings, quiet_s=0.5)) == 12  # the old pages' outputs; none of the new was skipped
+    # the operator's fix: every new record judged once, from the beginning of the new topic
+    stats = Worker(replace(settings, on_topic_reset="restart"), DetectorConfig()).run(idle_timeout_s=2)
+    assert stats.decided == len(new) and stats.replayed == 0
+    assert judged_once(outputs(settings)) == 12 + len(new)
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_a_broker_that_lost_everything_is_judged_from_the_beginning_on_restart(settings, topology, caplog):
+    """Every topic gone (a broker back without its data), the group too for the local topology:
+    each new record gets exactly one output; the global topology's index and parts stores start
+    over with their topics."""
+    settings = replace(settings, topology=topology, on_topic_reset="restart")
+    send(settings, pages(0, 4) + BAD)
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
+    delete_topics(settings, [settings.topics.pages, *settings.topics.outputs, *settings.topics.internal])
+    if topology == "local":
+        settings = replace(settings, group_id=settings.group_id + "-new")
+    new = pages(100, 8) + BAD
+    send(settings, new)
+    caplog.set_level("WARNING")
+    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=2)
+    assert stats.decided == len(new) and stats.replayed == 0
+    got = outputs(settings)
+    assert judged_once(got) == len(new) and len(got["rejected"]) == len(BAD)
+    assert f"{settings.topics.pages}[0] started over" in caplog.text
+    # and again: the store now holds the new topic's offsets, nothing is judged twice
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=1).decided == 0
+
+
+def test_what_the_partition_offsets_say_when_the_record_cannot_be_read():
+    assert _by_watermarks(0, 5, 7).started_over  # the partition ends below the record the store read
+    assert _by_watermarks(0, 7, 7).started_over
+    retained = _by_watermarks(50, 90, 7)  # deleted by retention: going on, said so
+    assert not retained.started_over and not retained.verified and "retention" in retained.detail
