@@ -33,8 +33,9 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   site's other briefs; in the cold start no line is template yet, so only this rule can tell.
   The main text's lines must be on `missed_min_pages` earlier pages: one page (a listing, an
   attacker's post) cannot reject another; on one, in the cold start, the page is judged on the text
-  it shows for the first time. A revision at the same URL (a re-crawl) or a long article seen before (a print or AMP copy on the
-  same host, whose page shows comments or related links besides) is judged as before.
+  it shows for the first time. A revision at the same URL (a re-crawl) or a long article seen
+  before (a print or AMP copy on the same host, whose page shows comments or related links
+  besides) is judged as before.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
   `recent_urls` URL hashes.
