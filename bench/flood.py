@@ -135,8 +135,10 @@ def far(detector: Detector, a: Fingerprinted, b: Fingerprinted) -> bool:
     return jaccard < 0.35 and contained < 0.7 and bits >= 7 and a.signatures["exact"] != b.signatures["exact"]
 
 
-def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None) -> dict[str, Any]:
-    """The flood, the story and its copies in a fresh store (`cap`: the store's pages a key, if not its own)."""
+def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None,
+        bands: int | None = None) -> dict[str, Any]:
+    """The flood, the story and its copies in a fresh store (`cap`: the store's pages a key, if not
+    its own; `bands`: how many of the story's MinHash bands the attacker aims at, None: all)."""
     if cap is not None:
         signature_store.MAX_POSTINGS_PER_KEY = cap
     rng = random.Random(seed)
@@ -154,6 +156,8 @@ def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None) 
             held = dict.fromkeys(story_keys, 0)
             minhash_tag = oracle.methods_by_name["minhash"][0]
             targets = band_sentences(oracle, story, sorted(n for n in story_keys if n >> 40 == minhash_tag), seed)
+            if bands is not None:  # fewer bands: the story meets full keys for under half its keys
+                targets = {key: targets[key] for key in sorted(targets)[:bands]}
             numbered = sentences_of(story)
             longest = {i for i, s in enumerate(numbered) if s in set(sorted(numbered, key=len, reverse=True)[:3])}
             flood: list[dict[str, Any]] = []
@@ -202,7 +206,7 @@ def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None) 
     attacker_ids = {o.dedup.get("cluster_id") for o in flood_out}
     found = sum(o.dedup.get("cluster_id") == cluster for o in outcomes)
     return {
-        "fill": fill, "cap": signature_store.MAX_POSTINGS_PER_KEY, "copies": copies, "seed": seed,
+        "fill": fill, "cap": signature_store.MAX_POSTINGS_PER_KEY, "copies": copies, "seed": seed, "bands": bands,
         "attacker_pages": len(flood), "crafted": crafted, "story_keys": by_method,
         "story_status": story_out.dedup["status"],
         "copies_found": found,
@@ -221,13 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=300)
     parser.add_argument("--budget", type=int, default=20_000, help="crafted pages at most")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--bands", type=int, help="of the story's MinHash bands, how many the attacker aims at (all)")
     parser.add_argument("--cap", type=int, help="the store's pages a key (MAX_POSTINGS_PER_KEY), for small runs")
     parser.add_argument("--smoke", action="store_true", help="a small run: --cap 8 --fill 8 --copies 40 --budget 3000")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.smoke:
         args.cap, args.fill, args.copies, args.budget = 8, 8, 40, 3000
-    result = run(args.fill, args.copies, args.budget, args.seed, args.cap)
+    result = run(args.fill, args.copies, args.budget, args.seed, args.cap, args.bands)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

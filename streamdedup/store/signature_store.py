@@ -1141,8 +1141,9 @@ class StoreBatch:
         if self._staged is None or self._page_seqs is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
         names, ends = self._staged
-        self._add(doc, shared, lambda full: places_among_ints(names[ends[page - 1] if page else 0: ends[page]], full),
-                  displaces)
+        start = ends[page - 1] if page else 0
+        self._add(doc, shared, lambda full: places_among_ints(names[start: ends[page]], full), displaces,
+                  ends[page] - start)
         self._page_seqs[page] = doc.seq
 
     def _answer(self, value: bytes) -> tuple[list[int], int]:
@@ -1158,16 +1159,21 @@ class StoreBatch:
         return self._live.isdisjoint(names) and self._values.keys() >= names
 
     def _add(self, doc: DocRecord, names: Sequence[bytes],
-             places: Callable[[list[bytes]], tuple[int, ...]], displaces: bool = False) -> None:
+             places: Callable[[list[bytes]], tuple[int, ...]], displaces: bool = False,
+             keys: int | None = None) -> None:
         """File the page under `names` (but the full ones); `places`: where full names stand among
-        all the page's sorted distinct names, as its record keeps them.
+        all the page's sorted distinct names, as its record keeps them; `keys`: how many those are
+        (None: `names` are all of them).
 
-        A page that `displaces` (judged unique: it matched no earlier page) is filed under a full
-        key too, in place of the key's second-oldest page (`stop_answer`: the first stays, the
-        latest are answered), which is taken out at commit and its record names the key as not
-        filed: a key's pages stay at the cap, and pages filed before a story to fill its keys do not
-        hide it from its copies. A duplicate is not filed under a full key: the cluster it joins is
-        found there already."""
+        A page that `displaces` (judged unique: it matched no earlier page) and meets full keys for
+        at least half its keys is filed under them too, each in place of the key's second-oldest
+        page (`stop_answer`: the first stays, the latest are answered), which is taken out at
+        commit and its record names the key as not filed: a key's pages stay at the cap, and pages
+        filed before a story to fill its keys do not hide it from its copies. A page with most of
+        its keys open is found through those (its copies share many of them), and leaves the full
+        ones as they are: stop keys that every page of a shared vocabulary meets (homogeneous
+        pages: ~10 of ~46) do not turn over at every page, which costs a record rewrite each. A
+        duplicate is not filed under a full key: the cluster it joins is found there already."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
@@ -1190,15 +1196,18 @@ class StoreBatch:
                     values[name] = seq
                 elif ((answer[1] if (answer := answers.get(current)) else layout.postings_count(current))
                       >= MAX_POSTINGS_PER_KEY):
-                    if not displaces:
-                        full.append(name)  # a duplicate: its cluster is under the key already
-                        continue
-                    held = layout.seqs_from(current)  # ascending
-                    self._displaced.append((name, held[1]))  # the oldest stays: the earliest-page rule's
-                    values[name] = layout.seqs_value([held[0], *held[2:]]) + seq
+                    full.append(name)
+                    continue
                 else:
                     values[name] = current + seq
                 filed.append(name)
+            if full and displaces and len(full) * 2 >= (keys if keys is not None else len(unique)):
+                for name in full:  # mostly stop keys: it takes their slots (the docstring)
+                    held = layout.seqs_from(values[name])  # ascending
+                    self._displaced.append((name, held[1]))  # the oldest stays: the earliest-page rule's
+                    values[name] = layout.seqs_value([held[0], *held[2:]]) + seq
+                filed += full
+                full = []
         id_key = self._id_keys[doc.page_id]
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)

@@ -115,13 +115,15 @@ def test_a_full_key_is_a_stop_key_answering_only_its_first_and_latest_pages(tmp_
 
 
 def test_a_unique_page_takes_a_full_keys_slot_and_a_duplicate_does_not(tmp_path, monkeypatch):
-    """A page judged unique is filed under a full key in place of its second-oldest page (whose
-    record then names the key as not filed: expiry and a rebuild from the records agree with the
-    table), and is among the pages the key answers; a duplicate is not filed there."""
+    """A page judged unique whose keys are mostly full is filed under a full key in place of its
+    second-oldest page (whose record then names the key as not filed: expiry and a rebuild from
+    the records agree with the table), and is among the pages the key answers; a duplicate is not
+    filed there, nor a unique page with most of its keys open (found through those)."""
     monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
     from streamdedup.store.layout import DocRecord
 
     hot, other = bytes([1]) + bytes(5), bytes([1]) + bytes(4) + b"\x07"
+    open_a, open_b = bytes([1]) + bytes(4) + b"\x08", bytes([1]) + bytes(4) + b"\x09"
     with Detector(DetectorConfig(), tmp_path) as detector:
         batch = detector.store.batch()
         for seq in range(5):  # fill the key; page 1 is also under another key
@@ -131,10 +133,12 @@ def test_a_unique_page_takes_a_full_keys_slot_and_a_duplicate_does_not(tmp_path,
         batch.add(DocRecord(5, "p5", 0, "p5"), {}, {1: [hot]}, displaces=True)  # unique: in, page 1 out
         batch.add(DocRecord(6, "p6", 0, "p0", "p0"), {}, {1: [hot]})  # a duplicate: not filed
         batch.add(DocRecord(7, "p7", 0, "p7"), {}, {1: [hot]}, displaces=True)  # unique: in, page 2 out
+        # unique, but 1 key full of 3: found through the 2 open ones, it leaves the stop key as it is
+        batch.add(DocRecord(8, "p8", 0, "p8"), {}, {1: [hot, open_a, open_b]}, displaces=True)
         batch.commit()
-        assert detector.store.memory.seqs([hot, other]) == [[0, 3, 4, 5, 7], [1]]
+        assert detector.store.memory.seqs([hot, other, open_a]) == [[0, 3, 4, 5, 7], [1], [8]]
         assert detector.store.batch().candidates([hot]) == [0, 4, 5, 7]
-        assert [detector.store.doc(s).unfiled for s in (1, 2, 6)] == [(0,), (0,), (0,)]
+        assert [detector.store.doc(s).unfiled for s in (1, 2, 6, 8)] == [(0,), (0,), (0,), (0,)]
 
 
 def _synthetic(i: int, simhash: int, rng):
