@@ -188,7 +188,7 @@ class Detector:
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
                                    verdict.duplicate_of or "", signatures, fp.site_hash, document=document,
                                    steered=steered),
-                         page, names)
+                         page, names, displaces=not verdict.duplicate_of)
         return verdict
 
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, page: int, names: list[bytes],

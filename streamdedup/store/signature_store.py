@@ -14,6 +14,7 @@ are one pass over the table (`StoreBatch.prefetch`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -96,15 +97,25 @@ def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
     return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
 
 
-# Bounded work per page (docs/design.md, "Hot keys"): a key keeps at most this many pages (the
-# first filed under it; later ones are not filed there, so a lookup never returns more), and a
+# Bounded work per page (docs/design.md, "Hot keys"): a key keeps at most this many pages, and a
 # page is verified against at most MAX_CANDIDATES pages.
 MAX_POSTINGS_PER_KEY = 32
 MAX_CANDIDATES = 100
 # A full key is a stop key (LSH deployments' hot buckets): everything collides there, so it carries
-# no evidence. It answers only its first pages (the earliest, which the earliest-page rule wants: a
-# page re-crawled a thousand times is still found as its first crawl's duplicate), not all of them.
+# no evidence. It answers only a few of its pages, not all of them: its first (the earliest, which
+# the earliest-page rule wants: a page re-crawled a thousand times is still found as its first
+# crawl's duplicate) and its latest. A page judged unique that meets a full key is filed there in
+# place of the key's second-oldest page (a duplicate is not: its cluster is found already), so
+# pages filed in advance to fill a story's keys (an attacker publishes first) do not hide the story
+# from its copies: the story is among its keys' latest pages, and its copies take no slot.
 STOP_KEY_ANSWERS = 4
+
+
+def stop_answer(ordered: list[int]) -> list[int]:
+    """What a full key answers of its seqs (ascending): its first and its latest pages."""
+    if len(ordered) <= STOP_KEY_ANSWERS:
+        return ordered
+    return [ordered[0], *ordered[len(ordered) - STOP_KEY_ANSWERS + 1:]]
 
 
 def count_lookup(work: Counter[str], found: int, answered: int, verified: int) -> None:
@@ -126,10 +137,11 @@ def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, .
 
 
 def answer_of(value: bytes) -> tuple[list[int], int]:
-    """The seqs a postings value answers a lookup with (all of them, or a full key's first few) and
+    """The seqs a postings value answers a lookup with (all of them, or a full key's `stop_answer`) and
     how many it holds (a full key's count: MAX_POSTINGS_PER_KEY or more)."""
     count = layout.postings_count(value)
-    return layout.seqs_from(value, STOP_KEY_ANSWERS if count >= MAX_POSTINGS_PER_KEY else 0), count
+    seqs = layout.seqs_from(value)
+    return (stop_answer(seqs) if count >= MAX_POSTINGS_PER_KEY else seqs), count
 
 
 # Files RocksDB writes in a store directory. Those that hold data (a MANIFEST, tables, a WAL, blobs)
@@ -841,6 +853,9 @@ class StoreBatch:
         self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
         self._filed_names: list[bytes] = []  # postings added (name, seq), for the in-memory index at commit
         self._filed_seqs: list[int] = []
+        # postings taken out of full keys by unique pages filed in their place (name, seq; `_add`):
+        # out of the in-memory index at commit, and each page's record names the key as not filed
+        self._displaced: list[tuple[bytes, int]] = []
         # postings value -> the seqs it answers and how many it holds (`answer_of`; hot keys: read often)
         self._answers: dict[bytes, tuple[list[int], int]] = {}
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
@@ -955,7 +970,7 @@ class StoreBatch:
                     ordered = sorted(seqs[start: start + count].tolist())
                     value = values[name] = layout.seqs_value(ordered)
                     # its answer as `answer_of` would decode it from the value (read by `candidates`)
-                    answers[value] = (ordered[:STOP_KEY_ANSWERS] if count >= MAX_POSTINGS_PER_KEY else ordered, count)
+                    answers[value] = (stop_answer(ordered) if count >= MAX_POSTINGS_PER_KEY else ordered, count)
                     hits.append(name)
         for name in as_bytes:
             if name not in values:
@@ -1131,26 +1146,29 @@ class StoreBatch:
         return None if value is None else self.store._seq_with_id(page_id, value, self.doc)
 
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
-            names: Mapping[int, list[bytes]] | None = None) -> None:
+            names: Mapping[int, list[bytes]] | None = None, displaces: bool = False) -> None:
         """File the page under its index keys (`names`: the same keys from `index_names`, if the
-        caller has them already) but the full ones, which its record names (`DocRecord.unfiled`)."""
+        caller has them already) but the full ones, which its record names (`DocRecord.unfiled`).
+        `displaces`: it matched no earlier page, and takes a full key's slot (`_add`)."""
         self.add_named(doc, [n for tag_names in (names or SignatureStore.index_names(keys)).values()
-                             for n in tag_names])
+                             for n in tag_names], displaces)
 
-    def add_named(self, doc: DocRecord, names: Sequence[bytes]) -> None:
+    def add_named(self, doc: DocRecord, names: Sequence[bytes], displaces: bool = False) -> None:
         """`add` with the page's index names of every method in one sequence
         (`SignatureStore.index_names_of_records`)."""
         if self._staged is not None:
             raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
-        self._add(doc, names, lambda full: places_among_ints(name_ints(names), full))
+        self._add(doc, names, lambda full: places_among_ints(name_ints(names), full), displaces)
 
-    def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes]) -> None:
+    def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes], displaces: bool = False) -> None:
         """`add_named` of the batch's page number `page` (`stage`), given its shared names: those
         are filed now, the others when the batch commits."""
         if self._staged is None or self._page_seqs is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
         names, ends = self._staged
-        self._add(doc, shared, lambda full: places_among_ints(names[ends[page - 1] if page else 0: ends[page]], full))
+        start = ends[page - 1] if page else 0
+        self._add(doc, shared, lambda full: places_among_ints(names[start: ends[page]], full), displaces,
+                  ends[page] - start)
         self._page_seqs[page] = doc.seq
 
     def _answer(self, value: bytes) -> tuple[list[int], int]:
@@ -1166,9 +1184,21 @@ class StoreBatch:
         return self._live.isdisjoint(names) and self._values.keys() >= names
 
     def _add(self, doc: DocRecord, names: Sequence[bytes],
-             places: Callable[[list[bytes]], tuple[int, ...]]) -> None:
+             places: Callable[[list[bytes]], tuple[int, ...]], displaces: bool = False,
+             keys: int | None = None) -> None:
         """File the page under `names` (but the full ones); `places`: where full names stand among
-        all the page's sorted distinct names, as its record keeps them."""
+        all the page's sorted distinct names, as its record keeps them; `keys`: how many those are
+        (None: `names` are all of them).
+
+        A page that `displaces` (judged unique: it matched no earlier page) and meets full keys for
+        at least half its keys is filed under them too, each in place of the key's second-oldest
+        page (`stop_answer`: the first stays, the latest are answered), which is taken out at
+        commit and its record names the key as not filed: a key's pages stay at the cap, and pages
+        filed before a story to fill its keys do not hide it from its copies. A page with most of
+        its keys open is found through those (its copies share many of them), and leaves the full
+        ones as they are: stop keys that every page of a shared vocabulary meets (homogeneous
+        pages: ~10 of ~46) do not turn over at every page, which costs a record rewrite each. A
+        duplicate is not filed under a full key: the cluster it joins is found there already."""
         if doc.seq != self._seq:
             raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
         self._seq += 1
@@ -1191,11 +1221,18 @@ class StoreBatch:
                     values[name] = seq
                 elif ((answer[1] if (answer := answers.get(current)) else layout.postings_count(current))
                       >= MAX_POSTINGS_PER_KEY):
-                    full.append(name)  # a full key keeps its first pages (the earliest, which the rule wants)
+                    full.append(name)
                     continue
                 else:
                     values[name] = current + seq
                 filed.append(name)
+            if full and displaces and len(full) * 2 >= (keys if keys is not None else len(unique)):
+                for name in full:  # mostly stop keys: it takes their slots (the docstring)
+                    held = layout.seqs_from(values[name])  # ascending
+                    self._displaced.append((name, held[1]))  # the oldest stays: the earliest-page rule's
+                    values[name] = layout.seqs_value([held[0], *held[2:]]) + seq
+                filed += full
+                full = []
         id_key = self._id_keys[doc.page_id]
         values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
         filed.append(id_key)
@@ -1233,10 +1270,42 @@ class StoreBatch:
         return (np.concatenate([names, lone_names[added]]), np.concatenate([seqs, lone_seqs[added].astype(np.uint64)]),
                 free, epoch)
 
+    def _take_out_displaced(self) -> tuple[list[bytes], list[int], list[DocRecord]]:
+        """The displaced postings of pages committed before (`_displaced`: the batch's own are left
+        out of its filings instead), and every displaced page's record with those keys added to its
+        unfiled places (the batch's own records changed in place; the others as new records)."""
+        if not self._displaced:
+            return [], [], []
+        staged = set(zip(self._filed_names, self._filed_seqs, strict=True)) & set(self._displaced)
+        if staged:
+            kept = [(n, s) for n, s in zip(self._filed_names, self._filed_seqs, strict=True) if (n, s) not in staged]
+            self._filed_names = [n for n, _ in kept]
+            self._filed_seqs = [s for _, s in kept]
+        by_seq: dict[int, list[bytes]] = {}
+        for name, seq in self._displaced:
+            by_seq.setdefault(seq, []).append(name)
+        changed: list[DocRecord] = []
+        for seq, names in by_seq.items():
+            doc = self.doc(seq)
+            if doc is None:
+                continue
+            every = sorted({n for tag_names in self.store.index_names(self.store.index_keys(doc)).values()
+                            for n in tag_names})
+            unfiled = tuple(sorted({*doc.unfiled, *places_among_ints(name_ints(every), names)}))
+            if seq in self._docs:
+                doc.unfiled = unfiled
+            else:
+                changed.append(dataclasses.replace(doc, unfiled=unfiled))
+        removed = [(n, s) for n, s in self._displaced if s not in self._docs]
+        return [n for n, _ in removed], [s for _, s in removed], changed
+
     def commit(self) -> None:
+        removed_names, removed_seqs, changed = self._take_out_displaced()
         names, seqs, free, epoch = self._postings()
         self.store.check_growth(names, np.fromiter(self._docs, dtype=np.uint64, count=len(self._docs)))
         wb = WriteBatch(raw_mode=True)
+        for doc in changed:
+            wb.put(layout.doc_key(doc.seq), doc.encode())
         self._templates.write(wb)
         put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
         scan_from = self.store._time_scan_from
@@ -1258,6 +1327,10 @@ class StoreBatch:
         self._templates.written()
         self.store.index_version += 1
         self._quiet = None
+        if removed_names:  # before the filings: a filing reuses the slot a posting leaves
+            self.store.memory.remove_ints(name_ints(removed_names), np.asarray(removed_seqs, dtype=np.uint64))
+            for doc in changed:
+                self.store._doc_cache[doc.seq] = doc
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
@@ -1265,6 +1338,7 @@ class StoreBatch:
         self._chance_only = {}
         self._filed_names.clear()
         self._filed_seqs.clear()
+        self._displaced.clear()
         self._answers.clear()
         self._journal.clear()
         self._templates.clear()

@@ -94,9 +94,9 @@ def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monk
     assert all(answer == signature_store.answer_of(value) for value, answer in kept)
 
 
-def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monkeypatch):
-    """Everything collides under a full key: it answers its first pages only (the earliest-page
-    rule's), so its lookups cost a few candidates, not the cap's worth."""
+def test_a_full_key_is_a_stop_key_answering_only_its_first_and_latest_pages(tmp_path, monkeypatch):
+    """Everything collides under a full key: it answers its first page (the earliest-page rule's)
+    and its latest only, so its lookups cost a few candidates, not the cap's worth."""
     monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 20)
     monkeypatch.setattr(signature_store, "STOP_KEY_ANSWERS", 3, raising=False)
     from streamdedup.store.layout import DocRecord
@@ -109,9 +109,36 @@ def test_a_full_key_is_a_stop_key_answering_only_its_first_pages(tmp_path, monke
         batch.commit()
         batch = detector.store.batch()
         batch.prefetch([hot, cold])
-        assert batch.candidates([hot]) == [0, 1, 2]
-        assert batch.candidates([hot, cold]) == [0, 1, 2, 25, 26, 27, 28, 29]
+        assert batch.candidates([hot]) == [0, 18, 19]
+        assert batch.candidates([hot, cold]) == [0, 18, 19, 25, 26, 27, 28, 29]
         assert batch.last_found == 8
+
+
+def test_a_unique_page_takes_a_full_keys_slot_and_a_duplicate_does_not(tmp_path, monkeypatch):
+    """A page judged unique whose keys are mostly full is filed under a full key in place of its
+    second-oldest page (whose record then names the key as not filed: expiry and a rebuild from
+    the records agree with the table), and is among the pages the key answers; a duplicate is not
+    filed there, nor a unique page with most of its keys open (found through those)."""
+    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    from streamdedup.store.layout import DocRecord
+
+    hot, other = bytes([1]) + bytes(5), bytes([1]) + bytes(4) + b"\x07"
+    open_a, open_b = bytes([1]) + bytes(4) + b"\x08", bytes([1]) + bytes(4) + b"\x09"
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        batch = detector.store.batch()
+        for seq in range(5):  # fill the key; page 1 is also under another key
+            batch.add(DocRecord(seq, f"p{seq}", 0, f"p{seq}"), {}, {1: [hot, other] if seq == 1 else [hot]})
+        batch.commit()
+        batch = detector.store.batch()
+        batch.add(DocRecord(5, "p5", 0, "p5"), {}, {1: [hot]}, displaces=True)  # unique: in, page 1 out
+        batch.add(DocRecord(6, "p6", 0, "p0", "p0"), {}, {1: [hot]})  # a duplicate: not filed
+        batch.add(DocRecord(7, "p7", 0, "p7"), {}, {1: [hot]}, displaces=True)  # unique: in, page 2 out
+        # unique, but 1 key full of 3: found through the 2 open ones, it leaves the stop key as it is
+        batch.add(DocRecord(8, "p8", 0, "p8"), {}, {1: [hot, open_a, open_b]}, displaces=True)
+        batch.commit()
+        assert detector.store.memory.seqs([hot, other, open_a]) == [[0, 3, 4, 5, 7], [1], [8]]
+        assert detector.store.batch().candidates([hot]) == [0, 4, 5, 7]
+        assert [detector.store.doc(s).unfiled for s in (1, 2, 6, 8)] == [(0,), (0,), (0,), (0,)]
 
 
 def _synthetic(i: int, simhash: int, rng):

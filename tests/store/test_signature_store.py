@@ -314,11 +314,14 @@ def _postings(memory):
     return sorted(zip(names, seqs, strict=True))
 
 
-def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, monkeypatch):
+@pytest.mark.parametrize("displacing", [False, True])
+def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, monkeypatch, displacing):
     """The batch's filing (the detector's way: a batch's names made at once from the encoded
     signatures, looked up, then filed; and `add` from keys) puts every page under exactly the keys
     its record says, full keys left out: the table after the commits holds the postings the
-    rebuild from the records makes, and the names are `index_names` of each page's `index_keys`."""
+    rebuild from the records makes, and the names are `index_names` of each page's `index_keys`.
+    `displacing`: the even pages are unique and take full keys' slots where most of their keys
+    are full (pages of the same text), and the pages they displace are rewritten to agree."""
     from streamdedup.fingerprints.a12 import A12Method
     from streamdedup.fingerprints.simhash import SimHashMethod
     from streamdedup.store import signature_store
@@ -326,6 +329,7 @@ def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, mo
 
     monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
     methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
+    displaced = 0
     with SignatureStore(tmp_path, methods, CONFIG) as store:
         tags = store.tags
         for b in range(5):
@@ -344,9 +348,12 @@ def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, mo
                     batch.candidates(names)
                     batch.add_named(record, names)
                 else:
-                    batch.add(record, {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()})
+                    batch.add(record, {tags[n]: store.methods[n].index_keys(s) for n, s in sigs.items()},
+                              displaces=displacing)
+            displaced += len(batch._displaced)
             batch.commit()
         assert any(doc.unfiled for doc in store.iter_docs())
+        assert bool(displaced) == displacing
         live = _postings(store.memory)
         store.memory = MemoryIndex()
         store._rebuild_index()

@@ -138,7 +138,7 @@ class IndexPartition:
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
                             f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,
                             steered=doc.steered),
-                  request.keys, names)
+                  request.keys, names, displaces=not earlier)
         return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
 
     # -- the runtime's side: staged changes, offsets ------------------------------------------
