@@ -16,6 +16,12 @@ must be in exactly one of unique/duplicates/rejected.jsonl with the uninterrupte
 none a duplicate_id rejection, and summary.json must count them all. It also reports how many
 kills left outputs the store had not committed (cut off by the rerun).
 (tests/outputs/test_file_mode_recovery.py runs a short version: 2 kills over 3,000 records.)
+
+    python bench/crash_harness.py --mode faust --pages 2000 --kills 10
+
+The same for `streamdedup faust` (at-least-once): killed at random moments and restarted, then run
+until the group has committed every input. Each page must come out with the uninterrupted run's
+verdict; a page may come out more than once (a replay), but only byte for byte the same.
 """
 
 from __future__ import annotations
@@ -181,10 +187,56 @@ def file_mode(args: argparse.Namespace, rng: random.Random, work: Path, messages
     return result, ok
 
 
+def faust_mode(args: argparse.Namespace, rng: random.Random, settings: WorkerSettings, messages: list,
+               expected: dict[str, str], bad: int) -> tuple[dict, bool]:
+    """Kill `streamdedup faust` at random moments, restart it, then let it drain the topic."""
+    env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+           **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+    command = [sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(settings.state_dir),
+               "--group-id", settings.group_id]
+    kills, mid_stream = 0, 0
+    while kills < args.kills and committed(settings) < len(messages):
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(2.0, 8.0))  # start-up takes ~3 s: some kills land in it, most mid-stream
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        mid_stream += 0 < committed(settings) < len(messages)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 3600
+    while committed(settings) < len(messages) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(1)
+    process.terminate()
+    _, log = process.communicate(timeout=120)
+    outputs = {name: read_all(settings, topic) for name, topic in
+               (("unique", settings.topics.unique), ("duplicates", settings.topics.duplicates),
+                ("rejected", settings.topics.rejected))}
+    values: dict[str, set[bytes]] = {}
+    for name in ("unique", "duplicates"):
+        for message in outputs[name]:
+            values.setdefault(orjson.loads(message.value())["dedup"]["id"], set()).add(message.value())
+    got = {page_id: orjson.loads(next(iter(v)))["dedup"]["status"] for page_id, v in values.items()}
+    sources = Counter(dict(m.headers() or [])["dedup.source"] for m in outputs["rejected"])
+    result = {
+        "mode": "faust", "pages": len(messages), "bad_records": bad, "kills": kills, "kills_mid_stream": mid_stream,
+        "lost": sum(1 for page_id in expected if page_id not in values) + max(bad - len(sources), 0),
+        "repeated": sum(1 for v in values.values() for _ in v) + sum(sources.values()) - len(values) - len(sources),
+        "outputs": sum(len(v) for v in outputs.values()),
+        "repeats_differ": sum(1 for v in values.values() if len(v) > 1),
+        "verdicts_differ": sum(1 for k, v in expected.items() if got.get(k) != v),
+        "input_committed_offset": committed(settings), "seconds": 0.0,
+    }
+    ok = (result["lost"] == 0 and result["repeats_differ"] == 0 and result["verdicts_differ"] == 0
+          and len(sources) == bad and result["input_committed_offset"] == len(messages))
+    if not ok:
+        print(log.decode(errors="replace")[-3000:], file=sys.stderr)
+    return result, ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", default="worker", choices=("worker", "file"),
-                        help="kill the Kafka worker, or `streamdedup dedup` (file mode)")
+    parser.add_argument("--mode", default="worker", choices=("worker", "file", "faust"),
+                        help="kill the Kafka worker, `streamdedup dedup` (file mode) or `streamdedup faust`")
     parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--broker", default="noida", choices=("noida", "tansu"))
@@ -210,6 +262,11 @@ def main() -> None:
                                   topics=Topics(**{k: f"{v}-{run}" for k, v in Topics().__dict__.items()}))
         ensure_topics(settings)
         feed([RawRecord(f"h:{i}", data=m) for i, m in enumerate(messages)], settings.client(), settings.topics.pages)
+        if args.mode == "faust":
+            result, ok = faust_mode(args, rng, settings, messages, expected, bad)
+            result.update(seconds=round(time.monotonic() - started, 1), broker=args.broker)
+            print(json.dumps(result))
+            sys.exit(0 if ok else 1)
         env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
                "STREAMDEDUP_GROUP_ID": settings.group_id, "STREAMDEDUP_WORKER_ID": "w1",
                "STREAMDEDUP_STATE_DIR": str(settings.state_dir), "STREAMDEDUP_TOPOLOGY": args.topology,

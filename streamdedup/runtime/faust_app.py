@@ -194,7 +194,7 @@ def start_over_where_the_topic_did(settings: WorkerSettings, group_id: str, time
     committed (its committed offset is past the partition's end, or the record before it is not
     the one journaled there), set back to their first offset, loudly. Faust would otherwise drop
     every new record below the old committed offset without a word. Returns those partitions."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     topic = settings.topics.pages
     consumer = Consumer(settings.client(**{"group.id": group_id, "enable.auto.commit": False,
@@ -223,7 +223,12 @@ def start_over_where_the_topic_did(settings: WorkerSettings, group_id: str, time
             if why is not None:
                 log.warning("%s partition %d started over (%s: the topic was created again or the broker lost its "
                             "data): reading it again from offset %d", topic, tp.partition, why, low)
-                consumer.commit(offsets=[TopicPartition(topic, tp.partition, low)], asynchronous=False)
+                try:
+                    consumer.commit(offsets=[TopicPartition(topic, tp.partition, low)], asynchronous=False)
+                except KafkaException as err:
+                    raise SystemExit(f"streamdedup: error: could not set group {group_id} back to offset {low} of "
+                                     f"{topic}[{tp.partition}] ({err}): stop every app of the group, then start "
+                                     "this one again") from err
                 reset.append(tp.partition)
     finally:
         consumer.close()
