@@ -247,7 +247,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                     processing_guarantee="at_least_once", topic_allow_declare=True,
                     consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions,
                     producer_compression_type=COMPRESSION, producer_max_request_size=MAX_RECORD_BYTES,
-                    consumer_max_fetch_size=MAX_MESSAGE_BYTES)
+                    consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+                    # the worker's session timeout; Tansu answers a join only after half the rebalance
+                    # timeout (Faust's default 60 s: 30 s before the first record)
+                    broker_session_timeout=10, broker_rebalance_timeout=10)
     raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw",
                            "config": {"max.message.bytes": str(MAX_MESSAGE_BYTES)}}
     t = settings.topics
