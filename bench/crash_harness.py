@@ -195,32 +195,38 @@ def faust_mode(args: argparse.Namespace, rng: random.Random, settings: WorkerSet
     command = [sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(settings.state_dir),
                "--group-id", settings.group_id]
     kills, mid_stream = 0, 0
-    while kills < args.kills and committed(settings) < len(messages):
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(2.0, 8.0))  # start-up takes ~3 s: some kills land in it, most mid-stream
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        kills += 1
-        mid_stream += 0 < committed(settings) < len(messages)
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 3600
-    while committed(settings) < len(messages) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(1)
-    process.terminate()
-    _, log = process.communicate(timeout=120)
+    log_path = settings.state_dir.parent / "faust.log"  # every run's log, appended (a pipe could fill)
+    with open(log_path, "ab") as log_file:
+        while kills < args.kills and committed(settings) < len(messages):
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log_file)
+            time.sleep(rng.uniform(2.0, 12.0))  # start-up takes ~3 s: some kills land in it, most mid-stream
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            kills += 1
+            mid_stream += 0 < committed(settings) < len(messages)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log_file)
+        deadline = time.monotonic() + args.drain_timeout
+        while committed(settings) < len(messages) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(1)
+        process.terminate()
+        process.wait(timeout=120)
+    log = log_path.read_bytes()
     outputs = {name: read_all(settings, topic) for name, topic in
                (("unique", settings.topics.unique), ("duplicates", settings.topics.duplicates),
                 ("rejected", settings.topics.rejected))}
-    values: dict[str, set[bytes]] = {}
+    values: dict[str, set[bytes]] = {}  # page id -> the distinct values it came out with
+    seen: Counter[str] = Counter()  # page id -> how many times it came out
     for name in ("unique", "duplicates"):
         for message in outputs[name]:
-            values.setdefault(orjson.loads(message.value())["dedup"]["id"], set()).add(message.value())
+            page_id = orjson.loads(message.value())["dedup"]["id"]
+            values.setdefault(page_id, set()).add(message.value())
+            seen[page_id] += 1
     got = {page_id: orjson.loads(next(iter(v)))["dedup"]["status"] for page_id, v in values.items()}
     sources = Counter(dict(m.headers() or [])["dedup.source"] for m in outputs["rejected"])
     result = {
         "mode": "faust", "pages": len(messages), "bad_records": bad, "kills": kills, "kills_mid_stream": mid_stream,
         "lost": sum(1 for page_id in expected if page_id not in values) + max(bad - len(sources), 0),
-        "repeated": sum(1 for v in values.values() for _ in v) + sum(sources.values()) - len(values) - len(sources),
+        "repeated": sum(seen.values()) - len(seen) + sum(sources.values()) - len(sources),
         "outputs": sum(len(v) for v in outputs.values()),
         "repeats_differ": sum(1 for v in values.values() if len(v) > 1),
         "verdicts_differ": sum(1 for k, v in expected.items() if got.get(k) != v),
@@ -242,6 +248,8 @@ def main() -> None:
     parser.add_argument("--broker", default="noida", choices=("noida", "tansu"))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--topology", default="global", choices=("global", "local"))
+    parser.add_argument("--drain-timeout", type=float, default=600.0,
+                        help="faust mode: seconds the last run may take to commit every input")
     args = parser.parse_args()
     started = time.monotonic()
     rng = random.Random(args.seed)

@@ -359,7 +359,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
 def cmd_faust(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from streamdedup.runtime.faust_app import JOURNAL_KEEP, create_app, start_over_where_the_topic_did
+    from streamdedup.runtime.faust_app import JOURNAL_KEEP, create_app, partitions_started_over
     from streamdedup.runtime.topics import ensure_topics
 
     config = detector_config(args)
@@ -367,8 +367,9 @@ def cmd_faust(args: argparse.Namespace) -> int:
     reach_broker(settings, args.connect_timeout)
     # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
     ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)
-    start_over_where_the_topic_did(settings, settings.group_id, timeout=args.connect_timeout)
-    app = create_app(settings, config, app_id=settings.group_id, journal_keep=max(1, args.journal_keep or JOURNAL_KEEP))
+    started_over = partitions_started_over(settings, settings.group_id, timeout=args.connect_timeout)
+    app = create_app(settings, config, app_id=settings.group_id, journal_keep=max(1, args.journal_keep or JOURNAL_KEEP),
+                     started_over=started_over)
     sys.argv = ["streamdedup-faust", "worker", "-l", "info" if args.verbose else "warn", "--without-web"]
     app.main()
     return 0

@@ -189,17 +189,17 @@ def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) 
     return None if value is None else value[:DIGEST_BYTES]
 
 
-def start_over_where_the_topic_did(settings: WorkerSettings, group_id: str, timeout: float = 15.0) -> list[int]:
+def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: float = 15.0) -> dict[int, int]:
     """Before the app starts: the partitions of the pages topic that started over since the group
     committed (its committed offset is past the partition's end, or the record before it is not
-    the one journaled there), set back to their first offset, loudly. Faust would otherwise drop
-    every new record below the old committed offset without a word. Returns those partitions."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    the one journaled there), each with its first offset, said loudly. Faust would otherwise drop
+    every new record below the old committed offset without a word (`create_app` seeks them)."""
+    from confluent_kafka import Consumer, TopicPartition
 
     topic = settings.topics.pages
     consumer = Consumer(settings.client(**{"group.id": group_id, "enable.auto.commit": False,
-                                           "auto.offset.reset": "earliest"}))
-    reset: list[int] = []
+                                           "auto.offset.reset": "earliest", "enable.partition.eof": True}))
+    started_over: dict[int, int] = {}
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
         for tp in consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout):
@@ -207,36 +207,70 @@ def start_over_where_the_topic_did(settings: WorkerSettings, group_id: str, time
             if committed <= 0:
                 continue  # nothing committed (or nothing before it): the journal's digests suffice
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout)
+            before = record_at(consumer, topic, tp.partition, committed - 1, timeout) if high > low else None
             why = None
-            if committed > high:
-                why = f"the group's committed offset {committed} is past its end ({high})"
-            elif low < committed:
+            if before is None:
+                if committed > high:  # Tansu's high watermark is the last batch's first offset + 1: asked last
+                    why = f"the group's committed offset {committed} is past its end ({high})"
+            else:
                 stored = journaled_digest(Path(settings.state_dir) / f"faust-{topic}-{tp.partition}", topic,
                                           tp.partition, committed - 1)
-                if stored is not None:
-                    consumer.assign([TopicPartition(topic, tp.partition, committed - 1)])
-                    message = consumer.poll(timeout)
-                    consumer.unassign()
-                    if (message is not None and message.error() is None and message.offset() == committed - 1
-                            and record_digest(message.key(), message.value(), message.timestamp()[1]) != stored):
-                        why = f"offset {committed - 1}, before the group's committed offset, holds another record"
+                if stored is not None and record_digest(before.key(), before.value(), before.timestamp()[1]) != stored:
+                    why = f"offset {committed - 1}, before the group's committed offset, holds another record"
             if why is not None:
                 log.warning("%s partition %d started over (%s: the topic was created again or the broker lost its "
                             "data): reading it again from offset %d", topic, tp.partition, why, low)
-                try:
-                    consumer.commit(offsets=[TopicPartition(topic, tp.partition, low)], asynchronous=False)
-                except KafkaException as err:
-                    raise SystemExit(f"streamdedup: error: could not set group {group_id} back to offset {low} of "
-                                     f"{topic}[{tp.partition}] ({err}): stop every app of the group, then start "
-                                     "this one again") from err
-                reset.append(tp.partition)
+                started_over[tp.partition] = low
     finally:
         consumer.close()
-    return reset
+    return started_over
+
+
+def record_at(consumer: Any, topic: str, partition: int, offset: int, timeout: float) -> Any:
+    """The record at exactly that offset, or None (out of range, compacted away, at the end)."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    consumer.assign([TopicPartition(topic, partition, offset)])
+    try:
+        message = consumer.poll(timeout)
+        if message is None or message.error() is not None:
+            if message is not None and message.error().code() != KafkaError._PARTITION_EOF:
+                log.warning("could not read %s[%d]@%d: %s", topic, partition, offset, message.error())
+            return None
+        return message if message.offset() == offset else None
+    finally:
+        consumer.unassign()
+
+
+def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) -> None:
+    """Make the app's consumer read the partitions that started over from their first offset at
+    its first assignment, instead of the group's committed offset of the old topic (Faust seeks
+    to the committed offsets in `seek_to_committed`; the app then commits the new positions)."""
+    pending = dict(started_over)
+    new_consumer = app._new_consumer
+
+    def consumer_that_starts_over() -> Any:
+        consumer = new_consumer()
+        seek_to_committed = consumer.seek_to_committed
+
+        async def seek_to_committed_or_start() -> dict:
+            offsets = dict(await seek_to_committed())
+            for tp in list(offsets):
+                if tp.topic == topic and tp.partition in pending:
+                    offsets[tp] = pending.pop(tp.partition)
+                    await consumer.seek(tp, offsets[tp])
+            return offsets
+
+        consumer.seek_to_committed = seek_to_committed_or_start
+        return consumer
+
+    app._new_consumer = consumer_that_starts_over
 
 
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
-               journal_keep: int = JOURNAL_KEEP) -> Any:
+               journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
+    """The Faust app; `started_over`: partitions to read from the given offset at their first
+    assignment (`partitions_started_over`)."""
     import faust
     from faust.types import TP
 
@@ -250,11 +284,17 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                     consumer_max_fetch_size=MAX_MESSAGE_BYTES,
                     # the worker's session timeout; Tansu answers a join only after half the rebalance
                     # timeout (Faust's default 60 s: 30 s before the first record)
-                    broker_session_timeout=10, broker_rebalance_timeout=10)
+                    broker_session_timeout=10, broker_rebalance_timeout=10,
+                    # as the worker's: a restarted app takes its own place back, instead of waiting for
+                    # a killed one to time out (on noida-db, a killed leader stalled the group for good)
+                    consumer_group_instance_id=(f"streamdedup-faust-{settings.worker_id}"
+                                                if settings.static_membership else None))
     raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw",
                            "config": {"max.message.bytes": str(MAX_MESSAGE_BYTES)}}
     t = settings.topics
     pages = app.topic(t.pages, **raw)
+    if started_over:
+        seek_where_started_over(app, t.pages, started_over)
     names = {"unique": t.unique, "duplicate": t.duplicates, "rejected": t.rejected, "clusters": t.clusters}
     for name in names.values():
         app.topic(name, **raw)  # declared with the same limit, should they be missing
@@ -328,4 +368,4 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 
 __all__ = ["JOURNAL_KEEP", "JournalKeeper", "create_app", "journal_name", "outputs_for", "render",
-           "start_over_where_the_topic_did", "too_large_output"]
+           "partitions_started_over", "too_large_output"]

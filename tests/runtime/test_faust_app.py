@@ -18,7 +18,7 @@ from runtime.test_big_pages import big_page
 from runtime.test_worker import BAD, crawl, send
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.runtime.faust_app import JournalKeeper, outputs_for
+from streamdedup.runtime.faust_app import JournalKeeper, outputs_for, partitions_started_over
 from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
 
@@ -173,3 +173,32 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
                 if o.status != "rejected"}
     assert verdicts == expected, log[-3000:]
     assert "pages partition 0 started over" in log.replace(settings.topics.pages, "pages"), log[-3000:]
+
+
+def test_a_topic_created_again_past_the_committed_offset_is_found_before_the_app_starts(settings):
+    """The new topic already holds more records than the group had committed on the old one:
+    offsets alone look fine, the journaled digest of the record before the committed offset does
+    not match, so the partition is read from its start (Faust would start at offset 3 and never
+    see records 0-2). The partition whose record matches is left alone."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as Partition
+
+    old = [orjson.dumps(page(f"https://old.example/{i}", f"Old page {i} with a few words.")) for i in range(3)]
+    send(settings, old)
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id, "enable.auto.commit": False}))
+    consumer.assign([Partition(settings.topics.pages, 0, 0)])
+    records = [consumer.poll(10) for _ in old]
+    consumer.commit(offsets=[Partition(settings.topics.pages, 0, 3)], asynchronous=False)
+    consumer.close()
+    with Detector(DetectorConfig(), settings.state_dir / f"faust-{settings.topics.pages}-0") as detector:
+        keeper = JournalKeeper(detector, settings.topics.pages, 0)
+        for message in records:
+            keeper.outputs(message.offset(), message.key(), message.value(), message.timestamp()[1])
+    assert partitions_started_over(settings, settings.group_id) == {}  # the same topic: nothing to do
+    recreate(settings, settings.topics.pages)
+    send(settings, [orjson.dumps(page(f"https://new.example/{i}", f"New page {i}, other words.")) for i in range(5)])
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id}))
+    [still] = consumer.committed([Partition(settings.topics.pages, 0)], timeout=10)
+    consumer.close()
+    # noida-db keeps the group's offset of a deleted topic, Tansu drops it (Faust reads from 0 anyway)
+    assert partitions_started_over(settings, settings.group_id) == ({0: 0} if still.offset == 3 else {}), still
