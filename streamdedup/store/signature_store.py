@@ -536,9 +536,9 @@ class SignatureStore:
 
     def journal_names(self, prefix: str, limit: int | None = None) -> list[str]:
         """The names of the journal entries that start with `prefix`, in order (at most `limit`)."""
-        start, names = layout.journal_key(prefix), []
+        start, names = layout.journal_key(prefix), list[str]()
         for key in self.db.keys(from_key=start):
-            if not key.startswith(start) or (limit is not None and len(names) >= limit):
+            if not isinstance(key, bytes) or not key.startswith(start) or (limit is not None and len(names) >= limit):
                 break
             names.append(key[len(layout.JOURNAL):].decode())
         return names
