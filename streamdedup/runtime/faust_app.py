@@ -166,11 +166,12 @@ def is_size_refusal(err: BaseException) -> bool:
 
 
 def is_broker_trouble(err: BaseException) -> bool:
-    """A send error worth retrying: the broker is away or busy, not the record's fault."""
-    from aiokafka.errors import KafkaError
-    from faust.exceptions import ProducerSendError
+    """A send error worth retrying: the broker is away or busy (aiokafka's retriable errors, and
+    timeouts), not the record's fault nor a setting's (authorization, a missing topic config)."""
+    from aiokafka.errors import KafkaError, KafkaTimeoutError
 
-    return isinstance(err, (KafkaError, ProducerSendError)) and not is_size_refusal(err)
+    return any(isinstance(e, KafkaTimeoutError) or (isinstance(e, KafkaError) and e.retriable)
+               for e in (err, err.__cause__)) and not is_size_refusal(err)
 
 
 def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) -> bytes | None:
