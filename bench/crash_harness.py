@@ -24,6 +24,12 @@ and created again (a broker back without its data; the group keeps its offsets o
 them on Tansu), and the pages are fed to the new topics. A worker with the default
 `on_topic_reset` must refuse (exit 2, one line); then the kills run with `restart`, and every new
 page must come out once with the verdict of an uninterrupted file-mode run over old then new pages.
+
+    python bench/crash_harness.py --mode faust --pages 2000 --kills 10
+
+The same for `streamdedup faust` (at-least-once): killed at random moments and restarted, then run
+until the group has committed every input. Each page must come out with the uninterrupted run's
+verdict; a page may come out more than once (a replay), but only byte for byte the same.
 """
 
 from __future__ import annotations
@@ -206,10 +212,62 @@ def file_mode(args: argparse.Namespace, rng: random.Random, work: Path, messages
     return result, ok
 
 
+def faust_mode(args: argparse.Namespace, rng: random.Random, settings: WorkerSettings, messages: list,
+               expected: dict[str, str], bad: int) -> tuple[dict, bool]:
+    """Kill `streamdedup faust` at random moments, restart it, then let it drain the topic."""
+    env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+           **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+    command = [sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(settings.state_dir),
+               "--group-id", settings.group_id]
+    kills, mid_stream = 0, 0
+    log_path = settings.state_dir.parent / "faust.log"  # every run's log, appended (a pipe could fill)
+    with open(log_path, "ab") as log_file:
+        while kills < args.kills and committed(settings) < len(messages):
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log_file)
+            time.sleep(rng.uniform(2.0, 12.0))  # start-up takes ~3 s: some kills land in it, most mid-stream
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            kills += 1
+            mid_stream += 0 < committed(settings) < len(messages)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log_file)
+        deadline = time.monotonic() + args.drain_timeout
+        while committed(settings) < len(messages) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(1)
+        process.terminate()
+        process.wait(timeout=120)
+    log = log_path.read_bytes()
+    outputs = {name: read_all(settings, topic) for name, topic in
+               (("unique", settings.topics.unique), ("duplicates", settings.topics.duplicates),
+                ("rejected", settings.topics.rejected))}
+    values: dict[str, set[bytes]] = {}  # page id -> the distinct values it came out with
+    seen: Counter[str] = Counter()  # page id -> how many times it came out
+    for name in ("unique", "duplicates"):
+        for message in outputs[name]:
+            page_id = orjson.loads(message.value())["dedup"]["id"]
+            values.setdefault(page_id, set()).add(message.value())
+            seen[page_id] += 1
+    got = {page_id: orjson.loads(next(iter(v)))["dedup"]["status"] for page_id, v in values.items()}
+    sources = Counter(dict(m.headers() or [])["dedup.source"] for m in outputs["rejected"])
+    result = {
+        "mode": "faust", "pages": len(messages), "bad_records": bad, "kills": kills, "kills_mid_stream": mid_stream,
+        "lost": sum(1 for page_id in expected if page_id not in values) + max(bad - len(sources), 0),
+        "repeated": sum(seen.values()) - len(seen) + sum(sources.values()) - len(sources),
+        "outputs": sum(len(v) for v in outputs.values()),
+        "repeats_differ": sum(1 for v in values.values() if len(v) > 1),
+        "verdicts_differ": sum(1 for k, v in expected.items() if got.get(k) != v),
+        "input_committed_offset": committed(settings), "seconds": 0.0,
+    }
+    ok = (result["lost"] == 0 and result["repeats_differ"] == 0 and result["verdicts_differ"] == 0
+          and len(sources) == bad and result["input_committed_offset"] == len(messages))
+    if not ok:
+        print(log.decode(errors="replace")[-3000:], file=sys.stderr)
+    return result, ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", default="worker", choices=("worker", "file"),
-                        help="kill the Kafka worker, or `streamdedup dedup` (file mode)")
+    parser.add_argument("--mode", default="worker", choices=("worker", "file", "faust"),
+                        help="kill the Kafka worker, `streamdedup dedup` (file mode) or `streamdedup faust`")
     parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--broker", default="noida", choices=("noida", "tansu"))
@@ -217,7 +275,11 @@ def main() -> None:
     parser.add_argument("--topology", default="global", choices=("global", "local"))
     parser.add_argument("--topic-reset", action="store_true",
                         help="worker mode: judge other pages first, then every topic starts over (see above)")
+    parser.add_argument("--drain-timeout", type=float, default=600.0,
+                        help="faust mode: seconds the last run may take to commit every input")
     args = parser.parse_args()
+    if args.topic_reset and args.mode != "worker":
+        parser.error("--topic-reset is a worker-mode case (the Faust app's start-over is tested in tests/runtime)")
     started = time.monotonic()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="crash-harness-"))
@@ -239,6 +301,13 @@ def main() -> None:
                                   state_dir=work / "state", topology=args.topology,
                                   topics=Topics(**{k: f"{v}-{run}" for k, v in Topics().__dict__.items()}))
         ensure_topics(settings)
+        if args.mode == "faust":
+            feed([RawRecord(f"h:{i}", data=m) for i, m in enumerate(messages)], settings.client(),
+                 settings.topics.pages)
+            result, ok = faust_mode(args, rng, settings, messages, expected, bad)
+            result.update(seconds=round(time.monotonic() - started, 1), broker=args.broker)
+            print(json.dumps(result))
+            sys.exit(0 if ok else 1)
         env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
                "STREAMDEDUP_GROUP_ID": settings.group_id, "STREAMDEDUP_WORKER_ID": "w1",
                "STREAMDEDUP_STATE_DIR": str(settings.state_dir), "STREAMDEDUP_TOPOLOGY": args.topology,

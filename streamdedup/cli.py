@@ -385,12 +385,19 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
 
 def cmd_faust(args: argparse.Namespace) -> int:
-    from streamdedup.runtime.faust_app import create_app
+    from dataclasses import replace
+
+    from streamdedup.runtime.faust_app import JOURNAL_KEEP, create_app, partitions_started_over
+    from streamdedup.runtime.topics import ensure_topics
 
     config = detector_config(args)
     settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
     reach_broker(settings, args.connect_timeout)
-    app = create_app(settings, config, app_id=settings.group_id)
+    # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
+    ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)
+    started_over = partitions_started_over(settings, settings.group_id, timeout=args.connect_timeout)
+    app = create_app(settings, config, app_id=settings.group_id, journal_keep=max(1, args.journal_keep or JOURNAL_KEEP),
+                     started_over=started_over)
     sys.argv = ["streamdedup-faust", "worker", "-l", "info" if args.verbose else "warn", "--without-web"]
     app.main()
     return 0
@@ -574,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_options(faust_worker, with_config=False)
     state_option(faust_worker, "folder of the app's RocksDB stores (default ./state)")
     faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
+    faust_worker.add_argument("--journal-keep", type=int, metavar="N",
+                              help="verdicts kept per partition for replays after a crash: those at or after the "
+                                   "group's committed offset, and at least the last N (default 10,000)")
     _add_detector_options(faust_worker)
     faust_worker.set_defaults(func=cmd_faust)
 

@@ -4,15 +4,35 @@ Why not the default runtime: faust's confluent transport is experimental and its
 mode has open reports of duplicates on rebalance, so this app runs Faust's default (aiokafka)
 transport with **at-least-once** delivery and makes re-processing idempotent instead: every
 verdict it emits is journaled in the partition's RocksDB store in the same WriteBatch as the
-state change and the offset, and a message at or below the stored offset (a replay after a
-crash) re-emits the journaled verdict, byte for byte, under the same key. Consumers that key by
-page id therefore see each page once. One rocksdict store per input partition, like the worker.
+state change, with a digest of the record (`record_identity`), and a message whose offset and
+digest match a journal entry (a replay after a crash) re-emits the journaled verdict, byte for
+byte, under the same key. Consumers that key by page id therefore see each page once. One
+rocksdict store per input partition, like the worker.
+
+A record at a journaled offset with another digest means the topic started over (deleted and
+created again, a broker without its data, a new cluster): the app warns once per partition,
+drops the old topic's entries from that offset on and judges the record as new.
+
+The journal is bounded: a replay starts at the group's committed offset, so entries below it are
+removed, keeping at least the last `journal_keep` of the partition (`JournalKeeper`).
+
+Sizes: topics are created as the worker's (`topics.ensure_topics`), the producer compresses with
+zstd and takes records up to `MAX_RECORD_BYTES`; an output the broker still refuses for its size
+goes to the rejected topic as `too_large_for_broker` (a stub with id, url and size), as the
+worker sends it. Every output is awaited before the record counts as done (Faust commits what
+the agent has taken); an error that is not the broker's refusal or absence stops the app without
+committing, rather than letting Faust restart the agent past the record.
 
     streamdedup faust --bootstrap-servers 127.0.0.1:9092 --state-dir faust-state
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import logging
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,65 +41,93 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason
+from streamdedup.runtime.record_identity import DIGEST_BYTES, record_digest
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.worker import cluster_events, offset_key
+from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES
+from streamdedup.runtime.worker import cluster_events
+from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
 
+log = logging.getLogger(__name__)
 
-def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust") -> Any:
-    import faust
+Output = tuple[str, Any, Any, list]  # target ("unique", "duplicate", "rejected", "clusters"), key, value, headers
+JOURNAL_KEEP = 10_000  # entries kept per partition below the committed offset, whatever it is
+_OFFSET_DIGITS = 20  # offsets zero-padded in journal names, so names sort as offsets do
+SEND_RETRY_S = (0.5, 1, 2, 5)  # backoff while the broker is away, the last repeated
 
-    # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
-    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
-    app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
-                    datadir=str(Path(settings.state_dir) / "faust-data"),
-                    processing_guarantee="at_least_once", topic_allow_declare=True,
-                    consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions)
-    raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw"}
-    t = settings.topics
-    pages = app.topic(t.pages, **raw)
-    targets = {"unique": app.topic(t.unique, **raw), "duplicate": app.topic(t.duplicates, **raw),
-               "rejected": app.topic(t.rejected, **raw), "clusters": app.topic(t.clusters, **raw)}
-    detectors: dict[int, Detector] = {}
 
-    def detector_for(partition: int) -> Detector:
-        if partition not in detectors:
-            detectors[partition] = Detector(config, Path(settings.state_dir) / f"faust-{t.pages}-{partition}")
-        return detectors[partition]
+def journal_name(topic: str, partition: int, offset: int) -> str:
+    return f"{topic}:{partition}@{offset:0{_OFFSET_DIGITS}d}"
 
-    async def emit(outputs: list[tuple[str, bytes | None, bytes | None, list]]) -> None:
-        for target, key, value, headers in outputs:
-            await targets[target].send(key=key, value=value, headers=headers)
 
-    @app.agent(pages)
-    async def dedup(stream: Any) -> None:
-        async for event in stream.events():
-            message = event.message
-            detector = detector_for(message.partition)
-            await emit(outputs_for(detector, message.topic, message.partition, message.offset,
-                                   message.key, message.value))
+@dataclass
+class JournalKeeper:
+    """The verdict journal of one input partition, in that partition's store."""
 
-    return app
+    detector: Detector
+    topic: str
+    partition: int
+    keep: int = JOURNAL_KEEP
+    pruned_below: int = -1  # -1: nothing pruned yet this run (older formats are dropped at the first)
+    warned: bool = False
+    step: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.step = max(1, self.keep // 10)  # one range deletion per `step` offsets, not one a record
+
+    def outputs(self, offset: int, key: bytes | None, value: bytes | None, timestamp_ms: int | None = None,
+                committed: int | None = None) -> list[Output]:
+        """The messages to send for one input message: decided once, replayed from the journal.
+
+        committed: the group's committed offset of the partition, if known; entries below it
+        (and below the last `keep`) are removed in the record's WriteBatch."""
+        source = f"{self.topic}:{self.partition}:{offset}"
+        name = journal_name(self.topic, self.partition, offset)
+        digest = record_digest(key, value, timestamp_ms)
+        journaled = self.detector.store.get_journal(name)
+        if journaled is not None and journaled[:DIGEST_BYTES] == digest:
+            return render(orjson.loads(journaled[DIGEST_BYTES:]), key, value, source)
+        item = self.detector.prepare(RawRecord(origin=source, data=value or b""))
+        outcomes, batch = self.detector.decide_staged([item])
+        dedup = outcomes[0].dedup
+        if journaled is not None:  # another record had this offset: the old topic's entries are void
+            if not self.warned:
+                log.warning("%s partition %d started over: offset %d holds another record than the one judged "
+                            "there before (the topic was created again or the broker lost its data); judging "
+                            "its records as new", self.topic, self.partition, offset)
+                self.warned = True
+            batch.delete_journal(name, journal_name(self.topic, self.partition, 10**_OFFSET_DIGITS - 1))
+        self._prune(batch, offset, committed)
+        batch.set_journal(name, digest + orjson.dumps(dedup))
+        self.detector.commit(batch)  # state and journal in one WriteBatch, before anything is sent
+        return render(dedup, key, value, source)
+
+    def _prune(self, batch: Any, offset: int, committed: int | None) -> None:
+        if self.pruned_below < 0:  # entries of an older app, named topic:partition:offset, undigested
+            prefix = f"{self.topic}:{self.partition}:"
+            if self.detector.store.journal_names(prefix, limit=1):
+                log.warning("dropping the verdict journal of an older streamdedup faust for %s partition %d: "
+                            "records it had not committed are judged again", self.topic, self.partition)
+                batch.delete_journal(prefix, prefix[:-1] + chr(ord(":") + 1))
+            self.pruned_below = 0
+        if committed is None:
+            return  # a replay could start anywhere: keep everything until the group has committed
+        # the entry before the committed offset stays: at start it tells whether the topic started over
+        floor = min(committed - 1, offset + 1 - self.keep)
+        if floor - self.pruned_below >= self.step:
+            batch.delete_journal(journal_name(self.topic, self.partition, 0),
+                                 journal_name(self.topic, self.partition, floor))
+            self.pruned_below = floor
 
 
 def outputs_for(detector: Detector, topic: str, partition: int, offset: int, key: bytes | None,
-                value: bytes | None) -> list[tuple[str, Any, Any, list]]:
-    """The messages to send for one input message: decided once, replayed from the journal."""
-    name = f"{topic}:{partition}:{offset}"
-    journaled = detector.store.get_journal(name)
-    if journaled is None:
-        item = detector.prepare(RawRecord(origin=name, data=value or b""))
-        outcomes, batch = detector.decide_staged([item])
-        dedup = outcomes[0].dedup
-        batch.set_journal(name, orjson.dumps(dedup))
-        batch.set_meta(offset_key(topic, partition), str(offset + 1).encode())
-        detector.commit(batch)  # state, offset and journal in one WriteBatch, before anything is sent
-    else:
-        dedup = orjson.loads(journaled)
-    return render(dedup, key, value, name)
+                value: bytes | None, timestamp_ms: int | None = None) -> list[Output]:
+    """`JournalKeeper.outputs` without pruning, for one message."""
+    return JournalKeeper(detector, topic, partition).outputs(offset, key, value, timestamp_ms)
 
 
-def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "") -> list[tuple[str, Any, Any, list]]:
+def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "") -> list[Output]:
     """Deterministic: the same journaled verdict and input give byte-identical outputs, with the
     worker's headers (`verdict.contract.headers`)."""
     headers = dedup_headers(dedup, source)
@@ -91,4 +139,234 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
     return out
 
 
-__all__ = ["create_app", "outputs_for", "render"]
+def too_large_output(output: Output, topic: str, source: str) -> Output:
+    """The rejection sent instead of an output the broker refused for its size: the worker's
+    `too_large_for_broker` stub (id, url, size, topic, verdict), or for a dead letter its own
+    reason with the original omitted (outputs/kafka.py)."""
+    target, key, value, headers = output
+    size = len(value or b"")
+    if target == "rejected":
+        stub = {"bytes": size, "omitted": "original", "topic": topic}
+        return ("rejected", key, orjson.dumps(stub), [*headers, ("dedup.original_bytes", str(size).encode())])
+    record = orjson.loads(value or b"{}") if target != "clusters" else {}
+    dedup = record.get("dedup") if isinstance(record, dict) else None
+    stub = {"id": (dedup or {}).get("id"), "url": record.get("url") if isinstance(record, dict) else None,
+            "bytes": size, "topic": topic, **({"dedup": dedup} if dedup else {})}
+    detail = f"the output for {topic} is {size} bytes, more than the broker takes for that topic"
+    rejection = Rejection(Reason.TOO_LARGE_FOR_BROKER.value, detail, source).as_dict()
+    return ("rejected", key, orjson.dumps(stub), dedup_headers(rejection, source))
+
+
+def is_size_refusal(err: BaseException) -> bool:
+    from aiokafka.errors import MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError
+
+    causes = (err, err.__cause__)
+    return any(isinstance(e, (MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError))
+               for e in causes)
+
+
+def is_broker_trouble(err: BaseException) -> bool:
+    """A send error worth retrying: the broker is away or busy (aiokafka's retriable errors, and
+    timeouts), not the record's fault nor a setting's (authorization, a missing topic config)."""
+    from aiokafka.errors import KafkaError, KafkaTimeoutError
+
+    return any(isinstance(e, KafkaTimeoutError) or (isinstance(e, KafkaError) and e.retriable)
+               for e in (err, err.__cause__)) and not is_size_refusal(err)
+
+
+def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) -> bytes | None:
+    """The digest journaled for a record of a partition's store, read-only (the app is not running)."""
+    from rocksdict import AccessType, Options, Rdict
+
+    from streamdedup.store import layout
+
+    if not (store_path / "CURRENT").exists():
+        return None
+    db = Rdict(str(store_path), options=Options(raw_mode=True), access_type=AccessType.read_only())
+    try:
+        value = db.get(layout.journal_key(journal_name(topic, partition, offset)))
+    finally:
+        db.close()
+    return None if value is None else value[:DIGEST_BYTES]
+
+
+def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: float = 15.0) -> dict[int, int]:
+    """Before the app starts: the partitions of the pages topic that started over since the group
+    committed (its committed offset is past the partition's end, or the record before it is not
+    the one journaled there), each with its first offset, said loudly. Faust would otherwise drop
+    every new record below the old committed offset without a word (`create_app` seeks them)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = settings.topics.pages
+    consumer = Consumer(settings.client(**{"group.id": group_id, "enable.auto.commit": False,
+                                           "auto.offset.reset": "earliest", "enable.partition.eof": True}))
+    started_over: dict[int, int] = {}
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+        for tp in consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout):
+            committed = tp.offset
+            if committed <= 0:
+                continue  # nothing committed (or nothing before it): the journal's digests suffice
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout)
+            before = record_at(consumer, topic, tp.partition, committed - 1, timeout) if high > low else None
+            why = None
+            if before is None:
+                if committed > high:  # Tansu's high watermark is the last batch's first offset + 1: asked last
+                    why = f"the group's committed offset {committed} is past its end ({high})"
+            else:
+                stored = journaled_digest(Path(settings.state_dir) / f"faust-{topic}-{tp.partition}", topic,
+                                          tp.partition, committed - 1)
+                if stored is not None and record_digest(before.key(), before.value(), before.timestamp()[1]) != stored:
+                    why = f"offset {committed - 1}, before the group's committed offset, holds another record"
+            if why is not None:
+                log.warning("%s partition %d started over (%s: the topic was created again or the broker lost its "
+                            "data): reading it again from offset %d", topic, tp.partition, why, low)
+                started_over[tp.partition] = low
+    finally:
+        consumer.close()
+    return started_over
+
+
+def record_at(consumer: Any, topic: str, partition: int, offset: int, timeout: float) -> Any:
+    """The record at exactly that offset, or None (out of range, compacted away, at the end)."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    consumer.assign([TopicPartition(topic, partition, offset)])
+    try:
+        message = consumer.poll(timeout)
+        if message is None or message.error() is not None:
+            if message is not None and message.error().code() != KafkaError._PARTITION_EOF:
+                log.warning("could not read %s[%d]@%d: %s", topic, partition, offset, message.error())
+            return None
+        return message if message.offset() == offset else None
+    finally:
+        consumer.unassign()
+
+
+def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) -> None:
+    """Make the app's consumer read the partitions that started over from their first offset at
+    its first assignment, instead of the group's committed offset of the old topic (Faust seeks
+    to the committed offsets in `seek_to_committed`; the app then commits the new positions)."""
+    pending = dict(started_over)
+    new_consumer = app._new_consumer
+
+    def consumer_that_starts_over() -> Any:
+        consumer = new_consumer()
+        seek_to_committed = consumer.seek_to_committed
+
+        async def seek_to_committed_or_start() -> dict:
+            offsets = dict(await seek_to_committed())
+            for tp in list(offsets):
+                if tp.topic == topic and tp.partition in pending:
+                    offsets[tp] = pending.pop(tp.partition)
+                    await consumer.seek(tp, offsets[tp])
+            return offsets
+
+        consumer.seek_to_committed = seek_to_committed_or_start
+        return consumer
+
+    app._new_consumer = consumer_that_starts_over
+
+
+def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
+               journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
+    """The Faust app; `started_over`: partitions to read from the given offset at their first
+    assignment (`partitions_started_over`)."""
+    import faust
+    from faust.types import TP
+
+    # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
+    Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
+                    datadir=str(Path(settings.state_dir) / "faust-data"),
+                    processing_guarantee="at_least_once", topic_allow_declare=True,
+                    consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions,
+                    producer_compression_type=COMPRESSION, producer_max_request_size=MAX_RECORD_BYTES,
+                    consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+                    # the worker's session timeout; Tansu answers a join only after half the rebalance
+                    # timeout (Faust's default 60 s: 30 s before the first record)
+                    broker_session_timeout=10, broker_rebalance_timeout=10,
+                    # as the worker's: a restarted app takes its own place back, instead of waiting for
+                    # a killed one to time out (on noida-db, a killed leader stalled the group for good)
+                    consumer_group_instance_id=(f"streamdedup-faust-{settings.worker_id}"
+                                                if settings.static_membership else None))
+    raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw", "value_serializer": "raw",
+                           "config": {"max.message.bytes": str(MAX_MESSAGE_BYTES)}}
+    t = settings.topics
+    pages = app.topic(t.pages, **raw)
+    if started_over:
+        seek_where_started_over(app, t.pages, started_over)
+    names = {"unique": t.unique, "duplicate": t.duplicates, "rejected": t.rejected, "clusters": t.clusters}
+    for name in names.values():
+        app.topic(name, **raw)  # declared with the same limit, should they be missing
+    keepers: dict[int, JournalKeeper] = {}
+
+    def keeper_for(topic: str, partition: int) -> JournalKeeper:
+        if partition not in keepers:
+            detector = Detector(config, Path(settings.state_dir) / f"faust-{t.pages}-{partition}")
+            keepers[partition] = JournalKeeper(detector, topic, partition, keep=journal_keep)
+        return keepers[partition]
+
+    async def send(output: Output) -> Any:
+        target, key, value, headers = output
+        return await app.producer.send(names[target], key, value, None, None, headers)
+
+    async def deliver(outputs: list[Output], source: str) -> None:
+        """Every output in Kafka, a refused one as its rejection; retried while the broker is away."""
+        pending = list(outputs)
+        for attempt in itertools.count():
+            again: list[tuple[Output, bool]] = []  # (what to send next, whether the broker was away)
+            sent: list[tuple[Output, Any]] = []
+            for output in pending:
+                try:
+                    sent.append((output, await send(output)))
+                except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
+                    again.append(instead_of(output, err, source))
+            for output, future in sent:
+                try:
+                    await future
+                except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
+                    again.append(instead_of(output, err, source))
+            if not again:
+                return
+            if any(away for _, away in again):
+                await asyncio.sleep(SEND_RETRY_S[min(attempt, len(SEND_RETRY_S) - 1)])
+            pending = [output for output, _ in again]
+
+    def instead_of(output: Output, err: Exception, source: str) -> tuple[Output, bool]:
+        """What to send after `output` failed with `err`: its rejection if the broker refused its
+        size, itself if the broker is away; anything else is raised."""
+        if is_size_refusal(err):
+            if any(name == "dedup.original_bytes" or value == Reason.TOO_LARGE_FOR_BROKER.value.encode()
+                   for name, value in output[3]):
+                raise err  # even the stub is refused: nothing smaller to send
+            log.warning("the broker refused a %d-byte record for %s as too large: it goes to %s as %s",
+                        len(output[2] or b""), names[output[0]], t.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
+            return too_large_output(output, names[output[0]], source), False
+        if is_broker_trouble(err):
+            log.warning("sending to %s failed (%s); retrying", names[output[0]], err)
+            return output, True
+        raise err
+
+    @app.agent(pages)
+    async def dedup(stream: Any) -> None:
+        async for event in stream.events():
+            message = event.message
+            try:
+                keeper = keeper_for(message.topic, message.partition)
+                # what Faust last committed or read at assignment (the offset a replay starts at)
+                committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
+                timestamp_ms = None if message.timestamp is None else round(message.timestamp * 1000)
+                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms, committed)
+                await deliver(outputs, f"{message.topic}:{message.partition}:{message.offset}")
+            except Exception:  # noqa: BLE001 - Faust would restart the agent and commit past the record
+                log.critical("streamdedup faust stops at %s[%d]@%d without committing it; fix the cause below "
+                             "and start it again", message.topic, message.partition, message.offset, exc_info=True)
+                logging.shutdown()
+                os._exit(1)
+
+    return app
+
+
+__all__ = ["JOURNAL_KEEP", "JournalKeeper", "create_app", "journal_name", "outputs_for", "render",
+           "partitions_started_over", "too_large_output"]

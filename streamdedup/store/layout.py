@@ -5,7 +5,7 @@ RocksDB column family "default", keys distinguished by a 1-byte prefix:
     M<name>                        -> meta value (config, counters, watermark)            [meta]
     D<seq:8>                       -> DocRecord: id, event time, cluster, signatures       [docs]
     T<event ms:8><seq:8>           -> b""   event-time index, for retention                [time]
-    V<runtime key>                 -> bytes verdicts a runtime already emitted (Faust)     [journal]
+    V<topic>:<partition>@<offset:20> -> record digest + verdict the Faust app emitted      [journal]
     S<xxh3-64(site):8>             -> the site's template model (clean/template.py)        [templates]
 
 The index (`memory_index`), every name 6 bytes, rebuilt from the DocRecords when the store opens:

@@ -570,6 +570,15 @@ class SignatureStore:
     def get_journal(self, name: str) -> bytes | None:
         return self.db.get(layout.journal_key(name))
 
+    def journal_names(self, prefix: str, limit: int | None = None) -> list[str]:
+        """The names of the journal entries that start with `prefix`, in order (at most `limit`)."""
+        start, names = layout.journal_key(prefix), list[str]()
+        for key in self.db.keys(from_key=start):
+            if not isinstance(key, bytes) or not key.startswith(start) or (limit is not None and len(names) >= limit):
+                break
+            names.append(key[len(layout.JOURNAL):].decode())
+        return names
+
     def get_meta_int(self, name: str, default: int) -> int:
         value = self.get_meta(name)
         return default if value is None else int(value)
@@ -791,8 +800,8 @@ class SignatureStore:
     def stats(self) -> dict[str, Any]:
         """Counts from a full scan that verifies every block's checksum: a damaged store raises
         StoreCorrupt instead of looking healthy with fewer keys."""
-        counts = {name: 0 for name in ("docs", "time", "templates", "template_deltas")}
-        prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates"}
+        counts = {name: 0 for name in ("docs", "time", "templates", "template_deltas", "journal")}
+        prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates", layout.JOURNAL: "journal"}
         for key, _ in self._scan(self.db, verify=True):
             name = prefixes.get(key[:1])
             if name == "templates" and len(key) != len(layout.template_key(0)):
@@ -865,6 +874,7 @@ class StoreBatch:
         self._id_keys = _IdKeys()  # page id -> its index name, hashed once a batch (`stage`, `seq_for`, `_add` ask)
         self._meta: dict[str, bytes] = {}
         self._journal: dict[str, bytes] = {}
+        self._journal_deletes: list[tuple[str, str]] = []  # [start, end) name ranges, removed before the puts
         self._templates = SiteTemplates(store.db, store.template_params, store.templates)
         self.last_found = 0  # candidates of the last `candidates` call before the limit
         # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
@@ -1251,6 +1261,11 @@ class StoreBatch:
     def set_journal(self, name: str, value: bytes) -> None:
         self._journal[name] = value
 
+    def delete_journal(self, start: str, end: str) -> None:
+        """Remove the journal entries named from `start` up to (not including) `end` at commit,
+        before this batch's own entries are written."""
+        self._journal_deletes.append((start, end))
+
     def template(self, site_hash: int) -> SiteTemplate:
         """A site's template model as of this batch (read once; written back at commit)."""
         return self._templates.get(site_hash)
@@ -1320,6 +1335,8 @@ class StoreBatch:
         self._meta["index_version"] = str(self.store.index_version + 1).encode()
         for meta_name, value in self._meta.items():
             wb.put(layout.meta_key(meta_name), value)
+        for start, end in self._journal_deletes:
+            wb.delete_range(layout.journal_key(start), layout.journal_key(end))
         for journal_name, value in self._journal.items():
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
@@ -1341,6 +1358,7 @@ class StoreBatch:
         self._displaced.clear()
         self._answers.clear()
         self._journal.clear()
+        self._journal_deletes.clear()
         self._templates.clear()
         self._values.clear()
         self._live.clear()

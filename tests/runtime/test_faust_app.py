@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+import uuid
+from pathlib import Path
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import make_article, page, wrap_in_template
 
-from runtime.conftest import read_topic
+from runtime.test_big_pages import big_page
 from runtime.test_worker import BAD, crawl, send
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.runtime.faust_app import outputs_for
+from streamdedup.runtime.faust_app import JournalKeeper, outputs_for, partitions_started_over
+from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
 
 
@@ -22,37 +28,177 @@ def test_a_replayed_message_re_emits_the_journaled_verdict_byte_for_byte(tmp_pat
     messages = [orjson.dumps(page("https://a.example/1", wrap_in_template(story, "A"))),
                 orjson.dumps(page("https://b.example/1", wrap_in_template(story, "B")))]
     with Detector(DetectorConfig(), tmp_path) as detector:
-        first = [outputs_for(detector, "pages", 0, offset, None, value) for offset, value in enumerate(messages)]
+        first = [outputs_for(detector, "pages", 0, offset, None, value, 1000) for offset, value in enumerate(messages)]
         docs = detector.store.stats()["docs"]
-        again = [outputs_for(detector, "pages", 0, offset, None, value) for offset, value in enumerate(messages)]
+        again = [outputs_for(detector, "pages", 0, offset, None, value, 1000) for offset, value in enumerate(messages)]
         assert again == first  # same targets, keys, values, headers: consumers keyed by page id see one page
         assert detector.store.stats()["docs"] == docs  # the replay changed no state
+        # the topic started over: another record at offset 0 is judged, not answered from the journal
+        other = orjson.dumps(page("https://c.example/1", wrap_in_template(make_article(6, paragraphs=4), "C")))
+        [(status, key, value, _)] = [o for o in outputs_for(detector, "pages", 0, 0, None, other, 2000)
+                                     if o[0] != "clusters"]
+        assert status == "unique" and key not in {out[0][1] for out in first}
+        assert detector.store.stats()["docs"] == docs + 1
+        assert detector.store.journal_names("") == ["pages:0@" + "0" * 20]  # offset 1 was the old topic's
     assert [out[0][0] for out in first] == ["unique", "duplicate"]
 
 
-def test_faust_app_against_the_broker(settings, tmp_path):
-    records = crawl(10)
-    send(settings, records)
-    env = {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-           **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
-    started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
-    started_in.mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(tmp_path / "fs"),
-                                "--group-id", settings.group_id], env=env, stdout=subprocess.DEVNULL,
-                               stderr=open(tmp_path / "faust.log", "wb"), cwd=started_in)
+def test_the_journal_keeps_what_a_replay_needs_and_no_more(tmp_path):
+    """Entries below the committed offset go, keeping at least `keep`; none go before the group
+    has committed (a replay could start anywhere). Before: one entry per message, forever."""
+    values = [orjson.dumps(page(f"https://j.example/{i}", f"Short page {i} about nothing in particular."))
+              for i in range(120)]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        keeper = JournalKeeper(detector, "pages", 0, keep=10)
+        for offset, value in enumerate(values[:40]):
+            keeper.outputs(offset, None, value, 1, committed=None)
+        assert len(detector.store.journal_names("")) == 40
+        for offset, value in enumerate(values[40:80], start=40):
+            keeper.outputs(offset, None, value, 1, committed=30)  # the group lags: keep from 29 (before 30) on
+        assert len(detector.store.journal_names("")) == 51
+        for offset, value in enumerate(values[80:], start=80):
+            keeper.outputs(offset, None, value, 1, committed=offset - 1)
+        names = detector.store.journal_names("")
+        assert 10 <= len(names) <= 10 + keeper.step and names[-1].endswith("119"), names
+        assert detector.store.stats()["journal"] == len(names)
+
+
+def app_env(settings) -> dict[str, str]:
+    return {**os.environ, "STREAMDEDUP_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+            **{f"STREAMDEDUP_TOPIC_{k.upper()}": v for k, v in settings.topics.__dict__.items()}}
+
+
+def outcomes(settings, expected: int, timeout_s: float) -> dict[bytes, tuple[str, object]]:
+    """url (or, if the value is no JSON object with one, the value) -> (output, message), over
+    unique, duplicates and rejected, once `expected` came out and 1 s passed; fails on a repeat."""
+    t = settings.topics
+    names = {t.unique: "unique", t.duplicates: "duplicates", t.rejected: "rejected"}
+    consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+                                           "isolation.level": "read_committed", **consumer_settings()}))
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING) for topic in names])
+    got: dict[bytes, tuple[str, object]] = {}
+    last, deadline = time.monotonic(), time.monotonic() + timeout_s
     try:
-        t = settings.topics
-        unique = read_topic(settings, t.unique, expect_at_least=10, quiet_s=3, timeout_s=120)
-        duplicates = read_topic(settings, t.duplicates, expect_at_least=20, quiet_s=3, timeout_s=60)
-        rejected = read_topic(settings, t.rejected, expect_at_least=len(BAD), quiet_s=3, timeout_s=60)
+        while time.monotonic() < deadline and (len(got) < expected or time.monotonic() - last < 1.0):
+            message = consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            try:
+                url = orjson.loads(message.value()).get("url").encode()
+            except (orjson.JSONDecodeError, AttributeError):
+                url = message.value()
+            assert url not in got, f"{url[:100]!r} came out twice"
+            got[url] = (names[message.topic()], message)
+            last = time.monotonic()
     finally:
-        process.terminate()
-        process.wait(timeout=60)
-    got = {}
-    for message in unique + duplicates:
-        dedup = orjson.loads(message.value())["dedup"]
-        got.setdefault(dedup["id"], set()).add(dedup["status"])
-    expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
-    assert {k: v.pop() for k, v in got.items() if len(v) == 1} == expected, (tmp_path / "faust.log").read_text()[-3000:]
-    assert sorted(m.value() for m in rejected) == sorted(BAD)
+        consumer.close()
+    return got
+
+
+def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int) -> tuple[dict, str]:
+    """Start `streamdedup faust` (small journal), wait until `urls_out` records came out in total,
+    stop it; (url -> (output, message), its log)."""
+    started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
+    started_in.mkdir(exist_ok=True)
+    log = tmp_path / log_name
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(tmp_path / "fs"),
+                                    "--group-id", settings.group_id, "--journal-keep", "5"], env=app_env(settings),
+                                   stdout=subprocess.DEVNULL, stderr=stderr, cwd=started_in)
+        try:
+            got = outcomes(settings, urls_out, timeout_s=120)
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
     assert list(started_in.iterdir()) == []
+    return got, log.read_text()
+
+
+def recreate(settings, topic: str) -> None:
+    """Delete the topic and create it again (empty, offsets from 0), as an operator would."""
+    admin = AdminClient(settings.client())
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while topic in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while time.monotonic() < deadline:
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            return
+        except Exception:  # noqa: BLE001 - the deletion may still be under way
+            time.sleep(0.5)
+    raise AssertionError(f"could not create {topic} again")
+
+
+def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(broker, settings, tmp_path):
+    """One app run over a crawl with pages of 1.5 and 8 MB and a big duplicate for a duplicates
+    topic an admin made with a 300 kB limit; then the pages topic is deleted and created again
+    with new pages at the old offsets, and a second run. Every record comes out once with the
+    verdict of file mode over both crawls. Before: the big pages were lost (agent restarts, then
+    committed past), and every new page got the old page's verdict of its offset."""
+    admin = AdminClient(settings.client())
+    admin.create_topics([NewTopic(settings.topics.duplicates, 1, 1, config={"max.message.bytes": "300000"})]
+                        )[settings.topics.duplicates].result(30)
+    big = [big_page(1, 1_500_000), big_page(2, 8_000_000)]
+    big_copy = {**big[0], "url": "https://copy.example/1"}  # a duplicate over the duplicates topic's limit
+    first = [*crawl(10), *big, big_copy]
+    send(settings, first)
+    got, log = run_app_until(settings, tmp_path, "faust-1.log", len(first))
+    assert len(got) == len(first), log[-3000:]
+
+    second = []  # new pages at the first crawl's offsets: 4 new stories, and copies of 2 old ones
+    for i in range(6):
+        story = make_article(2000 + i if i < 4 else 1000 + i, paragraphs=4)
+        second += [page(f"https://new{j}.example/{i}", wrap_in_template(story, f"New{j}")) for j in range(2)]
+    recreate(settings, settings.topics.pages)
+    send(settings, second)
+    got_after, log = run_app_until(settings, tmp_path, "faust-2.log", len(first) + len(second))
+
+    assert set(got_after) - set(got) == {r["url"].encode() for r in second}, log[-3000:]
+    assert sorted(m.value() for _, m in got_after.values() if m.value() in BAD) == sorted(BAD)
+    copy = got_after[big_copy["url"].encode()]
+    if broker.kind != "tansu":  # Tansu keeps max.message.bytes as a label and takes any size
+        assert copy[0] == "rejected" and dict(copy[1].headers())["dedup.reason"] == b"too_large_for_broker"
+        stub = orjson.loads(copy[1].value())
+        assert stub["bytes"] > 1_500_000 and "content" not in stub and stub["dedup"]["status"] == "duplicate"
+    for record in big:
+        name, message = got_after[record["url"].encode()]
+        assert name == "unique" and orjson.loads(message.value())["content"] == record["content"]
+    verdicts = {}  # page id -> status, a stub's by the verdict it carries
+    for _, message in got_after.values():
+        if message.value() not in BAD:
+            dedup = orjson.loads(message.value())["dedup"]
+            verdicts[dedup["id"]] = dedup["status"]
+    expected = {o.dedup["id"]: o.status for o in run_records(first + second, tmp_path / "file-mode")
+                if o.status != "rejected"}
+    assert verdicts == expected, log[-3000:]
+    assert "pages partition 0 started over" in log.replace(settings.topics.pages, "pages"), log[-3000:]
+
+
+def test_a_topic_created_again_past_the_committed_offset_is_found_before_the_app_starts(settings):
+    """The new topic already holds more records than the group had committed on the old one:
+    offsets alone look fine, the journaled digest of the record before the committed offset does
+    not match, so the partition is read from its start (Faust would start at offset 3 and never
+    see records 0-2). The partition whose record matches is left alone."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as Partition
+
+    old = [orjson.dumps(page(f"https://old.example/{i}", f"Old page {i} with a few words.")) for i in range(3)]
+    send(settings, old)
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id, "enable.auto.commit": False}))
+    consumer.assign([Partition(settings.topics.pages, 0, 0)])
+    records = [consumer.poll(10) for _ in old]
+    consumer.commit(offsets=[Partition(settings.topics.pages, 0, 3)], asynchronous=False)
+    consumer.close()
+    with Detector(DetectorConfig(), settings.state_dir / f"faust-{settings.topics.pages}-0") as detector:
+        keeper = JournalKeeper(detector, settings.topics.pages, 0)
+        for message in records:
+            keeper.outputs(message.offset(), message.key(), message.value(), message.timestamp()[1])
+    assert partitions_started_over(settings, settings.group_id) == {}  # the same topic: nothing to do
+    recreate(settings, settings.topics.pages)
+    send(settings, [orjson.dumps(page(f"https://new.example/{i}", f"New page {i}, other words.")) for i in range(5)])
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id}))
+    [still] = consumer.committed([Partition(settings.topics.pages, 0)], timeout=10)
+    consumer.close()
+    # noida-db keeps the group's offset of a deleted topic, Tansu drops it (Faust reads from 0 anyway)
+    assert partitions_started_over(settings, settings.group_id) == ({0: 0} if still.offset == 3 else {}), still

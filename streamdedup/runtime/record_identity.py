@@ -1,0 +1,30 @@
+"""What tells one Kafka record from another at the same topic, partition and offset.
+
+An offset names a record only while the topic lives: a topic deleted and created again, a broker
+that came back without its data or a fleet moved to a new cluster gives new records the offsets
+of old ones. A runtime that remembers something per offset (the Faust app's verdict journal)
+stores the record's digest beside it and trusts the memory only for the same record.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import xxhash
+
+DIGEST_BYTES = 16
+_FRAME = struct.Struct("<qqq")  # key size, value size (-1: null), timestamp ms (-1: none)
+
+
+def record_digest(key: bytes | None, value: bytes | None, timestamp_ms: int | None) -> bytes:
+    """A 16-byte digest (xxh3-128) of a record's key, value and timestamp; sizes frame the
+    fields, so no two different records share their input bytes."""
+    frame = _FRAME.pack(-1 if key is None else len(key), -1 if value is None else len(value),
+                        -1 if timestamp_ms is None else timestamp_ms)
+    hasher = xxhash.xxh3_128(frame)
+    hasher.update(key or b"")
+    hasher.update(value or b"")
+    return hasher.digest()
+
+
+__all__ = ["DIGEST_BYTES", "record_digest"]
