@@ -387,15 +387,19 @@ def cmd_feed(args: argparse.Namespace) -> int:
 def cmd_faust(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from streamdedup.runtime.faust_app import JOURNAL_KEEP, create_app, partitions_started_over
+    from streamdedup.runtime.faust_app import JOURNAL_KEEP, StartedOver, create_app, partitions_started_over
     from streamdedup.runtime.topics import ensure_topics
 
     config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset)
     reach_broker(settings, args.connect_timeout)
     # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
     ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)
-    started_over = partitions_started_over(settings, settings.group_id, timeout=args.connect_timeout)
+    try:
+        started_over = partitions_started_over(settings, settings.group_id, timeout=args.connect_timeout)
+    except StartedOver as err:  # on_topic_reset = refuse
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
     app = create_app(settings, config, app_id=settings.group_id, journal_keep=max(1, args.journal_keep or JOURNAL_KEEP),
                      started_over=started_over)
     sys.argv = ["streamdedup-faust", "worker", "-l", "info" if args.verbose else "warn", "--without-web"]
@@ -538,6 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
                             help="give up when no broker answers within this long (env "
                                  f"STREAMDEDUP_CONNECT_TIMEOUT; default {CONNECT_TIMEOUT_S:g})")
 
+    def topic_reset_option(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--on-topic-reset", choices=("refuse", "restart"),
+                            help="a partition whose store read a topic that has since started over (deleted and "
+                                 "created again, a broker that lost its data, another cluster): refuse to start "
+                                 "(default) or judge it from its beginning, keeping what the store knows (env "
+                                 "STREAMDEDUP_ON_TOPIC_RESET)")
+
     def state_option(parser: argparse.ArgumentParser, help: str) -> None:
         parser.add_argument("--state", type=Path, help=help)
         parser.add_argument("--state-dir", type=Path, dest="state", help=argparse.SUPPRESS)  # deprecated: --state
@@ -561,11 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "loopback only: it has no authentication; 0.0.0.0 in a container)")
     worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
-    worker.add_argument("--on-topic-reset", choices=("refuse", "restart"),
-                        help="a partition whose store read a topic that has since started over (deleted and created "
-                             "again, a broker that lost its data, another cluster): refuse to start (default) or "
-                             "judge it from its beginning, keeping what the store knows (env "
-                             "STREAMDEDUP_ON_TOPIC_RESET)")
+    topic_reset_option(worker)
     _add_detector_options(worker)
     worker.set_defaults(func=cmd_worker)
 
@@ -581,6 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_options(faust_worker, with_config=False)
     state_option(faust_worker, "folder of the app's RocksDB stores (default ./state)")
     faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
+    topic_reset_option(faust_worker)
     faust_worker.add_argument("--journal-keep", type=int, metavar="N",
                               help="verdicts kept per partition for replays after a crash: those at or after the "
                                    "group's committed offset, and at least the last N (default 10,000)")

@@ -61,6 +61,18 @@ def journal_name(topic: str, partition: int, offset: int) -> str:
     return f"{topic}:{partition}@{offset:0{_OFFSET_DIGITS}d}"
 
 
+class StartedOver(RuntimeError):
+    """A partition of the pages topic started over and `on_topic_reset` is `refuse`: one line, the fix named."""
+
+
+def refusal(topic: str, partition: int, why: str) -> str:
+    """The one line that refuses a partition that started over, naming both fixes."""
+    return (f"{topic}[{partition}] started over: {why}, so the topic was deleted and created again, the broker lost "
+            "its data, or the app now reads another cluster. To judge its records from the beginning, keeping what "
+            "the stores know of earlier pages, start again with --on-topic-reset restart "
+            "(STREAMDEDUP_ON_TOPIC_RESET=restart)")
+
+
 @dataclass
 class JournalKeeper:
     """The verdict journal of one input partition, in that partition's store."""
@@ -71,6 +83,7 @@ class JournalKeeper:
     keep: int = JOURNAL_KEEP
     pruned_below: int = -1  # -1: nothing pruned yet this run (older formats are dropped at the first)
     warned: bool = False
+    on_topic_reset: str = "restart"  # `WorkerSettings.on_topic_reset`: "refuse" raises `StartedOver`
     step: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +101,9 @@ class JournalKeeper:
         journaled = self.detector.store.get_journal(name)
         if journaled is not None and journaled[:DIGEST_BYTES] == digest:
             return render(orjson.loads(journaled[DIGEST_BYTES:]), key, value, source)
+        if journaled is not None and self.on_topic_reset == "refuse":
+            raise StartedOver(refusal(self.topic, self.partition, f"offset {offset} holds another record than the "
+                                      "one judged there before"))
         item = self.detector.prepare(RawRecord(origin=source, data=value or b""))
         outcomes, batch = self.detector.decide_staged([item])
         dedup = outcomes[0].dedup
@@ -190,6 +206,29 @@ def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) 
     return None if value is None else value[:DIGEST_BYTES]
 
 
+def newest_journaled(store_path: Path, topic: str, partition: int) -> int | None:
+    """The offset of a partition's newest journal entry, read-only (the app is not running); None
+    without one."""
+    from rocksdict import AccessType, Options, Rdict
+
+    from streamdedup.store import layout
+
+    if not (store_path / "CURRENT").exists():
+        return None
+    first = layout.journal_key(journal_name(topic, partition, 0))
+    db = Rdict(str(store_path), options=Options(raw_mode=True), access_type=AccessType.read_only())
+    try:
+        entries = db.iter()
+        entries.seek_for_prev(layout.journal_key(journal_name(topic, partition, 10**_OFFSET_DIGITS - 1)))
+        key = entries.key() if entries.valid() else None
+        del entries
+    finally:
+        db.close()
+    if key is None or not (first[:-_OFFSET_DIGITS] <= key < first[:-_OFFSET_DIGITS] + b"\xff"):
+        return None
+    return int(key[-_OFFSET_DIGITS:])
+
+
 def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: float = 15.0) -> dict[int, int]:
     """Before the app starts: the partitions of the pages topic that started over since the group
     committed (its committed offset is past the partition's end, or the record before it is not
@@ -205,8 +244,12 @@ def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: fl
         partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
         for tp in consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout):
             committed = tp.offset
-            if committed <= 0:
-                continue  # nothing committed (or nothing before it): the journal's digests suffice
+            store_path = Path(settings.state_dir) / f"faust-{topic}-{tp.partition}"
+            if committed <= 0:  # nothing committed (Tansu drops a deleted topic's offsets): the newest entry
+                newest = newest_journaled(store_path, topic, tp.partition)
+                if newest is None:
+                    continue
+                committed = newest + 1
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout)
             before = record_at(consumer, topic, tp.partition, committed - 1, timeout) if high > low else None
             why = None
@@ -214,11 +257,12 @@ def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: fl
                 if committed > high:  # Tansu's high watermark is the last batch's first offset + 1: asked last
                     why = f"the group's committed offset {committed} is past its end ({high})"
             else:
-                stored = journaled_digest(Path(settings.state_dir) / f"faust-{topic}-{tp.partition}", topic,
-                                          tp.partition, committed - 1)
+                stored = journaled_digest(store_path, topic, tp.partition, committed - 1)
                 if stored is not None and record_digest(before.key(), before.value(), before.timestamp()[1]) != stored:
-                    why = f"offset {committed - 1}, before the group's committed offset, holds another record"
+                    why = f"offset {committed - 1}, last judged, now holds another record"
             if why is not None:
+                if settings.on_topic_reset == "refuse":
+                    raise StartedOver(refusal(topic, tp.partition, why))
                 log.warning("%s partition %d started over (%s: the topic was created again or the broker lost its "
                             "data): reading it again from offset %d", topic, tp.partition, why, low)
                 started_over[tp.partition] = low
@@ -304,7 +348,8 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     def keeper_for(topic: str, partition: int) -> JournalKeeper:
         if partition not in keepers:
             detector = Detector(config, Path(settings.state_dir) / f"faust-{t.pages}-{partition}")
-            keepers[partition] = JournalKeeper(detector, topic, partition, keep=journal_keep)
+            keepers[partition] = JournalKeeper(detector, topic, partition, keep=journal_keep,
+                                               on_topic_reset=settings.on_topic_reset)
         return keepers[partition]
 
     async def send(output: Output) -> Any:
@@ -359,6 +404,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                 timestamp_ms = None if message.timestamp is None else round(message.timestamp * 1000)
                 outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms, committed)
                 await deliver(outputs, f"{message.topic}:{message.partition}:{message.offset}")
+            except StartedOver as err:  # on_topic_reset = refuse, found while running (no committed offset)
+                log.critical("streamdedup: error: %s", err)
+                logging.shutdown()
+                os._exit(2)
             except Exception:  # noqa: BLE001 - Faust would restart the agent and commit past the record
                 log.critical("streamdedup faust stops at %s[%d]@%d without committing it; fix the cause below "
                              "and start it again", message.topic, message.partition, message.offset, exc_info=True)
@@ -368,5 +417,5 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     return app
 
 
-__all__ = ["JOURNAL_KEEP", "JournalKeeper", "create_app", "journal_name", "outputs_for", "render",
-           "partitions_started_over", "too_large_output"]
+__all__ = ["JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "journal_name", "outputs_for",
+           "partitions_started_over", "refusal", "render", "too_large_output"]

@@ -7,9 +7,11 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import make_article, page, wrap_in_template
@@ -18,7 +20,7 @@ from runtime.test_big_pages import big_page
 from runtime.test_worker import BAD, crawl, send
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.runtime.faust_app import JournalKeeper, outputs_for, partitions_started_over
+from streamdedup.runtime.faust_app import JournalKeeper, StartedOver, outputs_for, partitions_started_over
 from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
 
@@ -95,15 +97,19 @@ def outcomes(settings, expected: int, timeout_s: float) -> dict[bytes, tuple[str
     return got
 
 
-def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int) -> tuple[dict, str]:
+def app_command(settings, tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(tmp_path / "fs"),
+            "--group-id", settings.group_id, "--journal-keep", "5", *extra]
+
+
+def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra: str) -> tuple[dict, str]:
     """Start `streamdedup faust` (small journal), wait until `urls_out` records came out in total,
     stop it; (url -> (output, message), its log)."""
     started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
     started_in.mkdir(exist_ok=True)
     log = tmp_path / log_name
     with open(log, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "streamdedup", "faust", "--state-dir", str(tmp_path / "fs"),
-                                    "--group-id", settings.group_id, "--journal-keep", "5"], env=app_env(settings),
+        process = subprocess.Popen(app_command(settings, tmp_path, *extra), env=app_env(settings),
                                    stdout=subprocess.DEVNULL, stderr=stderr, cwd=started_in)
         try:
             got = outcomes(settings, urls_out, timeout_s=120)
@@ -152,7 +158,13 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
         second += [page(f"https://new{j}.example/{i}", wrap_in_template(story, f"New{j}")) for j in range(2)]
     recreate(settings, settings.topics.pages)
     send(settings, second)
-    got_after, log = run_app_until(settings, tmp_path, "faust-2.log", len(first) + len(second))
+    # the default (on_topic_reset = refuse): one line naming the fix, nothing judged
+    refused = subprocess.run(app_command(settings, tmp_path), env=app_env(settings), capture_output=True,
+                             timeout=120, cwd=tmp_path / "cwd")
+    errors = [line for line in refused.stderr.decode().splitlines() if line.startswith("streamdedup: error:")]
+    assert refused.returncode == 2 and len(errors) == 1 and "--on-topic-reset restart" in errors[0], refused.stderr
+    got_after, log = run_app_until(settings, tmp_path, "faust-2.log", len(first) + len(second),
+                                   "--on-topic-reset", "restart")
 
     assert set(got_after) - set(got) == {r["url"].encode() for r in second}, log[-3000:]
     assert sorted(m.value() for _, m in got_after.values() if m.value() in BAD) == sorted(BAD)
@@ -200,5 +212,9 @@ def test_a_topic_created_again_past_the_committed_offset_is_found_before_the_app
     consumer = Consumer(settings.client(**{"group.id": settings.group_id}))
     [still] = consumer.committed([Partition(settings.topics.pages, 0)], timeout=10)
     consumer.close()
-    # noida-db keeps the group's offset of a deleted topic, Tansu drops it (Faust reads from 0 anyway)
-    assert partitions_started_over(settings, settings.group_id) == ({0: 0} if still.offset == 3 else {}), still
+    # noida-db keeps the group's offset of a deleted topic, Tansu drops it: then the newest journal
+    # entry (offset 2) is read against the new topic
+    restart = replace(settings, on_topic_reset="restart")
+    assert partitions_started_over(restart, settings.group_id) == {0: 0}, still
+    with pytest.raises(StartedOver, match="--on-topic-reset restart"):  # the default
+        partitions_started_over(settings, settings.group_id)
