@@ -5,4 +5,4 @@ record -> clean -> tokens -> fingerprints -> store -> verdict -> outputs.
 `streamdedup.detector.Detector` is the thin runtime that strings them together.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
