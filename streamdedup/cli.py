@@ -184,6 +184,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             if job.resumed and not args.quiet:
                 print(f"{out} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
                       "skipped, the rest is processed", file=sys.stderr)
+            records = job.positioned(records)
             job.begin()
             sink = FileSink(out, job.lengths, job.ledger.tally)
             try:

@@ -198,7 +198,9 @@ class Fingerprinter:
         record: dict[str, Any] = {}
         try:
             value, record = self._decode(raw)
-            return page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes), record
+            return page_from_record(value, max_content_bytes=self.config.cleaning.max_content_bytes,
+                                    position=raw.position, now_ms=raw.arrival_ms,
+                                    max_skew_ms=self.config.max_clock_skew_ms), record
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
 

@@ -93,7 +93,7 @@ def record_digest(previous: str, raw: RawRecord) -> str:
     """Chain one record into the digest of the records before it (its content, not its origin)."""
     hasher = xxhash.xxh3_128(bytes.fromhex(previous))
     for item in dataclasses.fields(raw):
-        if item.name not in ("origin", "arrival_ms"):
+        if item.name not in ("origin", "arrival_ms", "position"):
             _feed(hasher, getattr(raw, item.name))
     return hasher.hexdigest()
 
@@ -181,6 +181,16 @@ class FileJob:
                              f"{source} now: give it the same input to finish it, or use --fresh to start over")
         self.ledger.jobs.append(self.job)  # the same files, changed: a new job from their start
         return read(self.job.inputs)
+
+    def positioned(self, records: Records) -> Records:
+        """The records with their place in this job (`RawRecord.position`): the job's number in
+        the store's ledger and the record's number in the job, counted on from the records it
+        consumed before (a rerun after a crash gives each record the place, so the page id, it
+        had; a new job, `--append` of the same file, new places: an undated page is judged again)."""
+        number = next(i for i, job in enumerate(self.ledger.jobs, start=1) if job is self.job)
+        for count, raw in enumerate(records, start=self.job.consumed + 1):
+            raw.position = f"job {number}:#{count}"
+            yield raw
 
     @staticmethod
     def _consumed_again(records: Records, job: Job) -> bool:

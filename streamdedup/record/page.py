@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ import xxhash
 from publicsuffixlist import PublicSuffixList
 
 from streamdedup.record.rejection import Reason, Rejected
+from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, plausible
 
 # canonical field -> accepted names, first present wins. Sources: StormCrawler (url, content,
 # text, metadata), Nutch indexer (url, content, tstamp, digest), Heritrix crawl logs (uri,
@@ -158,14 +160,27 @@ def parse_timestamp(value: Any) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def derive_page_id(url: str, fetched_at: datetime | None) -> str:
-    """Stable id from url and fetch time, so two crawls of one url are two pages."""
+def derive_page_id(url: str, fetched_at: datetime | None, position: str | None = None) -> str:
+    """Stable id from url and fetch time, so two crawls of one url are two pages; and, for a
+    page without a usable fetch time, from its place in its input (`position`), so two fetches
+    of one url are two pages there too."""
     stamp = "" if fetched_at is None else fetched_at.isoformat()
-    return xxhash.xxh3_128_hexdigest(f"{url}\x00{stamp}".encode())
+    key = f"{url}\x00{stamp}" if position is None else f"{url}\x00{stamp}\x00{position}"
+    return xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogatepass"))
 
 
-def page_from_record(record: Any, *, max_content_bytes: int) -> Page:
-    """Validate one decoded JSON value as a page, or raise `Rejected` naming the problem."""
+_DEFAULT_MAX_SKEW_MS = int(DEFAULT_MAX_CLOCK_SKEW.total_seconds() * 1000)
+
+
+def page_from_record(record: Any, *, max_content_bytes: int, position: str | None = None,
+                     now_ms: int | None = None, max_skew_ms: int = _DEFAULT_MAX_SKEW_MS) -> Page:
+    """Validate one decoded JSON value as a page, or raise `Rejected` naming the problem.
+
+    `position`: the record's place in its input, unique and the same when the input is read
+    again (`RawRecord.position`). A record with neither an id nor a usable fetch time (none, or
+    one the retention clock would not trust against `now_ms`, e.g. 0) gets its id from its url and
+    position: a re-crawl of one url without dates is judged, not a `duplicate_id`. Without a
+    position, its id is the url's alone (two such records: a `duplicate_id`)."""
     if not isinstance(record, Mapping):
         raise Rejected(Reason.INVALID_SHAPE, f"a page must be a JSON object, got {type(record).__name__}")
     url_field, url = _first(record, "url")
@@ -190,7 +205,7 @@ def page_from_record(record: Any, *, max_content_bytes: int) -> Page:
         raise Rejected(Reason.EMPTY_CONTENT, f"{content_field} is empty")
     fetched_at = _fetched_at(record)
     return Page(
-        id=_page_id(record, url, fetched_at),
+        id=_page_id(record, url, fetched_at, position if not _usable(fetched_at, now_ms, max_skew_ms) else None),
         url=url,
         content=content,
         content_type=_content_type(record, default="text/plain" if content_field == "text" else "text/html"),
@@ -236,10 +251,22 @@ def _fetched_at(record: Mapping[str, Any]) -> datetime | None:
         raise Rejected(Reason.INVALID_FIELD, f"{field} is not an ISO-8601 time: {err}") from None
 
 
-def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None) -> str:
+def _usable(fetched_at: datetime | None, now_ms: int | None, max_skew_ms: int) -> bool:
+    """Whether a fetch time tells two fetches of a url apart: present and plausible by the
+    retention clock's rule (not before 1991, not beyond `now_ms` plus the skew)."""
+    if fetched_at is None:
+        return False
+    try:
+        stamp_ms = int(fetched_at.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return False
+    return plausible(stamp_ms, now_ms if now_ms is not None else int(time.time() * 1000), max_skew_ms)
+
+
+def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None, position: str | None) -> str:
     field, value = _first(record, "id")
     if value is None:
-        return derive_page_id(url, fetched_at)
+        return derive_page_id(url, fetched_at, position)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
         raise Rejected(Reason.INVALID_FIELD, f"{field} must be a non-empty string or integer")
     text = str(value)

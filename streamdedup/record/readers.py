@@ -41,6 +41,9 @@ class RawRecord:
     data: bytes | None = None
     fields: dict[str, Any] | None = field(default=None)
     arrival_ms: int | None = None  # the Kafka message timestamp (None in file mode)
+    # its place in its input, unique and the same when the input is read again ("job 2:#17",
+    # "topic:3:1042@<message timestamp>"): the id of a page with neither an id nor a usable fetch time
+    position: str | None = None
     rejection: tuple[Reason, str] | None = None  # a part of the input the reader could not read
 
 

@@ -42,7 +42,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.record_identity import DIGEST_BYTES, record_digest
+from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES
 from streamdedup.runtime.worker import cluster_events
@@ -104,7 +104,9 @@ class JournalKeeper:
         if journaled is not None and self.on_topic_reset == "refuse":
             raise StartedOver(refusal(self.topic, self.partition, f"offset {offset} holds another record than the "
                                       "one judged there before"))
-        item = self.detector.prepare(RawRecord(origin=source, data=value or b""))
+        arrival_ms = timestamp_ms if timestamp_ms is not None and timestamp_ms > 0 else None
+        item = self.detector.prepare(RawRecord(origin=source, data=value or b"", arrival_ms=arrival_ms,
+                                               position=kafka_position(self.topic, self.partition, offset, arrival_ms)))
         outcomes, batch = self.detector.decide_staged([item])
         dedup = outcomes[0].dedup
         if journaled is not None:  # another record had this offset: the old topic's entries are void

@@ -27,4 +27,11 @@ def record_digest(key: bytes | None, value: bytes | None, timestamp_ms: int | No
     return hasher.digest()
 
 
-__all__ = ["DIGEST_BYTES", "record_digest"]
+def kafka_position(topic: str, partition: int, offset: int, timestamp_ms: int | None) -> str:
+    """A Kafka record's place, as the id of a page without a usable fetch time is made of (the
+    worker's and the Faust app's alike): its timestamp as well as its offset, so a topic created
+    again (offsets from 0 again) gives its records new ids rather than `duplicate_id`."""
+    return f"{topic}:{partition}:{offset}@{'' if timestamp_ms is None else timestamp_ms}"
+
+
+__all__ = ["DIGEST_BYTES", "kafka_position", "record_digest"]

@@ -15,6 +15,7 @@ from typing import Any, Protocol, cast
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
 from streamdedup.outputs.kafka import Outputs
+from streamdedup.runtime.record_identity import kafka_position
 
 
 class PartitionHandler(Protocol):
@@ -90,6 +91,12 @@ def headers_of(message: Message) -> list[tuple[str, bytes | None]]:
 
 def source_of(message: Message) -> str:
     return f"{topic_of(message)}[{partition_of(message)}]@{offset_of(message)}"
+
+
+def position_of(message: Message) -> str:
+    """The message's place in its topic, as a page id without a usable fetch time is made of
+    (`record_identity.kafka_position`): the same on every replay."""
+    return kafka_position(topic_of(message), partition_of(message), offset_of(message), message_timestamp(message))
 
 
 def message_timestamp(message: Message) -> int | None:

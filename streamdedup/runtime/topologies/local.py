@@ -19,7 +19,14 @@ from streamdedup.detector import Detector
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.topologies.base import emit_outcome, message_timestamp, offset_of, source_of, value_of
+from streamdedup.runtime.topologies.base import (
+    emit_outcome,
+    message_timestamp,
+    offset_of,
+    position_of,
+    source_of,
+    value_of,
+)
 
 
 class LocalTopology:
@@ -59,7 +66,8 @@ class LocalDedupPartition:
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         """Decide a batch (store changes staged); returns how many messages were replayed."""
-        raws = [RawRecord(origin=source_of(m), data=value_of(m), arrival_ms=message_timestamp(m))
+        raws = [RawRecord(origin=source_of(m), data=value_of(m), arrival_ms=message_timestamp(m),
+                          position=position_of(m))
                 for m in messages]
         detector = self.detector
         outcomes, self.staged = detector.decide_staged(detector.prepare_many(raws))

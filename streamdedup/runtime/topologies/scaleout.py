@@ -64,6 +64,7 @@ from streamdedup.runtime.topologies.base import (
     message_timestamp,
     offset_of,
     partition_of,
+    position_of,
     source_of,
     value_of,
 )
@@ -190,7 +191,9 @@ class FingerprintPartition:
         # replays; an infinite watermark sent in the round that fetched the batch is taken back here
         if self.holding.on and self._taking_back(len(messages)):
             self._send_watermark(out, self._waking())
-        prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message))
+        prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message),
+                                                              arrival_ms=message_timestamp(message),
+                                                              position=position_of(message))
                                                     for message in messages])
         for message, item in zip(messages, prepared, strict=True):
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
