@@ -42,6 +42,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from streamdedup.config import DetectorConfig
 from streamdedup.outputs.kafka import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime import topics
+from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topic_reset import Finding, RecordIdentity, check_partitions, identity_key
@@ -52,10 +53,6 @@ from streamdedup.runtime.watchdog import CallWatchdog
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-
-
-class WorkerStopped(RuntimeError):
-    """The worker cannot go on; the message names the cause and the fix (one line for the CLI)."""
 
 
 class StoreAheadOfKafka(WorkerStopped):
@@ -598,6 +595,9 @@ class Worker:
             self._tick(after)
             ticked += after
             self._commit_offsets(by_partition)
+        except WorkerStopped:  # a handler's (e.g. a peer with other verdict settings): nothing of it goes out
+            self._abort_stopped_batch()
+            raise
         except KafkaException as err:
             for handler, _ in ticked:  # what they sent may be lost: they send it again
                 if handler not in [self.handlers[tp_key] for tp_key in by_partition]:
@@ -786,6 +786,18 @@ class Worker:
             log.warning("transaction failed (%s); the batch will be consumed again", err)
         self._rewind(by_partition)
         return False
+
+    def _abort_stopped_batch(self) -> None:
+        """Abort the transaction of a batch a handler stopped the worker in, at once: left open, it
+        would hold back what every other worker reads of the partitions it wrote to (read
+        committed) until the broker times it out (`transaction.timeout.ms`, a minute)."""
+        if not self.settings.transactions:
+            return
+        try:
+            with self._deadline("abort_transaction", 30):
+                self.producer.abort_transaction(30)
+        except KafkaException as err:  # the broker is away: the successor (or the timeout) aborts it
+            log.warning("aborting the stopped batch's transaction failed (%s)", err)
 
     def _committed(self, by_partition: dict[TP, list[Message]]) -> bool:
         wanted = self._offsets_to_commit(by_partition)

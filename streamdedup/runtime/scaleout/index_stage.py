@@ -19,14 +19,17 @@ partition knows.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import signature_config, signature_identity
+from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
 from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
@@ -35,9 +38,27 @@ from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_
 from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
 
+log = logging.getLogger(__name__)
+
 
 class SignaturesNotComparable(StoreConfigMismatch):
     """An index request made with other signature parameters than the partition's (`check_made_by`)."""
+
+
+class VerdictSettingsDiffer(WorkerStopped):
+    """A live index request from a worker of the group that judges with other verdict settings
+    (policies, retention, clock skew) than this one (`check_judged_with`)."""
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What this worker judges with (`DetectorConfig.verdict_settings`), its id, its group, and
+    since when it runs (Unix ms), which tells a live peer's request from one made before."""
+
+    settings: Mapping[str, str]
+    identity: bytes
+    group: str
+    started_ms: int
 
 
 def supplements_of(answer: Answer) -> list[Supplement]:
@@ -51,8 +72,11 @@ def supplements_of(answer: Answer) -> list[Supplement]:
 
 class IndexPartition:
     def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
-                 store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
+                 store_config: Mapping[str, str], partition: int, retention_ms: int | None = None,
+                 judging: Judging | None = None) -> None:
         self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
+        self.judging = judging  # None: requests' verdict settings are not checked
+        self.judged_before: set[bytes] = set()  # other verdict ids of requests made before this worker started
         self.signature_config = signature_config(store_config, methods)
         self.identity = signature_identity(self.signature_config)
         self.by_tag = {self.store.tags[m.name]: m for m in methods}
@@ -97,6 +121,36 @@ class IndexPartition:
             f"partition cannot compare. Run every worker with the parameters of {fix}, or start these parameters "
             "on new internal topics (STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new STREAMDEDUP_GROUP_ID "
             "and new store directories (docs/scaleout.md, Settings)")
+
+    def check_judged_with(self, request: IndexRequest, source: str, produced_ms: Callable[[], int | None]) -> None:
+        """Stop this worker on a request that a live worker of the group made under other verdict
+        settings (`IndexRequest.judged_with`): answered here under this worker's, the page's verdict
+        would mix two policies (its other index partitions judge it under its maker's), and pages
+        would get other verdicts depending on which worker owns their partitions, without a word.
+        Its transaction is not committed, so nothing judged in it goes out. A request made before
+        this worker started (`produced_ms()`, its Kafka timestamp) is judged with this worker's
+        settings and a warning: the group may have changed its settings while requests waited, and
+        refused, such a request would stop every worker that reads it, for good. Requests replayed
+        into a store are not checked (the caller's business): stored pages are not judged again."""
+        judging = self.judging
+        if judging is None or not request.judged_with or request.judged_with == judging.identity:
+            return
+        theirs, mine = request.judged_with.hex(), judging.identity.hex()
+        made_ms = produced_ms()
+        if made_ms is not None and made_ms < judging.started_ms:
+            if request.judged_with not in self.judged_before:
+                self.judged_before.add(request.judged_with)
+                log.warning("index partition %d: requests made before this worker started under other verdict "
+                            "settings (verdict id %s) are judged with this worker's (verdict id %s)",
+                            self.partition, theirs, mine)
+            return
+        settings = ", ".join(f"{key}={value}" for key, value in sorted(judging.settings.items()))
+        raise VerdictSettingsDiffer(
+            f"{source} comes from a worker of group {judging.group!r} that judges with other verdict settings "
+            f"(verdict id {theirs}) than this worker (verdict id {mine}: {settings}): their pages' verdicts "
+            "would mix two policies. Give every worker of the group the same --policy, --same-site-policy, "
+            "--retention and --max-clock-skew (or the same --config; each worker logs its verdict id and "
+            "settings at start); this one stops")
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the

@@ -40,8 +40,13 @@ class IndexRequest:
     # what its signatures were made with (`registry.signature_identity`, 8 bytes); b"": a request
     # from before 2026-12-02, which named none
     made_by: bytes = b""
+    # the verdict settings of the worker that made it (`config.verdict_identity`, 8 bytes, after
+    # `made_by`); b"": a request from before it was carried, or made without one
+    judged_with: bytes = b""
 
     def encode(self) -> bytes:
+        if self.judged_with and len(self.made_by) != 8:
+            raise ValueError("an index request names its verdict settings only after its signature id")
         doc = self.doc.encode()
         parts = [self.order, _LEN.pack(len(doc)), doc, _LEN.pack(sum(len(k) for k in self.keys.values()))]
         for tag, keys in sorted(self.keys.items()):
@@ -50,6 +55,7 @@ class IndexRequest:
                 parts.append(key)
         parts.append(bytes((self.trusted_time | self.template_known << 1,)))
         parts.append(self.made_by)
+        parts.append(self.judged_with)
         return b"".join(parts)
 
     @classmethod
@@ -69,7 +75,7 @@ class IndexRequest:
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
         flags = data[pos] if pos < len(data) else 1
-        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1:])
+        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9:])
 
 
 @dataclass(frozen=True)
