@@ -41,12 +41,10 @@ class IndexRequest:
     # from before 2026-12-02, which named none
     made_by: bytes = b""
     # the verdict settings of the worker that made it (`config.verdict_identity`, 8 bytes, after
-    # `made_by`); b"": a request from before it was carried, or made without one
+    # `made_by`, and only after one); b"": a request from before it was carried, or made without one
     judged_with: bytes = b""
 
     def encode(self) -> bytes:
-        if self.judged_with and len(self.made_by) != 8:
-            raise ValueError("an index request names its verdict settings only after its signature id")
         doc = self.doc.encode()
         parts = [self.order, _LEN.pack(len(doc)), doc, _LEN.pack(sum(len(k) for k in self.keys.values()))]
         for tag, keys in sorted(self.keys.items()):
@@ -55,7 +53,8 @@ class IndexRequest:
                 parts.append(key)
         parts.append(bytes((self.trusted_time | self.template_known << 1,)))
         parts.append(self.made_by)
-        parts.append(self.judged_with)
+        if len(self.made_by) == 8:  # the verdict id only after a signature id (as its decoding reads it)
+            parts.append(self.judged_with)
         return b"".join(parts)
 
     @classmethod
