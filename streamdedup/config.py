@@ -135,8 +135,13 @@ class DetectorConfig:
         """What turns compared signatures into verdicts, besides what the store records (the
         signature parameters): the policies, retention and clock skew. Stores do not record it, so
         a file-mode store may be judged under another policy later; the workers of one group must
-        agree on it (`verdict_identity`, carried by the global topology's index requests)."""
-        return {"policy": self.policy, "same_site_policy": self.site_policy,
+        agree on it (`verdict_identity`, carried by the global topology's index requests, recorded
+        for the group by `runtime/group_settings.py`). The policies are written as parsed, so the
+        same rules written differently ("minhash >= 0.80 | exact" and "minhash>=0.8|exact") have
+        one id; the order of rules and of a rule's terms is kept (it names the verdict's rule)."""
+        from streamdedup.verdict.policy import Policy
+
+        return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),
                 "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms)}
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:

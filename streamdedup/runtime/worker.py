@@ -43,6 +43,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.outputs.kafka import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime import topics
 from streamdedup.runtime.errors import WorkerStopped
+from streamdedup.runtime.group_settings import agree_on_settings
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topic_reset import Finding, RecordIdentity, check_partitions, identity_key
@@ -334,6 +335,12 @@ class Worker:
         `stop_after` pages got their outcome, or until nothing arrived for `idle_timeout_s`
         after the group gave this worker its partitions (tests, demo). A killed predecessor keeps
         its partitions until its session times out, so idleness only counts from the assignment."""
+        try:  # before joining: a worker whose verdict settings are not its group's takes no partition
+            agree_on_settings(self.settings, self.config)
+        except WorkerStopped as err:
+            self._failure = str(err)
+            self.close()
+            raise
         self.consumer.subscribe(self.topology.topics(), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_revoke)
         started = time.monotonic()

@@ -35,6 +35,7 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
+from streamdedup.runtime.group_settings import GroupRecordCache
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch
 from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, Judging, supplements_of
@@ -462,8 +463,8 @@ class IndexStagePartition(_StoredPartition):
         requests = [IndexRequest.decode(value_of(message)) for message in messages]
         for message, request in zip(messages, requests, strict=True):
             self.index.check_made_by(request, source_of(message))
-            if offset_of(message) >= replay_until:  # a live peer's, or one made before this worker started
-                self.index.check_judged_with(request, source_of(message), partial(message_timestamp, message))
+            if offset_of(message) >= replay_until:  # a live peer's (or one waiting since before)
+                self.index.check_judged_with(request, source_of(message))
         answers = self.index.answer_all(requests)
         for message, answer in zip(messages, answers, strict=True):
             if offset_of(message) < replay_until:
@@ -568,8 +569,9 @@ class GlobalTopology:
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
         # what verdicts are judged with: every worker of the group must agree (`check_judged_with`)
         verdict_settings = config.verdict_settings()
+        self.group_record = GroupRecordCache(settings)
         self.judging = Judging(verdict_settings, verdict_identity(verdict_settings), settings.group_id,
-                               int(time.time() * 1000))
+                               self.group_record.current)
         log.info("verdict id %s: %s", self.judging.identity.hex(), ", ".join(
             f"{key}={value}" for key, value in sorted(verdict_settings.items())))
         self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts],

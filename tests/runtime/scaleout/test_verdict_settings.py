@@ -3,8 +3,9 @@
 Signatures made with other parameters are refused by the index partitions (`check_made_by`); the
 policies, retention and clock skew are not recorded in any store, so a worker started with another
 `--policy` judged its index partitions' share of every page under its own rules, without a word.
-An index request now carries its maker's verdict id, and a live one that differs stops the
-receiving worker in one line.
+The group now records its verdict settings (`runtime/group_settings.py`): a worker with other ones
+refuses to start, and after a deliberate change (`--adopt-settings`) an index request from a worker
+with the new ones stops a worker still running the old ones.
 """
 
 from __future__ import annotations
@@ -24,9 +25,17 @@ from runtime.test_worker import outputs, send, verdicts_by_id
 from streamdedup.config import DetectorConfig, verdict_identity
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.group_settings import (
+    GroupRecord,
+    GroupSettingsDiffer,
+    current_record,
+    read_group_record,
+    refusal,
+)
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, Judging, VerdictSettingsDiffer
 from streamdedup.runtime.scaleout.messages import IndexRequest
 from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.runtime.worker import Worker, WorkerStopped
 from streamdedup.store.signature_store import method_tags
@@ -46,7 +55,24 @@ def a_request(fingerprinter: Fingerprinter, judged_with: bytes) -> IndexRequest:
                         judged_with=judged_with)
 
 
-def test_a_live_request_under_other_verdict_settings_stops_the_worker_one_made_before_it_started_does_not(
+def a_record(identity: bytes, generation: int = 1, offset: int = 0) -> GroupRecord:
+    return GroupRecord("g", generation, identity, {"policy": identity.hex()}, "w", offset)
+
+
+def test_the_groups_settings_are_the_highest_generations_first_record_and_equal_policies_share_an_id():
+    a, b = b"a" * 8, b"b" * 8
+    assert current_record([]) is None
+    assert current_record([a_record(a, 1, 0), a_record(b, 1, 1)]).identity == a  # a race at start: the first
+    assert current_record([a_record(a, 1, 0), a_record(b, 1, 1), a_record(b, 2, 2), a_record(a, 2, 3)]).identity == b
+    written = [DetectorConfig(policy=text) for text in ("exact|minhash>=0.8", " exact | minhash >= 0.80 ")]
+    assert len({verdict_identity(c.verdict_settings()) for c in written}) == 1
+    assert verdict_identity(DetectorConfig(policy="minhash>=0.8|exact").verdict_settings()) \
+        != verdict_identity(written[0].verdict_settings())  # the first rule that holds names the verdict
+    line = refusal(replace(WorkerSettings(), group_id="g"), a_record(a), {"policy": "x"}, b)
+    assert "\n" not in line and "--policy" in line and "--adopt-settings" in line and a.hex() in line
+
+
+def test_a_request_under_other_verdict_settings_stops_the_worker_only_if_its_own_are_not_the_groups(
         tmp_path, caplog):
     config = DetectorConfig()
     fingerprinter = Fingerprinter(config)
@@ -55,17 +81,19 @@ def test_a_live_request_under_other_verdict_settings_stops_the_worker_one_made_b
     request = a_request(fingerprinter, theirs)
     assert IndexRequest.decode(request.encode()) == request
     assert IndexRequest.decode(request.encode()[:-8]) == replace(request, judged_with=b"")  # an older maker's
-    judging = Judging(config.verdict_settings(), mine, "g", started_ms=10_000)
+    group: list[GroupRecord] = [a_record(mine)]
+    judging = Judging(config.verdict_settings(), mine, "g", lambda: group[0])
     index = IndexPartition(tmp_path / "i", fingerprinter.methods, SitePolicy.parse(config.policy, config.site_policy),
                            fingerprinter.store_config, 0, judging=judging)
     try:
-        index.check_judged_with(replace(request, judged_with=mine), "pages.index[0]@0", lambda: 20_000)
-        index.check_judged_with(replace(request, judged_with=b""), "pages.index[0]@1", lambda: 20_000)
+        index.check_judged_with(replace(request, judged_with=mine), "pages.index[0]@0")
+        index.check_judged_with(replace(request, judged_with=b""), "pages.index[0]@1")
         with caplog.at_level(logging.WARNING):
-            index.check_judged_with(request, "pages.index[0]@2", lambda: 9_000)  # made before this worker started
+            index.check_judged_with(request, "pages.index[0]@2")  # the group's settings are this worker's
         assert theirs.hex() in caplog.text
+        group[0] = a_record(theirs, generation=2)  # another worker adopted its settings
         with pytest.raises(VerdictSettingsDiffer) as stopped:
-            index.check_judged_with(request, "pages.index[0]@3", lambda: 20_000)
+            index.check_judged_with(request, "pages.index[0]@3")
     finally:
         index.close()
     line = str(stopped.value)
@@ -73,52 +101,92 @@ def test_a_live_request_under_other_verdict_settings_stops_the_worker_one_made_b
     assert isinstance(stopped.value, WorkerStopped)
 
 
-def test_a_worker_with_another_policy_stops_and_nothing_is_judged_under_two_policies(broker, settings, tmp_path):
-    """w1 (the default policy) owns the group, then w2 (`--policy exact`) joins: the pages that
-    w1 fingerprints next reach w2's index partition, which stops w2 in one line before it answers;
-    w1 takes its partitions back and every page comes out once, as file mode judges it."""
-    if broker.kind == "tansu":
-        pytest.skip(TANSU_GROUPS)
-    records = [r for r in syndicated_crawl(8) if isinstance(r, dict)]
-    first, later = records[:10], records[10:]
-    run = replace(settings, partitions=2, static_membership=False, batch_size=8, verdict_wait_s=0.5,
-                  watermark_interval_s=0.2)
+def running(workers: dict[str, Worker], name: str, failures: dict[str, BaseException]) -> threading.Thread:
+    """`workers[name].run()` in a thread; a stop lands in `failures`."""
+    def target() -> None:
+        try:
+            workers[name].run()
+        except WorkerStopped as err:
+            failures[name] = err
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def produce_to(run: WorkerSettings, records: list[dict], partition: int) -> None:
+    producer = Producer(run.client())
+    for record in records:
+        producer.produce(run.topics.pages, orjson.dumps(record), record["url"].encode(), partition=partition)
+    assert producer.flush(10) == 0
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, settings, tmp_path, topology):
+    """w1 (the default policy) runs the group; w2 (`--policy exact`) refuses at start, before it
+    takes any partition, in one line naming what differs and the fix, whichever pages come when.
+    Before, w2 joined: in the global topology a page's index requests on w2's partitions were
+    judged under its policy (or w2 or w1 stopped, whichever received first); in the local one,
+    w2's input partitions were judged under its policy, without a word. w1 judges every page once,
+    as file mode does (global topology)."""
+    records = [r for r in syndicated_crawl(4) if isinstance(r, dict)]
+    first, later = records[:6], records[6:]
+    run = replace(settings, topology=topology, partitions=2, static_membership=False, batch_size=8,
+                  verdict_wait_s=0.5, watermark_interval_s=0.2)
     send(run, first)
     workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
                "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2"),
                             DetectorConfig(policy=OTHER_POLICY))}
     failures: dict[str, BaseException] = {}
-
-    def running(name: str) -> threading.Thread:
-        def target() -> None:
-            try:
-                workers[name].run()
-            except WorkerStopped as err:
-                failures[name] = err
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
-        return thread
-
-    threads = {"w1": running("w1")}
+    threads = {"w1": running(workers, "w1", failures)}
     assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
-    threads["w2"] = running("w2")
-    assert wait_for(lambda: bool(workers["w2"].handlers) and len(workers["w1"].handlers) < 6, 30)
-    time.sleep(0.5)  # the rebalance settled: w2 has rebuilt its stores
-    # the later pages only on an input partition w1 owns: w1 makes their index requests, some to w2
-    mine = sorted(p for topic, p in workers["w1"].handlers if topic == run.topics.pages)
-    producer = Producer(run.client())
-    for record in later:
-        producer.produce(run.topics.pages, orjson.dumps(record), record["url"].encode(), partition=mine[0])
-    assert producer.flush(10) == 0
-    if not wait_for(lambda: "w2" in failures, 8):
-        finish(workers, threads, 0)
-        pytest.fail("w2 judged under another policy and did not stop: "
-                    f"decided {workers['w1'].stats.decided} by w1, {workers['w2'].stats.decided} by w2")
-    finish({"w1": workers["w1"]}, {"w1": threads["w1"]}, len(records))
-    line = str(failures["w2"])
-    assert isinstance(failures["w2"], VerdictSettingsDiffer) and "\n" not in line and "--policy" in line
-    assert verdict_identity(DetectorConfig().verdict_settings()).hex() in line
+    started = time.monotonic()
+    with pytest.raises(GroupSettingsDiffer) as refused:
+        workers["w2"].run()
+    assert time.monotonic() - started < 5 and not workers["w2"].handlers
+    send(run, later)
+    finish({"w1": workers["w1"]}, threads, len(records))
+    assert not failures
+    line = str(refused.value)
+    assert "\n" not in line and f"policy {DetectorConfig().verdict_settings()['policy']!r} for the group" in line
+    assert "--adopt-settings" in line and verdict_identity(DetectorConfig().verdict_settings()).hex() in line
+    assert workers["w2"].health()[0] is False
     got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
-    expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
-    assert got == expected
-    assert workers["w2"].stats.decided == 0
+    if topology == "global":  # the local one finds no copy across input partitions
+        assert got == {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
+    assert len(got) == len(records) and workers["w2"].stats.decided == 0
+
+
+def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, settings):
+    """w1 (the default policy) runs the group; w2 joins with `--policy exact --adopt-settings`:
+    the group's settings are now w2's (generation 2). Pages only on w2's input partition: its
+    index requests reach w1's index partition, and w1, whose settings are no longer the group's,
+    stops; w2 does not, takes w1's partitions and judges every page, each once."""
+    if broker.kind == "tansu":
+        pytest.skip(TANSU_GROUPS)
+    records = [r for r in syndicated_crawl(6) if isinstance(r, dict)]
+    first, later = records[:6], records[6:]
+    run = replace(settings, partitions=2, static_membership=False, batch_size=8, verdict_wait_s=0.5,
+                  watermark_interval_s=0.2)
+    send(run, first)
+    new = DetectorConfig(policy=OTHER_POLICY)
+    workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
+               "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2", adopt_settings=True), new)}
+    failures: dict[str, BaseException] = {}
+    threads = {"w1": running(workers, "w1", failures)}
+    assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
+    threads["w2"] = running(workers, "w2", failures)
+    assert wait_for(lambda: bool(workers["w2"].handlers) and len(workers["w1"].handlers) < 6, 30)
+    group = read_group_record(run)
+    assert group is not None and group.generation == 2 and group.identity == verdict_identity(new.verdict_settings())
+    time.sleep(0.5)  # the rebalance settled: w2 has rebuilt its stores
+    theirs = sorted(p for topic, p in workers["w2"].handlers if topic == run.topics.pages)
+    produce_to(run, later, theirs[0])
+    if not wait_for(lambda: "w1" in failures, 10):
+        finish(workers, threads, 0)
+        pytest.fail(f"w1 judged under the group's old settings and did not stop: failures {failures}")
+    finish({"w2": workers["w2"]}, {"w2": threads["w2"]}, len(later))
+    assert "w2" not in failures
+    line = str(failures["w1"])
+    assert isinstance(failures["w1"], VerdictSettingsDiffer) and "\n" not in line and "generation 2" in line
+    got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
+    assert len(got) == len(records)
