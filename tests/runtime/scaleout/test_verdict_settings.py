@@ -139,14 +139,15 @@ def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, s
     failures: dict[str, BaseException] = {}
     threads = {"w1": running(workers, "w1", failures)}
     assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
-    started = time.monotonic()
-    with pytest.raises(GroupSettingsDiffer) as refused:
-        workers["w2"].run()
-    assert time.monotonic() - started < 5 and not workers["w2"].handlers
+    threads["w2"] = running(workers, "w2", failures)
+    if not wait_for(lambda: "w2" in failures, 5):
+        finish(workers, threads, 0)
+        pytest.fail(f"w2 with --policy {OTHER_POLICY} joined the group: its failures {failures}")
+    assert isinstance(failures["w2"], GroupSettingsDiffer) and not workers["w2"].handlers
     send(run, later)
-    finish({"w1": workers["w1"]}, threads, len(records))
-    assert not failures
-    line = str(refused.value)
+    finish({"w1": workers["w1"]}, {"w1": threads["w1"]}, len(records))
+    assert "w1" not in failures
+    line = str(failures["w2"])
     assert "\n" not in line and f"policy {DetectorConfig().verdict_settings()['policy']!r} for the group" in line
     assert "--adopt-settings" in line and verdict_identity(DetectorConfig().verdict_settings()).hex() in line
     assert workers["w2"].health()[0] is False
@@ -156,15 +157,16 @@ def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, s
     assert len(got) == len(records) and workers["w2"].stats.decided == 0
 
 
-def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, settings):
+def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, settings, caplog):
     """w1 (the default policy) runs the group; w2 joins with `--policy exact --adopt-settings`:
-    the group's settings are now w2's (generation 2). Pages only on w2's input partition: its
-    index requests reach w1's index partition, and w1, whose settings are no longer the group's,
-    stops; w2 does not, takes w1's partitions and judges every page, each once."""
+    the group's settings are now w2's (generation 2). Pages on w1's input partition: w2 receives
+    w1's requests and judges them (before, the receiver stopped, whichever it was). Then pages on
+    w2's: its index requests reach w1's index partition, and w1, whose settings are no longer the
+    group's, stops; w2 does not, takes w1's partitions and judges every page, each once."""
     if broker.kind == "tansu":
         pytest.skip(TANSU_GROUPS)
     records = [r for r in syndicated_crawl(6) if isinstance(r, dict)]
-    first, later = records[:6], records[6:]
+    first, middle, later = records[:6], records[6:12], records[12:]
     run = replace(settings, partitions=2, static_membership=False, batch_size=8, verdict_wait_s=0.5,
                   watermark_interval_s=0.2)
     send(run, first)
@@ -172,13 +174,21 @@ def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, se
     workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
                "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2", adopt_settings=True), new)}
     failures: dict[str, BaseException] = {}
+    caplog.set_level(logging.WARNING, "streamdedup.runtime.scaleout.index_stage")
     threads = {"w1": running(workers, "w1", failures)}
     assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
     threads["w2"] = running(workers, "w2", failures)
     assert wait_for(lambda: bool(workers["w2"].handlers) and len(workers["w1"].handlers) < 6, 30)
-    group = read_group_record(run)
-    assert group is not None and group.generation == 2 and group.identity == verdict_identity(new.verdict_settings())
     time.sleep(0.5)  # the rebalance settled: w2 has rebuilt its stores
+    # pages on w1's input partition first: w1's requests under the old settings reach w2's index
+    # partition, and w2, whose settings are now the group's, judges them and goes on
+    mine = sorted(p for topic, p in workers["w1"].handlers if topic == run.topics.pages)
+    produce_to(run, middle, mine[0])
+    wait_for(lambda: bool(failures) or workers["w1"].stats.decided + workers["w2"].stats.decided
+             >= len(first) + len(middle), 10)
+    assert not failures, f"a worker stopped on a request from before the adopt's worker: {failures}"
+    assert "are judged with the group's" in caplog.text  # w2 received some
+    # then pages on w2's: its requests under the new settings reach w1's index partition: w1 stops
     theirs = sorted(p for topic, p in workers["w2"].handlers if topic == run.topics.pages)
     produce_to(run, later, theirs[0])
     if not wait_for(lambda: "w1" in failures, 10):
@@ -186,6 +196,8 @@ def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, se
         pytest.fail(f"w1 judged under the group's old settings and did not stop: failures {failures}")
     finish({"w2": workers["w2"]}, {"w2": threads["w2"]}, len(later))
     assert "w2" not in failures
+    group = read_group_record(run)
+    assert group is not None and group.generation == 2 and group.identity == verdict_identity(new.verdict_settings())
     line = str(failures["w1"])
     assert isinstance(failures["w1"], VerdictSettingsDiffer) and "\n" not in line and "generation 2" in line
     got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
