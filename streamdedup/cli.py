@@ -344,7 +344,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
     config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
+                                adopt_settings=args.adopt_settings or None)
     reach_broker(settings, args.connect_timeout)
     try:
         worker = Worker(settings, config, CallWatchdog(exit_stuck))
@@ -574,6 +575,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
     topic_reset_option(worker)
+    worker.add_argument("--adopt-settings", action="store_true",
+                        help="make this worker's verdict settings (policies, retention, clock skew) its group's new "
+                             "ones; without it, a worker whose settings are not its group's refuses to start. "
+                             "Restart every worker of the group with the new settings, one of them with this (env "
+                             "STREAMDEDUP_ADOPT_SETTINGS=1)")
     _add_detector_options(worker)
     worker.set_defaults(func=cmd_worker)
 

@@ -1,17 +1,21 @@
 """The detector's configuration: methods with parameters, policy, cleaning, retention.
 
 Read from a TOML file and command-line flags (flags win). Only what changes signatures (cleaning,
-tokeniser, method parameters) is recorded in the store; policy and retention may change freely.
+tokeniser, method parameters) is recorded in the store; policy and retention may change freely
+between runs, but the workers of one group must agree on them (`verdict_settings`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+import xxhash
 
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.clean.template import TemplateParams
@@ -36,6 +40,12 @@ def parse_duration(text: str) -> timedelta:
     if not match:
         raise ValueError(f"bad duration {text!r}: use a number and one of s, m, h, d, w (e.g. 7d)")
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def verdict_identity(settings: Mapping[str, str]) -> bytes:
+    """8 bytes that name `DetectorConfig.verdict_settings` (as `registry.signature_identity` names
+    what signatures are made with)."""
+    return xxhash.xxh3_64_digest(json.dumps(dict(sorted(settings.items()))).encode())
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -120,6 +130,19 @@ class DetectorConfig:
     @property
     def max_clock_skew_ms(self) -> int:
         return int(self.max_clock_skew.total_seconds() * 1000)
+
+    def verdict_settings(self) -> dict[str, str]:
+        """What turns compared signatures into verdicts, besides what the store records (the
+        signature parameters): the policies, retention and clock skew. Stores do not record it, so
+        a file-mode store may be judged under another policy later; the workers of one group must
+        agree on it (`verdict_identity`, carried by the global topology's index requests, recorded
+        for the group by `runtime/group_settings.py`). The policies are written as parsed, so the
+        same rules written differently ("minhash >= 0.80 | exact" and "minhash>=0.8|exact") have
+        one id; the order of rules and of a rule's terms is kept (it names the verdict's rule)."""
+        from streamdedup.verdict.policy import Policy
+
+        return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),
+                "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms)}
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

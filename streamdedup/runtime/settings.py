@@ -43,6 +43,8 @@ class Topics:
     clusters: str = "pages.clusters"
     index: str = "pages.index"  # global topology: index requests, partitioned by index key
     parts: str = "pages.parts"  # global topology: page headers and answers, partitioned by page id
+    # each group's verdict settings (runtime/group_settings.py): compacted, one partition, shared by groups
+    settings: str = "pages.settings"
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -106,6 +108,9 @@ class WorkerSettings:
     # refuse: only the operator knows whether the new topic's records are new (restart) or the old
     # ones copied with other offsets (a mirrored cluster, where restarting would judge them again)
     on_topic_reset: str = "refuse"
+    # write this worker's verdict settings (policies, retention, clock skew) as its group's new ones
+    # (runtime/group_settings.py); without it, a worker whose settings are not its group's refuses to start
+    adopt_settings: bool = False
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
 

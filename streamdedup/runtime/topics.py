@@ -42,6 +42,8 @@ def consumer_settings() -> dict[str, object]:
 
 def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    if name == settings.topics.settings:  # each group's verdict settings: kept for ever, by key
+        config["cleanup.policy"] = "compact"
     if settings.replication_factor >= 3:  # a write is acknowledged once on 2 replicas: one broker may fail
         config["min.insync.replicas"] = "2"
     if name in settings.topics.internal:
@@ -54,12 +56,12 @@ def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
 def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, int]:
     """Returns the partition count of every topic (existing ones are not changed)."""
     admin = AdminClient(settings.client())
-    names = (settings.topics.pages, *settings.topics.outputs)
+    names = (settings.topics.pages, *settings.topics.outputs, settings.topics.settings)
     if settings.topology == "global":
         names += settings.topics.internal
     existing = admin.list_topics(timeout=timeout).topics
-    missing = [NewTopic(name, num_partitions=settings.partitions, replication_factor=settings.replication_factor,
-                        config=topic_config(name, settings))
+    missing = [NewTopic(name, num_partitions=1 if name == settings.topics.settings else settings.partitions,
+                        replication_factor=settings.replication_factor, config=topic_config(name, settings))
                for name in names if name not in existing]
     if missing:
         for name, future in admin.create_topics(missing, request_timeout=timeout).items():

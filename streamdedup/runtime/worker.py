@@ -42,6 +42,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from streamdedup.config import DetectorConfig
 from streamdedup.outputs.kafka import Outputs, WorkerStats, cluster_events
 from streamdedup.runtime import topics
+from streamdedup.runtime.errors import WorkerStopped
+from streamdedup.runtime.group_settings import agree_on_settings
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, mask
 from streamdedup.runtime.topic_reset import Finding, RecordIdentity, check_partitions, identity_key
@@ -52,10 +54,6 @@ from streamdedup.runtime.watchdog import CallWatchdog
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-
-
-class WorkerStopped(RuntimeError):
-    """The worker cannot go on; the message names the cause and the fix (one line for the CLI)."""
 
 
 class StoreAheadOfKafka(WorkerStopped):
@@ -337,6 +335,12 @@ class Worker:
         `stop_after` pages got their outcome, or until nothing arrived for `idle_timeout_s`
         after the group gave this worker its partitions (tests, demo). A killed predecessor keeps
         its partitions until its session times out, so idleness only counts from the assignment."""
+        try:  # before joining: a worker whose verdict settings are not its group's takes no partition
+            agree_on_settings(self.settings, self.config)
+        except WorkerStopped as err:
+            self._failure = str(err)
+            self.close()
+            raise
         self.consumer.subscribe(self.topology.topics(), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_revoke)
         started = time.monotonic()
@@ -598,6 +602,9 @@ class Worker:
             self._tick(after)
             ticked += after
             self._commit_offsets(by_partition)
+        except WorkerStopped:  # a handler's (e.g. a peer with other verdict settings): nothing of it goes out
+            self._abort_stopped_batch()
+            raise
         except KafkaException as err:
             for handler, _ in ticked:  # what they sent may be lost: they send it again
                 if handler not in [self.handlers[tp_key] for tp_key in by_partition]:
@@ -786,6 +793,18 @@ class Worker:
             log.warning("transaction failed (%s); the batch will be consumed again", err)
         self._rewind(by_partition)
         return False
+
+    def _abort_stopped_batch(self) -> None:
+        """Abort the transaction of a batch a handler stopped the worker in, at once: left open, it
+        would hold back what every other worker reads of the partitions it wrote to (read
+        committed) until the broker times it out (`transaction.timeout.ms`, a minute)."""
+        if not self.settings.transactions:
+            return
+        try:
+            with self._deadline("abort_transaction", 30):
+                self.producer.abort_transaction(30)
+        except KafkaException as err:  # the broker is away: the successor (or the timeout) aborts it
+            log.warning("aborting the stopped batch's transaction failed (%s)", err)
 
     def _committed(self, by_partition: dict[TP, list[Message]]) -> bool:
         wanted = self._offsets_to_commit(by_partition)

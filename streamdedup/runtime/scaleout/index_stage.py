@@ -19,14 +19,18 @@ partition knows.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import signature_config, signature_identity
+from streamdedup.runtime.errors import WorkerStopped
+from streamdedup.runtime.group_settings import GroupRecord, as_flags
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
 from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
@@ -35,9 +39,28 @@ from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_
 from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
 
+log = logging.getLogger(__name__)
+
 
 class SignaturesNotComparable(StoreConfigMismatch):
     """An index request made with other signature parameters than the partition's (`check_made_by`)."""
+
+
+class VerdictSettingsDiffer(WorkerStopped):
+    """A live index request from a worker of the group that judges with other verdict settings
+    (policies, retention, clock skew) than this one (`check_judged_with`)."""
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What this worker judges with (`DetectorConfig.verdict_settings`), its id, its group, and
+    the group's record of its settings (`group_settings.GroupRecordCache.current`: read again when
+    asked, at most every few seconds)."""
+
+    settings: Mapping[str, str]
+    identity: bytes
+    group: str
+    group_record: Callable[[], GroupRecord | None]
 
 
 def supplements_of(answer: Answer) -> list[Supplement]:
@@ -51,8 +74,11 @@ def supplements_of(answer: Answer) -> list[Supplement]:
 
 class IndexPartition:
     def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
-                 store_config: Mapping[str, str], partition: int, retention_ms: int | None = None) -> None:
+                 store_config: Mapping[str, str], partition: int, retention_ms: int | None = None,
+                 judging: Judging | None = None) -> None:
         self.store = SignatureStore(path, methods, {**store_config, "role": "index"})
+        self.judging = judging  # None: requests' verdict settings are not checked
+        self.judged_anyway: set[bytes] = set()  # other verdict ids of requests judged here with the group's
         self.signature_config = signature_config(store_config, methods)
         self.identity = signature_identity(self.signature_config)
         self.by_tag = {self.store.tags[m.name]: m for m in methods}
@@ -97,6 +123,43 @@ class IndexPartition:
             f"partition cannot compare. Run every worker with the parameters of {fix}, or start these parameters "
             "on new internal topics (STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new STREAMDEDUP_GROUP_ID "
             "and new store directories (docs/scaleout.md, Settings)")
+
+    def check_judged_with(self, request: IndexRequest, source: str) -> None:
+        """Stop this worker on a live request made under other verdict settings
+        (`IndexRequest.judged_with`) if this worker's are no longer its group's: answered here under
+        this worker's, the page's verdict would mix two policies (its other index partitions judge
+        it under its maker's), without a word. Its transaction is not committed, so nothing judged
+        in it goes out. Which worker is outdated is the group's record's to say (a worker whose
+        settings are not the group's refuses to start, `group_settings.agree_on_settings`): after
+        `--adopt-settings`, the workers still running the old settings stop here at the first
+        request from a new one, and the new ones judge the old ones' requests (made before the
+        change, or by a worker that has not stopped yet) with the group's settings and one WARNING
+        per verdict id. Requests replayed into a store are not checked (the caller's business)."""
+        judging = self.judging
+        if judging is None or not request.judged_with or request.judged_with == judging.identity:
+            return
+        theirs, mine = request.judged_with.hex(), judging.identity.hex()
+        group = judging.group_record()
+        if group is not None and group.identity == judging.identity:
+            if request.judged_with not in self.judged_anyway:
+                self.judged_anyway.add(request.judged_with)
+                log.warning("index partition %d: requests made under other verdict settings (verdict id %s) than "
+                            "group %r's (verdict id %s, generation %d) are judged with the group's: a worker with "
+                            "the old settings still runs, or its requests were waiting", self.partition, theirs,
+                            judging.group, mine, group.generation)
+            return
+        settings = ", ".join(f"{key}={value}" for key, value in sorted(judging.settings.items()))
+        if group is None:
+            now, fix = "the group has no record of its settings", "the same settings"
+        else:
+            now = (f"the group's settings are now verdict id {group.identity.hex()} (generation {group.generation}, "
+                   f"written by {group.written_by!r}: {group.described()})")
+            fix = f"the group's settings ({as_flags(group.settings)})"
+        raise VerdictSettingsDiffer(
+            f"{source} comes from a worker of group {judging.group!r} that judges with other verdict settings "
+            f"(verdict id {theirs}) than this worker (verdict id {mine}: {settings}), and {now}: this worker "
+            f"stops. Restart it with {fix}, or restart every worker of the group with the new settings and "
+            "--adopt-settings on one of them")
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
         """`answer` for a batch of requests, their keys read with one multi_get (as the

@@ -40,6 +40,9 @@ class IndexRequest:
     # what its signatures were made with (`registry.signature_identity`, 8 bytes); b"": a request
     # from before 2026-12-02, which named none
     made_by: bytes = b""
+    # the verdict settings of the worker that made it (`config.verdict_identity`, 8 bytes, after
+    # `made_by`, and only after one); b"": a request from before it was carried, or made without one
+    judged_with: bytes = b""
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -50,6 +53,8 @@ class IndexRequest:
                 parts.append(key)
         parts.append(bytes((self.trusted_time | self.template_known << 1,)))
         parts.append(self.made_by)
+        if len(self.made_by) == 8:  # the verdict id only after a signature id (as its decoding reads it)
+            parts.append(self.judged_with)
         return b"".join(parts)
 
     @classmethod
@@ -69,7 +74,7 @@ class IndexRequest:
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
         flags = data[pos] if pos < len(data) else 1
-        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1:])
+        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9:])
 
 
 @dataclass(frozen=True)

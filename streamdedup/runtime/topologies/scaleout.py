@@ -28,16 +28,17 @@ import xxhash
 from confluent_kafka import Message
 
 from streamdedup.clean.template import document_key
-from streamdedup.config import DetectorConfig
+from streamdedup.config import DetectorConfig, verdict_identity
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
+from streamdedup.runtime.group_settings import GroupRecordCache
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch
 from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
-from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+from streamdedup.runtime.scaleout.index_stage import IndexPartition, Judging, supplements_of
 from streamdedup.runtime.scaleout.messages import (
     ANSWER,
     INFINITE,
@@ -158,8 +159,10 @@ class FingerprintPartition:
     stateful = True
 
     def __init__(self, fingerprinter: Fingerprinter, routes: Routes, store: TemplateStore,
-                 templates: bool = True, partition: int = 0, holding: Holding = Holding()) -> None:
+                 templates: bool = True, partition: int = 0, holding: Holding = Holding(),
+                 judged_with: bytes = b"") -> None:
         self.fingerprinter = fingerprinter
+        self.judged_with = judged_with  # this worker's verdict id, carried by its index requests
         self.routes = routes
         self.store = store
         self.templates = store if templates else None
@@ -217,7 +220,8 @@ class FingerprintPartition:
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
             requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
-                                                     item.template_known, self.fingerprinter.identity).encode())
+                                                     item.template_known, self.fingerprinter.identity,
+                                                     self.judged_with).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
@@ -462,6 +466,8 @@ class IndexStagePartition(_StoredPartition):
         requests = [IndexRequest.decode(value_of(message)) for message in messages]
         for message, request in zip(messages, requests, strict=True):
             self.index.check_made_by(request, source_of(message))
+            if offset_of(message) >= replay_until:  # a live peer's (or one waiting since before)
+                self.index.check_judged_with(request, source_of(message))
         answers = self.index.answer_all(requests)
         for message, answer in zip(messages, answers, strict=True):
             if offset_of(message) < replay_until:
@@ -564,6 +570,13 @@ class GlobalTopology:
         log.info("signature id %s: %s", self.fingerprinter.identity.hex(), ", ".join(
             f"{key}={value}" for key, value in sorted(self.fingerprinter.signature_config.items())))
         self.policy = SitePolicy.parse(config.policy, config.site_policy)
+        # what verdicts are judged with: every worker of the group must agree (`check_judged_with`)
+        verdict_settings = config.verdict_settings()
+        self.group_record = GroupRecordCache(settings)
+        self.judging = Judging(verdict_settings, verdict_identity(verdict_settings), settings.group_id,
+                               self.group_record.current)
+        log.info("verdict id %s: %s", self.judging.identity.hex(), ", ".join(
+            f"{key}={value}" for key, value in sorted(verdict_settings.items())))
         self.routes = Routes(topics.index, topics.parts, partitions[topics.index], partitions[topics.parts],
                              partitions.get(topics.pages, 1))
         self.holding = Holding(settings.verdict_wait_s, settings.watermark_interval_s, settings.allowed_lateness_ms)
@@ -575,7 +588,8 @@ class GlobalTopology:
         path = self.settings.state_dir / f"{topic}-{partition}"
         if topic == self.routes.index_topic:
             index = IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
-                                   self.fingerprinter.store_config, partition, self.config.retention_ms)
+                                   self.fingerprinter.store_config, partition, self.config.retention_ms,
+                                   self.judging)
             return IndexStagePartition(index, self.routes, self.holding, self.input_end)
         if topic == self.routes.parts_topic:
             return GatherStagePartition(GatherPartition(Path(path), hold=self.holding.on), self.routes, partition,
@@ -583,4 +597,4 @@ class GlobalTopology:
         templates = TemplateStore(Path(path), self.fingerprinter.config.template)
         return FingerprintPartition(self.fingerprinter, self.routes, templates,
                                     templates=self.config.template is not None, partition=partition,
-                                    holding=self.holding)
+                                    holding=self.holding, judged_with=self.judging.identity)

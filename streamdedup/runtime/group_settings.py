@@ -1,0 +1,214 @@
+"""The group's verdict settings, recorded in Kafka, so a worker started with other ones is refused.
+
+The settings that turn compared signatures into verdicts (`DetectorConfig.verdict_settings`:
+policies, retention, clock skew) are recorded in no store, and two workers of one group that judge
+under different ones would give a page one verdict or another depending on which worker owns its
+partitions. The group records them in a small compacted topic (`Topics.settings`, one partition):
+per group, the verdict id and the settings in words. At start, before it joins the group, a worker
+reads the topic to its end (`agree_on_settings`): no record for its group, it writes its own and
+reads again; a record, and the worker's verdict id differs from the group's, it refuses to start
+(`GroupSettingsDiffer`, one line: what differs and the fix).
+
+The group's record is the one with the highest generation, ties going to the first in offset
+order: two workers that start at once both write generation 1, and both agree the first one
+written is the group's (the second then refuses). `--adopt-settings` writes the worker's settings
+as the next generation: a deliberate change, which every worker still running the old ones learns
+when it receives an index request from a worker with the new ones (`index_stage.check_judged_with`,
+which re-reads the record through `GroupRecordCache`).
+
+Records are keyed by group, generation and verdict id, not by group alone: compaction keeps only
+the last record of a key, and with one key per group it would keep the loser of a race (written
+second) instead of the winner, and change the group's settings after the fact. One record per
+generation and id is a few hundred bytes for each change of a group's settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from streamdedup.config import DetectorConfig, verdict_identity
+from streamdedup.runtime.errors import WorkerStopped
+from streamdedup.runtime.settings import WorkerSettings
+
+log = logging.getLogger(__name__)
+
+# the command-line flag of each verdict setting, to name the fix
+FLAGS = {"policy": "--policy", "same_site_policy": "--same-site-policy", "retention_ms": "--retention",
+         "max_clock_skew_ms": "--max-clock-skew"}
+
+
+class GroupSettingsDiffer(WorkerStopped):
+    """This worker's verdict settings are not its group's (recorded in `Topics.settings`)."""
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """One record of the settings topic: a group's verdict settings from `generation` on."""
+
+    group: str
+    generation: int
+    identity: bytes  # `config.verdict_identity` of `settings`
+    settings: Mapping[str, str]
+    written_by: str  # the worker id that wrote it
+    offset: int = -1  # its offset in the settings topic (-1: not written yet)
+
+    def key(self) -> bytes:
+        return f"{self.group}\x00{self.generation}\x00{self.identity.hex()}".encode()
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"group": self.group, "generation": self.generation, "verdict_id": self.identity.hex(),
+                             "settings": dict(self.settings), "written_by": self.written_by})
+
+    @classmethod
+    def decode(cls, data: bytes, offset: int) -> GroupRecord | None:
+        """The record, or None for one this version cannot read (logged, skipped)."""
+        try:
+            value = orjson.loads(data)
+            return cls(str(value["group"]), int(value["generation"]), bytes.fromhex(value["verdict_id"]),
+                       {str(k): str(v) for k, v in value["settings"].items()}, str(value["written_by"]), offset)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            log.warning("settings topic, offset %d: not a group settings record, skipped", offset)
+            return None
+
+    def described(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in sorted(self.settings.items()))
+
+
+def current_record(records: list[GroupRecord]) -> GroupRecord | None:
+    """The group's settings among its records (in offset order): the highest generation, the first
+    written of that generation."""
+    best: GroupRecord | None = None
+    for record in records:
+        if best is None or record.generation > best.generation:
+            best = record
+    return best
+
+
+def read_group_record(settings: WorkerSettings, timeout_s: float = 15.0) -> GroupRecord | None:
+    """The group's current record in the settings topic, read to its end; None if it has none."""
+    topic = settings.topics.settings
+    consumer = Consumer(settings.client(**{"group.id": f"streamdedup-settings-{uuid.uuid4().hex[:8]}",
+                                           "enable.auto.commit": False, "enable.partition.eof": True,
+                                           "isolation.level": "read_committed"}))
+    records: list[GroupRecord] = []
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
+        if end <= 0:
+            return None
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])  # no group join
+        deadline = time.monotonic() + timeout_s
+        position = -1
+        while position < end - 1:
+            if time.monotonic() > deadline:
+                raise WorkerStopped(f"the settings topic {topic!r} could not be read to its end (offset {end}) in "
+                                    f"{timeout_s:g} s: check the broker and restart the worker")
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    break  # compaction may have left no record at end - 1
+                raise WorkerStopped(f"reading the settings topic {topic!r} failed ({error.str()}): restart the worker")
+            position = message.offset() or 0
+            record = GroupRecord.decode(message.value() or b"", position)
+            if record is not None and record.group == settings.group_id:
+                records.append(record)
+    finally:
+        consumer.close()
+    return current_record(records)
+
+
+def write_group_record(settings: WorkerSettings, record: GroupRecord, timeout_s: float = 15.0) -> None:
+    """Append `record` to the settings topic, acknowledged by every in-sync replica."""
+    producer = Producer(settings.client(**{"enable.idempotence": True, "acks": "all"}))
+    failures: list[str] = []
+    producer.produce(settings.topics.settings, record.encode(), record.key(), partition=0,
+                     on_delivery=lambda err, _: failures.append(str(err)) if err is not None else None)
+    left = producer.flush(timeout_s)
+    if left or failures:
+        raise WorkerStopped(f"writing the group's settings to {settings.topics.settings!r} failed "
+                            f"({failures[0] if failures else 'not acknowledged in time'}): restart the worker")
+
+
+def differences(mine: Mapping[str, str], group: Mapping[str, str]) -> list[str]:
+    """The settings that differ, one phrase each."""
+    return [f"{key} {group.get(key)!r} for the group, {mine.get(key)!r} here"
+            for key in sorted(set(mine) | set(group)) if mine.get(key) != group.get(key)]
+
+
+def duration(ms: int) -> str:
+    """`ms` as `config.parse_duration` reads it, in the largest unit that holds it whole."""
+    for unit, unit_ms in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000)):
+        if ms and ms % unit_ms == 0:
+            return f"{ms // unit_ms}{unit}"
+    return f"{ms / 1000:g}s"
+
+
+def as_flags(settings: Mapping[str, str]) -> str:
+    """The flags that give a worker these verdict settings."""
+    def flag(key: str, text: str) -> str:
+        if key.endswith("_ms"):
+            return f"no {FLAGS.get(key, key)}" if text == "None" else f"{FLAGS.get(key, key)} {duration(int(text))}"
+        return f"{FLAGS.get(key, key)} {text!r}"
+    return " ".join(flag(key, text) for key, text in sorted(settings.items()))
+
+
+def refusal(settings: WorkerSettings, group: GroupRecord, mine: Mapping[str, str], identity: bytes) -> str:
+    """One line: what differs between this worker's verdict settings and its group's, and the fix."""
+    return (f"this worker's verdict settings (verdict id {identity.hex()}) are not those of group "
+            f"{settings.group_id!r} (verdict id {group.identity.hex()}, generation {group.generation}, written by "
+            f"{group.written_by!r}): {'; '.join(differences(mine, group.settings))}. Give this worker the group's "
+            f"settings ({as_flags(group.settings)}), or restart every worker of group {settings.group_id!r} with "
+            "the new settings and --adopt-settings (STREAMDEDUP_ADOPT_SETTINGS=1) on one of them")
+
+
+def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> GroupRecord:
+    """At start: the group's record, written first if the group has none (or adopted from this
+    worker with `settings.adopt_settings`); raises `GroupSettingsDiffer` if it is not this worker's."""
+    mine = config.verdict_settings()
+    identity = verdict_identity(mine)
+    group = read_group_record(settings)
+    if group is None or (settings.adopt_settings and group.identity != identity):
+        generation = 1 if group is None else group.generation + 1
+        if group is not None:
+            log.warning("adopting this worker's verdict settings (verdict id %s: %s) for group %r, generation %d, "
+                        "instead of verdict id %s (%s): workers with the old ones stop as soon as they receive an "
+                        "index request from one with the new", identity.hex(), ", ".join(
+                            f"{k}={v}" for k, v in sorted(mine.items())), settings.group_id, generation,
+                        group.identity.hex(), group.described())
+        write_group_record(settings, GroupRecord(settings.group_id, generation, identity, mine, settings.worker_id))
+        group = read_group_record(settings)
+        if group is None:
+            raise WorkerStopped(f"the group's settings written to {settings.topics.settings!r} could not be read "
+                                "back: check the topic (cleanup.policy=compact, not delete) and restart the worker")
+    if group.identity != identity:
+        raise GroupSettingsDiffer(refusal(settings, group, mine, identity))
+    log.info("group %r judges with verdict id %s (generation %d, written by %r)", settings.group_id,
+             group.identity.hex(), group.generation, group.written_by)
+    return group
+
+
+class GroupRecordCache:
+    """The group's record for a running worker, read again at most every `max_age_s` seconds and
+    only when asked (on an index request under another verdict id)."""
+
+    def __init__(self, settings: WorkerSettings, record: GroupRecord | None = None, max_age_s: float = 2.0) -> None:
+        self.settings = settings
+        self.record = record
+        self.max_age_s = max_age_s
+        self.read_at = float("-inf")
+
+    def current(self) -> GroupRecord | None:
+        now = time.monotonic()
+        if now - self.read_at >= self.max_age_s:
+            self.record = read_group_record(self.settings)
+            self.read_at = now
+        return self.record
