@@ -7,6 +7,7 @@ records 0..N-1 of the new topic were never judged, exit 0, no warning.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 
@@ -43,6 +44,15 @@ def judged_once(got) -> int:
     return len(verdicts_by_id(got)) + len(got["rejected"])
 
 
+# CI's Tansu pass (.ci/run) runs the [global] case alone: there every topic is deleted, so it meets
+# Tansu's way (the group's offsets dropped with the topic) and the read-back of the last record;
+# the refusal and the local topology do not depend on the broker, and Tansu's group joins (~9 s a
+# worker) make each case ~40 s
+NOT_ON_TANSU = pytest.mark.skipif(os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu",
+                                  reason="broker-independent past the detection, which the [global] case checks on Tansu")
+
+
+@NOT_ON_TANSU
 def test_a_recreated_input_topic_is_refused_with_the_fix_named(settings):
     send(settings, pages(0, 4))
     assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 12
@@ -61,7 +71,7 @@ def test_a_recreated_input_topic_is_refused_with_the_fix_named(settings):
     assert judged_once(outputs(settings)) == 12 + len(new)
 
 
-@pytest.mark.parametrize("topology", ["global", "local"])
+@pytest.mark.parametrize("topology", ["global", pytest.param("local", marks=NOT_ON_TANSU)])
 def test_a_broker_that_lost_everything_is_judged_from_the_beginning_on_restart(settings, topology, caplog):
     """Every topic gone (a broker back without its data), the group too for the local topology:
     each new record gets exactly one output; the global topology's index and parts stores start
