@@ -205,7 +205,7 @@ def page_from_record(record: Any, *, max_content_bytes: int, position: str | Non
         raise Rejected(Reason.EMPTY_CONTENT, f"{content_field} is empty")
     fetched_at = _fetched_at(record)
     return Page(
-        id=_page_id(record, url, fetched_at, position if not _usable(fetched_at, now_ms, max_skew_ms) else None),
+        id=_page_id(record, url, fetched_at, position, now_ms, max_skew_ms),
         url=url,
         content=content,
         content_type=_content_type(record, default="text/plain" if content_field == "text" else "text/html"),
@@ -263,10 +263,14 @@ def _usable(fetched_at: datetime | None, now_ms: int | None, max_skew_ms: int) -
     return plausible(stamp_ms, now_ms if now_ms is not None else int(time.time() * 1000), max_skew_ms)
 
 
-def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None, position: str | None) -> str:
+def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None, position: str | None,
+             now_ms: int | None, max_skew_ms: int) -> str:
+    """The record's own id, else one derived from its url and fetch time, or its `position` when
+    the fetch time cannot tell two fetches apart (`_usable`, asked only then)."""
     field, value = _first(record, "id")
     if value is None:
-        return derive_page_id(url, fetched_at, position)
+        undated = position is not None and not _usable(fetched_at, now_ms, max_skew_ms)
+        return derive_page_id(url, fetched_at, position if undated else None)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
         raise Rejected(Reason.INVALID_FIELD, f"{field} must be a non-empty string or integer")
     text = str(value)
