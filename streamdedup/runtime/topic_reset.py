@@ -35,10 +35,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-import xxhash
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streamdedup.runtime import topics
+from streamdedup.runtime.record_identity import record_digest
 from streamdedup.runtime.settings import ON_TOPIC_RESET
 
 READ_TIMEOUT_S = 5.0  # how long the records are waited for (Tansu answers a read past the end with nothing)
@@ -58,15 +58,13 @@ class RecordIdentity:
 
     offset: int
     timestamp: int  # ms, -1 if none
-    digest: str  # xxh3-64 of the key and the value, each with its length
+    digest: str  # `record_digest` of the key, value and timestamp, in hex (the Faust journal's digest)
 
     @classmethod
     def of(cls, message: Message) -> RecordIdentity:
         _, stamp = message.timestamp()
-        key, value = message.key() or b"", message.value() or b""
-        digest = xxhash.xxh3_64(len(key).to_bytes(8, "big") + key)
-        digest.update(value)
-        return cls(int(message.offset() or 0), int(stamp), digest.hexdigest())
+        digest = record_digest(message.key(), message.value(), stamp if stamp >= 0 else None)
+        return cls(int(message.offset() or 0), int(stamp), digest.hex())
 
     def encode(self) -> bytes:
         return orjson.dumps({"offset": self.offset, "timestamp": self.timestamp, "hash": self.digest})
