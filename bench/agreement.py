@@ -282,13 +282,12 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
     from streamdedup.runtime.topologies.scaleout import index_requests
     from streamdedup.store.signature_store import method_tags
     from streamdedup.store.template_store import TemplateStore
-    from streamdedup.verdict.policy import SitePolicy
 
     config = DetectorConfig()
     fingerprinter = Fingerprinter(config)
     tags = method_tags([m.name for m in fingerprinter.methods])
     templates = TemplateStore(work / f"sim-{seed}-templates")
-    policy = SitePolicy.parse(config.policy, config.site_policy)
+    policy = config.site_policies()
     index = [IndexPartition(work / f"sim-{seed}-index-{p}", fingerprinter.methods, policy, fingerprinter.store_config, p)
              for p in range(partitions)]
     rng = random.Random(seed)

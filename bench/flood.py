@@ -107,8 +107,9 @@ def band_sentences(oracle: Detector, story: list[str], keys: list[int], seed: in
 
 
 def light_edit(rng: random.Random, paragraphs: list[str], vocabulary: list[str]) -> list[str]:
-    """A real copy: 2-5 % of its words replaced, a third of the copies without one paragraph."""
-    rate = rng.uniform(0.02, 0.05)
+    """A real copy: 1-3 % of its words replaced (light edits: a duplicate's new text stays within
+    `max_new_share`), a third of the copies without one paragraph."""
+    rate = rng.uniform(0.01, 0.03)
     edited = [" ".join(rng.choice(vocabulary) if rng.random() < rate else w for w in p.split()) for p in paragraphs]
     if rng.random() < 1 / 3:
         del edited[rng.randrange(len(edited))]

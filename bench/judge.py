@@ -74,7 +74,7 @@ def replay(calls: list[tuple[Any, ...]], repeat: int) -> dict[str, Any]:
         found = [list(judged(*call, tests=Counter())) for call in calls]
         times.append(time.perf_counter() - started)
         matches = sum(map(len, found))
-        digest = hashlib.sha1(repr([(seq, rule) for page in found for seq, _, rule in page]).encode()).hexdigest()
+        digest = hashlib.sha1(repr([(seq, rule) for page in found for seq, _, rule, *_ in page]).encode()).hexdigest()
     per_call = [t / max(1, len(calls)) * 1e6 for t in times]
     return {"calls": len(calls), "candidates_per_call": round(statistics.mean(len(c[0]) for c in calls), 2) if calls else 0,
             "us_per_call_median": round(statistics.median(per_call), 2), "us_per_call_least": round(min(per_call), 2),

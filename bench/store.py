@@ -72,6 +72,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.fingerprints.a12 import A12Params, A12Signature
 from streamdedup.fingerprints.minhash import MinHashMethod
+from streamdedup.fingerprints.wordpairs import WordPairsParams, WordPairsSignature
 from streamdedup.record.page import Page
 from streamdedup.store import layout
 from streamdedup.store.layout import DocRecord
@@ -113,6 +114,8 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator, lines: in
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             # the word signatures as A12Method.signature keeps them (`word_bits`, 32)
                             tuple(rng.getrandbits(64) & A12_WORD_MASK for _ in range(5))),
+        "wordpairs": WordPairsSignature(np_rng.integers(0, 256, size=WordPairsParams().num_perm // 4, dtype=np.uint8),
+                                        rng.randint(200, 2000)),
     }
     if not lines:
         return Fingerprinted(page, {}, f"bench:{i}", signatures)
@@ -237,8 +240,9 @@ def bulk_fill(detector: Detector, items: list[Fingerprinted], first_seq: int,
     filed: list[bytes] = []
     seqs: list[int] = []
     for seq, fp in enumerate(items, first_seq):
-        keys = {store.tags[m.name]: m.index_keys(fp.signatures[m.name]) for m in detector.methods}
-        signatures = {store.tags[m.name]: m.encode(fp.signatures[m.name]) for m in detector.methods}
+        mine = {m: sig for m in detector.methods if (sig := fp.signatures.get(m.name)) is not None}
+        keys = {store.tags[m.name]: m.index_keys(sig) for m, sig in mine.items()}
+        signatures = {store.tags[m.name]: m.encode(sig) for m, sig in mine.items()}
         doc = DocRecord(seq, fp.page.id, seq, fp.page.id, "", signatures, fp.site_hash, document=document_key(fp.page.url))
         wb.put(layout.doc_key(seq), doc.encode())
         wb.put(layout.time_key(doc.event_ms, seq), b"")

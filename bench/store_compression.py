@@ -43,7 +43,8 @@ def records(count: int) -> list[tuple[bytes, bytes, bytes]]:
         tags = detector.store.tags
         for start in range(0, count, 10_000):
             for seq, fp in enumerate(pages(start, min(count, start + 10_000), rng, np_rng), start):
-                signatures = {tags[m.name]: m.encode(fp.signatures[m.name]) for m in detector.methods}
+                signatures = {tags[m.name]: m.encode(sig) for m in detector.methods
+                              if (sig := fp.signatures.get(m.name)) is not None}
                 doc = DocRecord(seq, fp.page.id, 1_700_000_000_000 + seq * 37, fp.page.id, "", signatures, fp.site_hash,
                                 document=document_key(fp.page.url))
                 out.append((layout.doc_key(seq), doc.encode(), layout.time_key(doc.event_ms, seq)))

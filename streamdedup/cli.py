@@ -80,8 +80,12 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
         group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
     group.add_argument("--policy", help="rules for candidates from other sites, e.g. "
                        "'exact|minhash|simhash+a12' (| = or, + = and, minhash>=0.8 = stricter)")
-    group.add_argument("--same-site-policy", help="rules for candidates from the page's own site, "
-                       "e.g. 'exact|minhash>=0.8'")
+    group.add_argument("--same-site-policy", help="rules for candidates from the page's own site while its "
+                       "template is unknown (default: --policy), e.g. 'exact|minhash>=0.8'")
+    group.add_argument("--max-new-share", type=float, metavar="SHARE",
+                       help="a match is the page's duplicate only if the page's text absent from it is at most "
+                       "this share of the page (default 0.10) or 16 word pairs; otherwise the page is unique "
+                       "and names it (supersedes / related_to)")
     group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
     group.add_argument("--extractor", choices=EXTRACTORS, help=EXTRACTOR_HELP)
@@ -130,7 +134,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
     check_extractor(cleaning.extractor)
     return config.with_overrides(
         methods=methods, method_params=params, policy=args.policy,
-        same_site_policy=args.same_site_policy, cleaning=cleaning,
+        same_site_policy=args.same_site_policy, max_new_share=args.max_new_share, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
         max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
         batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
@@ -239,7 +243,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from streamdedup.evaluate.run import run_evaluation
 
     config = detector_config(args)
-    methods = list(METHODS) if args.eval_methods == "all" else [m.strip() for m in args.eval_methods.split(",")]
+    methods = ([m for m, cls in METHODS.items() if cls.finds_candidates] if args.eval_methods == "all"
+               else [m.strip() for m in args.eval_methods.split(",")])
     metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet)
     if not args.quiet:
         for name, row in metrics["methods"].items():

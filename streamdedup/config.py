@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
@@ -24,12 +24,21 @@ from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, RetentionClock
 from streamdedup.tokens.tokenize import ICU_VERSION
 
+if TYPE_CHECKING:
+    from streamdedup.verdict.policy import SitePolicy
+
 # v2: token hashes from the compiled scan (was xxh3 of UTF-8); v3: Thai, Lao, Khmer and Myanmar cut
 # into words by ICU, whose dictionaries are named by its version
 TOKENIZER_VERSION = f"words-v3+icu{ICU_VERSION}"
-DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12")
+DEFAULT_METHODS = ("exact", "minhash", "simhash", "a12", "wordpairs")
 DEFAULT_POLICY = "exact|minhash|simhash+a12"
-DEFAULT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>=0.4"
+# a stricter policy for a site's own pages while its template is unknown: no longer the default
+# (a site's first pages are judged like any other: docs/design.md), kept for `--same-site-policy`
+STRICT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>=0.4"
+# a match is the page's duplicate only if the page's text absent from it (its word pairs) is at most
+# this share of the page or this many pairs (`engine.NewTextTolerance`; the reasons: docs/design.md)
+DEFAULT_MAX_NEW_SHARE = 0.10
+DEFAULT_MAX_NEW_PAIRS = 16
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -64,7 +73,9 @@ class DetectorConfig:
     methods: tuple[str, ...] = DEFAULT_METHODS
     method_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     policy: str = DEFAULT_POLICY
-    same_site_policy: str | None = None  # None: the default if its methods are enabled, else `policy`
+    same_site_policy: str | None = None  # None: `policy` (STRICT_SAME_SITE_POLICY is the stricter option)
+    max_new_share: float = DEFAULT_MAX_NEW_SHARE
+    max_new_pairs: int = DEFAULT_MAX_NEW_PAIRS
     cleaning: CleaningConfig = CleaningConfig()
     retention: timedelta | None = None
     # a page's fetch time further ahead of the clock than this is not trusted (store/retention.py)
@@ -85,12 +96,20 @@ class DetectorConfig:
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
         check_batch_limits(self.batch_size, self.batch_bytes)
+        if not 0.0 <= self.max_new_share <= 1.0:
+            raise ValueError(f"max_new_share is a share of a page's text in [0, 1], got {self.max_new_share}")
+        if self.max_new_pairs < 0:
+            raise ValueError(f"max_new_pairs is a number of word pairs, got {self.max_new_pairs}")
         if self.prepare_threads < 0:
             raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
         from streamdedup.verdict.policy import Policy
 
         for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):
             policy = Policy.parse(text)
+            measuring = sorted(m for m in policy.methods if m in METHODS and not METHODS[m].finds_candidates)
+            if measuring:
+                raise ValueError(f"{name} {text!r} names {', '.join(measuring)}, which finds and matches nothing: "
+                                 f"it measures a match's new text (max_new_share)")
             missing = policy.methods - set(self.methods)
             if missing:
                 raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
@@ -110,14 +129,14 @@ class DetectorConfig:
 
     @property
     def site_policy(self) -> str:
-        """The policy for candidates from the page's own site."""
-        if self.same_site_policy is not None:
-            return self.same_site_policy
-        from streamdedup.verdict.policy import Policy
+        """The policy for candidates from the page's own site while its template is unknown."""
+        return self.same_site_policy if self.same_site_policy is not None else self.policy
 
-        if Policy.parse(DEFAULT_SAME_SITE_POLICY).methods <= set(self.methods):
-            return DEFAULT_SAME_SITE_POLICY
-        return self.policy
+    def site_policies(self) -> SitePolicy:
+        """The parsed policies and tolerance the engine judges with (`verdict/engine.py`)."""
+        from streamdedup.verdict.policy import SitePolicy
+
+        return SitePolicy.parse(self.policy, self.site_policy, self.max_new_share, self.max_new_pairs)
 
     def retention_clock(self, get_meta_int: Callable[[str, int], int]) -> RetentionClock:
         """A store's retention clock under this configuration, its watermarks read from the store."""
@@ -142,7 +161,8 @@ class DetectorConfig:
         from streamdedup.verdict.policy import Policy
 
         return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),
-                "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms)}
+                "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms),
+                "max_new_share": f"{self.max_new_share:g}", "max_new_pairs": str(self.max_new_pairs)}
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -153,9 +173,9 @@ class DetectorConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
-        known = {"methods", "params", "policy", "same_site_policy", "extractor", "retention", "batch_size",
-                 "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew", "prepare_threads",
-                 "template"}
+        known = {"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs", "extractor",
+                 "retention", "batch_size", "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew",
+                 "prepare_threads", "template"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -175,6 +195,8 @@ class DetectorConfig:
         return cls(template=None if template is False else TemplateParams(**template),
                    methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
                    same_site_policy=data.get("same_site_policy"),
+                   max_new_share=float(data.get("max_new_share", DEFAULT_MAX_NEW_SHARE)),
+                   max_new_pairs=int(data.get("max_new_pairs", DEFAULT_MAX_NEW_PAIRS)),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=int(data.get("batch_size", 256)),

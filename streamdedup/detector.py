@@ -26,7 +26,6 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, FoundBy, decide, judged
-from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ class Detector:
         self.methods = self.fingerprinter.methods
         self.prepare = self.fingerprinter.prepare
         self.prepare_many = self.fingerprinter.prepare_many
-        self.policy = SitePolicy.parse(config.policy, config.site_policy)
+        self.policy = config.site_policies()
         self.store_config = self.fingerprinter.store_config
         if config.lexicon != "wordfreq":
             keep_lexicon_with_state(Path(config.lexicon), Path(state_dir))
@@ -155,7 +154,7 @@ class Detector:
         """The page's signatures as its record stores them, by method tag (the batch's index
         names are made from these at once, as the store's rebuild makes them)."""
         signatures = fp.signatures
-        return {tag: encode(sig) for tag, name, encode in self._encoders if (sig := signatures[name]) is not None}
+        return {tag: encode(sig) for tag, name, encode in self._encoders if (sig := signatures.get(name)) is not None}
 
     def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, page: int,
                     staged: tuple[dict[int, bytes], list[bytes]]) -> Outcome:
@@ -200,7 +199,7 @@ class Detector:
         if not answered:  # the common case: no stored page shares a key
             return []
         tags = self.store.tags
-        mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures[m.name]) is not None}
+        mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures.get(m.name)) is not None}
         # found only by SimHash's short keys: chance collisions are dropped unjudged
         seqs = batch.without_chance(answered, mine) if batch.unvouched else answered
         count_lookup(work, batch.last_found, len(answered), len(seqs))
@@ -208,13 +207,15 @@ class Detector:
             return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document, steered=steered)
         found: list[Candidate] = []
-        for seq, doc, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine,
-                                                   fp.template_known, self.clock.oldest_kept(event_ms),
-                                                   FoundBy(batch.found_by(), self.store.unfiled_bounds), work):
+        for link in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine, fp.template_known,
+                           self.clock.oldest_kept(event_ms), FoundBy(batch.found_by(), self.store.unfiled_bounds),
+                           work):
+            doc = link.doc
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
-            root_seq = seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
-            found.append(Candidate(seq, doc.page_id, rule, similarity, -1 if root_seq is None else root_seq,
-                                   doc.cluster_id))
+            root_seq = link.seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
+            found.append(Candidate(link.seq, doc.page_id, link.rule, link.similarity,
+                                   -1 if root_seq is None else root_seq, doc.cluster_id, link.relation,
+                                   link.new_share))
         return found
 
 

@@ -8,7 +8,7 @@ import random
 
 from conftest import page
 
-from streamdedup.config import DetectorConfig
+from streamdedup.config import STRICT_SAME_SITE_POLICY, DetectorConfig
 from streamdedup.testing import make_words, run_records
 
 RNG = random.Random(7)
@@ -42,9 +42,9 @@ def test_different_short_articles_in_one_template_do_not_match_once_the_template
 
 
 def test_without_the_model_the_same_pages_match_on_their_template(tmp_path):
-    """The test above fails for the right reason: with the model off, the template makes the
-    different articles near-duplicates of each other."""
-    config = DetectorConfig(same_site_policy=DetectorConfig().policy, template=None)
+    """The test above fails for the right reason: with the model off (and any new text let
+    through: max_new_share 1), the template makes the different articles near-duplicates."""
+    config = DetectorConfig(same_site_policy=DetectorConfig().policy, template=None, max_new_share=1.0)
     outcomes = run_records(site_feed(), tmp_path, config)
     assert sum(o.status == "duplicate" for o in outcomes[8:16]) >= 4
 
@@ -93,7 +93,7 @@ def test_a_print_version_in_a_sites_cold_start_joins_its_article_by_containment(
     outcomes = run_records(pages, tmp_path)
     printed = outcomes[1].dedup
     assert printed["status"] == "duplicate" and printed["duplicate_of"] == outcomes[0].dedup["id"]
-    assert printed["method"] == "minhash.containment+minhash" and printed["similarity"] >= 0.95
+    assert printed["method"] == "minhash" and printed["new_share"] <= 0.10  # all of its text is in the article
     before = run_records(pages, tmp_path / "before", DetectorConfig(same_site_policy="exact|minhash>=0.8"))
     assert [o.status for o in before] == ["unique"] * 2
 
@@ -114,7 +114,9 @@ def test_a_short_page_beside_a_long_article_in_a_cold_start_is_not_taken_for_con
             lines = [template[0], body, *template[1:]]
             pages.append(page(f"https://site{site}.example/news/{n}", "\n".join(lines),
                               f"2024-03-01T{site:02d}:{n:02d}:00Z", content_type="text/plain"))
-    outcomes = run_records(pages, tmp_path)
+    # the stricter own-site policy, no longer the default: with the one policy a brief so small beside
+    # its match may be estimated inside it (docs/limitations.md: plain text carrying its template)
+    outcomes = run_records(pages, tmp_path, DetectorConfig(same_site_policy=STRICT_SAME_SITE_POLICY))
     assert [o.status for o in outcomes] == ["unique"] * len(pages)
     no_floor = DetectorConfig(same_site_policy="exact|minhash>=0.8|minhash.containment>=0.95")
     unfloored = run_records(pages, tmp_path / "no-floor", no_floor)
@@ -191,11 +193,11 @@ def test_a_recrawl_and_a_long_copy_on_the_same_host_are_still_duplicates(tmp_pat
     assert outcomes[3].status == "duplicate", outcomes[3].dedup
 
 
-def test_in_the_cold_start_another_fetch_of_the_same_url_meets_the_one_policy(tmp_path):
-    """A site's second page: a revision of its first. At the same URL (an update, a correction)
-    it is another fetch of one document, which no template can make look alike, so it meets the
-    one policy and joins its story; at another URL it still meets the cold start's stricter one
-    (MinHash >= 0.8), which a story of 90 words with 4 of them changed does not."""
+def test_in_the_cold_start_a_light_revision_joins_its_story_at_any_url(tmp_path):
+    """A site's second page: a revision of its first (a story of 90 words, 4 of them changed).
+    A site's first pages meet the one policy, so it joins its story at the same URL (an update,
+    a correction) and at another; the stricter own-site policy (MinHash >= 0.8), the default
+    before, kept it apart at another URL."""
     words = make_words(random.Random(77), 90)
     story = " ".join(words)
     revised = " ".join("changed" if i in (10, 30, 50, 70) else w for i, w in enumerate(words))  # Jaccard ~0.6
@@ -205,7 +207,9 @@ def test_in_the_cold_start_another_fetch_of_the_same_url_meets_the_one_policy(tm
     outcomes = run_records(at_its_url, tmp_path / "same")
     assert outcomes[1].status == "duplicate" and outcomes[1].dedup["duplicate_of"] == outcomes[0].dedup["id"]
     elsewhere = [at_its_url[0], {**at_its_url[1], "url": url + "-2"}]
-    assert [o.status for o in run_records(elsewhere, tmp_path / "other")] == ["unique", "unique"]
+    assert [o.status for o in run_records(elsewhere, tmp_path / "other")] == ["unique", "duplicate"]
+    strict = DetectorConfig(same_site_policy=STRICT_SAME_SITE_POLICY)
+    assert [o.status for o in run_records(elsewhere, tmp_path / "strict", strict)] == ["unique", "unique"]
 
 
 def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tmp_path):

@@ -33,13 +33,16 @@ from streamdedup.fingerprints.tf import TfMethod
 from streamdedup.fingerprints.tfidf import TfIdfMethod
 from streamdedup.fingerprints.tfridf import TfRidfMethod
 from streamdedup.fingerprints.tibetan_summary import TibetanSummaryMethod
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 
-# Order: the engine's default four, then 004's A1-A11, then the other methods of the seeds.
+# Order: the engine's default five (four detectors and the measure of new text), then 004's
+# A1-A11, then the other methods of the seeds.
 METHODS: dict[str, type[FingerprintMethod[Any, Any]]] = {
     ExactMethod.name: ExactMethod,  # A0
     MinHashMethod.name: MinHashMethod,
     SimHashMethod.name: SimHashMethod,
     A12Method.name: A12Method,  # A12 "3+5"
+    WordPairsMethod.name: WordPairsMethod,  # new_share of a match (not a detector)
     TfMethod.name: TfMethod,  # A1
     TfIdfMethod.name: TfIdfMethod,  # A2
     TfRidfMethod.name: TfRidfMethod,  # A3

@@ -24,6 +24,11 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     method: str | None = None
     merged_clusters: tuple[str, ...] = ()
     time_note: str | None = None  # why the page's own fetch time was not used (store/retention.py)
+    # a duplicate: the share of its own text (word pairs) absent from `duplicate_of` (verdict/engine.py)
+    new_share: float | None = None
+    supersedes: tuple[str, ...] = ()  # a unique page: earlier pages whose text is (nearly) all in it
+    related_to: tuple[str, ...] = ()  # a unique page: clusters sharing much of its text, not all
+
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -34,8 +39,14 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
             "method": self.method,
             "cluster_id": self.cluster_id,
         }
+        if self.new_share is not None:
+            out["new_share"] = round(self.new_share, 4)
         if self.merged_clusters:
             out["merged_clusters"] = list(self.merged_clusters)
+        if self.supersedes:
+            out["supersedes"] = list(self.supersedes)
+        if self.related_to:
+            out["related_to"] = list(self.related_to)
         if self.time_note:
             out["time_note"] = self.time_note
         return out

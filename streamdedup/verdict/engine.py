@@ -2,18 +2,24 @@
 
 File mode, the local topology and the Faust app judge a page against one store; the global
 topology judges it in every index partition its keys live in and gathers the answers by page id.
-Both go through the same three steps here, so `streamdedup eval` measures what the Kafka worker does:
+All go through the same steps here, so `streamdedup eval` measures what the Kafka worker does:
 
 1. `CandidateSimilarities`: a candidate (a page sharing any index key) is verified by whichever
    methods the policy's rules ask for, not only by the method whose key brought it: "simhash+a12"
    needs both, wherever the candidate came from. Each test runs when a rule first needs it, in rule
    order, for all of a page's candidates that still need it at once (one array operation); a test
    that cannot pass, for a candidate no key of its method found, is not run (`FoundBy`).
-2. `Policy.first_rules`: the first rule each candidate satisfies (own-site candidates by the site
-   policy) -> a `Candidate`, with its place in the order and the cluster it belongs to.
-3. `decide`: the earliest candidate in the order is what the page duplicates; the page joins the
-   oldest cluster among its candidates' clusters (the earliest root), and names the others it
-   bridges (`merged_clusters`).
+2. `Policy.first_rules`: the first rule each candidate satisfies -> a match.
+3. Direction (`relation`): a match is the page's *duplicate* only if the page's own text is
+   (nearly) all in the candidate: its `new_share`, the share of its word pairs absent from the
+   candidate (`fingerprints/wordpairs.py`), is at most the tolerance (`Tolerance.max_new_share`).
+   A match whose own text is (nearly) all in the page is one the page *supersedes* (the view-all
+   page after its part); any other match, or a candidate sharing at least half of the smaller
+   page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
+4. `decide`: the earliest duplicate candidate is what the page duplicates; the page joins the oldest
+   cluster among its duplicate and superseded candidates' clusters (the earliest root) and names
+   the others it bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins
+   the cluster of what it supersedes, and names the clusters it is related to.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -37,6 +43,63 @@ Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag,
 # for half the bytes of a whole signature (132 bytes a rescued page)
 STEERED_METHOD = "minhash"
 STEERED_VALUES = 64
+# the method that measures how much of a page is absent from a candidate (its `new_shares`)
+NEW_TEXT_METHOD = "wordpairs"
+DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
+# a candidate no rule matched is related when it shares at least this share of the smaller page's
+# word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
+RELATED_SHARE = 0.5
+RELATED_MIN_PAIRS = 60
+# at most this many ids in `supersedes` and `related_to` (the earliest): a verdict stays small
+MAX_NAMED = 8
+
+
+class NewText(NamedTuple):
+    """A page's text absent from another: its share of the page's word pairs, and their count."""
+
+    share: float
+    pairs: float
+
+
+@dataclass(frozen=True)
+class NewTextTolerance:
+    """How much new text a duplicate may hold: new text counts once it is more than `max_share`
+    of the page AND more than `max_pairs` word pairs (a short line: an update stamp, a correction
+    note). Either alone would be wrong: a share alone calls a 60-word brief with a date line
+    new, a count alone lets a long article hide a new paragraph. NaN (not measured) counts as none."""
+
+    max_share: float = 0.10
+    max_pairs: int = 16
+
+    def exceeded_by(self, new: NewText) -> bool:
+        return bool(new.share > self.max_share and new.pairs > self.max_pairs)
+
+
+def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
+    """What a linked candidate is to the page, from the page's side: DUPLICATE when a rule matched
+    and the page's text is (nearly) all in it, SUPERSEDES when a rule matched and its text is
+    (nearly) all in the page, RELATED otherwise. `new`: the page's text absent from the candidate;
+    `their_new`: the candidate's absent from the page. The candidate's side swaps them."""
+    if matched and not tolerance.exceeded_by(new):
+        return DUPLICATE
+    if matched and not tolerance.exceeded_by(their_new):
+        return SUPERSEDES
+    return RELATED
+
+
+class Judged(NamedTuple):
+    """A candidate linked to the page: the rule it matched ("" if none), the rule's similarity, its
+    relation to the page and the page's to it (`relation`), and the page's share of text absent
+    from it and its share absent from the page (NaN: not measured)."""
+
+    seq: int
+    doc: DocRecord
+    rule: str
+    similarity: float
+    relation: str
+    their_relation: str
+    new_share: float
+    their_new_share: float
 
 
 @dataclass(frozen=True)
@@ -49,10 +112,12 @@ class Candidate:
 
     order: Any  # int or bytes: comparable within one run
     page_id: str
-    rule: str
+    rule: str  # "" for a related candidate no rule matched
     similarity: float
     root_order: Any
     root_id: str
+    relation: str = "duplicate"  # DUPLICATE | SUPERSEDES | RELATED (`relation`)
+    new_share: float = 0.0  # the share of the page's own text absent from the candidate
 
 
 class CandidateSimilarities:
@@ -116,14 +181,16 @@ class CandidateSimilarities:
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
            methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
-           tests: Counter[str] | None = None) -> Iterator[tuple[int, DocRecord, tuple[str, float]]]:
-    """Steps 1 and 2 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
-    candidate, other than the page itself and inside the retention window, with the rule it
-    satisfies, in the order of `seqs`. Own-site candidates meet the stricter site policy only while
-    the site's template is unknown (its cold start), and not then if they are another fetch of the
-    page's own document (its URL: `DocRecord.document`), which no template can make look alike.
-    The candidates of each policy are verified together, rule by rule (`Policy.first_rules`); an
-    own-site match of two rescued pages stands only if their article elements agree (`_steered_agree`).
+           tests: Counter[str] | None = None) -> Iterator[Judged]:
+    """Steps 1 to 3 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
+    candidate, other than the page itself and inside the retention window, that a rule matched or
+    that is related to the page, with its relation (`relation`), in the order of `seqs`.
+
+    Own-site candidates meet the site policy only while the site's template is unknown (its cold
+    start; by default the site policy is the main one), and not then if they are another fetch of
+    the page's own document (its URL: `DocRecord.document`), which no template can make look
+    alike. The candidates of each policy are verified together, rule by rule (`Policy.first_rules`);
+    an own-site match of two rescued pages stands only if their article elements agree (`_steered_agree`).
 
     `found_by` (when the caller looked up all of the page's keys, not one partition's): by tag of a
     method whose keys find every match of its test, the candidates its keys found. A rule naming
@@ -139,7 +206,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
     # the candidates of each policy (None: all of them, as a rule: only the site policy's differ)
     groups: list[tuple[Policy, np.ndarray | None]] = [(policy.other_site, None)]
-    if not template_known:  # candidates of the page's site meet the site policy
+    if not template_known and policy.same_site != policy.other_site:  # candidates of the page's site: the site policy
         strict = np.array([_own_site_other_document(page, other) for _, other in stored], dtype=np.bool_)
         if strict.all():
             groups = [(policy.same_site, None)]
@@ -155,11 +222,86 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             rule = chosen.rules[numbers[j]]
             row = j if rows is None else int(rows[j])
             verdicts[row] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
+    shares = _new_shares(stored, methods, mine)
     agree = _steered_agree(page, methods)
-    for i in sorted(verdicts):  # in the order of `seqs`
-        seq, other = stored[i]
-        if agree is None or agree(other):
-            yield seq, other, verdicts[i]
+    tolerance = policy.tolerance
+    for i, (seq, other) in enumerate(stored):  # in the order of `seqs`
+        matched = verdicts.get(i)
+        if shares is None:  # no measure of new text: every match is a duplicate, as before directions
+            if matched is not None and (agree is None or agree(other)):
+                yield Judged(seq, other, matched[0], matched[1], DUPLICATE, DUPLICATE, 0.0, 0.0)
+            continue
+        new_share, their_new_share, own, theirs = shares[0][i], shares[1][i], shares[2], shares[3][i]
+        smaller = min(own, theirs)
+        if matched is None:
+            # related only: sharing half of the smaller page, which holds more than boilerplate
+            if not (smaller >= RELATED_MIN_PAIRS and 1.0 - np.fmin(new_share, their_new_share) >= RELATED_SHARE):
+                continue
+        elif matched[0] == "exact":  # the same text: nothing new either way
+            new_share = their_new_share = 0.0
+        if agree is not None and not agree(other):
+            continue
+        label, similarity = matched if matched is not None else ("", float("nan"))
+        new, their_new = NewText(new_share, new_share * own), NewText(their_new_share, their_new_share * theirs)
+        yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
+                     relation(matched is not None, their_new, new, tolerance), float(new_share),
+                     float(their_new_share))
+
+
+def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
+                mine: Mapping[int, Any]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
+    """For each stored candidate: the page's share of word pairs absent from it and its share
+    absent from the page (NaN where either side has no word pairs), the page's count of pairs, and
+    each candidate's; None when the new-text measure is not enabled."""
+    entry = methods.get(NEW_TEXT_METHOD)
+    if entry is None:
+        return None
+    tag, method = entry
+    signature = mine.get(tag)
+    count = len(stored)
+    new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    if signature is None:  # too short for a word pair: nothing to measure
+        return new_share, their_new_share, 0, sizes
+    theirs = [other.signatures.get(tag) for _, other in stored]
+    rows = [i for i, data in enumerate(theirs) if data is not None]
+    if rows:
+        measured = cast(Any, method).new_shares(signature, [theirs[i] for i in rows])
+        new_share[rows], their_new_share[rows], sizes[rows] = measured
+        _second_opinion(stored, methods, mine, new_share, their_new_share, signature.set_size, sizes)
+    return new_share, their_new_share, int(signature.set_size), sizes
+
+
+# a page with fewer than this share of its match's word pairs is "much smaller" (`_second_opinion`)
+MUCH_SMALLER = 0.7
+
+
+def _second_opinion(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Mapping[int, Any],
+                    new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray) -> None:
+    """Where one page is much smaller than the other, its new share averaged with MinHash's.
+
+    A share estimated from a MinHash Jaccard is noisy for a page much smaller than its match: the
+    error of J is multiplied by (|A|+|B|)/|A|, so a part of a third of its view-all page, fully
+    inside it, reads ~0.08 sd new. MinHash's own signature (5-word shingles, other permutations)
+    gives an independent estimate; their mean has ~0.7x the error. Not for pages of like length:
+    scattered edits raise the 5-shingle share 2.5x as much as the pairs', and there the pairs'
+    estimate is precise alone."""
+    entry = methods.get("minhash")
+    signature = mine.get(entry[0]) if entry is not None else None
+    if signature is None or not own:
+        return
+    tag, method = entry  # type: ignore[misc]
+    smaller_mine = own < MUCH_SMALLER * sizes
+    smaller_theirs = sizes < MUCH_SMALLER * own
+    rows = np.flatnonzero(smaller_mine | smaller_theirs).tolist()
+    rows = [i for i in rows if tag in stored[i][1].signatures]
+    if not rows:
+        return
+    mine5, theirs5 = cast(Any, method).new_shares(signature, [stored[i][1].signatures[tag] for i in rows])
+    for j, i in enumerate(rows):
+        if smaller_mine[i] and mine5[j] == mine5[j]:
+            new_share[i] = (new_share[i] + mine5[j]) / 2
+        if smaller_theirs[i] and theirs5[j] == theirs5[j]:
+            their_new_share[i] = (their_new_share[i] + theirs5[j]) / 2
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:
@@ -252,12 +394,24 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
 
 
 def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
-    """The verdict from the page's candidates earlier in the order (none: unique)."""
+    """The verdict from the page's linked candidates earlier in the order (none: unique)."""
     if not earlier:  # most pages of a crawl: nothing to rank
         return Verdict(page_id, "unique", page_id)
     ranked = sorted(earlier, key=lambda c: c.order)
-    first = ranked[0]
-    roots = sorted({(c.root_order, c.root_id) for c in ranked})
-    cluster_id = roots[0][1]
-    merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
-    return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged)
+    duplicates = [c for c in ranked if c.relation == DUPLICATE]
+    superseded = [c for c in ranked if c.relation == SUPERSEDES]
+    joined = duplicates or superseded
+    if joined:  # the page joins the oldest of their clusters, and bridges the others
+        roots = sorted({(c.root_order, c.root_id) for c in duplicates + superseded})
+        cluster_id = roots[0][1]
+        merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
+    else:
+        cluster_id, merged = page_id, ()
+    if duplicates:
+        first = duplicates[0]
+        return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
+                       new_share=first.new_share)
+    related = tuple(dict.fromkeys(c.root_id for c in ranked if c.relation == RELATED
+                                  and c.root_id != cluster_id and c.root_id not in merged))[:MAX_NAMED]
+    supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
+    return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related)

@@ -19,8 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from streamdedup.verdict.engine import NewTextTolerance
 
 Term = tuple[str, float]  # (method, minimum similarity)
 Similarity = Callable[[str], "float | None"]  # method name -> its similarity for one pair (None: no match)
@@ -111,14 +115,24 @@ class Policy:
 
 @dataclass(frozen=True)
 class SitePolicy:
-    """`other_site` judges candidates from other sites, `same_site` those from the page's own."""
+    """`other_site` judges candidates from other sites, `same_site` those from the page's own
+    (while its template is unknown); a match is a duplicate only when at most `max_new_share` of the
+    page's text is absent from it (`engine.relation`)."""
 
     other_site: Policy
     same_site: Policy
+    max_new_share: float = 0.10
+    max_new_pairs: int = 16
 
     @classmethod
-    def parse(cls, other_site: str, same_site: str) -> SitePolicy:
-        return cls(Policy.parse(other_site), Policy.parse(same_site))
+    def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 16) -> SitePolicy:
+        return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs)
+
+    @property
+    def tolerance(self) -> NewTextTolerance:
+        from streamdedup.verdict.engine import NewTextTolerance
+
+        return NewTextTolerance(self.max_new_share, self.max_new_pairs)
 
     @property
     def methods(self) -> set[str]:

@@ -157,7 +157,8 @@ def test_the_engine_judges_as_the_policy_does_candidate_by_candidate():
     own = {seq: replace(doc, site=1) for seq, doc in two_sites.items()}
     for docs, page, template_known in [(d, p, known) for d, p in ((two_sites, mixed), (two_sites, replace(mixed, site=3)),
                                                                   (own, mixed)) for known in (False, True)]:
-        got = list(judged(seqs, many(docs), policy, methods, page, mine, template_known, oldest_ms=1010))
+        got = [(j.seq, j.doc, (j.rule, j.similarity)) for j in judged(seqs, many(docs), policy, methods, page, mine,
+                                                                          template_known, oldest_ms=1010)]
         want = []
         for seq in seqs:
             other = docs.get(seq)
@@ -190,7 +191,7 @@ def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(
              for tag, method in complete.items()}
     # candidates that match by a rule naming A12, as if they were not filed under their A12 keys (full)
     plain = list(judged(seqs, many(docs), policy, methods, page, mine, True, oldest_ms=1010))
-    hidden = [seq for seq, _, (rule, _) in plain if "a12" in rule][:15]
+    hidden = [j.seq for j in plain if "a12" in j.rule][:15]
     assert len(hidden) == 15
     found[3] -= set(hidden)
     hiding = dict(docs)

@@ -108,7 +108,8 @@ Emitted = Decided | LateMatch
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = ()) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements. Pure."""
     earlier = _earlier_matches(answers, supplements)
-    verdict = decide(header.page_id, [Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id)
+    verdict = decide(header.page_id, [Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id,
+                                                m.relation, m.new_share)
                                       for m in earlier.values()])
     return verdict._replace(time_note=header.time_note).as_dict()
 
@@ -257,8 +258,8 @@ class GatherPartition:
         idle = by == "watermark" and any(self.watermarks.get(p) == INFINITE for p in held.partitions)
         self._finished[finished] = (header.order + _RELEASED["idle" if idle else by]
                                     + b"".join(_id_hash(page_id) for page_id in earlier))
-        return Decided(header, verdict_of(header, pending.answers.values(), pending.supplements), by,
-                       held.completed_ms)
+        verdict = verdict_of(header, pending.answers.values(), pending.supplements)
+        return Decided(header, verdict, by, held.completed_ms)
 
     def _load(self, page_id: str, order: bytes) -> Pending:
         key = _waiting_key(page_id, order)

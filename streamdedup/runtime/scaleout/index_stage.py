@@ -36,7 +36,7 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import judged
+from streamdedup.verdict.engine import RELATED, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -66,10 +66,16 @@ class Judging:
 def supplements_of(answer: Answer) -> list[Supplement]:
     """For each page later than the asker that was filed here first: "the asker is one of your
     earlier matches", with the asker's root as this partition knows it (as if filed first)."""
-    root_order, root_id = min(((m.root_order, m.root_id) for m in answer.earlier),
-                              default=(answer.order, answer.page_id))
-    return [Supplement(m.page_id, m.order, Match(answer.page_id, answer.order, m.rule, m.similarity, root_order,
-                                                 root_id)) for m in answer.later]
+    root_order, root_id = asker_root(answer.order, answer.page_id, answer.earlier)
+    return [Supplement(m.page_id, m.order, m.seen_from_the_other(answer.page_id, answer.order, root_order, root_id))
+            for m in answer.later]
+
+
+def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[bytes, str]:
+    """The asking page's root as this partition knows it: the earliest root among the earlier
+    matches it joins (its duplicates and what it supersedes: `engine.decide`), else itself."""
+    return min(((m.root_order, m.root_id) for m in earlier if m.relation != RELATED),
+               default=(order, page_id))
 
 
 class IndexPartition:
@@ -191,13 +197,15 @@ class IndexPartition:
         work = self.work
         work["pages"] += 1
         count_lookup(work, batch.last_found, len(found), len(seqs))
-        for _, other, (rule, similarity) in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine,
-                                                   request.template_known, oldest, tests=work):
+        for link in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine, request.template_known, oldest,
+                           tests=work):
+            other = link.doc
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
-            match = Match(other.page_id, order, rule, similarity, bytes.fromhex(root_hex), root_id)
+            match = Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex), root_id,
+                          link.new_share, link.their_new_share, link.relation, link.their_relation)
             (earlier if order < request.order else later).append(match)
-        root = min(((m.root_order, m.root_id) for m in earlier), default=(request.order, doc.page_id))
+        root = asker_root(request.order, doc.page_id, earlier)
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
                             f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,
                             steered=doc.steered),

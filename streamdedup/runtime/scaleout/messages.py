@@ -8,6 +8,7 @@ partition. Headers and answers are JSON: they are small and worth reading in a t
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ import orjson
 
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.layout import DocRecord
+from streamdedup.verdict.engine import DUPLICATE
 
 KIND_HEADER = "sd.kind"
 PAGE, ANSWER = b"page", b"answer"
@@ -87,15 +89,40 @@ class Match:
     similarity: float
     root_order: bytes = b""  # earliest page of its chain known to that partition (earlier matches)
     root_id: str = ""
+    # the asking page's share of text absent from the match and the match's absent from the asking
+    # page, and what each is to the other (`engine.Judged`; messages written before directions: a
+    # duplicate, nothing new)
+    new_share: float = 0.0
+    their_new_share: float = 0.0
+    relation: str = DUPLICATE
+    their_relation: str = DUPLICATE
 
     def as_list(self) -> list[Any]:
-        return [self.page_id, self.order.hex(), self.rule, round(self.similarity, 6),
-                self.root_order.hex(), self.root_id]
+        return [self.page_id, self.order.hex(), self.rule, _rounded(self.similarity),
+                self.root_order.hex(), self.root_id, _rounded(self.new_share), _rounded(self.their_new_share),
+                self.relation, self.their_relation]
 
     @classmethod
     def from_list(cls, item: list[Any]) -> Match:
-        page_id, order, rule, similarity, root_order, root_id = item
-        return cls(page_id, bytes.fromhex(order), rule, similarity, bytes.fromhex(root_order), root_id)
+        page_id, order, rule, similarity, root_order, root_id = item[:6]
+        if len(item) < 10:
+            return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id)
+        return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id,
+                   _float(item[6]), _float(item[7]), item[8], item[9])
+
+    def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
+        """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""
+        return Match(page_id, order, self.rule, self.similarity, root_order, root_id, self.their_new_share,
+                     self.new_share, self.their_relation, self.relation)
+
+
+def _rounded(value: float | None) -> float | None:
+    """A similarity or share as JSON carries it: 6 decimals, None for NaN (JSON has no NaN)."""
+    return None if value is None or math.isnan(value) else round(value, 6)
+
+
+def _float(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,6 @@ from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
 
@@ -569,7 +568,7 @@ class GlobalTopology:
         # the id a refused index request names (`IndexPartition.check_made_by`)
         log.info("signature id %s: %s", self.fingerprinter.identity.hex(), ", ".join(
             f"{key}={value}" for key, value in sorted(self.fingerprinter.signature_config.items())))
-        self.policy = SitePolicy.parse(config.policy, config.site_policy)
+        self.policy = config.site_policies()
         # what verdicts are judged with: every worker of the group must agree (`check_judged_with`)
         verdict_settings = config.verdict_settings()
         self.group_record = GroupRecordCache(settings)
@@ -592,8 +591,8 @@ class GlobalTopology:
                                    self.judging)
             return IndexStagePartition(index, self.routes, self.holding, self.input_end)
         if topic == self.routes.parts_topic:
-            return GatherStagePartition(GatherPartition(Path(path), hold=self.holding.on), self.routes, partition,
-                                        self.holding)
+            gather = GatherPartition(Path(path), hold=self.holding.on)
+            return GatherStagePartition(gather, self.routes, partition, self.holding)
         templates = TemplateStore(Path(path), self.fingerprinter.config.template)
         return FingerprintPartition(self.fingerprinter, self.routes, templates,
                                     templates=self.config.template is not None, partition=partition,

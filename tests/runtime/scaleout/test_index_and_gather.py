@@ -48,7 +48,6 @@ from streamdedup.runtime.topologies.scaleout import (
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.testing import make_article
-from streamdedup.verdict.policy import SitePolicy
 
 
 def request(detector: Fingerprinter, url: str, text: str, order: bytes) -> IndexRequest:
@@ -62,7 +61,7 @@ def test_a_later_page_filed_first_is_reported_to_the_earlier_one(tmp_path):
     text = "\n\n".join(make_article(7))
     early = request(detector, "https://a.example/1", text, page_order(1000, 5, 0, 0))
     late = request(detector, "https://b.example/1", text, page_order(2000, 6, 1, 0))
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     late_answer = index.answer(late)  # the later page reaches this partition first
     early_answer = index.answer(early)
@@ -231,7 +230,7 @@ def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_eleme
     first, other, revision = (rescued("https://a.example/1", briefs[0], 1), rescued("https://a.example/2", briefs[1], 2),
                               rescued("https://a.example/3", briefs[0] + " updated", 3))
     assert first.doc.steered and IndexRequest.decode(first.encode()).doc == first.doc
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     assert index.answer(first).earlier == ()
     assert index.answer(other).earlier == ()  # the same main text, another element: no match
@@ -288,7 +287,7 @@ def test_a_waking_input_lowers_the_index_watermark_before_the_answers_that_follo
     the stale infinite one (before, it went out at the end of the batch, after the answer)."""
     detector = Fingerprinter(DetectorConfig())
     routes = Routes("index", "parts", 1, 1, 2)
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     stage = IndexStagePartition(index, routes, Holding(wait_s=5.0))
     out = _Recorded()
@@ -313,7 +312,7 @@ def test_an_idle_claim_that_records_overtook_holds_the_index_watermark_at_its_la
     the page instead of releasing it above input 0's waiting pages). Input 0's worker waking
     (a finite watermark) ends the doubt. Trusted claims are asked again at each tick (`due`)."""
     detector = Fingerprinter(DetectorConfig())
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     ends = {0: 5, 1: 9}
     asked: list[tuple[int, bool]] = []
@@ -355,7 +354,7 @@ def test_an_idle_claim_read_back_after_a_restart_is_watched_from_where_its_input
     where its input ended when it came is not known, so the first check notes the end as it is
     then, and records after that doubt it."""
     detector = Fingerprinter(DetectorConfig())
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     ends = {0: 5}
     wm, placed = [(KIND_HEADER, WATERMARK)], page_order(1000, 1, 0, 0)
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
@@ -378,7 +377,7 @@ def test_an_idle_claim_read_back_after_a_restart_is_watched_from_where_its_input
 
 def test_without_the_input_ends_an_idle_claim_is_trusted_as_before(tmp_path):
     detector = Fingerprinter(DetectorConfig())
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
     stage = IndexStagePartition(index, Routes("index", "parts", 1, 1, 1), Holding(wait_s=5.0))
     wm = [(KIND_HEADER, WATERMARK)]
@@ -535,7 +534,7 @@ def test_an_index_partition_refuses_a_request_made_with_other_parameters_in_one_
     old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0},
                                                       "a12": {"word_bits": 64}}))  # the defaults before 2026-12-02
     new = Fingerprinter(DetectorConfig())
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     text = "\n\n".join(make_article(7))
     filed = replace(request(old, "https://a.example/1", text, page_order(1000, 5, 0, 0)), made_by=old.identity)
     index = IndexPartition(tmp_path / "index", new.methods, policy, new.store_config, partition=0)
@@ -567,7 +566,7 @@ def test_a_store_with_pages_keeps_its_parameters_when_a_request_is_refused(tmp_p
 
     old = Fingerprinter(DetectorConfig(method_params={"minhash": {"value_bits": 16, "band_check_bits": 0}}))
     new = Fingerprinter(DetectorConfig())
-    policy = SitePolicy.parse(DetectorConfig().policy, DetectorConfig().site_policy)
+    policy = DetectorConfig().site_policies()
     text = "\n\n".join(make_article(7))
     index = IndexPartition(tmp_path / "index", new.methods, policy, new.store_config, partition=0)
     index.answer(replace(request(new, "https://a.example/1", text, page_order(1000, 5, 0, 0)), made_by=new.identity))

@@ -1,0 +1,51 @@
+"""Directional verdicts: a duplicate's own text is (nearly) all in the page it names.
+
+The view-all page after its part supersedes the part (unique, in its cluster); a part after its
+view-all page is the view-all page's duplicate; a follow-up that reuses most of an article and
+goes on with other text is unique and related to it; light edits stay duplicates."""
+
+from __future__ import annotations
+
+import random
+
+from streamdedup.config import DetectorConfig
+from streamdedup.testing import make_article, run_records, wrap_in_template
+
+
+def _page(page_id: str, paragraphs: list[str], site: str) -> dict:
+    return {"id": page_id, "url": f"https://{site}/{page_id}", "fetched_at": "2026-01-01T00:00:00Z",
+            "html": wrap_in_template(paragraphs, site)}
+
+
+def _edited(paragraphs: list[str], words: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out = [p.split() for p in paragraphs]
+    for _ in range(words):
+        para = out[rng.randrange(len(out))]
+        para[rng.randrange(len(para))] = f"edit{rng.randrange(1000)}"
+    return [" ".join(p) for p in out]
+
+
+def test_a_page_is_never_the_duplicate_of_a_page_holding_less_of_it(tmp_path):
+    article, story, other = (make_article(seed, paragraphs=10) for seed in (1, 2, 3))
+    pages = [_page("part1", article[:5], "a.example"), _page("full", article, "b.example"),
+             _page("part2", article[5:], "c.example"), _page("story", story, "d.example"),
+             _page("followup", story[:7] + other[:4], "e.example"),
+             _page("replaced", story[:7] + other[5:8], "f.example"),
+             _page("edited", _edited(story, 4, 9), "g.example"),
+             _page("stamped", ["Updated: 3 December 2026, 14:22 GMT", *story], "h.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    # the whole article after its first half: kept, names what it supersedes, joins its story
+    assert got["full"]["status"] == "unique" and got["full"]["supersedes"] == ["part1"]
+    assert got["full"]["cluster_id"] == "part1"
+    # the second half after the whole: all of its text is in it
+    assert got["part2"]["status"] == "duplicate" and got["part2"]["duplicate_of"] == "full"
+    for kept in ("followup", "replaced"):  # a third of their text is new
+        assert got[kept]["status"] == "unique" and "story" in got[kept]["related_to"], got[kept]
+        assert got[kept]["cluster_id"] == kept
+    for light in ("edited", "stamped"):
+        assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story"
+        assert 0.0 <= got[light]["new_share"] <= 0.05
+    # directions off (any new text let through): the old verdicts, which drop new text
+    loose = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "loose", DetectorConfig(max_new_share=1.0))}
+    assert loose["full"]["status"] == "duplicate" and loose["full"]["duplicate_of"] == "part1"
