@@ -93,7 +93,7 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         if edited is not None:
             where = url if rng.random() < 0.5 else f"{url}-{rng.randint(2, 9)}"
             out.emit(cluster, f"cold_{revision}", source.name, edited, where, later, source.lang,
-                     template=donor.name, units=revised_units(units, paragraphs, revised))
+                     template=donor.name, units=revised_units(revision, units, paragraphs, revised))
         if rng.random() < 0.3:
             out.emit(cluster, "cold_print", source.name, print_version(source, paragraphs),
                      f"https://{host}/print/{slug(source.name)}", later + timedelta(minutes=5), source.lang,

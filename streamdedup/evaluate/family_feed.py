@@ -31,11 +31,11 @@ def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when:
     return title, words_changed(paragraphs, rng)
 
 
-def revised_units(units: list[str], before: list[str], after: list[str]) -> list[str]:
-    """The gold units of a revision made by `revise` from `before` (holding `units`): an update
-    line, a correction note, a headline or changed words add none; an appended paragraph adds its
-    own unit, unless it repeats one the page holds."""
-    if len(after) == len(before) + 1 and after[:-1] == before and after[-1] not in before:
+def revised_units(kind: str, units: list[str], before: list[str], after: list[str]) -> list[str]:
+    """The gold units of a `kind` revision made by `revise` from `before` (holding `units`): an
+    update line, a correction note, a headline or changed words add none; an appended paragraph
+    adds its own unit, unless it repeats one the page holds."""
+    if kind == "paragraph_appended" and after[-1] not in before:
         return [*units, text_unit(after[-1])]
     return list(units)
 
@@ -76,7 +76,7 @@ def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.
             kind = rng.choice(REVISIONS)
             before = paragraphs
             title, paragraphs = revise(kind, page, title, paragraphs, when, spare, rng)
-            units = revised_units(units, before, paragraphs)
+            units = revised_units(kind, units, before, paragraphs)
             same = rng.random() < 0.5
             where = url if same else f"https://{host}{path}-{kind.replace('_', '-')}-{number + 2}"
             html = in_template(donor, paragraphs, title)

@@ -172,7 +172,8 @@ def _directional(methods: dict[str, dict[str, Any]]) -> str:
         kinds = default.get(field, {})
         if kinds:
             body = "".join(_cells(_directional_row(kind, scores)) for kind, scores in kinds.items())
-            parts.append(f"<h3>Default policy, {title}</h3><table>{_head(['kind', *DIRECTIONAL_COLUMNS])}{body}</table>")
+            head = _head(["kind", *DIRECTIONAL_COLUMNS])
+            parts.append(f"<h3>Default policy, {title}</h3><table>{head}{body}</table>")
     return "".join(parts)
 
 

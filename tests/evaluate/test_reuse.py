@@ -7,6 +7,7 @@ import pytest
 from conftest import make_article, wrap_in_template
 
 from streamdedup.evaluate.directional import directional_scores
+from streamdedup.evaluate.family_feed import build_feed
 from streamdedup.evaluate.family_reuse import Counts, build_reuse
 from streamdedup.evaluate.family_web import build_web
 from streamdedup.evaluate.pages import SourcePage
@@ -117,3 +118,18 @@ def test_the_web_family_writes_what_each_copy_holds():
     assert all(r["units"] == originals[r["source_page"]] for r in kinds["syndicated"] + kinds["recrawl"])
     negatives = [r for r in out.records if r["negative"]]
     assert negatives and all(not set(r["units"]) & {u for us in originals.values() for u in us} for r in negatives)
+
+
+def test_a_feed_revision_adds_a_unit_only_when_a_paragraph_is_appended():
+    pool = [_page(i) for i in range(48)]
+    out = LabelledSet("feed", "dev")
+    build_feed(pool, pool, random.Random(5), out)
+    previous, appended = {}, 0
+    for r in sorted(out.records, key=fetch_order):  # each revision builds on the one before
+        before = previous.get(r["cluster"])
+        if before is not None:
+            added = [u for u in r["units"] if u not in before]
+            assert set(before) <= set(r["units"]) and len(added) == (r["variant"] == "paragraph_appended"), r["variant"]
+            appended += len(added)
+        previous[r["cluster"]] = r["units"]
+    assert appended and {r["variant"] for r in out.records} >= {"correction", "update_line", "paragraph_appended"}
