@@ -38,18 +38,27 @@ from typing import Any
 from streamdedup.evaluate.family_cold import build_cold
 from streamdedup.evaluate.family_feed import build_feed
 from streamdedup.evaluate.family_multilingual import build_multilingual
+from streamdedup.evaluate.family_reuse import build_reuse
 from streamdedup.evaluate.family_site import build_site
 from streamdedup.evaluate.family_web import build_web
 from streamdedup.evaluate.multilingual import default_sources, is_source, load_multilingual
 from streamdedup.evaluate.pages import SourcePage, load_pages, load_test_pages
-from streamdedup.evaluate.sets import FAMILIES, OTHER_FAMILIES, LabelledSet, distinct_articles, family_of, split_of
+from streamdedup.evaluate.sets import (
+    FAMILIES,
+    OTHER_FAMILIES,
+    LabelledSet,
+    distinct_articles,
+    family_of,
+    fetch_order,
+    split_of,
+)
 from streamdedup.evaluate.surgery import in_template, stray_article_text, usable_template
 
 __all__ = ["SourcePage", "build_devset", "build_family", "distinct_articles", "in_template", "load_test_pages"]
 
 Builder = Callable[[list[SourcePage], list[SourcePage], random.Random, LabelledSet], None]
 BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": build_site,
-                                "multilingual": build_multilingual, "cold": build_cold}
+                                "multilingual": build_multilingual, "cold": build_cold, "reuse": build_reuse}
 
 
 def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
@@ -59,8 +68,9 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
     articles = distinct_articles(pages) if distinct is None else distinct
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):
-        pool = [p for p in articles if split_of(p) == part and (family_of(p) == family or family == "cold")]
-        if family in ("multilingual", "cold"):  # the split's shared pages serve as templates too, stricter
+        pool = [p for p in articles if split_of(p) == part and (family_of(p) == family or family == "cold" or (
+            family == "reuse" and family_of(p) != "multilingual"))]
+        if family in ("multilingual", "cold", "reuse"):  # the split's shared pages serve as templates too, stricter
             templates = [p for p in articles if split_of(p) == part and usable_template(p)
                          and not stray_article_text(p)]
         else:
@@ -68,7 +78,7 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
         out = LabelledSet(family, part)
         BUILDERS[family](pool, templates, random.Random(f"{seed}:{part}:{family}"), out)
         records.extend(out.records)
-    return sorted(records, key=lambda r: (r["fetched_at"], r["id"]))
+    return sorted(records, key=fetch_order)
 
 
 def build_devset(pages: list[SourcePage], seed: int, split: str) -> list[dict[str, Any]]:
@@ -83,6 +93,7 @@ EMPTY_FAMILY_FIX = {
     "feed": "it is built from trafilatura's pages: add trafilatura-test-pages.tar.gz",
     "site": "it is built from trafilatura's pages: add trafilatura-test-pages.tar.gz",
     "cold": "it needs pages of several sites in the split: give more archives",
+    "reuse": "it needs pages of several sites in the split: give more archives",
     "multilingual": "no page in its languages: install its sources (docs/evaluation.md)",
 }
 
@@ -156,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         distinct = distinct[: args.limit]
     built = {family: build_family(pages, args.seed, args.split, family, distinct) for family in families}
     records = sorted((r for family_records in built.values() for r in family_records),
-                     key=lambda r: (r["fetched_at"], r["id"]))
+                     key=fetch_order)
     if args.lang:
         records = [r for r in records if r["lang"] in set(args.lang.split(","))]
     for family in (f for f, family_records in built.items() if not family_records):

@@ -20,9 +20,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from streamdedup.evaluate.family_feed import REVISIONS, revise
+from streamdedup.evaluate.family_feed import REVISIONS, revise, revised_units
 from streamdedup.evaluate.pages import SourcePage
-from streamdedup.evaluate.sets import LabelledSet, slug
+from streamdedup.evaluate.sets import LabelledSet, article_units, slug
 from streamdedup.evaluate.surgery import in_template, print_version, short_body
 
 HOST_KINDS = ("briefs", "articles", "revision", "revision")  # revisions twice: the positives
@@ -58,9 +58,10 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
                 title = " ".join(body[0].split()[:6])
                 html = in_template(donor, body, title)
                 if html is not None:
-                    out.emit(f"cold-brief-{out.split}-{number}-{n}", "cold_short", source.name, html,
+                    brief = f"cold-brief-{out.split}-{number}-{n}"
+                    out.emit(brief, "cold_short", source.name, html,
                              f"https://{host}/brief/{n}-{slug(title)[:30]}", when + timedelta(minutes=10 * n),
-                             source.lang, negative="cold_short", template=donor.name)
+                             source.lang, negative="cold_short", template=donor.name, units=[f"{brief}:0"])
             continue
         if kind == "articles":
             for n in range(2):
@@ -71,7 +72,8 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
                 if html is not None:
                     out.emit(f"cold-article-{source.name}", "cold_article", source.name, html,
                              f"https://{host}/article/{slug(source.name)}", when + timedelta(minutes=10 * n),
-                             source.lang, negative="cold_article", template=donor.name)
+                             source.lang, negative="cold_article", template=donor.name,
+                             units=article_units(source))
             continue
         source = take(donor, (70, 1500))
         if source is None:
@@ -81,7 +83,8 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         html = in_template(donor, paragraphs, source.title)
         if html is None:
             continue
-        out.emit(cluster, "original", source.name, html, url, when, source.lang, template=donor.name)
+        units = article_units(source)
+        out.emit(cluster, "original", source.name, html, url, when, source.lang, template=donor.name, units=units)
         revision = rng.choice(REVISIONS)
         later = when + timedelta(hours=rng.uniform(1, 48))
         spare = list((take(donor) or source).paragraphs[:1])
@@ -90,7 +93,8 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         if edited is not None:
             where = url if rng.random() < 0.5 else f"{url}-{rng.randint(2, 9)}"
             out.emit(cluster, f"cold_{revision}", source.name, edited, where, later, source.lang,
-                     template=donor.name)
+                     template=donor.name, units=revised_units(revision, units, paragraphs, revised))
         if rng.random() < 0.3:
             out.emit(cluster, "cold_print", source.name, print_version(source, paragraphs),
-                     f"https://{host}/print/{slug(source.name)}", later + timedelta(minutes=5), source.lang)
+                     f"https://{host}/print/{slug(source.name)}", later + timedelta(minutes=5), source.lang,
+                     units=units)

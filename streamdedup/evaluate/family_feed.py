@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from streamdedup.evaluate.pages import SourcePage
-from streamdedup.evaluate.sets import LabelledSet, same_language_first, slug
+from streamdedup.evaluate.sets import LabelledSet, article_units, same_language_first, slug, text_unit
 from streamdedup.evaluate.surgery import correction_note, headline_changed, in_template, update_line, words_changed
 
 REVISIONS = ("update_line", "correction", "paragraph_appended", "headline_changed", "words_changed")
@@ -29,6 +29,15 @@ def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when:
     if kind == "headline_changed":
         return headline_changed(title, paragraphs, rng), paragraphs
     return title, words_changed(paragraphs, rng)
+
+
+def revised_units(kind: str, units: list[str], before: list[str], after: list[str]) -> list[str]:
+    """The gold units of a `kind` revision made by `revise` from `before` (holding `units`): an
+    update line, a correction note, a headline or changed words add none; an appended paragraph
+    adds its own unit, unless it repeats one the page holds."""
+    if kind == "paragraph_appended" and after[-1] not in before:
+        return [*units, text_unit(after[-1])]
+    return list(units)
 
 
 def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
@@ -56,18 +65,21 @@ def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         html = in_template(donor, paragraphs, title)
         if html is None:
             continue
+        units = article_units(page)
         out.emit(cluster, "original", page.name, html, url, t0, page.lang, negative="feed_article",
-                 template=donor.name, same_url=None)
+                 template=donor.name, same_url=None, units=units)
         if rng.random() >= revised:
             continue
         when = t0
         for number in range(rng.choice((1, 1, 2))):  # each revision builds on the one before
             when = when + timedelta(minutes=rng.uniform(20, 3 * 24 * 60))
             kind = rng.choice(REVISIONS)
+            before = paragraphs
             title, paragraphs = revise(kind, page, title, paragraphs, when, spare, rng)
+            units = revised_units(kind, units, before, paragraphs)
             same = rng.random() < 0.5
             where = url if same else f"https://{host}{path}-{kind.replace('_', '-')}-{number + 2}"
             html = in_template(donor, paragraphs, title)
             if html is not None:
                 out.emit(cluster, kind, page.name, html, where, when, page.lang, negative="feed_article",
-                         template=donor.name, same_url=same)
+                         template=donor.name, same_url=same, units=units)

@@ -11,10 +11,10 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from streamdedup.evaluate.pages import SourcePage
-from streamdedup.evaluate.sets import LabelledSet, same_language_first, slug
+from streamdedup.evaluate.sets import LabelledSet, article_units, same_language_first, slug
 from streamdedup.evaluate.surgery import (
     in_template,
-    light_edit,
+    light_edit_kept,
     recrawl_html,
     short_body,
     update_line,
@@ -50,8 +50,9 @@ def build_site(pool: list[SourcePage], templates: list[SourcePage], rng: random.
             html = in_template(donor, page.paragraphs, page.title)
             if html is None:
                 continue
+            units = article_units(page)
             out.emit(cluster, "original", page.name, html, url, t0, page.lang, negative="same_host_article",
-                     template=donor.name)
+                     template=donor.name, units=units)
             if rng.random() >= edited:
                 continue
             kind = rng.choice(EDITS)
@@ -60,7 +61,8 @@ def build_site(pool: list[SourcePage], templates: list[SourcePage], rng: random.
                 edit: str | None = recrawl_html(html, rng, titles, when)
                 where = f"{url}?ref=home&ts={rng.randint(1, 10**6)}"
             elif kind == "site_light_edit":
-                edit = in_template(donor, light_edit(list(page.paragraphs), rng), page.title)
+                changed, kept = light_edit_kept(list(page.paragraphs), rng)
+                edit, units = in_template(donor, changed, page.title), article_units(page, kept)
                 where = f"{url}-{rng.randint(2, 9)}"
             else:
                 edit = in_template(donor, [update_line(page, when), *words_changed(list(page.paragraphs), rng)],
@@ -68,7 +70,7 @@ def build_site(pool: list[SourcePage], templates: list[SourcePage], rng: random.
                 where = url
             if edit is not None:
                 out.emit(cluster, kind, page.name, edit, where, when, page.lang, negative="same_host_article",
-                         template=donor.name)
+                         template=donor.name, units=units)
         for number, source in enumerate(own_briefs):
             body = short_body(source, rng)
             title = " ".join(body[0].split()[:6])
@@ -76,4 +78,5 @@ def build_site(pool: list[SourcePage], templates: list[SourcePage], rng: random.
             if html is not None:
                 out.emit(f"short-{host}-{number}", "short_page", source.name, html,
                          f"https://{host}/brief/{number}-{slug(title)[:30]}", base + span * rng.random(),
-                         source.lang, negative="short_page", template=donor.name)
+                         source.lang, negative="short_page", template=donor.name,
+                         units=[f"short-{host}-{number}:0"])

@@ -147,6 +147,36 @@ def _by_kind(methods: dict[str, dict[str, Any]], kinds: dict[str, dict[str, int]
     return "".join(parts)
 
 
+DIRECTIONAL_COLUMNS = ("edges", "safe_edges", "content_loss_edges", "false_edges", "edge_precision", "redundant",
+                       "found", "edge_recall", "supersedes_found", "superseding", "related_found", "related")
+
+
+def _directional_row(name: str, scores: dict[str, Any]) -> list[Any]:
+    return [name, *(f"{scores[k]:.3f}" if isinstance(scores[k], float) else scores[k] for k in DIRECTIONAL_COLUMNS)]
+
+
+def _directional(methods: dict[str, dict[str, Any]]) -> str:
+    """Directional edge scores (evaluate/directional.py): every method, then the default policy by kind."""
+    scored = {name: m["directional"] for name, m in methods.items() if "directional" in m}
+    if not scored:
+        return ""
+    head = _head(["method", *DIRECTIONAL_COLUMNS])
+    rows = "".join(_cells(_directional_row(name, d["all"])) for name, d in scored.items())
+    default = scored.get("default") or next(iter(scored.values()))
+    parts = [f"<h2>Directional: is a duplicate_of edge safe to drop?</h2><p>Gold: each page's content units "
+             f"({html.escape(str(default.get('gold_units')))}). An edge P&rarr;Q is safe when all of P's units are in "
+             "Q; content loss: unsafe, sharing units; false: sharing none. Recall: pages an earlier page makes "
+             "redundant that got a safe edge. supersedes / related_to: informational.</p>"
+             f"<table>{head}{rows}</table>"]
+    for field, title in (("by_variant", "per variant kind"), ("by_negative", "per negative kind")):
+        kinds = default.get(field, {})
+        if kinds:
+            body = "".join(_cells(_directional_row(kind, scores)) for kind, scores in kinds.items())
+            head = _head(["kind", *DIRECTIONAL_COLUMNS])
+            parts.append(f"<h3>Default policy, {title}</h3><table>{head}{body}</table>")
+    return "".join(parts)
+
+
 def _sweep(sweep: dict[str, list[dict[str, Any]]]) -> str:
     if not sweep:
         return ""
@@ -185,7 +215,20 @@ def _errors(errors: dict[str, Any]) -> str:
             f"<li>{html.escape(str(e['a'].get('variant')))} {html.escape(str(e['a'].get('url')))} &harr; "
             f"{html.escape(str(e['b'].get('variant')))} {html.escape(str(e['b'].get('url')))}</li>" for e in items)
         parts.append(f"<h3>{kind.replace('_', ' ')} of the default policy: {total}</h3><ul>{lines}</ul>")
+    directional = default.get("directional", {})
+    for kind, title in (("unsafe_edges", "unsafe duplicate edges"), ("missed_redundant", "redundant pages missed")):
+        items = directional.get(kind, [])
+        lines = "".join(f"<li>{html.escape(_edge_line(e))}</li>" for e in items[:50])
+        if items:
+            parts.append(f"<h3>{title} of the default policy (first {len(items[:50])})</h3><ul>{lines}</ul>")
     return "".join(parts)
+
+
+def _edge_line(entry: dict[str, Any]) -> str:
+    page = entry.get("page") or {}
+    other = entry.get("duplicate_of") or entry.get("redundant_after") or {}
+    verb = entry.get("kind") or f"{entry.get('status')}, redundant after"
+    return f"{page.get('variant')} {page.get('url')} -> {verb} -> {other.get('variant')} {other.get('url')}"
 
 
 def _attack(rows: list[dict[str, Any]]) -> str:
@@ -212,6 +255,7 @@ rejected: {metrics.get('rejected')}; template model: {html.escape(str(metrics.ge
 Pairwise scores over same-cluster pairs; ARI over clusters.</p>
 <h2>Against the gold labels</h2>
 {_table(methods)}
+{_directional(methods)}
 {_chart(methods)}
 {_attack(metrics.get('attack', []))}
 <h2>By kind</h2>

@@ -18,6 +18,7 @@ import orjson
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted, Outcome
 from streamdedup.evaluate.attack import attack_pages_needed
+from streamdedup.evaluate.directional import directional_errors, directional_scores
 from streamdedup.evaluate.kinds import kind_scores, page_kinds
 from streamdedup.evaluate.metrics import pair_scores
 from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
@@ -113,6 +114,8 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
     with tempfile.TemporaryDirectory(prefix="streamdedup-eval-") as tmp:
         with Detector(replace(config, methods=all_methods), Path(tmp) / "prepare") as preparer:
             raws = list(read_input(str(dataset)))
+            for number, raw in enumerate(raws, start=1):  # as a fresh `dedup` job places them (outputs/job.py):
+                raw.position = f"job 1:#{number}"       # an undated page's id, so a re-crawl is judged
             items: list[Fingerprinted | Outcome] = []
             with tqdm(total=len(raws), unit="page", desc="fingerprint", disable=quiet or None) as progress:
                 for start in range(0, len(raws), config.batch_size):
@@ -136,7 +139,10 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
             results[name].update(kind_scores(records, gold, predicted))
             results[name]["rejected_by_reason"] = dict(Counter(
                 str(o.dedup.get("reason")) for o in outcomes if o.dedup.get("status") == "rejected"))
+            verdicts = [o.dedup for o in outcomes]  # each page's whole verdict, not only its cluster
+            results[name]["directional"] = directional_scores(records, verdicts)
             errors[name] = error_pairs(records, gold, predicted)
+            errors[name]["directional"] = directional_errors(records, verdicts)
             found[name] = cluster_pairs(predicted)
         sweep: dict[str, list[dict[str, Any]]] = {}
         for (name, threshold), scenario in sweep_configs(config, methods).items():

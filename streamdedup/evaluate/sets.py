@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,9 +23,9 @@ import xxhash
 from streamdedup.evaluate.pages import MIN_WORDS, NEWSPAPER_CORPUS, SourcePage
 
 FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
-# not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold') from
-# every page of the split, so not to be merged with the others
-OTHER_FAMILIES = ("multilingual", "cold")
+# not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold', 'reuse')
+# from every page of the split, so not to be merged with the others
+OTHER_FAMILIES = ("multilingual", "cold", "reuse")
 # the share of trafilatura's pages (of one split) each family draws from; readability's and newspaper4k's go to 'web'
 _FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
 
@@ -96,6 +97,23 @@ def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list
     return kept
 
 
+def article_units(page: SourcePage, indices: Iterable[int] | None = None) -> list[str]:
+    """Gold content units of an article's paragraphs (all, or those at `indices`): one id per source
+    paragraph, '<page name>:<index>'; a lightly edited paragraph keeps its id."""
+    chosen = range(len(page.paragraphs)) if indices is None else indices
+    return [f"{page.name}:{i}" for i in chosen]
+
+
+def text_unit(text: str) -> str:
+    """The unit of a paragraph that is no article's in the set (a new paragraph of a revision)."""
+    return f"text:{xxhash.xxh3_64_hexdigest(text.encode())}"
+
+
+def fetch_order(record: dict[str, Any]) -> tuple[str, str]:
+    """Where a record sits in the crawl: its fetch time, or (undated re-crawls) its arrival."""
+    return (record.get("fetched_at") or record["arrived_at"], record.get("id") or record.get("label_id", ""))
+
+
 @dataclass
 class LabelledSet:
     """Records in the making; `emit` writes every label a page carries."""
@@ -106,15 +124,21 @@ class LabelledSet:
 
     def emit(self, cluster: str, variant: str, source: str, html: str, url: str, when: datetime,
              lang: str | None, *, negative: str | None = None, template: str | None = None,
-             **extra: Any) -> None:
+             undated: bool = False, **extra: Any) -> None:
         """One page. variant: how it was made (a negative's variant is its negative kind);
-        negative: the hard-negative class it stands for against other clusters (or None)."""
+        negative: the hard-negative class it stands for against other clusters (or None);
+        extra: more labels, e.g. `units` (the gold content units it holds). An `undated` page
+        carries neither `id` nor `fetched_at` (a crawler that sends none): its place in the crawl
+        is `arrived_at`, its name `label_id`."""
         host = re.sub(r"^https?://([^/?#]+).*$", r"\1", url)
+        name = f"{self.family}-{self.split}-{variant}-{len(self.records):05d}"
+        stamp = when.isoformat().replace("+00:00", "Z")
+        identity = {"label_id": name} if undated else {"id": name}
+        timing = {"arrived_at": stamp} if undated else {"fetched_at": stamp}
         self.records.append({
-            "id": f"{self.family}-{self.split}-{variant}-{len(self.records):05d}", "url": url, "content": html,
-            "content_type": "text/html", "fetched_at": when.isoformat().replace("+00:00", "Z"), "lang": lang,
+            **identity, "url": url, "content": html, "content_type": "text/html", **timing, "lang": lang,
             "cluster": cluster, "variant": variant, "negative": negative, "host": host, "family": self.family,
             "split": self.split, "source_page": source, "template": template, **extra})
 
     def in_fetch_order(self) -> list[dict[str, Any]]:
-        return sorted(self.records, key=lambda r: (r["fetched_at"], r["id"]))
+        return sorted(self.records, key=fetch_order)

@@ -201,9 +201,19 @@ def _escape(text: str) -> str:
 
 def light_edit(paragraphs: list[str], rng: random.Random, seg: Segmenter = SPACES) -> list[str]:
     """2-5 % of words substituted, deleted or duplicated; one paragraph dropped from long articles."""
+    return light_edit_kept(paragraphs, rng, seg)[0]
+
+
+def light_edit_kept(paragraphs: list[str], rng: random.Random,
+                    seg: Segmenter = SPACES) -> tuple[list[str], list[int]]:
+    """`light_edit`'s paragraphs and the indices (into `paragraphs`) of those it kept, for the
+    gold units; the same random draws as `light_edit`."""
     paras = list(paragraphs)
+    kept = list(range(len(paras)))
     if len(paras) >= 8:
-        del paras[rng.randrange(1, len(paras))]
+        dropped = rng.randrange(1, len(paras))
+        del paras[dropped]
+        del kept[dropped]
     words = [seg.split(p) for p in paras]
     total = sum(len(w) for w in words)
     vocabulary = [w for ws in words for w in ws]
@@ -217,7 +227,7 @@ def light_edit(paragraphs: list[str], rng: random.Random, seg: Segmenter = SPACE
             del words[para][i]
         else:
             words[para].insert(i, rng.choice(vocabulary))
-    return [seg.join(ws) for ws in words if ws]
+    return [seg.join(ws) for ws in words if ws], [k for k, ws in zip(kept, words, strict=True) if ws]
 
 
 def words_changed(paragraphs: list[str], rng: random.Random, low: int = 1, high: int = 8,

@@ -1,7 +1,10 @@
 """The eval's scores of what a consumer sees: cluster ids as emitted, and with the merges applied."""
 
+from conftest import make_article, page, wrap_in_template, write_jsonl
+
+from streamdedup.config import DetectorConfig
 from streamdedup.evaluate.metrics import pair_scores
-from streamdedup.evaluate.run import merged_labels, predicted_labels
+from streamdedup.evaluate.run import merged_labels, predicted_labels, run_evaluation
 from streamdedup.fingerprinter import Outcome
 
 
@@ -27,3 +30,23 @@ def test_rejected_pages_stay_alone_and_nothing_merges_without_a_bridge():
     outcomes = [verdict("a", "a"), Outcome({"id": "r"}, {"id": "r", "status": "rejected"}, "test"), verdict("b", "a")]
     emitted = predicted_labels(outcomes)
     assert merged_labels(outcomes, emitted) == emitted == ["a", "rejected:1", "a"]
+
+
+def test_eval_scores_every_verdict_directionally_and_judges_an_undated_re_crawl(tmp_path):
+    """The eval keeps each page's whole verdict: a teaser after its article is a safe edge, and a
+    re-crawl of one URL without id or fetch time is judged (a duplicate), not `duplicate_id`."""
+    story = make_article(71, paragraphs=8)
+    records = [page("https://a.example/story", wrap_in_template(story, "Alpha"), cluster="s", variant="original",
+                    units=[f"s:{i}" for i in range(8)]),
+               page("https://b.example/teaser", wrap_in_template(story[:6], "Beta"), "2024-03-02T00:00:00Z",
+                    cluster="s", variant="teaser", units=[f"s:{i}" for i in range(6)]),
+               {"url": "https://c.example/feed", "content": wrap_in_template(make_article(72), "Gamma"),
+                "cluster": "u", "variant": "undated_original", "units": ["u:0"]},
+               {"url": "https://c.example/feed", "content": wrap_in_template(make_article(72), "Gamma"),
+                "cluster": "u", "variant": "undated_same", "units": ["u:0"]}]
+    metrics = run_evaluation(write_jsonl(tmp_path / "set.jsonl", records), tmp_path / "eval",
+                             DetectorConfig(), [], quiet=True)
+    directional = metrics["methods"]["default"]["directional"]
+    assert directional["by_variant"]["teaser"]["safe_edges"] == 1
+    assert directional["by_variant"]["undated_same"]["found"] == 1 and metrics["rejected"] == 0
+    assert "Directional: is a duplicate_of edge safe to drop?" in (tmp_path / "eval" / "report.html").read_text()
