@@ -24,7 +24,7 @@ def test_the_guides_examples_run(tmp_path: Path) -> None:
     for guide in (ROOT / "docs" / "api.md", ROOT / "README.md"):
         script = python_blocks(guide)
         assert "Deduplicator" in script, guide
-        exec(compile(script, str(guide), "exec"), {"__name__": "guide"})  # noqa: S102 - the guide's own code
+        exec(compile(script, str(guide), "exec"), {"__name__": "guide"})  # the guide's own code
 
 
 def test_query_files_nothing_and_add_does() -> None:
