@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import platform
 import signal
 import sys
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,58 +16,29 @@ import orjson
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import EXTRACTORS, check_extractor
 from streamdedup.config import DetectorConfig, parse_duration, read_toml
+from streamdedup.extras import DISTRIBUTION, MissingExtra, check_extra
 from streamdedup.fingerprints.registry import METHODS
 
 if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
-    from streamdedup.record.readers import RawRecord
     from streamdedup.runtime.settings import WorkerSettings
 
 SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
 CONNECT_TIMEOUT_S = 15.0
 
-# optional parts (pyproject's extras): the modules each one brings, and the commands that need it
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "kafka": ("confluent_kafka", "prometheus_client"),
-    "faust": ("confluent_kafka", "prometheus_client", "faust", "cramjam"),
-    "broker": ("confluent_kafka", "prometheus_client", "noida_db"),
-    "eval": ("matplotlib", "rapidfuzz"),
-}
-COMMAND_EXTRAS = {"worker": "kafka", "feed": "kafka", "topics": "kafka", "faust": "faust",
-                  "broker": "broker", "demo": "broker", "eval": "eval"}
-# noida-db (the development broker) ships wheels for these platforms only
-NOIDA_PLATFORMS = (("linux", "x86_64"), ("darwin", None), ("win32", None))
-
-
-class MissingExtra(Exception):
-    """A command whose optional part is not installed; the message is the one line to show."""
-
-
 EXTRACTOR_HELP = ("main-content extractor (default fast: resiliparse steered by trafilatura's rules, "
                   "trafilatura where that looks wrong)")
 
 
-def check_extra(command: str) -> None:
-    extra = COMMAND_EXTRAS.get(command)
-    if extra is None:
-        return
-    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
-    if not missing:
-        return
-    if "noida_db" in missing and not any(sys.platform == system and machine in (None, platform.machine())
-                                         for system, machine in NOIDA_PLATFORMS):
-        raise MissingExtra(f"streamdedup {command} needs noida-db (the development broker), which has no wheel for "
-                           f"{sys.platform} {platform.machine()}: run Kafka (or another Kafka-protocol broker) "
-                           "and point `streamdedup worker --bootstrap-servers` at it")
-    raise MissingExtra(f"streamdedup {command} needs the {extra} extra: pip install 'streamdedup[{extra}]'")
-
-
 def package_version() -> str:
+    """The installed distribution's version; the package's own where it is not installed as such."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("streamdedup")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # a source tree never installed (or installed under its earlier name)
+        from streamdedup import __version__
+
+        return __version__
 
 
 def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = True) -> None:
@@ -141,102 +110,32 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         prepare_threads=args.prepare_threads)
 
 
-def _progress(records: Iterator[Any], done: int) -> Iterator[Any]:
-    """A progress bar on stderr where it is a terminal. Not made when quiet: tqdm's import and the
-    multiprocessing lock even a disabled bar makes were ~85 ms of the command's start-up."""
-    from tqdm import tqdm
-
-    return iter(tqdm(records, unit="page", desc="dedup", disable=None, file=sys.stderr, initial=done))
-
-
 def cmd_dedup(args: argparse.Namespace) -> int:
-    """Deduplicate into --out. The store is opened and checked, and this run's place in the job
-    decided, before --out is touched; each batch's outputs are synced before the store commits
-    them with the job's progress, so rerunning after a crash finishes the job (outputs/job.py)."""
-    from streamdedup.detector import Detector
-    from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
-    from streamdedup.outputs.job import STDIN, FileJob, JobRefused, lock_out, remove_store
-    from streamdedup.record.batches import batches
-    from streamdedup.record.readers import read_inputs
-    from streamdedup.record.stream import StopSignals, timed_batches
+    """Deduplicate into --out: `streamdedup.api.dedup_files`, with what it did on the terminal."""
+    from streamdedup.api.file_mode import STDIN, dedup_files
 
-    config = detector_config(args)
-    out: Path = args.out
-    state: Path = args.state or out / "state"
-    stopped: str | None = None  # the signal that stopped the run after its batch in hand (record/stream.py)
-    held = lock_out(out)
-    try:
-        if args.fresh:
-            remove_store(state)
-            remove_outputs(out)
-        with Detector(config, state) as detector:
-            job = FileJob(detector.store, out, state, args.inputs, [config.policy, config.site_policy])
-            earlier = list(job.ledger.jobs)
-            records = job.records(lambda paths: read_inputs(paths, config.cleaning.max_content_bytes))
-            if earlier and job.job is not earlier[-1] and not args.append:  # other inputs after a finished job
-                records.close()
-                raise JobRefused(f"{out} already holds the finished run over {_shown(earlier[-1].inputs)}: give "
-                                 "other inputs a new --out, or use --fresh to start over (--append adds them to it)")
-            if job.resumed == "finished":
-                first = next(records, None)
-                if first is None:  # an unchanged rerun: its outputs stand as they are
-                    if not args.quiet:
-                        print(f"{out} already holds this finished run ({job.job.consumed} records): nothing to do "
-                              "(--fresh starts over)")
-                    return 0
-                records = chain_records(first, records)
-            if job.resumed and not args.quiet:
-                print(f"{out} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
-                      "skipped, the rest is processed", file=sys.stderr)
-            records = job.positioned(records)
-            job.begin()
-            sink = FileSink(out, job.lengths, job.ledger.tally)
-            try:
-                pages = iter(records if args.quiet else _progress(records, job.job.consumed))  # one for every batch
-                with StopSignals() as signals:
-                    chunks = (timed_batches(pages, config.batch_size, config.batch_bytes, args.batch_wait, signals.stop)
-                              if STDIN in args.inputs else batches(pages, config.batch_size, config.batch_bytes))
-                    for chunk in chunks:
-                        outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
-                        for outcome in outcomes:
-                            sink.write(outcome)
-                        job.stage(batch, chunk, sink.sync(), sink.tally)
-                        detector.commit(batch)
-                        if signals.stop.is_set():
-                            break
-                    stopped = signals.received
-                if not stopped or STDIN in args.inputs:  # a stream stopped is a stream ended
-                    job.finish()
-            finally:
-                sink.close()
-            summary = sink.summary(state=str(state), config=detector.store_fingerprint(), policy=config.policy,
-                                   runs=job.runs(), work_per_page=detector.work_per_page(),
-                                   store_us_per_page=detector.time_per_page(), stopped_by=stopped)
-            write_summary(out, summary)
-    finally:
-        os.close(held)
-    if stopped:
-        print(f"streamdedup: stopped by {stopped} after the batch in hand: the {job.job.consumed} records read are in "
-              f"{out}/ with their summary" + ("; what stdin held past them was not read (--append takes more)"
-                                              if STDIN in args.inputs else _resume_hint(args)), file=sys.stderr)
+    def notify(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    run = dedup_files(args.inputs, args.out, detector_config(args), state=args.state, fresh=args.fresh,
+                      append=args.append, batch_wait=args.batch_wait, progress=not args.quiet,
+                      notify=None if args.quiet else notify)
+    if run.summary is None:  # an unchanged rerun of a finished job
+        if not args.quiet:
+            print(f"{run.out} already holds this finished run ({run.consumed} records): nothing to do "
+                  "(--fresh starts over)")
+        return 0
+    if run.stopped:
+        print(f"streamdedup: stopped by {run.stopped} after the batch in hand: the {run.consumed} records read are in "
+              f"{run.out}/ with their summary" + ("; what stdin held past them was not read (--append takes more)"
+                                                  if STDIN in args.inputs else _resume_hint(args)), file=sys.stderr)
         if STDIN not in args.inputs:
-            return 128 + signal.Signals[stopped].value
+            return 128 + signal.Signals[run.stopped].value
     if not args.quiet:
-        print(orjson.dumps({k: summary[k] for k in ("records", "unique", "duplicates", "rejected",
-                                                     "clusters", "records_per_s")}).decode())
+        print(orjson.dumps({k: run.summary[k] for k in ("records", "unique", "duplicates", "rejected",
+                                                         "clusters", "records_per_s")}).decode())
         print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, summary.json)")
     return 0
-
-
-def chain_records(first: RawRecord, rest: Generator[RawRecord, None, None]) -> Generator[RawRecord, None, None]:
-    """`first` then the rest of the generator it came from (closing it closes that one)."""
-    yield first
-    yield from rest
-
-
-def _shown(inputs: list[str]) -> str:
-    shown = ", ".join("stdin" if path == "-" else path for path in inputs[:3])
-    return shown + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -255,18 +154,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    from streamdedup.store.signature_store import SignatureStore
+    from streamdedup.store.maintenance import delete_pages, expire_pages, store_info
 
-    with SignatureStore.open_existing(args.state) as store:
-        if args.store_command == "info":
-            print(orjson.dumps(store.stats(), option=orjson.OPT_INDENT_2).decode())
-        elif args.store_command == "delete":
-            missing = [page_id for page_id in args.ids if not store.delete_page(page_id)]
-            print(f"deleted {len(args.ids) - len(missing)} page(s); not found: {missing or 'none'}")
-            return 1 if missing else 0
-        elif args.store_command == "expire":
-            before = args.before
-            print(f"expired {store.expire(int(before.timestamp() * 1000))} page(s) fetched before {before.isoformat()}")
+    if args.store_command == "info":
+        print(orjson.dumps(store_info(args.state), option=orjson.OPT_INDENT_2).decode())
+    elif args.store_command == "delete":
+        missing = delete_pages(args.state, args.ids)
+        print(f"deleted {len(args.ids) - len(missing)} page(s); not found: {missing or 'none'}")
+        return 1 if missing else 0
+    elif args.store_command == "expire":
+        expired = expire_pages(args.state, args.before)
+        print(f"expired {expired} page(s) fetched before {args.before.isoformat()}")
     return 0
 
 
@@ -370,10 +268,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_feed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from streamdedup.record.readers import read_inputs
+    from streamdedup.record.readers import check_inputs, read_inputs
     from streamdedup.runtime.feed import FeedFailed, feed
     from streamdedup.runtime.topics import ensure_topics
 
+    check_inputs(args.inputs)  # before the broker is asked for anything
     settings = _worker_settings(args)
     reach_broker(settings, args.connect_timeout)
     ensure_topics(settings, timeout=args.connect_timeout)
@@ -524,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
         action.set_defaults(func=cmd_store)
         return action
 
-    store_command("info", "counts and configuration, after a scan that verifies every block's checksum")
+    store_command("info", "counts and configuration, after a scan that verifies every block's checksum "
+                  "(of each partition's store, given a worker's state folder)")
     store_command("delete", "forget pages by id").add_argument("ids", nargs="+", metavar="ID", help="page ids")
     store_command("expire", "forget pages fetched before a time").add_argument(
         "--before", required=True, type=_time_arg, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")

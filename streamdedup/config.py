@@ -61,7 +61,13 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     """A configuration file's table; one not TOML is named (the parser's message names only the line)."""
     import tomllib  # here: most runs read no file
 
-    with open(path, "rb") as handle:
+    try:
+        handle = open(path, "rb")  # closed below; a missing file named first
+    except (FileNotFoundError, IsADirectoryError):
+        what = "is a folder" if Path(path).is_dir() else "does not exist"
+        raise FileNotFoundError(f"configuration file {path} {what}: give --config the path of a TOML "
+                                "file") from None
+    with handle:
         try:
             return tomllib.load(handle)
         except tomllib.TOMLDecodeError as err:

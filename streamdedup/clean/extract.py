@@ -79,7 +79,7 @@ def _fix(err: ImportError) -> str:
         return "pip install lxml_html_clean"
     if isinstance(err, ModuleNotFoundError) and err.name:
         return f"pip install {err.name.split('.')[0]}"
-    return "reinstall streamdedup (pip install --force-reinstall streamdedup)"
+    return "reinstall streamdedup (pip install --force-reinstall -c constraints.txt . in its checkout)"
 
 
 def is_html(content_type: str, text: str) -> bool:

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +178,14 @@ def create_method(name: str, **params: Any) -> FingerprintMethod[Any]:
         cls = METHODS[name]
     except KeyError:
         raise ValueError(f"unknown fingerprint method {name!r}; registered: {', '.join(sorted(METHODS))}") from None
+    known = [field.name for field in dataclass_fields(cls.params_type)]  # its parameters (not class constants)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{name} has no parameter {', '.join(map(repr, unknown))}; its parameters: "
+                         f"{', '.join(known)}")
     for key, value in params.items():
         _check_type(name, key, value, cls.params_type.__dataclass_fields__.get(key))
     try:
         return cls(cls.params_type(**params))
-    except TypeError as err:
-        known = ", ".join(cls.params_type.__dataclass_fields__)
-        raise ValueError(f"bad parameters for {name}: {err} (known: {known})") from None
+    except TypeError as err:  # a value the method's own checks cannot take
+        raise ValueError(f"bad parameters for {name}: {err}") from None

@@ -39,6 +39,12 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+# the url the Python API gives a plain text that comes without one: `text:` and the text's id, its
+# own site (candidates from other texts meet the cross-site policy), and no site template is
+# learned from it or taken off it (streamdedup/detector.py): texts have no boilerplate of a site
+TEXT_URL_SCHEME = "text:"
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """One crawled page after validation. `record` is the original object, passed through."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -51,6 +52,15 @@ def line_limit(max_content_bytes: int) -> int:
     """The longest line (or WARC record block) kept: a page's content may grow up to 4x when
     JSON-escaped (\\u escapes, base64), plus 1 MB for its other fields."""
     return 4 * max_content_bytes + (1 << 20)
+
+
+def check_inputs(paths: Iterable[str]) -> None:
+    """Raise FileNotFoundError, in one line naming the path and the fix, for an input that is not
+    a file: checked before a command makes anything (a store, an output folder, a broker's topic)."""
+    for path in paths:
+        if path != "-" and not os.path.isfile(path):
+            what = "is a folder" if os.path.isdir(path) else "does not exist"
+            raise FileNotFoundError(f"input {path} {what}: give JSON Lines or WARC files (.gz ok), or - for stdin")
 
 
 def read_inputs(paths: list[str],

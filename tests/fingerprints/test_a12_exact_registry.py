@@ -100,7 +100,7 @@ def test_registry_creates_and_explains():
     assert create_method("minhash", threshold=0.7).params.threshold == 0.7
     with pytest.raises(ValueError, match="unknown fingerprint method 'simhsh'"):
         create_method("simhsh")
-    with pytest.raises(ValueError, match="known: num_perm"):
+    with pytest.raises(ValueError, match="minhash has no parameter .perms.; its parameters: num_perm"):
         create_method("minhash", perms=5)
 
 

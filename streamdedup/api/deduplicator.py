@@ -1,0 +1,161 @@
+"""In-process deduplication: add pages or plain texts one by one or in lists, get a typed verdict each.
+
+    with Deduplicator() as dedup:
+        first = dedup.add("An article about the harbour ...", id="a")
+        again = dedup.add("An article about the harbour ...", id="b")
+        again.status, again.duplicate_of  # ("duplicate", "a")
+
+The same engine as `streamdedup dedup` and the Kafka worker (`Detector`), on a store in a
+temporary folder (removed on `close`) or in a folder that later runs open again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+import weakref
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streamdedup.clean.extract import is_html
+from streamdedup.config import DetectorConfig
+from streamdedup.detector import Detector
+from streamdedup.fingerprinter import Outcome
+from streamdedup.record.page import TEXT_URL_SCHEME
+from streamdedup.record.readers import RawRecord
+from streamdedup.verdict.contract import Rejection, Verdict
+
+Item = str | Mapping[str, Any]
+
+
+class Deduplicator:
+    """A store of pages and texts that judges each new one against those filed before it.
+
+    `config`: methods, policies, extractor (default `DetectorConfig()`, as the command line).
+    `state`: a store folder, made if new and kept (a later `Deduplicator(state=...)` or
+    `streamdedup dedup --state` continues from it); None: a temporary folder removed on `close`.
+    Use it as a context manager, or call `close`. Not safe to share between threads."""
+
+    def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None) -> None:
+        self._temporary: str | None = None
+        if state is None:
+            self._temporary = tempfile.mkdtemp(prefix="streamdedup-")
+            state = self._temporary
+        self.state = Path(state)
+        try:
+            self._detector = Detector(config or DetectorConfig(), self.state)
+        except BaseException:
+            self._remove_temporary()
+            raise
+        self._count = 0
+        # a temporary store not closed is still removed when the object goes
+        self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary)
+
+    @property
+    def config(self) -> DetectorConfig:
+        """The configuration the store judges with."""
+        return self._detector.config
+
+    def add(self, content: str, id: str | None = None, url: str | None = None,
+            fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
+        """Judge one page or plain text against those filed before it, then file it.
+
+        `content`: the page's HTML (its main text is extracted) or a plain text (taken as it is).
+        `html`: None decides by the content (markup first, or an HTML document's head); True or
+        False says which. `id`: the page's id, which later verdicts name in `duplicate_of`
+        (default: derived from `url` and `fetched_at` if a url is given, else a random one).
+        `url`: its site decides which policy applies (same site or not) and which site template
+        is learned; a text without one is its own site. `fetched_at`: event time (retention).
+        Returns a `Verdict` (status "unique" or "duplicate") or a `Rejection` (empty, no text...)."""
+        return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
+
+    def query(self, content: str, id: str | None = None, url: str | None = None,
+              fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
+        """What `add` would answer, without filing the page: the store is left as it was."""
+        return self.query_many([self.record(content, id, url, fetched_at, html)])[0]
+
+    def add_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
+        """`add` of each item, in order, a store write per batch: far faster than one by one.
+
+        An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
+        record as in a crawl file: a mapping with a url and content, or an id and a `text`
+        field (see `record`); any other fields of a crawl record are read as in file mode."""
+        records = [self._raw(item) for item in items]
+        return [self._result(outcome) for outcome in self._detector.run(records)]
+
+    def query_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
+        """`query` of each item: judged as one batch (later items see earlier ones), then discarded."""
+        records = [self._raw(item) for item in items]
+        detector = self._detector
+        outcomes, _ = detector.decide_staged(detector.prepare_many(records))
+        detector.discard()  # the staged batch is dropped uncommitted
+        return [self._result(outcome) for outcome in outcomes]
+
+    def record(self, content: str, id: str | None = None, url: str | None = None,
+               fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
+        """The page record `add` files for these arguments (a text without url gets `text:` + id)."""
+        if not isinstance(content, str):
+            raise TypeError(f"content must be a str (HTML or plain text), got {type(content).__name__}")
+        markup = looks_like_html(content) if html is None else html
+        if id is None and url is None:
+            id = uuid.uuid4().hex
+        record: dict[str, Any] = {"url": url if url is not None else TEXT_URL_SCHEME + str(id)}
+        if id is not None:
+            record["id"] = id
+        record.update({"content": content, "content_type": "text/html"} if markup
+                      else {"text": content, "content_type": "text/plain"})
+        if fetched_at is not None:
+            record["fetched_at"] = fetched_at.isoformat() if isinstance(fetched_at, datetime) else fetched_at
+        return record
+
+    def _raw(self, item: Item) -> RawRecord:
+        self._count += 1
+        record = self.record(item) if isinstance(item, str) else item
+        if not isinstance(record, Mapping):
+            raise TypeError(f"an item is a str or a page record (a mapping), got {type(item).__name__}")
+        if "url" not in record and "text" in record:  # a plain text: its own site, as `add` files it
+            page_id = record.get("id") or uuid.uuid4().hex
+            record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
+        return RawRecord(origin=f"item {self._count}", data=orjson.dumps(record, default=str))
+
+    @staticmethod
+    def _result(outcome: Outcome) -> Verdict | Rejection:
+        if outcome.verdict is not None:
+            return outcome.verdict
+        dedup = outcome.dedup
+        return Rejection(dedup["reason"], dedup["detail"], dedup["origin"])
+
+    def close(self) -> None:
+        """Close the store (and remove it if it was temporary)."""
+        self._finalizer()
+
+    def _remove_temporary(self) -> None:
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def __enter__(self) -> Deduplicator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def looks_like_html(content: str) -> bool:
+    """Whether a string given without saying is HTML: it starts with markup, or has an HTML
+    document's head (`clean.extract.is_html`'s sniff of a text labelled plain)."""
+    return content.lstrip()[:1] == "<" or is_html("text/plain", content)
+
+
+def _close(detector: Detector, temporary: str | None) -> None:
+    """Close the store, then remove it if it was temporary (called once: `weakref.finalize`)."""
+    try:
+        detector.close()
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)

@@ -1,0 +1,135 @@
+"""File mode as a function: deduplicate input files into an output folder, crash-safe.
+
+`dedup_files` is what `streamdedup dedup` runs. The store is opened and checked, and this run's
+place in the job decided, before the output folder is touched; each batch's outputs are synced
+before the store commits them with the job's progress, so calling it again after a crash
+finishes the job with every input record in exactly one output (outputs/job.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamdedup.config import DetectorConfig
+from streamdedup.record.readers import RawRecord, check_inputs
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class FileRun:
+    """What one `dedup_files` call did.
+
+    `summary` is summary.json's content (None when an unchanged rerun of a finished job had
+    nothing to do); `stopped` names the signal (SIGTERM, SIGINT) that ended the run after the batch
+    in hand, if one did; `consumed` counts the job's input records read so far; `resumed` says
+    which earlier run of the same inputs this one continued ("unfinished" or "finished")."""
+
+    out: Path
+    state: Path
+    summary: dict[str, Any] | None
+    consumed: int
+    resumed: str | None = None
+    stopped: str | None = None
+
+
+def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                config: DetectorConfig | None = None, *, state: str | os.PathLike[str] | None = None,
+                fresh: bool = False, append: bool = False, batch_wait: float = 1.0, progress: bool = False,
+                notify: Callable[[str], None] | None = None) -> FileRun:
+    """Deduplicate JSON Lines / WARC files (or "-" for stdin) into `out`, crash-safe.
+
+    `out` receives unique.jsonl, duplicates.jsonl, rejected.jsonl and summary.json; the store
+    lives in `state` (default `out/state`: give the same one to later calls so that they find
+    duplicates of these pages). Calling it again with the same arguments after a crash finishes
+    the job; after it finished, it does nothing. Other inputs into a finished `out` are refused
+    (`JobRefused`) unless `append`; `fresh` deletes the store and the outputs first. `notify`
+    receives the lines a person would want to see (a resumed job); `progress` shows a bar on a
+    terminal. Errors a caller can cause raise ValueError or OSError with one line naming the fix."""
+    from streamdedup.detector import Detector
+    from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
+    from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
+    from streamdedup.record.batches import batches
+    from streamdedup.record.readers import read_inputs
+    from streamdedup.record.stream import StopSignals, timed_batches
+
+    config = config or DetectorConfig()
+    paths = [os.fspath(path) for path in inputs]
+    check_inputs(paths)  # before anything is made: a wrong path leaves no empty store or --out behind
+    out_dir, state_dir = Path(out), Path(state) if state is not None else Path(out) / "state"
+    say = notify or (lambda line: None)
+    stopped: str | None = None  # the signal that stopped the run after its batch in hand (record/stream.py)
+    held = lock_out(out_dir)
+    try:
+        if fresh:
+            remove_store(state_dir)
+            remove_outputs(out_dir)
+        with Detector(config, state_dir) as detector:
+            job = FileJob(detector.store, out_dir, state_dir, paths, [config.policy, config.site_policy])
+            earlier = list(job.ledger.jobs)
+            records = job.records(lambda names: read_inputs(names, config.cleaning.max_content_bytes))
+            if earlier and job.job is not earlier[-1] and not append:  # other inputs after a finished job
+                records.close()
+                raise JobRefused(f"{out_dir} already holds the finished run over {_shown(earlier[-1].inputs)}: give "
+                                 "other inputs a new --out, or use --fresh to start over (--append adds them to it)")
+            if job.resumed == "finished":
+                first = next(records, None)
+                if first is None:  # an unchanged rerun: its outputs stand as they are
+                    return FileRun(out_dir, state_dir, None, job.job.consumed, job.resumed)
+                records = chain_records(first, records)
+            if job.resumed:
+                say(f"{out_dir} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
+                    "skipped, the rest is processed")
+            records = job.positioned(records)
+            job.begin()
+            sink = FileSink(out_dir, job.lengths, job.ledger.tally)
+            try:
+                pages = iter(_progress(records, job.job.consumed) if progress else records)  # one for every batch
+                with StopSignals() as signals:
+                    chunks = (timed_batches(pages, config.batch_size, config.batch_bytes, batch_wait, signals.stop)
+                              if STDIN in paths else batches(pages, config.batch_size, config.batch_bytes))
+                    for chunk in chunks:
+                        outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
+                        for outcome in outcomes:
+                            sink.write(outcome)
+                        job.stage(batch, chunk, sink.sync(), sink.tally)
+                        detector.commit(batch)
+                        if signals.stop.is_set():
+                            break
+                    stopped = signals.received
+                if not stopped or STDIN in paths:  # a stream stopped is a stream ended
+                    job.finish()
+            finally:
+                sink.close()
+            summary = sink.summary(state=str(state_dir), config=detector.store_fingerprint(), policy=config.policy,
+                                   runs=job.runs(), work_per_page=detector.work_per_page(),
+                                   store_us_per_page=detector.time_per_page(), stopped_by=stopped)
+            write_summary(out_dir, summary)
+    finally:
+        os.close(held)
+    return FileRun(out_dir, state_dir, summary, job.job.consumed, job.resumed, stopped)
+
+
+def _progress(records: Iterator[Any], done: int) -> Iterator[Any]:
+    """A progress bar on stderr where it is a terminal. Not made when quiet: tqdm's import and the
+    multiprocessing lock even a disabled bar makes were ~85 ms of the command's start-up."""
+    from tqdm import tqdm
+
+    return iter(tqdm(records, unit="page", desc="dedup", disable=None, file=sys.stderr, initial=done))
+
+
+def chain_records(first: RawRecord, rest: Generator[RawRecord, None, None]) -> Generator[RawRecord, None, None]:
+    """`first` then the rest of the generator it came from (closing it closes that one)."""
+    yield first
+    yield from rest
+
+
+def _shown(inputs: list[str]) -> str:
+    """At most three input names, as a message shows them."""
+    shown = ", ".join("stdin" if path == STDIN else path for path in inputs[:3])
+    return shown + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")

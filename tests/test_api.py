@@ -1,0 +1,67 @@
+"""The Python API (streamdedup.api): the examples of docs/api.md and README.md run as written, a
+query files nothing, a kept store is found again, a temporary one is removed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from streamdedup import Deduplicator, Rejection, Verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = ("The council voted on Monday to keep the library open on Sundays through the winter, "
+        "after three hundred residents signed a letter asking for longer opening hours.")
+
+
+def python_blocks(path: Path) -> str:
+    """The ```python blocks of a guide, in order, as one script."""
+    return "\n".join(re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S))
+
+
+def test_the_guides_examples_run(tmp_path: Path) -> None:
+    for guide in (ROOT / "docs" / "api.md", ROOT / "README.md"):
+        script = python_blocks(guide)
+        assert "Deduplicator" in script, guide
+        exec(compile(script, str(guide), "exec"), {"__name__": "guide"})  # the guide's own code
+
+
+def test_query_files_nothing_and_add_does() -> None:
+    with Deduplicator() as dedup:
+        assert dedup.query(TEXT, id="probe").status == "unique"
+        first = dedup.add(TEXT, id="first")
+        assert isinstance(first, Verdict) and first.status == "unique"  # the query left no page behind
+        again = dedup.query_many([TEXT])
+        assert again[0].status == "duplicate" and again[0].duplicate_of == "first"  # type: ignore[union-attr]
+        rejected = dedup.add("   ")
+        assert isinstance(rejected, Rejection) and rejected.reason == "empty_content"
+
+
+def test_a_kept_store_is_found_again_and_a_temporary_one_removed(tmp_path: Path) -> None:
+    with Deduplicator(state=tmp_path / "store") as dedup:
+        dedup.add(TEXT, id="kept")
+    with Deduplicator(state=tmp_path / "store") as dedup:
+        assert dedup.add(TEXT, id="later").duplicate_of == "kept"  # type: ignore[union-attr]
+    temporary = Deduplicator()
+    folder = temporary.state
+    assert folder.is_dir()
+    temporary.close()
+    assert not folder.exists()
+
+
+def test_plain_text_is_taken_as_it_is() -> None:
+    """Markup-like words of a plain text are words, not tags an extractor drops; the text is its own site."""
+    text = "Compare <x> with <y> where x and y are the two readings of the gauge on the north quay"
+    with Deduplicator() as dedup:
+        record = dedup.record(text, id="t", html=False)
+        assert record["url"] == "text:t" and record["content_type"] == "text/plain" and "content" not in record
+        assert dedup.add(text, id="t", html=False).status == "unique"
+        changed = dedup.add(text.replace("<x>", "<a>").replace("<y>", "<b>"), id="u", html=False)
+        assert changed.status == "unique" or changed.similarity < 1.0  # type: ignore[union-attr]
+
+
+def test_import_streamdedup_loads_no_engine() -> None:
+    code = "import sys, streamdedup; print(sorted(m for m in ('numpy', 'rocksdict', 'streamdedup.detector') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]"
