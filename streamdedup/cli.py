@@ -208,6 +208,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             summary = sink.summary(state=str(state), config=detector.store_fingerprint(), policy=config.policy,
                                    runs=job.runs(), work_per_page=detector.work_per_page(),
                                    store_us_per_page=detector.time_per_page(), stopped_by=stopped)
+            sink.write_clusters()
             write_summary(out, summary)
     finally:
         os.close(held)
@@ -220,7 +221,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(orjson.dumps({k: summary[k] for k in ("records", "unique", "duplicates", "rejected",
                                                      "clusters", "records_per_s")}).decode())
-        print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, summary.json)")
+        print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, clusters.jsonl, "
+              "summary.json)")
     return 0
 
 
