@@ -13,8 +13,7 @@ Every mode writes the same two light outputs next to the full records (no page b
 
 `Stories` folds such events (and the `pages.clusters` events, which carry the same types) into
 connected components. The fold does not depend on the order the events arrive in: a story is
-named by the cluster that absorbed the others (an event's `cluster_id` wins over the clusters it
-names in `merged` and over the page's own), which is the oldest cluster, as the verdicts say.
+named by its earliest cluster (by its page's fetch time), names included.
 `ClusterReader` keeps `Stories` current from a topic and resumes from a consumer group's committed
 offsets; `read_folder` reads a file-mode output folder.
 """
@@ -83,23 +82,50 @@ def view_key(event: Event) -> bytes:
 
 
 class Stories:
-    """Story -> pages, folded from cluster events in any order (`apply`), or from verdicts (`add`)."""
+    """Story -> pages, folded from cluster events (`apply`) or verdicts (`add`), in any order.
+
+    A story is a connected component of pages (a page, the cluster it joined, the page it
+    duplicates, the clusters it merged, its late matches). It is named by its earliest cluster:
+    the cluster id whose page has the smallest fetch time (then id; ids without a known page
+    last), which is the verdicts' `cluster_id` for a story no merge or late match made. The same
+    events in any order give the same stories, names included."""
 
     def __init__(self) -> None:
         self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
         self._parent: dict[str, str] = {}
+        self._name: dict[str, tuple[int, str, str]] = {}  # root -> the rank of its earliest cluster
+        self._cluster_ids: set[str] = set()
 
-    def find(self, item: str) -> str:
-        """The story (root cluster id) `item` belongs to."""
+    def _root(self, item: str) -> str:
         parent = self._parent.setdefault(item, item)
         while parent != self._parent.setdefault(parent, parent):
             self._parent[item] = parent = self._parent[parent]
         return parent
 
-    def _absorb(self, winner: str, loser: str) -> None:
-        root, other = self.find(winner), self.find(loser)
-        if root != other:
-            self._parent[other] = root
+    def _rank(self, cluster_id: str) -> tuple[int, str, str]:
+        member = self.pages.get(cluster_id)
+        fetched = None if member is None else member["fetch_time"]
+        return (1, "", cluster_id) if fetched is None else (0, str(fetched), cluster_id)
+
+    def _cluster(self, cluster_id: str) -> None:
+        root = self._root(cluster_id)
+        rank = self._rank(cluster_id)
+        if root not in self._name or rank < self._name[root]:
+            self._name[root] = rank
+
+    def _join(self, a: str, b: str) -> None:
+        root_a, root_b = self._root(a), self._root(b)
+        if root_a == root_b:
+            return
+        self._parent[root_b] = root_a
+        names = [n for n in (self._name.pop(root_a, None), self._name.pop(root_b, None)) if n is not None]
+        if names:
+            self._name[root_a] = min(names)
+
+    def story_of(self, page_id: str) -> str:
+        """The story (its earliest cluster's id) `page_id` is in."""
+        root = self._root(page_id)
+        return self._name[root][2] if root in self._name else root
 
     def apply(self, event: Event) -> str:
         """Fold one event (created, joined, merged, late_match); returns the page's story."""
@@ -112,12 +138,16 @@ class Stories:
                     member[name] = event[name]
             if member["status"] is None:
                 member["status"] = "unique" if event["type"] == "created" else "duplicate"
-        self._absorb(cluster, page)
-        if event.get("duplicate_of"):
-            self._absorb(cluster, event["duplicate_of"])
-        for other in event.get("merged", ()):
-            self._absorb(cluster, other)
-        return self.find(page)
+        self._join(cluster, page)
+        for other in (event.get("duplicate_of"), *event.get("merged", ())):
+            if other:
+                self._join(cluster, other)
+        for named in (cluster, *event.get("merged", ())):
+            self._cluster_ids.add(named)
+            self._cluster(named)
+        if page in self._cluster_ids:  # its fetch time, which ranks its cluster, may come only now
+            self._cluster(page)
+        return self.story_of(page)
 
     def add(self, dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> None:
         """Fold a unique or duplicate page's verdict."""
@@ -128,16 +158,16 @@ class Stories:
         return None if member is None else member["url"]
 
     def stories(self) -> list[dict[str, Any]]:
-        """The current stories, by cluster id, each with its pages (in fetch time, then id, order)."""
+        """The current stories, by name, each with its pages (in fetch time, then id, order)."""
         groups: dict[str, list[dict[str, Any]]] = {}
         for page_id, member in self.pages.items():
-            groups.setdefault(self.find(page_id), []).append(member)
-        return [{"cluster_id": root, "size": len(members),
+            groups.setdefault(self.story_of(page_id), []).append(member)
+        return [{"cluster_id": name, "size": len(members),
                  "pages": sorted(members, key=lambda m: (str(m["fetch_time"] or ""), m["id"]))}
-                for root, members in sorted(groups.items())]
+                for name, members in sorted(groups.items())]
 
     def __len__(self) -> int:
-        return len({self.find(page_id) for page_id in self.pages})
+        return len({self._root(page_id) for page_id in self.pages})
 
 
 def complete_lines(path: Path, length: int | None = None) -> Iterator[bytes]:
@@ -201,7 +231,7 @@ class ClusterReader:
         reader = ClusterReader("kafka:9092", "my-feed")
         while True:
             for event in reader.poll():
-                story = reader.stories.find(event["page_id"])
+                story = reader.stories.story_of(event["page_id"])
                 if event.get("merged"):
                     notify(f"stories {event['merged']} are {story}")
             reader.commit()
@@ -295,5 +325,6 @@ def table(stories: Sequence[Mapping[str, Any]]) -> str:
     for story in stories:
         lines.append(f"{story['cluster_id']}  ({story['size']} pages)")
         for member in story["pages"]:
-            lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<25} {member['url'] or member['id']}")
+            shown = member["url"] or member["id"]
+            lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<27} {shown}")
     return "\n".join(lines)

@@ -22,8 +22,16 @@ from typing import IO, Any
 
 import orjson
 
-from streamdedup.clusters import CLUSTERS_FILE, VERDICTS_FILE, Stories, complete_lines, fold_verdicts, page_fields
-from streamdedup.clusters import verdict_line, write_stories
+from streamdedup.clusters import (
+    CLUSTERS_FILE,
+    VERDICTS_FILE,
+    Stories,
+    complete_lines,
+    fold_verdicts,
+    page_fields,
+    verdict_line,
+    write_stories,
+)
 from streamdedup.detector import Outcome
 
 FILES = {"unique": "unique.jsonl", "duplicate": "duplicates.jsonl", "rejected": "rejected.jsonl",
@@ -190,5 +198,6 @@ def existing_outputs(out_dir: Path) -> list[str]:
 
 def remove_outputs(out_dir: Path) -> None:
     """The files this sink owns (nothing else in the folder)."""
-    for name in (*FILES.values(), CLUSTERS_FILE, SUMMARY, ".streamdedup-job"):  # and the name of its job (outputs/job.py)
+    # and the name of its job (outputs/job.py)
+    for name in (*FILES.values(), CLUSTERS_FILE, SUMMARY, ".streamdedup-job"):
         (out_dir / name).unlink(missing_ok=True)
