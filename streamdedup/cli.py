@@ -134,7 +134,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(orjson.dumps({k: run.summary[k] for k in ("records", "unique", "duplicates", "rejected",
                                                          "clusters", "records_per_s")}).decode())
-        print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, summary.json)")
+        print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, "
+              "clusters.jsonl, summary.json)")
     return 0
 
 
@@ -329,6 +330,28 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clusters(args: argparse.Namespace) -> int:
+    from streamdedup.clusters import read_folder, read_topic_stories, table
+
+    if args.out is not None:
+        if not args.out.is_dir():
+            raise SystemExit(f"streamdedup clusters: {args.out} is not a folder: give --out the folder of a "
+                             "streamdedup dedup run")
+        stories = read_folder(args.out).stories()
+    else:
+        settings = _worker_settings(args)
+        reach_broker(settings, args.connect_timeout)
+        client = {k: v for k, v in settings.client().items() if k != "bootstrap.servers"}
+        stories = read_topic_stories(settings.bootstrap_servers, args.topic or settings.topics.cluster_view,
+                                     args.connect_timeout, **client).stories()
+    if args.format == "table":
+        print(table(stories))
+    else:
+        for story in stories:
+            print(orjson.dumps(story).decode())
+    return 0
+
+
 EXAMPLES = {
     "dedup": """examples:
   streamdedup dedup crawl.jsonl.gz --out out/crawl
@@ -358,6 +381,9 @@ nothing. Other inputs into a finished --out are refused: use a new --out, --fres
   streamdedup demo --workdir demo-data""",
     "topics": """example:
   streamdedup topics create --bootstrap-servers 127.0.0.1:9092""",
+    "clusters": """examples:
+  streamdedup clusters --out out/crawl --format table
+  streamdedup clusters --bootstrap-servers kafka:9092 > stories.jsonl""",
     "devset": """example:
   streamdedup devset --pages trafilatura-test-pages.tar.gz --family web --split dev --out web-dev.jsonl""",
 }
@@ -521,6 +547,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "STREAMDEDUP_REPLICATION_FACTOR; default 1, a dev broker; production: 3)")
     kafka_options(topics, with_config=True)
     topics.set_defaults(func=cmd_topics)
+
+    clusters = command("clusters", "print the current stories (clusters with their pages) of a dedup --out folder "
+                       "or of the worker's cluster view topic")
+    where = clusters.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="the folder of a streamdedup dedup run")
+    where.add_argument("--bootstrap-servers", help="Kafka brokers: read the cluster view topic to its end")
+    clusters.add_argument("--topic", help="the cluster view topic (default: STREAMDEDUP_TOPIC_CLUSTER_VIEW or "
+                          "'pages.cluster_view'); the cluster events topic works too")
+    clusters.add_argument("--config", type=Path, help="TOML file with [worker] and [kafka] tables (TLS, SASL)")
+    clusters.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
+                          help=f"give up when no broker answers within this long (default {CONNECT_TIMEOUT_S:g})")
+    clusters.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
+                          help="one JSON line per story (default), or a table")
+    clusters.set_defaults(func=cmd_clusters)
 
     # its own parser (streamdedup/evaluate/construct.py) reads everything after `devset`
     sub.add_parser("devset", help="build a labelled near-duplicate set from real pages "

@@ -109,6 +109,7 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike
             summary = sink.summary(state=str(state_dir), config=detector.store_fingerprint(), policy=config.policy,
                                    runs=job.runs(), work_per_page=detector.work_per_page(),
                                    store_us_per_page=detector.time_per_page(), stopped_by=stopped)
+            sink.write_clusters()
             write_summary(out_dir, summary)
     finally:
         os.close(held)

@@ -1,6 +1,10 @@
-"""Batch-mode sink: unique.jsonl, duplicates.jsonl, rejected.jsonl and summary.json in one folder.
+"""Batch-mode sink: unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, clusters.jsonl
+and summary.json in one folder.
 
-Every input record lands in exactly one of the three files, with all its fields plus `dedup`.
+Every input record lands in exactly one of the three files, with all its fields plus `dedup`, and
+its verdict without the page body in verdicts.jsonl (`streamdedup.clusters.verdict_line`).
+clusters.jsonl is the current stories (`streamdedup.clusters.Stories`), replaced whole with the
+summary; a rerun folds them again from the committed verdicts.
 The sink appends after the bytes a job has committed (`outputs/job.py` keeps those lengths in the
 store) and makes each batch durable (`sync`) before the store records it, so a crash can leave
 only outputs the store never saw: the next run cuts them off.
@@ -18,9 +22,20 @@ from typing import IO, Any
 
 import orjson
 
+from streamdedup.clusters import (
+    CLUSTERS_FILE,
+    VERDICTS_FILE,
+    Stories,
+    complete_lines,
+    fold_verdicts,
+    page_fields,
+    verdict_line,
+    write_stories,
+)
 from streamdedup.detector import Outcome
 
-FILES = {"unique": "unique.jsonl", "duplicate": "duplicates.jsonl", "rejected": "rejected.jsonl"}
+FILES = {"unique": "unique.jsonl", "duplicate": "duplicates.jsonl", "rejected": "rejected.jsonl",
+         "verdicts": VERDICTS_FILE}  # the outputs appended to, by their key in the job ledger's lengths
 SUMMARY = "summary.json"
 
 
@@ -74,18 +89,40 @@ class FileSink:
         sync_directory(self.out_dir)  # the files' names are durable before the store names lengths
         self._dirty: set[str] = set()
         self.tally = tally or Tally()
-        self.clusters = read_clusters(self.out_dir, lengths)
+        self.stories = self._read_stories(lengths)
         self.written = 0
         self.started = time.perf_counter()
+
+    def _read_stories(self, lengths: Mapping[str, int]) -> Stories:
+        """The stories of the committed verdicts. Outputs of a version without verdicts.jsonl: from
+        the three files, whose verdicts are written to verdicts.jsonl now (status by status)."""
+        if "verdicts" in lengths or not any(lengths.values()):
+            return fold_verdicts(complete_lines(self.out_dir / VERDICTS_FILE, lengths.get("verdicts", 0)))
+        stories = Stories()
+        for status in ("unique", "duplicate", "rejected"):
+            for line in complete_lines(self.out_dir / FILES[status], lengths.get(status, 0)):
+                output = orjson.loads(line)
+                self._write_verdict(output, output["dedup"], stories)
+        return stories
+
+    def _write_verdict(self, record: Mapping[str, Any], dedup: Mapping[str, Any], stories: Stories) -> None:
+        if dedup["status"] != "rejected":
+            stories.add(dedup, *page_fields(record))
+        line = verdict_line(record, dedup, duplicate_of_url=stories.url_of(dedup.get("duplicate_of")))
+        self._files["verdicts"].write(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE))
+        self._dirty.add("verdicts")
 
     def write(self, outcome: Outcome) -> None:
         status = outcome.status
         self._files[status].write(orjson.dumps(outcome.output(), option=orjson.OPT_APPEND_NEWLINE))
         self._dirty.add(status)
         self.tally.add(outcome)
-        if status != "rejected":
-            self.clusters.add(outcome.dedup["cluster_id"])
+        self._write_verdict(outcome.record, outcome.dedup, self.stories)
         self.written += 1
+
+    def write_clusters(self) -> None:
+        """Replace clusters.jsonl with the current stories (a crash leaves the old file or the new)."""
+        write_stories(self.out_dir / CLUSTERS_FILE, self.stories)
 
     def sync(self) -> dict[str, int]:
         """Make what was written durable and return each file's length: only then may the store
@@ -98,7 +135,7 @@ class FileSink:
         return {status: handle.tell() for status, handle in self._files.items()}
 
     def summary(self, **extra: Any) -> dict[str, Any]:
-        return summary(self.out_dir, self.tally, len(self.clusters), self.written,
+        return summary(self.out_dir, self.tally, len(self.stories), self.written,
                        time.perf_counter() - self.started, **extra)
 
     def close(self) -> None:
@@ -117,12 +154,13 @@ def summary(out_dir: Path, tally: Tally, clusters: int, written: int, elapsed: f
         "rejected": counts["rejected"],
         "rejected_by_reason": dict(tally.rejected_by_reason),
         "duplicates_by_method": dict(tally.duplicates_by_method),
-        "clusters": clusters,
+        "clusters": clusters,  # the current stories: clusters merged since count once
         "cluster_merges": tally.merges,
         "records_this_run": written,
         "elapsed_s": round(elapsed, 3),
         "records_per_s": round(written / elapsed, 1) if elapsed > 0 else None,
-        "files": {status: str(out_dir / name) for status, name in FILES.items()},
+        "files": {**{status: str(out_dir / name) for status, name in FILES.items()},
+                  "clusters": str(out_dir / CLUSTERS_FILE)},
         **extra,
     }
 
@@ -153,23 +191,6 @@ def check_lengths(out_dir: Path, lengths: Mapping[str, int]) -> None:
                                  "were changed since; start over with --fresh (or use another --out)")
 
 
-def read_clusters(out_dir: Path, lengths: Mapping[str, int]) -> set[str]:
-    """The cluster ids in the committed verdicts (summary.json counts them across runs)."""
-    clusters: set[str] = set()
-    for status in ("unique", "duplicate"):
-        length = lengths.get(status, 0)
-        if not length:
-            continue
-        with open(out_dir / FILES[status], "rb") as handle:
-            remaining = length
-            for line in handle:
-                if remaining <= 0:
-                    break
-                remaining -= len(line)
-                clusters.add(orjson.loads(line)["dedup"]["cluster_id"])
-    return clusters
-
-
 def existing_outputs(out_dir: Path) -> list[str]:
     """Output files in `out_dir` that hold something."""
     return [name for name in FILES.values() if (out_dir / name).exists() and (out_dir / name).stat().st_size]
@@ -177,5 +198,6 @@ def existing_outputs(out_dir: Path) -> list[str]:
 
 def remove_outputs(out_dir: Path) -> None:
     """The files this sink owns (nothing else in the folder)."""
-    for name in (*FILES.values(), SUMMARY, ".streamdedup-job"):  # and the name of its job (outputs/job.py)
+    # and the name of its job (outputs/job.py)
+    for name in (*FILES.values(), CLUSTERS_FILE, SUMMARY, ".streamdedup-job"):
         (out_dir / name).unlink(missing_ok=True)

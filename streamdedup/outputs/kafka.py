@@ -11,6 +11,12 @@ the topic it was meant for and, for a verdict, its `dedup` object; a dead letter
 carry keeps its own reason, and its stub says the original was omitted. Each refusal costs the
 batch one aborted transaction, after which the worker knows that output and sends the stub.
 
+Light outputs. Every input also has one message on the verdicts topic (`clusters.verdict_line`:
+the verdict without the page body, keyed by page id, with the same headers), and every judged
+page one on the compacted cluster view (`clusters.view_event`, key = page id; a late match under
+a key of its own), in the same transaction as its verdict. A dead letter whose original is a JSON
+object carries its `dedup` in the value too (as rejected.jsonl does), unless the object has one.
+
 Headers. Every output of a page (verdict, dead letter, stub) carries the input record's Kafka
 headers (a crawler's trace or tenant ids) after our own `dedup.*` headers; an input header in
 the `dedup.` namespace is dropped, so ours are never overwritten or shadowed.
@@ -24,13 +30,14 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
+from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import Topics
@@ -110,13 +117,21 @@ class Outputs:
                 self.producer.poll(0.1)
         self.producer.poll(0)
         status = next((data.decode() for name, data in headers or [] if name == "dedup.status" and data),
-                      "event" if topic == self.topics.clusters else "internal")
+                      "event" if topic in (self.topics.clusters, self.topics.cluster_view) else "internal")
         self._counts[("produced", topic, status)] += 1
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
-                 passed: Headers | None = None) -> None:
-        """Dead letter: the original bytes, the reason in headers (a stub if the original does not fit)."""
-        ours = dedup_headers(Rejection(reason, detail, source).as_dict(), source)
+                 passed: Headers | None = None, record: Mapping[str, Any] | None = None) -> None:
+        """Dead letter: the original bytes (a JSON object: with its `dedup`), the reason in headers (a
+        stub if the original does not fit); and its verdict line (`record`: its fields, if known)."""
+        rejection = Rejection(reason, detail, source).as_dict()
+        ours = dedup_headers(rejection, source)
+        parsed = _json_object(original)
+        record = record or parsed
+        self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record or {}, rejection, passed)),
+                  with_input_headers(ours, passed))
+        if parsed is not None and "dedup" not in parsed:
+            original = orjson.dumps({**parsed, "dedup": rejection})
         headers = with_input_headers(ours, passed)
         if not self.fits(self.topics.rejected, key, original, headers):
             size = len(original or b"")
@@ -138,10 +153,13 @@ class Outputs:
         if self.fits(target, key, value, headers):
             self.send(target, key, value, headers)
             self._counts[("page", status, "")] += 1
+            self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record, dedup, passed)), headers)
         else:
             self.too_large(key, target, len(value), record, source, dedup, passed)
         for event in cluster_events(dedup):
             self.cluster_event(event)
+        view = view_event(dedup, *page_fields(record))
+        self.send(self.topics.cluster_view, key, orjson.dumps(view))
 
     def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
                   dedup: dict[str, Any] | None = None, passed: Headers | None = None) -> None:
@@ -154,10 +172,12 @@ class Outputs:
             stub["dedup"] = dedup
         detail = f"the output for {meant_for} is {size} bytes, more than the broker takes for that topic"
         self._counts[("refused", meant_for)] += 1
-        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed)
+        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed, fields)
 
     def cluster_event(self, event: dict[str, Any]) -> None:
         self.send(self.topics.clusters, event["cluster_id"].encode(), orjson.dumps(event))
+        if event["type"] == "late_match":  # the view's other events go with the page's verdict
+            self.send(self.topics.cluster_view, view_key(event), orjson.dumps(event))
 
     # -- the batch's outcome ------------------------------------------------------------------
     def learn_refusals(self) -> list[Refusal]:
@@ -202,6 +222,15 @@ class Outputs:
         self._counts.clear()
         self._on_commit.clear()
         self.failures.clear()
+
+
+def _json_object(data: bytes | None) -> dict[str, Any] | None:
+    """`data` as a JSON object, or None (not JSON, or not an object)."""
+    try:
+        value = orjson.loads(data or b"")
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def cluster_events(dedup: dict[str, Any]) -> list[dict[str, Any]]:

@@ -41,6 +41,8 @@ class Topics:
     duplicates: str = "pages.duplicates"
     rejected: str = "pages.rejected"
     clusters: str = "pages.clusters"
+    verdicts: str = "pages.verdicts"  # every input's verdict without the page body, key = page id
+    cluster_view: str = "pages.cluster_view"  # compacted: each page's cluster event, key = page id
     index: str = "pages.index"  # global topology: index requests, partitioned by index key
     parts: str = "pages.parts"  # global topology: page headers and answers, partitioned by page id
     # each group's verdict settings (runtime/group_settings.py): compacted, one partition, shared by groups
@@ -48,7 +50,7 @@ class Topics:
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        return (self.unique, self.duplicates, self.rejected, self.clusters)
+        return (self.unique, self.duplicates, self.rejected, self.clusters, self.verdicts, self.cluster_view)
 
     @property
     def internal(self) -> tuple[str, ...]:

@@ -42,7 +42,7 @@ def consumer_settings() -> dict[str, object]:
 
 def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
-    if name == settings.topics.settings:  # each group's verdict settings: kept for ever, by key
+    if name in (settings.topics.settings, settings.topics.cluster_view):  # kept for ever, by key
         config["cleanup.policy"] = "compact"
     if settings.replication_factor >= 3:  # a write is acknowledged once on 2 replicas: one broker may fail
         config["min.insync.replicas"] = "2"

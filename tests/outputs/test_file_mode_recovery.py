@@ -172,6 +172,16 @@ def test_uncommitted_batch_is_redone_and_other_inputs_are_refused(
     keys, kinds = output_keys(out)
     assert keys == input_keys(records) and kinds["duplicate_id"] == 0
     assert json.loads((out / "summary.json").read_text())["records"] == 100
+    # the light outputs too: a verdict line per input (none of the batch cut off twice), and the
+    # stories of a run that never crashed (issue 58)
+    verdicts = [orjson.loads(line) for line in (out / "verdicts.jsonl").read_bytes().splitlines()]
+    assert len(verdicts) == 100 and Counter(v["id"] for v in verdicts if v["id"]) == Counter(
+        {key: n for key, n in input_keys(records).items() if not key.startswith("{not json")})
+    assert all("content" not in v for v in verdicts)
+    assert dedup(str(data), "--out", str(tmp_path / "whole"), "--state", str(tmp_path / "whole-state")) == 0
+    stories = (out / "clusters.jsonl").read_bytes()
+    assert stories == (tmp_path / "whole" / "clusters.jsonl").read_bytes() and stories.count(b"\n") == \
+        json.loads((out / "summary.json").read_text())["clusters"]
 
 
 def test_stdin_job_resumes_when_the_same_stream_is_piped_again(

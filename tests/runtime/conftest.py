@@ -26,7 +26,8 @@ def settings(broker, tmp_path) -> WorkerSettings:
     """Fresh topic names and group per test, so tests never see each other's messages."""
     run = uuid.uuid4().hex[:8]
     topics = Topics(pages=f"pages-{run}", unique=f"unique-{run}", duplicates=f"dups-{run}",
-                    rejected=f"rejected-{run}", clusters=f"clusters-{run}",
+                    rejected=f"rejected-{run}", clusters=f"clusters-{run}", verdicts=f"verdicts-{run}",
+                    cluster_view=f"view-{run}",
                     index=f"index-{run}", parts=f"parts-{run}")
     return WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"g-{run}", worker_id="w1",
                           state_dir=tmp_path / "state", batch_size=16, batch_timeout_s=0.2, topics=topics)

@@ -82,7 +82,18 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(got) == expected
     assert len(got["rejected"]) == len(BAD)
-    assert sorted(m.value() for m in got["rejected"]) == sorted(BAD)  # original bytes
+    # the original bytes; a JSON object with its `dedup` too, as rejected.jsonl has it (issue 58)
+    dead = {m.value() if not m.value().startswith(b"{") else orjson.dumps(
+        {k: v for k, v in orjson.loads(m.value()).items() if k != "dedup"}): m for m in got["rejected"]}
+    assert sorted(dead) == sorted(b if not b.startswith(b"{") else orjson.dumps(orjson.loads(b)) for b in BAD)
+    assert all(orjson.loads(m.value())["dedup"]["status"] == "rejected" for m in dead.values()
+               if m.value().startswith(b"{"))
+    # the verdict topic: one message per input, no page body, the verdict whole
+    lines = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.verdicts, to_end=True)]
+    assert len(lines) == len(records) and all(b"<p>" not in orjson.dumps(line) for line in lines)
+    assert {line["dedup"]["id"]: line["dedup"]["status"] for line in lines if "id" in line["dedup"]} == expected
+    assert sorted(line["dedup"]["reason"] for line in lines if line["dedup"]["status"] == "rejected") == sorted(
+        ["invalid_json", "missing_url", "empty_content"])
     reasons = {dict(m.headers())["dedup.reason"] for m in got["rejected"]}
     assert reasons == {b"invalid_json", b"missing_url", b"empty_content"}
     header = dict(got["duplicates"][0].headers())

@@ -110,6 +110,6 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
     dedup = outcome.dedup
     if dedup["status"] == "rejected":
         out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message),
-                     headers_of(message))
+                     headers_of(message), outcome.record)
     else:
         out.verdict(outcome.record, dedup, passed=headers_of(message))

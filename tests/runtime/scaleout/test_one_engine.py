@@ -11,6 +11,8 @@ from test_template_model import site_feed
 from runtime.conftest import read_topic
 from runtime.scaleout.test_topologies import run_workers, syndicated_crawl
 from runtime.test_worker import send
+from streamdedup.clusters import read_topic_stories
+from streamdedup.outputs.files import FileSink
 from streamdedup.testing import run_records
 
 
@@ -51,3 +53,17 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
     assert worker.keys() == file_mode.keys()
     for page_id, expected in file_mode.items():
         assert worker[page_id] == expected, page_id
+    # the news-feed view (issue 58): file mode's clusters.jsonl is what the reader folds from the
+    # worker's cluster view, the bridge's merge included; every page once, with its url
+    sink = FileSink(tmp_path / "out")
+    for outcome in outcomes:
+        sink.write(outcome)
+    sink.write_clusters()
+    sink.close()
+    stories = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    [bridged] = [s for s in stories if "https://rsite.example/story" in {p["url"] for p in s["pages"]}]
+    assert {f"https://{n}site.example/story" for n in "rabc"} <= {p["url"] for p in bridged["pages"]}
+    assert read_topic_stories(settings.bootstrap_servers, t.cluster_view).stories() == stories
+    view = read_topic(settings, t.cluster_view, to_end=True)
+    assert sorted(m.key().decode() for m in view) == sorted(file_mode)
+    assert all(orjson.loads(m.value())["url"] for m in view)

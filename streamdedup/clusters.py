@@ -1,0 +1,330 @@
+"""The news-feed view: "story -> its pages", folded from cluster events, kept current, resumable.
+
+Every mode writes the same two light outputs next to the full records (no page body in either):
+- verdict-only lines (`verdicts.jsonl`, the `pages.verdicts` topic): one per input record, with
+  `id`, `url`, `fetch_time`, `duplicate_of_url` (file mode, when known), the input's Kafka
+  `headers` (Kafka only) and the whole `dedup` object (status, duplicate_of, cluster_id,
+  similarity, method, reason...: whatever the verdict holds).
+- cluster-view events (the compacted `pages.cluster_view` topic, key = page id): the page's
+  `created` or `joined` event with its url, fetch time, status, duplicate_of and, if it bridged
+  clusters, `merged`; a `late_match` (key `<page id> late <earlier id>`) when the global topology
+  finds a match after the later page's verdict was out. File mode folds the same events into
+  `clusters.jsonl` (one line per current story).
+
+`Stories` folds such events (and the `pages.clusters` events, which carry the same types) into
+connected components. The fold does not depend on the order the events arrive in: a story is
+named by its earliest cluster (by its page's fetch time), names included.
+`ClusterReader` keeps `Stories` current from a topic and resumes from a consumer group's committed
+offsets; `read_folder` reads a file-mode output folder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streamdedup.record.page import FIELD_ALIASES
+
+CLUSTERS_FILE = "clusters.jsonl"
+VERDICTS_FILE = "verdicts.jsonl"
+MEMBER_FIELDS = ("id", "url", "fetch_time", "status", "duplicate_of")
+Event = Mapping[str, Any]
+
+
+def _first(record: Mapping[str, Any], field: str) -> Any:
+    return next((record[name] for name in FIELD_ALIASES[field] if record.get(name) is not None), None)
+
+
+def page_fields(record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The record's url and fetch time as it gave them (by the field names the reader accepts)."""
+    return _first(record, "url"), _first(record, "fetched_at")
+
+
+def verdict_line(record: Mapping[str, Any], dedup: Mapping[str, Any], headers: Sequence[tuple[str, bytes | None]]
+                 | None = None, duplicate_of_url: str | None = None) -> dict[str, Any]:
+    """A record's verdict without its body: id, url, fetch time, the `dedup` object whole (and
+    the duplicate_of page's url if known, the input's Kafka headers if any)."""
+    url, fetched = page_fields(record)
+    line: dict[str, Any] = {"id": dedup.get("id", _first(record, "id")), "url": url, "fetch_time": fetched}
+    if duplicate_of_url is not None:
+        line["duplicate_of_url"] = duplicate_of_url
+    if headers:
+        line["headers"] = [[name, None if value is None else value.decode("utf-8", "replace")]
+                           for name, value in headers]
+    line["dedup"] = dict(dedup)
+    return line
+
+
+def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str, Any]:
+    """A judged page's cluster-view event: `created` (it started its cluster) or `joined`, with its
+    url, fetch time, status and the clusters it bridged (`merged`)."""
+    page_id, cluster_id = dedup["id"], dedup["cluster_id"]
+    event: dict[str, Any] = {"type": "created" if cluster_id == page_id else "joined", "page_id": page_id,
+                             "cluster_id": cluster_id, "url": url, "fetch_time": fetch_time,
+                             "status": dedup["status"], "duplicate_of": dedup.get("duplicate_of"),
+                             "similarity": dedup.get("similarity"), "method": dedup.get("method")}
+    if dedup.get("merged_clusters"):
+        event["merged"] = list(dedup["merged_clusters"])
+    for name in ("supersedes", "related_to"):  # the directional verdict's links, passed on as they are
+        if dedup.get(name):
+            event[name] = dedup[name]
+    return event
+
+
+def view_key(event: Event) -> bytes:
+    """The compacted topic's key: the page id (a late match: one key per pair, kept beside it)."""
+    key = event["page_id"] if event["type"] != "late_match" else f"{event['page_id']} late {event['duplicate_of']}"
+    return str(key).encode("utf-8", "surrogatepass")
+
+
+class Stories:
+    """Story -> pages, folded from cluster events (`apply`) or verdicts (`add`), in any order.
+
+    A story is a connected component of pages (a page, the cluster it joined, the page it
+    duplicates, the clusters it merged, its late matches). It is named by its earliest cluster:
+    the cluster id whose page has the smallest fetch time (then id; ids without a known page
+    last), which is the verdicts' `cluster_id` for a story no merge or late match made. The same
+    events in any order give the same stories, names included."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
+        self._parent: dict[str, str] = {}
+        self._name: dict[str, tuple[int, str, str]] = {}  # root -> the rank of its earliest cluster
+        self._cluster_ids: set[str] = set()
+
+    def _root(self, item: str) -> str:
+        parent = self._parent.setdefault(item, item)
+        while parent != self._parent.setdefault(parent, parent):
+            self._parent[item] = parent = self._parent[parent]
+        return parent
+
+    def _rank(self, cluster_id: str) -> tuple[int, str, str]:
+        member = self.pages.get(cluster_id)
+        fetched = None if member is None else member["fetch_time"]
+        return (1, "", cluster_id) if fetched is None else (0, str(fetched), cluster_id)
+
+    def _cluster(self, cluster_id: str) -> None:
+        root = self._root(cluster_id)
+        rank = self._rank(cluster_id)
+        if root not in self._name or rank < self._name[root]:
+            self._name[root] = rank
+
+    def _join(self, a: str, b: str) -> None:
+        root_a, root_b = self._root(a), self._root(b)
+        if root_a == root_b:
+            return
+        self._parent[root_b] = root_a
+        names = [n for n in (self._name.pop(root_a, None), self._name.pop(root_b, None)) if n is not None]
+        if names:
+            self._name[root_a] = min(names)
+
+    def story_of(self, page_id: str) -> str:
+        """The story (its earliest cluster's id) `page_id` is in."""
+        root = self._root(page_id)
+        return self._name[root][2] if root in self._name else root
+
+    def apply(self, event: Event) -> str:
+        """Fold one event (created, joined, merged, late_match); returns the page's story."""
+        page, cluster = event["page_id"], event["cluster_id"]
+        if event.get("type") in ("created", "joined"):
+            member = self.pages.setdefault(page, dict.fromkeys(MEMBER_FIELDS))
+            member["id"] = page
+            for name in MEMBER_FIELDS[1:]:
+                if event.get(name) is not None:
+                    member[name] = event[name]
+            if member["status"] is None:
+                member["status"] = "unique" if event["type"] == "created" else "duplicate"
+        self._join(cluster, page)
+        for other in (event.get("duplicate_of"), *event.get("merged", ())):
+            if other:
+                self._join(cluster, other)
+        for named in (cluster, *event.get("merged", ())):
+            self._cluster_ids.add(named)
+            self._cluster(named)
+        if page in self._cluster_ids:  # its fetch time, which ranks its cluster, may come only now
+            self._cluster(page)
+        return self.story_of(page)
+
+    def add(self, dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> None:
+        """Fold a unique or duplicate page's verdict."""
+        self.apply(view_event(dedup, url, fetch_time))
+
+    def url_of(self, page_id: str | None) -> str | None:
+        member = self.pages.get(page_id) if page_id is not None else None
+        return None if member is None else member["url"]
+
+    def stories(self) -> list[dict[str, Any]]:
+        """The current stories, by name, each with its pages (in fetch time, then id, order)."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for page_id, member in self.pages.items():
+            groups.setdefault(self.story_of(page_id), []).append(member)
+        return [{"cluster_id": name, "size": len(members),
+                 "pages": sorted(members, key=lambda m: (str(m["fetch_time"] or ""), m["id"]))}
+                for name, members in sorted(groups.items())]
+
+    def __len__(self) -> int:
+        return len({self._root(page_id) for page_id in self.pages})
+
+
+def complete_lines(path: Path, length: int | None = None) -> Iterator[bytes]:
+    """The whole lines of a JSON-lines file (its first `length` bytes if given; a partial last line,
+    a write in progress, is left out)."""
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        remaining = length
+        for line in handle:
+            if remaining is not None:
+                if remaining <= 0:
+                    break
+                remaining -= len(line)
+            if line.endswith(b"\n"):
+                yield line
+
+
+def fold_verdicts(lines: Iterable[bytes], stories: Stories | None = None) -> Stories:
+    """Fold verdict-only lines (or full output lines: record + dedup) into stories."""
+    stories = stories if stories is not None else Stories()
+    for line in lines:
+        data = orjson.loads(line)
+        dedup = data["dedup"]
+        if dedup["status"] == "rejected":
+            continue
+        stories.add(dedup, *page_fields(data))  # a verdict line names them url and fetch_time
+    return stories
+
+
+def read_folder(out_dir: str | Path) -> Stories:
+    """The stories of a file-mode output folder, from its verdicts.jsonl (outputs of a version
+    before it: from unique.jsonl and duplicates.jsonl)."""
+    out = Path(out_dir)
+    if (out / VERDICTS_FILE).exists():
+        return fold_verdicts(complete_lines(out / VERDICTS_FILE))
+    stories = Stories()
+    for name in ("unique.jsonl", "duplicates.jsonl"):
+        fold_verdicts(complete_lines(out / name), stories)
+    return stories
+
+
+def write_stories(path: Path, stories: Stories) -> None:
+    """Replace `path` with one line per story, whole (a crash leaves the old file or the new one)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "wb") as handle:
+        for story in stories.stories():
+            handle.write(orjson.dumps(story, option=orjson.OPT_APPEND_NEWLINE))
+    temporary.replace(path)
+
+
+class ClusterReader:
+    """Story -> pages from the cluster view topic (or the `pages.clusters` events), kept current.
+
+    Reads every partition of `topic` (a view needs all pages, so it never splits the topic with
+    other members of its group). It starts from each partition's beginning: the records below the
+    group's committed offsets are folded silently (what the application acted on before), those
+    past them are returned by `poll`. `commit` stores how far it has read, so a reader restarted
+    mid-stream has the same stories as one that never stopped, and hands back only what is new.
+
+        reader = ClusterReader("kafka:9092", "my-feed")
+        while True:
+            for event in reader.poll():
+                story = reader.stories.story_of(event["page_id"])
+                if event.get("merged"):
+                    notify(f"stories {event['merged']} are {story}")
+            reader.commit()
+    """
+
+    def __init__(self, bootstrap_servers: str, group_id: str, topic: str = "pages.cluster_view",
+                 **client: Any) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.topic = topic
+        self.stories = Stories()
+        self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group_id,
+                                   "enable.auto.commit": False, "isolation.level": "read_committed",
+                                   "auto.offset.reset": "earliest", **client})
+        metadata = self._consumer.list_topics(topic, timeout=30).topics[topic]
+        if metadata.error is not None:
+            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: is the worker's "
+                             "STREAMDEDUP_TOPIC_CLUSTER_VIEW the same?")
+        partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
+        committed = self._consumer.committed(partitions, timeout=30)
+        self._resume_at = {tp.partition: max(tp.offset, 0) for tp in committed}
+        self._next = dict.fromkeys(self._resume_at, 0)  # per partition: the offset after the last read
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._resume_at])
+
+    def poll(self, timeout_s: float = 1.0, max_records: int = 500) -> list[dict[str, Any]]:
+        """Fold what arrived; returns the events past the committed offsets (the new ones)."""
+        new: list[dict[str, Any]] = []
+        for message in self._consumer.consume(max_records, timeout_s):
+            if message.error() is not None:
+                continue
+            partition, offset = message.partition(), message.offset()
+            assert partition is not None and offset is not None
+            event = orjson.loads(message.value() or b"{}")
+            self.stories.apply(event)
+            self._next[partition] = offset + 1
+            if offset >= self._resume_at[partition]:
+                new.append(event)
+        return new
+
+    def commit(self) -> None:
+        """Store how far the stories go (the group's offsets); a restart hands back only what follows."""
+        from confluent_kafka import TopicPartition
+
+        ahead = [TopicPartition(self.topic, p, offset) for p, offset in self._next.items()
+                 if offset > self._resume_at[p]]
+        if ahead:
+            self._consumer.commit(offsets=ahead, asynchronous=False)
+            for tp in ahead:
+                self._resume_at[tp.partition] = tp.offset
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view", timeout_s: float = 30.0,
+                       **client: Any) -> Stories:
+    """The current stories of a topic, read to its end once (no group offsets are kept)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "streamdedup-clusters",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True, **client})
+    stories = Stories()
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
+        if metadata.error is not None:
+            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}")
+        waiting = set(metadata.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} was not read to its end in {timeout_s:g} s: is the broker up?")
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    waiting.discard(message.partition())
+                continue
+            stories.apply(orjson.loads(message.value() or b"{}"))
+    finally:
+        consumer.close()
+    return stories
+
+
+def table(stories: Sequence[Mapping[str, Any]]) -> str:
+    """Stories as a plain table: one block a story, a line a page."""
+    lines = []
+    for story in stories:
+        lines.append(f"{story['cluster_id']}  ({story['size']} pages)")
+        for member in story["pages"]:
+            shown = member["url"] or member["id"]
+            lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<27} {shown}")
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""The news feed's fold (issue 58): the same cluster events in any order give the same stories,
+and `streamdedup clusters --out` prints a dedup folder's clusters.jsonl."""
+
+from __future__ import annotations
+
+import random
+
+from conftest import write_jsonl
+
+from streamdedup.cli import main
+from streamdedup.clusters import Stories
+
+
+def event(kind: str, page: str, cluster: str, day: int, **more: object) -> dict:
+    return {"type": kind, "page_id": page, "cluster_id": cluster, "url": f"https://{page}.example/",
+            "fetch_time": f"2024-03-{day:02d}T00:00:00Z", **more}
+
+
+def test_the_same_events_in_any_order_give_the_same_stories():
+    events = [event("created", "r", "r", 1), event("joined", "r2", "r", 2, duplicate_of="r"),
+              event("created", "a", "a", 3), event("joined", "a2", "a", 4, duplicate_of="a"),
+              event("joined", "c", "r", 5, duplicate_of="r2", merged=["a"]),  # a bridge: a's story is r's
+              event("created", "x", "x", 6), event("created", "y", "y", 7),
+              {"type": "late_match", "page_id": "y", "duplicate_of": "a2", "cluster_id": "a"},  # y is late: r's too
+              event("joined", "y2", "y", 8, duplicate_of="y")]
+    reference = Stories()
+    for item in events:
+        reference.apply(item)
+    stories = reference.stories()
+    assert [(s["cluster_id"], [p["id"] for p in s["pages"]]) for s in stories] == [
+        ("r", ["r", "r2", "a", "a2", "c", "y", "y2"]), ("x", ["x"])]
+    rng = random.Random(7)
+    for _ in range(50):
+        shuffled = Stories()
+        for item in rng.sample(events, len(events)):
+            shuffled.apply(item)
+        assert shuffled.stories() == stories and len(shuffled) == 2
+
+
+def test_the_clusters_command_prints_the_stories_of_an_output_folder(tmp_path, capsys):
+    pages = [{"id": f"p{i}", "url": f"https://s{i}.example/", "content_type": "text/plain",
+              "fetched_at": f"2024-03-01T00:0{i}:00Z",
+              "content": " ".join(f"word{n}" for n in range(80)) + (" again" if i else "")} for i in range(3)]
+    data = write_jsonl(tmp_path / "crawl.jsonl", pages)
+    assert main(["dedup", str(data), "--out", str(tmp_path / "out"), "-q"]) == 0
+    assert main(["clusters", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.encode() == (tmp_path / "out" / "clusters.jsonl").read_bytes() and printed.count("\n") == 1
