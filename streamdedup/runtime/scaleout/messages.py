@@ -22,6 +22,8 @@ PAGE, ANSWER = b"page", b"answer"
 # final verdicts: watermarks (pages.index: an input partition's; pages.parts: an index partition's),
 # supplementary answers ("an earlier page reached this partition after you") and release markers
 WATERMARK, SUPPLEMENT, RELEASE = b"wm", b"supplement", b"release"
+# between parts partitions: "which cluster did this earlier page join?" and its answer
+ROOT_ASK, ROOT = b"root_ask", b"root"
 # a watermark above every order: an idle input partition promises nothing below it
 INFINITE = b"\xff" * (ORDER_BYTES + 1)
 _LEN = struct.Struct("<I")
@@ -197,3 +199,44 @@ def release_value(pages: list[tuple[str, bytes]]) -> bytes:
 
 def released_by(value: bytes) -> list[tuple[str, bytes]]:
     return [(page_id, bytes.fromhex(order)) for page_id, order in orjson.loads(value)["pages"]]
+
+
+@dataclass(frozen=True)
+class RootAsk:
+    """A gather partition's question to the one of an earlier page: which cluster did page
+    `page_id` (`order`) join? Asked for `asker` (`asker_order`), one of whose earlier matches it is."""
+
+    page_id: str
+    order: bytes
+    asker: str
+    asker_order: bytes
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "asker": self.asker,
+                             "asker_order": self.asker_order.hex()})
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RootAsk:
+        return cls(value["id"], bytes.fromhex(value["order"]), value["asker"], bytes.fromhex(value["asker_order"]))
+
+
+@dataclass(frozen=True)
+class RootReply:
+    """The answer, sent to the asker's gather partition: page `of`, an earlier match of page
+    `page_id` (`order`), is in the cluster whose first page is `root_id` (`root_order`). No root
+    (""): `of` got no verdict under that id (a repeated id), the index partitions' root stands."""
+
+    page_id: str
+    order: bytes
+    of: str
+    root_order: bytes = b""
+    root_id: str = ""
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "of": self.of,
+                             "root": [self.root_order.hex(), self.root_id]})
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RootReply:
+        root_order, root_id = value["root"]
+        return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id)
