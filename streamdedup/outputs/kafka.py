@@ -24,13 +24,14 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
+from streamdedup.record.page import first_field
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import Topics
@@ -128,8 +129,9 @@ class Outputs:
         self._counts[("page", "rejected", reason)] += 1
 
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
-                passed: Headers | None = None) -> None:
-        """A unique or duplicate page: the record with its `dedup` object, and cluster events."""
+                passed: Headers | None = None, input_key: bytes | None = None) -> None:
+        """A unique or duplicate page: the record with its `dedup` object, and cluster events
+        (`input_key`: the input message's key, which they carry)."""
         status = dedup["status"]
         headers = with_input_headers(dedup_headers(dedup, source), passed)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
@@ -140,7 +142,7 @@ class Outputs:
             self._counts[("page", status, "")] += 1
         else:
             self.too_large(key, target, len(value), record, source, dedup, passed)
-        for event in cluster_events(dedup):
+        for event in cluster_events(dedup, record, input_key):
             self.cluster_event(event)
 
     def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
@@ -204,9 +206,16 @@ class Outputs:
         self.failures.clear()
 
 
-def cluster_events(dedup: dict[str, Any]) -> list[dict[str, Any]]:
-    """For the news-clustering feed: a cluster was created, a page joined one, clusters merged."""
-    base = {"page_id": dedup["id"], "cluster_id": dedup["cluster_id"]}
+def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None = None) -> list[dict[str, Any]]:
+    """For the news-clustering feed: a cluster was created, a page joined one, clusters merged.
+
+    Each event carries the page's url and fetch time as its record gives them (None where it has
+    none) and its input message's key (as text, undecodable bytes escaped; None: no key), so a
+    consumer needs no other topic to list a story's pages."""
+    fields = record if isinstance(record, Mapping) else {}
+    base = {"page_id": dedup["id"], "cluster_id": dedup["cluster_id"], "url": first_field(fields, "url"),
+            "fetched_at": first_field(fields, "fetched_at"),
+            "key": None if key is None else key.decode("utf-8", "backslashreplace")}
     if dedup["status"] == "unique":
         events = [{"type": "created", **base}]
     else:

@@ -136,6 +136,7 @@ class PageHeader:
     origin: str
     time_note: str | None = None  # why the page's own fetch time was not used, if it was not
     headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
+    key: bytes | None = None  # the input message's key, which the cluster events carry
 
     def as_json(self) -> dict[str, Any]:
         value = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
@@ -145,6 +146,8 @@ class PageHeader:
         if self.headers:  # values are bytes: base64
             value["headers"] = [[name, None if data is None else base64.b64encode(data).decode("ascii")]
                                 for name, data in self.headers]
+        if self.key is not None:
+            value["key"] = base64.b64encode(self.key).decode("ascii")
         return value
 
     def encode(self) -> bytes:
@@ -154,8 +157,10 @@ class PageHeader:
     def from_json(cls, value: dict[str, Any]) -> PageHeader:
         headers = tuple((name, None if data is None else base64.b64decode(data))
                         for name, data in value.get("headers", ()))
+        key = value.get("key")
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
-                   value["record"], value["origin"], value.get("time_note"), headers)
+                   value["record"], value["origin"], value.get("time_note"), headers,
+                   None if key is None else base64.b64decode(key))
 
 
 def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:

@@ -230,7 +230,7 @@ class FingerprintPartition:
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
             header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
-                                tuple(passed)).encode()
+                                tuple(passed), message.key()).encode()
             if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
                     and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
                 out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message),
@@ -565,7 +565,7 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
                      dedup["reason"], dedup["detail"], header.origin, list(header.headers))
         return
-    out.verdict(header.record, dedup, header.origin, list(header.headers))
+    out.verdict(header.record, dedup, header.origin, list(header.headers), header.key)
 
 
 class GlobalTopology:

@@ -458,6 +458,9 @@ class _PageMessage(_Message):
     def timestamp(self) -> tuple[int, int]:
         return TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + self._offset
 
+    def key(self) -> bytes:
+        return b"a.example"
+
 
 _TEXT_PAGE = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
                            "content_type": "text/plain"})

@@ -15,6 +15,7 @@ from runtime.conftest import read_topic
 from runtime.scaleout.test_topologies import TANSU_GROUPS, run_workers, syndicated_crawl
 from runtime.test_worker import send
 from streamdedup.outputs.kafka import cluster_events
+from streamdedup.record.page import site_of
 from streamdedup.testing import run_records
 
 
@@ -73,7 +74,8 @@ def test_six_partitions_give_file_modes_clusters_and_merges_field_by_field(broke
         pytest.skip(TANSU_GROUPS)
     records = sorted([r for r in syndicated_crawl(10) if isinstance(r, dict)] + bridged_clusters(),
                      key=lambda r: r["fetched_at"])
-    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    outcomes = run_records(records, tmp_path / "file-mode")
+    file_mode = {o.dedup["id"]: o.dedup for o in outcomes}
     run = replace(settings, partitions=6, verdict_wait_s=60.0)  # nothing released by the wait here
     send(run, records)
     run_workers(run, names, len(records))
@@ -90,3 +92,8 @@ def test_six_partitions_give_file_modes_clusters_and_merges_field_by_field(broke
     assert {page_id: d for page_id, d in differ.items() if d} == {}
     expected = merged_events(e for d in file_mode.values() for e in cluster_events(d))
     assert len(expected) == 1 and merged_events(events) == expected
+    # each event names the page's url, fetch time and input key: no other topic to read
+    by_id = {o.dedup["id"]: o.record for o in outcomes}
+    assert [(e["url"], e["fetched_at"]) for e in events] == [(by_id[e["page_id"]]["url"],
+                                                              by_id[e["page_id"]]["fetched_at"]) for e in events]
+    assert all(e["key"] == site_of(e["url"]) for e in events)  # the feed keys messages by site
