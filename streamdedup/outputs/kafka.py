@@ -38,6 +38,7 @@ import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
 from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
+from streamdedup.record.page import first_field
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import Topics
@@ -143,8 +144,9 @@ class Outputs:
         self._counts[("page", "rejected", reason)] += 1
 
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
-                passed: Headers | None = None) -> None:
-        """A unique or duplicate page: the record with its `dedup` object, and cluster events."""
+                passed: Headers | None = None, input_key: bytes | None = None) -> None:
+        """A unique or duplicate page: the record with its `dedup` object, and cluster events
+        (`input_key`: the input message's key, which they carry)."""
         status = dedup["status"]
         headers = with_input_headers(dedup_headers(dedup, source), passed)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
@@ -156,7 +158,7 @@ class Outputs:
             self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record, dedup, passed)), headers)
         else:
             self.too_large(key, target, len(value), record, source, dedup, passed)
-        for event in cluster_events(dedup):
+        for event in cluster_events(dedup, record, input_key):
             self.cluster_event(event)
         view = view_event(dedup, *page_fields(record))
         self.send(self.topics.cluster_view, key, orjson.dumps(view))
@@ -233,11 +235,22 @@ def _json_object(data: bytes | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def cluster_events(dedup: dict[str, Any]) -> list[dict[str, Any]]:
-    """For the news-clustering feed: a cluster was created, a page joined one, clusters merged."""
-    base = {"page_id": dedup["id"], "cluster_id": dedup["cluster_id"]}
-    if dedup["status"] == "unique":
+def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None = None) -> list[dict[str, Any]]:
+    """For the news-clustering feed: a cluster was created, a page joined one, clusters merged.
+
+    Each event carries the page's url and fetch time as its record gives them (None where it has
+    none) and its input message's key (as text, undecodable bytes escaped; None: no key), so a
+    consumer needs no other topic to list a story's pages."""
+    fields = record if isinstance(record, Mapping) else {}
+    base = {"page_id": dedup["id"], "cluster_id": dedup["cluster_id"], "url": first_field(fields, "url"),
+            "fetched_at": first_field(fields, "fetched_at"),
+            "key": None if key is None else key.decode("utf-8", "backslashreplace")}
+    if dedup["status"] == "unique" and dedup["cluster_id"] == dedup["id"]:
         events = [{"type": "created", **base}]
+        if dedup.get("related_to"):  # shares much with these stories, not all: its own story
+            events[0]["related_to"] = dedup["related_to"]
+    elif dedup["status"] == "unique":  # kept, and joins the story of the pages it supersedes
+        events = [{"type": "joined", **base, "duplicate_of": None, "supersedes": dedup.get("supersedes", [])}]
     else:
         events = [{"type": "joined", **base, "duplicate_of": dedup["duplicate_of"],
                    "similarity": dedup["similarity"], "method": dedup["method"]}]

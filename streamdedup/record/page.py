@@ -148,6 +148,11 @@ def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:
     return None, None
 
 
+def first_field(record: Mapping[str, Any], canonical: str) -> Any:
+    """A record's value for a canonical field (`FIELD_ALIASES`), as given (None: none)."""
+    return _first(record, canonical)[1]
+
+
 def parse_timestamp(value: Any) -> datetime:
     """ISO-8601 (with or without zone; 'Z' allowed), WARC's 14-digit form, or epoch s / ms."""
     if isinstance(value, bool):

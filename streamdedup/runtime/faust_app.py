@@ -153,7 +153,7 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
         return [("rejected", key, value, headers)]
     record = orjson.loads(value or b"{}")
     out = [(dedup["status"], dedup["id"].encode(), orjson.dumps({**record, "dedup": dedup}), headers)]
-    out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup)]
+    out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup, record, key)]
     return out
 
 

@@ -16,18 +16,29 @@ supplement for a page already out is a `late_match` event on the clusters topic,
 is also a near-duplicate of this earlier page". A page is only ever tagged as a duplicate of a
 page earlier than itself, so no two pages are ever tagged as duplicates of each other.
 
-With `hold=False` (a verdict wait of 0) a page is released as soon as it is complete.
+A page's cluster is the oldest of its earlier matches' clusters, as file mode gives it; but an
+index partition knows a page's cluster only from the matches found there (`IndexPartition`), and
+a page whose cluster came from another partition's match would be named there as a cluster of its
+own: a false merge. So a complete page asks each earlier match's gather partition which cluster
+that page joined (`RootAsk`), answered once that page is out (`RootReply`, kept in its `R`
+record), and is released only when every answer is in (or its wait is over: the index
+partitions' roots then stand). The answers come from pages earlier in the order, whose own
+answers come from earlier pages still: no cycle, nothing waits for ever (docs/scaleout.md).
+
+With `hold=False` (a verdict wait of 0) a page is released as soon as it is complete and its
+matches' clusters are known.
 
 State (a RocksDB store per parts partition, written with the input offset in one WriteBatch):
 `W<page id> <order>` -> the pending header, answers and supplements (held once complete);
 `F<page id>` -> the order of the page that got a verdict under that id (a second page with the
 same id is rejected as duplicate_id) and a hash of each earlier page it is known to duplicate;
-`Mwm:<index partition>` -> that index partition's last watermark.
+`R<page id>` -> the order of the page that got a verdict under that id and its cluster's first page
+(order and id), for the roots asked; `Mwm:<index partition>` -> that index partition's last watermark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,13 +48,21 @@ import xxhash
 from rocksdict import WriteBatch
 
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.scaleout.messages import INFINITE, Answer, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.messages import (
+    INFINITE,
+    Answer,
+    Match,
+    PageHeader,
+    RootAsk,
+    RootReply,
+    Supplement,
+)
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.engine import Candidate, decide
 
-_WAITING, _FINISHED, _META = b"W", b"F", b"M"
+_WAITING, _FINISHED, _META, _ROOT = b"W", b"F", b"M", b"R"
 
 
 @dataclass
@@ -52,6 +71,9 @@ class Pending:
     answers: dict[int, Answer] = field(default_factory=dict)
     supplements: list[Match] = field(default_factory=list)
     completed_ms: int = 0  # when its last part arrived (the message's timestamp): the wait starts
+    # earlier match id -> its cluster's first page (order, id) as its gather says ((b"", ""): none)
+    roots: dict[str, tuple[bytes, str]] = field(default_factory=dict)
+    askers: list[tuple[str, bytes]] = field(default_factory=list)  # later pages waiting for this one's cluster
 
     def complete(self) -> bool:
         return self.header is not None and set(self.header.partitions) <= set(self.answers)
@@ -60,7 +82,9 @@ class Pending:
         return orjson.dumps({"header": None if self.header is None else self.header.as_json(),
                              "answers": [a.as_json() for a in self.answers.values()],
                              "supplements": [m.as_list() for m in self.supplements],
-                             "completed_ms": self.completed_ms})
+                             "completed_ms": self.completed_ms,
+                             "roots": {page_id: [order.hex(), root] for page_id, (order, root) in self.roots.items()},
+                             "askers": [[page_id, order.hex()] for page_id, order in self.askers]})
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
@@ -68,7 +92,16 @@ class Pending:
         header = None if value["header"] is None else PageHeader.from_json(value["header"])
         answers = [Answer.from_json(a) for a in value["answers"]]
         return cls(header, {a.partition: a for a in answers},
-                   [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0))
+                   [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0),
+                   {page_id: (bytes.fromhex(order), root) for page_id, (order, root) in value.get("roots", {}).items()},
+                   [(page_id, bytes.fromhex(order)) for page_id, order in value.get("askers", ())])
+
+    def earlier(self) -> dict[str, Match]:
+        return _earlier_matches(self.answers.values(), self.supplements)
+
+    def roots_known(self) -> bool:
+        """Whether every earlier match's gather has said which cluster it joined."""
+        return all(page_id in self.roots for page_id in self.earlier())
 
 
 @dataclass(frozen=True)
@@ -102,16 +135,30 @@ class LateMatch:
     cause: str = RELEASED_EARLY
 
 
-Emitted = Decided | LateMatch
+Emitted = Decided | LateMatch | RootAsk | RootReply
 
 
-def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = ()) -> dict[str, Any]:
+def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
+               roots: Mapping[str, tuple[bytes, str]] | None = None) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements. Pure."""
-    earlier = _earlier_matches(answers, supplements)
-    verdict = decide(header.page_id, [Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id,
-                                                m.relation, m.new_share)
-                                      for m in earlier.values()])
-    return verdict._replace(time_note=header.time_note).as_dict()
+    return _verdict_and_root(header, _earlier_matches(answers, supplements), roots or {})[0]
+
+
+def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
+                      roots: Mapping[str, tuple[bytes, str]]) -> tuple[dict[str, Any], tuple[bytes, str]]:
+    """The page's `dedup` object and its cluster's first page (order, id). An earlier match's
+    cluster is the one its gather named (`roots`; the index partition's where none was named)."""
+    candidates = []
+    for m in earlier.values():
+        root_order, root_id = roots.get(m.page_id) or (b"", "")
+        if not root_id:
+            root_order, root_id = m.root_order, m.root_id
+        candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
+                                    m.new_share))
+    verdict = decide(header.page_id, candidates)
+    cluster = verdict.cluster_id
+    root_order = next((c.root_order for c in candidates if c.root_id == cluster), header.order)
+    return verdict._replace(time_note=header.time_note).as_dict(), (root_order, cluster)
 
 
 def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) -> dict[str, Match]:
@@ -198,21 +245,47 @@ class GatherPartition:
             self._finished[finished] = before + known
             return [LateMatch(late_match_event(supplement.page_id, supplement.match),
                               _LATE_CAUSE.get(released, RELEASED_EARLY))]
-        self._load(supplement.page_id, supplement.order).supplements.append(supplement.match)
+        pending = self._load(supplement.page_id, supplement.order)
+        new = supplement.match.page_id not in pending.earlier()
+        pending.supplements.append(supplement.match)
+        # complete already: its other earlier matches were asked about then, this one now
+        return [RootAsk(supplement.match.page_id, supplement.match.order, supplement.page_id, supplement.order)
+                ] if new and pending.complete() else []
+
+    def add_root_ask(self, ask: RootAsk) -> list[Emitted]:
+        """Which cluster page `ask.page_id` joined: answered now if it is out, else when it goes."""
+        root = self._root_record(ask.page_id)
+        if root is not None or self._finished_order(ask.page_id) is not None:
+            return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root)]
+        self._load(ask.page_id, ask.order).askers.append((ask.asker, ask.asker_order))
         return []
+
+    def add_root(self, reply: RootReply) -> list[Emitted]:
+        """An earlier match's cluster, as its gather says: the page goes out once all are in and
+        its watermarks have passed it (out already, by its wait: nothing to do)."""
+        if self._finished_order(reply.page_id) == reply.order:
+            return []
+        key = _waiting_key(reply.page_id, reply.order)
+        pending = self._load(reply.page_id, reply.order)
+        pending.roots[reply.of] = (reply.root_order, reply.root_id)
+        held = self.held.get(key)
+        if held is None or not pending.roots_known() or (self.hold and not self._passed(held)):
+            return []
+        return self._release(key, "watermark" if self.hold else "complete")
 
     def add_watermark(self, partition: int, watermark: bytes) -> list[Emitted]:
         """Index partition `partition` has passed `watermark`: release what it was the last to hold."""
         self.watermarks[partition] = watermark
         self._meta[f"wm:{partition}"] = watermark
         ready = [(held.order, key) for key, held in self.held.items()
-                 if partition in held.partitions and self._passed(held)]
-        return [self._release(key, "watermark") for _, key in sorted(ready)]
+                 if partition in held.partitions and self._passed(held)
+                 and self._load(held.page_id, held.order).roots_known()]  # else released by the last root
+        return [item for _, key in sorted(ready) for item in self._release(key, "watermark")]
 
     def add_release(self, pages: list[tuple[str, bytes]]) -> list[Emitted]:
         """A release marker read back: those of its pages still held go out with what is known."""
         keys = sorted((order, _waiting_key(page_id, order)) for page_id, order in pages)
-        return [self._release(key, "timeout") for _, key in keys if key in self.held]
+        return [item for _, key in keys if key in self.held for item in self._release(key, "timeout")]
 
     def due(self, now_ms: int, wait_ms: int) -> list[tuple[str, bytes]]:
         """Held pages whose wait is over and that no release marker was sent for, in order."""
@@ -235,11 +308,14 @@ class GatherPartition:
         pending.completed_ms = at_ms
         key = _waiting_key(header.page_id, header.order)
         self.held[key] = held = Held(header.page_id, header.order, header.partitions, at_ms)
-        if not self.hold:
-            return [self._release(key, "complete")]
-        return [self._release(key, "watermark")] if self._passed(held) else []
+        asks: list[Emitted] = [RootAsk(m.page_id, m.order, header.page_id, header.order)
+                               for m in pending.earlier().values() if m.page_id not in pending.roots]
+        if asks or (self.hold and not self._passed(held)):
+            return asks
+        return self._release(key, "watermark" if self.hold else "complete")
 
-    def _release(self, key: bytes, by: str) -> Decided:
+    def _release(self, key: bytes, by: str) -> list[Emitted]:
+        """The page's outcome, and the answers to the pages that asked which cluster it joined."""
         held = self.held.pop(key)
         self.marked.discard(key)
         pending = self._load(held.page_id, held.order)
@@ -252,14 +328,28 @@ class GatherPartition:
         if before is not None and before[:ORDER_BYTES] != header.order:
             dedup = Rejection(Reason.DUPLICATE_ID.value, f"page id {header.page_id!r} was already processed",
                               header.origin).as_dict()
-            return Decided(header, dedup, by, held.completed_ms)
-        earlier = _earlier_matches(pending.answers.values(), pending.supplements)
+            return [Decided(header, dedup, by, held.completed_ms),
+                    *(_reply(asker, order, header.page_id, header.order, None) for asker, order in pending.askers)]
+        earlier = pending.earlier()
         # by the watermarks: under an infinite one when every input of one of its partitions was idle
         idle = by == "watermark" and any(self.watermarks.get(p) == INFINITE for p in held.partitions)
         self._finished[finished] = (header.order + _RELEASED["idle" if idle else by]
                                     + b"".join(_id_hash(page_id) for page_id in earlier))
-        verdict = verdict_of(header, pending.answers.values(), pending.supplements)
-        return Decided(header, verdict, by, held.completed_ms)
+        dedup, (root_order, root_id) = _verdict_and_root(header, earlier, pending.roots)
+        root = header.order + root_order + root_id.encode("utf-8", "surrogatepass")
+        self._finished[_ROOT + header.page_id.encode("utf-8", "surrogatepass")] = root
+        return [Decided(header, dedup, by, held.completed_ms),
+                *(_reply(asker, order, header.page_id, header.order, root) for asker, order in pending.askers)]
+
+    def _finished_order(self, page_id: str) -> bytes | None:
+        """The order of the page that got a verdict under this id (None: none yet)."""
+        finished = _FINISHED + page_id.encode("utf-8", "surrogatepass")
+        before = self._finished.get(finished) or self.db.get(finished)
+        return None if before is None else before[:ORDER_BYTES]
+
+    def _root_record(self, page_id: str) -> bytes | None:
+        key = _ROOT + page_id.encode("utf-8", "surrogatepass")
+        return self._finished.get(key) or self.db.get(key)
 
     def _load(self, page_id: str, order: bytes) -> Pending:
         key = _waiting_key(page_id, order)
@@ -331,6 +421,15 @@ def _released_as(finished: bytes) -> tuple[bytes, int]:
     if (len(finished) - ORDER_BYTES) % 8 == 1:
         return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
     return b"", ORDER_BYTES
+
+
+def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, root: bytes | None) -> RootReply:
+    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (`root`): its
+    cluster's first page, or none if the record is another page's under that id (or missing)."""
+    if root is None or root[:ORDER_BYTES] != order:
+        return RootReply(asker, asker_order, page_id)
+    return RootReply(asker, asker_order, page_id, root[ORDER_BYTES: 2 * ORDER_BYTES],
+                     root[2 * ORDER_BYTES:].decode("utf-8", "surrogatepass"))
 
 
 def _waiting_key(page_id: str, order: bytes) -> bytes:

@@ -24,6 +24,8 @@ PAGE, ANSWER = b"page", b"answer"
 # final verdicts: watermarks (pages.index: an input partition's; pages.parts: an index partition's),
 # supplementary answers ("an earlier page reached this partition after you") and release markers
 WATERMARK, SUPPLEMENT, RELEASE = b"wm", b"supplement", b"release"
+# between parts partitions: "which cluster did this earlier page join?" and its answer
+ROOT_ASK, ROOT = b"root_ask", b"root"
 # a watermark above every order: an idle input partition promises nothing below it
 INFINITE = b"\xff" * (ORDER_BYTES + 1)
 _LEN = struct.Struct("<I")
@@ -161,6 +163,7 @@ class PageHeader:
     origin: str
     time_note: str | None = None  # why the page's own fetch time was not used, if it was not
     headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
+    key: bytes | None = None  # the input message's key, which the cluster events carry
 
     def as_json(self) -> dict[str, Any]:
         value = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
@@ -170,6 +173,8 @@ class PageHeader:
         if self.headers:  # values are bytes: base64
             value["headers"] = [[name, None if data is None else base64.b64encode(data).decode("ascii")]
                                 for name, data in self.headers]
+        if self.key is not None:
+            value["key"] = base64.b64encode(self.key).decode("ascii")
         return value
 
     def encode(self) -> bytes:
@@ -179,8 +184,10 @@ class PageHeader:
     def from_json(cls, value: dict[str, Any]) -> PageHeader:
         headers = tuple((name, None if data is None else base64.b64decode(data))
                         for name, data in value.get("headers", ()))
+        key = value.get("key")
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
-                   value["record"], value["origin"], value.get("time_note"), headers)
+                   value["record"], value["origin"], value.get("time_note"), headers,
+                   None if key is None else base64.b64decode(key))
 
 
 def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:
@@ -224,3 +231,44 @@ def release_value(pages: list[tuple[str, bytes]]) -> bytes:
 
 def released_by(value: bytes) -> list[tuple[str, bytes]]:
     return [(page_id, bytes.fromhex(order)) for page_id, order in orjson.loads(value)["pages"]]
+
+
+@dataclass(frozen=True)
+class RootAsk:
+    """A gather partition's question to the one of an earlier page: which cluster did page
+    `page_id` (`order`) join? Asked for `asker` (`asker_order`), one of whose earlier matches it is."""
+
+    page_id: str
+    order: bytes
+    asker: str
+    asker_order: bytes
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "asker": self.asker,
+                             "asker_order": self.asker_order.hex()})
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RootAsk:
+        return cls(value["id"], bytes.fromhex(value["order"]), value["asker"], bytes.fromhex(value["asker_order"]))
+
+
+@dataclass(frozen=True)
+class RootReply:
+    """The answer, sent to the asker's gather partition: page `of`, an earlier match of page
+    `page_id` (`order`), is in the cluster whose first page is `root_id` (`root_order`). No root
+    (""): `of` got no verdict under that id (a repeated id), the index partitions' root stands."""
+
+    page_id: str
+    order: bytes
+    of: str
+    root_order: bytes = b""
+    root_id: str = ""
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "of": self.of,
+                             "root": [self.root_order.hex(), self.root_id]})
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RootReply:
+        root_order, root_id = value["root"]
+        return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id)

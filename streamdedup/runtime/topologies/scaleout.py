@@ -45,11 +45,15 @@ from streamdedup.runtime.scaleout.messages import (
     KIND_HEADER,
     PAGE,
     RELEASE,
+    ROOT,
+    ROOT_ASK,
     SUPPLEMENT,
     WATERMARK,
     Answer,
     IndexRequest,
     PageHeader,
+    RootAsk,
+    RootReply,
     Supplement,
     kind_of,
     release_value,
@@ -225,7 +229,7 @@ class FingerprintPartition:
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
             header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
-                                tuple(passed)).encode()
+                                tuple(passed), message.key()).encode()
             if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
                     and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
                 out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message),
@@ -491,7 +495,7 @@ class GatherStagePartition(_StoredPartition):
     """Headers, answers, supplements, watermarks and release markers -> one verdict per page (held
     until final, or until the wait is over), dead letters for repeated ids, late matches."""
 
-    def __init__(self, gather: GatherPartition, routes: Routes | None = None, partition: int = 0,
+    def __init__(self, gather: GatherPartition, routes: Routes, partition: int = 0,
                  holding: Holding = Holding()) -> None:
         super().__init__(gather)
         self.gather = gather
@@ -511,6 +515,10 @@ class GatherStagePartition(_StoredPartition):
                 emitted = self.gather.add_release(released_by(data))
             elif kind == SUPPLEMENT:
                 emitted = self.gather.add_supplement(Supplement.from_json(orjson.loads(data)))
+            elif kind == ROOT_ASK:
+                emitted = self.gather.add_root_ask(RootAsk.from_json(orjson.loads(data)))
+            elif kind == ROOT:
+                emitted = self.gather.add_root(RootReply.from_json(orjson.loads(data)))
             elif kind == PAGE:
                 emitted = self.gather.add_header(PageHeader.from_json(orjson.loads(data)), now_ms)
             else:
@@ -522,7 +530,11 @@ class GatherStagePartition(_StoredPartition):
                 if isinstance(item, LateMatch):
                     out.cluster_event(item.event)
                     out.on_commit(out.metrics.late_matches.labels(item.cause).inc)
-                else:
+                elif isinstance(item, (RootAsk, RootReply)):  # to the gather partition of the page it names
+                    out.send(self.routes.parts_topic, item.page_id.encode("utf-8", "surrogatepass"), item.encode(),
+                             [(KIND_HEADER, ROOT_ASK if isinstance(item, RootAsk) else ROOT)],
+                             partition=page_partition(item.page_id, self.routes.parts_partitions))
+                elif isinstance(item, Decided):
                     emit_decided(out, item)
                     out.on_commit(partial(_released, out, item.by, max(0.0, (now_ms - item.completed_ms) / 1000)))
         return replayed
@@ -532,7 +544,7 @@ class GatherStagePartition(_StoredPartition):
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
         """Held pages whose wait is over: a release marker to this partition, acted on when read."""
-        if not self.holding.on or self.routes is None:
+        if not self.holding.on:
             return
         due = self.gather.due(int(time.time() * 1000), int(self.holding.wait_s * 1000))
         if due:
@@ -552,7 +564,7 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
                      dedup["reason"], dedup["detail"], header.origin, list(header.headers), header.record)
         return
-    out.verdict(header.record, dedup, header.origin, list(header.headers))
+    out.verdict(header.record, dedup, header.origin, list(header.headers), header.key)
 
 
 class GlobalTopology:

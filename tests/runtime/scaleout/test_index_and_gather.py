@@ -33,6 +33,8 @@ from streamdedup.runtime.scaleout.messages import (
     IndexRequest,
     Match,
     PageHeader,
+    RootAsk,
+    RootReply,
     Supplement,
     kind_of,
     watermark_value,
@@ -127,12 +129,15 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     gather.commit()
     gather.close()
     gather = GatherPartition(tmp_path / "g")  # held pages and watermarks survive a restart
-    assert gather.add_supplement(Supplement("L", late, match("E", early))) == []
-    [first] = gather.add_watermark(1, late)  # at its order: passed (nothing at or below it is to come)
+    # complete already: E's gather is asked which cluster E joined
+    assert gather.add_supplement(Supplement("L", late, match("E", early))) == [RootAsk("E", early, "L", late)]
+    assert gather.add_watermark(1, late) == []  # at its order: passed, but E's cluster is not known yet
+    [first] = gather.add_root(RootReply("L", late, "E", early, "E"))
     assert isinstance(first, Decided) and first.dedup["duplicate_of"] == "E"
     gather.discard()  # the batch is consumed again: back to the committed state, L held
     assert gather.waiting() == 1
-    assert gather.add_supplement(Supplement("L", late, match("E", early))) == []
+    assert gather.add_supplement(Supplement("L", late, match("E", early))) == [RootAsk("E", early, "L", late)]
+    assert gather.add_root(RootReply("L", late, "E", early, "E")) == []  # partition 1 has not passed it
     [decided] = gather.add_watermark(1, after)
     assert isinstance(decided, Decided) and decided.by == "watermark"
     assert decided.dedup["duplicate_of"] == "E" and decided.dedup["cluster_id"] == "E"
@@ -143,6 +148,46 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
     assert gather.add_supplement(Supplement("L", late, other)) == []
     assert gather.add_supplement(Supplement("L", late, match("E", early))) == []  # known when decided
+    gather.close()
+
+
+def test_a_page_takes_its_earlier_matches_clusters_from_their_gather_not_from_one_index_partition(tmp_path):
+    """A, then B (a duplicate of A, found in index partition 0), then Q matching A in partition 0
+    and B in partition 1, where B met no earlier page so names itself as its root. Q's cluster is
+    A's and it merges nothing, as in file mode; taken from partition 1, B was a second cluster (a
+    false `merged`). The roots come from A's and B's gather, asked once Q is complete."""
+    a, b, q = page_order(1, 1, 0, 0), page_order(2, 2, 0, 1), page_order(3, 3, 0, 2)
+    gather = GatherPartition(tmp_path / "g", hold=False)
+    gather.add_header(PageHeader("A", a, (0,), {}, "t"))
+    [a_out] = gather.add_answer(Answer("A", a, 0))  # unique: out at once
+    assert isinstance(a_out, Decided) and a_out.dedup["cluster_id"] == "A"
+    gather.add_answer(Answer("B", b, 0, (match("A", a),)))
+    gather.add_answer(Answer("B", b, 1))
+    assert gather.add_header(PageHeader("B", b, (0, 1), {}, "t")) == [RootAsk("A", a, "B", b)]
+    [reply] = gather.add_root_ask(RootAsk("A", a, "B", b))  # out already: answered at once
+    assert reply == RootReply("B", b, "A", a, "A")
+    [b_out] = gather.add_root(reply)
+    assert isinstance(b_out, Decided) and b_out.dedup["cluster_id"] == "A"
+    gather.add_header(PageHeader("Q", q, (0, 1), {}, "t"))
+    gather.add_answer(Answer("Q", q, 0, (match("A", a),)))
+    asks = gather.add_answer(Answer("Q", q, 1, (match("B", b),)))  # partition 1 names B as B's root
+    assert sorted(asks, key=lambda ask: ask.page_id) == [RootAsk("A", a, "Q", q), RootAsk("B", b, "Q", q)]
+    as_index_says = verdict_of(PageHeader("Q", q, (0, 1), {}, "t"), [Answer("Q", q, 0, (match("A", a),)),
+                                                                      Answer("Q", q, 1, (match("B", b),))])
+    assert as_index_says["merged_clusters"] == ["B"]  # what was emitted before
+    replies = [item for ask in asks for item in gather.add_root_ask(ask)]
+    assert RootReply("Q", q, "B", a, "A") in replies
+    assert gather.add_root(replies[0]) == []  # one still to come
+    [q_out] = gather.add_root(replies[1])
+    assert isinstance(q_out, Decided) and q_out.dedup["cluster_id"] == "A" and "merged_clusters" not in q_out.dedup
+    gather.commit()
+    # asked before the page is out: answered when it goes; a repeated id's page: no root
+    c, d = page_order(4, 4, 1, 0), page_order(5, 5, 0, 4)
+    assert gather.add_root_ask(RootAsk("C", c, "D", d)) == []
+    gather.add_answer(Answer("C", c, 0))
+    [c_out, c_reply] = gather.add_header(PageHeader("C", c, (0,), {}, "t"))
+    assert isinstance(c_out, Decided) and c_reply == RootReply("D", d, "C", c, "C")
+    assert gather.add_root_ask(RootAsk("A", page_order(4, 4, 0, 3), "D", d)) == [RootReply("D", d, "A")]
     gather.close()
 
 
@@ -411,6 +456,9 @@ class _PageMessage(_Message):
 
     def timestamp(self) -> tuple[int, int]:
         return TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + self._offset
+
+    def key(self) -> bytes:
+        return b"a.example"
 
 
 _TEXT_PAGE = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),

@@ -1,0 +1,138 @@
+"""Clusters and merges on 6 partitions vs file mode, on real article text (issue 58's floor).
+
+    python bench/cluster_agreement.py [--stories 200] [--workers 1,3] [--partitions 6] [--out FILE.json]
+
+Real articles (the readability and trafilatura test pages in ../shared/data, their text taken by
+trafilatura) become a fetch-ordered plain-text news crawl: each story on 2-5 sites (wire copies),
+every third copy a revision (one paragraph rewritten, one added), and per ten stories a bridge:
+story X's text with the start of the next, Y, appended (joins X's cluster), then X less its start
+with all of Y (matches Y and that page, not X: a real merge of two clusters). The crawl
+goes through `streamdedup dedup` (the reference) and through N `streamdedup worker` processes on
+`--partitions` partitions (bench/agreement.py's harness: an embedded broker, one burst fed by site).
+
+Figures per worker count (JSON on stdout and `--out`): pages; pages whose status, duplicate_of,
+cluster_id or merged_clusters differ from file mode's; `merged` events of file mode and of the
+workers; false merges (worker `merged` events not in file mode's) and missed ones; whether the
+clusters (`clusters_of` over the events) are equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+from agreement import file_mode, run_workers  # bench/agreement.py
+
+from streamdedup.outputs.kafka import cluster_events
+from streamdedup.runtime.broker import EmbeddedBroker
+from streamdedup.runtime.scaleout.clusters import clusters_of
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+ARCHIVES = ("readability-test-pages.tar.gz", "trafilatura-test-pages.tar.gz")
+FIELDS = ("status", "duplicate_of", "cluster_id", "merged_clusters")
+
+
+def articles(limit: int) -> list[list[str]]:
+    """Paragraphs of real articles (>= 6 paragraphs of >= 20 words), each text once."""
+    import trafilatura
+
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for name in ARCHIVES:
+        with tarfile.open(SHARED / name) as tar:
+            for member in sorted((m for m in tar.getmembers() if m.isfile() and m.name.endswith((".html", ".htm"))),
+                                 key=lambda m: m.name):
+                html = tar.extractfile(member).read().decode("utf-8", "replace")  # type: ignore[union-attr]
+                text = trafilatura.extract(html) or ""
+                paragraphs = [p for p in text.split("\n") if len(p.split()) >= 20]
+                if len(paragraphs) >= 6 and paragraphs[0] not in seen:
+                    seen.add(paragraphs[0])
+                    found.append(paragraphs[:12])
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def news_crawl(stories: list[list[str]], path: Path, seed: int = 58) -> dict[str, int]:
+    """The crawl (see the module's docstring), written fetch-ordered; its make-up."""
+    rng = random.Random(seed)
+    pages: list[tuple[str, str]] = []  # url, text
+    made = {"stories": len(stories), "wire_copies": 0, "revisions": 0, "bridges": 0}
+    for i, story in enumerate(stories):
+        if i % 10 in (8, 9):  # the two stories a bridge joins: 6 paragraphs each (as in test_one_engine)
+            story = story[:6]
+        for j in range(rng.randint(2, 5)):
+            text = list(story)
+            if j and j % 3 == 0:
+                k = rng.randrange(len(text))
+                text[k] = " ".join(reversed(text[k].split()))
+                text.append(f"Update: this story was revised at {j} o'clock with comment from officials.")
+                made["revisions"] += 1
+            made["wire_copies"] += j > 0
+            pages.append((f"https://site{j}.example/story/{i}", "\n\n".join(text)))
+        if i % 10 == 9:  # X then Y; B = X + Y's start joins X; C = X less its start + Y matches Y and B, not X
+            x, y = stories[i - 1][:6], story
+            pages.append((f"https://extended.example/{i}", "\n\n".join(x + y[:3])))
+            pages.append((f"https://bridge.example/{i}", "\n\n".join(x[2:] + y)))
+            made["bridges"] += 1
+    with open(path, "wb") as out:
+        for n, (url, text) in enumerate(pages):
+            out.write(orjson.dumps({"url": url, "content": text, "content_type": "text/plain",
+                                    "fetched_at": f"2024-03-{1 + n // 86400:02d}T{n // 3600 % 24:02d}:"
+                                                  f"{n // 60 % 60:02d}:{n % 60:02d}Z"}) + b"\n")
+    made["pages"] = len(pages)
+    return made
+
+
+def merges(dedups: list[dict[str, Any]]) -> set[tuple[str, str, tuple[str, ...]]]:
+    return {(e["page_id"], e["cluster_id"], tuple(e["merged"])) for d in dedups for e in cluster_events(d)
+            if e["type"] == "merged"}
+
+
+def compare(reference: list[dict[str, Any]], got: dict[str, Any]) -> dict[str, Any]:
+    expected = {d["id"]: d for d in reference}
+    worker = {d["id"]: d for d in got["dedups"]}
+    differ = [page for page, d in expected.items() if any(d.get(f) != worker.get(page, {}).get(f) for f in FIELDS)]
+    want = merges(reference)
+    have = {(e["page_id"], e["cluster_id"], tuple(e["merged"])) for e in got["events"] if e["type"] == "merged"}
+    reference_events = [e for d in reference for e in cluster_events(d)]
+    return {"pages": len(worker), "pages_differing": len(differ), "differing_examples": differ[:3],
+            "merged_events_file_mode": len(want), "merged_events": len(have), "false_merges": len(have - want),
+            "missed_merges": len(want - have), "late_matches": sum(e["type"] == "late_match" for e in got["events"]),
+            "clusters_equal": clusters_of(got["events"]) == clusters_of(reference_events),
+            "seconds": got["seconds"]}
+
+
+def main() -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stories", type=int, default=300)
+    parser.add_argument("--workers", default="1,3")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cluster-agreement-") as tmp:
+        work = Path(tmp)
+        crawl = work / "crawl.jsonl"
+        made = news_crawl(articles(args.stories), crawl)
+        reference, rejected = file_mode(crawl, work)
+        result: dict[str, Any] = {"crawl": made, "partitions": args.partitions, "file_mode_rejected": rejected,
+                                  "runs": {}}
+        with EmbeddedBroker(work / "broker") as broker:
+            for workers in (int(n) for n in args.workers.split(",")):
+                got = run_workers(broker, crawl, workers, args.partitions, work / f"w{workers}", {})
+                result["runs"][str(workers)] = compare(reference, got)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
