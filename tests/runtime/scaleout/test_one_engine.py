@@ -22,11 +22,11 @@ from streamdedup.testing import run_records
 
 
 def bridged_clusters() -> list[dict]:
-    """R and A are two stories; B is R with A's start appended (a duplicate of R); C is A with the
-    end of R prepended: it matches A and B but not R, so it bridges R's cluster and A's. Its
-    verdict: a duplicate of A (the earliest match), in R's cluster (the oldest), merging A's."""
+    """R and A are two stories; B is R with a line added (a duplicate of R); C holds both stories (a
+    round-up): it supersedes R, B and A, so it is kept and bridges R's cluster and A's: in R's
+    cluster (the oldest), merging A's."""
     x, y = make_article(501, paragraphs=6), make_article(502, paragraphs=6)
-    bodies = {"r": x, "a": y, "b": x + y[:3], "c": x[2:] + y}
+    bodies = {"r": x, "a": y, "b": [*x, "Updated with a line."], "c": x + y}
     return [page(f"https://{name}site.example/story", wrap_in_template(body, name.upper()), f"2024-03-09T0{i}:00:00Z")
             for i, (name, body) in enumerate(bodies.items())]
 
