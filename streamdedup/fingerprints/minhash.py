@@ -207,20 +207,23 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
             contained = np.minimum(1.0, jaccard * (sizes + signature.set_size) / ((1.0 + jaccard) * smaller))
         return np.where(smaller >= floor, contained, np.nan)
 
-    def new_shares(self, signature: MinHashSignature, others: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """For each encoded signature: the estimated share of this page's shingles absent from it and
-        of its shingles absent from this page (NaN where not comparable): `engine._new_shares`'
-        second opinion on a page much smaller than its match."""
+    def new_shares(self, signature: MinHashSignature,
+                   others: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each encoded signature: the estimated share of this page's shingles absent from it,
+        of its shingles absent from this page (NaN where not comparable), and its count of
+        shingles: with the word pairs' shares, how much of a page's new text is in runs
+        (`engine._new_shares`)."""
         count = len(others)
         if not count or len(signature.values) != self.params.num_perm or not all_sized(others, self._record.itemsize):
-            return np.full(count, np.nan), np.full(count, np.nan)
+            return np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
         records = np.frombuffer(b"".join(others), dtype=self._record)
         sizes = records["size"].astype(np.float64)
         equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
         jaccard = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
         own = float(max(1, signature.set_size))
         shared = jaccard * (sizes + own) / (1.0 + jaccard)
-        return np.clip(1.0 - shared / own, 0.0, 1.0), np.clip(1.0 - shared / np.maximum(sizes, 1.0), 0.0, 1.0)
+        return (np.clip(1.0 - shared / own, 0.0, 1.0), np.clip(1.0 - shared / np.maximum(sizes, 1.0), 0.0, 1.0),
+                sizes)
 
     def laid_out_as_mine(self, data: bytes) -> bool:
         return len(data) == self._record.itemsize

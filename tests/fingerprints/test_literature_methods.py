@@ -43,7 +43,7 @@ def test_every_method_works_in_every_language(name, lang):
     if not method.finds_candidates:  # a measure of what others find (wordpairs): most of a is new to b
         assert not method.index_keys(sig_a) and method.similarity(sig_a, sig_a) is None
         new, their_new, _ = method.new_shares(sig_a, [method.encode(sig_b), method.encode(sig_a)])
-        assert new[0] > 0.7 and their_new[0] > 0.7 and new[1] == their_new[1] == 0.0
+        assert new[0] > 0.5 and their_new[0] > 0.5 and new[1] == their_new[1] == 0.0
         return
     assert method.index_keys(sig_a), "candidates must come from a key lookup"
     assert method.similarity(sig_a, method.decode(method.encode(sig_a))) is not None
