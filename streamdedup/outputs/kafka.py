@@ -31,10 +31,8 @@ from typing import Any, cast
 import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
+from streamdedup.outputs.kafka_contract import MAX_RECORD_BYTES, Topics, WorkerMetrics
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.metrics import WorkerMetrics
-from streamdedup.runtime.settings import Topics
-from streamdedup.runtime.topics import MAX_RECORD_BYTES
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
 

@@ -98,12 +98,13 @@ class StoreBatch:
         # of the last `candidates` call, the (tag, answer) of each name of a method whose keys find
         # every match of its test that holds pages (`found_by`; an answer as `answer_of` gives it)
         self._keyed: list[tuple[int, tuple[list[int], int]]] = []
-        self._quiet: Sequence[bytes] | None = None  # the names of the last `candidates` call, if all read and empty
+        # the names of the last `candidates` call, if every one was read and none has a page yet
+        self._names_without_pages: Sequence[bytes] | None = None
         # `stage`: the batch's names as integers, and those only one page of the batch names, with no
         # stored page (filed at commit, as integers, under the seq of the page that names them)
         self._staged: tuple[np.ndarray, list[int]] | None = None
         # (names, the page of the batch naming each, their first free slots in the table and its epoch)
-        self._lone: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self._unshared: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
         self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
 
@@ -176,10 +177,10 @@ class StoreBatch:
                     told = np.zeros(len(ends), dtype=np.bool_)
                     told[list(self._chance_only)] = True
                     shared &= ~told[owner]
-        lone = np.flatnonzero(~shared)
-        # a lone name of a page told to have only chance collisions has postings: its first free
+        unshared = np.flatnonzero(~shared)
+        # an unshared name of a page told to have only chance collisions has postings: its first free
         # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
-        self._lone = (names[lone], owner[lone], free[lone], epoch)
+        self._unshared = (names[unshared], owner[unshared], free[unshared], epoch)
         at = np.flatnonzero(shared)
         if not len(at):
             return [[] for _ in ends]
@@ -238,9 +239,9 @@ class StoreBatch:
         self.unvouched = set()
         self._keyed = []
         if self._all_read_none_filed(set(names)):
-            self._quiet = names
+            self._names_without_pages = names
             return []
-        self._quiet = None
+        self._names_without_pages = None
         word_tag, complete = self.store.word_tag, self.store.complete_tags
         found: list[list[int]] = []  # the seqs each name with pages answers
         vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
@@ -389,7 +390,7 @@ class StoreBatch:
         unique = dict.fromkeys(names) if names else {}  # none: a staged page that shares no name (most pages)
         if not unique:
             pass  # only its id is filed here (its other names at commit, `add_staged`)
-        elif names is self._quiet or self._all_read_none_filed(unique.keys()):
+        elif names is self._names_without_pages or self._all_read_none_filed(unique.keys()):
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
@@ -421,7 +422,7 @@ class StoreBatch:
         self._filed_names += filed
         self._filed_seqs += [doc.seq] * len(filed)
         self._live.update(filed)
-        self._quiet = None
+        self._names_without_pages = None
 
     def set_meta(self, name: str, value: bytes) -> None:
         self._meta[name] = value
@@ -444,14 +445,14 @@ class StoreBatch:
         (`MemoryIndex.insert_ints`; -1: none, as for names filed one by one)."""
         names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
         seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
-        if self._lone is None or self._page_seqs is None:
+        if self._unshared is None or self._page_seqs is None:
             return names, seqs, None, -1
-        lone_names, owners, lone_free, epoch = self._lone
-        lone_seqs = self._page_seqs[owners]
-        added = lone_seqs >= 0
-        free = np.concatenate([np.full(len(names), -1, dtype=np.int64), lone_free[added]])
-        return (np.concatenate([names, lone_names[added]]), np.concatenate([seqs, lone_seqs[added].astype(np.uint64)]),
-                free, epoch)
+        unshared_names, owners, unshared_free, epoch = self._unshared
+        unshared_seqs = self._page_seqs[owners]
+        added = unshared_seqs >= 0
+        free = np.concatenate([np.full(len(names), -1, dtype=np.int64), unshared_free[added]])
+        return (np.concatenate([names, unshared_names[added]]),
+                np.concatenate([seqs, unshared_seqs[added].astype(np.uint64)]), free, epoch)
 
     def _take_out_displaced(self) -> tuple[list[bytes], list[int], list[DocRecord]]:
         """The displaced postings of pages committed before (`_displaced`: the batch's own are left
@@ -511,7 +512,7 @@ class StoreBatch:
         self.store._time_scan_from = scan_from
         self._templates.written()
         self.store.index_version += 1
-        self._quiet = None
+        self._names_without_pages = None
         if removed_names:  # before the filings: a filing reuses the slot a posting leaves
             self.store.memory.remove_ints(name_ints(removed_names), np.asarray(removed_seqs, dtype=np.uint64))
             for doc in changed:
@@ -519,7 +520,7 @@ class StoreBatch:
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
-        self._staged = self._lone = self._page_seqs = None
+        self._staged = self._unshared = self._page_seqs = None
         self._chance_only = {}
         self._filed_names.clear()
         self._filed_seqs.clear()

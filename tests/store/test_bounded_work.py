@@ -267,7 +267,7 @@ def test_the_words_the_chance_check_reads_follow_the_pages_through_reopen_crash_
 
 def test_a_pages_word_is_the_first_8_bytes_of_its_simhash_little_endian_and_0_without_one():
     """The chance check compares the word a batch's page brings (`words_of`) with the bits kept for
-    stored pages (`_word_postings`): both read it the same way, from one function."""
+    stored pages (`chance.word_postings`): both read it the same way, from one function."""
     word = (0x0123456789ABCDEF).to_bytes(8, "little")
     words = signature_store.page_words([word, None, b"\x01\x02", word + b"\xff"])
     assert words.dtype == np.uint64 and words.tolist() == [0x0123456789ABCDEF, 0, 0, 0x0123456789ABCDEF]
