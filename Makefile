@@ -25,9 +25,10 @@ dedup: $(VENV)/.extra-core  ## batch mode on the sample crawl into out/sample (n
 test: $(VENV)/.extra-test $(VENV)/.extra-bench  ## the whole test suite
 	$(BIN)/python -m pytest tests
 
-lint: $(VENV)/.extra-test  ## ruff (style, imports, bugbear, pyupgrade) and mypy, as CI runs them
+lint: $(VENV)/.extra-test  ## ruff (style, imports, bugbear, pyupgrade), mypy and the import layers, as CI runs them
 	$(BIN)/ruff check streamdedup tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # pyproject.toml [tool.importlinter]: the data flow's layers, no import cycle
 
 bench: $(VENV)/.extra-bench  ## the benchmark suite (bench/run: table + bench/results/latest.json; ~25 min)
 	bench/run

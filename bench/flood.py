@@ -41,7 +41,7 @@ from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinted
 from streamdedup.fingerprints.minhash import MinHashMethod
 from streamdedup.fingerprints.simhash import hamming
-from streamdedup.store import signature_store
+from streamdedup.store import candidates
 from streamdedup.testing import make_article, make_words, raw_records, wrap_in_template
 
 
@@ -141,7 +141,7 @@ def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None,
     """The flood, the story and its copies in a fresh store (`cap`: the store's pages a key, if not
     its own; `bands`: how many of the story's MinHash bands the attacker aims at, None: all)."""
     if cap is not None:
-        signature_store.MAX_POSTINGS_PER_KEY = cap
+        candidates.MAX_POSTINGS_PER_KEY = cap
     rng = random.Random(seed)
     story = make_article(seed, paragraphs=8)
     sentences = sentences_of(story)
@@ -207,7 +207,7 @@ def run(fill: int, copies: int, budget: int, seed: int, cap: int | None = None,
     attacker_ids = {o.dedup.get("cluster_id") for o in flood_out}
     found = sum(o.dedup.get("cluster_id") == cluster for o in outcomes)
     return {
-        "fill": fill, "cap": signature_store.MAX_POSTINGS_PER_KEY, "copies": copies, "seed": seed, "bands": bands,
+        "fill": fill, "cap": candidates.MAX_POSTINGS_PER_KEY, "copies": copies, "seed": seed, "bands": bands,
         "attacker_pages": len(flood), "crafted": crafted, "story_keys": by_method,
         "story_status": story_out.dedup["status"],
         "copies_found": found,

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from streamdedup.store import memory_index
+from streamdedup.store import index_kernels, memory_index
 from streamdedup.store.memory_index import MemoryIndex
 
 
@@ -46,7 +46,7 @@ def segment_growth(postings: int) -> dict[str, float]:
     """One segment holding `postings` random postings, grown as `MemoryIndex.insert_ints` grows it."""
     segment = memory_index._Segment.empty(memory_index.slots_for(postings))
     names = np.random.default_rng(1).integers(0, 1 << 48, size=postings, dtype=np.uint64)
-    memory_index._insert(segment.words, segment.low, names, np.arange(postings, dtype=np.uint64))
+    index_kernels._insert(segment.words, segment.low, names, np.arange(postings, dtype=np.uint64))
     segment.postings = postings
     del names
     wall, cpu = time.perf_counter(), time.process_time()

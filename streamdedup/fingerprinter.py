@@ -127,7 +127,7 @@ class Fingerprinted:
         every page (the lines themselves are asked for only by the rare missed-content test)."""
         return line_hashes(self.visible)
 
-    def but(self, **changes: Any) -> Fingerprinted:
+    def replaced(self, **changes: Any) -> Fingerprinted:
         """A copy with these fields changed (`dataclasses.replace` without its per-call checks;
         the copy keeps the site hash if it was computed)."""
         copy = object.__new__(Fingerprinted)
@@ -343,10 +343,10 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
             signatures = fingerprint_text(first_shown, item.page.lang, fingerprinter.methods,
                                           fingerprinter.config.cleaning.min_words)
         except Rejected:
-            return item.but(template_known=False)
-        return item.but(signatures=signatures, text=first_shown, template_known=False)
+            return item.replaced(template_known=False)
+        return item.replaced(signatures=signatures, text=first_shown, template_known=False)
     if template is None:
-        return item.but(template_known=known)
+        return item.replaced(template_known=known)
     lines = [line for line in item.text.split("\n") if line]
     text, removed = without_lines(lines, template)
     try:
@@ -356,12 +356,12 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         if Document.from_text(item.text, item.page.lang).num_tokens >= params.missed_short_words:
             # a long text all of whose lines the site's pages showed is a story they quoted or copied,
             # not a page without text: judged on all of it, as in the cold start
-            return item.but(template_known=False)
+            return item.replaced(template_known=False)
         provisional = "" if known else f" (provisional: the site has shown {pages_before} pages)"
         detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
                   "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
-    return item.but(signatures=signatures, text=text, template_known=True)
+    return item.replaced(signatures=signatures, text=text, template_known=True)
 
 
 def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes,

@@ -234,7 +234,7 @@ def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tm
                       content_type="text/plain", id=f"p{hour}")
         item = detector.prepare(next(iter(raw_records([record]))))
         steered = None if text is None else detector.fingerprinter.steered_signature(text, None)
-        outcome = detector.decide_batch([item.but(steered=steered)])[0]
+        outcome = detector.decide_batch([item.replaced(steered=steered)])[0]
         return f"{outcome.status} {outcome.dedup.get('duplicate_of') or ''}".strip()
 
     with Detector(DetectorConfig(), tmp_path) as detector:

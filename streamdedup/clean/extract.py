@@ -12,29 +12,29 @@ import importlib.util
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Literal, NamedTuple
+from typing import Literal
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
+
+# the names marked F401 are imported from here too (the pipeline, the fingerprinter, tests, benches)
+from streamdedup.clean.page_text import (
+    SMALL_EXTRACTION_CHARS,  # noqa: F401
+    SMALL_EXTRACTION_SHARE,  # noqa: F401
+    Texts,
+    covers_little,  # noqa: F401
+    extract_all_text,
+)
+from streamdedup.clean.trafilatura_extract import (
+    _trafilatura,  # noqa: F401
+    extract_trafilatura,
+    trafilatura_two_calls,  # noqa: F401
+)
 from streamdedup.record.rejection import Reason, Rejected
 
 Extractor = Literal["trafilatura", "fast", "resiliparse", "none"]
-
-
-class Texts(NamedTuple):
-    """What extraction gives of a page: its main text; all its visible text, if asked for (else
-    ""); and, where `fast`'s rescue replaced the article element's own text by trafilatura's (the
-    element's text covered little of the page), that element's text (else ""). A rescue may take
-    a site's boxes (an author's note, other stories) for a short page's article; the element's own
-    text says what the page itself holds (`verdict/engine.py`, own-site candidates)."""
-
-    main: str
-    visible: str = ""
-    steered: str = ""
-
 EXTRACTORS: tuple[str, ...] = ("trafilatura", "fast", "resiliparse", "none")
 
 # trafilatura and the libraries under it log at ERROR or WARNING every page they cannot read ("empty
@@ -93,87 +93,6 @@ def is_html(content_type: str, text: str) -> bool:
     return head.startswith(("<!doctype html", "<html")) or "<body" in head
 
 
-# trafilatura's own bounds for an extraction that "covers little of the page" (core.py's
-# ESCALATION_MAX_LENGTH and ESCALATION_PAGE_SHARE in 2.3.1, where they start its recall retry)
-SMALL_EXTRACTION_CHARS = 3000
-SMALL_EXTRACTION_SHARE = 0.2
-
-
-def _trafilatura(html: str, fast: bool) -> str:
-    import trafilatura
-
-    text = trafilatura.extract(
-        html, output_format="txt", include_comments=False, include_tables=True,
-        include_images=False, include_links=False, deduplicate=False, favor_precision=True,
-        with_metadata=False, fast=fast,
-    )
-    return text or ""
-
-
-def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, prune: Sequence[str] = ()) -> str:
-    """trafilatura's main extractor alone first (fast: without the readability and justext
-    comparison, which doubles its cost and, on a page the main extractor reads well, only swaps in
-    a longer text with more sidebar); its whole cascade only when that text is implausibly small
-    for the page (shorter than trafilatura's own 'covers little of the page' bounds), the case the
-    comparison exists to rescue (text in <br>-separated divs, a cookie banner taken for the page).
-    Measured on the dev split's 488 annotated trafilatura pages: the same share of kept snippets
-    (0.914 against 0.915 with the cascade always on) and of dropped ones leaked (0.083, 0.084).
-    `page_text`: the page's whole text, when the caller has it (or can make it from its own parse).
-    `prune`: XPaths of elements removed before trafilatura reads the page (`fast`'s rescue: its
-    teaser cards). Both passes share one parse where trafilatura's steps allow
-    (clean/trafilatura_once.py)."""
-    from streamdedup.clean.trafilatura_once import STEPS_AVAILABLE, extract_once  # imports trafilatura
-
-    whole = page_text or (lambda: extract_all_text(html))
-    if STEPS_AVAILABLE:
-        once = extract_once(html, lambda text: covers_little(text, whole), _compiled(tuple(prune)))
-        if once is not None:
-            return once
-    return trafilatura_two_calls(_pruned(html, prune) if prune else html, whole)
-
-
-@lru_cache(maxsize=8)
-def _compiled(paths: tuple[str, ...]) -> list[Any]:
-    """lxml XPaths, compiled once (the rescue prunes the same ones from every page it reads; so
-    trafilatura keeps its own, compiled at import)."""
-    from lxml.etree import XPath
-
-    return [XPath(path) for path in paths]
-
-
-def _pruned(html: str, prune: Sequence[str]) -> str:
-    """`html` without the elements `prune` selects (their tail text kept), for trafilatura's public
-    API where its steps cannot be called one by one; as it is where lxml cannot parse it alone
-    (empty, or a str that declares its encoding), which trafilatura's loader handles its own way."""
-    import lxml.etree
-    import lxml.html
-
-    try:
-        tree = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return html
-    for path in prune:
-        for element in tree.xpath(path):
-            element.drop_tree()
-    return lxml.html.tostring(tree, encoding="unicode")
-
-
-def trafilatura_two_calls(html: str, page_text: Callable[[], str] | None = None) -> str:
-    """`extract_trafilatura` through trafilatura's public API: `trafilatura.extract` in fast mode,
-    and again in full mode where that text covers little of the page (two parses; bench/e2e.py's
-    baseline before the parse was shared)."""
-    text = _trafilatura(html, fast=True)
-    if not covers_little(text, page_text or (lambda: extract_all_text(html))):
-        return text
-    return _trafilatura(html, fast=False) or text
-
-
-def covers_little(text: str, page_text: Callable[[], str]) -> bool:
-    """Whether an extraction is implausibly small for its page, by trafilatura's bounds (the page's
-    whole text is only made when the extraction is short)."""
-    return len(text) < SMALL_EXTRACTION_CHARS and len(text) < SMALL_EXTRACTION_SHARE * len(page_text())
-
-
 def extract_resiliparse(html: str) -> str:
     return resiliparse_texts(html, visible=False)[0]
 
@@ -184,16 +103,6 @@ def resiliparse_texts(html: str, visible: bool) -> Texts:
 
     tree = HTMLTree.parse(html)
     return Texts(main_content_text(tree), extract_all_text(tree) if visible else "")
-
-
-def extract_all_text(html: str | Any) -> str:
-    """No boilerplate removal: every visible text node (the 'whole page' baseline). Takes the HTML
-    or a tree resiliparse has parsed already."""
-    from resiliparse.extract.html2text import extract_plain_text
-    from resiliparse.parse.html import HTMLTree
-
-    return extract_plain_text(HTMLTree.parse(html) if isinstance(html, str) else html, main_content=False,
-                              alt_texts=False, links=False, list_bullets=False)
 
 
 _BACKENDS: dict[str, Callable[[str], str]] = {

@@ -26,10 +26,10 @@ the time; clean/trafilatura_once.py makes it one parse) and docs/evaluation.md (
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from streamdedup.clean.extract import Texts
+from streamdedup.clean import trafilatura_extract
+from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
@@ -205,8 +205,6 @@ def fast_texts(html: str, visible: bool) -> Texts:
     rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
     from resiliparse.parse.html import HTMLTree
 
-    from streamdedup.clean.extract import Texts, covers_little, extract_all_text
-
     tree = HTMLTree.parse(html)
     page_text = functools.cache(lambda: extract_all_text(tree))
 
@@ -216,10 +214,9 @@ def fast_texts(html: str, visible: bool) -> Texts:
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
         # taken for the container, or a page whose own text is short: trafilatura, whose rescue
         # rule this is
-        from streamdedup.clean.extract import extract_trafilatura
-
         steered = text
-        text = extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH]) or main_content_text(tree, None)
+        rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
+        text = rescued or main_content_text(tree, None)
     return Texts(text, page_text() if visible else "", steered)
 
 

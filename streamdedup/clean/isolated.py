@@ -6,7 +6,7 @@ stream for minutes. The helper gets each page over a pipe and has `seconds` to a
 does not, it is killed (and a new one started for the next page) and the page is rejected with
 `timeout`. A helper that crashes (a segfault in C) costs its page, not the worker.
 
-Protocol (stdin/stdout of `python -m streamdedup.clean.isolated`): a request is a header
+Protocol (stdin/stdout of `python -m streamdedup.clean.isolated_main`): a request is a header
 (extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
 an answer is a 4-byte mark of this protocol's version (`_MARK`), (status, and the lengths of the
 main, visible and steered text: `extract.Texts`) and the three texts, or the error (as the main
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import IO
 
 from streamdedup.clean.errors import CleaningStackMissing
-from streamdedup.clean.extract import Texts
+from streamdedup.clean.page_text import Texts
 from streamdedup.record.rejection import Reason, Rejected
 
 _HEADER = struct.Struct("<III")  # a request's
@@ -84,7 +84,7 @@ class IsolatedExtractor:
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
-            self._process = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"],
+            self._process = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated_main"],
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self._owner = os.getpid()
         return self._process
@@ -153,15 +153,3 @@ def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO
             stdout.flush()
         except BrokenPipeError:  # the parent is gone (killed, or it stopped this helper): so is its page
             return
-
-
-if __name__ == "__main__":
-    import signal
-
-    # the parent decides when a helper ends (it closes the pipe, or kills an overrunning one): a
-    # terminal's Ctrl-C reaches the whole process group, and a helper that took it printed a
-    # KeyboardInterrupt traceback under the parent's clean stop
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from streamdedup.clean.extract import page_texts
-
-    serve(page_texts, sys.stdin.buffer, sys.stdout.buffer)

@@ -9,13 +9,14 @@ from streamdedup.clean.extract import Texts, extract_texts, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.record.page import Page
+from streamdedup.record.readers import DEFAULT_MAX_CONTENT_BYTES
 from streamdedup.record.rejection import Reason, Rejected
 
 
 @dataclass(frozen=True)
 class CleaningConfig:
     extractor: str = "fast"  # resiliparse steered by trafilatura's rules, else trafilatura (fast_extract.py)
-    max_content_bytes: int = 10_000_000
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     max_text_chars: int = 2_000_000
     min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)
     max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_texts)

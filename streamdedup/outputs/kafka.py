@@ -38,11 +38,9 @@ import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
 from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
+from streamdedup.outputs.kafka_contract import MAX_RECORD_BYTES, Topics, WorkerMetrics
 from streamdedup.record.page import first_field
 from streamdedup.record.rejection import Reason
-from streamdedup.runtime.metrics import WorkerMetrics
-from streamdedup.runtime.settings import Topics
-from streamdedup.runtime.topics import MAX_RECORD_BYTES
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
 

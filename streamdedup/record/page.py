@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import xxhash
 from publicsuffixlist import PublicSuffixList
 
+from streamdedup.record.event_time import DEFAULT_MAX_CLOCK_SKEW, plausible
 from streamdedup.record.rejection import Reason, Rejected
-from streamdedup.store.retention import DEFAULT_MAX_CLOCK_SKEW, plausible
 
 # canonical field -> accepted names, first present wins. Sources: StormCrawler (url, content,
 # text, metadata), Nutch indexer (url, content, tstamp, digest), Heritrix crawl logs (uri,

@@ -20,13 +20,12 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
-from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.record.page import FIELD_ALIASES
 from streamdedup.record.rejection import Reason
 
 WARC_MAGIC = b"WARC/"
 GZIP_MAGIC = b"\x1f\x8b"
-DEFAULT_MAX_CONTENT_BYTES = CleaningConfig.max_content_bytes
+DEFAULT_MAX_CONTENT_BYTES = 10_000_000  # a record's content past this is refused (`CleaningConfig.max_content_bytes`)
 CHUNK = 1 << 20  # bytes read at a time from a line or record that is not kept
 HEAD_KEPT = 1024  # bytes of a refused line kept in its rejected record (to find it again)
 WARC_HEADER_LIMIT = 64 << 10  # a WARC header block longer than this is no header

@@ -13,6 +13,7 @@ from typing import Any
 
 from streamdedup.config import read_toml
 from streamdedup.logs import kafka_logger
+from streamdedup.outputs.kafka_contract import Topics
 from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
 TOPOLOGIES = ("global", "local")
@@ -32,30 +33,6 @@ def is_secret(name: str) -> bool:
 
 def mask(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {k: "*****" if is_secret(k) else v for k, v in settings.items()}
-
-
-@dataclass(frozen=True)
-class Topics:
-    pages: str = "pages"
-    unique: str = "pages.unique"
-    duplicates: str = "pages.duplicates"
-    rejected: str = "pages.rejected"
-    clusters: str = "pages.clusters"
-    verdicts: str = "pages.verdicts"  # every input's verdict without the page body, key = page id
-    cluster_view: str = "pages.cluster_view"  # compacted: each page's cluster event, key = page id
-    index: str = "pages.index"  # global topology: index requests, partitioned by index key
-    parts: str = "pages.parts"  # global topology: page headers and answers, partitioned by page id
-    # each group's verdict settings (runtime/group_settings.py): compacted, one partition, shared by groups
-    settings: str = "pages.settings"
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return (self.unique, self.duplicates, self.rejected, self.clusters, self.verdicts, self.cluster_view)
-
-    @property
-    def internal(self) -> tuple[str, ...]:
-        """Repartition topics of the global topology; they are also its stores' changelogs."""
-        return (self.index, self.parts)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import logging
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from streamdedup.outputs.kafka_contract import MAX_RECORD_BYTES  # noqa: F401 - imported from here too
 from streamdedup.runtime.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -23,9 +24,6 @@ log = logging.getLogger(__name__)
 # ~2-4 MB after it; 32 MiB leaves room for records of more fields without allowing anything huge
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 COMPRESSION = "zstd"
-# the largest record a client builds or accepts before compression (librdkafka checks
-# `message.max.bytes` against the uncompressed size); over it, a record is refused locally
-MAX_RECORD_BYTES = 100 * 1024 * 1024
 
 
 def producer_settings() -> dict[str, object]:

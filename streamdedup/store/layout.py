@@ -42,6 +42,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
+
+def method_tags(names: Sequence[str]) -> dict[str, int]:
+    """The 1-byte tag of each method in the store's keys (by sorted name). Routing that must agree
+    with a store's keys (the scale-out index partitions) uses this same rule."""
+    return {name: tag for tag, name in enumerate(sorted(names))}
+
 META, DOC, TIME, JOURNAL, TEMPLATE = b"M", b"D", b"T", b"V", b"S"
 INDEX_CF = "index"
 HASH_BYTES = 5

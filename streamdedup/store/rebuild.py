@@ -4,27 +4,27 @@ The same postings, inserted in the same order, chunk by chunk, as `SignatureStor
 inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
 records are read as one buffer: a compiled pass finds each record's id and signatures, and a
 method that offers `index_key_rows` (MinHash, SimHash, A12, exact) makes the keys of all its
-signatures in one call, named in one array pass (`key_name_ints`, which a batch's filing uses
-too). Other methods' keys are made one signature at a time, as before; a record that names keys
-it was not filed under (`DocRecord.unfiled`, rare) is decoded whole and filed by
-`SignatureStore.filed_names`.
+signatures in one call, named in one array pass (`filing.key_name_ints`, which a batch's filing
+uses too). Other methods' keys are made one signature at a time, as before; a record that names
+keys it was not filed under (`DocRecord.unfiled`, rare) is decoded whole and filed by
+`filing.filed_names`. The functions take the tables they change (the index, the chance check's
+words) and the store's methods by tag, not the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numba
 import numpy as np
 
 from streamdedup.store import layout
+from streamdedup.store.chance import word_postings
+from streamdedup.store.filing import Methods, filed_names, key_name_ints
+from streamdedup.store.index_kernels import name_ints
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.memory_index import name_ints
-
-if TYPE_CHECKING:
-    from streamdedup.fingerprints.base import FingerprintMethod
-    from streamdedup.store.signature_store import SignatureStore
+from streamdedup.store.memory_index import MemoryIndex
 
 _DOC_KEY = np.dtype([("prefix", "u1"), ("seq", ">u8")])
 
@@ -73,30 +73,33 @@ def _parse(buf: np.ndarray, ends: np.ndarray, column: np.ndarray, sig_at: np.nda
         start = ends[i]
 
 
-def index_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+def index_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods, word_tag: int | None,
+                  keys: Sequence[bytes], values: Sequence[bytes]) -> None:
     """Insert the postings of these page records (doc keys and values, in seq order) into
-    `store.memory`: exactly `store._index_pages` of the decoded records."""
+    `memory` (the store's index) and their words into `kept_words` (the chance check's, if a
+    method tells chance keys: `word_tag`): exactly `SignatureStore._index_pages` of the decoded records."""
     if not keys:
         return
-    names, seqs, word_seqs, words = record_postings(store, keys, values)
-    store.memory.insert_ints(names, seqs)
-    if store.word_tag is not None:  # the chance check's words
-        store.file_words(word_seqs, words)
+    names, seqs, word_seqs, words = record_postings(methods, word_tag, keys, values)
+    memory.insert_ints(names, seqs)
+    if word_tag is not None:  # the chance check's words
+        kept_words.insert_ints(*word_postings(word_seqs, words))
 
 
-def unindex_records(store: SignatureStore, keys: Sequence[bytes], values: Sequence[bytes]) -> None:
-    """Take the postings of these page records out of `store.memory` (and their words): what
-    `SignatureStore.filed_names` of each decoded record names, made in bulk (an expiry of many
-    pages, `SignatureStore.expire`). A table's tombstones are the same in any order of removal."""
+def unindex_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods, word_tag: int | None,
+                    keys: Sequence[bytes], values: Sequence[bytes]) -> None:
+    """Take the postings of these page records out of `memory` (and their words out of
+    `kept_words`): what `filing.filed_names` of each decoded record names, made in bulk (an expiry
+    of many pages, `SignatureStore.expire`). A table's tombstones are the same in any order of removal."""
     if not keys:
         return
-    names, seqs, word_seqs, words = record_postings(store, keys, values)
-    store.memory.remove_ints(names, seqs)
-    if store.word_tag is not None:
-        store.words.remove_ints(*store._word_postings(word_seqs, words))
+    names, seqs, word_seqs, words = record_postings(methods, word_tag, keys, values)
+    memory.remove_ints(names, seqs)
+    if word_tag is not None:
+        kept_words.remove_ints(*word_postings(word_seqs, words))
 
 
-def record_postings(store: SignatureStore, keys: Sequence[bytes],
+def record_postings(methods: Methods, word_tag: int | None, keys: Sequence[bytes],
                     values: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, list[int], list[bytes]]:
     """The postings these page records are filed under (names as 48-bit integers, seqs, in the
     order `index_records` inserts them), and the seqs and encoded `word_tag` signatures of those
@@ -106,7 +109,7 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
     buf = np.frombuffer(data, dtype=np.uint8)
     ends = np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n))
     seqs = np.frombuffer(b"".join(keys), dtype=_DOC_KEY)["seq"].astype(np.uint64)
-    tags = sorted(store._by_tag)
+    tags = sorted(methods)
     column = np.full(256, -1, dtype=np.int64)
     column[tags] = np.arange(len(tags))
     sig_at = np.full((n, len(tags)), -1, dtype=np.int64)
@@ -125,7 +128,7 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
         for i in np.flatnonzero(unfiled).tolist():
             name_parts.append(ids[last:i])
             seq_parts.append(seqs[last:i])
-            filed = store.filed_names(DocRecord.decode(int(seqs[i]), values[i]))
+            filed = filed_names(methods, DocRecord.decode(int(seqs[i]), values[i]))
             name_parts.append(name_ints(filed))
             seq_parts.append(np.full(len(filed), seqs[i], dtype=np.uint64))
             last = i + 1
@@ -138,7 +141,7 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
     present = (sig_at >= 0) & ~unfiled[:, None]
     first = np.where(present.any(axis=0), present.argmax(axis=0), n)
     for c in sorted((c for c in range(len(tags)) if first[c] < n), key=lambda c: (first[c], tags[c])):
-        tag, method = tags[c], store._by_tag[tags[c]]
+        tag, method = tags[c], methods[tags[c]]
         rows = np.flatnonzero(present[:, c])
         at, sizes = sig_at[rows, c].tolist(), sig_len[rows, c].tolist()
         names, counts = key_name_ints(tag, method, [data[a: a + size] for a, size in zip(at, sizes, strict=True)])
@@ -146,20 +149,8 @@ def record_postings(store: SignatureStore, keys: Sequence[bytes],
         seq_parts.append(np.repeat(seqs[rows], counts))
     word_seqs: list[int] = []
     words: list[bytes] = []
-    if store.word_tag is not None:
-        c = int(column[store.word_tag])
+    if word_tag is not None:
+        c = int(column[word_tag])
         rows = np.flatnonzero(sig_len[:, c] >= 8)
         word_seqs, words = seqs[rows].tolist(), [data[a: a + 8] for a in sig_at[rows, c].tolist()]
     return np.concatenate(name_parts), np.concatenate(seq_parts), word_seqs, words
-
-
-def key_name_ints(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:
-    """The index names of these encoded signatures' keys (one method's, tag `tag`), as 48-bit
-    integers (`memory_index.name_ints`), each signature's in `index_keys` order, and how many each
-    has: in one call where the method offers `index_key_rows`, else signature by signature."""
-    key_rows = method.index_key_rows(encoded)
-    if key_rows is not None:
-        keys_of, counts = key_rows
-        return layout.name_ints_of_keys(tag, keys_of), counts
-    keys = [method.index_keys(method.decode(data)) for data in encoded]
-    return name_ints(layout.index_names(tag, [k for page_keys in keys for k in page_keys])), [len(ks) for ks in keys]

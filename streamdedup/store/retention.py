@@ -29,11 +29,15 @@ expires on arrival time.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import NamedTuple
 
-EARLIEST_EVENT_MS = 681_436_800_000  # 1991-08-06, the first web page: an earlier fetch time is not one
-DEFAULT_MAX_CLOCK_SKEW = timedelta(days=1)  # time zones and clock drift of crawlers, with room to spare
+from streamdedup.record.event_time import (
+    DEFAULT_MAX_CLOCK_SKEW,  # noqa: F401 - imported from here too (the config)
+    EARLIEST_EVENT_MS,
+    plausible,
+)
+
 # after a batch commits, expiry starts no new chunk once it has run this long (one chunk always
 # runs): steady state expires a batch's worth of pages in milliseconds, but a backlog (retention set
 # on a store that grew without it, a clock that jumped past an archive's pages) drains over the next
@@ -56,10 +60,6 @@ def _iso(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return f"{ms} ms since 1970"
-
-
-def plausible(ms: int, now_ms: int, max_skew_ms: int) -> bool:
-    return EARLIEST_EVENT_MS <= ms <= now_ms + max_skew_ms
 
 
 class RetentionClock:

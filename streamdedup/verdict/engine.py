@@ -35,7 +35,7 @@ import numpy as np
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
-from streamdedup.verdict.policy import Policy, SitePolicy
+from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
 
 Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
 # the method whose signature of a rescued page's article element text is kept (`DocRecord.steered`),
@@ -56,27 +56,6 @@ RELATED_MIN_PAIRS = 60
 HOLDS_AS_MUCH = 0.03
 # at most this many ids in `supersedes` and `related_to` (the earliest): a verdict stays small
 MAX_NAMED = 8
-
-
-class NewText(NamedTuple):
-    """A page's text absent from another: its share of the page's word pairs, and their count."""
-
-    share: float
-    pairs: float
-
-
-@dataclass(frozen=True)
-class NewTextTolerance:
-    """How much new text a duplicate may hold: new text counts once it is more than `max_share`
-    of the page AND more than `max_pairs` word pairs (a short line: an update stamp, a correction
-    note). Either alone would be wrong: a share alone calls a 60-word brief with a date line
-    new, a count alone lets a long article hide a new paragraph. NaN (not measured) counts as none."""
-
-    max_share: float = 0.10
-    max_pairs: int = 16
-
-    def exceeded_by(self, new: NewText) -> bool:
-        return bool(new.share > self.max_share and new.pairs > self.max_pairs)
 
 
 def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:

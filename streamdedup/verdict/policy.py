@@ -19,12 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from streamdedup.verdict.engine import NewTextTolerance
 
 Term = tuple[str, float]  # (method, minimum similarity)
 Similarity = Callable[[str], "float | None"]  # method name -> its similarity for one pair (None: no match)
@@ -45,6 +42,27 @@ def _parse_term(text: str) -> Term:
         raise ValueError(f"policy term {text.strip()!r} names a measure without a minimum: "
                          f"write {term[0]}>=NUMBER (e.g. {term[0]}>=0.95)")
     return term
+
+
+class NewText(NamedTuple):
+    """A page's text absent from another: its share of the page's word pairs, and their count."""
+
+    share: float
+    pairs: float
+
+
+@dataclass(frozen=True)
+class NewTextTolerance:
+    """How much new text a duplicate may hold: new text counts once it is more than `max_share`
+    of the page AND more than `max_pairs` word pairs (a short line: an update stamp, a correction
+    note). Either alone would be wrong: a share alone calls a 60-word brief with a date line
+    new, a count alone lets a long article hide a new paragraph. NaN (not measured) counts as none."""
+
+    max_share: float = 0.10
+    max_pairs: int = 16
+
+    def exceeded_by(self, new: NewText) -> bool:
+        return bool(new.share > self.max_share and new.pairs > self.max_pairs)
 
 
 @dataclass(frozen=True)
@@ -130,8 +148,6 @@ class SitePolicy:
 
     @property
     def tolerance(self) -> NewTextTolerance:
-        from streamdedup.verdict.engine import NewTextTolerance
-
         return NewTextTolerance(self.max_new_share, self.max_new_pairs)
 
     @property

@@ -120,7 +120,7 @@ def test_a_helper_whose_parent_is_gone_exits_quietly():
     import subprocess
     import sys
 
-    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"], stdin=subprocess.PIPE,
+    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated_main"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert helper.stdin is not None and helper.stdout is not None and helper.stderr is not None
     helper.stdout.close()  # the parent reads no more, as if it had been killed
@@ -140,7 +140,7 @@ def test_a_helper_leaves_ctrl_c_to_its_parent():
     import sys
     import time
 
-    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated"], stdin=subprocess.PIPE,
+    helper = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated_main"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert helper.stdin is not None and helper.stdout is not None and helper.stderr is not None
     deadline = time.monotonic() + 30

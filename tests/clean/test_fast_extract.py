@@ -65,16 +65,16 @@ def test_a_container_that_holds_a_teaser_does_not_lose_the_page_text():
 
 
 def _count_trafilatura_calls(monkeypatch) -> list[str]:
-    from streamdedup.clean import extract
+    from streamdedup.clean import trafilatura_extract
 
     calls: list[str] = []
-    real = extract.extract_trafilatura
+    real = trafilatura_extract.extract_trafilatura
 
     def spy(html: str, *args) -> str:
         calls.append(html)
         return real(html, *args)
 
-    monkeypatch.setattr(extract, "extract_trafilatura", spy)
+    monkeypatch.setattr(trafilatura_extract, "extract_trafilatura", spy)
     return calls
 
 

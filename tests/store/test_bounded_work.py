@@ -11,14 +11,14 @@ from conftest import make_article, page, wrap_in_template
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprints.minhash import MinHashMethod
-from streamdedup.store import signature_store
+from streamdedup.store import candidates, chance, signature_store
 from streamdedup.testing import raw_records
 
 MINHASH = MinHashMethod()  # the default's signatures: values of whole random minima, their band checks
 
 
 def test_a_full_key_keeps_its_first_pages_and_recrawls_still_find_the_original(tmp_path, monkeypatch):
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 5)
     story = make_article(61)
     recrawls = [page(f"https://planet.example/story?crawl={i}", wrap_in_template(story, "Planet"),
                      f"2024-03-01T{i:02d}:00:00Z") for i in range(20)]
@@ -72,7 +72,7 @@ def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monk
 
     from streamdedup.testing import make_words
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 8)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 8)
     kept: list[tuple[bytes, tuple[list[int], int]]] = []
     stage = signature_store.StoreBatch.stage
 
@@ -97,8 +97,8 @@ def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monk
 def test_a_full_key_is_a_stop_key_answering_only_its_first_and_latest_pages(tmp_path, monkeypatch):
     """Everything collides under a full key: it answers its first page (the earliest-page rule's)
     and its latest only, so its lookups cost a few candidates, not the cap's worth."""
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 20)
-    monkeypatch.setattr(signature_store, "STOP_KEY_ANSWERS", 3, raising=False)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 20)
+    monkeypatch.setattr(candidates, "STOP_KEY_ANSWERS", 3)
     from streamdedup.store.layout import DocRecord
 
     with Detector(DetectorConfig(), tmp_path) as detector:
@@ -119,7 +119,7 @@ def test_a_unique_page_takes_a_full_keys_slot_and_a_duplicate_does_not(tmp_path,
     second-oldest page (whose record then names the key as not filed: expiry and a rebuild from
     the records agree with the table), and is among the pages the key answers; a duplicate is not
     filed there, nor a unique page with most of its keys open (found through those)."""
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 5)
     from streamdedup.store.layout import DocRecord
 
     hot, other = bytes([1]) + bytes(5), bytes([1]) + bytes(4) + b"\x07"
@@ -267,11 +267,11 @@ def test_the_words_the_chance_check_reads_follow_the_pages_through_reopen_crash_
 
 def test_a_pages_word_is_the_first_8_bytes_of_its_simhash_little_endian_and_0_without_one():
     """The chance check compares the word a batch's page brings (`words_of`) with the bits kept for
-    stored pages (`_word_postings`): both read it the same way, from one function."""
+    stored pages (`chance.word_postings`): both read it the same way, from one function."""
     word = (0x0123456789ABCDEF).to_bytes(8, "little")
     words = signature_store.page_words([word, None, b"\x01\x02", word + b"\xff"])
     assert words.dtype == np.uint64 and words.tolist() == [0x0123456789ABCDEF, 0, 0, 0x0123456789ABCDEF]
-    seqs, bits = signature_store.SignatureStore._word_postings([5, 6, 7], [word, None, b"\x01"])
+    seqs, bits = chance.word_postings([5, 6, 7], [word, None, b"\x01"])
     assert seqs.tolist() == [5] and bits.tolist() == [0x0123456789ABCDEF & signature_store.WORD_MASK]
 
 
@@ -301,7 +301,7 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
 
         monkeypatch.setattr(StoreBatch, "chance_only", chance_only)
         if not skip:  # nothing told for the batch: every page's candidates looked up and dropped one at a time
-            monkeypatch.setattr(StoreBatch, "_note_chance_only", lambda self, *args: None)
+            monkeypatch.setattr(chance, "chance_only_pages", lambda *args: {})
         with Detector(DetectorConfig(), path) as detector:
             detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
             twin = _chance_collision(stored[1], 8, rng)
@@ -339,7 +339,7 @@ def test_tests_skipped_for_candidates_no_key_of_the_method_found_change_no_verdi
     from streamdedup.fingerprints.a12 import A12Method
     from streamdedup.testing import make_words
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 5)
     rng = random.Random(8)
     vocabulary = make_words(rng, 800)
     zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
@@ -418,7 +418,7 @@ def test_an_expiry_in_bulk_leaves_the_table_removing_each_record_left(tmp_path, 
     from streamdedup.store import layout
     from streamdedup.testing import make_words
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 5)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 5)
     rng = random.Random(12)
     vocabulary = make_words(rng, 600)
     zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]

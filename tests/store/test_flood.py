@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from streamdedup.store import signature_store
+from streamdedup.store import candidates, signature_store
 
 
 def test_a_flood_of_crafted_pages_before_a_story_leaves_every_copy_found(monkeypatch):
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 6)  # a small cap: a small flood fills it
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 6)  # a small cap: a small flood fills it
     spec = importlib.util.spec_from_file_location("flood", Path(__file__).parents[2] / "bench" / "flood.py")
     assert spec is not None and spec.loader is not None
     flood = importlib.util.module_from_spec(spec)

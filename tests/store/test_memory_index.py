@@ -47,7 +47,8 @@ def test_growing_rehashes_in_place_as_reinserting_the_live_postings_did():
     the other segments are untouched."""
     import numpy as np
 
-    from streamdedup.store.memory_index import _insert, _Segment, slots_for
+    from streamdedup.store.index_kernels import _insert
+    from streamdedup.store.memory_index import _Segment, slots_for
 
     rng = random.Random(9)
     index = MemoryIndex()
@@ -119,7 +120,7 @@ def test_a_batch_of_every_segment_in_one_pass_makes_the_table_one_segment_at_a_t
     postings already there, and names filed twice in one batch. Counts agree with a dict."""
     import numpy as np
 
-    from streamdedup.store.memory_index import _group, _insert, ints_names
+    from streamdedup.store.index_kernels import _group, _insert, ints_names
 
     rng = np.random.default_rng(11)
     batched, plain = MemoryIndex(), MemoryIndex()
@@ -170,17 +171,11 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
 
     import numpy as np
 
-    from streamdedup.store import memory_index
-    from streamdedup.store.memory_index import (
-        _CHECKSUM,
-        _HEADER,
-        _SEGMENT_HEADER,
-        SEGMENTS,
-        SLOT_BYTES,
-        SnapshotDamaged,
-    )
+    from streamdedup.store import index_snapshot
+    from streamdedup.store.index_snapshot import _CHECKSUM, _HEADER, _SEGMENT_HEADER, SnapshotDamaged
+    from streamdedup.store.memory_index import SEGMENTS, SLOT_BYTES
 
-    monkeypatch.setattr(memory_index, "_SNAPSHOT_RUN", 1000)  # several runs a segment, the last one short
+    monkeypatch.setattr(index_snapshot, "_SNAPSHOT_RUN", 1000)  # several runs a segment, the last one short
     rng = random.Random(3)
     index = MemoryIndex()
     names = [rng.randbytes(6) for _ in range(20000)]
@@ -232,9 +227,7 @@ def test_a_snapshot_round_trips_and_one_of_an_earlier_format_is_not_read(tmp_pat
     # in the wrong segments, so it is not read, and the store rebuilds its table
     fewer = MemoryIndex()
     fewer._adopt(index.segments[: SEGMENTS // 4])  # a whole file, as one of 16 segments is
-    monkeypatch.setattr(memory_index, "SEGMENTS", SEGMENTS // 4)
     fewer.save(path, version=7)
-    monkeypatch.setattr(memory_index, "SEGMENTS", SEGMENTS)
     assert MemoryIndex.load(path, version=7) is None and MemoryIndex.snapshot_table_bytes(path, version=7) is None
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
-from streamdedup.store import layout, signature_store
+from streamdedup.store import candidates, layout, signature_store
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch, StoreError
 from streamdedup.tokens.document import Document
@@ -201,9 +201,8 @@ def test_the_index_rebuilt_at_open_is_the_one_the_pages_made(tmp_path, monkeypat
     page is not filed under a full key; once expiry makes room, later pages are. The records say
     which keys each page was not filed under, so the rebuilt index is the same, not the one a
     replay in seq order would make (that would file pages under keys they never went under)."""
-    from streamdedup.store import signature_store
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 3)
     text = "one story crawled again and again by the same crawler with the same words"
     with _open(tmp_path) as store:
         for batch_pages in (range(0, 6), range(6, 10)):
@@ -273,10 +272,9 @@ def test_the_bulk_rebuild_makes_the_same_table_as_decoding_each_record(tmp_path,
 
     from streamdedup.fingerprints.a12 import A12Method
     from streamdedup.fingerprints.simhash import SimHashMethod
-    from streamdedup.store import signature_store
     from streamdedup.store.memory_index import MemoryIndex
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 3)
     methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
     with SignatureStore(tmp_path, methods, CONFIG) as store:
         for b in range(6):
@@ -324,10 +322,9 @@ def test_pages_filed_by_a_batch_are_the_index_their_records_rebuild(tmp_path, mo
     are full (pages of the same text), and the pages they displace are rewritten to agree."""
     from streamdedup.fingerprints.a12 import A12Method
     from streamdedup.fingerprints.simhash import SimHashMethod
-    from streamdedup.store import signature_store
     from streamdedup.store.memory_index import MemoryIndex
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 3)
     methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
     displaced = 0
     with SignatureStore(tmp_path, methods, CONFIG) as store:
@@ -421,9 +418,8 @@ def test_a_staged_batch_finds_and_files_as_the_bytes_path(tmp_path, monkeypatch)
     and with stored ones, full keys, and pages left out (a duplicate id is not filed)."""
     from streamdedup.fingerprints.a12 import A12Method
     from streamdedup.fingerprints.simhash import SimHashMethod
-    from streamdedup.store import signature_store
 
-    monkeypatch.setattr(signature_store, "MAX_POSTINGS_PER_KEY", 3)
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 3)
     methods = [ExactMethod(), MinHashMethod(MinHashParams()), SimHashMethod(), A12Method()]
     seen = {}
     for way in ("bytes", "staged"):

@@ -122,7 +122,8 @@ def _distinct_pages(count: int) -> list[bytes]:
 def _damage_snapshot_slots(snapshot: Path, every: int) -> int:
     """Flip a bit of the name in every `every`-th stored slot of an index snapshot (its headers and
     bitmaps left whole, so the file still parses): how many slots were changed."""
-    from streamdedup.store.memory_index import _HEADER, _SEGMENT_HEADER, SEGMENTS, SLOT_BYTES, _bitmap_bytes
+    from streamdedup.store.index_snapshot import _HEADER, _SEGMENT_HEADER, _bitmap_bytes
+    from streamdedup.store.memory_index import SEGMENTS, SLOT_BYTES
 
     data = bytearray(snapshot.read_bytes())
     heads = list(_SEGMENT_HEADER.iter_unpack(data[_HEADER.size: _HEADER.size + SEGMENTS * _SEGMENT_HEADER.size]))

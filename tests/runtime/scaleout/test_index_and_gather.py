@@ -267,7 +267,7 @@ def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_eleme
         item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": url, "content": text,
                                                                   "content_type": "text/plain"})))
         assert isinstance(item, Fingerprinted)
-        item = item.but(steered=detector.steered_signature(element, None))
+        item = item.replaced(steered=detector.steered_signature(element, None))
         doc, keys = index_requests(item, detector.methods, tags, 0, 1)
         return IndexRequest(page_order(at, at, 0, 0), doc, keys[0])
 

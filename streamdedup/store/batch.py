@@ -1,0 +1,538 @@
+"""A store's batch: the staged changes of a group of pages, visible to later pages of the group.
+
+Every change a page makes (its DocRecord, time entry, counters) is staged in a `StoreBatch` and
+written with one RocksDB WriteBatch at `commit`, so the store is never half-updated; the
+in-memory index is changed only after that write. Pages of the same batch see each other
+through the batch's overlay. Lookups for a whole batch of pages are one pass over the table
+(`prefetch`, `stage`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from itertools import chain
+from typing import Any, Protocol, cast
+
+import numpy as np
+from rocksdict import Rdict, WriteBatch
+
+from streamdedup.clean.template import SiteTemplate, TemplateParams
+from streamdedup.store import candidates as caps
+from streamdedup.store import layout
+from streamdedup.store.candidates import MAX_CANDIDATES, answer_of, places_among_ints, rank_candidates, stop_answer
+from streamdedup.store.chance import CHANCE_POSTINGS, by_chance_only
+from streamdedup.store.filing import index_names, seq_with_id
+from streamdedup.store.index_kernels import ints_names, name_ints
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.memory_index import MemoryIndex
+from streamdedup.store.template_store import SiteTemplates, TemplateCache
+
+TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
+
+
+class BatchedStore(Protocol):
+    """What a batch reads and changes of its store (`SignatureStore`): its database and in-memory
+    index, its chance filter, and the counters a commit moves."""
+
+    db: Rdict
+    memory: MemoryIndex
+    templates: TemplateCache
+    template_params: TemplateParams | None
+    word_tag: int | None
+    complete_tags: frozenset[int]
+    index_version: int
+    _time_scan_from: bytes
+    _doc_cache: dict[int, DocRecord]
+
+    def get_meta_int(self, name: str, default: int) -> int: ...
+    def doc(self, seq: int) -> DocRecord | None: ...
+    def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]: ...
+    def index_keys(self, doc: DocRecord) -> dict[int, list[bytes]]: ...
+    def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray: ...
+    def check_growth(self, names: np.ndarray, seqs: np.ndarray) -> None: ...
+    def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None: ...
+
+
+class _IdKeys(dict[str, bytes]):
+    """Page id -> `layout.page_id_key`, each hashed when first asked."""
+
+    def __missing__(self, page_id: str) -> bytes:
+        key = self[page_id] = layout.page_id_key(page_id)
+        return key
+
+
+class StoreBatch:
+    """Staged changes of a group of pages, visible to later pages of the group, committed at once.
+
+    Postings values read for the batch are cached; a page files itself by appending its seq to
+    the cached value (read-modify-write: one writer per store), and commit writes the values.
+    """
+
+    def __init__(self, store: BatchedStore) -> None:
+        self.store = store
+        self._seq = store.get_meta_int("next_seq", 0)
+        self._values: dict[bytes, bytes | None] = {}  # index / id key -> postings value (cache + staged)
+        self._filed_names: list[bytes] = []  # postings added (name, seq), for the in-memory index at commit
+        self._filed_seqs: list[int] = []
+        # postings taken out of full keys by unique pages filed in their place (name, seq; `_add`):
+        # out of the in-memory index at commit, and each page's record names the key as not filed
+        self._displaced: list[tuple[bytes, int]] = []
+        # postings value -> the seqs it answers and how many it holds (`answer_of`; hot keys: read often)
+        self._answers: dict[bytes, tuple[list[int], int]] = {}
+        self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
+        self._docs: dict[int, DocRecord] = {}
+        self._committed_docs: dict[int, DocRecord | None] = {}
+        self._ids: dict[str, int] = {}
+        self._id_keys = _IdKeys()  # page id -> its index name, hashed once a batch (`stage`, `seq_for`, `_add` ask)
+        self._meta: dict[str, bytes] = {}
+        self._journal: dict[str, bytes] = {}
+        self._journal_deletes: list[tuple[str, str]] = []  # [start, end) name ranges, removed before the puts
+        self._templates = SiteTemplates(store.db, store.template_params, store.templates)
+        self.last_found = 0  # candidates of the last `candidates` call before the limit
+        # of the last `candidates` answer, the seqs only one name found, a `store.word_tag` name of
+        # at most CHANCE_POSTINGS pages
+        self.unvouched: set[int] = set()
+        # of the last `candidates` call, the (tag, answer) of each name of a method whose keys find
+        # every match of its test that holds pages (`found_by`; an answer as `answer_of` gives it)
+        self._keyed: list[tuple[int, tuple[list[int], int]]] = []
+        # the names of the last `candidates` call, if every one was read and none has a page yet
+        self._names_without_pages: Sequence[bytes] | None = None
+        # `stage`: the batch's names as integers, and those only one page of the batch names, with no
+        # stored page (filed at commit, as integers, under the seq of the page that names them)
+        self._staged: tuple[np.ndarray, list[int]] | None = None
+        # (names, the page of the batch naming each, their first free slots in the table and its epoch)
+        self._unshared: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
+        self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def next_seq(self) -> int:
+        return self._seq
+
+    def prefetch(self, names: Iterable[bytes], page_ids: Iterable[str] = ()) -> None:
+        """Read these index keys (`SignatureStore.index_names`) and page ids, and the DocRecords
+        they name, with one multi_get each: the lookups of a whole batch of pages at once."""
+        wanted = set(names)
+        id_keys = self._id_keys
+        wanted.update(id_keys[page_id] for page_id in page_ids)
+        values = self._values
+        missing = [n for n in wanted if n not in values]
+        if not missing:
+            return
+        read = self.store.memory.values(missing)
+        values.update(zip(missing, read, strict=True))
+        hits = [(n, v) for n, v in zip(missing, read, strict=True) if v is not None]
+        self._live.update(n for n, _ in hits)
+        seqs = {s for _, v in hits for s in self._answer(v)[0]}
+        unread = [s for s in seqs if s not in self._committed_docs and s not in self._docs]
+        self._committed_docs.update(self.store.docs(unread))
+
+    def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = (),
+              words: np.ndarray | None = None) -> list[list[bytes]]:
+        """`prefetch` for a whole batch of pages from their index names as 48-bit integers
+        (`SignatureStore.index_name_ints_of_records`: page i's names end at `ends[i]`), on a batch
+        with nothing staged yet. Returns each page's *shared* names as bytes, in its order: those a
+        stored page is filed under or that the batch names more than once. Only these can give or
+        take a candidate: the page's other names (every name of a unique page) have no page before
+        it and none of the batch after it, so `candidates` of its shared names is `candidates` of
+        all its names, and `add_staged` files the others as integers when the batch commits, without
+        a `bytes` or a dict entry each. (Lookups of those names by bytes inside the batch, `lookup`,
+        do not see them: the Detector makes none.)
+
+        A page whose every candidate is a chance collision (`chance_only`: found by SimHash keys of
+        a few pages, none named twice in the batch) has none either: its names give no candidate it
+        would judge and take none from the batch, so it is filed as integers too (at 10 M stored
+        pages, most pages: ~2 chance collisions a page)."""
+        if self._docs or self._staged is not None:
+            raise ValueError("stage() takes the whole batch, before any page is added")
+        self.prefetch((), page_ids)
+        names = np.ascontiguousarray(names, dtype=np.uint64)
+        self._staged = (names, list(ends))
+        self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
+        counts, free, epoch = self.store.memory.counts_free_ints(names)
+        order = np.argsort(names)  # equal names side by side (in any order among themselves)
+        repeated = np.zeros(len(names), dtype=np.bool_)
+        if len(names) > 1:
+            same = names[order[1:]] == names[order[:-1]]
+            repeated[order[1:]] |= same
+            repeated[order[:-1]] |= same
+        sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
+        owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
+        has_postings = counts > 0
+        stored = np.flatnonzero(has_postings)
+        skipped: set[int] = set()
+        shared = repeated | has_postings
+        if len(stored):
+            found, starts, seqs = self.store.memory.found_ints(names[stored], counts[stored])
+            if words is not None and self.store.word_tag is not None:
+                skipped, self._chance_only = by_chance_only(
+                    self.store.chance_collisions, self.store.word_tag, names[stored], owner[stored], found, seqs,
+                    words, owner[repeated], len(ends))
+                if self._chance_only:
+                    told = np.zeros(len(ends), dtype=np.bool_)
+                    told[list(self._chance_only)] = True
+                    shared &= ~told[owner]
+        unshared = np.flatnonzero(~shared)
+        # an unshared name of a page told to have only chance collisions has postings: its first free
+        # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
+        self._unshared = (names[unshared], owner[unshared], free[unshared], epoch)
+        at = np.flatnonzero(shared)
+        if not len(at):
+            return [[] for _ in ends]
+        as_bytes = ints_names(names[at])
+        values = self._values
+        hits: list[bytes] = []
+        if len(stored):
+            kept = shared[stored]  # the stored names of pages that judge candidates
+            answers = self._answers
+            for j, count, start in zip(np.searchsorted(at, stored[kept]).tolist(), found[kept].tolist(),
+                                       starts[kept].tolist(), strict=True):
+                name = as_bytes[j]
+                if name not in values:
+                    ordered = sorted(seqs[start: start + count].tolist())
+                    value = values[name] = layout.seqs_value(ordered)
+                    # its answer as `answer_of` would decode it from the value (read by `candidates`)
+                    answers[value] = (stop_answer(ordered) if count >= caps.MAX_POSTINGS_PER_KEY else ordered, count)
+                    hits.append(name)
+        for name in as_bytes:
+            if name not in values:
+                values[name] = None
+        self._live.update(hits)
+        answers_seqs = {s for name in hits for s in self._answers[cast(bytes, values[name])][0]}
+        unread = [s for s in answers_seqs if s not in skipped and s not in self._committed_docs and s not in self._docs]
+        self._committed_docs.update(self.store.docs(unread))
+        cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
+        return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
+
+    def chance_only(self, page: int) -> int:
+        """How many candidates the staged batch's page `page` has if every one is a chance
+        collision of SimHash's short keys that `without_chance` drops (`chance.by_chance_only`); 0 if
+        it has none or any other. Such a page's `candidates` and `without_chance` need not run:
+        their answer is that nothing is left to judge."""
+        return self._chance_only.get(page, 0)
+
+    def _value(self, name: bytes) -> bytes | None:
+        if name not in self._values:
+            value = self._values[name] = self.store.memory.values([name])[0]
+            if value:
+                self._live.add(name)
+        return self._values[name]
+
+    def lookup(self, tag: int, key: bytes) -> list[int]:
+        return layout.seqs_from(self._value(layout.index_key(tag, key)))
+
+    def candidates(self, names: Sequence[bytes], limit: int = MAX_CANDIDATES) -> list[int]:
+        """Seqs filed under any of these index keys, each once, oldest first; at most `limit`.
+
+        Bounded work whatever the input: a page of homogeneous text (a forum, a listing) can
+        share a key with a large part of the store. A full key (a stop key) answers only its
+        first `STOP_KEY_ANSWERS` pages. Past `limit`, the candidates sharing the most
+        of the page's keys win (LSH: more colliding bands, higher similarity), the earliest on a
+        tie (the earliest-page rule). On normal crawls a page has a handful of candidates and the
+        limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
+        self.last_found = 0
+        self.unvouched = set()
+        self._keyed = []
+        if self._all_read_none_filed(set(names)):
+            self._names_without_pages = names
+            return []
+        self._names_without_pages = None
+        word_tag, complete = self.store.word_tag, self.store.complete_tags
+        found: list[list[int]] = []  # the seqs each name with pages answers
+        vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
+        keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
+        values = self._values
+        for n in names:
+            if v := (values[n] if n in values else self._value(n)):
+                answer = self._answer(v)
+                found.append(answer[0])
+                if n[0] != word_tag or answer[1] > CHANCE_POSTINGS:
+                    vouching.append(answer[0])
+                if n[0] in complete:
+                    keyed.append((n[0], answer))
+        if not found:
+            return []
+        self._keyed = keyed
+        shared = Counter(chain.from_iterable(found))
+        self.last_found = len(shared)
+        kept = rank_candidates(shared, limit)
+        # a chance collision is a page found by one key of the page, a SimHash key of at most
+        # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
+        # sharing more keys, or found under fuller ones, are not asked
+        if len(vouching) < len(found):
+            vouched = {s for seqs in vouching for s in seqs}
+            self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
+        return kept
+
+    def found_by(self) -> dict[int, set[int]]:
+        """Of the last `candidates` answer, by tag of a method whose keys find every match of its
+        test (`SignatureStore.complete_tags`), the seqs its keys found; for each such method none of
+        whose keys of the page is full (a full key answers only its first pages: it may hide some).
+        Asked by the caller that judges with it (the Detector), not made for every lookup."""
+        found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags}
+        for tag, (seqs, count) in self._keyed:
+            if count >= caps.MAX_POSTINGS_PER_KEY:
+                found_by.pop(tag, None)  # a full key: its other pages are not answered
+            elif tag in found_by:
+                found_by[tag].update(seqs)
+        return found_by
+
+    def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
+        """`seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
+        without the stored pages that only keys of the store's chance-telling method found and
+        whose kept word bits (`SignatureStore.words`) that method does not find: chance collisions
+        of its short keys, no method's candidates, dropped unread. (A page of this batch, or one
+        whose bits pass while its whole signature would not, is judged as any candidate: the
+        method's own rule tells it.)"""
+        tag = self.store.word_tag
+        if not self.unvouched or tag is None or tag not in mine:
+            return list(seqs)
+        committed = np.fromiter((s for s in self.unvouched if s not in self._docs), dtype=np.uint64)
+        far = committed[self.store.chance_collisions(committed, mine[tag])]
+        if not len(far):
+            return list(seqs)
+        gone = set(far.tolist())
+        return [s for s in seqs if s not in gone]
+
+    def docs_of(self, seqs: Sequence[int]) -> list[DocRecord | None]:
+        """`doc` of each seq, those the batch has not read yet read with one multi_get: a page's
+        candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""
+        staged, committed = self._docs, self._committed_docs
+        unread = [s for s in seqs if s not in staged and s not in committed]
+        if unread:
+            committed.update(self.store.docs(unread))
+        return [staged[s] if s in staged else committed[s] for s in seqs]
+
+    def doc(self, seq: int) -> DocRecord | None:
+        staged = self._docs.get(seq)
+        if staged is not None:
+            return staged
+        if seq not in self._committed_docs:
+            self._committed_docs[seq] = self.store.doc(seq)
+        return self._committed_docs[seq]
+
+    def seq_for(self, page_id: str) -> int | None:
+        staged = self._ids.get(page_id)
+        if staged is not None:
+            return staged
+        key = self._id_keys[page_id]
+        value = self._values[key] if key in self._values else self._value(key)
+        return None if value is None else seq_with_id(page_id, value, self.doc)
+
+    def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
+            names: Mapping[int, list[bytes]] | None = None, displaces: bool = False) -> None:
+        """File the page under its index keys (`names`: the same keys from `index_names`, if the
+        caller has them already) but the full ones, which its record names (`DocRecord.unfiled`).
+        `displaces`: it matched no earlier page, and takes a full key's slot (`_add`)."""
+        self.add_named(doc, [n for tag_names in (names or index_names(keys)).values()
+                             for n in tag_names], displaces)
+
+    def add_named(self, doc: DocRecord, names: Sequence[bytes], displaces: bool = False) -> None:
+        """`add` with the page's index names of every method in one sequence
+        (`SignatureStore.index_names_of_records`)."""
+        if self._staged is not None:
+            raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
+        self._add(doc, names, lambda full: places_among_ints(name_ints(names), full), displaces)
+
+    def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes], displaces: bool = False) -> None:
+        """`add_named` of the batch's page number `page` (`stage`), given its shared names: those
+        are filed now, the others when the batch commits."""
+        if self._staged is None or self._page_seqs is None:
+            raise ValueError("add_staged files the pages of a staged batch (`stage`)")
+        names, ends = self._staged
+        start = ends[page - 1] if page else 0
+        self._add(doc, shared, lambda full: places_among_ints(names[start: ends[page]], full), displaces,
+                  ends[page] - start)
+        self._page_seqs[page] = doc.seq
+
+    def _answer(self, value: bytes) -> tuple[list[int], int]:
+        """`answer_of(value)`, decoded once a batch (a hot key's value is every page's)."""
+        answer = self._answers.get(value)
+        if answer is None:
+            answer = self._answers[value] = answer_of(value)
+        return answer
+
+    def _all_read_none_filed(self, names: AbstractSet[bytes]) -> bool:
+        """Every one of `names` read into the batch and none with a page under it (a page that
+        shares no key, the common case): told by two set operations, no value read."""
+        return self._live.isdisjoint(names) and self._values.keys() >= names
+
+    def _add(self, doc: DocRecord, names: Sequence[bytes],
+             places: Callable[[list[bytes]], tuple[int, ...]], displaces: bool = False,
+             keys: int | None = None) -> None:
+        """File the page under `names` (but the full ones); `places`: where full names stand among
+        all the page's sorted distinct names, as its record keeps them; `keys`: how many those are
+        (None: `names` are all of them).
+
+        A page that `displaces` (judged unique: it matched no earlier page) and meets full keys for
+        at least half its keys is filed under them too, each in place of the key's second-oldest
+        page (`stop_answer`: the first stays, the latest are answered), which is taken out at
+        commit and its record names the key as not filed: a key's pages stay at the cap, and pages
+        filed before a story to fill its keys do not hide it from its copies. A page with most of
+        its keys open is found through those (its copies share many of them), and leaves the full
+        ones as they are: stop keys that every page of a shared vocabulary meets (homogeneous
+        pages: ~10 of ~46) do not turn over at every page, which costs a record rewrite each. A
+        duplicate is not filed under a full key: the cluster it joins is found there already."""
+        if doc.seq != self._seq:
+            raise ValueError(f"pages must be added in seq order: expected {self._seq}, got {doc.seq}")
+        self._seq += 1
+        self._docs[doc.seq] = doc
+        self._ids[doc.page_id] = doc.seq
+        seq = layout.varint(doc.seq)
+        values, answers = self._values, self._answers
+        filed: list[bytes] = []
+        full: list[bytes] = []
+        unique = dict.fromkeys(names) if names else {}  # none: a staged page that shares no name (most pages)
+        if not unique:
+            pass  # only its id is filed here (its other names at commit, `add_staged`)
+        elif names is self._names_without_pages or self._all_read_none_filed(unique.keys()):
+            filed = list(unique)  # the common case: every key read, none has a page yet
+            values.update(dict.fromkeys(filed, seq))
+        else:
+            for name in unique:
+                current = values[name] if name in values else self._value(name)
+                if not current:  # a key no page has yet
+                    values[name] = seq
+                elif ((answer[1] if (answer := answers.get(current)) else layout.postings_count(current))
+                      >= caps.MAX_POSTINGS_PER_KEY):
+                    full.append(name)
+                    continue
+                else:
+                    values[name] = current + seq
+                filed.append(name)
+            if full and displaces and len(full) * 2 >= (keys if keys is not None else len(unique)):
+                for name in full:  # mostly stop keys: it takes their slots (the docstring)
+                    held = layout.seqs_from(values[name])  # ascending
+                    self._displaced.append((name, held[1]))  # the oldest stays: the earliest-page rule's
+                    values[name] = layout.seqs_value([held[0], *held[2:]]) + seq
+                filed += full
+                full = []
+        id_key = self._id_keys[doc.page_id]
+        values[id_key] = ((values[id_key] if id_key in values else self._value(id_key)) or b"") + seq
+        filed.append(id_key)
+        if full:  # the record names them by their places among the page's names, sorted
+            doc.unfiled = places(full)
+        else:
+            doc.unfiled = ()
+        self._filed_names += filed
+        self._filed_seqs += [doc.seq] * len(filed)
+        self._live.update(filed)
+        self._names_without_pages = None
+
+    def set_meta(self, name: str, value: bytes) -> None:
+        self._meta[name] = value
+
+    def set_journal(self, name: str, value: bytes) -> None:
+        self._journal[name] = value
+
+    def delete_journal(self, start: str, end: str) -> None:
+        """Remove the journal entries named from `start` up to (not including) `end` at commit,
+        before this batch's own entries are written."""
+        self._journal_deletes.append((start, end))
+
+    def template(self, site_hash: int) -> SiteTemplate:
+        """A site's template model as of this batch (read once; written back at commit)."""
+        return self._templates.get(site_hash)
+
+    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+        """The postings the batch files when it commits (names as 48-bit integers, their seqs),
+        and for each the first free slot its probe met at `stage` with that table's epoch
+        (`MemoryIndex.insert_ints`; -1: none, as for names filed one by one)."""
+        names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
+        seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
+        if self._unshared is None or self._page_seqs is None:
+            return names, seqs, None, -1
+        unshared_names, owners, unshared_free, epoch = self._unshared
+        unshared_seqs = self._page_seqs[owners]
+        added = unshared_seqs >= 0
+        free = np.concatenate([np.full(len(names), -1, dtype=np.int64), unshared_free[added]])
+        return (np.concatenate([names, unshared_names[added]]),
+                np.concatenate([seqs, unshared_seqs[added].astype(np.uint64)]), free, epoch)
+
+    def _take_out_displaced(self) -> tuple[list[bytes], list[int], list[DocRecord]]:
+        """The displaced postings of pages committed before (`_displaced`: the batch's own are left
+        out of its filings instead), and every displaced page's record with those keys added to its
+        unfiled places (the batch's own records changed in place; the others as new records)."""
+        if not self._displaced:
+            return [], [], []
+        staged = set(zip(self._filed_names, self._filed_seqs, strict=True)) & set(self._displaced)
+        if staged:
+            kept = [(n, s) for n, s in zip(self._filed_names, self._filed_seqs, strict=True) if (n, s) not in staged]
+            self._filed_names = [n for n, _ in kept]
+            self._filed_seqs = [s for _, s in kept]
+        by_seq: dict[int, list[bytes]] = {}
+        for name, seq in self._displaced:
+            by_seq.setdefault(seq, []).append(name)
+        changed: list[DocRecord] = []
+        for seq, names in by_seq.items():
+            doc = self.doc(seq)
+            if doc is None:
+                continue
+            every = sorted({n for tag_names in index_names(self.store.index_keys(doc)).values()
+                            for n in tag_names})
+            unfiled = tuple(sorted({*doc.unfiled, *places_among_ints(name_ints(every), names)}))
+            if seq in self._docs:
+                doc.unfiled = unfiled
+            else:
+                changed.append(dataclasses.replace(doc, unfiled=unfiled))
+        removed = [(n, s) for n, s in self._displaced if s not in self._docs]
+        return [n for n, _ in removed], [s for _, s in removed], changed
+
+    def commit(self) -> None:
+        removed_names, removed_seqs, changed = self._take_out_displaced()
+        names, seqs, free, epoch = self._postings()
+        self.store.check_growth(names, np.fromiter(self._docs, dtype=np.uint64, count=len(self._docs)))
+        wb = WriteBatch(raw_mode=True)
+        for doc in changed:
+            wb.put(layout.doc_key(doc.seq), doc.encode())
+        self._templates.write(wb)
+        put, doc_key, time_key = wb.put, layout.doc_key, layout.time_key
+        scan_from = self.store._time_scan_from
+        for seq, doc in self._docs.items():
+            put(doc_key(seq), doc.encode())
+            put(filed := time_key(doc.event_ms, seq), b"")
+            if filed < scan_from:  # a page older than what expiry removed: its next scan starts there
+                scan_from = filed
+        if scan_from != self.store._time_scan_from:
+            self._meta[TIME_SCAN_FROM] = scan_from
+        self._meta["next_seq"] = str(self._seq).encode()
+        self._meta["index_version"] = str(self.store.index_version + 1).encode()
+        for meta_name, value in self._meta.items():
+            wb.put(layout.meta_key(meta_name), value)
+        for start, end in self._journal_deletes:
+            wb.delete_range(layout.journal_key(start), layout.journal_key(end))
+        for journal_name, value in self._journal.items():
+            wb.put(layout.journal_key(journal_name), value)
+        self.store.db.write(wb)
+        self.store._time_scan_from = scan_from
+        self._templates.written()
+        self.store.index_version += 1
+        self._names_without_pages = None
+        if removed_names:  # before the filings: a filing reuses the slot a posting leaves
+            self.store.memory.remove_ints(name_ints(removed_names), np.asarray(removed_seqs, dtype=np.uint64))
+            for doc in changed:
+                self.store._doc_cache[doc.seq] = doc
+        self.store.memory.insert_ints(names, seqs, free, epoch)
+        if (tag := self.store.word_tag) is not None:
+            self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
+        self._staged = self._unshared = self._page_seqs = None
+        self._chance_only = {}
+        self._filed_names.clear()
+        self._filed_seqs.clear()
+        self._displaced.clear()
+        self._answers.clear()
+        self._journal.clear()
+        self._journal_deletes.clear()
+        self._templates.clear()
+        self._values.clear()
+        self._live.clear()
+        self._docs.clear()
+        self._committed_docs.clear()
+        self._ids.clear()
+        self._id_keys.clear()
+        self._meta.clear()
