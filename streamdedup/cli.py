@@ -53,7 +53,7 @@ def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = 
                        "template is unknown (default: --policy), e.g. 'exact|minhash>=0.8'")
     group.add_argument("--max-new-share", type=float, metavar="SHARE",
                        help="a match is the page's duplicate only if the page's text absent from it is at most "
-                       "this share of the page (default 0.10) or 16 word pairs; otherwise the page is unique "
+                       "this share of the page (default 0.10) or 8 word pairs; otherwise the page is unique "
                        "and names it (supersedes / related_to)")
     group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
                        help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")

@@ -38,7 +38,7 @@ STRICT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>
 # a match is the page's duplicate only if the page's text absent from it (its word pairs) is at most
 # this share of the page or this many pairs (`engine.NewTextTolerance`; the reasons: docs/design.md)
 DEFAULT_MAX_NEW_SHARE = 0.10
-DEFAULT_MAX_NEW_PAIRS = 16
+DEFAULT_MAX_NEW_PAIRS = 8
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

@@ -54,12 +54,14 @@ class NewText(NamedTuple):
 @dataclass(frozen=True)
 class NewTextTolerance:
     """How much new text a duplicate may hold: new text counts once it is more than `max_share`
-    of the page AND more than `max_pairs` word pairs (a short line: an update stamp, a correction
-    note). Either alone would be wrong: a share alone calls a 60-word brief with a date line
-    new, a count alone lets a long article hide a new paragraph. NaN (not measured) counts as none."""
+    of the page AND more than `max_pairs` word pairs (an update stamp, a few words). Either alone
+    would be wrong: a share alone calls a 60-word brief with a date line new, a count alone lets
+    a long article hide a new paragraph. Not more pairs: in a site's first pages, before its
+    template is known, a brief's own 20 words beside the template read ~15 pairs new, as much as
+    a correction note. NaN (not measured) counts as none."""
 
     max_share: float = 0.10
-    max_pairs: int = 16
+    max_pairs: int = 8
 
     def exceeded_by(self, new: NewText) -> bool:
         return bool(new.share > self.max_share and new.pairs > self.max_pairs)
@@ -140,10 +142,10 @@ class SitePolicy:
     other_site: Policy
     same_site: Policy
     max_new_share: float = 0.10
-    max_new_pairs: int = 16
+    max_new_pairs: int = 8
 
     @classmethod
-    def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 16) -> SitePolicy:
+    def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 8) -> SitePolicy:
         return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs)
 
     @property

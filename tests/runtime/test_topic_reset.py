@@ -71,7 +71,16 @@ def test_a_recreated_input_topic_is_refused_with_the_fix_named(settings):
     assert judged_once(outputs(settings)) == 12 + len(new)
 
 
-@pytest.mark.parametrize("topology", ["global", pytest.param("local", marks=NOT_ON_TANSU)])
+# Tansu acknowledged the last transaction of the second worker (offset 110 of pages.parts) and
+# then gave the next worker the group's offset of the one before (108): the store is found ahead
+# of the group (docs/limitations.md). Seen since the gather steps ask each other for clusters,
+# which adds batches that emit nothing; noida-db keeps the offset.
+TANSU_LOST_OFFSET = pytest.mark.skipif(os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu",
+                                       reason="Tansu returns the group's previous offset after a committed transaction")
+
+
+@pytest.mark.parametrize("topology", [pytest.param("global", marks=TANSU_LOST_OFFSET),
+                                      pytest.param("local", marks=NOT_ON_TANSU)])
 def test_a_broker_that_lost_everything_is_judged_from_the_beginning_on_restart(settings, topology, caplog):
     """Every topic gone (a broker back without its data), the group too for the local topology:
     each new record gets exactly one output; the global topology's index and parts stores start
