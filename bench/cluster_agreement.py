@@ -102,7 +102,12 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any]) -> dict[str, A
     want = merges(reference)
     have = {(e["page_id"], e["cluster_id"], tuple(e["merged"])) for e in got["events"] if e["type"] == "merged"}
     reference_events = [e for d in reference for e in cluster_events(d)]
+    # directions: what a kept page supersedes is file mode's; `related_to` names a related match's
+    # cluster as its index partition knows it (not asked of its gather), so it may differ
+    supersedes = sum(d.get("supersedes") != worker.get(page, {}).get("supersedes") for page, d in expected.items())
+    related = sum(d.get("related_to") != worker.get(page, {}).get("related_to") for page, d in expected.items())
     return {"pages": len(worker), "pages_differing": len(differ), "differing_examples": differ[:3],
+            "supersedes_differing": supersedes, "related_to_differing": related,
             "merged_events_file_mode": len(want), "merged_events": len(have), "false_merges": len(have - want),
             "missed_merges": len(want - have), "late_matches": sum(e["type"] == "late_match" for e in got["events"]),
             "clusters_equal": clusters_of(got["events"]) == clusters_of(reference_events),

@@ -13,7 +13,7 @@ follow-up of the article it continues), else a **false** edge (nothing shared).
   fetch order) and that got a safe edge / all such P (1.0 without any);
 - informational: `supersedes` recall (P holds an earlier page plus more, and names one such page
   in `supersedes`) and `related_to` recall (P shares units with an earlier page, neither holding
-  the other, and names one such page's cluster in `related_to`).
+  the other, and names one such page, or its cluster, in `related_to`).
 
 Everything is counted overall, per `variant` and per `negative` kind of P. Pure functions of the
 records (in fetch order) and each page's `dedup` object.
@@ -116,8 +116,9 @@ def judge(records: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, 
             named = {index.get(str(p)) for p in verdict.get("supersedes") or ()}
             result.supersedes_found = result.superseding and bool(named & set(contained))
             clusters = {str(c) for c in verdict.get("related_to") or ()}
-            result.related_found = result.related and any(
-                str(verdicts[j].get("cluster_id")) in clusters for j in related)
+            result.related_found = result.related and any(  # a related page, or its cluster
+                str(verdicts[j].get("cluster_id")) in clusters or str(verdicts[j].get("id")) in clusters
+                for j in related)
         results.append(result)
         for u in units[i]:
             holders.setdefault(u, []).append(i)

@@ -245,7 +245,7 @@ def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None 
             "key": None if key is None else key.decode("utf-8", "backslashreplace")}
     if dedup["status"] == "unique" and dedup["cluster_id"] == dedup["id"]:
         events = [{"type": "created", **base}]
-        if dedup.get("related_to"):  # shares much with these stories, not all: its own story
+        if dedup.get("related_to"):  # shares much with these pages, not all: its own story
             events[0]["related_to"] = dedup["related_to"]
     elif dedup["status"] == "unique":  # kept, and joins the story of the pages it supersedes
         events = [{"type": "joined", **base, "duplicate_of": None, "supersedes": dedup.get("supersedes", [])}]

@@ -27,7 +27,7 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     # a duplicate: the share of its own text (word pairs) absent from `duplicate_of` (verdict/engine.py)
     new_share: float | None = None
     supersedes: tuple[str, ...] = ()  # a unique page: earlier pages whose text is (nearly) all in it
-    related_to: tuple[str, ...] = ()  # a unique page: clusters sharing much of its text, not all
+    related_to: tuple[str, ...] = ()  # a unique page: earlier pages sharing much of its text, not all
 
 
     def as_dict(self) -> dict[str, Any]:

@@ -20,7 +20,8 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    duplicates; the page joins the oldest
    cluster among its duplicate and superseded candidates' clusters (the earliest root) and names
    the others it bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins
-   the cluster of what it supersedes, and names the clusters it is related to.
+   the cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
+   same in every mode: a page's cluster as an index partition knows it may be stale).
 """
 
 from __future__ import annotations
@@ -406,7 +407,6 @@ def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
         first = next(c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH)
         return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
                        new_share=first.new_share)
-    related = tuple(dict.fromkeys(c.root_id for c in ranked if c.relation == RELATED
-                                  and c.root_id != cluster_id and c.root_id not in merged))[:MAX_NAMED]
+    related = tuple(c.page_id for c in ranked if c.relation == RELATED)[:MAX_NAMED]
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
     return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related)

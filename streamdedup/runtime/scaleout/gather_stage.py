@@ -60,7 +60,7 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.engine import Candidate, decide
+from streamdedup.verdict.engine import RELATED, Candidate, decide
 
 _WAITING, _FINISHED, _META, _ROOT = b"W", b"F", b"M", b"R"
 
@@ -99,9 +99,15 @@ class Pending:
     def earlier(self) -> dict[str, Match]:
         return _earlier_matches(self.answers.values(), self.supplements)
 
+    def joined(self) -> dict[str, Match]:
+        """The earlier matches whose clusters the page may join (its duplicates and what it
+        supersedes): those whose gather it asks which cluster they joined. A related match's
+        cluster is named as its index partition knows it (`related_to`)."""
+        return {page_id: m for page_id, m in self.earlier().items() if m.relation != RELATED}
+
     def roots_known(self) -> bool:
-        """Whether every earlier match's gather has said which cluster it joined."""
-        return all(page_id in self.roots for page_id in self.earlier())
+        """Whether every joined match's gather has said which cluster it joined."""
+        return all(page_id in self.roots for page_id in self.joined())
 
 
 @dataclass(frozen=True)
@@ -146,16 +152,26 @@ def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Itera
 
 def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
                       roots: Mapping[str, tuple[bytes, str]]) -> tuple[dict[str, Any], tuple[bytes, str]]:
-    """The page's `dedup` object and its cluster's first page (order, id). An earlier match's
-    cluster is the one its gather named (`roots`; the index partition's where none was named)."""
+    """The page's `dedup` object and its cluster's first page (order, id).
+
+    An earlier match's cluster is the one its gather named (`roots`; the index partition's where
+    none was named: a page released by its wait before every answer came). A cluster known only
+    from an index partition may be stale (that partition did not see the match's own matches),
+    so it is never named as merged: a merge may be missed under load, never made up."""
     candidates = []
+    guessed: set[str] = set()
     for m in earlier.values():
         root_order, root_id = roots.get(m.page_id) or (b"", "")
         if not root_id:
             root_order, root_id = m.root_order, m.root_id
+            guessed.add(root_id)
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
                                     m.new_share))
     verdict = decide(header.page_id, candidates)
+    if guessed and verdict.merged_clusters:
+        named = {root for _, root in roots.values()}
+        verdict = verdict._replace(merged_clusters=tuple(c for c in verdict.merged_clusters
+                                                         if c in named or c not in guessed))
     cluster = verdict.cluster_id
     root_order = next((c.root_order for c in candidates if c.root_id == cluster), header.order)
     return verdict._replace(time_note=header.time_note).as_dict(), (root_order, cluster)
@@ -246,7 +262,7 @@ class GatherPartition:
             return [LateMatch(late_match_event(supplement.page_id, supplement.match),
                               _LATE_CAUSE.get(released, RELEASED_EARLY))]
         pending = self._load(supplement.page_id, supplement.order)
-        new = supplement.match.page_id not in pending.earlier()
+        new = supplement.match.page_id not in pending.earlier() and supplement.match.relation != RELATED
         pending.supplements.append(supplement.match)
         # complete already: its other earlier matches were asked about then, this one now
         return [RootAsk(supplement.match.page_id, supplement.match.order, supplement.page_id, supplement.order)
@@ -309,7 +325,7 @@ class GatherPartition:
         key = _waiting_key(header.page_id, header.order)
         self.held[key] = held = Held(header.page_id, header.order, header.partitions, at_ms)
         asks: list[Emitted] = [RootAsk(m.page_id, m.order, header.page_id, header.order)
-                               for m in pending.earlier().values() if m.page_id not in pending.roots]
+                               for m in pending.joined().values() if m.page_id not in pending.roots]
         if asks or (self.hold and not self._passed(held)):
             return asks
         return self._release(key, "watermark" if self.hold else "complete")
