@@ -46,8 +46,10 @@ def page_fields(record: Mapping[str, Any]) -> tuple[Any, Any]:
 
 def verdict_line(record: Mapping[str, Any], dedup: Mapping[str, Any], headers: Sequence[tuple[str, bytes | None]]
                  | None = None, duplicate_of_url: str | None = None) -> dict[str, Any]:
-    """A record's verdict without its body: id, url, fetch time, the `dedup` object whole (and
-    the duplicate_of page's url if known, the input's Kafka headers if any)."""
+    """A record's verdict without its body.
+
+    Id, url, fetch time, the `dedup` object whole (and the duplicate_of page's url if known, the
+    input's Kafka headers if any)."""
     url, fetched = page_fields(record)
     line: dict[str, Any] = {"id": dedup.get("id", _first(record, "id")), "url": url, "fetch_time": fetched}
     if duplicate_of_url is not None:
@@ -60,8 +62,10 @@ def verdict_line(record: Mapping[str, Any], dedup: Mapping[str, Any], headers: S
 
 
 def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str, Any]:
-    """A judged page's cluster-view event: `created` (it started its cluster) or `joined`, with its
-    url, fetch time, status and the clusters it bridged (`merged`)."""
+    """A judged page's cluster-view event.
+
+    `created` (it started its cluster) or `joined`, with its url, fetch time, status and the
+    clusters it bridged (`merged`)."""
     page_id, cluster_id = dedup["id"], dedup["cluster_id"]
     event: dict[str, Any] = {"type": "created" if cluster_id == page_id else "joined", "page_id": page_id,
                              "cluster_id": cluster_id, "url": url, "fetch_time": fetch_time,
@@ -171,7 +175,9 @@ class Stories:
 
 
 def complete_lines(path: Path, length: int | None = None) -> Iterator[bytes]:
-    """The whole lines of a JSON-lines file (its first `length` bytes if given; a partial last line,
+    """The whole lines of a JSON-lines file, a partial last line left out.
+
+    The whole lines of a JSON-lines file (its first `length` bytes if given; a partial last line,
     a write in progress, is left out)."""
     if not path.exists():
         return
@@ -199,7 +205,9 @@ def fold_verdicts(lines: Iterable[bytes], stories: Stories | None = None) -> Sto
 
 
 def read_folder(out_dir: str | Path) -> Stories:
-    """The stories of a file-mode output folder, from its verdicts.jsonl (outputs of a version
+    """The stories of a file-mode output folder, from its verdicts.jsonl.
+
+    The stories of a file-mode output folder, from its verdicts.jsonl (outputs of a version
     before it: from unique.jsonl and duplicates.jsonl)."""
     out = Path(out_dir)
     if (out / VERDICTS_FILE).exists():

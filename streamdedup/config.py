@@ -52,7 +52,9 @@ def parse_duration(text: str) -> timedelta:
 
 
 def verdict_identity(settings: Mapping[str, str]) -> bytes:
-    """8 bytes that name `DetectorConfig.verdict_settings` (as `registry.signature_identity` names
+    """The 8 bytes that name `DetectorConfig.verdict_settings`.
+
+    8 bytes that name `DetectorConfig.verdict_settings` (as `registry.signature_identity` names
     what signatures are made with)."""
     return xxhash.xxh3_64_digest(json.dumps(dict(sorted(settings.items()))).encode())
 
@@ -157,13 +159,14 @@ class DetectorConfig:
         return int(self.max_clock_skew.total_seconds() * 1000)
 
     def verdict_settings(self) -> dict[str, str]:
-        """What turns compared signatures into verdicts, besides what the store records (the
-        signature parameters): the policies, retention and clock skew. Stores do not record it, so
-        a file-mode store may be judged under another policy later; the workers of one group must
-        agree on it (`verdict_identity`, carried by the global topology's index requests, recorded
-        for the group by `runtime/group_settings.py`). The policies are written as parsed, so the
-        same rules written differently ("minhash >= 0.80 | exact" and "minhash>=0.8|exact") have
-        one id; the order of rules and of a rule's terms is kept (it names the verdict's rule)."""
+        """What turns compared signatures into verdicts, besides what the store records (the signature parameters).
+
+        The policies, retention and clock skew. Stores do not record it, so a file-mode store may be
+        judged under another policy later; the workers of one group must agree on it
+        (`verdict_identity`, carried by the global topology's index requests, recorded for the group
+        by `runtime/group_settings.py`). The policies are written as parsed, so the same rules
+        written differently ("minhash >= 0.80 | exact" and "minhash>=0.8|exact") have one id; the
+        order of rules and of a rule's terms is kept (it names the verdict's rule)."""
         from streamdedup.verdict.policy import Policy
 
         return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),

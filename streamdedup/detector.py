@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 
 
 class Detector:
-    """The pure stages (a `Fingerprinter`) followed by the stateful one: store lookups, the
-    decision engine, the page filed for later pages, in one atomic write per batch."""
+    """The pure stages (a `Fingerprinter`) followed by the stateful one.
+
+    Store lookups, the decision engine, the page filed for later pages, in one atomic write per
+    batch."""
 
     # the additive counts of `work` (the rest is a maximum), as the worker exports them
     WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
@@ -76,8 +78,9 @@ class Detector:
     STEPS = ("template", "signatures", "index_names", "lookups", "verdicts", "commit", "expire")
 
     def time_per_page(self) -> dict[str, float]:
-        """Microseconds a judged page by step of the stateful stage (`STEPS`; summary.json's
-        `store_us_per_page`): where a store's time goes, told by the run itself."""
+        """Microseconds a judged page by step of the stateful stage (`STEPS`; summary.json's `store_us_per_page`).
+
+        Where a store's time goes, told by the run itself."""
         pages = max(1, self.work["pages"])
         return {step: round(self.step_ns[step] / 1000 / pages, 2) for step in self.STEPS}
 
@@ -110,8 +113,10 @@ class Detector:
         return outcomes
 
     def decide_staged(self, items: list[Fingerprinted | Outcome]) -> tuple[list[Outcome], StoreBatch]:
-        """Decide a batch, leaving its store changes staged: a runtime adds what else must be
-        written atomically with them (e.g. input offsets) and calls `commit`."""
+        """Decide a batch, leaving its store changes staged.
+
+        A runtime adds what else must be written atomically with them (e.g. input offsets) and calls
+        `commit`."""
         with gc_paused():
             return self._decide_staged(items)
 
@@ -153,14 +158,18 @@ class Detector:
         self.clock = self.config.retention_clock(self.store.get_meta_int)
 
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:
-        """The page's signatures as its record stores them, by method tag (the batch's index
+        """The page's signatures as its record stores them, by method tag.
+
+        The page's signatures as its record stores them, by method tag (the batch's index
         names are made from these at once, as the store's rebuild makes them)."""
         signatures = fp.signatures
         return {tag: encode(sig) for tag, name, encode in self._encoders if (sig := signatures.get(name)) is not None}
 
     def _decide_one(self, batch: StoreBatch, now_ms: int, fp: Fingerprinted, page: int,
                     staged: tuple[dict[int, bytes], list[bytes]]) -> Outcome:
-        """A staged page's outcome (`page`: its number in the batch; `staged`: its encoded
+        """A staged page's outcome.
+
+        A staged page's outcome (`page`: its number in the batch; `staged`: its encoded
         signatures and shared names, `StoreBatch.stage`)."""
         signatures, names = staged
         if batch.seq_for(fp.page.id) is not None:
@@ -176,8 +185,10 @@ class Detector:
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
                            page: int, names: list[bytes]) -> Verdict:
-        """Verified candidates -> policy -> verdict (the engine); then the page is filed for later
-        pages (`page`: its number in the staged batch, `names`: its shared names, `StoreBatch.stage`)."""
+        """Verified candidates -> policy -> verdict (the engine).
+
+        Then the page is filed for later pages (`page`: its number in the staged batch, `names`: its
+        shared names, `StoreBatch.stage`)."""
         document, steered = document_key(fp.page.url), steered_record(fp, self.methods)
         work = self.work
         work["pages"] += 1
@@ -196,7 +207,9 @@ class Detector:
 
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, page: int, names: list[bytes],
                     document: int, steered: bytes) -> list[Candidate]:
-        """Every stored page sharing any index key with this one and inside its retention window,
+        """Every stored page sharing an index key with this one, in its retention window, judged by the engine.
+
+        Every stored page sharing any index key with this one and inside its retention window,
         verified and judged by the engine (`engine.judged`). (`page`: its number in the staged batch.)"""
         work = self.work
         answered = batch.candidates(names)
@@ -226,11 +239,13 @@ class Detector:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Python's cyclic collector held off for the span of a batch (and left as it was found).
+
     A batch makes a few dozen objects a page that live until it ends; collections in the middle of
     it find them alive and move them to the oldest generation, whose growth starts full collections
     of every object the process holds (~0.2 s at a time in bench/store.py, two a window of 25,600
     pages). Held off, the collection after the batch finds them freed by their reference counts.
-    Nothing is lost: the collector counts the allocations all the same and runs at the next one after."""
+    Nothing is lost: the collector counts the allocations all the same and runs at the next one
+    after."""
     if not gc.isenabled():  # someone else holds it off (another batch, a caller): theirs to restore
         yield
         return

@@ -1,5 +1,6 @@
-"""The optional parts of the install (pyproject's extras): which command needs which, and the one
-line that says how to add a missing one."""
+"""The optional parts of the install (pyproject's extras).
+
+Which command needs which, and the one line that says how to add a missing one."""
 
 from __future__ import annotations
 

@@ -50,8 +50,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Outcome:
-    """One input record's result: the record (all its fields) and its `dedup` object; a judged
-    page's typed `Verdict` too (the Python API hands it on; the outputs write `dedup`)."""
+    """One input record's result.
+
+    The record (all its fields) and its `dedup` object; a judged page's typed `Verdict` too (the
+    Python API hands it on; the outputs write `dedup`)."""
 
     record: dict[str, Any]
     dedup: dict[str, Any]
@@ -70,9 +72,11 @@ _T = TypeVar("_T")
 
 
 class _made_once(Generic[_T]):  # noqa: N801 - used as a decorator, as functools.cached_property
-    """`functools.cached_property` without its lock: Python 3.11's takes an RLock on every first
-    read (gone in 3.12), and the Detector reads two of these once a page, ~1 µs each. The value
-    goes into the instance's `__dict__`, which later reads find first."""
+    """`functools.cached_property` without its lock.
+
+    Python 3.11's takes an RLock on every first read (gone in 3.12), and the Detector reads two of
+    these once a page, ~1 µs each. The value goes into the instance's `__dict__`, which later reads
+    find first."""
 
     def __init__(self, func: Callable[[Any], _T]) -> None:
         self.func, self.name = func, func.__name__
@@ -123,12 +127,16 @@ class Fingerprinted:
 
     @_made_once
     def visible_hashes(self) -> np.ndarray:
-        """The visible text's line hashes (`line_hashes`), made once: what its site learns of
-        every page (the lines themselves are asked for only by the rare missed-content test)."""
+        """The visible text's line hashes (`line_hashes`), made once.
+
+        What its site learns of every page (the lines themselves are asked for only by the rare
+        missed-content test)."""
         return line_hashes(self.visible)
 
     def replaced(self, **changes: Any) -> Fingerprinted:
-        """A copy with these fields changed (`dataclasses.replace` without its per-call checks;
+        """A copy with these fields changed.
+
+        A copy with these fields changed (`dataclasses.replace` without its per-call checks;
         the copy keeps the site hash if it was computed)."""
         copy = object.__new__(Fingerprinted)
         copy.__dict__.update(self.__dict__, **changes)
@@ -140,8 +148,10 @@ class Fingerprinted:
 
 @lru_cache(maxsize=1 << 14)
 def site_hash(site: str) -> int:
-    """xxh3-64 of a site's name: the key of same-site candidates (the registrable domain) and of a
-    template model (`template_site`: the host)."""
+    """xxh3-64 of a site's name.
+
+    The key of same-site candidates (the registrable domain) and of a template model
+    (`template_site`: the host)."""
     return xxhash.xxh3_64_intdigest(site.encode("utf-8", "surrogatepass"))
 
 
@@ -164,13 +174,15 @@ class Fingerprinter:
         self.steered_method = steered_method(self.methods)
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
-        """`prepare` of each record, in their order. With more than one thread (`prepare_threads`)
-        the pages that may be HTML are prepared side by side, each thread with its own extraction
-        process: the parse and main-content extraction (most of an HTML page's CPU, in that
-        process) of several pages run on several cores, while the Python stages take turns. Pages
-        with no markup are prepared in the calling thread: they hold the GIL from end to end, so a
-        thread of their own only adds its hand-offs (6,000 plain-text pages: ~15 % more CPU).
-        The results are the same as one by one: `prepare` is pure."""
+        """`prepare` of each record, in their order.
+
+        With more than one thread (`prepare_threads`) the pages that may be HTML are prepared side
+        by side, each thread with its own extraction process: the parse and main-content extraction
+        (most of an HTML page's CPU, in that process) of several pages run on several cores, while
+        the Python stages take turns. Pages with no markup are prepared in the calling thread: they
+        hold the GIL from end to end, so a thread of their own only adds its hand-offs (6,000
+        plain-text pages: ~15 % more CPU). The results are the same as one by one: `prepare` is
+        pure."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
         reads = list(zip(raws, [self._read(raw) for raw in raws], strict=True))
@@ -237,13 +249,16 @@ class Fingerprinter:
         return value, value if isinstance(value, dict) else {}
 
     def signatures(self, page: Page) -> tuple[Texts, dict[str, Any]]:
-        """Clean, tokenise and compute every enabled method's signature; the page's visible text
-        too when the template model is on."""
+        """Clean, tokenise and compute every enabled method's signature.
+
+        The page's visible text too when the template model is on."""
         texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None)
         return texts, fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
-        """The MinHash signature of a rescued page's article element text (None: no such text, fewer
+        """The MinHash signature of a rescued page's article element text, or None.
+
+        The MinHash signature of a rescued page's article element text (None: no such text, fewer
         words than a page must have, or no MinHash among the methods). Nor for a text of one line:
         an element holding a headline alone says nothing of what the page holds, and a revision
         may change its headline (a cold test set's pair was lost to it: see docs/evaluation.md)."""
@@ -271,9 +286,10 @@ _pools_lock = threading.Lock()
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
-    """This process's pool of `threads` threads, kept for its life as the main thread's extraction
-    process is: each thread's process is started once (~0.3 CPU-s of imports), not per Detector.
-    Keyed by process id too: a forked child starts its own."""
+    """This process's pool of `threads` threads, kept for its life as the main thread's extraction process is.
+
+    Each thread's process is started once (~0.3 CPU-s of imports), not per Detector. Keyed by
+    process id too: a forked child starts its own."""
     key = (os.getpid(), threads)
     with _pools_lock:
         pool = _pools.get(key)
@@ -283,9 +299,10 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 
 def may_be_html(page: Page) -> bool:
-    """Whether the page may go through the extraction process: `is_html` needs a "<" among the
-    first 65,536 characters (bytes: 4 times as many, so any encoding of them is covered). Only
-    where the page is prepared depends on it, never what it gives."""
+    """Whether the page may go through the extraction process.
+
+    `is_html` needs a "<" among the first 65,536 characters (bytes: 4 times as many, so any encoding
+    of them is covered). Only where the page is prepared depends on it, never what it gives."""
     content = page.content
     if isinstance(content, bytes):
         return b"<" in content[:1 << 18]
@@ -293,8 +310,10 @@ def may_be_html(page: Page) -> bool:
 
 
 def prepare_threads(setting: int) -> int:
-    """Threads for `prepare_many`: the setting, or with 0 one per CPU this process may run on
-    (at most 8: each thread keeps an extraction process of ~100 MB)."""
+    """Threads for `prepare_many`.
+
+    The setting, or with 0 one per CPU this process may run on (at most 8: each thread keeps an
+    extraction process of ~100 MB)."""
     if setting > 0:
         return setting
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -307,15 +326,18 @@ def steered_method(methods: Sequence[FingerprintMethod[Any, Any]]) -> Fingerprin
 
 
 def steered_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any, Any]]) -> bytes:
-    """The page's steered signature (`Fingerprinted.steered`) as its record keeps it
-    (`DocRecord.steered`); b"": none."""
+    """The page's steered signature as its record keeps it; b"": none.
+
+    The signature is `Fingerprinted.steered`, kept as `DocRecord.steered`."""
     method = None if item.steered is None else steered_method(methods)
     return b"" if method is None else method.encode(item.steered)
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
              params: TemplateParams) -> Fingerprinted | Outcome:
-    """The page without its site's template (as the site's earlier pages taught it), fingerprinted
+    """The page without its site's template, fingerprinted again if anything was removed.
+
+    The page without its site's template (as the site's earlier pages taught it), fingerprinted
     again if anything was removed; then the page is counted for its site's later pages.
 
     A page with too little text of its own is not judged: matching it on its template would call
@@ -366,9 +388,10 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
 
 def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes,
                      params: TemplateParams) -> tuple[str, str]:
-    """Whether the page's main text is not its own (clean/template.py, "missed content"): why it is
-    rejected, or (only one earlier page showed some of its lines, in the site's cold start) the
-    text it shows for the first time, on which it is judged instead; ("", "") if neither."""
+    """Whether the page's main text is not its own (clean/template.py, "missed content").
+
+    Why it is rejected, or (only one earlier page showed some of its lines, in the site's cold
+    start) the text it shows for the first time, on which it is judged instead; ("", "") if neither."""
     if not site.shown_before(item.page.url, hashes):
         return "", ""
     main_words = Document.from_text(item.text, item.page.lang).num_tokens
@@ -391,7 +414,9 @@ _WARM_UP_TEXTS = ("Compiled kernels load once. Tables too.",  # ASCII text is sc
 
 
 def warm_up(methods: list[FingerprintMethod[Any, Any]]) -> None:
-    """Load the compiled kernels and tables (numba's disk cache, the character table) before the
+    """Load the compiled kernels and tables before the store opens.
+
+    Load the compiled kernels and tables (numba's disk cache, the character table) before the
     store opens, so the first batch of a fresh process is not seconds slower than the rest."""
     for text in _WARM_UP_TEXTS:
         fingerprint_text(text, None, methods, 0)

@@ -30,11 +30,12 @@ _NUMBERS = re.compile(r"\d+")
 
 
 class Repeats(logging.Filter):
-    """Each kind of line (its text with numbers left out) at most once an `interval_s`; the next
-    one let through says how many like it were held back. A broker that is down makes librdkafka
-    log a failed connection every ~50 ms, per client, for as long as it stays down (~1,200 lines a
-    minute, 330 MB a day); the first line says it, the rest say it is still so. Bounded: the
-    `kinds` kinds seen last are remembered."""
+    """Each kind of line (its text with numbers left out) at most once an `interval_s`.
+
+    The next one let through says how many like it were held back. A broker that is down makes
+    librdkafka log a failed connection every ~50 ms, per client, for as long as it stays down
+    (~1,200 lines a minute, 330 MB a day); the first line says it, the rest say it is still so.
+    Bounded: the `kinds` kinds seen last are remembered."""
 
     def __init__(self, interval_s: float = 60.0, kinds: int = 1024,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -60,8 +61,9 @@ class Repeats(logging.Filter):
 
 
 def kafka_logger() -> logging.Logger:
-    """The logger Kafka clients log to (librdkafka's own lines, served by the client's poll), with
-    repeats held back: otherwise librdkafka writes to the process's stderr itself, past logging."""
+    """The logger Kafka clients log to (librdkafka's own lines, served by the client's poll), with repeats held back.
+
+    Otherwise librdkafka writes to the process's stderr itself, past logging."""
     logger = logging.getLogger("streamdedup.kafka")
     if not any(isinstance(f, Repeats) for f in logger.filters):
         logger.addFilter(Repeats())

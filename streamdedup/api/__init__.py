@@ -1,5 +1,7 @@
-"""The Python API: `Deduplicator` (pages or texts in a notebook or a service) and `dedup_files`
-(the crash-safe file mode that `streamdedup dedup` runs). docs/api.md shows both."""
+"""The Python API.
+
+`Deduplicator` (pages or texts in a notebook or a service) and `dedup_files` (the crash-safe file
+mode that `streamdedup dedup` runs). docs/api.md shows both."""
 
 from streamdedup.api.deduplicator import Deduplicator
 from streamdedup.api.file_mode import FileRun, dedup_files

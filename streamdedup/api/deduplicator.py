@@ -147,8 +147,10 @@ class Deduplicator:
 
 
 def looks_like_html(content: str) -> bool:
-    """Whether a string given without saying is HTML: it starts with markup, or has an HTML
-    document's head (`clean.extract.is_html`'s sniff of a text labelled plain)."""
+    """Whether a string given without saying is HTML.
+
+    It starts with markup, or has an HTML document's head (`clean.extract.is_html`'s sniff of a text
+    labelled plain)."""
     return content.lstrip()[:1] == "<" or is_html("text/plain", content)
 
 

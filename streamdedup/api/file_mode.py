@@ -117,8 +117,10 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike
 
 
 def _progress(records: Iterator[Any], done: int) -> Iterator[Any]:
-    """A progress bar on stderr where it is a terminal. Not made when quiet: tqdm's import and the
-    multiprocessing lock even a disabled bar makes were ~85 ms of the command's start-up."""
+    """A progress bar on stderr where it is a terminal.
+
+    Not made when quiet: tqdm's import and the multiprocessing lock even a disabled bar makes were
+    ~85 ms of the command's start-up."""
     from tqdm import tqdm
 
     return iter(tqdm(records, unit="page", desc="dedup", disable=None, file=sys.stderr, initial=done))

@@ -96,7 +96,9 @@ _ISO2022_JP_ESCAPES = (b"\x1b$B", b"\x1b$@", b"\x1b$(D")
 
 
 def _iso2022_jp(data: bytes) -> str | None:
-    """ISO-2022-JP (with its half-width katakana: Python's 'iso2022_jp_ext') for 7-bit text that
+    """Detect ISO-2022-JP in 7-bit text that switches to JIS X 0208, else None.
+
+    ISO-2022-JP (with its half-width katakana: Python's 'iso2022_jp_ext') for 7-bit text that
     switches to JIS X 0208, as browsers' Japanese detectors find it; else None. Text that then does
     not decode (JIS X 0212) goes on to the other candidates."""
     head = data[:200_000]
@@ -117,8 +119,10 @@ def _clean_decode(data: bytes, encoding: str) -> str | None:
 
 
 def _detect(data: bytes) -> str | None:
-    """uchardet (via resiliparse, with WHATWG label mapping) first: it was right on every legacy
-    encoding we test; charset-normalizer second for what it cannot decode cleanly."""
+    """uchardet (via resiliparse, with WHATWG label mapping) first.
+
+    It was right on every legacy encoding we test; charset-normalizer second for what it cannot
+    decode cleanly."""
     from charset_normalizer import from_bytes
     from resiliparse.parse.encoding import detect_encoding
 
@@ -136,6 +140,7 @@ _NOT_CONTROL = bytes(b for b in range(256) if not (b < 32 and chr(b) not in "\t\
 
 def looks_like_text(text: str) -> bool:
     """Binary garbage decodes 'successfully' in single-byte charsets; its control characters give it away.
+
     Counted in C: UTF-8 never uses bytes below 0x80 inside a multi-byte character, so the control
     bytes left after deleting all others are the control characters (15x faster than a loop)."""
     if not text:

@@ -53,9 +53,10 @@ _FOUND = {"trafilatura": ("trafilatura",), "fast": ("trafilatura",)}
 
 
 def check_extractor(extractor: str) -> None:
-    """Import or find what `extractor` runs on, before the first page: a broken install (pip before
-    23.3 drops lxml_html_clean, which trafilatura needs since lxml 5.2) must stop a run, not reject
-    every HTML page as a processing_error."""
+    """Import or find what `extractor` runs on, before the first page.
+
+    A broken install (pip before 23.3 drops lxml_html_clean, which trafilatura needs since lxml 5.2)
+    must stop a run, not reject every HTML page as a processing_error."""
     for module in _STACK.get(extractor, ()):
         try:
             importlib.import_module(module)
@@ -116,9 +117,10 @@ C_EXTRACTORS = frozenset({"fast", "resiliparse", "none"})
 
 
 def page_texts(html: str, extractor: str, visible: bool) -> Texts:
-    """The page's `Texts` by `extractor` (the visible text only if `visible`). A library that
-    cannot be imported (trafilatura, on the first page that needs it) is `CleaningStackMissing`:
-    the run stops, naming the fix."""
+    """The page's `Texts` by `extractor` (the visible text only if `visible`).
+
+    A library that cannot be imported (trafilatura, on the first page that needs it) is
+    `CleaningStackMissing`: the run stops, naming the fix."""
     try:
         if extractor == "fast":
             return fast_texts(html, visible)
@@ -133,7 +135,9 @@ def page_texts(html: str, extractor: str, visible: bool) -> Texts:
 
 
 def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: bool = False) -> Texts:
-    """The page's `Texts` (all its visible text only if `visible`), in one pass where the
+    """The page's `Texts`, from one parse where the extractor allows, within a time bound.
+
+    The page's `Texts` (all its visible text only if `visible`), in one pass where the
     extractor allows (one parse, one round trip to the helper). Deeper nesting than MAX_NESTING is
     refused first; `max_seconds` bounds the rest: the C extractors run in a helper process that is
     killed on overrun, the others under an alarm (0: no bound)."""
@@ -166,7 +170,9 @@ class _Timeout(Exception):
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Abort a parse that runs too long (SIGALRM: only in the main thread, which is where the
+    """Abort a parse that runs too long.
+
+    Abort a parse that runs too long (SIGALRM: only in the main thread, which is where the
     worker and the CLI parse, and only between Python bytecodes, hence the helper process for C)."""
     if seconds <= 0 or threading.current_thread() is not threading.main_thread():
         yield

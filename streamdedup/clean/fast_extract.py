@@ -158,14 +158,16 @@ def _outside_figure(node: Any) -> bool:
 
 
 def _containers(body: Any) -> list[Any]:
-    """The article's element: the first match, in document order, of the first of trafilatura's
-    container selectors, in its order, that holds some text (trafilatura's BODY_XPATH takes a
-    selector's first match too: the longest match is as often a card of the listing under the
-    story); with the elements after it beside it (same parent) that match too and are of its kind
-    (same tag and class) and hold some text, for an article written as blocks (one <article> per
-    section). Neighbours of another class (cards, teasers) stay out. Matches inside what
-    trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not count, as
-    they do not for trafilatura (_CONTAINER_QUERIES)."""
+    """The article's element.
+
+    The first match, in document order, of the first of trafilatura's container selectors, in its
+    order, that holds some text (trafilatura's BODY_XPATH takes a selector's first match too: the
+    longest match is as often a card of the listing under the story); with the elements after it
+    beside it (same parent) that match too and are of its kind (same tag and class) and hold some
+    text, for an article written as blocks (one <article> per section). Neighbours of another class
+    (cards, teasers) stay out. Matches inside what trafilatura's tree cleaning deletes first (a
+    <nav>, an <aside>, a <footer>...) do not count, as they do not for trafilatura
+    (_CONTAINER_QUERIES)."""
     for query in _CONTAINER_QUERIES:
         matches = [node for node in body.query_selector_all(query) if _outside_figure(node)]
         for index, first in enumerate(matches):
@@ -179,7 +181,9 @@ def _containers(body: Any) -> list[Any]:
 
 
 def main_content_text(source: Any, skip: list[str] | None = None) -> str:
-    """resiliparse's main-content text of a tree or HTML, skipping the `skip` selectors (the
+    """Resiliparse's main-content text of a tree or HTML, without the `skip` selectors.
+
+    resiliparse's main-content text of a tree or HTML, skipping the `skip` selectors (the
     options every resiliparse extraction here uses)."""
     from resiliparse.extract.html2text import extract_plain_text
 
@@ -199,7 +203,9 @@ def steered_text(tree: Any) -> str:
 
 
 def fast_texts(html: str, visible: bool) -> Texts:
-    """The page's main text and, if `visible`, all its visible text, from one parse (the template
+    """The page's main text and, if `visible`, all its visible text, from one parse.
+
+    The page's main text and, if `visible`, all its visible text, from one parse (the template
     model learns from the visible text: a second pass parsed each page twice). The whole text is
     also what the rescue bounds compare with, so it is made at most once. Where trafilatura's
     rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""

@@ -38,8 +38,10 @@ _STACK_MISSING = 2  # an answer's status: the extractor's libraries cannot load 
 
 
 class IsolatedExtractor:
-    """One helper process per thread that uses it (a forked child starts its own): a request and
-    its answer share one pipe, so two threads on one helper would read each other's pages."""
+    """One helper process per thread that uses it (a forked child starts its own).
+
+    A request and its answer share one pipe, so two threads on one helper would read each other's
+    pages."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
@@ -47,8 +49,7 @@ class IsolatedExtractor:
 
     def extract(self, extractor: str, html: str, seconds: float, visible: bool = False,
                 utf8: bytes | None = None) -> Texts:
-        """The `Texts` of `html` (`utf8`: its UTF-8 bytes, if the caller has them) by `extractor`,
-        within `seconds`."""
+        """The `Texts` of `html` (`utf8`: its UTF-8 bytes, if the caller has them) by `extractor`, within `seconds`."""
         process = self._running()
         name = extractor.encode()
         data = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8

@@ -37,8 +37,7 @@ _NOT_NESTING = frozenset("area base br col embed hr img image input link meta pa
 
 
 def check_nesting(html: str, limit: int = MAX_NESTING, utf8: bytes | None = None) -> None:
-    """Refuse markup nested deeper than `limit` elements (`utf8`: the page's UTF-8 bytes, if the
-    caller has them)."""
+    """Refuse markup nested deeper than `limit` elements (`utf8`: the page's UTF-8 bytes, if the caller has them)."""
     data, opens = _tags(html.encode("utf-8", "surrogatepass") if utf8 is None else utf8)
     # fewer tags than the limit cannot nest deeper: most pages are not scanned
     if len(opens) > limit and _scan(data, opens, limit) > limit:
@@ -47,9 +46,10 @@ def check_nesting(html: str, limit: int = MAX_NESTING, utf8: bytes | None = None
 
 
 def nesting_depth(html: str, stop_above: int | None = None) -> int:
-    """The deepest element nesting, estimated as an HTML parser builds it (see the module's
-    docstring). Stops as soon as the depth exceeds `stop_above`. The reference `compiled_depth`
-    is tested against."""
+    """The deepest element nesting, estimated as an HTML parser builds it (see the module's docstring).
+
+    Stops as soon as the depth exceeds `stop_above`. The reference `compiled_depth` is tested
+    against."""
     stack: list[str] = []
     deepest = 0
     limit = len(html) if stop_above is None else stop_above

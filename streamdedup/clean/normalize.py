@@ -30,9 +30,11 @@ def _tidy_line(line: str) -> str:
 
 
 def tidy_whitespace(text: str) -> str:
-    """Runs of spaces/tabs -> one space; any whitespace run with a newline -> one newline; no
-    blank lines, no leading or trailing whitespace. Line by line, and a line is split into words
-    only when it needs it: a regex substitution per space cost more than the rest of the page."""
+    """Runs of spaces/tabs -> one space.
+
+    Any whitespace run with a newline -> one newline; no blank lines, no leading or trailing
+    whitespace. Line by line, and a line is split into words only when it needs it: a regex
+    substitution per space cost more than the rest of the page."""
     if _has_odd_space(text):
         return "\n".join(line for line in (" ".join(part.split()) for part in text.split("\n")) if line)
     return "\n".join(_tidy_line(line) for line in text.split("\n") if line and not line.isspace())

@@ -14,11 +14,13 @@ from typing import Any, NamedTuple
 
 
 class Texts(NamedTuple):
-    """What extraction gives of a page: its main text; all its visible text, if asked for (else
-    ""); and, where `fast`'s rescue replaced the article element's own text by trafilatura's (the
-    element's text covered little of the page), that element's text (else ""). A rescue may take
-    a site's boxes (an author's note, other stories) for a short page's article; the element's own
-    text says what the page itself holds (`verdict/engine.py`, own-site candidates)."""
+    """What extraction gives of a page.
+
+    Its main text; all its visible text, if asked for (else ""); and, where `fast`'s rescue replaced
+    the article element's own text by trafilatura's (the element's text covered little of the page),
+    that element's text (else ""). A rescue may take a site's boxes (an author's note, other
+    stories) for a short page's article; the element's own text says what the page itself holds
+    (`verdict/engine.py`, own-site candidates)."""
 
     main: str
     visible: str = ""
@@ -32,14 +34,17 @@ SMALL_EXTRACTION_SHARE = 0.2
 
 
 def covers_little(text: str, page_text: Callable[[], str]) -> bool:
-    """Whether an extraction is implausibly small for its page, by trafilatura's bounds (the page's
+    """Whether an extraction is implausibly small for its page, by trafilatura's bounds.
+
+    Whether an extraction is implausibly small for its page, by trafilatura's bounds (the page's
     whole text is only made when the extraction is short)."""
     return len(text) < SMALL_EXTRACTION_CHARS and len(text) < SMALL_EXTRACTION_SHARE * len(page_text())
 
 
 def extract_all_text(html: str | Any) -> str:
-    """No boilerplate removal: every visible text node (the 'whole page' baseline). Takes the HTML
-    or a tree resiliparse has parsed already."""
+    """No boilerplate removal: every visible text node (the 'whole page' baseline).
+
+    Takes the HTML or a tree resiliparse has parsed already."""
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 

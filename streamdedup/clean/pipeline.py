@@ -35,10 +35,11 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
 
 
 def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> Texts:
-    """The page's `Texts`, each normalised: its main text; if `visible`, all its visible text (where
-    a site's template always shows, while it leaks into the main text only sometimes:
-    clean/template.py learns from it); the article element's own text where a rescue replaced it.
-    Raises Rejected with the reason."""
+    """The page's `Texts`, each normalised.
+
+    Its main text; if `visible`, all its visible text (where a site's template always shows, while
+    it leaks into the main text only sometimes: clean/template.py learns from it); the article
+    element's own text where a rescue replaced it. Raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")

@@ -104,12 +104,13 @@ class TemplateParams:
 
 
 def template_site(url: str) -> str:
-    """What a template model is kept for: the page's host, lowercased, without a leading "www."
-    (www.example.com and example.com are one layout; forum.example.com, amp.example.com and
-    news.example.com are each their own). A domain's hosts are often different layouts with
-    different numbers of pages, and one model of them all kept a small host's boilerplate under
-    `min_share` of the domain's pages, and let one page of any host touch another's articles.
-    IP addresses and URLs without a host: `site_of`'s key."""
+    """What a template model is kept for.
+
+    The page's host, lowercased, without a leading "www." (www.example.com and example.com are one
+    layout; forum.example.com, amp.example.com and news.example.com are each their own). A domain's
+    hosts are often different layouts with different numbers of pages, and one model of them all
+    kept a small host's boilerplate under `min_share` of the domain's pages, and let one page of any
+    host touch another's articles. IP addresses and URLs without a host: `site_of`'s key."""
     host = url_host(url.strip())
     if not host:
         return site_of(url)
@@ -122,8 +123,9 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
 
 
 def line_hashes(text: str) -> np.ndarray:
-    """`split_lines`'s hashes as an array (uint64), without making the lines as strings: what
-    the model is asked with (`SiteTemplate.strip`, `shown_before`, `learn` take either)."""
+    """`split_lines`'s hashes as an array (uint64), without making the lines as strings.
+
+    What the model is asked with (`SiteTemplate.strip`, `shown_before`, `learn` take either)."""
     if not text:
         return NO_LINES
     parts = _line_bytes(text)
@@ -131,9 +133,11 @@ def line_hashes(text: str) -> np.ndarray:
 
 
 def _line_bytes(text: str) -> list[bytes]:
-    """The text's non-empty lines as UTF-8, from one encoding of the whole text: a line's bytes
-    are the same as when encoded alone (a newline is one byte that no other character's encoding
-    holds), and hashing them is one C call a line (`map`), not an encoding and a call from Python."""
+    """The text's non-empty lines as UTF-8, from one encoding of the whole text.
+
+    A line's bytes are the same as when encoded alone (a newline is one byte that no other
+    character's encoding holds), and hashing them is one C call a line (`map`), not an encoding and
+    a call from Python."""
     parts = text.encode("utf-8", "surrogatepass").split(b"\n")
     return [part for part in parts if part] if b"" in parts else parts
 
@@ -151,9 +155,11 @@ def page_key(url: str) -> int:
 
 
 def document_key(url: str) -> int:
-    """One document: its URL without the fragment. Two fetches of it are versions of one document
-    (a re-crawl, an update, a correction), which a template cannot make look alike. Unlike
-    `page_key` the query stays: on many sites it names the article (`?id=123`)."""
+    """One document: its URL without the fragment.
+
+    Two fetches of it are versions of one document (a re-crawl, an update, a correction), which a
+    template cannot make look alike. Unlike `page_key` the query stays: on many sites it names the
+    article (`?id=123`)."""
     whole = url.strip().partition("#")[0]
     plain = _PLAIN_URL.fullmatch(whole)
     if plain is not None:  # most URLs: the netloc lowercased, path and query as they stand
@@ -198,10 +204,11 @@ def distinct_lines(hashes: LineHashes) -> np.ndarray:
 
 @numba.njit(cache=True)
 def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The counted lines (ascending hashes, their counts) with a page's distinct ascending
-    hashes counted once more: a line there already +1, a new one at its place with 1. One binary
-    search a page line and block copies of the counted lines between them (a `searchsorted` and two
-    `np.insert`s did it in ~8 numpy calls a page); the model's arrays are not changed in place."""
+    """The counted lines (ascending hashes, their counts) with a page's distinct ascending hashes counted once more.
+
+    A line there already +1, a new one at its place with 1. One binary search a page line and block
+    copies of the counted lines between them (a `searchsorted` and two `np.insert`s did it in ~8
+    numpy calls a page); the model's arrays are not changed in place."""
     n, m = len(lines), len(page)
     at = np.searchsorted(lines, page)
     fresh = 0
@@ -281,7 +288,9 @@ class SiteTemplate:
 
     @property
     def nbytes(self) -> int:
-        """Memory held: the object, its three arrays (their headers and data, and the allocator's
+        """Memory held by the model, as `sys.getsizeof` counts its parts.
+
+        Memory held: the object, its three arrays (their headers and data, and the allocator's
         own bookkeeping), its list of what it learned, and the URL set if made (its table
         and its ints). Counted as `sys.getsizeof` sees them, so that many small sites are not
         counted at a fraction of what they take (issue 56: ~1.5x on sites of a page or two, by
@@ -357,7 +366,9 @@ class SiteTemplate:
         return self.pages >= params.min_pages
 
     def floor(self, params: TemplateParams) -> float:
-        """How many of the site's (decayed) distinct pages a line must be on to be template
+        """How many of the site's (decayed) distinct pages a line must be on to be template.
+
+        How many of the site's (decayed) distinct pages a line must be on to be template
         (during the cold start: to be provisional template)."""
         if not self.known(params):
             return max(params.cold_min_count, params.cold_min_share * self.pages)
@@ -371,14 +382,17 @@ class SiteTemplate:
 
     def strip(self, lines: list[str], hashes: LineHashes, params: TemplateParams) -> tuple[str, int]:
         """The page's own text (its template lines removed) and how many lines were removed.
+
         One search of the site's sorted lines for all the page's lines. During the cold start the
         provisional template is removed (see the module's docstring)."""
         template = self.removed_lines(hashes, params)
         return ("\n".join(lines), 0) if template is None else without_lines(lines, template)
 
     def removed_lines(self, hashes: LineHashes, params: TemplateParams) -> list[bool] | None:
-        """Which of the page's lines (by their hashes) `strip` removes; None: none, so that a caller
-        splits the page's text into lines only when some are removed (most pages: none)."""
+        """Which of the page's lines (by their hashes) `strip` removes.
+
+        None: none, so that a caller splits the page's text into lines only when some are removed
+        (most pages: none)."""
         if not len(hashes) or not len(self._lines):  # nothing is template before a line is counted
             return None
         at, found = self._find(hashes)
@@ -395,7 +409,9 @@ class SiteTemplate:
         return positions
 
     def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
-        """Whether the URL is new to the site and every one of these lines was on at least `pages`
+        """Whether the URL is new and every one of these lines was on enough of the site's earlier pages.
+
+        Whether the URL is new to the site and every one of these lines was on at least `pages`
         of its earlier distinct pages (`missed_min_pages`: so that no single page can make a
         later page's text look like what the site showed before)."""
         # the lines first: most pages fail there, before the URL is hashed and looked for
@@ -437,16 +453,19 @@ class SiteTemplate:
             self._lines, self._counts = self._lines[kept_mask], self._counts[kept_mask] // 2
 
     def encode_learned(self) -> bytes:
-        """What the template `learned` since it was last written, as a delta record: per page its
-        key (u64), how many lines (u32) and their hashes (u64), little-endian."""
+        """What the template `learned` since it was last written, as a delta record.
+
+        Per page its key (u64), how many lines (u32) and their hashes (u64), little-endian."""
         parts: list[bytes] = []
         for key, page in self.learned:
             parts += [_LEARNED.pack(key, len(page)), page.tobytes()]
         return b"".join(parts)
 
     def replay(self, delta: bytes, params: TemplateParams) -> None:
-        """Learn again, in order, the pages of a delta record (`encode_learned`): the same model
-        as learning them the first time, as `learn` is a function of the model and the page."""
+        """Learn again, in order, the pages of a delta record (`encode_learned`).
+
+        The same model as learning them the first time, as `learn` is a function of the model and
+        the page."""
         pos = 0
         while pos < len(delta):
             key, n = _LEARNED.unpack_from(delta, pos)

@@ -26,7 +26,9 @@ def _trafilatura(html: str, fast: bool) -> str:
 
 
 def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, prune: Sequence[str] = ()) -> str:
-    """trafilatura's main extractor alone first (fast: without the readability and justext
+    """Trafilatura's main extractor first; its whole cascade only when that text is implausibly small.
+
+    trafilatura's main extractor alone first (fast: without the readability and justext
     comparison, which doubles its cost and, on a page the main extractor reads well, only swaps in
     a longer text with more sidebar); its whole cascade only when that text is implausibly small
     for the page (shorter than trafilatura's own 'covers little of the page' bounds), the case the
@@ -49,7 +51,9 @@ def extract_trafilatura(html: str, page_text: Callable[[], str] | None = None, p
 
 @lru_cache(maxsize=8)
 def _compiled(paths: tuple[str, ...]) -> list[Any]:
-    """lxml XPaths, compiled once (the rescue prunes the same ones from every page it reads; so
+    """The lxml XPaths, compiled once.
+
+    lxml XPaths, compiled once (the rescue prunes the same ones from every page it reads; so
     trafilatura keeps its own, compiled at import)."""
     from lxml.etree import XPath
 
@@ -57,7 +61,9 @@ def _compiled(paths: tuple[str, ...]) -> list[Any]:
 
 
 def _pruned(html: str, prune: Sequence[str]) -> str:
-    """`html` without the elements `prune` selects (their tail text kept), for trafilatura's public
+    """The `html` without the elements `prune` selects (their tail text kept).
+
+    `html` without the elements `prune` selects (their tail text kept), for trafilatura's public
     API where its steps cannot be called one by one; as it is where lxml cannot parse it alone
     (empty, or a str that declares its encoding), which trafilatura's loader handles its own way."""
     import lxml.etree
@@ -74,9 +80,10 @@ def _pruned(html: str, prune: Sequence[str]) -> str:
 
 
 def trafilatura_two_calls(html: str, page_text: Callable[[], str] | None = None) -> str:
-    """`extract_trafilatura` through trafilatura's public API: `trafilatura.extract` in fast mode,
-    and again in full mode where that text covers little of the page (two parses; bench/e2e.py's
-    baseline before the parse was shared)."""
+    """`extract_trafilatura` through trafilatura's public API.
+
+    `trafilatura.extract` in fast mode, and again in full mode where that text covers little of the
+    page (two parses; bench/e2e.py's baseline before the parse was shared)."""
     text = _trafilatura(html, fast=True)
     if not covers_little(text, page_text or (lambda: extract_all_text(html))):
         return text

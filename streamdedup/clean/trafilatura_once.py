@@ -1,4 +1,6 @@
-"""trafilatura's main extractor, then its readability/justext comparison only where the main text
+"""Trafilatura's main extractor, then its comparison where needed, from one parse.
+
+trafilatura's main extractor, then its readability/justext comparison only where the main text
 covers little of the page, from one parse (`extract_trafilatura`'s two calls, one parse and
 cleaning shared).
 
@@ -71,18 +73,22 @@ def _cleaned(tree: Any, options: Any, is_forum: bool) -> tuple[Any, Any]:
 
 
 def _text(body: Any, raw_text: str) -> str:
-    """What trafilatura.extract returns for this body: bare_extraction's size check, then
-    determine_returnstring's txt (the empty comments body it appends adds a newline, stripped)."""
+    """What trafilatura.extract returns for this body.
+
+    bare_extraction's size check, then determine_returnstring's txt (the empty comments body it
+    appends adds a newline, stripped)."""
     if not raw_text:
         return ""
     return normalize_unicode(xmltotxt(body, False).strip())
 
 
 def extract_once(html: str, covers_little: Callable[[str], bool], prune: Sequence[Any] = ()) -> str | None:
-    """trafilatura's text of `html`: the main extractor's; where `covers_little` says it is
-    implausibly small, the full cascade's (or the main extractor's if that is empty). None where
-    trafilatura discarded the page in the main extractor's pass (the caller makes its two calls).
-    `prune`: lxml XPaths of elements removed first (the `fast` extractor's teaser cards)."""
+    """trafilatura's text of `html`.
+
+    The main extractor's; where `covers_little` says it is implausibly small, the full cascade's (or
+    the main extractor's if that is empty). None where trafilatura discarded the page in the main
+    extractor's pass (the caller makes its two calls). `prune`: lxml XPaths of elements removed
+    first (the `fast` extractor's teaser cards)."""
     try:
         options = _options(True)
         tree = load_html(html, options.max_file_size)

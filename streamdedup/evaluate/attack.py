@@ -65,8 +65,10 @@ def _prepared(fingerprinter: Fingerprinter, raws: list[RawRecord]) -> list[Finge
 
 def _effect(case: Case, k: int, own: list[Fingerprinted], crafted: list[Fingerprinted], article: Fingerprinted,
             fingerprinter: Fingerprinter, params: TemplateParams) -> str:
-    """What k crafted pages do to the article: "rejected", "hidden" (judged on a text that keeps
-    under half of its lines) or "" (judged on its text)."""
+    """What k crafted pages do to the article.
+
+    "rejected", "hidden" (judged on a text that keeps under half of its lines) or "" (judged on its
+    text)."""
     models: dict[int, SiteTemplate] = {}
     for item in [*own, *crafted[:k]]:
         own_text(item, models.setdefault(item.template_hash, SiteTemplate()), fingerprinter, params)

@@ -63,8 +63,9 @@ BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": bu
 
 def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
                  distinct: list[SourcePage] | None = None) -> list[dict[str, Any]]:
-    """One family's labelled pages in fetch order. split: 'dev', 'test' or 'all' (both, each built
-    from its own pages). `distinct` may pass distinct_articles(pages), computed once for many calls."""
+    """One family's labelled pages in fetch order. split: 'dev', 'test' or 'all' (both, each built from its own pages).
+
+    `distinct` may pass distinct_articles(pages), computed once for many calls."""
     articles = distinct_articles(pages) if distinct is None else distinct
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):

@@ -1,5 +1,4 @@
-"""Directional scores: is a `duplicate_of` edge safe to drop, and are the pages an earlier page makes
-redundant found?
+"""Directional scores: is a `duplicate_of` edge safe to drop, and are the pages an earlier page makes redundant found?
 
 A crawler drops a page tagged `duplicate` and keeps the page its `duplicate_of` names, so the edge
 P -> Q is **safe** when P's content is all in Q: units(P) ⊆ units(Q), the gold content units each

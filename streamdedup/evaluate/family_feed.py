@@ -1,8 +1,9 @@
-"""The 'feed' family: one publisher's news feed. Every page is on one host, in one real page's
-template: many different articles (hard negatives of each other, 'feed_article'), and revisions
-of some of them, re-published at the SAME URL or at a NEW one, as newsrooms do: an "Updated:"
-line, a correction note appended, a paragraph appended, a changed headline, 1-8 words changed.
-Each article and its revisions are one gold cluster."""
+"""The 'feed' family: one publisher's news feed.
+
+Every page is on one host, in one real page's template: many different articles (hard negatives of
+each other, 'feed_article'), and revisions of some of them, re-published at the SAME URL or at a NEW
+one, as newsrooms do: an "Updated:" line, a correction note appended, a paragraph appended, a
+changed headline, 1-8 words changed. Each article and its revisions are one gold cluster."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when:
 
 
 def revised_units(kind: str, units: list[str], before: list[str], after: list[str]) -> list[str]:
-    """The gold units of a `kind` revision made by `revise` from `before` (holding `units`): an
-    update line, a correction note, a headline or changed words add none; an appended paragraph
+    """The gold units of a `kind` revision made by `revise` from `before` (holding `units`).
+
+    An update line, a correction note, a headline or changed words add none; an appended paragraph
     adds its own unit, unless it repeats one the page holds."""
     if kind == "paragraph_appended" and after[-1] not in before:
         return [*units, text_unit(after[-1])]
@@ -42,7 +44,9 @@ def revised_units(kind: str, units: list[str], before: list[str], after: list[st
 
 def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
                articles: int = 40, revised: float = 0.5) -> None:
-    """One template donor (one whose language has more than `articles` pages in the pool if any),
+    """One template donor with `articles` different stories, about `revised` of them revised.
+
+    One template donor (one whose language has more than `articles` pages in the pool if any),
     `articles` different stories in it, about `revised` of them revised 1-2 times."""
     if not templates:
         return

@@ -1,7 +1,9 @@
-"""The 'multilingual' family: a crawl in Chinese, Russian, Vietnamese and Tibetan, and in Thai, Lao,
-Khmer and Myanmar (from the declaration alone: few articles each), built from real text in those
-languages (`evaluate/multilingual.py`) as the web and site families are built from
-the shared pages. Per language, on hosts of that language only:
+"""The 'multilingual' family.
+
+A crawl in Chinese, Russian, Vietnamese and Tibetan, and in Thai, Lao, Khmer and Myanmar (from the
+declaration alone: few articles each), built from real text in those languages
+(`evaluate/multilingual.py`) as the web and site families are built from the shared pages. Per
+language, on hosts of that language only:
 
 - positives, one gold cluster per article: the original (its own real page, or a page of the
   language's 'home' host in that host's template), a re-crawl (boilerplate changed), copies inside
@@ -58,7 +60,9 @@ def paragraph_swap(paragraphs: list[str], rng: random.Random) -> list[str]:
 
 def build_multilingual(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random,
                        out: LabelledSet) -> None:
-    """pool: the split's distinct articles in the four languages; templates: pages of the split
+    """Build the 'multilingual' family from the split's articles and templates.
+
+    pool: the split's distinct articles in the four languages; templates: pages of the split
     usable as a template (any language)."""
     base = datetime(2024, 3, 1, tzinfo=UTC)
     for number, lang in enumerate(LANGUAGES):
@@ -71,7 +75,9 @@ def build_multilingual(pool: list[SourcePage], templates: list[SourcePage], rng:
 
 def _followups(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
                share: float = 1 / 6) -> None:
-    """For about `share` of each language's clusters (articles of >= 4 paragraphs): a follow-up in
+    """Follow-ups in another site's template for about `share` of each language's clusters.
+
+    For about `share` of each language's clusters (articles of >= 4 paragraphs): a follow-up in
     another site's template, reusing the first 55-75 % of the article's paragraphs and going on
     with another article's of the language (`followup`, its own cluster: not a duplicate)."""
     by_name = {p.name: p for p in pool}

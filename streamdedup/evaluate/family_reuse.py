@@ -1,5 +1,7 @@
-"""The 'reuse' family: pages that share text with an earlier page in one direction only, for
-directional scoring (`evaluate/directional.py`): is a `duplicate_of` edge safe to drop?
+"""The 'reuse' family.
+
+Pages that share text with an earlier page in one direction only, for directional scoring
+(`evaluate/directional.py`): is a `duplicate_of` edge safe to drop?
 
 A cross-site crawl of real templates (one host per donor site, most seen 2-4 times, so many
 pairs meet a site's first pages), every article inside another site's template, every page
@@ -77,8 +79,9 @@ class _Crawl:
         return self.sources.pop((same or found)[0]) if found else None
 
     def host(self, article: SourcePage, pages: int, fresh: bool = True) -> SourcePage | None:
-        """A donor site to carry `pages` more pages of `article`, in its language where possible:
-        a site not seen yet (`fresh`, its first pages), else one with room for them."""
+        """A donor site to carry `pages` more pages of `article`, in its language where possible.
+
+        A site not seen yet (`fresh`, its first pages), else one with room for them."""
         room = [d for d in self.donors if d.site_key != article.site_key
                 and self.load.get(d.name, 0) + pages <= MAX_PAGES_PER_HOST
                 and (self.load.get(d.name, 0) == 0) == fresh]

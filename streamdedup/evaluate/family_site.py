@@ -1,9 +1,10 @@
-"""The 'site' family: a crawl of a few sites seen many times, so each site's template can be learned
-from the stream. Per host (one real page's template): many different articles in it (hard negatives
-of each other, 'same_host_article'), some re-crawled at the same URL with changed boilerplate
-('site_recrawl') or lightly edited at a new URL ('site_light_edit': 2-5 % of words) or at the same
-URL ('site_minor_edit': 1-8 words and an update line), and short pages: 10-60 words of real text
-each, on the same template, every one a different brief ('short_page' negatives)."""
+"""The 'site' family: a crawl of a few sites seen many times, so each site's template can be learned from the stream.
+
+Per host (one real page's template): many different articles in it (hard negatives of each other,
+'same_host_article'), some re-crawled at the same URL with changed boilerplate ('site_recrawl') or
+lightly edited at a new URL ('site_light_edit': 2-5 % of words) or at the same URL
+('site_minor_edit': 1-8 words and an update line), and short pages: 10-60 words of real text each,
+on the same template, every one a different brief ('short_page' negatives)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ EDITS = ("site_recrawl", "site_light_edit", "site_minor_edit")
 def build_site(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
                hosts: int = 5, articles: tuple[int, int] = (15, 20), shorts: tuple[int, int] = (12, 14),
                edited: float = 0.4) -> None:
-    """`hosts` template donors (fewer if the pool cannot fill them); on each, articles[0..1] stories
-    and shorts[0..1] short pages."""
+    """`hosts` template donors (fewer if the pool cannot fill them).
+
+    On each, articles[0..1] stories and shorts[0..1] short pages."""
     hosts = min(hosts, len(templates), len(pool) // (1 + articles[1] + shorts[1]))
     donors = rng.sample(sorted(templates, key=lambda t: t.name), hosts)
     rest = [p for p in pool if p not in donors]

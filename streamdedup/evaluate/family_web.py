@@ -1,8 +1,10 @@
-"""The 'web' family: a cross-site crawl. Per article a gold cluster of the pages a crawl would see:
-the original, a re-crawl with changed boilerplate, syndicated copies inside *other sites' real
-templates*, light edits, a print/AMP version and a teaser. Hard negatives are singletons: another
-article inside a template that also carries a cluster's article ('same_template'), and very short
-generated notices four to a template ('short')."""
+"""The 'web' family: a cross-site crawl.
+
+Per article a gold cluster of the pages a crawl would see: the original, a re-crawl with changed
+boilerplate, syndicated copies inside *other sites' real templates*, light edits, a print/AMP
+version and a teaser. Hard negatives are singletons: another article inside a template that also
+carries a cluster's article ('same_template'), and very short generated notices four to a template
+('short')."""
 
 from __future__ import annotations
 
@@ -73,7 +75,9 @@ def build_web(pool: list[SourcePage], templates: list[SourcePage], rng: random.R
 
     def negative(kind: str, source: SourcePage, template: SourcePage, paragraphs: list[str], title: str,
                  path: str, units: list[str] | None = None) -> None:
-        """A singleton: `paragraphs` inside `template`, at a random time of the crawl (units: its
+        """A singleton: `paragraphs` inside `template`, at a random time of the crawl.
+
+        A singleton: `paragraphs` inside `template`, at a random time of the crawl (units: its
         article's, else one of its own)."""
         html = in_template(template, paragraphs, title)
         if html is not None:

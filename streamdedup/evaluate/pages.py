@@ -1,5 +1,6 @@
-"""Real pages for the labelled sets: Mozilla's readability test pages, trafilatura's test pages and
-newspaper4k's test pages.
+"""Real pages for the labelled sets.
+
+Mozilla's readability test pages, trafilatura's test pages and newspaper4k's test pages.
 
 Each page becomes a `SourcePage`: its raw HTML, the article's text blocks, a title, a language
 and a site. Readability's pages carry the article itself (expected.html); trafilatura's carry
@@ -146,9 +147,11 @@ def _title(tree: Any, fallback: str) -> str:
 
 
 def article_from_snippets(source: str, keep: list[str], drop: list[str]) -> tuple[tuple[str, ...], str] | None:
-    """The article's blocks and title: every leaf block under the smallest element holding all the
-    blocks that contain a kept snippet, minus blocks holding a dropped one. None if a kept snippet
-    is not inside a block, or the element is the whole page."""
+    """The article's blocks and title.
+
+    Every leaf block under the smallest element holding all the blocks that contain a kept snippet,
+    minus blocks holding a dropped one. None if a kept snippet is not inside a block, or the element
+    is the whole page."""
     try:
         tree = lxml.html.fromstring(source)
     except (ValueError, lxml.etree.ParserError):
@@ -224,9 +227,11 @@ _DENSE_TEXT = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff
 
 
 def load_newspaper_pages(path: Path) -> list[SourcePage]:
-    """newspaper4k's test pages that come with the article's text: tests/data/html/NAME.html,
-    tests/data/txt/NAME.txt (a paragraph a line) and, for most, tests/data/metadata/NAME.json (the
-    page's URL, which names its site, and language; else the page's own `lang`, and the name)."""
+    """newspaper4k's test pages that come with the article's text.
+
+    Tests/data/html/NAME.html, tests/data/txt/NAME.txt (a paragraph a line) and, for most,
+    tests/data/metadata/NAME.json (the page's URL, which names its site, and language; else the
+    page's own `lang`, and the name)."""
     files: dict[str, dict[str, bytes]] = {}
     for parts, data in _members(path):
         if len(parts) >= 3 and parts[-3] == "data" and parts[-2] in ("html", "txt", "metadata"):
@@ -250,8 +255,9 @@ def load_newspaper_pages(path: Path) -> list[SourcePage]:
 
 
 def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
-    """Pages of every archive given: trafilatura's (it has expected.json), newspaper4k's (its
-    tests/data/txt) or readability's."""
+    """Pages of every archive given.
+
+    Trafilatura's (it has expected.json), newspaper4k's (its tests/data/txt) or readability's."""
     pages: list[SourcePage] = []
     for path in paths:
         names = _members_names(path)
@@ -265,8 +271,9 @@ def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
 
 
 def _members_names(path: Path) -> set[str]:
-    """What tells the archives apart: 'expected.json' (trafilatura's), 'newspaper' (newspaper4k's
-    package, by its top folder of code)."""
+    """What tells the archives apart.
+
+    'expected.json' (trafilatura's), 'newspaper' (newspaper4k's package, by its top folder of code)."""
     if path.is_dir():
         found = {"expected.json"} if next(path.rglob("expected.json"), None) is not None else set()
         return found | ({"newspaper"} if next(path.rglob("newspaper/__init__.py"), None) is not None else set())

@@ -30,8 +30,10 @@ def _pyplot() -> Any:
 
 
 def _chart(methods: dict[str, dict[str, Any]]) -> str:
-    """Bars per method, and precision against recall; labels rotated, layout constrained, and the
-    scatter's points named in a legend (methods often share a point, so labels on it overlap)."""
+    """Bars per method, and precision against recall.
+
+    Labels rotated, layout constrained, and the scatter's points named in a legend (methods often
+    share a point, so labels on it overlap)."""
     plt = _pyplot()
     names = list(methods)
     fig, (bars, scatter) = plt.subplots(1, 2, figsize=(max(12, 1.2 * len(names) + 6), 4.8), layout="constrained")

@@ -67,9 +67,10 @@ def predicted_labels(outcomes: list[Outcome]) -> list[str]:
 
 
 def merged_labels(outcomes: list[Outcome], labels: list[str]) -> list[str]:
-    """`labels` with every cluster a later page bridged (its `merged_clusters`) joined to that
-    page's cluster: what a consumer that applies the merges sees (a news-clustering feed), where the
-    verdicts as emitted keep the cluster each page was given when it was decided."""
+    """`labels` with every cluster a later page bridged (its `merged_clusters`) joined to that page's cluster.
+
+    What a consumer that applies the merges sees (a news-clustering feed), where the verdicts as
+    emitted keep the cluster each page was given when it was decided."""
     parent: dict[str, str] = {}
 
     def root(cluster: str) -> str:

@@ -58,8 +58,9 @@ def slug(name: str) -> str:
 
 
 def same_language_first(pages: list[SourcePage], lang: str | None, rng: random.Random) -> list[SourcePage]:
-    """The pages in `lang` first, then the others, each group shuffled: one publisher writes in one
-    language as far as the pool allows."""
+    """The pages in `lang` first, then the others, each group shuffled.
+
+    One publisher writes in one language as far as the pool allows."""
     same = [p for p in pages if p.lang == lang]
     other = [p for p in pages if p.lang != lang]
     rng.shuffle(same)
@@ -78,8 +79,10 @@ def _shingles(page: SourcePage) -> set[int]:
 
 
 def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list[SourcePage]:
-    """Long enough articles, each kept once: several test pages are variants of one text (Mozilla's
-    lorem-ipsum cases, trafilatura's pages saved twice) and would be unlabelled near-duplicates."""
+    """Long enough articles, each kept once.
+
+    Several test pages are variants of one text (Mozilla's lorem-ipsum cases, trafilatura's pages
+    saved twice) and would be unlabelled near-duplicates."""
     kept: list[SourcePage] = []
     sizes: list[int] = []
     index: dict[int, list[int]] = {}
@@ -98,8 +101,9 @@ def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list
 
 
 def article_units(page: SourcePage, indices: Iterable[int] | None = None) -> list[str]:
-    """Gold content units of an article's paragraphs (all, or those at `indices`): one id per source
-    paragraph, '<page name>:<index>'; a lightly edited paragraph keeps its id."""
+    """Gold content units of an article's paragraphs (all, or those at `indices`).
+
+    One id per source paragraph, '<page name>:<index>'; a lightly edited paragraph keeps its id."""
     chosen = range(len(page.paragraphs)) if indices is None else indices
     return [f"{page.name}:{i}" for i in chosen]
 
@@ -125,11 +129,13 @@ class LabelledSet:
     def emit(self, cluster: str, variant: str, source: str, html: str, url: str, when: datetime,
              lang: str | None, *, negative: str | None = None, template: str | None = None,
              undated: bool = False, **extra: Any) -> None:
-        """One page. variant: how it was made (a negative's variant is its negative kind);
-        negative: the hard-negative class it stands for against other clusters (or None);
-        extra: more labels, e.g. `units` (the gold content units it holds). An `undated` page
-        carries neither `id` nor `fetched_at` (a crawler that sends none): its place in the crawl
-        is `arrived_at`, its name `label_id`."""
+        """One page.
+
+        variant: how it was made (a negative's variant is its negative kind); negative: the
+        hard-negative class it stands for against other clusters (or None); extra: more labels, e.g.
+        `units` (the gold content units it holds). An `undated` page carries neither `id` nor
+        `fetched_at` (a crawler that sends none): its place in the crawl is `arrived_at`, its name
+        `label_id`."""
         host = re.sub(r"^https?://([^/?#]+).*$", r"\1", url)
         name = f"{self.family}-{self.split}-{variant}-{len(self.records):05d}"
         stamp = when.isoformat().replace("+00:00", "Z")

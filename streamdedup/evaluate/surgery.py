@@ -1,6 +1,8 @@
-"""Page surgery for the labelled sets: an article moved into another real page's template, and the
-edits a crawl really sees (re-crawls, light edits, teasers, revisions with update lines, corrections,
-appended paragraphs, new headlines). Pure functions of their inputs and a seeded random generator.
+"""Page surgery for the labelled sets.
+
+An article moved into another real page's template, and the edits a crawl really sees (re-crawls,
+light edits, teasers, revisions with update lines, corrections, appended paragraphs, new headlines).
+Pure functions of their inputs and a seeded random generator.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ CORRECTION = {"en": "Correction: an earlier version of this article misstated â€
 
 # -- an article inside another page's template ----------------------------------------------------
 def article_node(tree: Any, page: SourcePage) -> Any | None:
-    """The element of the page's source that holds its article: the lowest common ancestor of
-    the source paragraphs whose text is one of the article's blocks."""
+    """The element of the page's source that holds its article.
+
+    The lowest common ancestor of the source paragraphs whose text is one of the article's blocks."""
     wanted = {p for p in page.paragraphs if page.segmenter.count(p) >= 6}
     hits = [el for el in tree.iter("p") if normalise(el.text_content()) in wanted]
     if len(hits) < 3:
@@ -59,7 +62,9 @@ def _common_ancestor(elements: list[Any]) -> Any | None:
 
 
 def own_article_node(tree: Any, page: SourcePage) -> Any | None:
-    """The element of a page's own source holding its located article, found more leniently than
+    """The element of a page's own source holding its located article, found leniently.
+
+    The element of a page's own source holding its located article, found more leniently than
     a template's (`article_node` wants three long paragraphs): the lowest common ancestor of every
     leaf block whose text is one of the article's blocks, or the parent of the only one."""
     wanted = set(page.paragraphs)
@@ -84,8 +89,9 @@ def _strip_page_metadata(tree: Any, title: str) -> None:
 
 
 def _drop_template_article_remnants(tree: Any, node: Any, template: SourcePage, title: str) -> None:
-    """The template's own headline, standfirst and byline live outside the article node: a real
-    page would show the new article's, so they are removed (headlines get the new title)."""
+    """The template's own headline, standfirst and byline live outside the article node.
+
+    A real page would show the new article's, so they are removed (headlines get the new title)."""
     own = set(template.paragraphs)
     inside = set(node.iter())
     for element in list(tree.iter()):
@@ -129,17 +135,20 @@ def in_template(template: SourcePage, paragraphs: Iterable[str], title: str,
 
 
 def own_page(page: SourcePage) -> str:
-    """The page as its own site shows the article its copies carry: its article element holding
-    exactly the located paragraphs. The located article is often only part of what the page shows
-    (trafilatura's snippets need not cover its first or last paragraphs, a letters page holds
-    other letters), and a copy elsewhere carries only the located part, so the real page was a
-    superset of its 'syndicated' copies, not a near-duplicate of them. Pages whose article element
-    cannot be found are kept as they are."""
+    """The page as its own site shows the article its copies carry.
+
+    Its article element holding exactly the located paragraphs. The located article is often only
+    part of what the page shows (trafilatura's snippets need not cover its first or last paragraphs,
+    a letters page holds other letters), and a copy elsewhere carries only the located part, so the
+    real page was a superset of its 'syndicated' copies, not a near-duplicate of them. Pages whose
+    article element cannot be found are kept as they are."""
     return in_template(page, page.paragraphs, page.title, own_article_node) or page.source
 
 
 def usable_template(page: SourcePage, max_words: int = 1000) -> bool:
-    """The page's article can be swapped out cleanly (none of its long blocks is left behind) and
+    """Whether the page's article swaps out cleanly and what stays is a template.
+
+    The page's article can be swapped out cleanly (none of its long blocks is left behind) and
     what stays is a template, not a second article: at most `max_words` words of text (about 80 %
     of the test pages; the rest keep comment threads or the unannotated rest of their article)."""
     html = in_template(page, ["probe"], "probe")
@@ -156,7 +165,9 @@ def usable_template(page: SourcePage, max_words: int = 1000) -> bool:
 
 
 def stray_article_text(page: SourcePage, words: int = 45) -> bool:
-    """The template still shows a long unlabelled paragraph of the article it was taken from
+    """Whether the template still shows a long unlabelled paragraph of the article it was taken from.
+
+    The template still shows a long unlabelled paragraph of the article it was taken from
     (a plain <p> of at least `words` words once its located article is swapped out): its
     article went on in a second container, or the located part was only its start, so a copy
     in it would carry half of another article."""
@@ -206,8 +217,9 @@ def light_edit(paragraphs: list[str], rng: random.Random, seg: Segmenter = SPACE
 
 def light_edit_kept(paragraphs: list[str], rng: random.Random,
                     seg: Segmenter = SPACES) -> tuple[list[str], list[int]]:
-    """`light_edit`'s paragraphs and the indices (into `paragraphs`) of those it kept, for the
-    gold units; the same random draws as `light_edit`."""
+    """`light_edit`'s paragraphs and the indices (into `paragraphs`) of those it kept, for the gold units.
+
+    The same random draws as `light_edit`."""
     paras = list(paragraphs)
     kept = list(range(len(paras)))
     if len(paras) >= 8:

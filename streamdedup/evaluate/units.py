@@ -51,8 +51,7 @@ _LETTER = regex.compile(r"[\p{L}\p{M}\p{N}]")
 
 
 def _dictionary_units(run: str) -> list[str]:
-    """A run of Thai, Lao, Khmer or Myanmar text as its words (the tokeniser's), each with what
-    follows it."""
+    """A run of Thai, Lao, Khmer or Myanmar text as its words (the tokeniser's), each with what follows it."""
     units: list[str] = []
     for start, end in dictionary_words([run])[0]:
         piece = run[start:end]

@@ -58,7 +58,9 @@ def _layout(n_ss: int, n_ws: int, word_bits: int) -> np.dtype:
 
 @lru_cache(maxsize=64)
 def _packer(n_ss: int, n_ws: int, word_format: str) -> struct.Struct:
-    """The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words
+    """The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words.
+
+    The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words
     (`A12Method.encode` and `decode`)."""
     return struct.Struct(f"<IIBB{n_ss}Q{n_ws}{word_format}")
 
@@ -76,8 +78,9 @@ def _ratio(a: int, b: int) -> float:
 
 
 def _longest_sentences(doc: Document, count: int) -> tuple[int, ...]:
-    """Signatures of the `count` longest sentences, ties by signature; only sentences at least as
-    long as the count-th longest are hashed."""
+    """Signatures of the `count` longest sentences, ties by signature.
+
+    Only sentences at least as long as the count-th longest are hashed."""
     bounds, hashes = doc.sentence_bounds.tolist(), doc.token_hashes
     ranked = sorted((bounds[i] - bounds[i + 1], combine(hashes[bounds[i]:bounds[i + 1]]))
                     for i in longest_spans(doc.sentence_bounds, count).tolist())
@@ -140,7 +143,9 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         return min(signature.length, other.length) / max(signature.length, other.length)
 
     def similarities(self, signature: A12Signature, others: Sequence[bytes]) -> np.ndarray:
-        """`similarity` against many encoded signatures, those of one layout (as many sentences
+        """The `similarity` against many encoded signatures of one layout, in one compiled pass.
+
+        `similarity` against many encoded signatures, those of one layout (as many sentences
         and words) in one compiled pass (`kernels.a12_similarities`): the same tests."""
         if not signature.ss:
             return super().similarities(signature, others)

@@ -23,17 +23,19 @@ if TYPE_CHECKING:
     from typing_extensions import TypeVar as DefaultTypeVar
 else:
     def DefaultTypeVar(name: str, *, bound: Any = None, default: Any = None) -> Any:  # noqa: N802 - as the class
-        """A TypeVar whose default (PEP 696) is for the type checker alone: the one of
-        typing_extensions, which Python 3.11 needs for it, took ~50 ms of every start-up to import,
-        and no annotation that leaves the default out is evaluated at run time."""
+        """A TypeVar whose default (PEP 696) is for the type checker alone.
+
+        The one of typing_extensions, which Python 3.11 needs for it, took ~50 ms of every start-up
+        to import, and no annotation that leaves the default out is evaluated at run time."""
         return TypeVar(name, bound=bound)
 
 S = TypeVar("S")
 
 
 def all_sized(encoded: Sequence[bytes], size: int) -> bool:
-    """Every encoded signature is `size` bytes long (one array layout fits them all), tested at
-    C speed: the batch paths ask it of every page's candidates."""
+    """Every encoded signature is `size` bytes long (one array layout fits them all), tested at C speed.
+
+    The batch paths ask it of every page's candidates."""
     return not encoded or set(map(len, encoded)) == {size}
 
 
@@ -80,9 +82,11 @@ class FingerprintMethod(ABC, Generic[S, P]):
         """Keys under which this signature is filed; near-duplicates share at least one."""
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
-        """The `index_keys` of many encoded signatures at once, when all keys are one size: uint8
-        rows, one a key, each signature's in `index_keys` order, and how many keys each signature
-        has (the store's rebuild after a crash). None: not offered, or not for these signatures."""
+        """The `index_keys` of many encoded signatures at once, when all keys are one size.
+
+        Uint8 rows, one a key, each signature's in `index_keys` order, and how many keys each
+        signature has (the store's rebuild after a crash). None: not offered, or not for these
+        signatures."""
         return None
 
     # Whether any two signatures this method's test accepts share one of their index keys (exact:
@@ -94,8 +98,10 @@ class FingerprintMethod(ABC, Generic[S, P]):
 
     @property
     def max_index_keys(self) -> int | None:
-        """The most index keys a signature has (None: no bound): where a page's keys of each method
-        can stand among its sorted names (`signature_store.place_bounds`)."""
+        """The most index keys a signature has (None: no bound).
+
+        Where a page's keys of each method can stand among its sorted names
+        (`signature_store.place_bounds`)."""
         return None
 
     # Whether `index_finds_bits` can tell a page its keys found by chance (short keys, as SimHash's
@@ -103,7 +109,9 @@ class FingerprintMethod(ABC, Generic[S, P]):
     tells_chance_keys: ClassVar[bool] = False
 
     def index_finds_bits(self, signature: Any, bits: np.ndarray, mask: int) -> np.ndarray:
-        """Whether each stored page is one this method's index is built to find for `signature`,
+        """Whether each stored page is one this method's index is built to find, not a chance collision.
+
+        Whether each stored page is one this method's index is built to find for `signature`,
         not a chance collision of its keys, from only the `mask` bits of the stored pages' encoded
         signatures (their first 8 bytes, little-endian uint64, as the store keeps them in memory).
         True wherever the whole signature could be found, so that no real candidate is dropped. A
@@ -118,8 +126,9 @@ class FingerprintMethod(ABC, Generic[S, P]):
         """Estimated similarity if `other` is a near-duplicate by this method, else None."""
 
     def similarities(self, signature: S, others: Sequence[bytes]) -> np.ndarray:
-        """`similarity` against many encoded signatures at once (the candidates of one page):
-        float64, NaN where `similarity` is None. Methods whose test is a few array operations
+        """`similarity` against many encoded signatures at once (the candidates of one page).
+
+        Float64, NaN where `similarity` is None. Methods whose test is a few array operations
         override it with one vectorised pass giving exactly the same values."""
         out = np.full(len(others), np.nan)
         for i, data in enumerate(others):
@@ -142,8 +151,9 @@ class FingerprintMethod(ABC, Generic[S, P]):
         """Inverse of `encode`."""
 
     def laid_out_as_mine(self, data: bytes) -> bool:
-        """Whether an encoded signature has the layout this method's parameters give it: False for
-        one that other parameters made where its size tells (another MinHash width, A12's 64-bit
-        words). A request that names no maker is checked by this (`IndexPartition.check_made_by`);
-        True where the layout does not depend on the parameters."""
+        """Whether an encoded signature has the layout this method's parameters give it.
+
+        False for one that other parameters made where its size tells (another MinHash width, A12's
+        64-bit words). A request that names no maker is checked by this
+        (`IndexPartition.check_made_by`); True where the layout does not depend on the parameters."""
         return True

@@ -1,8 +1,10 @@
-"""A11 decomposition (004): every page is decomposed into its shingles, filed as
-(shingle, page, length); pages sharing a shingle are compared only inside the local length
-window (neighbouring lengths within a ratio of 1.15, for similarity 0.85), with a precise
-similarity. We keep a 1-in-`sample` subset of shingles (004: 'all or sampled'), file the page
-under the smallest `index_sample` of them, and compare by the Jaccard of the samples."""
+"""A11 decomposition (004).
+
+Every page is decomposed into its shingles, filed as (shingle, page, length); pages sharing a
+shingle are compared only inside the local length window (neighbouring lengths within a ratio of
+1.15, for similarity 0.85), with a precise similarity. We keep a 1-in-`sample` subset of shingles
+(004: 'all or sampled'), file the page under the smallest `index_sample` of them, and compare by the
+Jaccard of the samples."""
 
 from __future__ import annotations
 

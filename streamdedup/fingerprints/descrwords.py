@@ -1,6 +1,7 @@
-"""A9 DescrWords (Ilyinsky, 004): a page is the bit vector 'descriptive word w is frequent here'
-(tf/tf_max above w's threshold) over a fixed vocabulary of descriptive words; equal vectors mean
-duplicates.
+"""A9 DescrWords (Ilyinsky, 004).
+
+A page is the bit vector 'descriptive word w is frequent here' (tf/tf_max above w's threshold) over
+a fixed vocabulary of descriptive words; equal vectors mean duplicates.
 
 Simplification, said plainly: 004 picks 3-5 thousand descriptive words and a threshold per word
 by optimising coverage and precision on a labelled collection. We have no such collection, so the

@@ -1,5 +1,7 @@
-"""A5 HeavySent (004): a sentence weighs the sum of its words' A2 (BM25 TF*IDF) weights; the 2
-heaviest, alphabetical, CRC32."""
+"""A5 HeavySent (004).
+
+A sentence weighs the sum of its words' A2 (BM25 TF*IDF) weights; the 2 heaviest, alphabetical,
+CRC32."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""I-Match (Chowdhury et al. 2002; 000, 001): SHA1 over the page's distinct words that belong to
-the lexicon of middle-IDF words (the commonest and the rarest words are dropped), sorted.
-Equal signatures mean duplicates. One value per page: fast, but one lexicon word added or
-removed changes it, and pages with few lexicon words are not judged (004's minimum)."""
+"""I-Match (Chowdhury et al. 2002; 000, 001).
+
+SHA1 over the page's distinct words that belong to the lexicon of middle-IDF words (the commonest
+and the rarest words are dropped), sorted. Equal signatures mean duplicates. One value per page:
+fast, but one lexicon word added or removed changes it, and pages with few lexicon words are not
+judged (004's minimum)."""
 
 from __future__ import annotations
 

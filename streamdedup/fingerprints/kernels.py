@@ -44,8 +44,9 @@ def weighted_sign_bits(features: np.ndarray, weights: np.ndarray) -> np.uint64:
 
 @numba.njit(cache=True)
 def sign_bits(features: np.ndarray) -> np.uint64:
-    """`weighted_sign_bits` with every weight 1, for fewer than 2^31 features: 32-bit counts
-    without the multiply, twice as many lanes a vector (1.5x faster on 600 features)."""
+    """`weighted_sign_bits` with every weight 1, for fewer than 2^31 features.
+
+    32-bit counts without the multiply, twice as many lanes a vector (1.5x faster on 600 features)."""
     votes = np.zeros(64, dtype=np.int32)
     for j in range(len(features)):
         f = features[j]
@@ -70,9 +71,11 @@ def _absorb(h: np.uint64, value: np.uint64) -> np.uint64:
 
 @numba.njit(cache=True)
 def band_keys(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """The LSH keys of a MinHash, back to back: per band one byte (the band number) and a
-    little-endian 64-bit hash of its rows (splitmix-style absorption of each value), then of its
-    check byte when `checks` has one a band (`band_checks`; empty: the keys of before checks)."""
+    """The LSH keys of a MinHash, back to back.
+
+    Per band one byte (the band number) and a little-endian 64-bit hash of its rows (splitmix-style
+    absorption of each value), then of its check byte when `checks` has one a band (`band_checks`;
+    empty: the keys of before checks)."""
     out = np.empty(bands * 9, dtype=np.uint8)
     checked = len(checks) == bands
     for band in range(bands):
@@ -89,7 +92,9 @@ def band_keys(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> 
 
 @numba.njit(cache=True)
 def band_keys_many(values: np.ndarray, checks: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """`band_keys` of each row of `values` (one MinHash a row) with that row of `checks` (or
+    """The `band_keys` of each row of `values` with that row of `checks`.
+
+    `band_keys` of each row of `values` (one MinHash a row) with that row of `checks` (or
     none: `checks` of 0 columns), one row of keys each."""
     out = np.empty((values.shape[0], bands * 9), dtype=np.uint8)
     for i in range(values.shape[0]):
@@ -99,8 +104,9 @@ def band_keys_many(values: np.ndarray, checks: np.ndarray, bands: int, rows: int
 
 @numba.njit(cache=True)
 def band_checks(minima: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """Per band, the top byte of `band_keys`' hash of its rows' *whole* 32-bit minima: kept beside
-    values cut to 8 bits, it makes a band key 40 bits of its rows' minima, not 32."""
+    """Per band, the top byte of `band_keys`' hash of its rows' *whole* 32-bit minima.
+
+    Kept beside values cut to 8 bits, it makes a band key 40 bits of its rows' minima, not 32."""
     keys = band_keys(minima, np.empty(0, dtype=np.uint8), bands, rows)
     out = np.empty(bands, dtype=np.uint8)
     for band in range(bands):
@@ -110,9 +116,10 @@ def band_checks(minima: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 @numba.njit(cache=True)
 def distinct_sentence_keys(data: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A12's index keys of encoded signatures back to back (`A12Method.encode`, the i-th ends at
-    `ends[i]`): each one's sentence hashes, a repeated one once (first place kept), as uint64
-    (little-endian bytes: the keys), and how many each signature has."""
+    """A12's index keys of encoded signatures back to back (`A12Method.encode`, the i-th ends at `ends[i]`).
+
+    Each one's sentence hashes, a repeated one once (first place kept), as uint64 (little-endian
+    bytes: the keys), and how many each signature has."""
     keys = np.empty(len(data) // 8, dtype=np.uint64)
     counts = np.zeros(len(ends), dtype=np.int64)
     k = 0
@@ -140,8 +147,10 @@ def distinct_sentence_keys(data: np.ndarray, ends: np.ndarray) -> tuple[np.ndarr
 
 @numba.njit(cache=True)
 def longest_distinct(lengths: np.ndarray, hashes: np.ndarray, count: int) -> np.ndarray:
-    """Hashes of the `count` longest distinct (length, hash) pairs, ties by hash: one pass that
-    keeps a sorted top list (most words are shorter than its last and rejected at once)."""
+    """Hashes of the `count` longest distinct (length, hash) pairs, ties by hash.
+
+    One pass that keeps a sorted top list (most words are shorter than its last and rejected at
+    once)."""
     top_len = np.empty(count, dtype=np.int64)
     top_hash = np.empty(count, dtype=np.uint64)
     m = 0
@@ -170,8 +179,9 @@ def longest_distinct(lengths: np.ndarray, hashes: np.ndarray, count: int) -> np.
 
 @numba.njit(cache=True)
 def longest_spans(bounds: np.ndarray, count: int) -> np.ndarray:
-    """Indices of the spans [bounds[i], bounds[i+1]) at least as long as the count-th longest:
-    the only ones that can rank among the `count` longest, whatever breaks the ties."""
+    """Indices of the spans [bounds[i], bounds[i+1]) at least as long as the count-th longest.
+
+    The only ones that can rank among the `count` longest, whatever breaks the ties."""
     spans = len(bounds) - 1
     top = np.zeros(count, dtype=np.int64)  # the longest sizes so far, descending
     for i in range(spans):
@@ -195,8 +205,9 @@ def longest_spans(bounds: np.ndarray, count: int) -> np.ndarray:
 @numba.njit(cache=True)
 def minhash_similarities(rows: np.ndarray, sizes: np.ndarray, values: np.ndarray, size: int, threshold: float,
                          collision: float, containment: float, min_shingles: int) -> np.ndarray:
-    """MinHashMethod.similarity of `values` (set size `size`) with each row (its set size in
-    `sizes`), NaN for None: the same float64 operations in the same order, one pass."""
+    """MinHashMethod.similarity of `values` (set size `size`) with each row (its set size in `sizes`), NaN for None.
+
+    The same float64 operations in the same order, one pass."""
     out = np.empty(rows.shape[0])
     n = rows.shape[1]
     for r in range(rows.shape[0]):
@@ -220,7 +231,9 @@ def minhash_similarities(rows: np.ndarray, sizes: np.ndarray, values: np.ndarray
 def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray, ws: np.ndarray, length: int,
                      count: int, my_ss: np.ndarray, my_ws: np.ndarray, length_ratio: float, count_ratio: float,
                      min_word_matches: int) -> np.ndarray:
-    """A12Method.similarity of one signature (`length`, `count` sentences, `my_ss`, `my_ws`) with
+    """The A12Method.similarity of one signature with each row of one layout.
+
+    A12Method.similarity of one signature (`length`, `count` sentences, `my_ss`, `my_ws`) with
     each row (signatures of one layout: as many sentences and words each), NaN for None; the same
     tests and float64 operations. Words are counted as sets, as `similarity` counts them."""
     out = np.full(lengths.shape[0], np.nan)

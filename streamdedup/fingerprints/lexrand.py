@@ -1,7 +1,8 @@
-"""A7 LexRand, lexicon-randomised I-Match (Kołcz et al.; 000, 004): besides the lexicon L, K extra
-lexicons, each L without a random fraction p of its words; K + 1 signatures, any one equal means
-duplicates. A change of n lexicon words leaves some signature intact with probability
-1 - (1 - p^n)^K (K = 10, p = 0.33: 0.98 for one word, 0.67 for two)."""
+"""A7 LexRand, lexicon-randomised I-Match (Kołcz et al.; 000, 004).
+
+Besides the lexicon L, K extra lexicons, each L without a random fraction p of its words; K + 1
+signatures, any one equal means duplicates. A change of n lexicon words leaves some signature intact
+with probability 1 - (1 - p^n)^K (K = 10, p = 0.33: 0.98 for one word, 0.67 for two)."""
 
 from __future__ import annotations
 

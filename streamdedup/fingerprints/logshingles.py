@@ -1,8 +1,10 @@
-"""A8 LogShingles (004): word 5-shingles with wrap-around (the text read as a ring, so the end
-joins the start), of which only those whose fingerprint is divisible by a power of two 2^T are
-kept (logarithmic sampling). T grows with log2 of the page's shingle count, so that about
-`target` shingles survive; two pages are compared at the larger of their two levels (the sample
-at level T+1 is a subset of the one at T), by the Jaccard of the samples."""
+"""A8 LogShingles (004).
+
+Word 5-shingles with wrap-around (the text read as a ring, so the end joins the start), of which
+only those whose fingerprint is divisible by a power of two 2^T are kept (logarithmic sampling). T
+grows with log2 of the page's shingle count, so that about `target` shingles survive; two pages are
+compared at the larger of their two levels (the sample at level T+1 is a subset of the one at T), by
+the Jaccard of the samples."""
 
 from __future__ import annotations
 

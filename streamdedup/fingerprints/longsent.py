@@ -1,5 +1,6 @@
-"""A4 LongSent (004): the 2 longest sentences (in words; ties alphabetical), joined in
-alphabetical order, CRC32. The best recall of 004's classical methods."""
+"""A4 LongSent (004): the 2 longest sentences (in words; ties alphabetical), joined in alphabetical order, CRC32.
+
+The best recall of 004's classical methods."""
 
 from __future__ import annotations
 

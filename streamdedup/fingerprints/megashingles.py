@@ -1,6 +1,7 @@
-"""A6 megashingles (Fetterly et al.; 004): 36 min-wise functions over word 5-shingles, 6
-supershingles of 6, and the 15 pairs of supershingles ('megashingles'); one equal megashingle
-means similar (that is: two supershingles agree)."""
+"""A6 megashingles (Fetterly et al.; 004).
+
+36 min-wise functions over word 5-shingles, 6 supershingles of 6, and the 15 pairs of supershingles
+('megashingles'); one equal megashingle means similar (that is: two supershingles agree)."""
 
 from __future__ import annotations
 

@@ -170,7 +170,9 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return None
 
     def similarities(self, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
-        """`similarity` against every encoded signature in `others` in one compiled pass
+        """The `similarity` against every encoded signature in `others`, in one compiled pass.
+
+        `similarity` against every encoded signature in `others` in one compiled pass
         (`kernels.minhash_similarities`): the same float64 operations as `jaccard` and `similarity`."""
         width = self._record.itemsize
         if (len(signature.values) != self.params.num_perm or signature.values.dtype != self._dtype
@@ -185,7 +187,9 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
                                     p.containment_min_shingles)
 
     def measure_similarities(self, measure: str, signature: MinHashSignature, others: Sequence[bytes]) -> np.ndarray:
-        """"containment": the estimated containment of the smaller page in the larger one, whatever
+        """The estimated containment of the smaller page in the larger one.
+
+        "containment": the estimated containment of the smaller page in the larger one, whatever
         the Jaccard (a policy term `minhash.containment>=X`); NaN where the smaller page has fewer
         than `containment_min_shingles` shingles, too few to tell its own text from shared boilerplate."""
         if measure != "containment":
@@ -209,7 +213,9 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
 
     def new_shares(self, signature: MinHashSignature,
                    others: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each encoded signature: the estimated share of this page's shingles absent from it,
+        """The estimated shares of shingles each page lacks of the other, for each encoded signature.
+
+        For each encoded signature: the estimated share of this page's shingles absent from it,
         of its shingles absent from this page (NaN where not comparable), and its count of
         shingles: with the word pairs' shares, how much of a page's new text is in runs
         (`engine._new_shares`)."""

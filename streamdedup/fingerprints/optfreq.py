@@ -1,5 +1,7 @@
-"""A10 OptFreq (Maslov, 004): IDF = -log(df/N) peaks in usefulness at 11.5 (= -ln(10/10^6)):
-IDF_opt = sqrt(IDF/11.5) below, 11.5/IDF above; weight = (0.5 + 0.5·tf/tf_max)·IDF_opt; top 6."""
+"""A10 OptFreq (Maslov, 004).
+
+IDF = -log(df/N) peaks in usefulness at 11.5 (= -ln(10/10^6)): IDF_opt = sqrt(IDF/11.5) below,
+11.5/IDF above; weight = (0.5 + 0.5·tf/tf_max)·IDF_opt; top 6."""
 
 from __future__ import annotations
 

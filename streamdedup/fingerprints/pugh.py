@@ -1,6 +1,8 @@
-"""Pugh (Google, US patent 6,658,423; in 004): the page's vocabulary is split into a fixed number
-of lists by hash, one fingerprint per list; any equal fingerprint means similar. An edit touches
-one list and leaves the others; lists with too few words are not used (they match by chance)."""
+"""Pugh (Google, US patent 6,658,423; in 004).
+
+The page's vocabulary is split into a fixed number of lists by hash, one fingerprint per list; any
+equal fingerprint means similar. An edit touches one list and leaves the others; lists with too few
+words are not used (they match by chance)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Charikar's random projection (STOC 2002; 001, 002): the page's tf-weighted vector of content
-words (stop words carry no topic and make every page of a language alike) is projected on b
-random directions; the signs are a b-bit fingerprint, and the fraction of equal bits f estimates
-the angle: cos θ ≈ cos(π(1 - f)). Unlike SimHash's ±1 per hash bit, each direction's components
-are (near-)Gaussian, drawn per word from its hash, as the theory asks. Candidates share one of
-`bands` bit-bands (LSH over the bits)."""
+"""Charikar's random projection (STOC 2002; 001, 002).
+
+The page's tf-weighted vector of content words (stop words carry no topic and make every page of a
+language alike) is projected on b random directions; the signs are a b-bit fingerprint, and the
+fraction of equal bits f estimates the angle: cos θ ≈ cos(π(1 - f)). Unlike SimHash's ±1 per hash
+bit, each direction's components are (near-)Gaussian, drawn per word from its hash, as the theory
+asks. Candidates share one of `bands` bit-bands (LSH over the bits)."""
 
 from __future__ import annotations
 

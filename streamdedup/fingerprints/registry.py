@@ -68,7 +68,9 @@ _DESCRIPTION = re.compile(r"(?P<name>\w+)\((?P<params>.*)\)(?:\[(?P<version>[^\]
 
 
 def parse_description(description: str) -> tuple[str, dict[str, str], str | None]:
-    """'imatch(min_idf=2.5,...,lexicon=/x/l.json.gz)[corpus-ab12]' -> name, parameter texts and
+    """Split a method spec into its name, parameter texts and statistics version.
+
+    'imatch(min_idf=2.5,...,lexicon=/x/l.json.gz)[corpus-ab12]' -> name, parameter texts and
     the version of the statistics the method uses (the [suffix]; None for methods without)."""
     match = _DESCRIPTION.fullmatch(description)
     cls = METHODS.get(match["name"]) if match else None
@@ -91,6 +93,7 @@ def parse_description(description: str) -> tuple[str, dict[str, str], str | None
 
 def pinned_description(description: str) -> str:
     """What a store compares: a lexicon by its version (the [suffix]), not by where its file was.
+
     A method that uses no statistics has no suffix, and its lexicon setting does not matter."""
     try:
         name, params, version = parse_description(description)
@@ -102,22 +105,26 @@ def pinned_description(description: str) -> str:
 
 
 def pinned_setting(key: str, value: str | None) -> str | None:
-    """A recorded setting as stores compare it: a method's description pinned (`pinned_description`),
-    any other value as it is."""
+    """A recorded setting as stores compare it.
+
+    A method's description pinned (`pinned_description`), any other value as it is."""
     return pinned_description(value) if value is not None and key.startswith("method.") else value
 
 
 def signature_config(settings: Mapping[str, str], methods: Sequence[FingerprintMethod[Any]]) -> dict[str, str]:
-    """What signatures are made with, as stores record it: `settings` (cleaning, tokeniser,
-    template) and each method's description under `method.<name>`."""
+    """What signatures are made with, as stores record it.
+
+    `settings` (cleaning, tokeniser, template) and each method's description under `method.<name>`."""
     return {**settings, **{f"method.{m.name}": m.describe() for m in methods}}
 
 
 def signature_identity(config: Mapping[str, str]) -> bytes:
-    """8 bytes that name what signatures were made with: `config` as stores record it (the
-    cleaning, tokeniser and template settings, and `method.<name>` descriptions), the methods pinned
-    as stores compare them. An index request carries its maker's, so an index partition rebuilt
-    from its topic refuses signatures it cannot compare instead of filing them (docs/scaleout.md)."""
+    """8 bytes that name what signatures were made with.
+
+    `config` as stores record it (the cleaning, tokeniser and template settings, and `method.<name>`
+    descriptions), the methods pinned as stores compare them. An index request carries its maker's,
+    so an index partition rebuilt from its topic refuses signatures it cannot compare instead of
+    filing them (docs/scaleout.md)."""
     pinned = {key: pinned_setting(key, value) for key, value in sorted(config.items())}
     return xxhash.xxh3_64_digest(json.dumps(pinned, sort_keys=True).encode())
 
@@ -157,7 +164,8 @@ def _lexicon_of(recorded: str, version: str | None, lexicon_dir: Path | None) ->
 
 
 def _check_type(method: str, key: str, value: Any, field: Any) -> None:
-    """A parameter's value of its default's type (an int where a float is: fine), named if not:
+    """A parameter's value of its default's type (an int where a float is: fine), named if not.
+
     --param minhash.num_perm=abc reached the method's own checks as a string and failed there with
     "'<' not supported between instances of 'str' and 'int'"."""
     if field is None or field.default is MISSING or type(field.default) not in (int, float, bool):

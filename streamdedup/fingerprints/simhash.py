@@ -79,8 +79,10 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         return len(self._table_masks)
 
     def signature(self, doc: Document) -> int | None:
-        """Every occurrence votes: the same sum as distinct features weighted by their counts,
-        without finding the distinct ones (only needed to check min_shingles above 1)."""
+        """Every occurrence votes.
+
+        The same sum as distinct features weighted by their counts, without finding the distinct
+        ones (only needed to check min_shingles above 1)."""
         k, least = self.params.shingle_size, self.params.min_shingles
         features = doc.all_shingles(k)
         if (len(features) if least <= 1 else len(doc.shingles(k))) < least:

@@ -1,9 +1,10 @@
-"""SpotSigs (Theobald, Siddharth & Paepcke, SIGIR 2008; 001): a spot is an antecedent stop word
-followed by a chain of the next `chain` non-stop words; a page is the set of its spots and pages
-are compared by Jaccard. Navigation and ads have few stop words, so spots come from the prose.
-The paper's two engineering ideas are both here: size partitions (Jaccard <= |A|/|B|, so pages
-of very different spot counts are never compared) and an inverted index over spots (a
-candidate shares a spot: we file each page under a consistent sample of its spots)."""
+"""SpotSigs (Theobald, Siddharth & Paepcke, SIGIR 2008; 001).
+
+A spot is an antecedent stop word followed by a chain of the next `chain` non-stop words; a page is
+the set of its spots and pages are compared by Jaccard. Navigation and ads have few stop words, so
+spots come from the prose. The paper's two engineering ideas are both here: size partitions (Jaccard
+<= |A|/|B|, so pages of very different spot counts are never compared) and an inverted index over
+spots (a candidate shares a spot: we file each page under a consistent sample of its spots)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Broder's supershingles (001, 004): m = 84 min-wise values over word 5-shingles, grouped into
-m' = 6 supershingles of 14 (a hash of each group); similar when at least b = 2 supershingles
-match. A supershingle survives only if all 14 minima agree (probability J^14), which is why 004
-found ~0 recall at similarity 0.75 and moved to megashingles."""
+"""Broder's supershingles (001, 004).
+
+M = 84 min-wise values over word 5-shingles, grouped into m' = 6 supershingles of 14 (a hash of each
+group); similar when at least b = 2 supershingles match. A supershingle survives only if all 14
+minima agree (probability J^14), which is why 004 found ~0 recall at similarity 0.75 and moved to
+megashingles."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""A3 TF*RIDF (004): TF = 0.5 + 0.5·tf/tf_max, residual IDF = -log(df/N) + log(1 - exp(-cf/N))
-(the IDF minus the IDF a Poisson-distributed word would have: high for 'bursty' content words)."""
+"""A3 TF*RIDF (004).
+
+TF = 0.5 + 0.5·tf/tf_max, residual IDF = -log(df/N) + log(1 - exp(-cf/N)) (the IDF minus the IDF a
+Poisson-distributed word would have: high for 'bursty' content words)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The Tibetan web-page pipeline (002): feature terms by TF*IDF (IDF with df + 1), a Luhn summary
-of the best sentences, a fixed-width fingerprint of the summary, Hamming distance < 3 means a
-duplicate or reprint; similarity from the distance.
+"""The Tibetan web-page pipeline (002).
+
+Feature terms by TF*IDF (IDF with df + 1), a Luhn summary of the best sentences, a fixed-width
+fingerprint of the summary, Hamming distance < 3 means a duplicate or reprint; similarity from the
+distance.
 
 Luhn's significance: inside a sentence, a cluster is a span that starts and ends with feature
 terms with at most `gap` ordinary words between neighbouring feature terms; its weight is

@@ -1,5 +1,7 @@
-"""The shape of 004's A1, A2, A3 and A10: weigh the page's words, take the 6 heaviest, join them
-in alphabetical order, CRC32. Each method is one weighting."""
+"""The shape of 004's A1, A2, A3 and A10.
+
+Weigh the page's words, take the 6 heaviest, join them in alphabetical order, CRC32. Each method is
+one weighting."""
 
 from __future__ import annotations
 

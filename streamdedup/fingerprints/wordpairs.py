@@ -100,7 +100,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
 
     def new_shares(self, signature: WordPairsSignature,
                    others: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each encoded signature in `others`: the estimated share of this page's pairs absent
+        """The estimated shares of word pairs each page lacks of the other, for each signature in `others`.
+
+        For each encoded signature in `others`: the estimated share of this page's pairs absent
         from it, the share of its pairs absent from this page (float64 in [0, 1]; NaN where not
         comparable: another num_perm), and its count of pairs."""
         count = len(others)

@@ -53,8 +53,10 @@ def bm25_weights(tf: Counter[str], lexicon: Lexicon, lang: str, k: float = 2.0, 
 
 
 def mid_idf_words(words: set[str], lexicon: Lexicon, lang: str, min_idf: float, max_idf: float) -> set[str]:
-    """I-Match's lexicon test: neither too common nor too rare. A language the lexicon has no
-    statistics for keeps every content word (there is nothing to rank them by)."""
+    """I-Match's lexicon test: neither too common nor too rare.
+
+    A language the lexicon has no statistics for keeps every content word (there is nothing to rank
+    them by)."""
     if not lexicon.knows(lang):
         return set(words)
     return {w for w in words if min_idf <= lexicon.idf(w, lang) <= max_idf}

@@ -1,4 +1,6 @@
-"""Batch-mode sink: unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, clusters.jsonl
+"""Batch-mode sink: one folder of output files.
+
+Batch-mode sink: unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, clusters.jsonl
 and summary.json in one folder.
 
 Every input record lands in exactly one of the three files, with all its fields plus `dedup`, and
@@ -75,7 +77,9 @@ class Tally:
 class FileSink:
     def __init__(self, out_dir: str | Path, lengths: Mapping[str, int] | None = None,
                  tally: Tally | None = None) -> None:
-        """Append after `lengths` (the committed bytes of each file; none: empty files), cutting
+        """Append after `lengths`, cutting off anything beyond them.
+
+        Append after `lengths` (the committed bytes of each file; none: empty files), cutting
         off anything beyond them: outputs of a batch the store never recorded."""
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -94,8 +98,10 @@ class FileSink:
         self.started = time.perf_counter()
 
     def _read_stories(self, lengths: Mapping[str, int]) -> Stories:
-        """The stories of the committed verdicts. Outputs of a version without verdicts.jsonl: from
-        the three files, whose verdicts are written to verdicts.jsonl now (status by status)."""
+        """The stories of the committed verdicts.
+
+        Outputs of a version without verdicts.jsonl: from the three files, whose verdicts are
+        written to verdicts.jsonl now (status by status)."""
         if "verdicts" in lengths or not any(lengths.values()):
             return fold_verdicts(complete_lines(self.out_dir / VERDICTS_FILE, lengths.get("verdicts", 0)))
         stories = Stories()
@@ -125,8 +131,10 @@ class FileSink:
         write_stories(self.out_dir / CLUSTERS_FILE, self.stories)
 
     def sync(self) -> dict[str, int]:
-        """Make what was written durable and return each file's length: only then may the store
-        record the batch (a power cut must not leave the store ahead of the files)."""
+        """Make what was written durable and return each file's length.
+
+        Only then may the store record the batch (a power cut must not leave the store ahead of the
+        files)."""
         for status in self._dirty:
             handle = self._files[status]
             handle.flush()

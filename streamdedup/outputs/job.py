@@ -1,5 +1,7 @@
-"""File mode's job ledger: after a crash, rerunning the same `streamdedup dedup` command finishes
-the job with every input record exactly once across unique/duplicates/rejected.jsonl.
+"""File mode's job ledger.
+
+After a crash, rerunning the same `streamdedup dedup` command finishes the job with every input
+record exactly once across unique/duplicates/rejected.jsonl.
 
 Per batch, the outputs are appended and synced (`FileSink.sync`), then the store batch is
 committed with this ledger (records consumed, each output file's committed length, the summary's
@@ -134,9 +136,11 @@ class FileJob:
 
     @staticmethod
     def _find_ledger(store: SignatureStore, out: Path, state: Path) -> tuple[str, bytes | None]:
-        """The meta key of --out's ledger and the ledger, if the store holds it: the key its
-        JOB_FILE names; without one (a new --out, or outputs of an earlier version), the path of
-        --out relative to --state, else the one ledger whose lengths the files hold, else a new key."""
+        """The meta key of --out's ledger and the ledger, if the store holds it.
+
+        The key its JOB_FILE names; without one (a new --out, or outputs of an earlier version), the
+        path of --out relative to --state, else the one ledger whose lengths the files hold, else a
+        new key."""
         named = out / JOB_FILE
         if named.exists():
             key = named.read_text(encoding="utf-8").strip()
@@ -155,8 +159,10 @@ class FileJob:
         return dict(self.ledger.lengths)
 
     def records(self, read: Callable[[list[str]], Records]) -> Records:
-        """The records this run must process (`read` opens the inputs): decides whether it
-        continues the last job or starts a new one, or refuses. Nothing is written here."""
+        """The records this run must process (`read` opens the inputs).
+
+        Decides whether it continues the last job or starts a new one, or refuses. Nothing is
+        written here."""
         last = self.ledger.jobs[-1] if self.ledger.jobs else None
         if last is None:
             self.ledger.jobs.append(self.job)
@@ -183,10 +189,12 @@ class FileJob:
         return read(self.job.inputs)
 
     def positioned(self, records: Records) -> Records:
-        """The records with their place in this job (`RawRecord.position`): the job's number in
-        the store's ledger and the record's number in the job, counted on from the records it
-        consumed before (a rerun after a crash gives each record the place, so the page id, it
-        had; a new job, `--append` of the same file, new places: an undated page is judged again)."""
+        """The records with their place in this job (`RawRecord.position`).
+
+        The job's number in the store's ledger and the record's number in the job, counted on from
+        the records it consumed before (a rerun after a crash gives each record the place, so the
+        page id, it had; a new job, `--append` of the same file, new places: an undated page is
+        judged again)."""
         number = next(i for i, job in enumerate(self.ledger.jobs, start=1) if job is self.job)
         for count, raw in enumerate(records, start=self.job.consumed + 1):
             raw.position = f"job {number}:#{count}"
@@ -204,9 +212,10 @@ class FileJob:
         return digest == job.digest
 
     def begin(self) -> None:
-        """Commit the job before its first output byte: a crash from here on leaves a ledger
-        that says what to cut off (else the next run would find outputs no store knows). The
-        --out folder names the ledger's key first (JOB_FILE), synced."""
+        """Commit the job before its first output byte.
+
+        A crash from here on leaves a ledger that says what to cut off (else the next run would find
+        outputs no store knows). The --out folder names the ledger's key first (JOB_FILE), synced."""
         named = self.out / JOB_FILE
         if not named.exists() or named.read_text(encoding="utf-8").strip() != self.key:
             written = named.with_suffix(".tmp")
@@ -245,8 +254,9 @@ class FileJob:
 
 
 def _holds(out: Path, lengths: dict[str, int]) -> bool:
-    """Whether --out's files hold a ledger's committed bytes (each at least as long, a line's end at
-    each length): the outputs it was written for, found after their store moved."""
+    """Whether --out's files hold a ledger's committed bytes (each at least as long, a line's end at each length).
+
+    The outputs it was written for, found after their store moved."""
     if not any(lengths.values()):
         return False
     for status, length in lengths.items():
@@ -303,7 +313,9 @@ def remove_store(state: Path) -> None:
 
 
 def _is_streamdedup_store(state: Path) -> bool:
-    """Read-only look for the configuration every streamdedup store records (an unreadable,
+    """Read-only look for the configuration every streamdedup store records.
+
+    Read-only look for the configuration every streamdedup store records (an unreadable,
     damaged store of RocksDB files only counts as one: --fresh is the way out of it)."""
     from rocksdict import AccessType, Options, Rdict
 

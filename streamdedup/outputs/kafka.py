@@ -1,5 +1,7 @@
-"""What the worker writes to Kafka: verdicts, dead letters and cluster events, with their
-headers and metrics, whichever stage decided them.
+"""What the worker writes to Kafka.
+
+Verdicts, dead letters and cluster events, with their headers and metrics, whichever stage decided
+them.
 
 What a message carries. A verdict (unique/duplicates) is the input record passed through whole,
 content included, with its `dedup` object; a dead letter (rejected) is the input's original
@@ -121,7 +123,9 @@ class Outputs:
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
                  passed: Headers | None = None, record: Mapping[str, Any] | None = None) -> None:
-        """Dead letter: the original bytes (a JSON object: with its `dedup`), the reason in headers (a
+        """Dead letter: the original bytes with the reason in headers, and its verdict line.
+
+        Dead letter: the original bytes (a JSON object: with its `dedup`), the reason in headers (a
         stub if the original does not fit); and its verdict line (`record`: its fields, if known)."""
         rejection = Rejection(reason, detail, source).as_dict()
         ours = dedup_headers(rejection, source)
@@ -143,8 +147,10 @@ class Outputs:
 
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
                 passed: Headers | None = None, input_key: bytes | None = None) -> None:
-        """A unique or duplicate page: the record with its `dedup` object, and cluster events
-        (`input_key`: the input message's key, which they carry)."""
+        """A unique or duplicate page.
+
+        The record with its `dedup` object, and cluster events (`input_key`: the input message's
+        key, which they carry)."""
         status = dedup["status"]
         headers = with_input_headers(dedup_headers(dedup, source), passed)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
@@ -163,8 +169,9 @@ class Outputs:
 
     def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
                   dedup: dict[str, Any] | None = None, passed: Headers | None = None) -> None:
-        """A page whose output does not fit the broker: a rejection carrying its id, url and
-        size (and its verdict, if it had one), not its content."""
+        """A page whose output does not fit the broker.
+
+        A rejection carrying its id, url and size (and its verdict, if it had one), not its content."""
         fields = record if isinstance(record, dict) else {}
         stub: dict[str, Any] = {"id": (dedup or {}).get("id", fields.get("id")), "url": fields.get("url"),
                                 "bytes": size, "topic": meant_for}
@@ -181,7 +188,9 @@ class Outputs:
 
     # -- the batch's outcome ------------------------------------------------------------------
     def learn_refusals(self) -> list[Refusal]:
-        """After a failed batch: the outputs the broker refused for their size, remembered so the
+        """Remember the outputs the broker refused for their size, after a failed batch.
+
+        After a failed batch: the outputs the broker refused for their size, remembered so the
         batch consumed again sends stubs for them. Clears the batch's delivery errors."""
         learned = [refusal for refusal, err in self.failures if err.code() in SIZE_ERRORS]
         for topic, _, size in learned:

@@ -49,8 +49,10 @@ class Topics:
 
 
 class WorkerMetrics(Protocol):
-    """The worker's Prometheus metrics the outputs carry (`runtime.metrics`): those they move when
-    a batch commits, and those the global topology moves through them (`Outputs.metrics`)."""
+    """The worker's Prometheus metrics the outputs carry (`runtime.metrics`).
+
+    Those they move when a batch commits, and those the global topology moves through them
+    (`Outputs.metrics`)."""
 
     pages: Counter
     rejected: Counter

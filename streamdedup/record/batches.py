@@ -34,8 +34,10 @@ def record_bytes(raw: RawRecord) -> int:
 
 
 def batches(records: Iterable[RawRecord], max_pages: int, max_bytes: int) -> Iterator[list[RawRecord]]:
-    """The records in order, each in exactly one batch, none empty. A batch is yielded as soon as
-    it is full, without reading the next record (a resumed job counts what it consumed by batch)."""
+    """The records in order, each in exactly one batch, none empty.
+
+    A batch is yielded as soon as it is full, without reading the next record (a resumed job counts
+    what it consumed by batch)."""
     batch: list[RawRecord] = []
     held = 0
     for raw in records:

@@ -78,9 +78,11 @@ MAX_URL_CHARS = 16_384
 
 @lru_cache(maxsize=1)
 def _suffixes() -> PublicSuffixList:
-    """The list as shipped in the package (no network); parsed on first use. Without the punycode
-    copy of each rule that the library adds by default (encoding every rule was ~0.03 s of each
-    process's start-up): hosts with punycode labels are looked up decoded (`_registrable_encoded`)."""
+    """The list as shipped in the package (no network); parsed on first use.
+
+    Without the punycode copy of each rule that the library adds by default (encoding every rule was
+    ~0.03 s of each process's start-up): hosts with punycode labels are looked up decoded
+    (`_registrable_encoded`)."""
     return PublicSuffixList(accept_encoded_idn=False)
 
 
@@ -91,10 +93,12 @@ def _suffixes_with_encoded() -> PublicSuffixList:
 
 
 def site_of(url: str) -> str:
-    """The site a page belongs to: its registrable domain under the Public Suffix List, private
-    section included, so www.bbc.co.uk and amp.bbc.co.uk are one site (bbc.co.uk) while
-    alice.blogspot.com and bob.github.io are two authors, two sites. IP addresses and hosts
-    without a registrable domain (localhost) are their own site."""
+    """The site a page belongs to.
+
+    Its registrable domain under the Public Suffix List, private section included, so www.bbc.co.uk
+    and amp.bbc.co.uk are one site (bbc.co.uk) while alice.blogspot.com and bob.github.io are two
+    authors, two sites. IP addresses and hosts without a registrable domain (localhost) are their
+    own site."""
     host = url_host(url.strip())
     if not host:
         return url.strip().lower()
@@ -107,8 +111,9 @@ _PLAIN_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9._~!$&'()*+,;=\
 
 
 def url_host(url: str) -> str:
-    """`urlsplit(url).hostname` without trailing dots ("" if none or unparsable), for a stripped
-    URL; plain ones without urlsplit (a few µs a page)."""
+    """`urlsplit(url).hostname` without trailing dots ("" if none or unparsable), for a stripped URL.
+
+    Plain ones without urlsplit (a few µs a page)."""
     plain = _PLAIN_HOST.match(url)
     if plain is not None:
         return plain.group(1).lower().rstrip(".")
@@ -128,8 +133,9 @@ def _registrable(host: str) -> str:
 
 
 def _registrable_encoded(host: str) -> str:
-    """The registrable domain of a host with punycode (IDN) labels, in the host's own labels: the
-    host is looked up with those labels decoded, as the list's rules are written."""
+    """The registrable domain of a host with punycode (IDN) labels, in the host's own labels.
+
+    The host is looked up with those labels decoded, as the list's rules are written."""
     labels = host.split(".")
     try:
         decoded = [label.encode("ascii").decode("idna") if label.startswith("xn--") else label for label in labels]
@@ -172,9 +178,10 @@ def parse_timestamp(value: Any) -> datetime:
 
 
 def derive_page_id(url: str, fetched_at: datetime | None, position: str | None = None) -> str:
-    """Stable id from url and fetch time, so two crawls of one url are two pages; and, for a
-    page without a usable fetch time, from its place in its input (`position`), so two fetches
-    of one url are two pages there too."""
+    """Stable id from url and fetch time, so two crawls of one url are two pages.
+
+    And, for a page without a usable fetch time, from its place in its input (`position`), so two
+    fetches of one url are two pages there too."""
     stamp = "" if fetched_at is None else fetched_at.isoformat()
     key = f"{url}\x00{stamp}" if position is None else f"{url}\x00{stamp}\x00{position}"
     return xxhash.xxh3_128_hexdigest(key.encode("utf-8", "surrogatepass"))
@@ -227,8 +234,10 @@ def page_from_record(record: Any, *, max_content_bytes: int, position: str | Non
 
 
 def content_size(content: str | bytes, limit: int) -> int:
-    """Size in UTF-8 bytes, exact only where it matters: a str of n characters encodes to at most
-    4n bytes, so below the limit its length (0 iff empty) stands in, sparing an encode per page."""
+    """Size in UTF-8 bytes, exact only where it matters.
+
+    A str of n characters encodes to at most 4n bytes, so below the limit its length (0 iff empty)
+    stands in, sparing an encode per page."""
     if isinstance(content, bytes) or 4 * len(content) <= limit:
         return len(content)
     return len(content.encode("utf-8", "surrogatepass"))
@@ -263,8 +272,10 @@ def _fetched_at(record: Mapping[str, Any]) -> datetime | None:
 
 
 def _usable(fetched_at: datetime | None, now_ms: int | None, max_skew_ms: int) -> bool:
-    """Whether a fetch time tells two fetches of a url apart: present and plausible by the
-    retention clock's rule (not before 1991, not beyond `now_ms` plus the skew)."""
+    """Whether a fetch time tells two fetches of a url apart.
+
+    Present and plausible by the retention clock's rule (not before 1991, not beyond `now_ms` plus
+    the skew)."""
     if fetched_at is None:
         return False
     try:
@@ -276,7 +287,9 @@ def _usable(fetched_at: datetime | None, now_ms: int | None, max_skew_ms: int) -
 
 def _page_id(record: Mapping[str, Any], url: str, fetched_at: datetime | None, position: str | None,
              now_ms: int | None, max_skew_ms: int) -> str:
-    """The record's own id, else one derived from its url and fetch time, or its `position` when
+    """The record's own id, else one derived from its url and fetch time or its position.
+
+    The record's own id, else one derived from its url and fetch time, or its `position` when
     the fetch time cannot tell two fetches apart (`_usable`, asked only then)."""
     field, value = _first(record, "id")
     if value is None:

@@ -48,14 +48,17 @@ class RawRecord:
 
 
 def line_limit(max_content_bytes: int) -> int:
-    """The longest line (or WARC record block) kept: a page's content may grow up to 4x when
-    JSON-escaped (\\u escapes, base64), plus 1 MB for its other fields."""
+    """The longest line (or WARC record block) kept.
+
+    A page's content may grow up to 4x when JSON-escaped (\\u escapes, base64), plus 1 MB for its
+    other fields."""
     return 4 * max_content_bytes + (1 << 20)
 
 
 def check_inputs(paths: Iterable[str]) -> None:
-    """Raise FileNotFoundError, in one line naming the path and the fix, for an input that is not
-    a file: checked before a command makes anything (a store, an output folder, a broker's topic)."""
+    """Raise FileNotFoundError, in one line naming the path and the fix, for an input that is not a file.
+
+    Checked before a command makes anything (a store, an output folder, a broker's topic)."""
     for path in paths:
         if path != "-" and not os.path.isfile(path):
             what = "is a folder" if os.path.isdir(path) else "does not exist"
@@ -79,8 +82,10 @@ def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) ->
 
 
 def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader | gzip.GzipFile:
-    """The GzipFile itself, not a BufferedReader over it: that one asks it for whole buffers,
-    and a cut stream would then lose the lines before the cut along with the cut one."""
+    """The GzipFile itself, not a BufferedReader over it.
+
+    That one asks it for whole buffers, and a cut stream would then lose the lines before the cut
+    along with the cut one."""
     buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(cast(io.RawIOBase, stream))
     if buffered.peek(2)[:2] == GZIP_MAGIC:
         return gzip.GzipFile(fileobj=buffered)
@@ -106,7 +111,9 @@ def _unreadable(origin: str, err: BaseException, what_was_read: str) -> RawRecor
 
 
 class _Source:
-    """A byte stream with its offset and a push-back buffer (to look for the next WARC record
+    """A byte stream with its offset and a push-back buffer.
+
+    A byte stream with its offset and a push-back buffer (to look for the next WARC record
     inside bytes already read)."""
 
     def __init__(self, stream: io.BufferedReader | gzip.GzipFile) -> None:
@@ -143,8 +150,9 @@ class _Source:
         self.pos -= len(data)
 
     def line(self, limit: int) -> tuple[bytes | None, bytes, int]:
-        """The next line (newline included) if it has at most `limit` bytes besides its newline;
-        else None, its first bytes and its size: it is read in chunks, none kept past the limit."""
+        """The next line (newline included) if it has at most `limit` bytes besides its newline.
+
+        Else None, its first bytes and its size: it is read in chunks, none kept past the limit."""
         parts: list[bytes] | None = []
         head, size = b"", 0
         while True:
@@ -191,10 +199,11 @@ def _read_jsonl(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
 
 
 def _read_warc(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
-    """Response records only (requests, metadata and warcinfo carry no page); one whose HTTP
-    status is not 2xx is read as an `http_status` rejection (its url, id, date and status). Records are
-    framed here (bounded, and a broken one is skipped up to the next record); each is then
-    parsed by fastwarc."""
+    """Response records only (requests, metadata and warcinfo carry no page).
+
+    One whose HTTP status is not 2xx is read as an `http_status` rejection (its url, id, date and
+    status). Records are framed here (bounded, and a broken one is skipped up to the next record);
+    each is then parsed by fastwarc."""
     start, records = 0, 0
     try:
         while True:
@@ -261,8 +270,9 @@ def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int) ->
 
 
 def _warc_header(source: _Source, first_line: bytes) -> bytes | None:
-    """The record's header block (first line to the empty line), or None if it is malformed;
-    b"" if the input ends inside it."""
+    """The record's header block (first line to the empty line), or None if it is malformed.
+
+    B"" if the input ends inside it."""
     lines = [first_line]
     total = len(first_line)
     while total <= WARC_HEADER_LIMIT:

@@ -1,5 +1,7 @@
-"""Why an input record was refused. The reason code is machine-readable; it becomes a
-metric label and the `dedup.reason` of the record in the rejected output."""
+"""Why an input record was refused.
+
+The reason code is machine-readable; it becomes a metric label and the `dedup.reason` of the record
+in the rejected output."""
 
 from __future__ import annotations
 

@@ -29,8 +29,9 @@ _STOP_GRACE_S = 0.5
 
 
 class StopSignals:
-    """SIGTERM and SIGINT set `stop` (and name the signal in `received`) while this is entered;
-    each handler is then the one before again, so a second signal acts as it would have."""
+    """SIGTERM and SIGINT set `stop` (and name the signal in `received`) while this is entered.
+
+    Each handler is then the one before again, so a second signal acts as it would have."""
 
     def __init__(self) -> None:
         self.stop = threading.Event()
@@ -58,7 +59,9 @@ class StopSignals:
 
 def timed_batches(records: Iterable[RawRecord], max_pages: int, max_bytes: int, max_wait_s: float,
                   stop: threading.Event) -> Iterator[list[RawRecord]]:
-    """`batches.batches`, but a batch also ends `max_wait_s` after its first record came if it has
+    """The `batches.batches`, but a batch also ends `max_wait_s` after its first record came.
+
+    `batches.batches`, but a batch also ends `max_wait_s` after its first record came if it has
     not filled by then, and the last one ends when `stop` is set (with every record read so far;
     no other is read after it). The records are read by a daemon thread, one ahead at most: a read
     that blocks on a silent stream holds neither the batch in hand nor the stop."""

@@ -54,8 +54,10 @@ def free_port() -> int:
 
 
 def noida_binary() -> str:
-    """noida-db's own executable: the `noida-db` console script is a Python wrapper that starts
-    it as a child, and stopping the wrapper left the broker running."""
+    """noida-db's own executable.
+
+    The `noida-db` console script is a Python wrapper that starts it as a child, and stopping the
+    wrapper left the broker running."""
     try:
         import noida_db
 
@@ -167,8 +169,9 @@ class EmbeddedBroker:
         self.process = None
 
     def run_until_stopped(self) -> int:
-        """In the foreground until SIGTERM, SIGINT or SIGHUP, or until the broker exits by itself;
-        then stop the broker's whole process group, so no noida-db outlives the command and holds
+        """In the foreground until SIGTERM, SIGINT or SIGHUP, or until the broker exits by itself.
+
+        Then stop the broker's whole process group, so no noida-db outlives the command and holds
         its port. Python's default SIGTERM ends the interpreter without running `finally`, which
         left noida-db (its own session) running. Returns 0, or the broker's status if it died."""
         stopping: list[int] = []
@@ -192,8 +195,10 @@ class EmbeddedBroker:
         return code
 
     def pause(self) -> None:
-        """Freeze the broker (SIGSTOP): it keeps its connections and data but answers nothing, as
-        a broker in a long GC pause or behind a network partition does."""
+        """Freeze the broker (SIGSTOP).
+
+        It keeps its connections and data but answers nothing, as a broker in a long GC pause or
+        behind a network partition does."""
         self._signal(self._group(), signal.SIGSTOP)
 
     def resume(self) -> None:

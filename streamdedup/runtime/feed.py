@@ -69,9 +69,10 @@ def described(raw: RawRecord) -> tuple[bytes | None, bytes, dict[str, Any]]:
 
 def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | None = None,
          rejected_topic: str | None = None, refused: list[dict[str, Any]] | None = None) -> int:
-    """Send the records; returns how many reached a topic (`topic`, or `rejected_topic` as
-    too_large_for_broker stubs, which are also appended to `refused`). Raises FeedFailed if any
-    record reached none."""
+    """Send the records.
+
+    Returns how many reached a topic (`topic`, or `rejected_topic` as too_large_for_broker stubs,
+    which are also appended to `refused`). Raises FeedFailed if any record reached none."""
     producer = Producer({**client, "enable.idempotence": True, "linger.ms": 10, **producer_settings()})
     failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]] = []
     sent = 0
@@ -131,8 +132,7 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
 
 
 def reader_rejection(raw: RawRecord, names: dict[str, Any]) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The rejected output of a record its reader could not take (what names it, and why) and its
-    headers."""
+    """The rejected output of a record its reader could not take (what names it, and why) and its headers."""
     assert raw.rejection is not None
     reason, detail = raw.rejection
     record = {k: v for k, v in names.items() if k != "origin"}

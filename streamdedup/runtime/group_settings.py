@@ -83,8 +83,9 @@ class GroupRecord:
 
 
 def current_record(records: list[GroupRecord]) -> GroupRecord | None:
-    """The group's settings among its records (in offset order): the highest generation, the first
-    written of that generation."""
+    """The group's settings among its records (in offset order).
+
+    The highest generation, the first written of that generation."""
     best: GroupRecord | None = None
     for record in records:
         if best is None or record.generation > best.generation:
@@ -172,7 +173,9 @@ def refusal(settings: WorkerSettings, group: GroupRecord, mine: Mapping[str, str
 
 
 def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> GroupRecord:
-    """At start: the group's record, written first if the group has none (or adopted from this
+    """At start: the group's record, written first if the group has none.
+
+    At start: the group's record, written first if the group has none (or adopted from this
     worker with `settings.adopt_settings`); raises `GroupSettingsDiffer` if it is not this worker's."""
     mine = config.verdict_settings()
     identity = verdict_identity(mine)
@@ -198,7 +201,9 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
 
 
 class GroupRecordCache:
-    """The group's record for a running worker, read again at most every `max_age_s` seconds and
+    """The group's record for a running worker, read again at most every `max_age_s` seconds.
+
+    The group's record for a running worker, read again at most every `max_age_s` seconds and
     only when asked (on an index request under another verdict id)."""
 
     def __init__(self, settings: WorkerSettings, record: GroupRecord | None = None, max_age_s: float = 2.0) -> None:

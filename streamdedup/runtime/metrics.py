@@ -1,5 +1,7 @@
-"""Prometheus metrics of the worker: pages by verdict, rejections by reason, latency, lag, store;
-and the HTTP endpoint that serves them beside the worker's health and readiness.
+"""Prometheus metrics of the worker.
+
+Pages by verdict, rejections by reason, latency, lag, store; and the HTTP endpoint that serves them
+beside the worker's health and readiness.
 
 Each worker gets its own registry (tests run several in one process); `serve` exposes it over
 HTTP: `/metrics` (Prometheus text), `/healthz` and `/readyz` (JSON, 200 or 503, from the checks
@@ -105,9 +107,10 @@ class WorkerMetrics:
         self.server: ThreadingHTTPServer | None = None
 
     def serve(self, port: int, host: str = DEFAULT_HOST) -> tuple[str, int]:
-        """Serve /metrics, /healthz and /readyz over HTTP in a daemon thread; returns the bound
-        address. Loopback by default: the endpoint has no authentication, so other interfaces
-        only on purpose (0.0.0.0 in a container)."""
+        """Serve /metrics, /healthz and /readyz over HTTP in a daemon thread; returns the bound address.
+
+        Loopback by default: the endpoint has no authentication, so other interfaces only on purpose
+        (0.0.0.0 in a container)."""
         metrics = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -17,8 +17,9 @@ _FRAME = struct.Struct("<qqq")  # key size, value size (-1: null), timestamp ms 
 
 
 def record_digest(key: bytes | None, value: bytes | None, timestamp_ms: int | None) -> bytes:
-    """A 16-byte digest (xxh3-128) of a record's key, value and timestamp; sizes frame the
-    fields, so no two different records share their input bytes."""
+    """A 16-byte digest (xxh3-128) of a record's key, value and timestamp.
+
+    Sizes frame the fields, so no two different records share their input bytes."""
     frame = _FRAME.pack(-1 if key is None else len(key), -1 if value is None else len(value),
                         -1 if timestamp_ms is None else timestamp_ms)
     hasher = xxhash.xxh3_128(frame)
@@ -28,7 +29,9 @@ def record_digest(key: bytes | None, value: bytes | None, timestamp_ms: int | No
 
 
 def kafka_position(topic: str, partition: int, offset: int, timestamp_ms: int | None) -> str:
-    """A Kafka record's place, as the id of a page without a usable fetch time is made of (the
+    """A Kafka record's place, from which a page id without a usable fetch time is made.
+
+    A Kafka record's place, as the id of a page without a usable fetch time is made of (the
     worker's and the Faust app's alike): its timestamp as well as its offset, so a topic created
     again (offsets from 0 again) gives its records new ids rather than `duplicate_id`."""
     return f"{topic}:{partition}:{offset}@{'' if timestamp_ms is None else timestamp_ms}"

@@ -1,4 +1,6 @@
-"""Worker settings: defaults < config file ([kafka] and [worker] in the TOML) < environment
+"""Worker settings: defaults < config file < environment < command-line flags.
+
+Worker settings: defaults < config file ([kafka] and [worker] in the TOML) < environment
 (STREAMDEDUP_*) < command-line flags. Any librdkafka client setting, TLS and SASL included,
 passes through as STREAMDEDUP_KAFKA_<NAME> (dots as underscores: STREAMDEDUP_KAFKA_SASL_MECHANISM)
 or in the file's [kafka] table. Secrets are masked whenever settings are shown or logged."""
@@ -22,9 +24,11 @@ SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", 
 
 
 def is_secret(name: str) -> bool:
-    """Whether a client setting may carry a secret: a password, key, token or credential in its
-    name, or a `*.config` (sasl.jaas.config, sasl.oauthbearer.config: a client secret inline).
-    File locations (ssl.ca.location, ssl.key.location) name a path, not its content."""
+    """Whether a client setting may carry a secret.
+
+    A password, key, token or credential in its name, or a `*.config` (sasl.jaas.config,
+    sasl.oauthbearer.config: a client secret inline). File locations (ssl.ca.location,
+    ssl.key.location) name a path, not its content."""
     lower = name.lower()
     if lower.endswith(".location"):
         return False
@@ -110,6 +114,7 @@ class WorkerSettings:
 
     def client(self, **extra: Any) -> dict[str, Any]:
         """librdkafka settings for one client: ours, then the user's pass-through, then `extra`.
+
         Its log goes through Python's logging (`logs.kafka_logger`: JSON lines, repeats held back)."""
         return {"bootstrap.servers": self.bootstrap_servers, "logger": kafka_logger(), **self.kafka, **extra}
 

@@ -121,7 +121,9 @@ def _by_watermarks(low: int, high: int, expected: int) -> Finding:
 
 def check_partitions(client: Mapping[str, Any], expected: Mapping[TP, tuple[int, RecordIdentity | None]],
                      timeout_s: float = READ_TIMEOUT_S) -> dict[TP, Finding]:
-    """Each partition's finding, given the offset of the record its store read last and that
+    """Each partition's finding, from the offset and identity of the record its store read last.
+
+    Each partition's finding, given the offset of the record its store read last and that
     record's identity (None for a store written before identities were kept). `client`: the
     librdkafka settings to connect with (`WorkerSettings.client()`)."""
     if not expected:

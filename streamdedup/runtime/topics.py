@@ -32,8 +32,10 @@ def producer_settings() -> dict[str, object]:
 
 
 def consumer_settings() -> dict[str, object]:
-    """Fetch sizes that let one record of the largest allowed size through. Apache Kafka (KIP-74)
-    returns an oversized first batch anyway; we do not rely on every broker doing so."""
+    """Fetch sizes that let one record of the largest allowed size through.
+
+    Apache Kafka (KIP-74) returns an oversized first batch anyway; we do not rely on every broker
+    doing so."""
     return {"max.partition.fetch.bytes": MAX_MESSAGE_BYTES, "fetch.max.bytes": 2 * MAX_MESSAGE_BYTES,
             "receive.message.max.bytes": MAX_RECORD_BYTES}
 

@@ -66,8 +66,10 @@ class CallWatchdog:
 
 
 def exit_stuck(what: str, waited_s: float) -> None:
-    """The command line worker's `on_stuck`: one log line naming the cause and the remedy, then
-    exit at once (the main thread cannot be woken; nothing of the batch was written to the store)."""
+    """The command line worker's `on_stuck`.
+
+    One log line naming the cause and the remedy, then exit at once (the main thread cannot be
+    woken; nothing of the batch was written to the store)."""
     message = (f"the Kafka client's {what} has not returned in {waited_s:.0f} s, past its timeout (librdkafka "
                "issues #5456, #5511: the consumer group's coordinator unreachable, or cached from before its broker "
                "restarted); exiting so that a restart aborts the open transaction and consumes the batch again "

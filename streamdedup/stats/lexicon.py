@@ -1,4 +1,6 @@
-"""Frozen, versioned collection statistics for the global methods (TF*IDF, RIDF, OptFreq, I-Match,
+"""Frozen, versioned collection statistics for the global methods.
+
+Frozen, versioned collection statistics for the global methods (TF*IDF, RIDF, OptFreq, I-Match,
 LexRand, DescrWords, HeavySent, the Tibetan pipeline).
 
 A stream never has a finished collection, and a signature computed with yesterday's statistics
@@ -66,8 +68,9 @@ class Lexicon:
 
 
 def build_lexicon(documents: Iterable[tuple[str, list[str]]], min_df: int = 2) -> Lexicon:
-    """Count df and cf over (language, tokens) documents; words seen in < min_df documents are
-    dropped (they would only be noise and size)."""
+    """Count df and cf over (language, tokens) documents.
+
+    Words seen in < min_df documents are dropped (they would only be noise and size)."""
     df: dict[str, Counter[str]] = {}
     cf: dict[str, Counter[str]] = {}
     n_docs, total = 0, 0

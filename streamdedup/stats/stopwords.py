@@ -1,6 +1,8 @@
-"""Stop words per language: the most frequent words of the language according to wordfreq (a
-maintained, multilingual source), and for Tibetan, which wordfreq lacks, its grammatical
-particles (case markers, connectives, the nominaliser), which play the same role."""
+"""Stop words per language.
+
+The most frequent words of the language according to wordfreq (a maintained, multilingual source),
+and for Tibetan, which wordfreq lacks, its grammatical particles (case markers, connectives, the
+nominaliser), which play the same role."""
 
 from __future__ import annotations
 

@@ -34,8 +34,9 @@ TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
 
 
 class BatchedStore(Protocol):
-    """What a batch reads and changes of its store (`SignatureStore`): its database and in-memory
-    index, its chance filter, and the counters a commit moves."""
+    """What a batch reads and changes of its store (`SignatureStore`).
+
+    Its database and in-memory index, its chance filter, and the counters a commit moves."""
 
     db: Rdict
     memory: MemoryIndex
@@ -115,7 +116,9 @@ class StoreBatch:
         return self._seq
 
     def prefetch(self, names: Iterable[bytes], page_ids: Iterable[str] = ()) -> None:
-        """Read these index keys (`SignatureStore.index_names`) and page ids, and the DocRecords
+        """Read these index keys and page ids, and the DocRecords they name, with one multi_get each.
+
+        Read these index keys (`SignatureStore.index_names`) and page ids, and the DocRecords
         they name, with one multi_get each: the lookups of a whole batch of pages at once."""
         wanted = set(names)
         id_keys = self._id_keys
@@ -134,7 +137,9 @@ class StoreBatch:
 
     def stage(self, names: np.ndarray, ends: Sequence[int], page_ids: Iterable[str] = (),
               words: np.ndarray | None = None) -> list[list[bytes]]:
-        """`prefetch` for a whole batch of pages from their index names as 48-bit integers
+        """The `prefetch` for a whole batch of pages from their index names as 48-bit integers.
+
+        `prefetch` for a whole batch of pages from their index names as 48-bit integers
         (`SignatureStore.index_name_ints_of_records`: page i's names end at `ends[i]`), on a batch
         with nothing staged yet. Returns each page's *shared* names as bytes, in its order: those a
         stored page is filed under or that the batch names more than once. Only these can give or
@@ -210,7 +215,9 @@ class StoreBatch:
         return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
 
     def chance_only(self, page: int) -> int:
-        """How many candidates the staged batch's page `page` has if every one is a chance
+        """How many candidates page `page` has if every one is a chance collision, else 0.
+
+        How many candidates the staged batch's page `page` has if every one is a chance
         collision of SimHash's short keys that `without_chance` drops (`chance.by_chance_only`); 0 if
         it has none or any other. Such a page's `candidates` and `without_chance` need not run:
         their answer is that nothing is left to judge."""
@@ -270,7 +277,9 @@ class StoreBatch:
         return kept
 
     def found_by(self) -> dict[int, set[int]]:
-        """Of the last `candidates` answer, by tag of a method whose keys find every match of its
+        """Of the last `candidates` answer, the seqs found by the keys of each complete method.
+
+        Of the last `candidates` answer, by tag of a method whose keys find every match of its
         test (`SignatureStore.complete_tags`), the seqs its keys found; for each such method none of
         whose keys of the page is full (a full key answers only its first pages: it may hide some).
         Asked by the caller that judges with it (the Detector), not made for every lookup."""
@@ -283,7 +292,9 @@ class StoreBatch:
         return found_by
 
     def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
-        """`seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
+        """The last `candidates` answer without the chance collisions of the chance-telling method's keys.
+
+        `seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
         without the stored pages that only keys of the store's chance-telling method found and
         whose kept word bits (`SignatureStore.words`) that method does not find: chance collisions
         of its short keys, no method's candidates, dropped unread. (A page of this batch, or one
@@ -300,8 +311,9 @@ class StoreBatch:
         return [s for s in seqs if s not in gone]
 
     def docs_of(self, seqs: Sequence[int]) -> list[DocRecord | None]:
-        """`doc` of each seq, those the batch has not read yet read with one multi_get: a page's
-        candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""
+        """`doc` of each seq, those the batch has not read yet read with one multi_get.
+
+        A page's candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""
         staged, committed = self._docs, self._committed_docs
         unread = [s for s in seqs if s not in staged and s not in committed]
         if unread:
@@ -326,22 +338,26 @@ class StoreBatch:
 
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
             names: Mapping[int, list[bytes]] | None = None, displaces: bool = False) -> None:
-        """File the page under its index keys (`names`: the same keys from `index_names`, if the
+        """File the page under its index keys but the full ones.
+
+        File the page under its index keys (`names`: the same keys from `index_names`, if the
         caller has them already) but the full ones, which its record names (`DocRecord.unfiled`).
         `displaces`: it matched no earlier page, and takes a full key's slot (`_add`)."""
         self.add_named(doc, [n for tag_names in (names or index_names(keys)).values()
                              for n in tag_names], displaces)
 
     def add_named(self, doc: DocRecord, names: Sequence[bytes], displaces: bool = False) -> None:
-        """`add` with the page's index names of every method in one sequence
-        (`SignatureStore.index_names_of_records`)."""
+        """The `add` with the page's index names of every method in one sequence.
+
+        The names as `SignatureStore.index_names_of_records` makes them."""
         if self._staged is not None:
             raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
         self._add(doc, names, lambda full: places_among_ints(name_ints(names), full), displaces)
 
     def add_staged(self, doc: DocRecord, page: int, shared: Sequence[bytes], displaces: bool = False) -> None:
-        """`add_named` of the batch's page number `page` (`stage`), given its shared names: those
-        are filed now, the others when the batch commits."""
+        """`add_named` of the batch's page number `page` (`stage`), given its shared names.
+
+        Those are filed now, the others when the batch commits."""
         if self._staged is None or self._page_seqs is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
         names, ends = self._staged
@@ -358,16 +374,19 @@ class StoreBatch:
         return answer
 
     def _all_read_none_filed(self, names: AbstractSet[bytes]) -> bool:
-        """Every one of `names` read into the batch and none with a page under it (a page that
+        """Whether no page is filed under any of `names` read into the batch.
+
+        Every one of `names` read into the batch and none with a page under it (a page that
         shares no key, the common case): told by two set operations, no value read."""
         return self._live.isdisjoint(names) and self._values.keys() >= names
 
     def _add(self, doc: DocRecord, names: Sequence[bytes],
              places: Callable[[list[bytes]], tuple[int, ...]], displaces: bool = False,
              keys: int | None = None) -> None:
-        """File the page under `names` (but the full ones); `places`: where full names stand among
-        all the page's sorted distinct names, as its record keeps them; `keys`: how many those are
-        (None: `names` are all of them).
+        """File the page under `names` (but the full ones).
+
+        `places`: where full names stand among all the page's sorted distinct names, as its record
+        keeps them; `keys`: how many those are (None: `names` are all of them).
 
         A page that `displaces` (judged unique: it matched no earlier page) and meets full keys for
         at least half its keys is filed under them too, each in place of the key's second-oldest
@@ -431,7 +450,9 @@ class StoreBatch:
         self._journal[name] = value
 
     def delete_journal(self, start: str, end: str) -> None:
-        """Remove the journal entries named from `start` up to (not including) `end` at commit,
+        """Remove the journal entries from `start` up to (not including) `end` at commit.
+
+        Remove the journal entries named from `start` up to (not including) `end` at commit,
         before this batch's own entries are written."""
         self._journal_deletes.append((start, end))
 
@@ -440,7 +461,9 @@ class StoreBatch:
         return self._templates.get(site_hash)
 
     def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
-        """The postings the batch files when it commits (names as 48-bit integers, their seqs),
+        """The postings the batch files when it commits, with the free slots found at `stage`.
+
+        The postings the batch files when it commits (names as 48-bit integers, their seqs),
         and for each the first free slot its probe met at `stage` with that table's epoch
         (`MemoryIndex.insert_ints`; -1: none, as for names filed one by one)."""
         names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
@@ -455,7 +478,9 @@ class StoreBatch:
                 np.concatenate([seqs, unshared_seqs[added].astype(np.uint64)]), free, epoch)
 
     def _take_out_displaced(self) -> tuple[list[bytes], list[int], list[DocRecord]]:
-        """The displaced postings of pages committed before (`_displaced`: the batch's own are left
+        """The displaced postings of pages committed before, and the records that name them.
+
+        The displaced postings of pages committed before (`_displaced`: the batch's own are left
         out of its filings instead), and every displaced page's record with those keys added to its
         unfiled places (the batch's own records changed in place; the others as new records)."""
         if not self._displaced:

@@ -40,10 +40,12 @@ def stop_answer(ordered: list[int]) -> list[int]:
 
 
 def count_lookup(work: Counter[str], found: int, answered: int, verified: int) -> None:
-    """A page's lookup in a caller's work counts (`Detector.WORK_COUNTS`): the candidates `found`
-    before the limit (`StoreBatch.last_found`), a page over it (`answered` fewer), the most found
-    for one page, those dropped as chance collisions (`answered` - `verified`) and those verified.
-    One place for the Detector and the global topology's index partitions."""
+    """A page's lookup in a caller's work counts (`Detector.WORK_COUNTS`).
+
+    The candidates `found` before the limit (`StoreBatch.last_found`), a page over it (`answered`
+    fewer), the most found for one page, those dropped as chance collisions (`answered` -
+    `verified`) and those verified. One place for the Detector and the global topology's index
+    partitions."""
     work["candidates_found"] += found
     work["pages_over_candidate_limit"] += int(found > answered)
     work["max_candidates_found"] = max(work["max_candidates_found"], found)
@@ -52,13 +54,17 @@ def count_lookup(work: Counter[str], found: int, answered: int, verified: int) -
 
 
 def places_among_ints(every: np.ndarray, names: Sequence[bytes]) -> tuple[int, ...]:
-    """The places of `names` among the sorted distinct names of `every` (48-bit integers: big-endian
+    """The places of `names` among the sorted distinct names of `every`, ascending.
+
+    The places of `names` among the sorted distinct names of `every` (48-bit integers: big-endian
     names sort as their integers), ascending (`DocRecord.unfiled`)."""
     return tuple(name_places(np.asarray(every, dtype=np.uint64), name_ints(names)).tolist())
 
 
 def answer_of(value: bytes) -> tuple[list[int], int]:
-    """The seqs a postings value answers a lookup with (all of them, or a full key's `stop_answer`) and
+    """The seqs a postings value answers a lookup with, and how many it holds.
+
+    The seqs a postings value answers a lookup with (all of them, or a full key's `stop_answer`) and
     how many it holds (a full key's count: MAX_POSTINGS_PER_KEY or more)."""
     count = layout.postings_count(value)
     seqs = layout.seqs_from(value)
@@ -68,7 +74,9 @@ def answer_of(value: bytes) -> tuple[list[int], int]:
 
 
 def place_bounds(methods: Mapping[int, FingerprintMethod[Any]]) -> dict[int, int | None]:
-    """By tag of `methods`, the place among a page's sorted names below which that method's names
+    """By tag of `methods`, the place among a page's sorted names below which that method's names stand.
+
+    By tag of `methods`, the place among a page's sorted names below which that method's names
     stand (None: no bound): a page's names sort by method tag first, and each method has at most
     `max_index_keys` of them, so a method's names stand below its own bound and every lower tag's
     added up. A record whose first unfiled place (`DocRecord.unfiled`) is at or past a method's
@@ -84,9 +92,10 @@ def place_bounds(methods: Mapping[int, FingerprintMethod[Any]]) -> dict[int, int
 
 
 def rank_candidates(shared: Counter[int], limit: int) -> list[int]:
-    """The seqs of `shared` (seq -> how many of a page's keys found it) a page is verified against,
-    ascending: all of them, or past `limit` those sharing the most keys (LSH: more colliding bands,
-    higher similarity), the earliest on a tie (the earliest-page rule)."""
+    """The seqs of `shared` (seq -> how many of a page's keys found it) a page is verified against, ascending.
+
+    All of them, or past `limit` those sharing the most keys (LSH: more colliding bands, higher
+    similarity), the earliest on a tie (the earliest-page rule)."""
     if len(shared) <= limit:
         return sorted(shared)
     return sorted(sorted(shared, key=lambda s: (-shared[s], s))[:limit])

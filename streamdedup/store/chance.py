@@ -52,8 +52,10 @@ def _words(encoded: Sequence[bytes | None]) -> tuple[np.ndarray, list[bool]]:
 
 
 def word_postings(seqs: Sequence[int], encoded: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    """The kept words' postings of these pages: their seqs and the low WORD_BITS bits of their
-    `word_tag` signatures (encoded; None: the page has none, and no posting)."""
+    """The kept words' postings of these pages.
+
+    Their seqs and the low WORD_BITS bits of their `word_tag` signatures (encoded; None: the page
+    has none, and no posting)."""
     words, has = _words(encoded)
     kept = np.asarray(has, dtype=np.bool_)
     return np.asarray(seqs, dtype=np.uint64)[kept], words[kept] & np.uint64(WORD_MASK)
@@ -69,7 +71,9 @@ def stored_word_array(kept: MemoryIndex, seqs: np.ndarray) -> tuple[np.ndarray, 
 
 
 def chance_collisions(kept: MemoryIndex, method: FingerprintMethod[Any], seqs: np.ndarray, words: Any) -> np.ndarray:
-    """Which of these stored pages `method` (the store's chance-telling one) does not find for
+    """Which of these stored pages `method` does not find for `words`: chance collisions of its keys.
+
+    Which of these stored pages `method` (the store's chance-telling one) does not find for
     `words` (a page's own word, or one per stored page), from their bits kept in `kept`: chance
     collisions of its keys. A page without a kept word is not one."""
     has, bits = stored_word_array(kept, seqs)
@@ -79,7 +83,9 @@ def chance_collisions(kept: MemoryIndex, method: FingerprintMethod[Any], seqs: n
 def by_chance_only(collisions: Callable[[np.ndarray, Any], np.ndarray], tag: int, named: np.ndarray,
                    owners: np.ndarray, found: np.ndarray, seqs: np.ndarray, words: np.ndarray, sharing: np.ndarray,
                    pages: int) -> tuple[set[int], dict[int, int]]:
-    """Of a staged batch (`StoreBatch.stage`), the stored pages whose records it need not read,
+    """Of a staged batch, the stored pages whose records it need not read, and its chance-only pages.
+
+    Of a staged batch (`StoreBatch.stage`), the stored pages whose records it need not read,
     and the pages whose every candidate is a chance collision (page -> how many: `chance_only`).
 
     A stored page need not be read if wherever the batch finds it, it is under a SimHash key
@@ -105,7 +111,9 @@ def by_chance_only(collisions: Callable[[np.ndarray, Any], np.ndarray], tag: int
 
 def chance_only_pages(posting_owners: np.ndarray, seqs: np.ndarray, asked: np.ndarray, far: np.ndarray,
                       sharing: np.ndarray, pages: int) -> dict[int, int]:
-    """The pages whose every candidate is a chance collision of their own, each found by one of
+    """The pages of the batch whose every candidate is a chance collision of their own.
+
+    The pages whose every candidate is a chance collision of their own, each found by one of
     their names, none of them shared in the batch (page -> how many candidates), from the batch's
     postings of stored pages (`seqs[i]` found for page `posting_owners[i]`; `asked[i]`: under a
     SimHash key of at most CHANCE_POSTINGS pages, and then `far`: too far from the page's word;

@@ -1,6 +1,8 @@
-"""The errors a store can raise that a user can mend: each message names the fix, and the command
-line prints it alone, without a traceback. Apart from the stores, so that every module reading
-RocksDB (the signature store, the template store) raises the same ones."""
+"""The errors a store can raise that a user can mend.
+
+Each message names the fix, and the command line prints it alone, without a traceback. Apart from
+the stores, so that every module reading RocksDB (the signature store, the template store) raises
+the same ones."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 
 
 class StoreError(Exception):
-    """A store that cannot be used as it is (in use, damaged, not a store). The message names the
-    fix; the command line prints it alone, without a traceback."""
+    """A store that cannot be used as it is (in use, damaged, not a store).
+
+    The message names the fix; the command line prints it alone, without a traceback."""
 
 
 class StoreLocked(StoreError):
@@ -26,8 +29,9 @@ class StoreConfigMismatch(StoreError, ValueError):
 
 
 def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) -> StoreError | None:
-    """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text
-    says 'IO error: ... LOCK' or 'Corruption: ...'), or None if it is no store error."""
+    """The StoreError a RocksDB exception means (rocksdict raises plain Exceptions whose text says 'IO error: ...
+
+    LOCK' or 'Corruption: ...'), or None if it is no store error."""
     if isinstance(err, StoreError):
         return err
     text = str(err)
@@ -47,8 +51,9 @@ def damaged(where: str, what: str) -> str:
 
 
 def check_iterator(it: Any, path: str | os.PathLike[str]) -> None:
-    """Raise the StoreError a RocksDB iterator's status holds, if any: at a damaged block an
-    iterator just stops, and says so only there."""
+    """Raise the StoreError a RocksDB iterator's status holds, if any.
+
+    At a damaged block an iterator just stops, and says so only there."""
     try:
         it.status()
     except Exception as err:  # noqa: BLE001 - rocksdict raises plain Exceptions

@@ -36,8 +36,10 @@ def index_names(keys: Mapping[int, list[bytes]]) -> dict[int, list[bytes]]:
 
 
 def filed_names(methods: Methods, doc: DocRecord) -> list[bytes]:
-    """The index names a stored page is filed under: its id's, and its keys' but those its
-    record names as not filed (`DocRecord.unfiled`: places in the sorted names)."""
+    """The index names a stored page is filed under.
+
+    Its id's, and its keys' but those its record names as not filed (`DocRecord.unfiled`: places in
+    the sorted names)."""
     keys = sorted({n for tag_names in index_names(index_keys(methods, doc)).values() for n in tag_names})
     if doc.unfiled:
         skipped = set(doc.unfiled)
@@ -47,7 +49,9 @@ def filed_names(methods: Methods, doc: DocRecord) -> list[bytes]:
 
 
 def seq_with_id(page_id: str, value: bytes | None, doc: Callable[[int], DocRecord | None]) -> int | None:
-    """The page with this id among those with its id hash (`value`: the postings of its id's
+    """The page with this id among those with its id hash.
+
+    The page with this id among those with its id hash (`value`: the postings of its id's
     name; a hash collision is told apart by the DocRecord, which holds the id itself)."""
     for seq in reversed(layout.seqs_from(value)):
         record = doc(seq)
@@ -57,7 +61,9 @@ def seq_with_id(page_id: str, value: bytes | None, doc: Callable[[int], DocRecor
 
 
 def index_name_ints_of_records(methods: Methods, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
-    """Each page's index names (`index_names` of its `index_keys`, every method's, by method in
+    """Each page's index names, as 48-bit integers back to back, and where each page's end.
+
+    Each page's index names (`index_names` of its `index_keys`, every method's, by method in
     the order its signatures come) from its encoded signatures by tag, as 48-bit integers
     (`index_kernels.name_ints`): every page's names back to back in one array, and where each
     page's end (`StoreBatch.stage`). Each method's keys of all the pages are made in one call
@@ -85,7 +91,9 @@ def index_name_ints_of_records(methods: Methods, pages: Sequence[Mapping[int, by
 
 
 def key_name_ints(tag: int, method: FingerprintMethod[Any], encoded: Sequence[bytes]) -> tuple[np.ndarray, Any]:
-    """The index names of these encoded signatures' keys (one method's, tag `tag`), as 48-bit
+    """The index names of one method's keys of these encoded signatures, as 48-bit integers.
+
+    The index names of these encoded signatures' keys (one method's, tag `tag`), as 48-bit
     integers (`memory_index.name_ints`), each signature's in `index_keys` order, and how many each
     has: in one call where the method offers `index_key_rows`, else signature by signature."""
     key_rows = method.index_key_rows(encoded)

@@ -41,9 +41,10 @@ _REHASH_RUN = 4096  # old slots a growth reads before it places their postings (
 
 
 def _prefetch_typed(typingctx: Any, array: Any, index: Any) -> Any:
-    """A hint to the CPU to read `array[index]` into its caches (LLVM's prefetch: read, keep in
-    all levels); no effect on what the code computes. Compiled loops over random slots of the
-    table issue it a few names ahead, so that the reads of several probes overlap."""
+    """A hint to the CPU to read `array[index]` into its caches (LLVM's prefetch: read, keep in all levels).
+
+    No effect on what the code computes. Compiled loops over random slots of the table issue it a
+    few names ahead, so that the reads of several probes overlap."""
     signature = types.void(array, index)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
@@ -100,7 +101,9 @@ def _collect(words: np.ndarray, low: np.ndarray, names: np.ndarray, starts: np.n
 
 @numba.njit(cache=True)
 def _insert(words: np.ndarray, low: np.ndarray, names: np.ndarray, seqs: np.ndarray) -> np.ndarray:
-    """Add the postings (name, seq) that are not there yet (one is added once) to one segment's
+    """Add the postings not there yet to one segment's table.
+
+    Add the postings (name, seq) that are not there yet (one is added once) to one segment's
     table, each probed from its home (`_insert_one`); returns, per posting, 1 if it went into a
     free slot, 2 into a tombstone's, 0 if it was there. (The store files a batch with `_insert_all`:
     the same table.)"""
@@ -129,7 +132,9 @@ def _segment_of(name: np.uint64) -> Any:
 
 @numba.njit(cache=True)
 def _count_free_all(words: Any, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """How many postings each name has, and where each name's probe meets its first free slot
+    """How many postings each name has, and where each name's probe meets its first free slot.
+
+    How many postings each name has, and where each name's probe meets its first free slot
     (a tombstone, or the empty slot that ends it): where `_insert_one` would put a posting of a
     name that has none. Names of every segment in one call (`words`: each segment's words, a
     tuple), a segment's names at a time: each segment's table is taken from the tuple once
@@ -211,7 +216,9 @@ def _insert_one(words: np.ndarray, low: np.ndarray, name: np.uint64, seq: np.uin
 @numba.njit(cache=True)
 def _insert_all(words: Any, low: Any, names: np.ndarray, seqs: np.ndarray, free: np.ndarray,
                 free_valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_insert` of postings of every segment in one call (`words`, `low`: each segment's, tuples),
+    """The `_insert` of postings of every segment in one call.
+
+    `_insert` of postings of every segment in one call (`words`, `low`: each segment's, tuples),
     a segment's at a time in their order: the table `_insert` a segment at a time makes, slot for
     slot.
 
@@ -265,7 +272,9 @@ def _insert_all(words: Any, low: Any, names: np.ndarray, seqs: np.ndarray, free:
 
 @numba.njit(cache=True, nogil=True)
 def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: np.ndarray) -> int:
-    """Every live posting of the old table into the new one, in the old table's slot order, each at
+    """Move every live posting of the old table into the new one; returns how many.
+
+    Every live posting of the old table into the new one, in the old table's slot order, each at
     the first empty slot of its probe (into an empty table, where `_insert` would put them: they
     are distinct and it has no tombstones; `_Growth` also moves a side table's postings, none of
     them already there, into a grown one); returns how many. Runs without the GIL, so that the
@@ -307,8 +316,10 @@ def _rehash(old_words: np.ndarray, old_low: np.ndarray, words: np.ndarray, low: 
 
 @numba.njit(cache=True, nogil=True)
 def _clear(words: np.ndarray, low: np.ndarray) -> None:
-    """Every slot free (`_Segment.empty`'s fill), without the GIL: a new table's first touch, the
-    larger part of a growth at 10 M pages, runs beside the batches too."""
+    """Every slot free (`_Segment.empty`'s fill), without the GIL.
+
+    A new table's first touch, the larger part of a growth at 10 M pages, runs beside the batches
+    too."""
     for i in range(len(words)):
         words[i] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
         low[i] = np.uint32(0)
@@ -347,9 +358,10 @@ def name_ints(names: Sequence[bytes]) -> np.ndarray:
 
 @numba.njit(cache=True)
 def name_places(every: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """Where each of `names` stands among the sorted distinct values of `every` (48-bit names),
-    sorted: how many distinct names of `every` are smaller. A page's few full keys among its
-    ~50 names: one sort and a scan, no `np.unique` set-up a page."""
+    """Where each of `names` stands among the sorted distinct values of `every` (48-bit names), sorted.
+
+    How many distinct names of `every` are smaller. A page's few full keys among its ~50 names: one
+    sort and a scan, no `np.unique` set-up a page."""
     ordered = np.sort(every)
     out = np.empty(len(names), dtype=np.int64)
     for j in range(len(names)):
@@ -380,7 +392,9 @@ def name_rows_ints(rows: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True)
 def _group(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each name's segment (the top bits of a multiplicative hash), as the positions of `names`
+    """Each name's segment, as the positions of `names` by segment and each segment's bounds.
+
+    Each name's segment (the top bits of a multiplicative hash), as the positions of `names`
     by segment, each segment's in their order (a counting sort), and where each segment's begin
     and end among them (`SEGMENTS + 1` bounds). A few µs for a few names, as a page's lookups are."""
     segment = np.empty(len(names), dtype=np.int64)

@@ -38,7 +38,9 @@ def grown_load(segment: int | None = None) -> float:
 
 
 def slots_for(postings: int, segment: int | None = None) -> int:
-    """The slots of a table holding this many postings at the load a growth leaves (`grown_load`
+    """The slots of a table holding this many postings at the load a growth leaves.
+
+    The slots of a table holding this many postings at the load a growth leaves (`grown_load`
     of `segment`; None: the mean's)."""
     return max(_MIN_SLOTS, int(postings / grown_load(segment)) + 1)
 
@@ -48,8 +50,9 @@ SLOT_BYTES = SLOT.itemsize
 
 
 class _Segment:
-    """One open-addressing table: its slots (`SLOT` records), and how many hold postings and
-    tombstones. The kernels take the slots' `words` and `low` words as two views of the one array."""
+    """One open-addressing table: its slots (`SLOT` records), and how many hold postings and tombstones.
+
+    The kernels take the slots' `words` and `low` words as two views of the one array."""
 
     def __init__(self, cells: np.ndarray, postings: int = 0, tombstones: int = 0) -> None:
         self.cells = cells
@@ -68,7 +71,9 @@ class _Segment:
         return _MAX_LOAD * len(self.words) - self.postings - self.tombstones
 
     def rehashed(self, slots: int) -> _Segment:
-        """A table of `slots` holding this one's live postings (tombstones dropped), moved straight
+        """A table of `slots` holding this one's live postings (tombstones dropped).
+
+        A table of `slots` holding this one's live postings (tombstones dropped), moved straight
         from the old arrays to the new: the two are all it holds at once."""
         grown = _Segment.empty(slots)
         grown.postings = _rehash(self.words, self.low, grown.words, grown.low)
@@ -76,14 +81,15 @@ class _Segment:
 
 
 class _Growth:
-    """A segment growing beside the batches: a thread clears the new table and moves the old one's
-    live postings into it (`_clear`, `_rehash`: compiled, without the GIL), while the batches go on.
-    Meanwhile the old table is only read: the segment's new postings go to a small `side` table,
-    which lookups read too, and its removals are kept (`removed`: lookups leave them out) for the
-    new table. When the thread is done, the next batch's filing (`MemoryIndex.insert_ints`)
-    applies the removals and files the side table's postings in the new table, and puts it in the
-    old one's place: a commit waits for that, a few thousand postings, not for the growth (~0.5 s
-    at 10 M pages)."""
+    """A segment growing beside the batches.
+
+    A thread clears the new table and moves the old one's live postings into it (`_clear`,
+    `_rehash`: compiled, without the GIL), while the batches go on. Meanwhile the old table is only
+    read: the segment's new postings go to a small `side` table, which lookups read too, and its
+    removals are kept (`removed`: lookups leave them out) for the new table. When the thread is
+    done, the next batch's filing (`MemoryIndex.insert_ints`) applies the removals and files the
+    side table's postings in the new table, and puts it in the old one's place: a commit waits for
+    that, a few thousand postings, not for the growth (~0.5 s at 10 M pages)."""
 
     def __init__(self, segment: int, old: _Segment, slots: int, side_slots: int) -> None:
         self.segment, self.old, self.slots = segment, old, slots
@@ -109,7 +115,9 @@ class _Growth:
         return not self.thread.is_alive()
 
     def finished(self) -> _Segment:
-        """The grown segment, with the removals and the side table's postings applied (waits for
+        """The grown segment, with the removals and the side table's postings applied.
+
+        The grown segment, with the removals and the side table's postings applied (waits for
         the thread if it is still running)."""
         self.thread.join()
         if self.error is not None:

@@ -34,8 +34,10 @@ _SEGMENT_HEADER = struct.Struct("<QQQ")  # slots, postings, tombstones
 @numba.njit(cache=True)
 def _pack_run(words: np.ndarray, low: np.ndarray, bitmap: np.ndarray, kept_words: np.ndarray,
               kept_low: np.ndarray) -> int:
-    """A snapshot's run of slots (`MemoryIndex.save`): the bitmap of the slots in use (first slot
-    in the high bit, as numpy's packbits), and those slots' words in order; how many."""
+    """A snapshot's run of slots (`MemoryIndex.save`).
+
+    The bitmap of the slots in use (first slot in the high bit, as numpy's packbits), and those
+    slots' words in order; how many."""
     kept = 0
     for byte in range(len(bitmap)):
         bits = 0
@@ -85,8 +87,9 @@ def _bitmap_bytes(slots: int) -> int:
 
 
 def save_segments(path: Path, version: int, segments: Sequence[_Segment]) -> None:
-    """The segments of a table to a file, synced, for `load_segments` (the format: the module's
-    docstring); growths beside the batches finished first (`MemoryIndex.save`)."""
+    """The segments of a table to a file, synced, for `load_segments` (the format: the module's docstring).
+
+    Growths beside the batches finished first (`MemoryIndex.save`)."""
     checksum = xxhash.xxh3_64()
 
     def write(data: bytes | memoryview) -> None:
@@ -113,7 +116,9 @@ def save_segments(path: Path, version: int, segments: Sequence[_Segment]) -> Non
 
 
 def read_headers(data: BinaryIO, version: int, checksum: Any = None) -> list[tuple[int, int, int]] | None:
-    """The segments' (slots, postings, tombstones) from a snapshot's start, if it is one `save_segments`
+    """The segments' (slots, postings, tombstones) from a snapshot's start, if it is current.
+
+    The segments' (slots, postings, tombstones) from a snapshot's start, if it is one `save_segments`
     wrote in this format, at this `version` of the store (None if not: an earlier format, a
     stale snapshot). Raises SnapshotDamaged if its headers do not fit together or the file is
     not as long as they say (a damaged header is not believed: no table is sized from it).
@@ -145,7 +150,9 @@ def read_headers(data: BinaryIO, version: int, checksum: Any = None) -> list[tup
 
 
 def snapshot_table_bytes(path: Path, version: int) -> int | None:
-    """The bytes of the table a snapshot holds once loaded (its free slots included, which
+    """The bytes of the table a snapshot holds once loaded, from its headers.
+
+    The bytes of the table a snapshot holds once loaded (its free slots included, which
     the file leaves out), from its headers; None if `load_segments` would not read it."""
     try:
         with open(path, "rb") as data:
@@ -156,7 +163,9 @@ def snapshot_table_bytes(path: Path, version: int) -> int | None:
 
 
 def load_segments(path: Path, version: int) -> list[_Segment] | None:
-    """The segments of the table `save_segments` wrote, if it was saved in this format at this `version` of the store,
+    """The segments of the table `save_segments` wrote, if current.
+
+    The segments of the table `save_segments` wrote, if it was saved in this format at this `version` of the store,
     with these segments (None if not); raises SnapshotDamaged if its bytes are not those `save_segments`
     wrote (its checksum, its counts or its length differ). Each run of slots is filled in
     place, so loading holds the table and one run's bytes, not the table twice."""

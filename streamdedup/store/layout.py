@@ -44,8 +44,10 @@ import xxhash
 
 
 def method_tags(names: Sequence[str]) -> dict[str, int]:
-    """The 1-byte tag of each method in the store's keys (by sorted name). Routing that must agree
-    with a store's keys (the scale-out index partitions) uses this same rule."""
+    """The 1-byte tag of each method in the store's keys (by sorted name).
+
+    Routing that must agree with a store's keys (the scale-out index partitions) uses this same
+    rule."""
     return {name: tag for tag, name in enumerate(sorted(names))}
 
 META, DOC, TIME, JOURNAL, TEMPLATE = b"M", b"D", b"T", b"V", b"S"
@@ -120,10 +122,11 @@ _KEY9 = np.dtype([("first", "u1"), ("rest", "<u8")])
 
 
 def index_names(tag: int, keys: Sequence[bytes]) -> list[bytes]:
-    """Each key as the index names it: the tag byte and `HASH_BYTES` bytes. An 8-byte key, a random
-    hash already, is cut; a 9-byte key (a band or table number and 64 bits: MinHash bands, SimHash
-    tables) is mixed by splitmix64, all of them in one pass of array operations; others are hashed
-    by xxh3-64."""
+    """Each key as the index names it: the tag byte and `HASH_BYTES` bytes.
+
+    An 8-byte key, a random hash already, is cut; a 9-byte key (a band or table number and 64 bits:
+    MinHash bands, SimHash tables) is mixed by splitmix64, all of them in one pass of array
+    operations; others are hashed by xxh3-64."""
     if not keys:
         return []
     if set(map(len, keys)) == {9}:
@@ -134,8 +137,10 @@ def index_names(tag: int, keys: Sequence[bytes]) -> list[bytes]:
 
 
 def names9(tag: int, keys: bytes | np.ndarray) -> np.ndarray:
-    """9-byte keys back to back (`bytes` or uint8) as `index_names` names them: one uint8 row of
-    `INDEX_KEY_SIZE` bytes each, the tag byte and the first `HASH_BYTES` of the key's splitmix64."""
+    """9-byte keys back to back (`bytes` or uint8) as `index_names` names them.
+
+    One uint8 row of `INDEX_KEY_SIZE` bytes each, the tag byte and the first `HASH_BYTES` of the
+    key's splitmix64."""
     parts = np.frombuffer(keys, dtype=_KEY9)
     z = _splitmix(parts["rest"], parts["first"])
     names = np.empty((len(parts), INDEX_KEY_SIZE), dtype=np.uint8)
@@ -145,7 +150,9 @@ def names9(tag: int, keys: bytes | np.ndarray) -> np.ndarray:
 
 
 def name_ints_of_keys(tag: int, keys: np.ndarray) -> np.ndarray:
-    """`index_names` of keys of one size (uint8 rows) as 48-bit integers (`memory_index.name_ints`),
+    """The `index_names` of keys of one size as 48-bit integers, made without the names' bytes.
+
+    `index_names` of keys of one size (uint8 rows) as 48-bit integers (`memory_index.name_ints`),
     made without the names' bytes: the tag in the top byte, then the first `HASH_BYTES` bytes of
     the name's hash as a big-endian number. Of a little-endian 64-bit word w (an 8-byte key, the
     mix of a 9-byte one) those bytes are `w.byteswap() >> 24`; of an xxh3-64 digest (big-endian),

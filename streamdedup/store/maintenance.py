@@ -1,4 +1,6 @@
-"""`streamdedup store`: a store's counts, pages forgotten by id or by time, on one store or on a
+"""The `streamdedup store` command: a store's counts, and pages forgotten by id or by time.
+
+`streamdedup store`: a store's counts, pages forgotten by id or by time, on one store or on a
 worker's state folder (one store a partition: `pages-0`, `dedup.index-3`, ...).
 """
 
@@ -12,15 +14,18 @@ from streamdedup.store.errors import StoreError
 
 
 def partition_stores(state: Path) -> list[Path]:
-    """The stores a worker keeps in its state folder (its subfolders holding a RocksDB database),
-    by name; none if `state` is itself a store or holds none."""
+    """The stores a worker keeps in its state folder (its subfolders holding a RocksDB database), by name.
+
+    None if `state` is itself a store or holds none."""
     if not state.is_dir() or (state / "CURRENT").exists():
         return []
     return sorted(child for child in state.iterdir() if child.is_dir() and (child / "CURRENT").exists())
 
 
 def store_info(state: Path) -> dict[str, Any]:
-    """A store's counts and configuration (`SignatureStore.stats`, after a scan that verifies every
+    """A store's counts and configuration, or those of each store of a worker's state folder.
+
+    A store's counts and configuration (`SignatureStore.stats`, after a scan that verifies every
     block), or for a worker's state folder the same of each partition's store by its name; a
     partition whose store holds no pages (a fingerprint stage's site templates, a gather stage's
     held pages) or cannot be opened (its worker is running) says so."""
@@ -41,8 +46,9 @@ def store_info(state: Path) -> dict[str, Any]:
 
 
 def refuse_worker_state(state: Path, action: str) -> None:
-    """Raise StoreError naming the partition stores when `state` is a worker's state folder: a
-    change is made to one store, with its worker stopped."""
+    """Raise StoreError naming the partition stores when `state` is a worker's state folder.
+
+    A change is made to one store, with its worker stopped."""
     partitions = partition_stores(state)
     if partitions:
         names = ", ".join(path.name for path in partitions[:4]) + (" ..." if len(partitions) > 4 else "")

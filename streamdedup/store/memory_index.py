@@ -87,12 +87,16 @@ class MemoryIndex:
 
     @property
     def segments(self) -> list[_Segment]:
-        """The segments, read-only: whatever replaces one calls `_tables` after (`_grow`), as the
-        compiled passes take the tables from tuples made there."""
+        """The segments, read-only.
+
+        Whatever replaces one calls `_tables` after (`_grow`), as the compiled passes take the
+        tables from tuples made there."""
         return self._segments
 
     def _tables(self) -> None:
-        """After any segment's arrays change: the tuples of every segment's words and low words
+        """Refresh the segment tuples and the epoch after any segment's arrays change.
+
+        After any segment's arrays change: the tuples of every segment's words and low words
         that the compiled passes over a whole batch take (`_count_free_all`, `_insert_all`), and a
         new epoch (it changes whenever a live slot may become free or move: `insert_ints`)."""
         self._words = tuple(segment.words for segment in self.segments)
@@ -114,7 +118,9 @@ class MemoryIndex:
 
     @property
     def postings(self) -> int:
-        """Postings in the table (while a segment grows: its old table's, less none of the
+        """Postings in the table.
+
+        Postings in the table (while a segment grows: its old table's, less none of the
         removals since, and its side table's)."""
         return (sum(segment.postings for segment in self.segments)
                 + sum(growth.side.postings for growth in self._growing.values()))
@@ -133,7 +139,9 @@ class MemoryIndex:
                 + sum(growth.slots * SLOT_BYTES + int(growth.side.cells.nbytes) for growth in self._growing.values()))
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every segment's words and low words back to back (a copy: to compare tables; growths
+        """Every segment's words and low words back to back.
+
+        Every segment's words and low words back to back (a copy: to compare tables; growths
         beside the batches finished first)."""
         self.finish_growths()
         return (np.concatenate([segment.words for segment in self.segments]),
@@ -155,7 +163,9 @@ class MemoryIndex:
         return self.counts_free_ints(names)[0]
 
     def counts_free_ints(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """`counts_ints`, each name's first free slot in its segment (`_count_free_all`), and the
+        """The `counts_ints`, each name's first free slot in its segment, and the table's `epoch`.
+
+        `counts_ints`, each name's first free slot in its segment (`_count_free_all`), and the
         table's `epoch`, which `insert_ints` checks before it uses the slots. One compiled pass for
         names of every segment, not a call and two gathers a segment (while a segment grows, its
         names are counted as `found_ints` finds them; their free slots are not used then)."""
@@ -179,9 +189,10 @@ class MemoryIndex:
 
     def _found_growing(self, keys: np.ndarray,
                        table: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`found_ints` while segments grow beside the batches (`_Growth`): each name's postings in
-        its table (`table`: their counts there, if known), then in its side table, less those
-        removed since its segment began to grow."""
+        """`found_ints` while segments grow beside the batches (`_Growth`).
+
+        Each name's postings in its table (`table`: their counts there, if known), then in its side
+        table, less those removed since its segment began to grow."""
         if table is None:
             table = _count_free_all(self._words, keys)[0]
         counts = table + _count_free_all(self._side_words, keys)[0]
@@ -231,9 +242,10 @@ class MemoryIndex:
     def insert_ints(self, names: np.ndarray, seqs: np.ndarray, free: np.ndarray | None = None,
                     epoch: int = -1) -> None:
         """`insert` of names as 48-bit integers (`name_ints`) and seqs as uint64, in that order.
+
         `free`, with the `epoch` it was found at (`counts_free_ints`): for each name with no
-        postings then and none added before it, its first free slot (else -1); used in a segment
-        if no slot can have been freed since (the epoch is the same, and the segment does not grow
+        postings then and none added before it, its first free slot (else -1); used in a segment if
+        no slot can have been freed since (the epoch is the same, and the segment does not grow
         now). The table is the same either way, slot for slot."""
         if not len(names):
             return
@@ -278,7 +290,9 @@ class MemoryIndex:
             self.epoch = next(_EPOCHS)
 
     def growth_bytes(self, names: np.ndarray) -> int:
-        """The bytes `insert_ints(names, ...)` would allocate for the segments it grows (each new
+        """The bytes `insert_ints(names, ...)` would allocate for the segments it grows.
+
+        The bytes `insert_ints(names, ...)` would allocate for the segments it grows (each new
         table, the old one freed once moved), 0 if it grows none: asked before a batch is written,
         so that a store outgrowing its memory is told so in one line, not killed by the kernel
         half-way through a growth. A segment with room for every name is not grouped for."""
@@ -294,8 +308,10 @@ class MemoryIndex:
                    for s, segment in enumerate(self.segments))
 
     def reserve(self, postings: int) -> None:
-        """Room for this many postings without growing: each segment sized once for its share (a
-        rebuild that knows the store's page count), at its own load (`grown_load`)."""
+        """Room for this many postings without growing.
+
+        Each segment sized once for its share (a rebuild that knows the store's page count), at its
+        own load (`grown_load`)."""
         self.finish_growths()
         for s, segment in enumerate(self.segments):
             slots = slots_for(postings // SEGMENTS, s)
@@ -304,9 +320,10 @@ class MemoryIndex:
                 self._tables()
 
     def _grow(self, segment: int, adding: int) -> None:
-        """Rehash one segment's live postings into a table at its `grown_load` (tombstones
-        dropped): beside the batches for a large segment (`_Growth`) while fewer than
-        `MAX_BESIDE_GROWTHS` others do, else in place."""
+        """Rehash one segment's live postings into a table at its `grown_load` (tombstones dropped).
+
+        Beside the batches for a large segment (`_Growth`) while fewer than `MAX_BESIDE_GROWTHS`
+        others do, else in place."""
         old = self.segments[segment]
         slots = slots_for(old.postings + adding, segment)
         if len(old.words) >= BESIDE_GROWTH_SLOTS and len(self._growing) < MAX_BESIDE_GROWTHS:
@@ -329,7 +346,9 @@ class MemoryIndex:
             self._finish_growth(segment)
 
     def finish_growths(self) -> None:
-        """Wait for every growth beside the batches and put its table in place (before a snapshot
+        """Wait for every growth beside the batches and put its table in place.
+
+        Wait for every growth beside the batches and put its table in place (before a snapshot
         is written, or the table compared)."""
         self._finish_growths(wait=True)
 
@@ -345,8 +364,9 @@ class MemoryIndex:
 
     @classmethod
     def load(cls, path: Path, version: int) -> MemoryIndex | None:
-        """The table `save` wrote, if it was saved in this format at this `version` of the store
-        (None if not); raises SnapshotDamaged if its bytes are not those `save` wrote."""
+        """The table `save` wrote, if it was saved in this format at this `version` of the store (None if not).
+
+        Raises SnapshotDamaged if its bytes are not those `save` wrote."""
         segments = load_segments(path, version)
         if segments is None:
             return None

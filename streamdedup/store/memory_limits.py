@@ -10,8 +10,10 @@ from pathlib import Path
 
 
 def available_bytes(proc: Path = Path("/proc"), cgroup: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """Memory this process may still take: the kernel's MemAvailable, or less if the process's
-    cgroup (a container's limit) has less room left (`cgroup_room`); None if neither can be read."""
+    """Memory this process may still take.
+
+    The kernel's MemAvailable, or less if the process's cgroup (a container's limit) has less room
+    left (`cgroup_room`); None if neither can be read."""
     found: list[int] = []
     try:
         for line in (proc / "meminfo").read_text().splitlines():
@@ -32,10 +34,12 @@ _CGROUP_FILES = (("memory.max", "memory.current", "memory.stat", ("active_file",
 
 
 def cgroup_room(root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """Room left under the cgroup's memory limit: the limit less what the cgroup holds, its page
-    cache aside (charged to the cgroup, reclaimed by the kernel before it kills anything: a worker
-    restarted in its container finds the GBs of store files the last one read still charged);
-    cgroup v2, else v1; None without a limit, or where none can be read."""
+    """Room left under the cgroup's memory limit.
+
+    The limit less what the cgroup holds, its page cache aside (charged to the cgroup, reclaimed by
+    the kernel before it kills anything: a worker restarted in its container finds the GBs of store
+    files the last one read still charged); cgroup v2, else v1; None without a limit, or where none
+    can be read."""
     for limit_file, usage_file, stat_file, cache_lines in _CGROUP_FILES:
         try:
             limit = (root / limit_file).read_text().strip()

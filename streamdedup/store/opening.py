@@ -41,7 +41,9 @@ def foreign_files(names: Iterable[str]) -> list[str]:
 
 
 def params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
-    """`method.name=value` of each method parameter whose stored value differs from this run's,
+    """The `method.name=value` of each method parameter whose stored value differs from this run's.
+
+    `method.name=value` of each method parameter whose stored value differs from this run's,
     for methods both name (a store built before a default changed: the flags that keep it)."""
     out = []
     for key in sorted(set(built) & set(wanted)):
@@ -58,9 +60,10 @@ def params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[
 
 
 def prepare_directory(path: Path, create: bool = True) -> bool:
-    """Whether `path` holds a store. A new one is made only in an empty or new directory:
-    RocksDB files without CURRENT are a damaged store (a new one over them would forget
-    every page), other files are not ours."""
+    """Whether `path` holds a store.
+
+    A new one is made only in an empty or new directory: RocksDB files without CURRENT are a damaged
+    store (a new one over them would forget every page), other files are not ours."""
     if path.exists() and not path.is_dir():
         raise StoreError(f"{path} is a file, not a store directory: give --state a directory")
     if (path / "CURRENT").exists():
@@ -91,7 +94,9 @@ def open_db(path: Path, create: bool) -> Rdict:
 
 
 def _table() -> BlockBasedOptions:
-    """Whole-key bloom filters (most lookups miss) and a block cache shared by every store of
+    """Whole-key bloom filters and a block cache shared by every store of the process.
+
+    Whole-key bloom filters (most lookups miss) and a block cache shared by every store of
     the process (a worker opens one per partition)."""
     global _block_cache
     if _block_cache is None:
@@ -105,8 +110,7 @@ def _table() -> BlockBasedOptions:
 
 
 def _options() -> Options:
-    """The database and its default column family: lz4 above, zstd at the bottom level
-    (where most bytes live)."""
+    """The database and its default column family: lz4 above, zstd at the bottom level (where most bytes live)."""
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
@@ -121,9 +125,11 @@ def _options() -> Options:
 
 
 def _index_options() -> Options:
-    """The index column family: 6-byte random keys, point lookups that mostly miss, so a
-    whole-key bloom filter in the memtable too. (A hashed memtable inserts 3x faster but
-    answers lookups 1.7x slower: lookups are the larger half, so the skip list stays.)"""
+    """The index column family.
+
+    6-byte random keys, point lookups that mostly miss, so a whole-key bloom filter in the memtable
+    too. (A hashed memtable inserts 3x faster but answers lookups 1.7x slower: lookups are the
+    larger half, so the skip list stays.)"""
     options = _options()
     options.set_memtable_whole_key_filtering(True)
     options.set_memtable_prefix_bloom_ratio(0.1)
@@ -133,7 +139,9 @@ def _index_options() -> Options:
 
 
 def config_mismatch(path: Path, built: Mapping[str, str], wanted: Mapping[str, str]) -> StoreConfigMismatch | None:
-    """What refuses a store at `path` built with the config `built` to a run asking for `wanted`
+    """What refuses a store built with the config `built` to a run asking for `wanted`, or None.
+
+    What refuses a store at `path` built with the config `built` to a run asking for `wanted`
     (another schema, or other parameters: the flags that keep it named), None if they agree."""
     if built.get("schema") != wanted.get("schema"):
         return StoreConfigMismatch(

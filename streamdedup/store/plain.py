@@ -1,5 +1,6 @@
-"""A plain RocksDB (one column family, raw bytes) for the small stores of the scale-out steps:
-the gather step's pending verdicts and the fingerprint step's site templates."""
+"""A plain RocksDB (one column family, raw bytes) for the small stores of the scale-out steps.
+
+The gather step's pending verdicts and the fingerprint step's site templates."""
 
 from __future__ import annotations
 

@@ -45,7 +45,9 @@ def _varint(buf: np.ndarray, pos: int) -> Any:  # (value, position after it)
 @numba.njit(cache=True)
 def _parse(buf: np.ndarray, ends: np.ndarray, column: np.ndarray, sig_at: np.ndarray, sig_len: np.ndarray,
            id_at: np.ndarray, id_len: np.ndarray, unfiled: np.ndarray) -> None:
-    """Where each record (`DocRecord.encode`, records back to back, record i ends at `ends[i]`)
+    """Where each record holds its page id and its signatures, and whether it names unfiled keys.
+
+    Where each record (`DocRecord.encode`, records back to back, record i ends at `ends[i]`)
     holds its page id and its signatures (by `column[tag]`, -1 none), and whether it names keys
     it was not filed under (bytes after its signatures)."""
     start = 0
@@ -75,7 +77,9 @@ def _parse(buf: np.ndarray, ends: np.ndarray, column: np.ndarray, sig_at: np.nda
 
 def index_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods, word_tag: int | None,
                   keys: Sequence[bytes], values: Sequence[bytes]) -> None:
-    """Insert the postings of these page records (doc keys and values, in seq order) into
+    """Insert the postings of these page records into `memory` and their words into `kept_words`.
+
+    Insert the postings of these page records (doc keys and values, in seq order) into
     `memory` (the store's index) and their words into `kept_words` (the chance check's, if a
     method tells chance keys: `word_tag`): exactly `SignatureStore._index_pages` of the decoded records."""
     if not keys:
@@ -88,9 +92,10 @@ def index_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods
 
 def unindex_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods, word_tag: int | None,
                     keys: Sequence[bytes], values: Sequence[bytes]) -> None:
-    """Take the postings of these page records out of `memory` (and their words out of
-    `kept_words`): what `filing.filed_names` of each decoded record names, made in bulk (an expiry
-    of many pages, `SignatureStore.expire`). A table's tombstones are the same in any order of removal."""
+    """Take the postings of these page records out of `memory` (and their words out of `kept_words`).
+
+    What `filing.filed_names` of each decoded record names, made in bulk (an expiry of many pages,
+    `SignatureStore.expire`). A table's tombstones are the same in any order of removal."""
     if not keys:
         return
     names, seqs, word_seqs, words = record_postings(methods, word_tag, keys, values)
@@ -101,7 +106,9 @@ def unindex_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Metho
 
 def record_postings(methods: Methods, word_tag: int | None, keys: Sequence[bytes],
                     values: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, list[int], list[bytes]]:
-    """The postings these page records are filed under (names as 48-bit integers, seqs, in the
+    """The postings these page records are filed under, and the chance check's words.
+
+    The postings these page records are filed under (names as 48-bit integers, seqs, in the
     order `index_records` inserts them), and the seqs and encoded `word_tag` signatures of those
     with one (the chance check's words)."""
     n = len(keys)

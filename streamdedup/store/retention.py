@@ -101,7 +101,9 @@ class RetentionClock:
         return Stamp(arrival, False, note and note + "; filed at its arrival time")
 
     def observe(self, event_ms: int, trusted: bool, now_ms: int | None = None) -> None:
-        """Advance a watermark with a time (stamped elsewhere: the global topology's index
+        """Advance a watermark with a time stamped elsewhere, to `now_ms` at most.
+
+        Advance a watermark with a time (stamped elsewhere: the global topology's index
         partitions get times stamped by the fingerprint step), to `now_ms` at most: a time ahead
         of this clock does not move the retention clock past it (see the module doc)."""
         if now_ms is not None:

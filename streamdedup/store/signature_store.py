@@ -83,9 +83,10 @@ def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
 class SignatureStore:
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
                  config: Mapping[str, str], template_params: TemplateParams | None = None) -> None:
-        """`config`: what else the signatures depend on (cleaning, tokeniser); the methods'
-        own parameters are recorded from `methods`. `template_params`: what the site templates
-        were learned with (their delta records are replayed with them)."""
+        """`config`: what else the signatures depend on (cleaning, tokeniser).
+
+        The methods' own parameters are recorded from `methods`. `template_params`: what the site
+        templates were learned with (their delta records are replayed with them)."""
         self.path = Path(path)
         self.template_params = template_params
         existed = prepare_directory(self.path)
@@ -123,7 +124,9 @@ class SignatureStore:
         self._ready = True
 
     def _load_snapshot(self) -> MemoryIndex | None:
-        """The index as the store was last closed, if no write changed it since (the snapshot
+        """The index as the store was last closed, if no write changed it since; else None.
+
+        The index as the store was last closed, if no write changed it since (the snapshot
         names the store's `index_version`, which every write that changes the index counts up)
         and its bytes are those the close wrote (its checksum); else None, the index to be rebuilt
         from the page records. A damaged snapshot is a WARNING; `snapshot_state` says which (`stats`).
@@ -167,11 +170,13 @@ class SignatureStore:
             os.replace(tmp, self.path / name)
 
     def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
-        """The in-memory index from the page records: every page under its keys, but those its
-        record names as not filed (full keys when it was added), and under its id. Pages are read
-        in chunks and their keys named by method, one array pass each (`layout.index_names`).
-        `bulk`: a chunk's raw records at once (`rebuild.index_records`, the same table, ~N x
-        faster); else each record decoded (`_index_pages`)."""
+        """The in-memory index from the page records.
+
+        Every page under its keys, but those its record names as not filed (full keys when it was
+        added), and under its id. Pages are read in chunks and their keys named by method, one array
+        pass each (`layout.index_names`). `bulk`: a chunk's raw records at once
+        (`rebuild.index_records`, the same table, ~N x faster); else each record decoded
+        (`_index_pages`)."""
         chunk = chunk or _REBUILD_CHUNK
         keys: list[bytes] = []
         values: list[bytes] = []
@@ -200,7 +205,9 @@ class SignatureStore:
         return pages
 
     def _reserve(self, postings: int) -> None:
-        """Room for this many postings in the index, checked against the memory the process has
+        """Room for this many postings in the index, checked against the memory the process has.
+
+        Room for this many postings in the index, checked against the memory the process has
         (`_check_memory`), so a rebuild fills a table of its final size without doubling it."""
         postings += postings // 16  # some room: a page's postings vary
         self._check_memory(self.memory.reserved_bytes(postings) - self.memory.size_bytes,
@@ -208,7 +215,9 @@ class SignatureStore:
         self.memory.reserve(postings)
 
     def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
-        """Refuse to open a store whose index does not fit in the memory left (or, `opening`
+        """Refuse to open a store whose index does not fit in the memory left.
+
+        Refuse to open a store whose index does not fit in the memory left (or, `opening`
         False, to grow it), in one line naming the fix, rather than be killed by the kernel while
         loading, rebuilding or growing it."""
         available = available_bytes()
@@ -222,7 +231,9 @@ class SignatureStore:
                 "per worker, or more workers)")
 
     def check_growth(self, names: np.ndarray, seqs: np.ndarray) -> None:
-        """Refuse a batch whose postings (`names`) and pages (`seqs`, the chance check's words) would
+        """Refuse a batch that would grow the index past the memory left, before anything is written.
+
+        Refuse a batch whose postings (`names`) and pages (`seqs`, the chance check's words) would
         grow the index past the memory left, before anything of it is written: the store stays as
         the last batch left it, and the process ends in one line instead of the kernel's kill."""
         needed = self.memory.growth_bytes(names) + (self.words.growth_bytes(seqs) if self.word_tag is not None else 0)
@@ -260,7 +271,9 @@ class SignatureStore:
             self.file_words([doc.seq for doc in docs], [doc.signatures.get(word_tag) for doc in docs])
 
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
-        """Each page's word for the chance check, from its encoded signatures by tag (0 for a
+        """Each page's word for the chance check, from its encoded signatures by tag.
+
+        Each page's word for the chance check, from its encoded signatures by tag (0 for a
         page without one, which names no SimHash key); None if no method tells chance keys."""
         if self.word_tag is None:
             return None
@@ -281,7 +294,9 @@ class SignatureStore:
         return {seq: int(b) for seq, h, b in zip(seqs, has.tolist(), bits.tolist(), strict=True) if h}
 
     def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray:
-        """Which of these stored pages the `word_tag` method does not find for `words` (a page's
+        """Which of these stored pages the `word_tag` method does not find for `words`.
+
+        Which of these stored pages the `word_tag` method does not find for `words` (a page's
         own word, or one per stored page), from their kept bits: chance collisions of its keys
         (`chance.chance_collisions`)."""
         return chance_collisions(self.words, self._by_tag[cast(int, self.word_tag)], seqs, words)
@@ -358,10 +373,11 @@ class SignatureStore:
         return None if data is None else DocRecord.decode(seq, data)
 
     def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]:
-        """Several DocRecords with one multi_get; those read lately are kept decoded (a hot key's
-        first pages are every batch's candidates). A stored record never changes, and one removed
-        leaves the cache with it (`_remove`); a seq is reused only after a batch that was never
-        written, whose records were never read from here."""
+        """Several DocRecords with one multi_get.
+
+        Those read lately are kept decoded (a hot key's first pages are every batch's candidates). A
+        stored record never changes, and one removed leaves the cache with it (`_remove`); a seq is
+        reused only after a batch that was never written, whose records were never read from here."""
         cache = self._doc_cache
         missing = [s for s in seqs if s not in cache]
         read: dict[int, DocRecord | None] = {}
@@ -379,9 +395,11 @@ class SignatureStore:
         return filing.seq_with_id(page_id, self.memory.values([layout.page_id_key(page_id)])[0], self.doc)
 
     def _scan(self, cf: Rdict, start: bytes | None = None, verify: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        """Keys and values from `start` (or the first key). A damaged block raises StoreCorrupt:
-        a RocksDB iterator just stops there and says so only in its status. `verify`: check every
-        block's checksum without filling the block cache (a whole-store scan)."""
+        """Keys and values from `start` (or the first key).
+
+        A damaged block raises StoreCorrupt: a RocksDB iterator just stops there and says so only in
+        its status. `verify`: check every block's checksum without filling the block cache (a
+        whole-store scan)."""
         options = ReadOptions()
         if verify:
             options.set_verify_checksums(True)
@@ -400,7 +418,9 @@ class SignatureStore:
         return next(self._scan(self.db), None) is not None
 
     def forget_config_if_empty(self) -> None:
-        """Remove the parameters recorded at open from a store that holds nothing else yet (no
+        """Remove the parameters recorded at open from a store that holds nothing else yet.
+
+        Remove the parameters recorded at open from a store that holds nothing else yet (no
         page, template or offset), so that the next open under any parameters takes it as new:
         a run stopped for its parameters before its first commit must not pin the directory to them."""
         config = layout.meta_key("config")
@@ -420,7 +440,9 @@ class SignatureStore:
     index_names = staticmethod(filing.index_names)
 
     def index_names_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> list[list[bytes]]:
-        """Each page's index names (`index_names` of its `index_keys`, every method's, by method
+        """Each page's index names from its encoded signatures by tag, in one array pass.
+
+        Each page's index names (`index_names` of its `index_keys`, every method's, by method
         in the order its signatures come) from its encoded signatures by tag, all named in one
         array pass (`index_name_ints_of_records`)."""
         names, ends = self.index_name_ints_of_records(pages)
@@ -428,7 +450,9 @@ class SignatureStore:
         return [flat[start: end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
     def index_name_ints_of_records(self, pages: Sequence[Mapping[int, bytes]]) -> tuple[np.ndarray, list[int]]:
-        """`index_names_of_records` as 48-bit integers, every page's back to back, and where
+        """The `index_names_of_records` as 48-bit integers, back to back, and where each page's end.
+
+        `index_names_of_records` as 48-bit integers, every page's back to back, and where
         each page's end (`filing.index_name_ints_of_records`)."""
         return filing.index_name_ints_of_records(self._by_tag, pages)
 
@@ -437,8 +461,10 @@ class SignatureStore:
         return StoreBatch(self)
 
     def _remove(self, docs: Sequence[DocRecord], wb: WriteBatch | None = None) -> None:
-        """Remove these pages: their doc and time entries in one WriteBatch (with whatever `wb`
-        holds already), then, once it is written, their postings from the in-memory index."""
+        """Remove these pages.
+
+        Their doc and time entries in one WriteBatch (with whatever `wb` holds already), then, once
+        it is written, their postings from the in-memory index."""
         wb = WriteBatch(raw_mode=True) if wb is None else wb
         names: list[bytes] = []
         seqs: list[int] = []
@@ -467,16 +493,19 @@ class SignatureStore:
         return True
 
     def expire_after_commit(self, before_ms: int | None) -> int:
-        """What every mode's commit expires: the pages before `before_ms` (the retention clock's
-        `expire_before`; None: no retention) within `retention.EXPIRY_BUDGET_S`, so a backlog
-        drains over the next batches; returns how many (the `pages_expired` work count)."""
+        """What every mode's commit expires.
+
+        The pages before `before_ms` (the retention clock's `expire_before`; None: no retention)
+        within `retention.EXPIRY_BUDGET_S`, so a backlog drains over the next batches; returns how
+        many (the `pages_expired` work count)."""
         return 0 if before_ms is None else self.expire(before_ms, budget_s=retention.EXPIRY_BUDGET_S)
 
     def expire(self, before_ms: int, limit: int | None = None, budget_s: float | None = None) -> int:
-        """Remove the pages whose event time is before `before_ms`, oldest first, a chunk a
-        WriteBatch; returns how many. At most `limit` pages; with `budget_s`, no chunk starts once
-        that many seconds have passed (the first always runs), so a backlog drains over several
-        calls (`retention.EXPIRY_BUDGET_S`) and what a call leaves is expired by the next."""
+        """Remove the pages whose event time is before `before_ms`, oldest first, a chunk a WriteBatch.
+
+        Returns how many. At most `limit` pages; with `budget_s`, no chunk starts once that many
+        seconds have passed (the first always runs), so a backlog drains over several calls
+        (`retention.EXPIRY_BUDGET_S`) and what a call leaves is expired by the next."""
         bound = layout.time_bound(before_ms)
         deadline = None if budget_s is None else time.monotonic() + budget_s
         removed = 0
@@ -491,7 +520,9 @@ class SignatureStore:
         return removed
 
     def _remove_expired(self, expired: list[tuple[bytes, int]]) -> None:
-        """`_remove` of the pages of these time entries (a time entry whose page is gone goes
+        """Remove the pages of these time entries, their postings made in bulk.
+
+        `_remove` of the pages of these time entries (a time entry whose page is gone goes
         alone), their records read raw and their postings made in bulk (`rebuild.unindex_records`:
         ~6x the pages a second of decoding each record and naming its keys one by one)."""
         seqs = sorted({seq for _, seq in expired})
@@ -515,7 +546,9 @@ class SignatureStore:
                                 [key for key, _ in found], [value for _, value in found])
 
     def _expired_time_keys(self, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
-        """The first time entries before `bound`, at most `limit`, from where the last removal
+        """The first time entries before `bound`, at most `limit`, from where the last removal ended.
+
+        The first time entries before `bound`, at most `limit`, from where the last removal
         ended (`_time_scan_from`): a scan from the first time key stepped over the tombstone of
         every entry removed since the last compaction, so each batch's expiry cost more than the
         one before (`python bench/expire.py`, its `steady` part)."""
@@ -527,8 +560,9 @@ class SignatureStore:
         return found
 
     def stats(self) -> dict[str, Any]:
-        """Counts from a full scan that verifies every block's checksum: a damaged store raises
-        StoreCorrupt instead of looking healthy with fewer keys."""
+        """Counts from a full scan that verifies every block's checksum.
+
+        A damaged store raises StoreCorrupt instead of looking healthy with fewer keys."""
         counts = {name: 0 for name in ("docs", "time", "templates", "template_deltas", "journal")}
         prefixes = {layout.DOC: "docs", layout.TIME: "time", layout.TEMPLATE: "templates", layout.JOURNAL: "journal"}
         for key, _ in self._scan(self.db, verify=True):

@@ -1,4 +1,6 @@
-"""The template models of the sites one input partition carries (the global topology's
+"""The template models of the sites one input partition carries.
+
+The template models of the sites one input partition carries (the global topology's
 fingerprint step), written with the partition's offset in one WriteBatch.
 
 The pages topic is keyed by site (`streamdedup feed` does so), so a site's pages, in order, are
@@ -24,7 +26,9 @@ CACHE_ENTRY_BYTES = 200
 
 
 class TemplateCache:
-    """Site templates decoded, as the store last wrote them, so that a batch takes a site's model
+    """Site templates decoded, as the store last wrote them, within a byte budget.
+
+    Site templates decoded, as the store last wrote them, so that a batch takes a site's model
     without reading and decoding it again (a RocksDB read of up to ~60 KB, ~10 µs to decode, and
     the URL set made again on the first page). A batch takes a template out (it owns and changes
     it) and puts it back once its WriteBatch is written: what is here is always what RocksDB holds;
@@ -69,10 +73,12 @@ MAX_DELTAS = 32
 
 
 def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemplate:
-    """A site's model as the store holds it: its whole record (if any) and its delta records after
-    it (`layout.template_delta_key`, in order), replayed. One iterator seek reads them all. A
-    damaged block raises StoreCorrupt: the iterator would stop there and say so only in its
-    status, and the model would be read without its later deltas."""
+    """A site's model as the store holds it.
+
+    Its whole record (if any) and its delta records after it (`layout.template_delta_key`, in
+    order), replayed. One iterator seek reads them all. A damaged block raises StoreCorrupt: the
+    iterator would stop there and say so only in its status, and the model would be read without its
+    later deltas."""
     key = layout.template_key(site_hash)
     it = db.iter()
     it.seek(key)
@@ -97,9 +103,10 @@ def read_template(db: Rdict, site_hash: int, params: TemplateParams) -> SiteTemp
 
 
 class SiteTemplates:
-    """The site templates one batch reads and changes: each read once from the store, all written
-    back with the batch. Both stores that keep templates stage them this way. With a `cache`, a
-    template is taken from it if there, and put back by `written`.
+    """The site templates one batch reads and changes: each read once from the store, all written back with the batch.
+
+    Both stores that keep templates stage them this way. With a `cache`, a template is taken from it
+    if there, and put back by `written`.
 
     A template that learned nothing is not written; one that did is written as a delta record
     (what it learned) until it has `MAX_DELTAS` of them or they hold half its bytes, then whole,

@@ -1,4 +1,6 @@
-"""Hashing: each token is hashed once, from its code points, and everything after is arithmetic
+"""Hashing: each token is hashed once, then arithmetic on uint64 arrays.
+
+Hashing: each token is hashed once, from its code points, and everything after is arithmetic
 on uint64 arrays (compiled loops where numpy would need many passes).
 
 Per-token Python work is the bottleneck of every Python near-duplicate detector, so shingle
@@ -16,8 +18,10 @@ _U64 = np.uint64
 
 
 def code_points(text: str) -> np.ndarray:
-    """The text's code points: uint8 when it is ASCII (CPython knows that without looking), else
-    uint32 (lone surrogates kept, as everywhere else). Hashes do not depend on the width."""
+    """The text's code points.
+
+    Uint8 when it is ASCII (CPython knows that without looking), else uint32 (lone surrogates kept,
+    as everywhere else). Hashes do not depend on the width."""
     if text.isascii():
         return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -119,8 +123,9 @@ def _run_lengths(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(values, return_counts=True) for uint64, without its overhead: numpy's sort
-    (SIMD, faster than numba's) and one compiled pass."""
+    """np.unique(values, return_counts=True) for uint64, without its overhead.
+
+    numpy's sort (SIMD, faster than numba's) and one compiled pass."""
     ordered = np.sort(np.asarray(values, dtype=np.uint64))
     return _run_lengths(ordered)
 

@@ -1,5 +1,7 @@
-"""Which language a page is in, when the crawler did not say: by script, which is all the
-statistics-based methods need (they look words up in a per-language lexicon and stop list)."""
+"""Which language a page is in, when the crawler did not say.
+
+By script, which is all the statistics-based methods need (they look words up in a per-language
+lexicon and stop list)."""
 
 from __future__ import annotations
 

@@ -61,8 +61,10 @@ _CLASSES = (
 
 @lru_cache(maxsize=1)
 def char_classes() -> np.ndarray:
-    """uint8[0x110000] of class bits. Built from the regex properties themselves (~0.3 s) and
-    kept beside numba's cache, keyed by everything it depends on, so a new process loads it."""
+    """uint8[0x110000] of class bits.
+
+    Built from the regex properties themselves (~0.3 s) and kept beside numba's cache, keyed by
+    everything it depends on, so a new process loads it."""
     key = xxhash.xxh3_64_hexdigest(repr((regex.__version__, unicodedata.unidata_version,
                                          [(bit, p.pattern, p.flags) for bit, p in _CLASSES])).encode())
     cached = Path(__file__).parent / "__pycache__" / f"char_classes-{key}.npy"
@@ -172,7 +174,9 @@ def scan(text: str) -> Scan:
 
 
 def _cut_unspaced(text: str, cps: np.ndarray, found: Scan) -> Scan:
-    """The scan with each token of Thai, Lao, Khmer or Myanmar letters cut into its dictionary
+    """The scan with Thai, Lao, Khmer or Myanmar tokens cut into their dictionary words.
+
+    The scan with each token of Thai, Lao, Khmer or Myanmar letters cut into its dictionary
     words (`tokenize.dictionary_words`, as the regex tokeniser does)."""
     starts, ends = found.starts.tolist(), found.ends.tolist()
     cut = [i for i, (a, b) in enumerate(zip(starts, ends, strict=True)) if UNSPACED_RE.search(text, a, b)]

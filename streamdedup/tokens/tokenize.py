@@ -1,5 +1,7 @@
-"""Multilingual word and sentence splitting: rules on Unicode properties, and a dictionary only
-where a script leaves no other way to find its words.
+"""Multilingual word and sentence splitting.
+
+Rules on Unicode properties, and a dictionary only where a script leaves no other way to find its
+words.
 
 - Space-delimited scripts (Latin incl. Vietnamese syllables, Cyrillic, Greek, Arabic, Devanagari,
   Hangul, ...): a word is a run of letters, marks and digits (marks matter: Vietnamese tones and
@@ -50,8 +52,9 @@ _ROOT = Locale("und")  # the break engines go by script, not locale (made once: 
 
 
 def dictionary_words(runs: list[str]) -> list[list[tuple[int, int]]]:
-    """For each run of letters, the (start, end) offsets of its words as ICU's word breaker finds
-    them; one ICU pass over all runs, joined by newlines (a break on both sides of a newline, and a
+    """For each run of letters, the (start, end) offsets of its words as ICU's word breaker finds them.
+
+    One ICU pass over all runs, joined by newlines (a break on both sides of a newline, and a
     combining mark never joins one, unlike a space)."""
     joined = "\n".join(runs)
     firsts = list(itertools.accumulate((len(r) + 1 for r in runs[:-1]), initial=0))  # each run's offset
@@ -82,7 +85,9 @@ def _cut_unspaced(tokens: list[str]) -> list[str]:
 
 
 def words_and_breaks(text: str) -> list[str]:
-    """All words of a text with BREAK between sentences, in one regex pass (one call per text,
+    """All words of a text with BREAK between sentences, in one regex pass.
+
+    All words of a text with BREAK between sentences, in one regex pass (one call per text,
     not per sentence: the call overhead dominated tokenisation)."""
     marked = SENTENCE_END_RE.sub(BREAK, text.replace(BREAK, " "))
     return _cut_unspaced((_BREAK_WORD_RE if HAS_CJK_RE.search(marked) else _BREAK_PLAIN_RE).findall(marked))

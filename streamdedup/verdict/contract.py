@@ -63,8 +63,10 @@ class Rejection:
 
 
 def headers(dedup: Mapping[str, Any], source: str = "") -> list[tuple[str, bytes]]:
-    """The Kafka headers of an outcome (its `dedup` object): status and, by kind, cluster, original
-    page, method and similarity, or reason and detail; `dedup.source` names the input message."""
+    """The Kafka headers of an outcome (its `dedup` object).
+
+    Status and, by kind, cluster, original page, method and similarity, or reason and detail;
+    `dedup.source` names the input message."""
     status = dedup["status"]
     if status == "rejected":
         out = [("dedup.status", b"rejected"), ("dedup.reason", str(dedup["reason"]).encode()),

@@ -60,10 +60,12 @@ MAX_NAMED = 8
 
 
 def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
-    """What a linked candidate is to the page, from the page's side: DUPLICATE when a rule matched
-    and the page's text is (nearly) all in it, SUPERSEDES when a rule matched and its text is
-    (nearly) all in the page, RELATED otherwise. `new`: the page's text absent from the candidate;
-    `their_new`: the candidate's absent from the page. The candidate's side swaps them."""
+    """What a linked candidate is to the page, from the page's side.
+
+    DUPLICATE when a rule matched and the page's text is (nearly) all in it, SUPERSEDES when a rule
+    matched and its text is (nearly) all in the page, RELATED otherwise. `new`: the page's text
+    absent from the candidate; `their_new`: the candidate's absent from the page. The candidate's
+    side swaps them."""
     if matched and not tolerance.exceeded_by(new):
         return DUPLICATE
     if matched and not tolerance.exceeded_by(their_new):
@@ -72,9 +74,11 @@ def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewText
 
 
 class Judged(NamedTuple):
-    """A candidate linked to the page: the rule it matched ("" if none), the rule's similarity, its
-    relation to the page and the page's to it (`relation`), and the page's share of text absent
-    from it and its share absent from the page (NaN: not measured)."""
+    """A candidate linked to the page.
+
+    The rule it matched ("" if none), the rule's similarity, its relation to the page and the page's
+    to it (`relation`), and the page's share of text absent from it and its share absent from the
+    page (NaN: not measured)."""
 
     seq: int
     doc: DocRecord
@@ -105,7 +109,9 @@ class Candidate:
 
 
 class CandidateSimilarities:
-    """Each method's verdict on a page's candidates, computed when the policy first asks for it
+    """Each method's verdict on a page's candidates, computed when the policy first asks for it.
+
+    Each method's verdict on a page's candidates, computed when the policy first asks for it
     (then kept), for the candidates asked about, in one vectorised call per method
     (`FingerprintMethod.similarities`): `mine` are the page's signatures by method tag, `theirs`
     each candidate's encoded ones. NaN where a method abstains on either page or finds no match."""
@@ -166,9 +172,10 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
            methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
            tests: Counter[str] | None = None) -> Iterator[Judged]:
-    """Steps 1 to 3 for one page (`page`: its id, site; `mine`: its signatures by tag): each stored
-    candidate, other than the page itself and inside the retention window, that a rule matched or
-    that is related to the page, with its relation (`relation`), in the order of `seqs`.
+    """Steps 1 to 3 for one page (`page`: its id, site; `mine`: its signatures by tag).
+
+    Each stored candidate, other than the page itself and inside the retention window, that a rule
+    matched or that is related to the page, with its relation (`relation`), in the order of `seqs`.
 
     Own-site candidates meet the site policy only while the site's template is unknown (its cold
     start; by default the site policy is the main one), and not then if they are another fetch of
@@ -234,7 +241,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
 
 def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
                 mine: Mapping[int, Any]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
-    """For each stored candidate: the page's share of word pairs absent from it and its share
+    """The shares of word pairs the page and each stored candidate lack of each other.
+
+    For each stored candidate: the page's share of word pairs absent from it and its share
     absent from the page (NaN where either side has no word pairs), the page's count of pairs, and
     each candidate's; None when the new-text measure is not enabled."""
     entry = methods.get(NEW_TEXT_METHOD)
@@ -298,13 +307,17 @@ def _in_runs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Ma
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:
-    """Whether a stored page is of the page's own site and not another fetch of its own document
+    """Whether a stored page is of the page's own site and not another fetch of its own document.
+
+    Whether a stored page is of the page's own site and not another fetch of its own document
     (its URL: `DocRecord.document`): the candidates the site policy and `_steered_agree` ask about."""
     return other.site == page.site and not (page.document and other.document == page.document)
 
 
 def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], bool] | None:
-    """Whether a matched candidate stands, for a page whose article element held too little of its
+    """Whether a matched candidate stands, for a page whose article element held too little of its text.
+
+    Whether a matched candidate stands, for a page whose article element held too little of its
     text (None: every one does). trafilatura's rescue then read the page, and on a short page it
     may take the site's boxes (an author's note, a show's blurb, other stories' excerpts) for the
     article: two short pages of one site come out alike, or equal, while what each holds differs.
@@ -329,7 +342,9 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
 
 @dataclass(frozen=True)
 class FoundBy:
-    """What the lookup of all of a page's index keys says of its candidates, for the methods any of
+    """What the lookup of all of a page's index keys says of its candidates.
+
+    What the lookup of all of a page's index keys says of its candidates, for the methods any of
     whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
 
     `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
@@ -349,7 +364,9 @@ _NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
 
 def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
                    found_by: FoundBy) -> dict[int, np.ndarray]:
-    """By tag of each method of `found_by` whose keys find every match, which of the `stored`
+    """By tag of each method whose keys find every match, which stored candidates can pass its test.
+
+    By tag of each method of `found_by` whose keys find every match, which of the `stored`
     candidates can pass its test: those its keys found, and those not filed under all its keys.
     A method whose keys found every candidate rules none out and is left out."""
     seqs = [seq for seq, _ in stored]
@@ -372,8 +389,10 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
 
 def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.ndarray],
                    rows: np.ndarray | None = None) -> list[np.ndarray | None]:
-    """For each rule of `policy`, which of the candidates `rows` (None: all) can satisfy it (None:
-    any): those that can pass the test of every method of the rule that `members` (`_found_members`) names."""
+    """For each rule of `policy`, which of the candidates `rows` (None: all) can satisfy it (None: any).
+
+    Those that can pass the test of every method of the rule that `members` (`_found_members`)
+    names."""
     if not members:
         return [None] * len(policy.rules)
     out: list[np.ndarray | None] = []

@@ -53,12 +53,13 @@ class NewText(NamedTuple):
 
 @dataclass(frozen=True)
 class NewTextTolerance:
-    """How much new text a duplicate may hold: new text counts once it is more than `max_share`
-    of the page AND more than `max_pairs` word pairs (an update stamp, a few words). Either alone
-    would be wrong: a share alone calls a 60-word brief with a date line new, a count alone lets
-    a long article hide a new paragraph. Not more pairs: in a site's first pages, before its
-    template is known, a brief's own 20 words beside the template read ~15 pairs new, as much as
-    a correction note. NaN (not measured) counts as none."""
+    """How much new text a duplicate may hold.
+
+    New text counts once it is more than `max_share` of the page AND more than `max_pairs` word
+    pairs (an update stamp, a few words). Either alone would be wrong: a share alone calls a 60-word
+    brief with a date line new, a count alone lets a long article hide a new paragraph. Not more
+    pairs: in a site's first pages, before its template is known, a brief's own 20 words beside the
+    template read ~15 pairs new, as much as a correction note. NaN (not measured) counts as none."""
 
     max_share: float = 0.10
     max_pairs: int = 8
@@ -89,8 +90,10 @@ class Policy:
 
     @cached_property
     def rule_methods(self) -> tuple[tuple[str, ...], ...]:
-        """Each rule's methods, once each ("minhash.containment" is minhash's): what a candidate's
-        keys say of a rule (`engine.possible_rules`), asked once a page and group."""
+        """Each rule's methods, once each ("minhash.containment" is minhash's).
+
+        What a candidate's keys say of a rule (`engine.possible_rules`), asked once a page and
+        group."""
         return tuple(tuple(dict.fromkeys(m.partition(".")[0] for m, _ in rule)) for rule in self.rules)
 
     @property
@@ -100,9 +103,11 @@ class Policy:
                 for method, _, measure in [m.partition(".")] if measure}
 
     def first_rule(self, similarity: Similarity) -> tuple[Term, ...] | None:
-        """The first rule all of whose methods hold. Each method's similarity is asked for only
-        when a rule needs it, and a rule fails at its first method that does not hold, so a
-        candidate costs the cheap tests first (policy order) and no test twice (the caller memoises)."""
+        """The first rule all of whose methods hold.
+
+        Each method's similarity is asked for only when a rule needs it, and a rule fails at its
+        first method that does not hold, so a candidate costs the cheap tests first (policy order)
+        and no test twice (the caller memoises)."""
         for rule in self.rules:
             if all((value := similarity(m)) is not None and value >= low for m, low in rule):
                 return rule
@@ -110,10 +115,11 @@ class Policy:
 
     def first_rules(self, similarities: Similarities, count: int,
                     possible: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
-        """`first_rule` for `count` candidates at once: each one's rule number (-1: none). A
-        method is asked only for the candidates a rule still needs it for (not yet matched by an
-        earlier rule, and holding every earlier method of this rule): the same tests, in the
-        same order, as `first_rule` candidate by candidate, each on many candidates at once.
+        """`first_rule` for `count` candidates at once: each one's rule number (-1: none).
+
+        A method is asked only for the candidates a rule still needs it for (not yet matched by an
+        earlier rule, and holding every earlier method of this rule): the same tests, in the same
+        order, as `first_rule` candidate by candidate, each on many candidates at once.
         `possible[n]` (None: all): the candidates rule n can hold for, known without a test
         (`engine.possible_rules`); it is not tested for the others."""
         rule_of = np.full(count, -1)
@@ -135,7 +141,9 @@ class Policy:
 
 @dataclass(frozen=True)
 class SitePolicy:
-    """`other_site` judges candidates from other sites, `same_site` those from the page's own
+    """Judge other sites' and the page's own site's candidates, capped by `max_new_share`.
+
+    `other_site` judges candidates from other sites, `same_site` those from the page's own
     (while its template is unknown); a match is a duplicate only when at most `max_new_share` of the
     page's text is absent from it (`engine.relation`)."""
 
@@ -158,6 +166,7 @@ class SitePolicy:
 
     def judge(self, similarity: Similarity | Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
         """One candidate: the label of the first rule it satisfies and that rule's similarity.
+
         `similarity(method)` is the method's similarity for the pair (None: no match), or a mapping."""
         ask = similarity.get if isinstance(similarity, Mapping) else similarity
         rule = (self.same_site if same_site else self.other_site).first_rule(ask)

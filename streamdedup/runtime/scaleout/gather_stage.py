@@ -112,8 +112,10 @@ class Pending:
 
 @dataclass(frozen=True)
 class Decided:
-    """What to emit for one page: its outcome (dedup object), how it was released (`watermark`,
-    `timeout`, or `complete` when not held) and when it was complete (ms)."""
+    """What to emit for one page.
+
+    Its outcome (dedup object), how it was released (`watermark`, `timeout`, or `complete` when not
+    held) and when it was complete (ms)."""
 
     header: PageHeader
     dedup: dict[str, Any]
@@ -130,7 +132,9 @@ RELEASED_EARLY = "released_early"  # released before its watermarks passed (the 
 
 @dataclass(frozen=True)
 class LateMatch:
-    """A `late_match` event for a page whose verdict was already out, and why it was late, from
+    """A `late_match` event for a page whose verdict was already out, and why it was late.
+
+    A `late_match` event for a page whose verdict was already out, and why it was late, from
     how that page went out (kept in its `F` record): by finite watermarks, so the earlier page came
     after they had passed it (`LATE_PAGE`: its input partition was out of event-time order by more
     than the allowed lateness, or had been idle while the others moved on); by an infinite one
@@ -277,8 +281,10 @@ class GatherPartition:
         return []
 
     def add_root(self, reply: RootReply) -> list[Emitted]:
-        """An earlier match's cluster, as its gather says: the page goes out once all are in and
-        its watermarks have passed it (out already, by its wait: nothing to do)."""
+        """An earlier match's cluster, as its gather says.
+
+        The page goes out once all are in and its watermarks have passed it (out already, by its
+        wait: nothing to do)."""
         if self._finished_order(reply.page_id) == reply.order:
             return []
         key = _waiting_key(reply.page_id, reply.order)
@@ -432,7 +438,9 @@ _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a r
 
 
 def _released_as(finished: bytes) -> tuple[bytes, int]:
-    """An `F` record's release byte (b"" in records written before 2026-12-01, which have none)
+    """An `F` record's release byte and where its 8-byte match hashes start.
+
+    An `F` record's release byte (b"" in records written before 2026-12-01, which have none)
     and where its 8-byte match hashes start."""
     if (len(finished) - ORDER_BYTES) % 8 == 1:
         return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
@@ -440,8 +448,9 @@ def _released_as(finished: bytes) -> tuple[bytes, int]:
 
 
 def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, root: bytes | None) -> RootReply:
-    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (`root`): its
-    cluster's first page, or none if the record is another page's under that id (or missing)."""
+    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (`root`).
+
+    Its cluster's first page, or none if the record is another page's under that id (or missing)."""
     if root is None or root[:ORDER_BYTES] != order:
         return RootReply(asker, asker_order, page_id)
     return RootReply(asker, asker_order, page_id, root[ORDER_BYTES: 2 * ORDER_BYTES],

@@ -21,7 +21,9 @@ InputEnd = Callable[[int, bool], "int | None"]
 
 
 class IdleClaims:
-    """Per input partition whose watermark is an idle claim: its last finite watermark before the
+    """The idle claims of input partitions, and which of them records have overtaken.
+
+    Per input partition whose watermark is an idle claim: its last finite watermark before the
     claim, and its end offset when the claim came; and which claims records have overtaken."""
 
     def __init__(self, input_end: InputEnd | None = None) -> None:
@@ -32,8 +34,10 @@ class IdleClaims:
         self.found = 0  # claims doubted so far (the metric)
 
     def claimed(self, source: int, before: bytes, ask: bool = True) -> None:
-        """`source` sent an idle claim; its last finite watermark was `before`. `ask`: its end is
-        asked now (not for a claim replayed into a store: its end is asked at the next check)."""
+        """`source` sent an idle claim; its last finite watermark was `before`.
+
+        `ask`: its end is asked now (not for a claim replayed into a store: its end is asked at the
+        next check)."""
         self._before[source] = before
         self._ends[source] = self._end(source, fresh=True) if ask else None
         self.doubted.discard(source)

@@ -47,13 +47,17 @@ class SignaturesNotComparable(StoreConfigMismatch):
 
 
 class VerdictSettingsDiffer(WorkerStopped):
-    """A live index request from a worker of the group that judges with other verdict settings
+    """A live index request from a worker of the group that judges with other verdict settings.
+
+    A live index request from a worker of the group that judges with other verdict settings
     (policies, retention, clock skew) than this one (`check_judged_with`)."""
 
 
 @dataclass(frozen=True)
 class Judging:
-    """What this worker judges with (`DetectorConfig.verdict_settings`), its id, its group, and
+    """What this worker judges with, its id, its group, and the group's record of its settings.
+
+    What this worker judges with (`DetectorConfig.verdict_settings`), its id, its group, and
     the group's record of its settings (`group_settings.GroupRecordCache.current`: read again when
     asked, at most every few seconds)."""
 
@@ -64,7 +68,9 @@ class Judging:
 
 
 def supplements_of(answer: Answer) -> list[Supplement]:
-    """For each page later than the asker that was filed here first: "the asker is one of your
+    """Tell each later page filed here first that the asker is one of its earlier matches.
+
+    For each page later than the asker that was filed here first: "the asker is one of your
     earlier matches", with the asker's root as this partition knows it (as if filed first)."""
     root_order, root_id = asker_root(answer.order, answer.page_id, answer.earlier)
     return [Supplement(m.page_id, m.order, m.seen_from_the_other(answer.page_id, answer.order, root_order, root_id))
@@ -72,8 +78,10 @@ def supplements_of(answer: Answer) -> list[Supplement]:
 
 
 def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[bytes, str]:
-    """The asking page's root as this partition knows it: the earliest root among the earlier
-    matches it joins (its duplicates and what it supersedes: `engine.decide`), else itself."""
+    """The asking page's root as this partition knows it.
+
+    The earliest root among the earlier matches it joins (its duplicates and what it supersedes:
+    `engine.decide`), else itself."""
     return min(((m.root_order, m.root_id) for m in earlier if m.relation != RELATED),
                default=(order, page_id))
 
@@ -102,7 +110,9 @@ class IndexPartition:
         self.step_ns: Counter[str] = Counter()
 
     def check_made_by(self, request: IndexRequest, source: str) -> None:
-        """Refuse a request whose signatures were made with other parameters than this partition's
+        """Refuse a request whose signatures were made with other parameters than this partition's.
+
+        Refuse a request whose signatures were made with other parameters than this partition's
         (`IndexRequest.made_by`): filed, its keys would never meet this partition's pages and its
         signatures could not be compared, so every match with it would be lost without a word.
         Where a worker of the fleet runs other parameters, or this store was rebuilt from a topic
@@ -131,7 +141,9 @@ class IndexPartition:
             "and new store directories (docs/scaleout.md, Settings)")
 
     def check_judged_with(self, request: IndexRequest, source: str) -> None:
-        """Stop this worker on a live request made under other verdict settings
+        """Stop this worker on a live request made under other verdict settings if its own are outdated.
+
+        Stop this worker on a live request made under other verdict settings
         (`IndexRequest.judged_with`) if this worker's are no longer its group's: answered here under
         this worker's, the page's verdict would mix two policies (its other index partitions judge
         it under its maker's), without a word. Its transaction is not committed, so nothing judged
@@ -168,7 +180,9 @@ class IndexPartition:
             "--adopt-settings on one of them")
 
     def answer_all(self, requests: Sequence[IndexRequest]) -> list[Answer]:
-        """`answer` for a batch of requests, their keys read with one multi_get (as the
+        """The `answer` for a batch of requests, their keys read with one multi_get.
+
+        `answer` for a batch of requests, their keys read with one multi_get (as the
         Detector reads a batch of pages)."""
         clock, steps = time.perf_counter_ns, self.step_ns
         started = clock()
@@ -181,7 +195,9 @@ class IndexPartition:
         return answers
 
     def answer(self, request: IndexRequest, names: Mapping[int, list[bytes]] | None = None) -> Answer:
-        """Judge the page against every page filed under its keys here, then file it (`names`:
+        """Judge the page against every page filed under its keys here, then file it.
+
+        Judge the page against every page filed under its keys here, then file it (`names`:
         its keys as `SignatureStore.index_names` names them, if the caller has them)."""
         batch = self._batch()
         doc = request.doc

@@ -153,8 +153,9 @@ class Answer:
 
 @dataclass(frozen=True)
 class PageHeader:
-    """The page itself, sent to where its verdict is gathered: its fields and which index
-    partitions will answer for it."""
+    """The page itself, sent to where its verdict is gathered.
+
+    Its fields and which index partitions will answer for it."""
 
     page_id: str
     order: bytes
@@ -196,8 +197,10 @@ def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:
 
 
 def watermark_value(source: int, watermark: bytes) -> bytes:
-    """A watermark record: "`source` (an input or index partition) sends nothing at or below
-    `watermark` any more" (an order, or INFINITE when idle)."""
+    """A watermark record.
+
+    "`source` (an input or index partition) sends nothing at or below `watermark` any more" (an
+    order, or INFINITE when idle)."""
     return orjson.dumps({"from": source, "wm": watermark.hex()})
 
 
@@ -208,9 +211,10 @@ def watermark_of(value: bytes) -> tuple[int, bytes]:
 
 @dataclass(frozen=True)
 class Supplement:
-    """An index partition's word to the *later* page of a pair: page `page_id` (`order`) was filed
-    here before `match`, an earlier page in the global order, arrived; so `match` is one of its
-    earlier matches (with its root as this partition knows it)."""
+    """An index partition's word to the *later* page of a pair.
+
+    Page `page_id` (`order`) was filed here before `match`, an earlier page in the global order,
+    arrived; so `match` is one of its earlier matches (with its root as this partition knows it)."""
 
     page_id: str
     order: bytes
@@ -235,8 +239,9 @@ def released_by(value: bytes) -> list[tuple[str, bytes]]:
 
 @dataclass(frozen=True)
 class RootAsk:
-    """A gather partition's question to the one of an earlier page: which cluster did page
-    `page_id` (`order`) join? Asked for `asker` (`asker_order`), one of whose earlier matches it is."""
+    """A gather partition's question to the one of an earlier page: which cluster did page `page_id` (`order`) join?
+
+    Asked for `asker` (`asker_order`), one of whose earlier matches it is."""
 
     page_id: str
     order: bytes
@@ -254,9 +259,11 @@ class RootAsk:
 
 @dataclass(frozen=True)
 class RootReply:
-    """The answer, sent to the asker's gather partition: page `of`, an earlier match of page
-    `page_id` (`order`), is in the cluster whose first page is `root_id` (`root_order`). No root
-    (""): `of` got no verdict under that id (a repeated id), the index partitions' root stands."""
+    """The answer, sent to the asker's gather partition.
+
+    Page `of`, an earlier match of page `page_id` (`order`), is in the cluster whose first page is
+    `root_id` (`root_order`). No root (""): `of` got no verdict under that id (a repeated id), the
+    index partitions' root stands."""
 
     page_id: str
     order: bytes

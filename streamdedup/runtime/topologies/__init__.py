@@ -1,5 +1,7 @@
-"""The two topologies, side by side: `local` (a detector store per input partition) and `global`
-(index keys repartitioned through Kafka, so near-duplicates meet across partitions and workers)."""
+"""The two topologies, side by side.
+
+`local` (a detector store per input partition) and `global` (index keys repartitioned through Kafka,
+so near-duplicates meet across partitions and workers)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from streamdedup.runtime.topologies.base import PartitionHandler, Topology
 
 def make_topology(settings: WorkerSettings, config: DetectorConfig, partitions: Mapping[str, int],
                   input_end: InputEnd | None = None) -> Topology:
-    """`input_end`: the input partitions' end offsets, which the global topology's index partitions
+    """The `input_end`: the input partitions' end offsets.
+
+    `input_end`: the input partitions' end offsets, which the global topology's index partitions
     ask before they trust an idle claim (`scaleout/idle_claims.py`)."""
     if settings.topology == "local":
         from streamdedup.runtime.topologies.local import LocalTopology

@@ -1,5 +1,4 @@
-"""What the worker asks of a topology and of its partition handlers, declared; and the helpers
-both topologies share.
+"""What the worker asks of a topology and of its partition handlers, declared; and the helpers both topologies share.
 
 A topology names the topics a worker subscribes to and opens one handler per assigned
 (topic, partition). A handler decides a batch of that partition's messages, staging its store
@@ -22,7 +21,9 @@ class PartitionHandler(Protocol):
     stateful: bool  # keeps a store whose offset the worker checks (and replays to) on assignment
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
-        """Decide the messages, sending outputs to `out` except below `replay_until` (a store
+        """Decide the messages, sending outputs to `out` except below `replay_until`.
+
+        Decide the messages, sending outputs to `out` except below `replay_until` (a store
         being rebuilt: those outputs are in Kafka already); returns how many were replayed."""
         ...
 
@@ -41,17 +42,23 @@ class PartitionHandler(Protocol):
         ...
 
     def work(self) -> Mapping[str, int]:
-        """The decide step's work counts so far (`Detector.WORK_COUNTS`; empty for a handler that
+        """The decide step's work counts so far, for metrics.
+
+        The decide step's work counts so far (`Detector.WORK_COUNTS`; empty for a handler that
         judges no page), for metrics."""
         ...
 
     def step_ns(self) -> Mapping[str, int]:
-        """The stateful stage's nanoseconds by step so far (`Detector.STEPS`; empty for a handler
+        """The stateful stage's nanoseconds by step so far, for metrics.
+
+        The stateful stage's nanoseconds by step so far (`Detector.STEPS`; empty for a handler
         that judges no page), for metrics."""
         ...
 
     def due(self, now: float, lag: int | None) -> bool:
-        """Whether the handler has something to send without input now (an idle input's
+        """Whether the handler has something to send without input now.
+
+        Whether the handler has something to send without input now (an idle input's
         watermark, a held page's release marker); `lag` is its partition's, as last known."""
         ...
 
@@ -94,7 +101,9 @@ def source_of(message: Message) -> str:
 
 
 def position_of(message: Message) -> str:
-    """The message's place in its topic, as a page id without a usable fetch time is made of
+    """The message's place in its topic, the same on every replay.
+
+    The message's place in its topic, as a page id without a usable fetch time is made of
     (`record_identity.kafka_position`): the same on every replay."""
     return kafka_position(topic_of(message), partition_of(message), offset_of(message), message_timestamp(message))
 
