@@ -16,6 +16,13 @@ drops the old topic's entries from that offset on and judges the record as new.
 The journal is bounded: a replay starts at the group's committed offset, so entries below it are
 removed, keeping at least the last `journal_keep` of the partition (`JournalKeeper`).
 
+Light outputs, as the worker's: every input also has one line on the verdicts topic
+(`clusters.verdict_line`, with the input's Kafka headers) and every judged page one event on the
+compacted cluster view (`clusters.view_event`). A line is sent once its page's output is in
+Kafka: a page whose output the broker refused for its size has the line of its
+`too_large_for_broker` rejection, as the worker writes it. Both are journaled as the rest is (a
+replay renders them again from the journaled verdict), so repeats are byte-identical.
+
 Sizes: topics are created as the worker's (`topics.ensure_topics`), the producer compresses with
 zstd and takes records up to `MAX_RECORD_BYTES`; an output the broker still refuses for its size
 goes to the rejected topic as `too_large_for_broker` (a stub with id, url and size), as the
@@ -29,7 +36,6 @@ committing, rather than letting Faust restart the agent past the record.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -38,20 +44,23 @@ from typing import Any
 
 import orjson
 
+from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.outputs.kafka import Headers, _json_object, cluster_events, with_input_headers
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES
-from streamdedup.runtime.worker import cluster_events
+from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES, topic_config
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
 
 log = logging.getLogger(__name__)
 
-Output = tuple[str, Any, Any, list]  # target ("unique", "duplicate", "rejected", "clusters"), key, value, headers
+# target ("unique", "duplicate", "rejected", "clusters", "verdicts", "cluster_view"), key, value, headers
+Output = tuple[str, Any, Any, list]
+PAGE_TARGETS = ("unique", "duplicate")  # a judged page's full output, the one its verdict line waits for
 JOURNAL_KEEP = 10_000  # entries kept per partition below the committed offset, whatever it is
 _OFFSET_DIGITS = 20  # offsets zero-padded in journal names, so names sort as offsets do
 SEND_RETRY_S = (0.5, 1, 2, 5)  # backoff while the broker is away, the last repeated
@@ -90,17 +99,18 @@ class JournalKeeper:
         self.step = max(1, self.keep // 10)  # one range deletion per `step` offsets, not one a record
 
     def outputs(self, offset: int, key: bytes | None, value: bytes | None, timestamp_ms: int | None = None,
-                committed: int | None = None) -> list[Output]:
+                committed: int | None = None, passed: Headers | None = None) -> list[Output]:
         """The messages to send for one input message: decided once, replayed from the journal.
 
         committed: the group's committed offset of the partition, if known; entries below it
-        (and below the last `keep`) are removed in the record's WriteBatch."""
+        (and below the last `keep`) are removed in the record's WriteBatch. passed: the input
+        message's Kafka headers, which its verdict line carries."""
         source = f"{self.topic}:{self.partition}:{offset}"
         name = journal_name(self.topic, self.partition, offset)
         digest = record_digest(key, value, timestamp_ms)
         journaled = self.detector.store.get_journal(name)
         if journaled is not None and journaled[:DIGEST_BYTES] == digest:
-            return render(orjson.loads(journaled[DIGEST_BYTES:]), key, value, source)
+            return render(orjson.loads(journaled[DIGEST_BYTES:]), key, value, source, passed)
         if journaled is not None and self.on_topic_reset == "refuse":
             raise StartedOver(refusal(self.topic, self.partition, f"offset {offset} holds another record than the "
                                       "one judged there before"))
@@ -119,7 +129,7 @@ class JournalKeeper:
         self._prune(batch, offset, committed)
         batch.set_journal(name, digest + orjson.dumps(dedup))
         self.detector.commit(batch)  # state and journal in one WriteBatch, before anything is sent
-        return render(dedup, key, value, source)
+        return render(dedup, key, value, source, passed)
 
     def _prune(self, batch: Any, offset: int, committed: int | None) -> None:
         if self.pruned_below < 0:  # entries of an older app, named topic:partition:offset, undigested
@@ -145,16 +155,42 @@ def outputs_for(detector: Detector, topic: str, partition: int, offset: int, key
     return JournalKeeper(detector, topic, partition).outputs(offset, key, value, timestamp_ms)
 
 
-def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "") -> list[Output]:
+def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "",
+           passed: Headers | None = None) -> list[Output]:
     """Deterministic: the same journaled verdict and input give byte-identical outputs, with the
-    worker's headers (`verdict.contract.headers`)."""
+    worker's headers (`verdict.contract.headers`); its verdict line and cluster events as the
+    worker's (`outputs.kafka.Outputs.verdict`). passed: the input message's Kafka headers."""
     headers = dedup_headers(dedup, source)
     if dedup["status"] == "rejected":
-        return [("rejected", key, value, headers)]
+        return [("rejected", key, value, headers), line_output(key, _json_object(value) or {}, dedup, source, passed)]
     record = orjson.loads(value or b"{}")
-    out = [(dedup["status"], dedup["id"].encode(), orjson.dumps({**record, "dedup": dedup}), headers)]
+    page_key = dedup["id"].encode("utf-8", "surrogatepass")
+    out = [(dedup["status"], page_key, orjson.dumps({**record, "dedup": dedup}), headers),
+           line_output(page_key, record, dedup, source, passed)]
     out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup, record, key)]
+    out.append(("cluster_view", page_key, orjson.dumps(view_event(dedup, *page_fields(record))), []))
     return out
+
+
+def line_output(key: bytes | None, record: dict, dedup: dict, source: str, passed: Headers | None) -> Output:
+    """The verdicts topic's message for a record: its verdict line, with the verdict's headers
+    and the input's, as the worker sends it."""
+    return ("verdicts", key, orjson.dumps(verdict_line(record, dedup, passed)),
+            with_input_headers(dedup_headers(dedup, source), passed))
+
+
+def too_large_rejection(topic: str, size: int, source: str) -> dict:
+    """The `too_large_for_broker` rejection of an output the broker refused for its size."""
+    detail = f"the output for {topic} is {size} bytes, more than the broker takes for that topic"
+    return Rejection(Reason.TOO_LARGE_FOR_BROKER.value, detail, source).as_dict()
+
+
+def refused_line(output: Output, topic: str, source: str, passed: Headers | None) -> Output:
+    """The verdict line of a page whose output (`output`, meant for `topic`) the broker refused for
+    its size: its rejection's, as the worker writes it (`Outputs.too_large`)."""
+    target, key, value, _ = output
+    record = orjson.loads(value or b"{}")
+    return line_output(key, record, too_large_rejection(topic, len(value or b""), source), source, passed)
 
 
 def too_large_output(output: Output, topic: str, source: str) -> Output:
@@ -166,13 +202,18 @@ def too_large_output(output: Output, topic: str, source: str) -> Output:
     if target == "rejected":
         stub = {"bytes": size, "omitted": "original", "topic": topic}
         return ("rejected", key, orjson.dumps(stub), [*headers, ("dedup.original_bytes", str(size).encode())])
-    record = orjson.loads(value or b"{}") if target != "clusters" else {}
+    record = orjson.loads(value or b"{}") if target in (*PAGE_TARGETS, "verdicts") else {}
     dedup = record.get("dedup") if isinstance(record, dict) else None
     stub = {"id": (dedup or {}).get("id"), "url": record.get("url") if isinstance(record, dict) else None,
             "bytes": size, "topic": topic, **({"dedup": dedup} if dedup else {})}
-    detail = f"the output for {topic} is {size} bytes, more than the broker takes for that topic"
-    rejection = Rejection(Reason.TOO_LARGE_FOR_BROKER.value, detail, source).as_dict()
+    rejection = too_large_rejection(topic, size, source)
     return ("rejected", key, orjson.dumps(stub), dedup_headers(rejection, source))
+
+
+def input_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+    """A consumed Faust message's Kafka headers as the worker reads them: (name, value) pairs, in order."""
+    pairs = headers.items() if isinstance(headers, dict) else headers or ()
+    return [(str(name), None if data is None else bytes(data)) for name, data in pairs]
 
 
 def is_size_refusal(err: BaseException) -> bool:
@@ -342,9 +383,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     pages = app.topic(t.pages, **raw)
     if started_over:
         seek_where_started_over(app, t.pages, started_over)
-    names = {"unique": t.unique, "duplicate": t.duplicates, "rejected": t.rejected, "clusters": t.clusters}
-    for name in names.values():
-        app.topic(name, **raw)  # declared with the same limit, should they be missing
+    names = {"unique": t.unique, "duplicate": t.duplicates, "rejected": t.rejected, "clusters": t.clusters,
+             "verdicts": t.verdicts, "cluster_view": t.cluster_view}
+    for name in names.values():  # declared as the worker's (the view compacted), should they be missing
+        app.topic(name, **{**raw, "config": topic_config(name, settings)})
     keepers: dict[int, JournalKeeper] = {}
 
     def keeper_for(topic: str, partition: int) -> JournalKeeper:
@@ -358,27 +400,45 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         target, key, value, headers = output
         return await app.producer.send(names[target], key, value, None, None, headers)
 
-    async def deliver(outputs: list[Output], source: str) -> None:
-        """Every output in Kafka, a refused one as its rejection; retried while the broker is away."""
+    async def emit(outputs: list[Output], source: str, passed: Headers | None) -> None:
+        """A record's outputs in Kafka, its verdict line last: the line of its rejection if the
+        broker refused the page's output for its size."""
+        refused = await deliver([output for output in outputs if output[0] != "verdicts"], source)
+        lines = [output for output in outputs if output[0] == "verdicts"]
+        if refused:
+            lines = [refused_line(refused[0], names[refused[0][0]], source, passed)]
+        await deliver(lines, source)
+
+    async def deliver(outputs: list[Output], source: str) -> list[Output]:
+        """Every output in Kafka, a refused one as its rejection; retried while the broker is away.
+        Returns the pages' outputs the broker refused for their size."""
         pending = list(outputs)
-        for attempt in itertools.count():
+        refused: list[Output] = []
+        attempt = 0
+        while True:
             again: list[tuple[Output, bool]] = []  # (what to send next, whether the broker was away)
             sent: list[tuple[Output, Any]] = []
+            failed: list[tuple[Output, Exception]] = []
             for output in pending:
                 try:
                     sent.append((output, await send(output)))
                 except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
-                    again.append(instead_of(output, err, source))
+                    failed.append((output, err))
             for output, future in sent:
                 try:
                     await future
                 except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
-                    again.append(instead_of(output, err, source))
+                    failed.append((output, err))
+            for output, error in failed:
+                again.append(instead_of(output, error, source))
+                if output[0] in PAGE_TARGETS and is_size_refusal(error):
+                    refused.append(output)
             if not again:
-                return
+                return refused
             if any(away for _, away in again):
                 await asyncio.sleep(SEND_RETRY_S[min(attempt, len(SEND_RETRY_S) - 1)])
             pending = [output for output, _ in again]
+            attempt += 1
 
     def instead_of(output: Output, err: Exception, source: str) -> tuple[Output, bool]:
         """What to send after `output` failed with `err`: its rejection if the broker refused its
@@ -404,8 +464,9 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                 # what Faust last committed or read at assignment (the offset a replay starts at)
                 committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
                 timestamp_ms = None if message.timestamp is None else round(message.timestamp * 1000)
-                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms, committed)
-                await deliver(outputs, f"{message.topic}:{message.partition}:{message.offset}")
+                passed = input_headers(message.headers)
+                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms, committed, passed)
+                await emit(outputs, f"{message.topic}:{message.partition}:{message.offset}", passed)
             except StartedOver as err:  # on_topic_reset = refuse, found while running (no committed offset)
                 log.critical("streamdedup: error: %s", err)
                 logging.shutdown()
@@ -420,4 +481,4 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 
 __all__ = ["JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "journal_name", "outputs_for",
-           "partitions_started_over", "refusal", "render", "too_large_output"]
+           "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,10 +17,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import make_article, page, wrap_in_template
 
+from runtime.conftest import read_topic
+from runtime.scaleout.test_one_engine import bridged_clusters
 from runtime.test_big_pages import big_page
 from runtime.test_worker import BAD, crawl, send
+from streamdedup.clusters import read_topic_stories
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.outputs.files import FileSink
 from streamdedup.runtime.faust_app import JournalKeeper, StartedOver, outputs_for, partitions_started_over
 from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
@@ -34,11 +39,12 @@ def test_a_replayed_message_re_emits_the_journaled_verdict_byte_for_byte(tmp_pat
         docs = detector.store.stats()["docs"]
         again = [outputs_for(detector, "pages", 0, offset, None, value, 1000) for offset, value in enumerate(messages)]
         assert again == first  # same targets, keys, values, headers: consumers keyed by page id see one page
+        assert [o[0] for o in first[1]] == ["duplicate", "verdicts", "clusters", "cluster_view"]  # the light ones too
         assert detector.store.stats()["docs"] == docs  # the replay changed no state
         # the topic started over: another record at offset 0 is judged, not answered from the journal
         other = orjson.dumps(page("https://c.example/1", wrap_in_template(make_article(6, paragraphs=4), "C")))
         [(status, key, value, _)] = [o for o in outputs_for(detector, "pages", 0, 0, None, other, 2000)
-                                     if o[0] != "clusters"]
+                                     if o[0] in ("unique", "duplicate")]
         assert status == "unique" and key not in {out[0][1] for out in first}
         assert detector.store.stats()["docs"] == docs + 1
         assert detector.store.journal_names("") == ["pages:0@" + "0" * 20]  # offset 1 was the old topic's
@@ -140,14 +146,16 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
     """One app run over a crawl with pages of 1.5 and 8 MB and a big duplicate for a duplicates
     topic an admin made with a 300 kB limit; then the pages topic is deleted and created again
     with new pages at the old offsets, and a second run. Every record comes out once with the
-    verdict of file mode over both crawls. Before: the big pages were lost (agent restarts, then
-    committed past), and every new page got the old page's verdict of its offset."""
+    verdict of file mode over both crawls, one verdict line without the page body, and the
+    cluster view folds to file mode's clusters.jsonl (a bridge's merge included). Before: the big
+    pages were lost (agent restarts, then committed past), every new page got the old page's
+    verdict of its offset, and the app wrote neither verdict lines nor the cluster view."""
     admin = AdminClient(settings.client())
     admin.create_topics([NewTopic(settings.topics.duplicates, 1, 1, config={"max.message.bytes": "300000"})]
                         )[settings.topics.duplicates].result(30)
     big = [big_page(1, 1_500_000), big_page(2, 8_000_000)]
     big_copy = {**big[0], "url": "https://copy.example/1"}  # a duplicate over the duplicates topic's limit
-    first = [*crawl(10), *big, big_copy]
+    first = [*crawl(10), *big, big_copy, *bridged_clusters()]
     send(settings, first)
     got, log = run_app_until(settings, tmp_path, "faust-1.log", len(first))
     assert len(got) == len(first), log[-3000:]
@@ -181,10 +189,39 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
         if message.value() not in BAD:
             dedup = orjson.loads(message.value())["dedup"]
             verdicts[dedup["id"]] = dedup["status"]
-    expected = {o.dedup["id"]: o.status for o in run_records(first + second, tmp_path / "file-mode")
-                if o.status != "rejected"}
+    file_mode = run_records(first + second, tmp_path / "file-mode")
+    expected = {o.dedup["id"]: o.status for o in file_mode if o.status != "rejected"}
     assert verdicts == expected, log[-3000:]
+
+    # the light outputs (issue 58), as the worker writes them: one verdict line per input, without
+    # the page body (the copy refused for its size: its rejection's line), and the cluster view
+    line_messages = read_topic(settings, settings.topics.verdicts, quiet_s=1, to_end=True)
+    assert all(b"<p" not in m.value() for m in line_messages)
+    lines = [orjson.loads(m.value()) for m in line_messages]
+    assert Counter(line["url"] for line in lines) == Counter(url_of(r) for r in first + second)
+    wanted = Counter((url_of(o.record), o.dedup.get("reason", o.status)) for o in file_mode)
+    if broker.kind != "tansu":
+        wanted.update({(big_copy["url"], "too_large_for_broker"): 1, (big_copy["url"], "duplicate"): -1})
+    assert Counter((line["url"], line["dedup"].get("reason", line["dedup"]["status"])) for line in lines) == +wanted
+    sink = FileSink(tmp_path / "out")
+    for outcome in file_mode:
+        sink.write(outcome)
+    sink.write_clusters()
+    sink.close()
+    stories = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    assert any(o.dedup.get("merged_clusters") for o in file_mode) and len(stories) < len(expected)
+    assert read_topic_stories(settings.bootstrap_servers, settings.topics.cluster_view).stories() == stories
     assert "pages partition 0 started over" in log.replace(settings.topics.pages, "pages"), log[-3000:]
+
+
+def url_of(record) -> str | None:
+    """A test input's url (None: no JSON object, or none in it)."""
+    if isinstance(record, bytes):
+        try:
+            record = orjson.loads(record)
+        except orjson.JSONDecodeError:
+            return None
+    return record.get("url") if isinstance(record, dict) else None
 
 
 def test_a_topic_created_again_past_the_committed_offset_is_found_before_the_app_starts(settings):

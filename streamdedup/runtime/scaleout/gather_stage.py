@@ -100,9 +100,10 @@ class Pending:
         return _earlier_matches(self.answers.values(), self.supplements)
 
     def joined(self) -> dict[str, Match]:
-        """The earlier matches whose clusters the page may join (its duplicates and what it
-        supersedes): those whose gather it asks which cluster they joined. A related match's
-        cluster is named as its index partition knows it (`related_to`)."""
+        """The earlier matches whose clusters the page may join: its duplicates and what it supersedes.
+
+        Those are the matches whose gather it asks which cluster they joined; a related match is
+        named by its page id (`related_to`), which needs no answer."""
         return {page_id: m for page_id, m in self.earlier().items() if m.relation != RELATED}
 
     def roots_known(self) -> bool:
