@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from streamdedup.evaluate.family_feed import REVISIONS, revise, revised_units
 from streamdedup.evaluate.pages import SourcePage
-from streamdedup.evaluate.sets import LabelledSet, article_units, slug
+from streamdedup.evaluate.sets import LabelledSet, article_units, one_donor_per_site, slug
 from streamdedup.evaluate.surgery import in_template, print_version, short_body
 
 HOST_KINDS = ("briefs", "articles", "revision", "revision")  # revisions twice: the positives
@@ -30,11 +30,7 @@ HOST_KINDS = ("briefs", "articles", "revision", "revision")  # revisions twice: 
 
 def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
                hosts: int = 80) -> None:
-    donors: list[SourcePage] = []
-    for template in sorted(templates, key=lambda t: t.name):  # one donor per real site
-        if template.site_key not in {d.site_key for d in donors}:
-            donors.append(template)
-    rng.shuffle(donors)
+    donors = one_donor_per_site(templates, rng)
     sources = sorted(pool, key=lambda p: p.name)
     rng.shuffle(sources)
     base = datetime(2024, 6, 1, tzinfo=UTC)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from streamdedup.evaluate.pages import SourcePage
-from streamdedup.evaluate.sets import LabelledSet, article_units, slug
+from streamdedup.evaluate.sets import LabelledSet, article_units, one_donor_per_site, slug
 from streamdedup.evaluate.surgery import correction_note, in_template, short_body, update_line, words_changed
 
 LIGHT_EDITS = ("words_changed", "update_line", "correction", "sentence_appended")
@@ -311,11 +311,7 @@ def build_reuse(pool: list[SourcePage], templates: list[SourcePage], rng: random
                 counts: Counts | None = None) -> None:
     """pool: every distinct article of the split; templates: those usable as a template."""
     counts = counts or Counts()
-    donors: list[SourcePage] = []
-    for template in sorted(templates, key=lambda t: t.name):  # one donor per real site
-        if template.site_key not in {d.site_key for d in donors}:
-            donors.append(template)
-    rng.shuffle(donors)
+    donors = one_donor_per_site(templates, rng)
     sources = sorted(pool, key=lambda p: p.name)
     rng.shuffle(sources)
     crawl = _Crawl(sources, donors, rng, out)

@@ -68,6 +68,16 @@ def same_language_first(pages: list[SourcePage], lang: str | None, rng: random.R
     return same + other
 
 
+def one_donor_per_site(templates: list[SourcePage], rng: random.Random) -> list[SourcePage]:
+    """One template page per real site, in a seeded random order: the hosts a family builds."""
+    donors: list[SourcePage] = []
+    for template in sorted(templates, key=lambda t: t.name):
+        if template.site_key not in {d.site_key for d in donors}:
+            donors.append(template)
+    rng.shuffle(donors)
+    return donors
+
+
 def host_of(page: SourcePage) -> str:
     """The page's own site, as a host of the reserved .example domain (its registrable domain)."""
     return f"{slug(page.site_key)}.example"
