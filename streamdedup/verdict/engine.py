@@ -213,30 +213,35 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             rule = chosen.rules[numbers[j]]
             row = j if rows is None else int(rows[j])
             verdicts[row] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
-    shares = _new_shares(stored, methods, mine)
     agree = _steered_agree(page, methods)
+    shares = _new_shares(stored, methods, mine)
+    if shares is None:  # no measure of new text: every match is a duplicate, as before directions
+        for i in sorted(verdicts):
+            seq, other = stored[i]
+            if agree is None or agree(other):
+                yield Judged(seq, other, verdicts[i][0], verdicts[i][1], DUPLICATE, DUPLICATE, 0.0, 0.0)
+        return
+    new_shares, their_new_shares, own, sizes = shares
+    matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
+    _in_runs(stored, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
+    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than boilerplate
+    with np.errstate(invalid="ignore"):
+        related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
+                                                                   >= RELATED_SHARE)
+    related[matched_rows] = True
     tolerance = policy.tolerance
-    for i, (seq, other) in enumerate(stored):  # in the order of `seqs`
-        matched = verdicts.get(i)
-        if shares is None:  # no measure of new text: every match is a duplicate, as before directions
-            if matched is not None and (agree is None or agree(other)):
-                yield Judged(seq, other, matched[0], matched[1], DUPLICATE, DUPLICATE, 0.0, 0.0)
-            continue
-        new_share, their_new_share, own, theirs = shares[0][i], shares[1][i], shares[2], shares[3][i]
-        smaller = min(own, theirs)
-        if matched is None:
-            # related only: sharing half of the smaller page, which holds more than boilerplate
-            if not (smaller >= RELATED_MIN_PAIRS and 1.0 - np.fmin(new_share, their_new_share) >= RELATED_SHARE):
-                continue
-        elif matched[0] == "exact":  # the same text: nothing new either way
-            new_share = their_new_share = 0.0
+    for i in np.flatnonzero(related).tolist():  # in the order of `seqs`
+        seq, other = stored[i]
         if agree is not None and not agree(other):
             continue
+        matched = verdicts.get(i)
+        new_share, their_new_share = float(new_shares[i]), float(their_new_shares[i])
+        if matched is not None and matched[0] == "exact":  # the same text: nothing new either way
+            new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new, their_new = NewText(new_share, new_share * own), NewText(their_new_share, their_new_share * theirs)
+        new, their_new = NewText(new_share, new_share * own), NewText(their_new_share, their_new_share * sizes[i])
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
-                     relation(matched is not None, their_new, new, tolerance), float(new_share),
-                     float(their_new_share))
+                     relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
 
 def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
@@ -260,7 +265,6 @@ def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
     if rows:
         measured = cast(Any, method).new_shares(signature, [theirs[i] for i in rows])
         new_share[rows], their_new_share[rows], sizes[rows] = measured
-        _in_runs(stored, methods, mine, new_share, their_new_share, signature.set_size, sizes)
     return new_share, their_new_share, int(signature.set_size), sizes
 
 
@@ -269,7 +273,8 @@ MUCH_SMALLER = 0.7
 
 
 def _in_runs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Mapping[int, Any],
-             new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray) -> None:
+             new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray,
+             rows: np.ndarray) -> None:
     """The word pairs' new shares made shares of new text in runs (in place), with MinHash's.
 
     A changed word makes 2 new word pairs and 5 new 5-word shingles; a run of L new words, L + 1
@@ -286,24 +291,23 @@ def _in_runs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Ma
     not an edit, so its share is the mean of the two estimates (~0.7x the error), not the runs'."""
     entry = methods.get("minhash")
     signature = mine.get(entry[0]) if entry is not None else None
-    if entry is None or signature is None or not own:
+    if entry is None or signature is None or not own or not len(rows):
         return
     tag = entry[0]
-    rows = [i for i in range(len(stored)) if tag in stored[i][1].signatures and sizes[i] > 0]
-    if not rows:
+    rows = np.array([i for i in rows.tolist() if tag in stored[i][1].signatures and sizes[i] > 0], dtype=np.int64)
+    if not len(rows):
         return
     mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, [stored[i][1].signatures[tag] for i in rows])
-    own5 = float(signature.set_size)
-    for j, i in enumerate(rows):
-        if mine5[j] != mine5[j] or not sizes5[j]:  # not comparable: the pairs' shares stand
-            continue
-        if own < MUCH_SMALLER * sizes[i] or sizes[i] < MUCH_SMALLER * own:  # a verbatim extract's sizes
-            new_share[i] = (new_share[i] + mine5[j]) / 2
-            their_new_share[i] = (their_new_share[i] + theirs5[j]) / 2
-            continue
-        new_share[i] = max(0.0, (5 * new_share[i] * own - 2 * mine5[j] * own5) / (3 * own))
-        their_new_share[i] = max(0.0, (5 * their_new_share[i] * sizes[i] - 2 * theirs5[j] * sizes5[j])
-                                 / (3 * sizes[i]))
+    usable = ~np.isnan(mine5) & (sizes5 > 0)  # not comparable: the pairs' shares stand
+    rows, mine5, theirs5, sizes5 = rows[usable], mine5[usable], theirs5[usable], sizes5[usable]
+    pairs, theirs2 = new_share[rows], their_new_share[rows]
+    size2, own5 = sizes[rows], float(signature.set_size)
+    extract = (own < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own)  # a verbatim extract's sizes
+    new_share[rows] = np.where(extract, (pairs + mine5) / 2,
+                               np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own)))
+    their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
+                                     np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5)
+                                                / (3 * np.maximum(size2, 1.0))))
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:

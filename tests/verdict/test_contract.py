@@ -26,5 +26,6 @@ def test_the_faust_app_renders_the_workers_headers():
     (_, _, _, got), *events = render(duplicate, b"k", b'{"url": "https://a.example/"}', "pages[0]@7")
     assert got == headers(duplicate, "pages[0]@7") and events
     rejected = Rejection("invalid_json", "not JSON", "pages[0]@8").as_dict()
-    [(_, _, value, got)] = render(rejected, b"k", b"{bad", "pages[0]@8")
+    (_, _, value, got), *rest = render(rejected, b"k", b"{bad", "pages[0]@8")
     assert value == b"{bad" and got == headers(rejected, "pages[0]@8")
+    assert len(rest) == 1  # and its verdict line (pages.verdicts); a rejection has no cluster event
