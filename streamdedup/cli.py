@@ -7,15 +7,14 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from streamdedup.clean.errors import CleaningStackMissing
-from streamdedup.clean.extract import EXTRACTORS, check_extractor
-from streamdedup.config import DetectorConfig, parse_duration, read_toml
+from streamdedup.clean.extract import EXTRACTORS
+from streamdedup.cli_options import EXTRACTOR_HELP, add_detector_options, detector_config, seconds_arg, time_arg
 from streamdedup.extras import DISTRIBUTION, MissingExtra, check_extra
 from streamdedup.fingerprints.registry import METHODS
 
@@ -24,9 +23,6 @@ if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka cli
 
 SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
 CONNECT_TIMEOUT_S = 15.0
-
-EXTRACTOR_HELP = ("main-content extractor (default fast: resiliparse steered by trafilatura's rules, "
-                  "trafilatura where that looks wrong)")
 
 
 def package_version() -> str:
@@ -39,75 +35,6 @@ def package_version() -> str:
         from streamdedup import __version__
 
         return __version__
-
-
-def _add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = True) -> None:
-    group = parser.add_argument_group("detector")
-    group.add_argument("--config", type=Path, help="TOML file: methods, params, policy, extractor, retention... "
-                       "(Kafka commands also read its [worker] and [kafka] tables)")
-    if with_methods:
-        group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
-    group.add_argument("--policy", help="rules for candidates from other sites, e.g. "
-                       "'exact|minhash|simhash+a12' (| = or, + = and, minhash>=0.8 = stricter)")
-    group.add_argument("--same-site-policy", help="rules for candidates from the page's own site while its "
-                       "template is unknown (default: --policy), e.g. 'exact|minhash>=0.8'")
-    group.add_argument("--max-new-share", type=float, metavar="SHARE",
-                       help="a match is the page's duplicate only if the page's text absent from it is at most "
-                       "this share of the page (default 0.10) or 8 word pairs; otherwise the page is unique "
-                       "and names it (supersedes / related_to)")
-    group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
-                       help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
-    group.add_argument("--extractor", choices=EXTRACTORS, help=EXTRACTOR_HELP)
-    group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
-    group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
-                       "(default 1d); later ones are not used (the page says so in dedup.time_note)")
-    group.add_argument("--batch-size", type=int, help="pages per atomic store write")
-    group.add_argument("--batch-bytes", type=int, help="a batch also ends once its pages hold this many bytes "
-                       "(default 64 MiB: a batch is held in memory whole)")
-    group.add_argument("--prepare-threads", type=int, metavar="N",
-                       help="pages parsed and fingerprinted side by side, each thread with its own extraction "
-                       "process (default 0: one per CPU; 1: one at a time); verdicts do not depend on it")
-    group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
-                       "`streamdedup lexicon build`")
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def read_config(path: Path | None) -> dict[str, Any]:
-    return {} if path is None else read_toml(path)
-
-
-def detector_config(args: argparse.Namespace) -> DetectorConfig:
-    """The detector's configuration (--config's top-level keys, then flags); its extractor's
-    libraries are imported here, so a broken install stops the command before any page."""
-    data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
-    config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
-    params = {name: dict(values) for name, values in config.method_params.items()}
-    for item in args.param:
-        name, sep, value = item.partition("=")
-        method, dot, key = name.partition(".")
-        if not sep or not dot:
-            raise SystemExit(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
-        params.setdefault(method, {})[key] = _parse_value(value)
-    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
-    cleaning = config.cleaning
-    if args.extractor:
-        from dataclasses import replace
-
-        cleaning = replace(cleaning, extractor=args.extractor)
-    check_extractor(cleaning.extractor)
-    return config.with_overrides(
-        methods=methods, method_params=params, policy=args.policy,
-        same_site_policy=args.same_site_policy, max_new_share=args.max_new_share, cleaning=cleaning,
-        retention=parse_duration(args.retention) if args.retention else None,
-        max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
-        batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
-        prepare_threads=args.prepare_threads)
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -167,28 +94,6 @@ def cmd_store(args: argparse.Namespace) -> int:
         expired = expire_pages(args.state, args.before)
         print(f"expired {expired} page(s) fetched before {args.before.isoformat()}")
     return 0
-
-
-def _seconds_arg(value: str) -> float:
-    """A positive number of seconds on the command line; one line naming the form if not."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0 (e.g. 1 or 0.2)")
-    return seconds
-
-
-def _time_arg(value: str) -> datetime:
-    """A time on the command line, as a page's fetch time is read; one line naming the forms if not."""
-    from streamdedup.record.page import parse_timestamp
-
-    try:
-        return parse_timestamp(value)
-    except (ValueError, OverflowError, OSError):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a time: give ISO-8601 (2024-01-01T00:00:00Z), a "
-                                         "14-digit WARC date (20240101000000) or epoch seconds") from None
 
 
 def cmd_lexicon(args: argparse.Namespace) -> int:
@@ -421,11 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "store) and this command's files in --out")
     dedup.add_argument("--append", action="store_true", help="add other inputs to an --out that holds a finished "
                        "run (pages it already holds come out as duplicate_id)")
-    dedup.add_argument("--batch-wait", type=_seconds_arg, default=1.0, metavar="SECONDS",
+    dedup.add_argument("--batch-wait", type=seconds_arg, default=1.0, metavar="SECONDS",
                        help="reading stdin, a batch also ends this long after its first page if it has not filled "
                        "(default 1): a slow stream's pages come out within about that")
     dedup.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
-    _add_detector_options(dedup)
+    add_detector_options(dedup)
     dedup.set_defaults(func=cmd_dedup)
 
     evaluate = command("eval", "score methods on a labelled JSON Lines set (field 'cluster')")
@@ -435,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--methods", dest="eval_methods", default="all",
                           help="methods to score alone, comma-separated, or 'all' (default)")
     evaluate.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
-    _add_detector_options(evaluate, with_methods=False)
+    add_detector_options(evaluate, with_methods=False)
     evaluate.set_defaults(func=cmd_eval, methods=None)
 
     store = command("store", "inspect or maintain a state store")
@@ -453,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
                   "(of each partition's store, given a worker's state folder)")
     store_command("delete", "forget pages by id").add_argument("ids", nargs="+", metavar="ID", help="page ids")
     store_command("expire", "forget pages fetched before a time").add_argument(
-        "--before", required=True, type=_time_arg, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")
+        "--before", required=True, type=time_arg, help="ISO-8601 time, e.g. 2024-01-01T00:00:00Z")
 
     lexicon = command("lexicon", "build frozen collection statistics from a corpus")
     lexicon.add_argument("action", choices=("build",), help="build: count words per language over the inputs")
@@ -511,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "ones; without it, a worker whose settings are not its group's refuses to start. "
                              "Restart every worker of the group with the new settings, one of them with this (env "
                              "STREAMDEDUP_ADOPT_SETTINGS=1)")
-    _add_detector_options(worker)
+    add_detector_options(worker)
     worker.set_defaults(func=cmd_worker)
 
     feeder = command("feed", "produce JSON Lines / WARC pages into Kafka")
@@ -530,14 +435,14 @@ def build_parser() -> argparse.ArgumentParser:
     faust_worker.add_argument("--journal-keep", type=int, metavar="N",
                               help="verdicts kept per partition for replays after a crash: those at or after the "
                                    "group's committed offset, and at least the last N (default 10,000)")
-    _add_detector_options(faust_worker)
+    add_detector_options(faust_worker)
     faust_worker.set_defaults(func=cmd_faust)
 
     demo = command("demo", "broker + worker + the sample crawl, end to end, then stop")
     demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL, help="pages to feed (default: the sample crawl "
                       "shipped with streamdedup)")
     demo.add_argument("--workdir", type=Path, help="keep broker data and stores here (default: a temp dir)")
-    _add_detector_options(demo)
+    add_detector_options(demo)
     demo.set_defaults(func=cmd_demo)
 
     topics = command("topics", "create the topics the worker uses (existing ones are kept)")

@@ -15,26 +15,20 @@ watermarks of all its index partitions are past it (gather_stage.py).
 from __future__ import annotations
 
 import logging
-import struct
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
-import xxhash
 from confluent_kafka import Message
 
-from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig, verdict_identity
 from streamdedup.detector import Detector
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
-from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprinter import Fingerprinter
 from streamdedup.outputs.kafka import Outputs
-from streamdedup.record.readers import RawRecord
-from streamdedup.record.rejection import Reason
 from streamdedup.runtime.group_settings import GroupRecordCache
 from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch
 from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
@@ -59,272 +53,26 @@ from streamdedup.runtime.scaleout.messages import (
     release_value,
     released_by,
     watermark_of,
-    watermark_value,
 )
-from streamdedup.runtime.scaleout.routing import key_partition, page_order, page_partition
+from streamdedup.runtime.scaleout.routing import page_partition
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.base import (
-    emit_outcome,
     headers_of,
-    message_timestamp,
     offset_of,
-    partition_of,
-    position_of,
     source_of,
     value_of,
 )
-from streamdedup.store.layout import DocRecord
-from streamdedup.store.retention import RetentionClock
-from streamdedup.store.signature_store import method_tags
+from streamdedup.runtime.topologies.fingerprint_stage import (
+    FingerprintPartition,
+    Holding,
+    Routes,
+    index_requests,
+    send_watermark,
+    watermark_seconds,
+)
 from streamdedup.store.template_store import TemplateStore
-from streamdedup.verdict.contract import Rejection
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Routes:
-    """Topic names and partition counts: the routing every worker must agree on."""
-
-    index_topic: str
-    parts_topic: str
-    index_partitions: int
-    parts_partitions: int
-    input_partitions: int = 1
-
-
-@dataclass(frozen=True)
-class Holding:
-    """Final verdicts' settings (WorkerSettings, whose defaults these are): no holding at all when
-    `wait_s` is 0."""
-
-    wait_s: float = WorkerSettings.verdict_wait_s
-    interval_s: float = WorkerSettings.watermark_interval_s
-    lateness_ms: int = WorkerSettings.allowed_lateness_ms
-
-    @property
-    def on(self) -> bool:
-        return self.wait_s > 0
-
-
-_WATERMARK_KIND = [(KIND_HEADER, WATERMARK)]
-
-
-_LOWEST = page_order(0, 0, 0, 0)  # below every page's place: event times are after 1991 (store/retention.py)
-
-
-def send_watermark(out: Outputs, topic: str, partitions: int, source: int, watermark: bytes) -> None:
-    value = watermark_value(source, watermark)
-    for partition in range(partitions):
-        out.send(topic, None, value, _WATERMARK_KIND, partition=partition)
-
-
-def watermark_seconds(watermark: bytes) -> float:
-    """A watermark's event time (Unix seconds) for the gauge: +inf when idle, 0 when unknown."""
-    if watermark == INFINITE:
-        return float("inf")
-    if not watermark:
-        return 0.0
-    return (struct.unpack_from(">Q", watermark)[0] - (1 << 63)) / 1000
-
-
-def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]], tags: Mapping[str, int],
-                   event_ms: int, index_partitions: int) -> tuple[DocRecord, dict[int, dict[int, list[bytes]]]]:
-    """A page's signature record (what every index partition it touches keeps) and its index
-    keys by the index partition they live in, by method tag. Pure."""
-    keys: dict[int, dict[int, list[bytes]]] = {}
-    signatures = {}
-    for method in methods:
-        signature = item.signatures[method.name]
-        if signature is None:
-            continue
-        tag = tags[method.name]
-        signatures[tag] = method.encode(signature)
-        for key in method.index_keys(signature):
-            keys.setdefault(key_partition(tag, key, index_partitions), {}).setdefault(tag, []).append(key)
-    return DocRecord(0, item.page.id, event_ms, "", "", signatures, item.site_hash,
-                     document=document_key(item.page.url), steered=steered_record(item, methods)), keys
-
-
-_HEADER_KIND = [(KIND_HEADER, PAGE)]
-
-
-class FingerprintPartition:
-    """Input page -> index requests (one per index partition its keys live in) + its header.
-
-    A stateful step: its store (a `TemplateStore`, written with the partition's offset) keeps the
-    page ids seen on its input partition and, with the template model on, the templates of its
-    sites. A second page under an id is a `duplicate_id` rejection here, as in file mode, before
-    any index partition files it: filed, other pages could match it (and join the cluster of the
-    id's first page), which file mode never lets them. Ids repeated across input partitions (a
-    crawler that does not key by site) are still caught at gather, one verdict per id."""
-
-    stateful = True
-
-    def __init__(self, fingerprinter: Fingerprinter, routes: Routes, store: TemplateStore,
-                 templates: bool = True, partition: int = 0, holding: Holding = Holding(),
-                 judged_with: bytes = b"") -> None:
-        self.fingerprinter = fingerprinter
-        self.judged_with = judged_with  # this worker's verdict id, carried by its index requests
-        self.routes = routes
-        self.store = store
-        self.templates = store if templates else None
-        self.tags = method_tags([m.name for m in fingerprinter.methods])
-        self.max_skew_ms = fingerprinter.config.max_clock_skew_ms
-        self._ids: set[str] = set()  # ids seen in this batch (staged)
-        self.partition = partition
-        self.holding = holding
-        self.highest = b""  # the highest order filed from this partition (since this process started)
-        self.highest_event_ms: int | None = None
-        self._committed_highest: tuple[bytes, int | None] = (b"", None)  # as of the last commit (`discard`)
-        self.sent: bytes | None = None  # the watermark last sent to the index partitions
-        self.last_batch_at = time.monotonic()
-
-    def _repeated(self, page_id: str) -> bool:
-        """Whether a page with this id came earlier on this input partition; else it is noted."""
-        name = "id:" + xxhash.xxh3_128_hexdigest(page_id.encode("utf-8", "surrogatepass"))
-        if name in self._ids or self.store.get_meta(name) is not None:
-            return True
-        self._ids.add(name)
-        self.store.stage_meta(name, b"")
-        return False
-
-    def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
-        now_ms = int(time.time() * 1000)
-        params = self.fingerprinter.config.template
-        replayed = 0
-        # records wait (this batch): the tick's rule, before its first request, even while its store
-        # replays; an infinite watermark sent in the round that fetched the batch is taken back here
-        if self.holding.on and self._taking_back(len(messages)):
-            self._send_watermark(out, self._waking())
-        prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message),
-                                                              arrival_ms=message_timestamp(message),
-                                                              position=position_of(message))
-                                                    for message in messages])
-        for message, item in zip(messages, prepared, strict=True):
-            if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
-                item = own_text(item, self.templates.template(item.template_hash), self.fingerprinter, params)
-            if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
-                item = Outcome(item.record, Rejection(Reason.DUPLICATE_ID.value,
-                                                      f"page id {item.page.id!r} was already processed",
-                                                      item.origin).as_dict(), item.origin)
-            if offset_of(message) < replay_until:  # rebuilding the template store: its outputs are in Kafka
-                replayed += 1
-                continue
-            if isinstance(item, Outcome):
-                emit_outcome(out, message, item)
-                continue
-            stamp = message_timestamp(message)
-            page = item.page
-            # stateless: no watermark here, so an undated page is filed at its arrival time
-            event = RetentionClock(None, self.max_skew_ms).stamp(page.event_time_ms, stamp, now_ms)
-            order = page_order(event.event_ms, stamp or 0, partition_of(message), offset_of(message))
-            doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
-                                       self.routes.index_partitions)
-            page_key = page.id.encode("utf-8", "surrogatepass")
-            requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
-                                                     item.template_known, self.fingerprinter.identity,
-                                                     self.judged_with).encode())
-                        for partition, partition_keys in sorted(keys.items())]
-            # the header carries the whole record: the gather step passes it through to the verdict
-            passed = headers_of(message)
-            header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
-                                tuple(passed), message.key()).encode()
-            if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
-                    and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
-                out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message),
-                              passed=passed)
-                continue
-            for partition, request in requests:
-                out.send(self.routes.index_topic, page_key, request, partition=partition)
-            out.send(self.routes.parts_topic, page_key, header, _HEADER_KIND,
-                     partition=page_partition(page.id, self.routes.parts_partitions))
-            if self.sent is not None and self.sent != INFINITE and order < self.sent:  # behind its own watermark
-                out.on_commit(out.metrics.late_pages.labels(str(self.partition)).inc)
-            self.highest = max(self.highest, order)
-            self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
-        self.last_batch_at = time.monotonic()
-        if self.holding.on and replayed < len(messages):
-            self._send_watermark(out, self._watermark())
-        return replayed
-
-    def _watermark(self) -> bytes:
-        """Every page this partition files from now on is above this (unless it is late)."""
-        if self.sent == INFINITE and not self.highest:
-            return INFINITE  # idle since it started: still nothing to file
-        if self.holding.lateness_ms and self.highest_event_ms is not None:
-            return min(self.highest, page_order(self.highest_event_ms - self.holding.lateness_ms, 0, 0, 0))
-        return self.highest
-
-    def _send_watermark(self, out: Outputs, watermark: bytes) -> None:
-        if watermark and watermark != self.sent:
-            send_watermark(out, self.routes.index_topic, self.routes.index_partitions, self.partition, watermark)
-            self.sent = watermark
-
-    def due(self, now: float, lag: int | None) -> bool:
-        """Caught up and idle for a while: time to tell the index partitions (an infinite
-        watermark). Or idle no more, or just taken over (`_taking_back`): records wait or may, so
-        the infinite watermark is taken back (`_waking`) before any of them is filed."""
-        if not self.holding.on:
-            return False
-        if self._taking_back(lag):
-            return True
-        if self.sent == INFINITE:
-            return False
-        return lag == 0 and now - self.last_batch_at >= self.holding.interval_s
-
-    def tick(self, out: Outputs, now: float, lag: int | None) -> None:
-        if self.due(now, lag):
-            self._send_watermark(out, self._waking() if self._taking_back(lag) else INFINITE)
-
-    def _taking_back(self, lag: int | None) -> bool:
-        """Whether the watermark the index partitions hold for this partition may claim too much:
-        it was infinite and records wait, or this process sent none yet (the partition was just
-        assigned, or a transaction failed) and records wait or its lag is not known yet. What
-        its previous owner sent stands until then: an infinite watermark would let the index
-        partitions release other partitions' pages above this one's waiting records for as long
-        as the new owner takes to file them (its store's replay first), each a `late_match`."""
-        return (self.sent is None or self.sent == INFINITE) and lag != 0
-
-    def _waking(self) -> bytes:
-        """The watermark of an idle partition whose records come again: where it had got to (the
-        lowest place of all if it filed nothing in this process). The worker sends it before it
-        fetches them (`Worker._idle`), so the pages other partitions file meanwhile are held until
-        this one's are in: a burst that finds every partition idle would otherwise release a page
-        before an earlier copy on a partition still waking up arrives (a `late_match`)."""
-        return self.highest or _LOWEST
-
-    def get_meta(self, name: str) -> bytes | None:
-        return self.store.get_meta(name)
-
-    def stage_meta(self, name: str, value: bytes) -> None:
-        self.store.stage_meta(name, value)
-
-    def commit(self) -> None:
-        self.store.commit()
-        self._ids.clear()
-        self._committed_highest = (self.highest, self.highest_event_ms)
-
-    def discard(self) -> None:
-        self.store.discard()
-        self._ids.clear()
-        self.sent = None  # its watermark record may not have gone out: send it again
-        # the batch's pages were not filed (their requests went with the transaction): sent
-        # before they come again, a watermark above them would make them late
-        self.highest, self.highest_event_ms = self._committed_highest
-
-    def property_total(self, name: str) -> int:
-        return self.store.property_total(name)
-
-    def work(self) -> Mapping[str, int]:
-        return {}  # pages are judged in the index partitions
-
-    def step_ns(self) -> Mapping[str, int]:
-        return {}
-
-    def close(self) -> None:
-        self._ids.clear()
-        self.store.close()
 
 
 class _StoredPartition:
@@ -609,3 +357,8 @@ class GlobalTopology:
         return FingerprintPartition(self.fingerprinter, self.routes, templates,
                                     templates=self.config.template is not None, partition=partition,
                                     holding=self.holding, judged_with=self.judging.identity)
+
+
+# the fingerprint step lives in fingerprint_stage.py; its names stay importable from here
+__all__ = ["FingerprintPartition", "GatherStagePartition", "GlobalTopology", "Holding", "IndexStagePartition",
+           "Routes", "emit_decided", "index_requests", "send_watermark", "watermark_seconds"]

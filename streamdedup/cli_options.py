@@ -1,0 +1,111 @@
+"""The command line's detector options and argument types: flags (and --config) -> `DetectorConfig`."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streamdedup.clean.extract import EXTRACTORS, check_extractor
+from streamdedup.config import DetectorConfig, parse_duration, read_toml
+from streamdedup.fingerprints.registry import METHODS
+
+EXTRACTOR_HELP = ("main-content extractor (default fast: resiliparse steered by trafilatura's rules, "
+                  "trafilatura where that looks wrong)")
+
+
+def add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = True) -> None:
+    """The detector's options of a command that runs it (dedup, eval, worker, faust, demo)."""
+    group = parser.add_argument_group("detector")
+    group.add_argument("--config", type=Path, help="TOML file: methods, params, policy, extractor, retention... "
+                       "(Kafka commands also read its [worker] and [kafka] tables)")
+    if with_methods:
+        group.add_argument("--methods", help=f"comma-separated methods to run (registered: {', '.join(METHODS)})")
+    group.add_argument("--policy", help="rules for candidates from other sites, e.g. "
+                       "'exact|minhash|simhash+a12' (| = or, + = and, minhash>=0.8 = stricter)")
+    group.add_argument("--same-site-policy", help="rules for candidates from the page's own site while its "
+                       "template is unknown (default: --policy), e.g. 'exact|minhash>=0.8'")
+    group.add_argument("--max-new-share", type=float, metavar="SHARE",
+                       help="a match is the page's duplicate only if the page's text absent from it is at most "
+                       "this share of the page (default 0.10) or 8 word pairs; otherwise the page is unique "
+                       "and names it (supersedes / related_to)")
+    group.add_argument("--param", action="append", default=[], metavar="METHOD.NAME=VALUE",
+                       help="a method parameter, e.g. minhash.threshold=0.6 (repeatable)")
+    group.add_argument("--extractor", choices=EXTRACTORS, help=EXTRACTOR_HELP)
+    group.add_argument("--retention", help="forget pages older than this event-time span, e.g. 7d")
+    group.add_argument("--max-clock-skew", help="trust a page's fetch time up to this far ahead of the clock "
+                       "(default 1d); later ones are not used (the page says so in dedup.time_note)")
+    group.add_argument("--batch-size", type=int, help="pages per atomic store write")
+    group.add_argument("--batch-bytes", type=int, help="a batch also ends once its pages hold this many bytes "
+                       "(default 64 MiB: a batch is held in memory whole)")
+    group.add_argument("--prepare-threads", type=int, metavar="N",
+                       help="pages parsed and fingerprinted side by side, each thread with its own extraction "
+                       "process (default 0: one per CPU; 1: one at a time); verdicts do not depend on it")
+    group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
+                       "`streamdedup lexicon build`")
+
+
+def _parse_value(text: str) -> Any:
+    """A --param value: JSON (numbers, booleans, lists) where it parses, else the text itself."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def read_config(path: Path | None) -> dict[str, Any]:
+    """The --config file's tables (none without one)."""
+    return {} if path is None else read_toml(path)
+
+
+def detector_config(args: argparse.Namespace) -> DetectorConfig:
+    """The detector's configuration (--config's top-level keys, then flags); its extractor's
+    libraries are imported here, so a broken install stops the command before any page."""
+    data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
+    config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
+    params = {name: dict(values) for name, values in config.method_params.items()}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        method, dot, key = name.partition(".")
+        if not sep or not dot:
+            raise SystemExit(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
+        params.setdefault(method, {})[key] = _parse_value(value)
+    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
+    cleaning = config.cleaning
+    if args.extractor:
+        from dataclasses import replace
+
+        cleaning = replace(cleaning, extractor=args.extractor)
+    check_extractor(cleaning.extractor)
+    return config.with_overrides(
+        methods=methods, method_params=params, policy=args.policy,
+        same_site_policy=args.same_site_policy, max_new_share=args.max_new_share, cleaning=cleaning,
+        retention=parse_duration(args.retention) if args.retention else None,
+        max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
+        batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
+        prepare_threads=args.prepare_threads)
+
+
+def seconds_arg(value: str) -> float:
+    """A positive number of seconds on the command line; one line naming the form if not."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0 (e.g. 1 or 0.2)")
+    return seconds
+
+
+def time_arg(value: str) -> datetime:
+    """A time on the command line, as a page's fetch time is read; one line naming the forms if not."""
+    from streamdedup.record.page import parse_timestamp
+
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError, OSError):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a time: give ISO-8601 (2024-01-01T00:00:00Z), a "
+                                         "14-digit WARC date (20240101000000) or epoch seconds") from None

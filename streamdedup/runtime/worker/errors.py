@@ -1,0 +1,43 @@
+"""The worker's stops: the errors it cannot go on after, each naming its cause and its fix."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError
+
+from streamdedup.runtime.errors import WorkerStopped
+from streamdedup.runtime.settings import WorkerSettings
+
+
+class StoreAheadOfKafka(WorkerStopped):
+    """The local store has seen offsets the consumer group has not committed."""
+
+
+class StoreWriteFailed(WorkerStopped):
+    """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
+
+
+class StateLost(WorkerStopped):
+    """A store's folder (or the whole state directory) was deleted under the running worker."""
+
+
+class TopicStartedOver(WorkerStopped):
+    """A partition the store has read started over (the topic was created again, the broker lost its
+    data, another cluster) and `on_topic_reset` is `refuse`."""
+
+
+class WorkerFenced(WorkerStopped):
+    """Another worker took this one's identity (group.instance.id or transactional id): this one
+    can never commit again, so it stops instead of idling."""
+
+
+# errors that mean another process now owns this worker's identity
+FENCED = frozenset({KafkaError.FENCED_INSTANCE_ID, KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                    KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+def fenced(settings: WorkerSettings, error: KafkaError) -> WorkerFenced:
+    """The stop of a worker whose identity another worker took: one line naming the fix."""
+    return WorkerFenced(
+        f"worker {settings.worker_id!r} of group {settings.group_id!r} was fenced by another worker with the "
+        f"same id ({error.str()}): give every worker its own --worker-id (STREAMDEDUP_WORKER_ID) and state "
+        "directory; this one stops")
