@@ -203,6 +203,45 @@ def longest_spans(bounds: np.ndarray, count: int) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def pack_two_bits(minima: np.ndarray) -> np.ndarray:
+    """The lowest 2 bits of each value, four to a byte (the first value in the lowest bits)."""
+    out = np.zeros(minima.shape[0] // 4, dtype=np.uint8)
+    for i in range(out.shape[0]):
+        byte = 0
+        for j in range(4):
+            byte |= (int(minima[4 * i + j]) & 3) << (2 * j)
+        out[i] = byte
+    return out
+
+
+@numba.njit(cache=True)
+def two_bit_new_shares(data: np.ndarray, width: int, mine: np.ndarray, own: int, values: int,
+                       collision: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`WordPairsMethod.new_shares` over records of `width` bytes laid end to end in `data`.
+
+    Each record: its set size (uint32, little-endian), then 2-bit values packed four to a byte.
+    Returns this page's share absent from each, each one's share absent from this page, and sizes."""
+    count = data.shape[0] // width
+    absent_mine, absent_theirs, sizes = np.empty(count), np.empty(count), np.empty(count)
+    own_size = max(1.0, float(own))
+    for r in range(count):
+        start = r * width
+        size = float(int(data[start]) | (int(data[start + 1]) << 8) | (int(data[start + 2]) << 16)
+                     | (int(data[start + 3]) << 24))
+        unequal = 0
+        for i in range(mine.shape[0]):
+            d = data[start + 4 + i] ^ mine[i]
+            d = (d | (d >> 1)) & 0x55  # the low bit of each 2-bit field that differs
+            unequal += (d & 1) + ((d >> 2) & 1) + ((d >> 4) & 1) + ((d >> 6) & 1)
+        jaccard = min(1.0, max(0.0, (1.0 - unequal / values - collision) / (1.0 - collision)))
+        shared = jaccard * (size + own_size) / (1.0 + jaccard)
+        absent_mine[r] = min(1.0, max(0.0, 1.0 - shared / own_size))
+        absent_theirs[r] = min(1.0, max(0.0, 1.0 - shared / max(size, 1.0)))
+        sizes[r] = size
+    return absent_mine, absent_theirs, sizes
+
+
+@numba.njit(cache=True)
 def minhash_similarities(rows: np.ndarray, sizes: np.ndarray, values: np.ndarray, size: int, threshold: float,
                          collision: float, containment: float, min_shingles: int) -> np.ndarray:
     """MinHashMethod.similarity of `values` (set size `size`) with each row (its set size in `sizes`), NaN for None.

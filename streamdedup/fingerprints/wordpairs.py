@@ -27,13 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
-from streamdedup.fingerprints.kernels import minhash_min
+from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, two_bit_new_shares
 from streamdedup.tokens.document import Document
 
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
-_LOW_BITS_OF_PAIRS = 0x55  # the low bit of each 2-bit field of a byte
 
 
 @dataclass(frozen=True)
@@ -78,9 +76,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         if not len(shingles):
             return None
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
-        low = (minima & 3).astype(np.uint8).reshape(-1, _PER_BYTE)
-        packed = low[:, 0] | (low[:, 1] << 2) | (low[:, 2] << 4) | (low[:, 3] << 6)
-        return WordPairsSignature(packed.astype(np.uint8), len(shingles))
+        return WordPairsSignature(pack_two_bits(minima), len(shingles))
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         return []
@@ -114,17 +110,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                     one = self.new_shares(signature, [data])
                     mine[i], theirs[i], sizes[i] = one[0][0], one[1][0], one[2][0]
             return mine, theirs, sizes
-        records = np.frombuffer(b"".join(others), dtype=self._record)
-        sizes = records["size"].astype(np.float64)
-        differ = records["packed"] ^ signature.packed
-        unequal = _POPCOUNT[(differ | (differ >> 1)) & _LOW_BITS_OF_PAIRS].sum(axis=1, dtype=np.int64)
-        equal = 1.0 - unequal / self.params.num_perm
-        jaccard = np.clip((equal - self._collision) / (1.0 - self._collision), 0.0, 1.0)
-        own = float(max(1, signature.set_size))
-        shared = jaccard * (sizes + own) / (1.0 + jaccard)
-        mine = np.clip(1.0 - shared / own, 0.0, 1.0)
-        theirs = np.clip(1.0 - shared / np.maximum(sizes, 1.0), 0.0, 1.0)
-        return mine, theirs, sizes
+        records = np.frombuffer(b"".join(others), dtype=np.uint8)
+        return two_bit_new_shares(records, width, signature.packed, signature.set_size, self.params.num_perm,
+                                  self._collision)
 
     def encode(self, signature: WordPairsSignature) -> bytes:
         return struct.pack("<I", signature.set_size) + signature.packed.tobytes()
