@@ -5,6 +5,7 @@ The gather step's pending verdicts and the fingerprint step's site templates."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from rocksdict import Options, Rdict
 
@@ -14,3 +15,8 @@ def open_plain_db(path: Path) -> Rdict:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     return Rdict(str(path), options=options)
+
+
+def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
+    """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
+    return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []

@@ -67,17 +67,13 @@ from streamdedup.store.opening import (
     open_db,
     prepare_directory,
 )
+from streamdedup.store.plain import multi_get
 from streamdedup.store.template_store import TemplateCache
 
 _EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
 _DOC_CACHE = 1 << 15  # page records kept decoded (`SignatureStore.docs`)
 _REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 log = logging.getLogger(__name__)
-
-
-def multi_get(db: Rdict, keys: list[bytes]) -> list[bytes | None]:
-    """One multi_get (rocksdict's `get` of a list), typed; no keys, no call."""
-    return cast("list[bytes | None]", db.get(cast(Any, keys))) if keys else []
 
 
 class SignatureStore:
@@ -574,8 +570,7 @@ class SignatureStore:
         size = sum(f.stat().st_size for f in self.path.iterdir() if f.is_file())
         return {**counts, **self.memory.counts(), "index_memory_bytes": self.memory.size_bytes,
                 "next_seq": self.get_meta_int("next_seq", 0), "bytes_on_disk": size,
-                "index_snapshot": self.snapshot_state,
-                "config": json.loads(self.get_meta("config") or b"{}")}
+                "index_snapshot": self.snapshot_state, "config": json.loads(self.get_meta("config") or b"{}")}
 
     def property_total(self, name: str) -> int:
         """A RocksDB integer property summed over both column families (metrics)."""
