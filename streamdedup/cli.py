@@ -110,8 +110,10 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def _worker_settings(args: argparse.Namespace, **extra: Any) -> WorkerSettings:
-    """Worker settings: --config's [worker] and [kafka] tables (or the file of the deprecated
-    --worker-config), then STREAMDEDUP_* variables, then flags."""
+    """The worker's settings: the config file, then the environment, then the flags.
+
+    Worker settings: --config's [worker] and [kafka] tables (or the file of the deprecated --worker-config), then
+    STREAMDEDUP_* variables, then flags."""
     from streamdedup.runtime.settings import WorkerSettings
 
     return WorkerSettings.load(getattr(args, "worker_config", None) or getattr(args, "config", None),
@@ -124,8 +126,10 @@ class BrokerUnreachable(Exception):
 
 
 def reach_broker(settings: WorkerSettings, timeout: float) -> None:
-    """Ask the brokers for their metadata once, before a command starts its clients: a broker that
-    is not there ends the command in one line instead of librdkafka's retries and a traceback."""
+    """Check that the brokers answer before a command starts its clients.
+
+    Ask the brokers for their metadata once, before a command starts its clients: a broker that is not there ends the
+    command in one line instead of librdkafka's retries and a traceback."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 

@@ -62,8 +62,10 @@ def read_config(path: Path | None) -> dict[str, Any]:
 
 
 def detector_config(args: argparse.Namespace) -> DetectorConfig:
-    """The detector's configuration (--config's top-level keys, then flags); its extractor's
-    libraries are imported here, so a broken install stops the command before any page."""
+    """The detector's configuration, with its extractor's libraries imported.
+
+    The detector's configuration (--config's top-level keys, then flags); its extractor's libraries are imported here,
+    so a broken install stops the command before any page."""
     data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
     config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
     params = {name: dict(values) for name, values in config.method_params.items()}

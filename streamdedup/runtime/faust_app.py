@@ -157,9 +157,11 @@ def outputs_for(detector: Detector, topic: str, partition: int, offset: int, key
 
 def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "",
            passed: Headers | None = None) -> list[Output]:
-    """Deterministic: the same journaled verdict and input give byte-identical outputs, with the
-    worker's headers (`verdict.contract.headers`); its verdict line and cluster events as the
-    worker's (`outputs.kafka.Outputs.verdict`). passed: the input message's Kafka headers."""
+    """A record's outputs from its journaled verdict, as the worker sends them.
+
+    Deterministic: the same journaled verdict and input give byte-identical outputs, with the worker's headers
+    (`verdict.contract.headers`); its verdict line and cluster events as the worker's (`outputs.kafka.Outputs.verdict`).
+    passed: the input message's Kafka headers."""
     headers = dedup_headers(dedup, source)
     if dedup["status"] == "rejected":
         return [("rejected", key, value, headers), line_output(key, _json_object(value) or {}, dedup, source, passed)]
@@ -173,8 +175,10 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
 
 
 def line_output(key: bytes | None, record: dict, dedup: dict, source: str, passed: Headers | None) -> Output:
-    """The verdicts topic's message for a record: its verdict line, with the verdict's headers
-    and the input's, as the worker sends it."""
+    """The verdicts topic's message for a record.
+
+    The verdicts topic's message for a record: its verdict line, with the verdict's headers and the input's, as the
+    worker sends it."""
     return ("verdicts", key, orjson.dumps(verdict_line(record, dedup, passed)),
             with_input_headers(dedup_headers(dedup, source), passed))
 
@@ -186,17 +190,21 @@ def too_large_rejection(topic: str, size: int, source: str) -> dict:
 
 
 def refused_line(output: Output, topic: str, source: str, passed: Headers | None) -> Output:
-    """The verdict line of a page whose output (`output`, meant for `topic`) the broker refused for
-    its size: its rejection's, as the worker writes it (`Outputs.too_large`)."""
+    """The verdict line of a page whose output the broker refused for its size.
+
+    The verdict line of a page whose output (`output`, meant for `topic`) the broker refused for its size: its
+    rejection's, as the worker writes it (`Outputs.too_large`)."""
     target, key, value, _ = output
     record = orjson.loads(value or b"{}")
     return line_output(key, record, too_large_rejection(topic, len(value or b""), source), source, passed)
 
 
 def too_large_output(output: Output, topic: str, source: str) -> Output:
-    """The rejection sent instead of an output the broker refused for its size: the worker's
-    `too_large_for_broker` stub (id, url, size, topic, verdict), or for a dead letter its own
-    reason with the original omitted (outputs/kafka.py)."""
+    """The rejection sent instead of an output the broker refused for its size.
+
+    The rejection sent instead of an output the broker refused for its size: the worker's `too_large_for_broker` stub
+    (id, url, size, topic, verdict), or for a dead letter its own reason with the original omitted
+    (outputs/kafka.py)."""
     target, key, value, headers = output
     size = len(value or b"")
     if target == "rejected":
@@ -225,8 +233,10 @@ def is_size_refusal(err: BaseException) -> bool:
 
 
 def is_broker_trouble(err: BaseException) -> bool:
-    """A send error worth retrying: the broker is away or busy (aiokafka's retriable errors, and
-    timeouts), not the record's fault nor a setting's (authorization, a missing topic config)."""
+    """Whether a send error is worth retrying.
+
+    A send error worth retrying: the broker is away or busy (aiokafka's retriable errors, and timeouts), not the
+    record's fault nor a setting's (authorization, a missing topic config)."""
     from aiokafka.errors import KafkaError, KafkaTimeoutError
 
     return any(isinstance(e, KafkaTimeoutError) or (isinstance(e, KafkaError) and e.retriable)
@@ -250,8 +260,7 @@ def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) 
 
 
 def newest_journaled(store_path: Path, topic: str, partition: int) -> int | None:
-    """The offset of a partition's newest journal entry, read-only (the app is not running); None
-    without one."""
+    """The offset of a partition's newest journal entry, read-only (the app is not running); None without one."""
     from rocksdict import AccessType, Options, Rdict
 
     from streamdedup.store import layout
@@ -273,10 +282,12 @@ def newest_journaled(store_path: Path, topic: str, partition: int) -> int | None
 
 
 def partitions_started_over(settings: WorkerSettings, group_id: str, timeout: float = 15.0) -> dict[int, int]:
-    """Before the app starts: the partitions of the pages topic that started over since the group
-    committed (its committed offset is past the partition's end, or the record before it is not
-    the one journaled there), each with its first offset, said loudly. Faust would otherwise drop
-    every new record below the old committed offset without a word (`create_app` seeks them)."""
+    """The pages topic's partitions that started over since the group committed, with their first offsets.
+
+    Before the app starts: the partitions of the pages topic that started over since the group committed (its committed
+    offset is past the partition's end, or the record before it is not the one journaled there), each with its first
+    offset, said loudly. Faust would otherwise drop every new record below the old committed offset without a word
+    (`create_app` seeks them)."""
     from confluent_kafka import Consumer, TopicPartition
 
     topic = settings.topics.pages
@@ -331,9 +342,11 @@ def record_at(consumer: Any, topic: str, partition: int, offset: int, timeout: f
 
 
 def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) -> None:
-    """Make the app's consumer read the partitions that started over from their first offset at
-    its first assignment, instead of the group's committed offset of the old topic (Faust seeks
-    to the committed offsets in `seek_to_committed`; the app then commits the new positions)."""
+    """Make the app's consumer read the partitions that started over from their first offset.
+
+    Make the app's consumer read the partitions that started over from their first offset at its first assignment,
+    instead of the group's committed offset of the old topic (Faust seeks to the committed offsets in
+    `seek_to_committed`; the app then commits the new positions)."""
     pending = dict(started_over)
     new_consumer = app._new_consumer
 
@@ -357,8 +370,10 @@ def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) 
 
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
                journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
-    """The Faust app; `started_over`: partitions to read from the given offset at their first
-    assignment (`partitions_started_over`)."""
+    """The Faust app.
+
+    The Faust app; `started_over`: partitions to read from the given offset at their first assignment
+    (`partitions_started_over`)."""
     import faust
     from faust.types import TP
 
@@ -401,8 +416,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         return await app.producer.send(names[target], key, value, None, None, headers)
 
     async def emit(outputs: list[Output], source: str, passed: Headers | None) -> None:
-        """A record's outputs in Kafka, its verdict line last: the line of its rejection if the
-        broker refused the page's output for its size."""
+        """A record's outputs in Kafka, its verdict line last.
+
+        A record's outputs in Kafka, its verdict line last: the line of its rejection if the broker refused the page's
+        output for its size."""
         refused = await deliver([output for output in outputs if output[0] != "verdicts"], source)
         lines = [output for output in outputs if output[0] == "verdicts"]
         if refused:
@@ -411,6 +428,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
     async def deliver(outputs: list[Output], source: str) -> list[Output]:
         """Every output in Kafka, a refused one as its rejection; retried while the broker is away.
+
         Returns the pages' outputs the broker refused for their size."""
         pending = list(outputs)
         refused: list[Output] = []
@@ -441,8 +459,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
             attempt += 1
 
     def instead_of(output: Output, err: Exception, source: str) -> tuple[Output, bool]:
-        """What to send after `output` failed with `err`: its rejection if the broker refused its
-        size, itself if the broker is away; anything else is raised."""
+        """What to send after `output` failed with `err`.
+
+        What to send after `output` failed with `err`: its rejection if the broker refused its size, itself if the
+        broker is away; anything else is raised."""
         if is_size_refusal(err):
             if any(name == "dedup.original_bytes" or value == Reason.TOO_LARGE_FOR_BROKER.value.encode()
                    for name, value in output[3]):

@@ -62,8 +62,9 @@ class Routes:
 
 @dataclass(frozen=True)
 class Holding:
-    """Final verdicts' settings (WorkerSettings, whose defaults these are): no holding at all when
-    `wait_s` is 0."""
+    """How final verdicts are held: the wait, the watermark interval and the allowed lateness.
+
+    Final verdicts' settings (WorkerSettings, whose defaults these are): no holding at all when `wait_s` is 0."""
 
     wait_s: float = WorkerSettings.verdict_wait_s
     interval_s: float = WorkerSettings.watermark_interval_s
@@ -97,8 +98,10 @@ def watermark_seconds(watermark: bytes) -> float:
 
 def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]], tags: Mapping[str, int],
                    event_ms: int, index_partitions: int) -> tuple[DocRecord, dict[int, dict[int, list[bytes]]]]:
-    """A page's signature record (what every index partition it touches keeps) and its index
-    keys by the index partition they live in, by method tag. Pure."""
+    """A page's signature record and its index keys by index partition.
+
+    A page's signature record (what every index partition it touches keeps) and its index keys by the index partition
+    they live in, by method tag. Pure."""
     keys: dict[int, dict[int, list[bytes]]] = {}
     signatures = {}
     for method in methods:
@@ -229,9 +232,11 @@ class FingerprintPartition:
             self.sent = watermark
 
     def due(self, now: float, lag: int | None) -> bool:
-        """Caught up and idle for a while: time to tell the index partitions (an infinite
-        watermark). Or idle no more, or just taken over (`_taking_back`): records wait or may, so
-        the infinite watermark is taken back (`_waking`) before any of them is filed."""
+        """Whether this partition's watermark is to be sent now.
+
+        Caught up and idle for a while: time to tell the index partitions (an infinite watermark). Or idle no more, or
+        just taken over (`_taking_back`): records wait or may, so the infinite watermark is taken back (`_waking`)
+        before any of them is filed."""
         if not self.holding.on:
             return False
         if self._taking_back(lag):
@@ -245,20 +250,22 @@ class FingerprintPartition:
             self._send_watermark(out, self._waking() if self._taking_back(lag) else INFINITE)
 
     def _taking_back(self, lag: int | None) -> bool:
-        """Whether the watermark the index partitions hold for this partition may claim too much:
-        it was infinite and records wait, or this process sent none yet (the partition was just
-        assigned, or a transaction failed) and records wait or its lag is not known yet. What
-        its previous owner sent stands until then: an infinite watermark would let the index
-        partitions release other partitions' pages above this one's waiting records for as long
-        as the new owner takes to file them (its store's replay first), each a `late_match`."""
+        """Whether the watermark the index partitions hold for this partition may claim too much.
+
+        Whether the watermark the index partitions hold for this partition may claim too much: it was infinite and
+        records wait, or this process sent none yet (the partition was just assigned, or a transaction failed) and
+        records wait or its lag is not known yet. What its previous owner sent stands until then: an infinite watermark
+        would let the index partitions release other partitions' pages above this one's waiting records for as long as
+        the new owner takes to file them (its store's replay first), each a `late_match`."""
         return (self.sent is None or self.sent == INFINITE) and lag != 0
 
     def _waking(self) -> bytes:
-        """The watermark of an idle partition whose records come again: where it had got to (the
-        lowest place of all if it filed nothing in this process). The worker sends it before it
-        fetches them (`Worker._idle`), so the pages other partitions file meanwhile are held until
-        this one's are in: a burst that finds every partition idle would otherwise release a page
-        before an earlier copy on a partition still waking up arrives (a `late_match`)."""
+        """The watermark of an idle partition whose records come again.
+
+        The watermark of an idle partition whose records come again: where it had got to (the lowest place of all if it
+        filed nothing in this process). The worker sends it before it fetches them (`Worker._idle`), so the pages other
+        partitions file meanwhile are held until this one's are in: a burst that finds every partition idle would
+        otherwise release a page before an earlier copy on a partition still waking up arrives (a `late_match`)."""
         return self.highest or _LOWEST
 
     def get_meta(self, name: str) -> bytes | None:

@@ -115,9 +115,11 @@ class _StoredPartition:
 
 
 class IndexStagePartition(_StoredPartition):
-    """Index requests -> answers, sent to the page's parts partition, and supplements to the later
-    page of a pair that met here out of order; the input partitions' watermarks -> this
-    partition's (their lowest), sent to every parts partition when it moves."""
+    """An index partition: answers a page's index requests and passes watermarks on.
+
+    Index requests -> answers, sent to the page's parts partition, and supplements to the later page of a pair that met
+    here out of order; the input partitions' watermarks -> this partition's (their lowest), sent to every parts
+    partition when it moves."""
 
     def __init__(self, index: IndexPartition, routes: Routes, holding: Holding = Holding(),
                  input_end: InputEnd | None = None) -> None:
@@ -147,13 +149,17 @@ class IndexStagePartition(_StoredPartition):
         return dict(self.index.step_ns)
 
     def watermark(self) -> bytes:
-        """The lowest over the input partitions, an idle claim that records overtook at its input's
-        last finite watermark (`IdleClaims`)."""
+        """This partition's watermark: the lowest over its input partitions.
+
+        The lowest over the input partitions, an idle claim that records overtook at its input's last finite watermark
+        (`IdleClaims`)."""
         return min((self.claims.watermark(source, wm) for source, wm in self.watermarks.items()), default=b"")
 
     def due(self, now: float, lag: int | None) -> bool:
-        """An idle claim that records overtook (its input's owner has not taken it back): this
-        partition's watermark comes down at once, not at its next batch."""
+        """Whether an overtaken idle claim brings this partition's watermark down now.
+
+        An idle claim that records overtook (its input's owner has not taken it back): this partition's watermark comes
+        down at once, not at its next batch."""
         if not self.holding.on:
             return False
         self.claims.check()
@@ -163,8 +169,10 @@ class IndexStagePartition(_StoredPartition):
         self._lower_for_doubted_claims(out)
 
     def _lowered_by_doubts(self) -> bool:
-        """A doubted claim holds this partition's watermark below what gather has (or may have:
-        nothing sent since a restart or a failed transaction)."""
+        """Whether a doubted claim holds this partition's watermark below what gather has.
+
+        A doubted claim holds this partition's watermark below what gather has (or may have: nothing sent since a
+        restart or a failed transaction)."""
         return bool(self.claims.doubted) and (self.sent is None or self.watermark() < self.sent)
 
     def _lower_for_doubted_claims(self, out: Outputs) -> None:
@@ -240,8 +248,10 @@ class IndexStagePartition(_StoredPartition):
 
 
 class GatherStagePartition(_StoredPartition):
-    """Headers, answers, supplements, watermarks and release markers -> one verdict per page (held
-    until final, or until the wait is over), dead letters for repeated ids, late matches."""
+    """A gather partition: one verdict per page from its parts.
+
+    Headers, answers, supplements, watermarks and release markers -> one verdict per page (held until final, or until
+    the wait is over), dead letters for repeated ids, late matches."""
 
     def __init__(self, gather: GatherPartition, routes: Routes, partition: int = 0,
                  holding: Holding = Holding()) -> None:

@@ -1,5 +1,7 @@
-"""The worker's partitions on (re)assignment: the store's offset against the group's (ahead: refuse;
-behind: replay without producing), a topic that started over (runtime/topic_reset.py), and revocation."""
+"""The worker's partitions on (re)assignment and revocation.
+
+The worker's partitions on (re)assignment: the store's offset against the group's (ahead: refuse; behind: replay without
+producing), a topic that started over (runtime/topic_reset.py), and revocation."""
 
 from __future__ import annotations
 
@@ -75,10 +77,11 @@ class Assignment(WorkerState):
         self._last_activity = time.monotonic()
 
     def _start_over(self, tp_key: TP, stored: int | None, kafka: int | None, end: int) -> None:
-        """A partition that started over is read from its beginning. If the group has committed an
-        offset of the new topic (another worker judged it up to there since), that range is replayed
-        into the store without producing. An offset equal to the store's is its own last commit of
-        the old topic, which some brokers (noida-db) keep when a topic is created again."""
+        """A partition that started over is read from its beginning.
+
+        If the group has committed an offset of the new topic (another worker judged it up to there since), that range
+        is replayed into the store without producing. An offset equal to the store's is its own last commit of the old
+        topic, which some brokers (noida-db) keep when a topic is created again."""
         if kafka is not None and kafka != stored and 0 < kafka and (end < 0 or kafka <= end):
             self.replay_until[tp_key] = kafka
             log.warning("%s[%d]: the group has committed offset %d of the new topic: replaying 0..%d into the "
@@ -87,9 +90,11 @@ class Assignment(WorkerState):
             self.replay_until.pop(tp_key, None)
 
     def _started_over(self, partitions: list[TopicPartition]) -> dict[TP, Finding]:
-        """The assigned partitions whose stores read a topic that has since started over, to be
-        judged from their beginning (`on_topic_reset = restart`); with `refuse`, the worker stops
-        at the first (runtime/topic_reset.py). Partitions whose stores read nothing are not asked."""
+        """The assigned partitions whose stores read a topic that has since started over.
+
+        The assigned partitions whose stores read a topic that has since started over, to be judged from their beginning
+        (`on_topic_reset = restart`); with `refuse`, the worker stops at the first (runtime/topic_reset.py). Partitions
+        whose stores read nothing are not asked."""
         expected: dict[TP, tuple[int, RecordIdentity | None]] = {}
         for tp in partitions:
             handler = self.handlers[(tp.topic, tp.partition)]

@@ -21,13 +21,17 @@ class StateLost(WorkerStopped):
 
 
 class TopicStartedOver(WorkerStopped):
-    """A partition the store has read started over (the topic was created again, the broker lost its
-    data, another cluster) and `on_topic_reset` is `refuse`."""
+    """A partition the store has read started over and `on_topic_reset` is `refuse`.
+
+    A partition the store has read started over (the topic was created again, the broker lost its data, another cluster)
+    and `on_topic_reset` is `refuse`."""
 
 
 class WorkerFenced(WorkerStopped):
-    """Another worker took this one's identity (group.instance.id or transactional id): this one
-    can never commit again, so it stops instead of idling."""
+    """Another worker took this one's identity, so this one stops.
+
+    Another worker took this one's identity (group.instance.id or transactional id): this one can never commit again, so
+    it stops instead of idling."""
 
 
 # errors that mean another process now owns this worker's identity

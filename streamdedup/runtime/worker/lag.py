@@ -1,5 +1,7 @@
-"""The worker's lag: end offsets asked of the broker, each partition's lag (the gauges), and
-whether input is waiting past the consumer's position."""
+"""The worker's lag, and whether input is waiting.
+
+The worker's lag: end offsets asked of the broker, each partition's lag (the gauges), and whether input is waiting past
+the consumer's position."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ class LagTracking(WorkerState):
     """How far the worker is behind its input, asked of the broker or of the client's last fetch."""
 
     def _input_waiting(self) -> bool:
-        """Whether an assigned partition has committed records past this consumer's position,
-        asking the broker (its last stable offset, as the consumer reads `read_committed`).
-        Updates the lag gauges on the way."""
+        """Whether input is waiting past this consumer's position.
+
+        Whether an assigned partition has committed records past this consumer's position, asking the broker (its last
+        stable offset, as the consumer reads `read_committed`). Updates the lag gauges on the way."""
         assigned = self.consumer.assignment()
         waiting = False
         try:
@@ -42,9 +45,11 @@ class LagTracking(WorkerState):
         return waiting
 
     def _input_end(self, partition: int, fresh: bool) -> int | None:
-        """An input partition's end offset (its last stable offset for this read_committed consumer),
-        whoever owns it: asked of the broker at most every `idle_poll_s` unless `fresh`; None if
-        it does not answer. The index partitions ask before they trust an idle claim."""
+        """An input partition's end offset, whoever owns it; None if the broker does not answer.
+
+        An input partition's end offset (its last stable offset for this read_committed consumer), whoever owns it:
+        asked of the broker at most every `idle_poll_s` unless `fresh`; None if it does not answer. The index partitions
+        ask before they trust an idle claim."""
         now = time.monotonic()
         asked = self._input_ends.get(partition)
         if asked is not None and not fresh and now - asked[0] < self.settings.idle_poll_s:
@@ -59,11 +64,12 @@ class LagTracking(WorkerState):
         return end
 
     def _offsets_client(self) -> Consumer:
-        """A client of its own, assigned nothing, to ask end offsets while the group consumer
-        fetches: a broker answers a connection's requests in order, and on the group consumer's
-        each call waits behind its long-polling fetch (`fetch.wait.max.ms`, 500 ms; Tansu and
-        Apache Kafka hold an empty fetch, noida-db answers at once): 8.6 s for 18 partitions on
-        Tansu, measured, after every assignment. Made on first use."""
+        """A client of its own to ask end offsets while the group consumer fetches.
+
+        A client of its own, assigned nothing, to ask end offsets while the group consumer fetches: a broker answers a
+        connection's requests in order, and on the group consumer's each call waits behind its long-polling fetch
+        (`fetch.wait.max.ms`, 500 ms; Tansu and Apache Kafka hold an empty fetch, noida-db answers at once): 8.6 s for
+        18 partitions on Tansu, measured, after every assignment. Made on first use."""
         if self._ends_client is None:
             self._ends_client = Consumer(self.settings.client(**{
                 "group.id": f"{self.settings.group_id}.offsets", "enable.auto.commit": False,

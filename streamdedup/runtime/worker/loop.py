@@ -107,10 +107,12 @@ class Worker(Transactions, Assignment):
 
     def run(self, idle_timeout_s: float | None = None, assignment_timeout_s: float = 120.0,
             stop_after: int | None = None) -> WorkerStats:
-        """Run until `stop()` (SIGTERM and SIGINT call it when run in the main thread), until
-        `stop_after` pages got their outcome, or until nothing arrived for `idle_timeout_s`
-        after the group gave this worker its partitions (tests, demo). A killed predecessor keeps
-        its partitions until its session times out, so idleness only counts from the assignment."""
+        """Run until stopped, until `stop_after` pages got their outcome, or until idle.
+
+        Run until `stop()` (SIGTERM and SIGINT call it when run in the main thread), until `stop_after` pages got their
+        outcome, or until nothing arrived for `idle_timeout_s` after the group gave this worker its partitions (tests,
+        demo). A killed predecessor keeps its partitions until its session times out, so idleness only counts from the
+        assignment."""
         try:  # before joining: a worker whose verdict settings are not its group's takes no partition
             agree_on_settings(self.settings, self.config)
         except WorkerStopped as err:
@@ -174,9 +176,11 @@ class Worker(Transactions, Assignment):
         return self.stats
 
     def _check_stores(self, now: float) -> None:
-        """At most every second: each open store's folder still has its CURRENT file. RocksDB goes
-        on writing into the files of a folder deleted under it (they live until closed), so a worker
-        whose state directory was deleted ran on, healthy, and exited 0 (issue 56)."""
+        """Stop the worker (`StateLost`) if an open store's folder is gone.
+
+        At most every second: each open store's folder still has its CURRENT file. RocksDB goes on writing into the
+        files of a folder deleted under it (they live until closed), so a worker whose state directory was deleted ran
+        on, healthy, and exited 0 (issue 56)."""
         if now - self._stores_checked_at < 1.0:
             return
         self._stores_checked_at = now
@@ -189,11 +193,13 @@ class Worker(Transactions, Assignment):
                     "state directory that stays; it rebuilds the stores from Kafka without emitting anything again")
 
     def _consume(self, timeout: float) -> list[Message]:
-        """Up to `batch_size` messages: waits up to `timeout` for the first, then takes what the
-        client has fetched already, as Kafka's poll does. librdkafka's batch consume waits for a
-        whole batch or the timeout: unless `batch_size` messages were waiting, every batch waited
-        out `batch_timeout_s`, at each of the global topology's three hops. No more once the batch
-        holds `batch_bytes` (it is held in memory whole), so after the first, one at a time."""
+        """Up to `batch_size` messages, without waiting for a whole batch.
+
+        Up to `batch_size` messages: waits up to `timeout` for the first, then takes what the client has fetched
+        already, as Kafka's poll does. librdkafka's batch consume waits for a whole batch or the timeout: unless
+        `batch_size` messages were waiting, every batch waited out `batch_timeout_s`, at each of the global topology's
+        three hops. No more once the batch holds `batch_bytes` (it is held in memory whole), so after the first, one at
+        a time."""
         settings = self.settings
         messages = self.consumer.consume(1, timeout)
         held = sum(len(m.value() or b"") for m in messages)
@@ -208,8 +214,10 @@ class Worker(Transactions, Assignment):
         return [m for m in messages if not self._is_error(m)]
 
     def _handle_signals(self) -> dict[int, Any]:
-        """SIGTERM (docker stop, systemd, Kubernetes) and SIGINT finish the batch in hand, close
-        the stores and the clients, and return; only the main thread may set handlers."""
+        """Make SIGTERM and SIGINT stop the worker after the batch in hand.
+
+        SIGTERM (docker stop, systemd, Kubernetes) and SIGINT finish the batch in hand, close the stores and the
+        clients, and return; only the main thread may set handlers."""
         if threading.current_thread() is not threading.main_thread():
             return {}
         previous: dict[int, Any] = {}
@@ -256,8 +264,10 @@ class Worker(Transactions, Assignment):
         return True
 
     def close(self, close_producer: bool = False) -> None:
-        """Close the stores and the consumer; and the producer if `close_producer` (no transaction
-        is open: the loop ended between batches)."""
+        """Close the stores, the consumer and, if asked, the producer.
+
+        Close the stores and the consumer; and the producer if `close_producer` (no transaction is open: the loop ended
+        between batches)."""
         for tp_key, handler in self.handlers.items():
             try:
                 handler.close()

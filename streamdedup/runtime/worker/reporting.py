@@ -1,5 +1,7 @@
-"""What an operator sees of the worker: /healthz and /readyz, the progress line, and the batch
-metrics (latency, lag, work by step, store size)."""
+"""What an operator sees of the worker: health, progress and metrics.
+
+What an operator sees of the worker: /healthz and /readyz, the progress line, and the batch metrics (latency, lag, work
+by step, store size)."""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ log = logging.getLogger(__name__)
 
 
 def _since_last(seen_by: dict[TP, dict[str, int]], tp_key: TP, now: Mapping[str, int]) -> list[tuple[str, int]]:
-    """What each of a handler's running counts (`now`) grew by since `seen_by` last kept them,
-    where it grew; `now` is kept for the next batch."""
+    """What each of a handler's running counts grew by since the last batch.
+
+    What each of a handler's running counts (`now`) grew by since `seen_by` last kept them, where it grew; `now` is kept
+    for the next batch."""
     seen = seen_by.get(tp_key, {})
     seen_by[tp_key] = dict(now)
     return [(kind, added) for kind, count in now.items() if (added := count - seen.get(kind, 0)) > 0]
@@ -31,8 +35,10 @@ class Reporting(LagTracking):
     """Health, readiness, progress and the metrics of each batch."""
 
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`, and it
-        has not stopped on an error (`WorkerStopped`: a store deleted under it, a fenced worker...)."""
+        """Whether the worker is alive, with the details.
+
+        Alive: the loop goes round (a batch, or an idle poll) more often than `stall_timeout_s`, and it has not stopped
+        on an error (`WorkerStopped`: a store deleted under it, a fenced worker...)."""
         age = time.monotonic() - self._loop_at
         stopped = not self._running and self._stop.is_set()
         ok = not stopped and self._failure is None and age < self.settings.stall_timeout_s
@@ -94,9 +100,11 @@ class Reporting(LagTracking):
                 self.metrics.store_keys.labels(*labels).set(total("rocksdb.estimate-num-keys"))
 
     def _count_work(self, tp_key: TP, handler: PartitionHandler) -> None:
-        """The decide step's work counts (`streamdedup_decide_work`) and time by step
-        (`streamdedup_store_step_seconds`) since the last batch of a handler that judges pages (the
-        local topology's Detector, the global one's index partitions)."""
+        """A judging handler's work counts and time by step since its last batch.
+
+        The decide step's work counts (`streamdedup_decide_work`) and time by step (`streamdedup_store_step_seconds`)
+        since the last batch of a handler that judges pages (the local topology's Detector, the global one's index
+        partitions)."""
         for kind, added in _since_last(self._work_seen, tp_key, handler.work()):
             self.metrics.work.labels(kind).inc(added)
         for step, ns in _since_last(self._steps_seen, tp_key, handler.step_ns()):

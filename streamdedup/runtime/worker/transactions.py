@@ -1,5 +1,7 @@
-"""The worker's batches, each in one Kafka transaction: the producer, a batch's outputs and input
-offsets, the ticks sent without input, and recovery from a failed transaction."""
+"""The worker's batches, each in one Kafka transaction.
+
+The worker's batches, each in one Kafka transaction: the producer, a batch's outputs and input offsets, the ticks sent
+without input, and recovery from a failed transaction."""
 
 from __future__ import annotations
 
@@ -123,8 +125,10 @@ class Transactions(Reporting):
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
     def _ticking(self, now: float, skip: Container[TP] = (),
                  only: Container[TP] | None = None) -> list[tuple[PartitionHandler, int | None]]:
-        """The handlers that have something to send now (none while their store is rebuilt),
-        with their partition's lag as last known; of the partitions in `only`, if given, and not in `skip`."""
+        """The handlers with something to send now, and their partitions' lag.
+
+        The handlers that have something to send now (none while their store is rebuilt), with their partition's lag as
+        last known; of the partitions in `only`, if given, and not in `skip`."""
         due = []
         for tp_key, handler in self.handlers.items():
             if tp_key in self.replay_until or tp_key in skip or (only is not None and tp_key not in only):
@@ -142,9 +146,10 @@ class Transactions(Reporting):
             handler.tick(self.outputs, now, lag)
 
     def _tick_alone(self) -> None:
-        """A round without input: the ticks go out in a transaction of their own. Their records
-        are idempotent (a watermark, a release marker sent twice changes nothing), so a failed
-        one is simply forgotten by its handlers and sent again."""
+        """A round without input: the ticks go out in a transaction of their own.
+
+        Their records are idempotent (a watermark, a release marker sent twice changes nothing), so a failed one is
+        simply forgotten by its handlers and sent again."""
         due = self._ticking(time.monotonic())
         if not due:
             return
@@ -167,11 +172,12 @@ class Transactions(Reporting):
 
     # -- the commit, and a failed one -----------------------------------------------------------
     def _offsets_to_commit(self, by_partition: dict[TP, list[Message]]) -> dict[TP, int]:
-        """The group's offset of each partition after this batch: past its last message, and never
-        below what the group had committed when a replay began (`replay_until`). A replay rebuilds
-        the store from messages whose outputs are in Kafka already; committing its batches' own
-        offsets moved the group back, and a worker killed mid-replay then found store and group
-        agreeing on that earlier offset and consumed those messages again with their outputs:
+        """The group's offsets after this batch, never below where a replay began.
+
+        The group's offset of each partition after this batch: past its last message, and never below what the group had
+        committed when a replay began (`replay_until`). A replay rebuilds the store from messages whose outputs are in
+        Kafka already; committing its batches' own offsets moved the group back, and a worker killed mid-replay then
+        found store and group agreeing on that earlier offset and consumed those messages again with their outputs:
         pages emitted twice (the global topology's SIGKILL test, about one run in ten)."""
         return {(topic, partition): max(offset_of(batch[-1]) + 1, self.replay_until.get((topic, partition), -1))
                 for (topic, partition), batch in by_partition.items()}
@@ -192,12 +198,13 @@ class Transactions(Reporting):
             self.consumer.commit(offsets=offsets, asynchronous=False)
 
     def _recover(self, by_partition: dict[TP, list[Message]], err: KafkaException) -> bool:
-        """After a failed transaction: True if it committed after all (its outputs and offsets
-        are in Kafka: write the stores and go on), False if the batch must be consumed again.
+        """Whether a failed transaction committed after all.
 
-        A commit whose answer was lost (the broker went away just after committing) must not be
-        redone, or its outputs would appear twice; the group's committed offsets, which are part
-        of the transaction, tell which way it went."""
+        After a failed transaction: True if it committed after all (its outputs and offsets are in Kafka: write the
+        stores and go on), False if the batch must be consumed again.
+
+        A commit whose answer was lost (the broker went away just after committing) must not be redone, or its outputs
+        would appear twice; the group's committed offsets, which are part of the transaction, tell which way it went."""
         error = err.args[0] if err.args else None
         if isinstance(error, KafkaError) and error.code() in FENCED:
             raise fenced(self.settings, error) from err
@@ -238,9 +245,11 @@ class Transactions(Reporting):
         return False
 
     def _abort_stopped_batch(self) -> None:
-        """Abort the transaction of a batch a handler stopped the worker in, at once: left open, it
-        would hold back what every other worker reads of the partitions it wrote to (read
-        committed) until the broker times it out (`transaction.timeout.ms`, a minute)."""
+        """Abort at once the transaction of a batch a handler stopped the worker in.
+
+        Abort the transaction of a batch a handler stopped the worker in, at once: left open, it would hold back what
+        every other worker reads of the partitions it wrote to (read committed) until the broker times it out
+        (`transaction.timeout.ms`, a minute)."""
         if not self.settings.transactions:
             return
         try:
