@@ -202,10 +202,8 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
                     out[i] = self.containment_of_smaller(self.jaccard(signature, other), signature.set_size,
                                                          other.set_size)
             return out
-        records = np.frombuffer(b"".join(others), dtype=self._record)
-        sizes = records["size"].astype(np.int64)
-        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
-        jaccard = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
+        jaccard, stored_sizes = self._jaccards(signature, others)
+        sizes = stored_sizes.astype(np.int64)
         smaller = np.minimum(sizes, signature.set_size)
         with np.errstate(divide="ignore", invalid="ignore"):
             contained = np.minimum(1.0, jaccard * (sizes + signature.set_size) / ((1.0 + jaccard) * smaller))
@@ -222,14 +220,21 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         count = len(others)
         if not count or len(signature.values) != self.params.num_perm or not all_sized(others, self._record.itemsize):
             return np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
-        records = np.frombuffer(b"".join(others), dtype=self._record)
-        sizes = records["size"].astype(np.float64)
-        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
-        jaccard = np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision))
+        jaccard, stored_sizes = self._jaccards(signature, others)
+        sizes = stored_sizes.astype(np.float64)
         own = float(max(1, signature.set_size))
         shared = jaccard * (sizes + own) / (1.0 + jaccard)
         return (np.clip(1.0 - shared / own, 0.0, 1.0), np.clip(1.0 - shared / np.maximum(sizes, 1.0), 0.0, 1.0),
                 sizes)
+
+    def _jaccards(self, signature: MinHashSignature, others: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """Each encoded signature's estimated Jaccard with `signature`, and its set size (as stored).
+
+        All of `others` have this method's layout (`all_sized`): `measure_similarities` and
+        `new_shares` read them as one array."""
+        records = np.frombuffer(b"".join(others), dtype=self._record)
+        equal = np.count_nonzero(records["values"] == signature.values, axis=1) / len(signature.values)
+        return np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision)), records["size"]
 
     def laid_out_as_mine(self, data: bytes) -> bool:
         return len(data) == self._record.itemsize

@@ -11,17 +11,17 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    that cannot pass, for a candidate no key of its method found, is not run (`FoundBy`).
 2. `Policy.first_rules`: the first rule each candidate satisfies -> a match.
 3. Direction (`relation`): a match is the page's *duplicate* only if the page's own text is
-   (nearly) all in the candidate: its `new_share`, the share of its word pairs absent from the
-   candidate (`fingerprints/wordpairs.py`), is at most the tolerance (`Tolerance.max_new_share`).
+   (nearly) all in the candidate: its `new_share`, the share of its new words in runs
+   (`fingerprints/wordpairs.py`, `_in_runs`), is within the tolerance (`NewTextTolerance`).
    A match whose own text is (nearly) all in the page is one the page *supersedes* (the view-all
    page after its part); any other match, or a candidate sharing at least half of the smaller
    page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
 4. `decide`: the earliest duplicate candidate that holds (about) the most of the page is what it
-   duplicates; the page joins the oldest
-   cluster among its duplicate and superseded candidates' clusters (the earliest root) and names
-   the others it bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins
-   the cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
-   same in every mode: a page's cluster as an index partition knows it may be stale).
+   duplicates; the page joins the oldest cluster among its duplicate and superseded candidates'
+   clusters (the earliest root) and names the others it bridges (`merged_clusters`). A page with
+   no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
+   earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
+   partition knows it may be stale).
 """
 
 from __future__ import annotations
@@ -111,8 +111,7 @@ class Candidate:
 class CandidateSimilarities:
     """Each method's verdict on a page's candidates, computed when the policy first asks for it.
 
-    Each method's verdict on a page's candidates, computed when the policy first asks for it
-    (then kept), for the candidates asked about, in one vectorised call per method
+    Then kept, for the candidates asked about, in one vectorised call per method
     (`FingerprintMethod.similarities`): `mine` are the page's signatures by method tag, `theirs`
     each candidate's encoded ones. NaN where a method abstains on either page or finds no match."""
 
