@@ -60,7 +60,7 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.engine import RELATED, Candidate, decide
+from streamdedup.verdict.engine import Candidate, decide
 
 _WAITING, _FINISHED, _META, _ROOT = b"W", b"F", b"M", b"R"
 
@@ -104,7 +104,7 @@ class Pending:
 
         Those are the matches whose gather it asks which cluster they joined; a related match is
         named by its page id (`related_to`), which needs no answer."""
-        return {page_id: m for page_id, m in self.earlier().items() if m.relation != RELATED}
+        return {page_id: m for page_id, m in self.earlier().items() if m.joins}
 
     def roots_known(self) -> bool:
         """Whether every joined match's gather has said which cluster it joined."""
@@ -267,7 +267,7 @@ class GatherPartition:
             return [LateMatch(late_match_event(supplement.page_id, supplement.match),
                               _LATE_CAUSE.get(released, RELEASED_EARLY))]
         pending = self._load(supplement.page_id, supplement.order)
-        new = supplement.match.page_id not in pending.earlier() and supplement.match.relation != RELATED
+        new = supplement.match.page_id not in pending.earlier() and supplement.match.joins
         pending.supplements.append(supplement.match)
         # complete already: its other earlier matches were asked about then, this one now
         return [RootAsk(supplement.match.page_id, supplement.match.order, supplement.page_id, supplement.order)

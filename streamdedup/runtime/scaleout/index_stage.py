@@ -36,7 +36,7 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import RELATED, judged
+from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[by
 
     The earliest root among the earlier matches it joins (its duplicates and what it supersedes:
     `engine.decide`), else itself."""
-    return min(((m.root_order, m.root_id) for m in earlier if m.relation != RELATED),
+    return min(((m.root_order, m.root_id) for m in earlier if m.joins),
                default=(order, page_id))
 
 

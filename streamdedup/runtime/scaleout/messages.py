@@ -17,7 +17,7 @@ import orjson
 
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.engine import DUPLICATE
+from streamdedup.verdict.engine import DUPLICATE, RELATED
 
 KIND_HEADER = "sd.kind"
 PAGE, ANSWER = b"page", b"answer"
@@ -111,6 +111,11 @@ class Match:
             return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id)
         return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id,
                    _float(item[6]), _float(item[7]), item[8], item[9])
+
+    @property
+    def joins(self) -> bool:
+        """Whether the asking page may join this match's cluster: it duplicates or supersedes it."""
+        return self.relation != RELATED
 
     def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
         """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""
