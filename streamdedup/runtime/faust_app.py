@@ -164,7 +164,10 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
     passed: the input message's Kafka headers."""
     headers = dedup_headers(dedup, source)
     if dedup["status"] == "rejected":
-        return [("rejected", key, value, headers), line_output(key, _json_object(value) or {}, dedup, source, passed)]
+        parsed = _json_object(value)
+        if parsed is not None and "dedup" not in parsed:  # a JSON object carries its verdict, as the worker's
+            value = orjson.dumps({**parsed, "dedup": dedup})
+        return [("rejected", key, value, headers), line_output(key, parsed or {}, dedup, source, passed)]
     record = orjson.loads(value or b"{}")
     page_key = dedup["id"].encode("utf-8", "surrogatepass")
     out = [(dedup["status"], page_key, orjson.dumps({**record, "dedup": dedup}), headers),

@@ -1,5 +1,7 @@
 """The output contract: one JSON form and one header form, the same in the worker and the Faust app."""
 
+import orjson
+
 from streamdedup.runtime.faust_app import render
 from streamdedup.verdict.contract import Rejection, Verdict, headers
 
@@ -29,3 +31,10 @@ def test_the_faust_app_renders_the_workers_headers():
     (_, _, value, got), *rest = render(rejected, b"k", b"{bad", "pages[0]@8")
     assert value == b"{bad" and got == headers(rejected, "pages[0]@8")
     assert len(rest) == 1  # and its verdict line (pages.verdicts); a rejection has no cluster event
+
+
+def test_the_faust_apps_dead_letter_carries_its_verdict_as_the_workers_does():
+    """Before: the Faust app sent a rejected JSON object as it came, without its `dedup`."""
+    rejected = Rejection("no_text", "no main text", "pages[0]@9").as_dict()
+    (_, _, value, _), _ = render(rejected, b"k", b'{"url": "https://a.example/", "content": ""}', "pages[0]@9")
+    assert orjson.loads(value) == {"url": "https://a.example/", "content": "", "dedup": rejected}
