@@ -20,7 +20,6 @@ offsets; `read_folder` reads a file-mode output folder.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import orjson
 
 from streamdedup.record.page import FIELD_ALIASES
+from streamdedup.record.topic_end import read_to_end
 
 CLUSTERS_FILE = "clusters.jsonl"
 VERDICTS_FILE = "verdicts.jsonl"
@@ -297,7 +297,10 @@ class ClusterReader:
 def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view", timeout_s: float = 30.0,
                        **client: Any) -> Stories:
     """The current stories of a topic, read to its end once (no group offsets are kept)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer
+
+    def failed(problem: str) -> Exception:
+        return TimeoutError(f"{problem}: check that the broker is up and the topic exists")
 
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "streamdedup-clusters",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -307,20 +310,7 @@ def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view"
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         if metadata.error is not None:
             raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}")
-        waiting = set(metadata.partitions)
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
-        deadline = time.monotonic() + timeout_s
-        while waiting:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{topic} was not read to its end in {timeout_s:g} s: is the broker up?")
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    waiting.discard(message.partition())
-                continue
+        for message in read_to_end(consumer, topic, metadata.partitions, timeout_s, failed):
             stories.apply(orjson.loads(message.value() or b"{}"))
     finally:
         consumer.close()

@@ -31,9 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streamdedup.config import DetectorConfig, verdict_identity
+from streamdedup.record.topic_end import read_to_end
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.settings import WorkerSettings
 
@@ -100,27 +101,16 @@ def read_group_record(settings: WorkerSettings, timeout_s: float = 15.0) -> Grou
                                            "enable.auto.commit": False, "enable.partition.eof": True,
                                            "isolation.level": "read_committed"}))
     records: list[GroupRecord] = []
+
+    def failed(problem: str) -> Exception:
+        return WorkerStopped(f"the settings topic {problem}: check the broker and restart the worker")
+
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
         if end <= 0:
             return None
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])  # no group join
-        deadline = time.monotonic() + timeout_s
-        position = -1
-        while position < end - 1:
-            if time.monotonic() > deadline:
-                raise WorkerStopped(f"the settings topic {topic!r} could not be read to its end (offset {end}) in "
-                                    f"{timeout_s:g} s: check the broker and restart the worker")
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    break  # compaction may have left no record at end - 1
-                raise WorkerStopped(f"reading the settings topic {topic!r} failed ({error.str()}): restart the worker")
-            position = message.offset() or 0
-            record = GroupRecord.decode(message.value() or b"", position)
+        for message in read_to_end(consumer, topic, [0], timeout_s, failed):  # no group join
+            record = GroupRecord.decode(message.value() or b"", message.offset() or 0)
             if record is not None and record.group == settings.group_id:
                 records.append(record)
     finally:
