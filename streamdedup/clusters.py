@@ -177,8 +177,7 @@ class Stories:
 def complete_lines(path: Path, length: int | None = None) -> Iterator[bytes]:
     """The whole lines of a JSON-lines file, a partial last line left out.
 
-    The whole lines of a JSON-lines file (its first `length` bytes if given; a partial last line,
-    a write in progress, is left out)."""
+    Only its first `length` bytes are read, if given. A partial last line is a write in progress."""
     if not path.exists():
         return
     with open(path, "rb") as handle:
@@ -207,8 +206,7 @@ def fold_verdicts(lines: Iterable[bytes], stories: Stories | None = None) -> Sto
 def read_folder(out_dir: str | Path) -> Stories:
     """The stories of a file-mode output folder, from its verdicts.jsonl.
 
-    The stories of a file-mode output folder, from its verdicts.jsonl (outputs of a version
-    before it: from unique.jsonl and duplicates.jsonl)."""
+    The outputs of a version before verdicts.jsonl are read from unique.jsonl and duplicates.jsonl instead."""
     out = Path(out_dir)
     if (out / VERDICTS_FILE).exists():
         return fold_verdicts(complete_lines(out / VERDICTS_FILE))

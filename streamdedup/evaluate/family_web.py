@@ -77,8 +77,7 @@ def build_web(pool: list[SourcePage], templates: list[SourcePage], rng: random.R
                  path: str, units: list[str] | None = None) -> None:
         """A singleton: `paragraphs` inside `template`, at a random time of the crawl.
 
-        A singleton: `paragraphs` inside `template`, at a random time of the crawl (units: its
-        article's, else one of its own)."""
+        Its units are its article's, else one of its own."""
         html = in_template(template, paragraphs, title)
         if html is not None:
             cluster = f"neg-{out.split}-{len(negatives)}"

@@ -64,9 +64,8 @@ def _common_ancestor(elements: list[Any]) -> Any | None:
 def own_article_node(tree: Any, page: SourcePage) -> Any | None:
     """The element of a page's own source holding its located article, found leniently.
 
-    The element of a page's own source holding its located article, found more leniently than
-    a template's (`article_node` wants three long paragraphs): the lowest common ancestor of every
-    leaf block whose text is one of the article's blocks, or the parent of the only one."""
+    A template's is found by `article_node`, which wants three long paragraphs. This one is the lowest common
+    ancestor of every leaf block whose text is one of the article's blocks, or the parent of the only one."""
     wanted = set(page.paragraphs)
     hits = [el for el in leaf_blocks(tree) if normalise(el.text_content()) in wanted]
     if not hits:

@@ -180,8 +180,7 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
 def line_output(key: bytes | None, record: dict, dedup: dict, source: str, passed: Headers | None) -> Output:
     """The verdicts topic's message for a record.
 
-    The verdicts topic's message for a record: its verdict line, with the verdict's headers and the input's, as the
-    worker sends it."""
+    It is the record's verdict line, with the verdict's headers and the input's, as the worker sends it."""
     return ("verdicts", key, orjson.dumps(verdict_line(record, dedup, passed)),
             with_input_headers(dedup_headers(dedup, source), passed))
 
@@ -195,8 +194,8 @@ def too_large_rejection(topic: str, size: int, source: str) -> dict:
 def refused_line(output: Output, topic: str, source: str, passed: Headers | None) -> Output:
     """The verdict line of a page whose output the broker refused for its size.
 
-    The verdict line of a page whose output (`output`, meant for `topic`) the broker refused for its size: its
-    rejection's, as the worker writes it (`Outputs.too_large`)."""
+    The refused `output` was meant for `topic`. The line is its rejection's, as the worker writes it
+    (`Outputs.too_large`)."""
     target, key, value, _ = output
     record = orjson.loads(value or b"{}")
     return line_output(key, record, too_large_rejection(topic, len(value or b""), source), source, passed)
@@ -205,9 +204,8 @@ def refused_line(output: Output, topic: str, source: str, passed: Headers | None
 def too_large_output(output: Output, topic: str, source: str) -> Output:
     """The rejection sent instead of an output the broker refused for its size.
 
-    The rejection sent instead of an output the broker refused for its size: the worker's `too_large_for_broker` stub
-    (id, url, size, topic, verdict), or for a dead letter its own reason with the original omitted
-    (outputs/kafka.py)."""
+    It is the worker's `too_large_for_broker` stub (id, url, size, topic, verdict). For a dead letter it is the dead
+    letter's own reason, with the original omitted (outputs/kafka.py)."""
     target, key, value, headers = output
     size = len(value or b"")
     if target == "rejected":
@@ -347,9 +345,8 @@ def record_at(consumer: Any, topic: str, partition: int, offset: int, timeout: f
 def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) -> None:
     """Make the app's consumer read the partitions that started over from their first offset.
 
-    Make the app's consumer read the partitions that started over from their first offset at its first assignment,
-    instead of the group's committed offset of the old topic (Faust seeks to the committed offsets in
-    `seek_to_committed`; the app then commits the new positions)."""
+    This happens at its first assignment, instead of reading from the group's committed offset of the old topic. Faust
+    seeks to the committed offsets in `seek_to_committed`; the app then commits the new positions."""
     pending = dict(started_over)
     new_consumer = app._new_consumer
 
@@ -421,8 +418,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     async def emit(outputs: list[Output], source: str, passed: Headers | None) -> None:
         """A record's outputs in Kafka, its verdict line last.
 
-        A record's outputs in Kafka, its verdict line last: the line of its rejection if the broker refused the page's
-        output for its size."""
+        If the broker refused the page's output for its size, that line is the line of its rejection."""
         refused = await deliver([output for output in outputs if output[0] != "verdicts"], source)
         lines = [output for output in outputs if output[0] == "verdicts"]
         if refused:
@@ -464,8 +460,8 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     def instead_of(output: Output, err: Exception, source: str) -> tuple[Output, bool]:
         """What to send after `output` failed with `err`.
 
-        What to send after `output` failed with `err`: its rejection if the broker refused its size, itself if the
-        broker is away; anything else is raised."""
+        That is its rejection if the broker refused its size, or the output itself if the broker is away. Any other
+        error is raised."""
         if is_size_refusal(err):
             if any(name == "dedup.original_bytes" or value == Reason.TOO_LARGE_FOR_BROKER.value.encode()
                    for name, value in output[3]):

@@ -165,8 +165,8 @@ def refusal(settings: WorkerSettings, group: GroupRecord, mine: Mapping[str, str
 def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> GroupRecord:
     """At start: the group's record, written first if the group has none.
 
-    At start: the group's record, written first if the group has none (or adopted from this
-    worker with `settings.adopt_settings`); raises `GroupSettingsDiffer` if it is not this worker's."""
+    With `settings.adopt_settings`, this worker's settings are adopted as the group's record instead. Raises
+    `GroupSettingsDiffer` if the record is not this worker's."""
     mine = config.verdict_settings()
     identity = verdict_identity(mine)
     group = read_group_record(settings)
@@ -193,8 +193,7 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
 class GroupRecordCache:
     """The group's record for a running worker, read again at most every `max_age_s` seconds.
 
-    The group's record for a running worker, read again at most every `max_age_s` seconds and
-    only when asked (on an index request under another verdict id)."""
+    It is read again only when asked: on an index request under another verdict id."""
 
     def __init__(self, settings: WorkerSettings, record: GroupRecord | None = None, max_age_s: float = 2.0) -> None:
         self.settings = settings

@@ -1,9 +1,9 @@
 """Worker settings: defaults < config file < environment < command-line flags.
 
-Worker settings: defaults < config file ([kafka] and [worker] in the TOML) < environment
-(STREAMDEDUP_*) < command-line flags. Any librdkafka client setting, TLS and SASL included,
-passes through as STREAMDEDUP_KAFKA_<NAME> (dots as underscores: STREAMDEDUP_KAFKA_SASL_MECHANISM)
-or in the file's [kafka] table. Secrets are masked whenever settings are shown or logged."""
+The config file is TOML, with [kafka] and [worker] tables; the environment variables are STREAMDEDUP_*.
+Any librdkafka client setting, TLS and SASL included, passes through as STREAMDEDUP_KAFKA_<NAME> (dots as
+underscores: STREAMDEDUP_KAFKA_SASL_MECHANISM) or in the file's [kafka] table. Secrets are masked whenever
+settings are shown or logged."""
 
 from __future__ import annotations
 

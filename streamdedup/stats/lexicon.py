@@ -1,7 +1,7 @@
 """Frozen, versioned collection statistics for the global methods.
 
-Frozen, versioned collection statistics for the global methods (TF*IDF, RIDF, OptFreq, I-Match,
-LexRand, DescrWords, HeavySent, the Tibetan pipeline).
+The global methods are TF*IDF, RIDF, OptFreq, I-Match, LexRand, DescrWords, HeavySent and the Tibetan
+pipeline.
 
 A stream never has a finished collection, and a signature computed with yesterday's statistics
 must match today's, so statistics are frozen: either built once from a corpus

@@ -1,7 +1,7 @@
 """Hashing: each token is hashed once, then arithmetic on uint64 arrays.
 
-Hashing: each token is hashed once, from its code points, and everything after is arithmetic
-on uint64 arrays (compiled loops where numpy would need many passes).
+A token is hashed from its code points. The arithmetic runs in compiled loops where numpy would need many
+passes.
 
 Per-token Python work is the bottleneck of every Python near-duplicate detector, so shingle
 hashes are *derived* from token hashes with wrapping uint64 arithmetic instead of re-hashing

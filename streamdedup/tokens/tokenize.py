@@ -87,8 +87,7 @@ def _cut_unspaced(tokens: list[str]) -> list[str]:
 def words_and_breaks(text: str) -> list[str]:
     """All words of a text with BREAK between sentences, in one regex pass.
 
-    All words of a text with BREAK between sentences, in one regex pass (one call per text,
-    not per sentence: the call overhead dominated tokenisation)."""
+    The regex runs once per text, not once per sentence: the call overhead dominated tokenisation."""
     marked = SENTENCE_END_RE.sub(BREAK, text.replace(BREAK, " "))
     return _cut_unspaced((_BREAK_WORD_RE if HAS_CJK_RE.search(marked) else _BREAK_PLAIN_RE).findall(marked))
 

@@ -135,12 +135,10 @@ RELEASED_EARLY = "released_early"  # released before its watermarks passed (the 
 class LateMatch:
     """A `late_match` event for a page whose verdict was already out, and why it was late.
 
-    A `late_match` event for a page whose verdict was already out, and why it was late, from
-    how that page went out (kept in its `F` record): by finite watermarks, so the earlier page came
-    after they had passed it (`LATE_PAGE`: its input partition was out of event-time order by more
-    than the allowed lateness, or had been idle while the others moved on); by an infinite one
-    (`AFTER_IDLE`: every input of one of its index partitions had been idle); or by the bounded
-    wait, or without holding (`RELEASED_EARLY`)."""
+    The reason comes from how that page went out, kept in its `F` record. By finite watermarks: the earlier page
+    came after they had passed it (`LATE_PAGE`: its input partition was out of event-time order by more than the
+    allowed lateness, or had been idle while the others moved on). By an infinite one: every input of one of its
+    index partitions had been idle (`AFTER_IDLE`). By the bounded wait, or without holding: `RELEASED_EARLY`."""
 
     event: dict[str, Any]
     cause: str = RELEASED_EARLY

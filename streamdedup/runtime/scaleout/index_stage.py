@@ -49,8 +49,8 @@ class SignaturesNotComparable(StoreConfigMismatch):
 class VerdictSettingsDiffer(WorkerStopped):
     """A live index request from a worker of the group that judges with other verdict settings.
 
-    A live index request from a worker of the group that judges with other verdict settings
-    (policies, retention, clock skew) than this one (`check_judged_with`)."""
+    The verdict settings are the policies, retention and clock skew, compared with this worker's
+    (`check_judged_with`)."""
 
 
 @dataclass(frozen=True)
@@ -112,11 +112,10 @@ class IndexPartition:
     def check_made_by(self, request: IndexRequest, source: str) -> None:
         """Refuse a request whose signatures were made with other parameters than this partition's.
 
-        Refuse a request whose signatures were made with other parameters than this partition's
-        (`IndexRequest.made_by`): filed, its keys would never meet this partition's pages and its
-        signatures could not be compared, so every match with it would be lost without a word.
-        Where a worker of the fleet runs other parameters, or this store was rebuilt from a topic
-        that workers with other parameters filed."""
+        The request's parameters are its `IndexRequest.made_by`. Filed, its keys would never meet this partition's
+        pages and its signatures could not be compared, so every match with it would be lost without a word. This
+        happens where a worker of the fleet runs other parameters, or this store was rebuilt from a topic that workers
+        with other parameters filed."""
         if request.made_by == self.identity:
             return
         if request.made_by:
@@ -143,10 +142,9 @@ class IndexPartition:
     def check_judged_with(self, request: IndexRequest, source: str) -> None:
         """Stop this worker on a live request made under other verdict settings if its own are outdated.
 
-        Stop this worker on a live request made under other verdict settings
-        (`IndexRequest.judged_with`) if this worker's are no longer its group's: answered here under
-        this worker's, the page's verdict would mix two policies (its other index partitions judge
-        it under its maker's), without a word. Its transaction is not committed, so nothing judged
+        The request's settings are its `IndexRequest.judged_with`; this worker's are outdated when they are no longer
+        its group's. Answered here under this worker's, the page's verdict would mix two policies (its other index
+        partitions judge it under its maker's), without a word. Its transaction is not committed, so nothing judged
         in it goes out. Which worker is outdated is the group's record's to say (a worker whose
         settings are not the group's refuses to start, `group_settings.agree_on_settings`): after
         `--adopt-settings`, the workers still running the old settings stop here at the first
@@ -197,8 +195,7 @@ class IndexPartition:
     def answer(self, request: IndexRequest, names: Mapping[int, list[bytes]] | None = None) -> Answer:
         """Judge the page against every page filed under its keys here, then file it.
 
-        Judge the page against every page filed under its keys here, then file it (`names`:
-        its keys as `SignatureStore.index_names` names them, if the caller has them)."""
+        `names` are its keys as `SignatureStore.index_names` names them, if the caller has them."""
         batch = self._batch()
         doc = request.doc
         names = self.store.index_names(request.keys) if names is None else names

@@ -23,8 +23,8 @@ class PartitionHandler(Protocol):
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         """Decide the messages, sending outputs to `out` except below `replay_until`.
 
-        Decide the messages, sending outputs to `out` except below `replay_until` (a store
-        being rebuilt: those outputs are in Kafka already); returns how many were replayed."""
+        Messages below `replay_until` rebuild a store: their outputs are in Kafka already. Returns how many were
+        replayed."""
         ...
 
     def get_meta(self, name: str) -> bytes | None: ...
@@ -44,22 +44,19 @@ class PartitionHandler(Protocol):
     def work(self) -> Mapping[str, int]:
         """The decide step's work counts so far, for metrics.
 
-        The decide step's work counts so far (`Detector.WORK_COUNTS`; empty for a handler that
-        judges no page), for metrics."""
+        The counts are `Detector.WORK_COUNTS`, empty for a handler that judges no page."""
         ...
 
     def step_ns(self) -> Mapping[str, int]:
         """The stateful stage's nanoseconds by step so far, for metrics.
 
-        The stateful stage's nanoseconds by step so far (`Detector.STEPS`; empty for a handler
-        that judges no page), for metrics."""
+        The steps are `Detector.STEPS`, empty for a handler that judges no page."""
         ...
 
     def due(self, now: float, lag: int | None) -> bool:
         """Whether the handler has something to send without input now.
 
-        Whether the handler has something to send without input now (an idle input's
-        watermark, a held page's release marker); `lag` is its partition's, as last known."""
+        That is an idle input's watermark or a held page's release marker. `lag` is its partition's, as last known."""
         ...
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
@@ -103,8 +100,7 @@ def source_of(message: Message) -> str:
 def position_of(message: Message) -> str:
     """The message's place in its topic, the same on every replay.
 
-    The message's place in its topic, as a page id without a usable fetch time is made of
-    (`record_identity.kafka_position`): the same on every replay."""
+    A page id without a usable fetch time is made of it (`record_identity.kafka_position`)."""
     return kafka_position(topic_of(message), partition_of(message), offset_of(message), message_timestamp(message))
 
 

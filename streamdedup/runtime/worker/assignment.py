@@ -92,9 +92,8 @@ class Assignment(WorkerState):
     def _started_over(self, partitions: list[TopicPartition]) -> dict[TP, Finding]:
         """The assigned partitions whose stores read a topic that has since started over.
 
-        The assigned partitions whose stores read a topic that has since started over, to be judged from their beginning
-        (`on_topic_reset = restart`); with `refuse`, the worker stops at the first (runtime/topic_reset.py). Partitions
-        whose stores read nothing are not asked."""
+        They are to be judged from their beginning (`on_topic_reset = restart`); with `refuse`, the worker stops at the
+        first (runtime/topic_reset.py). Partitions whose stores read nothing are not asked."""
         expected: dict[TP, tuple[int, RecordIdentity | None]] = {}
         for tp in partitions:
             handler = self.handlers[(tp.topic, tp.partition)]

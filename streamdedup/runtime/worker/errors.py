@@ -23,8 +23,8 @@ class StateLost(WorkerStopped):
 class TopicStartedOver(WorkerStopped):
     """A partition the store has read started over and `on_topic_reset` is `refuse`.
 
-    A partition the store has read started over (the topic was created again, the broker lost its data, another cluster)
-    and `on_topic_reset` is `refuse`."""
+    A partition starts over when its topic was created again, the broker lost its data, or the worker now reads
+    another cluster."""
 
 
 class WorkerFenced(WorkerStopped):

@@ -1,7 +1,7 @@
 """What an operator sees of the worker: health, progress and metrics.
 
-What an operator sees of the worker: /healthz and /readyz, the progress line, and the batch metrics (latency, lag, work
-by step, store size)."""
+Health is /healthz and /readyz, progress is the progress line, and the batch metrics are latency, lag, work by
+step and store size."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ log = logging.getLogger(__name__)
 def _since_last(seen_by: dict[TP, dict[str, int]], tp_key: TP, now: Mapping[str, int]) -> list[tuple[str, int]]:
     """What each of a handler's running counts grew by since the last batch.
 
-    What each of a handler's running counts (`now`) grew by since `seen_by` last kept them, where it grew; `now` is kept
-    for the next batch."""
+    The running counts are `now`; the last batch is when `seen_by` last kept them. Only the counts that grew are
+    listed, and `now` is kept for the next batch."""
     seen = seen_by.get(tp_key, {})
     seen_by[tp_key] = dict(now)
     return [(kind, added) for kind, count in now.items() if (added := count - seen.get(kind, 0)) > 0]

@@ -35,8 +35,8 @@ class Progress:
 class WorkerState:
     """The worker's fields, declared once for its parts.
 
-    The worker's fields, declared once for its parts (assignment, lag, reporting, transactions, the loop);
-    `Worker.__init__` (runtime/worker/loop.py) sets them."""
+    The parts are assignment, lag, reporting, transactions and the loop. `Worker.__init__`
+    (runtime/worker/loop.py) sets them."""
 
     settings: WorkerSettings
     config: DetectorConfig

@@ -1,7 +1,7 @@
 """The worker's batches, each in one Kafka transaction.
 
-The worker's batches, each in one Kafka transaction: the producer, a batch's outputs and input offsets, the ticks sent
-without input, and recovery from a failed transaction."""
+This module holds the producer, a batch's outputs and input offsets, the ticks sent without input, and recovery
+from a failed transaction."""
 
 from __future__ import annotations
 
