@@ -22,7 +22,8 @@ the estimate's error (~0.03 of the page) is as large. So the signature also keep
 page's paragraphs (lines of at least `paragraph_words` words), in text order: of each, 4 MinHash
 values of its own word pairs (10 bits each), its length in words (7 bits) and whether its site
 showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` of them (the
-longest: an edit moves a paragraph's length by a word or two, so near-identical pages keep alike ones).
+longest: an edit moves a paragraph's length by a word or two, so near-identical pages keep alike ones;
+and the last two, where revisions add a paragraph).
 A paragraph whose 4 values are all absent from the other page's paragraphs is new text, not an
 edit: a lightly edited paragraph keeps each value with the Jaccard of its pairs (2 changed words of
 40: ~0.9), so all 4 change with p ~(1-J)^4; a new paragraph keeps one only if its least pair is
@@ -53,6 +54,7 @@ PARAGRAPH_VALUES = 4  # MinHash values kept of each paragraph's word pairs
 PARAGRAPH_VALUE_BITS = 10
 PARAGRAPH_BYTES = 6  # 4 x 10 bits of values, 7 bits of length in words, 1 bit: shown before
 _MAX_WORDS = 127  # a longer paragraph reads 127 words
+TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
@@ -178,7 +180,10 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                              for i in chosen.tolist()), dtype=np.uint64, count=len(chosen))
         capped = len(out) > p.max_paragraphs
         if capped:
-            keep = np.sort(np.argsort(-lengths[chosen], kind="stable")[: p.max_paragraphs])  # in text order
+            # the longest, and the last two (where text is added: `engine._longest_new`), in text order
+            tail = min(TAIL, p.max_paragraphs)
+            longest = np.argsort(-lengths[chosen[: len(chosen) - tail]], kind="stable")[: p.max_paragraphs - tail]
+            keep = np.r_[np.sort(longest), np.arange(len(chosen) - tail, len(chosen))]
             out, lines = out[keep], lines[keep]
         return out, capped, lines
 

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod
-from streamdedup.fingerprints.wordpairs import paragraph_values, paragraph_words, shown_before
+from streamdedup.fingerprints.wordpairs import TAIL, paragraph_values, paragraph_words, shown_before
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
 from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
@@ -308,6 +308,7 @@ PARAGRAPHS_FOUND = 0.6
 # against a capped sketch (its longest paragraphs), a paragraph is judged only if at least this many
 # words longer than the shortest kept: its counterpart, an edit a word or two shorter, was kept too
 CAP_MARGIN = 3
+_MAX_LENGTH = 1 << 16  # past any paragraph's length: none judged
 
 
 def _own_words(paragraphs: np.ndarray) -> np.ndarray:
@@ -330,7 +331,11 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
     for k in range(values.shape[1]):
         new &= ~np.isin(values[:, k], their_values[:, k])
     if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
-        judged = lengths >= int(their_lengths.min()) + CAP_MARGIN
+        longest = their_lengths[: len(their_lengths) - TAIL]
+        judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
+        # and the page's last paragraph (where revisions add one): the other kept its last two, so
+        # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
+        judged[-1] = True
         values, words, new = values[judged], words[judged], new[judged]
     if not new.any() or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values):
         return 0  # nothing new, or the two pages' lines are not alike (another layout merged them)
