@@ -33,7 +33,6 @@ another paragraph's least too, or by a 10-bit collision (~2.4 % a value against 
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, two_bit
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import shingle_hashes
 
-_NEWLINE = re.compile("\n")
+_FIRST = np.zeros(1, dtype=np.int64)
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
@@ -157,33 +156,32 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         empty = np.zeros(0, dtype=np.uint64)
         if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
             return empty, False, empty
-        breaks = np.array([m.start() for m in _NEWLINE.finditer(doc.text)], dtype=np.int64)
-        line = np.searchsorted(breaks, doc.token_starts)  # each token's line
-        starts = np.flatnonzero(np.r_[True, line[1:] != line[:-1]])
-        lengths = np.diff(np.r_[starts, len(line)])
+        texts = doc.text.split("\n")
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)  # past each line's newline
+        line = np.searchsorted(ends, doc.token_starts, side="right")  # each token's line
+        changes = np.flatnonzero(line[1:] != line[:-1]) + 1
+        starts = np.concatenate((_FIRST, changes))
+        lengths = np.diff(np.concatenate((starts, [len(line)])))
         chosen = np.flatnonzero(lengths >= p.paragraph_words)
         if not len(chosen):
             return empty, False, empty
         pairs = shingle_hashes(doc.token_hashes, 2)  # pair i: tokens i and i + 1
-        out = np.empty(len(chosen), dtype=np.uint64)
-        for n, i in enumerate(chosen.tolist()):
-            own = pairs[starts[i]: starts[i] + lengths[i] - 1]  # the pairs inside the line
-            lowest = ((own[:, None] * self._pa[None, :] + self._pb[None, :]) >> np.uint64(40)).min(axis=0)
-            value = np.uint64(min(_MAX_WORDS, int(lengths[i]))) << np.uint64(_LENGTH_SHIFT)
-            for k in range(PARAGRAPH_VALUES):
-                value |= (lowest[k] & np.uint64(_VALUE_MASK)) << np.uint64(k * PARAGRAPH_VALUE_BITS)
-            out[n] = value
-        bounds = np.r_[0, breaks + 1, len(doc.text)]  # where each line starts (and the text ends)
-        text = doc.text
-        lines = np.fromiter((xxhash.xxh3_64_intdigest(text[bounds[line[starts[i]]]: bounds[line[starts[i]] + 1]]
-                                                      .rstrip("\n").encode("utf-8", "surrogatepass"))
-                             for i in chosen.tolist()), dtype=np.uint64, count=len(chosen))
+        hashed = (pairs[:, None] * self._pa[None, :] + self._pb[None, :]) >> np.uint64(40)
+        hashed = np.vstack((hashed, hashed[:1]))  # a row past the last pair: reduceat's indices stay in range
+        # each chosen line's pairs are rows [start, start + length - 1): the minimum of every other segment
+        edges = np.column_stack((starts[chosen], starts[chosen] + lengths[chosen] - 1)).ravel()
+        lowest = np.minimum.reduceat(hashed, edges, axis=0)[::2] & np.uint64(_VALUE_MASK)
+        shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
+        out = np.bitwise_or.reduce(lowest << shifts[None, :], axis=1) | (
+            np.minimum(lengths[chosen], _MAX_WORDS).astype(np.uint64) << np.uint64(_LENGTH_SHIFT))
+        lines = np.fromiter((xxhash.xxh3_64_intdigest(texts[i].encode("utf-8", "surrogatepass"))
+                             for i in line[starts[chosen]].tolist()), dtype=np.uint64, count=len(chosen))
         capped = len(out) > p.max_paragraphs
         if capped:
             # the longest, and the last two (where text is added: `engine._longest_new`), in text order
             tail = min(TAIL, p.max_paragraphs)
             longest = np.argsort(-lengths[chosen[: len(chosen) - tail]], kind="stable")[: p.max_paragraphs - tail]
-            keep = np.r_[np.sort(longest), np.arange(len(chosen) - tail, len(chosen))]
+            keep = np.concatenate((np.sort(longest), np.arange(len(chosen) - tail, len(chosen))))
             out, lines = out[keep], lines[keep]
         return out, capped, lines
 
