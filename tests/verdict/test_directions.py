@@ -60,6 +60,8 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     new, replacing = (" ".join(paragraph.split()[:30]) for paragraph in other)
     blurb = ("Subscribe to our free weekly newsletter for the latest stories from our newsroom, "
              "delivered every Friday morning straight to your inbox, and cancel whenever you like.")
+    offer = ("Readers of this site get a discount of twenty percent on every annual subscription this "
+             "month when they order through the link below before the end of the quarter.")
     pages = [_page("story", story, "a.example"),
              _page("appended", [*story, new], "a.example"),
              _page("replaced", [*story[:7], replacing, *story[8:]], "b.example"),
@@ -67,6 +69,9 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
                                          "date of the vote."], "c.example"),
              _page("edited", _edited(story, 12, 5), "d.example"),
              _page("blurb", [*story, blurb], "e.example"),
+             # the host's blurb inside a later copy: between two found paragraphs, but shown there before
+             _page("promo", [*make_article(14, paragraphs=6), offer], "g.example"),
+             _page("offer_inside", [*story[:7], offer, *story[7:]], "g.example"),
              # 24 paragraphs: more than a sketch keeps (its 16 longest and its last two)
              _page("long", long_story, "f.example"), _page("long_appended", [*long_story, new], "f.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
@@ -75,3 +80,4 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     assert got["long_appended"]["status"] == "unique" and got["long_appended"]["supersedes"] == ["long"]
     for light in ("corrected", "edited", "blurb"):
         assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story", got[light]
+    assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
