@@ -114,8 +114,10 @@ def synthetic(i: int, rng: random.Random, np_rng: np.random.Generator, lines: in
         "a12": A12Signature(rng.randint(300, 900), rng.randint(10, 40), tuple(rng.getrandbits(64) for _ in range(3)),
                             # the word signatures as A12Method.signature keeps them (`word_bits`, 32)
                             tuple(rng.getrandbits(64) & A12_WORD_MASK for _ in range(5))),
+        # with a paragraph sketch of 4-16 paragraphs (6 bytes each): 51-63 bytes a page on the dev sets
         "wordpairs": WordPairsSignature(np_rng.integers(0, 256, size=WordPairsParams().num_perm // 4, dtype=np.uint8),
-                                        rng.randint(200, 2000)),
+                                        rng.randint(200, 2000),
+                                        np_rng.integers(0, 1 << 47, size=rng.randint(4, 16), dtype=np.uint64)),
     }
     if not lines:
         return Fingerprinted(page, {}, f"bench:{i}", signatures)

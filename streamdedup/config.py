@@ -39,6 +39,8 @@ STRICT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>
 # this share of the page or this many pairs (`engine.NewTextTolerance`; the reasons: docs/design.md)
 DEFAULT_MAX_NEW_SHARE = 0.10
 DEFAULT_MAX_NEW_PAIRS = 8
+# ... and holds no new paragraph of this many words or more (`wordpairs` paragraph sketch; 0: not asked)
+DEFAULT_MIN_NEW_PARAGRAPH_WORDS = 20
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -84,6 +86,7 @@ class DetectorConfig:
     same_site_policy: str | None = None  # None: `policy` (STRICT_SAME_SITE_POLICY is the stricter option)
     max_new_share: float = DEFAULT_MAX_NEW_SHARE
     max_new_pairs: int = DEFAULT_MAX_NEW_PAIRS
+    min_new_paragraph_words: int = DEFAULT_MIN_NEW_PARAGRAPH_WORDS
     cleaning: CleaningConfig = CleaningConfig()
     retention: timedelta | None = None
     # a page's fetch time further ahead of the clock than this is not trusted (store/retention.py)
@@ -108,6 +111,9 @@ class DetectorConfig:
             raise ValueError(f"max_new_share is a share of a page's text in [0, 1], got {self.max_new_share}")
         if self.max_new_pairs < 0:
             raise ValueError(f"max_new_pairs is a number of word pairs, got {self.max_new_pairs}")
+        if self.min_new_paragraph_words < 0:
+            raise ValueError(f"min_new_paragraph_words is a number of words (0: off), "
+                             f"got {self.min_new_paragraph_words}")
         if self.prepare_threads < 0:
             raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
         from streamdedup.verdict.policy import Policy
@@ -144,7 +150,8 @@ class DetectorConfig:
         """The parsed policies and tolerance the engine judges with (`verdict/engine.py`)."""
         from streamdedup.verdict.policy import SitePolicy
 
-        return SitePolicy.parse(self.policy, self.site_policy, self.max_new_share, self.max_new_pairs)
+        return SitePolicy.parse(self.policy, self.site_policy, self.max_new_share, self.max_new_pairs,
+                                self.min_new_paragraph_words)
 
     def retention_clock(self, get_meta_int: Callable[[str, int], int]) -> RetentionClock:
         """A store's retention clock under this configuration, its watermarks read from the store."""
@@ -171,7 +178,8 @@ class DetectorConfig:
 
         return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),
                 "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms),
-                "max_new_share": f"{self.max_new_share:g}", "max_new_pairs": str(self.max_new_pairs)}
+                "max_new_share": f"{self.max_new_share:g}", "max_new_pairs": str(self.max_new_pairs),
+                "min_new_paragraph_words": str(self.min_new_paragraph_words)}
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -183,6 +191,7 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs", "extractor",
+                 "min_new_paragraph_words",
                  "retention", "batch_size", "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew",
                  "prepare_threads", "template"}
         unknown = set(data) - known
@@ -206,6 +215,7 @@ class DetectorConfig:
                    same_site_policy=data.get("same_site_policy"),
                    max_new_share=float(data.get("max_new_share", DEFAULT_MAX_NEW_SHARE)),
                    max_new_pairs=int(data.get("max_new_pairs", DEFAULT_MAX_NEW_PAIRS)),
+                   min_new_paragraph_words=int(data.get("min_new_paragraph_words", DEFAULT_MIN_NEW_PARAGRAPH_WORDS)),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=int(data.get("batch_size", 256)),

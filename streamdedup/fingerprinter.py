@@ -38,6 +38,7 @@ from streamdedup.clean.template import (
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown
 from streamdedup.record.page import Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
@@ -349,6 +350,22 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     missed content (its main-text lines must be on `missed_min_pages` earlier pages; on fewer, in the
     cold start, the page is judged on the text it shows for the first time), or reject a long page
     (`missed_short_words` words or more) as template only (it is judged on its whole text)."""
+    shown = site.shown_lines()  # before this page is counted: what marks its paragraphs shown before
+    outcome = _own_text(item, site, fingerprinter, params)
+    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, shown)
+
+
+def _marked_shown(item: Fingerprinted, shown: np.ndarray) -> Fingerprinted:
+    """The page with the paragraphs of its word-pair sketch its site showed before marked (`wordpairs.mark_shown`)."""
+    signature = item.signatures.get(WordPairsMethod.name)
+    if not isinstance(signature, WordPairsSignature) or not len(signature.paragraphs) or not len(shown):
+        return item
+    return item.replaced(signatures={**item.signatures, WordPairsMethod.name: mark_shown(signature, shown)})
+
+
+def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
+              params: TemplateParams) -> Fingerprinted | Outcome:
+    """`own_text` before the page's paragraphs are marked."""
     hashes = line_hashes(item.text)
     missed, first_shown = _missed_own_text(item, site, hashes, params)
     visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts

@@ -560,3 +560,17 @@ def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
     assert main(["store", "delete", "--state", str(state), "some-id"]) == 2
     err = _one_error_line(capsys)
     assert "a worker's state folder" in err and f"--state {state / 'pages-0'}" in err, err
+
+
+def test_a_store_of_word_pairs_without_the_paragraph_sketch_is_refused(tmp_path, capsys, monkeypatch):
+    """Word-pair signatures before the paragraph sketch measure no new paragraph: a store of them
+    is refused, naming the method, not judged with half the measure."""
+    from streamdedup.fingerprints.wordpairs import WordPairsMethod
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    monkeypatch.setattr(WordPairsMethod, "describe", lambda self: "wordpairs(num_perm=256,shingle_size=2,seed=2)")
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q"]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "built with other parameters" in err and "wordpairs" in err and "[paragraphs]" in err, err

@@ -282,6 +282,10 @@ class SiteTemplate:
         """Line hash -> distinct pages (decayed), in hash order: a copy."""
         return dict(zip(self._lines.tolist(), self._counts.tolist(), strict=True))
 
+    def shown_lines(self) -> np.ndarray:
+        """The hashes of every line the site's earlier pages showed, ascending (uint64; a copy)."""
+        return self._lines.astype(np.uint64)
+
     @property
     def line_count(self) -> int:
         return len(self._lines)

@@ -16,22 +16,47 @@ For the same bytes, 256 values of 2 bits estimate J with ~0.4x the variance of 6
 (measured error of the new share, paragraphs of another article replacing a quarter: 0.033 sd
 against 0.050). The method files no index keys and matches nothing by itself: it is a measure the
 engine asks of the candidates the policy found (`engine.judged`), never a way to find them.
+
+**Paragraphs.** A share cannot tell a new paragraph of 5 % of a long article from scattered edits:
+the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
+page's paragraphs (lines of at least `paragraph_words` words), in text order: of each, 4 MinHash
+values of its own word pairs (10 bits each), its length in words (7 bits) and whether its site
+showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` of them (the
+longest: an edit moves a paragraph's length by a word or two, so near-identical pages keep alike ones;
+and the last two, where revisions add a paragraph).
+A paragraph whose 4 values are all absent from the other page's paragraphs is new text, not an
+edit: a lightly edited paragraph keeps each value with the Jaccard of its pairs (2 changed words of
+40: ~0.9), so all 4 change with p ~(1-J)^4; a new paragraph keeps one only if its least pair is
+another paragraph's least too, or by a 10-bit collision (~2.4 % a value against 24 paragraphs).
+`engine.new_paragraphs` measures it, `NewTextTolerance.min_paragraph_words` judges it.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, two_bit_new_shares
 from streamdedup.tokens.document import Document
+from streamdedup.tokens.hashing import shingle_hashes
+
+_FIRST = np.zeros(1, dtype=np.int64)
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
+PARAGRAPH_VALUES = 4  # MinHash values kept of each paragraph's word pairs
+PARAGRAPH_VALUE_BITS = 10
+PARAGRAPH_BYTES = 6  # 4 x 10 bits of values, 7 bits of length in words, 1 bit: shown before
+_MAX_WORDS = 127  # a longer paragraph reads 127 words
+TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
+_SHOWN_BIT = np.uint64(1 << 47)
+_VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
+_LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
 
 
 @dataclass(frozen=True)
@@ -39,6 +64,8 @@ class WordPairsParams(Params):
     num_perm: int = 256  # a multiple of 4: four 2-bit values a byte
     shingle_size: int = 2
     seed: int = 2
+    paragraph_words: int = 12  # a line of fewer words is no paragraph of the sketch
+    max_paragraphs: int = 16  # 0: no paragraph sketch
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -46,12 +73,51 @@ class WordPairsParams(Params):
                              f"got {self.num_perm}")
         if self.shingle_size < 1:
             raise ValueError(f"shingle_size is a number of words, got {self.shingle_size}")
+        if not 0 <= self.max_paragraphs <= 127 or self.paragraph_words < 2:
+            raise ValueError(f"max_paragraphs is 0 to 127 and paragraph_words at least 2, got "
+                             f"{self.max_paragraphs} and {self.paragraph_words}")
 
 
 @dataclass(frozen=True, slots=True)
 class WordPairsSignature:
     packed: np.ndarray  # the low 2 bits of each minimum, four a byte: uint8[num_perm / 4]
     set_size: int  # distinct word pairs
+    # the paragraph sketch, in text order: one uint64 a paragraph (4 x 10-bit values, its length, shown before)
+    paragraphs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    capped: bool = False  # more paragraphs than max_paragraphs: the longest kept
+    # each kept paragraph's line hash (`clean.template.line_hashes`), for `mark_shown`; not encoded
+    line_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+
+def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
+    """Each paragraph's 4 MinHash values: int64[n, 4]."""
+    shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
+    return ((paragraphs[:, None] >> shifts[None, :]) & np.uint64(_VALUE_MASK)).astype(np.int64)
+
+
+def paragraph_words(paragraphs: np.ndarray) -> np.ndarray:
+    """Each paragraph's length in words (at most 127): int64[n]."""
+    return ((paragraphs >> np.uint64(_LENGTH_SHIFT)) & np.uint64(_MAX_WORDS)).astype(np.int64)
+
+
+def shown_before(paragraphs: np.ndarray) -> np.ndarray:
+    """Whether each paragraph is a line its site showed on an earlier page (`mark_shown`): bool[n]."""
+    return (paragraphs & _SHOWN_BIT) != 0
+
+
+def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSignature:
+    """The signature with the paragraphs whose line hash is in `shown` (sorted uint64) marked shown before.
+
+    A line the page's site showed on an earlier page (a newsletter blurb, an author's note, a
+    cookie notice the template model does not remove yet) is not the page's new text, though
+    its match, on another site, lacks it. Only the page's own side reads the mark."""
+    lines = signature.line_hashes
+    if not len(lines) or not len(shown):
+        return signature
+    at = np.searchsorted(shown, lines)
+    at[at == len(shown)] = 0
+    marked = np.where(shown[at] == lines, signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
+    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
@@ -70,13 +136,54 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         self._bytes = p.num_perm // _PER_BYTE
         self._record = np.dtype([("size", "<u4"), ("packed", np.uint8, (self._bytes,))])
         self._collision = 2.0 ** -_VALUE_BITS  # P[two different minima keep equal low bits]
+        self._pa = rng.integers(1, 2**63, size=PARAGRAPH_VALUES, dtype=np.uint64) | np.uint64(1)
+        self._pb = rng.integers(0, 2**63, size=PARAGRAPH_VALUES, dtype=np.uint64)
+
+    def describe(self) -> str:
+        return f"{super().describe()}[paragraphs]"  # the layout with the paragraph sketch: old stores refuse
 
     def signature(self, doc: Document) -> WordPairsSignature | None:
         shingles = doc.shingles(self.params.shingle_size)
         if not len(shingles):
             return None
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
-        return WordPairsSignature(pack_two_bits(minima), len(shingles))
+        paragraphs, capped, lines = self._paragraphs(doc)
+        return WordPairsSignature(pack_two_bits(minima), len(shingles), paragraphs, capped, lines)
+
+    def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray]:
+        """The sketch of a page's lines of at least `paragraph_words` words, whether capped, their line hashes."""
+        p = self.params
+        empty = np.zeros(0, dtype=np.uint64)
+        if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
+            return empty, False, empty
+        texts = doc.text.split("\n")
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)  # past each line's newline
+        line = np.searchsorted(ends, doc.token_starts, side="right")  # each token's line
+        changes = np.flatnonzero(line[1:] != line[:-1]) + 1
+        starts = np.concatenate((_FIRST, changes))
+        lengths = np.diff(np.concatenate((starts, [len(line)])))
+        chosen = np.flatnonzero(lengths >= p.paragraph_words)
+        if not len(chosen):
+            return empty, False, empty
+        pairs = shingle_hashes(doc.token_hashes, 2)  # pair i: tokens i and i + 1
+        hashed = (pairs[:, None] * self._pa[None, :] + self._pb[None, :]) >> np.uint64(40)
+        hashed = np.vstack((hashed, hashed[:1]))  # a row past the last pair: reduceat's indices stay in range
+        # each chosen line's pairs are rows [start, start + length - 1): the minimum of every other segment
+        edges = np.column_stack((starts[chosen], starts[chosen] + lengths[chosen] - 1)).ravel()
+        lowest = np.minimum.reduceat(hashed, edges, axis=0)[::2] & np.uint64(_VALUE_MASK)
+        shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
+        out = np.bitwise_or.reduce(lowest << shifts[None, :], axis=1) | (
+            np.minimum(lengths[chosen], _MAX_WORDS).astype(np.uint64) << np.uint64(_LENGTH_SHIFT))
+        lines = np.fromiter((xxhash.xxh3_64_intdigest(texts[i].encode("utf-8", "surrogatepass"))
+                             for i in line[starts[chosen]].tolist()), dtype=np.uint64, count=len(chosen))
+        capped = len(out) > p.max_paragraphs
+        if capped:
+            # the longest, and the last two (where text is added: `engine._longest_new`), in text order
+            tail = min(TAIL, p.max_paragraphs)
+            longest = np.argsort(-lengths[chosen[: len(chosen) - tail]], kind="stable")[: p.max_paragraphs - tail]
+            keep = np.concatenate((np.sort(longest), np.arange(len(chosen) - tail, len(chosen))))
+            out, lines = out[keep], lines[keep]
+        return out, capped, lines
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         return []
@@ -103,6 +210,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         comparable: another num_perm), and its count of pairs."""
         count = len(others)
         width = self._record.itemsize
+        others = [data[:width] if len(data) > width else data for data in others]  # without the paragraphs
         if len(signature.packed) != self._bytes or not all_sized(others, width):
             mine, theirs, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
             for i, data in enumerate(others):
@@ -115,11 +223,32 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                   self._collision)
 
     def encode(self, signature: WordPairsSignature) -> bytes:
-        return struct.pack("<I", signature.set_size) + signature.packed.tobytes()
+        """Set size, packed values, then (if any) a byte of paragraph count (high bit: capped) and 6 bytes each."""
+        head = struct.pack("<I", signature.set_size) + signature.packed.tobytes()
+        count = len(signature.paragraphs)
+        if not count:
+            return head
+        rows = signature.paragraphs.astype("<u8").view(np.uint8).reshape(count, 8)[:, :PARAGRAPH_BYTES]
+        return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes()
 
     def decode(self, data: bytes) -> WordPairsSignature:
         (size,) = struct.unpack_from("<I", data)
-        return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4), size)
+        width = self._record.itemsize
+        if len(data) <= width:
+            return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4), size)
+        count, capped = data[width] & 0x7F, bool(data[width] & 0x80)
+        rows = np.zeros((count, 8), dtype=np.uint8)
+        rows[:, :PARAGRAPH_BYTES] = np.frombuffer(data, dtype=np.uint8, offset=width + 1,
+                                                  count=count * PARAGRAPH_BYTES).reshape(count, PARAGRAPH_BYTES)
+        return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4, count=width - 4), size,
+                                  rows.view("<u8").ravel().astype(np.uint64), capped)
+
+    def paragraphs_of(self, data: bytes) -> tuple[np.ndarray, bool]:
+        """An encoded signature's paragraph sketch and whether it was capped."""
+        signature = self.decode(data)
+        return signature.paragraphs, signature.capped
 
     def laid_out_as_mine(self, data: bytes) -> bool:
-        return len(data) == self._record.itemsize
+        width = self._record.itemsize
+        return len(data) == width or (len(data) > width and len(data) == width + 1 + (data[width] & 0x7F)
+                                      * PARAGRAPH_BYTES)

@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 # the command-line flag of each verdict setting, to name the fix
 FLAGS = {"policy": "--policy", "same_site_policy": "--same-site-policy", "retention_ms": "--retention",
          "max_clock_skew_ms": "--max-clock-skew", "max_new_share": "--max-new-share",
-         "max_new_pairs": "max_new_pairs in the --config file"}
+         "max_new_pairs": "max_new_pairs in the --config file",
+         "min_new_paragraph_words": "min_new_paragraph_words in the --config file"}
 
 
 class GroupSettingsDiffer(WorkerStopped):

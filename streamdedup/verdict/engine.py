@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.wordpairs import TAIL, paragraph_values, paragraph_words, shown_before
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.contract import Verdict
 from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
@@ -221,6 +222,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                 yield Judged(seq, other, verdicts[i][0], verdicts[i][1], DUPLICATE, DUPLICATE, 0.0, 0.0)
         return
     new_shares, their_new_shares, own, sizes = shares
+    paragraph, their_paragraph = new_paragraphs(stored, methods, mine, page.site)
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     _in_runs(stored, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     # related only (no rule matched): sharing half of the smaller page's pairs, which are more than boilerplate
@@ -238,7 +240,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if matched is not None and matched[0] == "exact":  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new, their_new = NewText(new_share, new_share * own), NewText(their_new_share, their_new_share * sizes[i])
+        exact = matched is not None and matched[0] == "exact"
+        new = NewText(new_share, new_share * own, 0 if exact else int(paragraph[i]))
+        their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
@@ -265,6 +269,83 @@ def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
         measured = cast(Any, method).new_shares(signature, [theirs[i] for i in rows])
         new_share[rows], their_new_share[rows], sizes[rows] = measured
     return new_share, their_new_share, int(signature.set_size), sizes
+
+
+def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Mapping[int, Any],
+                   page_site: int) -> tuple[np.ndarray, np.ndarray]:
+    """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
+
+    A paragraph of one page is new to the other when none of its 4 sketch values is among the
+    other's paragraphs' (`fingerprints/wordpairs.py`): an edited paragraph keeps some, new text
+    none. Against a capped sketch (its paragraphs with the least first values), only paragraphs
+    whose first value is within its range are judged. int64 arrays, 0 where none or not measured."""
+    count = len(stored)
+    mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    paragraphs = getattr(signature, "paragraphs", None)
+    if entry is None or paragraphs is None:
+        return mine_words, their_words
+    tag, method = entry
+    capped = bool(getattr(signature, "capped", False))
+    own = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
+    for i, (_, other) in enumerate(stored):
+        data = other.signatures.get(tag)
+        if data is None:
+            continue
+        theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
+        theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
+        same_site = other.site == page_site
+        mine_words[i] = _longest_new(own, (theirs[0], theirs[2], theirs_capped), same_site)
+        their_words[i] = _longest_new(theirs, (own[0], own[2], capped), same_site)
+    return mine_words, their_words
+
+
+# a page's new paragraphs count only when at least this share of its paragraphs are found in the
+# other's: where fewer are, the two extractions split the text into other lines (a layout that
+# merges paragraphs), and a paragraph of one is not a line of the other though its words are there
+PARAGRAPHS_FOUND = 0.6
+# against a capped sketch (its longest paragraphs), a paragraph is judged only if at least this many
+# words longer than the shortest kept: its counterpart, an edit a word or two shorter, was kept too
+CAP_MARGIN = 3
+_MAX_LENGTH = 1 << 16  # past any paragraph's length: none judged
+
+
+def _own_words(paragraphs: np.ndarray) -> np.ndarray:
+    """Each paragraph's words, 0 for a line its site showed before (`wordpairs.mark_shown`): not its new text."""
+    return np.where(shown_before(paragraphs), 0, paragraph_words(paragraphs))
+
+
+def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray, bool],
+                 same_site: bool) -> int:
+    """The words of the longest of `page`'s paragraphs none of whose values are among `other`'s (0: none).
+
+    On another site than the other page, only a paragraph between two found ones counts: new lines
+    at a copy's start or end are as likely its host's template (a newsletter blurb, a cookie notice,
+    another story's teaser) as content, while on one site the template is on both pages."""
+    values, words, lengths = page
+    their_values, their_lengths, capped = other
+    if not len(values) or not len(their_values):
+        return 0  # no sketch on one side (a short page, an older record): not measured
+    new = np.ones(len(values), dtype=bool)
+    for k in range(values.shape[1]):
+        new &= ~np.isin(values[:, k], their_values[:, k])
+    if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
+        longest = their_lengths[: len(their_lengths) - TAIL]
+        judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
+        # and the page's last paragraph (where revisions add one): the other kept its last two, so
+        # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
+        judged[-1] = True
+        values, words, new = values[judged], words[judged], new[judged]
+    if not new.any() or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values):
+        return 0  # nothing new, or the two pages' lines are not alike (another layout merged them)
+    if not same_site:  # between the first and the last found paragraph
+        found = np.flatnonzero(~new)
+        new[: found[0]] = False
+        new[found[-1]:] = False
+        if not new.any():
+            return 0
+    return int(words[new].max())
 
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`_in_runs`)

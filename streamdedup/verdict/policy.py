@@ -45,10 +45,14 @@ def _parse_term(text: str) -> Term:
 
 
 class NewText(NamedTuple):
-    """A page's text absent from another: its share of the page's word pairs, and their count."""
+    """A page's text absent from another: its share of its word pairs, their count, its longest new paragraph.
+
+    `paragraph`: the words of the page's longest paragraph none of whose sketch values are in the
+    other page's paragraphs (`engine.new_paragraphs`; 0: none, or not measured)."""
 
     share: float
     pairs: float
+    paragraph: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,20 @@ class NewTextTolerance:
     pairs (an update stamp, a few words). Either alone would be wrong: a share alone calls a 60-word
     brief with a date line new, a count alone lets a long article hide a new paragraph. Not more
     pairs: in a site's first pages, before its template is known, a brief's own 20 words beside the
-    template read ~15 pairs new, as much as a correction note. NaN (not measured) counts as none."""
+    template read ~15 pairs new, as much as a correction note. NaN (not measured) counts as none.
+
+    A new paragraph of at least `min_paragraph_words` words is new text whatever its share: on a
+    long page a paragraph is under a tenth, and the share's error (~0.03) is as large as it. A
+    correction note or an appended sentence is 6-18 words, a replaced or appended paragraph 20 or
+    more (0: not asked)."""
 
     max_share: float = 0.10
     max_pairs: int = 8
+    min_paragraph_words: int = 20
 
     def exceeded_by(self, new: NewText) -> bool:
+        if self.min_paragraph_words and new.paragraph >= self.min_paragraph_words:
+            return True
         return bool(new.share > self.max_share and new.pairs > self.max_pairs)
 
 
@@ -151,14 +163,17 @@ class SitePolicy:
     same_site: Policy
     max_new_share: float = 0.10
     max_new_pairs: int = 8
+    min_new_paragraph_words: int = 20
 
     @classmethod
-    def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 8) -> SitePolicy:
-        return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs)
+    def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 8,
+              min_new_paragraph_words: int = 20) -> SitePolicy:
+        return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs,
+                   min_new_paragraph_words)
 
     @property
     def tolerance(self) -> NewTextTolerance:
-        return NewTextTolerance(self.max_new_share, self.max_new_pairs)
+        return NewTextTolerance(self.max_new_share, self.max_new_pairs, self.min_new_paragraph_words)
 
     @property
     def methods(self) -> set[str]:

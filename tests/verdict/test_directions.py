@@ -47,5 +47,37 @@ def test_a_page_is_never_the_duplicate_of_a_page_holding_less_of_it(tmp_path):
         assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story"
         assert 0.0 <= got[light]["new_share"] <= 0.05
     # directions off (any new text let through): the old verdicts, which drop new text
-    loose = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "loose", DetectorConfig(max_new_share=1.0))}
+    loose = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "loose",
+                                                         DetectorConfig(max_new_share=1.0, min_new_paragraph_words=0))}
     assert loose["full"]["status"] == "duplicate" and loose["full"]["duplicate_of"] == "part1"
+
+
+def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
+    """A paragraph of ~30 words added to or replacing one of a ~1,100-word article (under 3 % of
+    it, within the share's error) is new text, found by the paragraph sketch; a correction note,
+    scattered edits and a copy's trailing blurb of its host stay duplicates."""
+    story, other, long_story = make_article(11, paragraphs=14), make_article(12, paragraphs=2), make_article(13, 24)
+    new, replacing = (" ".join(paragraph.split()[:30]) for paragraph in other)
+    blurb = ("Subscribe to our free weekly newsletter for the latest stories from our newsroom, "
+             "delivered every Friday morning straight to your inbox, and cancel whenever you like.")
+    offer = ("Readers of this site get a discount of twenty percent on every annual subscription this "
+             "month when they order through the link below before the end of the quarter.")
+    pages = [_page("story", story, "a.example"),
+             _page("appended", [*story, new], "a.example"),
+             _page("replaced", [*story[:7], replacing, *story[8:]], "b.example"),
+             _page("corrected", [*story, "Correction: an earlier version of this article misstated the "
+                                         "date of the vote."], "c.example"),
+             _page("edited", _edited(story, 12, 5), "d.example"),
+             _page("blurb", [*story, blurb], "e.example"),
+             # the host's blurb inside a later copy: between two found paragraphs, but shown there before
+             _page("promo", [*make_article(14, paragraphs=6), offer], "g.example"),
+             _page("offer_inside", [*story[:7], offer, *story[7:]], "g.example"),
+             # 24 paragraphs: more than a sketch keeps (its 16 longest and its last two)
+             _page("long", long_story, "f.example"), _page("long_appended", [*long_story, new], "f.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["appended"]["status"] == "unique" and got["appended"]["supersedes"] == ["story"], got["appended"]
+    assert got["replaced"]["status"] == "unique" and "story" in got["replaced"]["related_to"], got["replaced"]
+    assert got["long_appended"]["status"] == "unique" and got["long_appended"]["supersedes"] == ["long"]
+    for light in ("corrected", "edited", "blurb"):
+        assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story", got[light]
+    assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
