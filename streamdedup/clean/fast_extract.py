@@ -26,9 +26,10 @@ the time; clean/trafilatura_once.py makes it one parse) and docs/evaluation.md (
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
-from streamdedup.clean import trafilatura_extract
+from streamdedup.clean import learned_layout, trafilatura_extract
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
@@ -193,28 +194,38 @@ def main_content_text(source: Any, skip: list[str] | None = None) -> str:
 
 def steered_text(tree: Any) -> str:
     """Steps 1 and 2: the article element's main text without the elements trafilatura discards."""
+    return steered_blocks(tree)[0]
+
+
+def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
+    """`steered_text`, and the elements it read (none: the whole page)."""
     if tree.body is None:
-        return main_content_text(tree, None)
+        return main_content_text(tree, None), []
     blocks = _containers(tree.body)
     if not blocks:
-        return main_content_text(tree, DISCARD_SELECTORS)
+        return main_content_text(tree, DISCARD_SELECTORS), []
     # each block's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
+    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks), blocks
 
 
-def fast_texts(html: str, visible: bool) -> Texts:
+def fast_texts(html: str, visible: bool, tree: Any = None, page_text: Callable[[], str] | None = None,
+               observe: bool = False) -> Texts:
     """The page's main text and, if `visible`, all its visible text, from one parse.
 
     The page's main text and, if `visible`, all its visible text, from one parse (the template
     model learns from the visible text: a second pass parsed each page twice). The whole text is
     also what the rescue bounds compare with, so it is made at most once. Where trafilatura's
-    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
+    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`).
+    `tree` and `page_text`: the page parsed and its whole text, if the caller has them; `observe`:
+    say in `Texts.layout` which container the text came from (`learned_layout.observe`)."""
     from resiliparse.parse.html import HTMLTree
 
-    tree = HTMLTree.parse(html)
-    page_text = functools.cache(lambda: extract_all_text(tree))
+    if tree is None:
+        tree = HTMLTree.parse(html)
+    if page_text is None:
+        page_text = functools.cache(lambda: extract_all_text(tree))
 
-    text = steered_text(tree)
+    text, blocks = steered_blocks(tree)
     steered = ""
     if covers_little(text, page_text):
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
@@ -223,6 +234,12 @@ def fast_texts(html: str, visible: bool) -> Texts:
         steered = text
         rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
         text = rescued or main_content_text(tree, None)
+        if observe:
+            return Texts(text, page_text() if visible else "", steered,
+                         "fast:" + learned_layout.observe(tree, page_text(), [], rescued))
+    if observe:
+        return Texts(text, page_text() if visible else "", steered,
+                     "fast:" + learned_layout.observe(tree, page_text(), blocks, ""))
     return Texts(text, page_text() if visible else "", steered)
 
 
