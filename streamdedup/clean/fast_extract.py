@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from streamdedup.clean import learned_layout, trafilatura_extract
+from streamdedup.clean import trafilatura_extract
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
@@ -208,25 +208,26 @@ def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
     return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks), blocks
 
 
-def fast_texts(html: str, visible: bool, tree: Any = None, page_text: Callable[[], str] | None = None,
-               observe: bool = False) -> Texts:
+def fast_texts(html: str, visible: bool) -> Texts:
     """The page's main text and, if `visible`, all its visible text, from one parse.
 
     The page's main text and, if `visible`, all its visible text, from one parse (the template
     model learns from the visible text: a second pass parsed each page twice). The whole text is
     also what the rescue bounds compare with, so it is made at most once. Where trafilatura's
-    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`).
-    `tree` and `page_text`: the page parsed and its whole text, if the caller has them; `observe`:
-    say in `Texts.layout` which container the text came from (`learned_layout.observe`)."""
+    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
     from resiliparse.parse.html import HTMLTree
 
-    if tree is None:
-        tree = HTMLTree.parse(html)
-    if page_text is None:
-        page_text = functools.cache(lambda: extract_all_text(tree))
+    tree = HTMLTree.parse(html)
+    return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree)))[0]
 
+
+def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str]) -> tuple[Texts, list[Any], str]:
+    """`fast_texts` of a page parsed (`tree`, its whole text `page_text`), with where its text came from.
+
+    The elements of the page it read (`steered_blocks`; none: the whole page, or rescued), and
+    trafilatura's text where it rescued the page (else ""): what `learned_layout` learns from."""
     text, blocks = steered_blocks(tree)
-    steered = ""
+    steered = rescued = ""
     if covers_little(text, page_text):
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
         # taken for the container, or a page whose own text is short: trafilatura, whose rescue
@@ -234,13 +235,8 @@ def fast_texts(html: str, visible: bool, tree: Any = None, page_text: Callable[[
         steered = text
         rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
         text = rescued or main_content_text(tree, None)
-        if observe:
-            return Texts(text, page_text() if visible else "", steered,
-                         "fast:" + learned_layout.observe(tree, page_text(), [], rescued))
-    if observe:
-        return Texts(text, page_text() if visible else "", steered,
-                     "fast:" + learned_layout.observe(tree, page_text(), blocks, ""))
-    return Texts(text, page_text() if visible else "", steered)
+        blocks = []
+    return Texts(text, page_text() if visible else "", steered), blocks, rescued
 
 
 def extract_fast(html: str) -> str:

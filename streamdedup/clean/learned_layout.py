@@ -35,6 +35,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from streamdedup.clean.fast_extract import DISCARD_SELECTORS, MIN_CONTAINER_CHARS, fast_read, main_content_text
 from streamdedup.clean.page_text import SMALL_EXTRACTION_CHARS, SMALL_EXTRACTION_SHARE, Texts, extract_all_text
 
 OBSERVE = "?"  # a request: read the page with `fast` and say which container held its text
@@ -59,7 +60,9 @@ MAX_SELECTOR_BYTES = 512  # a longer selector is not learned (bounded per site)
 # A learned container's text is plausible when it does not "cover little" of the page by the bound
 # `fast` applies to its own container (trafilatura's: 3,000 characters or a fifth of the page's
 # visible text), or, for a site whose learning pages were all below it (briefs, learned from where
-# trafilatura's rescue found their text), is at least half the least share they showed
+# trafilatura's rescue found their text), is at least half the least share they showed. A site that
+# learned from pages above it is held to it: a page whose container covers less is one `fast` would
+# rescue (web dev: a short update whose container also held a "latest posts" list)
 SHARE_SLACK = 2
 _COVERS = int(1000 * SMALL_EXTRACTION_SHARE)
 _CONTAINER_TAGS = frozenset({"article", "div", "main", "section", "td"})
@@ -84,8 +87,6 @@ def containers(tree: Any, selector: str) -> list[Any]:
     Its first match holding `MIN_CONTAINER_CHARS` (as `_containers`; else its longest match, for a
     site of briefs), with the matches after it under the same parent holding as much (an article
     written as blocks)."""
-    from streamdedup.clean.fast_extract import MIN_CONTAINER_CHARS
-
     if tree.body is None:
         return []
     try:
@@ -105,8 +106,6 @@ def containers(tree: Any, selector: str) -> list[Any]:
 
 def container_text(blocks: list[Any]) -> str:
     """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards."""
-    from streamdedup.clean.fast_extract import DISCARD_SELECTORS, main_content_text
-
     return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
@@ -168,7 +167,8 @@ def plausible(text: str, page_text: str, share: int) -> bool:
     caption), unless it is long on its own (trafilatura's bound of a text that covers enough)."""
     if not text.strip():
         return False
-    return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= min(_COVERS, share // SHARE_SLACK)
+    floor = _COVERS if share >= _COVERS else share // SHARE_SLACK
+    return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= floor
 
 
 def observe(tree: Any, page_text: str, blocks: list[Any], rescued: str) -> str:
@@ -193,20 +193,19 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
     """The page's `Texts` read as `request` asks (module docstring); `Texts.layout` says what it saw."""
     from resiliparse.parse.html import HTMLTree
 
-    from streamdedup.clean.fast_extract import fast_texts
-
     tree = HTMLTree.parse(html)
     page_text = functools.cache(lambda: extract_all_text(tree))
-    if request == OBSERVE:
-        return fast_texts(html, visible, tree=tree, page_text=page_text, observe=True)
-    share, _, selector = request.partition("|")
-    blocks = containers(tree, selector)
-    if blocks:
-        text = container_text(blocks)
-        if plausible(text, page_text(), int(share or 0)):
-            return Texts(text, page_text() if visible else "", "", HELD)
-    texts = fast_texts(html, visible, tree=tree, page_text=page_text, observe=True)
-    return texts._replace(layout=(MISS if blocks else LOST) + texts.layout[len(FAST):])
+    kind = FAST
+    if request != OBSERVE:
+        share, _, selector = request.partition("|")
+        blocks = containers(tree, selector)
+        if blocks:
+            text = container_text(blocks)
+            if plausible(text, page_text(), int(share or 0)):
+                return Texts(text, page_text() if visible else "", "", HELD)
+        kind = MISS if blocks else LOST
+    texts, read, rescued = fast_read(html, visible, tree, page_text)
+    return texts._replace(layout=kind + observe(tree, page_text(), read, rescued))
 
 
 _RECORD = struct.Struct("<BHIIIH")  # version, share, streak, held, missed, selector bytes; then the selector
