@@ -183,9 +183,10 @@ class Fingerprinter:
         self.steered_method = steered_method(self.methods)
         # learned extraction (clean/learned_layout.py): `fast` only, and kept in the template records
         self.learned = config.learned_extraction and config.cleaning.extractor == "fast" and config.template is not None
-        # each site's request as the stateful stage last left it (`read_by_layout`): a hint for
-        # `prepare`, which the stateful stage checks; bounded (emptied at `MAX_LAYOUT_HINTS`)
-        self.layout_hints: dict[int, str] = {}
+        # each site's layout as the stateful stage last left it (`read_by_layout`), carried on by
+        # the pages `prepare` read one by one since: a hint, which the stateful stage checks;
+        # bounded (emptied at `MAX_LAYOUT_HINTS`)
+        self.layout_hints: dict[int, SiteLayout] = {}
         # how pages were read (summary.json's and the worker's "extraction"), and how many the
         # stateful stage read again because `prepare`'s hint was not their site's layout
         self.extraction: Counter[str] = Counter({kind: 0 for kind in EXTRACTION_COUNTS})
@@ -200,7 +201,8 @@ class Fingerprinter:
         the Python stages take turns. Pages with no markup are prepared in the calling thread: they
         hold the GIL from end to end, so a thread of their own only adds its hand-offs (6,000
         plain-text pages: ~15 % more CPU). The results are the same as one by one: `prepare` is
-        pure."""
+        pure (pages read side by side are read by the layout hints of the batch's start, and the
+        stateful stage reads again those of a site that warmed or relearned in the batch)."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
         reads = list(zip(raws, [self._read(raw) for raw in raws], strict=True))
@@ -219,8 +221,24 @@ class Fingerprinter:
             raise
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
-        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
-        return self._finish(raw, self._read(raw))
+        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable.
+
+        Pages prepared one by one carry their site's layout hint on, as the stateful stage will
+        learn from them (`foresee`): a site that warms in a batch reads its next pages by its
+        container at once, not again in the stateful stage."""
+        result = self._finish(raw, self._read(raw))
+        if self.learned and isinstance(result, Fingerprinted):
+            self.foresee(result)
+        return result
+
+    def foresee(self, item: Fingerprinted) -> None:
+        """The site's layout hint after this page, as `read_by_layout` will learn it."""
+        if not item.layout_seen or item.rejection is not None:
+            return
+        known = self.layout_hints.get(item.template_hash)
+        layout = replace(known) if known is not None else SiteLayout()
+        layout.observe(item.layout_seen)
+        self.hint(item.template_hash, layout)
 
     def _finish(self, raw: RawRecord, read: tuple[Page, dict[str, Any]] | Outcome) -> Fingerprinted | Outcome:
         return read if isinstance(read, Outcome) else self._fingerprint(raw, *read)
@@ -258,7 +276,8 @@ class Fingerprinter:
         """How `fast` is to read the page (`clean.learned_layout`'s request; "": learned extraction off)."""
         if not self.learned or page.url.startswith(TEXT_URL_SCHEME):
             return ""
-        return self.layout_hints.get(site_hash(template_site(page.url)), OBSERVE)
+        known = self.layout_hints.get(site_hash(template_site(page.url)))
+        return OBSERVE if known is None else known.request()
 
     def read_again(self, item: Fingerprinted, request: str) -> Fingerprinted | Outcome:
         """The page prepared again, read as `request` asks (the stateful stage's, `read_by_layout`)."""
@@ -266,12 +285,12 @@ class Fingerprinter:
         raw = RawRecord(origin=item.origin, arrival_ms=item.arrival_ms)
         return self._fingerprint(raw, item.page, item.record, request)
 
-    def hint(self, template_hash: int, request: str) -> None:
-        """Note a site's request for the next pages `prepare` reads."""
+    def hint(self, template_hash: int, layout: SiteLayout) -> None:
+        """Note a site's layout (a copy) for the next pages `prepare` reads."""
         hints = self.layout_hints
         if len(hints) >= MAX_LAYOUT_HINTS and template_hash not in hints:
             hints.clear()
-        hints[template_hash] = request
+        hints[template_hash] = replace(layout)
 
     def _failed(self, raw: RawRecord, record: dict[str, Any], err: Exception) -> Outcome:
         """A rejection with its reason; any other error is a processing error, logged."""
@@ -412,7 +431,7 @@ def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Finge
         counts["relearned"] += 1
     if layout.encode() != before:
         site.layout, site.layout_changed = layout, True
-    fingerprinter.hint(item.template_hash, layout.request())
+    fingerprinter.hint(item.template_hash, layout)
     return item
 
 

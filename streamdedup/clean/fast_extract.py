@@ -224,8 +224,9 @@ def fast_texts(html: str, visible: bool) -> Texts:
 def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str]) -> tuple[Texts, list[Any], str]:
     """`fast_texts` of a page parsed (`tree`, its whole text `page_text`), with where its text came from.
 
-    The elements of the page it read (`steered_blocks`; none: the whole page, or rescued), and
-    trafilatura's text where it rescued the page (else ""): what `learned_layout` learns from."""
+    The elements of the page it read (`steered_blocks`; none: the whole page), and trafilatura's
+    text where it rescued the page (else "", and the elements' text is not the page's main text):
+    what `learned_layout` learns from."""
     text, blocks = steered_blocks(tree)
     steered = rescued = ""
     if covers_little(text, page_text):
@@ -235,7 +236,6 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
         steered = text
         rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
         text = rescued or main_content_text(tree, None)
-        blocks = []
     return Texts(text, page_text() if visible else "", steered), blocks, rescued
 
 

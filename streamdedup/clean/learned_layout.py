@@ -66,6 +66,7 @@ MAX_SELECTOR_BYTES = 512  # a longer selector is not learned (bounded per site)
 SHARE_SLACK = 2
 _COVERS = int(1000 * SMALL_EXTRACTION_SHARE)
 _CONTAINER_TAGS = frozenset({"article", "div", "main", "section", "td"})
+_NAMED_BY_TAG = frozenset({"article", "main"})  # a bare tag that names the article's container on its own
 _STABLE = re.compile(r"[A-Za-z_-]{1,64}")  # a class or id of the template, not of one page ("post-123")
 _KEY_LINES = 3  # the rescued text's longest lines that must all be in the container found for it
 _KEY_CHARS = 40  # ... cut to this many characters (whitespace as lexbor's `text` may hold it aside)
@@ -95,13 +96,13 @@ def containers(tree: Any, selector: str) -> list[Any]:
         return []
     if not matches:
         return []
-    sizes = [len(node.text) for node in matches]
-    first = next((i for i, size in enumerate(sizes) if size >= MIN_CONTAINER_CHARS), None)
+    first = next((i for i, node in enumerate(matches) if len(node.text) >= MIN_CONTAINER_CHARS), None)
     if first is None:
-        return [matches[max(range(len(matches)), key=sizes.__getitem__)]]
+        return [max(matches, key=lambda node: len(node.text))]
     parent = matches[first].parent
-    return [matches[first]] + [node for node, size in zip(matches[first + 1:], sizes[first + 1:], strict=True)
-                               if size >= MIN_CONTAINER_CHARS and parent is not None and node.parent == parent]
+    return [matches[first]] + [node for node in matches[first + 1:]
+                               if parent is not None and node.parent == parent
+                               and len(node.text) >= MIN_CONTAINER_CHARS]
 
 
 def container_text(blocks: list[Any]) -> str:
@@ -109,20 +110,25 @@ def container_text(blocks: list[Any]) -> str:
     return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
-def selector_for(tree: Any, node: Any) -> str:
-    """A selector whose `containers` on this page start with `node`; "" if none of the two tried does."""
+def selector_for(tree: Any, node: Any) -> tuple[str, list[Any]]:
+    """A selector whose `containers` on this page start with `node`, and those; ("", []) if none of the two tried does.
+
+    The element's own (`_simple`), else under its parent's. Not a bare "div" or "section" (under
+    another bare one): the template's article is named, or is the page's <article> or <main>."""
     own = _simple(node)
-    tried = [own]
+    tried = [own] if own != node.tag or own in _NAMED_BY_TAG else []
     parent = node.parent
     if parent is not None and parent.tag not in ("html", "#document"):
-        tried.append(f"{_simple(parent)} > {own}")
+        above = _simple(parent)
+        if tried or above != parent.tag or above in _NAMED_BY_TAG:
+            tried.append(f"{above} > {own}")
     for selector in tried:
         if len(selector.encode()) > MAX_SELECTOR_BYTES:
-            return ""
+            break
         found = containers(tree, selector)
         if found and found[0] == node:
-            return selector
-    return ""
+            return selector, found
+    return "", []
 
 
 def _key_lines(text: str) -> list[str]:
@@ -131,26 +137,31 @@ def _key_lines(text: str) -> list[str]:
     return [line[:_KEY_CHARS] for line in lines[:_KEY_LINES] if len(line) >= _KEY_CHARS]
 
 
-def holding_element(tree: Any, text: str) -> Any:
+def holding_element(tree: Any, text: str, near: Any = None) -> Any:
     """The deepest container element whose text holds the text's longest lines; None if none.
 
-    Found by descending from the body, one level at a time, into the child container that holds
-    them all: a text computed per child on the way down, not per element of the page."""
+    Found from `near` (the element `fast` tried first, if any) up to the first element that holds
+    them all, then down, one level at a time, into the child container that holds them all: a text
+    computed per element on the way, not per element of the page (each element handed to Python
+    costs a node object: descending from the body through every child cost ~2 ms a page)."""
     keys = _key_lines(text)
-    if not keys or tree.body is None:
+    body = tree.body
+    if not keys or body is None:
         return None
 
     def holds(node: Any) -> bool:
         found = " ".join(node.text.split())
         return all(key in found for key in keys)
 
-    node = tree.body
-    if not holds(node):
-        return None
+    node = near if near is not None else body
+    while not holds(node):
+        node = node.parent
+        if node is None or node.tag in ("html", "#document"):
+            return None
     while True:
-        inner = next((child for child in node.child_nodes if child.tag in _CONTAINER_TAGS and holds(child)), None)
+        inner = next((child for child in node.children if child.tag in _CONTAINER_TAGS and holds(child)), None)
         if inner is None:
-            return None if node is tree.body or node.tag not in _CONTAINER_TAGS else node
+            return None if node.tag not in _CONTAINER_TAGS else node
         node = inner
 
 
@@ -171,20 +182,24 @@ def plausible(text: str, page_text: str, share: int) -> bool:
     return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= floor
 
 
-def observe(tree: Any, page_text: str, blocks: list[Any], rescued: str) -> str:
+def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: str) -> str:
     """What a page `fast` read says of its site's layout: "<share>|<selector>", or "" (nothing to learn).
 
-    The selector of the element `fast` took its text from (`blocks`, `_containers`' choice), or, if
-    trafilatura rescued the page (`rescued`), of the element that holds that text; and the share of
-    the page that the selector's text is, which later pages are compared with (`plausible`)."""
-    node = holding_element(tree, rescued) if rescued else (blocks[0] if blocks else None)
-    selector = "" if node is None else selector_for(tree, node)
+    The selector of the element `fast` took its text from (`blocks`, `_containers`' choice: `main`
+    is their text), or, if trafilatura rescued the page (`rescued`), of the element that holds that
+    text; and the share of the page that the selector's text is, which later pages are compared
+    with (`plausible`)."""
+    if rescued:
+        node = holding_element(tree, rescued, blocks[0] if blocks else None)
+    else:
+        node = blocks[0] if blocks else None
+    selector, found = ("", []) if node is None else selector_for(tree, node)
     if not selector:
         return ""
-    text = container_text(containers(tree, selector))
+    text = main if not rescued and found == blocks else container_text(found)
     if rescued:  # the selector's text must hold what trafilatura found, or it is not where the article is
-        found = " ".join(text.split())
-        if not all(key in found for key in _key_lines(rescued)):
+        held = " ".join(text.split())
+        if not all(key in held for key in _key_lines(rescued)):
             return ""
     return f"{share_of(text, page_text)}|{selector}"
 
@@ -205,7 +220,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
                 return Texts(text, page_text() if visible else "", "", HELD)
         kind = MISS if blocks else LOST
     texts, read, rescued = fast_read(html, visible, tree, page_text)
-    return texts._replace(layout=kind + observe(tree, page_text(), read, rescued))
+    return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))
 
 
 _RECORD = struct.Struct("<BHIIIH")  # version, share, streak, held, missed, selector bytes; then the selector
