@@ -39,10 +39,11 @@ def _run(state, records, config):
 def test_verdicts_and_reads_do_not_depend_on_batching_nor_a_restart(tmp_path):
     records = raw_records(_pages())
     config = replace(DetectorConfig(), prepare_threads=1)
-    runs = {size: _run(tmp_path / f"b{size}", records, replace(config, batch_size=size)) for size in (1, 4, 256)}
+    runs = {size: _run(tmp_path / f"b{size}", records, replace(config, batch_size=size)) for size in (1, 256)}
     first, reads = _run(tmp_path / "restart", records[:11], replace(config, batch_size=4))
     second, more = _run(tmp_path / "restart", records[11:], replace(config, batch_size=4))
     runs["restart"] = (first + second, reads + more)
+    runs["threads"] = _run(tmp_path / "threads", records, replace(config, batch_size=8, prepare_threads=2))
     outcomes, reads = runs[1]
     for name, run in runs.items():
         assert run == (outcomes, reads), name
@@ -52,3 +53,13 @@ def test_verdicts_and_reads_do_not_depend_on_batching_nor_a_restart(tmp_path):
     with Detector(replace(config, learned_extraction=False), tmp_path / "off") as detector:
         assert [o.dedup["status"] for o in detector.run(records)] == [o["status"] for o in outcomes]
         assert detector.extraction()["learned"] == 0
+
+
+def test_a_store_without_layouts_opens_and_its_sites_learn_one(tmp_path):
+    """A store of 0.3.0 has template records and no layout records: it opens, its sites learn one."""
+    records = raw_records(_pages())
+    config = replace(DetectorConfig(), prepare_threads=1)
+    before, reads = _run(tmp_path / "s", records[:8], replace(config, learned_extraction=False))
+    assert sum(reads.values()) == 0
+    after, reads = _run(tmp_path / "s", records[8:], config)
+    assert reads["learned"] >= 8 and [o["status"] for o in before + after].count("duplicate") == 2
