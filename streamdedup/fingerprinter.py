@@ -13,7 +13,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Generic, TypeVar, overload
@@ -201,8 +201,8 @@ class Fingerprinter:
         the Python stages take turns. Pages with no markup are prepared in the calling thread: they
         hold the GIL from end to end, so a thread of their own only adds its hand-offs (6,000
         plain-text pages: ~15 % more CPU). The results are the same as one by one: `prepare` is
-        pure (pages read side by side are read by the layout hints of the batch's start, and the
-        stateful stage reads again those of a site that warmed or relearned in the batch)."""
+        pure. With learned extraction a site's pages are read in order until its layout hint is
+        warm (`_site_chain`), the sites side by side, then its other pages side by side."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
         reads = list(zip(raws, [self._read(raw) for raw in raws], strict=True))
@@ -211,14 +211,46 @@ class Fingerprinter:
         if len(heavy) <= 1:
             return [self._finish(raw, read) for raw, read in reads]
         pool = _pool(self.threads)
-        futures = {i: pool.submit(self._fingerprint, raw, *read) for i, raw, read in heavy}
+        futures: dict[int, Future[Any]] = {}
         try:
+            if self.learned:
+                sites: dict[int, list[tuple[int, RawRecord, tuple[Page, dict[str, Any]]]]] = {}
+                for entry in heavy:
+                    sites.setdefault(site_hash(template_site(entry[2][0].url)), []).append(entry)
+                chains = [pool.submit(self._site_chain, pool, entries) for entries in sites.values()]
+                prepared: dict[int, Fingerprinted | Outcome] = {}
+                for chain in chains:
+                    done, rest = chain.result()
+                    prepared.update(done)
+                    futures.update(rest)
+                return [prepared[i] if i in prepared else futures[i].result() if i in futures
+                        else self._finish(raw, read) for i, (raw, read) in enumerate(reads)]
+            futures = {i: pool.submit(self._fingerprint, raw, *read) for i, raw, read in heavy}
             return [futures[i].result() if i in futures else self._finish(raw, read)
                     for i, (raw, read) in enumerate(reads)]
         except BaseException:  # Ctrl-C, a stop: the pages not started are not prepared
             for future in futures.values():
                 future.cancel()
             raise
+
+    def _site_chain(self, pool: ThreadPoolExecutor, entries: list[tuple[int, RawRecord, tuple[Page, dict[str, Any]]]]
+                    ) -> tuple[dict[int, Fingerprinted | Outcome], dict[int, Future[Any]]]:
+        """One site's pages of a batch: read in order, each by the layout its site's earlier ones foresee.
+
+        Until the site's layout is warm (or for `CHAIN_PAGES` pages); its other pages are then
+        handed to the pool with that layout's request (`read_by_layout` reads one again where the
+        site relearned in the batch). Returns the pages read and those handed on."""
+        done: dict[int, Fingerprinted | Outcome] = {}
+        layout = self.layout_hints.get(site_hash(template_site(entries[0][2][0].url)))
+        for n, (i, raw, (page, record)) in enumerate(entries):
+            if (layout is not None and layout.warm) or n >= CHAIN_PAGES:
+                return done, {j: pool.submit(self._fingerprint, later, *read, self._request(read[0], layout))
+                              for j, later, read in entries[n:]}
+            result = done[i] = self._fingerprint(raw, page, record, self._request(page, layout))
+            if isinstance(result, Fingerprinted) and result.layout_seen and result.rejection is None:
+                layout = replace(layout) if layout is not None else SiteLayout()
+                layout.observe(result.layout_seen)
+        return done, {}
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
         """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable.
@@ -274,10 +306,13 @@ class Fingerprinter:
 
     def layout_request(self, page: Page) -> str:
         """How `fast` is to read the page (`clean.learned_layout`'s request; "": learned extraction off)."""
+        return self._request(page, self.layout_hints.get(site_hash(template_site(page.url))) if self.learned else None)
+
+    def _request(self, page: Page, layout: SiteLayout | None) -> str:
+        """How `fast` is to read the page if its site's layout is `layout` (None: none yet)."""
         if not self.learned or page.url.startswith(TEXT_URL_SCHEME):
             return ""
-        known = self.layout_hints.get(site_hash(template_site(page.url)))
-        return OBSERVE if known is None else known.request()
+        return OBSERVE if layout is None else layout.request()
 
     def read_again(self, item: Fingerprinted, request: str) -> Fingerprinted | Outcome:
         """The page prepared again, read as `request` asks (the stateful stage's, `read_by_layout`)."""
@@ -350,7 +385,10 @@ class Fingerprinter:
 # `fast` (the site cold), by `fast` after the learned container failed (fallback), and of these the
 # pages after which the site dropped its container to learn again (relearned)
 EXTRACTION_COUNTS = ("learned", "fast", "fallback", "relearned")
-MAX_LAYOUT_HINTS = 1 << 16  # sites whose request `prepare` keeps (~100 bytes each)
+MAX_LAYOUT_HINTS = 1 << 16  # sites whose layout `prepare` keeps (~300 bytes each)
+# A cold site's pages of a batch read one after the other (`_site_chain`) before the rest go side
+# by side: a site that has not warmed in this many is one whose pages disagree (it may never)
+CHAIN_PAGES = 8
 
 _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
