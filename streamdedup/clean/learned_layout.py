@@ -12,8 +12,9 @@ Pure parts, no state kept here:
 - `observe` (`selector_for`, `holding_element`): from a page `fast` read, the container its text
   came from, as a selector a later page runs in lexbor: the element `_containers` chose, or, where
   trafilatura rescued the page, the deepest container (div, article, section, main, td) holding
-  the rescued text's longest lines. Tag, stable id, stable classes (no digits: "post-123" is one page's), qualified by its
-  parent's when that alone does not find the same element first; "" where no such selector finds it.
+  the rescued text's longest lines. Tag, stable id, stable classes (no digits: "post-123" is one
+  page's), qualified by its parent's when that alone does not find the same element first; ""
+  where no such selector finds it.
 - `learned_texts`: a page's `Texts` read from a learned selector, or `fast`'s when the learned
   container is missing or implausible (`plausible`), with what the page showed (`Texts.layout`).
 - `SiteLayout`: a site's learned selector and its counters, as its template record keeps it: warm
