@@ -44,6 +44,9 @@ def add_detector_options(parser: argparse.ArgumentParser, with_methods: bool = T
     group.add_argument("--prepare-threads", type=int, metavar="N",
                        help="pages parsed and fingerprinted side by side, each thread with its own extraction "
                        "process (default 0: one per CPU; 1: one at a time); verdicts do not depend on it")
+    group.add_argument("--no-learned-extraction", dest="learned_extraction", action="store_false", default=None,
+                       help="read every page by the extractor, never from the container its site's earlier pages "
+                       "taught (config: learned_extraction = false)")
     group.add_argument("--lexicon", help="collection statistics: 'wordfreq' (default) or a file made by "
                        "`streamdedup lexicon build`")
 
@@ -88,7 +91,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         retention=parse_duration(args.retention) if args.retention else None,
         max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
         batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
-        prepare_threads=args.prepare_threads)
+        prepare_threads=args.prepare_threads, learned_extraction=getattr(args, "learned_extraction", None))
 
 
 def seconds_arg(value: str) -> float:

@@ -100,6 +100,9 @@ class DetectorConfig:
     # threads that prepare (parse, clean, fingerprint) a batch's pages side by side, each with its
     # own extraction process; 0: one per CPU (Fingerprinter.prepare_many). Verdicts do not depend on it
     prepare_threads: int = 0
+    # `fast` reads a warm site's pages from the container its earlier pages taught it
+    # (clean/learned_layout.py; needs the template model, whose records keep it). Off: every page by `fast`
+    learned_extraction: bool = True
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
     def __post_init__(self) -> None:
@@ -193,7 +196,7 @@ class DetectorConfig:
         known = {"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs", "extractor",
                  "min_new_paragraph_words",
                  "retention", "batch_size", "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew",
-                 "prepare_threads", "template"}
+                 "prepare_threads", "template", "learned_extraction"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
@@ -220,4 +223,5 @@ class DetectorConfig:
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=int(data.get("batch_size", 256)),
                    batch_bytes=int(data.get("batch_bytes", cls.batch_bytes)), lexicon=data.get("lexicon", "wordfreq"),
-                   prepare_threads=int(data.get("prepare_threads", 0)))
+                   prepare_threads=int(data.get("prepare_threads", 0)),
+                   learned_extraction=bool(data.get("learned_extraction", True)))

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from streamdedup.clean.template import document_key
 from streamdedup.config import DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
+from streamdedup.fingerprinter import (
+    EXTRACTION_COUNTS,
+    Fingerprinted,
+    Fingerprinter,
+    Outcome,
+    own_text,
+    steered_record,
+)
 from streamdedup.record.batches import batches
 from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
@@ -83,6 +90,10 @@ class Detector:
         Where a store's time goes, told by the run itself."""
         pages = max(1, self.work["pages"])
         return {step: round(self.step_ns[step] / 1000 / pages, 2) for step in self.STEPS}
+
+    def extraction(self) -> dict[str, int]:
+        """How the pages were read (summary.json's `extraction`: `fingerprinter.EXTRACTION_COUNTS`)."""
+        return {kind: self.fingerprinter.extraction[kind] for kind in EXTRACTION_COUNTS}
 
     def store_fingerprint(self) -> dict[str, str]:
         """What signatures depend on; the store refuses to mix values built with others."""

@@ -11,8 +11,9 @@ import base64
 import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Generic, TypeVar, overload
@@ -23,6 +24,7 @@ import xxhash
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
+from streamdedup.clean.learned_layout import OBSERVE, SiteLayout
 from streamdedup.clean.nesting import MAX_NESTING, check_nesting
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import (
@@ -39,7 +41,7 @@ from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown
-from streamdedup.record.page import Page, page_from_record
+from streamdedup.record.page import TEXT_URL_SCHEME, Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
@@ -111,6 +113,13 @@ class Fingerprinted:
     # the MinHash signature of the article element's own text, where extraction's rescue replaced
     # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/engine.py`); else None
     steered: Any = None
+    # how `fast` was asked to use the page's site's learned layout ("": not asked: another extractor,
+    # not HTML, or learned extraction off), and what the page showed of it (`clean.learned_layout`)
+    layout_asked: str = ""
+    layout_seen: str = ""
+    # the page's rejection, where it came after a read by a learned layout: the stateful stage
+    # reads it again if its site's layout, as the site's earlier pages left it, asks otherwise
+    rejection: Outcome | None = None
 
     @_made_once
     def site_hash(self) -> int:
@@ -173,6 +182,16 @@ class Fingerprinter:
         warm_up(self.methods)
         self.threads = prepare_threads(config.prepare_threads)
         self.steered_method = steered_method(self.methods)
+        # learned extraction (clean/learned_layout.py): `fast` only, and kept in the template records
+        self.learned = config.learned_extraction and config.cleaning.extractor == "fast" and config.template is not None
+        # each site's layout as the stateful stage last left it (`read_by_layout`), carried on by
+        # the pages `prepare` read one by one since: a hint, which the stateful stage checks;
+        # bounded (emptied at `MAX_LAYOUT_HINTS`)
+        self.layout_hints: dict[int, SiteLayout] = {}
+        # how pages were read (summary.json's and the worker's "extraction"), and how many the
+        # stateful stage read again because `prepare`'s hint was not their site's layout
+        self.extraction: Counter[str] = Counter({kind: 0 for kind in EXTRACTION_COUNTS})
+        self.extraction_redone = 0
 
     def prepare_many(self, raws: Sequence[RawRecord]) -> list[Fingerprinted | Outcome]:
         """`prepare` of each record, in their order.
@@ -183,7 +202,8 @@ class Fingerprinter:
         the Python stages take turns. Pages with no markup are prepared in the calling thread: they
         hold the GIL from end to end, so a thread of their own only adds its hand-offs (6,000
         plain-text pages: ~15 % more CPU). The results are the same as one by one: `prepare` is
-        pure."""
+        pure. With learned extraction a site's pages are read in order until its layout hint is
+        warm (`_site_chain`), the sites side by side, then its other pages side by side."""
         if self.threads <= 1 or len(raws) <= 1:
             return [self.prepare(raw) for raw in raws]
         reads = list(zip(raws, [self._read(raw) for raw in raws], strict=True))
@@ -192,8 +212,21 @@ class Fingerprinter:
         if len(heavy) <= 1:
             return [self._finish(raw, read) for raw, read in reads]
         pool = _pool(self.threads)
-        futures = {i: pool.submit(self._fingerprint, raw, *read) for i, raw, read in heavy}
+        futures: dict[int, Future[Any]] = {}
         try:
+            if self.learned:
+                sites: dict[int, list[tuple[int, RawRecord, tuple[Page, dict[str, Any]]]]] = {}
+                for entry in heavy:
+                    sites.setdefault(site_hash(template_site(entry[2][0].url)), []).append(entry)
+                chains = [pool.submit(self._site_chain, pool, entries) for entries in sites.values()]
+                prepared: dict[int, Fingerprinted | Outcome] = {}
+                for chain in chains:
+                    done, rest = chain.result()
+                    prepared.update(done)
+                    futures.update(rest)
+                return [prepared[i] if i in prepared else futures[i].result() if i in futures
+                        else self._finish(raw, read) for i, (raw, read) in enumerate(reads)]
+            futures = {i: pool.submit(self._fingerprint, raw, *read) for i, raw, read in heavy}
             return [futures[i].result() if i in futures else self._finish(raw, read)
                     for i, (raw, read) in enumerate(reads)]
         except BaseException:  # Ctrl-C, a stop: the pages not started are not prepared
@@ -201,9 +234,44 @@ class Fingerprinter:
                 future.cancel()
             raise
 
+    def _site_chain(self, pool: ThreadPoolExecutor, entries: list[tuple[int, RawRecord, tuple[Page, dict[str, Any]]]]
+                    ) -> tuple[dict[int, Fingerprinted | Outcome], dict[int, Future[Any]]]:
+        """One site's pages of a batch: read in order, each by the layout its site's earlier ones foresee.
+
+        Until the site's layout is warm (or for `CHAIN_PAGES` pages); its other pages are then
+        handed to the pool with that layout's request (`read_by_layout` reads one again where the
+        site relearned in the batch). Returns the pages read and those handed on."""
+        done: dict[int, Fingerprinted | Outcome] = {}
+        layout = self.layout_hints.get(site_hash(template_site(entries[0][2][0].url)))
+        for n, (i, raw, (page, record)) in enumerate(entries):
+            if (layout is not None and layout.warm) or n >= CHAIN_PAGES:
+                return done, {j: pool.submit(self._fingerprint, later, *read, self._request(read[0], layout))
+                              for j, later, read in entries[n:]}
+            result = done[i] = self._fingerprint(raw, page, record, self._request(page, layout))
+            if isinstance(result, Fingerprinted) and result.layout_seen and result.rejection is None:
+                layout = replace(layout) if layout is not None else SiteLayout()
+                layout.observe(result.layout_seen)
+        return done, {}
+
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
-        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable."""
-        return self._finish(raw, self._read(raw))
+        """The pure stages (parse, clean, tokenise, fingerprint): no store access, parallelisable.
+
+        Pages prepared one by one carry their site's layout hint on, as the stateful stage will
+        learn from them (`foresee`): a site that warms in a batch reads its next pages by its
+        container at once, not again in the stateful stage."""
+        result = self._finish(raw, self._read(raw))
+        if self.learned and isinstance(result, Fingerprinted):
+            self.foresee(result)
+        return result
+
+    def foresee(self, item: Fingerprinted) -> None:
+        """The site's layout hint after this page, as `read_by_layout` will learn it."""
+        if not item.layout_seen or item.rejection is not None:
+            return
+        known = self.layout_hints.get(item.template_hash)
+        layout = replace(known) if known is not None else SiteLayout()
+        layout.observe(item.layout_seen)
+        self.hint(item.template_hash, layout)
 
     def _finish(self, raw: RawRecord, read: tuple[Page, dict[str, Any]] | Outcome) -> Fingerprinted | Outcome:
         return read if isinstance(read, Outcome) else self._fingerprint(raw, *read)
@@ -219,15 +287,46 @@ class Fingerprinter:
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
 
-    def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any]) -> Fingerprinted | Outcome:
+    def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any],
+                     layout: str | None = None) -> Fingerprinted | Outcome:
+        request = self.layout_request(page) if layout is None else layout
         try:
-            texts, signatures = self.signatures(page)
+            texts, signatures = self.signatures(page, request)
             return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
-                                 visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang))
+                                 visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang),
+                                 layout_asked=request if texts.layout else "", layout_seen=texts.layout)
         except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
             raise
+        except Rejected as err:
+            if request and err.reason is Reason.NO_TEXT and may_be_html(page):  # its text may depend on the request
+                return Fingerprinted(page, record, raw.origin, {}, arrival_ms=raw.arrival_ms, layout_asked=request,
+                                     rejection=self._failed(raw, record, err))
+            return self._failed(raw, record, err)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
+
+    def layout_request(self, page: Page) -> str:
+        """How `fast` is to read the page (`clean.learned_layout`'s request; "": learned extraction off)."""
+        return self._request(page, self.layout_hints.get(site_hash(template_site(page.url))) if self.learned else None)
+
+    def _request(self, page: Page, layout: SiteLayout | None) -> str:
+        """How `fast` is to read the page if its site's layout is `layout` (None: none yet)."""
+        if not self.learned or page.url.startswith(TEXT_URL_SCHEME):
+            return ""
+        return OBSERVE if layout is None else layout.request()
+
+    def read_again(self, item: Fingerprinted, request: str) -> Fingerprinted | Outcome:
+        """The page prepared again, read as `request` asks (the stateful stage's, `read_by_layout`)."""
+        self.extraction_redone += 1
+        raw = RawRecord(origin=item.origin, arrival_ms=item.arrival_ms)
+        return self._fingerprint(raw, item.page, item.record, request)
+
+    def hint(self, template_hash: int, layout: SiteLayout) -> None:
+        """Note a site's layout (a copy) for the next pages `prepare` reads."""
+        hints = self.layout_hints
+        if len(hints) >= MAX_LAYOUT_HINTS and template_hash not in hints:
+            hints.clear()
+        hints[template_hash] = replace(layout)
 
     def _failed(self, raw: RawRecord, record: dict[str, Any], err: Exception) -> Outcome:
         """A rejection with its reason; any other error is a processing error, logged."""
@@ -249,11 +348,12 @@ class Fingerprinter:
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
-    def signatures(self, page: Page) -> tuple[Texts, dict[str, Any]]:
+    def signatures(self, page: Page, layout: str = "") -> tuple[Texts, dict[str, Any]]:
         """Clean, tokenise and compute every enabled method's signature.
 
-        The page's visible text too when the template model is on."""
-        texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None)
+        The page's visible text too when the template model is on. `layout`: how `fast` uses the
+        site's learned layout (`clean.learned_layout`'s request)."""
+        texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None, layout=layout)
         return texts, fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
@@ -281,6 +381,15 @@ class Fingerprinter:
             record = _raw_payload(raw)
         return Outcome(record, Rejection(reason, detail, raw.origin).as_dict(), raw.origin)
 
+
+# summary.json's and the worker's "extraction": pages read from their site's learned container, by
+# `fast` (the site cold), by `fast` after the learned container failed (fallback), and of these the
+# pages after which the site dropped its container to learn again (relearned)
+EXTRACTION_COUNTS = ("learned", "fast", "fallback", "relearned")
+MAX_LAYOUT_HINTS = 1 << 16  # sites whose layout `prepare` keeps (~300 bytes each)
+# A cold site's pages of a batch read one after the other (`_site_chain`) before the rest go side
+# by side: a site that has not warmed in this many is one whose pages disagree (it may never)
+CHAIN_PAGES = 8
 
 _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -334,6 +443,37 @@ def steered_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any,
     return b"" if method is None else method.encode(item.steered)
 
 
+def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter) -> Fingerprinted | Outcome:
+    """The page read as its site's layout, as the site's earlier pages left it, asks; then learned from.
+
+    `prepare` read the page by the layout it could see (`Fingerprinter.layout_hints`); where that is
+    not the site's layout now (its site's first pages of a batch, a site that turned warm or
+    relearned in the batch, a restart), the page is read again. So every page is read with the state
+    left by its site's earlier pages, however batched (docs/template-model.md, "the learned
+    layout"), and the site learns from it, in order."""
+    if not item.layout_asked:
+        return item
+    layout = site.layout if site.layout is not None else SiteLayout()
+    expected = layout.request()
+    if item.layout_asked != expected:
+        read = fingerprinter.read_again(item, expected)
+        if isinstance(read, Outcome) or not read.layout_asked:
+            return read
+        item = read
+    if item.rejection is not None:
+        return item.rejection
+    before = site.layout.encode() if site.layout is not None else b""
+    event = layout.observe(item.layout_seen)
+    counts = fingerprinter.extraction
+    counts["fallback" if event == "relearned" else event] += 1
+    if event == "relearned":
+        counts["relearned"] += 1
+    if layout.encode() != before:
+        site.layout, site.layout_changed = layout, True
+    fingerprinter.hint(item.template_hash, layout)
+    return item
+
+
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
              params: TemplateParams) -> Fingerprinted | Outcome:
     """The page without its site's template, fingerprinted again if anything was removed.
@@ -349,7 +489,10 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     What no single other page can do (docs/template-model.md, "one page"): reject a page as
     missed content (its main-text lines must be on `missed_min_pages` earlier pages; on fewer, in the
     cold start, the page is judged on the text it shows for the first time), or reject a long page
-    (`missed_short_words` words or more) as template only (it is judged on its whole text)."""
+    (`missed_short_words` words or more) as template only (it is judged on its whole text).
+
+    First the page is read as its site's learned layout asks (`read_by_layout`); last, the paragraphs
+    of its word-pair sketch that its site showed before are marked."""
     shown = site.shown_lines()  # before this page is counted: what marks its paragraphs shown before
     outcome = _own_text(item, site, fingerprinter, params)
     return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, shown)
@@ -366,6 +509,11 @@ def _marked_shown(item: Fingerprinted, shown: np.ndarray) -> Fingerprinted:
 def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
               params: TemplateParams) -> Fingerprinted | Outcome:
     """`own_text` before the page's paragraphs are marked."""
+    if item.layout_asked:
+        read = read_by_layout(item, site, fingerprinter)
+        if isinstance(read, Outcome):
+            return read
+        item = read
     hashes = line_hashes(item.text)
     missed, first_shown = _missed_own_text(item, site, hashes, params)
     visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts

@@ -110,9 +110,9 @@ def test_pages_without_markup_are_prepared_in_the_calling_thread(monkeypatch):
     where: dict[str, str] = {}
     fingerprint = Fingerprinter._fingerprint
 
-    def recording(self, raw, page, record):
+    def recording(self, raw, page, record, layout=None):
         where[raw.origin] = threading.current_thread().name
-        return fingerprint(self, raw, page, record)
+        return fingerprint(self, raw, page, record, layout)
 
     monkeypatch.setattr(Fingerprinter, "_fingerprint", recording)
     fingerprinter = Fingerprinter(replace(DetectorConfig(), prepare_threads=2))

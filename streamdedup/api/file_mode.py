@@ -108,7 +108,8 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike
                 sink.close()
             summary = sink.summary(state=str(state_dir), config=detector.store_fingerprint(), policy=config.policy,
                                    runs=job.runs(), work_per_page=detector.work_per_page(),
-                                   store_us_per_page=detector.time_per_page(), stopped_by=stopped)
+                                   store_us_per_page=detector.time_per_page(), extraction=detector.extraction(),
+                                   extraction_read_again=detector.fingerprinter.extraction_redone, stopped_by=stopped)
             sink.write_clusters()
             write_summary(out_dir, summary)
     finally:

@@ -18,6 +18,7 @@ from typing import Literal
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.fast_extract import extract_fast, fast_texts, main_content_text
+from streamdedup.clean.learned_layout import learned_texts
 
 # the names marked F401 are imported from here too (the pipeline, the fingerprinter, tests, benches)
 from streamdedup.clean.page_text import (
@@ -119,11 +120,14 @@ C_EXTRACTORS = frozenset({"fast", "resiliparse", "none"})
 def page_texts(html: str, extractor: str, visible: bool) -> Texts:
     """The page's `Texts` by `extractor` (the visible text only if `visible`).
 
-    A library that cannot be imported (trafilatura, on the first page that needs it) is
-    `CleaningStackMissing`: the run stops, naming the fix."""
+    `extractor` may carry, after a newline, how `fast` is to use its site's learned layout
+    (`learned_layout`'s request: the helper process gets it so). A library that cannot be imported
+    (trafilatura, on the first page that needs it) is `CleaningStackMissing`: the run stops,
+    naming the fix."""
+    extractor, _, layout = extractor.partition("\n")
     try:
         if extractor == "fast":
-            return fast_texts(html, visible)
+            return learned_texts(html, layout, visible) if layout else fast_texts(html, visible)
         if extractor == "resiliparse":
             return resiliparse_texts(html, visible)
         main = _BACKENDS[extractor](html)
@@ -134,13 +138,15 @@ def page_texts(html: str, extractor: str, visible: bool) -> Texts:
     return Texts(main, main if extractor == "none" else extract_all_text(html))
 
 
-def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: bool = False) -> Texts:
+def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: bool = False,
+                  layout: str = "") -> Texts:
     """The page's `Texts`, from one parse where the extractor allows, within a time bound.
 
     The page's `Texts` (all its visible text only if `visible`), in one pass where the
     extractor allows (one parse, one round trip to the helper). Deeper nesting than MAX_NESTING is
     refused first; `max_seconds` bounds the rest: the C extractors run in a helper process that is
-    killed on overrun, the others under an alarm (0: no bound)."""
+    killed on overrun, the others under an alarm (0: no bound). `layout`: how `fast` uses the page's
+    site's learned layout (`learned_layout`'s request; "": not at all)."""
     if extractor not in _BACKENDS:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
     # here, not at the top: the helper process imports this module for `page_texts`, and the
@@ -151,12 +157,13 @@ def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: 
     check_nesting(html, utf8=utf8)
     # SIGALRM reaches only the main thread: elsewhere (prepare_many's threads) every extractor runs
     # in the helper, whose kill bounds trafilatura as it bounds C
+    asked = f"{extractor}\n{layout}" if layout and extractor == "fast" else extractor
     if max_seconds > 0 and (extractor in C_EXTRACTORS or threading.current_thread() is not threading.main_thread()):
         from streamdedup.clean.isolated import helper
 
-        return helper().extract(extractor, html, max_seconds, visible, utf8=utf8)
+        return helper().extract(asked, html, max_seconds, visible, utf8=utf8)
     with time_limit(max_seconds):
-        return page_texts(html, extractor, visible)
+        return page_texts(html, asked, visible)
 
 
 def extract_main_text(html: str, extractor: str, max_seconds: float = 0.0) -> str:

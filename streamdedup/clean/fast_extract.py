@@ -26,6 +26,7 @@ the time; clean/trafilatura_once.py makes it one parse) and docs/evaluation.md (
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from streamdedup.clean import trafilatura_extract
@@ -193,13 +194,18 @@ def main_content_text(source: Any, skip: list[str] | None = None) -> str:
 
 def steered_text(tree: Any) -> str:
     """Steps 1 and 2: the article element's main text without the elements trafilatura discards."""
+    return steered_blocks(tree)[0]
+
+
+def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
+    """`steered_text`, and the elements it read (none: the whole page)."""
     if tree.body is None:
-        return main_content_text(tree, None)
+        return main_content_text(tree, None), []
     blocks = _containers(tree.body)
     if not blocks:
-        return main_content_text(tree, DISCARD_SELECTORS)
+        return main_content_text(tree, DISCARD_SELECTORS), []
     # each block's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
+    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks), blocks
 
 
 def fast_texts(html: str, visible: bool) -> Texts:
@@ -212,10 +218,17 @@ def fast_texts(html: str, visible: bool) -> Texts:
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
-    page_text = functools.cache(lambda: extract_all_text(tree))
+    return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree)))[0]
 
-    text = steered_text(tree)
-    steered = ""
+
+def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str]) -> tuple[Texts, list[Any], str]:
+    """`fast_texts` of a page parsed (`tree`, its whole text `page_text`), with where its text came from.
+
+    The elements of the page it read (`steered_blocks`; none: the whole page), and trafilatura's
+    text where it rescued the page (else "", and the elements' text is not the page's main text):
+    what `learned_layout` learns from."""
+    text, blocks = steered_blocks(tree)
+    steered = rescued = ""
     if covers_little(text, page_text):
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
         # taken for the container, or a page whose own text is short: trafilatura, whose rescue
@@ -223,7 +236,7 @@ def fast_texts(html: str, visible: bool) -> Texts:
         steered = text
         rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
         text = rescued or main_content_text(tree, None)
-    return Texts(text, page_text() if visible else "", steered)
+    return Texts(text, page_text() if visible else "", steered), blocks, rescued
 
 
 def extract_fast(html: str) -> str:

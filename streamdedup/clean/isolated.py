@@ -7,13 +7,14 @@ does not, it is killed (and a new one started for the next page) and the page is
 `timeout`. A helper that crashes (a segfault in C) costs its page, not the worker.
 
 Protocol (stdin/stdout of `python -m streamdedup.clean.isolated_main`): a request is a header
-(extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8;
+(extractor name length, html length, 1 if the visible text is wanted) then name and html, UTF-8
+(the name of `fast` reading by a learned layout carries its request after a newline: `page_texts`);
 an answer is a 4-byte mark of this protocol's version (`_MARK`), (status, and the lengths of the
-main, visible and steered text: `extract.Texts`) and the three texts, or the error (as the main
-text) for status 1 (the page failed) and 2 (the extractor's libraries cannot load). The mark comes
-first so that a helper of another version (streamdedup's files changed under a running process,
-and a helper started since runs the new ones) is told at once, not waited on for bytes it never
-sends.
+main, visible and steered text and the layout observation: `extract.Texts`) and the four texts,
+or the error (as the main text) for status 1 (the page failed) and 2 (the extractor's libraries
+cannot load). The mark comes first so that a helper of another version (streamdedup's files
+changed under a running process, and a helper started since runs the new ones) is told at once,
+not waited on for bytes it never sends.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from streamdedup.clean.page_text import Texts
 from streamdedup.record.rejection import Reason, Rejected
 
 _HEADER = struct.Struct("<III")  # a request's
-_MARK = b"sdx3"  # an answer's first bytes: this protocol's version (3: three texts)
-_ANSWER = struct.Struct("<IIII")
+_MARK = b"sdx4"  # an answer's first bytes: this protocol's version (4: four texts)
+_ANSWER = struct.Struct("<IIIII")
 _STACK_MISSING = 2  # an answer's status: the extractor's libraries cannot load (1: the page failed)
 
 
@@ -67,8 +68,8 @@ class IsolatedExtractor:
                     f"the extraction helper answered in another protocol ({mark!r}, expected {_MARK!r}): "
                     "streamdedup's files changed under this running process; restart it")
             status, *sizes = _ANSWER.unpack(_read_exactly(process.stdout, _ANSWER.size))
-            text, everything, steered = (_read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
-                                         for size in sizes)
+            text, everything, steered, layout = (_read_exactly(process.stdout, size).decode("utf-8", "surrogatepass")
+                                                 for size in sizes)
         except (Rejected, CleaningStackMissing):
             raise
         except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
@@ -81,7 +82,7 @@ class IsolatedExtractor:
             raise CleaningStackMissing(text)
         if status != 0:
             raise RuntimeError(text)
-        return Texts(text, everything, steered)
+        return Texts(text, everything, steered, layout)
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
@@ -145,9 +146,9 @@ def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO
         try:
             answer, status = tuple(texts(html, name, bool(visible))), 0
         except CleaningStackMissing as err:  # the parent stops the run, naming the fix
-            answer, status = (str(err), "", ""), _STACK_MISSING
+            answer, status = (str(err), "", "", ""), _STACK_MISSING
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page
-            answer, status = (f"{type(err).__name__}: {err}", "", ""), 1
+            answer, status = (f"{type(err).__name__}: {err}", "", "", ""), 1
         out = [text.encode("utf-8", "surrogatepass") for text in answer]
         try:
             stdout.write(_MARK + _ANSWER.pack(status, *map(len, out)) + b"".join(out))

@@ -20,11 +20,13 @@ class Texts(NamedTuple):
     the article element's own text by trafilatura's (the element's text covered little of the page),
     that element's text (else ""). A rescue may take a site's boxes (an author's note, other
     stories) for a short page's article; the element's own text says what the page itself holds
-    (`verdict/engine.py`, own-site candidates)."""
+    (`verdict/engine.py`, own-site candidates). And what the page showed of its site's layout, where
+    a learned layout was asked about (`learned_layout`'s observation; else "")."""
 
     main: str
     visible: str = ""
     steered: str = ""
+    layout: str = ""
 
 
 # trafilatura's own bounds for an extraction that "covers little of the page" (core.py's

@@ -34,12 +34,13 @@ def clean_page(page: Page, config: CleaningConfig) -> str:
     return clean_page_texts(page, config, visible=False)[0]
 
 
-def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> Texts:
+def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: str = "") -> Texts:
     """The page's `Texts`, each normalised.
 
     Its main text; if `visible`, all its visible text (where a site's template always shows, while
     it leaks into the main text only sometimes: clean/template.py learns from it); the article
-    element's own text where a rescue replaced it. Raises Rejected with the reason."""
+    element's own text where a rescue replaced it; what the page showed of its site's layout
+    (`layout`: how `fast` is to use it, `clean.learned_layout`). Raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
@@ -49,8 +50,8 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool) -> Texts
                                max_bytes=config.max_content_bytes)
     texts = Texts(content)
     if is_html(page.content_type, content):
-        texts = extract_texts(content, config.extractor, config.max_seconds, visible)
-    text, everything, steered = (normalize_text(t[: config.max_text_chars]) if t else "" for t in texts)
+        texts = extract_texts(content, config.extractor, config.max_seconds, visible, layout)
+    text, everything, steered = (normalize_text(t[: config.max_text_chars]) if t else "" for t in texts[:3])
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
-    return Texts(text, everything, steered)
+    return Texts(text, everything, steered, texts.layout)

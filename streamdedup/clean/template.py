@@ -56,6 +56,7 @@ import numba
 import numpy as np
 import xxhash
 
+from streamdedup.clean.learned_layout import SiteLayout
 from streamdedup.record.page import site_of, url_host
 from streamdedup.tokens.hashing import distinct_counts
 
@@ -255,7 +256,7 @@ class SiteTemplate:
     so a key that leaves the array leaves the set."""
 
     __slots__ = ("pages", "since_halving", "_lines", "_counts", "_urls", "_start", "_end", "_seen", "learned",
-                 "deltas", "delta_bytes")
+                 "deltas", "delta_bytes", "layout", "layout_changed")
 
     def __init__(self, pages: int = 0, since_halving: int = 0, counts: dict[int, int] | None = None,
                  urls: Iterable[int] | np.ndarray = ()) -> None:
@@ -276,6 +277,10 @@ class SiteTemplate:
         self.learned: list[tuple[int, np.ndarray]] = []
         self.deltas = 0
         self.delta_bytes = 0
+        # where the site's article lives, as its pages taught it (clean/learned_layout.py; None: not
+        # yet), kept in a record of its own beside the model's, written when `layout_changed`
+        self.layout: SiteLayout | None = None
+        self.layout_changed = False
 
     @property
     def counts(self) -> dict[int, int]:
@@ -318,7 +323,8 @@ class SiteTemplate:
             return NotImplemented
         return (self.pages, self.since_halving) == (other.pages, other.since_halving) \
             and np.array_equal(self._lines, other._lines) and np.array_equal(self._counts, other._counts) \
-            and np.array_equal(self._urls[self._start: self._end], other._urls[other._start: other._end])
+            and np.array_equal(self._urls[self._start: self._end], other._urls[other._start: other._end]) \
+            and self.layout == other.layout
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 

@@ -7,6 +7,7 @@ RocksDB column family "default", keys distinguished by a 1-byte prefix:
     T<event ms:8><seq:8>           -> b""   event-time index, for retention                [time]
     V<topic>:<partition>@<offset:20> -> record digest + verdict the Faust app emitted      [journal]
     S<xxh3-64(site):8>             -> the site's template model (clean/template.py)        [templates]
+    L<xxh3-64(site):8>             -> the site's learned layout (clean/learned_layout.py)  [templates]
 
 The index (`memory_index`), every name 6 bytes, rebuilt from the DocRecords when the store opens:
 
@@ -50,7 +51,7 @@ def method_tags(names: Sequence[str]) -> dict[str, int]:
     rule."""
     return {name: tag for tag, name in enumerate(sorted(names))}
 
-META, DOC, TIME, JOURNAL, TEMPLATE = b"M", b"D", b"T", b"V", b"S"
+META, DOC, TIME, JOURNAL, TEMPLATE, LAYOUT = b"M", b"D", b"T", b"V", b"S", b"L"
 INDEX_CF = "index"
 HASH_BYTES = 5
 INDEX_KEY_SIZE = 1 + HASH_BYTES
@@ -74,6 +75,11 @@ def journal_key(name: str) -> bytes:
 
 def template_key(site_hash: int) -> bytes:
     return TEMPLATE + _SEQ.pack(site_hash)
+
+
+def layout_key(site_hash: int) -> bytes:
+    """A site's learned layout, written whole beside its template (stores before it have none: learned anew)."""
+    return LAYOUT + _SEQ.pack(site_hash)
 
 
 _TEMPLATE_DELTA_KEY = struct.Struct(">cQI")

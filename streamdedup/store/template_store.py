@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rocksdict import Rdict, WriteBatch
 
+from streamdedup.clean.learned_layout import SiteLayout
 from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import layout
 from streamdedup.store.errors import check_iterator
@@ -108,10 +109,11 @@ class SiteTemplates:
     Both stores that keep templates stage them this way. With a `cache`, a template is taken from it
     if there, and put back by `written`.
 
-    A template that learned nothing is not written; one that did is written as a delta record
-    (what it learned) until it has `MAX_DELTAS` of them or they hold half its bytes, then whole,
-    its deltas deleted in the same WriteBatch. So a batch's write is about what it learned, and a
-    read replays a bounded number of deltas."""
+    A site's learned layout (`SiteTemplate.layout`) is written whole when it changed (a few dozen
+    bytes, `layout.layout_key`). A template that learned nothing is not written; one that did is
+    written as a delta record (what it learned) until it has `MAX_DELTAS` of them or they hold
+    half its bytes, then whole, its deltas deleted in the same WriteBatch. So a batch's write is
+    about what it learned, and a read replays a bounded number of deltas."""
 
     def __init__(self, db: Rdict, params: TemplateParams | None, cache: TemplateCache | None = None) -> None:
         self._db = db
@@ -126,12 +128,16 @@ class SiteTemplates:
             template = None if self._cache is None else self._cache.take(site_hash)
             if template is None:
                 template = read_template(self._db, site_hash, self._params)
+                layout_record = self._db.get(layout.layout_key(site_hash))
+                template.layout = None if layout_record is None else SiteLayout.decode(layout_record)
             self._staged[site_hash] = template
         return template
 
     def write(self, wb: WriteBatch) -> None:
         self._wrote.clear()
         for site_hash, template in self._staged.items():
+            if template.layout_changed and template.layout is not None:  # small: written whole
+                wb.put(layout.layout_key(site_hash), template.layout.encode())
             if not template.learned:
                 continue
             delta = template.encode_learned()
@@ -150,6 +156,8 @@ class SiteTemplates:
             template = self._staged[site_hash]
             template.learned, template.deltas, template.delta_bytes = [], deltas, delta_bytes
         self._wrote.clear()
+        for template in self._staged.values():
+            template.layout_changed = False
         if self._cache is not None:
             for site_hash, template in self._staged.items():
                 self._cache.put(site_hash, template)

@@ -142,8 +142,8 @@ def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_proce
     html = blog_page()
     for extractor in ("fast", "resiliparse", "trafilatura"):
         alone = extract_main_text(html, extractor)
-        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html), "")
-        assert extract_texts(html, extractor, max_seconds=10) == (alone, "", "")
+        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html), "", "")
+        assert extract_texts(html, extractor, max_seconds=10) == (alone, "", "", "")
 
 
 def test_where_trafilatura_rescues_a_page_the_article_elements_own_text_comes_with_it():

@@ -46,6 +46,8 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
     work = worker.metrics.registry.get_sample_value
     assert work("streamdedup_decide_work_total", {"kind": "pages"}) >= len(values) - 1
     assert work("streamdedup_decide_work_total", {"kind": "candidates_verified"}) >= 4  # two copies of each story
+    # how the pages were read: each once, by `fast` (two pages a site: none warm)
+    assert work("streamdedup_extraction_pages_total", {"kind": "fast"}) == len(values) - 1
     # and where its time went, by step: each step that topology's judging handlers time, within the run
     timed = Detector.STEPS if topology == "local" else ("lookups", "verdicts", "commit", "expire")
     steps = {step: work("streamdedup_store_step_seconds_total", {"step": step}) for step in timed}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,14 @@ import xxhash
 from confluent_kafka import Message
 
 from streamdedup.clean.template import document_key
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text, steered_record
+from streamdedup.fingerprinter import (
+    EXTRACTION_COUNTS,
+    Fingerprinted,
+    Fingerprinter,
+    Outcome,
+    own_text,
+    steered_record,
+)
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
@@ -149,6 +157,8 @@ class FingerprintPartition:
         self._committed_highest: tuple[bytes, int | None] = (b"", None)  # as of the last commit (`discard`)
         self.sent: bytes | None = None  # the watermark last sent to the index partitions
         self.last_batch_at = time.monotonic()
+        # this partition's share of the (shared) fingerprinter's `extraction` counts
+        self._extraction: Counter[str] = Counter({kind: 0 for kind in EXTRACTION_COUNTS})
 
     def _repeated(self, page_id: str) -> bool:
         """Whether a page with this id came earlier on this input partition; else it is noted."""
@@ -167,6 +177,7 @@ class FingerprintPartition:
         # replays; an infinite watermark sent in the round that fetched the batch is taken back here
         if self.holding.on and self._taking_back(len(messages)):
             self._send_watermark(out, self._waking())
+        counted = Counter(self.fingerprinter.extraction)
         prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message),
                                                               arrival_ms=message_timestamp(message),
                                                               position=position_of(message))
@@ -214,6 +225,7 @@ class FingerprintPartition:
             self.highest = max(self.highest, order)
             self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
         self.last_batch_at = time.monotonic()
+        self._extraction.update(self.fingerprinter.extraction - counted)
         if self.holding.on and replayed < len(messages):
             self._send_watermark(out, self._watermark())
         return replayed
@@ -295,6 +307,10 @@ class FingerprintPartition:
 
     def step_ns(self) -> Mapping[str, int]:
         return {}
+
+    def extraction(self) -> Mapping[str, int]:
+        """How this partition's pages were read (`fingerprinter.EXTRACTION_COUNTS`), for the worker's metrics."""
+        return dict(self._extraction)
 
     def close(self) -> None:
         self._ids.clear()

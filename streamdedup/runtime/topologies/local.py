@@ -57,6 +57,10 @@ class LocalDedupPartition:
         """The detector's work counts so far (`Detector.WORK_COUNTS`), for the worker's metrics."""
         return {kind: self.detector.work[kind] for kind in Detector.WORK_COUNTS}
 
+    def extraction(self) -> Mapping[str, int]:
+        """How the detector's pages were read (`fingerprinter.EXTRACTION_COUNTS`), for the worker's metrics."""
+        return dict(self.detector.fingerprinter.extraction)
+
     def step_ns(self) -> Mapping[str, int]:
         """The detector's nanoseconds by step (`Detector.STEPS`), for the worker's metrics."""
         return dict(self.detector.step_ns)

@@ -132,6 +132,7 @@ class Assignment(WorkerState):
             self._start_offsets.pop((tp.topic, tp.partition), None)
             self._work_seen.pop((tp.topic, tp.partition), None)  # a handler opened again counts from 0
             self._steps_seen.pop((tp.topic, tp.partition), None)
+            self._extraction_seen.pop((tp.topic, tp.partition), None)
             if self._lag.pop((tp.topic, tp.partition), None) is not None and self._running:
                 self.metrics.lag.remove(tp.topic, str(tp.partition))  # another worker reports it now
         if self._paused:  # a paused partition would stay paused when it is assigned again

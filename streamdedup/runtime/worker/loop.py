@@ -68,6 +68,7 @@ class Worker(Transactions, Assignment):
         self.replay_until = {}
         self._work_seen = {}  # each handler's work counts at its last batch
         self._steps_seen = {}  # and its nanoseconds by step
+        self._extraction_seen = {}  # and how its pages were read
         self._stop = threading.Event()
         self._closing = False  # the consumer is closing: an assignment it still delivers is not taken
         self._last_activity = None  # set on assignment and on every batch

@@ -109,3 +109,6 @@ class Reporting(LagTracking):
             self.metrics.work.labels(kind).inc(added)
         for step, ns in _since_last(self._steps_seen, tp_key, handler.step_ns()):
             self.metrics.store_steps.labels(step).inc(ns / 1e9)
+        # the handlers that read pages (the local topology's, the global one's fingerprint step)
+        for kind, added in _since_last(self._extraction_seen, tp_key, getattr(handler, "extraction", dict)()):
+            self.metrics.extraction.labels(kind).inc(added)

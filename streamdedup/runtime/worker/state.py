@@ -53,6 +53,7 @@ class WorkerState:
     replay_until: dict[TP, int]
     _work_seen: dict[TP, dict[str, int]]  # each handler's work counts at its last batch
     _steps_seen: dict[TP, dict[str, int]]  # and its nanoseconds by step
+    _extraction_seen: dict[TP, dict[str, int]]  # and how its pages were read
     _stop: threading.Event
     _closing: bool  # the consumer is closing: an assignment it still delivers is not taken
     _last_activity: float | None  # set on assignment and on every batch

@@ -1,0 +1,296 @@
+"""Extraction learned per site: where a site's article lives, as a selector, and the text from it.
+
+A crawl visits the same sites again and again. `fast` (fast_extract.py) answers, for every page,
+"where is the article on a page I have never seen": trafilatura's container rules in lexbor, and
+for a page they miss (a brief, a container named like boilerplate) trafilatura's whole rescue,
+about 12 ms a page. A site's pages share one template, so its earlier pages say where the article
+is; a later page is then read from that container in one parse (docs/template-model.md, "the
+learned layout").
+
+Pure parts, no state kept here:
+
+- `observe` (`selector_for`, `holding_element`): from a page `fast` read, the container its text
+  came from, as a selector a later page runs in lexbor: the element `_containers` chose, or, where
+  trafilatura rescued the page, the deepest container (div, article, section, main, td) holding
+  the rescued text's longest lines. Tag, stable id, stable classes (no digits: "post-123" is one
+  page's), qualified by its parent's when that alone does not find the same element first; ""
+  where no such selector finds it.
+- `learned_texts`: a page's `Texts` read from a learned selector, or `fast`'s when the learned
+  container is missing or implausible (`plausible`), with what the page showed (`Texts.layout`).
+- `SiteLayout`: a site's learned selector and its counters, as its template record keeps it: warm
+  after `WARM_AFTER` consecutive pages agreed on it, dropped (the site learns again) after
+  `RELEARN_AFTER` consecutive pages it failed.
+
+The request and the observation travel as short strings (through the helper process, whose
+protocol carries strings): a request is "" (plain `fast`), `OBSERVE` (`fast`, and say which
+container), or "<share>|<selector>" (read from the selector); an observation is "fast:<share>|<selector>",
+"held", or "miss:<share>|<selector>" / "lost:<share>|<selector>" (the learned container's text was
+implausible / it was not on the page; `fast` read the page and saw that).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from streamdedup.clean.fast_extract import DISCARD_SELECTORS, MIN_CONTAINER_CHARS, fast_read, main_content_text
+from streamdedup.clean.page_text import SMALL_EXTRACTION_CHARS, SMALL_EXTRACTION_SHARE, Texts, extract_all_text
+
+OBSERVE = "?"  # a request: read the page with `fast` and say which container held its text
+# an observation's kinds: read from the learned container; read by `fast` (the site is cold); the
+# learned container's text was implausible, or it was not on the page, and `fast` read the page
+HELD, FAST, MISS, LOST = "held", "fast:", "miss:", "lost:"
+
+# Pages in a row whose `fast` text came from the same selector before a site's layout is used.
+# One page can be a listing or a special page whose container is its own; two in a row could be two
+# pages of one kind (two galleries); three in a row of the same container, on a site's first pages,
+# is the template's article container. Each page of a site still cold costs a `fast` read and the
+# observation (~0.5 ms), so it is kept small.
+WARM_AFTER = 3
+# Pages in a row the learned container failed on before the site drops it and learns again from
+# `fast`: one or two can be listings or error pages of the same site; a redesign fails on every
+# page, so after three the site is read by `fast` again from its 4th page on. A page fails it when
+# the container is not on it, or when its text is implausible and `fast` took the page's text from
+# another container; not when `fast` found its text in the same one or in none it could name (a
+# brief, which trafilatura rescues: a site of long articles shows briefs in any number in a row).
+RELEARN_AFTER = 3
+MAX_SELECTOR_BYTES = 512  # a longer selector is not learned (bounded per site)
+# A learned container's text is plausible when it does not "cover little" of the page by the bound
+# `fast` applies to its own container (trafilatura's: 3,000 characters or a fifth of the page's
+# visible text), or, for a site whose learning pages were all below it (briefs, learned from where
+# trafilatura's rescue found their text), is at least half the least share they showed. A site that
+# learned from pages above it is held to it: a page whose container covers less is one `fast` would
+# rescue (web dev: a short update whose container also held a "latest posts" list)
+SHARE_SLACK = 2
+_COVERS = int(1000 * SMALL_EXTRACTION_SHARE)
+_CONTAINER_TAGS = frozenset({"article", "div", "main", "section", "td"})
+_NAMED_BY_TAG = frozenset({"article", "main"})  # a bare tag that names the article's container on its own
+_STABLE = re.compile(r"[A-Za-z_-]{1,64}")  # a class or id of the template, not of one page ("post-123")
+_KEY_LINES = 3  # the rescued text's longest lines that must all be in the container found for it
+_KEY_CHARS = 40  # ... cut to this many characters (whitespace as lexbor's `text` may hold it aside)
+
+
+def _simple(node: Any) -> str:
+    """The element as a selector by its own tag, stable id and stable classes."""
+    parts = [node.tag]
+    ident = node.getattr("id")
+    if ident and _STABLE.fullmatch(ident):
+        parts.append(f'[id="{ident}"]')
+    parts += [f'[class~="{name}"]' for name in (node.getattr("class") or "").split() if _STABLE.fullmatch(name)]
+    return "".join(parts)
+
+
+def containers(tree: Any, selector: str) -> list[Any]:
+    """The elements a learned selector takes from a page.
+
+    Its first match holding `MIN_CONTAINER_CHARS` (as `_containers`; else its longest match, for a
+    site of briefs), with the matches after it under the same parent holding as much (an article
+    written as blocks)."""
+    if tree.body is None:
+        return []
+    try:
+        matches = tree.body.query_selector_all(selector)
+    except Exception:  # noqa: BLE001 - a selector lexbor refuses (a damaged record) finds nothing
+        return []
+    if not matches:
+        return []
+    first = next((i for i, node in enumerate(matches) if len(node.text) >= MIN_CONTAINER_CHARS), None)
+    if first is None:
+        return [max(matches, key=lambda node: len(node.text))]
+    parent = matches[first].parent
+    return [matches[first]] + [node for node in matches[first + 1:]
+                               if parent is not None and node.parent == parent
+                               and len(node.text) >= MIN_CONTAINER_CHARS]
+
+
+def container_text(blocks: list[Any]) -> str:
+    """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards."""
+    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
+
+
+def selector_for(tree: Any, node: Any) -> tuple[str, list[Any]]:
+    """A selector whose `containers` on this page start with `node`, and those; ("", []) if none of the two tried does.
+
+    The element's own (`_simple`), else under its parent's. Not a bare "div" or "section" (under
+    another bare one): the template's article is named, or is the page's <article> or <main>."""
+    own = _simple(node)
+    tried = [own] if own != node.tag or own in _NAMED_BY_TAG else []
+    parent = node.parent
+    if parent is not None and parent.tag not in ("html", "#document"):
+        above = _simple(parent)
+        if tried or above != parent.tag or above in _NAMED_BY_TAG:
+            tried.append(f"{above} > {own}")
+    for selector in tried:
+        if len(selector.encode()) > MAX_SELECTOR_BYTES:
+            break
+        found = containers(tree, selector)
+        if found and found[0] == node:
+            return selector, found
+    return "", []
+
+
+def _key_lines(text: str) -> list[str]:
+    """The rescued text's longest lines, cut, that its container must hold."""
+    lines = sorted((" ".join(line.split()) for line in text.split("\n")), key=len, reverse=True)
+    return [line[:_KEY_CHARS] for line in lines[:_KEY_LINES] if len(line) >= _KEY_CHARS]
+
+
+def holding_element(tree: Any, text: str, near: Any = None) -> Any:
+    """The deepest container element whose text holds the text's longest lines; None if none.
+
+    Found from `near` (the element `fast` tried first, if any) up to the first element that holds
+    them all, then down, one level at a time, into the child container that holds them all: a text
+    computed per element on the way, not per element of the page (each element handed to Python
+    costs a node object: descending from the body through every child cost ~2 ms a page)."""
+    keys = _key_lines(text)
+    body = tree.body
+    if not keys or body is None:
+        return None
+
+    def holds(node: Any) -> bool:
+        found = " ".join(node.text.split())
+        return all(key in found for key in keys)
+
+    node = near if near is not None else body
+    while not holds(node):
+        node = node.parent
+        if node is None or node.tag in ("html", "#document"):
+            return None
+    while True:
+        inner = next((child for child in node.children if child.tag in _CONTAINER_TAGS and holds(child)), None)
+        if inner is None:
+            return None if node.tag not in _CONTAINER_TAGS else node
+        node = inner
+
+
+def share_of(text: str, page_text: str) -> int:
+    """The text's share of the page's visible text, per mille."""
+    return min(1000, len(text) * 1000 // max(1, len(page_text)))
+
+
+def plausible(text: str, page_text: str, share: int) -> bool:
+    """Whether a learned container's text is the page's article, as far as one page can tell.
+
+    Not empty, and not much smaller a part of the page's visible text than on the pages the site
+    learned it from (a listing, a gallery or an error page whose element of that name holds a
+    caption), unless it is long on its own (trafilatura's bound of a text that covers enough)."""
+    if not text.strip():
+        return False
+    floor = _COVERS if share >= _COVERS else share // SHARE_SLACK
+    return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= floor
+
+
+def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: str) -> str:
+    """What a page `fast` read says of its site's layout: "<share>|<selector>", or "" (nothing to learn).
+
+    The selector of the element `fast` took its text from (`blocks`, `_containers`' choice: `main`
+    is their text), or, if trafilatura rescued the page (`rescued`), of the element that holds that
+    text; and the share of the page that the selector's text is, which later pages are compared
+    with (`plausible`)."""
+    if rescued:
+        node = holding_element(tree, rescued, blocks[0] if blocks else None)
+    else:
+        node = blocks[0] if blocks else None
+    selector, found = ("", []) if node is None else selector_for(tree, node)
+    if not selector:
+        return ""
+    text = main if not rescued and found == blocks else container_text(found)
+    if rescued:  # the selector's text must hold what trafilatura found, or it is not where the article is
+        held = " ".join(text.split())
+        if not all(key in held for key in _key_lines(rescued)):
+            return ""
+    return f"{share_of(text, page_text)}|{selector}"
+
+
+def learned_texts(html: str, request: str, visible: bool) -> Texts:
+    """The page's `Texts` read as `request` asks (module docstring); `Texts.layout` says what it saw."""
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(html)
+    page_text = functools.cache(lambda: extract_all_text(tree))
+    kind = FAST
+    if request != OBSERVE:
+        share, _, selector = request.partition("|")
+        blocks = containers(tree, selector)
+        if blocks:
+            text = container_text(blocks)
+            if plausible(text, page_text(), int(share or 0)):
+                return Texts(text, page_text() if visible else "", "", HELD)
+        kind = MISS if blocks else LOST
+    texts, read, rescued = fast_read(html, visible, tree, page_text)
+    return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))
+
+
+_RECORD = struct.Struct("<BHIIIH")  # version, share, streak, held, missed, selector bytes; then the selector
+
+
+@dataclass
+class SiteLayout:
+    """A site's learned container and how it fared, as the site's template record keeps it.
+
+    `selector` with `share` (per mille of the page's visible text, the least of the pages that
+    taught it); `streak`: pages in a row whose `fast` text came from it while the site is cold; `warm`
+    once the streak reaches `WARM_AFTER`; `held` pages read from it since; `missed` pages in a row it
+    failed on."""
+
+    selector: str = ""
+    share: int = 0
+    streak: int = 0
+    held: int = 0
+    missed: int = 0
+
+    @property
+    def warm(self) -> bool:
+        return bool(self.selector) and self.streak >= WARM_AFTER
+
+    def request(self) -> str:
+        """How this site's next page is to be read (the module docstring's request)."""
+        return f"{self.share}|{self.selector}" if self.warm else OBSERVE
+
+    def observe(self, observation: str) -> str:
+        """Learn from one page, in order; returns how the page was read: learned, fast, fallback or relearned.
+
+        "relearned": the page's fallback was the last the learned container could miss."""
+        if observation == HELD:
+            self.held += 1
+            self.missed = 0
+            return "learned"
+        if observation.startswith((MISS, LOST)):
+            found = observation[len(MISS):]
+            elsewhere = found.partition("|")[2] not in ("", self.selector)
+            if observation.startswith(LOST) or elsewhere:
+                self.missed += 1
+            if self.missed < RELEARN_AFTER:
+                return "fallback"
+            self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
+            self._saw(found)
+            return "relearned"
+        self._saw(observation[len(FAST):] if observation.startswith(FAST) else "")
+        return "fast"
+
+    def _saw(self, found: str) -> None:
+        """A page read by `fast` whose text came from `found` ("<share>|<selector>", or "")."""
+        share, _, selector = found.partition("|")
+        if not selector:
+            self.selector, self.share, self.streak = "", 0, 0
+        elif selector == self.selector:
+            self.streak += 1
+            self.share = min(self.share, int(share))
+        else:
+            self.selector, self.share, self.streak = selector, int(share), 1
+        self.held = self.missed = 0
+
+    def encode(self) -> bytes:
+        selector = self.selector.encode()
+        return _RECORD.pack(1, self.share, self.streak, self.held, self.missed, len(selector)) + selector
+
+    @classmethod
+    def decode(cls, data: bytes) -> SiteLayout:
+        version, share, streak, held, missed, size = _RECORD.unpack_from(data)
+        if version != 1:
+            return cls()  # a layout this version cannot read: learned again
+        selector = data[_RECORD.size: _RECORD.size + size].decode()
+        return cls(selector, share, streak, held, missed)

@@ -1,0 +1,58 @@
+"""Extraction learned per site (clean/learned_layout.py): a site warms on its container, reads later
+pages from it with `fast`'s text, and learns again after a redesign; briefs do not make it relearn."""
+
+from streamdedup.clean.fast_extract import fast_texts
+from streamdedup.clean.learned_layout import (
+    HELD,
+    LOST,
+    MISS,
+    RELEARN_AFTER,
+    WARM_AFTER,
+    SiteLayout,
+    learned_texts,
+)
+from streamdedup.testing import make_article, wrap_in_template
+
+
+def _redesigned(paragraphs: list[str], site: str) -> str:
+    """The same site after a redesign: the article in a named div, no <article> any more."""
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return (f"<html><body><div class='top-bar'><a href='/'>{site} home</a></div>"
+            f"<div class='layout'><div class='post-content'><h1>Story</h1>{body}</div>"
+            f"<div class='side-col'><p>Most read on {site} this week and more</p></div></div></body></html>")
+
+
+def _read(layout: SiteLayout, html: str) -> tuple[str, str]:
+    texts = learned_texts(html, layout.request(), visible=True)
+    return layout.observe(texts.layout), texts.main
+
+
+def test_a_site_warms_reads_its_container_and_relearns_after_a_redesign():
+    layout, events = SiteLayout(), []
+    for seed in range(8):
+        html = wrap_in_template(make_article(seed), "news.example")
+        event, text = _read(layout, html)
+        events.append(event)
+        if event == "learned":  # the container `fast` would take: the same text
+            assert text == fast_texts(html, visible=False).main
+    assert events == ["fast"] * WARM_AFTER + ["learned"] * (8 - WARM_AFTER)
+    assert "article" in layout.selector and layout.held == 8 - WARM_AFTER
+    events = [_read(layout, _redesigned(make_article(100 + seed), "news.example"))[0] for seed in range(8)]
+    # the old container is gone: fallbacks, then the site drops it and warms on the new one
+    assert events[:RELEARN_AFTER] == ["fallback"] * (RELEARN_AFTER - 1) + ["relearned"]
+    assert events[RELEARN_AFTER:] == ["fast"] * (WARM_AFTER - 1) + ["learned"] * (8 - RELEARN_AFTER - WARM_AFTER + 1)
+    assert "post-content" in layout.selector
+    assert SiteLayout.decode(layout.encode()) == layout
+
+
+def test_briefs_and_listings_of_a_warm_site_fall_back_without_dropping_its_container():
+    layout = SiteLayout('div[class~="story"]', 400, WARM_AFTER)
+    same, other = f"{MISS}60|{layout.selector}", f"{MISS}500|div[class~=\"other\"]"
+    # a brief whose container holds little (fast found its text in the same one, or in none it could name)
+    for observation in [same, f"{MISS}", same, f"{MISS}"] * 3:
+        assert layout.observe(observation) == "fallback"
+    assert layout.warm and layout.missed == 0
+    assert layout.observe(HELD) == "learned"
+    # pages whose text `fast` found elsewhere, or without the container at all, count: a redesign
+    assert [layout.observe(o) for o in (other, f"{LOST}", other)] == ["fallback", "fallback", "relearned"]
+    assert not layout.warm and layout.selector == 'div[class~="other"]' and layout.streak == 1
