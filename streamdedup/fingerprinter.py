@@ -53,12 +53,15 @@ class Outcome:
     """One input record's result.
 
     The record (all its fields) and its `dedup` object; a judged page's typed `Verdict` too (the
-    Python API hands it on; the outputs write `dedup`)."""
+    Python API hands it on; the outputs write `dedup`); `line`, the JSON text `record` was decoded
+    from, if it was (file mode's outputs copy it rather than encode the page again:
+    `outputs.files.output_line`)."""
 
     record: dict[str, Any]
     dedup: dict[str, Any]
     origin: str
     verdict: Verdict | None = None
+    line: bytes | None = None
 
     @property
     def status(self) -> str:
@@ -110,6 +113,7 @@ class Fingerprinted:
     # the MinHash signature of the article element's own text, where extraction's rescue replaced
     # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/engine.py`); else None
     steered: Any = None
+    line: bytes | None = None  # the JSON text `record` was decoded from, if it was (`Outcome.line`)
 
     @_made_once
     def site_hash(self) -> int:
@@ -222,7 +226,8 @@ class Fingerprinter:
         try:
             texts, signatures = self.signatures(page)
             return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
-                                 visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang))
+                                 visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang),
+                                 line=raw.data if raw.fields is None else None)
         except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
             raise
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
@@ -355,7 +360,8 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
     if missed:
         site.learn(item.page.url, counted, params)
-        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin)
+        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin,
+                       line=item.line)
     known = site.known(params)
     template = None if first_shown else site.removed_lines(hashes, params)  # the lines made only if needed
     pages_before = site.pages
@@ -382,7 +388,8 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
         provisional = "" if known else f" (provisional: the site has shown {pages_before} pages)"
         detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
                   "too little own text is left")
-        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin)
+        return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin,
+                       line=item.line)
     return item.replaced(signatures=signatures, text=text, template_known=True)
 
 
