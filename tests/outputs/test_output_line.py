@@ -12,6 +12,7 @@ from conftest import make_article
 from streamdedup.api.file_mode import dedup_files
 from streamdedup.fingerprinter import Outcome
 from streamdedup.outputs.files import output_line
+from streamdedup.outputs.record_line import record_json
 
 DEDUP = {"id": "p", "status": "unique", "duplicate_of": None, "cluster_id": "p"}
 
@@ -36,6 +37,7 @@ def test_the_line_is_the_record_with_its_dedup(line: bytes) -> None:
     out = output_line(Outcome(record, DEDUP, "f:1", line=line))
     assert out.endswith(b"}\n") and out.count(b"\n") == 1 and b"\r" not in out
     assert orjson.loads(out) == {**record, "dedup": DEDUP}
+    assert record_json(record, DEDUP, line) + b"\n" == out  # a Kafka message's value: the same, no line end
     fields = pairs(out)
     assert [name for name, _ in fields].count("dedup") == 1
     assert fields[-1][0] == "dedup" or "dedup" in record  # last, unless the record had one
