@@ -22,9 +22,9 @@ from streamdedup.fingerprinter import (
     Fingerprinted,
     Fingerprinter,
     Outcome,
-    own_text,
     steered_record,
 )
+from streamdedup.own_text import own_text
 from streamdedup.record.batches import batches
 from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
@@ -185,14 +185,14 @@ class Detector:
         signatures, names = staged
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
-            return Outcome(fp.record, rejection.as_dict(), fp.origin)
+            return Outcome(fp.record, rejection.as_dict(), fp.origin, line=fp.line)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
         verdict = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names)
         dedup = verdict.as_dict()
         if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
             dedup["time_note"] = stamp.note
             verdict = verdict._replace(time_note=stamp.note)
-        return Outcome(fp.record, dedup, fp.origin, verdict)
+        return Outcome(fp.record, dedup, fp.origin, verdict, fp.line)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
                            page: int, names: list[bytes]) -> Verdict:

@@ -56,7 +56,8 @@ class IsolatedExtractor:
         data = html.encode("utf-8", "surrogatepass") if utf8 is None else utf8
         assert process.stdin is not None and process.stdout is not None
         try:
-            process.stdin.write(_HEADER.pack(len(name), len(data), int(visible)) + name + data)
+            process.stdin.write(_HEADER.pack(len(name), len(data), int(visible)) + name)
+            process.stdin.write(data)  # apart: not copied into a new bytes with its header first
             process.stdin.flush()
             if not _readable(process.stdout, seconds):
                 self.stop()

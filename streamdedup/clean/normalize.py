@@ -15,8 +15,13 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": 
 # str.translate with a dict costs a lookup per character (~40 % of normalising a page's text);
 # a membership test per special character and a replace only where one occurs is ~10x cheaper.
 _REPLACEMENTS = tuple((chr(code), value or "") for code, value in _QUOTES.items())
-_ODD_SPACE = re.compile(r"[^\S \n]")  # whitespace other than space and newline (tabs, NBSP, ...)
+# whitespace other than space and newline (tabs, NBSP, ...): every c with c.isspace() but those two
+# (a test checks the list against all of Unicode); listed, the regex engine finds them in half the
+# time of the category class r"[^\S \n]" (real pages' main and visible texts: ~10 µs of ~55 a text)
 _ASCII_ODD_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"
+ODD_SPACES = _ASCII_ODD_SPACE + "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000"
+_ODD_SPACE = re.compile("[" + ODD_SPACES + "]")
 
 
 def _has_odd_space(text: str) -> bool:

@@ -19,7 +19,8 @@ from typing import Any
 
 from streamdedup.clean.template import SiteTemplate, TemplateParams, line_hashes
 from streamdedup.config import DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, own_text
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
+from streamdedup.own_text import own_text
 from streamdedup.record.readers import RawRecord
 from streamdedup.testing import make_article, make_words
 

@@ -35,6 +35,7 @@ from streamdedup.clusters import (
     write_stories,
 )
 from streamdedup.detector import Outcome
+from streamdedup.outputs.record_line import record_json
 
 FILES = {"unique": "unique.jsonl", "duplicate": "duplicates.jsonl", "rejected": "rejected.jsonl",
          "verdicts": VERDICTS_FILE}  # the outputs appended to, by their key in the job ledger's lengths
@@ -120,7 +121,7 @@ class FileSink:
 
     def write(self, outcome: Outcome) -> None:
         status = outcome.status
-        self._files[status].write(orjson.dumps(outcome.output(), option=orjson.OPT_APPEND_NEWLINE))
+        self._files[status].write(output_line(outcome))
         self._dirty.add(status)
         self.tally.add(outcome)
         self._write_verdict(outcome.record, outcome.dedup, self.stories)
@@ -149,6 +150,11 @@ class FileSink:
     def close(self) -> None:
         for handle in self._files.values():
             handle.close()
+
+
+def output_line(outcome: Outcome) -> bytes:
+    """The outcome's line in unique, duplicates or rejected.jsonl (`record_line.record_json`)."""
+    return record_json(outcome.record, outcome.dedup, outcome.line, newline=True)
 
 
 def summary(out_dir: Path, tally: Tally, clusters: int, written: int, elapsed: float,

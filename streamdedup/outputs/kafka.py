@@ -41,6 +41,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
 from streamdedup.outputs.kafka_contract import MAX_RECORD_BYTES, Topics, WorkerMetrics
+from streamdedup.outputs.record_line import record_json
 from streamdedup.record.page import first_field
 from streamdedup.record.rejection import Reason
 from streamdedup.verdict.contract import Rejection
@@ -146,16 +147,17 @@ class Outputs:
         self._counts[("page", "rejected", reason)] += 1
 
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
-                passed: Headers | None = None, input_key: bytes | None = None) -> None:
+                passed: Headers | None = None, input_key: bytes | None = None, line: bytes | None = None) -> None:
         """A unique or duplicate page.
 
-        The record with its `dedup` object, and cluster events (`input_key`: the input message's
-        key, which they carry)."""
+        The record with its `dedup` object (spliced into `line`, the input's text, where the record
+        was decoded from it: `record_line.record_json`), and cluster events (`input_key`: the input
+        message's key, which they carry)."""
         status = dedup["status"]
         headers = with_input_headers(dedup_headers(dedup, source), passed)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
-        value = orjson.dumps({**record, "dedup": dedup})
+        value = record_json(record, dedup, line)
         if self.fits(target, key, value, headers):
             self.send(target, key, value, headers)
             self._counts[("page", status, "")] += 1

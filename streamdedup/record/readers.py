@@ -26,6 +26,9 @@ from streamdedup.record.rejection import Reason
 WARC_MAGIC = b"WARC/"
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_CONTENT_BYTES = 10_000_000  # a record's content past this is refused (`CleaningConfig.max_content_bytes`)
+# a file's read buffer: a line of a crawl is a whole page (30-200 KB), which io's 8 KiB default
+# reads in a syscall and a copy per 8 KiB (web dev: 0.08 ms a page to read its lines, 0.05 with this)
+READ_BUFFER = 1 << 20
 CHUNK = 1 << 20  # bytes read at a time from a line or record that is not kept
 HEAD_KEPT = 1024  # bytes of a refused line kept in its rejected record (to find it again)
 WARC_HEADER_LIMIT = 64 << 10  # a WARC header block longer than this is no header
@@ -77,7 +80,7 @@ def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) ->
     if path == "-":
         yield from _read_stream(_maybe_gunzip(sys.stdin.buffer), "<stdin>", limit)
         return
-    with open(path, "rb") as raw:
+    with open(path, "rb", buffering=READ_BUFFER) as raw:
         yield from _read_stream(_maybe_gunzip(raw), path, limit)
 
 

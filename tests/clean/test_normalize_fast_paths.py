@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 
 from hypothesis import given, settings
@@ -62,3 +63,10 @@ def test_binary_is_not_text_and_lone_surrogates_do_not_crash():
 
     assert not looks_like_text("\x00\x01\x02abc" * 10)
     assert looks_like_text("plain\ttext\r\n\fwith a lone \ud800 surrogate")
+
+
+def test_the_listed_odd_spaces_are_all_whitespace_but_space_and_newline():
+    from streamdedup.clean.normalize import ODD_SPACES
+
+    assert sorted(ODD_SPACES) == [chr(code) for code in range(sys.maxunicode + 1)
+                                  if chr(code).isspace() and chr(code) not in " \n"]

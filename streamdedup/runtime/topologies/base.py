@@ -117,4 +117,4 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
         out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message),
                      headers_of(message), outcome.record)
     else:
-        out.verdict(outcome.record, dedup, passed=headers_of(message), input_key=message.key())
+        out.verdict(outcome.record, dedup, passed=headers_of(message), input_key=message.key(), line=outcome.line)

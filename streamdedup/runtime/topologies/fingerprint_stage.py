@@ -22,11 +22,11 @@ from streamdedup.fingerprinter import (
     Fingerprinted,
     Fingerprinter,
     Outcome,
-    own_text,
     steered_record,
 )
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.outputs.kafka import Outputs
+from streamdedup.own_text import own_text
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import (
