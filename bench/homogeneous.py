@@ -110,7 +110,7 @@ def prose_texts(pages: int, words: int, seed: int, vocab_size: int = 2000, phras
         yield "\n".join(" ".join(sentences[i: i + 5]) for i in range(0, len(sentences), 5))
 
 
-_CLOUGH = Path("/work/shared/data/clough_stevenson_short_answer_plagiarism/data")
+_CLOUGH = ROOT.parent / "shared" / "data" / "clough_stevenson_short_answer_plagiarism" / "data"  # ../shared/data
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 

@@ -153,6 +153,20 @@ class CandidateSimilarities:
     def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
         values = self._values.get(name)
         count = len(self.theirs)
+        if values is None and len(rows) == count:  # the first question, of all of them (a first rule's)
+            method_name, _, measure = name.partition(".")
+            tag, method = self.methods[method_name]
+            signature = self.mine.get(tag)
+            column, complete = self.theirs.column(tag)
+            if signature is not None and complete:  # the usual case: one call, nothing to place or track
+                if self.tests is not None:
+                    self.tests["tests_run"] += count
+                data = cast("list[bytes]", column)
+                values = self._values[name] = np.asarray(
+                    method.measure_similarities(measure, signature, data) if measure
+                    else method.similarities(signature, data), dtype=np.float64)
+                self._asked[name] = None
+                return values
         if values is None:  # the method's first question: nothing asked yet
             values = self._values[name] = np.full(count, np.nan)
             if len(rows) == count:  # all of them (a policy's first rule asks so): nothing to track
@@ -253,10 +267,10 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     new_shares, their_new_shares, own, sizes = shares
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     _in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
-    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than boilerplate
-    with np.errstate(invalid="ignore"):
-        related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
-                                                                   >= RELATED_SHARE)
+    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
+    # boilerplate (NaN, not measured, compares false: numpy warns of none of these operations)
+    related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
+                                                               >= RELATED_SHARE)
     related[matched_rows] = True
     tolerance = policy.tolerance
     for i in np.flatnonzero(related).tolist():  # in the order of `seqs`

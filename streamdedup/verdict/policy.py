@@ -156,7 +156,7 @@ class SitePolicy:
     def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 8) -> SitePolicy:
         return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs)
 
-    @property
+    @cached_property
     def tolerance(self) -> NewTextTolerance:
         return NewTextTolerance(self.max_new_share, self.max_new_pairs)
 
