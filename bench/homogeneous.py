@@ -3,8 +3,16 @@
     python bench/homogeneous.py                          # 2k, 10k, 20k, 100k pages; median of 3 (1 at 100k)
     python bench/homogeneous.py --sizes 2000 20000 --repeat 3
     python bench/homogeneous.py --smoke                  # seconds: 100 and 200 pages, once
+    python bench/homogeneous.py --sizes 6000 --kinds zipf prose recombined template
 
-Homogeneous pages: every page draws `--words` (600) words from one Zipf distribution (exponent
+Kinds of pages (`--kinds`, default zipf; `KINDS`): `zipf` as below; `prose`, sentences of stock
+phrases and Zipf words of a 2,000-word vocabulary; `recombined`, the sentences of the
+Clough-Stevenson corpus (../shared/data) recombined by topic; `template`, boilerplate-heavy sites
+(each its own menu, sidebar and footer lines) around Zipf articles. Each reports, beside the
+times, the candidates verified a page, the pages at the candidate limit and the verdict step's µs
+a page (median of the runs). Results: {kind: {size: row}}.
+
+Zipf pages: every page draws `--words` (600) words from one Zipf distribution (exponent
 1.1) over one vocabulary (the 5,000 most frequent English words of wordfreq), seeded, so every
 page looks like every other to bag-of-words signatures (boilerplate-heavy sites, listings, forum
 pages). Pages come from 100 sites, plain text, one fetch time each a second apart.
