@@ -84,6 +84,7 @@ def replay(calls: list[tuple[Any, ...]], repeat: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=6000)
+    parser.add_argument("--kind", choices=sorted(homogeneous.KINDS), default="zipf", help="bench/homogeneous.py's kind of pages")
     parser.add_argument("--first", type=int, default=2000, help="the first page whose judge call is captured")
     parser.add_argument("--last", type=int, default=4000, help="the page after the last one captured")
     parser.add_argument("--repeat", type=int, default=7)
@@ -93,9 +94,9 @@ def main() -> None:
     if args.smoke:
         args.pages, args.first, args.last, args.repeat = 400, 100, 300, 3
     with tempfile.TemporaryDirectory() as work:
-        path = homogeneous.generate(Path(work) / "pages.jsonl", args.pages)
+        path = homogeneous.generate(Path(work) / "pages.jsonl", args.pages, kind=args.kind)
         calls = capture(path, args.first, args.last)
-    report = {"pages": args.pages, "first": args.first, "last": args.last, **replay(calls, args.repeat)}
+    report = {"kind": args.kind, "pages": args.pages, "first": args.first, "last": args.last, **replay(calls, args.repeat)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))

@@ -22,8 +22,8 @@ def test_smoke_run_writes_one_json_with_every_part(tmp_path):
     report = json.loads((tmp_path / "latest.json").read_text())
     assert report["smoke"] is True and report["failed"] == []
     assert set(report["parts"]) == {"fingerprint", "store", "expire", "homogeneous", "e2e", "broker"}
-    homogeneous = report["parts"]["homogeneous"]["report"]["results"]
-    for row in homogeneous.values():  # measured; the net figures are None when start-up's noise outweighs a smoke run
+    homogeneous = report["parts"]["homogeneous"]["report"]["results"]  # by kind of pages, then size
+    for row in (row for by_size in homogeneous.values() for row in by_size.values()):  # measured; the net figures are None when start-up's noise outweighs a smoke run
         assert row["ms_per_page_gross"] > 0 and row["rensa_ms_per_page"] > 0 and row["runs"] and row["rensa"]
         assert (row["ms_per_page_net"] is None) == (row["rensa_ratio"] is None)
         assert row["ms_per_page_net"] is None or (row["ms_per_page_net"] > 0 and row["rensa_ratio"] > 0)
@@ -228,3 +228,22 @@ def test_judge_replays_the_captured_calls_of_a_homogeneous_run(tmp_path):
     assert report["calls"] == 200 and report["replays"] == 3  # every one of these pages has stored candidates
     assert report["candidates_per_call"] > 10  # homogeneous pages: every page finds many
     assert 0 < report["us_per_call_least"] <= report["us_per_call_median"]
+
+
+def test_homogeneous_pages_of_every_kind_are_seeded_distinct_and_full_length(tmp_path):
+    """`bench/homogeneous.py --kinds`: each kind's pages are the same bytes on every run (seeded),
+    no two alike, and about `words` words long (the recombined kind needs the Clough-Stevenson
+    corpus of ../shared/data: skipped without it)."""
+    spec = importlib.util.spec_from_file_location("homogeneous_bench", ROOT / "bench" / "homogeneous.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert set(bench.KINDS) == {"zipf", "prose", "recombined", "template"}
+    for kind in bench.KINDS:
+        if kind == "recombined" and not bench._CLOUGH.is_dir():
+            continue
+        first, again = (bench.generate(tmp_path / f"{kind}-{n}.jsonl", 40, kind=kind).read_bytes() for n in (1, 2))
+        assert first == again
+        texts = [json.loads(line)["content"] for line in first.splitlines()]
+        assert len(texts) == 40 and len(set(texts)) == 40
+        assert all(250 <= len(text.split()) <= 700 for text in texts), kind

@@ -109,6 +109,31 @@ class Candidate:
     new_share: float = 0.0  # the share of the page's own text absent from the candidate
 
 
+class SignatureColumns:
+    """The candidates' encoded signatures of each method, gathered once a page.
+
+    The candidates' encoded signatures of each method (by tag; None where a candidate has none),
+    read from their records once a page: the policy's tests, `_new_shares` and `_in_runs` ask the
+    same methods of the same candidates (minhash twice), and on homogeneous pages a page has ~50."""
+
+    __slots__ = ("_columns", "records")
+
+    def __init__(self, records: Sequence[Mapping[int, bytes]]) -> None:
+        self.records = records
+        self._columns: dict[int, tuple[list[bytes | None], bool]] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def column(self, tag: int) -> tuple[list[bytes | None], bool]:
+        """Each candidate's encoded signature of the method `tag`, and whether every one has one."""
+        column = self._columns.get(tag)
+        if column is None:
+            values = [record.get(tag) for record in self.records]
+            column = self._columns[tag] = values, None not in values
+        return column
+
+
 class CandidateSimilarities:
     """Each method's verdict on a page's candidates, computed when the policy first asks for it.
 
@@ -118,9 +143,10 @@ class CandidateSimilarities:
 
     __slots__ = ("_asked", "_values", "methods", "mine", "tests", "theirs")
 
-    def __init__(self, methods: Methods, mine: Mapping[int, Any], theirs: Sequence[Mapping[int, bytes]],
-                 tests: Counter[str] | None = None) -> None:
-        self.methods, self.mine, self.theirs = methods, mine, theirs
+    def __init__(self, methods: Methods, mine: Mapping[int, Any],
+                 theirs: Sequence[Mapping[int, bytes]] | SignatureColumns, tests: Counter[str] | None = None) -> None:
+        self.methods, self.mine = methods, mine
+        self.theirs = theirs if isinstance(theirs, SignatureColumns) else SignatureColumns(theirs)
         self.tests = tests  # counts the tests asked ("tests_run"), one a candidate and measure
         self._values: dict[str, np.ndarray] = {}
         self._asked: dict[str, np.ndarray | None] = {}  # None: every candidate asked
@@ -128,6 +154,20 @@ class CandidateSimilarities:
     def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
         values = self._values.get(name)
         count = len(self.theirs)
+        if values is None and len(rows) == count:  # the first question, of all of them (a first rule's)
+            method_name, _, measure = name.partition(".")
+            tag, method = self.methods[method_name]
+            signature = self.mine.get(tag)
+            column, complete = self.theirs.column(tag)
+            if signature is not None and complete:  # the usual case: one call, nothing to place or track
+                if self.tests is not None:
+                    self.tests["tests_run"] += count
+                data = cast("list[bytes]", column)
+                values = self._values[name] = np.asarray(
+                    method.measure_similarities(measure, signature, data) if measure
+                    else method.similarities(signature, data), dtype=np.float64)
+                self._asked[name] = None
+                return values
         if values is None:  # the method's first question: nothing asked yet
             values = self._values[name] = np.full(count, np.nan)
             if len(rows) == count:  # all of them (a policy's first rule asks so): nothing to track
@@ -150,10 +190,14 @@ class CandidateSimilarities:
         tag, method = self.methods[method_name]
         signature = self.mine.get(tag)
         if signature is not None:
-            theirs, have = self.theirs, todo
-            got = ([their.get(tag) for their in theirs] if len(todo) == count
-                   else [theirs[i].get(tag) for i in todo.tolist()])
-            if None in got:  # candidates the method abstained on: no match
+            have = todo
+            column, complete = self.theirs.column(tag)
+            if len(todo) == count:
+                got = column
+            else:
+                got = [column[i] for i in todo.tolist()]
+                complete = complete or None not in got
+            if not complete:  # candidates the method abstained on: no match
                 have = todo[np.fromiter((d is not None for d in got), dtype=bool, count=len(got))]
                 data = [d for d in got if d is not None]
             else:
@@ -204,9 +248,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         elif strict.any():
             groups = [(policy.other_site, np.flatnonzero(~strict)), (policy.same_site, np.flatnonzero(strict))]
     members = _found_members(stored, methods, found_by) if found_by is not None else {}
+    columns = SignatureColumns([other.signatures for _, other in stored])
     for chosen, rows in groups:
-        theirs = ([other.signatures for _, other in stored] if rows is None
-                  else [stored[i][1].signatures for i in rows.tolist()])
+        theirs = columns if rows is None else SignatureColumns([stored[i][1].signatures for i in rows.tolist()])
         similarities = CandidateSimilarities(methods, mine, theirs, tests)
         numbers = chosen.first_rules(similarities, len(theirs), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
@@ -214,7 +258,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             row = j if rows is None else int(rows[j])
             verdicts[row] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
     agree = _steered_agree(page, methods)
-    shares = _new_shares(stored, methods, mine)
+    shares = _new_shares(columns, methods, mine)
     if shares is None:  # no measure of new text: every match is a duplicate, as before directions
         for i in sorted(verdicts):
             seq, other = stored[i]
@@ -224,11 +268,11 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     new_shares, their_new_shares, own, sizes = shares
     paragraph, their_paragraph = new_paragraphs(stored, methods, mine, page.site)
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
-    _in_runs(stored, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
-    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than boilerplate
-    with np.errstate(invalid="ignore"):
-        related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
-                                                                   >= RELATED_SHARE)
+    _in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
+    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
+    # boilerplate (NaN, not measured, compares false: numpy warns of none of these operations)
+    related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
+                                                               >= RELATED_SHARE)
     related[matched_rows] = True
     tolerance = policy.tolerance
     for i in np.flatnonzero(related).tolist():  # in the order of `seqs`
@@ -247,7 +291,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
 
-def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
+def _new_shares(columns: SignatureColumns, methods: Methods,
                 mine: Mapping[int, Any]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
     """The shares of word pairs the page and each stored candidate lack of each other.
 
@@ -259,11 +303,14 @@ def _new_shares(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
         return None
     tag, method = entry
     signature = mine.get(tag)
-    count = len(stored)
-    new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    count = len(columns)
     if signature is None:  # too short for a word pair: nothing to measure
-        return new_share, their_new_share, 0, sizes
-    theirs = [other.signatures.get(tag) for _, other in stored]
+        return np.full(count, np.nan), np.full(count, np.nan), 0, np.zeros(count)
+    theirs, complete = columns.column(tag)
+    if complete:  # the usual case: every candidate has pairs, measured in one call
+        new_share, their_new_share, sizes = cast(Any, method).new_shares(signature, theirs)
+        return new_share, their_new_share, int(signature.set_size), sizes
+    new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
     rows = [i for i, data in enumerate(theirs) if data is not None]
     if rows:
         measured = cast(Any, method).new_shares(signature, [theirs[i] for i in rows])
@@ -352,7 +399,7 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
 MUCH_SMALLER = 0.7
 
 
-def _in_runs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Mapping[int, Any],
+def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
              new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray,
              rows: np.ndarray) -> None:
     """The word pairs' new shares made shares of new text in runs (in place), with MinHash's.
@@ -373,11 +420,15 @@ def _in_runs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Ma
     signature = mine.get(entry[0]) if entry is not None else None
     if entry is None or signature is None or not own or not len(rows):
         return
-    tag = entry[0]
-    rows = np.array([i for i in rows.tolist() if tag in stored[i][1].signatures and sizes[i] > 0], dtype=np.int64)
+    column, _ = columns.column(entry[0])
+    rows = rows[sizes[rows] > 0]
+    data = [column[i] for i in rows.tolist()]
+    if None in data:
+        rows = rows[np.fromiter((d is not None for d in data), dtype=bool, count=len(data))]
+        data = [d for d in data if d is not None]
     if not len(rows):
         return
-    mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, [stored[i][1].signatures[tag] for i in rows])
+    mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, data)
     usable = ~np.isnan(mine5) & (sizes5 > 0)  # not comparable: the pairs' shares stand
     rows, mine5, theirs5, sizes5 = rows[usable], mine5[usable], theirs5[usable], sizes5[usable]
     pairs, theirs2 = new_share[rows], their_new_share[rows]

@@ -171,7 +171,7 @@ class SitePolicy:
         return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs,
                    min_new_paragraph_words)
 
-    @property
+    @cached_property
     def tolerance(self) -> NewTextTolerance:
         return NewTextTolerance(self.max_new_share, self.max_new_pairs, self.min_new_paragraph_words)
 

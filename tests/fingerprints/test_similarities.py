@@ -217,3 +217,52 @@ def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(
         # without the unfiled marks the hidden candidates' A12 rules are not verified: the marks keep them
         unmarked = list(judged(seqs, many(docs), policy, methods, page, mine, template_known, 1010, by))
         assert unmarked != want
+
+
+class _CountingSignatures(dict):
+    """A record's signatures that count how often each method's is read."""
+
+    def __init__(self, *args, reads):
+        super().__init__(*args)
+        self.reads = reads
+
+    def get(self, tag, default=None):
+        self.reads[tag] += 1
+        return super().get(tag, default)
+
+    def __getitem__(self, tag):
+        self.reads[tag] += 1
+        return super().__getitem__(tag)
+
+    def __contains__(self, tag):
+        self.reads[tag] += 1
+        return super().__contains__(tag)
+
+
+def test_each_candidates_signature_of_a_method_is_read_once_a_page():
+    """`SignatureColumns`: the policy's tests, the new-text measure and its runs ask the same
+    methods of the same candidates; each candidate's signature of a method is read once a page
+    (before: MinHash's three times for a matched candidate), and the judgements do not change."""
+    from collections import Counter
+    from dataclasses import replace
+
+    from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
+
+    methods, policy, mine, docs, page, seqs = _engine_case()
+    pairs = WordPairsMethod()
+    methods = {**methods, "wordpairs": (4, pairs)}
+    rng = np.random.default_rng(5)
+    mine = {**mine, 4: WordPairsSignature(rng.integers(0, 256, 64, dtype=np.uint8), 300)}
+    plain, counted, reads = {}, {}, {}
+    for seq, doc in docs.items():
+        signatures = dict(doc.signatures)
+        if signatures:
+            signatures[4] = pairs.encode(WordPairsSignature(rng.integers(0, 256, 64, dtype=np.uint8), int(rng.integers(50, 400))))
+        plain[seq] = replace(doc, signatures=signatures)
+        reads[seq] = Counter()
+        counted[seq] = replace(doc, signatures=_CountingSignatures(signatures, reads=reads[seq]))
+    want = list(judged(seqs, many(plain), policy, methods, page, mine, True, oldest_ms=1010))
+    got = list(judged(seqs, many(counted), policy, methods, page, mine, True, oldest_ms=1010))
+    assert [(j.seq, j.rule, j.relation, j.new_share) for j in got] == [(j.seq, j.rule, j.relation, j.new_share) for j in want]
+    assert sum(1 for j in want if j.rule.startswith("minhash")) > 10  # matched: `_in_runs` asks MinHash of them again
+    assert max(n for r in reads.values() for n in r.values()) == 1
