@@ -266,7 +266,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                 yield Judged(seq, other, verdicts[i][0], verdicts[i][1], DUPLICATE, DUPLICATE, 0.0, 0.0)
         return
     new_shares, their_new_shares, own, sizes = shares
-    paragraph, their_paragraph = new_paragraphs(stored, methods, mine, page.site)
+    paragraph, their_paragraph = new_paragraphs(stored, columns, methods, mine, page.site)
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     _in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
@@ -318,8 +318,8 @@ def _new_shares(columns: SignatureColumns, methods: Methods,
     return new_share, their_new_share, int(signature.set_size), sizes
 
 
-def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mine: Mapping[int, Any],
-                   page_site: int) -> tuple[np.ndarray, np.ndarray]:
+def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
+                   mine: Mapping[int, Any], page_site: int) -> tuple[np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
     A paragraph of one page is new to the other when none of its 4 sketch values is among the
@@ -336,8 +336,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], methods: Methods, mi
     tag, method = entry
     capped = bool(getattr(signature, "capped", False))
     own = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
-    for i, (_, other) in enumerate(stored):
-        data = other.signatures.get(tag)
+    column, _ = columns.column(tag)
+    for i, ((_, other), data) in enumerate(zip(stored, column, strict=True)):
         if data is None:
             continue
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
