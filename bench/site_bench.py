@@ -41,6 +41,7 @@ from homogeneous import run_dedup
 
 from streamdedup.clean.extract import extract_trafilatura
 
+SEEDS = {"site": 60, "cross-site": 2024}  # the cross-site crawl's is the labelled sets' (web-dev.jsonl)
 RUNS = {"default": (), "resiliparse": ("--extractor", "resiliparse")}
 # stage -> (function names, a part of their file's path); a sample goes to the innermost stage on
 # its stack, so a rescue's own parse is the rescue's and the visible text it asks for is visible text
@@ -70,9 +71,10 @@ STAGES: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 def build(name: str, sources: list[Any], seed: int | None) -> list[dict[str, Any]]:
+    """The crawl named, from `seed` (default: its documented one, `SEEDS`)."""
     if name == "site":
-        return site_crawl.build_site_crawl(sources, **({} if seed is None else {"seed": seed}))
-    return site_crawl.build_cross_site(sources, **({} if seed is None else {"seed": seed}))
+        return site_crawl.build_site_crawl(sources, seed=SEEDS[name] if seed is None else seed)
+    return site_crawl.build_cross_site(sources, seed=SEEDS[name] if seed is None else seed)
 
 
 def measure(path: Path, records: list[dict[str, Any]], repeat: int, work: Path) -> dict[str, Any]:
@@ -248,7 +250,7 @@ def main(crawls: list[str], repeat: int, seed: int | None, out_dir: Path, with_p
             path = (keep or work) / f"{name}-crawl.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             site_crawl.write_crawl(records, path)
-            result: dict[str, Any] = {"crawl": {**site_crawl.describe(records), "seed": seed,
+            result: dict[str, Any] = {"crawl": {**site_crawl.describe(records), "seed": SEEDS[name] if seed is None else seed,
                                                 "file": str(path) if keep else None},
                                       "pinned_cpu": cpu, "repeat": repeat}
             print(f"{name}: {json.dumps(result['crawl'])}", flush=True)

@@ -150,8 +150,8 @@ def build_site_crawl(sources: list[Any], seed: int = 60, sites: int = 40, pages:
             template = template_at(when)
             html = first["content"]
             if template is not donor and not first["redesigned"]:  # fetched again after the redesign
-                article = next(a for a in taken if a[0] == first["cluster"])
-                html = in_template(template, article[2], article[1]) or html
+                _, again_title, again_body, _ = next(a for a in taken if a[0] == first["cluster"])
+                html = in_template(template, again_body, again_title) or html
             changed = number % 2 == 0
             if changed:
                 html = recrawl_html(html, rng, rng.sample(titles, 8), when)
