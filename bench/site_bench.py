@@ -183,31 +183,36 @@ def stage_times(root: Any) -> dict[str, float]:
     return times
 
 
-def helper_round_trip(pages: list[str], work: Path) -> dict[str, Any]:
+def helper_round_trip(pages: list[str], repeat: int = 3) -> dict[str, Any]:
     """CPU ms a page of `fast` extraction (with the visible text, as the detector asks) through the
-    helper process and in this process, on the same pages: the difference is the round trip
-    (the page sent as UTF-8, the texts sent back and decoded, two process switches)."""
+    helper process and in this process, on the same pages, after a pass of each over them all
+    (first-use costs: trafilatura's import for a rescue), alternating, medians of `repeat`: the
+    difference is the round trip (the page sent as UTF-8, the texts sent back and decoded, two
+    process switches a page)."""
     from streamdedup.clean.extract import page_texts
     from streamdedup.clean.isolated import helper
 
-    def cpu() -> float:
-        return time.process_time() + children_cpu_s()
+    def through_helper() -> float:
+        started = time.process_time() + children_cpu_s()
+        for html in pages:
+            helper().extract("fast", html, 30.0, True, utf8=html.encode("utf-8", "surrogatepass"))
+        return time.process_time() + children_cpu_s() - started
 
-    for html in pages[:5]:  # the helper's start-up and first-use costs, out of the clock
-        helper().extract("fast", html, 30.0, True)
-        page_texts(html, "fast", True)
-    started = cpu()
-    for html in pages:
-        helper().extract("fast", html, 30.0, True, utf8=html.encode("utf-8", "surrogatepass"))
-    through_helper = cpu() - started
-    started = cpu()
-    for html in pages:
-        page_texts(html, "fast", True)
-    in_process = cpu() - started
+    def in_process() -> float:
+        started = time.process_time()
+        for html in pages:
+            page_texts(html, "fast", True)
+        return time.process_time() - started
+
+    through_helper(), in_process()  # warm-up
+    pairs = [(through_helper(), in_process()) for _ in range(repeat)]
     helper().stop()
-    return {"pages": len(pages), "through_helper_cpu_ms_per_page": round(through_helper / len(pages) * 1000, 3),
-            "in_process_cpu_ms_per_page": round(in_process / len(pages) * 1000, 3),
-            "round_trip_cpu_ms_per_page": round((through_helper - in_process) / len(pages) * 1000, 3)}
+    per_page = 1000 / len(pages)
+    return {"pages": len(pages), "repeat": repeat,
+            "through_helper_cpu_ms_per_page": round(statistics.median(h for h, _ in pairs) * per_page, 3),
+            "in_process_cpu_ms_per_page": round(statistics.median(p for _, p in pairs) * per_page, 3),
+            "round_trip_cpu_ms_per_page": round(statistics.median(h - p for h, p in pairs) * per_page, 3),
+            "round_trip_runs": [round((h - p) * per_page, 3) for h, p in pairs]}
 
 
 def report_lines(name: str, result: dict[str, Any]) -> list[str]:
@@ -257,7 +262,7 @@ def main(crawls: list[str], repeat: int, seed: int | None, out_dir: Path, with_p
             result["measure"] = measure(path, records, repeat, work / name)
             if with_profile:
                 result["profile"] = profile(path, len(records), work / name, out_dir, f"{name}-crawl")
-                result["helper_round_trip"] = helper_round_trip([r["content"] for r in records[:300]], work)
+                result["helper_round_trip"] = helper_round_trip([r["content"] for r in records[:300]])
             out_dir.mkdir(parents=True, exist_ok=True)
             target = out_dir / f"e2e-{name}-crawl.json"
             target.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
