@@ -19,9 +19,10 @@ are reported when the command writes them ('absent' before it does).
 Where the time goes: pyinstrument over the whole command run in this process on each crawl
 (`dedup_files`, one prepare thread, extraction helper off: max_seconds 0, so extraction runs
 in this process where the profiler sees it), charged to `STAGES` (the innermost stage on a
-sample's stack wins), in ms a page with the profiler's overhead in. The helper round trip, which
-that profile cannot see, is measured apart: the same pages' extraction through the helper
-process against the same extraction in this process, CPU ms a page of both sides.
+sample's stack wins); pyinstrument samples wall time, which a busy neighbour inflates, so each
+stage's share is applied to the run's CPU time: CPU ms a page, the profiler's overhead in. The
+helper round trip, which that profile cannot see, is measured apart in a small fresh process:
+the same pages' extraction through the helper against the same in process, CPU ms a page.
 """
 
 from __future__ import annotations
@@ -153,12 +154,16 @@ def profile(path: Path, pages: int, work: Path, out_dir: Path, label: str) -> di
     name = f"e2e-{label}-profile.txt"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / name).write_text(profiler.output_text(unicode=True, show_all=False))
-    root = profiler.last_session.root_frame() if profiler.last_session else None
+    session = profiler.last_session
+    root = session.root_frame() if session else None
     times = stage_times(root) if root is not None else {}
     total = sum(times.values())
+    # pyinstrument samples wall time, which a busy neighbour inflates: each stage's share of it is
+    # applied to the session's CPU time (this process's), so the ms a page are CPU ms
+    cpu = session.cpu_time if session else 0.0
     return {"helper": "off (max_seconds 0): extraction in this process", "pages": pages,
-            "total_ms_per_page": round(total / pages * 1000, 3),
-            "ms_per_page": {stage: round(t / pages * 1000, 3) for stage, t in times.items()},
+            "cpu_ms_per_page": round(cpu / pages * 1000, 3), "wall_ms_per_page": round(total / pages * 1000, 3),
+            "ms_per_page": {stage: round(t / max(1e-9, total) * cpu / pages * 1000, 3) for stage, t in times.items()},
             "share_pct": {stage: round(100 * t / max(1e-9, total), 1) for stage, t in times.items()}, "file": name}
 
 
@@ -246,8 +251,9 @@ def report_lines(name: str, result: dict[str, Any]) -> list[str]:
                      f"{quality['recrawls']} | {learned} | {row['fallbacks'] if row['fallbacks'] is not None else 'absent'} |")
     if "profile" in result:
         prof = result["profile"]
-        lines.append(f"where the time goes (default run, in-process, helper off; {prof['total_ms_per_page']} ms a "
-                     "page under the profiler):")
+        lines.append(f"where the time goes (default run, in-process, helper off; {prof['cpu_ms_per_page']} CPU ms a "
+                     f"page under the profiler, {prof['wall_ms_per_page']} wall; each stage's share of the samples "
+                     "applied to the CPU time):")
         lines += [f"  {ms:7.3f} ms  {prof['share_pct'][stage]:5.1f} %  {stage}" for stage, ms in
                   sorted(prof["ms_per_page"].items(), key=lambda kv: -kv[1]) if ms > 0]
     if "helper_round_trip" in result:
