@@ -2,6 +2,7 @@
 
     python bench/e2e.py [--pages PATH] [--repeat 5] [--limit N] [--out bench/results/e2e.json]
     python bench/e2e.py --repeat 3 --no-profile --extractors trafilatura,fast --all-cores fast   # issue 13's figures
+    python bench/e2e.py --site-crawl [--crawls site,cross-site] [--repeat 3] [--no-profile]   # issue 60's (site_bench.py)
 
 For each extractor (trafilatura with streamdedup's settings, fast, resiliparse) on the same pages:
 (a) the extractor alone = the parse-bound limit, (b) `Detector.run` (JSON record -> parse ->
@@ -416,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=Path, default=READABILITY_PAGES, help="readability test pages (.tar.gz)")
     parser.add_argument("--limit", type=int, help="use only the first N pages")
     parser.add_argument("--generated", type=int, default=200, help="generated pages when --pages is missing")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, help="repeats, medians (default 5; 3 with --site-crawl)")
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--out", type=Path, default=Path("bench/results/e2e.json"))
@@ -426,7 +427,21 @@ def main(argv: list[str] | None = None) -> int:
                              "--limit applies; none given: skipped)")
     parser.add_argument("--all-cores", default="fast", help="extractors also measured on every core, wall time "
                         "(comma-separated; '' for none)")
+    parser.add_argument("--site-crawl", action="store_true", help="instead: the whole command on crawls where sites "
+                        "recur, against trafilatura alone (bench/site_bench.py; --repeat defaults to 3 there)")
+    parser.add_argument("--crawls", default="site,cross-site", help="with --site-crawl: site, cross-site or both")
+    parser.add_argument("--seed", type=int, help="with --site-crawl: the crawls' seed (default: the documented ones)")
+    parser.add_argument("--keep-crawl", type=Path, help="with --site-crawl: write the crawls' JSONL into this folder")
     args = parser.parse_args(argv)
+    if args.site_crawl:
+        import site_bench  # bench/
+
+        unknown = set(args.crawls.split(",")) - {"site", "cross-site"}
+        if unknown:
+            parser.error(f"--crawls: unknown {', '.join(sorted(unknown))}; choose site, cross-site or both")
+        return site_bench.main(args.crawls.split(","), args.repeat or 3, args.seed, args.out.parent,
+                               not args.no_profile, args.keep_crawl)
+    args.repeat = args.repeat or 5
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     cpu = pin_to_one_core()
     pages, source = load_corpus(args.pages, args.limit, args.generated)
