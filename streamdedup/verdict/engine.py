@@ -397,6 +397,11 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`_in_runs`)
 MUCH_SMALLER = 0.7
+# the runs correction reads new pairs as scattered edits only up to this share of the page's pairs
+# new (`_in_runs`): a changed word makes 2 new pairs, so 0.25 is ~12 % of the words changed, over
+# twice the light edits the families hold (2-5 %); beyond, the page is other text in the same words
+# (another selection of one topic's sentences, a rewrite), and its share of new pairs stands
+MAX_EDITED_PAIRS = 0.25
 
 
 def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
@@ -415,7 +420,11 @@ def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any
     Where one page is much smaller than the other (a part beside its view-all page, a teaser),
     the error of a share derived from a Jaccard is multiplied by (|A|+|B|)/|A|: a part of a third
     of its view-all page, fully inside it, reads ~0.08 sd new. Such a page is a verbatim extract,
-    not an edit, so its share is the mean of the two estimates (~0.7x the error), not the runs'."""
+    not an edit, so its share is the mean of the two estimates (~0.7x the error), not the runs'.
+
+    Edits explain new pairs only while they are light: a page with more than `MAX_EDITED_PAIRS` of
+    its pairs new keeps that share (pages of one topic's pooled sentences, a third of them shared,
+    read 0.05-0.07 new in runs against 0.44-0.47 of their pairs new)."""
     entry = methods.get("minhash")
     signature = mine.get(entry[0]) if entry is not None else None
     if entry is None or signature is None or not own or not len(rows):
@@ -434,11 +443,11 @@ def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any
     pairs, theirs2 = new_share[rows], their_new_share[rows]
     size2, own5 = sizes[rows], float(signature.set_size)
     extract = (own < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own)  # a verbatim extract's sizes
-    new_share[rows] = np.where(extract, (pairs + mine5) / 2,
-                               np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own)))
+    runs = np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own))
+    their_runs = np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5) / (3 * np.maximum(size2, 1.0)))
+    new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
     their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
-                                     np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5)
-                                                / (3 * np.maximum(size2, 1.0))))
+                                     np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:

@@ -81,3 +81,23 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     for light in ("corrected", "edited", "blurb"):
         assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story", got[light]
     assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
+
+
+def test_a_rewrite_of_a_fifth_of_the_words_is_not_a_light_edit(tmp_path):
+    """Every fifth word replaced: 40 % of the word pairs new, nearly every 5-shingle new, which the
+    runs correction alone reads as scattered edits (0 new in runs) and called a duplicate. Edits
+    explain new pairs only up to `engine.MAX_EDITED_PAIRS`. A permissive rule matches the pages so
+    that the verdict, not the candidates, is tested; 1 word in 20 replaced stays a light edit."""
+    story = make_article(21, paragraphs=10)
+
+    def replaced(every: int) -> list[str]:
+        words = " ".join(story).split()
+        rng = random.Random(every)
+        return [" ".join(rng.choice(words) if i % every == every - 1 else w for i, w in enumerate(words))]
+
+    pages = [_page("story", story, "a.example"), _page("rewrite", replaced(5), "b.example"),
+             _page("edited", replaced(20), "c.example")]
+    loose_match = DetectorConfig(policy="simhash", method_params={"simhash": {"max_distance": 12, "blocks": 16}})
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path, loose_match)}
+    assert got["rewrite"]["status"] == "unique" and got["rewrite"]["related_to"] == ["story"], got["rewrite"]
+    assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "story", got["edited"]
