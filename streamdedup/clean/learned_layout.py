@@ -20,12 +20,18 @@ Pure parts, no state kept here:
 - `SiteLayout`: a site's learned selector and its counters, as its template record keeps it: warm
   after `WARM_AFTER` consecutive pages agreed on it, dropped (the site learns again) after
   `RELEARN_AFTER` consecutive pages it failed.
+- The brief container: a second selector a site, learned only from the pages trafilatura rescued
+  whose container's text has nearly the rescued words (`agrees`), read where the learned container
+  fails on a warm site before `fast` is.
 
 The request and the observation travel as short strings (through the helper process, whose
 protocol carries strings): a request is "" (plain `fast`), `OBSERVE` (`fast`, and say which
-container), or "<share>|<selector>" (read from the selector); an observation is "fast:<share>|<selector>",
-"held", or "miss:<share>|<selector>" / "lost:<share>|<selector>" (the learned container's text was
-implausible / it was not on the page; `fast` read the page and saw that).
+container), or "<share>|<selector>" (read from the selector), followed by "\n<share>|<selector>" of
+the brief container where it is warm; an observation is "fast:<share>|<selector>", "held",
+"brief:miss" / "brief:lost" (read from the brief container), or "miss:<share>|<selector>" /
+"lost:<share>|<selector>" (the learned container's text was implausible / it was not on the page;
+`fast` read the page and saw that), each of the `fast` ones followed, where trafilatura rescued
+the page, by "\n" and the selector again if its text agreed with the rescued text.
 """
 
 from __future__ import annotations
