@@ -384,9 +384,10 @@ class Fingerprinter:
 
 
 # summary.json's and the worker's "extraction": pages read from their site's learned container, by
-# `fast` (the site cold), by `fast` after the learned container failed (fallback), and of these the
-# pages after which the site dropped its container to learn again (relearned)
-EXTRACTION_COUNTS = ("learned", "fast", "fallback", "relearned")
+# `fast` (the site cold), from its brief container after the learned one failed (brief), by `fast`
+# after both failed (fallback), and of these the pages after which the site dropped its container to
+# learn again (relearned)
+EXTRACTION_COUNTS = ("learned", "brief", "fast", "fallback", "relearned")
 MAX_LAYOUT_HINTS = 1 << 16  # sites whose layout `prepare` keeps (~300 bytes each)
 # A cold site's pages of a batch read one after the other (`_site_chain`) before the rest go side
 # by side: a site that has not warmed in this many is one whose pages disagree (it may never)

@@ -40,8 +40,9 @@ def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Finge
     before = site.layout.encode() if site.layout is not None else b""
     event = layout.observe(item.layout_seen)
     counts = fingerprinter.extraction
-    counts["fallback" if event == "relearned" else event] += 1
-    if event == "relearned":
+    read_as = event.partition(" ")[0]
+    counts["fallback" if read_as == "relearned" else read_as] += 1
+    if event.endswith("relearned"):
         counts["relearned"] += 1
     if layout.encode() != before:
         site.layout, site.layout_changed = layout, True

@@ -20,12 +20,18 @@ Pure parts, no state kept here:
 - `SiteLayout`: a site's learned selector and its counters, as its template record keeps it: warm
   after `WARM_AFTER` consecutive pages agreed on it, dropped (the site learns again) after
   `RELEARN_AFTER` consecutive pages it failed.
+- The brief container: a second selector a site, learned only from the pages trafilatura rescued
+  whose container's text has nearly the rescued words (`agrees`), read where the learned container
+  fails on a warm site before `fast` is.
 
 The request and the observation travel as short strings (through the helper process, whose
 protocol carries strings): a request is "" (plain `fast`), `OBSERVE` (`fast`, and say which
-container), or "<share>|<selector>" (read from the selector); an observation is "fast:<share>|<selector>",
-"held", or "miss:<share>|<selector>" / "lost:<share>|<selector>" (the learned container's text was
-implausible / it was not on the page; `fast` read the page and saw that).
+container), or "<share>|<selector>" (read from the selector), followed by "\n<share>|<selector>" of
+the brief container where it is warm; an observation is "fast:<share>|<selector>", "held",
+"brief:miss" / "brief:lost" (read from the brief container), or "miss:<share>|<selector>" /
+"lost:<share>|<selector>" (the learned container's text was implausible / it was not on the page;
+`fast` read the page and saw that), each of the `fast` ones followed, where trafilatura rescued
+the page, by "\n" and the selector again if its text agreed with the rescued text.
 """
 
 from __future__ import annotations
@@ -43,6 +49,14 @@ OBSERVE = "?"  # a request: read the page with `fast` and say which container he
 # an observation's kinds: read from the learned container; read by `fast` (the site is cold); the
 # learned container's text was implausible, or it was not on the page, and `fast` read the page
 HELD, FAST, MISS, LOST = "held", "fast:", "miss:", "lost:"
+# read from the site's brief container after its learned container failed (it was implausible, or
+# it was not on the page: `BRIEF + "lost"`)
+BRIEF = "brief:"
+# A page trafilatura rescued teaches the brief container when the text `fast` reads from the
+# container holding the rescued text has nearly the rescued text's words (word sets, Jaccard): at
+# 0.9, at most a tenth of their distinct words differ (a dateline, a caption); a container that adds
+# an author box or a list of links to a brief of a hundred words is well below it
+BRIEF_AGREES = 0.9
 
 # Pages in a row whose `fast` text came from the same selector before a site's layout is used.
 # One page can be a listing or a special page whose container is its own; two in a row could be two
@@ -189,20 +203,32 @@ def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: st
     The selector of the element `fast` took its text from (`blocks`, `_containers`' choice: `main`
     is their text), or, if trafilatura rescued the page (`rescued`), of the element that holds that
     text; and the share of the page that the selector's text is, which later pages are compared
-    with (`plausible`)."""
+    with (`plausible`). Where trafilatura rescued the page, what it says of the brief container
+    follows after a newline: the same "<share>|<selector>" if the selector's text has the rescued
+    text's words (`BRIEF_AGREES`), else nothing."""
     if rescued:
         node = holding_element(tree, rescued, blocks[0] if blocks else None)
     else:
         node = blocks[0] if blocks else None
     selector, found = ("", []) if node is None else selector_for(tree, node)
+    brief = "\n" if rescued else ""
     if not selector:
-        return ""
+        return brief
     text = main if not rescued and found == blocks else container_text(found)
     if rescued:  # the selector's text must hold what trafilatura found, or it is not where the article is
         held = " ".join(text.split())
         if not all(key in held for key in _key_lines(rescued)):
-            return ""
-    return f"{share_of(text, page_text)}|{selector}"
+            return brief
+    seen = f"{share_of(text, page_text)}|{selector}"
+    if rescued and agrees(text, rescued):
+        brief += seen
+    return seen + brief
+
+
+def agrees(text: str, rescued: str) -> bool:
+    """Whether a container's text has nearly the words trafilatura rescued (`BRIEF_AGREES`)."""
+    words, wanted = set(text.split()), set(rescued.split())
+    return len(words & wanted) >= BRIEF_AGREES * max(1, len(words | wanted))
 
 
 def learned_texts(html: str, request: str, visible: bool) -> Texts:
@@ -213,6 +239,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
     page_text = functools.cache(lambda: extract_all_text(tree))
     kind = FAST
     if request != OBSERVE:
+        request, _, brief = request.partition("\n")
         share, _, selector = request.partition("|")
         blocks = containers(tree, selector)
         if blocks:
@@ -220,11 +247,20 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
             if plausible(text, page_text(), int(share or 0)):
                 return Texts(text, page_text() if visible else "", "", HELD)
         kind = MISS if blocks else LOST
+        if brief:  # the site's brief container, learned from the pages trafilatura rescued
+            share, _, selector = brief.partition("|")
+            found = containers(tree, selector)
+            if found:
+                text = container_text(found)
+                if plausible(text, page_text(), int(share or 0)):
+                    return Texts(text, page_text() if visible else "", "", BRIEF + kind[:-1])
     texts, read, rescued = fast_read(html, visible, tree, page_text)
     return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))
 
 
-_RECORD = struct.Struct("<BHIIIH")  # version, share, streak, held, missed, selector bytes; then the selector
+_RECORD = struct.Struct("<BHIIIHIHHH")  # version, share, streak, held, missed, the brief container's
+# share, streak and misses, the two selectors' bytes; then the selectors
+_VERSION = 2  # 1: no brief container
 
 
 @dataclass
@@ -234,26 +270,62 @@ class SiteLayout:
     `selector` with `share` (per mille of the page's visible text, the least of the pages that
     taught it); `streak`: pages in a row whose `fast` text came from it while the site is cold; `warm`
     once the streak reaches `WARM_AFTER`; `held` pages read from it since; `missed` pages in a row it
-    failed on."""
+    failed on. The brief container likewise (`brief`, `brief_share`, `brief_streak`,
+    `brief_missed`), learned from the pages trafilatura rescued only, and read where the learned
+    container failed on a warm site."""
 
     selector: str = ""
     share: int = 0
     streak: int = 0
     held: int = 0
     missed: int = 0
+    brief: str = ""
+    brief_share: int = 0
+    brief_streak: int = 0
+    brief_missed: int = 0
 
     @property
     def warm(self) -> bool:
         return bool(self.selector) and self.streak >= WARM_AFTER
 
+    @property
+    def brief_warm(self) -> bool:
+        return bool(self.brief) and self.brief_streak >= WARM_AFTER
+
     def request(self) -> str:
         """How this site's next page is to be read (the module docstring's request)."""
-        return f"{self.share}|{self.selector}" if self.warm else OBSERVE
+        if not self.warm:
+            return OBSERVE
+        brief = f"\n{self.brief_share}|{self.brief}" if self.brief_warm else ""
+        return f"{self.share}|{self.selector}{brief}"
 
     def observe(self, observation: str) -> str:
-        """Learn from one page, in order; returns how the page was read: learned, fast, fallback or relearned.
+        """Learn from one page, in order; returns how the page was read: learned, brief, fast, fallback or relearned.
 
-        "relearned": the page's fallback was the last the learned container could miss."""
+        "relearned": the page's fallback was the last the learned container could miss ("brief
+        relearned": the page was read from the brief container)."""
+        asked_brief = self.warm and self.brief_warm
+        observation, rescued, brief = observation.partition("\n")
+        if observation.startswith(BRIEF):
+            self.brief_missed = 0
+            if observation.endswith("lost"):  # the learned container was not on the page: it counts
+                self.missed += 1
+                if self.missed >= RELEARN_AFTER:  # the site learns again from its next pages
+                    self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
+                    return "brief relearned"
+            return "brief"
+        agreed = brief.partition("|")[2]
+        if self.brief_warm and agreed != self.brief and ((asked_brief and observation != HELD) or agreed):
+            # the brief container failed on the page (`fast` read it), or another container held
+            # what trafilatura rescued: dropped after `RELEARN_AFTER` in a row, then learned again
+            if not self._brief_failed():
+                agreed = ""
+        if rescued and agreed:
+            self._saw_brief(brief)
+        return self._observe_main(observation)
+
+    def _observe_main(self, observation: str) -> str:
+        """`observe` for the learned container."""
         if observation == HELD:
             self.held += 1
             self.missed = 0
@@ -283,14 +355,38 @@ class SiteLayout:
             self.selector, self.share, self.streak = selector, int(share), 1
         self.held = self.missed = 0
 
+    def _saw_brief(self, found: str) -> None:
+        """A page trafilatura rescued whose text the container `found` ("<share>|<selector>") agreed with.
+
+        Three such pages agreeing on one selector, none agreeing on another between them, warm it
+        (a rescued page no container agreed with, an author box beside a brief, counts neither way)."""
+        share, _, selector = found.partition("|")
+        if selector != self.brief:
+            self.brief, self.brief_share, self.brief_streak = selector, int(share), 1
+        elif not self.brief_warm:
+            self.brief_streak += 1
+            self.brief_share = min(self.brief_share, int(share))
+        self.brief_missed = 0
+
+    def _brief_failed(self) -> bool:
+        """The warm brief container failed on a page; whether it is dropped (`RELEARN_AFTER` in a row)."""
+        self.brief_missed += 1
+        if self.brief_missed < RELEARN_AFTER:
+            return False
+        self.brief, self.brief_share, self.brief_streak, self.brief_missed = "", 0, 0, 0
+        return True
+
     def encode(self) -> bytes:
-        selector = self.selector.encode()
-        return _RECORD.pack(1, self.share, self.streak, self.held, self.missed, len(selector)) + selector
+        selector, brief = self.selector.encode(), self.brief.encode()
+        return _RECORD.pack(_VERSION, self.share, self.streak, self.held, self.missed, self.brief_share,
+                            self.brief_streak, self.brief_missed, len(selector), len(brief)) + selector + brief
 
     @classmethod
     def decode(cls, data: bytes) -> SiteLayout:
-        version, share, streak, held, missed, size = _RECORD.unpack_from(data)
-        if version != 1:
+        if not data or data[0] != _VERSION or len(data) < _RECORD.size:
             return cls()  # a layout this version cannot read: learned again
+        (_, share, streak, held, missed, brief_share, brief_streak, brief_missed,
+         size, brief_size) = _RECORD.unpack_from(data)
         selector = data[_RECORD.size: _RECORD.size + size].decode()
-        return cls(selector, share, streak, held, missed)
+        brief = data[_RECORD.size + size: _RECORD.size + size + brief_size].decode()
+        return cls(selector, share, streak, held, missed, brief, brief_share, brief_streak, brief_missed)

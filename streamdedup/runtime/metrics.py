@@ -41,9 +41,10 @@ class WorkerMetrics:
         # where the stateful stage's time goes, told by the detector's own clock (summary.json's
         # `store_us_per_page`): over streamdedup_decide_work{kind="pages"}, seconds a judged page
         self.extraction = Counter("streamdedup_extraction_pages", "HTML pages by how they were read: from their "
-                                  "site's learned container (learned), by fast while the site is cold (fast), by fast "
-                                  "after the learned container failed (fallback); relearned: fallbacks after which the "
-                                  "site dropped its container", ["kind"], registry=self.registry)
+                                  "site's learned container (learned), from its brief container after that failed "
+                                  "(brief), by fast while the site is cold (fast), by fast after both failed "
+                                  "(fallback); relearned: pages after which the site dropped its container",
+                                  ["kind"], registry=self.registry)
         self.store_steps = Counter("streamdedup_store_step_seconds", "Seconds the stateful stage spent, by step "
                                    "(Detector.STEPS: template, signatures, index_names, lookups, verdicts, commit, "
                                    "expire; the global topology's index partitions time lookups, verdicts, commit "

@@ -56,3 +56,30 @@ def test_briefs_and_listings_of_a_warm_site_fall_back_without_dropping_its_conta
     # pages whose text `fast` found elsewhere, or without the container at all, count: a redesign
     assert [layout.observe(o) for o in (other, f"{LOST}", other)] == ["fallback", "fallback", "relearned"]
     assert not layout.warm and layout.selector == 'div[class~="other"]' and layout.streak == 1
+
+
+_CAPTION = " ".join(["The photograph above shows the harbour at dawn, taken by the agency for this site."] * 4)
+
+
+def _brief(seed: int, site: str) -> str:
+    """A brief of the site: its article element holds a caption, the brief's text is in a div after it."""
+    body = "".join(f"<p>{p}</p>" for p in make_article(seed, paragraphs=3, sentences=4))
+    page = wrap_in_template([_CAPTION], site, title=f"Brief {seed}")
+    return page.replace("</main>", f"</main><div class='brief-body'>{body}</div>")
+
+
+def test_briefs_warm_the_brief_container_and_are_read_from_it_with_the_rescued_words():
+    layout = SiteLayout()
+    for seed in range(WARM_AFTER):
+        _read(layout, wrap_in_template(make_article(seed), "news.example"))
+    events = []
+    for seed in range(10, 10 + WARM_AFTER + 2):  # briefs between long articles, as a news site shows them
+        html = _brief(seed, "news.example")
+        event, text = _read(layout, html)
+        events.append(event)
+        if event == "brief":  # trafilatura's rescue (what `fast` reads) finds the same words
+            assert set(text.split()) == set(fast_texts(html, visible=False).main.split())
+        events.append(_read(layout, wrap_in_template(make_article(seed), "news.example"))[0])
+    assert events == ["fallback", "learned"] * WARM_AFTER + ["brief", "learned"] * 2
+    assert layout.brief == 'div[class~="brief-body"]' and layout.selector == "article"
+    assert SiteLayout.decode(layout.encode()) == layout
