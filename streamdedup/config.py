@@ -171,15 +171,18 @@ class DetectorConfig:
     def verdict_settings(self) -> dict[str, str]:
         """What turns compared signatures into verdicts, besides what the store records (the signature parameters).
 
-        The policies, retention and clock skew. Stores do not record it, so a file-mode store may be
+        The engine's rules version, the policies, the new-text tolerance, retention and clock skew.
+        Stores do not record it, so a file-mode store may be
         judged under another policy later; the workers of one group must agree on it
         (`verdict_identity`, carried by the global topology's index requests, recorded for the group
         by `runtime/group_settings.py`). The policies are written as parsed, so the same rules
         written differently ("minhash >= 0.80 | exact" and "minhash>=0.8|exact") have one id; the
         order of rules and of a rule's terms is kept (it names the verdict's rule)."""
+        from streamdedup.verdict.engine import RULES_VERSION
         from streamdedup.verdict.policy import Policy
 
-        return {"policy": str(Policy.parse(self.policy)), "same_site_policy": str(Policy.parse(self.site_policy)),
+        return {"rules": str(RULES_VERSION), "policy": str(Policy.parse(self.policy)),
+                "same_site_policy": str(Policy.parse(self.site_policy)),
                 "retention_ms": str(self.retention_ms), "max_clock_skew_ms": str(self.max_clock_skew_ms),
                 "max_new_share": f"{self.max_new_share:g}", "max_new_pairs": str(self.max_new_pairs),
                 "min_new_paragraph_words": str(self.min_new_paragraph_words)}

@@ -151,11 +151,17 @@ def as_flags(settings: Mapping[str, str]) -> str:
         if key.endswith("_ms"):
             return f"no {FLAGS.get(key, key)}" if text == "None" else f"{FLAGS.get(key, key)} {duration(int(text))}"
         return f"{FLAGS.get(key, key)} {text!r}"
-    return " ".join(flag(key, text) for key, text in sorted(settings.items()))
+    # "rules" is the engine's rules version (`verdict.engine.RULES_VERSION`): a version, not a flag
+    return " ".join(flag(key, text) for key, text in sorted(settings.items()) if key != "rules")
 
 
 def refusal(settings: WorkerSettings, group: GroupRecord, mine: Mapping[str, str], identity: bytes) -> str:
     """One line: what differs between this worker's verdict settings and its group's, and the fix."""
+    if mine.get("rules") != group.settings.get("rules"):
+        return (f"this worker's verdict rules (version {mine.get('rules')}) are not those of group "
+                f"{settings.group_id!r} (version {group.settings.get('rules')}, written by {group.written_by!r}): run "
+                f"one streamdedup version in the group, or restart every worker of group {settings.group_id!r} on this "
+                "version with --adopt-settings (STREAMDEDUP_ADOPT_SETTINGS=1) on one of them")
     return (f"this worker's verdict settings (verdict id {identity.hex()}) are not those of group "
             f"{settings.group_id!r} (verdict id {group.identity.hex()}, generation {group.generation}, written by "
             f"{group.written_by!r}): {'; '.join(differences(mine, group.settings))}. Give this worker the group's "

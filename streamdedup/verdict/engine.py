@@ -49,6 +49,10 @@ STEERED_VALUES = 64
 # the method that measures how much of a page is absent from a candidate (its `new_shares`)
 NEW_TEXT_METHOD = "wordpairs"
 DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
+# the engine's fixed rules (the constants below and how `decide` uses them): a change that can move
+# a verdict bumps it, so that workers of two versions in one group are told (`verdict_settings`).
+# 2: edits explain new pairs only up to MAX_EDITED_PAIRS; a new paragraph is new text
+RULES_VERSION = 2
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -72,6 +72,20 @@ def test_the_groups_settings_are_the_highest_generations_first_record_and_equal_
     assert "\n" not in line and "--policy" in line and "--adopt-settings" in line and a.hex() in line
 
 
+def test_workers_of_two_engine_rule_versions_have_other_verdict_settings(monkeypatch):
+    """The engine's fixed rules move verdicts as a policy does: a group of two versions is told."""
+    import streamdedup.verdict.engine as engine
+
+    before = verdict_identity(DetectorConfig().verdict_settings())
+    group = a_record(before)
+    group.settings.update(DetectorConfig().verdict_settings())
+    monkeypatch.setattr(engine, "RULES_VERSION", engine.RULES_VERSION + 1)
+    mine = DetectorConfig().verdict_settings()
+    assert verdict_identity(mine) != before
+    line = refusal(replace(WorkerSettings(), group_id="g"), group, mine, verdict_identity(mine))
+    assert "\n" not in line and "one streamdedup version" in line and "--adopt-settings" in line
+
+
 def test_a_request_under_other_verdict_settings_stops_the_worker_only_if_its_own_are_not_the_groups(
         tmp_path, caplog):
     config = DetectorConfig()
