@@ -42,8 +42,20 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from streamdedup.clean.fast_extract import DISCARD_SELECTORS, MIN_CONTAINER_CHARS, fast_read, main_content_text
-from streamdedup.clean.page_text import SMALL_EXTRACTION_CHARS, SMALL_EXTRACTION_SHARE, Texts, extract_all_text
+from streamdedup.clean.fast_extract import (
+    DISCARD_SELECTORS,
+    MIN_CONTAINER_CHARS,
+    fast_read,
+    main_content_text,
+    steered_text,
+)
+from streamdedup.clean.page_text import (
+    SMALL_EXTRACTION_CHARS,
+    SMALL_EXTRACTION_SHARE,
+    Texts,
+    covers_little,
+    extract_all_text,
+)
 
 OBSERVE = "?"  # a request: read the page with `fast` and say which container held its text
 # an observation's kinds: read from the learned container; read by `fast` (the site is cold); the
@@ -197,6 +209,18 @@ def plausible(text: str, page_text: str, share: int) -> bool:
     return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= floor
 
 
+def stands_in_for_rescue(text: str, tree: Any, page_text: Any) -> bool:
+    """Whether a learned read is one `fast` would not have bettered: above its bound, or where it would rescue too.
+
+    A read below `fast`'s bound (it "covers little", plausible only by the share of a site's
+    briefs) stands in for trafilatura's rescue, which `fast` runs only where its own container
+    covers little as well. Where `fast`'s container covers enough, `fast` reads the page from it and
+    the learned container is not the article's: pages an attacker publishes on the host, rescued
+    from a box he names, taught it (a lead box, a newsletter box of the site's articles). Checked on
+    such reads only (`fast`'s container search, ~2 ms; the site's briefs)."""
+    return not covers_little(text, page_text) or covers_little(steered_text(tree), page_text)
+
+
 def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: str) -> str:
     """What a page `fast` read says of its site's layout: "<share>|<selector>", or "" (nothing to learn).
 
@@ -244,7 +268,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
         blocks = containers(tree, selector)
         if blocks:
             text = container_text(blocks)
-            if plausible(text, page_text(), int(share or 0)):
+            if plausible(text, page_text(), int(share or 0)) and stands_in_for_rescue(text, tree, page_text):
                 return Texts(text, page_text() if visible else "", "", HELD)
         kind = MISS if blocks else LOST
         if brief:  # the site's brief container, learned from the pages trafilatura rescued
@@ -252,7 +276,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
             found = containers(tree, selector)
             if found:
                 text = container_text(found)
-                if plausible(text, page_text(), int(share or 0)):
+                if plausible(text, page_text(), int(share or 0)) and stands_in_for_rescue(text, tree, page_text):
                     return Texts(text, page_text() if visible else "", "", BRIEF + kind[:-1])
     texts, read, rescued = fast_read(html, visible, tree, page_text)
     return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))
