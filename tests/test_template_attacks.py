@@ -97,3 +97,50 @@ def test_the_eval_report_measures_the_pages_an_attacker_needs():
     assert all(row["reject"] is None or row["reject"] >= 2 for row in rows.values()), rows
     assert rows["short article, known host, crafted pages on another host of its domain"]["hide_or_reject"] is None
     assert rows["long article, known host, crafted pages on its host"]["hide_or_reject"] is None
+
+
+_NEWSLETTER = ("Subscribe to the morning briefing from the paper: the day's stories, our reporters' picks and the "
+               "puzzles, in your inbox before seven, free for readers.")
+
+
+def _real_article(seed: int, site: str, box: str) -> str:
+    """The host's article, with a `div.summary` in it: its lead paragraph, or a newsletter box every article shows."""
+    paragraphs = make_article(seed)
+    html = wrap_in_template(paragraphs, site)
+    if box == "lead":
+        return html.replace(f"<p>{paragraphs[0]}</p>", f"<div class='summary'><p>{paragraphs[0]}</p></div>")
+    return html.replace("<h1>Story</h1>", f"<h1>Story</h1><div class='summary'><p>{_NEWSLETTER}</p></div>")
+
+
+def _crafted_page(i: int) -> str:
+    """A user's page on the host: its text in a `div.summary` beside 300 links (no container `fast` names:
+    trafilatura rescues it from the div, a twentieth of the page)."""
+    text = "".join(f"<p>{p}</p>" for p in make_article(900 + i, 2, 4))
+    links = "".join(f"<li><a href='/u/{k}'>{' '.join(make_words(random.Random(k), 6))}</a></li>" for k in range(300))
+    return f"<html><head><title>User page {i}</title></head><body><ul>{links}</ul><div class='summary'>{text}</div></body></html>"
+
+
+def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_a_box(tmp_path):
+    """Three pages a user publishes on a news host, rescued from a `div.summary` that is a twentieth
+    of each, warmed the host's learned layout on that box with a floor of a fortieth. Before: the
+    host's articles were read from the box of that name they hold: the lead (444 of 3,371
+    characters), or a newsletter box every article shows (6 of 8 articles `template_only`), and
+    the box held on every article, so the host never relearned. Now a learned read below `fast`'s
+    own bound stands only where `fast` would rescue the page too."""
+    from streamdedup.clean.fast_extract import fast_texts
+    from streamdedup.clean.learned_layout import SiteLayout, learned_texts
+
+    site = "news.example"
+    layout = SiteLayout()
+    for i in range(3):
+        layout.observe(learned_texts(_crafted_page(i), layout.request(), visible=True).layout)
+    assert layout.warm and "summary" in layout.selector  # the attack warms the host (it still can)
+    for seed in range(3):
+        html = _real_article(seed, site, "lead")
+        assert learned_texts(html, layout.request(), visible=True).main == fast_texts(html, visible=False).main
+    pages = [page(f"https://{site}/users/mallory/{i}", _crafted_page(i), f"2024-03-01T00:{i:02d}:00Z",
+                  content_type="text/html") for i in range(3)]
+    pages += [page(f"https://{site}/news/{seed}", _real_article(seed, site, "box"), f"2024-03-01T01:{seed:02d}:00Z",
+                   content_type="text/html") for seed in range(8)]
+    outcomes = run_records(pages, tmp_path)
+    assert [o.status for o in outcomes[3:]] == ["unique"] * 8, [o.dedup for o in outcomes[3:]]
