@@ -126,7 +126,7 @@ def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_a_b
     host's articles were read from the box of that name they hold: the lead (444 of 3,371
     characters), or a newsletter box every article shows (6 of 8 articles `template_only`), and
     the box held on every article, so the host never relearned. Now a learned read below `fast`'s
-    own bound stands only where `fast` would rescue the page too."""
+    own bound stands only where `fast` would rescue the page too (the site relearns after 3)."""
     from streamdedup.clean.fast_extract import fast_texts
     from streamdedup.clean.learned_layout import SiteLayout, learned_texts
 
@@ -144,3 +144,35 @@ def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_a_b
                    content_type="text/html") for seed in range(8)]
     outcomes = run_records(pages, tmp_path)
     assert [o.status for o in outcomes[3:]] == ["unique"] * 8, [o.dedup for o in outcomes[3:]]
+
+
+def _crafted_page_with_a_decoy(i: int) -> str:
+    """A user's page on the host: a decoy `div.article-body` of 45 words (`fast`'s container, covering
+    little), its text in a `div.summary` that trafilatura rescues: four fifths of the page."""
+    decoy = " ".join(make_words(random.Random(i), 45))
+    text = "".join(f"<p>{p}</p>" for p in make_article(900 + i, 3, 4))
+    return (f"<html><head><title>User page {i}</title></head><body><div class='article-body'><p>{decoy}</p></div>"
+            f"<div class='summary'>{text}</div></body></html>")
+
+
+def test_crafted_pages_on_the_host_do_not_cut_its_short_articles_to_their_lead():
+    """As above, with the box four fifths of the crafted pages: the host's short articles (2 or 3
+    paragraphs, the first in its `div.summary` lead box, a fifth of the page or more) were read
+    from the lead, 33-53% of their text, on 8 of 12 articles, and the lead held, so the host did
+    not relearn. Now a learned read under 3,000 characters stands only if `fast`'s own container
+    holds at most 1.5 times its text, or covers little too."""
+    from streamdedup.clean.fast_extract import fast_texts
+    from streamdedup.clean.learned_layout import SiteLayout, learned_texts
+
+    for paragraphs in (2, 3):
+        layout = SiteLayout()
+        for i in range(3):
+            layout.observe(learned_texts(_crafted_page_with_a_decoy(i), layout.request(), visible=True).layout)
+        assert layout.warm and "summary" in layout.selector and layout.share >= 200
+        for seed in range(6):
+            lead, *rest = make_article(seed, paragraphs, 4)
+            html = wrap_in_template([lead, *rest], "news.example").replace(
+                f"<p>{lead}</p>", f"<div class='summary'><p>{lead}</p></div>")
+            texts = learned_texts(html, layout.request(), visible=True)
+            layout.observe(texts.layout)
+            assert texts.main == fast_texts(html, visible=False).main, (paragraphs, seed, texts.layout)
