@@ -114,15 +114,15 @@ def _real_article(seed: int, site: str, box: str) -> str:
 
 def _crafted_page(i: int) -> str:
     """A user's page on the host: its text in a `div.summary` beside 300 links (no container `fast` names:
-    trafilatura rescues it from the div, a twentieth of the page)."""
+    trafilatura rescues it from the div: 59 per mille of the page)."""
     text = "".join(f"<p>{p}</p>" for p in make_article(900 + i, 2, 4))
     links = "".join(f"<li><a href='/u/{k}'>{' '.join(make_words(random.Random(k), 6))}</a></li>" for k in range(300))
     return f"<html><head><title>User page {i}</title></head><body><ul>{links}</ul><div class='summary'>{text}</div></body></html>"
 
 
 def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_a_box(tmp_path):
-    """Three pages a user publishes on a news host, rescued from a `div.summary` that is a twentieth
-    of each, warmed the host's learned layout on that box with a floor of a fortieth. Before: the
+    """Three pages a user publishes on a news host, rescued from a `div.summary` of 59 per mille
+    of each, warmed the host's learned layout on that box with a floor of 29. Before: the
     host's articles were read from the box of that name they hold: the lead (444 of 3,371
     characters), or a newsletter box every article shows (6 of 8 articles `template_only`), and
     the box held on every article, so the host never relearned. Now a learned read below `fast`'s
