@@ -288,8 +288,13 @@ class SiteTemplate:
         return dict(zip(self._lines.tolist(), self._counts.tolist(), strict=True))
 
     def shown_lines(self) -> np.ndarray:
-        """The hashes of every line the site's earlier pages showed, ascending (uint64; a copy)."""
-        return self._lines.astype(np.uint64)
+        """The hashes of every line the site's earlier pages showed, ascending (uint64, read-only).
+
+        A view, not a copy (a page's worth of memcpy of up to `max_lines` hashes): learning rebinds
+        the model's arrays (`count_page`, the cuts) and never writes them, so it stays as it was."""
+        shown = self._lines.view()
+        shown.flags.writeable = False
+        return shown
 
     @property
     def line_count(self) -> int:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+# a str's code point by index without making a 1-character str (`ord(text[i])` is ~100x slower)
+from numba.cpython.unicode import _get_code_point
+
 
 @numba.njit(cache=True)
 def minhash_min(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -302,3 +305,74 @@ def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray,
         if same:
             out[r] = min(length, other) / max(length, other)
     return out
+
+
+@numba.njit(cache=True)
+def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray, a: np.ndarray,
+                     b: np.ndarray, min_words: int, max_kept: int, tail: int, value_bits: int,
+                     max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
+
+    A line (text between newlines) of at least `min_words` tokens (offsets in code points) is a
+    paragraph; only the text between tokens is read for newlines. Past `max_kept` paragraphs the
+    longest are kept (ties: the earlier), and the last `tail`, in text order. Of each kept one, for
+    each of the len(a) functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs`
+    (pair i: tokens i and i + 1), its low `value_bits` bits, packed the first lowest, then its words
+    (at most `max_words`) above them; and the line's [start, end) in `text` (code points)."""
+    n, size = len(token_starts), len(text)
+    run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
+    run_len = np.empty(n, dtype=np.int64)
+    run_line = np.empty(n, dtype=np.int64)  # where its line starts
+    runs = 0
+    line_start = 0
+    new_line = True
+    gap = 0  # past the previous token
+    for t in range(n):
+        for i in range(gap, token_starts[t]):
+            if _get_code_point(text, i) == 10:
+                line_start = i + 1
+                new_line = True
+        gap = token_ends[t]
+        if new_line:
+            run_start[runs], run_len[runs], run_line[runs] = t, 0, line_start
+            runs += 1
+            new_line = False
+        run_len[runs - 1] += 1
+    chosen = np.empty(runs, dtype=np.int64)
+    count = 0
+    for r in range(runs):
+        if run_len[r] >= min_words:
+            chosen[count] = r
+            count += 1
+    chosen = chosen[:count]
+    capped = count > max_kept
+    if capped:
+        last = min(tail, max_kept)
+        head = chosen[: count - last]
+        longest = np.sort(np.argsort(-run_len[head], kind="mergesort")[: max_kept - last])
+        kept = np.empty(max_kept, dtype=np.int64)
+        kept[: len(longest)] = head[longest]
+        kept[len(longest):] = chosen[count - last:]
+        chosen = kept
+    out = np.empty(len(chosen), dtype=np.uint64)
+    spans = np.empty((len(chosen), 2), dtype=np.int64)
+    mask = np.uint64((1 << value_bits) - 1)
+    values = len(a)
+    lowest = np.empty(values, dtype=np.uint64)
+    for j in range(len(chosen)):
+        r = chosen[j]
+        first, words = run_start[r], run_len[r]
+        lowest[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
+        for i in range(first, first + words - 1):
+            x = pairs[i]
+            for k in range(values):
+                lowest[k] = min(lowest[k], (a[k] * x + b[k]) >> np.uint64(40))
+        packed = np.uint64(min(words, max_words)) << np.uint64(values * value_bits)
+        for k in range(values):
+            packed |= (lowest[k] & mask) << np.uint64(k * value_bits)
+        out[j] = packed
+        end = token_ends[first + words - 1]
+        while end < size and _get_code_point(text, end) != 10:
+            end += 1
+        spans[j, 0], spans[j, 1] = run_line[r], end
+    return out, spans, capped

@@ -41,11 +41,8 @@ import numpy as np
 import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
-from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, two_bit_new_shares
+from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, paragraph_sketch, two_bit_new_shares
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import shingle_hashes
-
-_FIRST = np.zeros(1, dtype=np.int64)
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
@@ -156,34 +153,17 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         empty = np.zeros(0, dtype=np.uint64)
         if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
             return empty, False, empty
-        texts = doc.text.split("\n")
-        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)  # past each line's newline
-        line = np.searchsorted(ends, doc.token_starts, side="right")  # each token's line
-        changes = np.flatnonzero(line[1:] != line[:-1]) + 1
-        starts = np.concatenate((_FIRST, changes))
-        lengths = np.diff(np.concatenate((starts, [len(line)])))
-        chosen = np.flatnonzero(lengths >= p.paragraph_words)
-        if not len(chosen):
+        # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
+        # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
+        out, spans, capped = paragraph_sketch(doc.text, doc.token_starts, doc.token_ends, doc.all_shingles(2),
+                                              self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
+                                              PARAGRAPH_VALUE_BITS, _MAX_WORDS)
+        if not len(out):
             return empty, False, empty
-        pairs = shingle_hashes(doc.token_hashes, 2)  # pair i: tokens i and i + 1
-        hashed = (pairs[:, None] * self._pa[None, :] + self._pb[None, :]) >> np.uint64(40)
-        hashed = np.vstack((hashed, hashed[:1]))  # a row past the last pair: reduceat's indices stay in range
-        # each chosen line's pairs are rows [start, start + length - 1): the minimum of every other segment
-        edges = np.column_stack((starts[chosen], starts[chosen] + lengths[chosen] - 1)).ravel()
-        lowest = np.minimum.reduceat(hashed, edges, axis=0)[::2] & np.uint64(_VALUE_MASK)
-        shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
-        out = np.bitwise_or.reduce(lowest << shifts[None, :], axis=1) | (
-            np.minimum(lengths[chosen], _MAX_WORDS).astype(np.uint64) << np.uint64(_LENGTH_SHIFT))
-        lines = np.fromiter((xxhash.xxh3_64_intdigest(texts[i].encode("utf-8", "surrogatepass"))
-                             for i in line[starts[chosen]].tolist()), dtype=np.uint64, count=len(chosen))
-        capped = len(out) > p.max_paragraphs
-        if capped:
-            # the longest, and the last two (where text is added: `engine._longest_new`), in text order
-            tail = min(TAIL, p.max_paragraphs)
-            longest = np.argsort(-lengths[chosen[: len(chosen) - tail]], kind="stable")[: p.max_paragraphs - tail]
-            keep = np.concatenate((np.sort(longest), np.arange(len(chosen) - tail, len(chosen))))
-            out, lines = out[keep], lines[keep]
-        return out, capped, lines
+        text = doc.text
+        lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
+                          for start, end in spans.tolist()], dtype=np.uint64)
+        return out, bool(capped), lines
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         return []

@@ -270,7 +270,6 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                 yield Judged(seq, other, verdicts[i][0], verdicts[i][1], DUPLICATE, DUPLICATE, 0.0, 0.0)
         return
     new_shares, their_new_shares, own, sizes = shares
-    paragraph, their_paragraph = new_paragraphs(stored, columns, methods, mine, page.site)
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     _in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
@@ -278,8 +277,10 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
                                                                >= RELATED_SHARE)
     related[matched_rows] = True
+    judged_rows = np.flatnonzero(related)
+    paragraph, their_paragraph = new_paragraphs(stored, columns, methods, mine, page.site, judged_rows)
     tolerance = policy.tolerance
-    for i in np.flatnonzero(related).tolist():  # in the order of `seqs`
+    for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
             continue
@@ -323,8 +324,12 @@ def _new_shares(columns: SignatureColumns, methods: Methods,
 
 
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
-                   mine: Mapping[int, Any], page_site: int) -> tuple[np.ndarray, np.ndarray]:
+                   mine: Mapping[int, Any], page_site: int,
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
+
+    Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the related
+    ones, which are a few of the ~50 a page on homogeneous text.
 
     A paragraph of one page is new to the other when none of its 4 sketch values is among the
     other's paragraphs' (`fingerprints/wordpairs.py`): an edited paragraph keeps some, new text
@@ -341,7 +346,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     capped = bool(getattr(signature, "capped", False))
     own = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
     column, _ = columns.column(tag)
-    for i, ((_, other), data) in enumerate(zip(stored, column, strict=True)):
+    for i in range(count) if rows is None else rows.tolist():
+        other, data = stored[i][1], column[i]
         if data is None:
             continue
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
@@ -378,9 +384,8 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
     their_values, their_lengths, capped = other
     if not len(values) or not len(their_values):
         return 0  # no sketch on one side (a short page, an older record): not measured
-    new = np.ones(len(values), dtype=bool)
-    for k in range(values.shape[1]):
-        new &= ~np.isin(values[:, k], their_values[:, k])
+    # none of its k-th values is any of the other's k-th, for every k (a few dozen values: one comparison)
+    new = ~(values[:, None, :] == their_values[None, :, :]).any(axis=(1, 2))
     if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
         longest = their_lengths[: len(their_lengths) - TAIL]
         judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
