@@ -36,7 +36,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
 # 2: teaser cards (a link that holds a heading) are left out (2026-11-26).
 # 3: ... and left out of what trafilatura reads when it rescues a page (step 3) (2026-11-26).
-RULES_VERSION = 3
+# 4: a brief page whose whole page agrees with its container is not rescued (step 3) (2026-12-03).
+RULES_VERSION = 4
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -208,6 +209,25 @@ def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
     return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks), blocks
 
 
+# How far resiliparse's main-content text of the whole page (the same discards, no container) may
+# differ in length from the container's for the two to agree that the page holds no more (step 3).
+WHOLE_PAGE_AGREEMENT = 0.1
+
+
+def whole_page_agrees(text: str, tree: Any) -> bool:
+    """Whether the whole page's main-content text is the container's text, give or take `WHOLE_PAGE_AGREEMENT`.
+
+    resiliparse's main-content pass over the whole page, without the container and with the same
+    discards, finds as much text as the container holds (within WHOLE_PAGE_AGREEMENT of its
+    length): the page has no main content outside its container, so the container's short text is
+    the page's, not a lead box or a wrapper that missed the article. A text under
+    MIN_CONTAINER_CHARS never agrees: trafilatura distrusts so little text too."""
+    if len(text) < MIN_CONTAINER_CHARS:  # too little to say anything (trafilatura's MIN_EXTRACTED_SIZE)
+        return False
+    whole = main_content_text(tree, DISCARD_SELECTORS)
+    return abs(len(whole) - len(text)) <= WHOLE_PAGE_AGREEMENT * len(text)
+
+
 def fast_texts(html: str, visible: bool) -> Texts:
     """The page's main text and, if `visible`, all its visible text, from one parse.
 
@@ -229,6 +249,10 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
     what `learned_layout` learns from."""
     text, blocks = steered_blocks(tree)
     steered = rescued = ""
+    if covers_little(text, page_text) and blocks and whole_page_agrees(text, tree):
+        # a brief page: its container holds all the main content the whole page has (step 3's
+        # agreement); its text stands, as trafilatura's rescue would have
+        return Texts(text, page_text() if visible else "", text), blocks, text
     if covers_little(text, page_text):
         # a wrapper named like boilerplate ("has-sidebar") skipped with the article, a lead box
         # taken for the container, or a page whose own text is short: trafilatura, whose rescue

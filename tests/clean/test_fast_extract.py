@@ -236,3 +236,20 @@ def test_a_listing_of_teaser_cards_in_the_container_is_left_out():
     text = extract_fast(page)
     assert "The harbour bridge vote" in text and all(p in text for p in ARTICLE)
     assert not any(r in text for r in RELATED) and "Teaser text" not in text
+
+
+def test_a_brief_whose_page_holds_nothing_else_is_read_without_trafilatura(monkeypatch):
+    """A brief in its container, the rest of the page a menu, a sidebar and a footer: the container
+    covers little of the visible text, but resiliparse's pass over the whole page finds the same
+    text, so it stands without trafilatura's rescue (and is its own article element's text)."""
+    from streamdedup.clean.fast_extract import fast_texts
+
+    calls = _count_trafilatura_calls(monkeypatch)
+    brief = f"{COMMENTS[0]} {COMMENTS[1]} {COMMENTS[0]} {COMMENTS[1]}"
+    menu = "".join(f'<li><a href="/s{n}">{r} section {n}</a></li>' for n, r in enumerate(RELATED * 12))
+    about = "".join(f"<p>{p}</p>" for p in ARTICLE)
+    html = (f"<html><body><nav><ul>{menu}</ul></nav><div class='sidebar'>{about}</div>"
+            f"<article class='entry-content'><h1>Short</h1><p>{brief}</p></article>"
+            f"<footer>{about}{about}</footer></body></html>")
+    texts = fast_texts(html, visible=False)
+    assert calls == [] and texts.main == f"Short\n\n{brief}" == texts.steered
