@@ -137,6 +137,15 @@ class SignatureColumns:
             column = self._columns[tag] = values, None not in values
         return column
 
+    def present(self, tag: int, rows: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+        """Of the candidates at `rows` (all, in order, if as many), those with a signature of `tag`, and theirs."""
+        column, complete = self.column(tag)
+        got = column if len(rows) == len(self.records) else [column[i] for i in rows.tolist()]
+        if complete or None not in got:
+            return rows, cast("list[bytes]", got)
+        have = np.fromiter((data is not None for data in got), dtype=bool, count=len(got))
+        return rows[have], [data for data in got if data is not None]
+
 
 class CandidateSimilarities:
     """Each method's verdict on a page's candidates, computed when the policy first asks for it.
@@ -194,18 +203,7 @@ class CandidateSimilarities:
         tag, method = self.methods[method_name]
         signature = self.mine.get(tag)
         if signature is not None:
-            have = todo
-            column, complete = self.theirs.column(tag)
-            if len(todo) == count:
-                got = column
-            else:
-                got = [column[i] for i in todo.tolist()]
-                complete = complete or None not in got
-            if not complete:  # candidates the method abstained on: no match
-                have = todo[np.fromiter((d is not None for d in got), dtype=bool, count=len(got))]
-                data = [d for d in got if d is not None]
-            else:
-                data = cast("list[bytes]", got)
+            have, data = self.theirs.present(tag, todo)  # candidates the method abstained on: no match
             if have.size:
                 values[have] = (method.measure_similarities(measure, signature, data) if measure
                                 else method.similarities(signature, data))
@@ -286,10 +284,10 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             continue
         matched = verdicts.get(i)
         new_share, their_new_share = float(new_shares[i]), float(their_new_shares[i])
-        if matched is not None and matched[0] == "exact":  # the same text: nothing new either way
+        exact = matched is not None and matched[0] == "exact"
+        if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        exact = matched is not None and matched[0] == "exact"
         new = NewText(new_share, new_share * own, 0 if exact else int(paragraph[i]))
         their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
@@ -311,15 +309,13 @@ def _new_shares(columns: SignatureColumns, methods: Methods,
     count = len(columns)
     if signature is None:  # too short for a word pair: nothing to measure
         return np.full(count, np.nan), np.full(count, np.nan), 0, np.zeros(count)
-    theirs, complete = columns.column(tag)
-    if complete:  # the usual case: every candidate has pairs, measured in one call
+    rows, theirs = columns.present(tag, np.arange(count))
+    if len(rows) == count:  # the usual case: every candidate has pairs, measured in one call
         new_share, their_new_share, sizes = cast(Any, method).new_shares(signature, theirs)
         return new_share, their_new_share, int(signature.set_size), sizes
     new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
-    rows = [i for i, data in enumerate(theirs) if data is not None]
-    if rows:
-        measured = cast(Any, method).new_shares(signature, [theirs[i] for i in rows])
-        new_share[rows], their_new_share[rows], sizes[rows] = measured
+    if len(rows):
+        new_share[rows], their_new_share[rows], sizes[rows] = cast(Any, method).new_shares(signature, theirs)
     return new_share, their_new_share, int(signature.set_size), sizes
 
 
@@ -438,12 +434,7 @@ def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any
     signature = mine.get(entry[0]) if entry is not None else None
     if entry is None or signature is None or not own or not len(rows):
         return
-    column, _ = columns.column(entry[0])
-    rows = rows[sizes[rows] > 0]
-    data = [column[i] for i in rows.tolist()]
-    if None in data:
-        rows = rows[np.fromiter((d is not None for d in data), dtype=bool, count=len(data))]
-        data = [d for d in data if d is not None]
+    rows, data = columns.present(entry[0], rows[sizes[rows] > 0])
     if not len(rows):
         return
     mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, data)
