@@ -247,9 +247,8 @@ class Fingerprinter:
                 return done, {j: pool.submit(self._fingerprint, later, *read, self._request(read[0], layout))
                               for j, later, read in entries[n:]}
             result = done[i] = self._fingerprint(raw, page, record, self._request(page, layout))
-            if isinstance(result, Fingerprinted) and result.layout_seen and result.rejection is None:
-                layout = replace(layout) if layout is not None else SiteLayout()
-                layout.observe(result.layout_seen)
+            if isinstance(result, Fingerprinted):
+                layout = _foreseen(layout, result)
         return done, {}
 
     def prepare(self, raw: RawRecord) -> Fingerprinted | Outcome:
@@ -265,12 +264,10 @@ class Fingerprinter:
 
     def foresee(self, item: Fingerprinted) -> None:
         """The site's layout hint after this page, as `read_by_layout` will learn it."""
-        if not item.layout_seen or item.rejection is not None:
-            return
         known = self.layout_hints.get(item.template_hash)
-        layout = replace(known) if known is not None else SiteLayout()
-        layout.observe(item.layout_seen)
-        self.hint(item.template_hash, layout)
+        layout = _foreseen(known, item)
+        if layout is not known and layout is not None:
+            self.hint(item.template_hash, layout)
 
     def _finish(self, raw: RawRecord, read: tuple[Page, dict[str, Any]] | Outcome) -> Fingerprinted | Outcome:
         return read if isinstance(read, Outcome) else self._fingerprint(raw, *read)
@@ -289,19 +286,18 @@ class Fingerprinter:
     def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any],
                      layout: str | None = None) -> Fingerprinted | Outcome:
         request = self.layout_request(page) if layout is None else layout
+        line = raw.data if raw.fields is None else None
         try:
             texts, signatures = self.signatures(page, request)
             return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
                                  visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang),
-                                 layout_asked=request if texts.layout else "", layout_seen=texts.layout,
-                                 line=raw.data if raw.fields is None else None)
+                                 layout_asked=request if texts.layout else "", layout_seen=texts.layout, line=line)
         except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
             raise
         except Rejected as err:
             if request and err.reason is Reason.NO_TEXT and may_be_html(page):  # its text may depend on the request
                 return Fingerprinted(page, record, raw.origin, {}, arrival_ms=raw.arrival_ms, layout_asked=request,
-                                     rejection=self._failed(raw, record, err),
-                                     line=raw.data if raw.fields is None else None)
+                                     rejection=self._failed(raw, record, err), line=line)
             return self._failed(raw, record, err)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
@@ -395,6 +391,15 @@ CHAIN_PAGES = 8
 
 _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+
+
+def _foreseen(layout: SiteLayout | None, item: Fingerprinted) -> SiteLayout | None:
+    """A site's layout after `item`, as `read_by_layout` will learn it (a copy; `layout` if it teaches nothing)."""
+    if not item.layout_seen or item.rejection is not None:
+        return layout
+    after = replace(layout) if layout is not None else SiteLayout()
+    after.observe(item.layout_seen)
+    return after
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
