@@ -52,7 +52,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # the engine's fixed rules (the constants below and how `decide` uses them): a change that can move
 # a verdict bumps it, so that workers of two versions in one group are told (`verdict_settings`).
 # 2: edits explain new pairs only up to MAX_EDITED_PAIRS; a new paragraph is new text
-RULES_VERSION = 2
+# 3: a short paragraph in the place of another is new text (`NewTextTolerance.exceeded_by`)
+RULES_VERSION = 3
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -71,9 +72,9 @@ def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewText
     matched and its text is (nearly) all in the page, RELATED otherwise. `new`: the page's text
     absent from the candidate; `their_new`: the candidate's absent from the page. The candidate's
     side swaps them."""
-    if matched and not tolerance.exceeded_by(new):
+    if matched and not tolerance.exceeded_by(new, their_new):
         return DUPLICATE
-    if matched and not tolerance.exceeded_by(their_new):
+    if matched and not tolerance.exceeded_by(their_new, new):
         return SUPERSEDES
     return RELATED
 
@@ -276,7 +277,8 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                                                                >= RELATED_SHARE)
     related[matched_rows] = True
     judged_rows = np.flatnonzero(related)
-    paragraph, their_paragraph = new_paragraphs(stored, columns, methods, mine, page.site, judged_rows)
+    paragraph, their_paragraph, place, their_place = new_paragraphs(stored, columns, methods, mine, page.site,
+                                                                    judged_rows)
     tolerance = policy.tolerance
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
@@ -288,8 +290,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new = NewText(new_share, new_share * own, 0 if exact else int(paragraph[i]))
-        their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]))
+        new = NewText(new_share, new_share * own, 0 if exact else int(paragraph[i]), int(place[i]))
+        their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]),
+                            int(their_place[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
@@ -321,7 +324,7 @@ def _new_shares(columns: SignatureColumns, methods: Methods,
 
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
                    mine: Mapping[int, Any], page_site: int,
-                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
     Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the related
@@ -330,14 +333,17 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     A paragraph of one page is new to the other when none of its 4 sketch values is among the
     other's paragraphs' (`fingerprints/wordpairs.py`): an edited paragraph keeps some, new text
     none. Against a capped sketch (its paragraphs with the least first values), only paragraphs
-    whose first value is within its range are judged. int64 arrays, 0 where none or not measured."""
+    whose first value is within its range are judged. int64 arrays, 0 where none or not measured;
+    then the place of each (the paragraphs found before it; -1: none, or not known against a
+    capped sketch), where a replaced paragraph has its counterpart (`NewTextTolerance`)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+    mine_place, their_place = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None:
-        return mine_words, their_words
+        return mine_words, their_words, mine_place, their_place
     tag, method = entry
     capped = bool(getattr(signature, "capped", False))
     own = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
@@ -349,9 +355,11 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
         same_site = other.site == page_site
-        mine_words[i] = _longest_new(own, (theirs[0], theirs[2], theirs_capped), same_site)
-        their_words[i] = _longest_new(theirs, (own[0], own[2], capped), same_site)
-    return mine_words, their_words
+        mine_words[i], mine_place[i] = _longest_new(own, (theirs[0], theirs[2], theirs_capped), same_site)
+        their_words[i], their_place[i] = _longest_new(theirs, (own[0], own[2], capped), same_site)
+        if capped or theirs_capped:  # a capped sketch's kept paragraphs do not say where the others were
+            mine_place[i] = their_place[i] = -1
+    return mine_words, their_words, mine_place, their_place
 
 
 # a page's new paragraphs count only when at least this share of its paragraphs are found in the
@@ -370,8 +378,10 @@ def _own_words(paragraphs: np.ndarray) -> np.ndarray:
 
 
 def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray, bool],
-                 same_site: bool) -> int:
-    """The words of the longest of `page`'s paragraphs none of whose values are among `other`'s (0: none).
+                 same_site: bool) -> tuple[int, int]:
+    """The words of the longest of `page`'s paragraphs none of whose values are in `other`'s (0: none), and its place.
+
+    Its place: how many of the page's judged paragraphs before it are found in the other (-1: none new).
 
     On another site than the other page, only a paragraph between two found ones counts: new lines
     at a copy's start or end are as likely its host's template (a newsletter blurb, a cookie notice,
@@ -379,7 +389,7 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
     values, words, lengths = page
     their_values, their_lengths, capped = other
     if not len(values) or not len(their_values):
-        return 0  # no sketch on one side (a short page, an older record): not measured
+        return 0, -1  # no sketch on one side (a short page, an older record): not measured
     # none of its k-th values is any of the other's k-th, for every k (a few dozen values: one comparison)
     new = ~(values[:, None, :] == their_values[None, :, :]).any(axis=(1, 2))
     if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
@@ -390,14 +400,16 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
         judged[-1] = True
         values, words, new = values[judged], words[judged], new[judged]
     if not new.any() or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values):
-        return 0  # nothing new, or the two pages' lines are not alike (another layout merged them)
+        return 0, -1  # nothing new, or the two pages' lines are not alike (another layout merged them)
+    found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
     if not same_site:  # between the first and the last found paragraph
         found = np.flatnonzero(~new)
         new[: found[0]] = False
         new[found[-1]:] = False
         if not new.any():
-            return 0
-    return int(words[new].max())
+            return 0, -1
+    chosen = int(np.argmax(np.where(new, words, -1)))
+    return int(words[chosen]), int(found_before[chosen])
 
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`_in_runs`)

@@ -83,6 +83,23 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
 
 
+def test_a_short_paragraph_in_the_place_of_another_is_new_text(tmp_path):
+    """A paragraph replaced by a 16-word one (under the 20 words a paragraph needs alone: a
+    correction note's length) is new text: the replaced paragraph is missing from the page, in the
+    same place. A correction note appended to a page that also dropped a paragraph elsewhere is
+    not in that place, and stays a duplicate, as does a short paragraph edited by a few words."""
+    story, other = make_article(21, paragraphs=12), make_article(22, paragraphs=1)
+    short = " ".join(other[0].split()[:16])
+    note = "Correction: an earlier version of this article misstated the date of the council's vote."
+    pages = [_page("story", story, "a.example"),
+             _page("replaced", [*story[:6], short, *story[7:]], "b.example"),
+             _page("dropped_noted", [*story[:3], *story[4:], note], "a.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["replaced"]["status"] == "unique" and "story" in got["replaced"]["related_to"], got["replaced"]
+    assert got["dropped_noted"]["status"] == "duplicate", got["dropped_noted"]
+    assert got["dropped_noted"]["duplicate_of"] == "story", got["dropped_noted"]
+
+
 def test_a_rewrite_of_a_fifth_of_the_words_is_not_a_light_edit(tmp_path):
     """Every fifth word replaced: 40 % of the word pairs new, nearly every 5-shingle new, which the
     runs correction alone reads as scattered edits (0 new in runs) and called a duplicate. Edits
