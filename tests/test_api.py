@@ -67,3 +67,23 @@ def test_import_streamdedup_loads_no_engine() -> None:
     code = "import sys, streamdedup; print(sorted(m for m in ('numpy', 'rocksdict', 'streamdedup.detector') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_an_undated_url_added_again_is_judged(tmp_path: Path) -> None:
+    """Two fetches of one url without a fetch time are two pages (not a `duplicate_id`): unchanged,
+    the second is the first's duplicate; changed, it is judged like any page. Also once the
+    store is reopened, and a given id repeated stays a `duplicate_id`."""
+    page = f"<html><body><article><p>{TEXT} {TEXT}</p></article></body></html>"
+    changed = page.replace("Sundays", "Saturdays and public holidays, from the first of the month,")
+    with Deduplicator(state=tmp_path / "state") as dedup:
+        first = dedup.add(page, url="https://news.example/library")
+        again = dedup.add(page, url="https://news.example/library")
+        assert isinstance(first, Verdict) and isinstance(again, Verdict), again
+        assert again.status == "duplicate" and again.duplicate_of == first.page_id
+        assert isinstance(dedup.add(changed, url="https://news.example/library"), Verdict)
+        assert isinstance(dedup.add(page, id="given"), Verdict)
+        repeated = dedup.add(page, id="given")
+        assert isinstance(repeated, Rejection) and repeated.reason == "duplicate_id"
+    with Deduplicator(state=tmp_path / "state") as dedup:
+        later = dedup.add(page, url="https://news.example/library")
+        assert isinstance(later, Verdict) and later.status == "duplicate", later

@@ -54,6 +54,9 @@ class Deduplicator:
             self._remove_temporary()
             raise
         self._count = 0
+        # the place of an item among all a store was ever given (`RawRecord.position`): an undated
+        # page is told apart from another fetch of its url by it, also after the store is reopened
+        self._session = uuid.uuid4().hex
         # a temporary store not closed is still removed when the object goes
         self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary)
 
@@ -122,7 +125,8 @@ class Deduplicator:
         if "url" not in record and "text" in record:  # a plain text: its own site, as `add` files it
             page_id = record.get("id") or uuid.uuid4().hex
             record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
-        return RawRecord(origin=f"item {self._count}", data=orjson.dumps(record, default=str))
+        return RawRecord(origin=f"item {self._count}", data=orjson.dumps(record, default=str),
+                         position=f"api {self._session}:#{self._count}")
 
     @staticmethod
     def _result(outcome: Outcome) -> Verdict | Rejection:
