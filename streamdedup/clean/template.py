@@ -383,8 +383,7 @@ class SiteTemplate:
     def floor(self, params: TemplateParams) -> float:
         """How many of the site's (decayed) distinct pages a line must be on to be template.
 
-        How many of the site's (decayed) distinct pages a line must be on to be template
-        (during the cold start: to be provisional template)."""
+        During the cold start: to be provisional template."""
         if not self.known(params):
             return max(params.cold_min_count, params.cold_min_share * self.pages)
         return max(params.min_count, params.min_share * self.pages)

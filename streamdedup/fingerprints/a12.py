@@ -60,8 +60,7 @@ def _layout(n_ss: int, n_ws: int, word_bits: int) -> np.dtype:
 def _packer(n_ss: int, n_ws: int, word_format: str) -> struct.Struct:
     """The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words.
 
-    The `struct.Struct` of an encoded signature of `n_ss` sentences and `n_ws` words
-    (`A12Method.encode` and `decode`)."""
+    As `A12Method.encode` and `decode` write and read it."""
     return struct.Struct(f"<IIBB{n_ss}Q{n_ws}{word_format}")
 
 

@@ -315,8 +315,7 @@ def remove_store(state: Path) -> None:
 def _is_streamdedup_store(state: Path) -> bool:
     """Read-only look for the configuration every streamdedup store records.
 
-    Read-only look for the configuration every streamdedup store records (an unreadable,
-    damaged store of RocksDB files only counts as one: --fresh is the way out of it)."""
+    An unreadable, damaged store of RocksDB files only counts as one: --fresh is the way out of it."""
     from rocksdict import AccessType, Options, Rdict
 
     from streamdedup.store import layout

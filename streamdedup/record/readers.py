@@ -116,8 +116,7 @@ def _unreadable(origin: str, err: BaseException, what_was_read: str) -> RawRecor
 class _Source:
     """A byte stream with its offset and a push-back buffer.
 
-    A byte stream with its offset and a push-back buffer (to look for the next WARC record
-    inside bytes already read)."""
+    The buffer is there to look for the next WARC record inside bytes already read."""
 
     def __init__(self, stream: io.BufferedReader | gzip.GzipFile) -> None:
         self.stream = stream

@@ -76,11 +76,10 @@ def answer_of(value: bytes) -> tuple[list[int], int]:
 def place_bounds(methods: Mapping[int, FingerprintMethod[Any]]) -> dict[int, int | None]:
     """By tag of `methods`, the place among a page's sorted names below which that method's names stand.
 
-    By tag of `methods`, the place among a page's sorted names below which that method's names
-    stand (None: no bound): a page's names sort by method tag first, and each method has at most
-    `max_index_keys` of them, so a method's names stand below its own bound and every lower tag's
-    added up. A record whose first unfiled place (`DocRecord.unfiled`) is at or past a method's
-    bound was filed under all that method's keys (`engine.FoundBy.unfiled_bounds`)."""
+    None: no bound. A page's names sort by method tag first, and each method has at most `max_index_keys` of
+    them, so a method's names stand below its own bound and every lower tag's added up. A record whose first
+    unfiled place (`DocRecord.unfiled`) is at or past a method's bound was filed under all that method's keys
+    (`engine.FoundBy.unfiled_bounds`)."""
     bounds: dict[int, int | None] = {}
     total: int | None = 0
     for tag in sorted(methods):

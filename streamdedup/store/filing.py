@@ -51,8 +51,8 @@ def filed_names(methods: Methods, doc: DocRecord) -> list[bytes]:
 def seq_with_id(page_id: str, value: bytes | None, doc: Callable[[int], DocRecord | None]) -> int | None:
     """The page with this id among those with its id hash.
 
-    The page with this id among those with its id hash (`value`: the postings of its id's
-    name; a hash collision is told apart by the DocRecord, which holds the id itself)."""
+    `value`: the postings of its id's name; a hash collision is told apart by the DocRecord, which holds the
+    id itself."""
     for seq in reversed(layout.seqs_from(value)):
         record = doc(seq)
         if record is not None and record.page_id == page_id:

@@ -134,11 +134,10 @@ def _segment_of(name: np.uint64) -> Any:
 def _count_free_all(words: Any, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """How many postings each name has, and where each name's probe meets its first free slot.
 
-    How many postings each name has, and where each name's probe meets its first free slot
-    (a tombstone, or the empty slot that ends it): where `_insert_one` would put a posting of a
-    name that has none. Names of every segment in one call (`words`: each segment's words, a
-    tuple), a segment's names at a time: each segment's table is taken from the tuple once
-    (taking it is a reference counted each time, too dear for once a name)."""
+    The free slot is a tombstone, or the empty slot that ends the probe: where `_insert_one` would put a
+    posting of a name that has none. Names of every segment in one call (`words`: each segment's words, a
+    tuple), a segment's names at a time: each segment's table is taken from the tuple once (taking it is a
+    reference counted each time, too dear for once a name)."""
     counts = np.zeros(len(names), dtype=np.int64)
     free = np.empty(len(names), dtype=np.int64)
     mask = np.uint64((1 << 48) - 1)

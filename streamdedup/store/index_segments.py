@@ -40,8 +40,7 @@ def grown_load(segment: int | None = None) -> float:
 def slots_for(postings: int, segment: int | None = None) -> int:
     """The slots of a table holding this many postings at the load a growth leaves.
 
-    The slots of a table holding this many postings at the load a growth leaves (`grown_load`
-    of `segment`; None: the mean's)."""
+    The load is `grown_load` of `segment` (None: the mean's)."""
     return max(_MIN_SLOTS, int(postings / grown_load(segment)) + 1)
 
 
@@ -73,8 +72,7 @@ class _Segment:
     def rehashed(self, slots: int) -> _Segment:
         """A table of `slots` holding this one's live postings (tombstones dropped).
 
-        A table of `slots` holding this one's live postings (tombstones dropped), moved straight
-        from the old arrays to the new: the two are all it holds at once."""
+        The postings move straight from the old arrays to the new: the two are all it holds at once."""
         grown = _Segment.empty(slots)
         grown.postings = _rehash(self.words, self.low, grown.words, grown.low)
         return grown
@@ -117,8 +115,7 @@ class _Growth:
     def finished(self) -> _Segment:
         """The grown segment, with the removals and the side table's postings applied.
 
-        The grown segment, with the removals and the side table's postings applied (waits for
-        the thread if it is still running)."""
+        Waits for the thread if it is still running."""
         self.thread.join()
         if self.error is not None:
             raise self.error

@@ -120,8 +120,7 @@ class MemoryIndex:
     def postings(self) -> int:
         """Postings in the table.
 
-        Postings in the table (while a segment grows: its old table's, less none of the
-        removals since, and its side table's)."""
+        While a segment grows: its old table's, less none of the removals since, and its side table's."""
         return (sum(segment.postings for segment in self.segments)
                 + sum(growth.side.postings for growth in self._growing.values()))
 
@@ -141,8 +140,7 @@ class MemoryIndex:
     def table(self) -> tuple[np.ndarray, np.ndarray]:
         """Every segment's words and low words back to back.
 
-        Every segment's words and low words back to back (a copy: to compare tables; growths
-        beside the batches finished first)."""
+        A copy, to compare tables; the growths beside the batches are finished first."""
         self.finish_growths()
         return (np.concatenate([segment.words for segment in self.segments]),
                 np.concatenate([segment.low for segment in self.segments]))
@@ -292,10 +290,9 @@ class MemoryIndex:
     def growth_bytes(self, names: np.ndarray) -> int:
         """The bytes `insert_ints(names, ...)` would allocate for the segments it grows.
 
-        The bytes `insert_ints(names, ...)` would allocate for the segments it grows (each new
-        table, the old one freed once moved), 0 if it grows none: asked before a batch is written,
-        so that a store outgrowing its memory is told so in one line, not killed by the kernel
-        half-way through a growth. A segment with room for every name is not grouped for."""
+        Each new table counts, the old one freed once moved; 0 if it grows none. Asked before a batch is
+        written, so that a store outgrowing its memory is told so in one line, not killed by the kernel half-
+        way through a growth. A segment with room for every name is not grouped for."""
         if not len(names) or len(names) <= self._room.min():
             return 0
         sizes = _segment_sizes(names)
@@ -348,8 +345,7 @@ class MemoryIndex:
     def finish_growths(self) -> None:
         """Wait for every growth beside the batches and put its table in place.
 
-        Wait for every growth beside the batches and put its table in place (before a snapshot
-        is written, or the table compared)."""
+        Done before a snapshot is written, or the table compared."""
         self._finish_growths(wait=True)
 
     def save(self, path: Path, version: int) -> None:

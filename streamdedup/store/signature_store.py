@@ -203,8 +203,7 @@ class SignatureStore:
     def _reserve(self, postings: int) -> None:
         """Room for this many postings in the index, checked against the memory the process has.
 
-        Room for this many postings in the index, checked against the memory the process has
-        (`_check_memory`), so a rebuild fills a table of its final size without doubling it."""
+        Checked by `_check_memory`, so a rebuild fills a table of its final size without doubling it."""
         postings += postings // 16  # some room: a page's postings vary
         self._check_memory(self.memory.reserved_bytes(postings) - self.memory.size_bytes,
                            f"{postings:,} postings")
@@ -213,9 +212,8 @@ class SignatureStore:
     def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
         """Refuse to open a store whose index does not fit in the memory left.
 
-        Refuse to open a store whose index does not fit in the memory left (or, `opening`
-        False, to grow it), in one line naming the fix, rather than be killed by the kernel while
-        loading, rebuilding or growing it."""
+        With `opening` False: refuse to grow it. In one line naming the fix, rather than be killed by the
+        kernel while loading, rebuilding or growing it."""
         available = available_bytes()
         if available is not None and needed > available:
             if opening:
@@ -269,8 +267,7 @@ class SignatureStore:
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
         """Each page's word for the chance check, from its encoded signatures by tag.
 
-        Each page's word for the chance check, from its encoded signatures by tag (0 for a
-        page without one, which names no SimHash key); None if no method tells chance keys."""
+        0 for a page without one, which names no SimHash key; None if no method tells chance keys."""
         if self.word_tag is None:
             return None
         return page_words([sigs.get(self.word_tag) for sigs in encoded])
@@ -292,8 +289,7 @@ class SignatureStore:
     def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray:
         """Which of these stored pages the `word_tag` method does not find for `words`.
 
-        Which of these stored pages the `word_tag` method does not find for `words` (a page's
-        own word, or one per stored page), from their kept bits: chance collisions of its keys
+        For a page's own word, or one per stored page, from their kept bits: chance collisions of its keys
         (`chance.chance_collisions`)."""
         return chance_collisions(self.words, self._by_tag[cast(int, self.word_tag)], seqs, words)
 
@@ -416,9 +412,8 @@ class SignatureStore:
     def forget_config_if_empty(self) -> None:
         """Remove the parameters recorded at open from a store that holds nothing else yet.
 
-        Remove the parameters recorded at open from a store that holds nothing else yet (no
-        page, template or offset), so that the next open under any parameters takes it as new:
-        a run stopped for its parameters before its first commit must not pin the directory to them."""
+        No page, template or offset is in it yet: the next open under any parameters takes it as new, so a run
+        stopped for its parameters before its first commit does not pin the directory to them."""
         config = layout.meta_key("config")
         if not any(key != config for key, _ in itertools.islice(self._scan(self.db), 2)):
             del self.db[config]
@@ -544,10 +539,9 @@ class SignatureStore:
     def _expired_time_keys(self, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
         """The first time entries before `bound`, at most `limit`, from where the last removal ended.
 
-        The first time entries before `bound`, at most `limit`, from where the last removal
-        ended (`_time_scan_from`): a scan from the first time key stepped over the tombstone of
-        every entry removed since the last compaction, so each batch's expiry cost more than the
-        one before (`python bench/expire.py`, its `steady` part)."""
+        From `_time_scan_from`: a scan from the first time key stepped over the tombstone of every entry
+        removed since the last compaction, so each batch's expiry cost more than the one before (`python
+        bench/expire.py`, its `steady` part)."""
         found: list[tuple[bytes, int]] = []
         for key, _ in self._scan(self.db, self._time_scan_from):
             if len(found) >= limit or key[:1] != layout.TIME or key >= bound:

@@ -1,7 +1,6 @@
 """The template models of the sites one input partition carries.
 
-The template models of the sites one input partition carries (the global topology's
-fingerprint step), written with the partition's offset in one WriteBatch.
+Written with the partition's offset in one WriteBatch (the global topology's fingerprint step).
 
 The pages topic is keyed by site (`streamdedup feed` does so), so a site's pages, in order, are
 on one input partition: its template model is learned there from the same pages in the same

@@ -264,20 +264,20 @@ class FingerprintPartition:
     def _taking_back(self, lag: int | None) -> bool:
         """Whether the watermark the index partitions hold for this partition may claim too much.
 
-        Whether the watermark the index partitions hold for this partition may claim too much: it was infinite and
-        records wait, or this process sent none yet (the partition was just assigned, or a transaction failed) and
-        records wait or its lag is not known yet. What its previous owner sent stands until then: an infinite watermark
-        would let the index partitions release other partitions' pages above this one's waiting records for as long as
-        the new owner takes to file them (its store's replay first), each a `late_match`."""
+        It may when it was infinite and records wait, or when this process sent none yet (the partition was
+        just assigned, or a transaction failed) and records wait or its lag is not known yet. What its
+        previous owner sent stands until then: an infinite watermark would let the index partitions release
+        other partitions' pages above this one's waiting records for as long as the new owner takes to file
+        them (its store's replay first), each a `late_match`."""
         return (self.sent is None or self.sent == INFINITE) and lag != 0
 
     def _waking(self) -> bytes:
         """The watermark of an idle partition whose records come again.
 
-        The watermark of an idle partition whose records come again: where it had got to (the lowest place of all if it
-        filed nothing in this process). The worker sends it before it fetches them (`Worker._idle`), so the pages other
-        partitions file meanwhile are held until this one's are in: a burst that finds every partition idle would
-        otherwise release a page before an earlier copy on a partition still waking up arrives (a `late_match`)."""
+        It is where the partition had got to (the lowest place of all if it filed nothing in this process).
+        The worker sends it before it fetches them (`Worker._idle`), so the pages other partitions file
+        meanwhile are held until this one's are in: a burst that finds every partition idle would otherwise
+        release a page before an earlier copy on a partition still waking up arrives (a `late_match`)."""
         return self.highest or _LOWEST
 
     def get_meta(self, name: str) -> bytes | None:
