@@ -12,7 +12,7 @@ import numpy as np
 from streamdedup.clean.learned_layout import SiteLayout
 from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown, with_shown_lines
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection
@@ -70,16 +70,31 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     First the page is read as its site's learned layout asks (`read_by_layout`); last, the paragraphs
     of its word-pair sketch that its site showed before are marked."""
     shown = site.shown_lines()  # before this page is counted: what marks its paragraphs shown before
+    # and the lines no single earlier page can make the site's (`missed_min_pages`): not new text
+    furniture = site.lines_shown_on(params.missed_min_pages)
     outcome = _own_text(item, site, fingerprinter, params)
-    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, shown)
+    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, shown, furniture, fingerprinter)
 
 
-def _marked_shown(item: Fingerprinted, shown: np.ndarray) -> Fingerprinted:
-    """The page with the paragraphs of its word-pair sketch its site showed before marked (`wordpairs.mark_shown`)."""
+def _marked_shown(item: Fingerprinted, shown: np.ndarray, furniture: np.ndarray,
+                  fingerprinter: Fingerprinter) -> Fingerprinted:
+    """The page's word-pair signature told which of its lines its site showed before.
+
+    The paragraphs of its sketch its site showed before marked (`wordpairs.mark_shown`), and a
+    MinHash of the pairs of its lines (of any length) `furniture`, those at least two of its site's
+    earlier pages showed, kept beside it (`wordpairs.with_shown_lines`): neither is its new text.
+    A line of one earlier page may be that page's content (the first part of a paginated article,
+    a paragraph of another story): it stays new text."""
     signature = item.signatures.get(WordPairsMethod.name)
-    if not isinstance(signature, WordPairsSignature) or not len(signature.paragraphs) or not len(shown):
+    if not isinstance(signature, WordPairsSignature) or not len(shown):
         return item
-    return item.replaced(signatures={**item.signatures, WordPairsMethod.name: mark_shown(signature, shown)})
+    marked = mark_shown(signature, shown) if len(signature.paragraphs) else signature
+    method = next((m for m in fingerprinter.methods if isinstance(m, WordPairsMethod)), None)
+    if method is not None and len(furniture):
+        marked = with_shown_lines(marked, method, item.text, line_hashes(item.text), furniture, item.page.lang)
+    if marked is signature:
+        return item
+    return item.replaced(signatures={**item.signatures, WordPairsMethod.name: marked})
 
 
 def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,

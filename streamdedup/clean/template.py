@@ -296,6 +296,10 @@ class SiteTemplate:
         shown.flags.writeable = False
         return shown
 
+    def lines_shown_on(self, pages: int) -> np.ndarray:
+        """The hashes of the lines at least `pages` of the site's earlier distinct pages showed, ascending (uint64)."""
+        return self._lines[self._counts >= pages] if pages > 1 else self.shown_lines()
+
     @property
     def line_count(self) -> int:
         return len(self._lines)

@@ -84,6 +84,8 @@ class WordPairsSignature:
     capped: bool = False  # more paragraphs than max_paragraphs: the longest kept
     # each kept paragraph's line hash (`clean.template.line_hashes`), for `mark_shown`; not encoded
     line_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    # the pairs of the page's lines its site showed on earlier pages (`with_shown_lines`); not encoded
+    shown: WordPairsSignature | None = None
 
 
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
@@ -114,7 +116,34 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     at = np.searchsorted(shown, lines)
     at[at == len(shown)] = 0
     marked = np.where(shown[at] == lines, signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
-    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines)
+    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown)
+
+
+def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
+                     shown: np.ndarray, lang: str | None) -> WordPairsSignature:
+    """The signature with a MinHash of the pairs of the page's lines its site showed before (`shown`).
+
+    `text`'s non-empty lines (hashes `line_hashes`, `clean.template.line_hashes`) whose hash is
+    in `shown` (sorted uint64), of any length: a menu, a newsletter blurb, a disclaimer its site's
+    earlier pages showed, which the template model does not remove yet. The engine takes those of
+    them its match lacks out of the page's new text (`engine._without_shown`), as `mark_shown`
+    takes such paragraphs out of its new paragraphs. Unchanged when none or every line was shown."""
+    if not len(line_hashes) or not len(shown):
+        return signature
+    at = np.searchsorted(shown, line_hashes)
+    at[at == len(shown)] = 0
+    was_shown = shown[at] == line_hashes
+    if not was_shown.any() or was_shown.all():
+        return signature
+    lines = [line for line in text.split("\n") if line]
+    if len(lines) != len(line_hashes):  # not the lines hashed: nothing to say
+        return signature
+    shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
+    pairs = method.pairs_signature(Document.from_text(shown_text, lang))
+    if pairs is None:
+        return signature
+    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
+                              signature.line_hashes, pairs)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
@@ -140,12 +169,19 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return f"{super().describe()}[paragraphs]"  # the layout with the paragraph sketch: old stores refuse
 
     def signature(self, doc: Document) -> WordPairsSignature | None:
+        pairs = self.pairs_signature(doc)
+        if pairs is None:
+            return None
+        paragraphs, capped, lines = self._paragraphs(doc)
+        return WordPairsSignature(pairs.packed, pairs.set_size, paragraphs, capped, lines)
+
+    def pairs_signature(self, doc: Document) -> WordPairsSignature | None:
+        """The MinHash of the text's word pairs alone, without the paragraph sketch (None: no pair)."""
         shingles = doc.shingles(self.params.shingle_size)
         if not len(shingles):
             return None
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
-        paragraphs, capped, lines = self._paragraphs(doc)
-        return WordPairsSignature(pack_two_bits(minima), len(shingles), paragraphs, capped, lines)
+        return WordPairsSignature(pack_two_bits(minima), len(shingles))
 
     def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray]:
         """The sketch of a page's lines of at least `paragraph_words` words, whether capped, their line hashes."""

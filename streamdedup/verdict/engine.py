@@ -12,7 +12,8 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
 2. `Policy.first_rules`: the first rule each candidate satisfies -> a match.
 3. Direction (`relation`): a match is the page's *duplicate* only if the page's own text is
    (nearly) all in the candidate: its `new_share`, the share of its new words in runs
-   (`fingerprints/wordpairs.py`, `_in_runs`), is within the tolerance (`NewTextTolerance`).
+   (`fingerprints/wordpairs.py`, `_in_runs`), less the lines its site's earlier pages showed that
+   the candidate lacks (`_without_shown`), is within the tolerance (`NewTextTolerance`).
    A match whose own text is (nearly) all in the page is one the page *supersedes* (the view-all
    page after its part); any other match, or a candidate sharing at least half of the smaller
    page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
@@ -53,7 +54,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # a verdict bumps it, so that workers of two versions in one group are told (`verdict_settings`).
 # 2: edits explain new pairs only up to MAX_EDITED_PAIRS; a new paragraph is new text
 # 3: a short paragraph in the place of another is new text (`NewTextTolerance.exceeded_by`)
-RULES_VERSION = 3
+# 4: lines two of the site's earlier pages showed, which the match lacks, are no new text (`_without_shown`)
+RULES_VERSION = 4
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -271,6 +273,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     new_shares, their_new_shares, own, sizes = shares
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     _in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
+    owns = _without_shown(columns, methods, mine, new_shares, own, matched_rows)
     # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
     # boilerplate (NaN, not measured, compares false: numpy warns of none of these operations)
     related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
@@ -290,7 +293,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new = NewText(new_share, new_share * own, 0 if exact else int(paragraph[i]), int(place[i]))
+        new = NewText(new_share, new_share * owns[i], 0 if exact else int(paragraph[i]), int(place[i]))
         their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]),
                             int(their_place[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
@@ -460,6 +463,34 @@ def _in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any
     new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
     their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
                                      np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
+
+
+def _without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,
+                   own: int, rows: np.ndarray) -> np.ndarray:
+    """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
+
+    A line two of the site's earlier pages showed (a menu, a blurb, a disclaimer the template model
+    does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds. Of the
+    page's N new pairs (in runs), the S pairs of such lines absent from the match are taken out of
+    the new text and the page: (N - S) / (own - S); lines the match holds too stay (a same-site
+    light edit reads as before). S errs low (its Jaccard is clipped at 0). Returns the pairs each
+    share is of (`own`, or own - S)."""
+    owns = np.full(len(columns), float(own))
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    shown = getattr(signature, "shown", None)
+    if entry is None or shown is None or not own or not len(rows):
+        return owns
+    rows, data = columns.present(entry[0], rows)
+    if not len(rows):
+        return owns
+    absent, _, _ = cast(Any, entry[1]).new_shares(shown, data)
+    gone = np.minimum(absent * float(shown.set_size), new_share[rows] * own)  # shown pairs the match lacks
+    usable = ~np.isnan(gone) & (own - gone > 0)
+    rows, gone = rows[usable], gone[usable]
+    new_share[rows] = (new_share[rows] * own - gone) / (own - gone)
+    owns[rows] = own - gone
+    return owns
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:

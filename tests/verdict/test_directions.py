@@ -118,3 +118,29 @@ def test_a_rewrite_of_a_fifth_of_the_words_is_not_a_light_edit(tmp_path):
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path, loose_match)}
     assert got["rewrite"]["status"] == "unique" and got["rewrite"]["related_to"] == ["story"], got["rewrite"]
     assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "story", got["edited"]
+
+
+def test_lines_two_of_the_hosts_earlier_pages_showed_are_not_a_copys_new_text(tmp_path):
+    """A copy on a host whose template is not known yet (its first pages) carries the host's lines:
+    a newsletter box, a disclaimer, other stories' teasers. Two earlier pages of the host showed
+    them, so they are the host's, not text the copy adds: the copy is its article's duplicate. A
+    line one earlier page showed may be that page's content (the first part of a paginated story),
+    and a paragraph the host never showed is new text: both stay new text."""
+    story, first, second, other = (make_article(seed, paragraphs=6) for seed in (31, 32, 33, 34))
+    # other stories' teasers, a box, a disclaimer: a quarter of the copy, in lines of 8-24 words
+    furniture = [f"{line.strip()}." for line in " ".join(make_article(35, paragraphs=2)).split(".") if line.strip()]
+    pages = [_page("story", story, "a.example"),
+             _page("first", [*first, *furniture], "g.example"),
+             _page("second", [*second, *furniture], "g.example"),
+             _page("copy", [*story, *furniture], "g.example"),
+             # the host's lines and a paragraph of its own: new text
+             _page("copy_plus", [*story, other[0], *furniture], "g.example"),
+             # lines only one earlier page showed (its own story): new text
+             _page("quoting", [*story, *other[1:4]], "h.example"),
+             _page("h_first", other[1:4], "h.example")]
+    pages = [*pages[:5], pages[6], pages[5]]  # h.example shows other[1:4] once, then the copy quotes it
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
+    assert got["copy"]["new_share"] <= 0.10
+    assert got["copy_plus"]["status"] == "unique" and "story" in got["copy_plus"]["supersedes"], got["copy_plus"]
+    assert got["quoting"]["status"] == "unique", got["quoting"]

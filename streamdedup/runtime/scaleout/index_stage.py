@@ -23,12 +23,13 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import signature_config, signature_identity
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.group_settings import GroupRecord, as_flags
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
@@ -203,6 +204,9 @@ class IndexPartition:
         self.clock.observe(doc.event_ms, request.trusted_time, int(time.time() * 1000))
         oldest = self.clock.oldest_kept(doc.event_ms)
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
+        pairs = self.by_name.get(WordPairsMethod.name)
+        if request.shown and pairs is not None and pairs[0] in mine:  # not in its record: beside it
+            mine[pairs[0]] = replace(mine[pairs[0]], shown=pairs[1].decode(request.shown))
         earlier: list[Match] = []
         later: list[Match] = []
         found = batch.candidates([n for tag_names in names.values() for n in tag_names])

@@ -47,6 +47,9 @@ class IndexRequest:
     # the verdict settings of the worker that made it (`config.verdict_identity`, 8 bytes, after
     # `made_by`, and only after one); b"": a request from before it was carried, or made without one
     judged_with: bytes = b""
+    # the page's encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`),
+    # which its record does not keep (after `judged_with`, and only after one); b"": none
+    shown: bytes = b""
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -59,6 +62,8 @@ class IndexRequest:
         parts.append(self.made_by)
         if len(self.made_by) == 8:  # the verdict id only after a signature id (as its decoding reads it)
             parts.append(self.judged_with)
+            if len(self.judged_with) == 8:
+                parts.append(self.shown)
         return b"".join(parts)
 
     @classmethod
@@ -78,7 +83,8 @@ class IndexRequest:
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
         flags = data[pos] if pos < len(data) else 1
-        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9:])
+        return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9: pos + 17],
+                   data[pos + 17:])
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from streamdedup.fingerprinter import (
     steered_record,
 )
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.own_text import own_text
 from streamdedup.record.readers import RawRecord
@@ -124,6 +125,16 @@ def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]
                      document=document_key(item.page.url), steered=steered_record(item, methods)), keys
 
 
+def shown_lines_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]]) -> bytes:
+    """The page's encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`); b"": none.
+
+    Not in its record (no later page asks), so carried beside it to the index partitions that judge it."""
+    signature = item.signatures.get(WordPairsMethod.name)
+    shown = signature.shown if isinstance(signature, WordPairsSignature) else None
+    method = next((m for m in methods if isinstance(m, WordPairsMethod)), None)
+    return b"" if shown is None or method is None else method.encode(shown)
+
+
 _HEADER_KIND = [(KIND_HEADER, PAGE)]
 
 
@@ -203,9 +214,10 @@ class FingerprintPartition:
             doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
+            shown = shown_lines_record(item, self.fingerprinter.methods)
             requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
                                                      item.template_known, self.fingerprinter.identity,
-                                                     self.judged_with).encode())
+                                                     self.judged_with, shown).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)

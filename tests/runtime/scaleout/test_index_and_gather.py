@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import orjson
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
+from streamdedup.clean.template import line_hashes
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_shown_lines
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.scaleout.gather_stage import (
@@ -40,6 +43,7 @@ from streamdedup.runtime.scaleout.messages import (
     watermark_value,
 )
 from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.runtime.topologies.fingerprint_stage import shown_lines_record
 from streamdedup.runtime.topologies.scaleout import (
     FingerprintPartition,
     Holding,
@@ -50,6 +54,7 @@ from streamdedup.runtime.topologies.scaleout import (
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.testing import make_article
+from streamdedup.verdict.engine import DUPLICATE
 
 
 def request(detector: Fingerprinter, url: str, text: str, order: bytes) -> IndexRequest:
@@ -627,3 +632,40 @@ def test_a_store_with_pages_keeps_its_parameters_when_a_request_is_refused(tmp_p
     index.close()
     with pytest.raises(StoreConfigMismatch, match="built with other parameters"):
         IndexPartition(tmp_path / "index", old.methods, policy, old.store_config, partition=0)
+
+
+def test_an_index_partition_takes_the_lines_a_host_showed_before_out_of_a_copys_new_text(tmp_path):
+    """The page's word pairs of the lines its site showed on two earlier pages are not in its
+    record: its request carries them beside it (`IndexRequest.shown`, after `judged_with`), and the
+    index partition judges the copy as file mode does: those lines are no new text."""
+    detector = Fingerprinter(DetectorConfig())
+    tags = method_tags([m.name for m in detector.methods])
+    story = make_article(31)
+    furniture = [f"{line.strip()}." for line in " ".join(make_article(35, paragraphs=2)).split(".") if line.strip()]
+
+    def asked(url: str, lines: list[str], at: int, shown: list[str]) -> IndexRequest:
+        item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": url, "content": "\n\n".join(lines),
+                                                                  "content_type": "text/plain"})))
+        assert isinstance(item, Fingerprinted)
+        pairs = next(m for m in detector.methods if isinstance(m, WordPairsMethod))
+        read = [line for line in item.text.split("\n") if line]  # as the page reads them: its last are `shown`
+        host = np.unique(line_hashes("\n".join(read[len(read) - len(shown):]))) if shown else line_hashes("")
+        signature = with_shown_lines(item.signatures[pairs.name], pairs, item.text, line_hashes(item.text), host,
+                                     item.page.lang)
+        item = item.replaced(signatures={**item.signatures, pairs.name: signature})
+        doc, keys = index_requests(item, detector.methods, tags, 0, 1)
+        made = IndexRequest(page_order(at, at, 0, 0), doc, keys[0], made_by=detector.identity,
+                            judged_with=b"\x01" * 8, shown=shown_lines_record(item, detector.methods))
+        assert bool(made.shown) == bool(shown) and IndexRequest.decode(made.encode()) == made
+        return made
+
+    original = asked("https://a.example/1", story, 1, [])
+    copy = asked("https://g.example/1", [*story, *furniture], 2, furniture)
+    policy = DetectorConfig().site_policies()
+    index = IndexPartition(tmp_path / "index", detector.methods, policy, detector.store_config, partition=0)
+    index.answer(original)
+    [match] = index.answer(copy).earlier
+    assert match.page_id == original.doc.page_id and match.relation == DUPLICATE and match.new_share <= 0.10
+    [unaware] = index.answer(replace(copy, shown=b"", doc=replace(copy.doc, page_id="g2"))).earlier
+    assert unaware.relation != DUPLICATE and unaware.new_share > 0.10  # the lines read as new text
+    index.close()
