@@ -214,7 +214,7 @@ def plausible(text: str, page_text: str, share: int) -> bool:
     return len(text) >= SMALL_EXTRACTION_CHARS or share_of(text, page_text) >= floor
 
 
-def fast_would_read_it(text: str, tree: Any, page_text: Any) -> bool:
+def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | None = None) -> bool:
     """Whether `fast` would not read more of this page than a learned read of it (`text`) holds.
 
     A read of 3,000 characters or more is the article by `fast`'s own bound, and one of two thirds
@@ -225,10 +225,17 @@ def fast_would_read_it(text: str, tree: Any, page_text: Any) -> bool:
     bound must not stand against one above it at all). The site's own pages teach it `fast`'s
     container, so on them the two are the same element; the pages an attacker publishes on the
     host can teach it any box he names (rescued from it), and the host's articles were read from
-    the box of that name they hold: a lead, a newsletter box every article shows."""
+    the box of that name they hold: a lead, a newsletter box every article shows.
+
+    `read`: the elements `text` was read from (`container_text`), if the caller has them: where
+    `fast`'s container search finds those same elements, `fast` would read `text` itself, and the
+    answer is yes without the main-text pass over them that the tests below would make again
+    (~0.25 ms; each test below then holds: `fast`'s text is `text`)."""
     if len(text) >= SMALL_EXTRACTION_CHARS or FAST_HOLDS_MORE * len(text) >= len(page_text()):
         return True  # (no container holds more than the page's visible text: no search needed)
-    blocks = _containers(tree.body)  # (~0.4 ms; their main text, ~0.6 ms more, only where their raw text is longer)
+    blocks = _containers(tree.body)  # (~0.3 ms; their main text, ~0.25 ms more, only where their raw text is longer)
+    if read and len(blocks) == len(read) and all(a == b for a, b in zip(blocks, read, strict=True)):
+        return True
     if blocks and sum(len(block.text) for block in blocks) <= FAST_HOLDS_MORE * len(text):
         return True
     steered = container_text(blocks) if blocks else main_content_text(tree, DISCARD_SELECTORS)
@@ -284,7 +291,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
         blocks = containers(tree, selector)
         if blocks:
             text = container_text(blocks)
-            if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text):
+            if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text, blocks):
                 return Texts(text, page_text() if visible else "", "", HELD)
         kind = MISS if blocks else LOST
         if brief:  # the site's brief container, learned from the pages trafilatura rescued
@@ -292,7 +299,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
             found = containers(tree, selector)
             if found:
                 text = container_text(found)
-                if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text):
+                if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text, found):
                     return Texts(text, page_text() if visible else "", "", BRIEF + kind[:-1])
     texts, read, rescued = fast_read(html, visible, tree, page_text)
     return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))

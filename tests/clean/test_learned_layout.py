@@ -83,3 +83,30 @@ def test_briefs_warm_the_brief_container_and_are_read_from_it_with_the_rescued_w
     assert events == ["fallback", "learned"] * WARM_AFTER + ["brief", "learned"] * 2
     assert layout.brief == 'div[class~="brief-body"]' and layout.selector == "article"
     assert SiteLayout.decode(layout.encode()) == layout
+
+
+def _boxed_story(seed: int) -> str:
+    """A story under 3,000 characters whose <article> also holds a related-stories box (raw text
+    `fast` leaves out), beside a long sidebar: its learned read is held to `fast`'s container search."""
+    body = "".join(f"<p>{p}</p>" for p in make_article(seed, paragraphs=3, sentences=3))
+    related = "".join(f"<li>Another story of the day, number {n}, with a long enough headline</li>" for n in range(15))
+    side = "".join(f"<p>Sidebar note {n} about the site's other sections and offers.</p>" for n in range(10))
+    return (f"<html><body><article><h1>Story {seed}</h1>{body}<div id='related'><ul>{related}</ul></div></article>"
+            f"<div class='rail'>{side}</div></body></html>")
+
+
+def test_a_learned_read_that_is_fasts_own_container_is_not_read_twice(monkeypatch):
+    """Where `fast`'s container search finds the very elements the learned container read, the text
+    stands without a second main-text pass over them (`fast_would_read_it`'s `read`); the same text."""
+    from streamdedup.clean import learned_layout
+
+    html = _boxed_story(3)
+    expected = fast_texts(html, visible=False).main
+    layout = SiteLayout("article", 100, WARM_AFTER)
+    passes = []
+    real = learned_layout.container_text
+    monkeypatch.setattr(learned_layout, "container_text", lambda blocks: passes.append(1) or real(blocks))
+    texts = learned_texts(html, layout.request(), visible=True)
+    assert texts.layout == HELD and texts.main == expected
+    assert len(texts.main) < 3000 and 1.5 * len(texts.main) < len(texts.visible)  # the search ran
+    assert len(passes) == 1
