@@ -37,7 +37,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 2: teaser cards (a link that holds a heading) are left out (2026-11-26).
 # 3: ... and left out of what trafilatura reads when it rescues a page (step 3) (2026-11-26).
 # 4: a brief page whose whole page agrees with its container is not rescued (step 3) (2026-12-03).
-RULES_VERSION = 4
+# 5: the short blocks of a container's kind in the run around it are read with it (`blocks_beside`).
+RULES_VERSION = 5
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -164,22 +165,49 @@ def _containers(body: Any) -> list[Any]:
 
     The first match, in document order, of the first of trafilatura's container selectors, in its
     order, that holds some text (trafilatura's BODY_XPATH takes a selector's first match too: the
-    longest match is as often a card of the listing under the story); with the elements after it
-    beside it (same parent) that match too and are of its kind (same tag and class) and hold some
-    text, for an article written as blocks (one <article> per section). Neighbours of another class
-    (cards, teasers) stay out. Matches inside what trafilatura's tree cleaning deletes first (a
-    <nav>, an <aside>, a <footer>...) do not count, as they do not for trafilatura
-    (_CONTAINER_QUERIES)."""
+    longest match is as often a card of the listing under the story); with the blocks of its kind
+    beside it (`blocks_beside`: same parent, tag and class), for an article written as blocks (one
+    <article> per section). Neighbours of another class (cards, teasers) stay out. Matches inside
+    what trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not
+    count, as they do not for trafilatura (_CONTAINER_QUERIES)."""
     for query in _CONTAINER_QUERIES:
         matches = [node for node in body.query_selector_all(query) if _outside_figure(node)]
         for index, first in enumerate(matches):
             if len(first.text) < MIN_CONTAINER_CHARS:
                 continue
-            parent, kind = first.parent, (first.tag, first.getattr("class"))
-            return [first] + [node for node in matches[index + 1:]
-                              if parent is not None and node.parent == parent
-                              and (node.tag, node.getattr("class")) == kind and len(node.text) >= MIN_CONTAINER_CHARS]
+            kind = (first.tag, first.getattr("class"))
+
+            def same_kind(node: Any, kind: tuple[str, str | None] = kind) -> bool:
+                return (node.tag, node.getattr("class")) == kind
+
+            return blocks_beside(matches, index, same_kind)
     return []
+
+
+def blocks_beside(matches: list[Any], index: int, same_kind: Callable[[Any], bool]) -> list[Any]:
+    """The container `matches[index]` with the matches beside it that are blocks of one article.
+
+    In document order: the matches of its kind (`same_kind`) under its parent that are in the
+    unbroken run of such elements around it (no other element between them) and hold some text,
+    whatever their length: a charter's short article, a section of two lines, before or after the
+    long one; and, further away, those after it holding `MIN_CONTAINER_CHARS` (an article's blocks
+    with a figure or an ad slot between them). A short block in the run was left out when each
+    block had to hold that much: the declaration's page of two articles (dev: th, lo, km, my, vi,
+    bo) lost its first, shorter one on the original and kept it on the print page, and each copy
+    read 25-45 % new against its original."""
+    first = matches[index]
+    parent = first.parent
+    if parent is None:
+        return [first]
+    run = [first]
+    for step in ("prev_element", "next_element"):
+        node = getattr(first, step)
+        while node is not None and same_kind(node):
+            run.append(node)
+            node = getattr(node, step)
+    return [node for number, node in enumerate(matches)
+            if node == first or (node.parent == parent and same_kind(node) and node.text.strip()
+                                 and (node in run or (number > index and len(node.text) >= MIN_CONTAINER_CHARS)))]
 
 
 def main_content_text(source: Any, skip: list[str] | None = None) -> str:

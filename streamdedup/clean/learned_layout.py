@@ -46,6 +46,7 @@ from streamdedup.clean.fast_extract import (
     DISCARD_SELECTORS,
     MIN_CONTAINER_CHARS,
     _containers,
+    blocks_beside,
     fast_read,
     main_content_text,
 )
@@ -118,8 +119,8 @@ def containers(tree: Any, selector: str) -> list[Any]:
     """The elements a learned selector takes from a page.
 
     Its first match holding `MIN_CONTAINER_CHARS` (as `_containers`; else its longest match, for a
-    site of briefs), with the matches after it under the same parent holding as much (an article
-    written as blocks)."""
+    site of briefs), with the matches beside it under the same parent (an article written as
+    blocks: `fast_extract.blocks_beside`)."""
     if tree.body is None:
         return []
     try:
@@ -131,10 +132,7 @@ def containers(tree: Any, selector: str) -> list[Any]:
     first = next((i for i, node in enumerate(matches) if len(node.text) >= MIN_CONTAINER_CHARS), None)
     if first is None:
         return [max(matches, key=lambda node: len(node.text))]
-    parent = matches[first].parent
-    return [matches[first]] + [node for node in matches[first + 1:]
-                               if parent is not None and node.parent == parent
-                               and len(node.text) >= MIN_CONTAINER_CHARS]
+    return blocks_beside(matches, first, lambda node: node in matches)
 
 
 def container_text(blocks: list[Any]) -> str:

@@ -201,6 +201,21 @@ def test_an_article_written_as_blocks_of_one_kind_is_read_whole():
     assert all(p in text for p in ARTICLE) and RELATED[0] not in text
 
 
+
+def test_a_short_block_of_the_articles_kind_beside_the_long_one_is_read_with_it():
+    """A charter's page of two articles (the declaration's, in the multilingual set): the first
+    <article> is under MIN_CONTAINER_CHARS, the second over; both are the article, before or after
+    the long one. A short card of the same kind away from the run (another element between) stays out."""
+    short = "Article 15. Everyone has the right to a nationality."
+    long = " ".join(ARTICLE[:3])
+    html = (f"<html><body><main><h1>The declaration</h1><article class='clause'><p>{short}</p></article>"
+            f"<article class='clause'><p>{long}</p></article><article class='clause'><p>Article 17. Short.</p>"
+            f"</article><div class='ad-slot'>Advertisement</div><article class='clause'><p>{RELATED[0]}</p></article>"
+            f"</main></body></html>")
+    text = extract_fast(html)
+    assert short in text and long in text and "Article 17. Short." in text
+    assert RELATED[0] not in text
+
 # Elements trafilatura deletes before its container selectors run, each holding an <article> of
 # over 250 characters (so it counts as a container) ahead of the story: (the wrapper, its text).
 _NAV_MENU = ("<nav class='ribbon'><ol><li><article class='story theme-summary'><h2>Elsewhere</h2>{}</article></li></ol></nav>",

@@ -9,6 +9,7 @@ from streamdedup.clean.learned_layout import (
     RELEARN_AFTER,
     WARM_AFTER,
     SiteLayout,
+    containers,
     learned_texts,
 )
 from streamdedup.testing import make_article, wrap_in_template
@@ -110,3 +111,15 @@ def test_a_learned_read_that_is_fasts_own_container_is_not_read_twice(monkeypatc
     assert texts.layout == HELD and texts.main == expected
     assert len(texts.main) < 3000 and 1.5 * len(texts.main) < len(texts.visible)  # the search ran
     assert len(passes) == 1
+
+
+def test_a_learned_selector_reads_the_short_blocks_beside_its_long_one():
+    """As `fast` does (`blocks_beside`): a later page read by the learned selector keeps a short
+    first section of the article, not only the blocks of MIN_CONTAINER_CHARS."""
+    from resiliparse.parse.html import HTMLTree
+
+    long = " ".join(make_article(5, paragraphs=3))
+    html = (f"<html><body><main><section class='part'><p>A short opening part.</p></section>"
+            f"<section class='part'><p>{long}</p></section></main></body></html>")
+    found = containers(HTMLTree.parse(html), "section.part")
+    assert [" ".join(node.text.split()) for node in found] == ["A short opening part.", " ".join(long.split())]
