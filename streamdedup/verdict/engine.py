@@ -17,12 +17,12 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    A match whose own text is (nearly) all in the page is one the page *supersedes* (the view-all
    page after its part); any other match, or a candidate sharing at least half of the smaller
    page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
-4. `decide`: the earliest duplicate candidate that holds (about) the most of the page is what it
-   duplicates; the page joins the oldest cluster among its duplicate and superseded candidates'
-   clusters (the earliest root) and names the others it bridges (`merged_clusters`). A page with
-   no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
-   earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
-   partition knows it may be stale).
+4. `decide`: of the duplicate candidates that hold (about) the most of the page, the earliest of
+   the nearest (`NEAR_AS`) is what it duplicates; the page joins the oldest cluster among its
+   duplicate and superseded candidates' clusters (the earliest root) and names the others it
+   bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins the
+   cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
+   same in every mode: a page's cluster as an index partition knows it may be stale).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 2: edits explain new pairs only up to MAX_EDITED_PAIRS; a new paragraph is new text
 # 3: a short paragraph in the place of another is new text (`NewTextTolerance.exceeded_by`)
 # 4: lines two of the site's earlier pages showed, which the match lacks, are no new text (`_without_shown`)
-RULES_VERSION = 4
+# 5: of the duplicates holding as much of the page, the earliest of the nearest is named (NEAR_AS)
+RULES_VERSION = 5
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -63,6 +64,13 @@ RELATED_MIN_PAIRS = 60
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
+# ... and of those, the earliest of the nearest is named: those whose estimated share of the page
+# they hold (`_held_share`) is this close to the highest (about a MinHash estimate's error near 1).
+# One further below is a lightly edited copy, which may lack a line of the page that no measure of
+# new text sees: a heading or a list item of 5-30 words, under the new-paragraph rule and within the
+# share's error (multilingual dev: a full page named a duplicate of the light edit that dropped such
+# a line, while another copy of the same text held it: 7 of its 12 content-loss edges)
+NEAR_AS = 0.05
 # at most this many ids in `supersedes` and `related_to` (the earliest): a verdict stays small
 MAX_NAMED = 8
 
@@ -114,6 +122,7 @@ class Candidate:
     root_id: str
     relation: str = "duplicate"  # DUPLICATE | SUPERSEDES | RELATED (`relation`)
     new_share: float = 0.0  # the share of the page's own text absent from the candidate
+    their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
 
 
 class SignatureColumns:
@@ -607,12 +616,40 @@ def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
     else:
         cluster_id, merged = page_id, ()
     if duplicates:
-        # the earliest of those holding the most of the page: where an earlier copy lacks a little of
-        # it (a light edit that dropped a line), the page names one that lacks nothing
+        # the earliest of the nearest of those holding the most of the page: where an earlier copy
+        # lacks a little of it (a light edit that dropped a line), the page names one that lacks nothing
         least = min(c.new_share for c in duplicates)
-        first = next(c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH)
+        holding = [c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]
+        first = _earliest_nearest(holding)
         return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
                        new_share=first.new_share)
     related = tuple(c.page_id for c in ranked if c.relation == RELATED)[:MAX_NAMED]
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
     return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related)
+
+
+def _earliest_nearest(holding: Sequence[Candidate]) -> Candidate:
+    """The earliest of the candidates (in order) whose held share (`_held_share`) is within `NEAR_AS` of the highest.
+
+    A candidate whose share is not measured (NaN) is as near as any."""
+    held = [_held_share(c) for c in holding]
+    measured = [h for h in held if h == h]
+    if not measured:
+        return holding[0]
+    nearest = max(measured)
+    return next(c for c, h in zip(holding, held, strict=True) if not h < nearest - NEAR_AS)
+
+
+def _held_share(candidate: Candidate) -> float:
+    """The estimated share of the page's text that the candidate holds, from its rule's Jaccard and its own new share.
+
+    With J the Jaccard of the two pages' texts and t the candidate's share absent from the page:
+    |P ∩ Q| = (1 - t)|Q| and J = |P ∩ Q| / (|P| + |Q| - |P ∩ Q|), so the page's share held is
+    1 / (1/J - 1/(1 - t) + 1), at most 1. Unlike J, a candidate's own extra text (its template's
+    leftovers, a longer extraction) does not lower it; a light edit's edits and a dropped line do.
+    Measured where the rule's similarity is a Jaccard (`exact`, MinHash's); NaN elsewhere."""
+    similarity, theirs = candidate.similarity, candidate.their_new_share
+    if candidate.rule.partition("+")[0] not in ("exact", "minhash") or not similarity > 0.0 or not theirs < 1.0:
+        return float("nan")
+    inverse = 1.0 / similarity - 1.0 / (1.0 - max(theirs, 0.0)) + 1.0
+    return 1.0 if inverse <= 1.0 else 1.0 / inverse
