@@ -289,9 +289,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                                                                >= RELATED_SHARE)
     related[matched_rows] = True
     judged_rows = np.flatnonzero(related)
-    paragraph, their_paragraph, place, their_place = new_paragraphs(stored, columns, methods, mine, page.site,
-                                                                    judged_rows)
     tolerance = policy.tolerance
+    asked = _paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
+    paragraph, their_paragraph, place, their_place = new_paragraphs(stored, columns, methods, mine, page.site, asked)
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
@@ -307,6 +307,23 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                             int(their_place[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
+
+
+def _paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shares: np.ndarray, owns: np.ndarray,
+                      sizes: np.ndarray, tolerance: NewTextTolerance) -> np.ndarray:
+    """The matched candidates whose relations their new paragraphs can move (`new_paragraphs` measures them).
+
+    An unmatched candidate is related whatever its new paragraphs (`relation`), and so is a matched
+    one whose new text exceeds the tolerance both ways without a new paragraph: a new paragraph only
+    adds new text (`NewTextTolerance.exceeded_by` holds with one if it holds without). On pages of one
+    topic's sentences a page has ~10 related candidates and several matches, most other text."""
+    if not tolerance.min_paragraph_words:  # paragraphs are not asked
+        return matched[:0]
+    keep = [i for i in matched.tolist()
+            if not (tolerance.exceeded_by(NewText(float(new_shares[i]), float(new_shares[i]) * float(owns[i])))
+                    and tolerance.exceeded_by(NewText(float(their_new_shares[i]),
+                                                      float(their_new_shares[i]) * float(sizes[i]))))]
+    return np.array(keep, dtype=np.int64)
 
 
 def _new_shares(columns: SignatureColumns, methods: Methods,
@@ -339,8 +356,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                    rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
-    Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the related
-    ones, which are a few of the ~50 a page on homogeneous text.
+    Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the matched
+    ones, whose relation the new paragraphs move, a few or none of the ~50 a page on homogeneous text.
 
     A paragraph of one page is new to the other when none of its 4 sketch values is among the
     other's paragraphs' (`fingerprints/wordpairs.py`): an edited paragraph keeps some, new text
@@ -351,6 +368,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     mine_place, their_place = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
+    if rows is not None and not len(rows):  # none asked (most pages: no candidate matched)
+        return mine_words, their_words, mine_place, their_place
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
@@ -556,6 +575,7 @@ class FoundBy:
 
 
 _NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
+_NONE_UNFILED = np.full(0, _NO_PLACE, dtype=np.int64)  # `_found_members`: no candidate has an unfiled place
 
 
 def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
@@ -574,9 +594,12 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
         if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
         if firsts is None:  # each candidate's first unfiled place (they are ascending), at once for every method
-            firsts = np.array([u[0] if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
+            # (none, the usual case: every candidate filed under all its keys, none a member so far)
+            firsts = (np.array([u[0] if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
+                      if any(other.unfiled for _, other in stored) else _NONE_UNFILED)
         bound = found_by.unfiled_bounds.get(tag, 0)
-        member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
+        member = (np.zeros(len(seqs), dtype=np.bool_) if firsts is _NONE_UNFILED  # _NO_PLACE is below no bound
+                  else firsts < (_NO_PLACE if bound is None else bound))  # may not be filed under its keys
         if not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
             member |= np.fromiter((seq in found for seq in seqs), dtype=np.bool_, count=len(seqs))
         members[tag] = member
