@@ -28,7 +28,7 @@ A paragraph whose 4 values are all absent from the other page's paragraphs is ne
 edit: a lightly edited paragraph keeps each value with the Jaccard of its pairs (2 changed words of
 40: ~0.9), so all 4 change with p ~(1-J)^4; a new paragraph keeps one only if its least pair is
 another paragraph's least too, or by a 10-bit collision (~2.4 % a value against 24 paragraphs).
-`engine.new_paragraphs` measures it, `NewTextTolerance.min_paragraph_words` judges it.
+`new_text.new_paragraphs` measures it, `NewTextTolerance.min_paragraph_words` judges it.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     `text`'s non-empty lines (hashes `line_hashes`, `clean.template.line_hashes`) whose hash is
     in `shown` (sorted uint64), of any length: a menu, a newsletter blurb, a disclaimer its site's
     earlier pages showed, which the template model does not remove yet. The engine takes those of
-    them its match lacks out of the page's new text (`engine._without_shown`), as `mark_shown`
+    them its match lacks out of the page's new text (`new_text.without_shown`), as `mark_shown`
     takes such paragraphs out of its new paragraphs. Unchanged when none or every line was shown."""
     if not len(line_hashes) or not len(shown):
         return signature

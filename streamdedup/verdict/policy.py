@@ -48,7 +48,7 @@ class NewText(NamedTuple):
     """A page's text absent from another: its share of its word pairs, their count, its longest new paragraph.
 
     `paragraph`: the words of the page's longest paragraph none of whose sketch values are in the
-    other page's paragraphs (`engine.new_paragraphs`; 0: none, or not measured)."""
+    other page's paragraphs (`new_text.new_paragraphs`; 0: none, or not measured)."""
 
     share: float
     pairs: float

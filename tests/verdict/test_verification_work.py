@@ -2,7 +2,7 @@
 
 A candidate no rule matched is related whatever its new paragraphs (`engine.relation`), and so is
 a matched one whose new text exceeds the tolerance both ways without them; the paragraph sketch is
-compared for the others only (`engine._paragraphs_asked`). Pages of one topic's sentences have
+compared for the others only (`new_text.paragraphs_asked`). Pages of one topic's sentences have
 ~10 related candidates a page, and this was half of their verdict step."""
 
 from __future__ import annotations

@@ -1,0 +1,235 @@
+"""How much of a page's text is absent from a candidate, and the reverse: the measures of directions.
+
+The engine (verdict/engine.py) asks them of each linked candidate: the shares of word pairs each
+page lacks of the other (`new_shares_of`, `fingerprints/wordpairs.py`), made shares of new text in
+runs (`in_runs`) and less the lines the page's site showed before (`without_shown`); then, where
+they can move a relation (`paragraphs_asked`), the longest new paragraph each way
+(`new_paragraphs`, from the paragraph sketches). `NewTextTolerance` (verdict/policy.py) judges them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from streamdedup.fingerprints.wordpairs import TAIL, paragraph_values, paragraph_words, shown_before
+from streamdedup.store.layout import DocRecord
+from streamdedup.verdict.columns import Methods, SignatureColumns
+from streamdedup.verdict.policy import NewText, NewTextTolerance
+
+# the method that measures how much of a page is absent from a candidate (its `new_shares`)
+NEW_TEXT_METHOD = "wordpairs"
+
+
+def paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shares: np.ndarray, owns: np.ndarray,
+                      sizes: np.ndarray, tolerance: NewTextTolerance) -> np.ndarray:
+    """The matched candidates whose relations their new paragraphs can move (`new_paragraphs` measures them).
+
+    An unmatched candidate is related whatever its new paragraphs (`relation`), and so is a matched
+    one whose new text exceeds the tolerance both ways without a new paragraph: a new paragraph only
+    adds new text (`NewTextTolerance.exceeded_by` holds with one if it holds without). On pages of one
+    topic's sentences a page has ~10 related candidates and several matches, most other text."""
+    if not tolerance.min_paragraph_words:  # paragraphs are not asked
+        return matched[:0]
+    keep = [i for i in matched.tolist()
+            if not (tolerance.exceeded_by(NewText(float(new_shares[i]), float(new_shares[i]) * float(owns[i])))
+                    and tolerance.exceeded_by(NewText(float(their_new_shares[i]),
+                                                      float(their_new_shares[i]) * float(sizes[i]))))]
+    return np.array(keep, dtype=np.int64)
+
+
+def new_shares_of(columns: SignatureColumns, methods: Methods,
+                mine: Mapping[int, Any]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
+    """The shares of word pairs the page and each stored candidate lack of each other.
+
+    For each stored candidate: the page's share of word pairs absent from it and its share
+    absent from the page (NaN where either side has no word pairs), the page's count of pairs, and
+    each candidate's; None when the new-text measure is not enabled."""
+    entry = methods.get(NEW_TEXT_METHOD)
+    if entry is None:
+        return None
+    tag, method = entry
+    signature = mine.get(tag)
+    count = len(columns)
+    if signature is None:  # too short for a word pair: nothing to measure
+        return np.full(count, np.nan), np.full(count, np.nan), 0, np.zeros(count)
+    rows, theirs = columns.present(tag, np.arange(count))
+    if len(rows) == count:  # the usual case: every candidate has pairs, measured in one call
+        new_share, their_new_share, sizes = cast(Any, method).new_shares(signature, theirs)
+        return new_share, their_new_share, int(signature.set_size), sizes
+    new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    if len(rows):
+        new_share[rows], their_new_share[rows], sizes[rows] = cast(Any, method).new_shares(signature, theirs)
+    return new_share, their_new_share, int(signature.set_size), sizes
+
+
+def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
+                   mine: Mapping[int, Any], page_site: int,
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
+
+    Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the matched
+    ones, whose relation the new paragraphs move, a few or none of the ~50 a page on homogeneous text.
+
+    A paragraph of one page is new to the other when none of its 4 sketch values is among the
+    other's paragraphs' (`fingerprints/wordpairs.py`): an edited paragraph keeps some, new text
+    none. Against a capped sketch (its paragraphs with the least first values), only paragraphs
+    whose first value is within its range are judged. int64 arrays, 0 where none or not measured;
+    then the place of each (the paragraphs found before it; -1: none, or not known against a
+    capped sketch), where a replaced paragraph has its counterpart (`NewTextTolerance`)."""
+    count = len(stored)
+    mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+    mine_place, their_place = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
+    if rows is not None and not len(rows):  # none asked (most pages: no candidate matched)
+        return mine_words, their_words, mine_place, their_place
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    paragraphs = getattr(signature, "paragraphs", None)
+    if entry is None or paragraphs is None:
+        return mine_words, their_words, mine_place, their_place
+    tag, method = entry
+    capped = bool(getattr(signature, "capped", False))
+    own = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
+    column, _ = columns.column(tag)
+    for i in range(count) if rows is None else rows.tolist():
+        other, data = stored[i][1], column[i]
+        if data is None:
+            continue
+        theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
+        theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
+        same_site = other.site == page_site
+        mine_words[i], mine_place[i] = _longest_new(own, (theirs[0], theirs[2], theirs_capped), same_site)
+        their_words[i], their_place[i] = _longest_new(theirs, (own[0], own[2], capped), same_site)
+        if capped or theirs_capped:  # a capped sketch's kept paragraphs do not say where the others were
+            mine_place[i] = their_place[i] = -1
+    return mine_words, their_words, mine_place, their_place
+
+
+# a page's new paragraphs count only when at least this share of its paragraphs are found in the
+# other's: where fewer are, the two extractions split the text into other lines (a layout that
+# merges paragraphs), and a paragraph of one is not a line of the other though its words are there
+PARAGRAPHS_FOUND = 0.6
+# against a capped sketch (its longest paragraphs), a paragraph is judged only if at least this many
+# words longer than the shortest kept: its counterpart, an edit a word or two shorter, was kept too
+CAP_MARGIN = 3
+_MAX_LENGTH = 1 << 16  # past any paragraph's length: none judged
+
+
+def _own_words(paragraphs: np.ndarray) -> np.ndarray:
+    """Each paragraph's words, 0 for a line its site showed before (`wordpairs.mark_shown`): not its new text."""
+    return np.where(shown_before(paragraphs), 0, paragraph_words(paragraphs))
+
+
+def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray, bool],
+                 same_site: bool) -> tuple[int, int]:
+    """The words of the longest of `page`'s paragraphs none of whose values are in `other`'s (0: none), and its place.
+
+    Its place: how many of the page's judged paragraphs before it are found in the other (-1: none new).
+
+    On another site than the other page, only a paragraph between two found ones counts: new lines
+    at a copy's start or end are as likely its host's template (a newsletter blurb, a cookie notice,
+    another story's teaser) as content, while on one site the template is on both pages."""
+    values, words, lengths = page
+    their_values, their_lengths, capped = other
+    if not len(values) or not len(their_values):
+        return 0, -1  # no sketch on one side (a short page, an older record): not measured
+    # none of its k-th values is any of the other's k-th, for every k (a few dozen values: one comparison)
+    new = ~(values[:, None, :] == their_values[None, :, :]).any(axis=(1, 2))
+    if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
+        longest = their_lengths[: len(their_lengths) - TAIL]
+        judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
+        # and the page's last paragraph (where revisions add one): the other kept its last two, so
+        # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
+        judged[-1] = True
+        values, words, new = values[judged], words[judged], new[judged]
+    if not new.any() or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values):
+        return 0, -1  # nothing new, or the two pages' lines are not alike (another layout merged them)
+    found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
+    if not same_site:  # between the first and the last found paragraph
+        found = np.flatnonzero(~new)
+        new[: found[0]] = False
+        new[found[-1]:] = False
+        if not new.any():
+            return 0, -1
+    chosen = int(np.argmax(np.where(new, words, -1)))
+    return int(words[chosen]), int(found_before[chosen])
+
+
+# a page with fewer than this share of its match's word pairs is "much smaller" (`in_runs`)
+MUCH_SMALLER = 0.7
+# the runs correction reads new pairs as scattered edits only up to this share of the page's pairs
+# new (`in_runs`): a changed word makes 2 new pairs, so 0.25 is ~12 % of the words changed, over
+# twice the light edits the families hold (2-5 %); beyond, the page is other text in the same words
+# (another selection of one topic's sentences, a rewrite), and its share of new pairs stands
+MAX_EDITED_PAIRS = 0.25
+
+
+def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
+             new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray,
+             rows: np.ndarray) -> None:
+    """The word pairs' new shares made shares of new text in runs (in place), with MinHash's.
+
+    A changed word makes 2 new word pairs and 5 new 5-word shingles; a run of L new words, L + 1
+    and L + 4. So from N2 new pairs and N5 new shingles, scattered edits e and words in runs L
+    are N2 = 2e + L and N5 = 5e + L: L = (5 N2 - 2 N5) / 3, which scattered edits do not move (a
+    light edit of 5 % of the words: ~0 instead of ~10 % of the pairs) and a new or replaced
+    paragraph does (its words; on real prose 93-99 % of a new run's pairs are new to the match,
+    86 % in Tibetan, so L reads 0.9x the run, 0.8x in Tibetan). Its error is ~1.8x the pairs'
+    alone: ~0.03 for pages of like length, where this is used.
+
+    Where one page is much smaller than the other (a part beside its view-all page, a teaser),
+    the error of a share derived from a Jaccard is multiplied by (|A|+|B|)/|A|: a part of a third
+    of its view-all page, fully inside it, reads ~0.08 sd new. Such a page is a verbatim extract,
+    not an edit, so its share is the mean of the two estimates (~0.7x the error), not the runs'.
+
+    Edits explain new pairs only while they are light: a page with more than `MAX_EDITED_PAIRS` of
+    its pairs new keeps that share (pages of one topic's pooled sentences, a third of them shared,
+    read 0.05-0.07 new in runs against 0.44-0.47 of their pairs new)."""
+    entry = methods.get("minhash")
+    signature = mine.get(entry[0]) if entry is not None else None
+    if entry is None or signature is None or not own or not len(rows):
+        return
+    rows, data = columns.present(entry[0], rows[sizes[rows] > 0])
+    if not len(rows):
+        return
+    mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, data)
+    usable = ~np.isnan(mine5) & (sizes5 > 0)  # not comparable: the pairs' shares stand
+    rows, mine5, theirs5, sizes5 = rows[usable], mine5[usable], theirs5[usable], sizes5[usable]
+    pairs, theirs2 = new_share[rows], their_new_share[rows]
+    size2, own5 = sizes[rows], float(signature.set_size)
+    extract = (own < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own)  # a verbatim extract's sizes
+    runs = np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own))
+    their_runs = np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5) / (3 * np.maximum(size2, 1.0)))
+    new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
+    their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
+                                     np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
+
+
+def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,
+                   own: int, rows: np.ndarray) -> np.ndarray:
+    """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
+
+    A line two of the site's earlier pages showed (a menu, a blurb, a disclaimer the template model
+    does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds. Of the
+    page's N new pairs (in runs), the S pairs of such lines absent from the match are taken out of
+    the new text and the page: (N - S) / (own - S); lines the match holds too stay (a same-site
+    light edit reads as before). S errs low (its Jaccard is clipped at 0). Returns the pairs each
+    share is of (`own`, or own - S)."""
+    owns = np.full(len(columns), float(own))
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    shown = getattr(signature, "shown", None)
+    if entry is None or shown is None or not own or not len(rows):
+        return owns
+    rows, data = columns.present(entry[0], rows)
+    if not len(rows):
+        return owns
+    absent, _, _ = cast(Any, entry[1]).new_shares(shown, data)
+    gone = np.minimum(absent * float(shown.set_size), new_share[rows] * own)  # shown pairs the match lacks
+    usable = ~np.isnan(gone) & (own - gone > 0)
+    rows, gone = rows[usable], gone[usable]
+    new_share[rows] = (new_share[rows] * own - gone) / (own - gone)
+    owns[rows] = own - gone
+    return owns
