@@ -171,8 +171,7 @@ class Detector:
     def _encoded(self, fp: Fingerprinted) -> dict[int, bytes]:
         """The page's signatures as its record stores them, by method tag.
 
-        The page's signatures as its record stores them, by method tag (the batch's index
-        names are made from these at once, as the store's rebuild makes them)."""
+        The batch's index names are made from these at once, as the store's rebuild makes them."""
         signatures = fp.signatures
         return {tag: encode(sig) for tag, name, encode in self._encoders if (sig := signatures.get(name)) is not None}
 
@@ -180,8 +179,8 @@ class Detector:
                     staged: tuple[dict[int, bytes], list[bytes]]) -> Outcome:
         """A staged page's outcome.
 
-        A staged page's outcome (`page`: its number in the batch; `staged`: its encoded
-        signatures and shared names, `StoreBatch.stage`)."""
+        `page`: its number in the batch; `staged`: its encoded signatures and shared names
+        (`StoreBatch.stage`)."""
         signatures, names = staged
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)

@@ -145,8 +145,7 @@ class Fingerprinted:
     def replaced(self, **changes: Any) -> Fingerprinted:
         """A copy with these fields changed.
 
-        A copy with these fields changed (`dataclasses.replace` without its per-call checks;
-        the copy keeps the site hash if it was computed)."""
+        `dataclasses.replace` without its per-call checks; the copy keeps the site hash if it was computed."""
         copy = object.__new__(Fingerprinted)
         copy.__dict__.update(self.__dict__, **changes)
         if "page" in changes:

@@ -179,8 +179,8 @@ class _Timeout(Exception):
 def time_limit(seconds: float) -> Iterator[None]:
     """Abort a parse that runs too long.
 
-    Abort a parse that runs too long (SIGALRM: only in the main thread, which is where the
-    worker and the CLI parse, and only between Python bytecodes, hence the helper process for C)."""
+    SIGALRM: only in the main thread, which is where the worker and the CLI parse, and only between Python
+    bytecodes, hence the helper process for C."""
     if seconds <= 0 or threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -259,10 +259,9 @@ def whole_page_agrees(text: str, tree: Any) -> bool:
 def fast_texts(html: str, visible: bool) -> Texts:
     """The page's main text and, if `visible`, all its visible text, from one parse.
 
-    The page's main text and, if `visible`, all its visible text, from one parse (the template
-    model learns from the visible text: a second pass parsed each page twice). The whole text is
-    also what the rescue bounds compare with, so it is made at most once. Where trafilatura's
-    rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
+    One parse, because the template model learns from the visible text: a second pass parsed each page twice.
+    The whole text is also what the rescue bounds compare with, so it is made at most once. Where
+    trafilatura's rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)

@@ -38,8 +38,7 @@ SMALL_EXTRACTION_SHARE = 0.2
 def covers_little(text: str, page_text: Callable[[], str]) -> bool:
     """Whether an extraction is implausibly small for its page, by trafilatura's bounds.
 
-    Whether an extraction is implausibly small for its page, by trafilatura's bounds (the page's
-    whole text is only made when the extraction is short)."""
+    The page's whole text is only made when the extraction is short."""
     return len(text) < SMALL_EXTRACTION_CHARS and len(text) < SMALL_EXTRACTION_SHARE * len(page_text())
 
 

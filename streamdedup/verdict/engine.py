@@ -208,23 +208,21 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:
     """Whether a stored page is of the page's own site and not another fetch of its own document.
 
-    Whether a stored page is of the page's own site and not another fetch of its own document
-    (its URL: `DocRecord.document`): the candidates the site policy and `_steered_agree` ask about."""
+    Its own document: its URL (`DocRecord.document`). These are the candidates the site policy and
+    `_steered_agree` ask about."""
     return other.site == page.site and not (page.document and other.document == page.document)
 
 
 def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], bool] | None:
     """Whether a matched candidate stands, for a page whose article element held too little of its text.
 
-    Whether a matched candidate stands, for a page whose article element held too little of its
-    text (None: every one does). trafilatura's rescue then read the page, and on a short page it
-    may take the site's boxes (an author's note, a show's blurb, other stories' excerpts) for the
-    article: two short pages of one site come out alike, or equal, while what each holds differs.
-    The element's own text (`DocRecord.steered`) says what the page holds, so an own-site
-    candidate rescued too must have an element text that MinHash's own test finds near-duplicate.
-    Another fetch of the page's own document is exempt, as from the site policy; so is a candidate
-    whose record keeps no such text (not rescued, an element of one line, or stored before records
-    kept it) or one of another length (kept with another `STEERED_VALUES`)."""
+    None: every one does. trafilatura's rescue then read the page, and on a short page it may take the site's
+    boxes (an author's note, a show's blurb, other stories' excerpts) for the article: two short pages of one
+    site come out alike, or equal, while what each holds differs. The element's own text (`DocRecord.steered`)
+    says what the page holds, so an own-site candidate rescued too must have an element text that MinHash's
+    own test finds near-duplicate. Another fetch of the page's own document is exempt, as from the site
+    policy; so is a candidate whose record keeps no such text (not rescued, an element of one line, or stored
+    before records kept it) or one of another length (kept with another `STEERED_VALUES`)."""
     if not page.steered or STEERED_METHOD not in methods:
         return None
     method = methods[STEERED_METHOD][1]
@@ -243,8 +241,7 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
 class FoundBy:
     """What the lookup of all of a page's index keys says of its candidates.
 
-    What the lookup of all of a page's index keys says of its candidates, for the methods any of
-    whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
+    For the methods any of whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
 
     `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
     page's is not there (a full key answers only its first pages). `unfiled_bounds[tag]`: the
