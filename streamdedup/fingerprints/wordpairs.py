@@ -36,6 +36,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import xxhash
@@ -85,7 +86,31 @@ class WordPairsSignature:
     # each kept paragraph's line hash (`clean.template.line_hashes`), for `mark_shown`; not encoded
     line_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     # the pairs of the page's lines its site showed on earlier pages (`with_shown_lines`); not encoded
-    shown: WordPairsSignature | None = None
+    shown: ShownLines | None = None
+
+
+class ShownLines:
+    """The word pairs of a page's lines its site showed before, made when first asked.
+
+    Only a page with a matched candidate asks (`new_text.without_shown`), and the global topology's
+    fingerprint step, which sends them to the index partitions; on pages of one template most have
+    such lines and no match (~100 µs a page saved there)."""
+
+    __slots__ = ("_lang", "_made", "_method", "_pairs", "_text")
+
+    def __init__(self, text: str = "", lang: str | None = None, method: WordPairsMethod | None = None,
+                 pairs: WordPairsSignature | None = None) -> None:
+        self._text, self._lang, self._method = text, lang, method
+        self._pairs, self._made = pairs, method is None
+
+    @property
+    def pairs(self) -> WordPairsSignature | None:
+        """Their signature (None: no word pair)."""
+        if not self._made:
+            self._made = True
+            method = cast(WordPairsMethod, self._method)
+            self._pairs = method.pairs_signature(Document.from_text(self._text, self._lang))
+        return self._pairs
 
 
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
@@ -139,11 +164,8 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     if len(lines) != len(line_hashes):  # not the lines hashed: nothing to say
         return signature
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
-    pairs = method.pairs_signature(Document.from_text(shown_text, lang))
-    if pairs is None:
-        return signature
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, pairs)
+                              signature.line_hashes, ShownLines(shown_text, lang, method))
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):

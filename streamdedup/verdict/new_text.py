@@ -220,8 +220,11 @@ def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int
     owns = np.full(len(columns), float(own))
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
-    shown = getattr(signature, "shown", None)
-    if entry is None or shown is None or not own or not len(rows):
+    lines = getattr(signature, "shown", None)
+    if entry is None or lines is None or not own or not len(rows):
+        return owns
+    shown = lines.pairs  # made only now: most pages have no match
+    if shown is None:
         return owns
     rows, data = columns.present(entry[0], rows)
     if not len(rows):

@@ -144,3 +144,40 @@ def test_lines_two_of_the_hosts_earlier_pages_showed_are_not_a_copys_new_text(tm
     assert got["copy"]["new_share"] <= 0.10
     assert got["copy_plus"]["status"] == "unique" and "story" in got["copy_plus"]["supersedes"], got["copy_plus"]
     assert got["quoting"]["status"] == "unique", got["quoting"]
+
+
+def test_the_pairs_of_a_pages_shown_lines_are_made_only_for_a_page_with_a_match(tmp_path, monkeypatch):
+    """Pages of one host that all carry its lines (a box, a disclaimer) but share no article make no
+    MinHash of those lines: none is asked, as none has a match. The copy of an article, matched,
+    makes one, and its verdict is as above."""
+    import streamdedup.own_text as own_text_module
+    from streamdedup.fingerprints.wordpairs import ShownLines, WordPairsSignature
+
+    made, carried = [0], [0]
+    real_pairs, real_with = ShownLines.pairs, own_text_module.with_shown_lines
+
+    def counted_pairs(self):
+        made[0] += not self._made
+        return real_pairs.fget(self)
+
+    def counted_with(*args, **kwargs):
+        signature = real_with(*args, **kwargs)
+        carried[0] += isinstance(signature, WordPairsSignature) and signature.shown is not None
+        return signature
+
+    monkeypatch.setattr(ShownLines, "pairs", property(counted_pairs))
+    monkeypatch.setattr(own_text_module, "with_shown_lines", counted_with)
+    def furniture(seed: int) -> list[str]:  # other stories' teasers, a box, a disclaimer
+        return [f"{line.strip()}." for line in " ".join(make_article(seed, paragraphs=2)).split(".") if line.strip()]
+
+    story = make_article(40, paragraphs=6)
+    pages = [_page("story", story, "a.example"),
+             # a host's third article carries the lines its first two showed, and matches nothing
+             *(_page(f"h{i}", [*make_article(41 + i, paragraphs=6), *furniture(46)], "h.example") for i in range(3)),
+             _page("first", [*make_article(44, paragraphs=6), *furniture(45)], "g.example"),
+             _page("second", [*make_article(45, paragraphs=6), *furniture(45)], "g.example"),
+             _page("copy", [*story, *furniture(45)], "g.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
+    assert got["h2"]["status"] == "unique" and not got["h2"].get("related_to"), got["h2"]
+    assert carried[0] == 2 and made[0] == 1, (carried, made)  # h2 and the copy carry them; the copy asks

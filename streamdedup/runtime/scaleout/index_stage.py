@@ -29,7 +29,7 @@ from typing import Any
 
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import signature_config, signature_identity
-from streamdedup.fingerprints.wordpairs import WordPairsMethod
+from streamdedup.fingerprints.wordpairs import ShownLines, WordPairsMethod
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.group_settings import GroupRecord, as_flags
 from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, Supplement
@@ -206,7 +206,7 @@ class IndexPartition:
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
         pairs = self.by_name.get(WordPairsMethod.name)
         if request.shown and pairs is not None and pairs[0] in mine:  # not in its record: beside it
-            mine[pairs[0]] = replace(mine[pairs[0]], shown=pairs[1].decode(request.shown))
+            mine[pairs[0]] = replace(mine[pairs[0]], shown=ShownLines(pairs=pairs[1].decode(request.shown)))
         earlier: list[Match] = []
         later: list[Match] = []
         found = batch.candidates([n for tag_names in names.values() for n in tag_names])

@@ -130,7 +130,8 @@ def shown_lines_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[
 
     Not in its record (no later page asks), so carried beside it to the index partitions that judge it."""
     signature = item.signatures.get(WordPairsMethod.name)
-    shown = signature.shown if isinstance(signature, WordPairsSignature) else None
+    lines = signature.shown if isinstance(signature, WordPairsSignature) else None
+    shown = lines.pairs if lines is not None else None
     method = next((m for m in methods if isinstance(m, WordPairsMethod)), None)
     return b"" if shown is None or method is None else method.encode(shown)
 
