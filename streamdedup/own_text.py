@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamdedup.clean.learned_layout import SiteLayout
+from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
 from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown, with_shown_lines
@@ -19,26 +19,30 @@ from streamdedup.verdict.contract import Rejection
 
 
 def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter) -> Fingerprinted | Outcome:
-    """The page read as its site's layout, as the site's earlier pages left it, asks; then learned from.
+    """The page read as its site's layout, as the site's earlier pages left it, asks.
 
     `prepare` read the page by the layout it could see (`Fingerprinter.layout_hints`); where that is
     not the site's layout now (its site's first pages of a batch, a site that turned warm or
     relearned in the batch, a restart), the page is read again. So every page is read with the state
     left by its site's earlier pages, however batched (docs/template-model.md, "the learned
-    layout"), and the site learns from it, in order."""
-    if not item.layout_asked:
-        return item
+    layout"). The site learns from it (`_learn_layout`) once the page is judged: a read that left
+    it without text of its own is not the page's (`_own_text`)."""
     layout = site.layout if site.layout is not None else SiteLayout()
     expected = layout.request()
     if item.layout_asked != expected:
-        read = fingerprinter.read_again(item, expected)
-        if isinstance(read, Outcome) or not read.layout_asked:
-            return read
-        item = read
-    if item.rejection is not None:
-        return item.rejection
+        return fingerprinter.read_again(item, expected)
+    return item
+
+
+def _learn_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter, hollow: str = "") -> None:
+    """The site's layout learns from the page, in order, and counts how it was read.
+
+    `hollow`: how the page was first read (`HELD` or a brief read) where that read left it without
+    text of its own and `fast` read it again (`item`; `SiteLayout.hollow`)."""
+    layout = site.layout if site.layout is not None else SiteLayout()
     before = site.layout.encode() if site.layout is not None else b""
-    event = layout.observe(item.layout_seen)
+    seen = item.layout_seen if item.rejection is None else ""
+    event = layout.hollow(hollow, seen) if hollow else layout.observe(seen)
     counts = fingerprinter.extraction
     read_as = event.partition(" ")[0]
     counts["fallback" if read_as == "relearned" else read_as] += 1
@@ -47,7 +51,6 @@ def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Finge
     if layout.encode() != before:
         site.layout, site.layout_changed = layout, True
     fingerprinter.hint(item.template_hash, layout)
-    return item
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
@@ -99,24 +102,74 @@ def _marked_shown(item: Fingerprinted, shown: np.ndarray, furniture: np.ndarray,
 
 def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
               params: TemplateParams) -> Fingerprinted | Outcome:
-    """`own_text` before the page's paragraphs are marked."""
+    """`own_text` before the page's paragraphs are marked.
+
+    A read from the site's learned (or brief) container that leaves the page without text of its
+    own is not the page's text, and `fast` reads the page again: a read that is empty, or whose
+    lines its site's earlier pages all showed while the page shows new text outside it (as
+    "missed content", on one earlier page or more), or of which the template leaves too little.
+    Such a container is a box every page of the site shows (a newsletter box, which pages an
+    attacker published on the host may have taught it: docs/template-model.md, "hostile pages"),
+    and counts as failed on the page (`SiteLayout.hollow`). `fast`'s read is judged as without
+    a learned layout; the site's state is as its earlier pages left it either way."""
     if item.layout_asked:
         read = read_by_layout(item, site, fingerprinter)
         if isinstance(read, Outcome):
             return read
         item = read
+    if item.layout_asked:
+        if item.rejection is None:
+            judged = _judged(item, site, fingerprinter, params, learned=_learned_read(item.layout_seen))
+            if judged is not None:
+                _learn_layout(item, site, fingerprinter)
+                _learn_lines(item, site, params)
+                return judged
+            hollow = item.layout_seen.partition("\n")[0]
+        elif item.layout_asked == OBSERVE:
+            return item.rejection
+        else:
+            hollow = HELD  # a learned read too short to be judged (or `fast`'s, which says so again)
+        again = fingerprinter.read_again(item, OBSERVE)
+        if isinstance(again, Outcome):
+            return again
+        if item.rejection is not None and again.rejection is not None:
+            return item.rejection  # no text however read: the page teaches the layout nothing, as before
+        _learn_layout(again, site, fingerprinter, hollow)
+        if again.rejection is not None:
+            return again.rejection
+        item = again
+    elif item.rejection is not None:
+        return item.rejection
+    judged = _judged(item, site, fingerprinter, params, learned=False)
+    assert judged is not None  # (only a learned read is found hollow)
+    _learn_lines(item, site, params)
+    return judged
+
+
+def _learned_read(seen: str) -> bool:
+    """Whether the page was read from its site's learned or brief container."""
+    return seen == HELD or seen.startswith(BRIEF)
+
+
+def _learn_lines(item: Fingerprinted, site: SiteTemplate, params: TemplateParams) -> None:
+    """The site counts the page's lines: of its main and visible texts."""
     hashes = line_hashes(item.text)
-    missed, first_shown = _missed_own_text(item, site, hashes, params)
-    visible = item.visible_hashes  # what the site learns of the page: the lines of its main and visible texts
+    visible = item.visible_hashes
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
+    site.learn(item.page.url, counted, params)
+
+
+def _judged(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter, params: TemplateParams,
+            learned: bool) -> Fingerprinted | Outcome | None:
+    """The page judged on its own text, by its site as its earlier pages left it; None: a hollow `learned` read."""
+    hashes = line_hashes(item.text)
+    missed, first_shown, shown = _missed_own_text(item, site, hashes, params)
+    if learned and shown:
+        return None
     if missed:
-        site.learn(item.page.url, counted, params)
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin,
                        line=item.line)
     known = site.known(params)
-    template = None if first_shown else site.removed_lines(hashes, params)  # the lines made only if needed
-    pages_before = site.pages
-    site.learn(item.page.url, counted, params)
     if first_shown:
         try:
             signatures = fingerprint_text(first_shown, item.page.lang, fingerprinter.methods,
@@ -124,6 +177,7 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
         except Rejected:
             return item.replaced(template_known=False)
         return item.replaced(signatures=signatures, text=first_shown, template_known=False)
+    template = site.removed_lines(hashes, params)
     if template is None:
         return item.replaced(template_known=known)
     lines = [line for line in item.text.split("\n") if line]
@@ -136,7 +190,9 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
             # a long text all of whose lines the site's pages showed is a story they quoted or copied,
             # not a page without text: judged on all of it, as in the cold start
             return item.replaced(template_known=False)
-        provisional = "" if known else f" (provisional: the site has shown {pages_before} pages)"
+        if learned:
+            return None
+        provisional = "" if known else f" (provisional: the site has shown {site.pages} pages)"
         detail = (f"{removed} of the page's {len(lines)} lines are its site's template{provisional}; "
                   "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin,
@@ -145,23 +201,25 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
 
 
 def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes,
-                     params: TemplateParams) -> tuple[str, str]:
+                     params: TemplateParams) -> tuple[str, str, bool]:
     """Whether the page's main text is not its own (clean/template.py, "missed content").
 
     Why it is rejected, or (only one earlier page showed some of its lines, in the site's cold
-    start) the text it shows for the first time, on which it is judged instead; ("", "") if neither."""
+    start) the text it shows for the first time, on which it is judged instead; ("", "") if neither.
+    Third: whether its site's earlier pages (one or more) showed all of its short main text while
+    it shows new text outside it (what makes a learned read not the page's: `_own_text`)."""
     if not site.shown_before(item.page.url, hashes):
-        return "", ""
+        return "", "", False
     main_words = Document.from_text(item.text, item.page.lang).num_tokens
     if main_words >= params.missed_short_words:
-        return "", ""
+        return "", "", False
     visible, visible_hashes = item.visible_lines
     new = [visible[pos] for pos in site.new_lines(visible_hashes, hashes)]
     new_words = Document.from_text("\n".join(new), item.page.lang).num_tokens if new else 0
     if new_words < params.missed_new_words:
-        return "", ""
+        return "", "", False
     if site.shown_before(item.page.url, hashes, params.missed_min_pages):
         return (f"the page's main text ({main_words} words) is all text its site showed on at least "
                 f"{params.missed_min_pages} earlier pages, while {new_words} words it shows for the first time "
-                "are outside it: the extraction took the template"), ""
-    return "", ("\n".join(new) if not site.known(params) else "")
+                "are outside it: the extraction took the template"), "", True
+    return "", ("\n".join(new) if not site.known(params) else ""), True

@@ -10,7 +10,8 @@ import random
 from conftest import page
 
 from streamdedup.config import STRICT_SAME_SITE_POLICY, DetectorConfig
-from streamdedup.testing import make_article, make_words, run_records, wrap_in_template
+from streamdedup.detector import Detector
+from streamdedup.testing import make_article, make_words, raw_records, run_records, wrap_in_template
 
 
 def html_page(url: str, main: list[str], aside: list[str], hour: int) -> dict:
@@ -180,3 +181,48 @@ def test_crafted_pages_on_the_host_do_not_cut_its_short_articles_to_their_lead()
             texts = learned_texts(html, layout.request(), visible=True)
             layout.observe(texts.layout)
             assert texts.main == fast_texts(html, visible=False).main, (paragraphs, seed, texts.layout)
+
+
+_MORE_LINKS = "".join(f"<li><a href='/more/{k}'>{' '.join(make_words(random.Random(50 + k), 8))}</a></li>"
+                      for k in range(40))
+
+
+def _real_brief(seed: int, site: str) -> str:
+    """A brief of the host (one paragraph: `fast` hands it to trafilatura's rescue) under the
+    newsletter `div.summary` every page of the host shows."""
+    html = wrap_in_template(make_article(seed, 1, 3), site, title=f"Brief {seed}")
+    html = html.replace("</aside>", f"<ul>{_MORE_LINKS}</ul></aside>")
+    return html.replace(f"<h1>Brief {seed}</h1>", f"<h1>Brief {seed}</h1><div class='summary'><p>{_NEWSLETTER}</p></div>")
+
+
+def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_briefs_from_a_box(tmp_path):
+    """As above, on a host of briefs (`fast` would rescue them, so the learned container stands in
+    for the rescue): a new host (3 crafted pages), and one whose own 10 articles came first (5:
+    3 drop its container), or whose articles show the box too. Before: the briefs were read from the
+    newsletter box; 6 of 8 `template_only` on the first two, and on the known host the second a
+    duplicate of the first (both judged on the box); 8 of 8 on the third. Now a learned read that leaves a page without text of its own is not its text:
+    `fast` reads it again, and the host drops the box after 3 such pages; the same however batched."""
+    from dataclasses import replace
+
+    from streamdedup.clean.learned_layout import RELEARN_AFTER
+
+    site = "briefs.example"
+    for known, box in ((False, False), (True, False), (True, True)):
+        own = [page(f"https://{site}/a/{i}", _real_article(700 + i, site, "box") if box else
+                    wrap_in_template(make_article(700 + i, 4, 4), site),
+                    f"2024-03-01T00:{i:02d}:00Z", content_type="text/html") for i in range(10 if known else 0)]
+        crafted = [page(f"https://{site}/users/mallory/{i}", _crafted_page(i), f"2024-03-01T01:{i:02d}:00Z",
+                        content_type="text/html") for i in range(5 if known else 3)]
+        briefs = [page(f"https://{site}/news/{seed}", _real_brief(seed, site), f"2024-03-01T02:{seed:02d}:00Z",
+                       content_type="text/html") for seed in range(8)]
+        runs = []
+        for batch, threads in ((1, 1), (256, 1), (4, 2)):
+            config = replace(DetectorConfig(), batch_size=batch, prepare_threads=threads)
+            with Detector(config, tmp_path / f"{known}-{box}-{batch}") as detector:
+                outcomes = [o.dedup for o in detector.run(raw_records([*own, *crafted, *briefs]))][-8:]
+                runs.append((outcomes, detector.extraction()))
+        outcomes, counts = runs[0]
+        assert all(run == runs[0] for run in runs), (known, box)
+        assert all(o.get("reason") != "template_only" for o in outcomes), (known, outcomes)
+        assert [o["status"] for o in outcomes] == ["unique"] * 8, (known, outcomes)  # no brief a duplicate of another
+        assert counts["relearned"] >= 1 and counts["fallback"] >= RELEARN_AFTER, (known, counts)

@@ -369,6 +369,34 @@ class SiteLayout:
             self._saw_brief(brief)
         return self._observe_main(observation)
 
+    def hollow(self, read: str, seen: str) -> str:
+        """Learn from a page whose learned read left it without text of its own; returns how it was read.
+
+        `read`: how it was read (`HELD`, or a brief observation); `seen`: what `fast`, asked
+        `OBSERVE`, saw of the page read again ("" if it found no text either). The container read
+        failed on the page: it counts towards `RELEARN_AFTER` as if it was not on the page (the
+        learned container; a brief read counts against it only where the learned one was lost, as
+        a brief read does), and what `fast` saw teaches the brief container as on any page it reads.
+        "fallback", or "relearned" where the learned container is dropped (the site learns again
+        from what `fast` saw)."""
+        observation, rescued, brief = seen.partition("\n")
+        found = observation[len(FAST):] if observation.startswith(FAST) else ""
+        from_brief = read.startswith(BRIEF)
+        agreed = brief.partition("|")[2]
+        if self.brief_warm and agreed != self.brief and (from_brief or agreed):
+            if not self._brief_failed():
+                agreed = ""
+        if rescued and agreed:
+            self._saw_brief(brief)
+        if from_brief and not read.endswith("lost"):
+            return "fallback"
+        self.missed += 1
+        if self.missed < RELEARN_AFTER:
+            return "fallback"
+        self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
+        self._saw(found)
+        return "relearned"
+
     def _observe_main(self, observation: str) -> str:
         """`observe` for the learned container."""
         if observation == HELD:

@@ -123,3 +123,19 @@ def test_a_learned_selector_reads_the_short_blocks_beside_its_long_one():
             f"<section class='part'><p>{long}</p></section></main></body></html>")
     found = containers(HTMLTree.parse(html), "section.part")
     assert [" ".join(node.text.split()) for node in found] == ["A short opening part.", " ".join(long.split())]
+
+
+def test_a_read_that_left_the_page_without_its_own_text_counts_as_a_failure_of_the_container():
+    """`SiteLayout.hollow`: a learned read the template model found hollow (own_text.py) fails the
+    container read; 3 in a row drop it and the site learns again from what `fast` saw. A brief read
+    counts against the learned container only where that was lost (as a brief read does)."""
+    box = 'div[class~="summary"]'
+    layout = SiteLayout(box, 59, WARM_AFTER, brief=box, brief_share=59, brief_streak=WARM_AFTER)
+    assert layout.hollow(HELD, "") == "fallback" and layout.missed == 1
+    assert layout.observe(HELD) == "learned" and layout.missed == 0  # not in a row
+    assert layout.hollow("brief:miss", "fast:150|article\n150|article") == "fallback"
+    assert layout.missed == 0 and layout.brief_missed == 1  # the brief container failed, not the learned one
+    events = [layout.hollow(HELD, "fast:150|article\n150|article") for _ in range(RELEARN_AFTER)]
+    assert events == ["fallback"] * (RELEARN_AFTER - 1) + ["relearned"]
+    assert layout.selector == "article" and layout.streak == 1 and not layout.warm
+    assert layout.brief == "article" and not layout.brief_warm  # the box dropped, the rescues teach anew
