@@ -433,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="with --site-crawl: the crawls' seed (default: the documented ones)")
     parser.add_argument("--keep-crawl", type=Path, help="with --site-crawl: write the crawls' JSONL into this folder")
     args = parser.parse_args(argv)
+    if not args.no_profile:
+        from peers import require  # bench/
+
+        require("bench/e2e.py", "pyinstrument", otherwise="pass --no-profile")
     if args.site_crawl:
         import site_bench  # bench/
 

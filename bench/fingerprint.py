@@ -149,6 +149,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/fingerprint.json"))
     parser.add_argument("--smoke", action="store_true", help="200 docs, 3 repeats, no JSON: a quick check")
     args = parser.parse_args()
+    from peers import require  # bench/
+
+    require("bench/fingerprint.py", "datasketch", "rensa")
     if args.smoke:
         args.docs, args.repeat, args.out = 200, 3, None
     docs = corpus(args.docs)

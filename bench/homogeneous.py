@@ -313,6 +313,9 @@ def main() -> None:
                              "venv holds the peers' dependencies too (datasketch's scipy, which numba imports at "
                              "start-up for its BLAS check, ~0.3-0.4 CPU-s)")
     args = parser.parse_args()
+    from peers import require  # bench/
+
+    require("bench/homogeneous.py", "rensa")
     scipy = subprocess.run([str(args.python), "-c", "import importlib.util as u; print(u.find_spec('scipy') is not None)"],
                            capture_output=True, text=True).stdout.strip() == "True"
     if args.smoke:

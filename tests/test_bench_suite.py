@@ -247,3 +247,17 @@ def test_homogeneous_pages_of_every_kind_are_seeded_distinct_and_full_length(tmp
         texts = [json.loads(line)["content"] for line in first.splitlines()]
         assert len(texts) == 40 and len(set(texts)) == 40
         assert all(250 <= len(text.split()) <= 700 for text in texts), kind
+
+
+def test_a_bench_without_its_peer_library_stops_in_one_line_naming_the_fix():
+    """Run without the [bench] extra (the peer library not importable), a benchmark stops before
+    its runs in one line that names `make bench` (and, for the profile, `--no-profile`)."""
+    for script, missing, args, fix in (("homogeneous.py", "rensa", ["--smoke"], "make bench"),
+                                       ("e2e.py", "pyinstrument", ["--site-crawl"], "--no-profile")):
+        code = (f"import runpy, sys; sys.modules[{missing!r}] = None; sys.path.insert(0, {str(ROOT / 'bench')!r}); "
+                f"sys.argv = [{script!r}, *{args!r}]; runpy.run_path({str(ROOT / 'bench' / script)!r}, "
+                "run_name='__main__')")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr[-2000:]
+        assert missing in lines[0] and "make bench" in lines[0] and fix in lines[0], lines
