@@ -391,11 +391,7 @@ class SiteLayout:
         if from_brief and not read.endswith("lost"):
             return "fallback"
         self.missed += 1
-        if self.missed < RELEARN_AFTER:
-            return "fallback"
-        self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
-        self._saw(found)
-        return "relearned"
+        return self._after_miss(found)
 
     def _observe_main(self, observation: str) -> str:
         """`observe` for the learned container."""
@@ -408,13 +404,20 @@ class SiteLayout:
             elsewhere = found.partition("|")[2] not in ("", self.selector)
             if observation.startswith(LOST) or elsewhere:
                 self.missed += 1
-            if self.missed < RELEARN_AFTER:
-                return "fallback"
-            self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
-            self._saw(found)
-            return "relearned"
+            return self._after_miss(found)
         self._saw(observation[len(FAST):] if observation.startswith(FAST) else "")
         return "fast"
+
+    def _after_miss(self, found: str) -> str:
+        """How a page the learned container failed on was read: a fallback, or relearned after `RELEARN_AFTER` in a row.
+
+        Relearned: the container is dropped, and the site learns again from `found`, where `fast`
+        read the page."""
+        if self.missed < RELEARN_AFTER:
+            return "fallback"
+        self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
+        self._saw(found)
+        return "relearned"
 
     def _saw(self, found: str) -> None:
         """A page read by `fast` whose text came from `found` ("<share>|<selector>", or "")."""
