@@ -359,15 +359,22 @@ class SiteLayout:
                     self.selector, self.share, self.streak, self.held, self.missed = "", 0, 0, 0, 0
                     return "brief relearned"
             return "brief"
+        self._brief_seen(brief, rescued, asked_brief and observation != HELD)
+        return self._observe_main(observation)
+
+    def _brief_seen(self, brief: str, rescued: str, failed: bool) -> None:
+        """The brief container learns what `fast` saw of a page: `failed` on it, or agreed with its rescue.
+
+        `brief`: the container holding what trafilatura rescued ("<share>|<selector>", "" if none
+        agreed), `rescued` non-empty if it rescued the page. Where the brief container failed on the
+        page (`fast` read it), or another container held the rescued text, it counts a failure:
+        dropped after `RELEARN_AFTER` in a row, then learned again."""
         agreed = brief.partition("|")[2]
-        if self.brief_warm and agreed != self.brief and ((asked_brief and observation != HELD) or agreed):
-            # the brief container failed on the page (`fast` read it), or another container held
-            # what trafilatura rescued: dropped after `RELEARN_AFTER` in a row, then learned again
+        if self.brief_warm and agreed != self.brief and (failed or agreed):
             if not self._brief_failed():
                 agreed = ""
         if rescued and agreed:
             self._saw_brief(brief)
-        return self._observe_main(observation)
 
     def hollow(self, read: str, seen: str) -> str:
         """Learn from a page whose learned read left it without text of its own; returns how it was read.
@@ -382,12 +389,7 @@ class SiteLayout:
         observation, rescued, brief = seen.partition("\n")
         found = observation[len(FAST):] if observation.startswith(FAST) else ""
         from_brief = read.startswith(BRIEF)
-        agreed = brief.partition("|")[2]
-        if self.brief_warm and agreed != self.brief and (from_brief or agreed):
-            if not self._brief_failed():
-                agreed = ""
-        if rescued and agreed:
-            self._saw_brief(brief)
+        self._brief_seen(brief, rescued, from_brief)
         if from_brief and not read.endswith("lost"):
             return "fallback"
         self.missed += 1
