@@ -53,7 +53,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 3: a short paragraph in the place of another is new text (`NewTextTolerance.exceeded_by`)
 # 4: lines two of the site's earlier pages showed, which the match lacks, are no new text (`without_shown`)
 # 5: of the duplicates holding as much of the page, the earliest of the nearest is named (NEAR_AS)
-RULES_VERSION = 5
+# 6: new lines at a cross-site copy's start or end count where they took the place of its match's one paragraph there
+RULES_VERSION = 6
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -99,9 +99,13 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             continue
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
-        same_site = other.site == page_site
-        mine_words[i], mine_place[i] = _longest_new(own, (theirs[0], theirs[2], theirs_capped), same_site)
-        their_words[i], their_place[i] = _longest_new(theirs, (own[0], own[2], capped), same_site)
+        mine_new, their_new = _absent_from(own[0], theirs[0]), _absent_from(theirs[0], own[0])
+        edges = (EVERY_EDGE if other.site == page_site else NO_EDGE if capped or theirs_capped
+                 else _replaced_edges(mine_new, their_new))
+        # one paragraph of each absent from the other: one took the other's place, whatever else is found
+        swapped = not (capped or theirs_capped) and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
+        mine_words[i], mine_place[i] = _longest_new(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
+        their_words[i], their_place[i] = _longest_new(theirs, their_new, (own[2], capped), edges, swapped)
         if capped or theirs_capped:  # a capped sketch's kept paragraphs do not say where the others were
             mine_place[i] = their_place[i] = -1
     return mine_words, their_words, mine_place, their_place
@@ -122,21 +126,52 @@ def _own_words(paragraphs: np.ndarray) -> np.ndarray:
     return np.where(shown_before(paragraphs), 0, paragraph_words(paragraphs))
 
 
-def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray, bool],
-                 same_site: bool) -> tuple[int, int]:
-    """The words of the longest of `page`'s paragraphs none of whose values are in `other`'s (0: none), and its place.
+# which of a copy's edges (its start, its end) count its new lines as new text (`_replaced_edges`)
+EVERY_EDGE, NO_EDGE = (True, True), (False, False)
+
+
+def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
+    """Whether each paragraph is absent from the other's: none of its k-th values is the other's k-th (bool[n])."""
+    if not len(values) or not len(their_values):
+        return np.zeros(len(values), dtype=bool)
+    return ~(values[:, None, :] == their_values[None, :, :]).any(axis=(1, 2))  # a few dozen values: one comparison
+
+
+def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, bool]:
+    """At the start and at the end of a copy on another site: whether its new lines there took a paragraph's place.
+
+    New lines before a copy's first found paragraph or after its last are as likely its host's
+    template (a newsletter blurb, a cookie notice, another story's teaser) as content. But a host's
+    lines are added to the article: they do not take the place of one of its paragraphs. Where the
+    other page has exactly one paragraph at that edge that the page lacks, and the page has new
+    lines there, the article's edge paragraph was replaced (a reworded lead, another closing
+    paragraph), and the page's new lines at that edge count. Where the other has several, the page
+    is a part or a teaser of it (its end cut, its host's lines after it), and none count."""
+    if not len(mine_new) or not len(their_new) or mine_new.all() or their_new.all():
+        return NO_EDGE
+    mine_found, their_found = np.flatnonzero(~mine_new), np.flatnonzero(~their_new)
+    start = bool(mine_found[0] >= 1 and their_found[0] == 1)
+    end = bool(len(mine_new) - 1 - mine_found[-1] >= 1 and len(their_new) - 1 - their_found[-1] == 1)
+    return start, end
+
+
+def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
+                 other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool = False) -> tuple[int, int]:
+    """The words of the longest of `page`'s paragraphs absent from the other (`new`; 0: none), and its place.
 
     Its place: how many of the page's judged paragraphs before it are found in the other (-1: none new).
 
-    On another site than the other page, only a paragraph between two found ones counts: new lines
-    at a copy's start or end are as likely its host's template (a newsletter blurb, a cookie notice,
-    another story's teaser) as content, while on one site the template is on both pages."""
+    Before the first found paragraph and after the last, new paragraphs count only at the `edges`
+    asked (`_replaced_edges`; on one site, both: the template is on both pages).
+
+    New paragraphs count only where most of the page's are found in the other (`PARAGRAPHS_FOUND`),
+    or where exactly one of each page's is absent from the other (`swapped`): a layout that merges
+    lines makes one line of several, never one of one, so that is a paragraph replaced, even on a
+    page of two or three paragraphs."""
     values, words, lengths = page
-    their_values, their_lengths, capped = other
-    if not len(values) or not len(their_values):
+    their_lengths, capped = other
+    if not len(values) or not len(their_lengths):
         return 0, -1  # no sketch on one side (a short page, an older record): not measured
-    # none of its k-th values is any of the other's k-th, for every k (a few dozen values: one comparison)
-    new = ~(values[:, None, :] == their_values[None, :, :]).any(axis=(1, 2))
     if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
         longest = their_lengths[: len(their_lengths) - TAIL]
         judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
@@ -144,13 +179,16 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], other: tuple[n
         # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
         judged[-1] = True
         values, words, new = values[judged], words[judged], new[judged]
-    if not new.any() or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values):
+    if not new.any() or (new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values) and not swapped):
         return 0, -1  # nothing new, or the two pages' lines are not alike (another layout merged them)
     found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
-    if not same_site:  # between the first and the last found paragraph
+    if edges != EVERY_EDGE:  # new lines before the first found paragraph or after the last
         found = np.flatnonzero(~new)
-        new[: found[0]] = False
-        new[found[-1]:] = False
+        new = new.copy()
+        if not edges[0]:
+            new[: found[0]] = False
+        if not edges[1]:
+            new[found[-1] + 1:] = False
         if not new.any():
             return 0, -1
     chosen = int(np.argmax(np.where(new, words, -1)))

@@ -100,6 +100,45 @@ def test_a_short_paragraph_in_the_place_of_another_is_new_text(tmp_path):
     assert got["dropped_noted"]["duplicate_of"] == "story", got["dropped_noted"]
 
 
+def test_a_paragraph_replaced_at_a_copys_start_or_end_is_new_text(tmp_path):
+    """On another site, new lines before a copy's first found paragraph or after its last may be its
+    host's (a teaser of another story, a newsletter blurb), and do not count alone. But a host's
+    lines are added: they do not take the place of the article's first or last paragraph. A copy
+    whose last paragraph is replaced by a 16-word one, or whose first by another story's, is not
+    the article's duplicate. A teaser (the first paragraphs, then its host's line of another
+    story) and a full copy with its host's line after it stay duplicates."""
+    story, other = make_article(31, paragraphs=10), make_article(32, paragraphs=2)
+    short = " ".join(other[0].split()[:16])
+    host_line = " ".join(other[1].split()[:30])
+    pages = [_page("story", story, "a.example"),
+             _page("last_replaced", [*story[:-1], short], "b.example"),
+             _page("first_replaced", [other[1], *story[1:]], "c.example"),
+             _page("teaser", [*story[:4], host_line], "d.example"),
+             _page("copy_with_host_line", [*story, host_line], "e.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    for replaced in ("last_replaced", "first_replaced"):
+        assert got[replaced]["status"] == "unique" and "story" in got[replaced]["related_to"], got[replaced]
+    for copy in ("teaser", "copy_with_host_line"):
+        assert got[copy]["status"] == "duplicate" and got[copy]["duplicate_of"] == "story", got[copy]
+
+
+def test_a_paragraph_replaced_on_a_page_of_two_is_new_text(tmp_path):
+    """Where fewer than 60 % of a page's paragraphs are found in the other, the two extractions are
+    taken to split the text into other lines, and no paragraph counts as new. But a page of two
+    paragraphs with one replaced has one of each page's absent from the other: a layout that
+    merges lines makes one line of several, never one of one. The revision whose second paragraph
+    was replaced by a 16-word one is not the story's duplicate; one with a word changed is."""
+    story, other = make_article(33, paragraphs=5), make_article(34, paragraphs=1)
+    lead, last = " ".join(story[:4]), story[4]
+    short = " ".join(other[0].split()[:16])
+    pages = [_page("story", [lead, last], "a.example"),
+             _page("replaced", [lead, short], "a.example"),
+             _page("edited", [lead, last.replace(last.split()[3], "edited", 1)], "a.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["replaced"]["status"] == "unique" and "story" in got["replaced"]["related_to"], got["replaced"]
+    assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "story", got["edited"]
+
+
 def test_a_rewrite_of_a_fifth_of_the_words_is_not_a_light_edit(tmp_path):
     """Every fifth word replaced: 40 % of the word pairs new, nearly every 5-shingle new, which the
     runs correction alone reads as scattered edits (0 new in runs) and called a duplicate. Edits
