@@ -8,9 +8,15 @@ from streamdedup.clean.decode import charset_from_content_type, decode_bytes
 from streamdedup.clean.extract import Texts, extract_texts, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
+from streamdedup.clean.server_errors import without_server_errors
 from streamdedup.record.page import Page
 from streamdedup.record.readers import DEFAULT_MAX_CONTENT_BYTES
 from streamdedup.record.rejection import Reason, Rejected
+
+# What every extractor's text goes through after it (normalising, then `server_errors`) changes the
+# signatures of the pages it reads, so it is part of what a store records, like `fast`'s rules.
+# 1: PHP's error lines are dropped (`without_server_errors`).
+TEXT_RULES_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class CleaningConfig:
 
     def __str__(self) -> str:
         extractor = f"{self.extractor}@{RULES_VERSION}" if self.extractor == "fast" else self.extractor
-        return f"clean(extractor={extractor},max_text_chars={self.max_text_chars})"
+        return f"clean(extractor={extractor},text={TEXT_RULES_VERSION},max_text_chars={self.max_text_chars})"
 
 
 _TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json")
@@ -51,7 +57,8 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
     texts = Texts(content)
     if is_html(page.content_type, content):
         texts = extract_texts(content, config.extractor, config.max_seconds, visible, layout)
-    text, everything, steered = (normalize_text(t[: config.max_text_chars]) if t else "" for t in texts[:3])
+    text, everything, steered = (without_server_errors(normalize_text(t[: config.max_text_chars])) if t else ""
+                                 for t in texts[:3])
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
     return Texts(text, everything, steered, texts.layout)
