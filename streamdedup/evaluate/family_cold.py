@@ -83,7 +83,9 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
         out.emit(cluster, "original", source.name, html, url, when, source.lang, template=donor.name, units=units)
         revision = rng.choice(REVISIONS)
         later = when + timedelta(hours=rng.uniform(1, 48))
-        spare = list((take(donor) or source).paragraphs[:1])
+        # an appended paragraph is a paragraph: another story's first of 20 words or more, as in the
+        # feed (a first line at any length was a heading, "Highlights", labelled new content)
+        spare = [_first_paragraph(take(donor) or source)]
         title, revised = revise(revision, source, source.title, paragraphs, later, spare, rng)
         edited = in_template(donor, revised, title)
         if edited is not None:
@@ -94,3 +96,9 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
             out.emit(cluster, "cold_print", source.name, print_version(source, paragraphs),
                      f"https://{host}/print/{slug(source.name)}", later + timedelta(minutes=5), source.lang,
                      units=units)
+
+
+def _first_paragraph(page: SourcePage) -> str:
+    """The page's first paragraph of 20 words or more (else its longest): what a revision appends."""
+    longest = max(page.paragraphs, key=lambda p: len(p.split()), default="")
+    return next((p for p in page.paragraphs if len(p.split()) >= 20), longest)

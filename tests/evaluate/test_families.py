@@ -1,6 +1,7 @@
 """The set families (feed, site, web) built from generated pages: promised counts, kinds, hosts,
 splits that share no article and no template, and the same set for the same seed."""
 
+import dataclasses
 import io
 import json
 import random
@@ -107,6 +108,26 @@ def test_cold_hosts_are_seen_two_or_three_times_each_with_one_kind():
     assert kinds == {"briefs": 10, "articles": 10, "revision": 20}
     assert len({r["source_page"] for r in out.records if r["variant"] in ("original", "cold_short", "cold_article")}) \
         == sum(r["variant"] in ("original", "cold_short", "cold_article") for r in out.records)  # each source once
+
+
+def test_a_cold_revisions_appended_paragraph_is_a_paragraph_not_a_heading():
+    """The paragraph a cold revision appends is another story's first of 20 words or more: its
+    first line at any length was a heading ("Highlights"), labelled as new content that no
+    extraction keeps as a paragraph."""
+    from streamdedup.evaluate.sets import text_unit
+
+    def headed(i):
+        page = _page(i)
+        return dataclasses.replace(page, paragraphs=("Highlights", *page.paragraphs))
+
+    pool = [headed(i) for i in range(200)]
+    out = LabelledSet("cold", "dev")
+    build_cold(pool, pool, random.Random(3), out, hosts=40)
+    originals = {r["cluster"]: r for r in out.records if r["variant"] == "original"}
+    appended = [r for r in out.records if r["variant"] == "cold_paragraph_appended"]
+    assert appended
+    for r in appended:  # one unit more than its original: a new paragraph, not a heading it holds
+        assert r["units"][:-1] == originals[r["cluster"]]["units"] and r["units"][-1] != text_unit("Highlights")
 
 
 @pytest.mark.parametrize("family", ["web", "feed", "site"])
