@@ -99,14 +99,16 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             continue
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
+        # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
+        either_capped = capped or theirs_capped
         mine_new, their_new = _absent_from(own[0], theirs[0]), _absent_from(theirs[0], own[0])
-        edges = (EVERY_EDGE if other.site == page_site else NO_EDGE if capped or theirs_capped
+        edges = (EVERY_EDGE if other.site == page_site else NO_EDGE if either_capped
                  else _replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
-        swapped = not (capped or theirs_capped) and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
+        swapped = not either_capped and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
         mine_words[i], mine_place[i] = _longest_new(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
         their_words[i], their_place[i] = _longest_new(theirs, their_new, (own[2], capped), edges, swapped)
-        if capped or theirs_capped:  # a capped sketch's kept paragraphs do not say where the others were
+        if either_capped:
             mine_place[i] = their_place[i] = -1
     return mine_words, their_words, mine_place, their_place
 
@@ -156,7 +158,7 @@ def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, 
 
 
 def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
-                 other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool = False) -> tuple[int, int]:
+                 other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool) -> tuple[int, int]:
     """The words of the longest of `page`'s paragraphs absent from the other (`new`; 0: none), and its place.
 
     Its place: how many of the page's judged paragraphs before it are found in the other (-1: none new).
