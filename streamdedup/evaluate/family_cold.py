@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from streamdedup.evaluate.family_feed import REVISIONS, revise, revised_units
+from streamdedup.evaluate.family_feed import APPENDED_WORDS, REVISIONS, revise, revised_units
 from streamdedup.evaluate.pages import SourcePage
 from streamdedup.evaluate.sets import LabelledSet, article_units, one_donor_per_site, slug
 from streamdedup.evaluate.surgery import in_template, print_version, short_body
@@ -99,6 +99,6 @@ def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.
 
 
 def _first_paragraph(page: SourcePage) -> str:
-    """The page's first paragraph of 20 words or more (else its longest): what a revision appends."""
+    """The page's first paragraph of `APPENDED_WORDS` words or more (else its longest): what a revision appends."""
     longest = max(page.paragraphs, key=lambda p: len(p.split()), default="")
-    return next((p for p in page.paragraphs if len(p.split()) >= 20), longest)
+    return next((p for p in page.paragraphs if len(p.split()) >= APPENDED_WORDS), longest)

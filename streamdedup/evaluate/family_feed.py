@@ -17,6 +17,9 @@ from streamdedup.evaluate.surgery import correction_note, headline_changed, in_t
 
 REVISIONS = ("update_line", "correction", "paragraph_appended", "headline_changed", "words_changed")
 MIN_ARTICLES = 30
+# a paragraph a revision appends has at least this many words: a shorter line is a heading or a
+# note, not new content a crawler would keep the page for
+APPENDED_WORDS = 20
 
 
 def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when: datetime,
@@ -57,7 +60,7 @@ def build_feed(pool: list[SourcePage], templates: list[SourcePage], rng: random.
     chosen = ordered[:articles]
     # paragraphs a later revision appends come from stories the feed never shows otherwise
     spare = [p for page in ordered[articles:] if page.lang == donor.lang
-             for p in page.paragraphs if len(p.split()) >= 20]
+             for p in page.paragraphs if len(p.split()) >= APPENDED_WORDS]
     rng.shuffle(spare)
     host = f"news.{slug(donor.site_key)}.example"
     base = datetime(2024, 3, 1, 6, tzinfo=UTC)
