@@ -14,6 +14,8 @@ and drop). Families (docs/evaluation.md has the details and the measured figures
 - multilingual: per language (zh, ru, vi, bo, th, lo, km, my), from real text installed by Debian and npm packages
         (evaluate/multilingual.py): the web family's variants plus paragraph swaps, one host with
         many articles and short pages; not part of 'all'.
+- story: one story a host, fetched 2-3 times: a paragraph of the story itself added or replaced
+        (new text), or one removed or a few words changed (duplicates); not part of 'all'.
 
 Splits are by site: 'dev' is for tuning, 'test' is held out (never tune on it): no article, no
 template and no publisher is in both. Every page records its variant kind, negative kind, host,
@@ -40,6 +42,7 @@ from streamdedup.evaluate.family_feed import build_feed
 from streamdedup.evaluate.family_multilingual import build_multilingual
 from streamdedup.evaluate.family_reuse import build_reuse
 from streamdedup.evaluate.family_site import build_site
+from streamdedup.evaluate.family_story import build_story
 from streamdedup.evaluate.family_web import build_web
 from streamdedup.evaluate.multilingual import default_sources, is_source, load_multilingual
 from streamdedup.evaluate.pages import SourcePage, load_pages, load_test_pages
@@ -58,7 +61,8 @@ __all__ = ["SourcePage", "build_devset", "build_family", "distinct_articles", "i
 
 Builder = Callable[[list[SourcePage], list[SourcePage], random.Random, LabelledSet], None]
 BUILDERS: dict[str, Builder] = {"web": build_web, "feed": build_feed, "site": build_site,
-                                "multilingual": build_multilingual, "cold": build_cold, "reuse": build_reuse}
+                                "multilingual": build_multilingual, "cold": build_cold, "reuse": build_reuse,
+                                "story": build_story}
 
 
 def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
@@ -70,8 +74,9 @@ def build_family(pages: list[SourcePage], seed: int, split: str, family: str,
     records: list[dict[str, Any]] = []
     for part in (("dev", "test") if split == "all" else (split,)):
         pool = [p for p in articles if split_of(p) == part and (family_of(p) == family or family == "cold" or (
-            family == "reuse" and family_of(p) != "multilingual"))]
-        if family in ("multilingual", "cold", "reuse"):  # the split's shared pages serve as templates too, stricter
+            family in ("reuse", "story") and family_of(p) != "multilingual"))]
+        # the split's shared pages serve as templates too, stricter
+        if family in ("multilingual", "cold", "reuse", "story"):
             templates = [p for p in articles if split_of(p) == part and usable_template(p)
                          and not stray_article_text(p)]
         else:
@@ -95,6 +100,7 @@ EMPTY_FAMILY_FIX = {
     "site": "it is built from trafilatura's pages: add trafilatura-test-pages.tar.gz",
     "cold": "it needs pages of several sites in the split: give more archives",
     "reuse": "it needs pages of several sites in the split: give more archives",
+    "story": "it needs articles of 5+ paragraphs on several sites in the split: give more archives",
     "multilingual": "no page in its languages: install its sources (docs/evaluation.md)",
 }
 

@@ -25,7 +25,7 @@ from streamdedup.evaluate.pages import MIN_WORDS, NEWSPAPER_CORPUS, SourcePage
 FAMILIES = ("web", "feed", "site")  # built from the shared pages ('all')
 # not part of 'all': built from the multilingual sources (evaluate/multilingual.py), or ('cold', 'reuse')
 # from every page of the split, so not to be merged with the others
-OTHER_FAMILIES = ("multilingual", "cold", "reuse")
+OTHER_FAMILIES = ("multilingual", "cold", "reuse", "story")
 # the share of trafilatura's pages (of one split) each family draws from; readability's and newspaper4k's go to 'web'
 _FAMILY_SHARE = (("web", 0.25), ("feed", 0.25), ("site", 0.5))
 

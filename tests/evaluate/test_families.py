@@ -15,6 +15,7 @@ from streamdedup.evaluate.construct import build_family, main
 from streamdedup.evaluate.family_cold import build_cold
 from streamdedup.evaluate.family_feed import REVISIONS, build_feed
 from streamdedup.evaluate.family_site import EDITS, build_site
+from streamdedup.evaluate.family_story import NEW_TEXT, NO_NEW_TEXT, build_story
 from streamdedup.evaluate.pages import SourcePage, load_pages
 from streamdedup.evaluate.sets import LabelledSet, distinct_articles, split_of
 from streamdedup.evaluate.surgery import usable_template
@@ -128,6 +129,31 @@ def test_a_cold_revisions_appended_paragraph_is_a_paragraph_not_a_heading():
     assert appended
     for r in appended:  # one unit more than its original: a new paragraph, not a heading it holds
         assert r["units"][:-1] == originals[r["cluster"]]["units"] and r["units"][-1] != text_unit("Highlights")
+
+
+def test_a_storys_later_fetches_differ_by_a_paragraph_of_the_story_itself():
+    """The first fetch lacks one of the story's paragraphs; a later one adds it (or puts it in the
+    place of another): new text of the story's own, its own cluster; or it drops another paragraph
+    or changes a few words: the story's cluster, holding no unit the first lacks."""
+    pool = [_page(i) for i in range(60)]
+    out = LabelledSet("story", "dev")
+    build_story(pool, pool, random.Random(4), out, stories=20)
+    firsts = {r["source_page"]: r for r in out.records if r["variant"] == "story_first"}
+    later = [r for r in out.records if r["variant"] != "story_first"]
+    assert len(firsts) == 20 and {r["variant"] for r in later} == {*NEW_TEXT, *NO_NEW_TEXT}
+    assert len({r["host"] for r in firsts.values()}) == 20
+    for r in later:
+        first = firsts[r["source_page"]]
+        assert r["host"] == first["host"] and r["fetched_at" if "fetched_at" in r else "arrived_at"] > \
+            first["fetched_at" if "fetched_at" in first else "arrived_at"]
+        added = set(r["units"]) - set(first["units"])
+        if r["variant"] in NEW_TEXT:  # one paragraph of the story the first fetch lacks
+            assert len(added) == 1 and r["cluster"] != first["cluster"] and r["negative"] == r["variant"]
+            assert added.pop().startswith(r["source_page"] + ":")
+        else:
+            assert not added and r["cluster"] == first["cluster"]
+    undated = [r for r in out.records if "label_id" in r]
+    assert undated and len(undated) < len(out.records)  # both undated re-fetches and dated ones
 
 
 @pytest.mark.parametrize("family", ["web", "feed", "site"])
