@@ -72,28 +72,28 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
 
     First the page is read as its site's learned layout asks (`read_by_layout`); last, the paragraphs
     of its word-pair sketch that its site showed before are marked."""
-    shown = site.shown_lines()  # before this page is counted: what marks its paragraphs shown before
-    # and the lines no single earlier page can make the site's (`missed_min_pages`): not new text
+    # before this page is counted: the lines no single earlier page can make the site's
+    # (`missed_min_pages`), which are not the page's new text
     furniture = site.lines_shown_on(params.missed_min_pages)
     outcome = _own_text(item, site, fingerprinter, params)
-    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, shown, furniture, fingerprinter)
+    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, furniture, fingerprinter)
 
 
-def _marked_shown(item: Fingerprinted, shown: np.ndarray, furniture: np.ndarray,
-                  fingerprinter: Fingerprinter) -> Fingerprinted:
+def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fingerprinter) -> Fingerprinted:
     """The page's word-pair signature told which of its lines its site showed before.
 
-    The paragraphs of its sketch its site showed before marked (`wordpairs.mark_shown`), and a
-    MinHash of the pairs of its lines (of any length) `furniture`, those at least two of its site's
-    earlier pages showed, kept beside it (`wordpairs.with_shown_lines`): neither is its new text.
-    A line of one earlier page may be that page's content (the first part of a paginated article,
-    a paragraph of another story): it stays new text."""
+    `furniture`: the lines at least two of its site's earlier pages showed. The paragraphs of its
+    sketch among them marked (`wordpairs.mark_shown`), and a MinHash of the pairs of its lines
+    (of any length) among them kept beside it (`wordpairs.with_shown_lines`): neither is its new
+    text. A line of one earlier page may be that page's content (the first part of a paginated
+    article, a paragraph of another story, the paragraph of a story's first fetch that its second
+    dropped and its third restores): it stays new text."""
     signature = item.signatures.get(WordPairsMethod.name)
-    if not isinstance(signature, WordPairsSignature) or not len(shown):
+    if not isinstance(signature, WordPairsSignature) or not len(furniture):
         return item
-    marked = mark_shown(signature, shown) if len(signature.paragraphs) else signature
+    marked = mark_shown(signature, furniture) if len(signature.paragraphs) else signature
     method = next((m for m in fingerprinter.methods if isinstance(m, WordPairsMethod)), None)
-    if method is not None and len(furniture):
+    if method is not None:
         marked = with_shown_lines(marked, method, item.text, line_hashes(item.text), furniture, item.page.lang)
     if marked is signature:
         return item

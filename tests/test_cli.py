@@ -562,15 +562,20 @@ def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
     assert "a worker's state folder" in err and f"--state {state / 'pages-0'}" in err, err
 
 
-def test_a_store_of_word_pairs_without_the_paragraph_sketch_is_refused(tmp_path, capsys, monkeypatch):
-    """Word-pair signatures before the paragraph sketch measure no new paragraph: a store of them
-    is refused, naming the method, not judged with half the measure."""
+@pytest.mark.parametrize("older", [
+    "wordpairs(num_perm=256,shingle_size=2,seed=2)",  # before the paragraph sketch
+    "wordpairs(num_perm=256,shingle_size=2,seed=2,paragraph_words=12,max_paragraphs=16)[paragraphs]",  # 0.6.0
+])
+def test_a_store_of_word_pairs_of_an_older_paragraph_sketch_is_refused(tmp_path, capsys, monkeypatch, older):
+    """Word-pair signatures before the paragraph sketch measure no new paragraph, and those of 0.6.0's
+    (16 paragraphs, common pairs kept) give other values: a store of either is refused, naming the
+    method, not judged with another measure."""
     from streamdedup.fingerprints.wordpairs import WordPairsMethod
 
     crawl, state = _crawl(tmp_path), tmp_path / "state"
-    monkeypatch.setattr(WordPairsMethod, "describe", lambda self: "wordpairs(num_perm=256,shingle_size=2,seed=2)")
+    monkeypatch.setattr(WordPairsMethod, "describe", lambda self: older)
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q"]) == 0
     monkeypatch.undo()
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
     err = capsys.readouterr().err
-    assert "built with other parameters" in err and "wordpairs" in err and "[paragraphs]" in err, err
+    assert "built with other parameters" in err and "[paragraphs 4x10 common_words-1.txt]" in err, err

@@ -308,16 +308,17 @@ def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray,
 
 
 @numba.njit(cache=True)
-def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray, a: np.ndarray,
-                     b: np.ndarray, min_words: int, max_kept: int, tail: int, value_bits: int,
-                     max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
+                     skip: np.ndarray, a: np.ndarray, b: np.ndarray, min_words: int, max_kept: int, tail: int,
+                     value_bits: int, max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
     A line (text between newlines) of at least `min_words` tokens (offsets in code points) is a
     paragraph; only the text between tokens is read for newlines. Past `max_kept` paragraphs the
     longest are kept (ties: the earlier), and the last `tail`, in text order. Of each kept one, for
     each of the len(a) functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs`
-    (pair i: tokens i and i + 1), its low `value_bits` bits, packed the first lowest, then its words
+    (pair i: tokens i and i + 1) but those `skip` marks (over all of them where it marks every one),
+    its low `value_bits` bits, packed the first lowest, then its words
     (at most `max_words`) above them; and the line's [start, end) in `text` (code points)."""
     n, size = len(token_starts), len(text)
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
@@ -363,7 +364,14 @@ def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray
         r = chosen[j]
         first, words = run_start[r], run_len[r]
         lowest[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
+        every = True  # no pair left once those skipped are: read them all
         for i in range(first, first + words - 1):
+            if not skip[i]:
+                every = False
+                break
+        for i in range(first, first + words - 1):
+            if skip[i] and not every:
+                continue
             x = pairs[i]
             for k in range(values):
                 lowest[k] = min(lowest[k], (a[k] * x + b[k]) >> np.uint64(40))

@@ -21,14 +21,14 @@ engine asks of the candidates the policy found (`engine.judged`), never a way to
 the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
 page's paragraphs (lines of at least `paragraph_words` words), in text order: of each, 4 MinHash
 values of its own word pairs (10 bits each), its length in words (7 bits) and whether its site
-showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` of them (the
-longest: an edit moves a paragraph's length by a word or two, so near-identical pages keep alike ones;
-and the last two, where revisions add a paragraph).
-A paragraph whose 4 values are all absent from the other page's paragraphs is new text, not an
-edit: a lightly edited paragraph keeps each value with the Jaccard of its pairs (2 changed words of
-40: ~0.9), so all 4 change with p ~(1-J)^4; a new paragraph keeps one only if its least pair is
-another paragraph's least too, or by a 10-bit collision (~2.4 % a value against 24 paragraphs).
-`new_text.new_paragraphs` measures it, `NewTextTolerance.min_paragraph_words` judges it.
+showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` (127) of them
+(past that, the longest: an edit moves a paragraph's length by a word or two, so near-identical
+pages keep alike ones; and the last two, where revisions add a paragraph). Pairs of two of the
+commonest words of any language ("of the", "in der") are left out of a paragraph's values: unrelated
+paragraphs share them (`stats/common_words.py`).
+`new_text.new_paragraphs` tells which paragraphs of a page are absent from the other's (a lightly
+edited paragraph keeps most of its values, one of new text none but by chance), and
+`NewTextTolerance.min_paragraph_words` judges them.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, paragraph_sketch, two_bit_new_shares
+from streamdedup.stats.common_words import COMMON_WORDS_FILE, pairs_of_common_words
 from streamdedup.tokens.document import Document
 
 _VALUE_BITS = 2  # bits kept of each minimum
@@ -63,7 +64,7 @@ class WordPairsParams(Params):
     shingle_size: int = 2
     seed: int = 2
     paragraph_words: int = 12  # a line of fewer words is no paragraph of the sketch
-    max_paragraphs: int = 16  # 0: no paragraph sketch
+    max_paragraphs: int = 127  # 0: no paragraph sketch
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -132,9 +133,10 @@ def shown_before(paragraphs: np.ndarray) -> np.ndarray:
 def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSignature:
     """The signature with the paragraphs whose line hash is in `shown` (sorted uint64) marked shown before.
 
-    A line the page's site showed on an earlier page (a newsletter blurb, an author's note, a
-    cookie notice the template model does not remove yet) is not the page's new text, though
-    its match, on another site, lacks it. Only the page's own side reads the mark."""
+    A line the page's site showed on earlier pages (a newsletter blurb, an author's note, a
+    cookie notice the template model does not remove yet; `own_text` asks for two pages) is not
+    the page's new text, though its match, on another site, lacks it. Only the page's own side
+    reads the mark."""
     lines = signature.line_hashes
     if not len(lines) or not len(shown):
         return signature
@@ -188,7 +190,8 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         self._pb = rng.integers(0, 2**63, size=PARAGRAPH_VALUES, dtype=np.uint64)
 
     def describe(self) -> str:
-        return f"{super().describe()}[paragraphs]"  # the layout with the paragraph sketch: old stores refuse
+        # the layout of the paragraph sketch and the words it skips: a store of another refuses
+        return f"{super().describe()}[paragraphs {PARAGRAPH_VALUES}x{PARAGRAPH_VALUE_BITS} {COMMON_WORDS_FILE}]"
 
     def signature(self, doc: Document) -> WordPairsSignature | None:
         pairs = self.pairs_signature(doc)
@@ -213,8 +216,10 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
             return empty, False, empty
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
+        # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
+        skip = pairs_of_common_words(doc.token_hashes)
         out, spans, capped = paragraph_sketch(doc.text, doc.token_starts, doc.token_ends, doc.all_shingles(2),
-                                              self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
+                                              skip, self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
                                               PARAGRAPH_VALUE_BITS, _MAX_WORDS)
         if not len(out):
             return empty, False, empty

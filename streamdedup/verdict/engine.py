@@ -54,7 +54,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 4: lines two of the site's earlier pages showed, which the match lacks, are no new text (`without_shown`)
 # 5: of the duplicates holding as much of the page, the earliest of the nearest is named (NEAR_AS)
 # 6: new lines at a cross-site copy's start or end count where they took the place of its match's one paragraph there
-RULES_VERSION = 6
+# 7: a paragraph's counterpart agrees in 3 of 4 values, or in 1 in its place; up to 127 paragraphs sketched
+RULES_VERSION = 7
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

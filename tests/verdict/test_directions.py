@@ -69,8 +69,10 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
                                          "date of the vote."], "c.example"),
              _page("edited", _edited(story, 12, 5), "d.example"),
              _page("blurb", [*story, blurb], "e.example"),
-             # the host's blurb inside a later copy: between two found paragraphs, but shown there before
+             # the host's blurb inside a later copy: between two found paragraphs, but shown there on
+             # two earlier pages (a line of one earlier page may be that page's content)
              _page("promo", [*make_article(14, paragraphs=6), offer], "g.example"),
+             _page("promo2", [*make_article(15, paragraphs=6), offer], "g.example"),
              _page("offer_inside", [*story[:7], offer, *story[7:]], "g.example"),
              # 24 paragraphs: more than a sketch keeps (its 16 longest and its last two)
              _page("long", long_story, "f.example"), _page("long_appended", [*long_story, new], "f.example")]
@@ -220,3 +222,64 @@ def test_the_pairs_of_a_pages_shown_lines_are_made_only_for_a_page_with_a_match(
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
     assert got["h2"]["status"] == "unique" and not got["h2"].get("related_to"), got["h2"]
     assert carried[0] == 2 and made[0] == 1, (carried, made)  # h2 and the copy carry them; the copy asks
+
+
+_NAMES = ("prime minister anna kovacs", "the flooded oren valley", "interior minister jonas berg",
+          "the relief convoy", "mayor lena ortiz of marrow", "the coastal dam at helvik")
+
+
+def _story(seed: int, paragraphs: int) -> list[str]:
+    """An article whose paragraphs, like a news story's, come back to its few names and places."""
+    rng = random.Random(seed)
+    out = []
+    for paragraph in make_article(seed, paragraphs=paragraphs, sentences=3):
+        words = paragraph.split()
+        for name in rng.sample(_NAMES, 2):
+            at = rng.randrange(len(words))
+            words[at:at] = name.split()
+        out.append(" ".join(words))
+    return out
+
+
+def test_a_paragraph_of_the_story_itself_added_or_replacing_another_is_new_text(tmp_path):
+    """An update that adds a paragraph about the same story, or rewrites one, is new text, though the
+    new paragraph shares the story's names with its other paragraphs (a value of its sketch is often
+    another paragraph's): 12 stories of 20-40 paragraphs, each fetched without one paragraph, then
+    whole at the same URL, or with another paragraph in the place of one. Edits of a few words in
+    each of 12 more stay duplicates."""
+    pages, added, replaced, edited = [], [], [], []
+    for seed in range(12):
+        story = _story(100 + seed, 20 + 2 * seed)
+        held, other = 3 + seed, 1 + seed // 2
+        first = story[:held] + story[held + 1:]
+        pages.append(_page(f"first{seed}", first, f"s{seed}.example"))
+        if seed % 2:
+            page = _page(f"added{seed}", story, f"s{seed}.example")
+            added.append(page["id"])
+        else:
+            page = _page(f"replaced{seed}", [story[held] if i == other else p for i, p in enumerate(first)],
+                         f"s{seed}.example")
+            replaced.append(page["id"])
+        page["url"] = f"https://s{seed}.example/first{seed}"
+        pages.append(page)
+        pages.append(_page(f"edited{seed}", _edited(first, 3, seed), f"t{seed}.example"))
+        edited.append(f"edited{seed}")
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    for page_id in added:
+        assert got[page_id]["status"] == "unique" and got[page_id]["supersedes"], got[page_id]
+    for page_id in replaced:
+        assert got[page_id]["status"] == "unique" and got[page_id]["related_to"], got[page_id]
+    for page_id in edited:
+        assert got[page_id]["status"] == "duplicate", got[page_id]
+
+
+def test_a_paragraph_one_earlier_page_of_the_site_showed_is_new_text(tmp_path):
+    """A story's third fetch restores the paragraph its second dropped: the second lacks it, so the
+    third is new text to the second, though the site showed that paragraph once (in the first)."""
+    story = _story(7, 12)
+    url = "https://news.example/story"
+    fetches = [story[:4] + story[5:], story[:8] + story[9:], story]  # the 1st lacks paragraph 4, the 2nd 8
+    pages = [{**_page(f"fetch{n}", paragraphs, "news.example"), "url": url,
+              "fetched_at": f"2026-01-01T0{n}:00:00Z"} for n, paragraphs in enumerate(fetches)]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["fetch2"]["status"] == "unique" and "fetch1" in got["fetch2"]["supersedes"], got["fetch2"]

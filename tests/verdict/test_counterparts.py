@@ -1,0 +1,37 @@
+"""Which paragraphs of one sketch have a counterpart in another (`new_text._absent_from`): pure logic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamdedup.verdict.new_text import _absent_from
+
+
+def _values(rows: list[list[int]]) -> np.ndarray:
+    return np.array(rows, dtype=np.int64)
+
+
+# the other page: five paragraphs, each with its own four values
+THEIRS = _values([[10 * i + k for k in range(4)] for i in range(5)])
+
+
+def test_three_values_are_a_counterpart_anywhere() -> None:
+    moved = [40, 41, 42, 999]  # paragraph 4's, one value changed, now first
+    mine = _values([moved, [0, 1, 2, 3], [10, 11, 12, 13]])
+    assert _absent_from(mine, THEIRS).tolist() == [False, False, False]
+
+
+def test_one_value_is_a_counterpart_only_in_the_paragraphs_place() -> None:
+    # paragraph 2 edited (one value kept) between paragraphs 1 and 3, which have all theirs
+    edited = _values([[0, 1, 2, 3], [10, 11, 12, 13], [20, 901, 902, 903], [30, 31, 32, 33]])
+    assert _absent_from(edited, THEIRS).tolist() == [False, False, False, False]
+    # a new paragraph between 1 and 2, sharing one value with paragraph 4 (a name of the story)
+    added = _values([[0, 1, 2, 3], [10, 11, 12, 13], [901, 902, 42, 904], [20, 21, 22, 23]])
+    assert _absent_from(added, THEIRS).tolist() == [False, False, True, False]
+
+
+def test_without_any_counterpart_of_three_values_the_place_is_the_whole_page() -> None:
+    edited = _values([[0, 901, 902, 903], [904, 905, 32, 906]])  # every paragraph heavily edited
+    assert _absent_from(edited, THEIRS).tolist() == [False, False]
+    assert _absent_from(_values([[901, 902, 903, 904]]), THEIRS).tolist() == [True]
+    assert _absent_from(_values([]).reshape(0, 4), THEIRS).tolist() == []
