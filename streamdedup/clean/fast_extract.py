@@ -171,7 +171,7 @@ def _containers(body: Any) -> list[Any]:
     what trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not
     count, as they do not for trafilatura (_CONTAINER_QUERIES)."""
     for query in _CONTAINER_QUERIES:
-        matches = [node for node in body.query_selector_all(query) if _outside_figure(node)]
+        matches = [node for node in body.query_selector_all(query).values() if _outside_figure(node)]
         for index, first in enumerate(matches):
             if len(first.text) < MIN_CONTAINER_CHARS:
                 continue

@@ -124,7 +124,7 @@ def containers(tree: Any, selector: str) -> list[Any]:
     if tree.body is None:
         return []
     try:
-        matches = tree.body.query_selector_all(selector)
+        matches = tree.body.query_selector_all(selector).values()
     except Exception:  # noqa: BLE001 - a selector lexbor refuses (a damaged record) finds nothing
         return []
     if not matches:
@@ -189,7 +189,8 @@ def holding_element(tree: Any, text: str, near: Any = None) -> Any:
         if node is None or node.tag in ("html", "#document"):
             return None
     while True:
-        inner = next((child for child in node.children if child.tag in _CONTAINER_TAGS and holds(child)), None)
+        inner = next((child for child in node.children.values() if child.tag in _CONTAINER_TAGS and holds(child)),
+                     None)
         if inner is None:
             return None if node.tag not in _CONTAINER_TAGS else node
         node = inner
