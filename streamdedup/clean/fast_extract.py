@@ -133,7 +133,10 @@ TEASER_CARDS = "a:has(h1, h2, h3, h4, h5, h6)"
 # The same for trafilatura's lxml tree when it rescues a page (step 3): a listing of teaser cards
 # beside a short story (a "latest posts" box) is what its rescue otherwise keeps with the story.
 TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
-DISCARD_SELECTORS = [*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS]
+# One selector list, not one string per selector: resiliparse matches each string it is given
+# against every element on its own; as one list lexbor tests an element once (a held page's
+# container text: 0.137 -> 0.127 ms, the same text)
+DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS])]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
