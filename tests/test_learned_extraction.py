@@ -63,3 +63,24 @@ def test_a_store_without_layouts_opens_and_its_sites_learn_one(tmp_path):
     assert sum(reads.values()) == 0
     after, reads = _run(tmp_path / "s", records[8:], config)
     assert reads["learned"] >= 8 and [o["status"] for o in before + after].count("duplicate") == 2
+
+
+def test_a_listing_of_many_matches_of_the_learned_container_is_judged_not_timed_out(tmp_path):
+    """A site's articles live in `<article class="post">`; a listing page of 2,000 teasers holds 2,000
+    such elements. Read item by item, resiliparse's node list rebuilt itself at every item (the
+    square of the matches: ~60 s of CPU), past the extraction helper's limit: the page was rejected
+    `timeout`. Read whole, the page is judged."""
+    def story(n: int) -> str:
+        body = "".join(f"<p>{p}</p>" for p in make_article(300 + n))
+        return (f"<html><body><nav><a href='/'>c.example home</a></nav><main><article class='post'>"
+                f"<h1>Story {n}</h1>{body}</article></main><footer>(c) c.example</footer></body></html>")
+
+    teasers = "".join(f"<article class='post'><p>Teaser {i} of the listing, read more</p></article>"
+                      for i in range(2000))
+    listing = f"<html><body><nav><a href='/'>c.example home</a></nav><main>{teasers}</main></body></html>"
+    pages = [{"id": f"c{n}", "url": f"https://c.example/story/{n}", "content": story(n)} for n in range(5)]
+    pages.append({"id": "listing", "url": "https://c.example/all", "content": listing})
+    outcomes, reads = _run(tmp_path, raw_records(pages), replace(DetectorConfig(), prepare_threads=1))
+    assert reads["learned"] >= 1  # the site's container was learned and read from
+    assert len(outcomes) == len(pages) and outcomes[-1].get("status") == "unique", outcomes[-1]
+    assert outcomes[-1]["id"] == "listing"
