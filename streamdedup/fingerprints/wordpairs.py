@@ -45,6 +45,7 @@ from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, paragraph_sketch, two_bit_new_shares
 from streamdedup.stats.common_words import COMMON_WORDS_FILE, pairs_of_common_words
 from streamdedup.tokens.document import Document
+from streamdedup.tokens.hashing import in_sorted
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
@@ -140,9 +141,7 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     lines = signature.line_hashes
     if not len(lines) or not len(shown):
         return signature
-    at = np.searchsorted(shown, lines)
-    at[at == len(shown)] = 0
-    marked = np.where(shown[at] == lines, signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
+    marked = np.where(in_sorted(shown, lines), signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
     return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown)
 
 
@@ -157,9 +156,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     takes such paragraphs out of its new paragraphs. Unchanged when none or every line was shown."""
     if not len(line_hashes) or not len(shown):
         return signature
-    at = np.searchsorted(shown, line_hashes)
-    at[at == len(shown)] = 0
-    was_shown = shown[at] == line_hashes
+    was_shown = in_sorted(shown, line_hashes)
     if not was_shown.any() or was_shown.all():
         return signature
     lines = [line for line in text.split("\n") if line]

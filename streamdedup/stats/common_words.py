@@ -21,6 +21,7 @@ from importlib import resources
 
 import numpy as np
 
+from streamdedup.tokens.hashing import in_sorted
 from streamdedup.tokens.scan import scan
 
 COMMON_WORDS_FILE = "common_words-1.txt"
@@ -38,10 +39,7 @@ def pairs_of_common_words(token_hashes: np.ndarray) -> np.ndarray:
     """Whether each word pair (tokens i and i + 1) is two common words: bool[len(token_hashes) - 1]."""
     if len(token_hashes) < 2:
         return np.zeros(0, dtype=bool)
-    common = common_word_hashes()
-    at = np.searchsorted(common, token_hashes)
-    at[at == len(common)] = 0
-    is_common = common[at] == token_hashes
+    is_common = in_sorted(common_word_hashes(), token_hashes)
     return is_common[:-1] & is_common[1:]
 
 

@@ -133,3 +133,10 @@ def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def combine(values: np.ndarray) -> int:
     """One 64-bit hash of a sequence of hashes (e.g. a sentence from its token hashes)."""
     return xxhash.xxh3_64_intdigest(np.ascontiguousarray(values, dtype=np.uint64).tobytes())
+
+
+def in_sorted(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is in `ordered` (sorted, non-empty): bool[len(values)], one `searchsorted`."""
+    at = np.searchsorted(ordered, values)
+    at[at == len(ordered)] = 0
+    return ordered[at] == values
