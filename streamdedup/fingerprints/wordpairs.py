@@ -52,7 +52,7 @@ _PER_BYTE = 8 // _VALUE_BITS
 PARAGRAPH_VALUES = 4  # MinHash values kept of each paragraph's word pairs
 PARAGRAPH_VALUE_BITS = 10
 PARAGRAPH_BYTES = 6  # 4 x 10 bits of values, 7 bits of length in words, 1 bit: shown before
-_MAX_WORDS = 127  # a longer paragraph reads 127 words
+MAX_PARAGRAPH_WORDS = 127  # a longer paragraph reads 127 words
 TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
@@ -123,7 +123,7 @@ def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
 
 def paragraph_words(paragraphs: np.ndarray) -> np.ndarray:
     """Each paragraph's length in words (at most 127): int64[n]."""
-    return ((paragraphs >> np.uint64(_LENGTH_SHIFT)) & np.uint64(_MAX_WORDS)).astype(np.int64)
+    return ((paragraphs >> np.uint64(_LENGTH_SHIFT)) & np.uint64(MAX_PARAGRAPH_WORDS)).astype(np.int64)
 
 
 def shown_before(paragraphs: np.ndarray) -> np.ndarray:
@@ -217,7 +217,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         skip = pairs_of_common_words(doc.token_hashes)
         out, spans, capped = paragraph_sketch(doc.text, doc.token_starts, doc.token_ends, doc.all_shingles(2),
                                               skip, self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
-                                              PARAGRAPH_VALUE_BITS, _MAX_WORDS)
+                                              PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):
             return empty, False, empty
         text = doc.text

@@ -37,7 +37,15 @@ import numpy as np
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import CandidateSimilarities, Methods, SignatureColumns
 from streamdedup.verdict.contract import Verdict
-from streamdedup.verdict.new_text import in_runs, new_paragraphs, new_shares_of, paragraphs_asked, without_shown
+from streamdedup.verdict.new_text import (
+    in_runs,
+    new_paragraphs,
+    new_shares_of,
+    outside_held_paragraphs,
+    paragraphs_asked,
+    share_error,
+    without_shown,
+)
 from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
 
 # the method whose signature of a rescued page's article element text is kept (`DocRecord.steered`),
@@ -55,7 +63,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 5: of the duplicates holding as much of the page, the earliest of the nearest is named (NEAR_AS)
 # 6: new lines at a cross-site copy's start or end count where they took the place of its match's one paragraph there
 # 7: a paragraph's counterpart agrees in 3 of 4 values, or in 1 in its place; up to 127 paragraphs sketched
-RULES_VERSION = 7
+# 8: a share of new text moves down to what lies outside the paragraphs the other holds, within its
+#    error; any new paragraph in the place of one of the other's is new text, not only the longest
+RULES_VERSION = 8
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -70,6 +80,10 @@ HOLDS_AS_MUCH = 0.03
 # share's error (multilingual dev: a full page named a duplicate of the light edit that dropped such
 # a line, while another copy of the same text held it: 7 of its 12 content-loss edges)
 NEAR_AS = 0.05
+# a share of new text the paragraphs held in the match contradict moves down by at most this many
+# of its standard errors (`_bounded_by_held_paragraphs`): a teaser of 0.6 of its article reads
+# 0.04 sd new, and 2 sd is one read in 40 (a share as far off the text in the other direction)
+HELD_ERRORS = 1.0
 # at most this many ids in `supersedes` and `related_to` (the earliest): a verdict stays small
 MAX_NAMED = 8
 
@@ -81,9 +95,9 @@ def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewText
     matched and its text is (nearly) all in the page, RELATED otherwise. `new`: the page's text
     absent from the candidate; `their_new`: the candidate's absent from the page. The candidate's
     side swaps them."""
-    if matched and not tolerance.exceeded_by(new, their_new):
+    if matched and not tolerance.exceeded_by(new):
         return DUPLICATE
-    if matched and not tolerance.exceeded_by(their_new, new):
+    if matched and not tolerance.exceeded_by(their_new):
         return SUPERSEDES
     return RELATED
 
@@ -181,6 +195,8 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
+    _bounded_by_held_paragraphs(columns, methods, mine, new_shares, their_new_shares, own, owns, sizes,
+                                matched_rows, policy.tolerance.max_share)
     # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
     # boilerplate (NaN, not measured, compares false: numpy warns of none of these operations)
     related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
@@ -189,7 +205,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
     asked = paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
-    paragraph, their_paragraph, place, their_place = new_paragraphs(stored, columns, methods, mine, page.site, asked)
+    paragraph, their_paragraph, replaced = new_paragraphs(stored, columns, methods, mine, page.site, asked)
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
@@ -200,11 +216,32 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new = NewText(new_share, new_share * owns[i], 0 if exact else int(paragraph[i]), int(place[i]))
+        new = NewText(new_share, new_share * owns[i], 0 if exact else int(paragraph[i]), bool(replaced[i]))
         their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]),
-                            int(their_place[i]))
+                            bool(replaced[i]))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
+
+
+def _bounded_by_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
+                                new_shares: np.ndarray, their_new_shares: np.ndarray, own: int, owns: np.ndarray,
+                                sizes: np.ndarray, matched: np.ndarray, max_share: float) -> None:
+    """The matched candidates' new shares, each way, cut to what lies outside the paragraphs the other holds (in place).
+
+    Only where a share exceeds `max_share` (elsewhere no relation can move), and by at most
+    `HELD_ERRORS` of its standard errors (`share_error`): the estimate's error, not the text, put it
+    there when the pages' paragraphs say otherwise (`outside_held_paragraphs`)."""
+    with np.errstate(invalid="ignore"):
+        rows = matched[(new_shares[matched] > max_share) | (their_new_shares[matched] > max_share)]
+    if not len(rows):
+        return
+    mine_out, their_out = outside_held_paragraphs(columns, methods, mine, own, sizes, rows)
+    for shares, out, of, other in ((new_shares, mine_out, owns, sizes), (their_new_shares, their_out, sizes, owns)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cut = np.flatnonzero((out < shares * of) & (of > 0))
+        if len(cut):
+            lowest = shares[cut] - HELD_ERRORS * share_error(shares[cut], of[cut], other[cut])
+            shares[cut] = np.maximum(out[cut] / of[cut], lowest)
 
 
 def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:

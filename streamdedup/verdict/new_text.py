@@ -17,7 +17,7 @@ import numpy as np
 from streamdedup.fingerprints.wordpairs import TAIL, paragraph_values, paragraph_words, shown_before
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Methods, SignatureColumns
-from streamdedup.verdict.policy import NewText, NewTextTolerance
+from streamdedup.verdict.policy import EDITED_LENGTH, NewText, NewTextTolerance
 
 # the method that measures how much of a page is absent from a candidate (its `new_shares`)
 NEW_TEXT_METHOD = "wordpairs"
@@ -67,7 +67,7 @@ def new_shares_of(columns: SignatureColumns, methods: Methods,
 
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
                    mine: Mapping[int, Any], page_site: int,
-                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
     Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the matched
@@ -77,19 +77,19 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     (`_absent_from`; sketches: `fingerprints/wordpairs.py`): an edited paragraph keeps most of its
     values, new text none but by chance. Against another site's page, each page's longest
     paragraphs are judged (`longest_paragraphs`); against a capped sketch, only paragraphs longer
-    than its shortest kept. int64 arrays, 0 where none or not measured;
-    then the place of each (the paragraphs found before it; -1: none, or not known against a
-    capped sketch), where a replaced paragraph has its counterpart (`NewTextTolerance`)."""
+    than its shortest kept. int64 arrays, 0 where none or not measured; then whether a new
+    paragraph of one stands in the place of one of the other's (`_took_a_place`; not known against
+    a capped sketch), which makes it new text at any length (`NewTextTolerance`)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
-    mine_place, their_place = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
+    replaced = np.zeros(count, dtype=np.bool_)
     if rows is not None and not len(rows):  # none asked (most pages: no candidate matched)
-        return mine_words, their_words, mine_place, their_place
+        return mine_words, their_words, replaced
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None:
-        return mine_words, their_words, mine_place, their_place
+        return mine_words, their_words, replaced
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
@@ -114,11 +114,25 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                  else _replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
         swapped = not either_capped and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
-        mine_words[i], mine_place[i] = _longest_new(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
-        their_words[i], their_place[i] = _longest_new(theirs, their_new, (own[2], capped), edges, swapped)
-        if either_capped:
-            mine_place[i] = their_place[i] = -1
-    return mine_words, their_words, mine_place, their_place
+        words, places = _new_of(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
+        their, their_places = _new_of(theirs, their_new, (own[2], capped), edges, swapped)
+        mine_words[i] = words.max(initial=0)
+        their_words[i] = their.max(initial=0)
+        if not either_capped and len(words) and len(their):
+            replaced[i] = _took_a_place(words, places, their, their_places)
+    return mine_words, their_words, replaced
+
+
+def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, their_places: np.ndarray) -> bool:
+    """Whether a new paragraph of one page stands where one of the other's is, of another length.
+
+    Their places (the found paragraphs before each) are equal: one took the other's place; their
+    lengths differ by more than an edit moves them (`EDITED_LENGTH`). Any such pair, not only the
+    longest: an article with two paragraphs replaced by shorter text has them at two places."""
+    same = places[:, None] == their_places[None, :]
+    edited = np.abs(words[:, None] - their[None, :]) <= EDITED_LENGTH
+    shown = (words[:, None] == 0) | (their[None, :] == 0)  # a line the site showed before: no new text
+    return bool((same & ~edited & ~shown).any())
 
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)
@@ -209,11 +223,15 @@ def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, 
     return start, end
 
 
-def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
-                 other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool) -> tuple[int, int]:
-    """The words of the longest of `page`'s paragraphs absent from the other (`new`; 0: none), and its place.
+_NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # `_new_of`: no new paragraph counts
 
-    Its place: how many of the page's judged paragraphs before it are found in the other (-1: none new).
+
+def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
+            other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The words of each of `page`'s paragraphs absent from the other (`new`) that count, and its place.
+
+    Its place: how many of the page's judged paragraphs before it are found in the other. A line
+    its site showed before reads 0 words (`_own_words`). Empty arrays: none counts.
 
     Before the first found paragraph and after the last, new paragraphs count only at the `edges`
     asked (`_replaced_edges`; on one site, both: the template is on both pages).
@@ -225,7 +243,7 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarra
     values, words, lengths = page
     their_lengths, capped = other
     if not len(values) or not len(their_lengths):
-        return 0, -1  # no sketch on one side (a short page, an older record): not measured
+        return _NONE  # no sketch on one side (a short page, an older record): not measured
     if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
         longest = their_lengths[: len(their_lengths) - TAIL]
         judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
@@ -234,7 +252,7 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarra
         judged[-1] = True
         values, words, new = values[judged], words[judged], new[judged]
     if not new.any() or (new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values) and not swapped):
-        return 0, -1  # nothing new, or the two pages' lines are not alike (another layout merged them)
+        return _NONE  # nothing new, or the two pages' lines are not alike (another layout merged them)
     found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
     if edges != EVERY_EDGE:  # new lines before the first found paragraph or after the last
         found = np.flatnonzero(~new)
@@ -243,10 +261,7 @@ def _longest_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarra
             new[: found[0]] = False
         if not edges[1]:
             new[found[-1] + 1:] = False
-        if not new.any():
-            return 0, -1
-    chosen = int(np.argmax(np.where(new, words, -1)))
-    return int(words[chosen]), int(found_before[chosen])
+    return words[new], found_before[new]
 
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`in_runs`)
@@ -297,6 +312,69 @@ def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any]
     new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
     their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
                                      np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
+
+
+def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
+                             sizes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The most word pairs each page can have new to the other: those outside its paragraphs the other surely holds.
+
+    For the candidates at `rows`: of the page's `own` pairs, its paragraphs' that no paragraph of
+    the candidate agrees with in 3 of 4 values (`AGREEING_VALUES`: held nearly verbatim; two
+    paragraphs of one story agree so under 0.1 % of the time) and its site did not show before,
+    plus its pairs outside paragraphs (short lines: `own` less all its paragraphs' pairs, a
+    paragraph of w words being w - 1); the same of the candidate's `sizes` pairs against the page.
+    The bound errs high where a sketch leaves paragraphs out (capped) or a length reads 127 words
+    for more; it would err low where a page repeats its phrases (its pairs are a set), so it is NaN
+    (none) where the paragraphs' pairs are more than the page's distinct ones, and it moves a share
+    no further than the share's own error (`share_error`).
+
+    The shares of new pairs are MinHash estimates whose error grows as the pages' sizes part: a
+    teaser of 0.6 of its article, all of it inside, reads 0.04 sd new, one in ten over 0.10,
+    the tolerance (`in_runs`). What the sketches show held bounds them (`engine.judged`)."""
+    count = len(columns)
+    mine_out, their_out = np.full(count, np.nan), np.full(count, np.nan)
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    paragraphs = getattr(signature, "paragraphs", None)
+    if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
+        return mine_out, their_out
+    tag, method = entry
+    own_values, own_pairs = paragraph_values(paragraphs), paragraph_words(paragraphs) - 1
+    own_counts = _accounts_for(own_pairs, float(own))
+    column, _ = columns.column(tag)
+    for i in rows.tolist():
+        data = column[i]
+        if data is None:
+            continue
+        theirs, _ = cast(Any, method).paragraphs_of(data)
+        if not len(theirs):
+            continue
+        their_values, their_pairs = paragraph_values(theirs), paragraph_words(theirs) - 1
+        held = (own_values[:, None, :] == their_values[None, :, :]).sum(axis=2) >= AGREEING_VALUES
+        if own_counts:
+            unheld = ~(held.any(axis=1) | shown_before(paragraphs))
+            mine_out[i] = float(own - own_pairs.sum() + own_pairs[unheld].sum())
+        if _accounts_for(their_pairs, float(sizes[i])):
+            their_out[i] = float(sizes[i] - their_pairs.sum() + their_pairs[~held.any(axis=0)].sum())
+    return mine_out, their_out
+
+
+def _accounts_for(pairs: np.ndarray, distinct: float) -> bool:
+    """Whether a page's paragraphs (their pairs) fit in its `distinct` pairs: it repeats no phrase much."""
+    return bool(len(pairs) and pairs.sum() <= distinct)
+
+
+def share_error(shares: np.ndarray, of: np.ndarray, other: np.ndarray, values: int = 256) -> np.ndarray:
+    """The standard error of estimated shares of new pairs: `shares` of `of` pairs absent from a page of `other`.
+
+    From the b-bit MinHash's (`wordpairs`, 2 bits of `values` minima): the Jaccard J the shares
+    imply, the error of the share of equal values m = J + (1 - J) / 4 (binomial), and the share's
+    change with J, (|A| + |B|) / (|A| (1 + J)^2)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        common = (1.0 - shares) * of
+        jaccard = np.clip(common / (of + other - common), 0.0, 1.0)
+        equal = jaccard + (1.0 - jaccard) / 4
+        return (np.sqrt(equal * (1.0 - equal) / values) / 0.75) * (of + other) / (of * (1.0 + jaccard) ** 2)
 
 
 def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,

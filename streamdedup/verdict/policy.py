@@ -53,7 +53,7 @@ class NewText(NamedTuple):
     share: float
     pairs: float
     paragraph: int = 0
-    place: int = -1  # the paragraphs found before that one (-1: not known)
+    replaced: bool = False  # a new paragraph of one page stands in the place of one of the other's
 
 
 # an edit of a few words leaves a paragraph within this many words of its length (`exceeded_by`)
@@ -79,19 +79,16 @@ class NewTextTolerance:
     max_pairs: int = 8
     min_paragraph_words: int = 20
 
-    def exceeded_by(self, new: NewText, their_new: NewText | None = None) -> bool:
+    def exceeded_by(self, new: NewText) -> bool:
         """Whether `new` (the page's text absent from the other) is more than a duplicate may hold.
 
-        `their_new`, the other's text absent from the page, tells a replaced paragraph from an
-        added note: where each page has a paragraph the other lacks, one took the other's place,
-        and the page's is new text at any length the sketch keeps (12+ words). A correction note
-        or an "Updated" line is added beside the text; a light edit keeps some of a paragraph's
-        values, so neither leaves a paragraph of the other page missing."""
+        A new paragraph in the place of one of the other's (`new.replaced`: each page has a
+        paragraph the other lacks, where the other's stood) is new text at any length the sketch
+        keeps (12+ words). A correction note or an "Updated" line is added beside the text; a
+        light edit keeps some of a paragraph's values, so neither leaves a paragraph of the other
+        page missing."""
         if self.min_paragraph_words and new.paragraph:
-            if new.paragraph >= self.min_paragraph_words:
-                return True
-            if (their_new is not None and their_new.paragraph and new.place >= 0 and new.place == their_new.place
-                    and abs(new.paragraph - their_new.paragraph) > EDITED_LENGTH):
+            if new.paragraph >= self.min_paragraph_words or new.replaced:
                 return True
         return bool(new.share > self.max_share and new.pairs > self.max_pairs)
 

@@ -9,7 +9,13 @@ from importlib import resources
 import pytest
 import xxhash
 
-from streamdedup.fingerprints.wordpairs import _MAX_WORDS, PARAGRAPH_VALUE_BITS, TAIL, WordPairsMethod, WordPairsParams
+from streamdedup.fingerprints.wordpairs import (
+    MAX_PARAGRAPH_WORDS,
+    PARAGRAPH_VALUE_BITS,
+    TAIL,
+    WordPairsMethod,
+    WordPairsParams,
+)
 from streamdedup.stats.common_words import COMMON_WORDS_FILE
 from streamdedup.tokens.document import Document
 
@@ -48,7 +54,7 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
         found = [found[i] for i in sorted(head)] + found[len(found) - tail:]
     sketch = []
     for first, words, _ in found:
-        packed = min(words, _MAX_WORDS) << (4 * PARAGRAPH_VALUE_BITS)
+        packed = min(words, MAX_PARAGRAPH_WORDS) << (4 * PARAGRAPH_VALUE_BITS)
         own = range(first, first + words - 1)
         kept = [pairs[i] for i in own if not (common[i] and common[i + 1])] or [pairs[i] for i in own]
         for k, (a, b) in enumerate(zip(method._pa.tolist(), method._pb.tolist(), strict=True)):

@@ -102,6 +102,23 @@ def test_a_short_paragraph_in_the_place_of_another_is_new_text(tmp_path):
     assert got["dropped_noted"]["duplicate_of"] == "story", got["dropped_noted"]
 
 
+def test_two_short_paragraphs_in_the_places_of_two_others_are_new_text(tmp_path):
+    """Two paragraphs replaced by shorter ones of another article (15 and 13 words, under a tenth of
+    the page together) are new text, though the longest new paragraph of each page stands in
+    another place: each of the page's stands where one of the other's was. Two paragraphs dropped
+    and a correction note appended stay a duplicate (the note stands in no dropped one's place)."""
+    story, other = make_article(23, paragraphs=12), make_article(24, paragraphs=2)
+    first, second = " ".join(other[0].split()[:15]), " ".join(other[1].split()[:13])
+    note = "Correction: an earlier version of this article misstated the date of the council's vote."
+    pages = [_page("story", story, "a.example"),
+             _page("replaced", [*story[:2], first, *story[3:8], second, *story[9:]], "b.example"),
+             _page("dropped_noted", [*story[:2], *story[3:8], *story[9:], note], "c.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["replaced"]["status"] == "unique" and "story" in got["replaced"]["related_to"], got["replaced"]
+    assert got["dropped_noted"]["status"] == "duplicate", got["dropped_noted"]
+    assert got["dropped_noted"]["duplicate_of"] == "story", got["dropped_noted"]
+
+
 def test_a_paragraph_replaced_at_a_copys_start_or_end_is_new_text(tmp_path):
     """On another site, new lines before a copy's first found paragraph or after its last may be its
     host's (a teaser of another story, a newsletter blurb), and do not count alone. But a host's

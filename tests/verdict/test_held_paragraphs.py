@@ -1,0 +1,71 @@
+"""What the paragraph sketches show held bounds a share of new text (`new_text.outside_held_paragraphs`): pure logic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, paragraph_words
+from streamdedup.testing import make_article
+from streamdedup.tokens.document import Document
+from streamdedup.verdict.columns import SignatureColumns
+from streamdedup.verdict.engine import HELD_ERRORS, _bounded_by_held_paragraphs
+from streamdedup.verdict.new_text import outside_held_paragraphs, share_error
+
+TAG = 7
+METHOD = WordPairsMethod()
+METHODS = {"wordpairs": (TAG, METHOD)}
+CONTINUE = "Continue reading the full story on our partner's site."
+
+
+def _signature(paragraphs: list[str]):
+    signature = METHOD.signature(Document.from_text("\n".join(paragraphs), "en"))
+    assert signature is not None
+    return signature
+
+
+def _outside(mine: list[str], theirs: list[str]) -> tuple[float, float, int, int]:
+    page, other = _signature(mine), _signature(theirs)
+    columns = SignatureColumns([{TAG: METHOD.encode(other)}])
+    sizes = np.array([float(other.set_size)])
+    out, their_out = outside_held_paragraphs(columns, METHODS, {TAG: page}, page.set_size, sizes, np.array([0]))
+    return float(out[0]), float(their_out[0]), page.set_size, other.set_size
+
+
+def test_a_teasers_text_outside_the_paragraphs_its_article_holds_is_its_short_lines() -> None:
+    article = make_article(31, paragraphs=12)
+    out, their_out, own, size = _outside([*article[:6], CONTINUE], article)
+    assert out <= 10 + 7  # the short line's pairs (its 9-11 tokens) and the 7 lines' joins
+    held = paragraph_words(_signature(article[:6]).paragraphs).sum() - 6
+    assert their_out >= size - held - 12  # the article's other six paragraphs
+    # a replaced paragraph of another article is outside
+    replaced = [*article[:3], make_article(32, paragraphs=1)[0], *article[4:6]]
+    out, _, own, _ = _outside(replaced, article)
+    assert out >= paragraph_words(_signature(replaced).paragraphs)[3] - 1
+
+
+def test_no_bound_where_a_page_repeats_its_paragraphs() -> None:
+    article = make_article(33, paragraphs=6)
+    out, their_out, _, _ = _outside(article + article, article)
+    assert np.isnan(out) and not np.isnan(their_out)
+
+
+def test_a_share_moves_down_to_the_bound_by_at_most_its_error() -> None:
+    article = make_article(34, paragraphs=12)
+    page, other = _signature([*article[:7], CONTINUE]), _signature(article)
+    columns = SignatureColumns([{TAG: METHOD.encode(other)}] * 3)
+    own, size = float(page.set_size), float(other.set_size)
+    shares = np.array([0.117, 0.30, 0.05])  # an estimate off by its error, one far off, one within tolerance
+    their = np.array([0.40, 0.40, 0.05])
+    owns, sizes = np.full(3, own), np.full(3, size)
+    before = shares.copy()
+    _bounded_by_held_paragraphs(columns, METHODS, {TAG: page}, shares, their, int(own), owns, sizes,
+                                np.arange(3), 0.10)
+    error = share_error(before, owns, sizes)
+    assert shares[0] < 0.10 <= before[0]  # the teaser's short line is ~2 % of it
+    assert shares[1] == np.float64(before[1] - HELD_ERRORS * error[1])  # no further than its error
+    assert shares[2] == before[2]  # within tolerance both ways: not asked
+
+
+def test_a_shares_error_grows_as_the_pages_sizes_part() -> None:
+    alike, teaser = share_error(np.array([0.05, 0.05]), np.array([600.0, 400.0]), np.array([600.0, 1200.0]))
+    assert 0.01 < alike < teaser < 0.1
