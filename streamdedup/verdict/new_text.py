@@ -359,6 +359,38 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     return mine_out, their_out
 
 
+def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
+                       rows: np.ndarray) -> np.ndarray:
+    """Of the page's `own` word pairs, those in its paragraphs each candidate at `rows` holds nearly verbatim.
+
+    A paragraph held: one of the candidate's agrees with it in 3 of 4 values (`AGREEING_VALUES`).
+    Lines its site showed before (`mark_shown`) are left out: they are the site's, and prove
+    nothing of the page's own text. 0 where not measured, or where the page's paragraphs hold more
+    pairs than it has distinct ones (`_accounts_for`)."""
+    out = np.zeros(len(columns))
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    paragraphs = getattr(signature, "paragraphs", None)
+    if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
+        return out
+    own_pairs = paragraph_words(paragraphs) - 1
+    if not _accounts_for(own_pairs, float(own)):
+        return out
+    tag, method = entry
+    own_values, own_shown = paragraph_values(paragraphs), shown_before(paragraphs)
+    column, _ = columns.column(tag)
+    for i in rows.tolist():
+        data = column[i]
+        if data is None:
+            continue
+        theirs, _ = cast(Any, method).paragraphs_of(data)
+        if not len(theirs):
+            continue
+        held = ((own_values[:, None, :] == paragraph_values(theirs)[None, :, :]).sum(axis=2) >= AGREEING_VALUES)
+        out[i] = float(own_pairs[held.any(axis=1) & ~own_shown].sum())
+    return out
+
+
 def _accounts_for(pairs: np.ndarray, distinct: float) -> bool:
     """Whether a page's paragraphs (their pairs) fit in its `distinct` pairs: it repeats no phrase much."""
     return bool(len(pairs) and pairs.sum() <= distinct)

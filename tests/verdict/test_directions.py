@@ -119,6 +119,30 @@ def test_two_short_paragraphs_in_the_places_of_two_others_are_new_text(tmp_path)
     assert got["dropped_noted"]["duplicate_of"] == "story", got["dropped_noted"]
 
 
+def test_a_teaser_its_articles_paragraphs_hold_is_its_duplicate(tmp_path):
+    """A teaser on another site (the first 4-7 of 12 paragraphs and a "continue reading" line) is
+    its article's duplicate where the MinHash of a page a third to half of its match's size is
+    too rough to say so: the article holds every paragraph of the teaser nearly verbatim (method
+    `paragraphs`). The same teaser with a paragraph of another article, or a third of its text
+    rewritten, is not."""
+    seeds = (0, 25, 32, 37, 69, 81)  # teasers MinHash's containment did not match alone (6 of 100 seeds)
+    pages, other = [], make_article(7, paragraphs=2)
+    for seed in seeds:
+        article, cut = make_article(100 + seed, paragraphs=12), 4 + seed % 4
+        teaser = [*article[:cut], "Continue reading the full story on our partner's site."]
+        pages += [_page(f"article{seed}", article, f"s{seed}.example"), _page(f"teaser{seed}", teaser, f"h{seed}.example"),
+                  _page(f"added{seed}", [*teaser[:2], other[0], *teaser[2:]], f"i{seed}.example"),
+                  _page(f"rewritten{seed}", _edited(teaser[:cut], 30 * cut // 3, seed) + teaser[cut:], f"j{seed}.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    for seed in seeds:
+        teaser = got[f"teaser{seed}"]
+        assert teaser["status"] == "duplicate" and teaser["duplicate_of"] == f"article{seed}", teaser
+        for kept in (f"added{seed}", f"rewritten{seed}"):
+            assert got[kept]["status"] == "unique", got[kept]
+    by_paragraphs = [got[f"teaser{seed}"] for seed in seeds if got[f"teaser{seed}"]["method"] == "paragraphs"]
+    assert by_paragraphs and all(type(v["similarity"]) is float for v in by_paragraphs)  # JSON writes it
+
+
 def test_a_paragraph_replaced_at_a_copys_start_or_end_is_new_text(tmp_path):
     """On another site, new lines before a copy's first found paragraph or after its last may be its
     host's (a teaser of another story, a newsletter blurb), and do not count alone. But a host's
