@@ -9,7 +9,7 @@ they can move a relation (`paragraphs_asked`), the longest new paragraph each wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -324,39 +324,55 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     plus its pairs outside paragraphs (short lines: `own` less all its paragraphs' pairs, a
     paragraph of w words being w - 1); the same of the candidate's `sizes` pairs against the page.
     The bound errs high where a sketch leaves paragraphs out (capped) or a length reads 127 words
-    for more; it would err low where a page repeats its phrases (its pairs are a set), so it is NaN
-    (none) where the paragraphs' pairs are more than the page's distinct ones, and it moves a share
-    no further than the share's own error (`share_error`).
+    for more. Where a page repeats its phrases (Vietnamese syllables, Chinese characters), its
+    paragraphs hold more pairs than its distinct ones (a set): the share outside is then taken of
+    its paragraphs' pairs (`_outside`), blind to its short lines, and the bound moves a share no
+    further than the share's own error (`share_error`).
 
     The shares of new pairs are MinHash estimates whose error grows as the pages' sizes part: a
     teaser of 0.6 of its article, all of it inside, reads 0.04 sd new, one in ten over 0.10,
     the tolerance (`in_runs`). What the sketches show held bounds them (`engine.judged`)."""
     count = len(columns)
     mine_out, their_out = np.full(count, np.nan), np.full(count, np.nan)
+    for i, paragraphs, theirs, held in _held(columns, methods, mine, rows):
+        unheld = np.asarray(~(held.any(axis=1) | shown_before(paragraphs)))
+        mine_out[i] = _outside(paragraph_words(paragraphs) - 1, unheld, float(own))
+        their_out[i] = _outside(paragraph_words(theirs) - 1, np.asarray(~held.any(axis=0)), float(sizes[i]))
+    return mine_out, their_out
+
+
+def _held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
+          rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Which of the page's paragraphs each candidate at `rows` holds: 3 of 4 values agree.
+
+    For each candidate with a sketch, beside the page's: its row, the page's sketch, its own, and
+    which of the page's paragraphs agree with which of its (bool[n, m])."""
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
-        return mine_out, their_out
+        return
     tag, method = entry
-    own_values, own_pairs = paragraph_values(paragraphs), paragraph_words(paragraphs) - 1
-    own_counts = _accounts_for(own_pairs, float(own))
+    values = paragraph_values(paragraphs)
     column, _ = columns.column(tag)
     for i in rows.tolist():
         data = column[i]
         if data is None:
             continue
         theirs, _ = cast(Any, method).paragraphs_of(data)
-        if not len(theirs):
-            continue
-        their_values, their_pairs = paragraph_values(theirs), paragraph_words(theirs) - 1
-        held = (own_values[:, None, :] == their_values[None, :, :]).sum(axis=2) >= AGREEING_VALUES
-        if own_counts:
-            unheld = ~(held.any(axis=1) | shown_before(paragraphs))
-            mine_out[i] = float(own - own_pairs.sum() + own_pairs[unheld].sum())
-        if _accounts_for(their_pairs, float(sizes[i])):
-            their_out[i] = float(sizes[i] - their_pairs.sum() + their_pairs[~held.any(axis=0)].sum())
-    return mine_out, their_out
+        if len(theirs):
+            agree = (values[:, None, :] == paragraph_values(theirs)[None, :, :]).sum(axis=2)
+            held: np.ndarray = agree >= AGREEING_VALUES
+            yield i, paragraphs, theirs, held
+
+
+def _outside(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> float:
+    """A page's pairs outside its held paragraphs, of its `distinct` pairs (`outside_held_paragraphs`).
+
+    `pairs`: each paragraph's; `unheld`: which are not held. Its pairs are `distinct`, or, where its
+    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`."""
+    total = max(distinct, float(pairs.sum()))
+    return (total - float(pairs.sum()) + float(pairs[unheld].sum())) * distinct / total
 
 
 def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
@@ -368,26 +384,11 @@ def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mappin
     nothing of the page's own text. 0 where not measured, or where the page's paragraphs hold more
     pairs than it has distinct ones (`_accounts_for`)."""
     out = np.zeros(len(columns))
-    entry = methods.get(NEW_TEXT_METHOD)
-    signature = mine.get(entry[0]) if entry is not None else None
-    paragraphs = getattr(signature, "paragraphs", None)
-    if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
+    paragraphs = getattr(mine.get(entry[0]), "paragraphs", None) if (entry := methods.get(NEW_TEXT_METHOD)) else None
+    if paragraphs is None or not _accounts_for(paragraph_words(paragraphs) - 1, float(own)):
         return out
-    own_pairs = paragraph_words(paragraphs) - 1
-    if not _accounts_for(own_pairs, float(own)):
-        return out
-    tag, method = entry
-    own_values, own_shown = paragraph_values(paragraphs), shown_before(paragraphs)
-    column, _ = columns.column(tag)
-    for i in rows.tolist():
-        data = column[i]
-        if data is None:
-            continue
-        theirs, _ = cast(Any, method).paragraphs_of(data)
-        if not len(theirs):
-            continue
-        held = ((own_values[:, None, :] == paragraph_values(theirs)[None, :, :]).sum(axis=2) >= AGREEING_VALUES)
-        out[i] = float(own_pairs[held.any(axis=1) & ~own_shown].sum())
+    for i, _, _, held in _held(columns, methods, mine, rows):
+        out[i] = float((paragraph_words(paragraphs) - 1)[held.any(axis=1) & ~shown_before(paragraphs)].sum())
     return out
 
 

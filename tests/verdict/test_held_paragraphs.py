@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, paragraph_words
 from streamdedup.testing import make_article
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.columns import SignatureColumns
 from streamdedup.verdict.engine import HELD_ERRORS, _bounded_by_held_paragraphs
-from streamdedup.verdict.new_text import outside_held_paragraphs, share_error
+from streamdedup.verdict.new_text import held_in_paragraphs, outside_held_paragraphs, share_error
 
 TAG = 7
 METHOD = WordPairsMethod()
@@ -43,10 +44,20 @@ def test_a_teasers_text_outside_the_paragraphs_its_article_holds_is_its_short_li
     assert out >= paragraph_words(_signature(replaced).paragraphs)[3] - 1
 
 
-def test_no_bound_where_a_page_repeats_its_paragraphs() -> None:
-    article = make_article(33, paragraphs=6)
-    out, their_out, _, _ = _outside(article + article, article)
-    assert np.isnan(out) and not np.isnan(their_out)
+def test_a_page_repeating_its_paragraphs_is_bounded_by_its_paragraphs_share_and_never_held() -> None:
+    """Its paragraphs hold more pairs than its distinct ones: the share outside is of its paragraphs'
+    pairs; and no match rests on its held paragraphs, which would count the repeats as held."""
+    article, new = make_article(33, paragraphs=6), make_article(35, paragraphs=1)[0]
+    page = [*article, *article, new]
+    out, _, own, _ = _outside(page, article)
+    pairs = paragraph_words(_signature(page).paragraphs) - 1
+    assert pairs.sum() > own
+    assert out == pytest.approx(pairs[-1] / pairs.sum() * own)
+    columns = SignatureColumns([{TAG: METHOD.encode(_signature(article))}])
+    assert held_in_paragraphs(columns, METHODS, {TAG: _signature(page)}, own, np.array([0])).tolist() == [0.0]
+    once = [*article, new]
+    held = held_in_paragraphs(columns, METHODS, {TAG: _signature(once)}, _signature(once).set_size, np.array([0]))
+    assert held[0] == paragraph_words(_signature(article).paragraphs).sum() - len(article)
 
 
 def test_a_share_moves_down_to_the_bound_by_at_most_its_error() -> None:
