@@ -126,13 +126,15 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
 def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, their_places: np.ndarray) -> bool:
     """Whether a new paragraph of one page stands where one of the other's is, of another length.
 
-    Their places (the found paragraphs before each) are equal: one took the other's place; their
-    lengths differ by more than an edit moves them (`EDITED_LENGTH`). Any such pair, not only the
-    longest: an article with two paragraphs replaced by shorter text has them at two places."""
+    Any such pair, not only the two pages' longest: an article with two paragraphs replaced by
+    shorter text has them at two places. A paragraph with one of the other's in its place within a
+    few words of its length (`EDITED_LENGTH`) is that one edited, whatever else stands there (a
+    light edit that changed a short line and dropped the next one)."""
     same = places[:, None] == their_places[None, :]
     edited = np.abs(words[:, None] - their[None, :]) <= EDITED_LENGTH
     shown = (words[:, None] == 0) | (their[None, :] == 0)  # a line the site showed before: no new text
-    return bool((same & ~edited & ~shown).any())
+    replaced = (same & ~edited & ~shown).any(axis=1) & ~(same & edited).any(axis=1)
+    return bool(replaced.any())
 
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)

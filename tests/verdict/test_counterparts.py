@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamdedup.verdict.new_text import _absent_from
+from streamdedup.verdict.new_text import _absent_from, _took_a_place
 
 
 def _values(rows: list[list[int]]) -> np.ndarray:
@@ -35,3 +35,16 @@ def test_without_any_counterpart_of_three_values_the_place_is_the_whole_page() -
     assert _absent_from(edited, THEIRS).tolist() == [False, False]
     assert _absent_from(_values([[901, 902, 903, 904]]), THEIRS).tolist() == [True]
     assert _absent_from(_values([]).reshape(0, 4), THEIRS).tolist() == []
+
+
+def test_a_new_paragraph_takes_a_place_unless_one_there_is_its_edit() -> None:
+    # the page's 14-word paragraph where the other had a 13-word one and a 40-word one: the short
+    # one edited (a light edit that also dropped the long one), no paragraph replaced
+    assert not _took_a_place(np.array([14]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
+    # a 20-word one there: it took the place of one of them
+    assert _took_a_place(np.array([20]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
+    # any pair counts, not only the longest: the longest new of each stand at other places
+    assert _took_a_place(np.array([15, 19]), np.array([1, 6]), np.array([45, 60]), np.array([1, 9]))
+    # another place, or a line the site showed before (0 words): none taken
+    assert not _took_a_place(np.array([15]), np.array([2]), np.array([45]), np.array([1]))
+    assert not _took_a_place(np.array([0]), np.array([1]), np.array([45]), np.array([1]))
