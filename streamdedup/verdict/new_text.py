@@ -326,7 +326,7 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     plus its pairs outside paragraphs (short lines: `own` less all its paragraphs' pairs, a
     paragraph of w words being w - 1); the same of the candidate's `sizes` pairs against the page.
     The bound errs high where a sketch leaves paragraphs out (capped) or a length reads 127 words
-    for more. Where a page repeats its phrases (Vietnamese syllables, Chinese characters), its
+    for more. Where a page repeats pairs (half of web dev's pages; more in Vietnamese, Chinese), its
     paragraphs hold more pairs than its distinct ones (a set): the share outside is then taken of
     its paragraphs' pairs (`_outside`), blind to its short lines, and the bound moves a share no
     further than the share's own error (`share_error`).
@@ -383,20 +383,16 @@ def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mappin
 
     A paragraph held: one of the candidate's agrees with it in 3 of 4 values (`AGREEING_VALUES`).
     Lines its site showed before (`mark_shown`) are left out: they are the site's, and prove
-    nothing of the page's own text. 0 where not measured, or where the page's paragraphs hold more
-    pairs than it has distinct ones (`_accounts_for`)."""
+    nothing of the page's own text. Of a page that repeats pairs, as `_outside` takes them
+    (the share held of its paragraphs' pairs). 0 where not measured."""
     out = np.zeros(len(columns))
     paragraphs = getattr(mine.get(entry[0]), "paragraphs", None) if (entry := methods.get(NEW_TEXT_METHOD)) else None
-    if paragraphs is None or not _accounts_for(paragraph_words(paragraphs) - 1, float(own)):
+    if paragraphs is None:
         return out
+    pairs, shown = paragraph_words(paragraphs) - 1, shown_before(paragraphs)
     for i, _, _, held in _held(columns, methods, mine, rows):
-        out[i] = float((paragraph_words(paragraphs) - 1)[held.any(axis=1) & ~shown_before(paragraphs)].sum())
+        out[i] = float(own) - _outside(pairs, np.asarray(~held.any(axis=1) | shown), float(own))
     return out
-
-
-def _accounts_for(pairs: np.ndarray, distinct: float) -> bool:
-    """Whether a page's paragraphs (their pairs) fit in its `distinct` pairs: it repeats no phrase much."""
-    return bool(len(pairs) and pairs.sum() <= distinct)
 
 
 def share_error(shares: np.ndarray, of: np.ndarray, other: np.ndarray, values: int = 256) -> np.ndarray:

@@ -143,6 +143,21 @@ def test_a_teaser_its_articles_paragraphs_hold_is_its_duplicate(tmp_path):
     assert by_paragraphs and all(type(v["similarity"]) is float for v in by_paragraphs)  # JSON writes it
 
 
+def test_a_part_whose_new_text_is_short_lines_is_not_its_articles_duplicate(tmp_path):
+    """Every paragraph of the page is in the larger article, but it adds a list of 32 short lines (a
+    results table, an update's bullet points: a fifth of its words) that no sketch holds: not a
+    duplicate. What lies outside the paragraphs the article holds is those lines, new text."""
+    pages = []
+    for seed in range(6):
+        article, other = make_article(200 + seed, paragraphs=12), make_article(300 + seed, paragraphs=8)
+        bullets = [" ".join(p.split()[k:k + 6]) for k in (0, 6, 12, 18) for p in other]
+        pages += [_page(f"article{seed}", article, f"s{seed}.example"),
+                  _page(f"listed{seed}", [*article[:8], *bullets], f"h{seed}.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    for seed in range(6):
+        assert got[f"listed{seed}"]["status"] == "unique", got[f"listed{seed}"]
+
+
 def test_a_paragraph_replaced_at_a_copys_start_or_end_is_new_text(tmp_path):
     """On another site, new lines before a copy's first found paragraph or after its last may be its
     host's (a teaser of another story, a newsletter blurb), and do not count alone. But a host's

@@ -44,9 +44,9 @@ def test_a_teasers_text_outside_the_paragraphs_its_article_holds_is_its_short_li
     assert out >= paragraph_words(_signature(replaced).paragraphs)[3] - 1
 
 
-def test_a_page_repeating_its_paragraphs_is_bounded_by_its_paragraphs_share_and_never_held() -> None:
-    """Its paragraphs hold more pairs than its distinct ones: the share outside is of its paragraphs'
-    pairs; and no match rests on its held paragraphs, which would count the repeats as held."""
+def test_a_page_repeating_its_paragraphs_is_measured_as_shares_of_its_paragraphs() -> None:
+    """Its paragraphs hold more pairs than its distinct ones: what lies outside the held paragraphs,
+    and what they hold, are shares of its paragraphs' pairs, made shares of its distinct pairs."""
     article, new = make_article(33, paragraphs=6), make_article(35, paragraphs=1)[0]
     page = [*article, *article, new]
     out, _, own, _ = _outside(page, article)
@@ -54,8 +54,9 @@ def test_a_page_repeating_its_paragraphs_is_bounded_by_its_paragraphs_share_and_
     assert pairs.sum() > own
     assert out == pytest.approx(pairs[-1] / pairs.sum() * own)
     columns = SignatureColumns([{TAG: METHOD.encode(_signature(article))}])
-    assert held_in_paragraphs(columns, METHODS, {TAG: _signature(page)}, own, np.array([0])).tolist() == [0.0]
-    once = [*article, new]
+    held = held_in_paragraphs(columns, METHODS, {TAG: _signature(page)}, own, np.array([0]))
+    assert held[0] == pytest.approx(own - out)
+    once = [*article, new]  # its paragraphs fit in its distinct pairs: the held ones' pairs
     held = held_in_paragraphs(columns, METHODS, {TAG: _signature(once)}, _signature(once).set_size, np.array([0]))
     assert held[0] == paragraph_words(_signature(article).paragraphs).sum() - len(article)
 
