@@ -262,6 +262,19 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return two_bit_new_shares(records, width, signature.packed, signature.set_size, self.params.num_perm,
                                   self._collision)
 
+    def new_share_errors(self, shares: np.ndarray, of: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """The standard errors of `new_shares`' estimates: `shares` of `of` pairs absent from a page of `other`.
+
+        The Jaccard J the shares imply; the binomial error of the share of equal values over
+        `num_perm`, m = J + (1 - J) c (c: two different minima keep equal low bits); through J to the
+        share, which moves with J as (|A| + |B|) / (|A| (1 + J)^2)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            common = (1.0 - shares) * of
+            jaccard = np.clip(common / (of + other - common), 0.0, 1.0)
+            equal = jaccard + (1.0 - jaccard) * self._collision
+            error = np.sqrt(equal * (1.0 - equal) / self.params.num_perm) / (1.0 - self._collision)
+            return error * (of + other) / (of * (1.0 + jaccard) ** 2)
+
     def encode(self, signature: WordPairsSignature) -> bytes:
         """Set size, packed values, then (if any) a byte of paragraph count (high bit: capped) and 6 bytes each."""
         head = struct.pack("<I", signature.set_size) + signature.packed.tobytes()

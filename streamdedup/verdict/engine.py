@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -38,13 +38,13 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import CandidateSimilarities, Methods, SignatureColumns
 from streamdedup.verdict.contract import Verdict
 from streamdedup.verdict.new_text import (
+    NEW_TEXT_METHOD,
     held_in_paragraphs,
     in_runs,
     new_paragraphs,
     new_shares_of,
     outside_held_paragraphs,
     paragraphs_asked,
-    share_error,
     without_shown,
 )
 from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
@@ -271,18 +271,19 @@ def _bounded_by_held_paragraphs(columns: SignatureColumns, methods: Methods, min
     """The matched candidates' new shares, each way, cut to what lies outside the paragraphs the other holds (in place).
 
     Only where a share exceeds `max_share` (elsewhere no relation can move), and by at most
-    `HELD_ERRORS` of its standard errors (`share_error`): the estimate's error, not the text, put it
-    there when the pages' paragraphs say otherwise (`outside_held_paragraphs`)."""
+    `HELD_ERRORS` of its standard errors (`WordPairsMethod.new_share_errors`): the estimate's error,
+    not the text, put it there when the pages' paragraphs say otherwise (`outside_held_paragraphs`)."""
     with np.errstate(invalid="ignore"):
         rows = matched[(new_shares[matched] > max_share) | (their_new_shares[matched] > max_share)]
     if not len(rows):
         return
     mine_out, their_out = outside_held_paragraphs(columns, methods, mine, own, sizes, rows)
+    estimator = cast(Any, methods[NEW_TEXT_METHOD][1])  # present: the shares were measured
     for shares, out, of, other in ((new_shares, mine_out, owns, sizes), (their_new_shares, their_out, sizes, owns)):
         with np.errstate(invalid="ignore", divide="ignore"):
             cut = np.flatnonzero((out < shares * of) & (of > 0))
         if len(cut):
-            lowest = shares[cut] - HELD_ERRORS * share_error(shares[cut], of[cut], other[cut])
+            lowest = shares[cut] - HELD_ERRORS * estimator.new_share_errors(shares[cut], of[cut], other[cut])
             shares[cut] = np.maximum(out[cut] / of[cut], lowest)
 
 

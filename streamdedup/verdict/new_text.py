@@ -329,7 +329,7 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     for more. Where a page repeats pairs (half of web dev's pages; more in Vietnamese, Chinese), its
     paragraphs hold more pairs than its distinct ones (a set): the share outside is then taken of
     its paragraphs' pairs (`_outside`), blind to its short lines, and the bound moves a share no
-    further than the share's own error (`share_error`).
+    further than the share's own error (`WordPairsMethod.new_share_errors`).
 
     The shares of new pairs are MinHash estimates whose error grows as the pages' sizes part: a
     teaser of 0.6 of its article, all of it inside, reads 0.04 sd new, one in ten over 0.10,
@@ -393,19 +393,6 @@ def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mappin
     for i, _, _, held in _held(columns, methods, mine, rows):
         out[i] = float(own) - _outside(pairs, np.asarray(~held.any(axis=1) | shown), float(own))
     return out
-
-
-def share_error(shares: np.ndarray, of: np.ndarray, other: np.ndarray, values: int = 256) -> np.ndarray:
-    """The standard error of estimated shares of new pairs: `shares` of `of` pairs absent from a page of `other`.
-
-    From the b-bit MinHash's (`wordpairs`, 2 bits of `values` minima): the Jaccard J the shares
-    imply, the error of the share of equal values m = J + (1 - J) / 4 (binomial), and the share's
-    change with J, (|A| + |B|) / (|A| (1 + J)^2)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        common = (1.0 - shares) * of
-        jaccard = np.clip(common / (of + other - common), 0.0, 1.0)
-        equal = jaccard + (1.0 - jaccard) / 4
-        return (np.sqrt(equal * (1.0 - equal) / values) / 0.75) * (of + other) / (of * (1.0 + jaccard) ** 2)
 
 
 def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,

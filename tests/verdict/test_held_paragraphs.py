@@ -10,7 +10,7 @@ from streamdedup.testing import make_article
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.columns import SignatureColumns
 from streamdedup.verdict.engine import HELD_ERRORS, _bounded_by_held_paragraphs
-from streamdedup.verdict.new_text import held_in_paragraphs, outside_held_paragraphs, share_error
+from streamdedup.verdict.new_text import held_in_paragraphs, outside_held_paragraphs
 
 TAG = 7
 METHOD = WordPairsMethod()
@@ -72,12 +72,13 @@ def test_a_share_moves_down_to_the_bound_by_at_most_its_error() -> None:
     before = shares.copy()
     _bounded_by_held_paragraphs(columns, METHODS, {TAG: page}, shares, their, int(own), owns, sizes,
                                 np.arange(3), 0.10)
-    error = share_error(before, owns, sizes)
+    error = METHOD.new_share_errors(before, owns, sizes)
     assert shares[0] < 0.10 <= before[0]  # the teaser's short line is ~2 % of it
     assert shares[1] == np.float64(before[1] - HELD_ERRORS * error[1])  # no further than its error
     assert shares[2] == before[2]  # within tolerance both ways: not asked
 
 
 def test_a_shares_error_grows_as_the_pages_sizes_part() -> None:
-    alike, teaser = share_error(np.array([0.05, 0.05]), np.array([600.0, 400.0]), np.array([600.0, 1200.0]))
+    alike, teaser = METHOD.new_share_errors(np.array([0.05, 0.05]), np.array([600.0, 400.0]),
+                                            np.array([600.0, 1200.0]))
     assert 0.01 < alike < teaser < 0.1
