@@ -195,7 +195,7 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
     readability's test pages; `bench/counterparts.py`)."""
     if not len(values) or not len(their_values):
         return np.zeros(len(values), dtype=bool)
-    equal = (values[:, None, :] == their_values[None, :, :]).sum(axis=2)  # n x m: a few thousand, one comparison
+    equal = _equal_values(values, their_values)
     agreed = equal >= AGREEING_VALUES
     slots = np.arange(their_values.shape[0])
     counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)
@@ -204,7 +204,14 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
     later = np.where(counterpart >= 0, counterpart, len(slots))
     after = np.minimum.accumulate(np.concatenate([later[1:], [len(slots)]])[::-1])[::-1]
     in_place = (slots[None, :] > before[:, None]) & (slots[None, :] < after[:, None])
-    return ~(agreed | ((equal >= 1) & in_place)).any(axis=1)
+    return np.asarray(~(agreed | ((equal >= 1) & in_place)).any(axis=1))
+
+
+def _equal_values(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
+    """How many of its 4 values each paragraph shares with each of the other's, k-th with k-th: int[n, m].
+
+    n x m x 4 (a few thousand) in one comparison."""
+    return (values[:, None, :] == their_values[None, :, :]).sum(axis=2)
 
 
 def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, bool]:
@@ -363,8 +370,7 @@ def _held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
             continue
         theirs, _ = cast(Any, method).paragraphs_of(data)
         if len(theirs):
-            agree = (values[:, None, :] == paragraph_values(theirs)[None, :, :]).sum(axis=2)
-            held: np.ndarray = agree >= AGREEING_VALUES
+            held: np.ndarray = _equal_values(values, paragraph_values(theirs)) >= AGREEING_VALUES
             yield i, paragraphs, theirs, held
 
 
