@@ -35,7 +35,7 @@ def main() -> None:
     sources = {r["Task"]: r["File"] for r in rows if r["Category"] == "orig"}
     base = DetectorConfig()
     scenarios = {"default": base, **{m: replace(base, methods=(m,), policy=m, same_site_policy=m) for m in METHODS
-                                     if METHODS[m].finds_candidates}}
+                                     if METHODS[m].can_match}}
     flagged: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory() as tmp:
         # every method's signature, so each scenario's detector finds its own (it reads only its methods')

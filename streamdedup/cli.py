@@ -70,7 +70,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from streamdedup.evaluate.run import run_evaluation
 
     config = detector_config(args)
-    methods = ([m for m, cls in METHODS.items() if cls.finds_candidates] if args.eval_methods == "all"
+    methods = ([m for m, cls in METHODS.items() if cls.can_match] if args.eval_methods == "all"
                else [m.strip() for m in args.eval_methods.split(",")])
     metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet)
     if not args.quiet:

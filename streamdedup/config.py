@@ -123,9 +123,9 @@ class DetectorConfig:
 
         for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):
             policy = Policy.parse(text)
-            measuring = sorted(m for m in policy.methods if m in METHODS and not METHODS[m].finds_candidates)
+            measuring = sorted(m for m in policy.methods if m in METHODS and not METHODS[m].can_match)
             if measuring:
-                raise ValueError(f"{name} {text!r} names {', '.join(measuring)}, which finds and matches nothing: "
+                raise ValueError(f"{name} {text!r} names {', '.join(measuring)}, which matches nothing: "
                                  f"it measures a match's new text (max_new_share)")
             missing = policy.methods - set(self.methods)
             if missing:

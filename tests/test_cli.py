@@ -101,6 +101,26 @@ def test_other_parameters_on_an_existing_store_are_refused(tmp_path, capsys):
     assert "built with other parameters" in capsys.readouterr().err
 
 
+def test_a_store_from_before_paragraph_keys_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
+    """A store of 0.8 files no paragraph keys and its description names neither `paragraph_keys` nor
+    `key_words`: the default refuses it with the flag that keeps it, and with it the store opens and
+    its pages are still found."""
+    from streamdedup.fingerprints.base import Params
+    from streamdedup.fingerprints.wordpairs import WordPairsParams
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    kept = ["--param", "wordpairs.paragraph_keys=0"]
+    monkeypatch.setattr(WordPairsParams, "__str__",
+                        lambda self: Params.__str__(self).replace(",paragraph_keys=0,key_words=20", ""))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    assert "(--param wordpairs.paragraph_keys=0, or" in capsys.readouterr().err
+    copy = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(41), "Zeta"))])
+    assert main(["dedup", str(copy), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
+    assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
+
+
 def test_a_store_from_before_band_checks_names_the_params_that_keep_it(tmp_path, capsys, monkeypatch):
     """A store built before 2026-12-02 has 16-bit MinHash values and no band checks, and 64-bit
     A12 word signatures; its description names neither band_check_bits nor word_bits. The default
@@ -187,7 +207,7 @@ def test_eval_writes_metrics_and_report(tmp_path):
     out = tmp_path / "eval"
     assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "-q"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    assert set(metrics["methods"]) == {"default"} | {m for m, cls in METHODS.items() if cls.finds_candidates}
+    assert set(metrics["methods"]) == {"default"} | {m for m, cls in METHODS.items() if cls.can_match}
     assert metrics["methods"]["default"]["f1"] == 1.0
     assert "<svg" in (out / "report.html").read_text()
 

@@ -61,9 +61,9 @@ class FingerprintMethod(ABC, Generic[S, P]):
     # other similarities of the same signatures that a policy term can name ("minhash.containment")
     measures: ClassVar[frozenset[str]] = frozenset()
     params: P
-    # False for a method that only measures the candidates others find (`wordpairs`): it files no
-    # index keys and its own test matches nothing, so a policy cannot name it
-    finds_candidates: ClassVar[bool] = True
+    # False for a method whose own test matches nothing (`wordpairs`: it measures the new text of
+    # the candidates found, and its keys only find them), so a policy cannot name it
+    can_match: ClassVar[bool] = True
 
     def __init__(self, params: P | None = None) -> None:
         self.params = cast(P, params if params is not None else self.params_type())

@@ -14,8 +14,8 @@ page in the store). With m the share of equal 2-bit values, the Jaccard estimate
 J = (m - 1/4) / (3/4); then |A∩B| = J(|A|+|B|)/(1+J), and the page's new share is 1 - |A∩B|/|A|.
 For the same bytes, 256 values of 2 bits estimate J with ~0.4x the variance of 64 values of 8 bits
 (measured error of the new share, paragraphs of another article replacing a quarter: 0.033 sd
-against 0.050). The method files no index keys and matches nothing by itself: it is a measure the
-engine asks of the candidates the policy found (`engine.judged`), never a way to find them.
+against 0.050). Its own test matches nothing: it is a measure the engine asks of the candidates
+found (`engine.judged`).
 
 **Paragraphs.** A share cannot tell a new paragraph of 5 % of a long article from scattered edits:
 the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
@@ -29,6 +29,17 @@ paragraphs share them (`stats/common_words.py`).
 `new_text.new_paragraphs` tells which paragraphs of a page are absent from the other's (a lightly
 edited paragraph keeps most of its values, one of new text none but by chance), and
 `NewTextTolerance.min_paragraph_words` judges them.
+
+**Paragraph keys.** A page contained in a larger one (a part after its view-all page, a teaser, a
+print copy of half the story) shares few of its 5-shingles: at a Jaccard of 0.35 MinHash's bands
+find the pair 38 % of the time. So the method files each page under its `paragraph_keys` longest
+paragraphs of at least `key_words` words, each as its 4 values (40 bits, which the index takes as
+the key's name). "Longest" is a total order of the paragraphs' content alone (length in words,
+then the values): a paragraph among a page's 8 longest that a smaller page holds verbatim is
+among the smaller page's 8 longest too, unless it adds 8 longer paragraphs of its own, so its own
+keys find the larger page whenever it holds one of those 8 (a part of a third of an article's
+paragraphs: all but (2/3)^8, 4 %, by this key alone). The candidates found are judged as any
+other: the `paragraphs` match (`engine._held_matches`) is what proves the page held.
 """
 
 from __future__ import annotations
@@ -36,13 +47,19 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import ClassVar, cast
 
 import numpy as np
 import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
-from streamdedup.fingerprints.kernels import minhash_min, pack_two_bits, paragraph_sketch, two_bit_new_shares
+from streamdedup.fingerprints.kernels import (
+    minhash_min,
+    pack_two_bits,
+    paragraph_keys_many,
+    paragraph_sketch,
+    two_bit_new_shares,
+)
 from streamdedup.stats.common_words import COMMON_WORDS_FILE, pairs_of_common_words
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import in_sorted
@@ -57,6 +74,7 @@ TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
+_VALUES = np.uint64((1 << _LENGTH_SHIFT) - 1)  # a paragraph's 4 values, without its length and mark
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,14 @@ class WordPairsParams(Params):
     seed: int = 2
     paragraph_words: int = 12  # a line of fewer words is no paragraph of the sketch
     max_paragraphs: int = 127  # 0: no paragraph sketch
+    # the longest paragraphs a page is filed under (0: none; module docstring), of at least `key_words`
+    # words (shorter lines: menus, notes, boilerplate). A description without them (a store of 0.8
+    # or before) means none (`ABSENT_MEANS`)
+    paragraph_keys: int = 8
+    key_words: int = 20
+
+    # what a parameter added later means where a stored description does not name it
+    ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20"}
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -73,6 +99,9 @@ class WordPairsParams(Params):
                              f"got {self.num_perm}")
         if self.shingle_size < 1:
             raise ValueError(f"shingle_size is a number of words, got {self.shingle_size}")
+        if self.paragraph_keys < 0 or self.key_words < 2:
+            raise ValueError(f"paragraph_keys is a number of paragraphs (0: none) and key_words at least 2, got "
+                             f"{self.paragraph_keys} and {self.key_words}")
         if not 0 <= self.max_paragraphs <= 127 or self.paragraph_words < 2:
             raise ValueError(f"max_paragraphs is 0 to 127 and paragraph_words at least 2, got "
                              f"{self.max_paragraphs} and {self.paragraph_words}")
@@ -168,11 +197,11 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
-    """A MinHash of word pairs that finds nothing and measures `new_shares` of the found."""
+    """A MinHash of word pairs: `new_shares` of the candidates found, and keys of the longest paragraphs."""
 
     name = "wordpairs"
     params_type = WordPairsParams
-    finds_candidates = False
+    can_match = False
 
     def __init__(self, params: WordPairsParams | None = None) -> None:
         super().__init__(params)
@@ -226,14 +255,34 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return out, bool(capped), lines
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
-        return []
+        """The page's `paragraph_keys` longest paragraphs of `key_words` words or more: each one's 4 values.
+
+        Each key is the 40 bits of values, little-endian in 8 bytes: random already, the index
+        names it by its first 5 (`store.layout.index_names`), those bits.
+
+        Longest by length in words (a sketch reads 127 for more), then by the values: an order of
+        the paragraphs' content alone, not of their place (module docstring)."""
+        p = self.params
+        paragraphs = signature.paragraphs
+        if not p.paragraph_keys or not len(paragraphs):
+            return []
+        words = paragraph_words(paragraphs)
+        values = paragraphs & _VALUES
+        order = np.lexsort((values, -words))[: p.paragraph_keys]
+        kept = values[order[words[order] >= p.key_words]]
+        return [int(value).to_bytes(8, "little") for value in dict.fromkeys(kept.tolist())]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
-        return np.empty((0, 9), dtype=np.uint8), np.zeros(len(encoded), dtype=np.int64)
+        p = self.params
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+        keys, counts = paragraph_keys_many(data, ends, self._record.itemsize, p.paragraph_keys, p.key_words,
+                                           PARAGRAPH_BYTES, _LENGTH_SHIFT)
+        return keys.view(np.uint8).reshape(-1, 8), counts
 
     @property
     def max_index_keys(self) -> int:
-        return 0
+        return min(self.params.paragraph_keys, self.params.max_paragraphs)
 
     def similarity(self, signature: WordPairsSignature, other: WordPairsSignature) -> float | None:
         return None

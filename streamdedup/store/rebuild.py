@@ -3,7 +3,7 @@
 The same postings, inserted in the same order, chunk by chunk, as `SignatureStore._index_pages`
 inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
 records are read as one buffer: a compiled pass finds each record's id and signatures, and a
-method that offers `index_key_rows` (MinHash, SimHash, A12, exact) makes the keys of all its
+method that offers `index_key_rows` (MinHash, SimHash, A12, exact, word pairs) makes the keys of all its
 signatures in one call, named in one array pass (`filing.key_name_ints`, which a batch's filing
 uses too). Other methods' keys are made one signature at a time, as before; a record that names
 keys it was not filed under (`DocRecord.unfiled`, rare) is decoded whole and filed by

@@ -143,6 +143,25 @@ def test_a_teaser_its_articles_paragraphs_hold_is_its_duplicate(tmp_path):
     assert by_paragraphs and all(type(v["similarity"]) is float for v in by_paragraphs)  # JSON writes it
 
 
+def test_a_teaser_no_index_key_found_is_found_by_its_paragraph_keys(tmp_path):
+    """Teasers (the first 4-7 of 12 paragraphs, on another site) that no MinHash band, SimHash table or
+    A12 sentence key found (5 of 100 seeds): their article is filed under its 8 longest paragraphs,
+    and each holds one of them, so its own keys find it and the `paragraphs` match judges it."""
+    seeds = (16, 28, 52, 84, 89)
+    pages = []
+    for seed in seeds:
+        article, cut = make_article(100 + seed, paragraphs=12), 4 + seed % 4
+        pages += [_page(f"article{seed}", article, f"s{seed}.example"),
+                  _page(f"teaser{seed}", [*article[:cut], "Continue reading the full story on our partner's site."],
+                        f"h{seed}.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "keys")}
+    for seed in seeds:
+        assert got[f"teaser{seed}"]["duplicate_of"] == f"article{seed}", got[f"teaser{seed}"]
+    without = DetectorConfig(method_params={"wordpairs": {"paragraph_keys": 0}})
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "none", without)}
+    assert all(got[f"teaser{seed}"]["status"] == "unique" and not got[f"teaser{seed}"].get("related_to") for seed in seeds)
+
+
 def test_a_part_whose_new_text_is_short_lines_is_not_its_articles_duplicate(tmp_path):
     """Every paragraph of the page is in the larger article, but it adds a list of 32 short lines (a
     results table, an update's bullet points: a fifth of its words) that no sketch holds: not a
