@@ -149,54 +149,67 @@ def distinct_sentence_keys(data: np.ndarray, ends: np.ndarray) -> tuple[np.ndarr
 
 
 @numba.njit(cache=True)
+def paragraph_keys(paragraphs: np.ndarray, count: int, min_words: int, length_shift: int) -> np.ndarray:
+    """`WordPairsMethod.index_keys` of one paragraph sketch (uint64 a paragraph): the keys' values.
+
+    The `count` first paragraphs by length in words (the 7 bits from `length_shift`) descending,
+    then by values (the bits below it) ascending; of those, the ones of `min_words` words or more,
+    a repeated value once, in that order."""
+    n = len(paragraphs)
+    mask = (np.uint64(1) << np.uint64(length_shift)) - np.uint64(1)
+    words = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        words[j] = np.int64((paragraphs[j] >> np.uint64(length_shift)) & np.uint64(127))
+        values[j] = paragraphs[j] & mask
+    keys = np.empty(min(max(count, 0), n), dtype=np.uint64)
+    k = 0
+    taken = np.zeros(n, dtype=np.bool_)
+    for _ in range(len(keys)):
+        best = -1
+        for j in range(n):
+            if not taken[j] and (best < 0 or words[j] > words[best]
+                                 or (words[j] == words[best] and values[j] < values[best])):
+                best = j
+        taken[best] = True
+        if words[best] < min_words:
+            continue
+        seen = False
+        for m in range(k):
+            if keys[m] == values[best]:
+                seen = True
+                break
+        if not seen:
+            keys[k] = values[best]
+            k += 1
+    return keys[:k]
+
+
+@numba.njit(cache=True)
 def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: int, min_words: int,
                         row_bytes: int, length_shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """`WordPairsMethod.index_keys` of encoded signatures back to back (the i-th ends at `ends[i]`).
+    """`paragraph_keys` of encoded signatures back to back (the i-th ends at `ends[i]`).
 
-    Of each: its sketch's paragraphs (after `width` bytes, a count byte, then `row_bytes` little-endian
-    bytes each), the `count` first by length in words (bits from `length_shift`, 7 of them)
-    descending, then by values (the bits below it) ascending; of those, the ones of `min_words`
-    words or more, a repeated value once. The values as uint64 (little-endian bytes: the keys), and
-    how many each signature has."""
+    Each one's sketch follows `width` bytes: a count byte, then `row_bytes` little-endian bytes a
+    paragraph. The keys' values as uint64 (little-endian bytes: the keys), and how many each
+    signature has."""
     keys = np.empty(len(ends) * max(count, 0), dtype=np.uint64)
     counts = np.zeros(len(ends), dtype=np.int64)
-    mask = (np.uint64(1) << np.uint64(length_shift)) - np.uint64(1)
     k = 0
     start = 0
     for i in range(len(ends)):
         end = ends[i]
-        first = k
         if end - start > width and count > 0:
             n = data[start + width] & 0x7F
-            words = np.empty(n, dtype=np.int64)
-            values = np.empty(n, dtype=np.uint64)
+            rows = np.zeros(n, dtype=np.uint64)
             for j in range(n):
                 at = start + width + 1 + row_bytes * j
-                row = np.uint64(0)
                 for b in range(row_bytes):
-                    row |= np.uint64(data[at + b]) << np.uint64(8 * b)
-                words[j] = np.int64((row >> np.uint64(length_shift)) & np.uint64(127))
-                values[j] = row & mask
-            taken = np.zeros(n, dtype=np.bool_)
-            for _ in range(min(count, n)):
-                best = -1
-                for j in range(n):
-                    if taken[j]:
-                        continue
-                    if best < 0 or words[j] > words[best] or (words[j] == words[best] and values[j] < values[best]):
-                        best = j
-                taken[best] = True
-                if words[best] < min_words:
-                    continue
-                seen = False
-                for m in range(first, k):
-                    if keys[m] == values[best]:
-                        seen = True
-                        break
-                if not seen:
-                    keys[k] = values[best]
-                    k += 1
-        counts[i] = k - first
+                    rows[j] |= np.uint64(data[at + b]) << np.uint64(8 * b)
+            found = paragraph_keys(rows, count, min_words, length_shift)
+            keys[k:k + len(found)] = found
+            k += len(found)
+            counts[i] = len(found)
         start = end
     return keys[:k].astype("<u8"), counts
 

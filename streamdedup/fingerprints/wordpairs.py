@@ -56,6 +56,7 @@ from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import (
     minhash_min,
     pack_two_bits,
+    paragraph_keys,
     paragraph_keys_many,
     paragraph_sketch,
     two_bit_new_shares,
@@ -74,7 +75,6 @@ TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
-_VALUES = np.uint64((1 << _LENGTH_SHIFT) - 1)  # a paragraph's 4 values, without its length and mark
 
 
 @dataclass(frozen=True)
@@ -263,14 +263,10 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         Longest by length in words (a sketch reads 127 for more), then by the values: an order of
         the paragraphs' content alone, not of their place (module docstring)."""
         p = self.params
-        paragraphs = signature.paragraphs
-        if not p.paragraph_keys or not len(paragraphs):
+        if not p.paragraph_keys or not len(signature.paragraphs):
             return []
-        words = paragraph_words(paragraphs)
-        values = paragraphs & _VALUES
-        order = np.lexsort((values, -words))[: p.paragraph_keys]
-        kept = values[order[words[order] >= p.key_words]]
-        return [int(value).to_bytes(8, "little") for value in dict.fromkeys(kept.tolist())]
+        found = paragraph_keys(signature.paragraphs, p.paragraph_keys, p.key_words, _LENGTH_SHIFT)
+        return [int(value).to_bytes(8, "little") for value in found.tolist()]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
         p = self.params
