@@ -66,7 +66,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 7: a paragraph's counterpart agrees in 3 of 4 values, or in 1 in its place; up to 127 paragraphs sketched
 # 8: a share of new text moves down to what lies outside the paragraphs the other holds, within its
 #    error; any new paragraph in the place of one of the other's is new text, not only the longest
-RULES_VERSION = 8
+# 9: ... also between two pages of one site whose sketches are both capped (127+ paragraphs)
+RULES_VERSION = 9
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -78,8 +78,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     values, new text none but by chance. Against another site's page, each page's longest
     paragraphs are judged (`longest_paragraphs`); against a capped sketch, only paragraphs longer
     than its shortest kept. int64 arrays, 0 where none or not measured; then whether a new
-    paragraph of one stands in the place of one of the other's (`_took_a_place`; not known against
-    a capped sketch), which makes it new text at any length (`NewTextTolerance`)."""
+    paragraph of one stands in the place of one of the other's (`_took_a_place`; known against a
+    capped sketch only on one site, where both are), which makes it new text at any length (`NewTextTolerance`)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     replaced = np.zeros(count, dtype=np.bool_)
@@ -118,7 +118,11 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         their, their_places = _new_of(theirs, their_new, (own[2], capped), edges, swapped)
         mine_words[i] = words.max(initial=0)
         their_words[i] = their.max(initial=0)
-        if not either_capped and len(words) and len(their):
+        # places are known where neither sketch is capped or cut, or on one site where both are capped:
+        # each page's paragraphs are then judged past the other's shortest kept (`_new_of`), and both
+        # keep those in text order
+        both_capped = other.site == page_site and whole_capped and theirs_capped
+        if (not either_capped or both_capped) and len(words) and len(their):
             replaced[i] = _took_a_place(words, places, their, their_places)
     return mine_words, their_words, replaced
 

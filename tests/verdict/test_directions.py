@@ -7,6 +7,7 @@ goes on with other text is unique and related to it; light edits stay duplicates
 from __future__ import annotations
 
 import random
+import re
 
 from streamdedup.config import DetectorConfig
 from streamdedup.testing import make_article, run_records, wrap_in_template
@@ -358,3 +359,26 @@ def test_a_paragraph_one_earlier_page_of_the_site_showed_is_new_text(tmp_path):
               "fetched_at": f"2026-01-01T0{n}:00:00Z"} for n, paragraphs in enumerate(fetches)]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["fetch2"]["status"] == "unique" and "fetch1" in got["fetch2"]["supersedes"], got["fetch2"]
+
+
+def test_a_short_paragraph_replaced_on_a_page_past_the_sketchs_cap_is_new_text(tmp_path):
+    """A page of more paragraphs than the sketch keeps (127: a novel's chapter, a long manual) keeps
+    its longest. Where both pages' sketches are capped, a paragraph of each absent from the other is
+    judged only past the other's shortest kept (so it would have been kept), and in the order both
+    keep: one page's 18-word line in the place of the other's 22-word paragraph took its place, and
+    the page is not the other's duplicate (it was, at ~0.5 % new text: the line is under the 20
+    words a new paragraph needs on its own). A word changed in one paragraph stays a light edit."""
+    # a chapter of 225 one-sentence paragraphs of 8-23 words: 172 of 12 words or more, past the cap
+    article = [s for paragraph in make_article(41, paragraphs=45) for s in re.split(r"(?<=\.) ", paragraph)]
+    lengths = [len(p.split()) for p in article]
+    cut = sorted((n for n in lengths if n >= 12), reverse=True)[126]  # the shortest the sketch keeps
+    place = next(i for i in range(20, len(article)) if lengths[i] >= 22)
+    short = " ".join(make_article(42, paragraphs=1)[0].split()[:18])
+    assert len(short.split()) >= cut + 3, "the test needs the new line past the shortest kept paragraph"
+    replaced = [*article[:place], short, *article[place + 1:]]
+    edited = [*article[:place], article[place].replace(article[place].split()[4], "altered", 1), *article[place + 1:]]
+    pages = [_page("chapter", article, "a.example"), _page("replaced", replaced, "a.example"),
+             _page("edited", edited, "a.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["replaced"]["status"] == "unique" and "chapter" in got["replaced"]["related_to"], got["replaced"]
+    assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "chapter", got["edited"]
