@@ -67,6 +67,7 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 8: a share of new text moves down to what lies outside the paragraphs the other holds, within its
 #    error; any new paragraph in the place of one of the other's is new text, not only the longest
 # 9: ... also between two pages of one site whose sketches are both capped (127+ paragraphs)
+#    a new paragraph of 100+ words at a copy's start or end counts on another site too
 RULES_VERSION = 9
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)

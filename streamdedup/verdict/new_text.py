@@ -181,6 +181,12 @@ def _own_words(paragraphs: np.ndarray) -> np.ndarray:
 
 # which of a copy's edges (its start, its end) count its new lines as new text (`_replaced_edges`)
 EVERY_EDGE, NO_EDGE = (True, True), (False, False)
+# a new paragraph at a copy's edge this long counts at any edge: a host's lines there (teasers, blurbs,
+# an author's box) are shorter. On web and multilingual dev the new lines at the edges of copies that
+# are duplicates reach 40-59 words (counting lines from 40 words lost 2 duplicates on each; from 60,
+# none): twice as long leaves room. A follow-up on another site that went on with a 127-word
+# paragraph of another article was the article's duplicate (English reuse dev seed 2).
+EDGE_PARAGRAPH_WORDS = 100
 
 
 def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
@@ -247,7 +253,8 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
     its site showed before reads 0 words (`_own_words`). Empty arrays: none counts.
 
     Before the first found paragraph and after the last, new paragraphs count only at the `edges`
-    asked (`_replaced_edges`; on one site, both: the template is on both pages).
+    asked (`_replaced_edges`; on one site, both: the template is on both pages), or where they are
+    `EDGE_PARAGRAPH_WORDS` long: longer than a host's lines.
 
     New paragraphs count only where most of the page's are found in the other (`PARAGRAPHS_FOUND`),
     or where exactly one of each page's is absent from the other (`swapped`): a layout that merges
@@ -270,10 +277,11 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
     if edges != EVERY_EDGE:  # new lines before the first found paragraph or after the last
         found = np.flatnonzero(~new)
         new = new.copy()
+        kept = words >= EDGE_PARAGRAPH_WORDS  # longer than a host's lines: the article's own, whatever the edge
         if not edges[0]:
-            new[: found[0]] = False
+            new[: found[0]] &= kept[: found[0]]
         if not edges[1]:
-            new[found[-1] + 1:] = False
+            new[found[-1] + 1:] &= kept[found[-1] + 1:]
     return words[new], found_before[new]
 
 

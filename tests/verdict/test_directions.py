@@ -382,3 +382,21 @@ def test_a_short_paragraph_replaced_on_a_page_past_the_sketchs_cap_is_new_text(t
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["replaced"]["status"] == "unique" and "chapter" in got["replaced"]["related_to"], got["replaced"]
     assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "chapter", got["edited"]
+
+
+def test_a_long_paragraph_after_a_copys_end_is_new_text(tmp_path):
+    """On another site, new lines after a copy's last found paragraph count only where they took
+    the place of its match's last paragraph: a host's lines (a teaser, a blurb, an author's box)
+    are added there. A paragraph of 100 words or more is longer than those: a follow-up that
+    reprints a long article and goes on with a 110-word paragraph of its own (~5 % of its text)
+    is not the article's duplicate. A copy with a 40-word host line after it still is."""
+    story, other = make_article(51, paragraphs=30), make_article(52, paragraphs=4)
+    words = " ".join(other).split()
+    assert len(words) >= 150
+    going_on, host_line = " ".join(words[:110]), " ".join(words[110:150])
+    pages = [_page("story", story, "a.example"),
+             _page("followup", [*story, going_on], "b.example"),
+             _page("copy", [*story, host_line], "c.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["followup"]["status"] == "unique" and "story" in got["followup"]["supersedes"], got["followup"]
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
