@@ -338,9 +338,17 @@ class Fingerprinter:
             raise Rejected(*raw.rejection)
         if raw.fields is not None:
             return raw.fields, _raw_payload(raw)
+        data = raw.data or b""
+        if data.startswith(_BOM):  # a file saved by a Windows tool starts with one: not the record's
+            data = data[len(_BOM):]
         try:
-            value = orjson.loads(raw.data or b"")
+            value = orjson.loads(data)
         except orjson.JSONDecodeError as err:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                raise Rejected(Reason.UNDECODABLE, f"not UTF-8 (byte {bad.start}): a JSON line is UTF-8 text; "
+                               "re-encode the input (e.g. iconv -f latin1 -t utf-8)") from None
             raise Rejected(Reason.INVALID_JSON, f"not JSON: {err}") from None
         return value, value if isinstance(value, dict) else {}
 
@@ -471,6 +479,9 @@ def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMetho
         raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
                        f"{min_words}): the page is only boilerplate or markup")
     return {m.name: m.signature(doc) for m in methods}
+
+
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark
 
 
 def _raw_payload(raw: RawRecord) -> dict[str, Any]:

@@ -29,7 +29,8 @@ BAD = {
     "url not a string": ({"url": 42, "content": "<p>text</p>"}, "invalid_field"),
     "content not a string": ({"url": "https://x.example/", "content": {"html": "<p>"}}, "invalid_field"),
     "bad fetched_at": ({"url": "https://x.example/", "content": "<p>t</p>", "fetched_at": "soon"}, "invalid_field"),
-    "binary garbage line": (bytes(range(256)) * 4, "invalid_json"),
+    "binary garbage line": (bytes(range(256)) * 4, "undecodable"),
+    "a latin-1 line": ('{"url": "https://x.example/", "content": "<p>Caf\u00e9</p>"}'.encode("latin-1"), "undecodable"),
     "binary garbage content": ({"url": "https://x.example/", "content_base64": b64(bytes(range(256)) * 40)}, "undecodable"),
     "empty page": ({"url": "https://x.example/", "content": ""}, "empty_content"),
     "whitespace page": ({"url": "https://x.example/", "content": " \n\t "}, "empty_content"),
@@ -56,6 +57,17 @@ def test_bad_input_is_rejected_with_its_reason_and_the_stream_goes_on(name, tmp_
         assert {k: output[k] for k in record} == record  # every original field kept
     else:
         assert output.get("raw") or output.get("raw_base64")  # the original bytes kept
+
+
+def test_a_line_that_starts_with_a_byte_order_mark_is_judged(tmp_path):
+    """A JSON-lines file saved by a Windows tool starts with UTF-8's byte order mark: its first
+    record is judged, not rejected as invalid JSON; the reason of a line that is not UTF-8 names
+    the fix."""
+    first = b"\xef\xbb\xbf" + orjson.dumps({"url": "https://bom.example/a", "content": HTML})
+    latin = '{"url": "https://x.example/", "content": "Caf\u00e9"}'.encode("latin-1")
+    outcomes = run_records([first, latin, GOOD], tmp_path)
+    assert [o.status for o in outcomes] == ["unique", "rejected", "unique"]
+    assert outcomes[1].dedup["reason"] == "undecodable" and "iconv" in outcomes[1].dedup["detail"]
 
 
 @pytest.mark.parametrize("packing", ["gzip", "brotli"])
