@@ -15,7 +15,7 @@ import orjson
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import EXTRACTORS
 from streamdedup.cli_options import EXTRACTOR_HELP, add_detector_options, detector_config, seconds_arg, time_arg
-from streamdedup.extras import DISTRIBUTION, MissingExtra, check_extra
+from streamdedup.extras import MissingExtra, check_extra
 from streamdedup.fingerprints.registry import METHODS
 
 if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
@@ -26,15 +26,13 @@ CONNECT_TIMEOUT_S = 15.0
 
 
 def package_version() -> str:
-    """The installed distribution's version; the package's own where it is not installed as such."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The version of the code that runs (`streamdedup.__version__`).
 
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:  # a source tree never installed (or installed under its earlier name)
-        from streamdedup import __version__
+    Not the installed distribution's metadata: an editable install keeps the version it was
+    installed at, and a tree pulled since would name an older one."""
+    from streamdedup import __version__
 
-        return __version__
+    return __version__
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -323,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     dedup = command("dedup", "deduplicate JSON Lines / WARC files (or - for stdin) into a folder")
     dedup.add_argument("inputs", nargs="+", help=inputs_help)
     dedup.add_argument("--out", type=Path, required=True,
-                       help="folder for unique.jsonl, duplicates.jsonl, rejected.jsonl and summary.json")
+                       help="folder for unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, clusters.jsonl "
+                            "and summary.json")
     dedup.add_argument("--state", type=Path, help="store folder (default OUT/state); give the same one to later runs "
                        "so they find duplicates of these pages")
     dedup.add_argument("--fresh", action="store_true", help="start over: delete the store (only a streamdedup "

@@ -129,8 +129,11 @@ class DetectorConfig:
                                  f"it measures a match's new text (max_new_share)")
             missing = policy.methods - set(self.methods)
             if missing:
+                matching = "|".join(m for m in self.methods if m in METHODS and METHODS[m].can_match) or "exact"
+                flag = "--policy" if name == "policy" else "--same-site-policy"
                 raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
-                                 f"(enabled: {', '.join(self.methods)})")
+                                 f"(enabled: {', '.join(self.methods)}): give a {name} of the enabled methods "
+                                 f"({flag} '{matching}'), or enable those (--methods)")
             for method, measure in sorted(policy.measures):
                 offered = METHODS[method].measures
                 if measure not in offered:

@@ -38,6 +38,8 @@ def test_query_files_nothing_and_add_does() -> None:
         assert again[0].status == "duplicate" and again[0].duplicate_of == "first"  # type: ignore[union-attr]
         rejected = dedup.add("   ")
         assert isinstance(rejected, Rejection) and rejected.reason == "empty_content"
+        # a list of results is read by one field, whatever each one is
+        assert [r.status for r in dedup.add_many(["", TEXT])] == ["rejected", "duplicate"]
 
 
 def test_a_kept_store_is_found_again_and_a_temporary_one_removed(tmp_path: Path) -> None:

@@ -212,6 +212,23 @@ def test_eval_writes_metrics_and_report(tmp_path):
     assert "<svg" in (out / "report.html").read_text()
 
 
+def test_eval_of_a_crawl_without_labels_names_what_it_needs(tmp_path, capsys):
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text(json.dumps({"url": "https://a.example/1", "content": "<p>some words of a page</p>"}) + "\n")
+    assert main(["eval", str(crawl), "--out", str(tmp_path / "eval"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no labelled page" in err and "streamdedup devset" in err
+
+
+def test_methods_without_their_policy_names_the_flag(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(out), "-q", "--methods", "exact"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--policy 'exact'" in err
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(out), "-q", "--methods", "exact",
+                 "--policy", "exact"]) == 0
+
+
 def test_stdin_input(tmp_path):
     import subprocess
     import sys

