@@ -156,7 +156,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     config = detector_config(args)
     settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
-                                adopt_settings=args.adopt_settings or None)
+                                adopt_settings=args.adopt_settings or None, worker_id=args.worker_id)
     reach_broker(settings, args.connect_timeout)
     try:
         worker = Worker(settings, config, CallWatchdog(exit_stuck))
@@ -406,6 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "STREAMDEDUP_STATE_DIR; default ./state)")
     worker.add_argument("--group-id", help="Kafka consumer group: workers of one group share the pages "
                         "(env STREAMDEDUP_GROUP_ID; default streamdedup)")
+    worker.add_argument("--worker-id", help="this worker's name in its group, its own on every worker (env "
+                        "STREAMDEDUP_WORKER_ID; default the host name)")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),

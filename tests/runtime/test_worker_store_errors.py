@@ -44,6 +44,42 @@ def test_a_worker_whose_store_is_in_use_stops_with_one_line(settings, monkeypatc
     assert len(line) == 1 and "in use by another process" in line[0] and str(store) in line[0], err
 
 
+def test_a_second_worker_on_a_running_ones_state_stops_alone(settings, monkeypatch, capsys):
+    """Started again on a running worker's --state, a worker stopped with the store in use only
+    once the group had given it partitions: it had joined under the same worker id (the host
+    name), the group fenced the running one, and both stopped. It stops before it joins, and the
+    running worker goes on."""
+    import os
+    import signal
+    import time
+
+    env = dict(os.environ)
+    for name in ("pages", "unique", "duplicates", "rejected", "clusters", "index", "parts"):
+        monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(settings.topics, name))
+        env[f"STREAMDEDUP_TOPIC_{name.upper()}"] = getattr(settings.topics, name)
+    args = ["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state", str(settings.state_dir),
+            "--group-id", settings.group_id]
+    running = subprocess.Popen([sys.executable, "-m", "streamdedup", *args, "--exit-when-idle", "60"], env=env,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        lock = settings.state_dir / "worker.lock"
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text().startswith("pid")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # it joins its group
+        assert main([*args, "--exit-when-idle", "5"]) == 2
+        err = capsys.readouterr().err
+        line = [line for line in err.splitlines() if line.startswith("streamdedup: error:")]
+        assert len(line) == 1 and "in use by another worker" in line[0] and f"pid {running.pid}" in line[0], err
+        time.sleep(5)  # a fenced worker stopped ~2 s after the second one joined
+        assert running.poll() is None, running.stderr.read() if running.stderr else ""
+    finally:
+        running.send_signal(signal.SIGTERM)
+        _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 0, stderr
+    assert "fenced" not in stderr
+
+
 def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_it(settings, monkeypatch, capsys):
     """A worker upgraded past 2026-12-02 (MinHash's 8-bit values with band checks) finds its
     stores built with 16-bit values, their description without band_check_bits: it stops in one

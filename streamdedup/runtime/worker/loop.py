@@ -26,6 +26,7 @@ verdicts keyed by page id.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -45,6 +46,7 @@ from streamdedup.runtime.watchdog import CallWatchdog
 from streamdedup.runtime.worker.assignment import Assignment
 from streamdedup.runtime.worker.errors import FENCED, StateLost, fenced
 from streamdedup.runtime.worker.state import Progress
+from streamdedup.runtime.worker.state_lock import lock_state_dir
 from streamdedup.runtime.worker.transactions import Transactions
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,8 @@ class Worker(Transactions, Assignment):
 
     def __init__(self, settings: WorkerSettings, config: DetectorConfig, watchdog: CallWatchdog | None = None) -> None:
         self.settings = settings
+        # before any client: a second worker on this state directory stops here, alone (state_lock.py)
+        self._state_lock: int | None = lock_state_dir(settings.state_dir)
         self.config = config
         # a deadline on the client's blocking transactional calls (runtime/watchdog.py): the command
         # line's worker exits when one outlives its timeout; without one (in process), it waits
@@ -298,5 +302,8 @@ class Worker(Transactions, Assignment):
             if close_producer and close is not None:
                 with self._deadline("close", 30):
                     close()
+            if self._state_lock is not None:  # the state directory is free for the next worker
+                os.close(self._state_lock)
+                self._state_lock = None
             if self.watchdog is not None:
                 self.watchdog.close()
