@@ -225,6 +225,11 @@ def write_stories(path: Path, stories: Stories) -> None:
     temporary.replace(path)
 
 
+# what to do where the cluster view's topic is not there
+_MISSING_VIEW = ("create the topics (`streamdedup topics create`) or start a worker, and give the same topic name "
+                 "as the worker's STREAMDEDUP_TOPIC_CLUSTER_VIEW")
+
+
 class ClusterReader:
     """Story -> pages from the cluster view topic (or the `pages.clusters` events), kept current.
 
@@ -254,8 +259,7 @@ class ClusterReader:
                                    "auto.offset.reset": "earliest", **client})
         metadata = self._consumer.list_topics(topic, timeout=30).topics[topic]
         if metadata.error is not None:
-            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: is the worker's "
-                             "STREAMDEDUP_TOPIC_CLUSTER_VIEW the same?")
+            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: {_MISSING_VIEW}")
         partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
         committed = self._consumer.committed(partitions, timeout=30)
         self._resume_at = {tp.partition: max(tp.offset, 0) for tp in committed}
@@ -307,7 +311,7 @@ def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view"
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         if metadata.error is not None:
-            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}")
+            raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: {_MISSING_VIEW}")
         for message in read_to_end(consumer, topic, metadata.partitions, timeout_s, failed):
             stories.apply(orjson.loads(message.value() or b"{}"))
     finally:

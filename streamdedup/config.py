@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -195,7 +195,10 @@ class DetectorConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DetectorConfig:
-        return cls.from_mapping(read_toml(path))
+        try:
+            return cls.from_mapping(read_toml(path))
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
@@ -206,28 +209,61 @@ class DetectorConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
-        names = tuple(data.get("methods", DEFAULT_METHODS))
-        params = {name: dict(value) for name, value in data.get("params", {}).items()}
+        methods = data.get("methods", DEFAULT_METHODS)
+        if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+            raise ValueError(f"methods is a list of names (methods = [\"exact\", \"minhash\"]), got {methods!r}")
+        names = tuple(methods)
+        tables = data.get("params", {})
+        if not isinstance(tables, Mapping) or not all(isinstance(v, Mapping) for v in tables.values()):
+            raise ValueError(f"params is a table of tables, one a method ([params.minhash] num_perm = 128), "
+                             f"got {tables!r}")
+        params = {name: dict(value) for name, value in tables.items()}
         stray = set(params) - set(names)
         if stray:
             raise ValueError(f"[params] for methods that are not enabled: {sorted(stray)}")
         cleaning = CleaningConfig(
             extractor=data.get("extractor", CleaningConfig.extractor),
-            max_content_bytes=int(data.get("max_content_bytes", CleaningConfig.max_content_bytes)))
+            max_content_bytes=_number(data, "max_content_bytes", int, CleaningConfig.max_content_bytes))
         retention = data.get("retention")
         skew = data.get("max_clock_skew")
         template = data.get("template", {})
         if template is not False and not isinstance(template, Mapping):
             raise ValueError("template is a table of TemplateParams fields ([template] min_share = 0.3) or false")
-        return cls(template=None if template is False else TemplateParams(**template),
+        return cls(template=None if template is False else _template_params(template),
                    methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
                    same_site_policy=data.get("same_site_policy"),
-                   max_new_share=float(data.get("max_new_share", DEFAULT_MAX_NEW_SHARE)),
-                   max_new_pairs=int(data.get("max_new_pairs", DEFAULT_MAX_NEW_PAIRS)),
-                   min_new_paragraph_words=int(data.get("min_new_paragraph_words", DEFAULT_MIN_NEW_PARAGRAPH_WORDS)),
+                   max_new_share=_number(data, "max_new_share", float, DEFAULT_MAX_NEW_SHARE),
+                   max_new_pairs=_number(data, "max_new_pairs", int, DEFAULT_MAX_NEW_PAIRS),
+                   min_new_paragraph_words=_number(data, "min_new_paragraph_words", int,
+                                                   DEFAULT_MIN_NEW_PARAGRAPH_WORDS),
                    cleaning=cleaning, retention=parse_duration(retention) if retention else None,
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
-                   batch_size=int(data.get("batch_size", 256)),
-                   batch_bytes=int(data.get("batch_bytes", cls.batch_bytes)), lexicon=data.get("lexicon", "wordfreq"),
-                   prepare_threads=int(data.get("prepare_threads", 0)),
+                   batch_size=_number(data, "batch_size", int, 256),
+                   batch_bytes=_number(data, "batch_bytes", int, cls.batch_bytes),
+                   lexicon=data.get("lexicon", "wordfreq"),
+                   prepare_threads=_number(data, "prepare_threads", int, 0),
                    learned_extraction=bool(data.get("learned_extraction", True)))
+
+
+def _number(data: Mapping[str, Any], key: str, kind: type[Any], default: Any) -> Any:
+    """`data[key]` as an int or float (`kind`), or `default`; another kind of value ends in one line naming the key."""
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key} is a number (as {default!r}), got {value!r}")
+    if kind is int and not float(value).is_integer():
+        raise ValueError(f"{key} is a whole number (as {default!r}), got {value!r}")
+    return kind(value)
+
+
+def _template_params(table: Mapping[str, Any]) -> TemplateParams:
+    """[template]'s fields as TemplateParams; an unknown field or a value of another kind ends in one line."""
+    known = {f.name: f for f in fields(TemplateParams)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ValueError(f"unknown [template] keys {unknown}; known: {sorted(known)}")
+    for key in table:
+        default = known[key].default
+        if isinstance(default, int | float) and not isinstance(default, bool):
+            _number(table, key, type(default), default)
+    return TemplateParams(**table)
+

@@ -229,6 +229,21 @@ def test_methods_without_their_policy_names_the_flag(tmp_path, capsys):
                  "--policy", "exact"]) == 0
 
 
+@pytest.mark.parametrize(("table", "named"), [
+    ('[template]\nmin_shares = 0.3', "min_shares"), ('[template]\nmin_share = "x"', "min_share"),
+    ("[params]\nminhash = 3", "params"), ('max_new_share = "lots"', "max_new_share"),
+    ('methods = "exact,minhash"', "methods"), ('[worker]\nbatch_size = "ten"', "batch_size")])
+def test_a_config_value_of_the_wrong_kind_ends_in_one_line_naming_it(tmp_path, capsys, table, named):
+    config = tmp_path / "config.toml"
+    config.write_text(table + "\n")
+    command = "worker" if table.startswith("[worker]") else "dedup"
+    args = (["worker", "--bootstrap-servers", "127.0.0.1:1", "--config", str(config)] if command == "worker"
+            else ["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", "--config", str(config)])
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and named in err and "Traceback" not in err, err
+
+
 def test_stdin_input(tmp_path):
     import subprocess
     import sys

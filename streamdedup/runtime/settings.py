@@ -151,7 +151,11 @@ class WorkerSettings:
             elif isinstance(current, Path):
                 changes[name] = Path(value)
             else:
-                changes[name] = type(current)(value)
+                try:
+                    changes[name] = type(current)(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"worker setting {name} is a {type(current).__name__} (as {current!r}), got "
+                                     f"{value!r} ([worker] {name}, STREAMDEDUP_{name.upper()} or its flag)") from None
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
         check_batch_limits(result.batch_size, result.batch_bytes, "messages")
