@@ -8,6 +8,7 @@ run it to compare methods on the same signatures.
 from __future__ import annotations
 
 import base64
+import codecs
 import logging
 import os
 import threading
@@ -339,8 +340,8 @@ class Fingerprinter:
         if raw.fields is not None:
             return raw.fields, _raw_payload(raw)
         data = raw.data or b""
-        if data.startswith(_BOM):  # a file saved by a Windows tool starts with one: not the record's
-            data = data[len(_BOM):]
+        if data.startswith(codecs.BOM_UTF8):  # a file saved by a Windows tool starts with one: not the record's
+            data = data[len(codecs.BOM_UTF8):]
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as err:
@@ -479,9 +480,6 @@ def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMetho
         raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
                        f"{min_words}): the page is only boilerplate or markup")
     return {m.name: m.signature(doc) for m in methods}
-
-
-_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark
 
 
 def _raw_payload(raw: RawRecord) -> dict[str, Any]:
