@@ -28,7 +28,6 @@ from streamdedup.own_text import own_text
 from streamdedup.record.batches import batches
 from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
-from streamdedup.record.rejection import Reason
 from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
@@ -183,7 +182,7 @@ class Detector:
         (`StoreBatch.stage`)."""
         signatures, names = staged
         if batch.seq_for(fp.page.id) is not None:
-            rejection = Rejection(Reason.DUPLICATE_ID.value, f"page id {fp.page.id!r} was already processed", fp.origin)
+            rejection = Rejection.repeated_id(fp.page.id, fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin, line=fp.line)
         stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
         verdict = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names)

@@ -123,12 +123,14 @@ class Outputs:
         self._counts[("produced", topic, status)] += 1
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
-                 passed: Headers | None = None, record: Mapping[str, Any] | None = None) -> None:
+                 passed: Headers | None = None, record: Mapping[str, Any] | None = None,
+                 page_id: str | None = None) -> None:
         """Dead letter: the original bytes with the reason in headers, and its verdict line.
 
         Dead letter: the original bytes (a JSON object: with its `dedup`), the reason in headers (a
-        stub if the original does not fit); and its verdict line (`record`: its fields, if known)."""
-        rejection = Rejection(reason, detail, source).as_dict()
+        stub if the original does not fit); and its verdict line (`record`: its fields, if known;
+        `page_id`: the page's id where it is known, as for a repeated id)."""
+        rejection = Rejection(reason, detail, source, page_id).as_dict()
         ours = dedup_headers(rejection, source)
         parsed = _json_object(original)
         record = record or parsed

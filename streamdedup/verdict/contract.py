@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..record.rejection import Reason
+
 DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full detail is in the value
 
 
@@ -57,6 +59,12 @@ class Rejection:
     reason: str  # a `record.rejection.Reason` value
     detail: str
     origin: str  # where the record came from: file:line, file@offset or topic[partition]@offset
+    page_id: str | None = None  # the page's id where it is known (a repeated id), else absent
+
+    @classmethod
+    def repeated_id(cls, page_id: str, origin: str) -> Rejection:
+        """A second record under an id already judged: `duplicate_id`, naming the id."""
+        return cls(Reason.DUPLICATE_ID.value, f"page id {page_id!r} was already processed", origin, page_id)
 
     @property
     def status(self) -> str:
@@ -64,7 +72,10 @@ class Rejection:
         return "rejected"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
+        out = {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
+        if self.page_id is not None:
+            out["id"] = self.page_id
+        return out
 
 
 def headers(dedup: Mapping[str, Any], source: str = "") -> list[tuple[str, bytes]]:

@@ -60,6 +60,8 @@ def test_an_undated_url_fetched_three_times_gets_three_verdicts(tmp_path: Path) 
     assert [v["status"] for v in got["https://news.example/c"]] == ["duplicate", "unique"]
     # a re-send of a dated page, and of an explicit id, stays a duplicate_id
     assert [v.get("reason") for v in got["https://news.example/a"]] == [None, "duplicate_id"]
+    sent, resent = got["https://news.example/a"]
+    assert resent["id"] == sent["id"]  # the dead letter names the id it repeats
     assert [v.get("reason") for v in got["https://news.example/b"]] == [None, "duplicate_id"]
     # the same polls again, --append (a new job): its undated pages are judged again, not refused
     assert main(["dedup", str(write_jsonl(tmp_path / "in.jsonl", polls(2))), "--out", str(out), "-q",

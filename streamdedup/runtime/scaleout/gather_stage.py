@@ -47,7 +47,6 @@ import orjson
 import xxhash
 from rocksdict import WriteBatch
 
-from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import (
     INFINITE,
     Answer,
@@ -347,8 +346,7 @@ class GatherPartition:
         finished = _FINISHED + header.page_id.encode("utf-8", "surrogatepass")
         before = self._finished.get(finished) or self.db.get(finished)
         if before is not None and before[:ORDER_BYTES] != header.order:
-            dedup = Rejection(Reason.DUPLICATE_ID.value, f"page id {header.page_id!r} was already processed",
-                              header.origin).as_dict()
+            dedup = Rejection.repeated_id(header.page_id, header.origin).as_dict()
             return [Decided(header, dedup, by, held.completed_ms),
                     *(_reply(asker, order, header.page_id, header.order, None) for asker, order in pending.askers)]
         earlier = pending.earlier()

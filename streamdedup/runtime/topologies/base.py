@@ -115,6 +115,6 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
     dedup = outcome.dedup
     if dedup["status"] == "rejected":
         out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message),
-                     headers_of(message), outcome.record)
+                     headers_of(message), outcome.record, dedup.get("id"))
     else:
         out.verdict(outcome.record, dedup, passed=headers_of(message), input_key=message.key(), line=outcome.line)

@@ -29,7 +29,6 @@ from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignatu
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.own_text import own_text
 from streamdedup.record.readers import RawRecord
-from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.messages import (
     INFINITE,
     KIND_HEADER,
@@ -198,9 +197,7 @@ class FingerprintPartition:
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 item = own_text(item, self.templates.template(item.template_hash), self.fingerprinter, params)
             if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
-                item = Outcome(item.record, Rejection(Reason.DUPLICATE_ID.value,
-                                                      f"page id {item.page.id!r} was already processed",
-                                                      item.origin).as_dict(), item.origin)
+                item = Outcome(item.record, Rejection.repeated_id(item.page.id, item.origin).as_dict(), item.origin)
             if offset_of(message) < replay_until:  # rebuilding the template store: its outputs are in Kafka
                 replayed += 1
                 continue

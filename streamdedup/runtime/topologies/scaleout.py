@@ -320,7 +320,8 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
     header, dedup = decided.header, decided.dedup
     if dedup["status"] == "rejected":
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
-                     dedup["reason"], dedup["detail"], header.origin, list(header.headers), header.record)
+                     dedup["reason"], dedup["detail"], header.origin, list(header.headers), header.record,
+                     dedup.get("id"))
         return
     out.verdict(header.record, dedup, header.origin, list(header.headers), header.key)
 

@@ -115,6 +115,7 @@ def test_gather_waits_for_every_partition_in_any_order_and_survives_a_restart(tm
     again = PageHeader("p1", page_order(2, 2, 0, 1), (), {"url": "https://a.example/"}, "pages[0]@1")
     [rejected] = gather.add_header(again)
     assert isinstance(rejected, Decided) and rejected.dedup["reason"] == "duplicate_id"
+    assert rejected.dedup["id"] == "p1"
     gather.close()
 
 
