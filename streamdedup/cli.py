@@ -178,21 +178,29 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
     from streamdedup.record.readers import check_inputs, read_inputs
     from streamdedup.runtime.feed import FeedFailed, feed
-    from streamdedup.runtime.topics import ensure_topics
+    from streamdedup.runtime.topics import ensure_topics, topic_exists
 
     check_inputs(args.inputs)  # before the broker is asked for anything
     settings = _worker_settings(args)
     reach_broker(settings, args.connect_timeout)
-    ensure_topics(settings, timeout=args.connect_timeout)
+    partitions = ensure_topics(settings, timeout=args.connect_timeout)
+    topic = args.topic or settings.topics.pages
+    if topic not in partitions and not topic_exists(settings, topic, args.connect_timeout):
+        # a broker that creates topics on first use would make it with its defaults (1 MB records,
+        # 1 partition), and no worker reads it: a typo must not send a crawl nowhere
+        print(f"streamdedup: error: topic {topic!r} does not exist on {settings.bootstrap_servers}, so no worker "
+              f"reads it: leave out --topic to feed the workers' pages topic ({settings.topics.pages!r}), or create "
+              f"{topic!r} first and run the workers with STREAMDEDUP_TOPIC_PAGES={topic}", file=sys.stderr)
+        return 2
     records = tqdm(read_inputs(args.inputs), unit="page", desc="feed", disable=None, file=sys.stderr)
     refused: list[dict] = []
     try:
-        sent = feed(records, settings.client(), args.topic or settings.topics.pages, args.rate,
+        sent = feed(records, settings.client(), topic, args.rate,
                     rejected_topic=settings.topics.rejected, refused=refused)
     except FeedFailed as err:
         print(f"streamdedup: error: {err}", file=sys.stderr)
         return 2
-    print(f"sent {sent - len(refused)} pages to {args.topic or settings.topics.pages} on {settings.bootstrap_servers}"
+    print(f"sent {sent - len(refused)} pages to {topic} on {settings.bootstrap_servers}"
           + (f"; {len(refused)} too large for the broker went to {settings.topics.rejected} as too_large_for_broker"
              if refused else ""))
     return 0

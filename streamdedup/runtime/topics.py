@@ -53,6 +53,12 @@ def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
     return config
 
 
+def topic_exists(settings: WorkerSettings, name: str, timeout: float = 15.0) -> bool:
+    """Whether the broker has a topic of this name (asked by name: the answer creates nothing)."""
+    topics = AdminClient(settings.client()).list_topics(timeout=timeout).topics
+    return name in topics
+
+
 def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, int]:
     """Returns the partition count of every topic (existing ones are not changed)."""
     admin = AdminClient(settings.client())

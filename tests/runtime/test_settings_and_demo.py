@@ -123,3 +123,23 @@ def test_replication_and_changelog_retention_are_settings_the_created_topics_tak
     resource = ConfigResource("topic", ours.topics.internal[0])
     described = admin.describe_configs([resource])[resource].result(15)
     assert described["retention.ms"].value == "2764800000"
+
+
+def test_feeding_a_topic_that_does_not_exist_is_refused_with_its_fix(settings, tmp_path, monkeypatch, capsys):
+    """`feed --topic` with a typo: before, the broker made the topic on first use (1 partition, its
+    default record size) and printed "sent", and no worker ever read the crawl. Now: exit 2, one
+    line naming the workers' topic, and no topic made. An existing topic is fed as before."""
+    from streamdedup.cli import main
+    from streamdedup.runtime.topics import topic_exists
+
+    for name in settings.topics.__dataclass_fields__:
+        monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(settings.topics, name))
+    crawl = write_jsonl(tmp_path / "crawl.jsonl", [page("https://a.example/1", " ".join(make_article(5)))])
+    typo = settings.topics.pages + "z"
+    assert main(["feed", str(crawl), "--bootstrap-servers", settings.bootstrap_servers, "--topic", typo]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"topic {typo!r} does not exist" in err and "leave out --topic" in err
+    assert not topic_exists(settings, typo)
+    assert main(["feed", str(crawl), "--bootstrap-servers", settings.bootstrap_servers,
+                 "--topic", settings.topics.pages]) == 0
+    assert f"sent 1 pages to {settings.topics.pages}" in capsys.readouterr().out
