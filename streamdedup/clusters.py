@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from streamdedup.logs import kafka_logger
 from streamdedup.record.page import FIELD_ALIASES
 from streamdedup.record.topic_end import read_to_end
 
@@ -249,16 +250,27 @@ class ClusterReader:
     """
 
     def __init__(self, bootstrap_servers: str, group_id: str, topic: str = "pages.cluster_view",
-                 **client: Any) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+                 timeout_s: float = 30.0, **client: Any) -> None:
+        """Raises ConnectionError if no broker answers within `timeout_s`, ValueError if `topic` is missing.
+
+        `client`: more librdkafka settings (security, for one). Its log lines go to the
+        `streamdedup.kafka` logger, each kind at most once a minute, not to the process's stderr."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
         self.topic = topic
         self.stories = Stories()
         self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group_id,
                                    "enable.auto.commit": False, "isolation.level": "read_committed",
-                                   "auto.offset.reset": "earliest", **client})
-        metadata = self._consumer.list_topics(topic, timeout=30).topics[topic]
+                                   "auto.offset.reset": "earliest", "logger": kafka_logger(), **client})
+        try:
+            metadata = self._consumer.list_topics(topic, timeout=timeout_s).topics[topic]
+        except KafkaException as err:
+            self._consumer.close()
+            problem = err.args[0].str() if err.args and hasattr(err.args[0], "str") else str(err)
+            raise ConnectionError(f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:g} s "
+                                  f"({problem}): give the address the workers use") from None
         if metadata.error is not None:
+            self._consumer.close()
             raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: {_MISSING_VIEW}")
         partitions = [TopicPartition(topic, p) for p in sorted(metadata.partitions)]
         committed = self._consumer.committed(partitions, timeout=30)

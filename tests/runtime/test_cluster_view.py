@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 
 import orjson
+import pytest
 from confluent_kafka import Producer
 
 from runtime.scaleout.test_one_engine import bridged_clusters
@@ -68,3 +69,19 @@ def test_a_reader_restarted_mid_stream_has_the_stories_of_one_that_never_stopped
     assert len(expected) < sum(e["type"] == "created" for e in events) - 1  # the bridge and the late match joined stories
     never_stopped.close()
     restarted.close()
+
+
+def test_a_reader_given_a_wrong_address_or_topic_ends_in_one_error_naming_it(settings, capfd):
+    """The README's `ClusterReader` with an address no broker answers at: before, 580 raw librdkafka
+    lines on stderr in 30 s and a bare KafkaException. Now a ConnectionError naming the address,
+    and librdkafka's lines go through logging. A topic no worker made: a ValueError naming the fix."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{free.getsockname()[1]}"
+    with pytest.raises(ConnectionError, match=f"no Kafka broker answered at {address} within 3 s"):
+        ClusterReader(address, "g", timeout_s=3)
+    assert "|FAIL|" not in capfd.readouterr().err
+    with pytest.raises(ValueError, match="streamdedup topics create"):
+        ClusterReader(settings.bootstrap_servers, "g", settings.topics.cluster_view + "-missing")
