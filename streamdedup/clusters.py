@@ -97,6 +97,7 @@ class Stories:
 
     def __init__(self) -> None:
         self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
+        self._names: dict[str, set[str]] = {}  # page id -> the earlier pages its verdict named (their order)
         self._parent: dict[str, str] = {}
         self._name: dict[str, tuple[int, str, str]] = {}  # root -> the rank of its earliest cluster
         self._cluster_ids: set[str] = set()
@@ -143,6 +144,10 @@ class Stories:
                     member[name] = event[name]
             if member["status"] is None:
                 member["status"] = "unique" if event["type"] == "created" else "duplicate"
+            named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ())}
+            named.discard(None)
+            if named:
+                self._names.setdefault(page, set()).update(named)
         self._join(cluster, page)
         for other in (event.get("duplicate_of"), *event.get("merged", ())):
             if other:
@@ -163,13 +168,38 @@ class Stories:
         return None if member is None else member["url"]
 
     def stories(self) -> list[dict[str, Any]]:
-        """The current stories, by name, each with its pages (in fetch time, then id, order)."""
+        """The current stories, by name, each with its pages in the order they were fetched.
+
+        By fetch time; pages of one fetch time (re-fetches without one: a polled live page) after
+        every earlier page their verdicts name (duplicate_of, supersedes, related_to), which is
+        the order they were judged in; then by id."""
         groups: dict[str, list[dict[str, Any]]] = {}
         for page_id, member in self.pages.items():
             groups.setdefault(self.story_of(page_id), []).append(member)
+        after = self._links_before()
         return [{"cluster_id": name, "size": len(members),
-                 "pages": sorted(members, key=lambda m: (str(m["fetch_time"] or ""), m["id"]))}
+                 "pages": sorted(members, key=lambda m: (str(m["fetch_time"] or ""), after[m["id"]], m["id"]))}
                 for name, members in sorted(groups.items())]
+
+    def _links_before(self) -> dict[str, int]:
+        """Each page's longest chain of earlier pages its verdict named, in pages this view holds."""
+        depth: dict[str, int] = {}
+        for start in self.pages:
+            if start in depth:
+                continue
+            stack, open_ = [start], {start}
+            while stack:  # depth-first without recursion: a live page polled 10,000 times is one chain
+                page = stack[-1]
+                names = [n for n in self._names.get(page, ()) if n in self.pages]
+                todo = [n for n in names if n not in depth and n not in open_]
+                if todo:
+                    stack.extend(todo)
+                    open_.update(todo)
+                    continue
+                depth[page] = 1 + max((depth.get(n, -1) for n in names), default=-1)
+                stack.pop()
+                open_.discard(page)
+        return depth
 
     def __len__(self) -> int:
         return len({self._root(page_id) for page_id in self.pages})

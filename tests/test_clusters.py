@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 
-from conftest import write_jsonl
+import orjson
+from conftest import make_article, write_jsonl
 
 from streamdedup.cli import main
-from streamdedup.clusters import Stories
+from streamdedup.clusters import Stories, view_event
 
 
 def event(kind: str, page: str, cluster: str, day: int, **more: object) -> dict:
@@ -46,3 +47,27 @@ def test_the_clusters_command_prints_the_stories_of_an_output_folder(tmp_path, c
     assert main(["clusters", "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert printed.encode() == (tmp_path / "out" / "clusters.jsonl").read_bytes() and printed.count("\n") == 1
+
+
+def test_a_live_page_polled_without_fetch_times_lists_its_pages_in_the_order_fetched(tmp_path):
+    """Four polls of one url with no fetch time (first, unchanged, a new paragraph, unchanged): the
+    story lists them as fetched. Before, pages without a fetch time were listed by id (a hash), so
+    a duplicate could come before the revision it repeats. The fold still takes any event order."""
+    first = make_article(31, paragraphs=4)
+    revised = [*first, *make_article(32, paragraphs=2)]
+    polls = [{"url": "https://live.example/storm", "content": "\n\n".join(text), "n": n}
+             for n, text in enumerate([first, first, revised, revised])]
+    out = tmp_path / "out"
+    assert main(["dedup", str(write_jsonl(tmp_path / "polls.jsonl", polls)), "--out", str(out), "-q"]) == 0
+    verdicts = [orjson.loads(line) for line in (out / "verdicts.jsonl").read_bytes().splitlines()]
+    ids = [v["id"] for v in verdicts]  # in input order
+    assert [v["dedup"]["status"] for v in verdicts] == ["unique", "duplicate", "unique", "duplicate"]
+    assert sorted(verdicts[2]["dedup"]["supersedes"]) == sorted(ids[:2])
+    [story] = [orjson.loads(line) for line in (out / "clusters.jsonl").read_bytes().splitlines()]
+    assert [p["id"] for p in story["pages"]] == ids
+    events = [view_event(v["dedup"], v["url"], v["fetch_time"]) for v in verdicts]
+    for seed in range(20):
+        shuffled = Stories()
+        for item in random.Random(seed).sample(events, len(events)):
+            shuffled.apply(item)
+        assert [p["id"] for p in shuffled.stories()[0]["pages"]] == ids
