@@ -107,13 +107,18 @@ def site_of(url: str) -> str:
 
 # scheme://host, the host plain ASCII (no user, port, brackets or %): most URLs. urlsplit's
 # hostname of such a URL is the host lowercased; the rest go through urlsplit.
+_SPECIAL_SCHEME = re.compile(r"(?i)(?:https?|wss?|ftp):[/\\]")  # the schemes whose URLs read "\\" as "/"
 _PLAIN_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9._~!$&'()*+,;=\-]+)(?:[/?#]|\Z)")
 
 
 def url_host(url: str) -> str:
     """`urlsplit(url).hostname` without trailing dots ("" if none or unparsable), for a stripped URL.
 
-    Plain ones without urlsplit (a few µs a page)."""
+    Plain ones without urlsplit (a few µs a page). In an http(s) URL a backslash is a slash, as
+    browsers and crawlers read it (the WHATWG URL standard): `https://evil.example\\@news.example/`
+    is fetched from evil.example, so it must not count as a page of news.example."""
+    if "\\" in url and _SPECIAL_SCHEME.match(url):
+        url = url.replace("\\", "/")
     plain = _PLAIN_HOST.match(url)
     if plain is not None:
         return plain.group(1).lower().rstrip(".")
