@@ -109,7 +109,8 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
         either_capped = capped or theirs_capped
-        mine_new, their_new = _absent_from(own[0], theirs[0]), _absent_from(theirs[0], own[0])
+        mine_new = _absent_from(own[0], theirs[0], own[2], theirs[2])
+        their_new = _absent_from(theirs[0], own[0], theirs[2], own[2])
         edges = (EVERY_EDGE if other.site == page_site else NO_EDGE if either_capped
                  else _replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
@@ -189,7 +190,13 @@ EVERY_EDGE, NO_EDGE = (True, True), (False, False)
 EDGE_PARAGRAPH_WORDS = 100
 
 
-def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
+# a paragraph's match in its place (one value equal) holds it only if no more than this many words shorter:
+# NewTextTolerance's new paragraph (20 words) is text the match cannot hold (`_absent_from`)
+IN_PLACE_SHORTER_BY = 20
+
+
+def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray,
+                 their_words: np.ndarray) -> np.ndarray:
     """Whether each paragraph is absent from the other page's (bool[n]): none of theirs is its counterpart.
 
     A paragraph's counterpart keeps its k-th values with the Jaccard of their pairs: a light edit
@@ -202,7 +209,14 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
     stays and a chance match elsewhere on the page does not count. Where no paragraph has three,
     its place is the whole page. A paragraph of the story put in a fetch that lacked it reads as
     found 46 % of the time with one value anywhere, 8.5 % with this rule (the 130 articles of
-    readability's test pages; `bench/counterparts.py`)."""
+    readability's test pages; `bench/counterparts.py`).
+
+    A match in place holds a paragraph only if the paragraphs matched there are together no more
+    than `IN_PLACE_SHORTER_BY` words shorter than it (`words`, `their_words`: the paragraphs'
+    lengths): they cannot hold its text otherwise. A paragraph replaced by a short line whose one
+    value is equal by chance or found by trial (an adversarial review replaced an 80-word
+    paragraph by 24 words after 72 tries) is new; a paragraph split in two keeps both halves in
+    its place."""
     if not len(values) or not len(their_values):
         return np.zeros(len(values), dtype=bool)
     equal = _equal_values(values, their_values)
@@ -214,7 +228,9 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
     later = np.where(counterpart >= 0, counterpart, len(slots))
     after = np.minimum.accumulate(np.concatenate([later[1:], [len(slots)]])[::-1])[::-1]
     in_place = (slots[None, :] > before[:, None]) & (slots[None, :] < after[:, None])
-    return np.asarray(~(agreed | ((equal >= 1) & in_place)).any(axis=1))
+    placed = (equal >= 1) & in_place
+    long_enough = placed.astype(np.int64) @ their_words >= words - IN_PLACE_SHORTER_BY
+    return np.asarray(~(agreed.any(axis=1) | (placed.any(axis=1) & long_enough)))
 
 
 def _equal_values(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
