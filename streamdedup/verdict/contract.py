@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..record.rejection import Reason
+from streamdedup.record.rejection import Reason
 
 DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full detail is in the value
 

@@ -191,8 +191,8 @@ EDGE_PARAGRAPH_WORDS = 100
 
 
 # a paragraph's match in its place (one value equal) holds it only if no more than this many words shorter:
-# NewTextTolerance's new paragraph (20 words) is text the match cannot hold (`_absent_from`)
-IN_PLACE_SHORTER_BY = 20
+# a new paragraph's length (NewTextTolerance's default) is text the match cannot hold (`_absent_from`)
+IN_PLACE_SHORTER_BY = NewTextTolerance.min_paragraph_words
 
 
 def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray,
