@@ -22,15 +22,27 @@ noida-db exposes no topic ids (all zeros) and Tansu new ones for a topic created
 record's identity works on both and on Apache Kafka.
 
 What then happens is the operator's choice (`WorkerSettings.on_topic_reset`): `refuse` stops the
-worker with one line naming both ways on; `restart` judges the partition from its beginning,
-keeping what the store knows of earlier pages, with a warning.
+worker with one line naming both ways on; `restart` judges the partition again, keeping what the
+store knows of earlier pages, with a warning.
+
+Judged again from where: a broker that lost the tail of a partition (acknowledged records it had
+not written or replicated) keeps the records before it, and those have had their outputs. Read
+again, each would come out a second time (an operator review: 169 of 473 pages twice). So the
+worker also keeps a bounded journal of what it read (`ReadJournal`: each batch's offsets and 8-byte
+record digests, in a ring of `READ_JOURNAL_SLOTS` meta records written with the batch). On a
+partition that started over, `judged_prefix` reads the journaled offsets again: the records still
+there, in order from the journal's first, were judged; the first one that is not (another record,
+or none) is where judging starts. If the journal's first record is not there either (a topic
+created again, or a loss longer than the journal), nothing can be told apart and the partition is
+judged from its beginning.
 """
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,14 +54,70 @@ from streamdedup.runtime.record_identity import record_digest
 from streamdedup.runtime.settings import ON_TOPIC_RESET
 
 READ_TIMEOUT_S = 5.0  # how long the records are waited for (Tansu answers a read past the end with nothing)
+PREFIX_TIMEOUT_S = 30.0  # how long the journaled records are read again, at most (what is not read is judged again)
+READ_JOURNAL_SLOTS = 64  # batches a partition's read journal keeps: 64 to 64 x batch_size records
+JOURNAL_DIGEST_BYTES = 8
+_ENTRY = struct.Struct("<q8s")  # offset, the first 8 bytes of the record's digest
+_SEQ = struct.Struct("<q")
 
 TP = tuple[str, int]
-__all__ = ["ON_TOPIC_RESET", "Finding", "RecordIdentity", "check_partitions", "identity_key"]
+__all__ = ["ON_TOPIC_RESET", "READ_JOURNAL_SLOTS", "Finding", "ReadJournal", "RecordIdentity", "check_partitions",
+           "identity_key", "judged_prefix", "journal_slot_key", "stage_read_journal"]
 
 
 def identity_key(topic: str, partition: int) -> str:
     """The store's meta record of the last record it processed of a partition."""
     return f"last:{topic}:{partition}"
+
+
+def journal_slot_key(topic: str, partition: int, slot: int) -> str:
+    """The store's meta record of one batch in a partition's read journal (a ring of `READ_JOURNAL_SLOTS`)."""
+    return f"read:{topic}:{partition}:{slot}"
+
+
+@dataclass(frozen=True)
+class ReadJournal:
+    """What a store read last of a partition: offset -> 8-byte record digest, for the last batches.
+
+    Kept as a ring of batch records (`journal_slot_key`), each numbered by the batch's sequence, so a
+    slot written after a topic started over overrides what an older slot says of the same offsets."""
+
+    entries: dict[int, bytes]
+
+    @staticmethod
+    def slot_value(seq: int, batch: list[tuple[int, bytes]]) -> bytes:
+        """One batch's journal record: its sequence number, then (offset, digest) per record."""
+        return _SEQ.pack(seq) + b"".join(_ENTRY.pack(offset, digest[:JOURNAL_DIGEST_BYTES]) for offset, digest in batch)
+
+    @staticmethod
+    def slot_seq(value: bytes | None) -> int:
+        """The sequence number of a journal record, -1 for none."""
+        return _SEQ.unpack_from(value)[0] if value and len(value) >= _SEQ.size else -1
+
+    @classmethod
+    def read(cls, get_meta: Callable[[str], bytes | None], topic: str, partition: int, last_offset: int) -> ReadJournal:
+        """The journal as a store holds it, up to the offset it read last (later entries are an older topic's)."""
+        slots = sorted((value for value in (get_meta(journal_slot_key(topic, partition, slot))
+                                            for slot in range(READ_JOURNAL_SLOTS)) if value), key=cls.slot_seq)
+        entries: dict[int, bytes] = {}
+        for value in slots:  # oldest first: a newer batch's digest of an offset wins
+            body = value[_SEQ.size:]
+            for at in range(0, len(body) - len(body) % _ENTRY.size, _ENTRY.size):
+                offset, digest = _ENTRY.unpack_from(body, at)
+                if offset <= last_offset:
+                    entries[offset] = digest
+        return cls(dict(sorted(entries.items())))
+
+
+def stage_read_journal(get_meta: Callable[[str], bytes | None], stage_meta: Callable[[str, bytes], None],
+                       topic: str, partition: int, messages: list[Message]) -> None:
+    """Journal a batch's records of one partition, in the next slot of its ring, with the batch's store changes."""
+    raw = get_meta(f"read:{topic}:{partition}:next")
+    seq = int(raw) if raw else 0
+    batch = [(int(message.offset() or 0), record_digest(message.key(), message.value(), _stamp(message)))
+             for message in messages]
+    stage_meta(journal_slot_key(topic, partition, seq % READ_JOURNAL_SLOTS), ReadJournal.slot_value(seq, batch))
+    stage_meta(f"read:{topic}:{partition}:next", str(seq + 1).encode())
 
 
 @dataclass(frozen=True)
@@ -168,3 +236,87 @@ def check_partitions(client: Mapping[str, Any], expected: Mapping[TP, tuple[int,
     finally:
         consumer.close()
     return findings
+
+
+def judged_prefix(client: Mapping[str, Any], journals: Mapping[TP, ReadJournal],
+                  timeout_s: float = PREFIX_TIMEOUT_S) -> dict[TP, int]:
+    """Where each started-over partition's records stop being the ones its store read.
+
+    The first offset to judge of each partition that started over, from its read journal: the records
+    read again from the journal's first on are the ones judged (their outputs are out) until the first
+    that is not (another record, or none). A partition whose journal's first record is not there
+    either is judged from its beginning (0 here); one whose records could not all be read in
+    `timeout_s` from after the last one matched (judged twice rather than lost). The partition's end is
+    asked first: journaled offsets at or past it are gone, and are not waited for (Tansu answers a read
+    past the end with nothing, not with the end)."""
+    starts: dict[TP, int] = {}
+    reading: dict[TP, tuple[list[int], int]] = {}  # the journal's offsets still to match, and the next of them
+    for tp_key, journal in journals.items():
+        if journal.entries:
+            reading[tp_key] = (list(journal.entries), 0)
+        else:
+            starts[tp_key] = 0
+    if not reading:
+        return starts
+    consumer = Consumer({**client, **topics.consumer_settings(),
+                         "group.id": f"streamdedup-check-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+                         "isolation.level": "read_uncommitted",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    matched: dict[TP, int] = {}  # the offset after the last record matched
+    try:
+        for tp_key, (offsets, _) in list(reading.items()):  # offsets past the end are gone: not waited for
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(*tp_key), timeout=10, cached=False)
+            except KafkaException:
+                continue
+            there = [offset for offset in offsets if offset < high]
+            if not there:  # the journal's first record is gone: nothing to tell apart
+                starts[tp_key] = 0
+                del reading[tp_key]
+            else:
+                reading[tp_key] = (there, 0)
+        if not reading:
+            return starts
+        consumer.assign([TopicPartition(topic, partition, offsets[0])
+                         for (topic, partition), (offsets, _) in reading.items()])
+        deadline = time.monotonic() + timeout_s
+        while reading and time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            tp_key = (str(message.topic()), int(message.partition() or 0))
+            if tp_key not in reading:
+                continue
+            offsets, at = reading[tp_key]
+            error = message.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                continue  # a transient error: the client retries
+            offset = int(message.offset() or 0)
+            if error is None and offset < offsets[at]:  # below the journal's first
+                continue
+            if error is None and at == 0 and offset > offsets[0]:  # the journal's start deleted by retention
+                at = next((i for i, journaled in enumerate(offsets) if journaled >= offset), len(offsets) - 1)
+            digest = journals[tp_key].entries[offsets[at]]
+            same = (error is None and offset == offsets[at]
+                    and record_digest(message.key(), message.value(), _stamp(message))[:JOURNAL_DIGEST_BYTES] == digest)
+            if same:
+                at += 1
+                matched[tp_key] = offset + 1
+            if not same or at == len(offsets):
+                # the first record not read before (or the journal's end): judging starts there, unless the
+                # journal's first record is gone too, which tells nothing (judged from the beginning)
+                starts[tp_key] = matched.get(tp_key, 0) if at > 0 else 0
+                consumer.pause([TopicPartition(*tp_key)])
+                del reading[tp_key]
+            else:
+                reading[tp_key] = (offsets, at)
+        for tp_key in reading:  # not all read in time: what was not matched is judged again
+            starts[tp_key] = matched.get(tp_key, 0)
+    finally:
+        consumer.close()
+    return starts
+
+
+def _stamp(message: Message) -> int | None:
+    _, stamp = message.timestamp()
+    return stamp if stamp >= 0 else None

@@ -12,12 +12,15 @@ import time
 from dataclasses import replace
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from conftest import make_article, page, wrap_in_template
 
+from runtime.conftest import read_topic
 from runtime.test_worker import BAD, outputs, send, verdicts_by_id
 from streamdedup.config import DetectorConfig
-from streamdedup.runtime.topic_reset import _by_watermarks
+from streamdedup.runtime.topic_reset import READ_JOURNAL_SLOTS, ReadJournal, _by_watermarks, journal_slot_key
+from streamdedup.runtime.topics import ensure_topics
 from streamdedup.runtime.worker import TopicStartedOver, Worker
 
 
@@ -101,6 +104,74 @@ def test_a_broker_that_lost_everything_is_judged_from_the_beginning_on_restart(s
     assert f"{settings.topics.pages}[0] started over" in caplog.text
     # and again: the store now holds the new topic's offsets, nothing is judged twice
     assert Worker(settings, DetectorConfig()).run(idle_timeout_s=1).decided == 0
+
+
+@pytest.mark.parametrize("topology", [pytest.param("global", marks=TANSU_LOST_OFFSET),
+                                      pytest.param("local", marks=NOT_ON_TANSU)])
+def test_a_broker_that_lost_the_tail_of_a_partition_judges_only_the_records_it_did_not_read(settings, topology,
+                                                                                           caplog):
+    """A broker back without the last records it acknowledged keeps the ones before: those had their
+    outputs, and are not judged again (an operator review: 169 of 473 pages twice); the records
+    written after it came back are judged once each."""
+    settings = replace(settings, topology=topology, on_topic_reset="restart")
+    send(settings, pages(0, 4) + BAD)
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
+    kept = read_topic(settings, settings.topics.pages, to_end=True)[:9]  # the broker lost offsets 9..14
+    delete_topics(settings, [settings.topics.pages])
+    ensure_topics(settings)
+    producer = Producer(settings.client())
+    for message in kept:  # the same records at the same offsets: key, value and time
+        producer.produce(settings.topics.pages, message.value(), message.key(), timestamp=message.timestamp()[1])
+    producer.flush(10)
+    new = pages(100, 4)
+    send(settings, new)
+    caplog.set_level("WARNING")
+    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=2)
+    assert stats.decided == len(new) and stats.replayed == 0
+    assert judged_once(outputs(settings)) == 15 + len(new)  # every input once: none of the 9 kept twice
+    assert f"{settings.topics.pages}[0] started over" in caplog.text
+    assert "offsets 0..8 are the records its store read" in caplog.text
+
+
+@NOT_ON_TANSU
+def test_a_group_commit_below_the_records_kept_is_where_judging_starts(settings, caplog):
+    """The broker kept records 0..8 but the group's commit is at 5 (the outputs of 5..8, written
+    after them, may be lost too): judged again from 5, twice rather than never."""
+    # no static member: noida-db refuses a commit from outside a group that still has one
+    settings = replace(settings, topology="local", on_topic_reset="restart", static_membership=False)
+    send(settings, pages(0, 4) + BAD)
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
+    kept = read_topic(settings, settings.topics.pages, to_end=True)[:9]
+    delete_topics(settings, [settings.topics.pages])
+    ensure_topics(settings)
+    producer = Producer(settings.client())
+    for message in kept:
+        producer.produce(settings.topics.pages, message.value(), message.key(), timestamp=message.timestamp()[1])
+    producer.flush(10)
+    committer = Consumer(settings.client(**{"group.id": settings.group_id}))  # the group's commit, moved to 5
+    committer.commit(offsets=[TopicPartition(settings.topics.pages, 0, 5)], asynchronous=False)
+    committer.close()
+    caplog.set_level("WARNING")
+    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=2)
+    assert stats.decided == 4 and "the group committed offset 5, below 9: judging from 5" in caplog.text
+
+
+def test_the_read_journal_keeps_the_last_batches_and_the_newest_word_on_an_offset():
+    metas: dict[str, bytes] = {}
+    for seq in range(READ_JOURNAL_SLOTS + 3):  # the ring wraps: the 3 oldest batches are gone
+        metas[journal_slot_key("t", 0, seq % READ_JOURNAL_SLOTS)] = ReadJournal.slot_value(
+            seq, [(2 * seq, b"a" * 16), (2 * seq + 1, b"b" * 16)])
+    journal = ReadJournal.read(metas.get, "t", 0, last_offset=10**9)
+    assert list(journal.entries) == list(range(6, 2 * (READ_JOURNAL_SLOTS + 3)))
+    assert journal.entries[6] == b"a" * 8  # 8 bytes of the digest
+    # a topic started over at offset 20 and its next batch read 20..30 (in the oldest slot, of offsets
+    # 6 and 7): its digests win, and the old topic's entries past offset 30 are not the new topic's
+    seq = READ_JOURNAL_SLOTS + 3
+    metas[journal_slot_key("t", 0, seq % READ_JOURNAL_SLOTS)] = ReadJournal.slot_value(
+        seq, [(offset, b"n" * 16) for offset in range(20, 31)])
+    journal = ReadJournal.read(metas.get, "t", 0, last_offset=30)
+    assert list(journal.entries) == list(range(8, 31)) and journal.entries[20] == journal.entries[30] == b"n" * 8
+    assert journal.entries[19] == b"b" * 8
 
 
 def test_what_the_partition_offsets_say_when_the_record_cannot_be_read():

@@ -11,7 +11,14 @@ from collections import defaultdict
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from streamdedup.runtime.topic_reset import Finding, RecordIdentity, check_partitions, identity_key
+from streamdedup.runtime.topic_reset import (
+    Finding,
+    ReadJournal,
+    RecordIdentity,
+    check_partitions,
+    identity_key,
+    judged_prefix,
+)
 from streamdedup.runtime.worker.errors import StoreAheadOfKafka, TopicStartedOver
 from streamdedup.runtime.worker.state import TP, Progress, WorkerState, offset_key
 
@@ -45,9 +52,16 @@ class Assignment(WorkerState):
                 continue
             raw = handler.get_meta(offset_key(tp.topic, tp.partition))
             stored = None if raw is None else int(raw)
-            if tp_key in started_over:  # judged from its beginning: the store keeps what it knows of earlier pages
-                self._start_over(tp_key, stored, kafka, started_over[tp_key].end)
-                tp.offset = OFFSET_BEGINNING
+            if tp_key in started_over:  # judged again: the store keeps what it knows of earlier pages
+                finding, first = started_over[tp_key]
+                if kafka is not None and kafka != stored and kafka < first:
+                    # the group's commit on this log is below: a broker that lost the tail may have lost
+                    # the outputs of records it kept too (written after them); judged again, not lost
+                    log.warning("%s[%d]: the group committed offset %d, below %d: judging from %d (records "
+                                "between may come out twice; none is lost)", *tp_key, kafka, first, kafka)
+                    first = kafka
+                self._start_over(tp_key, stored, kafka, finding.end, first)
+                tp.offset = first if first > 0 else OFFSET_BEGINNING
                 continue
             if stored is not None and kafka is not None and stored > kafka:
                 raise StoreAheadOfKafka(
@@ -76,24 +90,25 @@ class Assignment(WorkerState):
             self._progress = Progress(time.monotonic(), 0, 0)
         self._last_activity = time.monotonic()
 
-    def _start_over(self, tp_key: TP, stored: int | None, kafka: int | None, end: int) -> None:
-        """A partition that started over is read from its beginning.
+    def _start_over(self, tp_key: TP, stored: int | None, kafka: int | None, end: int, first: int) -> None:
+        """A partition that started over is read from the first record its store did not read (`judged_prefix`).
 
-        If the group has committed an offset of the new topic (another worker judged it up to there since), that range
-        is replayed into the store without producing. An offset equal to the store's is its own last commit of the old
-        topic, which some brokers (noida-db) keep when a topic is created again."""
-        if kafka is not None and kafka != stored and 0 < kafka and (end < 0 or kafka <= end):
+        If the group has committed an offset of the new topic past it (another worker judged it up to there since),
+        that range is replayed into the store without producing. An offset equal to the store's is its own last commit
+        of the old topic, which some brokers (noida-db) keep when a topic is created again."""
+        if kafka is not None and kafka != stored and first < kafka and (end < 0 or kafka <= end):
             self.replay_until[tp_key] = kafka
-            log.warning("%s[%d]: the group has committed offset %d of the new topic: replaying 0..%d into the "
-                        "store without producing", *tp_key, kafka, kafka)
+            log.warning("%s[%d]: the group has committed offset %d of the new topic: replaying %d..%d into the "
+                        "store without producing", *tp_key, kafka, first, kafka)
         else:
             self.replay_until.pop(tp_key, None)
 
-    def _started_over(self, partitions: list[TopicPartition]) -> dict[TP, Finding]:
-        """The assigned partitions whose stores read a topic that has since started over.
+    def _started_over(self, partitions: list[TopicPartition]) -> dict[TP, tuple[Finding, int]]:
+        """The assigned partitions whose stores read a topic that has since started over, with where to judge from.
 
-        They are to be judged from their beginning (`on_topic_reset = restart`); with `refuse`, the worker stops at the
-        first (runtime/topic_reset.py). Partitions whose stores read nothing are not asked."""
+        They are to be judged again from the first record their stores did not read (`on_topic_reset = restart`,
+        `judged_prefix`); with `refuse`, the worker stops at the first (runtime/topic_reset.py). Partitions whose stores
+        read nothing are not asked."""
         expected: dict[TP, tuple[int, RecordIdentity | None]] = {}
         for tp in partitions:
             handler = self.handlers[(tp.topic, tp.partition)]
@@ -115,13 +130,21 @@ class Assignment(WorkerState):
                 raise TopicStartedOver(
                     f"{topic}[{partition}] started over: {finding.detail}, so the topic was deleted and "
                     "created again, the broker lost its data, or the worker now reads another cluster. To judge "
-                    "its records from the beginning, keeping what the store knows of earlier pages, restart with "
+                    "its records again, keeping what the store knows of earlier pages, restart with "
                     "--on-topic-reset restart (STREAMDEDUP_ON_TOPIC_RESET=restart); to forget them, delete "
                     f"{store}")
-            log.warning("%s[%d] started over (%s): judging it from its beginning; the store %s keeps what it "
-                        "knows of earlier pages (on_topic_reset = restart)", topic, partition, finding.detail, store)
             started_over[(topic, partition)] = finding
-        return started_over
+        journals = {tp_key: ReadJournal.read(self.handlers[tp_key].get_meta, *tp_key, expected[tp_key][0])
+                    for tp_key in started_over}
+        firsts = judged_prefix(self.settings.client(), journals)
+        for (topic, partition), finding in started_over.items():
+            first = firsts[(topic, partition)]
+            store = self.settings.state_dir / f"{topic}-{partition}"
+            where = (f"offsets 0..{first - 1} are the records its store read (their outcomes are out): judging it from "
+                     f"offset {first}" if first > 0 else "judging it from its beginning")
+            log.warning("%s[%d] started over (%s): %s; the store %s keeps what it knows of earlier pages "
+                        "(on_topic_reset = restart)", topic, partition, finding.detail, where, store)
+        return {tp_key: (finding, firsts[tp_key]) for tp_key, finding in started_over.items()}
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from streamdedup.runtime import topics
 from streamdedup.runtime.errors import WorkerStopped
-from streamdedup.runtime.topic_reset import RecordIdentity, identity_key
+from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
 from streamdedup.runtime.topologies import PartitionHandler
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
 from streamdedup.runtime.worker.errors import FENCED, StoreWriteFailed, fenced
@@ -88,6 +88,7 @@ class Transactions(Reporting):
                                                        self.replay_until.get((topic, partition), -1))
                 handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
                 handler.stage_meta(identity_key(topic, partition), RecordIdentity.of(batch[-1]).encode())
+                stage_read_journal(handler.get_meta, handler.stage_meta, topic, partition, batch)
             after = self._ticking(time.monotonic(), only=by_partition)
             self._tick(after)
             ticked += after
