@@ -386,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument("--config", type=Path, help="TOML file with [worker] and [kafka] tables "
                                 "(env STREAMDEDUP_* and flags win)")
         parser.add_argument("--worker-config", type=Path, help=argparse.SUPPRESS)  # deprecated: --config
-        parser.add_argument("--connect-timeout", type=float, metavar="SECONDS",
+        parser.add_argument("--connect-timeout", type=seconds_arg, metavar="SECONDS",
                             default=float(os.environ.get("STREAMDEDUP_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S)),
                             help="give up when no broker answers within this long (env "
                                  f"STREAMDEDUP_CONNECT_TIMEOUT; default {CONNECT_TIMEOUT_S:g})")
@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),
                         help="address the metrics endpoint binds (env STREAMDEDUP_METRICS_HOST; default 127.0.0.1, "
                              "loopback only: it has no authentication; 0.0.0.0 in a container)")
-    worker.add_argument("--exit-when-idle", type=float, metavar="SECONDS",
+    worker.add_argument("--exit-when-idle", type=seconds_arg, metavar="SECONDS",
                         help="stop after this long without input (default: run until killed)")
     topic_reset_option(worker)
     worker.add_argument("--adopt-settings", action="store_true",

@@ -210,7 +210,7 @@ class DetectorConfig:
         if unknown:
             raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
         methods = data.get("methods", DEFAULT_METHODS)
-        if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+        if not isinstance(methods, list | tuple) or not all(isinstance(m, str) for m in methods):
             raise ValueError(f"methods is a list of names (methods = [\"exact\", \"minhash\"]), got {methods!r}")
         names = tuple(methods)
         tables = data.get("params", {})
@@ -222,16 +222,16 @@ class DetectorConfig:
         if stray:
             raise ValueError(f"[params] for methods that are not enabled: {sorted(stray)}")
         cleaning = CleaningConfig(
-            extractor=data.get("extractor", CleaningConfig.extractor),
+            extractor=_text(data, "extractor", CleaningConfig.extractor),
             max_content_bytes=_number(data, "max_content_bytes", int, CleaningConfig.max_content_bytes))
-        retention = data.get("retention")
-        skew = data.get("max_clock_skew")
+        retention = _text(data, "retention", None, '"30d"')
+        skew = _text(data, "max_clock_skew", None, '"1d"')
         template = data.get("template", {})
         if template is not False and not isinstance(template, Mapping):
             raise ValueError("template is a table of TemplateParams fields ([template] min_share = 0.3) or false")
         return cls(template=None if template is False else _template_params(template),
-                   methods=names, method_params=params, policy=data.get("policy", DEFAULT_POLICY),
-                   same_site_policy=data.get("same_site_policy"),
+                   methods=names, method_params=params, policy=_text(data, "policy", DEFAULT_POLICY),
+                   same_site_policy=_text(data, "same_site_policy", None, '"exact|minhash>=0.8"'),
                    max_new_share=_number(data, "max_new_share", float, DEFAULT_MAX_NEW_SHARE),
                    max_new_pairs=_number(data, "max_new_pairs", int, DEFAULT_MAX_NEW_PAIRS),
                    min_new_paragraph_words=_number(data, "min_new_paragraph_words", int,
@@ -240,9 +240,9 @@ class DetectorConfig:
                    max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=_number(data, "batch_size", int, 256),
                    batch_bytes=_number(data, "batch_bytes", int, cls.batch_bytes),
-                   lexicon=data.get("lexicon", "wordfreq"),
+                   lexicon=_text(data, "lexicon", "wordfreq"),
                    prepare_threads=_number(data, "prepare_threads", int, 0),
-                   learned_extraction=bool(data.get("learned_extraction", True)))
+                   learned_extraction=_flag(data, "learned_extraction", True))
 
 
 def _number(data: Mapping[str, Any], key: str, kind: type[Any], default: Any) -> Any:
@@ -253,6 +253,22 @@ def _number(data: Mapping[str, Any], key: str, kind: type[Any], default: Any) ->
     if kind is int and not float(value).is_integer():
         raise ValueError(f"{key} is a whole number (as {default!r}), got {value!r}")
     return kind(value)
+
+
+def _text(data: Mapping[str, Any], key: str, default: str | None, example: str | None = None) -> Any:
+    """`data[key]` as a string, or `default`; another kind of value ends in one line naming the key."""
+    value = data.get(key, default)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key} is a string in quotes ({key} = {example or repr(default)}), got {value!r}")
+    return value
+
+
+def _flag(data: Mapping[str, Any], key: str, default: bool) -> bool:
+    """`data[key]` as true or false, or `default`; another kind of value ends in one line naming the key."""
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} is true or false, got {value!r}")
+    return value
 
 
 def _template_params(table: Mapping[str, Any]) -> TemplateParams:

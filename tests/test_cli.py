@@ -232,7 +232,11 @@ def test_methods_without_their_policy_names_the_flag(tmp_path, capsys):
 @pytest.mark.parametrize(("table", "named"), [
     ('[template]\nmin_shares = 0.3', "min_shares"), ('[template]\nmin_share = "x"', "min_share"),
     ("[params]\nminhash = 3", "params"), ('max_new_share = "lots"', "max_new_share"),
-    ('methods = "exact,minhash"', "methods"), ('[worker]\nbatch_size = "ten"', "batch_size")])
+    ('methods = "exact,minhash"', "methods"), ('[worker]\nbatch_size = "ten"', "batch_size"),
+    ("retention = 30", "retention"), ("max_clock_skew = 5", "max_clock_skew"), ("policy = 5", "policy"),
+    ("methods = 3", "methods"), ('learned_extraction = "no"', "learned_extraction"),
+    ("[worker]\npartitions = 0", "partitions"), ("[worker]\nverdict_wait_s = -1", "verdict_wait_s"),
+    ("[worker]\nreplication_factor = 0", "replication_factor")])
 def test_a_config_value_of_the_wrong_kind_ends_in_one_line_naming_it(tmp_path, capsys, table, named):
     config = tmp_path / "config.toml"
     config.write_text(table + "\n")
@@ -631,3 +635,10 @@ def test_a_store_of_word_pairs_of_an_older_paragraph_sketch_is_refused(tmp_path,
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
     err = capsys.readouterr().err
     assert "built with other parameters" in err and "[paragraphs 4x10 common_words-1.txt]" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--exit-when-idle", "--connect-timeout"])
+def test_a_negative_number_of_seconds_is_refused_naming_the_form(capsys, flag):
+    with pytest.raises(SystemExit) as stopped:
+        main(["worker", "--bootstrap-servers", "127.0.0.1:1", flag, "-1"])
+    assert stopped.value.code == 2 and "not a number of seconds above 0" in capsys.readouterr().err

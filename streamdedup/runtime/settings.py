@@ -159,9 +159,12 @@ class WorkerSettings:
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
         check_batch_limits(result.batch_size, result.batch_bytes, "messages")
-        if result.replication_factor < 1 or result.changelog_retention_ms < -1:
-            raise ValueError(f"replication_factor must be at least 1 (got {result.replication_factor}) and "
-                             f"changelog_retention_ms -1 (for ever) or more (got {result.changelog_retention_ms})")
+        at_least = {"partitions": 1, "replication_factor": 1, "changelog_retention_ms": -1}
+        for f in fields(result):
+            value = getattr(result, f.name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value < at_least.get(f.name, 0):
+                raise ValueError(f"worker setting {f.name} must be {at_least.get(f.name, 0)} or more, got {value!r} "
+                                 f"([worker] {f.name}, STREAMDEDUP_{f.name.upper()} or its flag)")
         if result.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
         if result.on_topic_reset not in ON_TOPIC_RESET:

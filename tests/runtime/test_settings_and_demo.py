@@ -113,7 +113,7 @@ def test_replication_and_changelog_retention_are_settings_the_created_topics_tak
     assert "retention.ms" not in topic_config(loaded.topics.pages, loaded)
     args = build_parser().parse_args(["topics", "create", "--replication-factor", "2"])
     assert WorkerSettings.load(env={}, replication_factor=args.replication_factor).replication_factor == 2
-    with pytest.raises(ValueError, match="replication_factor must be at least 1"):
+    with pytest.raises(ValueError, match="replication_factor must be 1 or more"):
         WorkerSettings.load(env={"STREAMDEDUP_REPLICATION_FACTOR": "0"})
     from dataclasses import replace
 
