@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from streamdedup.config import DetectorConfig, verdict_identity
 from streamdedup.record.topic_end import read_to_end
@@ -61,13 +62,18 @@ class GroupRecord:
     settings: Mapping[str, str]
     written_by: str  # the worker id that wrote it
     offset: int = -1  # its offset in the settings topic (-1: not written yet)
+    internal: tuple[str, ...] = ()  # the group's internal topics (global topology), which no other group may use
+    reads: str = ""  # the pages topic it reads ("": a record written before this was kept)
+    writes: tuple[str, ...] = ()  # the topics its verdicts go to
 
     def key(self) -> bytes:
         return f"{self.group}\x00{self.generation}\x00{self.identity.hex()}".encode()
 
     def encode(self) -> bytes:
         return orjson.dumps({"group": self.group, "generation": self.generation, "verdict_id": self.identity.hex(),
-                             "settings": dict(self.settings), "written_by": self.written_by})
+                             "settings": dict(self.settings), "written_by": self.written_by,
+                             "internal_topics": list(self.internal), "reads": self.reads,
+                             "writes": list(self.writes)})
 
     @classmethod
     def decode(cls, data: bytes, offset: int) -> GroupRecord | None:
@@ -75,7 +81,9 @@ class GroupRecord:
         try:
             value = orjson.loads(data)
             return cls(str(value["group"]), int(value["generation"]), bytes.fromhex(value["verdict_id"]),
-                       {str(k): str(v) for k, v in value["settings"].items()}, str(value["written_by"]), offset)
+                       {str(k): str(v) for k, v in value["settings"].items()}, str(value["written_by"]), offset,
+                       tuple(str(name) for name in value.get("internal_topics", ())), str(value.get("reads", "")),
+                       tuple(str(name) for name in value.get("writes", ())))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             log.warning("settings topic, offset %d: not a group settings record, skipped", offset)
             return None
@@ -97,11 +105,16 @@ def current_record(records: list[GroupRecord]) -> GroupRecord | None:
 
 def read_group_record(settings: WorkerSettings, timeout_s: float = 15.0) -> GroupRecord | None:
     """The group's current record in the settings topic, read to its end; None if it has none."""
+    return read_group_records(settings, timeout_s).get(settings.group_id)
+
+
+def read_group_records(settings: WorkerSettings, timeout_s: float = 15.0) -> dict[str, GroupRecord]:
+    """Every group's current record in the settings topic, read to its end."""
     topic = settings.topics.settings
     consumer = Consumer(settings.client(**{"group.id": f"streamdedup-settings-{uuid.uuid4().hex[:8]}",
                                            "enable.auto.commit": False, "enable.partition.eof": True,
                                            "isolation.level": "read_committed"}))
-    records: list[GroupRecord] = []
+    records: dict[str, list[GroupRecord]] = {}
 
     def failed(problem: str) -> Exception:
         return WorkerStopped(f"the settings topic {problem}: check the broker and restart the worker")
@@ -109,14 +122,64 @@ def read_group_record(settings: WorkerSettings, timeout_s: float = 15.0) -> Grou
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
         if end <= 0:
-            return None
+            return {}
         for message in read_to_end(consumer, topic, [0], timeout_s, failed):  # no group join
             record = GroupRecord.decode(message.value() or b"", message.offset() or 0)
-            if record is not None and record.group == settings.group_id:
-                records.append(record)
+            if record is not None:
+                records.setdefault(record.group, []).append(record)
     finally:
         consumer.close()
-    return current_record(records)
+    return {group: current for group, of_group in records.items() if (current := current_record(of_group))}
+
+
+def group_has_members(settings: WorkerSettings, group: str, timeout_s: float = 10.0) -> bool:
+    """Whether the broker lists members of a consumer group (True if it cannot say: refusing is the safe side)."""
+    try:
+        admin = AdminClient(settings.client())
+        [described] = admin.describe_consumer_groups([group], request_timeout=timeout_s).values()
+        return bool(described.result(timeout=timeout_s).members)
+    except Exception as err:  # noqa: BLE001 - any failure to describe: assume it runs
+        log.debug("describing group %s failed: %s", group, err)
+        return True
+
+
+def internal_topics(settings: WorkerSettings) -> tuple[str, ...]:
+    """The internal topics a worker of this group reads and writes: the global topology's, none for local."""
+    return settings.topics.internal if settings.topology == "global" else ()
+
+
+def check_topics(settings: WorkerSettings, records: Mapping[str, GroupRecord]) -> None:
+    """Refuse to start on topics another group uses.
+
+    Those are its internal topics (each group would read the other's pages, a stopped group's too), or, while it has
+    members, its input and outputs (each page would come out twice). A group with no member now (stopped: a
+    migration to a new group id and new internal topics) is only warned of there; on brokers that keep a static
+    member that left (noida-db, Tansu) a stopped group keeps its members."""
+    mine = set(internal_topics(settings))
+    for group, record in sorted(records.items()):
+        if group == settings.group_id:
+            continue
+        same_input = record.reads == settings.topics.pages
+        both = sorted(set(settings.topics.outputs) & set(record.writes)) if same_input else []
+        if both and not group_has_members(settings, group):  # stopped for good (a migration): said, not refused
+            log.warning("group %r, which has no member now, judged %s into %s: if it starts again, each page will "
+                        "come out twice there", group, record.reads, ", ".join(both))
+            both = []
+        if both:
+            raise WorkerStopped(
+                f"group {group!r} (written by {record.written_by!r}) already judges {record.reads} into "
+                f"{', '.join(both)}: a second group would give every page a second output there. Run this worker as "
+                f"group {group!r}, or give group {settings.group_id!r} outputs of its own ([worker.topics] or "
+                "STREAMDEDUP_TOPIC_UNIQUE, _DUPLICATES, _REJECTED, _CLUSTERS, _VERDICTS, _CLUSTER_VIEW)")
+        shared = sorted(mine & set(record.internal))  # its records there would be judged again, even if it stopped
+        if shared:
+            index, parts = settings.topics.index, settings.topics.parts
+            raise WorkerStopped(
+                f"the topics {', '.join(shared)} are the internal topics of group {group!r} (written by "
+                f"{record.written_by!r}): a second group on them would read the first one's pages and double its "
+                f"outputs. Give group {settings.group_id!r} its own (STREAMDEDUP_TOPIC_INDEX={index}."
+                f"{settings.group_id} STREAMDEDUP_TOPIC_PARTS={parts}.{settings.group_id}, or [worker.topics] "
+                f"index and parts), or run it as group {group!r}")
 
 
 def write_group_record(settings: WorkerSettings, record: GroupRecord, timeout_s: float = 15.0) -> None:
@@ -176,7 +239,9 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
     `GroupSettingsDiffer` if the record is not this worker's."""
     mine = config.verdict_settings()
     identity = verdict_identity(mine)
-    group = read_group_record(settings)
+    records = read_group_records(settings)
+    check_topics(settings, records)
+    group = records.get(settings.group_id)
     if group is None or (settings.adopt_settings and group.identity != identity):
         generation = 1 if group is None else group.generation + 1
         if group is not None:
@@ -185,7 +250,9 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
                         "index request from one with the new", identity.hex(), ", ".join(
                             f"{k}={v}" for k, v in sorted(mine.items())), settings.group_id, generation,
                         group.identity.hex(), group.described())
-        write_group_record(settings, GroupRecord(settings.group_id, generation, identity, mine, settings.worker_id))
+        write_group_record(settings, GroupRecord(settings.group_id, generation, identity, mine, settings.worker_id,
+                                                 internal=internal_topics(settings), reads=settings.topics.pages,
+                                                 writes=settings.topics.outputs))
         group = read_group_record(settings)
         if group is None:
             raise WorkerStopped(f"the group's settings written to {settings.topics.settings!r} could not be read "

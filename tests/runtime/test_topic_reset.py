@@ -91,7 +91,8 @@ def test_a_broker_that_lost_everything_is_judged_from_the_beginning_on_restart(s
     settings = replace(settings, topology=topology, on_topic_reset="restart")
     send(settings, pages(0, 4) + BAD)
     assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
-    delete_topics(settings, [settings.topics.pages, *settings.topics.outputs, *settings.topics.internal])
+    delete_topics(settings, [settings.topics.pages, *settings.topics.outputs, *settings.topics.internal,
+                             settings.topics.settings])
     if topology == "local":
         settings = replace(settings, group_id=settings.group_id + "-new")
     new = pages(100, 8) + BAD

@@ -190,3 +190,63 @@ def test_a_state_folder_deleted_while_the_worker_runs_stops_it_unhealthy(setting
     assert str(settings.state_dir) in str(stopped[0]) and "\n" not in str(stopped[0])
     healthy, details = worker.health()
     assert not healthy and "is gone" in details["failed"]
+
+
+def test_a_second_group_on_a_groups_topics_or_store_is_refused_naming_the_fix(settings):
+    """An operator review: a second group on the same topic names read the first one's internal
+    topics and added outputs (1,190 for 300 inputs); on a stopped worker's state directory it
+    judged nothing, exit 0. Each is refused before anything is read, in one line naming the fix."""
+    from dataclasses import replace
+
+    from runtime.test_worker import outputs, send
+    from streamdedup.config import DetectorConfig
+    from streamdedup.runtime.errors import WorkerStopped
+    from streamdedup.runtime.worker import StoreOfAnotherGroup, Worker
+
+    records = [{"url": f"https://a.example/{i}", "content": "<p>" + " ".join(make_article(i)) + "</p>",
+                "fetched_at": "2024-03-01T12:00:00Z"} for i in range(6)]
+    send(settings, records)
+    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=1).decided == 6
+    other = replace(settings, group_id=settings.group_id + "-b", state_dir=settings.state_dir.parent / "state-b")
+    with pytest.raises(WorkerStopped) as same_outputs:
+        Worker(other, DetectorConfig()).run(idle_timeout_s=1)
+    assert "already judges" in str(same_outputs.value) and "STREAMDEDUP_TOPIC_UNIQUE" in str(same_outputs.value)
+    own_outputs = replace(settings.topics, **{name: getattr(settings.topics, name) + "-b" for name in
+                                              ("unique", "duplicates", "rejected", "clusters", "verdicts",
+                                               "cluster_view")})
+    with pytest.raises(WorkerStopped) as same_internal:
+        Worker(replace(other, topics=own_outputs), DetectorConfig()).run(idle_timeout_s=1)
+    line = str(same_internal.value)
+    assert "internal topics of group" in line and f"STREAMDEDUP_TOPIC_INDEX={settings.topics.index}." in line
+    own = replace(own_outputs, index=settings.topics.index + "-b", parts=settings.topics.parts + "-b")
+    with pytest.raises(StoreOfAnotherGroup) as same_store:  # its own topics, but the first group's store
+        Worker(replace(other, topics=own, state_dir=settings.state_dir), DetectorConfig()).run(idle_timeout_s=1)
+    assert "would skip those records" in str(same_store.value) and "\n" not in str(same_store.value)
+    assert Worker(replace(other, topics=own), DetectorConfig()).run(idle_timeout_s=1).decided == 6
+    assert len(outputs(settings)["unique"]) == 6  # the first group's outputs: nothing added to them
+
+
+def test_a_group_stopped_for_good_leaves_its_topics_to_a_new_group_with_a_warning(settings, caplog):
+    """A migration to a new group id and new internal topics (docs/scaleout.md): once the old group has no
+    member, the new one takes its input and outputs, with a WARNING; it is refused while the old one has
+    members (test above), and on the old one's internal topics always."""
+    from dataclasses import replace
+
+    from runtime.test_worker import send
+    from streamdedup.config import DetectorConfig
+    from streamdedup.runtime.errors import WorkerStopped
+    from streamdedup.runtime.worker import Worker
+
+    records = [{"url": f"https://a.example/{i}", "content": "<p>" + " ".join(make_article(i)) + "</p>",
+                "fetched_at": "2024-03-01T12:00:00Z"} for i in range(3)]
+    send(settings, records)
+    old = replace(settings, static_membership=False)  # it leaves the group when it stops
+    assert Worker(old, DetectorConfig()).run(idle_timeout_s=1).decided == 3
+    caplog.set_level("WARNING")
+    new = replace(old, group_id=settings.group_id + "-v2", state_dir=settings.state_dir.parent / "state-v2",
+                  topics=replace(settings.topics, index=settings.topics.index + "-v2",
+                                 parts=settings.topics.parts + "-v2"))
+    with pytest.raises(WorkerStopped, match="internal topics of group"):  # its records there: judged again
+        Worker(replace(new, topics=settings.topics), DetectorConfig()).run(idle_timeout_s=1)
+    assert Worker(new, DetectorConfig()).run(idle_timeout_s=1).decided == 3
+    assert f"group {settings.group_id!r}, which has no member now" in caplog.text

@@ -15,6 +15,7 @@ from streamdedup.runtime.worker.errors import (
     FENCED,
     StateLost,
     StoreAheadOfKafka,
+    StoreOfAnotherGroup,
     StoreWriteFailed,
     TopicStartedOver,
     WorkerFenced,
@@ -23,6 +24,6 @@ from streamdedup.runtime.worker.errors import (
 from streamdedup.runtime.worker.loop import Worker
 from streamdedup.runtime.worker.state import TP, Progress, offset_key
 
-__all__ = ["FENCED", "TP", "Progress", "StateLost", "StoreAheadOfKafka", "StoreWriteFailed", "TopicStartedOver",
-           "Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped", "cluster_events",
-           "fenced", "identity_key", "mask", "offset_key"]
+__all__ = ["FENCED", "TP", "Progress", "StateLost", "StoreAheadOfKafka", "StoreOfAnotherGroup", "StoreWriteFailed",
+           "TopicStartedOver", "Worker", "WorkerFenced", "WorkerSettings", "WorkerStats", "WorkerStopped",
+           "cluster_events", "fenced", "identity_key", "mask", "offset_key"]

@@ -19,8 +19,8 @@ from streamdedup.runtime.topic_reset import (
     identity_key,
     judged_prefix,
 )
-from streamdedup.runtime.worker.errors import StoreAheadOfKafka, TopicStartedOver
-from streamdedup.runtime.worker.state import TP, Progress, WorkerState, offset_key
+from streamdedup.runtime.worker.errors import StoreAheadOfKafka, StoreOfAnotherGroup, TopicStartedOver
+from streamdedup.runtime.worker.state import GROUP_KEY, TP, Progress, WorkerState, offset_key
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,13 @@ class Assignment(WorkerState):
                 self._start_over(tp_key, stored, kafka, finding.end, first)
                 tp.offset = first if first > 0 else OFFSET_BEGINNING
                 continue
+            written_for = handler.get_meta(GROUP_KEY)
+            if stored is not None and written_for is not None and written_for.decode() != self.settings.group_id:
+                raise StoreOfAnotherGroup(
+                    f"the store {self.settings.state_dir / f'{tp.topic}-{tp.partition}'} has read {tp.topic}"
+                    f"[{tp.partition}] up to offset {stored} for group {written_for.decode()!r}, so group "
+                    f"{self.settings.group_id!r} would skip those records: give this group a state directory of its "
+                    f"own (--state-dir), or run it as group {written_for.decode()!r}")
             if stored is not None and kafka is not None and stored > kafka:
                 raise StoreAheadOfKafka(
                     f"the store for {tp.topic}[{tp.partition}] has processed up to offset {stored}, but the "

@@ -12,6 +12,10 @@ class StoreAheadOfKafka(WorkerStopped):
     """The local store has seen offsets the consumer group has not committed."""
 
 
+class StoreOfAnotherGroup(WorkerStopped):
+    """The local store read its partition for another consumer group, so this group would skip what it read."""
+
+
 class StoreWriteFailed(WorkerStopped):
     """The store could not be written (full disk, I/O error) after Kafka committed the batch."""
 

@@ -18,6 +18,9 @@ from streamdedup.runtime.watchdog import CallWatchdog
 TP = tuple[str, int]
 
 
+GROUP_KEY = "group"  # the store's meta record of the consumer group whose offsets its own are
+
+
 def offset_key(topic: str, partition: int) -> str:
     """The store's meta key for the next offset of a partition its store has taken in."""
     return f"offset:{topic}:{partition}"

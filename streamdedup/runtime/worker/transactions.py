@@ -22,7 +22,7 @@ from streamdedup.runtime.topologies import PartitionHandler
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
 from streamdedup.runtime.worker.errors import FENCED, StoreWriteFailed, fenced
 from streamdedup.runtime.worker.reporting import Reporting
-from streamdedup.runtime.worker.state import TP, offset_key
+from streamdedup.runtime.worker.state import GROUP_KEY, TP, offset_key
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ class Transactions(Reporting):
                 handler.stage_meta(offset_key(topic, partition), str(offset_of(batch[-1]) + 1).encode())
                 handler.stage_meta(identity_key(topic, partition), RecordIdentity.of(batch[-1]).encode())
                 stage_read_journal(handler.get_meta, handler.stage_meta, topic, partition, batch)
+                handler.stage_meta(GROUP_KEY, self.settings.group_id.encode())
             after = self._ticking(time.monotonic(), only=by_partition)
             self._tick(after)
             ticked += after
