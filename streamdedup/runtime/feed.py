@@ -75,34 +75,79 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     which are also appended to `refused`). Raises FeedFailed if any record reached none."""
     producer = Producer({**client, "enable.idempotence": True, "linger.ms": 10, **producer_settings()})
     failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]] = []
+    # the records sent and not acknowledged yet (input index -> origin), and how many were read and acknowledged
+    unacked: dict[int, str] = {}
+    counts = [0, 0]
     sent = 0
     started = time.monotonic()
-    for raw in records:
-        key, value, names = described(raw)
-        topic_of_record, headers = topic, None
-        if raw.rejection is not None and rejected_topic is not None:
-            value, headers = reader_rejection(raw, names)
-            topic_of_record = rejected_topic
-            log.info("%s rejected by the reader (%s): sent to %s", names.get("url") or raw.origin,
-                     raw.rejection[0].value, rejected_topic)
+    try:
+        for raw in records:
+            sent += _send_one(producer, raw, topic, rejected_topic, failed, unacked, counts)
+            if rate:
+                ahead = sent / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+        if producer.flush(60):
+            late = "records not delivered within 60 s: is the broker up?"
+            raise FeedFailed(_stopped_at(late, topic, unacked, counts))
+    except KafkaException as err:  # the producer failed for good (e.g. a broker back without its producer state)
+        producer.flush(10)
+        why = err.args[0].str() if err.args and isinstance(err.args[0], KafkaError) else str(err)
+        raise FeedFailed(_stopped_at(why, topic, unacked, counts)) from None
+    return _finish(producer, topic, rejected_topic, refused, failed, sent)
 
-        def delivered(err: KafkaError | None, _: Message, names: dict[str, Any] = names, key: bytes | None = key,
-                      size: int = len(value)) -> None:
-            if err is not None:
-                failed.append((names, key, size, err))
 
-        try:
-            _produce(producer, topic_of_record, key, value, delivered, headers)
-        except KafkaException as err:  # over the client's own limit (MAX_RECORD_BYTES)
-            if err.args[0].code() not in SIZE_ERRORS:
-                raise
-            failed.append((names, key, len(value), err.args[0]))
-        sent += 1
-        if rate:
-            ahead = sent / rate - (time.monotonic() - started)
-            if ahead > 0:
-                time.sleep(ahead)
-    _flush(producer, topic)
+def _stopped_at(why: str, topic: str, unacked: dict[int, str], counts: list[int]) -> str:
+    """One line: why the producer stopped, what reached the topic, and the record to feed again from."""
+    first = min(unacked, default=None)
+    where = (f"the first record not acknowledged is {unacked[first]} (record {first + 1} of the input): feed again "
+             "from it; records acknowledged before it are in the topic (fed again, a page with the same id is a "
+             "duplicate_id rejection)" if first is not None else "every record read so far was acknowledged: "
+             "feed again from the next one")
+    return (f"the producer stopped ({why}): {counts[1]} of {counts[0]} records read were acknowledged by {topic}; "
+            f"{where}")
+
+
+def _send_one(producer: Producer, raw: RawRecord, topic: str, rejected_topic: str | None,
+              failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]], unacked: dict[int, str],
+              counts: list[int]) -> int:
+    """Produce one record (to `topic`, or its reader's rejection to `rejected_topic`); 1."""
+    key, value, names = described(raw)
+    topic_of_record, headers = topic, None
+    if raw.rejection is not None and rejected_topic is not None:
+        value, headers = reader_rejection(raw, names)
+        topic_of_record = rejected_topic
+        log.info("%s rejected by the reader (%s): sent to %s", names.get("url") or raw.origin,
+                 raw.rejection[0].value, rejected_topic)
+
+    index = counts[0]
+    counts[0] += 1
+    unacked[index] = raw.origin + (f" ({names['url']})" if names.get("url") else "")
+
+    def done() -> None:
+        unacked.pop(index, None)
+        counts[1] += 1
+
+    def delivered(err: KafkaError | None, _: Message, names: dict[str, Any] = names, key: bytes | None = key,
+                  size: int = len(value)) -> None:
+        if err is not None:
+            failed.append((names, key, size, err))
+        else:
+            done()
+
+    try:
+        _produce(producer, topic_of_record, key, value, delivered, headers)
+    except KafkaException as err:  # over the client's own limit (MAX_RECORD_BYTES)
+        if err.args[0].code() not in SIZE_ERRORS:
+            raise
+        failed.append((names, key, len(value), err.args[0]))
+        done()  # handled: its stub goes to the rejected topic
+    return 1
+
+
+def _finish(producer: Producer, topic: str, rejected_topic: str | None, refused: list[dict[str, Any]] | None,
+            failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]], sent: int) -> int:
+    """Send the stubs of records too large for the broker; raise FeedFailed naming what reached no topic."""
     too_large = [f for f in failed if f[3].code() in SIZE_ERRORS and rejected_topic is not None]
     lost = [f for f in failed if f not in too_large]
     stub_failures: list[KafkaError] = []

@@ -78,4 +78,11 @@ def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, 
                 if "already exists" not in str(err).lower() and "TOPIC_ALREADY_EXISTS" not in str(err):
                     raise
     topics = admin.list_topics(timeout=timeout).topics
-    return {name: len(topics[name].partitions) for name in names if name in topics}
+    counts = {name: len(topics[name].partitions) for name in names if name in topics}
+    for name, count in counts.items():
+        if name in existing and name != settings.topics.settings and count != settings.partitions:
+            log.warning("topic %s has %d partitions, not the %d of the settings (partitions): an existing topic keeps "
+                        "its own; to spread the work over %d, add partitions to it (kafka-topics.sh --alter "
+                        "--partitions) before the workers start, or create it again", name, count,
+                        settings.partitions, settings.partitions)
+    return counts
