@@ -139,7 +139,11 @@ class WorkerMetrics:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - scrapes are not news
                 pass
 
-        server = ThreadingHTTPServer((host, port), Handler)
+        try:
+            server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as err:
+            raise OSError(f"cannot serve metrics on {host}:{port} ({err.strerror or err}): give another port with "
+                          "--metrics-port (STREAMDEDUP_METRICS_PORT), 0 for none, or stop what uses it") from None
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
         self.server = server

@@ -74,6 +74,10 @@ def test_the_metrics_endpoint_binds_loopback_unless_told(monkeypatch):
     assert build_parser().parse_args(["worker", "--metrics-host", "0.0.0.0"]).metrics_host == "0.0.0.0"
     monkeypatch.setenv("STREAMDEDUP_METRICS_HOST", "0.0.0.0")
     assert build_parser().parse_args(["worker"]).metrics_host == "0.0.0.0"
+    with pytest.raises(OSError) as taken:  # a port in use: one line naming the port and the fix
+        WorkerMetrics().serve(port)
+    assert f"127.0.0.1:{port}" in str(taken.value) and "--metrics-port" in str(taken.value)
+    metrics.close()
 
 
 def test_a_worker_config_that_is_not_toml_is_named(tmp_path):
