@@ -280,6 +280,7 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
     from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
     from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
     from streamdedup.runtime.scaleout.routing import page_order
+    from streamdedup.runtime.topologies.fingerprint_stage import shown_lines_record
     from streamdedup.runtime.topologies.scaleout import index_requests
     from streamdedup.store.signature_store import method_tags
     from streamdedup.store.template_store import TemplateStore
@@ -304,10 +305,11 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
             continue
         order = page_order(position, position, 0, position)
         doc, keys = index_requests(item, fingerprinter.methods, tags, position, partitions)
+        shown = shown_lines_record(item, fingerprinter.methods)  # as the fingerprint stage sends it
         headers[item.page.id] = PageHeader(item.page.id, order, tuple(sorted(keys)), {}, "sim")
         for p, partition_keys in keys.items():
             arrivals[p].append((rng.random(), item.site_hash, IndexRequest(order, doc, partition_keys, True,
-                                                                            item.template_known)))
+                                                                            item.template_known, shown=shown)))
     answers: dict[str, list[Answer]] = {}
     supplements: dict[str, list[Match]] = {}  # every page held until its supplements are in (final verdicts)
     for p, requests in arrivals.items():

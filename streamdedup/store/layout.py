@@ -63,6 +63,9 @@ _DOCUMENT = struct.Struct("<Q")
 _DOCUMENT_FIELD = struct.Struct("<BBQ")  # DOCUMENT_TAG, the field's size, the key
 # So is a rescued page's steered signature (`DocRecord.steered`), where its record keeps one.
 STEERED_TAG = 0xFD
+# So are the encoded word pairs of the lines its site showed before (`DocRecord.shown`), which only
+# the global topology's index partitions keep: there a page can be filed before an earlier one arrives
+SHOWN_TAG = 0xFC
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
@@ -287,6 +290,9 @@ class DocRecord:
     # the encoded MinHash signature of its article element's own text, where extraction's rescue
     # replaced that text (`verdict.engine._steered_agree`); b"": none
     steered: bytes = b""
+    # the encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`), kept
+    # where a page earlier than it may arrive after it is filed (the index partitions); b"": none
+    shown: bytes = b""
 
     def encode(self) -> bytes:
         # written once for every page filed: lengths below 128 (nearly all) are their own varint
@@ -305,13 +311,15 @@ class DocRecord:
         else:
             parts.append(b"\x00")
         signatures = self.signatures
-        parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered)])
+        parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered) + bool(self.shown)])
         for tag in sorted(signatures) if len(signatures) > 1 else signatures:
             sig = signatures[tag]
             n = len(sig)
             parts += [_TAGS[tag], small[n] if n < 0x80 else varint(n), sig]
         if self.steered:
             parts += [_TAGS[STEERED_TAG], varint(len(self.steered)), self.steered]
+        if self.shown:
+            parts += [_TAGS[SHOWN_TAG], varint(len(self.shown)), self.shown]
         if self.document:
             parts.append(_DOCUMENT_FIELD.pack(DOCUMENT_TAG, _DOCUMENT.size, self.document))
         if self.unfiled:  # left out when empty (nearly every page)
@@ -341,6 +349,7 @@ class DocRecord:
             pos += size
         document = signatures.pop(DOCUMENT_TAG, None)
         steered = signatures.pop(STEERED_TAG, b"")
+        shown = signatures.pop(SHOWN_TAG, b"")
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
@@ -350,4 +359,4 @@ class DocRecord:
         return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site,
                    tuple(sorted(unfiled)),  # as every writer wrote them; sorted, so the engine's first is the least
                    _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
-                   steered)
+                   steered, shown)

@@ -69,7 +69,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 9: ... also between two pages of one site whose sketches are both capped (127+ paragraphs)
 #    a new paragraph of 100+ words at a copy's start or end counts on another site too
 # 10: a match in a paragraph's place holds it only if no more than 20 words shorter (`_absent_from`)
-RULES_VERSION = 10
+# 11: (global topology) a page filed at an index partition before an earlier one arrived is judged
+#     with it as the page, as it is when it comes last (`IndexPartition._judged_as_the_later`)
+RULES_VERSION = 11
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
@@ -606,6 +608,8 @@ def test_a_record_keeps_a_rescued_pages_element_signature_apart_from_its_signatu
     back = DocRecord.decode(4, doc.encode())
     assert back == doc and back.signatures == {0: b"\x01" * 8} and back.steered == b"\x05" * 132
     assert DocRecord.decode(4, DocRecord(4, "p4", 1000, "p4", "", {0: b"\x01" * 8}).encode()).steered == b""
+    shown = replace(doc, shown=b"\x07" * 68)  # an index partition's record: its site's shown lines too
+    assert DocRecord.decode(4, shown.encode()) == shown and len(shown.encode()) == len(doc.encode()) + 2 + 68
 
 
 def test_a_batch_writes_what_a_site_template_learned_and_a_read_replays_it_to_the_same_model(tmp_path):

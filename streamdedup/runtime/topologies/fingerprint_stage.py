@@ -127,7 +127,8 @@ def index_requests(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]
 def shown_lines_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]]) -> bytes:
     """The page's encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`); b"": none.
 
-    Not in its record (no later page asks), so carried beside it to the index partitions that judge it."""
+    Not in its signatures, so carried beside them to the index partitions that judge it, which keep them in its record
+    (`DocRecord.shown`): an earlier page may arrive there after it, and judge it then."""
     signature = item.signatures.get(WordPairsMethod.name)
     lines = signature.shown if isinstance(signature, WordPairsSignature) else None
     shown = lines.pairs if lines is not None else None
