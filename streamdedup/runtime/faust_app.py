@@ -11,7 +11,10 @@ rocksdict store per input partition, like the worker.
 
 A record at a journaled offset with another digest means the topic started over (deleted and
 created again, a broker without its data, a new cluster): the app warns once per partition,
-drops the old topic's entries from that offset on and judges the record as new.
+drops the old topic's entries from that offset on and judges the record as new. So does a
+record below the offset Faust has read of its partition that is not the one journaled there: a
+topic created again under the running app, whose records Faust would drop
+(`deliver_where_started_over`). With `on_topic_reset` refuse the app stops instead, in one line.
 
 The journal is bounded: a replay starts at the group's committed offset, so entries below it are
 removed, keeping at least the last `journal_keep` of the partition (`JournalKeeper`).
@@ -38,9 +41,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -72,6 +76,16 @@ def journal_name(topic: str, partition: int, offset: int) -> str:
 
 class StartedOver(RuntimeError):
     """A partition of the pages topic started over and `on_topic_reset` is `refuse`: one line, the fix named."""
+
+
+def stop_refused(err: StartedOver) -> NoReturn:
+    """Stop the running app on a partition that started over (`on_topic_reset` refuse): one line, exit status 2.
+
+    The line goes to the process's standard error itself, as the CLI's refusals: Faust's worker turns `sys.stderr`
+    into a logger."""
+    os.write(2, f"streamdedup: error: {err}\n".encode())
+    logging.shutdown()
+    os._exit(2)
 
 
 def refusal(topic: str, partition: int, why: str) -> str:
@@ -111,25 +125,44 @@ class JournalKeeper:
         journaled = self.detector.store.get_journal(name)
         if journaled is not None and journaled[:DIGEST_BYTES] == digest:
             return render(orjson.loads(journaled[DIGEST_BYTES:]), key, value, source, passed)
-        if journaled is not None and self.on_topic_reset == "refuse":
-            raise StartedOver(refusal(self.topic, self.partition, f"offset {offset} holds another record than the "
-                                      "one judged there before"))
+        if journaled is not None:
+            self.start_over(f"offset {offset} holds another record than the one judged there before")
         arrival_ms = timestamp_ms if timestamp_ms is not None and timestamp_ms > 0 else None
         item = self.detector.prepare(RawRecord(origin=source, data=value or b"", arrival_ms=arrival_ms,
                                                position=kafka_position(self.topic, self.partition, offset, arrival_ms)))
         outcomes, batch = self.detector.decide_staged([item])
         dedup = outcomes[0].dedup
         if journaled is not None:  # another record had this offset: the old topic's entries are void
-            if not self.warned:
-                log.warning("%s partition %d started over: offset %d holds another record than the one judged "
-                            "there before (the topic was created again or the broker lost its data); judging "
-                            "its records as new", self.topic, self.partition, offset)
-                self.warned = True
             batch.delete_journal(name, journal_name(self.topic, self.partition, 10**_OFFSET_DIGITS - 1))
         self._prune(batch, offset, committed)
         batch.set_journal(name, digest + orjson.dumps(dedup))
         self.detector.commit(batch)  # state and journal in one WriteBatch, before anything is sent
         return render(dedup, key, value, source, passed)
+
+    def start_over(self, why: str) -> None:
+        """The partition started over: raise `StartedOver` (`on_topic_reset` refuse), else warn once and go on."""
+        if self.on_topic_reset == "refuse":
+            raise StartedOver(refusal(self.topic, self.partition, why))
+        if not self.warned:
+            log.warning("%s partition %d started over: %s (the topic was created again or the broker lost its "
+                        "data); judging its records as new", self.topic, self.partition, why)
+            self.warned = True
+        self.pruned_below = min(self.pruned_below, 0)  # the new topic's offsets start below the old ones
+
+    def went_back(self, offset: int, read: int, key: bytes | None, value: bytes | None,
+                  timestamp_ms: int | None) -> bool:
+        """Whether a record below the offset `read` Faust has read of the partition shows that it started over.
+
+        It does unless it is the record journaled at its offset (a repeat, which Faust rightly drops); then
+        `start_over` is called."""
+        journaled = self.detector.store.get_journal(journal_name(self.topic, self.partition, offset))
+        if journaled is not None and journaled[:DIGEST_BYTES] == record_digest(key, value, timestamp_ms):
+            return False
+        self.start_over(f"offset {offset} holds another record than the one judged there before"
+                        if journaled is not None else
+                        f"its records start again at offset {offset}, below offset {read} the app had read "
+                        "(Kafka found the app's position out of range)")
+        return True
 
     def _prune(self, batch: Any, offset: int, committed: int | None) -> None:
         if self.pruned_below < 0:  # entries of an older app, named topic:partition:offset, undigested
@@ -368,6 +401,59 @@ def seek_where_started_over(app: Any, topic: str, started_over: dict[int, int]) 
     app._new_consumer = consumer_that_starts_over
 
 
+def timestamp_ms(message: Any) -> int | None:
+    """A consumed Faust message's timestamp in milliseconds, as journaled."""
+    return None if message.timestamp is None else round(message.timestamp * 1000)
+
+
+def forget_read_offsets(consumer: Any, tp: Any) -> None:
+    """Make Faust's consumer track a partition afresh, as after its revocation.
+
+    Faust then delivers its records from wherever aiokafka reads (instead of dropping those below the offset it had
+    read) and commits the new topic's offsets (instead of only those past the old committed offset). Its messages
+    still in flight belong to the old topic: they are marked acked, so their offsets are never committed."""
+    for tracked in (consumer._gap, consumer._acked, consumer._acked_index, consumer._read_offset,
+                    consumer._committed_offset):
+        tracked.pop(tp, None)
+    for message in list(consumer._unacked_messages):
+        if message.tp == tp:
+            message.acked = True
+
+
+def deliver_where_started_over(app: Any, topic: str, keeper_for: Callable[[str, int], JournalKeeper]) -> None:
+    """Make the app's consumer deliver the records of a partition that started over while the app runs.
+
+    Faust drops every record below the offset it has read of a partition (`Consumer._drain_messages`, "DROPPED
+    MESSAGE ROFF"). That is right for a repeat, but a topic deleted and created again under the app lost every new
+    record below the old position: aiokafka finds the position out of range and resets it to the earliest offset,
+    and Faust dropped what came from there. A record below the read offset that is not the one journaled at its
+    offset (`JournalKeeper.went_back`) makes Faust track the partition afresh (`forget_read_offsets`), with a
+    warning, or stops the app (`on_topic_reset` refuse)."""
+    new_consumer = app._new_consumer
+
+    def consumer_that_delivers() -> Any:
+        consumer = new_consumer()
+        getmany = consumer.getmany
+
+        async def getmany_where_started_over(timeout: float) -> AsyncIterator[tuple[Any, Any]]:
+            async for tp, message in getmany(timeout=timeout):
+                read = consumer._read_offset.get(tp)
+                if tp.topic == topic and read is not None and message.offset < read:
+                    try:
+                        went_back = keeper_for(tp.topic, tp.partition).went_back(
+                            message.offset, read, message.key, message.value, timestamp_ms(message))
+                    except StartedOver as err:
+                        stop_refused(err)
+                    if went_back:
+                        forget_read_offsets(consumer, tp)
+                yield tp, message
+
+        consumer.getmany = getmany_where_started_over
+        return consumer
+
+    app._new_consumer = consumer_that_delivers
+
+
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
                journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
     """The Faust app.
@@ -474,6 +560,8 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
             return output, True
         raise err
 
+    deliver_where_started_over(app, t.pages, keeper_for)
+
     @app.agent(pages)
     async def dedup(stream: Any) -> None:
         async for event in stream.events():
@@ -482,14 +570,12 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                 keeper = keeper_for(message.topic, message.partition)
                 # what Faust last committed or read at assignment (the offset a replay starts at)
                 committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
-                timestamp_ms = None if message.timestamp is None else round(message.timestamp * 1000)
                 passed = input_headers(message.headers)
-                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms, committed, passed)
+                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms(message), committed,
+                                         passed)
                 await emit(outputs, f"{message.topic}:{message.partition}:{message.offset}", passed)
             except StartedOver as err:  # on_topic_reset = refuse, found while running (no committed offset)
-                log.critical("streamdedup: error: %s", err)
-                logging.shutdown()
-                os._exit(2)
+                stop_refused(err)
             except Exception:  # noqa: BLE001 - Faust would restart the agent and commit past the record
                 log.critical("streamdedup faust stops at %s[%d]@%d without committing it; fix the cause below "
                              "and start it again", message.topic, message.partition, message.offset, exc_info=True)
@@ -499,5 +585,6 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     return app
 
 
-__all__ = ["JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "journal_name", "outputs_for",
+__all__ = ["JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "deliver_where_started_over",
+           "forget_read_offsets", "journal_name", "outputs_for",
            "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]

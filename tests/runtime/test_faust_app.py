@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from streamdedup.clusters import read_topic_stories
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.outputs.files import FileSink
-from streamdedup.runtime.faust_app import JournalKeeper, StartedOver, outputs_for, partitions_started_over
+from streamdedup.runtime.faust_app import JournalKeeper, StartedOver, journal_name, outputs_for, partitions_started_over
 from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
 
@@ -51,11 +52,16 @@ def test_a_replayed_message_re_emits_the_journaled_verdict_byte_for_byte(tmp_pat
     assert [out[0][0] for out in first] == ["unique", "duplicate"]
 
 
+def tiny_pages(host: str, count: int) -> list[bytes]:
+    """`count` one-line pages of one host, as Kafka values."""
+    return [orjson.dumps(page(f"https://{host}.example/{i}", f"Short page {i} about nothing in particular."))
+            for i in range(count)]
+
+
 def test_the_journal_keeps_what_a_replay_needs_and_no_more(tmp_path):
     """Entries below the committed offset go, keeping at least `keep`; none go before the group
     has committed (a replay could start anywhere). Before: one entry per message, forever."""
-    values = [orjson.dumps(page(f"https://j.example/{i}", f"Short page {i} about nothing in particular."))
-              for i in range(120)]
+    values = tiny_pages("j", 120)
     with Detector(DetectorConfig(), tmp_path) as detector:
         keeper = JournalKeeper(detector, "pages", 0, keep=10)
         for offset, value in enumerate(values[:40]):
@@ -69,6 +75,27 @@ def test_the_journal_keeps_what_a_replay_needs_and_no_more(tmp_path):
         names = detector.store.journal_names("")
         assert 10 <= len(names) <= 10 + keeper.step and names[-1].endswith("119"), names
         assert detector.store.stats()["journal"] == len(names)
+
+
+def test_a_record_below_the_read_offset_is_a_repeat_only_if_journaled_there(tmp_path, caplog):
+    """A record Faust would drop (below the offset it has read) is let through unless it is the one journaled
+    at its offset: another record there, or none (pruned) while the consumer went back, means the partition
+    started over; one warning per partition, or `StartedOver` with on_topic_reset refuse."""
+    values = tiny_pages("r", 20)
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        keeper = JournalKeeper(detector, "pages", 0, keep=5)
+        for offset, value in enumerate(values[:14]):
+            keeper.outputs(offset, None, value, 1000, committed=offset)
+        assert detector.store.get_journal(journal_name("pages", 0, 0)) is None  # pruned
+        assert not keeper.went_back(12, 13, None, values[12], 1000)  # a repeat: Faust drops it
+        refusing = JournalKeeper(detector, "pages", 0, on_topic_reset="refuse")
+        with pytest.raises(StartedOver, match=r"pages\[0\] started over: offset 12 holds another record"):
+            refusing.went_back(12, 13, None, values[19], 2000)
+        with caplog.at_level(logging.WARNING):
+            assert keeper.went_back(0, 13, None, values[15], 2000)
+            assert keeper.went_back(12, 13, None, values[16], 2000)
+        [warning] = [r.getMessage() for r in caplog.records if "started over" in r.getMessage()]
+        assert "pages partition 0 started over: its records start again at offset 0, below offset 13" in warning
 
 
 def app_env(settings) -> dict[str, str]:
@@ -127,19 +154,35 @@ def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra
 
 
 def recreate(settings, topic: str) -> None:
-    """Delete the topic and create it again (empty, offsets from 0), as an operator would."""
+    """Delete the topic and create it again (empty, offsets from 0), as an operator would.
+
+    A running app's metadata requests make the broker create it again at once (empty): that is as good."""
     admin = AdminClient(settings.client())
     admin.delete_topics([topic])[topic].result(30)
     deadline = time.monotonic() + 30
-    while topic in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
-        time.sleep(0.2)
     while time.monotonic() < deadline:
-        try:
-            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-            return
-        except Exception:  # noqa: BLE001 - the deletion may still be under way
-            time.sleep(0.5)
+        if topic in admin.list_topics(timeout=10).topics:
+            if is_empty(settings, topic):
+                return
+        else:
+            try:
+                admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+                return
+            except Exception:  # noqa: BLE001 - the deletion may still be under way
+                pass
+        time.sleep(0.2)
     raise AssertionError(f"could not create {topic} again")
+
+
+def is_empty(settings, topic: str) -> bool:
+    """Whether the topic's partition 0 has no record (its high watermark is 0)."""
+    consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}"}))
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] == 0
+    except Exception:  # noqa: BLE001 - the partition is between deletion and creation
+        return False
+    finally:
+        consumer.close()
 
 
 def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(broker, settings, tmp_path):
@@ -265,3 +308,81 @@ def test_a_topic_created_again_past_the_committed_offset_is_found_before_the_app
     assert partitions_started_over(restart, settings.group_id) == {0: 0}, still
     with pytest.raises(StartedOver, match="--on-topic-reset restart"):  # the default
         partitions_started_over(settings, settings.group_id)
+
+
+def committed_offset(settings, wanted: int, timeout_s: float = 60) -> int:
+    """The group's committed offset of the pages topic's partition 0, once it is `wanted` (Faust commits every
+    few seconds) or the time is up."""
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id, "enable.auto.commit": False}))
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            [tp] = consumer.committed([TopicPartition(settings.topics.pages, 0)], timeout=10)
+            if tp.offset == wanted or time.monotonic() > deadline:
+                return tp.offset
+            time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def short_pages(site: str, count: int) -> list[dict]:
+    return [page(f"https://{site}.example/{i}", wrap_in_template(make_article(3000 + i, paragraphs=4), site))
+            for i in range(count)]
+
+
+def start_over_under_a_running_app(settings, tmp_path: Path, *extra: str):
+    """Start `streamdedup faust`, judge 14 records, delete and create the pages topic again and send 5 new ones.
+
+    Returns the running process, the old and new records and the log's path."""
+    old, new = short_pages("old", 14), short_pages("new", 5)
+    send(settings, old)
+    (tmp_path / "cwd").mkdir(exist_ok=True)
+    log = tmp_path / "faust.log"
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(app_command(settings, tmp_path, *extra), env=app_env(settings),
+                                   stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path / "cwd")
+    try:
+        assert len(outcomes(settings, len(old), timeout_s=120)) == len(old), log.read_text()[-3000:]
+        assert committed_offset(settings, len(old)) == len(old), log.read_text()[-3000:]
+        recreate(settings, settings.topics.pages)
+        send(settings, new)
+    except BaseException:
+        process.kill()
+        process.wait(timeout=60)
+        raise
+    return process, old, new, log
+
+
+def test_a_topic_created_again_under_a_running_app_has_every_new_record_judged_once(settings, tmp_path):
+    """The pages topic is deleted and created again while the app runs; its 5 new records sit at offsets below
+    the 14 the app had read. Every one comes out once, with a warning naming the partition. Before: none came
+    out (aiokafka reset its position to 0 on "offset out of range", and Faust dropped every record below the
+    offset it had read), and nothing but Kafka's INFO line said so."""
+    process, old, new, log = start_over_under_a_running_app(settings, tmp_path, "--on-topic-reset", "restart")
+    try:
+        got = outcomes(settings, len(old) + len(new), timeout_s=120)  # fails on a record out twice
+        # the new topic's offsets are committed (before: never, below the old topic's 14), so a restart
+        # replays nothing it has done
+        assert committed_offset(settings, len(new)) == len(new), log.read_text()[-3000:]
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    text = log.read_text()
+    assert set(got) == {r["url"].encode() for r in old + new}, text[-3000:]
+    warnings = [line for line in text.splitlines() if f"{settings.topics.pages} partition 0 started over" in line]
+    assert len(warnings) == 1, text[-3000:]
+
+
+def test_a_topic_created_again_under_a_running_app_refused_stops_it_in_one_line(settings, tmp_path):
+    """As above with on_topic_reset = refuse (the default): the app stops with exit status 2 and one line naming
+    the partition and the fix, and judges none of the new records."""
+    process, old, new, log = start_over_under_a_running_app(settings, tmp_path)
+    try:
+        returncode = process.wait(timeout=120)
+    finally:
+        process.kill()
+    text = log.read_text()
+    errors = [line for line in text.splitlines() if line.startswith("streamdedup: error:")]
+    assert returncode == 2 and len(errors) == 1, text[-3000:]
+    assert f"{settings.topics.pages}[0] started over" in errors[0] and "--on-topic-reset restart" in errors[0]
+    assert set(outcomes(settings, len(old), timeout_s=30)) == {r["url"].encode() for r in old}
