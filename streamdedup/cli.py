@@ -213,7 +213,8 @@ def cmd_faust(args: argparse.Namespace) -> int:
     from streamdedup.runtime.topics import ensure_topics
 
     config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
+                                worker_id=args.worker_id)
     reach_broker(settings, args.connect_timeout)
     # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
     ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)
@@ -398,6 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(default) or judge it from its beginning, keeping what the store knows (env "
                                  "STREAMDEDUP_ON_TOPIC_RESET)")
 
+    def worker_id_option(parser: argparse.ArgumentParser, help: str) -> None:
+        parser.add_argument("--worker-id", help=f"{help} (env STREAMDEDUP_WORKER_ID; default the host name and a "
+                                                "hash of the state folder: its own for every state folder on a host, "
+                                                "the same at every restart)")
+
     def state_option(parser: argparse.ArgumentParser, help: str) -> None:
         parser.add_argument("--state", type=Path, help=help)
         parser.add_argument("--state-dir", type=Path, dest="state", help=argparse.SUPPRESS)  # deprecated: --state
@@ -414,8 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "STREAMDEDUP_STATE_DIR; default ./state)")
     worker.add_argument("--group-id", help="Kafka consumer group: workers of one group share the pages "
                         "(env STREAMDEDUP_GROUP_ID; default streamdedup)")
-    worker.add_argument("--worker-id", help="this worker's name in its group, its own on every worker (env "
-                        "STREAMDEDUP_WORKER_ID; default the host name)")
+    worker_id_option(worker, "this worker's name in its group, its own on every worker")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),
@@ -444,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     kafka_options(faust_worker, with_config=False)
     state_option(faust_worker, "folder of the app's RocksDB stores (default ./state)")
     faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
+    worker_id_option(faust_worker, "this app's name in its group (its static member id streamdedup-faust-<id>), "
+                                   "its own on every app")
     topic_reset_option(faust_worker)
     faust_worker.add_argument("--journal-keep", type=int, metavar="N",
                               help="verdicts kept per partition for replays after a crash: those at or after the "

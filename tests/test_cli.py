@@ -642,3 +642,31 @@ def test_a_negative_number_of_seconds_is_refused_naming_the_form(capsys, flag):
     with pytest.raises(SystemExit) as stopped:
         main(["worker", "--bootstrap-servers", "127.0.0.1:1", flag, "-1"])
     assert stopped.value.code == 2 and "not a number of seconds above 0" in capsys.readouterr().err
+
+
+def test_faust_takes_its_worker_id_as_its_static_member_id(tmp_path, monkeypatch):
+    """`streamdedup faust --worker-id w7` runs as streamdedup-faust-w7 (before: no such flag); without it, two apps
+    on one host with their own state folders get their own ids."""
+    import streamdedup.cli as cli
+    import streamdedup.runtime.faust_app as faust_app
+    import streamdedup.runtime.topics as topics
+
+    member_ids = []
+
+    def create_app(settings, config, **kwargs):
+        app = real_create_app(settings, config, **kwargs)
+        member_ids.append(app.conf.consumer_group_instance_id)
+        return type("NotRun", (), {"main": lambda self: None})()
+
+    real_create_app = faust_app.create_app
+    monkeypatch.delenv("STREAMDEDUP_WORKER_ID", raising=False)
+    monkeypatch.setattr(cli, "check_extra", lambda command: None)  # faust, once imported, has no __spec__
+    monkeypatch.setattr(cli, "reach_broker", lambda settings, timeout: None)
+    monkeypatch.setattr(topics, "ensure_topics", lambda settings, timeout=None: {})
+    monkeypatch.setattr(faust_app, "partitions_started_over", lambda settings, group_id, timeout=None: {})
+    monkeypatch.setattr(faust_app, "create_app", create_app)
+    for state in ("a", "b"):
+        assert main(["faust", "--state", str(tmp_path / state)]) == 0
+    assert main(["faust", "--state", str(tmp_path / "a"), "--worker-id", "w7"]) == 0
+    first, second, given = member_ids
+    assert first != second and first.startswith("streamdedup-faust-") and given == "streamdedup-faust-w7"

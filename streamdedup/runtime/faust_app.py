@@ -55,7 +55,7 @@ from streamdedup.outputs.kafka import Headers, _json_object, cluster_events, wit
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
-from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES, topic_config
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
@@ -465,6 +465,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
     # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    keep_worker_id(settings)  # before faust-data: a default id stays this directory's at every restart
     app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
                     datadir=str(Path(settings.state_dir) / "faust-data"),
                     processing_guarantee="at_least_once", topic_allow_declare=True,

@@ -7,6 +7,7 @@ settings are shown or logged."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -39,11 +40,53 @@ def mask(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {k: "*****" if is_secret(k) else v for k, v in settings.items()}
 
 
+WORKER_ID_FILE = "worker-id"  # in the state directory: the default worker id it was first run under
+
+
+def default_worker_id(state_dir: Path) -> str:
+    """The worker id of a worker (or Faust app) not given one: the host name and a hash of its state directory.
+
+    Unique per process on a host, since two cannot share a state directory (`worker/state_lock.py`), and the same
+    at every restart on that directory. The host name alone made two workers or apps on one host take the same
+    static group.instance.id: the group fenced the workers, and the Faust apps rebalanced for ever. A state
+    directory keeps the id it was first run under: `WORKER_ID_FILE` (`keep_worker_id`), or, written by 0.11.0 or
+    earlier (a worker's `producer-<host>.json`, a Faust app's `faust-data`, no id file), the host name alone:
+    under another id its static member would hold its partitions until the broker ends its session, which
+    noida-db and Tansu never do."""
+    host = os.uname().nodename
+    state = Path(state_dir)
+    try:
+        kept = (state / WORKER_ID_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        kept = ""
+    if kept:
+        return kept
+    if (state / f"producer-{host}.json").exists() or (state / "faust-data").exists():
+        return host  # a state directory of 0.11.0 or earlier keeps its id: its static member holds its partitions
+    where = hashlib.sha256(str(state.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{host}-{where}"
+
+
+def keep_worker_id(settings: WorkerSettings) -> None:
+    """Write a default worker id into its state directory (`WORKER_ID_FILE`), where it is read at every restart.
+
+    Only a default id (one not given), and only once."""
+    state = Path(settings.state_dir)
+    path = state / WORKER_ID_FILE
+    if path.exists() or settings.worker_id != default_worker_id(state):
+        return
+    state.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(settings.worker_id + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "streamdedup"
-    worker_id: str = field(default_factory=lambda: os.uname().nodename)
+    # the static group.instance.id and transactional id's name; "" (not given): `default_worker_id(state_dir)`
+    worker_id: str = ""
     state_dir: Path = Path("state")
     batch_size: int = 256
     # a batch also ends with the message that brings it to this many bytes: it is held in memory
@@ -96,6 +139,10 @@ class WorkerSettings:
     adopt_settings: bool = False
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
+
+    def __post_init__(self) -> None:
+        if not self.worker_id:
+            object.__setattr__(self, "worker_id", default_worker_id(self.state_dir))
 
     def risks(self) -> list[str]:
         """Settings that work but cost correctness a user would not expect, one line each with the fix."""
@@ -156,6 +203,8 @@ class WorkerSettings:
                 except (TypeError, ValueError):
                     raise ValueError(f"worker setting {name} is a {type(current).__name__} (as {current!r}), got "
                                      f"{value!r} ([worker] {name}, STREAMDEDUP_{name.upper()} or its flag)") from None
+        if "worker_id" not in changes and self.worker_id == default_worker_id(self.state_dir):
+            changes["worker_id"] = ""  # not given: the default of the state directory these settings end with
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
         check_batch_limits(result.batch_size, result.batch_bytes, "messages")

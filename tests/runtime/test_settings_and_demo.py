@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -5,7 +6,7 @@ from conftest import make_article, page, wrap_in_template, write_jsonl
 
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.demo import run_demo
-from streamdedup.runtime.settings import WorkerSettings, mask
+from streamdedup.runtime.settings import WORKER_ID_FILE, WorkerSettings, keep_worker_id, mask
 
 
 def test_precedence_file_then_environment_then_flags(tmp_path):
@@ -147,3 +148,34 @@ def test_feeding_a_topic_that_does_not_exist_is_refused_with_its_fix(settings, t
     assert main(["feed", str(crawl), "--bootstrap-servers", settings.bootstrap_servers,
                  "--topic", settings.topics.pages]) == 0
     assert f"sent 1 pages to {settings.topics.pages}" in capsys.readouterr().out
+
+
+def test_the_default_worker_id_is_its_own_for_each_state_directory_and_stable(tmp_path, monkeypatch):
+    """Without a worker id, two workers (or Faust apps) on one host with their own state directories get their own
+    static member ids, and a restart on the same directory gets the same one; a given id is kept as it is. Before:
+    both took the host name, and the group fenced the workers and rebalanced the Faust apps for ever."""
+    monkeypatch.delenv("STREAMDEDUP_WORKER_ID", raising=False)
+    host = os.uname().nodename
+    a, b = WorkerSettings(state_dir=tmp_path / "a"), WorkerSettings(state_dir=tmp_path / "b")
+    assert a.worker_id != b.worker_id and a.worker_id.startswith(f"{host}-") and b.worker_id.startswith(f"{host}-")
+    monkeypatch.chdir(tmp_path)  # the same directory, named another way: the same id
+    assert WorkerSettings(state_dir=Path("a")).worker_id == a.worker_id
+    assert WorkerSettings.load(env={}, state_dir=tmp_path / "a").worker_id == a.worker_id  # flags after defaults
+    config = tmp_path / "worker.toml"
+    config.write_text(f'[worker]\nstate_dir = "{tmp_path / "b"}"\n')
+    assert WorkerSettings.load(config, env={}).worker_id == b.worker_id
+    assert WorkerSettings.load(env={"STREAMDEDUP_WORKER_ID": "w7"}, state_dir=tmp_path / "a").worker_id == "w7"
+    assert WorkerSettings(worker_id="w7", state_dir=tmp_path / "b").worker_id == "w7"
+    # a state directory of a worker (or Faust app) of 0.11.0 keeps the host name: its static member's place
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / f"producer-{host}.json").write_text("streamdedup-streamdedup-x")
+    (tmp_path / "old-faust" / "faust-data").mkdir(parents=True)
+    assert WorkerSettings(state_dir=tmp_path / "old").worker_id == host
+    assert WorkerSettings(state_dir=tmp_path / "old-faust").worker_id == host
+    # a default id is kept in its state directory: the same after the app wrote its faust-data
+    fresh = WorkerSettings(state_dir=tmp_path / "fresh")
+    keep_worker_id(fresh)
+    (tmp_path / "fresh" / "faust-data").mkdir()
+    assert WorkerSettings(state_dir=tmp_path / "fresh").worker_id == fresh.worker_id != host
+    keep_worker_id(WorkerSettings(worker_id="given", state_dir=tmp_path / "given"))  # a given id is not kept
+    assert not (tmp_path / "given" / WORKER_ID_FILE).exists()

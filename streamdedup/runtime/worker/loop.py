@@ -40,7 +40,7 @@ from streamdedup.runtime import topics
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.group_settings import agree_on_settings
 from streamdedup.runtime.metrics import WorkerMetrics
-from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topologies import make_topology
 from streamdedup.runtime.watchdog import CallWatchdog
 from streamdedup.runtime.worker.assignment import Assignment
@@ -62,6 +62,7 @@ class Worker(Transactions, Assignment):
         self.settings = settings
         # before any client: a second worker on this state directory stops here, alone (state_lock.py)
         self._state_lock: int | None = lock_state_dir(settings.state_dir)
+        keep_worker_id(settings)  # a default id stays this directory's at every restart
         self.config = config
         # a deadline on the client's blocking transactional calls (runtime/watchdog.py): the command
         # line's worker exits when one outlives its timeout; without one (in process), it waits
