@@ -119,7 +119,7 @@ class JournalKeeper:
         committed: the group's committed offset of the partition, if known; entries below it
         (and below the last `keep`) are removed in the record's WriteBatch. passed: the input
         message's Kafka headers, which its verdict line carries."""
-        source = f"{self.topic}:{self.partition}:{offset}"
+        source = f"{self.topic}[{self.partition}]@{offset}"
         name = journal_name(self.topic, self.partition, offset)
         digest = record_digest(key, value, timestamp_ms)
         journaled = self.detector.store.get_journal(name)
@@ -574,7 +574,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                 passed = input_headers(message.headers)
                 outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms(message), committed,
                                          passed)
-                await emit(outputs, f"{message.topic}:{message.partition}:{message.offset}", passed)
+                await emit(outputs, f"{message.topic}[{message.partition}]@{message.offset}", passed)
             except StartedOver as err:  # on_topic_reset = refuse, found while running (no committed offset)
                 stop_refused(err)
             except Exception:  # noqa: BLE001 - Faust would restart the agent and commit past the record

@@ -41,6 +41,7 @@ def test_a_replayed_message_re_emits_the_journaled_verdict_byte_for_byte(tmp_pat
         again = [outputs_for(detector, "pages", 0, offset, None, value, 1000) for offset, value in enumerate(messages)]
         assert again == first  # same targets, keys, values, headers: consumers keyed by page id see one page
         assert [o[0] for o in first[1]] == ["duplicate", "verdicts", "clusters", "cluster_view"]  # the light ones too
+        assert dict(first[1][0][3])["dedup.source"] == b"pages[0]@1"  # the input named as the worker names it
         assert detector.store.stats()["docs"] == docs  # the replay changed no state
         # the topic started over: another record at offset 0 is judged, not answered from the journal
         other = orjson.dumps(page("https://c.example/1", wrap_in_template(make_article(6, paragraphs=4), "C")))
