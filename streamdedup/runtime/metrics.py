@@ -107,6 +107,10 @@ class WorkerMetrics:
                                "An index partition's watermark: the lowest of its input partitions' (event time, "
                                "Unix seconds; +Inf when every input is idle, 0 before every input was heard from)",
                                ["partition"], registry=self.registry)
+        self.group_stalled = Gauge("streamdedup_group_stalled_partitions",
+                                   "Partitions of the worker's topics, owned by another member or none, whose "
+                                   "committed offset has not moved for stall_timeout_s while records wait "
+                                   "(a stopped worker, or a static member that left)", registry=self.registry)
         self.health: Check = _alive
         self.readiness: Check = _alive
         self.server: ThreadingHTTPServer | None = None

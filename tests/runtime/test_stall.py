@@ -130,3 +130,39 @@ def test_the_cli_exits_non_zero_when_fenced(broker, settings, tmp_path):
     lines = [line for line in stderr.decode().splitlines() if line.startswith("streamdedup: error:")]
     assert first.returncode == 2 and len(lines) == 1 and "fenced" in lines[0], stderr.decode()[-2000:]
     assert "Traceback" not in stderr.decode()
+
+
+@pytest.mark.skipif(os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu",
+                    reason="broker-independent past the group's answer; Tansu's joins take ~9 s a worker")
+def test_a_partition_whose_owner_left_is_named_by_the_worker_still_running(settings, caplog):
+    """An operator review: a fleet that shrank under static membership stalled the departed worker's
+    partitions while every worker stayed healthy (noida-db and Tansu keep a static member that left:
+    bench/static_shrink.py). The worker still running names them in a WARNING and a gauge."""
+    settings = replace(settings, partitions=2, topology="local", stall_timeout_s=3.0)
+    workers = [Worker(replace(settings, worker_id=f"w{i}", state_dir=settings.state_dir / f"w{i}"), DetectorConfig())
+               for i in (1, 2)]
+    threads = [threading.Thread(target=w.run, kwargs={"idle_timeout_s": 60}, daemon=True) for w in workers]
+    send(settings, pages(1))  # creates the topics
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while not all(w.handlers for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(w.handlers for w in workers), "the group did not give each worker a partition"
+    running, gone = workers
+    left = sorted(gone.handlers)
+    gone.stop()  # a static member: the broker keeps its partitions
+    threads[1].join(30)
+    caplog.set_level("WARNING", logger="streamdedup.runtime.worker.group_watch")
+    send(settings, pages(8, 20))  # records on both partitions
+    stalled = 0.0
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline and not stalled:
+        time.sleep(0.5)
+        stalled = running.metrics.registry.get_sample_value("streamdedup_group_stalled_partitions") or 0.0
+    running.stop()
+    threads[0].join(30)
+    assert stalled == len(left)
+    warned = [r.getMessage() for r in caplog.records if "stood still" in r.getMessage()]
+    assert len(warned) == 1 and all(f"{topic}[{partition}]" in warned[0] for topic, partition in left)
+    assert "member streamdedup-w2" in warned[0] and "STREAMDEDUP_STATIC_MEMBERSHIP=0" in warned[0]

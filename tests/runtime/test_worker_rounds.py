@@ -29,6 +29,9 @@ class _Handler:
     def tick(self, out: Any, now: float, lag: int | None) -> None:
         self.log.append(("tick", self.name))
 
+    def get_meta(self, name: str) -> bytes | None:
+        return None
+
     def stage_meta(self, name: str, value: bytes) -> None:
         pass
 

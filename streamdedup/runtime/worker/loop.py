@@ -45,6 +45,7 @@ from streamdedup.runtime.topologies import make_topology
 from streamdedup.runtime.watchdog import CallWatchdog
 from streamdedup.runtime.worker.assignment import Assignment
 from streamdedup.runtime.worker.errors import FENCED, StateLost, fenced
+from streamdedup.runtime.worker.group_watch import GroupWatch
 from streamdedup.runtime.worker.state import Progress
 from streamdedup.runtime.worker.state_lock import lock_state_dir
 from streamdedup.runtime.worker.transactions import Transactions
@@ -86,6 +87,7 @@ class Worker(Transactions, Assignment):
         self._start_offsets = {}  # where each assigned partition was started
         self._lag = {}
         self._progress = Progress(time.monotonic(), 0, 0)
+        self.group_watch = GroupWatch(settings)  # the group's partitions that no member moves
         self.metrics.health = self.health
         self.metrics.readiness = self.readiness
         log.info("worker starting: %r", settings)
@@ -161,6 +163,9 @@ class Worker(Transactions, Assignment):
                         self._idle()
                 if self._last_activity is not None:
                     self._report_progress(now)
+                    if self.group_watch.due(now):
+                        stalled = self.group_watch.check(self.consumer, self.topology.topics(), self.handlers, now)
+                        self.metrics.group_stalled.set(len(stalled))
                 if messages:
                     continue
                 if idle_timeout_s is not None and self._last_activity is not None \
