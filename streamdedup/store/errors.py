@@ -41,6 +41,9 @@ def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) 
                            "(dedup or worker) that uses it, or give this one another state directory")
     if "Corruption:" in text:
         return StoreCorrupt(damaged(where, text))
+    if "IO error" in text and ("Read-only file system" in text or "Permission denied" in text):
+        return StoreError(f"{where} cannot be written ({text}): give this run a state directory it may write "
+                          "(--state, or STREAMDEDUP_STATE_DIR for the worker), or make that one writable")
     return None
 
 

@@ -165,3 +165,14 @@ def test_a_damaged_index_snapshot_is_rebuilt_from_the_records_and_store_info_say
     assert info["index_snapshot"].startswith("damaged") and "rebuilt" in info["index_snapshot"]
     assert main(["store", "info", "--state", str(state)]) == 0  # the snapshot its close wrote is whole
     assert orjson.loads(capsys.readouterr().out)["index_snapshot"] == "loaded"
+
+
+def test_a_store_that_cannot_be_written_names_the_fix():
+    """An operator review: a read-only state directory ended in RocksDB's line alone. (As root no
+    directory is read-only here, so the error is RocksDB's own text, as rocksdict raises it.)"""
+    from streamdedup.store.errors import StoreError, store_error
+
+    for cause in ("Read-only file system", "Permission denied"):
+        err = store_error(Exception(f"IO error: While open a file for appending: /st/000008.log: {cause}"), "/st")
+        assert isinstance(err, StoreError) and "/st cannot be written" in str(err) and "--state" in str(err)
+    assert store_error(Exception("IO error: No such file or directory"), "/st") is None
