@@ -3,6 +3,7 @@ are asserted: benchmarks are not timed tests)."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import statistics
@@ -15,11 +16,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_smoke_run_writes_one_json_with_every_part(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run"), "--smoke", "--out", str(tmp_path)],
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """`bench/run --smoke` once (its parts are the scripts' own smoke runs, e.g. `bench/expire.py
+    --smoke`): the command's outcome and its latest.json, for every test that checks a part of it."""
+    out = tmp_path_factory.mktemp("smoke")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run"), "--smoke", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "latest.json").read_text())
+    return done, json.loads((out / "latest.json").read_text())
+
+
+def test_smoke_run_writes_one_json_with_every_part(smoke_run):
+    done, report = smoke_run
     assert report["smoke"] is True and report["failed"] == []
     assert set(report["parts"]) == {"fingerprint", "store", "expire", "homogeneous", "e2e", "broker"}
     homogeneous = report["parts"]["homogeneous"]["report"]["results"]  # by kind of pages, then size
@@ -86,15 +95,22 @@ def test_the_store_bench_can_leave_out_the_reopening(tmp_path):
     assert "reopen_rebuilding_s" not in done.stderr
 
 
-def test_the_expiry_bench_measures_both_ways_on_stores_of_the_same_sizes(tmp_path):
-    """`bench/expire.py`: the bulk expiry and the record-by-record one, each removing its quarters
-    of the same store (all removed, the sizes each met the same), and their ratio; and a store drained
-    as batches' commits expire a backlog, and one kept at its retention in steady state, both ways."""
-    out = tmp_path / "expire.json"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "expire.py"), "--smoke", "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(out.read_text())
+def test_the_expiry_bench_measures_both_ways_on_stores_of_the_same_sizes(smoke_run):
+    """`bench/expire.py --smoke` (the smoke run's expire part, whose JSON is kept whole): the bulk
+    expiry and the record-by-record one, each removing its quarters of the same store (all removed,
+    the sizes each met the same), and their ratio; and a store drained as batches' commits expire a
+    backlog, and one kept at its retention in steady state, both ways."""
+    loader = importlib.machinery.SourceFileLoader("bench_run", str(ROOT / "bench" / "run"))
+    spec = importlib.util.spec_from_loader("bench_run", loader)
+    assert spec is not None
+    bench_run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = bench_run  # its dataclasses look their module up
+    try:
+        loader.exec_module(bench_run)
+    finally:
+        del sys.modules["bench_run"]
+    assert (bench_run.PARTS["expire"].script, bench_run.PARTS["expire"].smoke) == ("expire.py", ("--smoke",))
+    report = smoke_run[1]["parts"]["expire"]["report"]
     (run,) = report["runs"]
     assert [m["removed"] for m in run["bulk"] + run["each"]] == [2000] * 4
     assert sorted(m["stored_before"] for m in run["bulk"] + run["each"]) == [2000, 4000, 6000, 8000]
@@ -112,11 +128,16 @@ def test_store_pair_runs_two_revisions_at_once_and_reports_their_ratio(tmp_path)
     exported trees, and NEW's medians over BASE's; a revision that is not one, and a run that
     fails, are told in one line."""
     out = tmp_path / "pair.json"
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "HEAD", "HEAD", "--smoke",
-                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # a small store and no reopening (each exported tree compiles the numba kernels afresh: that
+    # alone takes most of the run); --smoke is passed on below
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "store_pair.py"), "HEAD", "HEAD", "--pages", "2000",
+                           "--out", str(out), "--", "--windows", "3", "--window", "512", "--no-reopen"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["base"]["commit"] == report["new"]["commit"] and len(report["base"]["commit"]) == 40
+    assert report["arguments"] == ["--pages", "2000", "--bulk-fill", "--windows", "3", "--window", "512", "--no-reopen"]
+    assert report["base"]["report"]["reopen_from_snapshot_s"] is None  # the arguments after -- reached store.py
     for role in ("base", "new"):
         assert report[role]["report"]["pages_per_thread_cpu_s_median"] > 0
     ratios = report["new_over_base"]
