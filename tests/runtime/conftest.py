@@ -63,3 +63,37 @@ def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, q
     finally:
         consumer.close()
     return messages
+
+
+def run_until_decided(worker, decided: int, quiet_s: float = 1.5, timeout_s: float = 300.0,
+                      idle_timeout_s: float = 60.0):
+    """`worker.run()` until it has given `decided` pages (and rejected records) their outcome and then
+    consumed nothing for `quiet_s`: anything beyond the count (a doubled page) would show up in the
+    outputs. Instead of `run(idle_timeout_s=...)`, which waits out its idle time after the last
+    batch, and whose time also runs out between the hops of a slow broker. Returns its stats, and
+    raises what the worker raised."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run(idle_timeout_s=idle_timeout_s)
+        except BaseException as err:  # noqa: BLE001 - raised again in the test's thread
+            failed.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline, seen, quiet_since = time.monotonic() + timeout_s, -1, time.monotonic()
+    while thread.is_alive() and time.monotonic() < deadline:
+        if worker.stats.consumed != seen:
+            seen, quiet_since = worker.stats.consumed, time.monotonic()
+        elif worker.stats.decided >= decided and time.monotonic() - quiet_since > quiet_s:
+            break
+        time.sleep(0.05)
+    worker.stop()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the worker did not stop within 120 s of being asked"
+    if failed:
+        raise failed[0]
+    return worker.stats

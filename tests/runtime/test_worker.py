@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from conftest import make_article, page, wrap_in_template
 
-from runtime.conftest import read_topic
+from runtime.conftest import read_topic, run_until_decided
 from runtime.test_broker_conformance import TANSU_READ_COMMITTED
 from streamdedup.config import DetectorConfig
 from streamdedup.record.readers import RawRecord
@@ -66,7 +66,7 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     settings = replace(settings, transactions=transactions)
     send(settings, records)
     worker = Worker(settings, DetectorConfig())
-    stats = worker.run(idle_timeout_s=4)
+    stats = run_until_decided(worker, len(records))
     assert stats.decided == len(records)
     registry = worker.metrics.registry
     assert registry.get_sample_value("streamdedup_pages_total", {"status": "duplicate"}) == 40
@@ -146,10 +146,10 @@ def test_a_lost_store_is_rebuilt_from_kafka_without_re_emitting(settings, tmp_pa
 
     records = crawl(10)
     send(settings, records[:10])  # originals and copies of the first articles
-    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).decided == 10
+    assert run_until_decided(Worker(settings, DetectorConfig()), 10).decided == 10
     shutil.rmtree(settings.state_dir)  # the worker's disk is gone
     send(settings, records[10:])
-    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=3)
+    stats = run_until_decided(Worker(settings, DetectorConfig()), len(records) - 10)
     assert stats.replayed >= 10 and stats.decided == len(records) - 10
     got = outputs(settings)
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
@@ -178,7 +178,7 @@ def test_a_replay_stopped_midway_does_not_move_the_group_back(settings, tmp_path
 
     records = crawl(10)[:30]
     send(settings, records)
-    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).decided == 30
+    assert run_until_decided(Worker(settings, DetectorConfig()), 30).decided == 30
     before = group_offsets(settings)
     shutil.rmtree(settings.state_dir)  # the stores are lost: the next worker replays every topic
     batches = []
@@ -268,7 +268,7 @@ def test_a_worker_killed_while_writing_its_producer_record_starts_again(settings
     record = settings.state_dir / f"producer-{settings.worker_id}.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text("")
-    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=4)
+    stats = run_until_decided(Worker(settings, DetectorConfig()), len(records))
     assert stats.decided == len(records)
     assert record.read_text().startswith("streamdedup-")
 
