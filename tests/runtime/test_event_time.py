@@ -8,6 +8,7 @@ from datetime import timedelta
 import orjson
 from conftest import make_article, page, wrap_in_template
 
+from runtime.conftest import run_until_decided
 from runtime.test_worker import outputs, send
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.worker import Worker
@@ -26,7 +27,7 @@ def test_a_page_dated_9999_does_not_expire_the_index(settings):
     settings = replace(settings, batch_size=1)
     send(settings, records)
     worker = Worker(settings, DetectorConfig(retention=timedelta(days=30)))
-    worker.run(idle_timeout_s=4)
+    assert run_until_decided(worker, len(records)).decided == len(records)
     got = outputs(settings)
     verdicts = {}
     for name in ("unique", "duplicates"):

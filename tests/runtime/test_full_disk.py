@@ -7,10 +7,16 @@ from dataclasses import replace
 
 import pytest
 
+from runtime.conftest import run_until_decided
 from runtime.test_worker import crawl, outputs, send, verdicts_by_id
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.worker import StoreWriteFailed, Worker
 from streamdedup.testing import run_records
+
+
+def committed_outcomes(settings) -> int:
+    """The outcomes the stopped worker had committed: what a restart has left to decide."""
+    return sum(len(messages) for messages in outputs(settings, quiet_s=0.5).values())
 
 
 @pytest.fixture
@@ -36,7 +42,7 @@ def test_full_disk_fails_clearly_and_a_restart_with_space_loses_nothing(broker, 
     # space comes back: the same store, moved to a disk with room, must still open and catch up
     roomy = replace(settings, state_dir=tmp_path / "state")
     subprocess.run(["cp", "-a", str(small_disk / "state"), str(roomy.state_dir)], check=True)
-    Worker(roomy, DetectorConfig()).run(idle_timeout_s=5)
+    run_until_decided(Worker(roomy, DetectorConfig()), len(records) - committed_outcomes(settings))
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(outputs(settings)) == expected
 
@@ -57,6 +63,6 @@ def test_an_index_outgrowing_the_memory_left_fails_clearly_and_a_restart_with_me
                                                "batch was written.* run it where it has more memory"):
         Worker(settings, DetectorConfig()).run(idle_timeout_s=5)
     monkeypatch.setattr(signature_store, "available_bytes", lambda: None)
-    Worker(settings, DetectorConfig()).run(idle_timeout_s=5)
+    run_until_decided(Worker(settings, DetectorConfig()), len(records) - committed_outcomes(settings))
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.status != "rejected"}
     assert verdicts_by_id(outputs(settings)) == expected

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 from conftest import make_article, page, wrap_in_template
 
-from runtime.conftest import read_topic
+from runtime.conftest import read_topic, run_until_decided
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.runtime.topics import ensure_topics
@@ -40,7 +40,7 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
 
     worker = Worker(settings, DetectorConfig())
     started = time.monotonic()
-    assert worker.run(idle_timeout_s=4).decided == len(values)
+    assert run_until_decided(worker, len(values)).decided == len(values)
     wall_s = time.monotonic() - started
     # the decide step's work, from either topology's handlers: each valid page judged (at least once)
     work = worker.metrics.registry.get_sample_value

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from conftest import make_article
 
-from runtime.conftest import read_topic
+from runtime.conftest import read_topic, run_until_decided
 from runtime.test_worker import outputs, send
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.worker import Worker
@@ -29,7 +29,7 @@ def test_an_undated_url_polled_three_times_gets_three_verdicts_from_the_worker(s
                dated, dated]
     records = [{**record, "n": n} for n, record in enumerate(records)]
     send(settings, records)
-    assert Worker(settings, DetectorConfig()).run(idle_timeout_s=3).decided == len(records)
+    assert run_until_decided(Worker(settings, DetectorConfig()), len(records)).decided == len(records)
     got = outputs(settings)
     rows = sorted((orjson.loads(m.value()) for m in got["unique"] + got["duplicates"]), key=lambda row: row["n"])
     assert [row["n"] for row in rows] == [0, 1, 2, 3]

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from conftest import make_article, page, wrap_in_template
 
+from runtime.conftest import run_until_decided
 from runtime.test_worker import send
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.watchdog import STUCK_EXIT_CODE, CallWatchdog
@@ -59,7 +60,7 @@ def test_the_worker_puts_its_blocking_transactional_calls_under_the_watchdog(set
     send(settings, [page(f"https://a.example/{i}", wrap_in_template(make_article(3100 + i), "A")) for i in range(3)])
     recorder = Recorder()
     worker = Worker(settings, DetectorConfig(), recorder)  # type: ignore[arg-type]
-    assert worker.run(idle_timeout_s=3).decided == 3
+    assert run_until_decided(worker, 3).decided == 3
     called = [what for what, _ in recorder.calls]
     assert {"init_transactions", "send_offsets_to_transaction", "commit_transaction"} <= set(called)
     assert called[-2:] == ["close", "closed"]  # the producer closed after a clean stop, then the watchdog
