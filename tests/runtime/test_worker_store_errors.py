@@ -91,8 +91,9 @@ def test_a_worker_on_a_store_from_before_band_checks_names_the_params_that_keep_
     topics = settings.topics
     for name in ("pages", "unique", "duplicates", "rejected", "clusters", "index", "parts"):
         monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(topics, name))
+    # no input: each run that starts stops 1 s after the group gave it its partitions (stores opened)
     worker = ["worker", "--bootstrap-servers", settings.bootstrap_servers, "--state-dir", str(settings.state_dir),
-              "--group-id", settings.group_id, "--exit-when-idle", "5"]
+              "--group-id", settings.group_id, "--exit-when-idle", "1"]
     kept = ["--param", "minhash.value_bits=16", "--param", "minhash.band_check_bits=0", "--param", "a12.word_bits=64"]
     with monkeypatch.context() as before:  # the description a store of before records
         before.setattr(MinHashParams, "__str__", lambda self: Params.__str__(self).replace(",band_check_bits=0", ""))
