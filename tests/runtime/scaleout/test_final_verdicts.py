@@ -338,7 +338,34 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
         counts.append(sum(len(read_topic(run, topic, quiet_s=0.2, to_end=True)) for topic in (run.topics.unique,
                                                                                               run.topics.duplicates)))
     watcher.close()
-    for process, name in zip(workers("10"), ("w0", "w1"), strict=True):
+    # a clean run, stopped with SIGTERM (as `docker stop` does: exit 0 after the batch in hand) once
+    # both workers have their partitions (their loops run: SIGTERM stops them), every record's
+    # outcome is committed and nothing more came for 3 s (a doubled page would show up), instead of
+    # waiting out the workers' idle time; they still stop on their own if idle for 10 s
+    final = workers("10")
+    admin = AdminClient(run.client())
+
+    def both_assigned() -> bool:
+        try:
+            [group] = admin.describe_consumer_groups([run.group_id], request_timeout=5).values()
+            members = group.result(timeout=5).members
+        except Exception:  # noqa: BLE001 - not there yet
+            return False
+        return sum(bool(m.assignment and m.assignment.topic_partitions) for m in members) == 2
+
+    outcomes, steady_since, deadline = -1, time.monotonic(), time.monotonic() + 300
+    while time.monotonic() < deadline and any(process.poll() is None for process in final):
+        now = sum(len(read_topic(run, topic, quiet_s=0.2, to_end=True))
+                  for topic in (run.topics.unique, run.topics.duplicates, run.topics.rejected))
+        if now != outcomes:
+            outcomes, steady_since = now, time.monotonic()
+        elif outcomes >= pages + len(BAD) and time.monotonic() - steady_since > 3 and both_assigned():
+            break
+        time.sleep(0.5)
+    for process in final:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process, name in zip(final, ("w0", "w1"), strict=True):
         assert process.wait(timeout=300) == 0, (tmp_path / f"{name}.log").read_text()[-3000:]
     got = emitted(run)
     assert len(got["dedups"]) == pages and got["rejected"] == len(BAD), counts
