@@ -331,6 +331,11 @@ def short_pages(site: str, count: int) -> list[dict]:
             for i in range(count)]
 
 
+# on Tansu the app judged none of the new records in 120 s, nor refused (docs/limitations.md): not fixed there
+NOT_ON_TANSU = pytest.mark.skipif(os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu",
+                                  reason="Tansu: the app judges no record of a topic created again under it (not fixed)")
+
+
 def start_over_under_a_running_app(settings, tmp_path: Path, *extra: str):
     """Start `streamdedup faust`, judge 14 records, delete and create the pages topic again and send 5 new ones.
 
@@ -354,6 +359,7 @@ def start_over_under_a_running_app(settings, tmp_path: Path, *extra: str):
     return process, old, new, log
 
 
+@NOT_ON_TANSU
 def test_a_topic_created_again_under_a_running_app_has_every_new_record_judged_once(settings, tmp_path):
     """The pages topic is deleted and created again while the app runs; its 5 new records sit at offsets below
     the 14 the app had read. Every one comes out once, with a warning naming the partition. Before: none came
@@ -374,6 +380,7 @@ def test_a_topic_created_again_under_a_running_app_has_every_new_record_judged_o
     assert len(warnings) == 1, text[-3000:]
 
 
+@NOT_ON_TANSU
 def test_a_topic_created_again_under_a_running_app_refused_stops_it_in_one_line(settings, tmp_path):
     """As above with on_topic_reset = refuse (the default): the app stops with exit status 2 and one line naming
     the partition and the fix, and judges none of the new records."""
