@@ -70,8 +70,10 @@ def identity_key(topic: str, partition: int) -> str:
     return f"last:{topic}:{partition}"
 
 
-def journal_slot_key(topic: str, partition: int, slot: int) -> str:
-    """The store's meta record of one batch in a partition's read journal (a ring of `READ_JOURNAL_SLOTS`)."""
+def journal_slot_key(topic: str, partition: int, slot: int | str) -> str:
+    """The store's meta record of one batch in a partition's read journal (a ring of `READ_JOURNAL_SLOTS`).
+
+    Slot "next" holds the sequence number of the next batch."""
     return f"read:{topic}:{partition}:{slot}"
 
 
@@ -112,12 +114,12 @@ class ReadJournal:
 def stage_read_journal(get_meta: Callable[[str], bytes | None], stage_meta: Callable[[str, bytes], None],
                        topic: str, partition: int, messages: list[Message]) -> None:
     """Journal a batch's records of one partition, in the next slot of its ring, with the batch's store changes."""
-    raw = get_meta(f"read:{topic}:{partition}:next")
+    raw = get_meta(journal_slot_key(topic, partition, "next"))
     seq = int(raw) if raw else 0
     batch = [(int(message.offset() or 0), record_digest(message.key(), message.value(), _stamp(message)))
              for message in messages]
     stage_meta(journal_slot_key(topic, partition, seq % READ_JOURNAL_SLOTS), ReadJournal.slot_value(seq, batch))
-    stage_meta(f"read:{topic}:{partition}:next", str(seq + 1).encode())
+    stage_meta(journal_slot_key(topic, partition, "next"), str(seq + 1).encode())
 
 
 @dataclass(frozen=True)

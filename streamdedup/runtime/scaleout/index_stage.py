@@ -204,9 +204,7 @@ class IndexPartition:
         self.clock.observe(doc.event_ms, request.trusted_time, int(time.time() * 1000))
         oldest = self.clock.oldest_kept(doc.event_ms)
         mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
-        pairs = self.by_name.get(WordPairsMethod.name)
-        if request.shown and pairs is not None and pairs[0] in mine:  # not in its record: beside it
-            mine[pairs[0]] = replace(mine[pairs[0]], shown=ShownLines(pairs=pairs[1].decode(request.shown)))
+        self._with_shown(mine, request.shown)  # not in its signatures: beside them
         earlier: list[Match] = []
         later: list[Match] = []
         found = batch.candidates([n for tag_names in names.values() for n in tag_names])
@@ -237,6 +235,12 @@ class IndexPartition:
                   request.keys, names, displaces=not earlier)
         return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
 
+    def _with_shown(self, signatures: dict[int, Any], shown: bytes) -> None:
+        """Give a page's decoded word-pair signature the encoded lines its site showed before (in place; b"": none)."""
+        pairs = self.by_name.get(WordPairsMethod.name)
+        if shown and pairs is not None and pairs[0] in signatures:
+            signatures[pairs[0]] = replace(signatures[pairs[0]], shown=ShownLines(pairs=pairs[1].decode(shown)))
+
     def _judged_as_the_later(self, later: DocRecord, asker: DocRecord) -> Judged | None:
         """The later page's link to the asker, judged with it as the page (None: no rule matched, not related).
 
@@ -245,9 +249,7 @@ class IndexPartition:
         verdict it gets when it arrives last, as in file mode (an operator review: 17 of 295 verdicts
         on 6 partitions differed)."""
         theirs = {tag: self.by_tag[tag].decode(data) for tag, data in later.signatures.items() if tag in self.by_tag}
-        pairs = self.by_name.get(WordPairsMethod.name)
-        if later.shown and pairs is not None and pairs[0] in theirs:
-            theirs[pairs[0]] = replace(theirs[pairs[0]], shown=ShownLines(pairs=pairs[1].decode(later.shown)))
+        self._with_shown(theirs, later.shown)
         # whether its template was known is not kept: not known, the stricter (the default site policy is the
         # main one, so the same either way)
         links = list(judged([-1], lambda _: [asker], self.policy, self.by_name, later, theirs, False, None,
