@@ -224,7 +224,7 @@ class IndexPartition:
                 continue
             # a later page filed here first: its side of the pair is judged as it would have been had it come
             # last (file mode's order), with it as the page and the asker as its candidate
-            theirs = self._judged_as_the_later(other, replace(doc, shown=request.shown))
+            theirs = self._judged_as_the_later(other, doc)
             if theirs is not None:
                 later.append(Match(other.page_id, order, theirs.rule, theirs.similarity, bytes.fromhex(root_hex),
                                    root_id, link.new_share, theirs.new_share, link.relation, theirs.relation))
