@@ -132,9 +132,8 @@ class RecordIdentity:
 
     @classmethod
     def of(cls, message: Message) -> RecordIdentity:
-        _, stamp = message.timestamp()
-        digest = record_digest(message.key(), message.value(), stamp if stamp >= 0 else None)
-        return cls(int(message.offset() or 0), int(stamp), digest.hex())
+        digest = record_digest(message.key(), message.value(), _stamp(message))
+        return cls(int(message.offset() or 0), int(message.timestamp()[1]), digest.hex())
 
     def encode(self) -> bytes:
         return orjson.dumps({"offset": self.offset, "timestamp": self.timestamp, "hash": self.digest})
@@ -320,5 +319,6 @@ def judged_prefix(client: Mapping[str, Any], journals: Mapping[TP, ReadJournal],
 
 
 def _stamp(message: Message) -> int | None:
+    """The record's timestamp in ms, None if it has none (-1): as `record_digest` frames it."""
     _, stamp = message.timestamp()
     return stamp if stamp >= 0 else None
