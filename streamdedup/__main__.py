@@ -1,6 +1,6 @@
 """The `streamdedup` command (`python -m streamdedup`, and the console script).
 
-Two settings made before anything heavy loads, for the CPU a process spends starting:
+Settings made before anything heavy loads, for the CPU a process spends starting:
 - numpy's bundled OpenBLAS starts a thread per core when numpy is imported (~0.07 CPU-s a process
   on 2 cores) and runs its matrix products on them; nothing of ours wants them (the one matrix
   product, `randproj`'s, is a vector times a matrix; parallelism is the prepare threads' and the
@@ -10,7 +10,9 @@ Two settings made before anything heavy loads, for the CPU a process spends star
   are then frozen out of its later collections (`gc.freeze`), and its youngest generation is
   collected every 10,000 allocations instead of 700: a batch's objects live until the batch ends,
   so frequent young collections only traverse survivors (6,000 homogeneous pages: 176 young
-  collections, 0.045 CPU-s, against 11 and 0.012)."""
+  collections, 0.045 CPU-s, against 11 and 0.012).
+And numba's CPU target is started without importing scipy.linalg (~0.15 CPU-s; `streamdedup/jit.py`):
+this process is the command's, so nothing else can want numba's BLAS check or import scipy meanwhile."""
 
 import gc
 import os
@@ -24,6 +26,9 @@ def main() -> int:
     gc.disable()
     try:
         from streamdedup.cli import main as run
+        from streamdedup.jit import start_cpu_target
+
+        start_cpu_target()  # numba's target without scipy.linalg: this process is the command's (jit.py)
     finally:
         gc.freeze()
         gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *gc.get_threshold()[1:])

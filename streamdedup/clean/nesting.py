@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-import numba
 import numpy as np
 
+from streamdedup.jit import numba
 from streamdedup.record.rejection import Reason, Rejected
 
 # Measured: 1,292 real pages (trafilatura's and Readability's test pages) are at most 42 elements deep

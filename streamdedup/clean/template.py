@@ -52,11 +52,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import numba
 import numpy as np
 import xxhash
 
 from streamdedup.clean.learned_layout import SiteLayout
+from streamdedup.jit import numba
 from streamdedup.record.page import site_of, url_host
 from streamdedup.tokens.hashing import distinct_counts
 

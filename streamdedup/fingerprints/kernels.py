@@ -7,11 +7,12 @@ hashes. They compute exactly what the numpy formulas in the methods' docstrings 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 # a str's code point by index without making a 1-character str (`ord(text[i])` is ~100x slower)
 from numba.cpython.unicode import _get_code_point
+
+from streamdedup.jit import numba
 
 
 @numba.njit(cache=True)

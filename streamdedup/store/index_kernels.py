@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from streamdedup.jit import numba
 from streamdedup.store import layout
 
 EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numba
 import numpy as np
 import xxhash
 
+from streamdedup.jit import numba
 from streamdedup.store.index_kernels import EMPTY, SEGMENTS
 from streamdedup.store.index_segments import SLOT, SLOT_BYTES, _Segment
 

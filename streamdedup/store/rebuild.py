@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 
+from streamdedup.jit import numba
 from streamdedup.store import layout
 from streamdedup.store.chance import word_postings
 from streamdedup.store.filing import Methods, filed_names, key_name_ints

@@ -10,9 +10,10 @@ joined strings, and a final avalanche (splitmix64's finaliser) makes them unifor
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import xxhash
+
+from streamdedup.jit import numba
 
 _U64 = np.uint64
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import numba
 import numpy as np
 import regex
 import xxhash
 
+from streamdedup.jit import numba
 from streamdedup.tokens.hashing import TOKEN_SEED, code_points, hash_end, hash_spans, hash_step
 from streamdedup.tokens.tokenize import (
     CJK_RE,

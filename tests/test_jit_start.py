@@ -1,0 +1,69 @@
+"""The command starts numba's CPU target without scipy.linalg (streamdedup/jit.py), and scipy is whole after it;
+a library import of streamdedup leaves numba as it is."""
+
+import importlib.util
+import subprocess
+import sys
+import types
+
+import pytest
+
+from streamdedup.jit import hidden_module
+
+# a fresh interpreter: whether scipy.linalg is imported depends on what ran before in this one
+AFTER_A_KERNEL = """
+import sys
+import numpy as np
+from streamdedup.tokens.hashing import distinct_counts
+if sys.argv[1] == "command":
+    from streamdedup.jit import start_cpu_target
+    start_cpu_target()
+distinct_counts(np.arange(10, dtype=np.uint64) % 3)
+import numba.np.arraymath
+print("scipy.linalg" in sys.modules, numba.np.arraymath._HAVE_BLAS)
+import scipy.linalg.cython_blas
+print(scipy.linalg.norm([3.0, 4.0]))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy not installed: nothing to hide")
+def test_a_kernel_runs_without_scipy_linalg_and_scipy_imports_after() -> None:
+    done = subprocess.run([sys.executable, "-c", AFTER_A_KERNEL, "command"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "False", "5.0"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy not installed: nothing to hide")
+def test_a_library_import_leaves_numba_as_it_starts() -> None:
+    """A notebook's process: numba's BLAS check sees scipy, as without streamdedup."""
+    done = subprocess.run([sys.executable, "-c", AFTER_A_KERNEL, "library"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["True", "True", "5.0"]
+
+
+def test_the_command_starts_the_target_after_its_imports_and_before_any_kernel() -> None:
+    """No kernel is compiled or loaded while the command imports (else the target starts with scipy)."""
+    probe = ("import sys; import streamdedup.__main__ as m; import streamdedup.cli; "
+             "print('numba.np.arraymath' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
+
+
+def test_hidden_module_halts_its_import_and_puts_it_back() -> None:
+    name = "streamdedup_test_hidden_module"
+    with hidden_module(name):
+        with pytest.raises(ImportError):
+            __import__(name)
+    assert name not in sys.modules
+
+
+def test_hidden_module_leaves_an_imported_module_alone() -> None:
+    name = "streamdedup_test_imported_module"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        with hidden_module(name):
+            assert __import__(name) is module
+        assert sys.modules[name] is module
+    finally:
+        del sys.modules[name]
