@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from conftest import make_article
 
-from streamdedup.fingerprints.lsh import candidate_probability, optimal_bands
+from streamdedup.fingerprints.lsh import SEARCHED, candidate_probability, optimal_bands, searched_bands
 from streamdedup.fingerprints.minhash import VALUE_TYPES, MinHashMethod, MinHashParams, MinHashSignature
 from streamdedup.tokens.document import Document
 
@@ -37,6 +37,13 @@ def test_bands_are_derived_from_threshold():
     assert candidate_probability(0.8, bands, rows) > 0.99
     high_bands, high_rows = optimal_bands(0.9, 128)
     assert high_rows > rows
+
+
+def test_the_bands_looked_up_are_the_searched_ones():
+    for (threshold, num_perm, fp_weight, fn_weight), bands_rows in SEARCHED.items():
+        assert searched_bands(threshold, num_perm, fp_weight, fn_weight) == bands_rows
+    default = MinHashParams()
+    assert (default.banding_threshold, default.num_perm, 0.5, 0.5) in SEARCHED  # the default start-up searches none
 
 
 def test_bad_threshold_names_the_mistake():
