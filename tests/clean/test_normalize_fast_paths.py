@@ -13,7 +13,8 @@ from streamdedup.clean.normalize import _QUOTES, normalize_text, tidy_whitespace
 
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\s*\n\s*")
-SPECIAL = "".join(chr(code) for code in _QUOTES) + " \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u3000ﬁＡ"
+# (combining marks: NBSP, replaced before NFKC, must stay NFKC's plain space beside them)
+SPECIAL = "".join(chr(code) for code in _QUOTES) + " \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u3000ﬁＡ\u0301\u0338\u0327"
 
 
 def reference(text: str) -> str:
@@ -70,3 +71,16 @@ def test_the_listed_odd_spaces_are_all_whitespace_but_space_and_newline():
 
     assert sorted(ODD_SPACES) == [chr(code) for code in range(sys.maxunicode + 1)
                                   if chr(code).isspace() and chr(code) not in " \n"]
+
+
+def test_nbsp_beside_combining_marks_normalises_as_nfkc_does():
+    for text in ("a\u00a0\u0301b", "\u0301\u00a0\u0338", "e\u0301\u00a0\u00a0\u0327x\u2026"):
+        assert normalize_text(text) == reference(text)
+
+
+def test_the_odd_spaces_nfkc_keeps_are_the_only_ones_a_normalised_text_holds():
+    from streamdedup.clean.normalize import _ODD_AFTER_NFKC, ODD_SPACES
+
+    for char in ODD_SPACES:
+        folded = unicodedata.normalize("NFKC", char)
+        assert char in _ODD_AFTER_NFKC if folded == char else not any(c in ODD_SPACES for c in folded)
