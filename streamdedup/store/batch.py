@@ -31,6 +31,7 @@ from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.template_store import SiteTemplates, TemplateCache
 
 TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
+_UNREAD: Any = object()  # `candidates`: a name not read into the batch yet (None: read, no page under it)
 
 
 class BatchedStore(Protocol):
@@ -83,6 +84,10 @@ class StoreBatch:
         self._displaced: list[tuple[bytes, int]] = []
         # postings value -> the seqs it answers and how many it holds (`answer_of`; hot keys: read often)
         self._answers: dict[bytes, tuple[list[int], int]] = {}
+        # postings value -> the answer of the value it grew from and the seq appended (`_add`), whose
+        # answer `_answer` makes from them: a hot key's value, which every page appends to, is not
+        # decoded again at every page's lookup
+        self._appended: dict[bytes, tuple[tuple[list[int], int], int]] = {}
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
@@ -253,15 +258,19 @@ class StoreBatch:
         found: list[list[int]] = []  # the seqs each name with pages answers
         vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
         keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
-        values = self._values
+        value_of, known_answer = self._values.get, self._answers.get  # (the loop runs for every shared name)
         for n in names:
-            if v := (values[n] if n in values else self._value(n)):
-                answer = self._answer(v)
-                found.append(answer[0])
-                if n[0] != word_tag or answer[1] > CHANCE_POSTINGS:
-                    vouching.append(answer[0])
-                if n[0] in complete:
-                    keyed.append((n[0], answer))
+            if (v := value_of(n, _UNREAD)) is _UNREAD:
+                v = self._value(n)
+            if v:
+                answer = known_answer(v) or self._answer(v)
+                seqs = answer[0]
+                found.append(seqs)
+                tag = n[0]
+                if tag != word_tag or answer[1] > CHANCE_POSTINGS:
+                    vouching.append(seqs)
+                if tag in complete:
+                    keyed.append((tag, answer))
         if not found:
             return []
         self._keyed = keyed
@@ -315,9 +324,12 @@ class StoreBatch:
 
         A page's candidates at once (on homogeneous pages ~30 a page, most read already by `stage`)."""
         staged, committed = self._docs, self._committed_docs
+        try:  # the usual case: every one read already (a KeyError: some to read first)
+            return [staged[s] if s in staged else committed[s] for s in seqs]
+        except KeyError:
+            pass
         unread = [s for s in seqs if s not in staged and s not in committed]
-        if unread:
-            committed.update(self.store.docs(unread))
+        committed.update(self.store.docs(unread))
         return [staged[s] if s in staged else committed[s] for s in seqs]
 
     def doc(self, seq: int) -> DocRecord | None:
@@ -370,7 +382,8 @@ class StoreBatch:
         """`answer_of(value)`, decoded once a batch (a hot key's value is every page's)."""
         answer = self._answers.get(value)
         if answer is None:
-            answer = self._answers[value] = answer_of(value)
+            grown = self._appended.pop(value, None)
+            answer = self._answers[value] = answer_of(value) if grown is None else _answer_with(*grown)
         return answer
 
     def _all_read_none_filed(self, names: AbstractSet[bytes]) -> bool:
@@ -403,7 +416,7 @@ class StoreBatch:
         self._docs[doc.seq] = doc
         self._ids[doc.page_id] = doc.seq
         seq = layout.varint(doc.seq)
-        values, answers = self._values, self._answers
+        values, answers, appended = self._values, self._answers, self._appended
         filed: list[bytes] = []
         full: list[bytes] = []
         unique = dict.fromkeys(names) if names else {}  # none: a staged page that shares no name (most pages)
@@ -413,8 +426,10 @@ class StoreBatch:
             filed = list(unique)  # the common case: every key read, none has a page yet
             values.update(dict.fromkeys(filed, seq))
         else:
+            value_of = values.get
             for name in unique:
-                current = values[name] if name in values else self._value(name)
+                if (current := value_of(name, _UNREAD)) is _UNREAD:
+                    current = self._value(name)
                 if not current:  # a key no page has yet
                     values[name] = seq
                 elif ((answer[1] if (answer := answers.get(current)) else layout.postings_count(current))
@@ -422,7 +437,9 @@ class StoreBatch:
                     full.append(name)
                     continue
                 else:
-                    values[name] = current + seq
+                    values[name] = value = current + seq
+                    if answer is not None:  # the new value's answer, made from this one if asked (`_answer`)
+                        appended[value] = answer, doc.seq
                 filed.append(name)
             if full and displaces and len(full) * 2 >= (keys if keys is not None else len(unique)):
                 for name in full:  # mostly stop keys: it takes their slots (the docstring)
@@ -551,6 +568,7 @@ class StoreBatch:
         self._filed_seqs.clear()
         self._displaced.clear()
         self._answers.clear()
+        self._appended.clear()
         self._journal.clear()
         self._journal_deletes.clear()
         self._templates.clear()
@@ -561,3 +579,15 @@ class StoreBatch:
         self._ids.clear()
         self._id_keys.clear()
         self._meta.clear()
+
+
+def _answer_with(answer: tuple[list[int], int], seq: int) -> tuple[list[int], int]:
+    """`answer_of(value + varint(seq))` from `answer_of(value)`, for a value of a key not full.
+
+    A key not full answers all its seqs, in the order filed: the new value's are those and `seq`
+    (a key full now answers `stop_answer` of them)."""
+    seqs, count = answer
+    if count >= caps.MAX_POSTINGS_PER_KEY:
+        raise ValueError("a full key's answer keeps only some of its seqs")
+    more = [*seqs, seq]
+    return (stop_answer(more) if count + 1 >= caps.MAX_POSTINGS_PER_KEY else more), count + 1

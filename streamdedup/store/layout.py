@@ -260,7 +260,7 @@ def postings_count(value: bytes) -> int:
 
 
 def seqs_value(seqs: list[int]) -> bytes:
-    return b"".join(varint(s) for s in seqs)
+    return b"".join(map(varint, seqs))
 
 
 def without_seq(value: bytes | None, seq: int) -> bytes:

@@ -68,9 +68,7 @@ def test_homogeneous_pages_cost_a_bounded_and_flat_number_of_verifications(tmp_p
 def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monkeypatch):
     """`stage` keeps each stored name's answer (a full key's first pages, and the count) as it
     writes the name's value, for `candidates`: the same as decoding the value (`answer_of`)."""
-    import random
 
-    from streamdedup.testing import make_words
 
     monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 8)
     kept: list[tuple[bytes, tuple[list[int], int]]] = []
@@ -82,16 +80,53 @@ def test_the_answers_stage_keeps_are_those_their_values_decode_to(tmp_path, monk
         return shared
 
     monkeypatch.setattr(signature_store.StoreBatch, "stage", staged)
-    rng = random.Random(4)
-    vocabulary = make_words(rng, 800)
-    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
-    pages = [page(f"https://forum.example/t/{i}", " ".join(rng.choices(vocabulary, zipf, k=300)), "2024-03-01T00:00:00Z",
-                  content_type="text/plain") for i in range(120)]
+    pages = _forum_pages(seed=4)
     with Detector(DetectorConfig(), tmp_path) as detector:
         for start in range(0, len(pages), 30):  # batches after the first find stored pages
             list(detector.run(raw_records(pages[start: start + 30])))
     assert any(count >= 8 for _, (_, count) in kept) and any(count < 8 for _, (_, count) in kept)
     assert all(answer == signature_store.answer_of(value) for value, answer in kept)
+
+
+def test_the_answers_of_grown_values_are_those_their_values_decode_to(tmp_path, monkeypatch):
+    """A value a page of the batch appended its seq to is answered from the answer it grew from
+    (`StoreBatch._appended`), keys filling up to full on the way: the same as decoding it (`answer_of`)."""
+
+    from streamdedup.store import batch as store_batch
+
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 8)
+    checked: list[bool] = []
+    answer = store_batch.StoreBatch._answer
+
+    def answered(self, value):
+        grown = value in self._appended
+        out = answer(self, value)
+        assert out == signature_store.answer_of(value)
+        checked.append(grown)
+        return out
+
+    monkeypatch.setattr(store_batch.StoreBatch, "_answer", answered)
+    pages = _forum_pages(seed=5)
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        for start in range(0, len(pages), 60):
+            list(detector.run(raw_records(pages[start: start + 60])))
+    assert sum(checked) >= 10  # answers made from the value they grew from, each as decoded
+
+
+def test_an_answer_grown_by_a_seq_is_the_decoded_answer_of_the_grown_value(monkeypatch):
+    """`_answer_with` equals `answer_of` of the value with the seq appended, up to the key's filling."""
+    import random
+
+    from streamdedup.store import batch as store_batch
+    from streamdedup.store import layout
+
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 6)
+    rng = random.Random(7)
+    for _ in range(300):
+        seqs = sorted(rng.sample(range(1 << 22), rng.randint(1, 5)))
+        value, seq = layout.seqs_value(seqs), seqs[-1] + rng.randint(1, 1 << 20)
+        grown = store_batch._answer_with(candidates.answer_of(value), seq)
+        assert grown == candidates.answer_of(value + layout.varint(seq))
 
 
 def test_a_full_key_is_a_stop_key_answering_only_its_first_and_latest_pages(tmp_path, monkeypatch):
@@ -514,3 +549,16 @@ def test_expiry_scans_on_from_where_it_ended_and_still_finds_a_later_filed_older
         assert store.expire(before) == 1
         assert store.expire(before) == 0
         assert sorted(d.event_ms for d in store.iter_docs())[0] >= before and len(list(store.iter_docs())) == 6
+
+
+def _forum_pages(seed: int, count: int = 120) -> list[bytes]:
+    """Forum pages of 300 words drawn Zipf from one 800-word vocabulary: every page shares keys with many."""
+    import random
+
+    from streamdedup.testing import make_words
+
+    rng = random.Random(seed)
+    vocabulary = make_words(rng, 800)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
+    return [page(f"https://forum.example/t/{i}", " ".join(rng.choices(vocabulary, zipf, k=300)), "2024-03-01T00:00:00Z",
+                 content_type="text/plain") for i in range(count)]
