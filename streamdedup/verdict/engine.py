@@ -210,15 +210,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     for i, held in _held_matches(columns, methods, mine, verdicts, new_shares, own, sizes, strict_rows,
                                  policy.tolerance):
         verdicts[i] = (HELD_RULE, held)
+    if not verdicts and not _related(new_shares, their_new_shares, own, sizes).any():
+        return  # nothing matched nor related (most pages of shared vocabulary): the steps below change nothing
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
     _bounded_by_held_paragraphs(columns, methods, mine, new_shares, their_new_shares, own, owns, sizes,
                                 matched_rows, policy.tolerance.max_share)
-    # related only (no rule matched): sharing half of the smaller page's pairs, which are more than
-    # boilerplate (NaN, not measured, compares false: numpy warns of none of these operations)
-    related = (np.minimum(sizes, own) >= RELATED_MIN_PAIRS) & (1.0 - np.fmin(new_shares, their_new_shares)
-                                                               >= RELATED_SHARE)
+    related = _related(new_shares, their_new_shares, own, sizes)
     related[matched_rows] = True
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
@@ -241,6 +240,16 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
 
+def _related(new_shares: np.ndarray, their_new_shares: np.ndarray, own: int, sizes: np.ndarray) -> np.ndarray:
+    """Which candidates are related to the page if no rule matched them: sharing half of the smaller page's pairs.
+
+    And the smaller page's pairs are more than boilerplate (`RELATED_MIN_PAIRS`). NaN, not measured,
+    compares false: numpy warns of none of these operations. The steps after the rules change the
+    shares of matched candidates only, so this is the same before them as after for the others."""
+    return np.asarray((np.minimum(sizes, own) >= RELATED_MIN_PAIRS)
+                      & (1.0 - np.fmin(new_shares, their_new_shares) >= RELATED_SHARE))
+
+
 def _held_matches(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
                   verdicts: Mapping[int, tuple[str, float]], new_shares: np.ndarray, own: int, sizes: np.ndarray,
                   strict: np.ndarray | None, tolerance: NewTextTolerance) -> list[tuple[int, float]]:
@@ -254,8 +263,7 @@ def _held_matches(columns: SignatureColumns, methods: Methods, mine: Mapping[int
     share of the page it holds."""
     if not own:
         return []
-    with np.errstate(invalid="ignore"):
-        asked = new_shares <= HELD_ASKED
+    asked = new_shares <= HELD_ASKED  # (NaN compares false, without a warning)
     asked[list(verdicts)] = False
     if strict is not None:
         asked[strict] = False
@@ -359,7 +367,7 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
     for tag, method in methods.values():
         if not method.keys_find_every_match or (found := found_by.seqs.get(tag)) is None:
             continue
-        if found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
+        if found and found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
         if firsts is None:  # each candidate's first unfiled place (they are ascending), at once for every method
             # (none, the usual case: every candidate filed under all its keys, none a member so far)
@@ -368,8 +376,8 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
         bound = found_by.unfiled_bounds.get(tag, 0)
         member = (np.zeros(len(seqs), dtype=np.bool_) if firsts is _NONE_UNFILED  # _NO_PLACE is below no bound
                   else firsts < (_NO_PLACE if bound is None else bound))  # may not be filed under its keys
-        if not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
-            member |= np.fromiter((seq in found for seq in seqs), dtype=np.bool_, count=len(seqs))
+        if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
+            member |= np.array([seq in found for seq in seqs], dtype=np.bool_)
         members[tag] = member
     return members
 
