@@ -119,10 +119,11 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
         item = read
     if item.layout_asked:
         if item.rejection is None:
-            judged = _judged(item, site, fingerprinter, params, learned=_learned_read(item.layout_seen))
+            hashes = line_hashes(item.text)
+            judged = _judged(item, site, fingerprinter, params, hashes, learned=_learned_read(item.layout_seen))
             if judged is not None:
                 _learn_layout(item, site, fingerprinter)
-                _learn_lines(item, site, params)
+                _learn_lines(item, site, params, hashes)
                 return judged
             hollow = item.layout_seen.partition("\n")[0]
         elif item.layout_asked == OBSERVE:
@@ -140,9 +141,10 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
         item = again
     elif item.rejection is not None:
         return item.rejection
-    judged = _judged(item, site, fingerprinter, params, learned=False)
+    hashes = line_hashes(item.text)
+    judged = _judged(item, site, fingerprinter, params, hashes, learned=False)
     assert judged is not None  # (only a learned read is found hollow)
-    _learn_lines(item, site, params)
+    _learn_lines(item, site, params, hashes)
     return judged
 
 
@@ -151,18 +153,18 @@ def _learned_read(seen: str) -> bool:
     return seen == HELD or seen.startswith(BRIEF)
 
 
-def _learn_lines(item: Fingerprinted, site: SiteTemplate, params: TemplateParams) -> None:
-    """The site counts the page's lines: of its main and visible texts."""
-    hashes = line_hashes(item.text)
+def _learn_lines(item: Fingerprinted, site: SiteTemplate, params: TemplateParams, hashes: np.ndarray) -> None:
+    """The site counts the page's lines: of its main and visible texts (`hashes`: its text's `line_hashes`)."""
     visible = item.visible_hashes
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
     site.learn(item.page.url, counted, params)
 
 
 def _judged(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter, params: TemplateParams,
-            learned: bool) -> Fingerprinted | Outcome | None:
-    """The page judged on its own text, by its site as its earlier pages left it; None: a hollow `learned` read."""
-    hashes = line_hashes(item.text)
+            hashes: np.ndarray, learned: bool) -> Fingerprinted | Outcome | None:
+    """The page judged on its own text, by its site as its earlier pages left it; None: a hollow `learned` read.
+
+    `hashes`: its text's `line_hashes`, which its site learns after (`_learn_lines`)."""
     missed, first_shown, shown = _missed_own_text(item, site, hashes, params)
     if learned and shown:
         return None
