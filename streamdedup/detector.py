@@ -227,7 +227,7 @@ class Detector:
         tags = self.store.tags
         mine = {tags[m.name]: sig for m in self.methods if (sig := fp.signatures.get(m.name)) is not None}
         # found only by SimHash's short keys: chance collisions are dropped unjudged
-        seqs = batch.without_chance(answered, mine) if batch.unvouched else answered
+        seqs = batch.without_chance(answered, mine, page) if batch.unvouched else answered
         count_lookup(work, batch.last_found, len(answered), len(seqs))
         if not seqs:
             return []

@@ -23,7 +23,7 @@ from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import candidates as caps
 from streamdedup.store import layout
 from streamdedup.store.candidates import MAX_CANDIDATES, answer_of, places_among_ints, rank_candidates, stop_answer
-from streamdedup.store.chance import CHANCE_POSTINGS, by_chance_only
+from streamdedup.store.chance import CHANCE_POSTINGS, ToldPairs, by_chance_only, page_pairs
 from streamdedup.store.filing import index_names, seq_with_id
 from streamdedup.store.index_kernels import ints_names, name_ints
 from streamdedup.store.layout import DocRecord
@@ -113,6 +113,7 @@ class StoreBatch:
         self._unshared: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
         self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
+        self._chance_told = ToldPairs(set(), set())  # `stage`: the (page, stored page) pairs it asked, and told
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -180,7 +181,7 @@ class StoreBatch:
         if len(stored):
             found, starts, seqs = self.store.memory.found_ints(names[stored], counts[stored])
             if words is not None and self.store.word_tag is not None:
-                skipped, self._chance_only = by_chance_only(
+                skipped, self._chance_only, self._chance_told = by_chance_only(
                     self.store.chance_collisions, self.store.word_tag, names[stored], owner[stored], found, seqs,
                     words, owner[repeated], len(ends))
                 if self._chance_only:
@@ -300,7 +301,7 @@ class StoreBatch:
                 found_by[tag].update(seqs)
         return found_by
 
-    def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any]) -> list[int]:
+    def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any], page: int | None = None) -> list[int]:
         """The last `candidates` answer without the chance collisions of the chance-telling method's keys.
 
         `seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
@@ -308,12 +309,22 @@ class StoreBatch:
         whose kept word bits (`SignatureStore.words`) that method does not find: chance collisions
         of its short keys, no method's candidates, dropped unread. (A page of this batch, or one
         whose bits pass while its whole signature would not, is judged as any candidate: the
-        method's own rule tells it.)"""
+        method's own rule tells it.)
+
+        `page`: the page's number in the staged batch (`stage`), whose chance checks of a whole
+        batch's pages told each pair of a page and a stored page it found under such a key: where
+        they told every one asked now (as a rule: a key of a few stored pages then was one of at
+        most as many before the batch), their answers are read, the same bits and word asked."""
         tag = self.store.word_tag
         if not self.unvouched or tag is None or tag not in mine:
             return list(seqs)
         committed = np.fromiter((s for s in self.unvouched if s not in self._docs), dtype=np.uint64)
-        far = committed[self.store.chance_collisions(committed, mine[tag])]
+        told = self._chance_told
+        pairs = page_pairs(page, committed).tolist() if page is not None and told.asked else None
+        if pairs is not None and told.asked.issuperset(pairs):
+            far = committed[np.array([pair in told.far for pair in pairs], dtype=np.bool_)]
+        else:
+            far = committed[self.store.chance_collisions(committed, mine[tag])]
         if not len(far):
             return list(seqs)
         gone = set(far.tolist())
@@ -564,6 +575,7 @@ class StoreBatch:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
         self._staged = self._unshared = self._page_seqs = None
         self._chance_only = {}
+        self._chance_told = ToldPairs(set(), set())
         self._filed_names.clear()
         self._filed_seqs.clear()
         self._displaced.clear()

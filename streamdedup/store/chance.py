@@ -10,7 +10,7 @@ bits (`SignatureStore.words`), so that a candidate found only by one such key of
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -80,13 +80,29 @@ def chance_collisions(kept: MemoryIndex, method: FingerprintMethod[Any], seqs: n
     return has & ~method.index_finds_bits(words, bits, WORD_MASK)
 
 
+class ToldPairs(NamedTuple):
+    """The (page of a staged batch, stored page) pairs whose chance check `by_chance_only` made.
+
+    As `page_pairs` keys: those asked, and of them those told chance collisions (`far`)."""
+
+    asked: set[int]
+    far: set[int]
+
+
+def page_pairs(pages: np.ndarray | int, seqs: np.ndarray) -> np.ndarray:
+    """One integer for each (page of a batch, stored seq) pair: seqs are below 2^47."""
+    return (np.asarray(pages).astype(np.uint64) << np.uint64(47)) | np.asarray(seqs, dtype=np.uint64)
+
+
 def by_chance_only(collisions: Callable[[np.ndarray, Any], np.ndarray], tag: int, named: np.ndarray,
                    owners: np.ndarray, found: np.ndarray, seqs: np.ndarray, words: np.ndarray, sharing: np.ndarray,
-                   pages: int) -> tuple[set[int], dict[int, int]]:
-    """Of a staged batch, the stored pages whose records it need not read, and its chance-only pages.
+                   pages: int) -> tuple[set[int], dict[int, int], ToldPairs]:
+    """Of a staged batch, the stored pages whose records it need not read, its chance-only pages, the pairs told.
 
     Of a staged batch (`StoreBatch.stage`), the stored pages whose records it need not read,
-    and the pages whose every candidate is a chance collision (page -> how many: `chance_only`).
+    the pages whose every candidate is a chance collision (page -> how many: `chance_only`), and
+    the (page, stored page) pairs asked and told chance collisions, which `StoreBatch.without_chance`
+    reads instead of asking each page's again.
 
     A stored page need not be read if wherever the batch finds it, it is under a SimHash key
     (`tag`) of the page naming it that holds at most CHANCE_POSTINGS pages, found by no other name,
@@ -95,18 +111,21 @@ def by_chance_only(collisions: Callable[[np.ndarray, Any], np.ndarray], tag: int
     page `owners[i]`'s) has the `found[i]` postings of `seqs`. `sharing`: the pages with a name
     another page of the batch names too."""
     if not len(seqs):
-        return set(), {}
+        return set(), {}, ToldPairs(set(), set())
     asked = ((named >> np.uint64(40)) == np.uint64(tag)) & (found <= CHANCE_POSTINGS)
     if not asked.any():
-        return set(), {}
+        return set(), {}, ToldPairs(set(), set())
     at = np.repeat(asked, found)  # the postings of the SimHash names asked about
     far = collisions(seqs[at], np.repeat(words[owners[asked]], found[asked]))
-    only = chance_only_pages(np.repeat(owners, found), seqs, at, far, sharing, pages)
+    posting_owners = np.repeat(owners, found)
+    only = chance_only_pages(posting_owners, seqs, at, far, sharing, pages)
+    pairs = page_pairs(posting_owners[at], seqs[at])
+    told_pairs = ToldPairs(set(pairs.tolist()), set(pairs[far].tolist()))
     told = seqs[at][far]
     if not len(told):
-        return set(), only
+        return set(), only, told_pairs
     needed = np.concatenate([seqs[at][~far], seqs[~at]])  # found some other way too: read
-    return set(told[~np.isin(told, needed)].tolist()), only
+    return set(told[~np.isin(told, needed)].tolist()), only, told_pairs
 
 
 def chance_only_pages(posting_owners: np.ndarray, seqs: np.ndarray, asked: np.ndarray, far: np.ndarray,

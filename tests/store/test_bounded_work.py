@@ -362,6 +362,35 @@ def test_pages_told_chance_only_for_the_whole_batch_get_the_verdicts_and_counts_
     assert told == 2  # pages 10 and 14 (11 and 12 share a key in the batch; 13 has a real candidate)
 
 
+def test_the_chance_checks_stage_told_answer_a_pages_as_its_own_check_would(tmp_path, monkeypatch):
+    """`without_chance` of a staged page reads the pairs `stage` told (`chance.ToldPairs`) where they
+    hold every stored page it asks about: the same pages dropped as its own check of their bits."""
+    import random
+
+    from streamdedup.store.signature_store import StoreBatch
+
+    monkeypatch.setattr(chance, "chance_only_pages", lambda *args: {})  # every page looks its candidates up
+    original = StoreBatch.without_chance
+    read: list[bool] = []
+
+    def without_chance(self, seqs, mine, page=None):
+        kept = original(self, seqs, mine, page)
+        assert kept == original(self, seqs, mine)  # its own check, asked again
+        read.append(page is not None and bool(self._chance_told.asked))
+        return kept
+
+    monkeypatch.setattr(StoreBatch, "without_chance", without_chance)
+    rng = random.Random(12)
+    stored = [rng.getrandbits(64) for _ in range(6)]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        detector.decide_batch([_synthetic(i, word, rng) for i, word in enumerate(stored)])
+        batch = [_synthetic(10 + i, _chance_collision(word, 9 - i, rng), rng) for i, word in enumerate(stored)]
+        batch.append(_synthetic(20, stored[2] ^ 0b101, rng))  # a near fingerprint beside them
+        detector.decide_batch(batch)
+        assert detector.work["candidates_by_chance"] >= 4
+    assert sum(read) >= 4
+
+
 def test_tests_skipped_for_candidates_no_key_of_the_method_found_change_no_verdict(tmp_path, monkeypatch):
     """The Detector does not verify a rule naming exact, SimHash or A12 for a candidate none of
     that method's keys found (`engine.FoundBy`): its verdicts are those of verifying every rule,
