@@ -129,6 +129,37 @@ def test_an_answer_grown_by_a_seq_is_the_decoded_answer_of_the_grown_value(monke
         assert grown == candidates.answer_of(value + layout.varint(seq))
 
 
+def test_the_records_a_batch_keeps_decoded_are_those_it_wrote(tmp_path, monkeypatch):
+    """`SignatureStore.keep_decoded` keeps each record a commit wrote as it was staged: equal to its
+    record read back and decoded, full keys' unfiled places and displaced pages' included."""
+    import random
+
+    from streamdedup.store import layout
+    from streamdedup.testing import make_words
+
+    monkeypatch.setattr(candidates, "MAX_POSTINGS_PER_KEY", 6)
+    kept: list[int] = []
+    keep = signature_store.SignatureStore.keep_decoded
+
+    def keep_decoded(self, docs):
+        docs = list(docs)
+        for doc in docs:
+            assert doc == layout.DocRecord.decode(doc.seq, self.db.get(layout.doc_key(doc.seq)))
+        kept.extend(doc.seq for doc in docs if doc.unfiled)
+        keep(self, docs)
+
+    monkeypatch.setattr(signature_store.SignatureStore, "keep_decoded", keep_decoded)
+    rng = random.Random(6)
+    vocabulary = make_words(rng, 600)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]
+    pages = [page(f"https://forum.example/t/{i}", " ".join(rng.choices(vocabulary, zipf, k=300)), "2024-03-01T00:00:00Z",
+                  content_type="text/plain") for i in range(90)]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        for start in range(0, len(pages), 30):
+            list(detector.run(raw_records(pages[start: start + 30])))
+    assert kept  # records with unfiled places among them
+
+
 def test_a_full_key_is_a_stop_key_answering_only_its_first_and_latest_pages(tmp_path, monkeypatch):
     """Everything collides under a full key: it answers its first page (the earliest-page rule's)
     and its latest only, so its lookups cost a few candidates, not the cap's worth."""
@@ -241,6 +272,7 @@ def test_a_page_only_simhash_keys_found_by_chance_is_dropped_before_it_is_judged
     by_chance = far()  # shares a key, 12 read bits away
     with Detector(DetectorConfig(), tmp_path) as detector:
         detector.decide_batch([_synthetic(0, first, rng)])
+        detector.store._doc_cache.clear()  # (its commit kept its record decoded: what follows reads none)
         detector.decide_batch([_synthetic(1, by_chance, rng)])
         assert detector.work["candidates_found"] == 1 and detector.work["candidates_by_chance"] == 1
         assert detector.work["candidates_verified"] == 0

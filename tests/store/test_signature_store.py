@@ -696,3 +696,13 @@ def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
     assert layout.doc_key(2**40).hex() == "440000010000000000"
     assert layout.time_key(-5, 2**40).hex() == "547ffffffffffffffb0000010000000000"
     assert layout.template_delta_key(2**64 - 1, 7).hex() == "53ffffffffffffffff00000007"
+
+
+def test_the_decoded_cache_drops_its_oldest_records_first():
+    from streamdedup.store.signature_store import _drop_oldest
+
+    cache = {seq: seq for seq in range(10)}
+    _drop_oldest(cache, 4)  # type: ignore[arg-type]
+    assert list(cache) == [6, 7, 8, 9]
+    _drop_oldest(cache, 8)  # type: ignore[arg-type]
+    assert list(cache) == [6, 7, 8, 9]
