@@ -21,7 +21,7 @@ from importlib import resources
 
 import numpy as np
 
-from streamdedup.tokens.hashing import in_sorted
+from streamdedup.tokens.hashing import HashSet
 from streamdedup.tokens.scan import scan
 
 COMMON_WORDS_FILE = "common_words-1.txt"
@@ -35,11 +35,17 @@ def common_word_hashes() -> np.ndarray:
     return np.unique(scan(text).hashes)
 
 
+@lru_cache(maxsize=1)
+def _common_word_set() -> HashSet:
+    """`common_word_hashes` as a table asked of every token of every page."""
+    return HashSet(common_word_hashes())
+
+
 def pairs_of_common_words(token_hashes: np.ndarray) -> np.ndarray:
     """Whether each word pair (tokens i and i + 1) is two common words: bool[len(token_hashes) - 1]."""
     if len(token_hashes) < 2:
         return np.zeros(0, dtype=bool)
-    is_common = in_sorted(common_word_hashes(), token_hashes)
+    is_common = _common_word_set().contains(token_hashes)
     return is_common[:-1] & is_common[1:]
 
 

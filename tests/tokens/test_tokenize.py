@@ -3,7 +3,7 @@ import pytest
 
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import distinct_counts, hash_tokens, mix64, shingle_hashes
+from streamdedup.tokens.hashing import HashSet, distinct_counts, hash_tokens, in_sorted, mix64, shingle_hashes
 from streamdedup.tokens.tokenize import BREAK, is_cjk, split_sentences, split_words, words_and_breaks
 
 
@@ -126,3 +126,16 @@ def test_shingle_hashes_chain_token_hashes_then_mix():
     m = np.uint64(0x9E3779B97F4A7C15)
     assert shingle_hashes(h, 2).tolist() == mix64(h[:3] * m + h[1:]).tolist()
     assert shingle_hashes(h, 1).tolist() == mix64(h).tolist()
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 960, 5000])
+def test_hash_set_is_sorted_membership(size):
+    rng = np.random.default_rng(size)
+    members = rng.integers(0, 2**64, size=size, dtype=np.uint64, endpoint=False)
+    # unmixed values too (small, clustered in a few slots): the table spreads any uint64
+    members = np.concatenate([members, np.arange(size // 4, dtype=np.uint64), np.zeros(size % 2, dtype=np.uint64)])
+    asked = np.concatenate([members, rng.integers(0, 2**64, size=3 * size + 5, dtype=np.uint64),
+                            np.arange(size, dtype=np.uint64), members + np.uint64(1)])
+    rng.shuffle(asked)
+    expected = in_sorted(np.unique(members), asked) if len(members) else np.zeros(len(asked), dtype=bool)
+    assert HashSet(members).contains(asked).tolist() == expected.tolist()
