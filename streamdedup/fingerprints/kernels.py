@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# a str's code point by index without making a 1-character str (`ord(text[i])` is ~100x slower)
-from numba.cpython.unicode import _get_code_point
-
 from streamdedup.jit import numba
 
 
@@ -375,8 +372,8 @@ def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray,
 
 
 @numba.njit(cache=True)
-def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
-                     skip: np.ndarray, a: np.ndarray, b: np.ndarray, min_words: int, max_kept: int, tail: int,
+def paragraph_sketch(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
+                     common: np.ndarray, a: np.ndarray, b: np.ndarray, min_words: int, max_kept: int, tail: int,
                      value_bits: int, max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
@@ -384,10 +381,11 @@ def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray
     paragraph; only the text between tokens is read for newlines. Past `max_kept` paragraphs the
     longest are kept (ties: the earlier), and the last `tail`, in text order. Of each kept one, for
     each of the len(a) functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs`
-    (pair i: tokens i and i + 1) but those `skip` marks (over all of them where it marks every one),
+    (pair i: tokens i and i + 1) but those of two `common` tokens (over all where every pair is such),
     its low `value_bits` bits, packed the first lowest, then its words
-    (at most `max_words`) above them; and the line's [start, end) in `text` (code points)."""
-    n, size = len(token_starts), len(text)
+    (at most `max_words`) above them; and the line's [start, end) in the text (code points: `code_points`,
+    `Document.code_points`)."""
+    n, size = len(token_starts), len(code_points)
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
     run_len = np.empty(n, dtype=np.int64)
     run_line = np.empty(n, dtype=np.int64)  # where its line starts
@@ -397,7 +395,7 @@ def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray
     gap = 0  # past the previous token
     for t in range(n):
         for i in range(gap, token_starts[t]):
-            if _get_code_point(text, i) == 10:
+            if code_points[i] == 10:
                 line_start = i + 1
                 new_line = True
         gap = token_ends[t]
@@ -433,11 +431,11 @@ def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray
         lowest[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
         every = True  # no pair left once those skipped are: read them all
         for i in range(first, first + words - 1):
-            if not skip[i]:
+            if not (common[i] and common[i + 1]):
                 every = False
                 break
         for i in range(first, first + words - 1):
-            if skip[i] and not every:
+            if common[i] and common[i + 1] and not every:
                 continue
             x = pairs[i]
             for k in range(values):
@@ -447,7 +445,7 @@ def paragraph_sketch(text: str, token_starts: np.ndarray, token_ends: np.ndarray
             packed |= (lowest[k] & mask) << np.uint64(k * value_bits)
         out[j] = packed
         end = token_ends[first + words - 1]
-        while end < size and _get_code_point(text, end) != 10:
+        while end < size and code_points[end] != 10:
             end += 1
         spans[j, 0], spans[j, 1] = run_line[r], end
     return out, spans, capped

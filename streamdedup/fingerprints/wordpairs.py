@@ -61,7 +61,7 @@ from streamdedup.fingerprints.kernels import (
     paragraph_sketch,
     two_bit_new_shares,
 )
-from streamdedup.stats.common_words import COMMON_WORDS_FILE, pairs_of_common_words
+from streamdedup.stats.common_words import COMMON_WORDS_FILE, is_common_word
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import in_sorted
 
@@ -243,10 +243,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
         # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
-        skip = pairs_of_common_words(doc.token_hashes)
-        out, spans, capped = paragraph_sketch(doc.text, doc.token_starts, doc.token_ends, doc.all_shingles(2),
-                                              skip, self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
-                                              PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
+        out, spans, capped = paragraph_sketch(doc.code_points, doc.token_starts, doc.token_ends, doc.all_shingles(2),
+                                              is_common_word(doc.token_hashes), self._pa, self._pb, p.paragraph_words,
+                                              p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):
             return empty, False, empty
         text = doc.text

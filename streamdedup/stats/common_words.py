@@ -41,12 +41,9 @@ def _common_word_set() -> HashSet:
     return HashSet(common_word_hashes())
 
 
-def pairs_of_common_words(token_hashes: np.ndarray) -> np.ndarray:
-    """Whether each word pair (tokens i and i + 1) is two common words: bool[len(token_hashes) - 1]."""
-    if len(token_hashes) < 2:
-        return np.zeros(0, dtype=bool)
-    is_common = _common_word_set().contains(token_hashes)
-    return is_common[:-1] & is_common[1:]
+def is_common_word(token_hashes: np.ndarray) -> np.ndarray:
+    """Whether each token is a common word: bool[len(token_hashes)] (a pair of two says nothing)."""
+    return _common_word_set().contains(token_hashes)
 
 
 def make_list() -> list[str]:

@@ -162,12 +162,14 @@ class Scan:
     hashes: np.ndarray  # uint64 token hashes
     cjk: np.ndarray  # bool: the token is one Han/kana character
     sentence_bounds: np.ndarray  # int64 token offsets: sentence i is tokens[b[i]:b[i+1]]
+    code_points: np.ndarray  # the text's (`hashing.code_points`: uint8 when ASCII, else uint32)
 
 
 def scan(text: str) -> Scan:
     """Tokens, their hashes and sentence bounds of a (normalised) text."""
     cps = code_points(text)
-    found = Scan(*_scan(cps, char_classes(), text.isascii()))
+    starts, ends, hashes, cjk, bounds = _scan(cps, char_classes(), text.isascii())
+    found = Scan(starts, ends, hashes, cjk, bounds, cps)
     if text.isascii() or not UNSPACED_RE.search(text):
         return found
     return _cut_unspaced(text, cps, found)
@@ -194,4 +196,4 @@ def _cut_unspaced(text: str, cps: np.ndarray, found: Scan) -> Scan:
     starts_array = np.array(new_starts, dtype=np.int64)
     ends_array = np.array(new_ends, dtype=np.int64)
     return Scan(starts_array, ends_array, hash_spans(cps, starts_array, ends_array), np.array(cjk, dtype=np.bool_),
-                np.array(first, dtype=np.int64)[found.sentence_bounds])
+                np.array(first, dtype=np.int64)[found.sentence_bounds], cps)
