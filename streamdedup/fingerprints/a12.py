@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
-from streamdedup.fingerprints.kernels import a12_similarities, distinct_sentence_keys, longest_distinct, longest_spans
+from streamdedup.fingerprints.kernels import a12_similarities, distinct_sentence_keys, longest_spans, words_and_longest
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import combine
 
@@ -86,11 +86,6 @@ def _longest_sentences(doc: Document, count: int) -> tuple[int, ...]:
     return tuple(signature for _, signature in ranked[:count])
 
 
-def _longest_words(lengths: np.ndarray, hashes: np.ndarray, count: int) -> tuple[int, ...]:
-    """Hashes of the `count` longest distinct words, ties by hash."""
-    return tuple(longest_distinct(lengths, hashes, count).tolist())
-
-
 class A12Method(FingerprintMethod[A12Signature, A12Params]):
     name = "a12"
     params_type = A12Params
@@ -101,15 +96,18 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
     def __init__(self, params: A12Params | None = None) -> None:
         super().__init__(params)
         self._word_mask = (1 << self.params.word_bits) - 1
+        self._word_mask_u64 = np.uint64(self._word_mask)
         self._word_format = _WORD_FORMATS[self.params.word_bits]
 
     def signature(self, doc: Document) -> A12Signature | None:
-        lengths = doc.token_lengths
-        length = int(np.count_nonzero((lengths >= self.params.min_word_letters) | doc.token_is_cjk))
-        if length == 0 or doc.num_sentences == 0:
+        # the page's length in words and its 5 longest distinct words (ties by hash)
+        length, words = words_and_longest(doc.token_starts, doc.token_ends, doc.token_hashes, doc.token_is_cjk,
+                                          self.params.min_word_letters, 5)
+        sentences = doc.num_sentences
+        if length == 0 or sentences == 0:
             return None
-        return A12Signature(length, doc.num_sentences, _longest_sentences(doc, 3),
-                            self._kept(_longest_words(lengths, doc.token_hashes, 5)))
+        kept = tuple((words & self._word_mask_u64).tolist())  # as `_kept` keeps them: `word_bits` bits
+        return A12Signature(length, sentences, _longest_sentences(doc, 3), kept)
 
     def _kept(self, words: tuple[int, ...]) -> tuple[int, ...]:
         """Word signatures as a record keeps them: their low `word_bits` bits."""

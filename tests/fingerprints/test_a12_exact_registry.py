@@ -106,7 +106,10 @@ def test_registry_creates_and_explains():
 
 def test_longest_words_and_sentences_rank_like_a_full_sort():
     """The pruned rankings equal sorting every (length, hash) pair, also with many repeats."""
-    from streamdedup.fingerprints.a12 import _longest_sentences, _longest_words
+    import numpy as np
+
+    from streamdedup.fingerprints.a12 import _longest_sentences
+    from streamdedup.fingerprints.kernels import words_and_longest
     from streamdedup.tokens.hashing import combine
 
     texts = ["\n".join(make_article(i)) for i in range(5)] + [
@@ -116,7 +119,9 @@ def test_longest_words_and_sentences_rank_like_a_full_sort():
         doc = Document.from_text(text)
         words = sorted({(len(t), int(h)) for t, h in zip(doc.tokens, doc.token_hashes.tolist(), strict=True)},
                        key=lambda item: (-item[0], item[1]))
-        assert _longest_words(doc.token_lengths, doc.token_hashes, 5) == tuple(h for _, h in words[:5])
+        length, longest = words_and_longest(doc.token_starts, doc.token_ends, doc.token_hashes, doc.token_is_cjk, 3, 5)
+        assert longest.tolist() == [h for _, h in words[:5]]
+        assert length == np.count_nonzero((doc.token_lengths >= 3) | doc.token_is_cjk)
         sentences = sorted(((end - start, combine(doc.token_hashes[start:end])) for start, end in doc.sentence_spans()),
                            key=lambda item: (-item[0], item[1]))
         assert _longest_sentences(doc, 3) == tuple(s for _, s in sentences[:3])
