@@ -3,7 +3,15 @@ import pytest
 
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import HashSet, distinct_counts, hash_tokens, in_sorted, mix64, shingle_hashes
+from streamdedup.tokens.hashing import (
+    HashSet,
+    distinct,
+    distinct_counts,
+    hash_tokens,
+    in_sorted,
+    mix64,
+    shingle_hashes,
+)
 from streamdedup.tokens.tokenize import BREAK, is_cjk, split_sentences, split_words, words_and_breaks
 
 
@@ -139,3 +147,11 @@ def test_hash_set_is_sorted_membership(size):
     rng.shuffle(asked)
     expected = in_sorted(np.unique(members), asked) if len(members) else np.zeros(len(asked), dtype=bool)
     assert HashSet(members).contains(asked).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 50, 700])
+def test_distinct_is_unique_without_counts(size):
+    values = np.random.default_rng(size).integers(0, 7 + size // 3, size=size).astype(np.uint64)  # many repeats
+    expected = np.unique(values)
+    assert distinct(values).tolist() == expected.tolist() == distinct_counts(values)[0].tolist()
+    assert distinct(values).dtype == np.uint64
