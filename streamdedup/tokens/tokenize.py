@@ -45,8 +45,10 @@ _BREAK_PLAIN_RE = regex.compile(r"\x00|[\p{L}\p{M}\p{N}]+")
 
 
 # Thai, Lao, Myanmar (and its extensions A and B), Khmer (and its symbols): the scripts ICU segments
-# with a dictionary
-UNSPACED_RE = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f]")
+# with a dictionary (first and last code point of each block)
+UNSPACED_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x19E0, 0x19FF), (0xA9E0, 0xA9FF),
+                   (0xAA60, 0xAA7F))
+UNSPACED_RE = re.compile("[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in UNSPACED_RANGES) + "]")
 ICU_VERSION = icu4py.icu_version  # its dictionaries decide these scripts' words: part of the store's config
 _ROOT = Locale("und")  # the break engines go by script, not locale (made once: parsing one costs more than a break)
 

@@ -55,3 +55,19 @@ def test_a_light_edit_of_a_thai_article_is_its_duplicate(tmp_path):
     first, other, copy = run_records(records, tmp_path)
     assert (first.status, other.status) == ("unique", "unique")
     assert copy.status == "duplicate" and copy.dedup["duplicate_of"] == first.dedup["id"]
+
+
+def test_the_compiled_test_of_unspaced_scripts_is_the_regex():
+    """scan's `_any_in(cps, _UNSPACED)` finds a Thai, Lao, Myanmar or Khmer code point where UNSPACED_RE does."""
+    import random
+
+    from streamdedup.tokens.hashing import code_points
+    from streamdedup.tokens.scan import _UNSPACED, _any_in
+    from streamdedup.tokens.tokenize import UNSPACED_RANGES, UNSPACED_RE
+
+    edges = [c for first, last in UNSPACED_RANGES for c in (first - 1, first, last, last + 1)]
+    rng = random.Random(3)
+    for _ in range(300):
+        chars = [rng.choice(edges + [0x4E2D, 0x0416, 0x0F40, 0x1F600, 0xD800, 0x41]) for _ in range(rng.randrange(1, 4))]
+        text = "".join(map(chr, chars))
+        assert _any_in(code_points(text), _UNSPACED) == bool(UNSPACED_RE.search(text)), chars
