@@ -220,19 +220,27 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return f"{super().describe()}[paragraphs {PARAGRAPH_VALUES}x{PARAGRAPH_VALUE_BITS} {COMMON_WORDS_FILE}]"
 
     def signature(self, doc: Document) -> WordPairsSignature | None:
-        pairs = self.pairs_signature(doc)
+        pairs = self._packed_pairs(doc)
         if pairs is None:
             return None
         paragraphs, capped, lines = self._paragraphs(doc)
-        return WordPairsSignature(pairs.packed, pairs.set_size, paragraphs, capped, lines)
+        return WordPairsSignature(pairs[0], pairs[1], paragraphs, capped, lines)
 
     def pairs_signature(self, doc: Document) -> WordPairsSignature | None:
         """The MinHash of the text's word pairs alone, without the paragraph sketch (None: no pair)."""
+        pairs = self._packed_pairs(doc)
+        return None if pairs is None else WordPairsSignature(*pairs)
+
+    def _packed_pairs(self, doc: Document) -> tuple[np.ndarray, int] | None:
+        """The packed 2-bit minima of the text's word pairs and how many distinct pairs (None: no pair).
+
+        Not a signature: `signature` makes its own, with the paragraphs (a frozen dataclass with two
+        default arrays costs ~1 µs to make)."""
         shingles = doc.shingles(self.params.shingle_size)
         if not len(shingles):
             return None
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
-        return WordPairsSignature(pack_two_bits(minima), len(shingles))
+        return pack_two_bits(minima), len(shingles)
 
     def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray]:
         """The sketch of a page's lines of at least `paragraph_words` words, whether capped, their line hashes."""
