@@ -388,7 +388,7 @@ def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray,
 
 
 @numba.njit(cache=True)
-def paragraph_sketch(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
+def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
                      common: np.ndarray, a: np.ndarray, b: np.ndarray, min_words: int, max_kept: int, tail: int,
                      value_bits: int, max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
@@ -399,9 +399,11 @@ def paragraph_sketch(code_points: np.ndarray, token_starts: np.ndarray, token_en
     each of the len(a) functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs`
     (pair i: tokens i and i + 1) but those of two `common` tokens (over all where every pair is such),
     its low `value_bits` bits, packed the first lowest, then its words
-    (at most `max_words`) above them; and the line's [start, end) in the text (code points: `code_points`,
-    `Document.code_points`)."""
-    n, size = len(token_starts), len(code_points)
+    (at most `max_words`) above them; and the line's [start, end) in the text. `is_newline`: whether
+    each of the text's code points is a newline (an array, one type for any text: a str argument is
+    typed in Python, ~2 µs a call, and its code points are uint8 or uint32, two compiled versions
+    to load)."""
+    n, size = len(token_starts), len(is_newline)
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
     run_len = np.empty(n, dtype=np.int64)
     run_line = np.empty(n, dtype=np.int64)  # where its line starts
@@ -411,7 +413,7 @@ def paragraph_sketch(code_points: np.ndarray, token_starts: np.ndarray, token_en
     gap = 0  # past the previous token
     for t in range(n):
         for i in range(gap, token_starts[t]):
-            if code_points[i] == 10:
+            if is_newline[i]:
                 line_start = i + 1
                 new_line = True
         gap = token_ends[t]
@@ -464,7 +466,7 @@ def paragraph_sketch(code_points: np.ndarray, token_starts: np.ndarray, token_en
             packed |= (lowest & mask) << np.uint64(k * value_bits)
         out[j] = packed
         end = token_ends[first + words - 1]
-        while end < size and code_points[end] != 10:
+        while end < size and not is_newline[end]:
             end += 1
         spans[j, 0], spans[j, 1] = run_line[r], end
     return out, spans, capped

@@ -251,7 +251,8 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
         # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
-        out, spans, capped = paragraph_sketch(doc.code_points, doc.token_starts, doc.token_ends, doc.all_shingles(2),
+        is_newline = doc.code_points == 10  # one array type for any text (`paragraph_sketch`)
+        out, spans, capped = paragraph_sketch(is_newline, doc.token_starts, doc.token_ends, doc.all_shingles(2),
                                               is_common_word(doc.token_hashes), self._pa, self._pb, p.paragraph_words,
                                               p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):

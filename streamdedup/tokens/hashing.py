@@ -181,9 +181,7 @@ class HashSet:
         self._has_zero = bool(len(distinct) and distinct[0] == 0)
         members = distinct[1:] if self._has_zero else distinct
         self._bits = max(4, int(8 * len(members) - 1).bit_length())  # at least 8 slots a value
-        # past the end, the first slots again (a lookup near the end reads on there): at most one a member
-        self._keys = np.zeros((1 << self._bits) + len(members), dtype=np.uint64)
-        self._reach = _fill_table(self._keys, self._bits, members)
+        self._keys, self._reach = _filled_table(members.tolist(), self._bits)
 
     def contains(self, values: np.ndarray) -> np.ndarray:
         """Whether each of `values` (uint64) is in the set: bool[len(values)]."""
@@ -196,20 +194,22 @@ def _slot(value: np.uint64, bits: int) -> np.int64:
     return np.int64((value * np.uint64(_FIBONACCI)) >> np.uint64(64 - bits))
 
 
-@numba.njit(cache=True)
-def _fill_table(keys: np.ndarray, bits: int, members: np.ndarray) -> int:
-    """Place the distinct non-zero `members` by linear probing; the farthest one from its own slot."""
-    size = 1 << bits
+def _filled_table(members: list[int], bits: int) -> tuple[np.ndarray, int]:
+    """The distinct non-zero `members` placed by linear probing, and the farthest one from its own slot.
+
+    Past the end, the first slots again (a lookup near the end reads on there). In Python: made
+    once a process, and a compiled loop would cost more to load (~4 ms) than this takes."""
+    size, shift = 1 << bits, 64 - bits
+    slots = [0] * size
     reach = 0
     for value in members:
-        own = _slot(value, bits)
+        own = ((value * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift  # `_slot`
         at = own
-        while keys[at % size] != 0:
+        while slots[at % size]:
             at += 1
-        keys[at % size] = value
-        reach = max(reach, int(at - own))
-    keys[size:size + reach] = keys[:reach]
-    return reach
+        slots[at % size] = value
+        reach = max(reach, at - own)
+    return np.array(slots + slots[:reach], dtype=np.uint64), reach
 
 
 @numba.njit(cache=True)
