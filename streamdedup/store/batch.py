@@ -200,14 +200,20 @@ class StoreBatch:
         values = self._values
         hits: list[bytes] = []
         if len(stored):
-            kept = shared[stored]  # the stored names of pages that judge candidates
+            kept = np.flatnonzero(shared[stored])  # the stored names of pages that judge candidates
+            # each name once (a stop key is named by most pages of a batch), at its first place
+            kept = kept[np.sort(np.unique(names[stored[kept]], return_index=True)[1])]
             answers = self._answers
-            for j, count, start in zip(np.searchsorted(at, stored[kept]).tolist(), found[kept].tolist(),
-                                       starts[kept].tolist(), strict=True):
+            kept_counts, kept_starts = found[kept], starts[kept]
+            # each kept name's seqs, side by side: seqs[start: start + count] of each
+            gather = (np.repeat(kept_starts - (np.cumsum(kept_counts) - kept_counts), kept_counts)
+                      + np.arange(int(kept_counts.sum()), dtype=np.int64))
+            ordered_seqs, kept_values = layout.grouped_seqs_values(seqs[gather], kept_counts)
+            for j, count, ordered, value in zip(np.searchsorted(at, stored[kept]).tolist(), kept_counts.tolist(),
+                                                ordered_seqs, kept_values, strict=True):
                 name = as_bytes[j]
                 if name not in values:
-                    ordered = sorted(seqs[start: start + count].tolist())
-                    value = values[name] = layout.seqs_value(ordered)
+                    values[name] = value
                     # its answer as `answer_of` would decode it from the value (read by `candidates`)
                     answers[value] = (stop_answer(ordered) if count >= caps.MAX_POSTINGS_PER_KEY else ordered, count)
                     hits.append(name)

@@ -263,6 +263,37 @@ def seqs_value(seqs: list[int]) -> bytes:
     return b"".join(map(varint, seqs))
 
 
+def grouped_seqs_values(seqs: np.ndarray, counts: np.ndarray) -> tuple[list[list[int]], list[bytes]]:
+    """Each group's seqs ascending and their postings value (`seqs_value`), for groups back to back.
+
+    `seqs` holds the groups one after another, `counts[i]` seqs the i-th (as `MemoryIndex.found_ints`
+    gives them). The varints of every group are made in one array pass: a batch's stored names hold
+    ~10 seqs each, and one `varint` call a seq was most of `StoreBatch.stage`'s encoding."""
+    counts = np.asarray(counts, dtype=np.int64)
+    seqs = np.asarray(seqs, dtype=np.uint64)[: int(counts.sum())]
+    group = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    if len(seqs) and int(seqs.max()) < 1 << 40 and len(counts) < 1 << 24:
+        # by group, then ascending: one sort of (group, seq) as one integer, ~30x faster than lexsort
+        ordered = np.sort((group.astype(np.uint64) << np.uint64(40)) | seqs) & np.uint64((1 << 40) - 1)
+    else:
+        ordered = seqs[np.lexsort((seqs, group))]
+    sizes = np.ones(len(ordered), dtype=np.int64)  # each seq's varint length
+    for shift in range(7, 64, 7):
+        sizes += ordered >= np.uint64(1 << shift)
+    width = int(sizes.max()) if len(sizes) else 0
+    bytes_of = np.empty((len(ordered), width), dtype=np.uint8)
+    for k in range(width):  # byte k of each varint: 7 bits, the high bit set on all but its last
+        low = ((ordered >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        bytes_of[:, k] = low | ((k < sizes - 1).astype(np.uint8) << np.uint8(7))
+    encoded = bytes_of[np.arange(width) < sizes[:, None]].tobytes()  # row by row: the varints in order
+    ends = np.cumsum(counts).tolist()
+    byte_ends = np.concatenate([[0], np.cumsum(sizes)])[ends].tolist()
+    flat = ordered.tolist()
+    starts, byte_starts = [0, *ends][:-1], [0, *byte_ends][:-1]
+    return ([flat[a:b] for a, b in zip(starts, ends, strict=True)],
+            [encoded[a:b] for a, b in zip(byte_starts, byte_ends, strict=True)])
+
+
 def without_seq(value: bytes | None, seq: int) -> bytes:
     """A postings value with one page taken out (b"": none left, delete the key)."""
     return seqs_value([s for s in seqs_from(value) if s != seq])

@@ -1,5 +1,6 @@
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
@@ -168,6 +169,19 @@ def test_compact_doc_record_and_varints():
     for seqs in ([], [0], [127, 128, 2**40, 5]):
         assert layout.seqs_from(layout.seqs_value(seqs)) == seqs
     assert layout.without_seq(layout.seqs_value([1, 2, 3]), 2) == layout.seqs_value([1, 3])
+
+
+def test_grouped_seqs_values_are_each_groups_sorted_seqs_value():
+    rng = np.random.default_rng(5)
+    for high in (100, 20_000, 3_000_000, 2**40 - 1, 2**40, 2**62):  # one sort of (group, seq), or lexsort
+        for _ in range(40):
+            counts = rng.integers(0, 15, int(rng.integers(0, 20)))
+            seqs = rng.integers(0, high, int(counts.sum())).astype(np.uint64)
+            ordered, values = layout.grouped_seqs_values(seqs, counts)
+            starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+            expected = [sorted(seqs[a:b].tolist()) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+            assert ordered == expected
+            assert values == [layout.seqs_value(group) for group in expected]
 
 
 def test_property_total_sums_the_column_families(tmp_path):
