@@ -298,17 +298,18 @@ def pack_two_bits(minima: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def two_bit_new_shares(data: np.ndarray, width: int, mine: np.ndarray, own: int, values: int,
+def two_bit_new_shares(data: np.ndarray, starts: np.ndarray, mine: np.ndarray, own: int, values: int,
                        collision: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`WordPairsMethod.new_shares` over records of `width` bytes laid end to end in `data`.
+    """`WordPairsMethod.new_shares` over the records that start at `starts` in `data`.
 
-    Each record: its set size (uint32, little-endian), then 2-bit values packed four to a byte.
-    Returns this page's share absent from each, each one's share absent from this page, and sizes."""
-    count = data.shape[0] // width
+    Each record: its set size (uint32, little-endian), then 2-bit values packed four to a byte (as
+    many bytes as `mine`), then anything (a paragraph sketch, not read). Returns this page's share
+    absent from each, each one's share absent from this page, and sizes."""
+    count = starts.shape[0]
     absent_mine, absent_theirs, sizes = np.empty(count), np.empty(count), np.empty(count)
     own_size = max(1.0, float(own))
     for r in range(count):
-        start = r * width
+        start = starts[r]
         size = float(int(data[start]) | (int(data[start + 1]) << 8) | (int(data[start + 2]) << 16)
                      | (int(data[start + 3]) << 24))
         unequal = 0

@@ -52,7 +52,7 @@ from typing import ClassVar, cast
 import numpy as np
 import xxhash
 
-from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
+from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import (
     minhash_min,
     pack_two_bits,
@@ -303,16 +303,19 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         comparable: another num_perm), and its count of pairs."""
         count = len(others)
         width = self._record.itemsize
-        others = [data[:width] if len(data) > width else data for data in others]  # without the paragraphs
-        if len(signature.packed) != self._bytes or not all_sized(others, width):
+        lengths = np.fromiter(map(len, others), dtype=np.int64, count=count)
+        if not count or len(signature.packed) != self._bytes or lengths.min() < width:
             mine, theirs, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
             for i, data in enumerate(others):
-                if len(data) == width and len(signature.packed) == self._bytes:
+                if len(data) >= width and len(signature.packed) == self._bytes:
                     one = self.new_shares(signature, [data])
                     mine[i], theirs[i], sizes[i] = one[0][0], one[1][0], one[2][0]
             return mine, theirs, sizes
+        # the records as they are, paragraphs and all: the kernel reads each one's first `width`
+        # bytes at its offset (slicing each candidate's bytes in Python cost as much as the test)
         records = np.frombuffer(b"".join(others), dtype=np.uint8)
-        return two_bit_new_shares(records, width, signature.packed, signature.set_size, self.params.num_perm,
+        starts = np.cumsum(lengths) - lengths
+        return two_bit_new_shares(records, starts, signature.packed, signature.set_size, self.params.num_perm,
                                   self._collision)
 
     def new_share_errors(self, shares: np.ndarray, of: np.ndarray, other: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -38,18 +39,36 @@ class SignatureColumns:
         """Each candidate's encoded signature of the method `tag`, and whether every one has one."""
         column = self._columns.get(tag)
         if column is None:
-            values = [record.get(tag) for record in self.records]
-            column = self._columns[tag] = values, None not in values
+            column = self._columns[tag] = _read_column(self.records, tag)
         return column
 
     def present(self, tag: int, rows: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
         """Of the candidates at `rows` (all, in order, if as many), those with a signature of `tag`, and theirs."""
         column, complete = self.column(tag)
-        got = column if len(rows) == len(self.records) else [column[i] for i in rows.tolist()]
+        got = column if len(rows) == len(self.records) else list(map(column.__getitem__, rows.tolist()))
         if complete or None not in got:
             return rows, cast("list[bytes]", got)
         have = np.fromiter((data is not None for data in got), dtype=bool, count=len(got))
         return rows[have], [data for data in got if data is not None]
+
+
+def _read_column(records: Sequence[Mapping[int, bytes]], tag: int) -> tuple[list[bytes | None], bool]:
+    """Each record's value at `tag` (None where it has none), each read once, and whether every one has one.
+
+    Read by `map` at C speed (a list comprehension of `get`, and then a search for None, cost ~4 us
+    of ~60 records a column). `list.extend` keeps what it appended before the iterator raised, and
+    the records iterator is past the one that lacks `tag`: its None is appended and the rest read on."""
+    read = itemgetter(tag)
+    values: list[bytes | None] = []
+    rest = iter(records)
+    complete = True
+    while True:
+        try:
+            values.extend(map(read, rest))
+            return values, complete
+        except KeyError:
+            values.append(None)
+            complete = False
 
 
 class CandidateSimilarities:

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, attrgetter, itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -172,23 +174,30 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     find, three of the default policy's four tests are not run. `tests`: counts the tests run
     (`tests_run`: one a candidate and method or measure asked)."""
     page_id = page.page_id
-    stored = [(seq, other) for seq, other in zip(seqs, docs_of(seqs), strict=True)
-              if other is not None and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
-    if not stored:
-        return
+    docs = docs_of(seqs)
+    if (docs and all(docs) and page_id not in map(_PAGE_ID, docs)  # the usual case: every one stands
+            and (oldest_ms is None or min(map(_EVENT_MS, docs)) >= oldest_ms)):  # (tested in C: map, all, in)
+        stored_seqs, stored_docs = seqs, cast("Sequence[DocRecord]", docs)
+        stored = list(zip(seqs, stored_docs, strict=True))
+    else:
+        stored = [(seq, other) for seq, other in zip(seqs, docs, strict=True) if other is not None
+                  and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
+        if not stored:
+            return
+        stored_seqs, stored_docs = [seq for seq, _ in stored], [other for _, other in stored]
     verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
     # the candidates of each policy (None: all of them, as a rule: only the site policy's differ)
     groups: list[tuple[Policy, np.ndarray | None]] = [(policy.other_site, None)]
     if not template_known and policy.same_site != policy.other_site:  # candidates of the page's site: the site policy
-        strict = np.array([_own_site_other_document(page, other) for _, other in stored], dtype=np.bool_)
+        strict = _own_site_other_documents(page, stored_docs)
         if strict.all():
             groups = [(policy.same_site, None)]
         elif strict.any():
             groups = [(policy.other_site, np.flatnonzero(~strict)), (policy.same_site, np.flatnonzero(strict))]
-    members = _found_members(stored, methods, found_by) if found_by is not None else {}
-    columns = SignatureColumns([other.signatures for _, other in stored])
+    members = _found_members(stored_seqs, stored_docs, methods, found_by) if found_by is not None else {}
+    columns = SignatureColumns(list(map(_SIGNATURES, stored_docs)))
     for chosen, rows in groups:
-        theirs = columns if rows is None else SignatureColumns([stored[i][1].signatures for i in rows.tolist()])
+        theirs = columns if rows is None else SignatureColumns(list(map(columns.records.__getitem__, rows.tolist())))
         similarities = CandidateSimilarities(methods, mine, theirs, tests)
         numbers = chosen.first_rules(similarities, len(theirs), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
@@ -308,6 +317,15 @@ def _own_site_other_document(page: DocRecord, other: DocRecord) -> bool:
     return other.site == page.site and not (page.document and other.document == page.document)
 
 
+def _own_site_other_documents(page: DocRecord, others: Sequence[DocRecord]) -> np.ndarray:
+    """`_own_site_other_document` of each of `others`, as a bool array: their sites and documents compared at once."""
+    count = len(others)
+    strict = np.fromiter(map(_SITE, others), dtype=np.uint64, count=count) == np.uint64(page.site)
+    if page.document:
+        strict &= np.fromiter(map(_DOCUMENT, others), dtype=np.uint64, count=count) != np.uint64(page.document)
+    return strict
+
+
 def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], bool] | None:
     """Whether a matched candidate stands, for a page whose article element held too little of its text.
 
@@ -350,18 +368,21 @@ class FoundBy:
     unfiled_bounds: Mapping[int, int | None]
 
 
+# a record's fields, read by `map` over a page's candidates (at C speed, where a list comprehension is Python's)
+_PAGE_ID, _EVENT_MS, _SIGNATURES, _UNFILED, _SITE, _DOCUMENT = (
+    attrgetter(name) for name in ("page_id", "event_ms", "signatures", "unfiled", "site", "document"))
+_FIRST = itemgetter(0)
 _NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
 _NONE_UNFILED = np.full(0, _NO_PLACE, dtype=np.int64)  # `_found_members`: no candidate has an unfiled place
 
 
-def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
+def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Methods,
                    found_by: FoundBy) -> dict[int, np.ndarray]:
     """By tag of each method whose keys find every match, which stored candidates can pass its test.
 
     By tag of each method of `found_by` whose keys find every match, which of the `stored`
-    candidates can pass its test: those its keys found, and those not filed under all its keys.
-    A method whose keys found every candidate rules none out and is left out."""
-    seqs = [seq for seq, _ in stored]
+    candidates (at `seqs`) can pass its test: those its keys found, and those not filed under all
+    its keys. A method whose keys found every candidate rules none out and is left out."""
     firsts: np.ndarray | None = None
     members = {}
     for tag, method in methods.values():
@@ -371,13 +392,15 @@ def _found_members(stored: Sequence[tuple[int, DocRecord]], methods: Methods,
             continue
         if firsts is None:  # each candidate's first unfiled place (they are ascending), at once for every method
             # (none, the usual case: every candidate filed under all its keys, none a member so far)
-            firsts = (np.array([u[0] if (u := other.unfiled) else _NO_PLACE for _, other in stored], dtype=np.int64)
-                      if any(other.unfiled for _, other in stored) else _NONE_UNFILED)
+            # (each record's places with _NO_PLACE appended, and the first of them: read by `map`, at C speed)
+            firsts = (np.fromiter(map(_FIRST, map(add, map(_UNFILED, stored), repeat((_NO_PLACE,)))),
+                                  dtype=np.int64, count=len(stored))
+                      if any(map(_UNFILED, stored)) else _NONE_UNFILED)
         bound = found_by.unfiled_bounds.get(tag, 0)
         member = (np.zeros(len(seqs), dtype=np.bool_) if firsts is _NONE_UNFILED  # _NO_PLACE is below no bound
                   else firsts < (_NO_PLACE if bound is None else bound))  # may not be filed under its keys
         if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
-            member |= np.array([seq in found for seq in seqs], dtype=np.bool_)
+            member |= np.fromiter(map(found.__contains__, seqs), dtype=np.bool_, count=len(seqs))
         members[tag] = member
     return members
 

@@ -266,3 +266,54 @@ def test_each_candidates_signature_of_a_method_is_read_once_a_page():
     assert [(j.seq, j.rule, j.relation, j.new_share) for j in got] == [(j.seq, j.rule, j.relation, j.new_share) for j in want]
     assert sum(1 for j in want if j.rule.startswith("minhash")) > 10  # matched: `_in_runs` asks MinHash of them again
     assert max(n for r in reads.values() for n in r.values()) == 1
+
+
+def test_a_column_reads_each_records_value_once_and_none_where_missing():
+    """`SignatureColumns.column` (read by `map`, going on past a record without the tag) equals `get` record by record."""
+    from streamdedup.verdict.columns import SignatureColumns
+
+    rng = random.Random(3)
+    for _ in range(300):
+        records = [{1: b"a%d" % i, 2: b"b"} if rng.random() < 0.7 else {2: b"x"} for i in range(rng.randint(0, 12))]
+        want = [record.get(1) for record in records]
+        assert SignatureColumns(records).column(1) == (want, None not in want)
+
+
+def test_new_shares_read_each_record_at_its_offset_past_its_paragraphs():
+    """`WordPairsMethod.new_shares` of records with paragraph sketches equals that of the records cut before them.
+
+    And a record shorter than a whole one reads NaN, the others as if alone."""
+    from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
+
+    method = WordPairsMethod()
+    rng = np.random.default_rng(11)
+    width = method._record.itemsize
+
+    def signature(paragraphs: int) -> WordPairsSignature:
+        return WordPairsSignature(rng.integers(0, 256, width - 4, dtype=np.uint8), int(rng.integers(50, 400)),
+                                  rng.integers(0, 1 << 48, paragraphs, dtype=np.uint64))
+
+    mine = signature(3)
+    others = [method.encode(signature(int(rng.integers(0, 6)))) for _ in range(40)]
+    assert any(len(data) > width for data in others) and any(len(data) == width for data in others)
+    got = method.new_shares(mine, others)
+    want = method.new_shares(mine, [data[:width] for data in others])
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    short = method.new_shares(mine, [others[0], others[1][: width - 1], others[2]])
+    assert np.isnan(short[0][1]) and short[2][1] == 0
+    np.testing.assert_array_equal(short[0][[0, 2]], got[0][[0, 2]])
+
+
+def test_own_site_other_documents_at_once_as_one_by_one():
+    """`engine._own_site_other_documents` agrees with `_own_site_other_document` candidate by candidate."""
+    from streamdedup.store.layout import DocRecord
+    from streamdedup.verdict.engine import _own_site_other_document, _own_site_other_documents
+
+    rng = random.Random(7)
+    sites, documents = [0, 5, (1 << 64) - 1], [0, 9, (1 << 63) + 1]
+    for _ in range(200):
+        page = DocRecord(0, "p", 0, "p", site=rng.choice(sites), document=rng.choice(documents))
+        others = [DocRecord(i, f"o{i}", 0, f"o{i}", site=rng.choice(sites), document=rng.choice(documents))
+                  for i in range(rng.randint(0, 8))]
+        assert _own_site_other_documents(page, others).tolist() == [_own_site_other_document(page, o) for o in others]
