@@ -232,19 +232,24 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     tolerance = policy.tolerance
     asked = paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
     paragraph, their_paragraph, replaced = new_paragraphs(stored, columns, methods, mine, page.site, asked)
+    # the arrays as Python numbers (the same values): read one by one below, numpy's scalars cost more
+    new_list, their_new_list = new_shares.tolist(), their_new_shares.tolist()
+    owns_list, sizes_list = owns.tolist(), sizes.tolist()
+    paragraph_list, their_paragraph_list = paragraph.tolist(), their_paragraph.tolist()
+    replaced_list = replaced.tolist()
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
             continue
         matched = verdicts.get(i)
-        new_share, their_new_share = float(new_shares[i]), float(their_new_shares[i])
+        new_share, their_new_share = new_list[i], their_new_list[i]
         exact = matched is not None and matched[0] == "exact"
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new = NewText(new_share, new_share * owns[i], 0 if exact else int(paragraph[i]), bool(replaced[i]))
-        their_new = NewText(their_new_share, their_new_share * sizes[i], 0 if exact else int(their_paragraph[i]),
-                            bool(replaced[i]))
+        new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i])
+        their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
+                            replaced_list[i])
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 
