@@ -471,3 +471,78 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             end += 1
         spans[j, 0], spans[j, 1] = run_line[r], end
     return out, spans, capped
+
+
+@numba.njit(cache=True)
+def _outside_held(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> float:
+    """`new_text._outside`: the same float64 operations, in the same order."""
+    every, outside = 0, 0
+    for i in range(pairs.shape[0]):
+        every += pairs[i]
+        if unheld[i]:
+            outside += pairs[i]
+    total = max(distinct, float(every))
+    return (total - float(every) + float(outside)) * distinct / total
+
+
+@numba.njit(cache=True)
+def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray,
+                    own: float, sizes: np.ndarray, agreeing: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`new_text.outside_held_paragraphs` and `held_in_paragraphs` of the encoded word-pair records in `data`.
+
+    Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then its paragraph sketch (a byte of count,
+    high bit: capped; 6 bytes each, little-endian). A paragraph of the page (`mine`) is held when one
+    of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
+    each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
+    page's pairs outside its held paragraphs and not shown before, the record's outside its
+    paragraphs that the page holds (of `sizes[r]`), and the page's pairs in its held paragraphs or
+    shown before, taken from `own`."""
+    count = starts.shape[0]
+    n = mine.shape[0]
+    mine_out, their_out, held_in = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    mine_values = np.empty((n, 4), dtype=np.int64)
+    mine_pairs = np.empty(n, dtype=np.int64)
+    mine_shown = np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        for k in range(4):
+            mine_values[i, k] = (mine[i] >> np.uint64(10 * k)) & np.uint64(1023)
+        mine_pairs[i] = ((mine[i] >> np.uint64(40)) & np.uint64(127)) - 1
+        mine_shown[i] = (mine[i] & np.uint64(1 << 47)) != 0
+    held_row = np.empty(n, dtype=np.bool_)
+    unheld = np.empty(n, dtype=np.bool_)
+    for r in range(count):
+        start = starts[r] + width
+        if ends[r] <= start:
+            continue
+        m = data[start] & 0x7F
+        if m == 0 or ends[r] < start + 1 + 6 * m:  # none, or a record cut short: read as no sketch
+            continue
+        theirs = np.empty((m, 4), dtype=np.int64)
+        their_pairs = np.empty(m, dtype=np.int64)
+        held_col = np.zeros(m, dtype=np.bool_)
+        for j in range(m):
+            at = start + 1 + 6 * j
+            value = 0
+            for b in range(6):
+                value |= int(data[at + b]) << (8 * b)
+            for k in range(4):
+                theirs[j, k] = (value >> (10 * k)) & 1023
+            their_pairs[j] = ((value >> 40) & 127) - 1
+        for i in range(n):
+            held_row[i] = False
+            for j in range(m):
+                equal = 0
+                for k in range(4):
+                    if mine_values[i, k] == theirs[j, k]:
+                        equal += 1
+                if equal >= agreeing:
+                    held_row[i] = True
+                    held_col[j] = True
+        for i in range(n):
+            unheld[i] = not (held_row[i] or mine_shown[i])
+        mine_out[r] = _outside_held(mine_pairs, unheld, own)
+        their_out[r] = _outside_held(their_pairs, ~held_col, sizes[r])
+        for i in range(n):
+            unheld[i] = (not held_row[i]) or mine_shown[i]
+        held_in[r] = own - _outside_held(mine_pairs, unheld, own)
+    return mine_out, their_out, held_in

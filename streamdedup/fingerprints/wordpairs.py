@@ -318,6 +318,11 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return two_bit_new_shares(records, starts, signature.packed, signature.set_size, self.params.num_perm,
                                   self._collision)
 
+    @property
+    def record_width(self) -> int:
+        """The bytes of an encoded signature before its paragraph sketch: its set size and packed values."""
+        return int(self._record.itemsize)
+
     def new_share_errors(self, shares: np.ndarray, of: np.ndarray, other: np.ndarray) -> np.ndarray:
         """The standard errors of `new_shares`' estimates: `shares` of `of` pairs absent from a page of `other`.
 

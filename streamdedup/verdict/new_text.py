@@ -9,11 +9,12 @@ they can move a relation (`paragraphs_asked`), the longest new paragraph each wa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from streamdedup.fingerprints.kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import TAIL, paragraph_values, paragraph_words, shown_before
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Methods, SignatureColumns
@@ -371,44 +372,34 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     the tolerance (`in_runs`). What the sketches show held bounds them (`engine.judged`)."""
     count = len(columns)
     mine_out, their_out = np.full(count, np.nan), np.full(count, np.nan)
-    for i, paragraphs, theirs, held in _held(columns, methods, mine, rows):
-        unheld = np.asarray(~(held.any(axis=1) | shown_before(paragraphs)))
-        mine_out[i] = _outside(paragraph_words(paragraphs) - 1, unheld, float(own))
-        their_out[i] = _outside(paragraph_words(theirs) - 1, np.asarray(~held.any(axis=0)), float(sizes[i]))
+    held = _paragraphs_held(columns, methods, mine, own, sizes, rows)
+    if held is not None:
+        at, (mine_held_out, their_held_out, _) = held
+        mine_out[at], their_out[at] = mine_held_out, their_held_out
     return mine_out, their_out
 
 
-def _held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
-          rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """Which of the page's paragraphs each candidate at `rows` holds: 3 of 4 values agree.
+def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
+                     sizes: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
+    """`kernels.paragraphs_held` of the candidates at `rows` that have word pairs: those rows and its three arrays.
 
-    For each candidate with a sketch, beside the page's: its row, the page's sketch, its own, and
-    which of the page's paragraphs agree with which of its (bool[n, m])."""
+    In one compiled pass over their records as stored (before: each record's sketch decoded, then
+    compared, in numpy calls of a few values each). None where the page has no paragraph."""
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
-        return
+        return None
     tag, method = entry
-    values = paragraph_values(paragraphs)
-    column, _ = columns.column(tag)
-    for i in rows.tolist():
-        data = column[i]
-        if data is None:
-            continue
-        theirs, _ = cast(Any, method).paragraphs_of(data)
-        if len(theirs):
-            held: np.ndarray = _equal_values(values, paragraph_values(theirs)) >= AGREEING_VALUES
-            yield i, paragraphs, theirs, held
-
-
-def _outside(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> float:
-    """A page's pairs outside its held paragraphs, of its `distinct` pairs (`outside_held_paragraphs`).
-
-    `pairs`: each paragraph's; `unheld`: which are not held. Its pairs are `distinct`, or, where its
-    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`."""
-    total = max(distinct, float(pairs.sum()))
-    return (total - float(pairs.sum()) + float(pairs[unheld].sum())) * distinct / total
+    at, data = columns.present(tag, rows)
+    if not len(at):
+        return None
+    lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+    ends = np.cumsum(lengths)
+    theirs = np.zeros(len(at)) if sizes is None else sizes[at].astype(np.float64)
+    return at, paragraphs_held(np.frombuffer(b"".join(data), dtype=np.uint8), ends - lengths, ends,
+                               cast(Any, method).record_width, paragraphs.astype(np.uint64), float(own), theirs,
+                               AGREEING_VALUES)
 
 
 def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
@@ -420,12 +411,10 @@ def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mappin
     nothing of the page's own text. Of a page that repeats pairs, as `_outside` takes them
     (the share held of its paragraphs' pairs). 0 where not measured."""
     out = np.zeros(len(columns))
-    paragraphs = getattr(mine.get(entry[0]), "paragraphs", None) if (entry := methods.get(NEW_TEXT_METHOD)) else None
-    if paragraphs is None:
-        return out
-    pairs, shown = paragraph_words(paragraphs) - 1, shown_before(paragraphs)
-    for i, _, _, held in _held(columns, methods, mine, rows):
-        out[i] = float(own) - _outside(pairs, np.asarray(~held.any(axis=1) | shown), float(own))
+    held = _paragraphs_held(columns, methods, mine, own, None, rows)
+    if held is not None:
+        at, (_, _, held_pairs) = held
+        out[at] = held_pairs
     return out
 
 

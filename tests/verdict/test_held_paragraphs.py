@@ -82,3 +82,83 @@ def test_a_shares_error_grows_as_the_pages_sizes_part() -> None:
     alike, teaser = METHOD.new_share_errors(np.array([0.05, 0.05]), np.array([600.0, 400.0]),
                                             np.array([600.0, 1200.0]))
     assert 0.01 < alike < teaser < 0.1
+
+
+def _reference(page, others: list[bytes], own: int, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The numpy reading `kernels.paragraphs_held` replaced: each sketch decoded, its values compared."""
+    from streamdedup.fingerprints.wordpairs import paragraph_values, shown_before
+
+    def outside(pairs, unheld, distinct):
+        total = max(distinct, float(pairs.sum()))
+        return (total - float(pairs.sum()) + float(pairs[unheld].sum())) * distinct / total
+
+    count = len(others)
+    mine_out, their_out, held_in = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    paragraphs = page.paragraphs
+    values, pairs, shown = paragraph_values(paragraphs), paragraph_words(paragraphs) - 1, shown_before(paragraphs)
+    for i, data in enumerate(others):
+        theirs, _ = METHOD.paragraphs_of(data)
+        if not len(theirs) or not len(paragraphs):
+            continue
+        held = (values[:, None, :] == paragraph_values(theirs)[None, :, :]).sum(axis=2) >= 3
+        mine_out[i] = outside(pairs, ~(held.any(axis=1) | shown), float(own))
+        their_out[i] = outside(paragraph_words(theirs) - 1, ~held.any(axis=0), float(sizes[i]))
+        held_in[i] = float(own) - outside(pairs, ~held.any(axis=1) | shown, float(own))
+    return mine_out, their_out, held_in
+
+
+def test_the_compiled_held_paragraphs_read_as_the_sketches_decoded():
+    """`outside_held_paragraphs` and `held_in_paragraphs` (one compiled pass) equal the sketches decoded and compared.
+
+    On random sketches whose values often agree in 2, 3 or 4 places, some lines shown before, some
+    candidates without a sketch."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(17)
+
+    def sketch(n: int, base: np.ndarray) -> np.ndarray:
+        picked = base[rng.integers(0, len(base), n)] if len(base) else rng.integers(0, 1 << 40, n, dtype=np.uint64)
+        noise = rng.integers(0, 1 << 40, n, dtype=np.uint64)
+        keep = rng.integers(0, 16, n).astype(np.uint64)  # which of the 4 values each keeps
+        mask = np.zeros(n, dtype=np.uint64)
+        for k in range(4):
+            mask |= np.where((keep >> np.uint64(k)) & np.uint64(1), np.uint64(1023 << (10 * k)), np.uint64(0))
+        words = rng.integers(0, 128, n).astype(np.uint64) << np.uint64(40)
+        shown = np.where(rng.random(n) < 0.2, np.uint64(1 << 47), np.uint64(0))
+        return ((picked & mask) | (noise & ~mask & np.uint64((1 << 40) - 1))) | words | shown
+
+    page = _signature(make_article(3))
+    seen = []
+    for _ in range(30):
+        mine = sketch(int(rng.integers(1, 12)), np.zeros(0, dtype=np.uint64))
+        page = replace(page, paragraphs=mine)
+        others = []
+        for _ in range(int(rng.integers(1, 9))):
+            other = replace(page, paragraphs=sketch(int(rng.integers(0, 12)), mine), set_size=int(rng.integers(1, 500)))
+            others.append(METHOD.encode(other))
+        own = int(rng.integers(1, 500))
+        sizes = rng.integers(1, 500, len(others)).astype(np.float64)
+        columns = SignatureColumns([{TAG: data} for data in others] + [{}])  # the last has no word pairs
+        rows = np.arange(len(others) + 1)
+        sizes_all = np.append(sizes, 7.0)
+        want = _reference(page, others, own, sizes)
+        mine_out, their_out = outside_held_paragraphs(columns, METHODS, {TAG: page}, own, sizes_all, rows)
+        held = held_in_paragraphs(columns, METHODS, {TAG: page}, own, rows)
+        np.testing.assert_array_equal(mine_out[:-1], want[0])
+        np.testing.assert_array_equal(their_out[:-1], want[1])
+        np.testing.assert_array_equal(held[:-1], want[2])
+        assert np.isnan(mine_out[-1]) and np.isnan(their_out[-1]) and held[-1] == 0
+        seen.extend(want[2][~np.isnan(want[0])].tolist())
+    assert min(seen) <= 0 < max(seen) and any(0 < h < max(seen) for h in seen)  # none, some and more held
+
+
+def test_a_record_cut_short_in_its_paragraph_sketch_reads_as_no_sketch() -> None:
+    """A malformed record (its sketch's count says more paragraphs than its bytes hold) is not read past its end."""
+    article = make_article(33, paragraphs=6)
+    page, other = _signature(article), _signature(article)
+    whole = METHOD.encode(other)
+    for cut in (whole[:-3], whole[:-6]):
+        columns = SignatureColumns([{TAG: cut}])
+        out, their_out = outside_held_paragraphs(columns, METHODS, {TAG: page}, page.set_size,
+                                                 np.array([float(other.set_size)]), np.array([0]))
+        assert np.isnan(out[0]) and np.isnan(their_out[0])
