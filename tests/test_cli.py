@@ -171,6 +171,9 @@ def test_a_batch_of_no_pages_is_refused_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "each at least 1" in err, err
         assert not (tmp_path / flag / "summary.json").exists()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "huge"), "-q", "--batch-size", "131073"]) == 2
+    err = capsys.readouterr().err.strip()  # more pages than the store numbers in a batch (`MAX_BATCH_PAGES`)
+    assert len(err.splitlines()) == 1 and "at most 131,072" in err, err
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "small"), "-q", "--batch-bytes", "1"]) == 0
     assert sum(len(_read(tmp_path / "small" / f"{name}.jsonl")) for name in ("unique", "duplicates", "rejected")) == 5
 

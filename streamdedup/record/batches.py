@@ -18,11 +18,20 @@ if TYPE_CHECKING:  # the worker's settings import this module for its default: n
 DEFAULT_BATCH_BYTES = 64 << 20
 
 
+MAX_BATCH_PAGES = 1 << 17  # the store numbers a batch's pages in 17 bits beside a seq's 47 (`store.chance.page_pairs`)
+
+
 def check_batch_limits(max_pages: int, max_bytes: int, unit: str = "pages") -> None:
-    """A batch of none would take no record and report the run done: refused, in one line."""
+    """A batch of none, or of more pages than the store can number, refused in one line.
+
+    A batch of none would take no record and report the run done; one of more than `MAX_BATCH_PAGES`
+    would have two of its pages share a number in the store's chance checks."""
     if max_pages < 1 or max_bytes < 1:
         raise ValueError(f"batch_size is a number of {unit} and batch_bytes of bytes, each at least 1 (got "
                          f"{max_pages} and {max_bytes}): a batch of none would take no {unit[:-1]}")
+    if max_pages > MAX_BATCH_PAGES:
+        raise ValueError(f"batch_size is at most {MAX_BATCH_PAGES:,} {unit} (got {max_pages:,}): set a smaller "
+                         f"batch_size (the default, 256, is what the benchmarks use)")
 
 
 def record_bytes(raw: RawRecord) -> int:
