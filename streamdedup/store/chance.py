@@ -144,7 +144,7 @@ def chance_only_pages(posting_owners: np.ndarray, seqs: np.ndarray, asked: np.nd
     spoiled[sharing] = True
     spoiled[posting_owners[~chance]] = True
     open_ = ~spoiled[posting_owners]  # only pages not yet spoiled need the next test
-    pairs = np.sort((posting_owners[open_].astype(np.uint64) << np.uint64(47)) | seqs[open_])  # seqs < 2^47
+    pairs = np.sort(page_pairs(posting_owners[open_], seqs[open_]))
     twice = pairs[1:][pairs[1:] == pairs[:-1]]  # a stored page found by two names of one page
     spoiled[(twice >> np.uint64(47)).astype(np.int64)] = True
     per_page = np.bincount(posting_owners, minlength=pages)

@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from streamdedup.tokens.hashing import code_points as text_code_points
-from streamdedup.tokens.hashing import distinct, distinct_counts, shingle_hashes
+from streamdedup.tokens.hashing import distinct, shingle_hashes
 from streamdedup.tokens.language import guess_language
 from streamdedup.tokens.scan import scan
 
@@ -31,7 +31,6 @@ class Document:
         self.declared_lang = declared_lang
         self._code_points = code_points
         self._shingles: dict[int, np.ndarray] = {}
-        self._shingle_counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._all_shingles: dict[int, np.ndarray] = {}
 
     @classmethod
@@ -87,13 +86,5 @@ class Document:
         """Distinct k-token shingle hashes (sorted, uint64)."""
         cached = self._shingles.get(k)
         if cached is None:
-            counted = self._shingle_counts.get(k)
-            cached = self._shingles[k] = distinct(self.all_shingles(k)) if counted is None else counted[0]
-        return cached
-
-    def shingle_counts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct k-token shingle hashes (sorted) and how often each occurs."""
-        cached = self._shingle_counts.get(k)
-        if cached is None:
-            cached = self._shingle_counts[k] = distinct_counts(self.all_shingles(k))
+            cached = self._shingles[k] = distinct(self.all_shingles(k))
         return cached

@@ -219,14 +219,16 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     for i, held in _held_matches(columns, methods, mine, verdicts, new_shares, own, sizes, strict_rows,
                                  policy.tolerance):
         verdicts[i] = (HELD_RULE, held)
-    if not verdicts and not _related(new_shares, their_new_shares, own, sizes).any():
+    # the candidates related to the page though no rule matched them (the steps below change matched
+    # candidates' shares only, so this holds after them too)
+    related = _related(new_shares, their_new_shares, own, sizes)
+    if not verdicts and not related.any():
         return  # nothing matched nor related (most pages of shared vocabulary): the steps below change nothing
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
     _bounded_by_held_paragraphs(columns, methods, mine, new_shares, their_new_shares, own, owns, sizes,
                                 matched_rows, policy.tolerance.max_share)
-    related = _related(new_shares, their_new_shares, own, sizes)
     related[matched_rows] = True
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
