@@ -475,7 +475,10 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
 
 @numba.njit(cache=True)
 def _outside_held(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> float:
-    """`new_text._outside`: the same float64 operations, in the same order."""
+    """A page's pairs outside its held paragraphs, of its `distinct` pairs (`paragraphs_held`).
+
+    `pairs`: each paragraph's; `unheld`: which are not held. Its pairs are `distinct`, or, where its
+    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`."""
     every, outside = 0, 0
     for i in range(pairs.shape[0]):
         every += pairs[i]
