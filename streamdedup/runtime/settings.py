@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,11 @@ def keep_worker_id(settings: WorkerSettings) -> None:
     os.replace(partial, path)
 
 
+def _settings(settings: WorkerSettings | type[WorkerSettings]) -> list[Field[Any]]:
+    """The fields of WorkerSettings a user sets (not the private ones)."""
+    return [f for f in fields(settings) if not f.name.startswith("_")]
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -139,10 +144,16 @@ class WorkerSettings:
     adopt_settings: bool = False
     topics: Topics = Topics()
     kafka: Mapping[str, str] = field(default_factory=dict)  # extra librdkafka settings
+    # not a setting: the state directory (resolved) a default `worker_id` was made for, and that id (None:
+    # the id was given), so that `dataclasses.replace` with another `state_dir` gives that directory's default
+    _worker_id_of: tuple[Path, str] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.worker_id:
+        made = self._worker_id_of
+        moved = made is not None and self.worker_id == made[1] and Path(self.state_dir).resolve() != made[0]
+        if not self.worker_id or moved:
             object.__setattr__(self, "worker_id", default_worker_id(self.state_dir))
+            object.__setattr__(self, "_worker_id_of", (Path(self.state_dir).resolve(), self.worker_id))
 
     def risks(self) -> list[str]:
         """Settings that work but cost correctness a user would not expect, one line each with the fix."""
@@ -156,7 +167,7 @@ class WorkerSettings:
         return []
 
     def __repr__(self) -> str:
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kafka"}
+        shown = {f.name: getattr(self, f.name) for f in _settings(self) if f.name != "kafka"}
         return f"WorkerSettings({shown}, kafka={mask(self.kafka)})"
 
     def client(self, **extra: Any) -> dict[str, Any]:
@@ -174,7 +185,7 @@ class WorkerSettings:
             kafka = {str(k): str(v) for k, v in data.get("kafka", {}).items()}
             settings = settings._with(data.get("worker", {}), kafka)
         env = os.environ if env is None else env
-        from_env = {f.name: env[f"STREAMDEDUP_{f.name.upper()}"] for f in fields(cls)
+        from_env = {f.name: env[f"STREAMDEDUP_{f.name.upper()}"] for f in _settings(cls)
                     if f"STREAMDEDUP_{f.name.upper()}" in env and f.name not in ("topics", "kafka")}
         topics_env = {name: env[f"STREAMDEDUP_TOPIC_{name.upper()}"] for name in Topics.__dataclass_fields__
                       if f"STREAMDEDUP_TOPIC_{name.upper()}" in env}
@@ -184,7 +195,7 @@ class WorkerSettings:
         return settings._with({k: v for k, v in flags.items() if v is not None}, {})
 
     def _with(self, values: Mapping[str, Any], kafka: Mapping[str, str]) -> WorkerSettings:
-        known = {f.name: f for f in fields(self)}
+        known = {f.name: f for f in _settings(self)}
         unknown = set(values) - set(known)
         if unknown:
             raise ValueError(f"unknown worker settings {sorted(unknown)}; known: {sorted(known)}")
@@ -203,8 +214,6 @@ class WorkerSettings:
                 except (TypeError, ValueError):
                     raise ValueError(f"worker setting {name} is a {type(current).__name__} (as {current!r}), got "
                                      f"{value!r} ([worker] {name}, STREAMDEDUP_{name.upper()} or its flag)") from None
-        if "worker_id" not in changes and self.worker_id == default_worker_id(self.state_dir):
-            changes["worker_id"] = ""  # not given: the default of the state directory these settings end with
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
         check_batch_limits(result.batch_size, result.batch_bytes, "messages")

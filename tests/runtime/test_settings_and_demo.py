@@ -1,3 +1,4 @@
+import dataclasses
 import os
 from pathlib import Path
 
@@ -179,3 +180,25 @@ def test_the_default_worker_id_is_its_own_for_each_state_directory_and_stable(tm
     assert WorkerSettings(state_dir=tmp_path / "fresh").worker_id == fresh.worker_id != host
     keep_worker_id(WorkerSettings(worker_id="given", state_dir=tmp_path / "given"))  # a given id is not kept
     assert not (tmp_path / "given" / WORKER_ID_FILE).exists()
+
+
+def test_settings_replaced_with_another_state_directory_take_its_default_worker_id(tmp_path, monkeypatch):
+    """A library user's `dataclasses.replace(settings, state_dir=...)` gets the new directory's default id (the
+    old one's kept the id of another worker's directory: two workers fenced each other); a given id stays."""
+    monkeypatch.delenv("STREAMDEDUP_WORKER_ID", raising=False)
+    first = WorkerSettings(state_dir=tmp_path / "a")
+    moved = dataclasses.replace(first, state_dir=tmp_path / "b")
+    assert moved.worker_id == WorkerSettings(state_dir=tmp_path / "b").worker_id != first.worker_id
+    assert dataclasses.replace(moved, batch_size=8).worker_id == moved.worker_id
+    assert moved == WorkerSettings(state_dir=tmp_path / "b")  # equal settings, however made
+    given = dataclasses.replace(first, worker_id="w7")
+    assert dataclasses.replace(given, state_dir=tmp_path / "b").worker_id == "w7"
+    assert dataclasses.replace(first, worker_id="w8", state_dir=tmp_path / "c").worker_id == "w8"
+    monkeypatch.chdir(tmp_path)  # a relative state directory: the directory it names where it is used
+    here = WorkerSettings(state_dir=Path("rel"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert dataclasses.replace(here, batch_size=8).worker_id == WorkerSettings(state_dir=Path("rel")).worker_id
+    assert "_worker_id_of" not in repr(first)
+    with pytest.raises(ValueError, match="unknown worker settings"):
+        WorkerSettings.load(env={}, _worker_id_of=tmp_path)  # not a setting
