@@ -12,18 +12,16 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict
+from rocksdict import BlockBasedOptions, DBCompressionType, Options, Rdict
 
 from streamdedup.fingerprints.registry import parse_description, pinned_setting
-from streamdedup.store import layout
+from streamdedup.store import layout, process_memory
 from streamdedup.store.errors import StoreConfigMismatch, StoreCorrupt, StoreError, damaged, store_error
 
 # 2: postings as values in an index column family, hashed page ids, compact DocRecords; 3: 6-byte index keys;
 # 4: the index in memory, rebuilt from the records (which name the keys a page was not filed under)
 SCHEMA_VERSION = 4
 
-_BLOCK_CACHE_BYTES = 128 << 20
-_block_cache: Cache | None = None  # one for every store of the process (a worker opens one per partition)
 # Files RocksDB writes in a store directory. Those that hold data (a MANIFEST, tables, a WAL, blobs)
 # without a CURRENT file mean a damaged store, never an empty directory.
 _ROCKSDB_DATA_FILE = re.compile(r"MANIFEST-\d+|\d+\.(sst|log|blob)")
@@ -94,19 +92,12 @@ def open_db(path: Path, create: bool) -> Rdict:
 
 
 def _table() -> BlockBasedOptions:
-    """Whole-key bloom filters and a block cache shared by every store of the process.
-
-    Whole-key bloom filters (most lookups miss) and a block cache shared by every store of
-    the process (a worker opens one per partition)."""
-    global _block_cache
-    if _block_cache is None:
-        _block_cache = Cache(_BLOCK_CACHE_BYTES)
+    """Whole-key bloom filters (most lookups miss) and the block cache of every store of the process."""
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
-    table.set_block_cache(_block_cache)
+    table.set_block_cache(process_memory.block_cache())
     table.set_format_version(5)
     return table
-
 
 
 def _options() -> Options:
@@ -120,6 +111,7 @@ def _options() -> Options:
     options.set_bottommost_compression_type(DBCompressionType.zstd())
     options.set_level_compaction_dynamic_level_bytes(True)
     options.set_write_buffer_size(16 << 20)
+    process_memory.memtable_options(options)
     return options
 
 

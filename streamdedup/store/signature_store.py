@@ -68,10 +68,10 @@ from streamdedup.store.opening import (
     prepare_directory,
 )
 from streamdedup.store.plain import multi_get
+from streamdedup.store.process_memory import DECODED_RECORDS
 from streamdedup.store.template_store import TemplateCache
 
 _EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
-_DOC_CACHE = 1 << 15  # page records kept decoded (`SignatureStore.docs`)
 _REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,14 @@ class SignatureStore:
         self.word_tag = min((tag for tag, m in self._by_tag.items() if m.tells_chance_keys), default=None)
         # the tags of the methods any of whose matches share one of their keys (`keys_find_every_match`)
         self.complete_tags = frozenset(tag for tag, m in self._by_tag.items() if m.keys_find_every_match)
-        self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
         self._doc_cache: dict[int, DocRecord] = {}  # page records read lately, decoded (`docs`)
         # by tag, the place below which a method's names stand among a page's (`place_bounds`)
         self.unfiled_bounds = place_bounds(self._by_tag)
         self.db = open_db(self.path, create=not existed)
+        # what the store keeps decoded: its part of the process's memory (`process_memory`), given
+        # back at `close` (which runs only once the database is open)
+        self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
+        self._doc_share = DECODED_RECORDS.join(self)  # how many page records `_doc_cache` keeps
         if existed and self.get_meta("config") is None and self._has_keys():
             self.close()
             raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
@@ -372,7 +375,7 @@ class SignatureStore:
         cache = self._doc_cache
         for doc in docs:
             cache[doc.seq] = doc
-        _drop_oldest(cache, _DOC_CACHE)
+        _drop_oldest(cache, self._doc_share.limit())
 
     def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]:
         """Several DocRecords with one multi_get.
@@ -389,7 +392,7 @@ class SignatureStore:
                 if doc is not None:
                     cache[s] = doc
         found = {s: read[s] if s in read else cache[s] for s in seqs}
-        _drop_oldest(cache, _DOC_CACHE)  # after the answer: a record asked for may be the oldest kept
+        _drop_oldest(cache, self._doc_share.limit())  # after the answer: a record asked for may be the oldest kept
         return found
 
     def seq_for(self, page_id: str) -> int | None:
@@ -590,8 +593,9 @@ class SignatureStore:
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()
             self.words = MemoryIndex()
-            self.templates.clear()
+            self.templates.close()
             self._doc_cache.clear()
+            self._doc_share.leave()
             self.db.close()
             self.db = None  # type: ignore[assignment]
 

@@ -19,6 +19,7 @@ from streamdedup.clean.template import SiteTemplate, TemplateParams
 from streamdedup.store import layout
 from streamdedup.store.errors import check_iterator
 from streamdedup.store.plain import open_plain_db
+from streamdedup.store.process_memory import TEMPLATE_BYTES, Share
 
 # What the cache's own entry for a site takes: its slot in the dict (at the dict's usual load),
 # the site's key as a Python int, the (template, size) tuple and the size int
@@ -34,15 +35,25 @@ class TemplateCache:
     it) and puts it back once its WriteBatch is written: what is here is always what RocksDB holds;
     a batch that fails or is dropped puts nothing back, and the next reads the store. Bounded: at
     most `budget` bytes of templates (`SiteTemplate.nbytes`), the least recently written sites
-    dropped first. The default, 256 MiB (twice RocksDB's block cache), holds ~1,950 sites with a
-    full model (4,096 lines and 1,024 recent URLs: 66 KB of arrays, 70 KB of URL set) and tens of
-    thousands of smaller ones; the former budget, 2^20 lines and URLs, held ~200 full models (~50
-    MiB as dicts)."""
+    dropped first. By default the budget is the store's part of the process's 256 MiB
+    (`process_memory.TEMPLATE_BYTES`, split among the stores open): alone, it holds ~1,950 sites
+    with a full model (4,096 lines and 1,024 recent URLs: 66 KB of arrays, 70 KB of URL set) and
+    tens of thousands of smaller ones. The part is taken at the first `put` (a store that keeps no
+    templates, as the global topology's index partitions, takes none); `close` gives it back."""
 
-    def __init__(self, budget: int = 256 << 20) -> None:
-        self.budget = budget
+    def __init__(self, budget: int | None = None) -> None:
+        self._shared = budget is None  # else: a budget of its own
+        self._share: Share | None = None
+        self._budget = budget or 0
         self._templates: dict[int, tuple[SiteTemplate, int]] = {}
         self._size = 0
+
+    @property
+    def budget(self) -> int:
+        """The bytes of templates this cache may hold now."""
+        if not self._shared:
+            return self._budget
+        return self._share.limit() if self._share is not None else TEMPLATE_BYTES.each()
 
     def take(self, site_hash: int) -> SiteTemplate | None:
         held = self._templates.pop(site_hash, None)
@@ -54,16 +65,27 @@ class TemplateCache:
     def put(self, site_hash: int, template: SiteTemplate) -> None:
         if site_hash in self._templates:  # (a batch took it out: not there, as a rule)
             self.take(site_hash)
+        if self._shared and self._share is None:
+            self._share = TEMPLATE_BYTES.join(self)
         size = template.nbytes + CACHE_ENTRY_BYTES
         self._templates[site_hash] = (template, size)
         self._size += size
-        while self._size > self.budget:
+        budget = self.budget
+        while self._size > budget:
             oldest = next(iter(self._templates))
             self._size -= self._templates.pop(oldest)[1]
 
     def clear(self) -> None:
         self._templates.clear()
         self._size = 0
+
+    def close(self) -> None:
+        """Emptied, and its part of the process's budget given back."""
+        self.clear()
+        if self._share is not None:
+            self._share.leave()
+            self._share = None
+        self._shared = False  # closed: a late `put` takes no part again
 
 
 # A site's model is written whole at most every this many batches that change it: in between, a
@@ -168,7 +190,8 @@ class SiteTemplates:
 class TemplateStore:
     def __init__(self, path: Path, params: TemplateParams | None = None) -> None:
         self.db = open_plain_db(path)
-        self._templates = SiteTemplates(self.db, params, TemplateCache())
+        self._cache = TemplateCache()
+        self._templates = SiteTemplates(self.db, params, self._cache)
         self._meta: dict[str, bytes] = {}
 
     def template(self, site_hash: int) -> SiteTemplate:
@@ -199,4 +222,5 @@ class TemplateStore:
 
     def close(self) -> None:
         self.discard()
+        self._cache.close()
         self.db.close()

@@ -5,7 +5,7 @@ import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
-from streamdedup.store import candidates, layout, signature_store
+from streamdedup.store import candidates, layout, process_memory, signature_store
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch, StoreError
 from streamdedup.tokens.document import Document
@@ -416,7 +416,8 @@ def test_records_asked_for_with_new_ones_are_returned_when_the_cache_overflows(t
     """A hot key's first page is asked for in every batch, beside pages never read: reading those
     must not drop it from the bounded cache before it is returned (a KeyError in a run of 1 M pages of
     homogeneous text with the real bound, 32,768 records)."""
-    monkeypatch.setattr(signature_store, "_DOC_CACHE", 2)
+    monkeypatch.setattr(process_memory.DECODED_RECORDS, "most", 2)
+    monkeypatch.setattr(process_memory.DECODED_RECORDS, "least", 2)
     with _open(tmp_path) as store:
         batch = store.batch()
         for i in range(4):
@@ -584,7 +585,7 @@ def test_a_batch_that_would_grow_the_index_past_the_memory_left_is_refused_befor
         assert _postings(store.memory) == table
 
 
-def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
+def test_the_template_cache_holds_a_partitions_worth_of_full_site_models(monkeypatch):
     """The cache's default budget is in bytes and holds 1,500 sites whose models are full (4,096
     lines, 1,024 recent URLs, the URL set made): a partition's worth (before: 2^20 lines and URLs
     held ~200). Beyond its budget the least recently written site goes first."""
@@ -597,12 +598,14 @@ def test_the_template_cache_holds_a_partitions_worth_of_full_site_models():
     full = SiteTemplate(counts={line: 1 + line % 50 for line in range(params.max_lines)},
                         urls=np.arange(1, params.recent_urls + 1, dtype="<u8"))
     data = full.encode()
+    monkeypatch.setattr(process_memory.TEMPLATE_BYTES, "holders", 0)  # a store alone in its process
     cache = TemplateCache()
     for site in range(1500):
         template = SiteTemplate.decode(data)
         template.learn(f"https://a.example/{site}", [], params)  # as a batch does: the URL set is made
         cache.put(site, template)
     assert all(cache.take(site) is not None for site in range(1500))
+    cache.close()
     small = TemplateCache(budget=3 * (full.nbytes + CACHE_ENTRY_BYTES))
     for site in range(4):
         small.put(site, SiteTemplate.decode(data))
