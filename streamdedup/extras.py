@@ -13,15 +13,15 @@ import sys
 DISTRIBUTION = "streamdedup-crawl"
 # optional parts (pyproject's extras): the modules each one brings, and the commands that need it
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "kafka": ("confluent_kafka", "prometheus_client"),
+    "kafka": ("confluent_kafka", "prometheus_client", "cramjam"),
     "faust": ("confluent_kafka", "prometheus_client", "faust", "cramjam"),
-    "broker": ("confluent_kafka", "prometheus_client", "noida_db"),
+    "broker": ("confluent_kafka", "prometheus_client", "cramjam", "noida_db"),
     "eval": ("matplotlib", "rapidfuzz"),
 }
 # the distributions that bring an extra's modules (what pip installs by hand)
-EXTRA_PACKAGES = {"kafka": "confluent-kafka prometheus-client",
+EXTRA_PACKAGES = {"kafka": "confluent-kafka prometheus-client cramjam",
                   "faust": "confluent-kafka prometheus-client faust-streaming cramjam",
-                  "broker": "confluent-kafka prometheus-client noida-db", "eval": "matplotlib rapidfuzz"}
+                  "broker": "confluent-kafka prometheus-client cramjam noida-db", "eval": "matplotlib rapidfuzz"}
 COMMAND_EXTRAS = {"worker": "kafka", "feed": "kafka", "topics": "kafka", "faust": "faust",
                   "broker": "broker", "demo": "broker", "eval": "eval"}
 # noida-db (the development broker) ships wheels for these platforms only

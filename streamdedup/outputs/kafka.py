@@ -5,13 +5,15 @@ them.
 
 What a message carries. A verdict (unique/duplicates) is the input record passed through whole,
 content included, with its `dedup` object; a dead letter (rejected) is the input's original
-bytes with the reason in headers. Nothing is ever dropped for its size: an output over
-`max_bytes` (before compression), or one the broker refused with MSG_SIZE_TOO_LARGE in an
-earlier attempt of the batch (`learn_refusals`), is sent instead as a rejection with reason
+bytes with the reason in headers. Nothing is ever dropped for its size: an output over the
+producer's limit or its topic's (`record_size.RecordLimits`: checked before it is produced, so the
+transaction does not fail), or one the broker refused with MSG_SIZE_TOO_LARGE in an earlier
+attempt of the batch (`learn_refusals`), is sent instead as a rejection with reason
 `too_large_for_broker` whose value is a small JSON stub: the page's id, url, the size in bytes,
 the topic it was meant for and, for a verdict, its `dedup` object; a dead letter too large to
-carry keeps its own reason, and its stub says the original was omitted. Each refusal costs the
-batch one aborted transaction, after which the worker knows that output and sends the stub.
+carry keeps its own reason, and its stub says the original was omitted. A refusal the limits did
+not foresee (a topic whose limit could not be read, or was lowered since) costs the batch one
+failed transaction, after which the worker knows that output and sends the stub.
 
 Light outputs. Every input also has one message on the verdicts topic (`clusters.verdict_line`:
 the verdict without the page body, keyed by page id, with the same headers), and every judged
@@ -32,16 +34,17 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import orjson
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
-from streamdedup.outputs.kafka_contract import MAX_RECORD_BYTES, Topics, WorkerMetrics
+from streamdedup.outputs.kafka_contract import Topics, WorkerMetrics
 from streamdedup.outputs.record_line import record_json
+from streamdedup.outputs.record_size import Headers, RecordLimits
 from streamdedup.record.page import first_field
 from streamdedup.record.rejection import Reason
 from streamdedup.verdict.contract import Rejection
@@ -51,11 +54,8 @@ log = logging.getLogger(__name__)
 
 # delivery errors that mean "this record will never fit", as opposed to a broker that is away
 SIZE_ERRORS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
-# librdkafka's per-record framing on top of key, value and headers
-RECORD_OVERHEAD = 1024
 
 Refusal = tuple[str, bytes | None, int]  # topic, key, value size: deterministic for a re-read batch
-Headers = Sequence[tuple[str, bytes | None]]
 OURS = "dedup."  # the header namespace of our own headers
 
 
@@ -77,19 +77,14 @@ class WorkerStats:
     aborted: int = 0
 
 
-def record_size(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
-    return (len(key or b"") + len(value or b"") + RECORD_OVERHEAD
-            + sum(len(name) + len(data or b"") for name, data in headers or []))
-
-
 class Outputs:
     def __init__(self, producer: Producer, topics: Topics, metrics: WorkerMetrics, stats: WorkerStats,
-                 max_bytes: int = MAX_RECORD_BYTES) -> None:
+                 limits: RecordLimits | None = None) -> None:
         self.producer = producer
         self.topics = topics
         self.metrics = metrics
         self.stats = stats
-        self.max_bytes = max_bytes
+        self.limits = limits or RecordLimits()  # the producer's and each topic's (runtime.topic_limits)
         self.refused: set[Refusal] = set()  # outputs the broker refused: sent as stubs from now on
         self.failures: list[tuple[Refusal, KafkaError]] = []  # delivery errors of the current batch
         self._counts: Tally[tuple[str, ...]] = Tally()  # staged until the batch commits
@@ -97,9 +92,9 @@ class Outputs:
 
     # -- sending --------------------------------------------------------------------------------
     def fits(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers | None = None) -> bool:
-        """False if the output is over the client's limit or the broker refused it before."""
-        return (record_size(key, value, headers) <= self.max_bytes
-                and (topic, key, len(value or b"")) not in self.refused)
+        """False if the output is over the producer's limit or its topic's, or the broker refused it before."""
+        return ((topic, key, len(value or b"")) not in self.refused
+                and self.limits.fits(topic, key, value, headers))
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: Headers | None = None, partition: int | None = None) -> None:
@@ -117,6 +112,11 @@ class Outputs:
                 break
             except BufferError:
                 self.producer.poll(0.1)
+            except KafkaException as err:  # over the producer's limit, which `fits` did not foresee:
+                error = err.args[0] if err.args else None  # the batch fails now, its retry sends the stub
+                if isinstance(error, KafkaError) and error.code() in SIZE_ERRORS:
+                    self.failures.append((refusal, error))
+                raise
         self.producer.poll(0)
         status = next((data.decode() for name, data in headers or [] if name == "dedup.status" and data),
                       "event" if topic in (self.topics.clusters, self.topics.cluster_view) else "internal")
@@ -182,6 +182,8 @@ class Outputs:
         if dedup is not None:
             stub["dedup"] = dedup
         detail = f"the output for {meant_for} is {size} bytes, more than the broker takes for that topic"
+        log.warning("a %d-byte output for %s is more than the broker takes for that topic: it goes to %s as %s",
+                    size, meant_for, self.topics.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
         self._counts[("refused", meant_for)] += 1
         self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed, fields)
 
@@ -198,8 +200,8 @@ class Outputs:
         batch consumed again sends stubs for them. Clears the batch's delivery errors."""
         learned = [refusal for refusal, err in self.failures if err.code() in SIZE_ERRORS]
         for topic, _, size in learned:
-            log.warning("the broker refused a %d-byte record for %s as too large: it goes to %s as %s",
-                        size, topic, self.topics.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
+            log.warning("the broker refused a %d-byte record for %s as too large: the batch goes again, with "
+                        "its %s stub", size, topic, Reason.TOO_LARGE_FOR_BROKER.value)
         self.refused.update(learned)
         self.failures.clear()
         return learned

@@ -51,7 +51,8 @@ import orjson
 from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.outputs.kafka import Headers, _json_object, cluster_events, with_input_headers
+from streamdedup.outputs.kafka import _json_object, cluster_events, with_input_headers
+from streamdedup.outputs.record_size import Headers
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest

@@ -9,7 +9,9 @@ import time
 import uuid
 from dataclasses import replace
 
+import cramjam
 import orjson
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -123,36 +125,66 @@ def test_a_batch_stops_taking_messages_once_it_holds_batch_bytes(settings):
     assert len(pages) >= 3, pages
 
 
-def test_a_verdict_the_broker_refuses_becomes_a_rejection_not_a_stall(broker, settings):
+def compressed_as_the_producer_does(page: dict) -> int:
+    return len(cramjam.zstd.compress(orjson.dumps(page), level=3))
+
+
+def page_compressed_to(seed: int, target: int) -> dict:
+    """The largest `big_page(seed, ...)` whose record compresses (zstd, as every producer of ours) to at most
+    `target` bytes."""
+    low, high = 100_000, 3_000_000
+    while high - low > 2_000:
+        middle = (low + high) // 2
+        low, high = (middle, high) if compressed_as_the_producer_does(big_page(seed, middle)) <= target else (low, middle)
+    return big_page(seed, low)
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_a_verdict_over_its_topics_limit_goes_out_as_its_stub_at_once(broker, settings, topology):
     """Output topics that already exist with a small limit (an admin made them, as on Apache
     Kafka with its 1 MB default): what does not fit goes to rejected as too_large_for_broker,
-    with its id, url and size but not its content; the rest flows and the worker moves on."""
+    with its id, url and size but not its content, in the batch's own transaction; a page whose
+    record compresses to just under the limit goes out whole; the rest flows.
+
+    Before: the broker's refusal failed the transaction at its commit, a minute later (60 s of the
+    client's commit timeout), and the batch was consumed again to send the stub."""
+    limit = 300_000
     admin = AdminClient(settings.client())
-    small = {"max.message.bytes": "300000"}
-    futures = admin.create_topics([NewTopic(t, 1, 1, config=small) for t in (settings.topics.unique,
-                                                                                settings.topics.duplicates)])
+    futures = admin.create_topics([NewTopic(t, 1, 1, config={"max.message.bytes": str(limit)})
+                                   for t in (settings.topics.unique, settings.topics.duplicates)])
     for future in futures.values():
         future.result(30)
-    records = [big_page(100, 1_100_000), big_page(101, 20_000), big_page(102, 30_000)]
-    settings = replace(settings, batch_size=4)
+    under = page_compressed_to(103, limit - 12_000)  # 4% under: 1% margin, the verdict's dedup, headers
+    records = [big_page(100, 1_100_000), big_page(101, 20_000), big_page(102, 30_000), under]
+    assert len(orjson.dumps(under)) > 2 * limit  # over the limit before compression, under it after
+    assert compressed_as_the_producer_does(records[0]) > limit
+    settings = replace(settings, batch_size=4, topology=topology)
     ensure_topics(settings)
     assert fed(settings, records) == len(records)
-    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=4, stop_after=len(records))
+    worker = Worker(settings, DetectorConfig())
+    started = time.monotonic()
+    stats = worker.run(idle_timeout_s=4, stop_after=len(records))
+    took = time.monotonic() - started
     got = everything_once(settings, len(records))
     assert sorted(got) == sorted(r["url"] for r in records)
-    for small in records[1:]:
-        name, message = got[small["url"]]
+    for whole in records[1:]:
+        name, message = got[whole["url"]]
         assert name == "unique", dict(message.headers()).get("dedup.reason")
+        assert orjson.loads(message.value())["content"] == whole["content"]
+    verdict_lines = read_all(settings, {settings.topics.verdicts: "verdicts"}, len(records))
+    assert sorted(orjson.loads(m.value())["url"] for _, m in verdict_lines) == sorted(r["url"] for r in records)
+    assert stats.aborted == 0, "no transaction fails"
+    assert took < 30, f"{took:.1f} s: a refused transaction waits out its 60 s commit timeout"
     name, message = got[records[0]["url"]]
-    if broker.kind == "tansu":  # Tansu keeps max.message.bytes as a label and takes any size
-        assert name == "unique"
-        return
     assert name == "rejected"
     headers = dict(message.headers())
     assert headers["dedup.reason"] == b"too_large_for_broker"
     stub = orjson.loads(message.value())
     assert stub["bytes"] > 1_100_000 and stub["dedup"]["status"] == "unique" and "content" not in stub
-    assert stats.aborted <= 2  # one aborted transaction teaches the worker the limit
+    assert stub["topic"] == settings.topics.unique
+    refused = worker.metrics.registry.get_sample_value("streamdedup_refused_outputs_total",
+                                                       {"topic": settings.topics.unique})
+    assert refused == 1 and stats.refused == 1
 
 
 def test_the_feed_turns_a_page_the_broker_refuses_into_a_rejection(broker, settings):

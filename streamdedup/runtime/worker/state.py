@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, Producer
 
 from streamdedup.config import DetectorConfig
 from streamdedup.outputs.kafka import Outputs, WorkerStats
+from streamdedup.outputs.record_size import RecordLimits
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies import PartitionHandler, Topology
@@ -51,6 +52,7 @@ class WorkerState:
     topology: Topology
     consumer: Consumer
     producer: Producer
+    limits: RecordLimits  # the largest record the producer builds and each written topic takes
     outputs: Outputs
     handlers: dict[TP, PartitionHandler]
     replay_until: dict[TP, int]

@@ -15,6 +15,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from streamdedup.outputs.record_size import DEFAULT_BATCH_BYTES
 from streamdedup.runtime import topics
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
@@ -31,6 +32,10 @@ class Transactions(Reporting):
     """A batch consumed, decided and produced exactly once (at least once without transactions)."""
 
     # -- the producer -------------------------------------------------------------------------
+    def _producer_settings(self) -> dict[str, Any]:
+        """The settings of every producer of the worker, but `batch.size` (within the topics' limits)."""
+        return {"enable.idempotence": True, "linger.ms": 5, **topics.producer_settings()}
+
     def _new_producer(self) -> Producer:
         """An idempotent producer; with transactions, under a fresh transactional id.
 
@@ -40,7 +45,9 @@ class Transactions(Reporting):
         brokers (noida-db 0.2.3) then hide all its later records from `read_committed` consumers
         that start mid-partition. Offsets are fenced by the consumer group (KIP-447), so a
         per-start transactional id loses no safety."""
-        base: dict[str, Any] = {"enable.idempotence": True, "linger.ms": 5, **topics.producer_settings()}
+        # a batch of records that fit fits its topic; a user's smaller batch.size stands
+        batch = min(self.limits.batch_bytes(), int(self.settings.kafka.get("batch.size", DEFAULT_BATCH_BYTES)))
+        base = {**self._producer_settings(), "batch.size": batch}
         if not self.settings.transactions:
             return Producer(self.settings.client(**base))
         record = self.settings.state_dir / f"producer-{self.settings.worker_id}.json"
