@@ -298,18 +298,23 @@ def pack_two_bits(minima: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def two_bit_new_shares(data: np.ndarray, starts: np.ndarray, mine: np.ndarray, own: int, values: int,
+def two_bit_new_shares(data: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray, own: int, values: int,
                        collision: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`WordPairsMethod.new_shares` over the records that start at `starts` in `data`.
+    """`WordPairsMethod.new_shares` over the records that end at `ends` in `data` (one after another).
 
     Each record: its set size (uint32, little-endian), then 2-bit values packed four to a byte (as
-    many bytes as `mine`), then anything (a paragraph sketch, not read). Returns this page's share
-    absent from each, each one's share absent from this page, and sizes."""
-    count = starts.shape[0]
+    many bytes as `mine`), then anything (a paragraph sketch, not read); one shorter than `width`
+    bytes (those two) is not comparable: NaN, NaN and size 0. Returns this page's share absent from
+    each, each one's share absent from this page, and sizes."""
+    count = ends.shape[0]
     absent_mine, absent_theirs, sizes = np.empty(count), np.empty(count), np.empty(count)
     own_size = max(1.0, float(own))
+    start = 0
     for r in range(count):
-        start = starts[r]
+        if ends[r] - start < width:
+            absent_mine[r], absent_theirs[r], sizes[r] = np.nan, np.nan, 0.0
+            start = ends[r]
+            continue
         size = float(int(data[start]) | (int(data[start + 1]) << 8) | (int(data[start + 2]) << 16)
                      | (int(data[start + 3]) << 24))
         unequal = 0
@@ -322,6 +327,7 @@ def two_bit_new_shares(data: np.ndarray, starts: np.ndarray, mine: np.ndarray, o
         absent_mine[r] = min(1.0, max(0.0, 1.0 - shared / own_size))
         absent_theirs[r] = min(1.0, max(0.0, 1.0 - shared / max(size, 1.0)))
         sizes[r] = size
+        start = ends[r]
     return absent_mine, absent_theirs, sizes
 
 

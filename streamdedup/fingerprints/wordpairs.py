@@ -47,6 +47,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import ClassVar, cast
 
 import numpy as np
@@ -302,21 +303,14 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         from it, the share of its pairs absent from this page (float64 in [0, 1]; NaN where not
         comparable: another num_perm), and its count of pairs."""
         count = len(others)
-        width = self._record.itemsize
-        lengths = np.fromiter(map(len, others), dtype=np.int64, count=count)
-        if not count or len(signature.packed) != self._bytes or lengths.min() < width:
-            mine, theirs, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
-            for i, data in enumerate(others):
-                if len(data) >= width and len(signature.packed) == self._bytes:
-                    one = self.new_shares(signature, [data])
-                    mine[i], theirs[i], sizes[i] = one[0][0], one[1][0], one[2][0]
-            return mine, theirs, sizes
-        # the records as they are, paragraphs and all: the kernel reads each one's first `width`
-        # bytes at its offset (slicing each candidate's bytes in Python cost as much as the test)
-        records = np.frombuffer(b"".join(others), dtype=np.uint8)
-        starts = np.cumsum(lengths) - lengths
-        return two_bit_new_shares(records, starts, signature.packed, signature.set_size, self.params.num_perm,
-                                  self._collision)
+        if len(signature.packed) != self._bytes:  # another num_perm: none comparable
+            return np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+        # the records as they are, paragraphs and all: the kernel reads each one's first bytes from
+        # where the one before ends (slicing each candidate's bytes in Python cost as much as the
+        # test), and tells those too short for them
+        ends = np.fromiter(accumulate(map(len, others)), dtype=np.int64, count=count)
+        return two_bit_new_shares(np.frombuffer(b"".join(others), dtype=np.uint8), ends, self._record.itemsize,
+                                  signature.packed, signature.set_size, self.params.num_perm, self._collision)
 
     @property
     def record_width(self) -> int:

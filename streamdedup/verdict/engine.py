@@ -280,7 +280,8 @@ def _held_matches(columns: SignatureColumns, methods: Methods, mine: Mapping[int
     if not own:
         return []
     asked = new_shares <= HELD_ASKED  # (NaN compares false, without a warning)
-    asked[list(verdicts)] = False
+    if verdicts:
+        asked[list(verdicts)] = False
     if strict is not None:
         asked[strict] = False
     rows = np.flatnonzero(asked & (sizes > own))
@@ -380,7 +381,6 @@ _PAGE_ID, _EVENT_MS, _SIGNATURES, _UNFILED, _SITE, _DOCUMENT = (
     attrgetter(name) for name in ("page_id", "event_ms", "signatures", "unfiled", "site", "document"))
 _FIRST = itemgetter(0)
 _NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
-_NONE_UNFILED = np.full(0, _NO_PLACE, dtype=np.int64)  # `_found_members`: no candidate has an unfiled place
 
 
 def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Methods,
@@ -390,22 +390,26 @@ def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Me
     By tag of each method of `found_by` whose keys find every match, which of the `stored`
     candidates (at `seqs`) can pass its test: those its keys found, and those not filed under all
     its keys. A method whose keys found every candidate rules none out and is left out."""
-    firsts: np.ndarray | None = None
+    lowest: int | None = None  # the least first unfiled place of any candidate (_NO_PLACE: none has one)
+    firsts: np.ndarray | None = None  # each candidate's first unfiled place (_NO_PLACE: none)
     members = {}
     for tag, method in methods.values():
         if not method.keys_find_every_match or (found := found_by.seqs.get(tag)) is None:
             continue
         if found and found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
             continue
-        if firsts is None:  # each candidate's first unfiled place (they are ascending), at once for every method
-            # (none, the usual case: every candidate filed under all its keys, none a member so far)
-            # (each record's places with _NO_PLACE appended, and the first of them: read by `map`, at C speed)
-            firsts = (np.fromiter(map(_FIRST, map(add, map(_UNFILED, stored), repeat((_NO_PLACE,)))),
-                                  dtype=np.int64, count=len(stored))
-                      if any(map(_UNFILED, stored)) else _NONE_UNFILED)
+        if lowest is None:  # asked once for every method: the records with places, the least of their first
+            # (read by `map`, at C speed; the places of each record are ascending)
+            lowest = min(map(_FIRST, filter(None, map(_UNFILED, stored))), default=_NO_PLACE)
         bound = found_by.unfiled_bounds.get(tag, 0)
-        member = (np.zeros(len(seqs), dtype=np.bool_) if firsts is _NONE_UNFILED  # _NO_PLACE is below no bound
-                  else firsts < (_NO_PLACE if bound is None else bound))  # may not be filed under its keys
+        if lowest >= (_NO_PLACE if bound is None else bound):  # every candidate filed under all its keys: none a
+            # member so far (homogeneous pages: their full keys are other methods'; _NO_PLACE is below no bound)
+            member = np.zeros(len(seqs), dtype=np.bool_)
+        else:
+            if firsts is None:  # each record's places with _NO_PLACE appended, and the first of them
+                firsts = np.fromiter(map(_FIRST, map(add, map(_UNFILED, stored), repeat((_NO_PLACE,)))),
+                                     dtype=np.int64, count=len(stored))
+            member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
         if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
             member |= np.fromiter(map(found.__contains__, seqs), dtype=np.bool_, count=len(seqs))
         members[tag] = member
