@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, attrgetter, itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -178,7 +177,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     if (docs and all(docs) and page_id not in map(_PAGE_ID, docs)  # the usual case: every one stands
             and (oldest_ms is None or min(map(_EVENT_MS, docs)) >= oldest_ms)):  # (tested in C: map, all, in)
         stored_seqs, stored_docs = seqs, cast("Sequence[DocRecord]", docs)
-        stored = list(zip(seqs, stored_docs, strict=True))
+        stored: list[tuple[int, DocRecord]] | None = None  # made if any is judged (most pages: none)
     else:
         stored = [(seq, other) for seq, other in zip(seqs, docs, strict=True) if other is not None
                   and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
@@ -207,6 +206,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     agree = _steered_agree(page, methods)
     shares = new_shares_of(columns, methods, mine)
     if shares is None:  # no measure of new text: every match is a duplicate, as before directions
+        stored = stored or list(zip(stored_seqs, stored_docs, strict=True))
         for i in sorted(verdicts):
             seq, other = stored[i]
             if agree is None or agree(other):
@@ -215,7 +215,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     new_shares, their_new_shares, own, sizes = shares
     # the candidates the stricter site policy judges (None: none), which a held match does not judge
     strict_rows = (groups[-1][1] if len(groups) > 1
-                   else None if groups[0][0] is policy.other_site else np.arange(len(stored)))
+                   else None if groups[0][0] is policy.other_site else np.arange(len(stored_docs)))
     for i, held in _held_matches(columns, methods, mine, verdicts, new_shares, own, sizes, strict_rows,
                                  policy.tolerance):
         verdicts[i] = (HELD_RULE, held)
@@ -224,6 +224,7 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     related = _related(new_shares, their_new_shares, own, sizes)
     if not verdicts and not related.any():
         return  # nothing matched nor related (most pages of shared vocabulary): the steps below change nothing
+    stored = stored or list(zip(stored_seqs, stored_docs, strict=True))
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
     in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
@@ -406,8 +407,8 @@ def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Me
             # member so far (homogeneous pages: their full keys are other methods'; _NO_PLACE is below no bound)
             member = np.zeros(len(seqs), dtype=np.bool_)
         else:
-            if firsts is None:  # each record's places with _NO_PLACE appended, and the first of them
-                firsts = np.fromiter(map(_FIRST, map(add, map(_UNFILED, stored), repeat((_NO_PLACE,)))),
+            if firsts is None:
+                firsts = np.fromiter([places[0] if places else _NO_PLACE for places in map(_UNFILED, stored)],
                                      dtype=np.int64, count=len(stored))
             member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
         if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
