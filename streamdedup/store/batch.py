@@ -289,7 +289,7 @@ class StoreBatch:
         # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
         # sharing more keys, or found under fuller ones, are not asked
         if len(vouching) < len(found):
-            vouched = {s for seqs in vouching for s in seqs}
+            vouched = set(chain.from_iterable(vouching))  # (read at C speed)
             self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
         return kept
 
