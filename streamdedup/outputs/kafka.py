@@ -194,14 +194,24 @@ class Outputs:
 
     # -- the batch's outcome ------------------------------------------------------------------
     def learn_refusals(self) -> list[Refusal]:
-        """Remember the outputs the broker refused for their size, after a failed batch.
+        """Remember, after a failed batch, the largest output of each topic the broker refused for its size.
 
-        After a failed batch: the outputs the broker refused for their size, remembered so the
-        batch consumed again sends stubs for them. Clears the batch's delivery errors."""
-        learned = [refusal for refusal, err in self.failures if err.code() in SIZE_ERRORS]
+        The batch consumed again sends a stub for it. librdkafka fails every record of the
+        transaction with the size error, the outputs that fit as well as the one that did not, so
+        only the largest of each topic is learnt: the one over the limit, if one output was. Should
+        another be over it too, the next attempt fails on it and learns it; none that fits is sent
+        as a stub (before: every output of the transaction was). Where the topic's limit is known
+        (`runtime.topic_limits`, read again after such a failure), `fits` stubs them all at once.
+        Clears the batch's delivery errors."""
+        largest: dict[str, Refusal] = {}
+        for refusal, err in self.failures:
+            if err.code() in SIZE_ERRORS and refusal not in self.refused:
+                if refusal[0] not in largest or refusal[2] > largest[refusal[0]][2]:
+                    largest[refusal[0]] = refusal
+        learned = list(largest.values())
         for topic, _, size in learned:
-            log.warning("the broker refused a %d-byte record for %s as too large: the batch goes again, with "
-                        "its %s stub", size, topic, Reason.TOO_LARGE_FOR_BROKER.value)
+            log.warning("the broker refused a transaction for its size: its largest record for %s (%d bytes) "
+                        "goes again as its %s stub, the others whole", topic, size, Reason.TOO_LARGE_FOR_BROKER.value)
         self.refused.update(learned)
         self.failures.clear()
         return learned

@@ -16,7 +16,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamdedup.config import DetectorConfig
+from streamdedup.outputs.record_size import RecordLimits
 from streamdedup.record.readers import RawRecord
+from streamdedup.runtime import topic_limits
 from streamdedup.runtime.feed import feed
 from streamdedup.runtime.topics import consumer_settings, ensure_topics
 from streamdedup.runtime.worker import Worker
@@ -139,6 +141,25 @@ def page_compressed_to(seed: int, target: int) -> dict:
     return big_page(seed, low)
 
 
+def run_once(settings, records: list[dict]):
+    """The records fed and judged by one worker: its stats, and each page's one output by url."""
+    ensure_topics(settings)
+    assert fed(settings, records) == len(records)
+    stats = Worker(settings, DetectorConfig()).run(idle_timeout_s=4, stop_after=len(records))
+    got = everything_once(settings, len(records))
+    assert sorted(got) == sorted(r["url"] for r in records)
+    return stats, got
+
+
+def limit_verdict_topics(settings, limit: int) -> None:
+    """The unique and duplicates topics made beforehand with `limit` as their `max.message.bytes` (an admin's)."""
+    admin = AdminClient(settings.client())
+    futures = admin.create_topics([NewTopic(t, 1, 1, config={"max.message.bytes": str(limit)})
+                                   for t in (settings.topics.unique, settings.topics.duplicates)])
+    for future in futures.values():
+        future.result(30)
+
+
 @pytest.mark.parametrize("topology", ["global", "local"])
 def test_a_verdict_over_its_topics_limit_goes_out_as_its_stub_at_once(broker, settings, topology):
     """Output topics that already exist with a small limit (an admin made them, as on Apache
@@ -149,11 +170,7 @@ def test_a_verdict_over_its_topics_limit_goes_out_as_its_stub_at_once(broker, se
     Before: the broker's refusal failed the transaction at its commit, a minute later (60 s of the
     client's commit timeout), and the batch was consumed again to send the stub."""
     limit = 300_000
-    admin = AdminClient(settings.client())
-    futures = admin.create_topics([NewTopic(t, 1, 1, config={"max.message.bytes": str(limit)})
-                                   for t in (settings.topics.unique, settings.topics.duplicates)])
-    for future in futures.values():
-        future.result(30)
+    limit_verdict_topics(settings, limit)
     under = page_compressed_to(103, limit - 12_000)  # 4% under: 1% margin, the verdict's dedup, headers
     records = [big_page(100, 1_100_000), big_page(101, 20_000), big_page(102, 30_000), under]
     assert len(orjson.dumps(under)) > 2 * limit  # over the limit before compression, under it after
@@ -185,6 +202,27 @@ def test_a_verdict_over_its_topics_limit_goes_out_as_its_stub_at_once(broker, se
     refused = worker.metrics.registry.get_sample_value("streamdedup_refused_outputs_total",
                                                        {"topic": settings.topics.unique})
     assert refused == 1 and stats.refused == 1
+
+
+def test_a_refusal_the_worker_could_not_foresee_stubs_only_the_largest_record(broker, settings, monkeypatch):
+    """Where a topic's limit is not known (a broker that does not describe it, a limit lowered since
+    the start), the broker's refusal fails the transaction at its commit and librdkafka fails every
+    record of it with the size error. Only the largest is sent as its stub on the retry: the three
+    pages that fit go out whole (before: all four went out as stubs)."""
+    if broker.kind == "tansu":
+        pytest.skip("Tansu applies no size limit: nothing is refused")
+    monkeypatch.setattr(topic_limits, "read_limits", lambda *args, **kwargs: RecordLimits())  # none known
+    limit = 300_000
+    limit_verdict_topics(settings, limit)
+    under = page_compressed_to(113, limit - 12_000)  # over the limit before compression, under it after
+    records = [big_page(110, 1_100_000), big_page(111, 20_000), big_page(112, 30_000), under]
+    stats, got = run_once(replace(settings, batch_size=4), records)
+    for whole in records[1:]:
+        name, message = got[whole["url"]]
+        assert name == "unique", dict(message.headers()).get("dedup.reason")
+    name, message = got[records[0]["url"]]
+    assert name == "rejected" and dict(message.headers())["dedup.reason"] == b"too_large_for_broker"
+    assert stats.aborted == 1 and stats.refused == 1
 
 
 def test_the_feed_turns_a_page_the_broker_refuses_into_a_rejection(broker, settings):

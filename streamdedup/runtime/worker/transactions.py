@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from streamdedup.outputs.record_size import DEFAULT_BATCH_BYTES
-from streamdedup.runtime import topics
+from streamdedup.runtime import topic_limits, topics
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
 from streamdedup.runtime.topologies import PartitionHandler
@@ -26,12 +26,33 @@ from streamdedup.runtime.worker.reporting import Reporting
 from streamdedup.runtime.worker.state import GROUP_KEY, TP, offset_key
 
 log = logging.getLogger(__name__)
+# the producer's batch.size once a refusal showed a topic's limit unknown (`_read_limits_again`)
+REFUSED_BATCH_BYTES = 64 << 10
 
 
 class Transactions(Reporting):
     """A batch consumed, decided and produced exactly once (at least once without transactions)."""
 
+    # after a refusal the limits did not foresee: the producer's batch.size, so that records that each
+    # fit are not refused together in one batch (None: no such refusal yet)
+    _batch_after_refusal: int | None = None
+
     # -- the producer -------------------------------------------------------------------------
+    def _read_limits_again(self, refused: list[tuple[str, bytes | None, int]]) -> None:
+        """The written topics' limits read again after a refusal, for the outputs' checks and the next producer.
+
+        Where a refused topic's limit is still unknown, the next producers send small batches
+        (`REFUSED_BATCH_BYTES`): a record over batch.size goes in a batch of its own, so the broker
+        refuses only a record over its limit, never one that fits beside others (a 935 KB page that
+        compresses to 4 % under the limit was refused with two small ones)."""
+        try:
+            self.limits = topic_limits.read_limits(self.settings, self.settings.client(**self._producer_settings()))
+            self.outputs.limits = self.limits
+        except KafkaException as err:
+            log.warning("the topics' record limits could not be read again (%s): the ones read before stand", err)
+        if any(topic not in self.limits.topic_bytes for topic, _, _ in refused):
+            self._batch_after_refusal = REFUSED_BATCH_BYTES
+
     def _producer_settings(self) -> dict[str, Any]:
         """The settings of every producer of the worker, but `batch.size` (within the topics' limits)."""
         return {"enable.idempotence": True, "linger.ms": 5, **topics.producer_settings()}
@@ -46,7 +67,8 @@ class Transactions(Reporting):
         that start mid-partition. Offsets are fenced by the consumer group (KIP-447), so a
         per-start transactional id loses no safety."""
         # a batch of records that fit fits its topic; a user's smaller batch.size stands
-        batch = min(self.limits.batch_bytes(), int(self.settings.kafka.get("batch.size", DEFAULT_BATCH_BYTES)))
+        batch = min(self.limits.batch_bytes(), int(self.settings.kafka.get("batch.size", DEFAULT_BATCH_BYTES)),
+                    self._batch_after_refusal or DEFAULT_BATCH_BYTES)
         base = {**self._producer_settings(), "batch.size": batch}
         if not self.settings.transactions:
             return Producer(self.settings.client(**base))
@@ -220,6 +242,8 @@ class Transactions(Reporting):
         while self.producer.poll(0):  # the delivery reports of the failed records, before they are learnt
             pass
         refused = self.outputs.learn_refusals()  # sent as too_large_for_broker stubs on the retry
+        if refused:  # a limit not foreseen (lowered since the start, or not described then): read again
+            self._read_limits_again(refused)
         fatal = bool(error is not None and hasattr(error, "fatal") and error.fatal())
         if not self.settings.transactions:
             if fatal:
