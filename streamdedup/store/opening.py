@@ -93,9 +93,8 @@ def open_db(path: Path, create: bool) -> Rdict:
 
 def _table() -> BlockBasedOptions:
     """Whole-key bloom filters (most lookups miss) and the block cache of every store of the process."""
-    table = BlockBasedOptions()
+    table = process_memory.table()
     table.set_bloom_filter(10, False)
-    table.set_block_cache(process_memory.block_cache())
     table.set_format_version(5)
     return table
 
@@ -110,7 +109,6 @@ def _options() -> Options:
     options.set_compression_type(DBCompressionType.lz4())
     options.set_bottommost_compression_type(DBCompressionType.zstd())
     options.set_level_compaction_dynamic_level_bytes(True)
-    options.set_write_buffer_size(16 << 20)
     process_memory.memtable_options(options)
     return options
 

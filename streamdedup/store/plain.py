@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from rocksdict import BlockBasedOptions, Options, Rdict
+from rocksdict import Options, Rdict
 
 from streamdedup.store import process_memory
 
@@ -16,10 +16,7 @@ def open_plain_db(path: Path) -> Rdict:
     path.mkdir(parents=True, exist_ok=True)
     options = Options(raw_mode=True)
     options.create_if_missing(True)
-    table = BlockBasedOptions()  # the process's one block cache and memtable budget, as every store's
-    table.set_block_cache(process_memory.block_cache())
-    options.set_block_based_table_factory(table)
-    options.set_write_buffer_size(16 << 20)  # as the stores' (RocksDB's default, 64 MiB, is for one big database)
+    options.set_block_based_table_factory(process_memory.table())  # the process's cache and memtable budget
     process_memory.memtable_options(options)
     return Rdict(str(path), options=options)
 

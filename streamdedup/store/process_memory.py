@@ -24,10 +24,12 @@ from __future__ import annotations
 import threading
 import weakref
 
-from rocksdict import Cache, Options, WriteBufferManager
+from rocksdict import BlockBasedOptions, Cache, Options, WriteBufferManager
 
 BLOCK_CACHE_BYTES = 128 << 20
 MEMTABLE_BYTES = 128 << 20
+# a store's memtable (RocksDB's default, 64 MiB, is for one big database, not one of many)
+WRITE_BUFFER_BYTES = 16 << 20
 # a memtable takes memory in blocks of this size, counted by the write buffer manager from the first
 # write: RocksDB's default (an eighth of the write buffer, 2-8 MiB) made ~112 stores written a little
 # each (a worker with many partitions) count as full, and flush on every write
@@ -47,8 +49,16 @@ def block_cache() -> Cache:
         return _block_cache
 
 
+def table() -> BlockBasedOptions:
+    """A store's table options, reading through the process's one block cache."""
+    options = BlockBasedOptions()
+    options.set_block_cache(block_cache())
+    return options
+
+
 def memtable_options(options: Options) -> None:
-    """Put a store's memtables under the process's budget, in small arena blocks (`ARENA_BLOCK_BYTES`)."""
+    """A store's memtables: `WRITE_BUFFER_BYTES` each, under the process's budget, in small arena blocks."""
+    options.set_write_buffer_size(WRITE_BUFFER_BYTES)
     options.set_write_buffer_manager(write_buffer_manager())
     options.set_arena_block_size(ARENA_BLOCK_BYTES)
 
