@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.outputs.kafka import Outputs, WorkerStats
-from streamdedup.runtime import topic_limits, topics
+from streamdedup.runtime import topics
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.group_settings import agree_on_settings
 from streamdedup.runtime.metrics import WorkerMetrics
@@ -107,7 +107,7 @@ class Worker(Transactions, Assignment):
             consumer_settings["group.instance.id"] = f"streamdedup-{settings.worker_id}"
         self.consumer = Consumer(settings.client(**consumer_settings))
         # the largest record each written topic takes: an output over it goes out as its stub at once
-        self.limits = topic_limits.read_limits(settings, settings.client(**self._producer_settings()))
+        self.limits = self._read_limits()
         self.producer = self._new_producer()
         self.outputs = Outputs(self.producer, settings.topics, self.metrics, self.stats, self.limits)
 

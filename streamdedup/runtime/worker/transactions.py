@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from streamdedup.outputs.record_size import DEFAULT_BATCH_BYTES
+from streamdedup.outputs.record_size import DEFAULT_BATCH_BYTES, RecordLimits
 from streamdedup.runtime import topic_limits, topics
 from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
@@ -46,12 +46,15 @@ class Transactions(Reporting):
         refuses only a record over its limit, never one that fits beside others (a 935 KB page that
         compresses to 4 % under the limit was refused with two small ones)."""
         try:
-            self.limits = topic_limits.read_limits(self.settings, self.settings.client(**self._producer_settings()))
-            self.outputs.limits = self.limits
+            self.limits = self.outputs.limits = self._read_limits()
         except KafkaException as err:
             log.warning("the topics' record limits could not be read again (%s): the ones read before stand", err)
         if any(topic not in self.limits.topic_bytes for topic, _, _ in refused):
             self._batch_after_refusal = REFUSED_BATCH_BYTES
+
+    def _read_limits(self) -> RecordLimits:
+        """The largest record each written topic takes, and how the worker's producers compress."""
+        return topic_limits.read_limits(self.settings, self.settings.client(**self._producer_settings()))
 
     def _producer_settings(self) -> dict[str, Any]:
         """The settings of every producer of the worker, but `batch.size` (within the topics' limits)."""
