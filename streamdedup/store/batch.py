@@ -14,49 +14,24 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
-from rocksdict import Rdict, WriteBatch
+from rocksdict import WriteBatch
 
-from streamdedup.clean.template import SiteTemplate, TemplateParams
+from streamdedup.clean.template import SiteTemplate
 from streamdedup.store import candidates as caps
 from streamdedup.store import layout
+from streamdedup.store.batched_store import BatchedStore
 from streamdedup.store.candidates import MAX_CANDIDATES, answer_of, places_among_ints, rank_candidates, stop_answer
 from streamdedup.store.chance import CHANCE_POSTINGS, ToldPairs, by_chance_only, page_pairs
 from streamdedup.store.filing import index_names, seq_with_id
 from streamdedup.store.index_kernels import ints_names, name_ints
 from streamdedup.store.layout import DocRecord
-from streamdedup.store.memory_index import MemoryIndex
-from streamdedup.store.template_store import SiteTemplates, TemplateCache
+from streamdedup.store.template_store import SiteTemplates
 
 TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
 _UNREAD: Any = object()  # `candidates`: a name not read into the batch yet (None: read, no page under it)
-
-
-class BatchedStore(Protocol):
-    """What a batch reads and changes of its store (`SignatureStore`).
-
-    Its database and in-memory index, its chance filter, and the counters a commit moves."""
-
-    db: Rdict
-    memory: MemoryIndex
-    templates: TemplateCache
-    template_params: TemplateParams | None
-    word_tag: int | None
-    complete_tags: frozenset[int]
-    index_version: int
-    _time_scan_from: bytes
-    _doc_cache: dict[int, DocRecord]
-
-    def get_meta_int(self, name: str, default: int) -> int: ...
-    def doc(self, seq: int) -> DocRecord | None: ...
-    def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]: ...
-    def keep_decoded(self, docs: Iterable[DocRecord]) -> None: ...
-    def index_keys(self, doc: DocRecord) -> dict[int, list[bytes]]: ...
-    def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray: ...
-    def check_growth(self, names: np.ndarray, seqs: np.ndarray) -> None: ...
-    def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None: ...
 
 
 class _IdKeys(dict[str, bytes]):

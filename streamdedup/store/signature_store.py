@@ -2,7 +2,7 @@
 
 The store opens its directory (`opening`: what may stand in it, RocksDB's options, the config
 it was built with, which it refuses to mix with another), then loads its in-memory index from
-the snapshot its last clean close wrote (`index_snapshot`) or rebuilds it from the page records
+the files its last clean close wrote (`index_files`) or rebuilds it from the page records
 (`rebuild`): RocksDB keeps the records and the changelog, the table (`memory_index`) is a
 function of them. Changes are staged and written a batch at a time (`batch.StoreBatch`); a
 batch's lookups are ranked and capped (`candidates`) and chance collisions of SimHash's short
@@ -54,13 +54,14 @@ from streamdedup.store.errors import (
     check_iterator,
     store_error,  # noqa: F401
 )
+from streamdedup.store.index_files import load_index_files, save_index_files
 from streamdedup.store.index_kernels import ints_names
 from streamdedup.store.layout import DocRecord, method_tags
 from streamdedup.store.memory_index import MemoryIndex
 from streamdedup.store.memory_limits import available_bytes
 from streamdedup.store.opening import (
-    _SNAPSHOT,
-    _WORDS_SNAPSHOT,
+    _SNAPSHOT,  # noqa: F401
+    _WORDS_SNAPSHOT,  # noqa: F401
     SCHEMA_VERSION,
     config_mismatch,
     foreign_files,  # noqa: F401
@@ -114,59 +115,15 @@ class SignatureStore:
         # back at any older entry a commit filed since; kept in the store with the writes that move
         # it, so a restart does not step over every tombstone since the last compaction once more
         self._time_scan_from = self.get_meta(TIME_SCAN_FROM) or layout.TIME
-        # seq -> the low WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little
-        # endian): a MemoryIndex whose "names" are seqs and whose "seqs" are those bits
-        self.words = MemoryIndex()
-        self.memory = self._load_snapshot() or MemoryIndex()
+        # the index as the last clean close left it, else rebuilt below; `words`: seq -> the low
+        # WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little endian), a
+        # MemoryIndex whose "names" are seqs and whose "seqs" are those bits
+        loaded = load_index_files(self.path, self.index_version, self.word_tag is not None, self._check_memory)
+        self.memory, self.words = loaded.memory or MemoryIndex(), loaded.words or MemoryIndex()
+        self.snapshot_state = loaded.state  # what `stats` says of the index files the open found
         if not self.memory.postings:
             self._rebuild_index()
         self._ready = True
-
-    def _load_snapshot(self) -> MemoryIndex | None:
-        """The index as the store was last closed, if no write changed it since; else None.
-
-        The index as the store was last closed, if no write changed it since (the snapshot
-        names the store's `index_version`, which every write that changes the index counts up)
-        and its bytes are those the close wrote (its checksum); else None, the index to be rebuilt
-        from the page records. A damaged snapshot is a WARNING; `snapshot_state` says which (`stats`).
-        The file is used once: deleted as it is read, so a crash later never finds it."""
-        path, words_path = self.path / _SNAPSHOT, self.path / _WORDS_SNAPSHOT
-        if not path.exists():
-            words_path.unlink(missing_ok=True)
-            self.snapshot_state = "none: the index was rebuilt from the page records"
-            return None
-        size = sum(MemoryIndex.snapshot_table_bytes(file, self.index_version) or file.stat().st_size
-                   for file in (path, words_path) if file.exists())  # the tables as loaded, free slots too
-        self._check_memory(size, "its snapshot")  # kept: a run with more memory loads it
-        memory = words = None
-        reading = path
-        try:
-            memory = MemoryIndex.load(path, self.index_version)
-            reading = words_path
-            if words_path.exists():
-                words = MemoryIndex.load(words_path, self.index_version)
-        except (OSError, ValueError) as err:  # SnapshotDamaged is a ValueError
-            memory = None
-            self.snapshot_state = f"damaged ({reading.name}: {err}): the index was rebuilt from the page records"
-            log.warning("the index snapshot of the store at %s is damaged (%s: %s): the index is rebuilt from "
-                        "the page records", self.path, reading.name, err)
-        else:
-            self.snapshot_state = "loaded"
-        path.unlink()
-        words_path.unlink(missing_ok=True)
-        if memory is None or (words is None and self.word_tag is not None):
-            if self.snapshot_state == "loaded":  # not believed, as it is not this store's last close's
-                self.snapshot_state = ("stale (an earlier format, or older than the store's last index change): "
-                                       "the index was rebuilt from the page records")
-            return None  # both or neither: the words are rebuilt with the index
-        self.words = words or MemoryIndex()
-        return memory
-
-    def _save_snapshot(self) -> None:
-        for name, table in ((_WORDS_SNAPSHOT, self.words), (_SNAPSHOT, self.memory)):  # the index last:
-            tmp = self.path / (name + ".tmp")  # its file is what says a snapshot is there
-            table.save(tmp, self.index_version)
-            os.replace(tmp, self.path / name)
 
     def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
         """The in-memory index from the page records.
@@ -588,7 +545,7 @@ class SignatureStore:
                 if index is not None:  # no growth left running beside a closed store
                     index.finish_growths()
             if getattr(self, "_ready", False) and self.memory.postings:
-                self._save_snapshot()  # the next open loads it instead of rebuilding
+                save_index_files(self.path, self.index_version, self.memory, self.words)  # the next open loads them
             self._ready = False
             self.index = None  # type: ignore[assignment]
             self.memory = MemoryIndex()

@@ -1,0 +1,43 @@
+"""What a batch reads and changes of its store: the interface `StoreBatch` is written against.
+
+`SignatureStore` implements it; the batch (`batch.StoreBatch`) stages a group of pages' changes
+against it and writes them at its commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from rocksdict import Rdict
+
+from streamdedup.clean.template import TemplateParams
+from streamdedup.store.layout import DocRecord
+from streamdedup.store.memory_index import MemoryIndex
+from streamdedup.store.template_store import TemplateCache
+
+
+class BatchedStore(Protocol):
+    """What a batch reads and changes of its store (`SignatureStore`).
+
+    Its database and in-memory index, its chance filter, and the counters a commit moves."""
+
+    db: Rdict
+    memory: MemoryIndex
+    templates: TemplateCache
+    template_params: TemplateParams | None
+    word_tag: int | None
+    complete_tags: frozenset[int]
+    index_version: int
+    _time_scan_from: bytes
+    _doc_cache: dict[int, DocRecord]
+
+    def get_meta_int(self, name: str, default: int) -> int: ...
+    def doc(self, seq: int) -> DocRecord | None: ...
+    def docs(self, seqs: Sequence[int]) -> dict[int, DocRecord | None]: ...
+    def keep_decoded(self, docs: Iterable[DocRecord]) -> None: ...
+    def index_keys(self, doc: DocRecord) -> dict[int, list[bytes]]: ...
+    def chance_collisions(self, seqs: np.ndarray, words: Any) -> np.ndarray: ...
+    def check_growth(self, names: np.ndarray, seqs: np.ndarray) -> None: ...
+    def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None: ...
