@@ -24,6 +24,22 @@ def write_jsonl(path: Path, records: list[Any]) -> Path:
     return path
 
 
+def write_warc(path: Path, responses: list[tuple[str, str, bytes]], gzip: bool = True) -> Path:
+    """A WARC of HTTP responses, each (url, status line such as "404 Not Found", HTML body)."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=gzip)
+    for url, status, body in responses:
+        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
 @pytest.fixture
 def article() -> Callable[..., list[str]]:
     return make_article

@@ -255,22 +255,14 @@ def test_the_feed_turns_a_page_the_broker_refuses_into_a_rejection(broker, setti
 def test_the_feed_sends_what_the_reader_rejected_to_the_rejected_topic_with_its_reason(broker, settings, tmp_path):
     """A WARC with a 200 and a 404 response: the 404 reaches the rejected topic as `http_status`,
     as `streamdedup dedup` writes it, not the worker as a page without content (missing_content)."""
-    import io
-
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
+    from conftest import write_warc
 
     from streamdedup.record.readers import read_input
 
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=False)
-    for status in ("200 OK", "404 Not Found"):
-        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
-        body = f"<html><body><p>{status} page body with some words</p></body></html>".encode()
-        writer.write_record(writer.create_warc_record(f"https://warc.example/{status[:3]}", "response",
-                                                      payload=io.BytesIO(body), http_headers=http))
-    path = tmp_path / "crawl.warc"
-    path.write_bytes(buffer.getvalue())
+    path = write_warc(tmp_path / "crawl.warc", [
+        (f"https://warc.example/{status[:3]}", status,
+         f"<html><body><p>{status} page body with some words</p></body></html>".encode())
+        for status in ("200 OK", "404 Not Found")], gzip=False)
     ensure_topics(settings)
     sent = feed(read_input(str(path)), settings.client(), settings.topics.pages,
                 rejected_topic=settings.topics.rejected)

@@ -3,7 +3,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import make_article, page, wrap_in_template, write_jsonl
+from conftest import make_article, page, wrap_in_template, write_jsonl, write_warc
 
 from streamdedup.config import DetectorConfig
 from streamdedup.runtime.demo import run_demo
@@ -41,6 +41,18 @@ def test_demo_end_to_end(tmp_path, capfd):
     # every client is closed before the broker stops: librdkafka, which writes to the process's
     # stderr itself, has no lost connection to report at the end of a run that went well
     assert "|FAIL|" not in err and "Connection refused" not in err
+
+
+def test_the_demo_counts_a_warc_crawls_reader_rejections_and_waits_for_its_pages_only(tmp_path, capfd):
+    """A WARC crawl's 404 went to the worker as a page without content (`missing_content`), and the
+    worker waited for it; it is now sent to the rejected topic as `feed` sends it, `http_status`."""
+    crawl = write_warc(tmp_path / "crawl.warc.gz", [
+        (f"https://w.example/{n}", status, wrap_in_template(make_article(90 + n, paragraphs=4), "W").encode())
+        for n, status in enumerate(["200 OK", "404 Not Found"])])
+    summary = run_demo(crawl, tmp_path / "demo", DetectorConfig())
+    assert (summary["pages_in"], summary["unique"], summary["rejected"]) == (2, 1, 1)
+    assert summary["rejected_by_reason"] == {"http_status": 1}
+    assert "1 the reader rejected" in capfd.readouterr().out
 
 
 def test_every_secret_bearing_setting_is_masked_in_the_start_up_line(tmp_path):
