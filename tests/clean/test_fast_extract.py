@@ -268,3 +268,45 @@ def test_a_brief_whose_page_holds_nothing_else_is_read_without_trafilatura(monke
             f"<footer>{about}{about}</footer></body></html>")
     texts = fast_texts(html, visible=False)
     assert calls == [] and texts.main == f"Short\n\n{brief}" == texts.steered
+
+
+def _containers_in_one_query(body):
+    """`fast_extract._containers` as it was: each group's query with `_OUTSIDE_CLEANED` inside it."""
+    from streamdedup.clean import fast_extract as fe
+
+    for selector in fe._CONTAINERS:
+        query = f"{fe._CONTAINER_ELEMENT}:is({selector}){fe._OUTSIDE_CLEANED}"
+        matches = [node for node in body.query_selector_all(query).values() if fe._outside_figure(node)]
+        for index, first in enumerate(matches):
+            if len(first.text) >= fe.MIN_CONTAINER_CHARS:
+                kind = (first.tag, first.getattr("class"))
+                return fe.blocks_beside(matches, index, lambda node, kind=kind: (node.tag, node.getattr("class")) == kind)
+    return []
+
+
+def test_the_container_search_finds_what_one_filtered_query_per_group_finds():
+    """`_OUTSIDE_CLEANED` tested on the matches that count, not in each query: the same elements."""
+    import random
+
+    from resiliparse.parse.html import HTMLTree
+
+    from streamdedup.clean.fast_extract import _containers
+
+    rng = random.Random(60)
+    opens = ['<div class="entry-content">', '<article>', '<div id="content">', '<main>', '<div role="main">',
+             '<section class="post">', '<div itemprop="articleBody">', '<span class="entry">', '<nav>', '<aside>',
+             '<footer>', '<div id="comments">', '<div class="comment-body">', '<figure>', '<div class="story-body">',
+             '<svg>', '<div class="Article-Content">', '<p>']
+
+    def element(depth: int) -> str:
+        tag = rng.choice(opens)
+        name = tag[1:].split(">")[0].split()[0]
+        inner = "".join(element(depth + 1) if depth < 4 and rng.random() < 0.6 else
+                        f"text {rng.randrange(999)} " * rng.choice((3, 30, 80)) for _ in range(rng.randint(1, 3)))
+        if name == "figure" and rng.random() < 0.5:
+            inner += "<table><tr><td>cell</td></tr></table>"
+        return f"{tag}{inner}</{name}>"
+
+    for _ in range(400):
+        body = HTMLTree.parse(f"<html><body>{''.join(element(0) for _ in range(rng.randint(1, 4)))}</body></html>").body
+        assert _containers(body) == _containers_in_one_query(body)
