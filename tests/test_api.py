@@ -89,3 +89,18 @@ def test_an_undated_url_added_again_is_judged(tmp_path: Path) -> None:
     with Deduplicator(state=tmp_path / "state") as dedup:
         later = dedup.add(page, url="https://news.example/library")
         assert isinstance(later, Verdict) and later.status == "duplicate", later
+
+
+def test_a_single_item_given_as_the_list_is_refused() -> None:
+    """add_many(text) iterated the text: each letter judged as a page (88 rejections), no error."""
+    with Deduplicator() as dedup:
+        for method in (dedup.add_many, dedup.query_many):
+            for single in (TEXT, {"url": "https://a.example/1", "content": TEXT}):
+                try:
+                    method(single)  # type: ignore[arg-type]
+                except TypeError as err:
+                    assert "pass it in a list" in str(err) and "\n" not in str(err)
+                else:
+                    raise AssertionError(f"{method.__name__} took a single {type(single).__name__}")
+        assert dedup.add(TEXT, id="after").status == "unique"  # no item of the refused calls was filed
+

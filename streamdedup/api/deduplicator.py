@@ -89,12 +89,12 @@ class Deduplicator:
         An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
         record as in a crawl file: a mapping with a url and content, or an id and a `text`
         field (see `record`); any other fields of a crawl record are read as in file mode."""
-        records = [self._raw(item) for item in items]
+        records = self._raws(items, "add_many")
         return [self._result(outcome) for outcome in self._detector.run(records)]
 
     def query_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
         """`query` of each item: judged as one batch (later items see earlier ones), then discarded."""
-        records = [self._raw(item) for item in items]
+        records = self._raws(items, "query_many")
         detector = self._detector
         outcomes, _ = detector.decide_staged(detector.prepare_many(records))
         detector.discard()  # the staged batch is dropped uncommitted
@@ -116,6 +116,13 @@ class Deduplicator:
         if fetched_at is not None:
             record["fetched_at"] = fetched_at.isoformat() if isinstance(fetched_at, datetime) else fetched_at
         return record
+
+    def _raws(self, items: Iterable[Item], method: str) -> list[RawRecord]:
+        """The records of a list of items (refused: a single item, which iterated would be its letters)."""
+        if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
+            raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
+                            f"{type(items).__name__}: pass it in a list, [item]")
+        return [self._raw(item) for item in items]
 
     def _raw(self, item: Item) -> RawRecord:
         self._count += 1
