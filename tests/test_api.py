@@ -104,3 +104,15 @@ def test_a_single_item_given_as_the_list_is_refused() -> None:
                     raise AssertionError(f"{method.__name__} took a single {type(single).__name__}")
         assert dedup.add(TEXT, id="after").status == "unique"  # no item of the refused calls was filed
 
+
+def test_a_closed_deduplicator_says_so() -> None:
+    """A call after close raised AttributeError: 'NoneType' object has no attribute 'get'."""
+    dedup = Deduplicator()
+    dedup.close()
+    for call in (lambda: dedup.add(TEXT), lambda: dedup.query(TEXT), lambda: dedup.add_many([TEXT])):
+        try:
+            call()
+        except ValueError as err:
+            assert "closed" in str(err)
+        else:
+            raise AssertionError("a closed Deduplicator judged a page")

@@ -118,7 +118,10 @@ class Deduplicator:
         return record
 
     def _raws(self, items: Iterable[Item], method: str) -> list[RawRecord]:
-        """The records of a list of items (refused: a single item, which iterated would be its letters)."""
+        """The records of a list of items; refused once closed, or a single item (iterated: its letters)."""
+        if not self._finalizer.alive:
+            raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
+                             "opens a kept store again)")
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
                             f"{type(items).__name__}: pass it in a list, [item]")
