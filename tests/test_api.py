@@ -3,6 +3,7 @@ query files nothing, a kept store is found again, a temporary one is removed."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -116,3 +117,13 @@ def test_a_closed_deduplicator_says_so() -> None:
             assert "closed" in str(err)
         else:
             raise AssertionError("a closed Deduplicator judged a page")
+
+
+def test_dedup_files_takes_a_single_path(tmp_path: Path) -> None:
+    """dedup_files("crawl.jsonl", out) read the name's letters: "input c does not exist"."""
+    from streamdedup import dedup_files
+
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text(json.dumps({"url": "https://a.example/1", "content": TEXT}) + "\n")
+    assert dedup_files(str(crawl), tmp_path / "out").summary["unique"] == 1  # type: ignore[index]
+    assert dedup_files(crawl, tmp_path / "out2").summary["unique"] == 1  # type: ignore[index]

@@ -38,7 +38,7 @@ class FileRun:
     stopped: str | None = None
 
 
-def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], out: str | os.PathLike[str],
                 config: DetectorConfig | None = None, *, state: str | os.PathLike[str] | None = None,
                 fresh: bool = False, append: bool = False, batch_wait: float = 1.0, progress: bool = False,
                 notify: Callable[[str], None] | None = None) -> FileRun:
@@ -50,7 +50,8 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     the job; after it finished, it does nothing. Other inputs into a finished `out` are refused
     (`JobRefused`) unless `append`; `fresh` deletes the store and the outputs first. `notify`
     receives the lines a person would want to see (a resumed job); `progress` shows a bar on a
-    terminal. Errors a caller can cause raise ValueError or OSError with one line naming the fix."""
+    terminal. Errors a caller can cause raise ValueError or OSError with one line naming the fix.
+    A single path (or "-") is taken as a list of one."""
     from streamdedup.detector import Detector
     from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
     from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
@@ -59,7 +60,8 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     from streamdedup.record.stream import StopSignals, timed_batches
 
     config = config or DetectorConfig()
-    paths = [os.fspath(path) for path in inputs]
+    # a single name iterated would be its letters ("input s does not exist" for "s12.jsonl")
+    paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(path) for path in inputs]
     check_inputs(paths)  # before anything is made: a wrong path leaves no empty store or --out behind
     out_dir, state_dir = Path(out), Path(state) if state is not None else Path(out) / "state"
     say = notify or (lambda line: None)
