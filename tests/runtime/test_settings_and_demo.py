@@ -214,3 +214,31 @@ def test_settings_replaced_with_another_state_directory_take_its_default_worker_
     assert "_worker_id_of" not in repr(first)
     with pytest.raises(ValueError, match="unknown worker settings"):
         WorkerSettings.load(env={}, _worker_id_of=tmp_path)  # not a setting
+
+
+def test_feed_counts_what_the_reader_rejected_apart_from_the_pages_it_sent(settings, tmp_path, monkeypatch, capsys):
+    """A WARC with a 200 and a 404 response: `feed` printed "sent 2 pages to pages" while one page
+    reached the pages topic and the 404 went to the rejected topic (with `--topic`, the default
+    rejected topic: a user counting the topic found one missing). Now each is counted where it went."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from streamdedup.cli import main
+
+    for name in settings.topics.__dataclass_fields__:
+        monkeypatch.setenv(f"STREAMDEDUP_TOPIC_{name.upper()}", getattr(settings.topics, name))
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=False)
+    for status in ("200 OK", "404 Not Found"):
+        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        body = f"<html><body><p>{status} page body with some words</p></body></html>".encode()
+        writer.write_record(writer.create_warc_record(f"https://warc.example/{status[:3]}", "response",
+                                                      payload=io.BytesIO(body), http_headers=http))
+    crawl = tmp_path / "crawl.warc"
+    crawl.write_bytes(buffer.getvalue())
+    assert main(["feed", str(crawl), "--bootstrap-servers", settings.bootstrap_servers]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"sent 1 pages to {settings.topics.pages} on "), line
+    assert line.endswith(f"; 1 the reader rejected (http_status 1) went to {settings.topics.rejected}"), line
