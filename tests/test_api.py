@@ -127,3 +127,11 @@ def test_dedup_files_takes_a_single_path(tmp_path: Path) -> None:
     crawl.write_text(json.dumps({"url": "https://a.example/1", "content": TEXT}) + "\n")
     assert dedup_files(str(crawl), tmp_path / "out").summary["unique"] == 1  # type: ignore[index]
     assert dedup_files(crawl, tmp_path / "out2").summary["unique"] == 1  # type: ignore[index]
+
+
+def test_a_repeated_id_s_rejection_names_the_id() -> None:
+    """`Rejection.page_id` holds a repeated id, as `duplicate_id`'s output does; the API dropped it (None)."""
+    with Deduplicator() as dedup:
+        dedup.add(TEXT, id="x")
+        again = dedup.add(TEXT + " Updated.", id="x")
+        assert isinstance(again, Rejection) and again.reason == "duplicate_id" and again.page_id == "x"

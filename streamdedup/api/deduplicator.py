@@ -143,7 +143,7 @@ class Deduplicator:
         if outcome.verdict is not None:
             return outcome.verdict
         dedup = outcome.dedup
-        return Rejection(dedup["reason"], dedup["detail"], dedup["origin"])
+        return Rejection(dedup["reason"], dedup["detail"], dedup["origin"], dedup.get("id"))  # id: a repeated one
 
     def close(self) -> None:
         """Close the store (and remove it if it was temporary)."""
