@@ -64,6 +64,9 @@ def check_inputs(paths: Iterable[str]) -> None:
     Checked before a command makes anything (a store, an output folder, a broker's topic)."""
     for path in paths:
         if path != "-" and not os.path.isfile(path):
+            if os.path.exists(path) and not os.path.isdir(path):  # a pipe, a device: no file to resume in
+                raise FileNotFoundError(f"input {path} is not a regular file (a pipe or a device): give it as stdin, "
+                                        f"- < {path}")
             what = "is a folder" if os.path.isdir(path) else "does not exist"
             raise FileNotFoundError(f"input {path} {what}: give JSON Lines or WARC files (.gz ok), or - for stdin")
 

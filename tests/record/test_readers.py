@@ -1,10 +1,12 @@
 import gzip
 import io
+import os
 
+import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from streamdedup.record.readers import read_input
+from streamdedup.record.readers import check_inputs, read_input
 
 
 def test_jsonl_and_gzip_and_bad_lines_are_all_records(tmp_path):
@@ -204,3 +206,14 @@ def test_dedup_of_a_cut_warc_judges_what_was_read_and_writes_its_summary(tmp_pat
     assert [r["url"] for r in unique] == ["https://x.example/0", "https://x.example/1"]
     assert [r["dedup"]["reason"] for r in rejected] == ["truncated_input"]
     assert json.loads((out / "summary.json").read_text())["records"] == 3
+
+
+def test_an_input_that_is_a_pipe_is_named_as_one(tmp_path):
+    """`dedup <(zcat crawl.gz) --out o` said "input /dev/fd/63 does not exist"; it is a pipe."""
+    fifo = tmp_path / "crawl.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(FileNotFoundError) as refused:
+        check_inputs([str(fifo)])
+    assert "does not exist" not in str(refused.value) and f"- < {fifo}" in str(refused.value)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        check_inputs([str(tmp_path / "missing.jsonl")])
