@@ -189,6 +189,12 @@ class WorkerSettings:
                     if f"STREAMDEDUP_{f.name.upper()}" in env and f.name not in ("topics", "kafka")}
         topics_env = {name: env[f"STREAMDEDUP_TOPIC_{name.upper()}"] for name in Topics.__dataclass_fields__
                       if f"STREAMDEDUP_TOPIC_{name.upper()}" in env}
+        topic_names = {name.upper() for name in Topics.__dataclass_fields__}  # as read above: upper case
+        misspelt = sorted(k for k in env if k.startswith("STREAMDEDUP_TOPIC_")
+                          and k[len("STREAMDEDUP_TOPIC_"):] not in topic_names)
+        if misspelt:  # else the worker reads or writes the default topic, without a word
+            raise ValueError(f"unknown topic variables {misspelt}; known: "
+                             f"{[f'STREAMDEDUP_TOPIC_{name.upper()}' for name in Topics.__dataclass_fields__]}")
         kafka_env = {k[len("STREAMDEDUP_KAFKA_"):].lower().replace("_", "."): v for k, v in env.items()
                      if k.startswith("STREAMDEDUP_KAFKA_")}
         settings = settings._with({**from_env, **({"topics": topics_env} if topics_env else {})}, kafka_env)
@@ -203,6 +209,12 @@ class WorkerSettings:
         for name, value in values.items():
             current = getattr(self, name)
             if name == "topics":
+                known_topics = set(Topics.__dataclass_fields__)
+                names = set(value) if isinstance(value, Mapping) else None
+                if names is None or names - known_topics:
+                    wrong = "not a table" if names is None else f"unknown topics {sorted(names - known_topics)}"
+                    raise ValueError(f"[worker.topics]: {wrong}; known: {list(Topics.__dataclass_fields__)} "
+                                     "(e.g. pages = \"crawl\")")
                 changes[name] = replace(current, **dict(value))
             elif isinstance(current, bool):
                 changes[name] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")

@@ -242,3 +242,19 @@ def test_feed_counts_what_the_reader_rejected_apart_from_the_pages_it_sent(setti
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"sent 1 pages to {settings.topics.pages} on "), line
     assert line.endswith(f"; 1 the reader rejected (http_status 1) went to {settings.topics.rejected}"), line
+
+
+def test_a_misspelt_topic_setting_is_refused_naming_the_known_ones(tmp_path):
+    """`[worker.topics] page = "crawl"` ended in a traceback (TypeError: Topics.__init__() got an
+    unexpected keyword argument 'page'), and STREAMDEDUP_TOPIC_PAGE=crawl was ignored: the worker
+    read `pages`. Both are one line naming the known names, as an unknown [worker] key is."""
+    config = tmp_path / "worker.toml"
+    config.write_text('[worker.topics]\npage = "crawl"\n')
+    with pytest.raises(ValueError, match=r"unknown topics \['page'\].*'pages'"):
+        WorkerSettings.load(config, env={})
+    with pytest.raises(ValueError, match=r"STREAMDEDUP_TOPIC_PAGE'\].*STREAMDEDUP_TOPIC_PAGES"):
+        WorkerSettings.load(None, env={"STREAMDEDUP_TOPIC_PAGE": "crawl"})
+    with pytest.raises(ValueError, match=r"STREAMDEDUP_TOPIC_pages"):  # read in upper case only: refused too
+        WorkerSettings.load(None, env={"STREAMDEDUP_TOPIC_pages": "crawl"})
+    config.write_text('[worker.topics]\npages = "crawl"\n')
+    assert WorkerSettings.load(config, env={"STREAMDEDUP_TOPIC_UNIQUE": "kept"}).topics.pages == "crawl"
