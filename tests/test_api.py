@@ -135,3 +135,25 @@ def test_a_repeated_id_s_rejection_names_the_id() -> None:
         dedup.add(TEXT, id="x")
         again = dedup.add(TEXT + " Updated.", id="x")
         assert isinstance(again, Rejection) and again.reason == "duplicate_id" and again.page_id == "x"
+
+
+def test_a_refused_rerun_says_what_differs_from_the_finished_run(tmp_path: Path) -> None:
+    """The same file again under another policy, or after it changed, was told to "give other
+    inputs a new --out"; the refusal now names what makes it another run."""
+    import pytest
+
+    from streamdedup import DetectorConfig, dedup_files
+    from streamdedup.outputs.job import JobRefused
+
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text(json.dumps({"url": "https://a.example/1", "content": TEXT}) + "\n")
+    dedup_files([crawl], tmp_path / "out")
+    with pytest.raises(JobRefused, match=r"with policy 'exact\|minhash\|simhash\+a12'; this run's is 'exact'"):
+        dedup_files([crawl], tmp_path / "out", DetectorConfig(policy="exact"))
+    crawl.write_text(json.dumps({"url": "https://a.example/1", "content": TEXT + " Changed."}) + "\n")
+    with pytest.raises(JobRefused, match="the inputs changed since"):
+        dedup_files([crawl], tmp_path / "out")
+    other = tmp_path / "other.jsonl"
+    other.write_text(crawl.read_text())
+    with pytest.raises(JobRefused, match="these are other inputs"):
+        dedup_files([other], tmp_path / "out")

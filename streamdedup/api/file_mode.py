@@ -13,10 +13,13 @@ import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamdedup.config import DetectorConfig
 from streamdedup.record.readers import RawRecord, check_inputs
+
+if TYPE_CHECKING:
+    from streamdedup.outputs.job import Job
 
 STDIN = "-"
 
@@ -77,8 +80,9 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
             records = job.records(lambda names: read_inputs(names, config.cleaning.max_content_bytes))
             if earlier and job.job is not earlier[-1] and not append:  # other inputs after a finished job
                 records.close()
-                raise JobRefused(f"{out_dir} already holds the finished run over {_shown(earlier[-1].inputs)}: give "
-                                 "other inputs a new --out, or use --fresh to start over (--append adds them to it)")
+                raise JobRefused(f"{out_dir} already holds the finished run over {_shown(earlier[-1].inputs)}"
+                                 f"{_other(earlier[-1], job.job)}: give them a new --out, or use --fresh to start "
+                                 "over (--append adds them to it)")
             if job.resumed == "finished":
                 first = next(records, None)
                 if first is None:  # an unchanged rerun: its outputs stand as they are
@@ -133,6 +137,17 @@ def chain_records(first: RawRecord, rest: Generator[RawRecord, None, None]) -> G
     """`first` then the rest of the generator it came from (closing it closes that one)."""
     yield first
     yield from rest
+
+
+def _other(last: Job, this: Job) -> str:
+    """What makes this run another job than the finished `last`, as a refusal says it."""
+    if last.inputs != this.inputs:
+        return "; these are other inputs"
+    if last.policy != this.policy:
+        return f" with policy {last.policy[0]!r}; this run's is {this.policy[0]!r}"
+    if STDIN in this.inputs:
+        return "; stdin piped again is another run"
+    return "; the inputs changed since (records it read differ now)"
 
 
 def _shown(inputs: list[str]) -> str:
