@@ -316,9 +316,11 @@ class ClusterReader:
                 continue
             partition, offset = message.partition(), message.offset()
             assert partition is not None and offset is not None
-            event = orjson.loads(message.value() or b"{}")
-            self.stories.apply(event)
+            event = event_of(message)
             self._next[partition] = offset + 1
+            if event is None:  # a tombstone: no page's event
+                continue
+            self.stories.apply(event)
             if offset >= self._resume_at[partition]:
                 new.append(event)
         return new
@@ -355,10 +357,32 @@ def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view"
         if metadata.error is not None:
             raise ValueError(f"cannot read topic {topic!r}: {metadata.error.str()}: {_MISSING_VIEW}")
         for message in read_to_end(consumer, topic, metadata.partitions, timeout_s, failed):
-            stories.apply(orjson.loads(message.value() or b"{}"))
+            if (event := event_of(message)) is not None:
+                stories.apply(event)
     finally:
         consumer.close()
     return stories
+
+
+def event_of(message: Any) -> dict[str, Any] | None:
+    """A cluster view (or `pages.clusters`) message's event; None for a tombstone.
+
+    Raises ValueError, in one line naming the message and the topics to give, for a message that is
+    no cluster event (a reader pointed at the pages or a verdict topic)."""
+    value = message.value()
+    if value is None:
+        return None
+    try:
+        event = orjson.loads(value)
+    except orjson.JSONDecodeError as err:
+        problem = f"not JSON ({err})"
+    else:
+        if isinstance(event, dict) and "page_id" in event and "cluster_id" in event:
+            return event
+        problem = "a JSON value without page_id and cluster_id"
+    raise ValueError(f"{message.topic()}[{message.partition()}]@{message.offset()} is no cluster event ({problem}): "
+                     f"give the cluster view topic (default pages.cluster_view, STREAMDEDUP_TOPIC_CLUSTER_VIEW) "
+                     "or the cluster events' (pages.clusters)")
 
 
 def table(stories: Sequence[Mapping[str, Any]]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import orjson
+import pytest
 from conftest import make_article, write_jsonl
 
 from streamdedup.cli import main
@@ -71,3 +72,37 @@ def test_a_live_page_polled_without_fetch_times_lists_its_pages_in_the_order_fet
         for item in random.Random(seed).sample(events, len(events)):
             shuffled.apply(item)
         assert [p["id"] for p in shuffled.stories()[0]["pages"]] == ids
+
+
+class _Message:
+    """A consumed message, as confluent_kafka hands it over (what `event_of` reads)."""
+
+    def __init__(self, value: bytes | None, offset: int = 7) -> None:
+        self._value, self._offset = value, offset
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def topic(self) -> str:
+        return "pages.unique"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def test_a_message_that_is_no_cluster_event_is_named_in_one_line():
+    """`streamdedup clusters --topic pages.unique` (or a ClusterReader on it) ended in a traceback,
+    KeyError: 'page_id'; the input topic, in "str is not valid UTF-8". A tombstone is no page's event."""
+    from streamdedup.clusters import event_of
+
+    event = {"type": "created", "page_id": "a", "cluster_id": "a"}
+    assert event_of(_Message(orjson.dumps(event))) == event
+    assert event_of(_Message(None)) is None
+    for value in (b'{"url": "https://a.example/1", "dedup": {}}', b"\xff not json", b"[1]"):
+        with pytest.raises(ValueError) as refused:
+            event_of(_Message(value))
+        line = str(refused.value)
+        assert "\n" not in line and line.startswith("pages.unique[0]@7 is no cluster event") and "pages.cluster_view" in line
