@@ -27,13 +27,28 @@ from typing import Any
 import orjson
 
 from streamdedup.logs import kafka_logger
-from streamdedup.record.page import FIELD_ALIASES
+from streamdedup.record.page import FIELD_ALIASES, parse_timestamp
 from streamdedup.record.topic_end import read_to_end
 
 CLUSTERS_FILE = "clusters.jsonl"
 VERDICTS_FILE = "verdicts.jsonl"
 MEMBER_FIELDS = ("id", "url", "fetch_time", "status", "duplicate_of")
 Event = Mapping[str, Any]
+
+
+def when(fetch_time: Any) -> tuple[int, float, str]:
+    """A fetch time as it was given, as a key that orders instants, whatever their form.
+
+    ISO-8601 in any zone, WARC's 14 digits, epoch s or ms (the forms the reader accepts) by their
+    instant; before: by their text, so 1704067200 came before any ISO date, 20240102000000 after
+    2024-01-03, and +05:00 after the Z of a later instant. None first, as before; a time not
+    read as any of them last, by its text."""
+    if fetch_time is None:
+        return (0, 0.0, "")
+    try:
+        return (1, parse_timestamp(fetch_time).timestamp(), "")
+    except (ValueError, TypeError, OverflowError, OSError):
+        return (2, 0.0, str(fetch_time))
 
 
 def _first(record: Mapping[str, Any], field: str) -> Any:
@@ -99,7 +114,7 @@ class Stories:
         self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
         self._names: dict[str, set[str]] = {}  # page id -> the earlier pages its verdict named (their order)
         self._parent: dict[str, str] = {}
-        self._name: dict[str, tuple[int, str, str]] = {}  # root -> the rank of its earliest cluster
+        self._name: dict[str, tuple[int, tuple[int, float, str], str]] = {}  # root -> its earliest cluster's rank
         self._cluster_ids: set[str] = set()
 
     def _root(self, item: str) -> str:
@@ -108,10 +123,10 @@ class Stories:
             self._parent[item] = parent = self._parent[parent]
         return parent
 
-    def _rank(self, cluster_id: str) -> tuple[int, str, str]:
+    def _rank(self, cluster_id: str) -> tuple[int, tuple[int, float, str], str]:
         member = self.pages.get(cluster_id)
         fetched = None if member is None else member["fetch_time"]
-        return (1, "", cluster_id) if fetched is None else (0, str(fetched), cluster_id)
+        return (1, when(None), cluster_id) if fetched is None else (0, when(fetched), cluster_id)
 
     def _cluster(self, cluster_id: str) -> None:
         root = self._root(cluster_id)
@@ -178,7 +193,7 @@ class Stories:
             groups.setdefault(self.story_of(page_id), []).append(member)
         after = self._links_before()
         return [{"cluster_id": name, "size": len(members),
-                 "pages": sorted(members, key=lambda m: (str(m["fetch_time"] or ""), after[m["id"]], m["id"]))}
+                 "pages": sorted(members, key=lambda m: (when(m["fetch_time"]), after[m["id"]], m["id"]))}
                 for name, members in sorted(groups.items())]
 
     def _links_before(self) -> dict[str, int]:

@@ -106,3 +106,24 @@ def test_a_message_that_is_no_cluster_event_is_named_in_one_line():
             event_of(_Message(value))
         line = str(refused.value)
         assert "\n" not in line and line.startswith("pages.unique[0]@7 is no cluster event") and "pages.cluster_view" in line
+
+
+def test_pages_and_story_names_go_by_the_instant_whatever_the_fetch_time_s_form():
+    """Fetch times are the records' own, in any form the reader accepts; sorted as text, a story
+    listed epoch seconds before every ISO date and 20240102000000 after 2024-01-03, and was named
+    by the cluster whose time sorted first as text (08:00Z before 12:00+05:00, which is 07:00Z)."""
+    stories = Stories()
+    stories.apply({"type": "created", "page_id": "late", "cluster_id": "late", "fetch_time": "2024-01-03T00:00:00Z"})
+    stories.apply({"type": "joined", "page_id": "warc", "cluster_id": "late", "duplicate_of": "late",
+                   "fetch_time": "20240102000000"})
+    stories.apply({"type": "joined", "page_id": "epoch", "cluster_id": "late", "duplicate_of": "late",
+                   "fetch_time": 1704200000})  # 2024-01-02T12:53Z
+    assert [p["id"] for p in stories.stories()[0]["pages"]] == ["warc", "epoch", "late"]
+    stories.apply({"type": "created", "page_id": "utc", "cluster_id": "utc", "fetch_time": "2024-01-01T08:00:00Z"})
+    stories.apply({"type": "created", "page_id": "zoned", "cluster_id": "zoned",
+                   "fetch_time": "2024-01-01T12:00:00+05:00"})
+    stories.apply({"type": "joined", "page_id": "bridge", "cluster_id": "utc", "merged": ["zoned"],
+                   "fetch_time": "2024-01-04T00:00:00Z"})
+    assert stories.story_of("bridge") == "zoned"
+    [merged] = [s for s in stories.stories() if s["cluster_id"] == "zoned"]
+    assert [p["id"] for p in merged["pages"]] == ["zoned", "utc", "bridge"]
