@@ -243,8 +243,10 @@ def cmd_faust(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from streamdedup.record.readers import check_inputs
     from streamdedup.runtime.demo import run_demo
 
+    check_inputs([str(args.crawl)])  # before a broker is started for it
     run_demo(args.crawl, args.workdir, detector_config(args))
     return 0
 

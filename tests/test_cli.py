@@ -601,6 +601,13 @@ def test_feed_names_a_missing_input_before_asking_the_broker(tmp_path, capsys):
     assert f"input {tmp_path / 'nofile'} does not exist" in err and "- for stdin" in err, err
 
 
+def test_demo_names_a_missing_crawl_before_starting_a_broker(tmp_path, capsys):
+    """`demo --crawl nofile` started a broker, made its topics, then printed a raw [Errno 2]."""
+    assert main(["demo", "--crawl", str(tmp_path / "nofile"), "--workdir", str(tmp_path / "work")]) == 2
+    assert f"input {tmp_path / 'nofile'} does not exist" in _one_error_line(capsys)
+    assert not (tmp_path / "work").exists()
+
+
 def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
     """A worker keeps a store a partition (pages-0: a page store; pages-1: a fingerprint stage's site
     templates); `store info` on the folder read none of them."""
