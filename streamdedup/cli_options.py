@@ -113,4 +113,5 @@ def time_arg(value: str) -> datetime:
         return parse_timestamp(value)
     except (ValueError, OverflowError, OSError):
         raise argparse.ArgumentTypeError(f"{value!r} is not a time: give ISO-8601 (2024-01-01T00:00:00Z), a "
-                                         "14-digit WARC date (20240101000000) or epoch seconds") from None
+                                         "14-digit WARC date (20240101000000), epoch seconds or milliseconds, or "
+                                         "an HTTP date (Mon, 01 Jan 2024 00:00:00 GMT)") from None

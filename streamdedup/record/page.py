@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,7 +166,13 @@ def first_field(record: Mapping[str, Any], canonical: str) -> Any:
 
 
 def parse_timestamp(value: Any) -> datetime:
-    """ISO-8601 (with or without zone; 'Z' allowed), WARC's 14-digit form, or epoch s / ms."""
+    """ISO-8601 (with or without zone; 'Z' allowed), WARC's 14-digit form, epoch s / ms, or an HTTP date.
+
+    An HTTP date is RFC 9110's IMF-fixdate as an HTTP `Date` or `Last-Modified` header writes it
+    ("Mon, 01 Jan 2024 10:00:00 GMT"), or RFC 5322's form with a numeric zone or GMT/UT/UTC
+    ("01 Jan 2024 10:00:00 +0200"; -0000, no zone told: UTC): crawl records copy it into their
+    `date` field. Other zone names (CEST, IST) are refused: they would be read as UTC (`_HTTP_DATE`);
+    so are RFC 850's and asctime's obsolete forms. The weekday is not checked against the date."""
     if isinstance(value, bool):
         raise ValueError("boolean is not a timestamp")
     if isinstance(value, (int, float)):
@@ -178,8 +185,20 @@ def parse_timestamp(value: Any) -> datetime:
         return datetime.strptime(text, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     if text.isdigit():
         return parse_timestamp(int(text))
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as err:
+        if not _HTTP_DATE.fullmatch(text):  # a zone by name (CEST, IST), words after it: another instant
+            raise err from None  # the ISO reader's complaint: the form most records use
+        parsed = parsedate_to_datetime(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# an HTTP date (`parse_timestamp`): RFC 9110's IMF-fixdate, or RFC 5322's date with a numeric zone
+# or GMT/UT/UTC; no other zone names, whose offsets email.utils reads as UTC without a word
+_HTTP_DATE = re.compile(r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?\d{1,2} "
+                        r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [12]\d{3} "
+                        r"\d{2}:\d{2}(?::\d{2})? (?:GMT|UTC?|[+-](?:[01]\d|2[0-3])[0-5]\d)")
 
 
 def derive_page_id(url: str, fetched_at: datetime | None, position: str | None = None) -> str:
@@ -273,7 +292,8 @@ def _fetched_at(record: Mapping[str, Any]) -> datetime | None:
     try:
         return parse_timestamp(value)
     except (ValueError, OverflowError, OSError) as err:
-        raise Rejected(Reason.INVALID_FIELD, f"{field} is not an ISO-8601 time: {err}") from None
+        raise Rejected(Reason.INVALID_FIELD, f"{field} is not a time ({err}): give ISO-8601, a 14-digit WARC date, "
+                       "epoch seconds or milliseconds, or an HTTP date; or leave the field out") from None
 
 
 def _usable(fetched_at: datetime | None, now_ms: int | None, max_skew_ms: int) -> bool:

@@ -64,6 +64,26 @@ def test_timestamps():
     assert parse_timestamp(1704164645) == parse_timestamp(1704164645000)
 
 
+def test_an_http_date_in_a_records_date_field_is_its_fetch_time():
+    # crawl records copy the HTTP `Date` header into `date` (an alias of fetched_at): before, the
+    # page was rejected as invalid_field
+    instant = parse_timestamp("2024-01-01T10:00:00Z")
+    assert parse_timestamp("Mon, 01 Jan 2024 10:00:00 GMT") == instant
+    assert parse_timestamp("01 Jan 2024 12:00:00 +0200") == instant
+    assert parse_timestamp("Mon, 01 Jan 2024 10:00:00 -0000") == instant  # no zone: UTC
+    page = page_from_record({"url": "https://a.example/", "content": "x y z", "date": "Mon, 01 Jan 2024 10:00:00 GMT"},
+                            max_content_bytes=LIMIT)
+    assert page.fetched_at == instant
+    for other in ("Mon, 01 Jan 2024 10:00:00 CEST", "Mon, 01 Jan 2024 10:00:00 GMT+2",  # a zone by name: not read
+                  "Mon, 01 Jan 2024 10:00:00 GMT later", "Mon, 01 Jan 0024 10:00:00 GMT",  # as UTC, 2024
+                  "01 Jan 2024 10:00:00 +0260"):  # minutes past 59: email.utils reads +03:00
+        with pytest.raises(ValueError):
+            parse_timestamp(other)
+    with pytest.raises(Rejected) as caught:  # not a time in any form: bad input, with the forms to give
+        page_from_record({"url": "https://a.example/", "content": "x", "date": "March 3, 2024"}, max_content_bytes=LIMIT)
+    assert caught.value.reason is Reason.INVALID_FIELD and "HTTP date" in caught.value.detail
+
+
 def test_content_size_is_exact_near_the_limit_and_length_below_it():
     from streamdedup.record.page import content_size
 
