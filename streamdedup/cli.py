@@ -15,7 +15,14 @@ import orjson
 
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import EXTRACTORS
-from streamdedup.cli_options import EXTRACTOR_HELP, add_detector_options, detector_config, seconds_arg, time_arg
+from streamdedup.cli_options import (
+    EXTRACTOR_HELP,
+    add_detector_options,
+    detector_config,
+    rate_arg,
+    seconds_arg,
+    time_arg,
+)
 from streamdedup.extras import MissingExtra, check_extra
 from streamdedup.fingerprints.registry import METHODS
 
@@ -455,7 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     feeder.add_argument("inputs", nargs="+", help=inputs_help)
     kafka_options(feeder, with_config=True)
     feeder.add_argument("--topic", help="topic to produce to (default: the pages topic, 'pages')")
-    feeder.add_argument("--rate", type=float, help="pages per second (default: as fast as possible)")
+    feeder.add_argument("--rate", type=rate_arg, metavar="PAGES_PER_S",
+                        help="pages per second, above 0 (default: as fast as possible)")
     feeder.set_defaults(func=cmd_feed)
 
     faust_worker = command("faust", "the same detector as a faust-streaming app (at-least-once, "

@@ -94,15 +94,26 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         prepare_threads=args.prepare_threads, learned_extraction=getattr(args, "learned_extraction", None))
 
 
+def _above_zero(value: str, what: str) -> float:
+    """A finite number above 0 on the command line; else one line naming `what` it must be."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what}")
+    return number
+
+
 def seconds_arg(value: str) -> float:
     """A positive number of seconds on the command line; one line naming the form if not."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0 (e.g. 1 or 0.2)")
-    return seconds
+    return _above_zero(value, "a number of seconds above 0 (e.g. 1 or 0.2)")
+
+
+def rate_arg(value: str) -> float:
+    """A positive number of pages a second on the command line; one line naming the form if not."""
+    return _above_zero(value, "a number of pages a second above 0 (e.g. 50); leave --rate out to feed as "
+                              "fast as the broker takes them")
 
 
 def time_arg(value: str) -> datetime:

@@ -608,6 +608,21 @@ def test_demo_names_a_missing_crawl_before_starting_a_broker(tmp_path, capsys):
     assert not (tmp_path / "work").exists()
 
 
+def test_an_out_folder_that_cannot_be_made_is_one_line_naming_the_fix(tmp_path, capsys):
+    """Before: the raw "[Errno 20] Not a directory" of the mkdir."""
+    crawl = write_jsonl(tmp_path / "c.jsonl", [page("https://a.example/1", "some words here")])
+    (tmp_path / "file").write_text("x")
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "file" / "out")]) == 2
+    assert "cannot be made" in (line := _one_error_line(capsys)) and "a place you can write" in line
+
+
+def test_feed_refuses_a_rate_not_above_zero(capsys):
+    """Before: --rate -5 was taken as "as fast as possible", without a word."""
+    with pytest.raises(SystemExit) as ended:
+        main(["feed", "--rate", "-5", "x.jsonl"])
+    assert ended.value.code == 2 and "pages a second above 0" in capsys.readouterr().err
+
+
 def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
     """A worker keeps a store a partition (pages-0: a page store; pages-1: a fingerprint stage's site
     templates); `store info` on the folder read none of them."""

@@ -282,7 +282,11 @@ def lock_out(out: Path) -> int:
     """Hold --out for this process (two runs appending to one folder would interleave)."""
     if out.exists() and not out.is_dir():
         raise JobRefused(f"--out {out} is a file: give --out a folder (it is created if missing)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # a read-only place, a parent that is a file, /proc: one line with the fix
+        raise JobRefused(f"--out {out} cannot be made ({err.strerror or err}): give --out a folder in a place "
+                         "you can write") from None
     fd = os.open(out, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
