@@ -468,6 +468,96 @@ def test_warc_responses_other_than_2xx_are_rejected_with_their_status(tmp_path):
         assert record["http_status"] == int(status[:3])
 
 
+def test_warc_resource_records_are_pages_and_revisits_come_out_rejected(tmp_path):
+    """A resource record (a page stored without its HTTP exchange) and a revisit record (the crawler's
+    own duplicate of a capture, no payload) came out of no output before."""
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    body = wrap_in_template(make_article(60), "Epsilon").encode()
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+    response = writer.create_warc_record("https://e.example/1", "response", payload=io.BytesIO(body),
+                                         http_headers=http)
+    writer.write_record(response)
+    writer.write_record(writer.create_warc_record("https://e.example/1", "request", payload=io.BytesIO(b"GET /1")))
+    other = wrap_in_template(make_article(61), "Epsilon").encode()
+    writer.write_record(writer.create_warc_record("https://e.example/2", "resource", payload=io.BytesIO(other),
+                                                  warc_content_type="text/html"))
+    # WARC/1.0's grammar writes the URI in angle brackets: a page of its site all the same
+    writer.write_record(writer.create_warc_record("<https://e.example/3>", "resource", warc_content_type="text/html",
+                                                  payload=io.BytesIO(wrap_in_template(make_article(62), "Eps").encode())))
+    # a browser crawler's extracted text of a page, and a crawler's log: resources of no site, no pages
+    writer.write_record(writer.create_warc_record("urn:text:https://e.example/1", "resource",
+                                                  payload=io.BytesIO(b"some text"), warc_content_type="text/plain"))
+    writer.write_record(writer.create_warc_record("metadata://gnu.org/software/wget/warc/wget.log", "resource",
+                                                  payload=io.BytesIO(b"wget log"), warc_content_type="text/plain"))
+    writer.write_record(writer.create_revisit_record(
+        "https://e.example/1", response.rec_headers.get_header("WARC-Payload-Digest"), "https://e.example/1",
+        response.rec_headers.get_header("WARC-Date")))
+    warc = tmp_path / "crawl.warc.gz"
+    warc.write_bytes(buffer.getvalue())
+    out = tmp_path / "out"
+    assert main(["dedup", str(warc), "--out", str(out), "-q"]) == 0
+    assert [r["url"] for r in _read(out / "unique.jsonl")] == ["https://e.example/1", "https://e.example/2",
+                                                               "https://e.example/3"]
+    [revisit] = _read(out / "rejected.jsonl")
+    assert revisit["dedup"]["reason"] == "warc_revisit" and revisit["refers_to_url"] == "https://e.example/1"
+    assert "https://e.example/1" in revisit["dedup"]["detail"]
+    assert json.loads((out / "summary.json").read_text())["records"] == 4  # the request is no page
+
+
+def _warc_with_a_revisit_between_responses(path):
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True)
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+    first = writer.create_warc_record("https://f.example/1", "response", http_headers=http,
+                                      payload=io.BytesIO(wrap_in_template(make_article(70), "Zeta").encode()))
+    writer.write_record(first)
+    writer.write_record(writer.create_revisit_record(
+        "https://f.example/1", first.rec_headers.get_header("WARC-Payload-Digest"), "https://f.example/1",
+        first.rec_headers.get_header("WARC-Date")))
+    for n in (2, 3):
+        writer.write_record(writer.create_warc_record(
+            f"https://f.example/{n}", "response", http_headers=http,
+            payload=io.BytesIO(wrap_in_template(make_article(70 + n), "Zeta").encode())))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_a_job_of_a_version_that_read_warc_responses_only_reruns_as_it_was(tmp_path, capsys, monkeypatch):
+    """A finished job made when only responses were read: its rerun was refused ("the inputs changed
+    since") though the file had not changed, and --append doubled its pages as duplicate_id."""
+    warc = _warc_with_a_revisit_between_responses(tmp_path / "crawl.warc.gz")
+    out = tmp_path / "out"
+    with monkeypatch.context() as old_version:
+        old_version.setattr("streamdedup.outputs.job.WARC_RECORDS", 1)
+        assert main(["dedup", str(warc), "--out", str(out), "-q"]) == 0
+    before = {name: (out / name).read_bytes() for name in ("unique.jsonl", "duplicates.jsonl", "rejected.jsonl")}
+    assert main(["dedup", str(warc), "--out", str(out), "-q"]) == 0, capsys.readouterr().err
+    assert {name: (out / name).read_bytes() for name in before} == before  # an unchanged rerun: nothing new
+    assert json.loads((out / "summary.json").read_text())["records"] == 3
+    # a new job over the same file reads the revisit too
+    fresh = tmp_path / "fresh"
+    assert main(["dedup", str(warc), "--out", str(fresh), "-q"]) == 0
+    assert [r["dedup"]["reason"] for r in _read(fresh / "rejected.jsonl")] == ["warc_revisit"]
+
+
+def test_a_ledger_reads_the_jobs_of_earlier_and_later_versions():
+    from streamdedup.outputs.job import Ledger
+
+    tally = {"counts": {}, "rejected_by_reason": {}, "duplicates_by_method": {}, "merges": 0}
+    old = Ledger.decode(json.dumps({"version": 1, "lengths": {}, "tally": tally, "jobs": [
+        {"inputs": ["/a"], "policy": ["p", "q"], "consumed": 2, "digest": "d", "done": True}]}).encode())
+    assert old.jobs[0].warc_records == 1  # a job of a version that read WARC responses only
+    later = Ledger.decode(json.dumps({"version": 1, "lengths": {}, "tally": tally, "jobs": [
+        {"inputs": ["/a"], "policy": ["p", "q"], "warc_records": 2, "a_later_field": 1}]}).encode())
+    assert later.jobs[0].warc_records == 2
+    from streamdedup.outputs.job import JobRefused
+
+    for newer in ({"version": 99, "jobs": []}, {"version": 2, "jobs": [{"inputs": [], "policy": [], "warc_records": 9}]}):
+        with pytest.raises(JobRefused, match="written by a later streamdedup"):  # not read as if it were this one's
+            Ledger.decode(json.dumps({"lengths": {}, "tally": tally, **newer}).encode())
+
+
 def test_the_command_runs_one_blas_thread_unless_told(monkeypatch):
     """numpy's OpenBLAS would start a thread per core at import (CPU a process spends for nothing
     of ours): the command's entry point asks for one before numpy loads, and keeps a user's value."""

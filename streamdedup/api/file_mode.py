@@ -77,7 +77,7 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
         with Detector(config, state_dir) as detector:
             job = FileJob(detector.store, out_dir, state_dir, paths, [config.policy, config.site_policy])
             earlier = list(job.ledger.jobs)
-            records = job.records(lambda names: read_inputs(names, config.cleaning.max_content_bytes))
+            records = job.records(lambda names, warc: read_inputs(names, config.cleaning.max_content_bytes, warc))
             if earlier and job.job is not earlier[-1] and not append:  # other inputs after a finished job
                 records.close()
                 raise JobRefused(f"{out_dir} already holds the finished run over {_shown(earlier[-1].inputs)}"

@@ -45,10 +45,10 @@ import orjson
 import xxhash
 
 from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs, sync_directory
-from streamdedup.record.readers import RawRecord
+from streamdedup.record.readers import WARC_RECORDS, RawRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, foreign_files
 
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2  # 2: a job keeps which WARC records it reads (`Job.warc_records`)
 STDIN = "-"
 JOB_FILE = ".streamdedup-job"  # in --out: the store's meta key of its ledger
 _JOB_KEY = "file_job:"
@@ -68,6 +68,9 @@ class Job:
     consumed: int = 0
     digest: str = ""  # chained hash of the consumed records
     done: bool = False
+    # which WARC records its reader reads (`readers.WARC_RECORDS`), kept so that a rerun reads its
+    # inputs' records as the job did: a job of a version that read responses only has none (1)
+    warc_records: int = 1
 
     def same_command(self, other: Job) -> bool:
         return self.inputs == other.inputs and self.policy == other.policy
@@ -88,7 +91,13 @@ class Ledger:
     @classmethod
     def decode(cls, raw: bytes) -> Ledger:
         data = orjson.loads(raw)
-        return cls(dict(data["lengths"]), Tally.from_json(data["tally"]), [Job(**job) for job in data["jobs"]])
+        version = int(data.get("version", 1))
+        if version > LEDGER_VERSION or any(job.get("warc_records", 1) > WARC_RECORDS for job in data["jobs"]):
+            raise JobRefused(f"this --out was written by a later streamdedup (its job ledger is version {version}; "
+                             f"this one reads up to {LEDGER_VERSION}): run that version on it, or use --fresh")
+        known = {f.name for f in dataclasses.fields(Job)}
+        jobs = [Job(**{k: v for k, v in job.items() if k in known}) for job in data["jobs"]]
+        return cls(dict(data["lengths"]), Tally.from_json(data["tally"]), jobs)
 
 
 def record_digest(previous: str, raw: RawRecord) -> str:
@@ -125,7 +134,8 @@ class FileJob:
         for path in inputs:
             if path != STDIN and not Path(path).is_file():
                 raise FileNotFoundError(f"input {path} is not a file")
-        self.job = Job([p if p == STDIN else str(Path(p).resolve()) for p in inputs], policy)
+        self.job = Job([p if p == STDIN else str(Path(p).resolve()) for p in inputs], policy,
+                       warc_records=WARC_RECORDS)
         self.resumed: str | None = None  # "unfinished" or "finished": the job this run continues
         if raw is None and (found := existing_outputs(out)):
             raise JobRefused(f"{out} already holds {', '.join(found)}, from a run that the store at {state} has "
@@ -158,25 +168,26 @@ class FileJob:
     def lengths(self) -> dict[str, int]:
         return dict(self.ledger.lengths)
 
-    def records(self, read: Callable[[list[str]], Records]) -> Records:
-        """The records this run must process (`read` opens the inputs).
+    def records(self, read: Callable[[list[str], int], Records]) -> Records:
+        """The records this run must process (`read` opens the inputs, reading the WARC records it is told).
 
-        Decides whether it continues the last job or starts a new one, or refuses. Nothing is
-        written here."""
+        Decides whether it continues the last job or starts a new one, or refuses. A job continued
+        reads its inputs as it did (`Job.warc_records`). Nothing is written here."""
         last = self.ledger.jobs[-1] if self.ledger.jobs else None
+        new = self.job
         if last is None:
-            self.ledger.jobs.append(self.job)
-            return read(self.job.inputs)
-        if not last.same_command(self.job):
+            self.ledger.jobs.append(new)
+            return read(new.inputs, new.warc_records)
+        if not last.same_command(new):
             if not last.done:
                 raise JobRefused(f"{self.out} holds an unfinished run over {_names(last.inputs)} (policy "
                                  f"{last.policy[0]!r}): rerun that command to finish it, or use --fresh to start over")
-            self.ledger.jobs.append(self.job)
-            return read(self.job.inputs)
+            self.ledger.jobs.append(new)
+            return read(new.inputs, new.warc_records)
         if last.done and STDIN in last.inputs:
-            self.ledger.jobs.append(self.job)
-            return read(self.job.inputs)
-        records = read(last.inputs)
+            self.ledger.jobs.append(new)
+            return read(new.inputs, new.warc_records)
+        records = read(last.inputs, last.warc_records)
         if self._consumed_again(records, last):
             self.job, self.resumed = last, ("finished" if last.done else "unfinished")
             return records
@@ -185,8 +196,8 @@ class FileJob:
             source = "stdin" if STDIN in last.inputs else "its inputs"
             raise JobRefused(f"{self.out} holds an unfinished run whose first {last.consumed} records differ from "
                              f"{source} now: give it the same input to finish it, or use --fresh to start over")
-        self.ledger.jobs.append(self.job)  # the same files, changed: a new job from their start
-        return read(self.job.inputs)
+        self.ledger.jobs.append(new)  # the same files, changed: a new job from their start
+        return read(new.inputs, new.warc_records)
 
     def positioned(self, records: Records) -> Records:
         """The records with their place in this job (`RawRecord.position`).

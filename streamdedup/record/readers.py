@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import sys
 import zlib
 from collections.abc import Generator, Iterable, Iterator
@@ -24,6 +25,11 @@ from streamdedup.record.page import FIELD_ALIASES
 from streamdedup.record.rejection import Reason
 
 WARC_MAGIC = b"WARC/"
+# which WARC records a reader reads (a file job keeps the one it started with: `outputs.job.Job`):
+# 1, responses only; 2, also resources of an http(s) URL (a page stored without its HTTP exchange)
+# as pages, and revisits (a crawler's own deduplication, no payload) as `warc_revisit` rejections
+WARC_RECORDS = 2
+_HTTP_URL = re.compile(r"https?://", re.IGNORECASE)
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_CONTENT_BYTES = 10_000_000  # a record's content past this is refused (`CleaningConfig.max_content_bytes`)
 # a file's read buffer: a line of a crawl is a whole page (30-200 KB), which io's 8 KiB default
@@ -71,20 +77,23 @@ def check_inputs(paths: Iterable[str]) -> None:
             raise FileNotFoundError(f"input {path} {what}: give JSON Lines or WARC files (.gz ok), or - for stdin")
 
 
-def read_inputs(paths: list[str],
-                max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Generator[RawRecord, None, None]:
+def read_inputs(paths: list[str], max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+                warc_records: int = WARC_RECORDS) -> Generator[RawRecord, None, None]:
     for path in paths:
-        yield from read_input(path, max_content_bytes)
+        yield from read_input(path, max_content_bytes, warc_records)
 
 
-def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> Iterator[RawRecord]:
-    """Dispatch on content, not name: gzip and WARC are recognised by their magic bytes."""
+def read_input(path: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+               warc_records: int = WARC_RECORDS) -> Iterator[RawRecord]:
+    """Dispatch on content, not name: gzip and WARC are recognised by their magic bytes.
+
+    `warc_records`: which WARC records are read (`WARC_RECORDS`: a file job resumes with its own)."""
     limit = line_limit(max_content_bytes)
     if path == "-":
-        yield from _read_stream(_maybe_gunzip(sys.stdin.buffer), "<stdin>", limit)
+        yield from _read_stream(_maybe_gunzip(sys.stdin.buffer), "<stdin>", limit, warc_records)
         return
     with open(path, "rb", buffering=READ_BUFFER) as raw:
-        yield from _read_stream(_maybe_gunzip(raw), path, limit)
+        yield from _read_stream(_maybe_gunzip(raw), path, limit, warc_records)
 
 
 def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader | gzip.GzipFile:
@@ -98,14 +107,15 @@ def _maybe_gunzip(stream: IO[bytes]) -> io.BufferedReader | gzip.GzipFile:
     return buffered
 
 
-def _read_stream(stream: io.BufferedReader | gzip.GzipFile, name: str, limit: int) -> Iterator[RawRecord]:
+def _read_stream(stream: io.BufferedReader | gzip.GzipFile, name: str, limit: int,
+                 warc_records: int = WARC_RECORDS) -> Iterator[RawRecord]:
     source = _Source(stream)
     try:
         is_warc = stream.peek(len(WARC_MAGIC))[: len(WARC_MAGIC)] == WARC_MAGIC
     except _READ_ERRORS as err:
         yield _unreadable(f"{name}@0", err, "nothing")
         return
-    yield from (_read_warc if is_warc else _read_jsonl)(source, name, limit)
+    yield from _read_warc(source, name, limit, warc_records) if is_warc else _read_jsonl(source, name, limit)
 
 
 def _unreadable(origin: str, err: BaseException, what_was_read: str) -> RawRecord:
@@ -203,12 +213,17 @@ def _read_jsonl(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
         yield _unreadable(f"{name}:{number + 1}", err, f"{number} line(s)")
 
 
-def _read_warc(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
-    """Response records only (requests, metadata and warcinfo carry no page).
+def _read_warc(source: _Source, name: str, limit: int, warc_records: int = WARC_RECORDS) -> Iterator[RawRecord]:
+    """Response and resource records as pages, revisit records as rejections; the others carry no page.
 
-    One whose HTTP status is not 2xx is read as an `http_status` rejection (its url, id, date and
-    status). Records are framed here (bounded, and a broken one is skipped up to the next record);
-    each is then parsed by fastwarc."""
+    As `warc_records` 2 reads them (`WARC_RECORDS`; 1: responses only). Requests, metadata,
+    warcinfo and conversion records are not read, nor resources of another scheme than http(s)
+    (a browser crawler's screenshots and extracted text, wget's log). A response whose HTTP
+    status is not 2xx is read as an `http_status` rejection (its url, id, date and status). A
+    revisit record (the crawler's own deduplication: no payload, the capture it repeats named) is
+    a `warc_revisit` rejection naming that capture, so it too has its output. Records are framed
+    here (bounded, and a broken one is skipped up to the next record); each is then parsed by
+    fastwarc."""
     start, records = 0, 0
     try:
         while True:
@@ -219,13 +234,14 @@ def _read_warc(source: _Source, name: str, limit: int) -> Iterator[RawRecord]:
             if not line.strip():
                 continue
             records += 1
-            yield from _warc_record(source, f"{name}@{start}", line, limit)
+            yield from _warc_record(source, f"{name}@{start}", line, limit, warc_records)
     except _READ_ERRORS as err:
         yield _unreadable(f"{name}@{start}", err, f"{records - 1} WARC record(s)")
 
 
-def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int) -> Iterator[RawRecord]:
-    """Frame one record from its first line; yield it if it is a response (or a rejection)."""
+def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int,
+                 warc_records: int = WARC_RECORDS) -> Iterator[RawRecord]:
+    """Frame one record from its first line; yield it if it is a page, a revisit (or a rejection)."""
     start = source.pos - len(first_line)
     header = _warc_header(source, first_line) if first_line.startswith(WARC_MAGIC) else None
     if header == b"":
@@ -242,11 +258,16 @@ def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int) ->
                                       "reading went on at the next record"))
         return
     size = int(length)
-    is_response = names.get("warc-type", "").lower() == "response"
+    kind = names.get("warc-type", "").lower()
+    if warc_records < 2 and kind != "response":
+        kind = ""  # read as before resources and revisits were
+    elif kind == "resource" and not _HTTP_URL.match(names.get("warc-target-uri", "").strip("<> ")):  # WARC/1.0: <uri>
+        kind = ""  # a screenshot's, an extracted text's, a crawler log's: no page of a site
+    is_page = kind in ("response", "resource")
     if size > limit:
         read = source.skip(size)
         trailer_ok = read == size and source.read(len(_WARC_TRAILER)) in (_WARC_TRAILER, b"")
-        if is_response or not trailer_ok:
+        if is_page or kind == "revisit" or not trailer_ok:
             yield RawRecord(origin=origin, fields=_identity(names), rejection=(
                 Reason.TOO_LARGE, f"the WARC record's block is {size} bytes; blocks over {limit} bytes "
                                   "(4 x max_content_bytes + 1 MB) are not read"))
@@ -266,12 +287,28 @@ def _warc_record(source: _Source, origin: str, first_line: bytes, limit: int) ->
             Reason.UNREADABLE_RECORD, f"the WARC record at bytes {start}-{source.pos} does not end where its "
                                       f"Content-Length ({size}) says; reading went on at the next record"))
         return
-    if is_response:
+    if is_page:
         try:
-            yield _response(origin, header + block + _WARC_TRAILER)
+            page_of = _response if kind == "response" else _resource
+            yield page_of(origin, header + block + _WARC_TRAILER)
         except (OSError, ValueError, StopIteration) as err:
             yield RawRecord(origin=origin, fields=_identity(names), rejection=(
                 Reason.UNREADABLE_RECORD, f"fastwarc cannot parse this WARC record: {type(err).__name__}: {err}"))
+    elif kind == "revisit":
+        yield _revisit(origin, names)
+
+
+def _revisit(origin: str, names: dict[str, str]) -> RawRecord:
+    """A revisit record as its rejection: the capture it repeats, by its WARC headers, is its page."""
+    refers = {"refers_to": names.get("warc-refers-to"), "refers_to_url": names.get("warc-refers-to-target-uri"),
+              "refers_to_date": names.get("warc-refers-to-date")}
+    refers = {k: v for k, v in refers.items() if v}
+    earlier = refers.get("refers_to_url") or refers.get("refers_to") or "an earlier capture"
+    when = f" of {refers['refers_to_date']}" if "refers_to_date" in refers else ""
+    profile = names.get("warc-profile", "").rstrip("/").rsplit("/", 1)[-1]
+    return RawRecord(origin=origin, fields={**_identity(names), **refers}, rejection=(
+        Reason.WARC_REVISIT, f"a WARC revisit record ({profile or 'no profile'}): the crawler found this capture "
+                             f"the same as {earlier}{when} and kept no payload to judge"))
 
 
 def _warc_header(source: _Source, first_line: bytes) -> bytes | None:
@@ -319,6 +356,21 @@ def _resync(source: _Source) -> None:
             source.unread(line)
             return
         at_line_start = line.endswith(b"\n")
+
+
+def _resource(origin: str, record: bytes) -> RawRecord:
+    """A resource record's page: its block, of the record's own Content-Type (no HTTP exchange)."""
+    from fastwarc.warc import ArchiveIterator
+
+    parsed = next(iter(ArchiveIterator(io.BytesIO(record), parse_http=False)))
+    headers = parsed.headers
+    fields: dict[str, Any] = {"url": (headers.get("WARC-Target-URI") or "").strip("<> "),
+                              "fetched_at": headers.get("WARC-Date"),
+                              "id": headers.get("WARC-Record-ID"), "content": parsed.reader.read(),
+                              "warc_type": "resource"}
+    if content_type := headers.get("Content-Type"):
+        fields["content_type"] = content_type
+    return RawRecord(origin=origin, fields=fields)
 
 
 def _response(origin: str, record: bytes) -> RawRecord:

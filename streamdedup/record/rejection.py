@@ -28,6 +28,7 @@ class Reason(str, Enum):
     TOO_DEEP = "too_deep"  # markup nested deeper than the extractors can be trusted with
     TOO_LARGE_FOR_BROKER = "too_large_for_broker"  # an output the Kafka broker refused for its size
     HTTP_STATUS = "http_status"  # a WARC response whose HTTP status is not 2xx (an error page, a redirect)
+    WARC_REVISIT = "warc_revisit"  # a WARC revisit record: the crawler's own duplicate of a capture, no payload
 
 
 class Rejected(Exception):

@@ -176,13 +176,17 @@ def _finish(producer: Producer, topic: str, rejected_topic: str | None, refused:
     return sent
 
 
+# the fields a reader's rejection keeps besides the record's names (`readers._response`, `readers._revisit`)
+_READER_DETAILS = ("http_status", "refers_to", "refers_to_url", "refers_to_date")
+
+
 def reader_rejection(raw: RawRecord, names: dict[str, Any]) -> tuple[bytes, list[tuple[str, bytes]]]:
     """The rejected output of a record its reader could not take (what names it, and why) and its headers."""
     assert raw.rejection is not None
     reason, detail = raw.rejection
     record = {k: v for k, v in names.items() if k != "origin"}
-    if raw.fields is not None and "http_status" in raw.fields:
-        record["http_status"] = raw.fields["http_status"]
+    if raw.fields is not None:  # what the reader knew of why: a response's status, the capture a revisit repeats
+        record.update({k: raw.fields[k] for k in _READER_DETAILS if k in raw.fields})
     dedup = Rejection(reason.value, detail, f"feed:{raw.origin}").as_dict()
     return orjson.dumps({**record, "dedup": dedup}), outcome_headers(dedup, f"feed:{raw.origin}")
 
