@@ -272,8 +272,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         if not args.out.is_dir():
-            raise SystemExit(f"streamdedup clusters: {args.out} is not a folder: give --out the folder of a "
-                             "streamdedup dedup run")
+            raise NotADirectoryError(f"{args.out} is not a folder: give --out the folder of a streamdedup dedup run")
         stories = read_folder(args.out).stories()
     else:
         settings = _worker_settings(args)

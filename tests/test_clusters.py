@@ -39,6 +39,12 @@ def test_the_same_events_in_any_order_give_the_same_stories():
         assert shuffled.stories() == stories and len(shuffled) == 2
 
 
+def test_the_clusters_command_names_a_missing_folder_as_every_command_does(tmp_path, capsys):
+    """Before: "streamdedup clusters: ..." and exit 1, where every other command says "streamdedup: error:", exit 2."""
+    assert main(["clusters", "--out", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.startswith(f"streamdedup: error: {tmp_path / 'nowhere'} is not a folder")
+
+
 def test_the_clusters_command_prints_the_stories_of_an_output_folder(tmp_path, capsys):
     pages = [{"id": f"p{i}", "url": f"https://s{i}.example/", "content_type": "text/plain",
               "fetched_at": f"2024-03-01T00:0{i}:00Z",
