@@ -157,8 +157,10 @@ class Stories:
             for name in MEMBER_FIELDS[1:]:
                 if event.get(name) is not None:
                     member[name] = event[name]
-            if member["status"] is None:
-                member["status"] = "unique" if event["type"] == "created" else "duplicate"
+            if member["fetch_time"] is None and event.get("fetched_at") is not None:
+                member["fetch_time"] = event["fetched_at"]  # a `pages.clusters` event names it so
+            if member["status"] is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
+                member["status"] = "duplicate" if event.get("duplicate_of") else "unique"
             named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ())}
             named.discard(None)
             if named:

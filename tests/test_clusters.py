@@ -133,3 +133,37 @@ def test_pages_and_story_names_go_by_the_instant_whatever_the_fetch_time_s_form(
     assert stories.story_of("bridge") == "zoned"
     [merged] = [s for s in stories.stories() if s["cluster_id"] == "zoned"]
     assert [p["id"] for p in merged["pages"]] == ["zoned", "utc", "bridge"]
+
+
+def test_the_cluster_events_topic_gives_the_views_stories_fetch_times_and_statuses(tmp_path):
+    """`streamdedup clusters --topic pages.clusters` (and a ClusterReader on it) folds the events
+    `outputs/kafka.cluster_events` writes: their fetch time is `fetched_at` and they carry no status.
+    Before, every page had no fetch time (so stories were named by id, not by their earliest page)
+    and a revision kept as unique (a `joined` event with `supersedes`) was listed as a duplicate."""
+    from streamdedup.outputs.kafka import cluster_events
+
+    first = make_article(41, paragraphs=4)
+    other = make_article(42, paragraphs=4)
+    pages = [{"id": "b-first", "url": "https://b.example/1", "content": "\n\n".join(other),
+              "fetched_at": "2024-03-01T09:00:00Z"},
+             {"id": "z-first", "url": "https://z.example/1", "content": "\n\n".join(first),
+              "fetched_at": "2024-03-01T08:00:00Z"},
+             {"id": "copy", "url": "https://c.example/1", "content": "\n\n".join(first),
+              "fetched_at": "2024-03-01T10:00:00Z"},
+             {"id": "revised", "url": "https://z.example/1",
+              "content": "\n\n".join([*first, *make_article(43, paragraphs=2)]), "fetched_at": "2024-03-01T11:00:00Z"},
+             {"id": "roundup", "url": "https://r.example/1", "content": "\n\n".join([*other, *first]),
+              "fetched_at": "2024-03-01T12:00:00Z"}]
+    out = tmp_path / "out"
+    assert main(["dedup", str(write_jsonl(tmp_path / "crawl.jsonl", pages)), "--out", str(out), "-q"]) == 0
+    verdicts = [orjson.loads(line) for line in (out / "verdicts.jsonl").read_bytes().splitlines()]
+    assert verdicts[3]["dedup"]["status"] == "unique" and verdicts[3]["dedup"]["supersedes"]
+    view = [orjson.loads(line) for line in (out / "clusters.jsonl").read_bytes().splitlines()]
+    by_id = {p["id"]: p for p in pages}
+    events = [e for v in verdicts for e in cluster_events(v["dedup"], by_id[v["id"]])]
+    for seed in range(10):
+        folded = Stories()
+        for item in random.Random(seed).sample(events, len(events)):
+            folded.apply(item)
+        assert folded.stories() == view
+
