@@ -187,36 +187,46 @@ class Stories:
     def stories(self) -> list[dict[str, Any]]:
         """The current stories, by name, each with its pages in the order they were fetched.
 
-        By fetch time; pages of one fetch time (re-fetches without one: a polled live page) after
-        every earlier page their verdicts name (duplicate_of, supersedes, related_to), which is
-        the order they were judged in; then by id."""
+        By fetch time; pages of one fetch time after every earlier page their verdicts name
+        (duplicate_of, supersedes, related_to), which is the order they were judged in; then by id.
+        A page without a fetch time (a polled live page) comes after the pages its verdict names."""
         groups: dict[str, list[dict[str, Any]]] = {}
         for page_id, member in self.pages.items():
             groups.setdefault(self.story_of(page_id), []).append(member)
-        after = self._links_before()
+        place = self._places()
         return [{"cluster_id": name, "size": len(members),
-                 "pages": sorted(members, key=lambda m: (when(m["fetch_time"]), after[m["id"]], m["id"]))}
+                 "pages": sorted(members, key=lambda m: (*place[m["id"]], m["id"]))}
                 for name, members in sorted(groups.items())]
 
-    def _links_before(self) -> dict[str, int]:
-        """Each page's longest chain of earlier pages its verdict named, in pages this view holds."""
+    def _places(self) -> dict[str, tuple[tuple[int, float, str], int]]:
+        """Each page's place in its story: its fetch time, then its longest chain of named pages.
+
+        The chain: the earlier pages its verdict named, in pages this view holds. A page without
+        a fetch time takes the latest of the pages it names (a polled page after the fetch it
+        repeats or revises), so it comes after them however they are dated. Walked in page id order
+        (the names of a page sorted too), so named pages that name each other in a cycle (verdicts
+        of several workers) place the same whatever order the events came in."""
         depth: dict[str, int] = {}
-        for start in self.pages:
+        time: dict[str, tuple[int, float, str]] = {}
+        for start in sorted(self.pages):
             if start in depth:
                 continue
             stack, open_ = [start], {start}
             while stack:  # depth-first without recursion: a live page polled 10,000 times is one chain
                 page = stack[-1]
-                names = [n for n in self._names.get(page, ()) if n in self.pages]
+                names = sorted(n for n in self._names.get(page, ()) if n in self.pages)
                 todo = [n for n in names if n not in depth and n not in open_]
                 if todo:
                     stack.extend(todo)
                     open_.update(todo)
                     continue
                 depth[page] = 1 + max((depth.get(n, -1) for n in names), default=-1)
+                fetched = self.pages[page]["fetch_time"]
+                time[page] = when(fetched) if fetched is not None else max(
+                    (time[n] for n in names if n in time), default=when(None))
                 stack.pop()
                 open_.discard(page)
-        return depth
+        return {page: (time[page], depth[page]) for page in depth}
 
     def __len__(self) -> int:
         return len({self._root(page_id) for page_id in self.pages})

@@ -167,3 +167,19 @@ def test_the_cluster_events_topic_gives_the_views_stories_fetch_times_and_status
             folded.apply(item)
         assert folded.stories() == view
 
+
+def test_a_polled_page_without_a_fetch_time_comes_after_the_dated_page_it_repeats():
+    """A story of dated pages and an undated re-fetch (a crawler polling the page sends no time):
+    the re-fetch names the page it repeats and is listed after it, as news-feed.md says. Before,
+    it came first in its story, before the page it is a duplicate of."""
+    events = [event("created", "a", "a", 1), event("joined", "b", "a", 2, duplicate_of="a"),
+              {"type": "joined", "page_id": "poll", "cluster_id": "a", "duplicate_of": "a", "fetch_time": None,
+               "status": "duplicate"},
+              {"type": "joined", "page_id": "poll2", "cluster_id": "a", "duplicate_of": "poll", "fetch_time": None,
+               "status": "duplicate"},
+              event("joined", "c", "a", 3, duplicate_of="a")]
+    for seed in range(10):
+        stories = Stories()
+        for item in random.Random(seed).sample(events, len(events)):
+            stories.apply(item)
+        assert [p["id"] for p in stories.stories()[0]["pages"]] == ["a", "poll", "poll2", "b", "c"]
