@@ -27,6 +27,7 @@ from streamdedup.extras import MissingExtra, check_extra
 from streamdedup.fingerprints.registry import METHODS
 
 if TYPE_CHECKING:  # imported where used: `streamdedup dedup` needs no Kafka client
+    from streamdedup.config import DetectorConfig
     from streamdedup.runtime.settings import WorkerSettings
 
 SAMPLE_CRAWL = Path(__file__).parent / "data" / "sample_crawl.jsonl.gz"
@@ -226,14 +227,33 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
 
 def cmd_faust(args: argparse.Namespace) -> int:
+    from streamdedup.fingerprinter import Fingerprinter
+    from streamdedup.runtime.worker.state_lock import StateInUse, lock_state_dir
+
+    config = detector_config(args)
+    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
+                                worker_id=args.worker_id)
+    # the app builds its detectors at a partition's first record: a method parameter that does not
+    # exist is refused here, in one line, not there in a traceback with the group joined
+    Fingerprinter(config)
+    try:  # as the worker's: before joining the group, a second app on this --state stops alone (state_lock.py)
+        state_lock = lock_state_dir(Path(settings.state_dir))
+    except StateInUse as err:
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
+    try:
+        return _run_faust(args, settings, config)
+    finally:  # on every path: main() may be called again in this process
+        os.close(state_lock)
+
+
+def _run_faust(args: argparse.Namespace, settings: WorkerSettings, config: DetectorConfig) -> int:
+    """The Faust app of `cmd_faust`, its --state held: the topics, then the app until it stops."""
     from dataclasses import replace
 
     from streamdedup.runtime.faust_app import JOURNAL_KEEP, StartedOver, create_app, partitions_started_over
     from streamdedup.runtime.topics import ensure_topics
 
-    config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
-                                worker_id=args.worker_id)
     reach_broker(settings, args.connect_timeout)
     # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
     ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)

@@ -394,3 +394,33 @@ def test_a_topic_created_again_under_a_running_app_refused_stops_it_in_one_line(
     assert returncode == 2 and len(errors) == 1, text[-3000:]
     assert f"{settings.topics.pages}[0] started over" in errors[0] and "--on-topic-reset restart" in errors[0]
     assert set(outcomes(settings, len(old), timeout_s=30)) == {r["url"].encode() for r in old}
+
+
+def test_a_second_app_on_a_running_apps_state_directory_stops_alone_in_one_line(tmp_path):
+    """Two `streamdedup faust` on one --state (the default worker id comes from it, so one static
+    member id): before, the second joined the group and the two took the member's place from each
+    other every few seconds, neither stopping. Now, as the worker, it takes the directory first and
+    stops there, naming the holder; a broker is not even asked (none answers at this address)."""
+    from streamdedup.runtime.worker.state_lock import lock_state_dir
+
+    held = lock_state_dir(tmp_path / "fs")  # the running app: a lock held by another process
+    try:
+        refused = subprocess.run([sys.executable, "-m", "streamdedup", "faust", "--state", str(tmp_path / "fs"),
+                                  "--bootstrap-servers", "127.0.0.1:9", "--connect-timeout", "1"],
+                                 capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        os.close(held)
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith(f"streamdedup: error: the state directory {tmp_path / 'fs'} is in use"), line
+
+
+def test_a_method_parameter_that_does_not_exist_stops_the_app_before_it_starts(tmp_path):
+    """Before, the app started, joined its group and died at its first record with a traceback
+    (exit 1: "minhash has no parameter 'nope'"), as it builds its detectors there."""
+    refused = subprocess.run([sys.executable, "-m", "streamdedup", "faust", "--state", str(tmp_path / "fs"),
+                              "--param", "minhash.nope=3", "--bootstrap-servers", "127.0.0.1:9",
+                              "--connect-timeout", "1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("streamdedup: error: minhash has no parameter 'nope'"), line
