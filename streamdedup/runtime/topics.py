@@ -80,7 +80,23 @@ def ensure_topics(settings: WorkerSettings, timeout: float = 15.0) -> dict[str, 
     topics = admin.list_topics(timeout=timeout).topics
     counts = {name: len(topics[name].partitions) for name in names if name in topics}
     for name, count in counts.items():
-        if name in existing and name != settings.topics.settings and count != settings.partitions:
+        # more partitions than the settings ask for (topics made by `topics create` with their own
+        # STREAMDEDUP_PARTITIONS, or by an operator) is no problem: the workers use every one
+        if name not in existing or name == settings.topics.settings or count >= settings.partitions:
+            continue
+        if name in settings.topics.internal:  # its count routes every index key: never to be changed under data
+            log.warning("topic %s has %d partitions, not the %d of the settings (partitions): at most %d workers "
+                        "share its step. Do not add partitions to it once it holds data (the index keys are routed "
+                        "by its count: docs/scaleout.md); for more, start on new internal topics "
+                        "(STREAMDEDUP_TOPIC_INDEX, STREAMDEDUP_TOPIC_PARTS), a new group and new stores",
+                        name, count, settings.partitions, count)
+        elif name == settings.topics.pages and settings.topology == "local":  # a store a partition (and Faust)
+            log.warning("topic %s has %d partitions, not the %d of the settings (partitions): at most %d workers "
+                        "share it. Do not add partitions to it once it holds data: in the local topology each "
+                        "partition's store holds the pages its keys sent there, and a key routed elsewhere would "
+                        "miss its earlier copies; for more, use the global topology (docs/scaleout.md), or a new "
+                        "pages topic, group and stores", name, count, settings.partitions, count)
+        else:
             log.warning("topic %s has %d partitions, not the %d of the settings (partitions): an existing topic keeps "
                         "its own; to spread the work over %d, add partitions to it (kafka-topics.sh --alter "
                         "--partitions) before the workers start, or create it again", name, count,
