@@ -542,6 +542,15 @@ def _resume_hint(args: argparse.Namespace) -> str:
     return f"; run {again} to finish it: the records written to {args.out} stand and the rest are decided once"
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit meets no closed pipe (Python's docs, "SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (a test's): nothing to flush
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["devset"]:  # its own parser: streamdedup/evaluate/construct.py
@@ -562,6 +571,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader of our output stopped (`clusters | head`): nothing more to say
+        _quiet_stdout()
+        return 0
     except KeyboardInterrupt:  # Ctrl-C is the user's: one line, not the traceback of whichever thread held a page
         lead = "\n" if sys.stderr.isatty() else ""  # after a progress bar's line
         print(f"{lead}streamdedup: interrupted{_resume_hint(args)}", file=sys.stderr)

@@ -713,6 +713,31 @@ def test_feed_refuses_a_rate_not_above_zero(capsys):
     assert ended.value.code == 2 and "pages a second above 0" in capsys.readouterr().err
 
 
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path, capsys, monkeypatch):
+    """`streamdedup clusters --out o | head -1` ended in "streamdedup: error: [Errno 32] Broken pipe"."""
+    crawl = write_jsonl(tmp_path / "c.jsonl", [page(f"https://a.example/{n}", f"words of page number {n} here")
+                                               for n in range(3)])
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "-q"]) == 0
+    capsys.readouterr()
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert main(["clusters", "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_state_folder_that_is_a_file_is_named_as_one(tmp_path):
+    """`faust --state FILE` (and the worker) said only "[Errno 17] File exists"."""
+    from streamdedup.runtime.worker.state_lock import lock_state_dir
+
+    (tmp_path / "state").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file: give --state a folder"):
+        lock_state_dir(tmp_path / "state")
+
+
 def test_store_commands_on_a_workers_state_folder(tmp_path, capsys):
     """A worker keeps a store a partition (pages-0: a page store; pages-1: a fingerprint stage's site
     templates); `store info` on the folder read none of them."""

@@ -26,6 +26,8 @@ class StateInUse(WorkerStopped):
 
 def lock_state_dir(state_dir: Path) -> int:
     """Take the state directory for this process; its lock file's descriptor (closing it releases the lock)."""
+    if state_dir.exists() and not state_dir.is_dir():  # mkdir would say only "[Errno 17] File exists"
+        raise NotADirectoryError(f"--state {state_dir} is a file: give --state a folder (it is created if missing)")
     state_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
