@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +185,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_feed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from streamdedup.record.readers import RawRecord, check_inputs, read_inputs
+    from streamdedup.record.readers import check_inputs, read_inputs
     from streamdedup.runtime.feed import FeedFailed, feed
     from streamdedup.runtime.topics import ensure_topics, topic_exists
 
@@ -201,28 +201,22 @@ def cmd_feed(args: argparse.Namespace) -> int:
               f"reads it: leave out --topic to feed the workers' pages topic ({settings.topics.pages!r}), or create "
               f"{topic!r} first and run the workers with STREAMDEDUP_TOPIC_PAGES={topic}", file=sys.stderr)
         return 2
-    by_reader: list[str] = []  # records the reader rejected (a WARC response not 2xx, a cut file): sent as rejections
-
-    def counted(raws: Iterator[RawRecord]) -> Iterator[RawRecord]:
-        for raw in raws:
-            if raw.rejection is not None:
-                by_reader.append(raw.rejection[0].value)
-            yield raw
-
-    records = tqdm(counted(read_inputs(args.inputs)), unit="page", desc="feed", disable=None, file=sys.stderr)
+    records = tqdm(read_inputs(args.inputs), unit="page", desc="feed", disable=None, file=sys.stderr)
     refused: list[dict] = []
+    by_reader: Counter[str] = Counter()  # records the reader rejected (a WARC response not 2xx, a cut file)
     try:
         sent = feed(records, settings.client(), topic, args.rate,
-                    rejected_topic=settings.topics.rejected, refused=refused)
+                    rejected_topic=settings.topics.rejected, refused=refused, by_reader=by_reader)
     except FeedFailed as err:
         print(f"streamdedup: error: {err}", file=sys.stderr)
         return 2
-    reasons = ", ".join(f"{reason} {count}" for reason, count in Counter(by_reader).items())
-    print(f"sent {sent - len(refused) - len(by_reader)} pages to {topic} on {settings.bootstrap_servers}"
+    reasons = ", ".join(f"{reason} {count}" for reason, count in by_reader.items())
+    rejected = by_reader.total()
+    print(f"sent {sent - len(refused) - rejected} pages to {topic} on {settings.bootstrap_servers}"
           + (f"; {len(refused)} too large for the broker went to {settings.topics.rejected} as too_large_for_broker"
              if refused else "")
-          + (f"; {len(by_reader)} the reader rejected ({reasons}) went to {settings.topics.rejected}"
-             if by_reader else ""))
+          + (f"; {rejected} the reader rejected ({reasons}) went to {settings.topics.rejected}"
+             if rejected else ""))
     return 0
 
 

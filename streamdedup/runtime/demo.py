@@ -11,7 +11,6 @@ import itertools
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -19,7 +18,7 @@ from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.record.readers import RawRecord, read_input
+from streamdedup.record.readers import read_input
 from streamdedup.runtime.broker import EmbeddedBroker
 from streamdedup.runtime.feed import feed
 from streamdedup.runtime.settings import WorkerSettings
@@ -72,20 +71,15 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
         settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, state_dir=base / "state",
                                   group_id="streamdedup-demo", worker_id="demo")
         print(f"2/5 broker (noida-db) up on {broker.bootstrap_servers}; topics: {ensure_topics(settings)}")
-        by_reader: list[RawRecord] = []  # records the reader rejected (a WARC's 404): `feed` sends them as rejected
-
-        def counted(raws: Iterator[RawRecord]) -> Iterator[RawRecord]:
-            for raw in raws:
-                if raw.rejection is not None:
-                    by_reader.append(raw)
-                yield raw
-
-        sent = feed(counted(read_input(str(crawl))), settings.client(), settings.topics.pages,
-                    rejected_topic=settings.topics.rejected)
+        by_reader: Counter[str] = Counter()  # records the reader rejected (a WARC's 404): `feed` sends them rejected
+        sent = feed(read_input(str(crawl)), settings.client(), settings.topics.pages,
+                    rejected_topic=settings.topics.rejected, by_reader=by_reader)
+        rejected_by_reader = by_reader.total()
         print(f"3/5 fed {sent} pages from {crawl.name} into '{settings.topics.pages}'"
-              + (f" ({len(by_reader)} the reader rejected into '{settings.topics.rejected}')" if by_reader else ""))
+              + (f" ({rejected_by_reader} the reader rejected into '{settings.topics.rejected}')"
+                 if rejected_by_reader else ""))
         started = time.monotonic()
-        stats = Worker(settings, config).run(idle_timeout_s=15, stop_after=sent - len(by_reader))
+        stats = Worker(settings, config).run(idle_timeout_s=15, stop_after=sent - rejected_by_reader)
         elapsed = time.monotonic() - started
         print(f"4/5 worker decided {stats.decided} pages in {elapsed:.1f} s ({stats.decided / elapsed:.1f} pages/s, "
               f"including its start and the group join; {settings.topology} topology)")
@@ -93,7 +87,7 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
         counts = {name: stats.produced.get(topic, 0) for name, topic in
                   (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected),
                    ("cluster events", t.clusters))}
-        counts["rejected"] += len(by_reader)
+        counts["rejected"] += rejected_by_reader
         rejected = read_all(settings, t.rejected, counts["rejected"])
         reasons = Counter(dict(m.headers() or [])["dedup.reason"].decode() for m in rejected)
         events = [orjson.loads(m.value()) for m in read_all(settings, t.clusters, counts["cluster events"])]

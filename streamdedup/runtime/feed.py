@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -68,11 +69,14 @@ def described(raw: RawRecord) -> tuple[bytes | None, bytes, dict[str, Any]]:
 
 
 def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | None = None,
-         rejected_topic: str | None = None, refused: list[dict[str, Any]] | None = None) -> int:
+         rejected_topic: str | None = None, refused: list[dict[str, Any]] | None = None,
+         by_reader: Counter[str] | None = None) -> int:
     """Send the records.
 
     Returns how many reached a topic (`topic`, or `rejected_topic` as too_large_for_broker stubs,
-    which are also appended to `refused`). Raises FeedFailed if any record reached none."""
+    which are also appended to `refused`). The records the reader rejected (a WARC's 404, a cut
+    file) go to `rejected_topic` as their rejections, counted by reason in `by_reader`. Raises
+    FeedFailed if any record reached none."""
     producer = Producer({**client, "enable.idempotence": True, "linger.ms": 10, **producer_settings()})
     failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]] = []
     # the records sent and not acknowledged yet (input index -> origin), and how many were read and acknowledged
@@ -82,7 +86,7 @@ def feed(records: Iterable[RawRecord], client: dict, topic: str, rate: float | N
     started = time.monotonic()
     try:
         for raw in records:
-            sent += _send_one(producer, raw, topic, rejected_topic, failed, unacked, counts)
+            sent += _send_one(producer, raw, topic, rejected_topic, failed, unacked, counts, by_reader)
             if rate:
                 ahead = sent / rate - (time.monotonic() - started)
                 if ahead > 0:
@@ -110,13 +114,15 @@ def _stopped_at(why: str, topic: str, unacked: dict[int, str], counts: list[int]
 
 def _send_one(producer: Producer, raw: RawRecord, topic: str, rejected_topic: str | None,
               failed: list[tuple[dict[str, Any], bytes | None, int, KafkaError]], unacked: dict[int, str],
-              counts: list[int]) -> int:
-    """Produce one record (to `topic`, or its reader's rejection to `rejected_topic`); 1."""
+              counts: list[int], by_reader: Counter[str] | None = None) -> int:
+    """Produce one record (to `topic`, or its reader's rejection to `rejected_topic`, counted in `by_reader`); 1."""
     key, value, names = described(raw)
     topic_of_record, headers = topic, None
     if raw.rejection is not None and rejected_topic is not None:
         value, headers = reader_rejection(raw, names)
         topic_of_record = rejected_topic
+        if by_reader is not None:
+            by_reader[raw.rejection[0].value] += 1
         log.info("%s rejected by the reader (%s): sent to %s", names.get("url") or raw.origin,
                  raw.rejection[0].value, rejected_topic)
 
