@@ -226,3 +226,51 @@ def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_briefs_from_a_box
         assert all(o.get("reason") != "template_only" for o in outcomes), (known, outcomes)
         assert [o["status"] for o in outcomes] == ["unique"] * 8, (known, outcomes)  # no brief a duplicate of another
         assert counts["relearned"] >= 1 and counts["fallback"] >= RELEARN_AFTER, (known, counts)
+
+
+def _discussion_page(title: str, body: str, comments: list[str], attrs: str = "") -> str:
+    """A page of the host: its article in `div.article-body`, then a reader discussion box."""
+    cards = "".join(f"<div class='c'><b>reader{i}</b><p>{p}</p></div>" for i, p in enumerate(comments))
+    return (f"<html><head><title>{title}</title></head><body><header><nav><a href='/world'>world</a> "
+            f"<a href='/sport'>sport</a></nav></header><div id='page'><h1>{title}</h1>{body}"
+            f"<div class='discussion'{attrs}><h3>Reader discussion</h3>{cards}</div></div>"
+            f"<footer><p>Copyright News Example.</p></footer></body></html>")
+
+
+def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_their_comments(tmp_path):
+    """Five pages a user publishes on a news host, each his text in the host's reader discussion box
+    marked `role=article` (which `fast` takes), warm the host's learned layout on
+    `div.discussion` (the attribute that made `fast` take it is not in the selector). Before: a
+    learned read of 3,000 characters or more stood without `fast`'s container search, so the host's
+    articles whose comments were that long were read from their comments: an unrelated old story
+    pasted there made two real articles its duplicates, in its cluster, and their copies on
+    another site were not found. Now a learned read stands only where `fast`'s container is the
+    same, or holds it or is inside it (a fallback otherwise), however long the read."""
+    from streamdedup.clean.fast_extract import fast_texts
+    from streamdedup.clean.learned_layout import SiteLayout, learned_texts
+
+    site, old = "news.example", make_article(500, 6)
+
+    def article(seed: int, comments: list[str]) -> str:
+        body = "<div class='article-body'>" + "".join(f"<p>{p}</p>" for p in make_article(seed, 6)) + "</div>"
+        return _discussion_page(f"Story {seed}", body, comments)
+
+    crafted = [_discussion_page(f"mallory {k}", "", make_article(700 + k, 4), " role='article'") for k in range(5)]
+    layout = SiteLayout()
+    for html in [article(100 + s, ["Great piece, thanks."]) for s in range(4)] + crafted:
+        layout.observe(learned_texts(html, layout.request(), visible=True).layout)
+    assert layout.warm and "discussion" in layout.selector  # the attack warms the host (it still can)
+    victim = article(200, old)
+    assert len("".join(old)) >= 3000  # a read `fast`'s own bound would have let stand
+    assert learned_texts(victim, layout.request(), visible=True).main == fast_texts(victim, visible=False).main
+
+    html = [*(article(100 + s, ["Great piece, thanks."]) for s in range(4)), wrap_in_template(old, "other.example"),
+            *crafted, victim, article(203, old), wrap_in_template(make_article(200, 6), "wire.example")]
+    urls = [*(f"https://{site}/2024/story-{s}" for s in range(4)), "https://other.example/x",
+            *(f"https://{site}/user/mallory/{k}" for k in range(5)), f"https://{site}/2024/victim1",
+            f"https://{site}/2024/victim2", "https://wire.example/victim1"]
+    pages = [page(url, h, f"2024-03-01T00:{i:02d}:00Z", content_type="text/html")
+             for i, (url, h) in enumerate(zip(urls, html, strict=True))]
+    outcomes = [o.dedup for o in run_records(pages, tmp_path)]
+    assert [o["status"] for o in outcomes[-3:-1]] == ["unique", "unique"], outcomes[-3:-1]
+    assert outcomes[-1]["status"] == "duplicate" and outcomes[-1]["duplicate_of"] == outcomes[-3]["id"], outcomes[-1]

@@ -93,8 +93,8 @@ MAX_SELECTOR_BYTES = 512  # a longer selector is not learned (bounded per site)
 # rescue (web dev: a short update whose container also held a "latest posts" list)
 SHARE_SLACK = 2
 _COVERS = int(1000 * SMALL_EXTRACTION_SHARE)
-# A learned read under 3,000 characters stands unless `fast`'s own container holds more than this
-# many times its text (`fast_would_read_it`): on site dev+test `fast`'s container held at most
+# A learned read inside `fast`'s own container (or holding it) stands unless that container holds
+# more than this many times its text (`fast_would_read_it`): on site dev+test `fast`'s container held at most
 # 1.06 times the learned text where it covered enough (2,162 against 2,298 characters: a heading),
 # a lead box or a newsletter box in an article holds a third or less of it
 FAST_HOLDS_MORE = 1.5
@@ -214,33 +214,50 @@ def plausible(text: str, page_text: str, share: int) -> bool:
 
 
 def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | None = None) -> bool:
-    """Whether `fast` would not read more of this page than a learned read of it (`text`) holds.
+    """Whether `fast` would not read more of this page, or other text, than a learned read of it (`text`) holds.
 
-    A read of 3,000 characters or more is the article by `fast`'s own bound, and one of two thirds
-    of the page's visible text leaves no container room to hold more. Any other is held
-    to `fast`'s container search: where `fast`'s container covers little too, `fast` would
-    rescue the page, and the learned container stands in for the rescue (a site's briefs); else its
-    container must not hold more than `FAST_HOLDS_MORE` times the learned text (a read below `fast`'s
-    bound must not stand against one above it at all). The site's own pages teach it `fast`'s
+    Held to `fast`'s container search on every page: the site's own pages teach it `fast`'s
     container, so on them the two are the same element; the pages an attacker publishes on the
-    host can teach it any box he names (rescued from it), and the host's articles were read from
-    the box of that name they hold: a lead, a newsletter box every article shows.
+    host can teach it any box he names, and the host's articles were then read from the box of that
+    name they hold: a lead, a newsletter box every article shows (part of the article), or a reader
+    discussion box of 3,000 characters or more (other text: the article was judged on its comments,
+    a duplicate of the text pasted there). So a learned read stands where `fast`'s container search
+    finds the same elements; or one of the two holds the other (`_nested`) and `fast`'s container
+    holds no more than `FAST_HOLDS_MORE` times the learned text (a read that covers little must not
+    stand against one that does not); or `fast`'s container covers little, where `fast` would
+    rescue the page and the learned container stands in for the rescue (a site's briefs: the
+    rescued text is anywhere on the page).
 
     `read`: the elements `text` was read from (`container_text`), if the caller has them: where
     `fast`'s container search finds those same elements, `fast` would read `text` itself, and the
-    answer is yes without the main-text pass over them that the tests below would make again
-    (~0.25 ms; each test below then holds: `fast`'s text is `text`)."""
-    if len(text) >= SMALL_EXTRACTION_CHARS or FAST_HOLDS_MORE * len(text) >= len(page_text()):
-        return True  # (no container holds more than the page's visible text: no search needed)
-    blocks = _containers(tree.body)  # (~0.3 ms; their main text, ~0.25 ms more, only where their raw text is longer)
+    answer is yes without a main-text pass over them (~0.25 ms)."""
+    blocks = _containers(tree.body)  # (~0.1-0.3 ms; their main text, ~0.25 ms more, only where the tests below ask)
     if read and len(blocks) == len(read) and all(a == b for a, b in zip(blocks, read, strict=True)):
         return True
-    if blocks and sum(len(block.text) for block in blocks) <= FAST_HOLDS_MORE * len(text):
+    # each element read is `fast`'s container, holds one of its elements or is inside one: a read
+    # whose first element is nested so but whose others are beside it elsewhere (the comments after
+    # the article) is not what `fast` would read
+    nested = not read or not blocks or all(any(_nested(one, other) for other in blocks) for one in read)
+    if nested and blocks and sum(len(block.text) for block in blocks) <= FAST_HOLDS_MORE * len(text):
         return True
     steered = container_text(blocks) if blocks else main_content_text(tree, DISCARD_SELECTORS)
     if covers_little(steered, page_text):
         return True
-    return not covers_little(text, page_text) and len(steered) <= FAST_HOLDS_MORE * len(text)
+    return nested and not covers_little(text, page_text) and len(steered) <= FAST_HOLDS_MORE * len(text)
+
+
+def _nested(one: Any, other: Any) -> bool:
+    """Whether one of two elements is the other or holds it."""
+    return _holds(one, other) or _holds(other, one)
+
+
+def _holds(outer: Any, node: Any) -> bool:
+    """Whether `outer` is `node` or one of its ancestors."""
+    while node is not None:
+        if node == outer:
+            return True
+        node = node.parent
+    return False
 
 
 def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: str) -> str:

@@ -139,3 +139,24 @@ def test_a_read_that_left_the_page_without_its_own_text_counts_as_a_failure_of_t
     assert events == ["fallback"] * (RELEARN_AFTER - 1) + ["relearned"]
     assert layout.selector == "article" and layout.streak == 1 and not layout.warm
     assert layout.brief == "article" and not layout.brief_warm  # the box dropped, the rescues teach anew
+
+
+def test_a_learned_read_holding_the_article_and_a_box_beside_it_does_not_stand():
+    """A selector an attacker taught (`div.box`) whose first match holds the article's container and
+    whose second, beside it, holds the comments: the read held `fast`'s text and more, so it stood
+    (`fast`'s container holds less than 1.5 times it), and the page was judged on its comments too.
+    Now every element read must be `fast`'s, hold one of its, or be inside one."""
+    from resiliparse.parse.html import HTMLTree
+
+    from streamdedup.clean.learned_layout import container_text, fast_would_read_it
+    from streamdedup.clean.page_text import extract_all_text
+
+    article = "".join(f"<p>{p}</p>" for p in make_article(3, 3))
+    comments = "".join(f"<p>{p}</p>" for p in make_article(4, 3))
+    html = (f"<html><body><div id='page'><div class='box'><h1>T</h1><div class='article-body'>{article}</div></div>"
+            f"<div class='box'><h3>Comments</h3>{comments}</div></div></body></html>")
+    tree = HTMLTree.parse(html)
+    read = containers(tree, 'div[class~="box"]')
+    assert len(read) == 2
+    assert not fast_would_read_it(container_text(read), tree, lambda: extract_all_text(tree), read)
+    assert fast_would_read_it(container_text(read[:1]), tree, lambda: extract_all_text(tree), read[:1])
