@@ -92,6 +92,31 @@ def test_an_undated_url_added_again_is_judged(tmp_path: Path) -> None:
         assert isinstance(later, Verdict) and later.status == "duplicate", later
 
 
+def test_sessions_and_dedup_jobs_of_one_store_number_their_undated_pages_from_one_count(tmp_path: Path) -> None:
+    """A Deduplicator takes the store's next number, as a `streamdedup dedup` job does
+    (store/sessions.py): an undated fetch is judged in any of them, and a new store gives the ids
+    it gave before (a random token each session did not)."""
+    from streamdedup.api.file_mode import dedup_files
+
+    page, url = f"<html><body><article><p>{TEXT} {TEXT}</p></article></body></html>", "https://news.example/library"
+    fresh = []
+    for _ in range(2):
+        with Deduplicator() as dedup:
+            fresh.append(dedup.add(page, url=url))
+    assert fresh[0] == fresh[1]
+    state, crawl = tmp_path / "state", tmp_path / "crawl.jsonl"
+    with Deduplicator(state=state) as dedup:
+        first = dedup.add(page, url=url)
+    crawl.write_text(json.dumps({"url": url, "content": page}) + "\n")
+    dedup_files(crawl, tmp_path / "out", state=state)
+    (filed,) = [json.loads(line)["dedup"] for line in (tmp_path / "out" / "duplicates.jsonl").read_text().splitlines()]
+    assert filed["duplicate_of"] == first.page_id
+    with Deduplicator(state=state) as dedup:
+        later = dedup.add(page, url=url)
+        assert isinstance(later, Verdict) and later.duplicate_of == first.page_id, later
+    assert len({first.page_id, filed["id"], later.page_id}) == 3
+
+
 def test_a_single_item_given_as_the_list_is_refused() -> None:
     """add_many(text) iterated the text: each letter judged as a page (88 rejections), no error."""
     with Deduplicator() as dedup:

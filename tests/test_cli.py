@@ -548,6 +548,7 @@ def test_a_ledger_reads_the_jobs_of_earlier_and_later_versions():
     old = Ledger.decode(json.dumps({"version": 1, "lengths": {}, "tally": tally, "jobs": [
         {"inputs": ["/a"], "policy": ["p", "q"], "consumed": 2, "digest": "d", "done": True}]}).encode())
     assert old.jobs[0].warc_records == 1  # a job of a version that read WARC responses only
+    assert old.jobs[0].number is None  # numbered by its place in its ledger, as it was
     later = Ledger.decode(json.dumps({"version": 1, "lengths": {}, "tally": tally, "jobs": [
         {"inputs": ["/a"], "policy": ["p", "q"], "warc_records": 2, "a_later_field": 1}]}).encode())
     assert later.jobs[0].warc_records == 2

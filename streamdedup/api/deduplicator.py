@@ -29,6 +29,7 @@ from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Outcome
 from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
+from streamdedup.store.sessions import take_session
 from streamdedup.verdict.contract import Rejection, Verdict
 
 Item = str | Mapping[str, Any]
@@ -54,9 +55,14 @@ class Deduplicator:
             self._remove_temporary()
             raise
         self._count = 0
-        # the place of an item among all a store was ever given (`RawRecord.position`): an undated
-        # page is told apart from another fetch of its url by it, also after the store is reopened
-        self._session = uuid.uuid4().hex
+        try:
+            # the place of an item among all a store was ever given (`RawRecord.position`): an undated
+            # page is told apart from another fetch of its url by it, also after the store is reopened
+            # or shared with `streamdedup dedup` jobs, which take their numbers from the same count
+            self._session = take_session(self._detector.store)
+        except BaseException:
+            _close(self._detector, self._temporary)
+            raise
         # a temporary store not closed is still removed when the object goes
         self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary)
 

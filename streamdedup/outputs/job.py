@@ -46,9 +46,11 @@ import xxhash
 
 from streamdedup.outputs.files import FILES, Tally, check_lengths, existing_outputs, sync_directory
 from streamdedup.record.readers import WARC_RECORDS, RawRecord
+from streamdedup.store.sessions import count_session, last_session
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, foreign_files
 
-LEDGER_VERSION = 2  # 2: a job keeps which WARC records it reads (`Job.warc_records`)
+# 2: a job keeps which WARC records it reads (`Job.warc_records`); 3: its number in the store (`Job.number`)
+LEDGER_VERSION = 3
 STDIN = "-"
 JOB_FILE = ".streamdedup-job"  # in --out: the store's meta key of its ledger
 _JOB_KEY = "file_job:"
@@ -71,6 +73,9 @@ class Job:
     # which WARC records its reader reads (`readers.WARC_RECORDS`), kept so that a rerun reads its
     # inputs' records as the job did: a job of a version that read responses only has none (1)
     warc_records: int = 1
+    # its number among the jobs and sessions of its store (`store.sessions`), in its undated pages'
+    # ids; None: a job of a ledger before version 3, numbered by its place in its ledger as it was
+    number: int | None = None
 
     def same_command(self, other: Job) -> bool:
         return self.inputs == other.inputs and self.policy == other.policy
@@ -176,17 +181,14 @@ class FileJob:
         last = self.ledger.jobs[-1] if self.ledger.jobs else None
         new = self.job
         if last is None:
-            self.ledger.jobs.append(new)
-            return read(new.inputs, new.warc_records)
+            return self._new_job(read)
         if not last.same_command(new):
             if not last.done:
                 raise JobRefused(f"{self.out} holds an unfinished run over {_names(last.inputs)} (policy "
                                  f"{last.policy[0]!r}): rerun that command to finish it, or use --fresh to start over")
-            self.ledger.jobs.append(new)
-            return read(new.inputs, new.warc_records)
+            return self._new_job(read)
         if last.done and STDIN in last.inputs:
-            self.ledger.jobs.append(new)
-            return read(new.inputs, new.warc_records)
+            return self._new_job(read)
         records = read(last.inputs, last.warc_records)
         if self._consumed_again(records, last):
             self.job, self.resumed = last, ("finished" if last.done else "unfinished")
@@ -196,17 +198,30 @@ class FileJob:
             source = "stdin" if STDIN in last.inputs else "its inputs"
             raise JobRefused(f"{self.out} holds an unfinished run whose first {last.consumed} records differ from "
                              f"{source} now: give it the same input to finish it, or use --fresh to start over")
-        self.ledger.jobs.append(new)  # the same files, changed: a new job from their start
+        return self._new_job(read)  # the same files, changed: a new job from their start
+
+    def _new_job(self, read: Callable[[list[str], int], Records]) -> Records:
+        """Append this run's job to the ledger, numbered after every job the store has seen, and read its inputs.
+
+        After every session the store counted (`store.sessions`), and after the jobs of ledgers of
+        an earlier version, which count none: each numbered by its place in its ledger, so at most
+        that ledger's count of jobs. The number is committed at `begin`."""
+        placed = max((len(orjson.loads(value)["jobs"]) for _, value in self.store.metas(_JOB_KEY)), default=0)
+        new = self.job
+        new.number = max(last_session(self.store), placed) + 1
+        self.ledger.jobs.append(new)
         return read(new.inputs, new.warc_records)
 
     def positioned(self, records: Records) -> Records:
         """The records with their place in this job (`RawRecord.position`).
 
-        The job's number in the store's ledger and the record's number in the job, counted on from
-        the records it consumed before (a rerun after a crash gives each record the place, so the
-        page id, it had; a new job, `--append` of the same file, new places: an undated page is
-        judged again)."""
-        number = next(i for i, job in enumerate(self.ledger.jobs, start=1) if job is self.job)
+        The job's number in the store (`Job.number`; of an earlier version's job, its place in its
+        ledger) and the record's number in the job, counted on from the records it consumed before
+        (a rerun after a crash gives each record the place, so the page id, it had; any other job,
+        into this --out or another one, new places: an undated page is judged again)."""
+        number = self.job.number
+        if number is None:
+            number = next(i for i, job in enumerate(self.ledger.jobs, start=1) if job is self.job)
         for count, raw in enumerate(records, start=self.job.consumed + 1):
             raw.position = f"job {number}:#{count}"
             yield raw
@@ -237,7 +252,11 @@ class FileJob:
             os.replace(written, named)
             sync_directory(self.out)
         self.job.done = False
-        self._commit()
+        batch = self.store.batch()
+        if self.job.number is not None and self.job.number > last_session(self.store):  # a new job's number
+            count_session(batch, self.job.number)
+        batch.set_meta(self.key, self.ledger.encode())
+        batch.commit()
 
     def stage(self, batch: StoreBatch, records: list[RawRecord], lengths: dict[str, int], tally: Tally) -> None:
         """Record a batch's progress in its store batch: committed with its pages, atomically."""

@@ -1,8 +1,12 @@
 """Re-crawls without a fetch time in file mode: every fetch of a url is judged, none is a
-`duplicate_id`; the ids are the same when a killed run is finished by a rerun."""
+`duplicate_id`, also in a later run into another --out that shares the store; the ids are the
+same when a killed run is finished by a rerun, also a run of a ledger of an earlier version."""
 
 from __future__ import annotations
 
+import io
+import sys
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import orjson
@@ -11,6 +15,8 @@ from conftest import make_article, write_jsonl
 
 from streamdedup.cli import main
 from streamdedup.detector import Detector
+from streamdedup.outputs.job import FileJob
+from streamdedup.record.readers import RawRecord
 
 OUTPUTS = ("unique.jsonl", "duplicates.jsonl", "rejected.jsonl")
 FEED = "https://news.example/feed"
@@ -96,3 +102,94 @@ def test_a_rerun_after_a_kill_gives_undated_pages_the_ids_of_an_unbroken_run(
         assert not (out / "rejected.jsonl").read_bytes()
     assert {name: (killed / name).read_bytes() for name in OUTPUTS} == {
         name: (whole / name).read_bytes() for name in OUTPUTS}
+
+
+def test_an_undated_refetch_in_a_later_run_into_another_out_that_shares_the_store_is_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each new --out's first job was "job 1" (its place in that --out's ledger), so the url's
+    fetch in the second run had the first one's id: a `duplicate_id`, never judged."""
+    state, timetable, cancelled = tmp_path / "state", text(21), text(22)
+    day1 = write_jsonl(tmp_path / "day1.jsonl", [{"url": FEED, "content": timetable, "n": 0, "job": 1}])
+    day2 = write_jsonl(tmp_path / "day2.jsonl", [{"url": FEED, "content": cancelled, "n": 0, "job": 2},
+                                                 {"url": FEED, "content": timetable, "n": 1, "job": 2}])
+    for data, out in ((day1, "o1"), (day2, "o2")):
+        assert main(["dedup", str(data), "--out", str(tmp_path / out), "--state", str(state), "-q"]) == 0
+    (first,) = by_url(tmp_path / "o1")[FEED]
+    changed, same = by_url(tmp_path / "o2")[FEED]
+    assert changed["status"] == "unique" and changed["id"] != first["id"]
+    assert same["status"] == "duplicate" and same["duplicate_of"] == first["id"]
+    # stdin into a third --out: judged too (the day's first fetch again)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(day1.read_bytes()))))
+    assert main(["dedup", "-", "--out", str(tmp_path / "o3"), "--state", str(state), "-q"]) == 0
+    (again,) = by_url(tmp_path / "o3")[FEED]
+    assert again["status"] == "duplicate" and again["duplicate_of"] == first["id"]
+
+
+def run_killed(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run `command`, killed between its third batch's outputs and their commit."""
+    commit, calls = Detector.commit, []
+
+    def crashing_commit(self: Detector, batch: object) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise Killed
+        commit(self, batch)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as crash:
+        crash.setattr(Detector, "commit", crashing_commit)
+        with pytest.raises(Killed):
+            main(command)
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in OUTPUTS}
+
+
+def test_a_killed_later_job_of_a_shared_store_is_finished_with_the_ids_of_an_unbroken_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [{"url": f"https://feed{i % 3}.example/", "content": text(100 + i // 2)} for i in range(24)]
+    data = write_jsonl(tmp_path / "in.jsonl", records)
+    for store in ("whole", "killed"):
+        state = tmp_path / store / "state"
+        assert main(["dedup", str(data), "--out", str(tmp_path / store / "o1"), "--state", str(state), "-q"]) == 0
+    assert main(["dedup", str(data), "--out", str(tmp_path / "whole" / "o2"), "--state",
+                 str(tmp_path / "whole" / "state"), "-q", "--batch-size", "5"]) == 0
+    command = ["dedup", str(data), "--out", str(tmp_path / "killed" / "o2"), "--state",
+               str(tmp_path / "killed" / "state"), "-q", "--batch-size", "5"]
+    run_killed(command, monkeypatch)
+    assert main(command) == 0
+    assert outputs(tmp_path / "killed" / "o2") == outputs(tmp_path / "whole" / "o2")
+    got = tmp_path / "killed" / "o2"
+    assert not (got / "rejected.jsonl").read_bytes()  # the second fetches are judged: duplicates of the first
+    assert len((got / "duplicates.jsonl").read_bytes().splitlines()) == len(records)
+
+
+def numbered_by_place(self: FileJob, read: Callable[[list[str], int], Generator[RawRecord, None, None]]
+                      ) -> Generator[RawRecord, None, None]:
+    """`FileJob._new_job` before ledger version 3: a job was not numbered in the store, but by its place in its ledger."""
+    self.ledger.jobs.append(self.job)
+    return read(self.job.inputs, self.job.warc_records)
+
+
+def test_a_job_of_an_earlier_version_is_finished_with_the_ids_it_had_and_new_jobs_come_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [{"url": f"https://feed{i % 3}.example/", "content": text(100 + i // 2)} for i in range(24)]
+    data, other = write_jsonl(tmp_path / "in.jsonl", records), write_jsonl(tmp_path / "other.jsonl", records[:3])
+    with monkeypatch.context() as old_version:
+        old_version.setattr("streamdedup.outputs.job.LEDGER_VERSION", 2)
+        old_version.setattr(FileJob, "_new_job", numbered_by_place)
+        for store in ("whole", "killed"):
+            state = tmp_path / store / "state"
+            assert main(["dedup", str(other), "--out", str(tmp_path / store / "o1"), "--state", str(state), "-q"]) == 0
+        assert main(["dedup", str(data), "--out", str(tmp_path / "whole" / "o2"), "--state",
+                     str(tmp_path / "whole" / "state"), "-q", "--batch-size", "5"]) == 0
+        command = ["dedup", str(data), "--out", str(tmp_path / "killed" / "o2"), "--state",
+                   str(tmp_path / "killed" / "state"), "-q", "--batch-size", "5"]
+        run_killed(command, monkeypatch)
+    assert main(command) == 0  # this version finishes the old job: its pages' places are "job 1:#n" still
+    assert outputs(tmp_path / "killed" / "o2") == outputs(tmp_path / "whole" / "o2")
+    # a new job into that store is numbered after the old ledgers' jobs: its pages are judged
+    state, o3 = tmp_path / "killed" / "state", tmp_path / "killed" / "o3"
+    assert main(["dedup", str(other), "--out", str(o3), "--state", str(state), "-q"]) == 0
+    assert not (o3 / "rejected.jsonl").read_bytes()
+    assert len((o3 / "duplicates.jsonl").read_bytes().splitlines()) == 3
