@@ -57,7 +57,7 @@ def _wrap() -> None:
         (readers._Source, "line", "read input line"),
         (fingerprinter.Fingerprinter, "_decode", "decode JSON"),
         (fingerprinter, "page_from_record", "page fields"),
-        (nesting, "check_nesting", "nesting pre-check"),
+        (nesting, "flatten_nesting", "nesting pre-check"),
         (isolated.IsolatedExtractor, "extract", "helper round trip (parent side)"),
         (pipeline, "normalize_text", "normalise (3 texts)"),
         (fingerprinter, "fingerprint_text", "tokenise + fingerprint"),

@@ -26,7 +26,7 @@ import xxhash
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.learned_layout import OBSERVE, SiteLayout
-from streamdedup.clean.nesting import MAX_NESTING, check_nesting
+from streamdedup.clean.nesting import MAX_NESTING, flatten_nesting
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import (
     TEMPLATE_MODEL,
@@ -469,7 +469,7 @@ def warm_up(methods: list[FingerprintMethod[Any, Any]]) -> None:
     store opens, so the first batch of a fresh process is not seconds slower than the rest."""
     for text in _WARM_UP_TEXTS:
         fingerprint_text(text, None, methods, 0)
-    check_nesting("<b>x</b>" * (MAX_NESTING + 1))  # its compiled scan runs on pages of more tags than that
+    flatten_nesting("<b>x" * (MAX_NESTING + 1))  # its compiled scan runs on pages of more tags than that
 
 
 def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMethod[Any, Any]],

@@ -143,18 +143,19 @@ def extract_texts(html: str, extractor: str, max_seconds: float = 0.0, visible: 
     """The page's `Texts`, from one parse where the extractor allows, within a time bound.
 
     The page's `Texts` (all its visible text only if `visible`), in one pass where the
-    extractor allows (one parse, one round trip to the helper). Deeper nesting than MAX_NESTING is
-    refused first; `max_seconds` bounds the rest: the C extractors run in a helper process that is
-    killed on overrun, the others under an alarm (0: no bound). `layout`: how `fast` uses the page's
-    site's learned layout (`learned_layout`'s request; "": not at all)."""
+    extractor allows (one parse, one round trip to the helper). Markup nested deeper than
+    MAX_NESTING is flattened first (`clean.nesting`); `max_seconds` bounds the rest: the C
+    extractors run in a helper process that is killed on overrun, the others under an alarm (0: no
+    bound). `layout`: how `fast` uses the page's site's learned layout (`learned_layout`'s request;
+    "": not at all)."""
     if extractor not in _BACKENDS:
         raise ValueError(f"unknown extractor {extractor!r}; choose one of {', '.join(EXTRACTORS)}")
     # here, not at the top: the helper process imports this module for `page_texts`, and the
     # nesting check's compiled scan would cost it numba's import (~0.3 s a helper) for nothing
-    from streamdedup.clean.nesting import check_nesting
+    from streamdedup.clean.nesting import flatten_nesting
 
-    utf8 = html.encode("utf-8", "surrogatepass")  # the nesting check reads it, and so does the helper's pipe
-    check_nesting(html, utf8=utf8)
+    # the nesting check reads the UTF-8 bytes, and so does the helper's pipe
+    html, utf8 = flatten_nesting(html, html.encode("utf-8", "surrogatepass"))
     # SIGALRM reaches only the main thread: elsewhere (prepare_many's threads) every extractor runs
     # in the helper, whose kill bounds trafilatura as it bounds C
     asked = f"{extractor}\n{layout}" if layout and extractor == "fast" else extractor

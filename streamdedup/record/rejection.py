@@ -25,7 +25,8 @@ class Reason(str, Enum):
     UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
     TRUNCATED_INPUT = "truncated_input"  # the input file ends inside a record (a cut .gz or WARC)
     UNREADABLE_RECORD = "unreadable_record"  # bytes of the input that are no record (a broken WARC record)
-    TOO_DEEP = "too_deep"  # markup nested deeper than the extractors can be trusted with
+    # no longer given (deep markup is flattened, `clean.nesting`); kept for old outputs and their readers
+    TOO_DEEP = "too_deep"
     TOO_LARGE_FOR_BROKER = "too_large_for_broker"  # an output the Kafka broker refused for its size
     HTTP_STATUS = "http_status"  # a WARC response whose HTTP status is not 2xx (an error page, a redirect)
     WARC_REVISIT = "warc_revisit"  # a WARC revisit record: the crawler's own duplicate of a capture, no payload
