@@ -22,6 +22,7 @@ only its '<'s.
 from __future__ import annotations
 
 import re
+import secrets
 from typing import NamedTuple
 
 import numpy as np
@@ -185,6 +186,9 @@ _BREAKOUT_KEYS = _keys(_BREAKOUT)
 _SVG_HTML_KEYS = _keys(_HTML_INSIDE[_SVG])
 _MATH_HTML_KEYS = _keys(_HTML_INSIDE[_MATH])
 _SVG_KEY, _MATH_KEY = _fnv("svg"), _fnv("math")
+# the name table's hash multiplies the key by a number drawn for each process: a page cannot be
+# written whose names all fall in one place of the table (that would make its scan quadratic)
+_MIXER = np.uint64(secrets.randbits(64) | 1)
 _RAW_KEYS = np.array([_fnv(name) for name in _RAW_TEXT], dtype=np.uint64)
 _RAW_NAMES = np.zeros((len(_RAW_TEXT), 8), dtype=np.uint8)  # zero-padded
 _RAW_LENGTHS = np.array([len(name) for name in _RAW_TEXT], dtype=np.int64)
@@ -217,7 +221,7 @@ def _scan(data: np.ndarray, opens: np.ndarray, limit: int,
     ends, spaced = np.empty_like(starts), np.empty(len(starts), dtype=np.bool_)
     deepest, count = _depth(data, opens, limit, flatten, starts, ends, spaced, _NOT_NESTING_KEYS, _BREAKOUT_KEYS,
                             _SVG_HTML_KEYS, _MATH_HTML_KEYS, np.uint64(_SVG_KEY), np.uint64(_MATH_KEY), _RAW_KEYS,
-                            _RAW_NAMES, _RAW_LENGTHS)
+                            _RAW_NAMES, _RAW_LENGTHS, _MIXER)
     return int(deepest), starts[:count], ends[:count], spaced[:count]
 
 
@@ -314,6 +318,18 @@ def _tag_end(data: np.ndarray, j: int) -> tuple[int, bool]:
 
 
 @numba.njit(cache=True)
+def _slot(names_seen: np.ndarray, seen: np.ndarray, key: np.uint64, mixer: np.uint64) -> int:
+    """Where name `key` is in the table of names (open addressing, placed there if new)."""
+    mask = np.int64(len(names_seen) - 1)
+    slot = np.int64((key * mixer) >> np.uint64(32)) & mask
+    while seen[slot] and names_seen[slot] != key:
+        slot = (slot + np.int64(1)) & mask
+    seen[slot] = True
+    names_seen[slot] = key
+    return int(slot)
+
+
+@numba.njit(cache=True)
 def _opening_before(data: np.ndarray, start: int, at: int) -> bool:
     """data[start:at] ends with what could start a tag or comment (`_OPENINGS`)."""
     if at - 1 >= start and data[at - 1] == 60:
@@ -327,15 +343,23 @@ def _opening_before(data: np.ndarray, start: int, at: int) -> bool:
 def _depth(data: np.ndarray, opens: np.ndarray, limit: int, flatten: bool, starts: np.ndarray, ends: np.ndarray,
            spaced: np.ndarray, not_nesting: np.ndarray, breakout: np.ndarray, svg_html: np.ndarray,
            math_html: np.ndarray, svg: np.uint64, math: np.uint64, raw_keys: np.ndarray, names: np.ndarray,
-           lengths: np.ndarray) -> tuple[int, int]:
+           lengths: np.ndarray, mixer: np.uint64) -> tuple[int, int]:
     n = len(data)
     size = len(opens) + 2 if flatten else limit + 2  # each element opened takes one '<'
     stack = np.empty(size, dtype=np.uint64)
     inside = np.empty(size, dtype=np.int8)
     dropped = np.empty(size, dtype=np.bool_)
-    # open elements by the low 12 bits of their key: an end tag whose slot is empty closes nothing,
-    # known without searching the stack (a page of stray end tags stays linear)
-    open_by_slot = np.zeros(4096, dtype=np.int32)
+    # how many elements of each name are open, by name (a table of the page's names, each '<' at
+    # most one): an end tag whose name is not open closes nothing, known without searching the
+    # stack, and one that is open is found as deep as it closes (the stack of a flattened page
+    # grows with it: a page of stray end tags or nested divs stays linear)
+    table_size = 16
+    while table_size < 2 * len(opens) + 2:
+        table_size *= 2
+    names_seen = np.zeros(table_size, dtype=np.uint64)
+    seen = np.zeros(table_size, dtype=np.bool_)
+    open_count = np.zeros(table_size, dtype=np.int32)
+    slots = np.empty(size, dtype=np.int64)  # each open element's place in the table
     top = 0
     deepest = 0
     count = 0
@@ -366,7 +390,7 @@ def _depth(data: np.ndarray, opens: np.ndarray, limit: int, flatten: bool, start
         drop = False
         content = inside[top - 1] if top > 0 else 0
         if end_mark:
-            if open_by_slot[key & np.uint64(4095)] > 0:
+            if open_count[_slot(names_seen, seen, key, mixer)] > 0:
                 k = top - 1
                 while k >= 0 and stack[k] != key:
                     k -= 1
@@ -374,7 +398,7 @@ def _depth(data: np.ndarray, opens: np.ndarray, limit: int, flatten: bool, start
                     drop = dropped[k]
                     while top > k:
                         top -= 1
-                        open_by_slot[stack[top] & np.uint64(4095)] -= 1
+                        open_count[slots[top]] -= 1
         else:
             raw = -1
             if content == 0:
@@ -394,7 +418,7 @@ def _depth(data: np.ndarray, opens: np.ndarray, limit: int, flatten: bool, start
                 if content != 0 and _has(breakout, key):
                     while top > 0 and inside[top - 1] != 0:
                         top -= 1
-                        open_by_slot[stack[top] & np.uint64(4095)] -= 1
+                        open_count[slots[top]] -= 1
                     content = 0
                 if content != 0:
                     nests = not self_closing
@@ -411,7 +435,8 @@ def _depth(data: np.ndarray, opens: np.ndarray, limit: int, flatten: bool, start
                     stack[top] = key
                     inside[top] = inner
                     dropped[top] = drop
-                    open_by_slot[key & np.uint64(4095)] += 1
+                    slots[top] = _slot(names_seen, seen, key, mixer)
+                    open_count[slots[top]] += 1
                     top += 1
                     if top > deepest:
                         deepest = top
