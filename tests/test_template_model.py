@@ -41,6 +41,17 @@ def test_different_short_articles_in_one_template_do_not_match_once_the_template
     assert revision.status == "duplicate" and revision.dedup["duplicate_of"] == outcomes[12].dedup["id"]
 
 
+def test_a_site_whose_articles_differ_only_by_query_learns_its_template_too(tmp_path):
+    """The same feed at `article.php?id=N` URLs (PHP, forum and Joomla sites): each is a page of
+    its own, so the template is learned and the template-only page is told. Fails before the
+    query was kept in a page's key: the whole site was one page, cold for ever."""
+    feed = [{**record, "url": record["url"].replace("/news/", "/article.php?id=")} for record in site_feed()]
+    outcomes = run_records(feed, tmp_path, DetectorConfig(same_site_policy=DetectorConfig().policy))
+    assert [o.status for o in outcomes[8:16]] == ["unique"] * 8
+    assert outcomes[16].status == "rejected" and outcomes[16].dedup["reason"] == "template_only"
+    assert outcomes[17].dedup["duplicate_of"] == outcomes[12].dedup["id"]
+
+
 def test_without_the_model_the_same_pages_match_on_their_template(tmp_path):
     """The test above fails for the right reason: with the model off (and any new text let
     through: max_new_share 1, no paragraph rule), the template makes the different articles near-duplicates."""

@@ -15,8 +15,9 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   of all its visible text: the template shows in every page's visible text, while it leaks into
   the main text only where the extractor fails (a short page, whose extraction takes in the
   listing beside it), so counting the visible text learns it from every page, before it leaks.
-  Counted once per distinct page of the site: a page is its URL without query and fragment, and a
-  URL among the site's recent ones (re-crawls, tracking parameters) does not count again.
+  Counted once per distinct page of the site: a page is its URL without fragment, tracking
+  parameters and session ids (`page_key`), and a URL among the site's recent ones (re-crawls) does
+  not count again.
 - Template: a line seen on at least `min_count` distinct pages *and* on at least `min_share` of
   the site's (decayed) pages. The share keeps a story's paragraphs, which recur only on its few
   revisions and copies, from ever counting as template on a site with many pages.
@@ -144,15 +145,63 @@ def _line_bytes(text: str) -> list[bytes]:
 
 
 # scheme://netloc/path?query#fragment in printable ASCII without brackets in the netloc: what
-# urlsplit makes of it is netloc and path as they stand (most URLs; the rest go through urlsplit)
-_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([!-\"$-.0->@-Z\\^-~]*)(/[!-\"$->@-~]*)?(?:[?#][!-~]*)?")
+# urlsplit makes of it is netloc, path and query as they stand (most URLs; the rest go through urlsplit)
+_PLAIN_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([!-\"$-.0->@-Z\\^-~]*)(/[!-\"$->@-~]*)?(?:\?([!-\"$-~]*))?(?:#[!-~]*)?")
+
+# Query parameters that do not name a page (lowercased names): the tracking parameters of
+# ClearURLs, Firefox's query stripping and AdGuard's list (by exact name, and the prefixes of whole
+# families), cache busters (a time or a random number a fetch) and session ids (Nutch's and
+# Heritrix's URL normalisers): a re-crawl changes them, and each value counted as a page would
+# make the page's own lines look like its site's template. Exact names, not courlan's
+# TRACKERS_RE: its prefix search also drops `cid`, `uid`, `eid`, `gallery`, `game`, `global`,
+# which name pages on many sites, and keeps `phpsessid`, `jsessionid` and `sid`.
+_NOT_A_PAGE = frozenset((
+    "fbclid", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "ysclid", "twclid", "ttclid",
+    "igshid", "igsh", "epik", "mc_cid", "mc_eid", "_ga", "_gl", "_hsenc", "_hsmi", "__hssc", "__hstc", "__hsfp",
+    "hsctatracking", "mkt_tok", "oly_anon_id", "oly_enc_id", "vero_id", "vero_conv", "rb_clickid", "s_cid",
+    "s_kwcid", "ncid", "cmpid", "xtor", "wt_mc", "wt_zmc", "_openstat", "ref", "ref_src", "ref_url", "referrer",
+    "source", "share", "sr_share", "li_fat_id", "trk", "spm",
+    "ts", "timestamp", "_", "cb", "cachebuster", "cache_buster", "nocache", "rnd", "rand",
+    "phpsessid", "jsessionid", "sessionid", "session_id", "oscsid", "zenid", "cfid", "cftoken",
+))
+_NOT_A_PAGE_PREFIXES = ("utm_", "pk_", "mtm_", "matomo_", "piwik_", "hsa_", "itm_", "ns_", "aspsessionid")
+# `sid` and `s` are session ids where their value is one (phpBB's and vBulletin's 32 hex digits),
+# and name a page elsewhere (a PHP-Nuke story, a WordPress search)
+_SESSION_NAMES = frozenset(("sid", "s"))
+_SESSION_ID = re.compile(r"[0-9A-Fa-f]{32}")
 
 
 def page_key(url: str) -> int:
-    """One page of a site: its URL without query and fragment (tracking parameters, re-crawls)."""
+    """One page of a site: its URL without fragment and the query parameters that name no page.
+
+    Tracking parameters, cache busters and session ids go (`page_query`), so that re-crawls of
+    one page with `?utm_source=...` variants count once; the parameters that name the page stay, so that a site
+    whose articles differ only by query (`article.php?id=7`) has as many pages as articles."""
     plain = _PLAIN_URL.fullmatch(url)
-    base = url_base(url) if plain is None else plain.group(1).lower() + (plain.group(2) or "")
+    if plain is None:
+        base = url_base(url)
+    else:
+        netloc, path, query = plain.groups()
+        base = netloc.lower() + (path or "") + (page_query(query) if query else "")
     return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
+
+
+def page_query(query: str) -> str:
+    """The query's parameters that name a page, sorted, as "?a=1&b=2"; "" if none.
+
+    Sorted: `?a=1&b=2` and `?b=2&a=1` are one page. Names and values stand as they are (only the
+    tests of a name are by its lowercase): a site may tell `ID` from `id`."""
+    kept = sorted({part for part in query.split("&") if part and _names_a_page(part)})
+    return "?" + "&".join(kept) if kept else ""
+
+
+def _names_a_page(parameter: str) -> bool:
+    """Whether a query parameter ("name=value") may name a page: it is no tracking parameter or session id."""
+    name, _, value = parameter.partition("=")
+    name = name.lower()
+    if name in _NOT_A_PAGE or name.startswith(_NOT_A_PAGE_PREFIXES):
+        return False
+    return name not in _SESSION_NAMES or _SESSION_ID.fullmatch(value) is None
 
 
 def document_key(url: str) -> int:
@@ -175,10 +224,10 @@ def document_key(url: str) -> int:
 
 
 def url_base(url: str) -> str:
-    """What `page_key` hashes: urlsplit's netloc (lowercased) and path; the URL if urlsplit refuses it."""
+    """What `page_key` hashes: urlsplit's netloc (lowercased), path and `page_query`; the URL if urlsplit refuses it."""
     try:
         parts = urlsplit(url.strip())
-        return f"{parts.netloc.lower()}{parts.path}"
+        return f"{parts.netloc.lower()}{parts.path}{page_query(parts.query)}"
     except ValueError:
         return url
 
