@@ -207,7 +207,7 @@ class Detector:
             candidates = []
             if by_chance := batch.chance_only(page):
                 count_lookup(work, by_chance, by_chance, 0)
-        verdict = decide(fp.page.id, candidates)
+        verdict = decide(fp.page.id, candidates, fp.text_cut)
         batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
                                    verdict.duplicate_of or "", signatures, fp.site_hash, document=document,
                                    steered=steered),

@@ -120,6 +120,8 @@ class Fingerprinted:
     # reads it again if its site's layout, as the site's earlier pages left it, asks otherwise
     rejection: Outcome | None = None
     line: bytes | None = None  # the JSON text `record` was decoded from, if it was (`Outcome.line`)
+    # its main text is its first `max_text_chars` characters only (`Texts.main_cut`): no duplicate (`engine.decide`)
+    text_cut: bool = False
 
     @_made_once
     def site_hash(self) -> int:
@@ -291,7 +293,8 @@ class Fingerprinter:
             texts, signatures = self.signatures(page, request)
             return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
                                  visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang),
-                                 layout_asked=request if texts.layout else "", layout_seen=texts.layout, line=line)
+                                 layout_asked=request if texts.layout else "", layout_seen=texts.layout, line=line,
+                                 text_cut=texts.main_cut)
         except CleaningStackMissing:  # a broken install: every HTML page would fail, so the run stops
             raise
         except Rejected as err:

@@ -182,3 +182,35 @@ def test_a_refused_rerun_says_what_differs_from_the_finished_run(tmp_path: Path)
     other.write_text(crawl.read_text())
     with pytest.raises(JobRefused, match="these are other inputs"):
         dedup_files([other], tmp_path / "out")
+
+
+def test_a_text_cut_at_max_text_chars_is_never_a_duplicate() -> None:
+    """Two texts sharing their first `max_text_chars` characters, each with its own text past them:
+    the second was an `exact` duplicate of the first (similarity 1.0, new_share 0.0) though a fifth
+    of it was never compared. Now it is unique, related to the first, and says its text was cut; a
+    later page inside the first's kept text is still its (safe) duplicate."""
+    import random
+    from dataclasses import replace
+
+    from streamdedup.config import DetectorConfig
+
+    vocabulary = ["".join(r.choice("abcdefghij") for _ in range(6)) for r in map(random.Random, range(2000))]
+
+    def text(chars: int, seed: int) -> str:
+        rng, paragraphs = random.Random(seed), []
+        while sum(map(len, paragraphs)) < chars:
+            paragraphs.append(" ".join(rng.choice(vocabulary) for _ in range(60)) + ".")
+        return "\n\n".join(paragraphs)
+
+    config = DetectorConfig()
+    config = replace(config, cleaning=replace(config.cleaning, max_text_chars=10_000))
+    shared = text(10_500, 1)
+    with Deduplicator(config) as dedup:
+        first = dedup.add(shared + "\n\n" + text(3000, 2), id="first")
+        second = dedup.add(shared + "\n\n" + text(3000, 3), id="second")
+        inside = dedup.add(shared[:9000], id="inside")
+    assert isinstance(second, Verdict)
+    assert (second.status, second.duplicate_of, second.related_to) == ("unique", None, ("first",)) and second.text_cut
+    assert isinstance(first, Verdict) and first.status == "unique" and first.as_dict()["text_cut"] is True
+    assert isinstance(inside, Verdict) and (inside.status, inside.duplicate_of) == ("duplicate", "first")
+    assert "text_cut" not in inside.as_dict()

@@ -145,7 +145,8 @@ def serve(texts: Callable[[str, str, bool], Texts], stdin: IO[bytes], stdout: IO
         html = _read_exactly(stdin, size).decode("utf-8", "surrogatepass")
         answer: tuple[str, ...]
         try:
-            answer, status = tuple(texts(html, name, bool(visible))), 0
+            got = texts(html, name, bool(visible))  # its four texts (`main_cut` is the pipeline's, after it)
+            answer, status = (got.main, got.visible, got.steered, got.layout), 0
         except CleaningStackMissing as err:  # the parent stops the run, naming the fix
             answer, status = (str(err), "", "", ""), _STACK_MISSING
         except Exception as err:  # noqa: BLE001 - reported to the parent, which rejects the page

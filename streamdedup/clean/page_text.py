@@ -21,12 +21,14 @@ class Texts(NamedTuple):
     that element's text (else ""). A rescue may take a site's boxes (an author's note, other
     stories) for a short page's article; the element's own text says what the page itself holds
     (`verdict/engine.py`, own-site candidates). And what the page showed of its site's layout, where
-    a learned layout was asked about (`learned_layout`'s observation; else "")."""
+    a learned layout was asked about (`learned_layout`'s observation; else ""). `main_cut`: the main
+    text was longer than `max_text_chars` and is its first characters only (`clean.pipeline`)."""
 
     main: str
     visible: str = ""
     steered: str = ""
     layout: str = ""
+    main_cut: bool = False
 
 
 # trafilatura's own bounds for an extraction that "covers little of the page" (core.py's

@@ -46,7 +46,10 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
     Its main text; if `visible`, all its visible text (where a site's template always shows, while
     it leaks into the main text only sometimes: clean/template.py learns from it); the article
     element's own text where a rescue replaced it; what the page showed of its site's layout
-    (`layout`: how `fast` is to use it, `clean.learned_layout`). Raises Rejected with the reason."""
+    (`layout`: how `fast` is to use it, `clean.learned_layout`). Each is cut to its first
+    `max_text_chars` characters (a bound on a page's work); the main text's cut is told
+    (`Texts.main_cut`): what lies past it is never compared, so such a page is no duplicate
+    (`verdict.engine.decide`). Raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):
         raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
@@ -61,4 +64,4 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
                                  for t in texts[:3])
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
-    return Texts(text, everything, steered, texts.layout)
+    return Texts(text, everything, steered, texts.layout, len(texts.main) > config.max_text_chars)

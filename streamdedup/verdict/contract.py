@@ -30,7 +30,9 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     new_share: float | None = None
     supersedes: tuple[str, ...] = ()  # a unique page: earlier pages whose text is (nearly) all in it
     related_to: tuple[str, ...] = ()  # a unique page: earlier pages sharing much of its text, not all
-
+    # its main text was cut to its first `max_text_chars` characters: compared by those only, so never
+    # a duplicate (what lies past the cut may be new; verdict/engine.py `decide`)
+    text_cut: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -49,6 +51,8 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
             out["supersedes"] = list(self.supersedes)
         if self.related_to:
             out["related_to"] = list(self.related_to)
+        if self.text_cut:
+            out["text_cut"] = True
         if self.time_note:
             out["time_note"] = self.time_note
         return out

@@ -22,14 +22,16 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    duplicate and superseded candidates' clusters (the earliest root) and names the others it
    bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins the
    cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
-   same in every mode: a page's cluster as an index partition knows it may be stale).
+   same in every mode: a page's cluster as an index partition knows it may be stale). A page whose
+   main text was cut (`max_text_chars`) is no duplicate: what lies past the cut was never compared,
+   so a candidate holding all the rest is only related to it (`as_cut`), and its verdict says so.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, cast
 
@@ -72,7 +74,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 10: a match in a paragraph's place holds it only if no more than 20 words shorter (`_absent_from`)
 # 11: (global topology) a page filed at an index partition before an earlier one arrived is judged
 #     with it as the page, as it is when it comes last (`IndexPartition._judged_as_the_later`)
-RULES_VERSION = 11
+# 12: a page whose main text was cut (`max_text_chars`) is no duplicate, only related (`as_cut`)
+RULES_VERSION = 12
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -435,10 +438,23 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
     return out
 
 
-def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
-    """The verdict from the page's linked candidates earlier in the order (none: unique)."""
+def as_cut(relation: str) -> str:
+    """A candidate's relation to a page whose main text was cut (`Texts.main_cut`): never DUPLICATE.
+
+    The page's text past `max_text_chars` was never compared, so a candidate holding all the rest
+    may lack it: dropping the page could lose text. It is RELATED instead (the page starts its own
+    cluster); what the page supersedes stands, its text being all in the part compared."""
+    return RELATED if relation == DUPLICATE else relation
+
+
+def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -> Verdict:
+    """The verdict from the page's linked candidates earlier in the order (none: unique).
+
+    `text_cut`: the page's main text was cut: it duplicates none (`as_cut`), and its verdict says it was cut."""
     if not earlier:  # most pages of a crawl: nothing to rank
-        return Verdict(page_id, "unique", page_id)
+        return Verdict(page_id, "unique", page_id, text_cut=text_cut)
+    if text_cut:
+        earlier = [replace(c, relation=as_cut(c.relation)) for c in earlier]
     ranked = sorted(earlier, key=lambda c: c.order)
     duplicates = [c for c in ranked if c.relation == DUPLICATE]
     superseded = [c for c in ranked if c.relation == SUPERSEDES]
@@ -459,7 +475,8 @@ def decide(page_id: str, earlier: Sequence[Candidate]) -> Verdict:
                        new_share=first.new_share)
     related = tuple(c.page_id for c in ranked if c.relation == RELATED)[:MAX_NAMED]
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
-    return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related)
+    return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related,
+                   text_cut=text_cut)
 
 
 def _earliest_nearest(holding: Sequence[Candidate]) -> Candidate:

@@ -125,3 +125,14 @@ def test_trafilaturas_whole_cascade_rescues_what_its_main_extractor_misses(monke
     text = extract_main_text(html, "trafilatura")
     assert article[0][:60] in text and article[-1][-60:] in text
     assert calls[-1] == "compare"
+
+
+def test_a_main_text_past_max_text_chars_is_cut_and_says_so():
+    """The cut bounds a page's work; the flag tells the engine its text past it was never compared."""
+    from streamdedup.clean.pipeline import clean_page_texts
+
+    config = CleaningConfig(max_text_chars=40)
+    for text, cut in (("word " * 8, False), ("word " * 9, True)):  # 40 characters, then 45
+        page = page_from_record({"url": "u", "content": text, "content_type": "text/plain"}, max_content_bytes=1000)
+        texts = clean_page_texts(page, config, visible=False)
+        assert texts.main_cut is cut and len(texts.main) <= 40

@@ -137,13 +137,13 @@ def test_the_rescue_leaves_out_the_teaser_cards_with_another_trafilatura_too(mon
 def test_one_call_gives_the_main_and_the_visible_text_in_the_helper_and_in_process():
     """The template model needs a page's visible text beside its main text: one parse and one round
     trip to the extraction helper give both, equal to what each extractor gives alone."""
-    from streamdedup.clean.extract import extract_all_text, extract_texts
+    from streamdedup.clean.extract import Texts, extract_all_text, extract_texts
 
     html = blog_page()
     for extractor in ("fast", "resiliparse", "trafilatura"):
         alone = extract_main_text(html, extractor)
-        assert extract_texts(html, extractor, max_seconds=10, visible=True) == (alone, extract_all_text(html), "", "")
-        assert extract_texts(html, extractor, max_seconds=10) == (alone, "", "", "")
+        assert extract_texts(html, extractor, max_seconds=10, visible=True) == Texts(alone, extract_all_text(html))
+        assert extract_texts(html, extractor, max_seconds=10) == Texts(alone)
 
 
 def test_where_trafilatura_rescues_a_page_the_article_elements_own_text_comes_with_it():

@@ -43,3 +43,18 @@ def test_a_copy_whose_own_extra_text_lowers_its_similarity_is_as_near():
                          root_id="original", their_new_share=0.52)
     edit = Candidate(order=4, page_id="edit", rule="minhash", similarity=0.73, root_order=2, root_id="original")
     assert decide("p", [edit, original]).duplicate_of == "original"
+
+
+def test_a_page_whose_text_was_cut_is_no_duplicate_but_says_it_was_cut():
+    """Its text past `max_text_chars` was never compared: a candidate holding all the rest may lack
+    it. The duplicate it would have been is named as related (the page starts its own cluster);
+    what it supersedes stands, and joins it to that cluster. Before: `duplicate` of "a"."""
+    held = Candidate(order=5, page_id="a", rule="exact", similarity=1.0, root_order=5, root_id="a")
+    verdict = decide("p", [held], text_cut=True)
+    assert (verdict.status, verdict.duplicate_of, verdict.cluster_id, verdict.related_to) == ("unique", None, "p", ("a",))
+    assert verdict.as_dict()["text_cut"] is True and "text_cut" not in decide("p", [held]).as_dict()
+    part = Candidate(order=3, page_id="part", rule="minhash", similarity=0.6, root_order=1, root_id="r",
+                     relation="supersedes")
+    verdict = decide("p", [held, part], text_cut=True)
+    assert (verdict.status, verdict.cluster_id, verdict.supersedes, verdict.related_to) == ("unique", "r", ("part",), ("a",))
+    assert decide("p", [], text_cut=True).text_cut

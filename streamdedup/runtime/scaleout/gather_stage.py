@@ -169,7 +169,7 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
             guessed.add(root_id)
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
                                     m.new_share, m.their_new_share))
-    verdict = decide(header.page_id, candidates)
+    verdict = decide(header.page_id, candidates, header.text_cut)
     if guessed and verdict.merged_clusters:
         named = {root for _, root in roots.values()}
         verdict = verdict._replace(merged_clusters=tuple(c for c in verdict.merged_clusters

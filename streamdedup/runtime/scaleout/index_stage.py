@@ -37,7 +37,7 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import Judged, judged
+from streamdedup.verdict.engine import Judged, as_cut, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -217,9 +217,10 @@ class IndexPartition:
             other = link.doc
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
-            if order < request.order:
+            if order < request.order:  # (a page whose text was cut duplicates none: its root is as its gather's)
                 earlier.append(Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex),
-                                     root_id, link.new_share, link.their_new_share, link.relation,
+                                     root_id, link.new_share, link.their_new_share,
+                                     as_cut(link.relation) if request.text_cut else link.relation,
                                      link.their_relation))
                 continue
             # a later page filed here first: its side of the pair is judged as it would have been had it come

@@ -50,6 +50,9 @@ class IndexRequest:
     # the page's encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`),
     # which its record does not keep (after `judged_with`, and only after one); b"": none
     shown: bytes = b""
+    # its main text was cut (`Texts.main_cut`): it duplicates none of its matches (`engine.as_cut`), so
+    # its root here is the one its gather names (a bit of the flags byte; older requests: not cut)
+    text_cut: bool = False
 
     def encode(self) -> bytes:
         doc = self.doc.encode()
@@ -58,7 +61,7 @@ class IndexRequest:
             for key in keys:
                 parts.append(_KEY.pack(tag, len(key)))
                 parts.append(key)
-        parts.append(bytes((self.trusted_time | self.template_known << 1,)))
+        parts.append(bytes((self.trusted_time | self.template_known << 1 | self.text_cut << 2,)))
         parts.append(self.made_by)
         if len(self.made_by) == 8:  # the verdict id only after a signature id (as its decoding reads it)
             parts.append(self.judged_with)
@@ -84,7 +87,7 @@ class IndexRequest:
             pos += length
         flags = data[pos] if pos < len(data) else 1
         return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9: pos + 17],
-                   data[pos + 17:])
+                   data[pos + 17:], bool(flags & 4))
 
 
 @dataclass(frozen=True)
@@ -176,12 +179,15 @@ class PageHeader:
     time_note: str | None = None  # why the page's own fetch time was not used, if it was not
     headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
     key: bytes | None = None  # the input message's key, which the cluster events carry
+    text_cut: bool = False  # its main text was cut (`Texts.main_cut`): no duplicate (`engine.decide`)
 
     def as_json(self) -> dict[str, Any]:
-        value = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
-                 "record": self.record, "origin": self.origin}
+        value: dict[str, Any] = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
+                                 "record": self.record, "origin": self.origin}
         if self.time_note:
             value["time_note"] = self.time_note
+        if self.text_cut:
+            value["text_cut"] = True
         if self.headers:  # values are bytes: base64
             value["headers"] = [[name, None if data is None else base64.b64encode(data).decode("ascii")]
                                 for name, data in self.headers]
@@ -199,7 +205,7 @@ class PageHeader:
         key = value.get("key")
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
                    value["record"], value["origin"], value.get("time_note"), headers,
-                   None if key is None else base64.b64decode(key))
+                   None if key is None else base64.b64decode(key), bool(value.get("text_cut")))
 
 
 def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:

@@ -216,12 +216,12 @@ class FingerprintPartition:
             shown = shown_lines_record(item, self.fingerprinter.methods)
             requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
                                                      item.template_known, self.fingerprinter.identity,
-                                                     self.judged_with, shown).encode())
+                                                     self.judged_with, shown, item.text_cut).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
             header = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
-                                tuple(passed), message.key()).encode()
+                                tuple(passed), message.key(), item.text_cut).encode()
             if not (out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND)
                     and all(out.fits(self.routes.index_topic, page_key, request) for _, request in requests)):
                 out.too_large(page_key, self.routes.parts_topic, len(header), item.record, source_of(message),

@@ -679,3 +679,32 @@ def test_an_index_partition_takes_the_lines_a_host_showed_before_out_of_a_copys_
     assert supplement.page_id == copy.doc.page_id and supplement.match.page_id == original.doc.page_id
     assert supplement.match.relation == DUPLICATE and supplement.match.new_share == pytest.approx(match.new_share)
     reverse.close()
+
+
+def test_a_page_whose_text_was_cut_is_no_duplicate_in_the_global_topology_either(tmp_path):
+    """As file mode (tests/test_api.py): two pages sharing their first `max_text_chars` characters,
+    each with its own text past them. The flag travels in the index request (the partition files the
+    second under its own root) and the page header (the gather's verdict is unique and says so)."""
+    config = DetectorConfig()
+    detector = Fingerprinter(replace(config, cleaning=replace(config.cleaning, max_text_chars=2000)))
+    shared = "\n\n".join(make_article(11))[:2500]
+    requests = []
+    for at, own in ((1, 12), (2, 13)):
+        text = shared + "\n\n" + "\n\n".join(make_article(own))
+        item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": f"https://s{at}.example/", "content": text,
+                                                                  "content_type": "text/plain"})))
+        assert isinstance(item, Fingerprinted) and item.text_cut
+        doc, keys = index_requests(item, detector.methods, method_tags([m.name for m in detector.methods]), 0, 1)
+        made = IndexRequest(page_order(at, at, 0, 0), doc, keys[0], text_cut=True)
+        assert IndexRequest.decode(made.encode()).text_cut
+        requests.append(made)
+    index = IndexPartition(tmp_path / "index", detector.methods, config.site_policies(), detector.store_config, 0)
+    first, second = (index.answer(r) for r in requests)
+    index.close()
+    assert [(m.page_id, m.rule, m.relation) for m in second.earlier] == [(first.page_id, "exact", "related")]
+    header = PageHeader(second.page_id, second.order, (0,), {"url": "x"}, "t", text_cut=True)
+    assert PageHeader.from_json(orjson.loads(header.encode())).text_cut
+    dedup = verdict_of(header, [second])
+    assert (dedup["status"], dedup["related_to"], dedup["text_cut"]) == ("unique", [first.page_id], True)
+    assert verdict_of(replace(header, text_cut=False), [replace(second, earlier=tuple(
+        replace(m, relation=DUPLICATE) for m in second.earlier))])["status"] == "duplicate"  # as before
