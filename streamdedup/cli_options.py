@@ -76,7 +76,7 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         name, sep, value = item.partition("=")
         method, dot, key = name.partition(".")
         if not sep or not dot:
-            raise SystemExit(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
+            raise ValueError(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
         params.setdefault(method, {})[key] = _parse_value(value)
     methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
     cleaning = config.cleaning

@@ -109,6 +109,11 @@ class DetectorConfig:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
+        stray = sorted(set(self.method_params) - set(self.methods))
+        if stray:  # a misspelt or disabled method's parameters would change nothing, silently
+            named = ", ".join(f"{m} ({'not enabled' if m in METHODS else 'no such method'})" for m in stray)
+            raise ValueError(f"parameters for {named}: enabled methods: {', '.join(self.methods)} "
+                             f"(registered: {', '.join(sorted(METHODS))}); enable it (--methods) or drop them")
         check_batch_limits(self.batch_size, self.batch_bytes)
         if not 0.0 <= self.max_new_share <= 1.0:
             raise ValueError(f"max_new_share is a share of a page's text in [0, 1], got {self.max_new_share}")

@@ -214,3 +214,15 @@ def test_a_text_cut_at_max_text_chars_is_never_a_duplicate() -> None:
     assert isinstance(first, Verdict) and first.status == "unique" and first.as_dict()["text_cut"] is True
     assert isinstance(inside, Verdict) and (inside.status, inside.duplicate_of) == ("duplicate", "first")
     assert "text_cut" not in inside.as_dict()
+
+
+def test_parameters_of_a_method_not_enabled_are_refused() -> None:
+    """`method_params={"minhsh": ...}` ran with minhash's default threshold, saying nothing."""
+    import pytest
+
+    from streamdedup.config import DetectorConfig
+
+    with pytest.raises(ValueError, match=r"parameters for minhsh \(no such method\)"):
+        DetectorConfig(method_params={"minhsh": {"threshold": 0.95}})
+    with pytest.raises(ValueError, match=r"parameters for simhash \(not enabled\)"):
+        DetectorConfig(methods=("exact", "minhash"), policy="exact|minhash", method_params={"simhash": {}})

@@ -669,6 +669,19 @@ def test_an_unknown_parameter_is_named_with_the_methods_parameters(tmp_path, cap
     assert "__init__" not in err and "ABSENT_MEANS" not in err, err
 
 
+@pytest.mark.parametrize(("given", "said"), [
+    (["--param", "minhsh.threshold=0.95"], "parameters for minhsh (no such method)"),
+    (["--methods", "exact,minhash", "--policy", "exact|minhash", "--param", "simhash.max_distance=1"],
+     "parameters for simhash (not enabled)"),
+    (["--param", "threshold=0.5"], "--param 'threshold=0.5': expected METHOD.NAME=VALUE")])
+def test_a_parameter_of_no_enabled_method_is_refused_in_one_line(tmp_path, capsys, given, said):
+    """A misspelt or disabled method's --param ran with the method's default (exit 0); one without a
+    method ended with exit 1 and no `streamdedup: error:`."""
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", *given]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith("streamdedup: error: ") and said in err, err
+
+
 def test_a_missing_config_file_is_named_with_the_fix(tmp_path, capsys):
     missing = tmp_path / "none.toml"
     assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--config", str(missing)]) == 2
