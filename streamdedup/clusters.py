@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from time import monotonic, sleep
 from typing import Any
 
 import orjson
@@ -307,14 +308,18 @@ class ClusterReader:
     """
 
     def __init__(self, bootstrap_servers: str, group_id: str, topic: str = "pages.cluster_view",
-                 timeout_s: float = 30.0, **client: Any) -> None:
+                 timeout_s: float = 30.0, idle_poll_s: float = 0.25, **client: Any) -> None:
         """Raises ConnectionError if no broker answers within `timeout_s`, ValueError if `topic` is missing.
 
-        `client`: more librdkafka settings (security, for one). Its log lines go to the
-        `streamdedup.kafka` logger, each kind at most once a minute, not to the process's stderr."""
+        `idle_poll_s`: caught up, how often the end offsets are asked instead of fetching (as the
+        worker's `WorkerSettings.idle_poll_s`; 0: keep fetching). `client`: more librdkafka settings
+        (security, for one). Its log lines go to the `streamdedup.kafka` logger, each kind at most
+        once a minute, not to the process's stderr."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
         self.topic = topic
+        self.idle_poll_s = idle_poll_s
+        self._paused = False  # caught up: fetching paused, end offsets asked every idle_poll_s
         self.stories = Stories()
         self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group_id,
                                    "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -336,9 +341,9 @@ class ClusterReader:
         self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._resume_at])
 
     def poll(self, timeout_s: float = 1.0, max_records: int = 500) -> list[dict[str, Any]]:
-        """Fold what arrived; returns the events past the committed offsets (the new ones)."""
+        """Fold what arrived within `timeout_s`; returns the events past the committed offsets (the new ones)."""
         new: list[dict[str, Any]] = []
-        for message in self._consumer.consume(max_records, timeout_s):
+        for message in self._fetch(timeout_s, max_records):
             if message.error() is not None:
                 continue
             partition, offset = message.partition(), message.offset()
@@ -351,6 +356,45 @@ class ClusterReader:
             if offset >= self._resume_at[partition]:
                 new.append(event)
         return new
+
+    def _fetch(self, timeout_s: float, max_records: int) -> list[Any]:
+        """The messages that arrive within `timeout_s`; caught up, fetching rests (as the worker's `_idle`).
+
+        librdkafka fetches again the moment a fetch comes back, relying on the broker to hold an
+        empty one; noida-db answers at once, so a caught-up reader fetched without end (~0.5
+        CPU-second a second). Once the end offsets say it has read everything, fetching is paused
+        and the end offsets are asked every `idle_poll_s` instead, until a partition grows."""
+        deadline = monotonic() + timeout_s
+        while True:
+            if not self._paused:
+                messages: list[Any] = self._consumer.consume(max_records, max(deadline - monotonic(), 0.0))
+                if messages or self.idle_poll_s <= 0:
+                    return messages
+                if not self._input_waiting():
+                    self._consumer.pause(self._consumer.assignment())
+                    self._paused = True
+            left = deadline - monotonic()
+            if left <= 0:
+                return []
+            if self._paused:
+                sleep(min(self.idle_poll_s, left))
+                if self._input_waiting():
+                    self._consumer.resume(self._consumer.assignment())
+                    self._paused = False
+
+    def _input_waiting(self) -> bool:
+        """Whether a partition holds committed records past what this reader has read (asked of the broker)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            for tp in self._consumer.position(self._consumer.assignment()):
+                low, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, tp.partition),
+                                                               timeout=5, cached=False)
+                if end > (tp.offset if tp.offset >= 0 else low):  # nothing read yet: from the beginning
+                    return True
+        except KafkaException:
+            return True  # the broker is away: fetching will tell
+        return False
 
     def commit(self) -> None:
         """Store how far the stories go (the group's offsets); a restart hands back only what follows."""

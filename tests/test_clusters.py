@@ -98,6 +98,9 @@ class _Message:
     def offset(self) -> int:
         return self._offset
 
+    def error(self) -> None:
+        return None
+
 
 def test_a_message_that_is_no_cluster_event_is_named_in_one_line():
     """`streamdedup clusters --topic pages.unique` (or a ClusterReader on it) ended in a traceback,
@@ -183,3 +186,72 @@ def test_a_polled_page_without_a_fetch_time_comes_after_the_dated_page_it_repeat
         for item in random.Random(seed).sample(events, len(events)):
             stories.apply(item)
         assert [p["id"] for p in stories.stories()[0]["pages"]] == ["a", "poll", "poll2", "b", "c"]
+
+
+class _OnePartitionConsumer:
+    """A consumer of a one-partition topic, answering every fetch at once (as noida-db): `records` are its messages."""
+
+    def __init__(self, config: dict) -> None:
+        self.records: list[_Message] = []
+        self.read = 0  # the position: records handed over
+        self.paused = False
+        self.fetches = self.asked = 0
+
+    def list_topics(self, topic: str, timeout: float) -> object:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions={0: None})})
+
+    def committed(self, partitions: list, timeout: float) -> list:
+        return partitions
+
+    def assign(self, partitions: list) -> None:
+        self.partitions = partitions
+
+    def assignment(self) -> list:
+        return self.partitions
+
+    def position(self, partitions: list) -> list:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(tp.topic, tp.partition, self.read) for tp in partitions]
+
+    def get_watermark_offsets(self, partition: object, timeout: float, cached: bool) -> tuple[int, int]:
+        self.asked += 1
+        return 0, len(self.records)
+
+    def pause(self, partitions: list) -> None:
+        self.paused = True
+
+    def resume(self, partitions: list) -> None:
+        self.paused = False
+
+    def consume(self, count: int, timeout: float) -> list:
+        assert not self.paused, "a paused partition fetches nothing"
+        self.fetches += 1
+        taken = self.records[self.read:self.read + count]
+        self.read += len(taken)
+        return taken
+
+
+def test_a_caught_up_reader_rests_instead_of_fetching(monkeypatch):
+    """`ClusterReader.poll` on a caught-up topic of noida-db (which answers an empty fetch at once)
+    fetched without end: ~0.5 CPU-second a second while idle (measured with a real broker: 0.67
+    CPU-s a second, reader and broker, before; 0.0 after). Caught up, it pauses fetching and asks
+    the end offsets every `idle_poll_s`, until a record comes (the clock is a fake one: no wait)."""
+    import confluent_kafka
+
+    from streamdedup import clusters
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(confluent_kafka, "Consumer", _OnePartitionConsumer)
+    monkeypatch.setattr(clusters, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(clusters, "sleep", lambda s: clock.update(now=clock["now"] + s))
+    reader = clusters.ClusterReader("broker:9092", "feed", idle_poll_s=0.25)
+    consumer = reader._consumer
+    assert reader.poll(timeout_s=1.0) == [] and clock["now"] == 1.0
+    assert consumer.fetches == 1 and consumer.paused and consumer.asked == 5  # once, then 4 rests of 0.25 s
+    event = {"type": "created", "page_id": "a", "cluster_id": "a"}
+    consumer.records.append(_Message(orjson.dumps(event), offset=0))
+    assert reader.poll(timeout_s=1.0) == [event] and not consumer.paused
+    assert clock["now"] == 1.25  # seen at the next end-offset question
