@@ -169,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     if not shared and set(families) - {"multilingual"}:  # every other family reads the shared pages
         parser.error("--pages: real pages (readability's, trafilatura's or newspaper4k's) are needed: "
                      "docs/evaluation.md, 'Where the pages come from', says where to get them")
-    pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
+    try:
+        pages = load_pages(shared) + (load_multilingual(sources) if "multilingual" in families else [])
+    except ValueError as err:  # an archive cut short, or no archive: one line naming it
+        print(f"streamdedup devset: error: {err}", file=sys.stderr)
+        return 2
     distinct = distinct_articles(pages)
     if args.limit:
         distinct = distinct[: args.limit]

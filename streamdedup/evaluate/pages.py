@@ -13,9 +13,12 @@ Each is read from its .tar.gz as shipped, or from an unpacked folder.
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import re
 import tarfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,14 +263,28 @@ def load_pages(paths: Iterable[Path]) -> list[SourcePage]:
     Trafilatura's (it has expected.json), newspaper4k's (its tests/data/txt) or readability's."""
     pages: list[SourcePage] = []
     for path in paths:
-        names = _members_names(path)
-        if "expected.json" in names:
-            pages.extend(load_trafilatura_pages(path))
-        elif "newspaper" in names:
-            pages.extend(load_newspaper_pages(path))
-        else:
-            pages.extend(load_test_pages(path))
+        try:
+            names = _members_names(path)
+            if "expected.json" in names:
+                pages.extend(load_trafilatura_pages(path))
+            elif "newspaper" in names:
+                pages.extend(load_newspaper_pages(path))
+            else:
+                pages.extend(load_test_pages(path))
+        except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error, lzma.LZMAError) as err:
+            raise ValueError(f"{path} is not a whole tar archive ({_archive_problem(path, err)}): --pages takes "
+                             "readability's, trafilatura's or newspaper4k's test pages as shipped (.tar.gz) or "
+                             "unpacked into a folder") from None
     return pages
+
+
+def _archive_problem(path: Path, err: Exception) -> str:
+    """What is wrong with a file tarfile cannot read, in a few words (tarfile's own message runs over lines)."""
+    with open(path, "rb") as handle:
+        head = handle.read(512)
+    if isinstance(err, EOFError) or head[257:262] == b"ustar":  # a compressed stream or a tar that stops short
+        return "it ends early: a download cut short?"
+    return "another kind of file"
 
 
 def _members_names(path: Path) -> set[str]:

@@ -89,3 +89,25 @@ def test_a_single_located_paragraph_still_replaces_the_page_article():
     page = SourcePage("one", wrap_in_template(full, "One", "Title"), (full[2],), "Title", "en")
     html = own_page(page)
     assert full[2] in html and full[5] not in html and "Most read on One" in html
+
+
+def test_pages_that_are_no_whole_archive_are_named_in_one_line(tmp_path, capsys):
+    """`devset --pages` of a download cut short or of another file ended in an EOFError or
+    tarfile.ReadError traceback."""
+    from streamdedup.evaluate.construct import main
+
+    whole = tmp_path / "pages.tar.gz"
+    with tarfile.open(whole, "w:gz") as tar:
+        data = make_article(3, paragraphs=40)[0].encode() * 200
+        info = tarfile.TarInfo("test/test-pages/a/source.html")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    other = tmp_path / "notes.txt"
+    other.write_text("not an archive\n")
+    for path, said in ((cut, "it ends early"), (other, "another kind of file")):
+        code = main(["--pages", str(path), "--family", "web", "--out", str(tmp_path / "set.jsonl")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"streamdedup devset: error: {path} is not a whole tar archive ({said}"), err
