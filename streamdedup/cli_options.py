@@ -78,7 +78,10 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
         if not sep or not dot:
             raise ValueError(f"--param {item!r}: expected METHOD.NAME=VALUE, e.g. minhash.threshold=0.6")
         params.setdefault(method, {})[key] = _parse_value(value)
-    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
+    methods = None if args.methods is None else tuple(m.strip() for m in args.methods.split(","))
+    if methods is not None and not all(methods):  # '' ran the defaults, 'exact,,minhash' named '' a method
+        raise ValueError(f"--methods {args.methods!r} names an empty method: give methods separated by commas, "
+                         f"e.g. exact,minhash (registered: {', '.join(METHODS)})")
     cleaning = config.cleaning
     if args.extractor:
         from dataclasses import replace

@@ -106,6 +106,8 @@ class DetectorConfig:
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
     def __post_init__(self) -> None:
+        if not self.methods:
+            raise ValueError(f"methods names no method: give some (registered: {', '.join(sorted(METHODS))})")
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown methods {unknown}; registered: {', '.join(sorted(METHODS))}")
@@ -134,7 +136,7 @@ class DetectorConfig:
                                  f"it measures a match's new text (max_new_share)")
             missing = policy.methods - set(self.methods)
             if missing:
-                matching = "|".join(m for m in self.methods if m in METHODS and METHODS[m].can_match) or "exact"
+                matching = _policy_of(self.methods)
                 flag = "--policy" if name == "policy" else "--same-site-policy"
                 raise ValueError(f"{name} {text!r} uses {sorted(missing)}, which are not enabled "
                                  f"(enabled: {', '.join(self.methods)}): give a {name} of the enabled methods "
@@ -248,6 +250,17 @@ class DetectorConfig:
                    lexicon=_text(data, "lexicon", "wordfreq"),
                    prepare_threads=_number(data, "prepare_threads", int, 0),
                    learned_extraction=_flag(data, "learned_extraction", True))
+
+
+def _policy_of(methods: tuple[str, ...]) -> str:
+    """A policy of `methods`: the default's rules whose methods are all enabled, then each other matching method."""
+    from streamdedup.verdict.policy import Policy
+
+    kept = [rule for rule, names in zip(DEFAULT_POLICY.split("|"), Policy.parse(DEFAULT_POLICY).rule_methods,
+                                        strict=True) if set(names) <= set(methods)]
+    used = {name for rule in kept for name in rule.split("+")}
+    others = [m for m in methods if m in METHODS and METHODS[m].can_match and m not in used]
+    return "|".join(kept + others) or "exact"
 
 
 def _number(data: Mapping[str, Any], key: str, kind: type[Any], default: Any) -> Any:

@@ -232,6 +232,20 @@ def test_methods_without_their_policy_names_the_flag(tmp_path, capsys):
                  "--policy", "exact"]) == 0
 
 
+@pytest.mark.parametrize(("given", "said"), [
+    (["--methods", ""], "--methods '' names an empty method"),
+    (["--methods", "exact,,minhash"], "--methods 'exact,,minhash' names an empty method"),
+    (["--policy", "exact||minhash"], "bad policy 'exact||minhash': a '|' or '+' with no method on one side"),
+    (["--policy", "exact+"], "bad policy 'exact+'"),
+    (["--policy", "exact|lexrand"], "(--policy 'exact|minhash|simhash+a12')")])
+def test_a_malformed_methods_or_policy_is_refused_in_one_line(tmp_path, capsys, given, said):
+    """--methods '' ran the default methods, 'exact||minhash' ran as 'exact|minhash', 'exact+' as
+    'exact'; a policy of methods not enabled was told --policy 'exact|minhash|simhash|a12', not the default."""
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", *given]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith("streamdedup: error: ") and said in err, err
+
+
 @pytest.mark.parametrize(("table", "named"), [
     ('[template]\nmin_shares = 0.3', "min_shares"), ('[template]\nmin_share = "x"', "min_share"),
     ("[params]\nminhash = 3", "params"), ('max_new_share = "lots"', "max_new_share"),

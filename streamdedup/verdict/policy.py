@@ -99,11 +99,13 @@ class Policy:
 
     @classmethod
     def parse(cls, text: str) -> Policy:
-        rules = tuple(tuple(_parse_term(t) for t in rule.split("+") if t.strip())
-                      for rule in text.split("|") if rule.strip())
-        if not rules:
+        if not text.replace("|", "").strip():
             raise ValueError(f"empty policy {text!r}: write rules like 'exact|minhash|simhash+a12'")
-        return cls(rules)
+        terms = [rule.split("+") for rule in text.split("|")]
+        if not all(term.strip() for rule in terms for term in rule):  # 'exact||minhash', 'exact+': a slip
+            raise ValueError(f"bad policy {text!r}: a '|' or '+' with no method on one side: write rules like "
+                             "'exact|minhash|simhash+a12' (| = or, + = and)")
+        return cls(tuple(tuple(_parse_term(term) for term in rule) for rule in terms))
 
     def __str__(self) -> str:
         return "|".join("+".join(m if not low else f"{m}>={low:g}" for m, low in rule) for rule in self.rules)

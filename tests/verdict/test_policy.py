@@ -14,6 +14,13 @@ def test_parse_and_print():
         Policy.parse("minhash>=high")
 
 
+@pytest.mark.parametrize("text", ["exact||minhash", "exact+", "|exact", "exact|minhash|", "+a12|exact"])
+def test_a_sign_with_no_method_beside_it_is_refused(text):
+    """'exact||minhash' ran as 'exact|minhash', 'exact+' as 'exact': a slip taken for a policy."""
+    with pytest.raises(ValueError, match=r"a '\|' or '\+' with no method on one side"):
+        Policy.parse(text)
+
+
 def test_a_term_can_name_another_measure_of_a_methods_signatures():
     policy = Policy.parse("exact|minhash>=0.8|minhash.containment>=0.95")
     assert policy.rules[2] == (("minhash.containment", 0.95),)
@@ -63,3 +70,10 @@ def test_a_minimum_no_similarity_can_reach_is_refused_naming_the_range(term):
     rule never held, silently."""
     with pytest.raises(ValueError, match="between 0 and 1"):
         Policy.parse(f"exact|{term}")
+
+
+def test_a_configuration_of_no_method_is_refused():
+    from streamdedup.config import DetectorConfig
+
+    with pytest.raises(ValueError, match="methods names no method"):
+        DetectorConfig(methods=())
