@@ -106,6 +106,7 @@ class DetectorConfig:
     lexicon: str = "wordfreq"  # or a file from `streamdedup lexicon build`, for every global method
 
     def __post_init__(self) -> None:
+        _check_kinds(self)
         if not self.methods:
             raise ValueError(f"methods names no method: give some (registered: {', '.join(sorted(METHODS))})")
         unknown = [m for m in self.methods if m not in METHODS]
@@ -250,6 +251,39 @@ class DetectorConfig:
                    lexicon=_text(data, "lexicon", "wordfreq"),
                    prepare_threads=_number(data, "prepare_threads", int, 0),
                    learned_extraction=_flag(data, "learned_extraction", True))
+
+
+# each field's kinds and how to write one: a library caller's "30d" or "0.2" failed later, as an
+# AttributeError or a TypeError naming neither the field nor the kind (the TOML reader checks its own)
+_FIELD_KINDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("methods", (tuple, list), "a tuple of method names, e.g. ('exact', 'minhash')"),
+    ("method_params", (Mapping,), "a mapping of method names to their parameters, e.g. {'minhash': {'num_perm': 64}}"),
+    ("policy", (str,), f"a policy text, e.g. {DEFAULT_POLICY!r}"),
+    ("same_site_policy", (str, type(None)), "a policy text or None, e.g. 'exact|minhash>=0.8'"),
+    ("max_new_share", (int, float), "a share of a page's text, e.g. 0.1"),
+    ("max_new_pairs", (int,), "a whole number of word pairs, e.g. 8"),
+    ("min_new_paragraph_words", (int,), "a whole number of words, e.g. 20"),
+    ("cleaning", (CleaningConfig,), "a CleaningConfig, e.g. CleaningConfig(extractor='trafilatura')"),
+    ("retention", (timedelta, type(None)),
+     "a timedelta or None, e.g. timedelta(days=30) or streamdedup.config.parse_duration('30d')"),
+    ("max_clock_skew", (timedelta,), "a timedelta, e.g. timedelta(days=1)"),
+    ("template", (TemplateParams, type(None)), "a TemplateParams or None (no template model)"),
+    ("batch_size", (int,), "a whole number of pages, e.g. 256"),
+    ("batch_bytes", (int,), "a whole number of bytes, e.g. 64 << 20"),
+    ("prepare_threads", (int,), "a whole number of threads (0: one per CPU)"),
+    ("learned_extraction", (bool,), "True or False"),
+    ("lexicon", (str,), "'wordfreq' or the path of a file made by `streamdedup lexicon build`"),
+)
+
+
+def _check_kinds(config: DetectorConfig) -> None:
+    """Raise TypeError, naming the field and how to write it, for a field of another kind (True is no number)."""
+    for name, kinds, written in _FIELD_KINDS:
+        value = getattr(config, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise TypeError(f"DetectorConfig {name} is {written}, got {value!r} ({type(value).__name__})")
+    if not all(isinstance(m, str) for m in config.methods):
+        raise TypeError(f"DetectorConfig methods is a tuple of method names, got {config.methods!r}")
 
 
 def _policy_of(methods: tuple[str, ...]) -> str:

@@ -226,3 +226,47 @@ def test_parameters_of_a_method_not_enabled_are_refused() -> None:
         DetectorConfig(method_params={"minhsh": {"threshold": 0.95}})
     with pytest.raises(ValueError, match=r"parameters for simhash \(not enabled\)"):
         DetectorConfig(methods=("exact", "minhash"), policy="exact|minhash", method_params={"simhash": {}})
+
+
+def test_a_closed_deduplicator_names_the_method_called(tmp_path: Path) -> None:
+    """`add` and `query` on a closed Deduplicator said "add_many needs an open one"."""
+    import pytest
+
+    dedup = Deduplicator()
+    dedup.close()
+    for method in ("add", "query"):
+        with pytest.raises(ValueError, match=f"this Deduplicator is closed: {method} needs an open one"):
+            getattr(dedup, method)(TEXT)
+
+
+def test_a_store_open_twice_in_one_process_is_one_sentence(tmp_path: Path) -> None:
+    """It said "in use by another process", then RocksDB's lock text (thread ids, No locks available)."""
+    import pytest
+
+    from streamdedup.store.errors import StoreLocked
+
+    with Deduplicator(state=tmp_path / "store"), pytest.raises(StoreLocked) as refused:
+        Deduplicator(state=tmp_path / "store")
+    assert str(refused.value) == (f"the store at {tmp_path / 'store'} is open already in this process (another "
+                                  "Deduplicator or detector on it): close that one first, or give this one another "
+                                  "state directory")
+
+
+def test_arguments_of_another_kind_are_named_with_the_kind_wanted() -> None:
+    """DetectorConfig(retention="30d") ended in AttributeError total_seconds, max_new_share="0.2" in
+    a TypeError on '<=', Deduplicator({"policy": ...}) in an AttributeError; add() of a page record
+    did not say where records go."""
+    import pytest
+
+    from streamdedup.config import DetectorConfig
+
+    for given, said in ((dict(retention="30d"), "retention is a timedelta or None"),
+                        (dict(max_new_share="0.2"), "max_new_share is a share of a page's text, e.g. 0.1"),
+                        (dict(methods="exact,minhash"), "methods is a tuple of method names"),
+                        (dict(batch_size=True), "batch_size is a whole number of pages")):
+        with pytest.raises(TypeError, match=f"DetectorConfig {said}"):
+            DetectorConfig(**given)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="config is a DetectorConfig.*got dict"):
+        Deduplicator({"policy": "exact"})  # type: ignore[arg-type]
+    with Deduplicator() as dedup, pytest.raises(TypeError, match=r"got dict; .* add_many\(\[record\]\)"):
+        dedup.add({"url": "https://a.example/1", "content": TEXT})  # type: ignore[arg-type]

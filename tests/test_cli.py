@@ -696,6 +696,39 @@ def test_a_parameter_of_no_enabled_method_is_refused_in_one_line(tmp_path, capsy
     assert err.startswith("streamdedup: error: ") and said in err, err
 
 
+def test_eval_names_a_missing_set_and_an_out_that_is_a_file(tmp_path, capsys):
+    """They said "[Errno 2] No such file or directory" and "[Errno 17] File exists"."""
+    missing, out = tmp_path / "nope.jsonl", tmp_path / "eval"
+    assert main(["eval", str(missing), "--out", str(out), "-q"]) == 2
+    assert _one_error_line(capsys) == (f"streamdedup: error: input {missing} does not exist: give JSON Lines or "
+                                       "WARC files (.gz ok), or - for stdin")
+    assert not out.exists()
+    out.write_text("")
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "-q"]) == 2
+    assert _one_error_line(capsys) == f"streamdedup: error: --out {out} is a file: give --out a folder (it is " \
+                                      "created if missing)"
+
+
+def test_a_lexicon_that_is_not_one_is_named_with_what_a_lexicon_is(tmp_path, capsys):
+    """`--lexicon readme.toml` said only "Expecting value: line 1 column 1 (char 0)"."""
+    other = tmp_path / "readme.toml"
+    other.write_text("a = 1\n")
+    assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q", "--lexicon", str(other)]) == 2
+    err = _one_error_line(capsys)
+    assert f"lexicon '{other}' is not a lexicon file" in err and "`streamdedup lexicon build`" in err, err
+
+
+def test_a_store_of_another_extractor_names_the_flag_that_keeps_it(tmp_path, capsys):
+    """It said "run with the parameters the store was built with" without naming --extractor."""
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q",
+                 "--extractor", "trafilatura"]) == 0
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q",
+                 "--param", "minhash.num_perm=64"]) == 2
+    err = capsys.readouterr().err
+    assert "built with (--extractor trafilatura --param minhash.num_perm=128, or the same in --config)." in err, err
+
+
 def test_a_missing_config_file_is_named_with_the_fix(tmp_path, capsys):
     missing = tmp_path / "none.toml"
     assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--config", str(missing)]) == 2

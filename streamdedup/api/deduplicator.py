@@ -44,6 +44,9 @@ class Deduplicator:
     Use it as a context manager, or call `close`. Not safe to share between threads."""
 
     def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None) -> None:
+        if config is not None and not isinstance(config, DetectorConfig):
+            raise TypeError(f"config is a DetectorConfig, e.g. DetectorConfig(policy='exact|minhash'), got "
+                            f"{type(config).__name__} (the keys of a config file: DetectorConfig.from_mapping(...))")
         self._temporary: str | None = None
         if state is None:
             self._temporary = tempfile.mkdtemp(prefix="streamdedup-")
@@ -82,11 +85,13 @@ class Deduplicator:
         `url`: its site decides which policy applies (same site or not) and which site template
         is learned; a text without one is its own site. `fetched_at`: event time (retention).
         Returns a `Verdict` (status "unique" or "duplicate") or a `Rejection` (empty, no text...)."""
+        self._check_open("add")
         return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def query(self, content: str, id: str | None = None, url: str | None = None,
               fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
         """What `add` would answer, without filing the page: the store is left as it was."""
+        self._check_open("query")
         return self.query_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def add_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
@@ -110,7 +115,9 @@ class Deduplicator:
                fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
         """The page record `add` files for these arguments (a text without url gets `text:` + id)."""
         if not isinstance(content, str):
-            raise TypeError(f"content must be a str (HTML or plain text), got {type(content).__name__}")
+            hint = "; a page record (a mapping) goes in a list: add_many([record])" if isinstance(
+                content, Mapping) else ""
+            raise TypeError(f"content must be a str (HTML or plain text), got {type(content).__name__}{hint}")
         markup = looks_like_html(content) if html is None else html
         if id is None and url is None:
             id = uuid.uuid4().hex
@@ -125,13 +132,17 @@ class Deduplicator:
 
     def _raws(self, items: Iterable[Item], method: str) -> list[RawRecord]:
         """The records of a list of items; refused once closed, or a single item (iterated: its letters)."""
-        if not self._finalizer.alive:
-            raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
-                             "opens a kept store again)")
+        self._check_open(method)
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
                             f"{type(items).__name__}: pass it in a list, [item]")
         return [self._raw(item) for item in items]
+
+    def _check_open(self, method: str) -> None:
+        """Refuse `method` (named as the caller called it) once the store is closed."""
+        if not self._finalizer.alive:
+            raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
+                             "opens a kept store again)")
 
     def _raw(self, item: Item) -> RawRecord:
         self._count += 1

@@ -23,7 +23,7 @@ from streamdedup.evaluate.kinds import kind_scores, page_kinds
 from streamdedup.evaluate.metrics import pair_scores
 from streamdedup.evaluate.paper import cluster_pairs, dice_matrix, paper_scores, verify_pairs
 from streamdedup.evaluate.report import write_report
-from streamdedup.record.readers import RawRecord, read_input
+from streamdedup.record.readers import RawRecord, check_inputs, read_input
 
 DEFAULT = "default"
 SWEEP = {"minhash": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)}  # thresholds a method is also scored at, alone
@@ -121,6 +121,9 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
                    quiet: bool = False) -> dict[str, Any]:
     from tqdm import tqdm
 
+    check_inputs([str(dataset)])  # named as `dedup` names it, before --out is made
+    if out_dir.exists() and not out_dir.is_dir():
+        raise FileExistsError(f"--out {out_dir} is a file: give --out a folder (it is created if missing)")
     out_dir.mkdir(parents=True, exist_ok=True)
     all_methods = tuple(dict.fromkeys([*config.methods, *methods]))
     with tempfile.TemporaryDirectory(prefix="streamdedup-eval-") as tmp:

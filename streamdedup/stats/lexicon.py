@@ -63,8 +63,13 @@ class Lexicon:
     @classmethod
     def load(cls, path: Path) -> Lexicon:
         raw = path.read_bytes()
-        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-        return cls(data["version"], data["n_docs"], data["avg_length"], data["df"], data["cf"], str(path))
+        try:
+            data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+            return cls(data["version"], data["n_docs"], data["avg_length"], data["df"], data["cf"], str(path))
+        except (ValueError, KeyError, TypeError, EOFError, OSError) as err:  # not JSON, not gzip, not a lexicon's keys
+            raise ValueError(f"lexicon {str(path)!r} is not a lexicon file ({type(err).__name__}: {err}): a lexicon "
+                             "holds the word statistics `streamdedup lexicon build` writes (JSON, .gz ok); give "
+                             "'wordfreq' or such a file") from None
 
 
 def build_lexicon(documents: Iterable[tuple[str, list[str]]], min_df: int = 2) -> Lexicon:

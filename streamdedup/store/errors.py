@@ -36,6 +36,9 @@ def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) 
         return err
     text = str(err)
     where = f"the store at {path}" if path is not None else "a store"
+    if "/LOCK" in text and "lock hold by current process" in text:  # RocksDB's words for a second open here
+        return StoreLocked(f"{where} is open already in this process (another Deduplicator or detector on it): "
+                           "close that one first, or give this one another state directory")
     if "/LOCK" in text and "lock" in text.lower():
         return StoreLocked(f"{where} is in use by another process ({text}): stop the other `streamdedup` "
                            "(dedup or worker) that uses it, or give this one another state directory")

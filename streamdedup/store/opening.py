@@ -57,6 +57,19 @@ def params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[
     return out
 
 
+_EXTRACTOR = re.compile(r"\bextractor=([^,@)]+)")
+
+
+def extractor_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """`--extractor NAME` if the store was built with another extractor than this run's (none otherwise).
+
+    Not for `fast` read by other rules (fast@4 against fast@5): no flag gives earlier rules back."""
+    stored, asked = (_EXTRACTOR.search(config.get("cleaning", "")) for config in (built, wanted))
+    if stored is None or asked is None or stored[1] == asked[1]:
+        return []
+    return [f"--extractor {stored[1]}"]
+
+
 def prepare_directory(path: Path, create: bool = True) -> bool:
     """Whether `path` holds a store.
 
@@ -145,11 +158,10 @@ def config_mismatch(path: Path, built: Mapping[str, str], wanted: Mapping[str, s
              if pinned_setting(k, built.get(k)) != pinned_setting(k, wanted.get(k))]
     if not diffs:
         return None
-    keep = params_to_keep(built, wanted)
+    keep = extractor_to_keep(built, wanted) + [f"--param {p}" for p in params_to_keep(built, wanted)]
     return StoreConfigMismatch(
         f"the store at {path} was built with other parameters:\n" + "\n".join(diffs)
         + "\nSignatures made with different parameters cannot be compared. Use a new --state "
           "directory, or run with the parameters the store was built with"
-        + (f" ({' '.join(f'--param {p}' for p in keep)}, or the same under [params] in --config)."
-           if keep else "."))
+        + (f" ({' '.join(keep)}, or the same in --config)." if keep else "."))
 
