@@ -74,6 +74,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from streamdedup.evaluate.run import DEFAULT as DEFAULT_SCENARIO
     from streamdedup.evaluate.run import run_evaluation
 
     config = detector_config(args)
@@ -84,6 +85,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for name, row in metrics["methods"].items():
             print(f"{name:>12}  P={row['precision']:.3f}  R={row['recall']:.3f}  F1={row['f1']:.3f}  "
                   f"ARI={row['ari']:.3f}")
+            if name == DEFAULT_SCENARIO:  # the figures the README's Results give (metrics.json: directional.all)
+                edges = row["directional"]["all"]
+                print(f"{'':>12}  edges={edges['edges']} (content-loss {edges['content_loss_edges']})  "
+                      f"edge precision={edges['edge_precision']:.3f}  edge recall={edges['edge_recall']:.3f}")
         print(f"report: {args.out / 'report.html'}")
     return 0
 

@@ -206,13 +206,21 @@ def test_store_commands(tmp_path, capsys):
     assert "expired 2 page(s)" in capsys.readouterr().out
 
 
-def test_eval_writes_metrics_and_report(tmp_path):
+def test_eval_writes_metrics_and_report(tmp_path, capsys):
+    """The console gives the default's directional figures too (the README's Results: edges,
+    content-loss edges, edge precision and recall), not only pairwise P/R/F1/ARI."""
     out = tmp_path / "eval"
-    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "-q"]) == 0
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "--methods", "minhash"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    assert set(metrics["methods"]) == {"default"} | {m for m, cls in METHODS.items() if cls.can_match}
+    assert set(metrics["methods"]) == {"default", "minhash"}
     assert metrics["methods"]["default"]["f1"] == 1.0
     assert "<svg" in (out / "report.html").read_text()
+    lines = capsys.readouterr().out.splitlines()
+    default = lines.index(next(line for line in lines if line.strip().startswith("default  P=")))
+    assert lines[default + 1].strip() == "edges=1 (content-loss 0)  edge precision=1.000  edge recall=1.000"
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(tmp_path / "all"), "-q"]) == 0
+    every = json.loads((tmp_path / "all" / "metrics.json").read_text())
+    assert set(every["methods"]) == {"default"} | {m for m, cls in METHODS.items() if cls.can_match}
 
 
 def test_eval_of_a_crawl_without_labels_names_what_it_needs(tmp_path, capsys):
