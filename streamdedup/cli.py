@@ -501,7 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = command("demo", "broker + worker + the sample crawl, end to end, then stop")
     demo.add_argument("--crawl", type=Path, default=SAMPLE_CRAWL, help="pages to feed (default: the sample crawl "
                       "shipped with streamdedup)")
-    demo.add_argument("--workdir", type=Path, help="keep broker data and stores here (default: a temp dir)")
+    demo.add_argument("--workdir", type=Path, help="keep broker data and stores here (default: a temporary folder, "
+                      "removed at the end)")
     add_detector_options(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -11,6 +11,8 @@ import itertools
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -62,8 +64,22 @@ def warm_kernels(crawl: Path, config: DetectorConfig) -> float:
     return time.monotonic() - started
 
 
+@contextmanager
+def demo_folder(workdir: Path | None) -> Iterator[Path]:
+    """`--workdir`, kept; without it a temporary folder, removed when the demo ends (~19 MB a sample crawl's run)."""
+    if workdir is not None:
+        yield workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="streamdedup-demo-", ignore_cleanup_errors=True) as folder:
+        yield Path(folder)
+
+
 def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
-    base = Path(workdir or tempfile.mkdtemp(prefix="streamdedup-demo-"))
+    with demo_folder(workdir) as base:
+        return _run_demo(crawl, base, config, kept=workdir is not None)
+
+
+def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> dict:
     warmed = warm_kernels(crawl, config)
     print(f"1/5 kernels ready in {warmed:.1f} s (compiled on a first run and cached beside the code, "
           "else loaded from that cache)")
@@ -102,7 +118,9 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
                    "late_matches": kinds.get("late_match", 0),
                    "pages_per_s": round(stats.decided / elapsed, 1)}
         print("5/5 " + orjson.dumps(summary).decode())
-        print(f"Where to look next: the stores are in {settings.state_dir}; run your own broker with "
+        stores = (f"the stores are in {settings.state_dir}" if kept else
+                  "the stores go with the demo's temporary folder (--workdir keeps them)")
+        print(f"Where to look next: {stores}; run your own broker with "
               "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "
               "or the whole system on Apache Kafka with `docker compose up` (README).")
     return summary

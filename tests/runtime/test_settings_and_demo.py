@@ -43,6 +43,20 @@ def test_demo_end_to_end(tmp_path, capfd):
     assert "|FAIL|" not in err and "Connection refused" not in err
 
 
+def test_the_demo_without_a_workdir_removes_its_temporary_folder(tmp_path, monkeypatch, capfd):
+    """`make run` / `streamdedup demo` left /tmp/streamdedup-demo-XXXX (19 MB: broker data, stores)
+    behind every run; --workdir keeps them, as its help says."""
+    import tempfile
+
+    crawl = write_jsonl(tmp_path / "crawl.jsonl", [page("https://a.example/1", wrap_in_template(make_article(79), "A"))])
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    assert run_demo(Path(crawl), None, DetectorConfig())["unique"] == 1
+    assert list(temporary.iterdir()) == []
+    assert "the stores go with the demo's temporary folder (--workdir keeps them)" in capfd.readouterr().out
+
+
 def test_the_demo_counts_a_warc_crawls_reader_rejections_and_waits_for_its_pages_only(tmp_path, capfd):
     """A WARC crawl's 404 went to the worker as a page without content (`missing_content`), and the
     worker waited for it; it is now sent to the rejected topic as `feed` sends it, `http_status`."""
