@@ -65,8 +65,9 @@ def line_limit(max_content_bytes: int) -> int:
 
 
 def check_inputs(paths: Iterable[str]) -> None:
-    """Raise FileNotFoundError, in one line naming the path and the fix, for an input that is not a file.
+    """Raise, in one line naming the path and the fix, for an input that is no file of pages.
 
+    FileNotFoundError for a missing path, a folder or a pipe; ValueError for a tar or zip archive.
     Checked before a command makes anything (a store, an output folder, a broker's topic)."""
     for path in paths:
         if path != "-" and not os.path.isfile(path):
@@ -75,6 +76,40 @@ def check_inputs(paths: Iterable[str]) -> None:
                                         f"- < {path}")
             what = "is a folder" if os.path.isdir(path) else "does not exist"
             raise FileNotFoundError(f"input {path} {what}: give JSON Lines or WARC files (.gz ok), or - for stdin")
+        archive = None if path == "-" else archive_kind(path)
+        if archive:  # read as JSON Lines, each line an invalid_json rejection (271,206 for readability's pages)
+            raise ValueError(f"input {path} is a {archive}: give JSON Lines or WARC files (.gz ok), or - for "
+                             "stdin; unpack it and give the files it holds")
+
+
+_TAR_BLOCK = 512  # a tar archive opens with a member's header block
+
+
+def archive_kind(path: str) -> str | None:
+    """'tar archive' or 'zip archive' if the file is one (a tar also gzipped), by its first bytes; else None."""
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(_TAR_BLOCK)
+            if head[:2] == GZIP_MAGIC:
+                raw.seek(0)
+                with gzip.GzipFile(fileobj=raw) as unpacked:
+                    head = unpacked.read(_TAR_BLOCK)
+    except _READ_ERRORS:  # unreadable here: the reader says what it could not read, record by record
+        return None
+    if _is_tar_header(head):
+        return "tar archive"
+    return "zip archive" if head[:4] == b"PK\x03\x04" else None
+
+
+def _is_tar_header(block: bytes) -> bool:
+    """A tar header: "ustar" at 257 (POSIX and GNU) and its checksum right (a text may hold "ustar" there)."""
+    if len(block) < _TAR_BLOCK or block[257:262] != b"ustar":
+        return False
+    try:
+        stored = int(block[148:156].strip(b"\0 ") or b"-1", 8)
+    except ValueError:
+        return False
+    return stored == sum(block[:148]) + 8 * ord(" ") + sum(block[156:_TAR_BLOCK])  # the field counts as spaces
 
 
 def read_inputs(paths: list[str], max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,

@@ -217,3 +217,31 @@ def test_an_input_that_is_a_pipe_is_named_as_one(tmp_path):
     assert "does not exist" not in str(refused.value) and f"- < {fifo}" in str(refused.value)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         check_inputs([str(tmp_path / "missing.jsonl")])
+
+
+def test_a_tar_or_zip_archive_is_refused_before_it_is_read(tmp_path):
+    """`dedup readability-test-pages.tar.gz` read the archive as JSON Lines: 271,206 invalid_json
+    rejections. A tar (gzipped or not) or a zip is refused in one line; a JSON line with "ustar" at
+    the tar header's place is still read."""
+    import tarfile
+    import zipfile
+
+    member = tmp_path / "crawl.jsonl"
+    member.write_text('{"url": "https://a.example/1", "content": "<p>words</p>"}\n')
+    for name, mode in (("pages.tar", "w"), ("pages.tar.gz", "w:gz")):
+        with tarfile.open(tmp_path / name, mode) as archive:
+            archive.add(member, arcname="crawl.jsonl")
+    with zipfile.ZipFile(tmp_path / "pages.zip", "w") as archive:
+        archive.write(member, arcname="crawl.jsonl")
+    for name, kind in (("pages.tar", "tar"), ("pages.tar.gz", "tar"), ("pages.zip", "zip")):
+        with pytest.raises(ValueError) as refused:
+            check_inputs([str(tmp_path / name)])
+        assert str(refused.value) == (f"input {tmp_path / name} is a {kind} archive: give JSON Lines or WARC files "
+                                      "(.gz ok), or - for stdin; unpack it and give the files it holds")
+    line = '{"url": "https://a.example/1", "content": "' + "x" * 214 + 'ustar and more"}\n'
+    assert line.index("ustar") == 257
+    text = tmp_path / "ustar.jsonl"
+    text.write_text(line * 3)
+    with gzip.open(tmp_path / "ustar.jsonl.gz", "wt") as packed:
+        packed.write(line * 3)
+    check_inputs([str(member), str(text), str(tmp_path / "ustar.jsonl.gz")])
