@@ -319,6 +319,7 @@ nothing. Other inputs into a finished --out are refused: use a new --out, --fres
   streamdedup eval web-dev.jsonl --out out/eval-web --methods minhash,simhash""",
     "store": """examples:
   streamdedup store info --state out/crawl/state
+  streamdedup store delete --state out/crawl/state PAGE_ID [PAGE_ID ...]
   streamdedup store expire --state out/crawl/state --before 2024-01-01T00:00:00Z""",
     "lexicon": """example:
   streamdedup lexicon build crawl.jsonl.gz --out lexicon.json.gz

@@ -273,6 +273,21 @@ def test_a_config_value_of_the_wrong_kind_ends_in_one_line_naming_it(tmp_path, c
     assert len(err.splitlines()) == 1 and named in err and "Traceback" not in err, err
 
 
+def test_a_worker_setting_of_the_wrong_kind_is_named_in_words(tmp_path, capsys):
+    """It said "batch_size is a int"."""
+    config = tmp_path / "config.toml"
+    config.write_text('[worker]\nbatch_size = "ten"\n')
+    assert main(["worker", "--bootstrap-servers", "127.0.0.1:1", "--config", str(config)]) == 2
+    assert "worker setting batch_size is a whole number (as 256), got 'ten'" in _one_error_line(capsys)
+
+
+def test_store_delete_help_shows_delete(capsys):
+    """`store delete --help` showed the examples of info and expire only."""
+    with pytest.raises(SystemExit):
+        main(["store", "delete", "--help"])
+    assert "  streamdedup store delete --state out/crawl/state PAGE_ID" in capsys.readouterr().out
+
+
 def test_stdin_input(tmp_path):
     import subprocess
     import sys

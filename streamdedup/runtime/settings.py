@@ -21,6 +21,8 @@ from streamdedup.record.batches import DEFAULT_BATCH_BYTES, check_batch_limits
 
 TOPOLOGIES = ("global", "local")
 ON_TOPIC_RESET = ("refuse", "restart")  # what a worker does with a partition that started over
+# a setting's kind, as its error names it ("a int" read badly)
+_KIND_NAMES = {int: "a whole number", float: "a number", str: "a text"}
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
 
 
@@ -224,7 +226,8 @@ class WorkerSettings:
                 try:
                     changes[name] = type(current)(value)
                 except (TypeError, ValueError):
-                    raise ValueError(f"worker setting {name} is a {type(current).__name__} (as {current!r}), got "
+                    kind = _KIND_NAMES.get(type(current), f"a {type(current).__name__}")
+                    raise ValueError(f"worker setting {name} is {kind} (as {current!r}), got "
                                      f"{value!r} ([worker] {name}, STREAMDEDUP_{name.upper()} or its flag)") from None
         merged = {**self.kafka, **kafka}
         result = replace(self, **changes, kafka=merged)
