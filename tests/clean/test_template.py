@@ -49,10 +49,12 @@ def test_in_the_cold_start_lines_on_most_earlier_pages_are_provisional_template(
 def test_recrawls_and_tracking_parameters_do_not_count_again():
     site = SiteTemplate()
     for i in range(10):
-        assert not site.learn("https://planet.example/story/1?utm=x", [1, 2], PARAMS) or site.pages == 1
-        tracked = f"https://planet.example/story/1?utm_source=feed{i}&fbclid={i}&PHPSESSID={i}#c{i}"
+        assert not site.learn("https://planet.example/story.php?id=1&utm=x", [1, 2], PARAMS) or site.pages == 1
+        tracked = f"https://planet.example/story.php?id=1&utm_source=feed{i}&fbclid={i}&PHPSESSID={i}#c{i}"
         assert not site.learn(tracked, [1, 2], PARAMS) or site.pages == 2
-    assert site.pages == 2 and site.counts == {1: 2, 2: 2}  # "utm" is no tracking parameter: a page of its own
+        any_query = f"https://planet.example/story/1?utm={i}&replytocom={i}&id={i}#c{i}"  # the path names it
+        assert not site.learn(any_query, [1, 2], PARAMS) or site.pages == 3
+    assert site.pages == 3 and site.counts == {1: 3, 2: 3}  # "utm" is no tracking parameter: a page of its own
 
 
 def test_a_site_whose_articles_differ_only_by_query_learns_its_template():
@@ -82,6 +84,64 @@ def test_a_page_is_its_url_with_the_query_parameters_that_name_it_in_any_order()
     # names that only look like a tracker's, and a short `sid` (a PHP-Nuke story), name pages
     for name in ("cid", "uid", "gallery", "sid", "s"):
         assert page_key(f"https://a.example/x.php?{name}=1") != page_key(f"https://a.example/x.php?{name}=2"), name
+
+
+def test_on_a_script_trackers_and_other_views_of_a_page_name_no_page_and_page_names_stay():
+    """The review's names (WordPress's `replytocom` crawler trap, its comment pages, AMP and print
+    views, trackers) are one page on a script; the names PHP, forum and Joomla sites name pages
+    with stay. `ref`, `source`, `src` and `from` go only where their value is a host or a channel."""
+    from streamdedup.clean.template import page_key
+
+    article = page_key("https://blog.example/index.php?p=7")
+    for name in ("replytocom", "cpage", "amp", "output", "print", "ocid", "cmp", "smid", "sh", "ito"):
+        assert page_key(f"https://blog.example/index.php?p=7&{name}=100") == article, name
+        assert page_key(f"https://blog.example/index.php?{name}=100&p=7") == article, name
+    for name in ("p", "page", "id", "t", "f", "option", "view", "itemid", "catid", "topic", "story", "article",
+                 "sid", "mod", "tid"):
+        assert page_key(f"https://a.example/x.php?{name}=12") != page_key(f"https://a.example/x.php?{name}=13"), name
+    for name in ("ref", "source", "src", "from"):
+        for tracker in ("twitter", "rss", "homepage", "twitter_share", "news.ycombinator.com",
+                        "https%3A%2F%2Ft.co%2Fabc", ""):
+            assert page_key(f"https://a.example/x.php?id=1&{name}={tracker}") == page_key("https://a.example/x.php?id=1")
+        assert page_key(f"https://a.example/x.php?{name}=AB123") != page_key(f"https://a.example/x.php?{name}=AB124")
+    assert page_key("https://git.example/-/tree/x.php?ref=main") != page_key("https://git.example/-/tree/x.php?ref=v1.2.3")
+    assert page_key("https://a.example/search.php?q=x&from=20") != page_key("https://a.example/search.php?q=x&from=40")
+
+
+def test_the_query_names_a_page_only_on_a_script_or_the_sites_root():
+    """A script (by its extension, any case, path parameters aside) or the site's root (no path,
+    `/`, `/index.*`, `/default.*`) is as many pages as its queries; every other path is one page
+    under any query (`/7/`, a story, a static `index.html` in a folder: the path names the page)."""
+    from streamdedup.clean.template import page_key
+
+    scripts = [f"/news/read.{ext}" for ext in ("php", "asp", "aspx", "jsp", "jspx", "cgi", "pl", "cfm", "do",
+                                                "action", "nsf")]
+    scripts += ["", "/", "/index.html", "/Default.aspx", "/INDEX.PHP", "/forum/index.php", "/read.php/",
+                "/item.jsp;jsessionid=0123"]
+    for path in scripts:
+        first, second = (page_key(f"https://a.example{path}?id={i}") for i in (1, 2))
+        assert first != second and first != page_key(f"https://a.example{path}"), path
+    for path in ("/7/", "/2024/05/a-story", "/story.html", "/news/index.html", "/amp/story/1", "/read.php.html",
+                 "/feed", "/php", "/x.phpx"):
+        keys = {page_key(f"https://a.example{path}{query}") for query in ("", "?", "?id=1", "?id=2", "?amp",
+                                                                           "?replytocom=5", "?cpage=2#c")}
+        assert keys == {page_key(f"https://a.example{path}")}, path
+
+
+def test_a_page_under_many_queries_at_its_article_path_does_not_teach_its_own_text():
+    """The review's repro: 20 articles at `/{i}/`, then article 7 under `?replytocom=100..111`
+    (a crawler trap). Each variant was a page of its own (20 -> 32 pages) and article 7's own 3
+    paragraphs became template: nothing was left of it. Now it is one page, as the same URL
+    repeated is, and only the template goes. Fails while every path's query named pages."""
+    params = TemplateParams()
+    site = SiteTemplate()
+    for i in range(20):
+        site.learn(f"https://blog.example/{i}/", split_lines(page_text(i))[1], params)
+    for reply in range(100, 112):
+        site.learn(f"https://blog.example/7/?replytocom={reply}", split_lines(page_text(7))[1], params)
+    assert site.pages == 20
+    own, removed = site.strip(*split_lines(page_text(7)), params)
+    assert removed == 3 and own.split("\n") == [f"article 7 paragraph {p} with its own words" for p in range(3)]
 
 
 def test_a_storys_paragraphs_on_its_revisions_stay_content_on_a_site_with_many_pages():
@@ -134,7 +194,7 @@ def test_page_key_is_the_urlsplit_key_for_every_url():
     def reference(url):
         try:
             parts = urlsplit(url.strip())
-            base = f"{parts.netloc.lower()}{parts.path}{page_query(parts.query)}"
+            base = f"{parts.netloc.lower()}{parts.path}{page_query(parts.path, parts.query)}"
         except ValueError:
             base = url
         return xxhash.xxh3_64_intdigest(base.encode("utf-8", "surrogatepass"))
@@ -144,11 +204,16 @@ def test_page_key_is_the_urlsplit_key_for_every_url():
             " https://ex.com/p ", "https://ex.com/p q", "https://ex.com/\tp", "https://ex.com/é", "https://éx.com/p",
             "1http://ex.com/p", "a+b-c.d://ex.com/p", "mailto:x@y.z", "https://u:p@ex.com:80/p;x?y#z", "", "http://",
             "https://ex.com/p#a?b", "https://ex.com/p?a#b/c", "https://ex.com\\p", "\x00https://ex.com/p",
-            "https://ex.com/p?b=2&a=1&utm_source=x", "https://ex.com/p?&&", "https://ex.com/p?a=1&a=1", "http://ex.com?x#y"]
+            "https://ex.com/p?b=2&a=1&utm_source=x", "https://ex.com/p?&&", "https://ex.com/p?a=1&a=1", "http://ex.com?x#y",
+            "https://ex.com/p.php?b=2&a=1&utm_source=x", "https://ex.com/?p=1&replytocom=2", "https://ex.com/A.PHP;s=1?id=2",
+            "https://ex.com/index.html?x=1", "https://ex.com/x/index.html?x=1", "https://ex.com/p.php?&&#x"]
     rng = random.Random(3)
     alphabet = "aZ09:/?#[]@!$&'()*+,;=%-._~\\ \t\né\x7f"
     for _ in range(20000):
         urls.append("https://" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
+    paths = ["", "/", "/a.php", "/a.PHP/", "/b/", "/index.asp", "/x;y.php", "/[a].php", "/é.php"]
+    for _ in range(5000):
+        urls.append("https://ex.com" + rng.choice(paths) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))))
     for url in urls:
         assert page_key(url) == reference(url), url
 
