@@ -62,7 +62,8 @@ class IsolatedExtractor:
             if not _readable(process.stdout, seconds):
                 self.stop()
                 raise Rejected(Reason.TIMEOUT,
-                               f"extraction ({extractor}) took longer than {seconds:g} s; it was stopped")
+                               f"extraction ({extractor.partition(chr(10))[0]}) took longer than {seconds:g} s; "
+                               "it was stopped")  # (the name without the learned layout's request after it)
             if (mark := _read_exactly(process.stdout, len(_MARK))) != _MARK:
                 self.stop()
                 raise CleaningStackMissing(

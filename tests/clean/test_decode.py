@@ -55,3 +55,29 @@ def test_binary_garbage_is_undecodable():
     with pytest.raises(Rejected) as caught:
         decode_bytes(garbage, None, max_bytes=MAX)
     assert caught.value.reason is Reason.UNDECODABLE
+
+
+def test_a_brotli_bomb_is_refused_without_inflating_it_whole():
+    """841 bytes of brotli inflated 1 GiB (2.4 GB RSS) before the size test refused them; now the
+    output stops growing at the limit."""
+    import tracemalloc
+
+    bomb = brotli.compress(b"a" * 200_000_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(Rejected) as caught:
+            decode_bytes(bomb, None, max_bytes=1_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.reason is Reason.TOO_LARGE
+    assert peak < 20_000_000, peak
+
+
+def test_a_charset_python_names_but_cannot_decode_with_falls_back_to_detection():
+    """`charset=undefined` (a server printing an unset variable) raised the codec's UnicodeError:
+    `processing_error` and a traceback; now the page is decoded as if it declared nothing."""
+    page = RUSSIAN.encode("cp1251")
+    assert decode_bytes(page, "undefined", max_bytes=MAX) == RUSSIAN
+    meta = b'<html><head><meta charset="undefined"></head><body>' + "caf\u00e9 cr\u00e8me br\u00fbl\u00e9e ".encode("latin-1") * 20
+    assert "cr\u00e8me" in decode_bytes(meta, None, max_bytes=MAX)
