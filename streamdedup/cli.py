@@ -164,13 +164,19 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return broker.run_until_stopped()
 
 
+def _worker_command_settings(args: argparse.Namespace) -> WorkerSettings:
+    """`streamdedup worker`'s settings: the config file, the environment, then its own flags."""
+    return _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
+                            adopt_settings=args.adopt_settings or None, worker_id=args.worker_id,
+                            topology=args.topology)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from streamdedup.runtime.watchdog import CallWatchdog, exit_stuck
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
     config = detector_config(args)
-    settings = _worker_settings(args, state_dir=args.state, group_id=args.group_id, on_topic_reset=args.on_topic_reset,
-                                adopt_settings=args.adopt_settings or None, worker_id=args.worker_id)
+    settings = _worker_command_settings(args)
     reach_broker(settings, args.connect_timeout)
     try:
         worker = Worker(settings, config, CallWatchdog(exit_stuck))
@@ -461,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--group-id", help="Kafka consumer group: workers of one group share the pages "
                         "(env STREAMDEDUP_GROUP_ID; default streamdedup)")
     worker_id_option(worker, "this worker's name in its group, its own on every worker")
+    worker.add_argument("--topology", choices=("global", "local"),
+                        help="global: copies are found across input partitions (default); local: within each "
+                             "partition only. Every worker of a group runs the same (env STREAMDEDUP_TOPOLOGY)")
     worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),

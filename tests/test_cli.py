@@ -412,6 +412,27 @@ def test_one_config_file_for_the_detector_and_the_worker(tmp_path):
     assert settings.group_id == "g7" and settings.kafka["client.id"] == "me"
 
 
+def test_the_worker_takes_its_topology_as_a_flag_over_the_environment_and_the_config_file(tmp_path, monkeypatch):
+    """`streamdedup worker --topology local` (before: only STREAMDEDUP_TOPOLOGY or the config file):
+    the config file < the environment < the flag, as the worker's other settings."""
+    from streamdedup.cli import _worker_command_settings, build_parser
+    from streamdedup.runtime.settings import TOPOLOGIES
+
+    config = tmp_path / "dedup.toml"
+    config.write_text('[worker]\ntopology = "local"\n')
+    worker = ["worker", "--config", str(config)]
+    monkeypatch.delenv("STREAMDEDUP_TOPOLOGY", raising=False)
+    assert _worker_command_settings(build_parser().parse_args(worker)).topology == "local"
+    monkeypatch.setenv("STREAMDEDUP_TOPOLOGY", "global")
+    assert _worker_command_settings(build_parser().parse_args(worker)).topology == "global"
+    monkeypatch.setenv("STREAMDEDUP_TOPOLOGY", "local")
+    assert _worker_command_settings(build_parser().parse_args([*worker, "--topology", "global"])).topology == "global"
+    assert _worker_command_settings(build_parser().parse_args(["worker", "--topology", "local"])).topology == "local"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", "--topology", "both"])
+    assert set(TOPOLOGIES) == {"global", "local"}  # the flag's choices
+
+
 def _closed_port():
     import socket
 
