@@ -7,7 +7,12 @@ partitions. The group records them in a small compacted topic (`Topics.settings`
 per group, the verdict id and the settings in words. At start, before it joins the group, a worker
 reads the topic to its end (`agree_on_settings`): no record for its group, it writes its own and
 reads again; a record, and the worker's verdict id differs from the group's, it refuses to start
-(`GroupSettingsDiffer`, one line: what differs and the fix).
+(`GroupSettingsDiffer`, one line: what differs and the fix). The record also names the group's
+topology, and a worker of the other one is refused likewise (`check_topology`): a `local` worker in
+a `global` group judged its partitions' pages against its own stores only, so copies across
+partitions stopped being found. A record written after 0.14.0 names its topology; one of 0.12.0 to
+0.14.0 tells it by its internal topics (the global topology's, none for local); one of 0.11.0 or earlier
+tells nothing, and its topology is not checked (`GroupRecord.topology` "").
 
 The group's record is the one with the highest generation, ties going to the first in offset
 order: two workers that start at once both write generation 1, and both agree the first one
@@ -65,6 +70,7 @@ class GroupRecord:
     internal: tuple[str, ...] = ()  # the group's internal topics (global topology), which no other group may use
     reads: str = ""  # the pages topic it reads ("": a record written before this was kept)
     writes: tuple[str, ...] = ()  # the topics its verdicts go to
+    topology: str = ""  # the group's topology ("": a record of 0.11.0 or earlier, which does not tell)
 
     def key(self) -> bytes:
         return f"{self.group}\x00{self.generation}\x00{self.identity.hex()}".encode()
@@ -73,7 +79,7 @@ class GroupRecord:
         return orjson.dumps({"group": self.group, "generation": self.generation, "verdict_id": self.identity.hex(),
                              "settings": dict(self.settings), "written_by": self.written_by,
                              "internal_topics": list(self.internal), "reads": self.reads,
-                             "writes": list(self.writes)})
+                             "writes": list(self.writes), "topology": self.topology})
 
     @classmethod
     def decode(cls, data: bytes, offset: int) -> GroupRecord | None:
@@ -83,13 +89,27 @@ class GroupRecord:
             return cls(str(value["group"]), int(value["generation"]), bytes.fromhex(value["verdict_id"]),
                        {str(k): str(v) for k, v in value["settings"].items()}, str(value["written_by"]), offset,
                        tuple(str(name) for name in value.get("internal_topics", ())), str(value.get("reads", "")),
-                       tuple(str(name) for name in value.get("writes", ())))
+                       tuple(str(name) for name in value.get("writes", ())), recorded_topology(value))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             log.warning("settings topic, offset %d: not a group settings record, skipped", offset)
             return None
 
     def described(self) -> str:
         return ", ".join(f"{key}={value}" for key, value in sorted(self.settings.items()))
+
+
+def recorded_topology(value: Mapping[str, object]) -> str:
+    """The topology a decoded record names; "" if it cannot tell.
+
+    Its own field after 0.14.0. A record of 0.12.0 to 0.14.0 has none, but lists the group's internal topics:
+    the global topology's (`internal_topics`), none for local. One of 0.11.0 or earlier lists neither: its
+    topology is unknown, and accepted (the default was `global` then too, but a group may have run `local`
+    through STREAMDEDUP_TOPOLOGY: read as `global`, every worker of such a group would refuse after an upgrade)."""
+    if "topology" in value:
+        return str(value["topology"])
+    if "internal_topics" in value:
+        return "global" if value["internal_topics"] else "local"
+    return ""
 
 
 def current_record(records: list[GroupRecord]) -> GroupRecord | None:
@@ -182,6 +202,24 @@ def check_topics(settings: WorkerSettings, records: Mapping[str, GroupRecord]) -
                 f"index and parts), or run it as group {group!r}")
 
 
+def check_topology(settings: WorkerSettings, group: GroupRecord) -> None:
+    """Refuse to start in another topology than the group's (`GroupSettingsDiffer`, one line naming the fix).
+
+    A worker of the other topology would take a share of the input partitions and judge their pages apart from
+    the rest: a `local` worker in a `global` group finds no copy on another partition (an operator review: 0 of
+    10 copies across partitions found, 10 of 10 with two global workers). A record that names no topology
+    (0.11.0 or earlier) is not checked. `--adopt-settings` does not change it: the stores of one topology are
+    not the other's."""
+    if not group.topology or group.topology == settings.topology:
+        return
+    raise GroupSettingsDiffer(
+        f"this worker runs the {settings.topology} topology, group {settings.group_id!r} the {group.topology} one "
+        f"(written by {group.written_by!r}): in one group a worker of the other topology would not find copies "
+        f"across the group's partitions. Start it with --topology {group.topology} (STREAMDEDUP_TOPOLOGY="
+        f"{group.topology}, or topology in the config file's [worker] table), as the group's workers run, or, to "
+        "change the topology, run every worker as a new group (--group-id)")
+
+
 def write_group_record(settings: WorkerSettings, record: GroupRecord, timeout_s: float = 15.0) -> None:
     """Append `record` to the settings topic, acknowledged by every in-sync replica."""
     producer = Producer(settings.client(**{"enable.idempotence": True, "acks": "all"}))
@@ -242,6 +280,8 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
     records = read_group_records(settings)
     check_topics(settings, records)
     group = records.get(settings.group_id)
+    if group is not None:
+        check_topology(settings, group)
     if group is None or (settings.adopt_settings and group.identity != identity):
         generation = 1 if group is None else group.generation + 1
         if group is not None:
@@ -252,13 +292,17 @@ def agree_on_settings(settings: WorkerSettings, config: DetectorConfig) -> Group
                         group.identity.hex(), group.described())
         write_group_record(settings, GroupRecord(settings.group_id, generation, identity, mine, settings.worker_id,
                                                  internal=internal_topics(settings), reads=settings.topics.pages,
-                                                 writes=settings.topics.outputs))
+                                                 writes=settings.topics.outputs, topology=settings.topology))
         group = read_group_record(settings)
         if group is None:
             raise WorkerStopped(f"the group's settings written to {settings.topics.settings!r} could not be read "
                                 "back: check the topic (cleanup.policy=compact, not delete) and restart the worker")
+    check_topology(settings, group)  # a worker of the other topology may have written first
     if group.identity != identity:
         raise GroupSettingsDiffer(refusal(settings, group, mine, identity))
+    if not group.topology:
+        log.info("group %r's settings were recorded by 0.11.0 or earlier, without its topology: not checked",
+                 settings.group_id)
     log.info("group %r judges with verdict id %s (generation %d, written by %r)", settings.group_id,
              group.identity.hex(), group.generation, group.written_by)
     return group

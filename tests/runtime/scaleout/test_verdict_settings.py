@@ -28,6 +28,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.group_settings import (
     GroupRecord,
     GroupSettingsDiffer,
+    check_topology,
     current_record,
     read_group_record,
     refusal,
@@ -70,6 +71,29 @@ def test_the_groups_settings_are_the_highest_generations_first_record_and_equal_
         != verdict_identity(written[0].verdict_settings())  # the first rule that holds names the verdict
     line = refusal(replace(WorkerSettings(), group_id="g"), a_record(a), {"policy": "x"}, b)
     assert "\n" not in line and "--policy" in line and "--adopt-settings" in line and a.hex() in line
+
+
+def test_a_groups_record_names_its_topology_and_a_worker_of_the_other_one_is_refused_in_one_line():
+    """A record written now names the group's topology; one of 0.12.0 to 0.14.0 tells it by its
+    internal topics (the global topology's, none for local); one of 0.11.0 or earlier does not
+    tell, and is not checked. Before, the topology was not recorded: a local worker joined a
+    global group (and the other way round) unchecked."""
+    written = replace(a_record(b"a" * 8), internal=("pages.index", "pages.parts"), topology="global")
+    assert GroupRecord.decode(written.encode(), 0) == replace(written, offset=0)
+    old = {"group": "g", "generation": 1, "verdict_id": "61" * 8, "settings": {}, "written_by": "w"}
+    of_0_12 = {**old, "internal_topics": ["pages.index", "pages.parts"], "reads": "pages", "writes": []}
+    decoded = {name: GroupRecord.decode(orjson.dumps(value), 0) for name, value in (
+        ("0.11", old), ("0.12 global", of_0_12), ("0.12 local", {**of_0_12, "internal_topics": []}))}
+    assert {name: record.topology for name, record in decoded.items()} == {
+        "0.11": "", "0.12 global": "global", "0.12 local": "local"}
+    for group, worker in (("global", "local"), ("local", "global")):
+        with pytest.raises(GroupSettingsDiffer) as refused:
+            check_topology(replace(WorkerSettings(), group_id="g", topology=worker), replace(written, topology=group))
+        line = str(refused.value)
+        assert "\n" not in line and f"the {worker} topology, group 'g' the {group} one" in line, line
+        assert f"--topology {group} (STREAMDEDUP_TOPOLOGY={group}" in line and "--group-id" in line, line
+        check_topology(replace(WorkerSettings(), topology=worker), decoded["0.11"])  # not told: accepted
+        check_topology(replace(WorkerSettings(), topology=worker), replace(written, topology=worker))
 
 
 def test_workers_of_two_engine_rule_versions_have_other_verdict_settings(monkeypatch):
@@ -169,6 +193,39 @@ def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, s
     if topology == "global":  # the local one finds no copy across input partitions
         assert got == {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
     assert len(got) == len(records) and workers["w2"].stats.decided == 0
+
+
+def test_a_worker_of_the_other_topology_than_its_groups_refuses_to_start(broker, settings, tmp_path):
+    """w1 (global) runs the group; w2, started with the local topology, refuses at start, before it
+    takes a partition, in one line naming the group's topology and the fix, even with
+    --adopt-settings. Before (an operator review), w2 joined, took a partition and judged its pages
+    against its own store: 0 of 10 copies across partitions found (10 of 10 with two global
+    workers). w1 judges every page once, as file mode does."""
+    records = [r for r in syndicated_crawl(4) if isinstance(r, dict)]
+    first, later = records[:6], records[6:]
+    run = replace(settings, partitions=2, static_membership=False, batch_size=8, verdict_wait_s=0.5,
+                  watermark_interval_s=0.2)
+    send(run, first)
+    workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
+               "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2", topology="local",
+                                    adopt_settings=True), DetectorConfig())}
+    failures: dict[str, BaseException] = {}
+    threads = {"w1": running(workers, "w1", failures)}
+    assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
+    threads["w2"] = running(workers, "w2", failures)
+    if not wait_for(lambda: "w2" in failures, 5):
+        finish(workers, threads, 0)
+        pytest.fail(f"w2 of the local topology joined a global group: its failures {failures}")
+    assert isinstance(failures["w2"], GroupSettingsDiffer) and not workers["w2"].handlers
+    line = str(failures["w2"])
+    assert "\n" not in line and "--topology global" in line, line
+    send(run, later)
+    finish({"w1": workers["w1"]}, {"w1": threads["w1"]}, len(records))
+    assert "w1" not in failures and workers["w2"].stats.decided == 0
+    group = read_group_record(run)
+    assert group is not None and group.topology == "global" and group.generation == 1
+    got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
+    assert got == {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
 
 
 def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, settings, caplog):
