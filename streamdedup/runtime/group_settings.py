@@ -46,11 +46,9 @@ from streamdedup.runtime.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
-# the command-line flag of each verdict setting, to name the fix
+# the command-line flag of each verdict setting, to name the fix; the others are set in the --config file only
 FLAGS = {"policy": "--policy", "same_site_policy": "--same-site-policy", "retention_ms": "--retention",
-         "max_clock_skew_ms": "--max-clock-skew", "max_new_share": "--max-new-share",
-         "max_new_pairs": "max_new_pairs in the --config file",
-         "min_new_paragraph_words": "min_new_paragraph_words in the --config file"}
+         "max_clock_skew_ms": "--max-clock-skew", "max_new_share": "--max-new-share"}
 
 
 class GroupSettingsDiffer(WorkerStopped):
@@ -247,13 +245,18 @@ def duration(ms: int) -> str:
 
 
 def as_flags(settings: Mapping[str, str]) -> str:
-    """The flags that give a worker these verdict settings."""
+    """The flags that give a worker these verdict settings, then those only the --config file sets.
+
+    `--policy 'exact' --retention 30d; in the --config file, max_new_pairs = 8`."""
     def flag(key: str, text: str) -> str:
         if key.endswith("_ms"):
-            return f"no {FLAGS.get(key, key)}" if text == "None" else f"{FLAGS.get(key, key)} {duration(int(text))}"
-        return f"{FLAGS.get(key, key)} {text!r}"
+            return f"no {FLAGS[key]}" if text == "None" else f"{FLAGS[key]} {duration(int(text))}"
+        return f"{FLAGS[key]} {text!r}"
     # "rules" is the engine's rules version (`verdict.engine.RULES_VERSION`): a version, not a flag
-    return " ".join(flag(key, text) for key, text in sorted(settings.items()) if key != "rules")
+    shown = sorted((key, text) for key, text in settings.items() if key != "rules")
+    flags = " ".join(flag(key, text) for key, text in shown if key in FLAGS)
+    in_file = " and ".join(f"{key} = {text}" for key, text in shown if key not in FLAGS)
+    return "; ".join(part for part in (flags, in_file and f"in the --config file, {in_file}") if part)
 
 
 def refusal(settings: WorkerSettings, group: GroupRecord, mine: Mapping[str, str], identity: bytes) -> str:

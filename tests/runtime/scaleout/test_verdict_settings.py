@@ -28,6 +28,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.group_settings import (
     GroupRecord,
     GroupSettingsDiffer,
+    as_flags,
     check_topology,
     current_record,
     read_group_record,
@@ -94,6 +95,21 @@ def test_a_groups_record_names_its_topology_and_a_worker_of_the_other_one_is_ref
         assert f"--topology {group} (STREAMDEDUP_TOPOLOGY={group}" in line and "--group-id" in line, line
         check_topology(replace(WorkerSettings(), topology=worker), decoded["0.11"])  # not told: accepted
         check_topology(replace(WorkerSettings(), topology=worker), replace(written, topology=worker))
+
+
+def test_the_settings_set_in_the_config_file_only_are_named_as_its_lines_after_the_flags():
+    """Before: "...max_new_pairs in the --config file '8' --max-new-share '0.1'...", a value after the file's name
+    and flags on either side."""
+    group = DetectorConfig(max_new_pairs=9, min_new_paragraph_words=12, policy=OTHER_POLICY).verdict_settings()
+    flags = as_flags(group)
+    assert flags.endswith("; in the --config file, max_new_pairs = 9 and min_new_paragraph_words = 12"), flags
+    assert flags.startswith("--max-clock-skew 1d --max-new-share '0.1' --policy 'exact'"), flags
+    assert DetectorConfig.from_mapping({"max_new_pairs": 8, "min_new_paragraph_words": 12}).max_new_pairs == 8
+    assert as_flags({"policy": "exact"}) == "--policy 'exact'"
+    line = refusal(replace(WorkerSettings(), group_id="g"), replace(a_record(b"a" * 8), settings=group),
+                   DetectorConfig().verdict_settings(), b"b" * 8)
+    assert f"max_new_pairs '9' for the group, '{DetectorConfig().max_new_pairs}' here" in line, line
+    assert "; in the --config file, max_new_pairs = 9 and min_new_paragraph_words = 12), or restart" in line, line
 
 
 def test_workers_of_two_engine_rule_versions_have_other_verdict_settings(monkeypatch):
