@@ -156,9 +156,22 @@ def reach_broker(settings: WorkerSettings, timeout: float) -> None:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from streamdedup.runtime.broker import EmbeddedBroker
+    from streamdedup.runtime.broker import BrokerExited, EmbeddedBroker
 
-    broker = EmbeddedBroker(args.data_dir, port=args.port, die_with_parent=True).start()
+    broker = EmbeddedBroker(args.data_dir, port=args.port, die_with_parent=True)
+    try:
+        broker.start()
+    except BrokerExited as err:  # its cause, from its log, and the fix: one line, not a traceback
+        if "already running" in err.cause:
+            fix = f"Stop the one running on {args.data_dir}, or give this one another --data-dir"
+        elif "in use" in err.cause:
+            fix = f"Give another --port, or stop what listens on port {broker.port}"
+        else:
+            fix = "See the rest of its log"
+        print(f"streamdedup: error: noida-db did not start on {broker.bootstrap_servers} with data in {args.data_dir}, "
+              f"and its log ({err.log}) says: {err.cause or f'nothing (it exited with {err.code})'}. {fix}",
+              file=sys.stderr)
+        return 2
     print(f"Kafka-protocol broker (noida-db) on {broker.bootstrap_servers}, data in {args.data_dir}; "
           "Ctrl-C or SIGTERM stops it", flush=True)
     return broker.run_until_stopped()

@@ -84,6 +84,29 @@ def tansu_binary() -> str:
 BROKERS = ("noida", "tansu")
 
 
+class BrokerExited(RuntimeError):
+    """The broker exited before it was ready; `cause` is its own last error line in its log."""
+
+    def __init__(self, code: int, cause: str, log: Path) -> None:
+        self.code, self.cause, self.log = code, cause, log
+        super().__init__(f"broker exited with {code} ({cause or 'no error line'}); see {log}")
+
+
+def exit_cause(log: Path, since: int = 0) -> str:
+    """The broker's own account of why it stopped: the last `error:` line it wrote to `log` from byte `since` on.
+
+    noida-db ends with one ("error: noida-db is already running for DIR (pid N); ...", "error: kafka: port N is
+    already in use") after a line or two that are not its cause (a glibc warning); without one, its last line."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(since)
+            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    errors = [line[len("error:"):].strip() for line in lines if line.startswith("error:")]
+    return errors[-1] if errors else (lines[-1] if lines else "")
+
+
 def _terminate_with_parent() -> None:
     """In the child, before exec: ask Linux for SIGTERM when the parent dies (PR_SET_PDEATHSIG)."""
     import ctypes
@@ -108,6 +131,7 @@ class EmbeddedBroker:
         # (for `streamdedup broker`; tests and the demo stop it themselves)
         self.die_with_parent = die_with_parent and sys.platform.startswith("linux")
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0  # broker.log's size when this broker started
 
     def command(self) -> list[str]:
         if self.kind == "tansu":
@@ -124,6 +148,7 @@ class EmbeddedBroker:
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "broker.log", "ab")
+        self._log_start = log.seek(0, os.SEEK_END)  # what this run writes: its exit's cause, if it exits
         # its own process group, so stopping it stops whatever it started
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True,
@@ -136,8 +161,7 @@ class EmbeddedBroker:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:  # the port first, so the client logs no refusals
-            if self.process is not None and self.process.poll() is not None:
-                break
+            self._check_running()
             try:
                 socket.create_connection((self.host, self.port), timeout=0.5).close()
                 break
@@ -145,15 +169,21 @@ class EmbeddedBroker:
                 time.sleep(0.1)
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
         while time.monotonic() < deadline:
-            if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.process.returncode}; see {self.data_dir / 'broker.log'}")
+            self._check_running()
             try:
                 if admin.list_topics(timeout=1).brokers:
+                    self._check_running()  # an answer from another broker on the port is not this one's
                     return
             except Exception:  # noqa: BLE001 - not up yet
                 time.sleep(0.2)
         self.stop()
         raise TimeoutError(f"broker not ready on {self.bootstrap_servers} after {timeout}s")
+
+    def _check_running(self) -> None:
+        """Raise `BrokerExited`, with the cause its log gives, if the broker has exited."""
+        if self.process is not None and self.process.poll() is not None:
+            log = self.data_dir / "broker.log"
+            raise BrokerExited(self.process.returncode, exit_cause(log, self._log_start), log)
 
     def stop(self, kill: bool = False) -> None:
         if self.process is None:
