@@ -1,5 +1,6 @@
 """Input headers reach the outputs: a crawler's trace id on the page is on its verdict or dead
-letter, on either topology, and our own `dedup.*` headers are never shadowed by the input's."""
+letter, on either topology, and our own `dedup.*` headers are never shadowed by the input's; each
+output names its input message in `dedup.source` (before, the local topology's verdicts had none)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
             ("empty", None)])
     assert producer.flush(30) == 0
     trace_of = {value: f"trace-{i}".encode() for i, value in enumerate(values)}
+    # one partition: the i-th message is at offset i
+    source_of_trace = {f"trace-{i}".encode(): f"{settings.topics.pages}[0]@{i}".encode() for i in range(len(values))}
     url_trace = {orjson.loads(v)["url"]: t for v, t in trace_of.items() if v.startswith(b"{")}
 
     worker = Worker(settings, DetectorConfig())
@@ -68,6 +71,8 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
             else:
                 expected = url_trace[orjson.loads(message.value())["url"]]
             assert ("trace-id", expected) in headers, headers
+            assert names.count("dedup.source") == 1 and dict(headers)["dedup.source"] == source_of_trace[expected], \
+                headers  # the input message it came of
             assert ("tenant", b"\x00\xffbinary") in headers and ("empty", None) in headers, headers
             assert names.index("trace-id") > names.index("dedup.status")  # after ours
             seen += 1

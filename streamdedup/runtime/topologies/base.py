@@ -117,4 +117,4 @@ def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:
         out.rejected(message.key(), value_of(message), dedup["reason"], dedup["detail"], source_of(message),
                      headers_of(message), outcome.record, dedup.get("id"))
     else:
-        out.verdict(outcome.record, dedup, passed=headers_of(message), input_key=message.key(), line=outcome.line)
+        out.verdict(outcome.record, dedup, source_of(message), headers_of(message), message.key(), outcome.line)
