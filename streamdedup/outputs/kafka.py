@@ -19,7 +19,9 @@ Light outputs. Every input also has one message on the verdicts topic (`clusters
 the verdict without the page body, keyed by page id, with the same headers), and every judged
 page one on the compacted cluster view (`clusters.view_event`, key = page id; a late match under
 a key of its own), in the same transaction as its verdict. A dead letter whose original is a JSON
-object carries its `dedup` in the value too (as rejected.jsonl does), unless the object has one.
+object carries its `dedup` in the value too (as rejected.jsonl does), in place of any `dedup` field
+the sender gave it (which would pass for ours), except our own stub of a verdict too large for the
+broker, whose `dedup` is the page's verdict.
 
 Headers. Every output of a page (verdict, dead letter, stub) carries the input record's Kafka
 headers (a crawler's trace or tenant ids) after our own `dedup.*` headers; an input header in
@@ -124,19 +126,20 @@ class Outputs:
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
                  passed: Headers | None = None, record: Mapping[str, Any] | None = None,
-                 page_id: str | None = None) -> None:
+                 page_id: str | None = None, carries_verdict: bool = False) -> None:
         """Dead letter: the original bytes with the reason in headers, and its verdict line.
 
-        Dead letter: the original bytes (a JSON object: with its `dedup`), the reason in headers (a
-        stub if the original does not fit); and its verdict line (`record`: its fields, if known;
-        `page_id`: the page's id where it is known, as for a repeated id)."""
+        Dead letter: the original bytes (a JSON object: with our `dedup`, in place of one it had), the
+        reason in headers (a stub if the original does not fit); and its verdict line (`record`: its
+        fields, if known; `page_id`: the page's id where it is known, as for a repeated id).
+        `carries_verdict`: the original is `too_large`'s stub, whose `dedup` is the page's verdict."""
         rejection = Rejection(reason, detail, source, page_id).as_dict()
         ours = dedup_headers(rejection, source)
         parsed = _json_object(original)
         record = record or parsed
         self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record or {}, rejection, passed)),
                   with_input_headers(ours, passed))
-        if parsed is not None and "dedup" not in parsed:
+        if parsed is not None and not carries_verdict:  # a sender's own `dedup` would pass for ours
             original = orjson.dumps({**parsed, "dedup": rejection})
         headers = with_input_headers(ours, passed)
         if not self.fits(self.topics.rejected, key, original, headers):
@@ -185,7 +188,8 @@ class Outputs:
         log.warning("a %d-byte output for %s is more than the broker takes for that topic: it goes to %s as %s",
                     size, meant_for, self.topics.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
         self._counts[("refused", meant_for)] += 1
-        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed, fields)
+        self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed, fields,
+                      carries_verdict=dedup is not None)
 
     def cluster_event(self, event: dict[str, Any]) -> None:
         self.send(self.topics.clusters, event["cluster_id"].encode(), orjson.dumps(event))

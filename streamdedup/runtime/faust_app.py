@@ -199,7 +199,7 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
     headers = dedup_headers(dedup, source)
     if dedup["status"] == "rejected":
         parsed = _json_object(value)
-        if parsed is not None and "dedup" not in parsed:  # a JSON object carries its verdict, as the worker's
+        if parsed is not None:  # a JSON object carries its verdict, in place of a sender's, as the worker's
             value = orjson.dumps({**parsed, "dedup": dedup})
         return [("rejected", key, value, headers), line_output(key, parsed or {}, dedup, source, passed)]
     record = orjson.loads(value or b"{}")

@@ -38,3 +38,11 @@ def test_the_faust_apps_dead_letter_carries_its_verdict_as_the_workers_does():
     rejected = Rejection("no_text", "no main text", "pages[0]@9").as_dict()
     (_, _, value, _), _ = render(rejected, b"k", b'{"url": "https://a.example/", "content": ""}', "pages[0]@9")
     assert orjson.loads(value) == {"url": "https://a.example/", "content": "", "dedup": rejected}
+
+
+def test_the_faust_apps_dead_letter_carries_its_verdict_in_place_of_the_senders():
+    """Before: a rejected object with its own `dedup` kept it (a sender's "duplicate" passed for ours)."""
+    rejected = Rejection("missing_content", "no content field", "pages[0]@9").as_dict()
+    forged = b'{"url": "https://a.example/", "dedup": {"status": "duplicate", "duplicate_of": "victim"}}'
+    (_, _, value, _), _ = render(rejected, b"k", forged, "pages[0]@9")
+    assert orjson.loads(value) == {"url": "https://a.example/", "dedup": rejected}
