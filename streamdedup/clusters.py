@@ -3,8 +3,8 @@
 Every mode writes the same two light outputs next to the full records (no page body in either):
 - verdict-only lines (`verdicts.jsonl`, the `pages.verdicts` topic): one per input record, with
   `id`, `url`, `fetch_time`, `duplicate_of_url` (file mode, when known), the input's Kafka
-  `headers` (Kafka only) and the whole `dedup` object (status, duplicate_of, cluster_id,
-  similarity, method, reason...: whatever the verdict holds).
+  `headers` (Kafka only; over 64 KiB, `headers_omitted`: `record.passed`) and the whole `dedup`
+  object (status, duplicate_of, cluster_id, similarity, method, reason...: whatever it holds).
 - cluster-view events (the compacted `pages.cluster_view` topic, key = page id): the page's
   `created` or `joined` event with its url, fetch time, status, duplicate_of and, if it bridged
   clusters, `merged`; a `late_match` (key `<page id> late <earlier id>`) when the global topology
@@ -29,6 +29,7 @@ import orjson
 
 from streamdedup.logs import kafka_logger
 from streamdedup.record.page import FIELD_ALIASES, parse_timestamp
+from streamdedup.record.passed import bounded_headers
 from streamdedup.record.topic_end import read_to_end
 
 CLUSTERS_FILE = "clusters.jsonl"
@@ -62,18 +63,22 @@ def page_fields(record: Mapping[str, Any]) -> tuple[Any, Any]:
 
 
 def verdict_line(record: Mapping[str, Any], dedup: Mapping[str, Any], headers: Sequence[tuple[str, bytes | None]]
-                 | None = None, duplicate_of_url: str | None = None) -> dict[str, Any]:
+                 | None = None, duplicate_of_url: str | None = None, headers_omitted: int = 0) -> dict[str, Any]:
     """A record's verdict without its body.
 
     Id, url, fetch time, the `dedup` object whole (and the duplicate_of page's url if known, the
-    input's Kafka headers if any)."""
+    input's Kafka headers if any: over `record.passed.PASSED_BYTES` in all, `headers_omitted`, their
+    size, instead; `headers_omitted` given: an earlier step left them out)."""
     url, fetched = page_fields(record)
     line: dict[str, Any] = {"id": dedup.get("id", _first(record, "id")), "url": url, "fetch_time": fetched}
     if duplicate_of_url is not None:
         line["duplicate_of_url"] = duplicate_of_url
+    headers, headers_omitted = bounded_headers(headers, headers_omitted)
     if headers:
         line["headers"] = [[name, None if value is None else value.decode("utf-8", "replace")]
                            for name, value in headers]
+    if headers_omitted:
+        line["headers_omitted"] = headers_omitted
     line["dedup"] = dict(dedup)
     return line
 

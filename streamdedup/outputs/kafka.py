@@ -21,11 +21,18 @@ page one on the compacted cluster view (`clusters.view_event`, key = page id; a 
 a key of its own), in the same transaction as its verdict. A dead letter whose original is a JSON
 object carries its `dedup` in the value too (as rejected.jsonl does), in place of any `dedup` field
 the sender gave it (which would pass for ours), except our own stub of a verdict too large for the
-broker, whose `dedup` is the page's verdict.
+broker, whose `dedup` is the page's verdict. A light output over its topic's limit (a rejected
+record's huge url) goes as its stub, without the fields an input makes of any size, with
+`omitted_bytes` (`send_fitting`: every output has a last form, and one that fits in none is left
+out, so no refusal is learnt for ever in vain).
 
 Headers. Every output of a page (verdict, dead letter, stub) carries the input record's Kafka
 headers (a crawler's trace or tenant ids) after our own `dedup.*` headers; an input header in
-the `dedup.` namespace is dropped, so ours are never overwritten or shadowed.
+the `dedup.` namespace is dropped, so ours are never overwritten or shadowed. The light outputs
+carry the input's headers and key only up to `record.passed.PASSED_BYTES` (64 KiB); a verdict or
+dead letter carries them whole where it fits with them, else without those over the bound. What
+is left out is said: `dedup.headers_omitted` / `dedup.key_omitted` headers, `headers_omitted` /
+`key_omitted` fields (its bytes).
 
 Counts (stats and the accounting metrics) are staged per batch and applied by `commit`, so a
 batch that is aborted and consumed again counts once.
@@ -36,7 +43,7 @@ from __future__ import annotations
 import logging
 from collections import Counter as Tally
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -46,8 +53,9 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
 from streamdedup.outputs.kafka_contract import Topics, WorkerMetrics
 from streamdedup.outputs.record_line import record_json
-from streamdedup.outputs.record_size import Headers, RecordLimits
+from streamdedup.outputs.record_size import Headers, RecordLimits, record_size
 from streamdedup.record.page import first_field
+from streamdedup.record.passed import PASSED_BYTES, bounded_headers, bounded_key
 from streamdedup.record.rejection import Reason
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.contract import headers as dedup_headers
@@ -57,13 +65,28 @@ log = logging.getLogger(__name__)
 # delivery errors that mean "this record will never fit", as opposed to a broker that is away
 SIZE_ERRORS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
 
-Refusal = tuple[str, bytes | None, int]  # topic, key, value size: deterministic for a re-read batch
+Refusal = tuple[str, bytes | None, int]  # topic, key, record size: deterministic for a re-read batch
+Form = tuple[bytes | None, bytes | None, Headers | None]  # an output's key, value and headers
 OURS = "dedup."  # the header namespace of our own headers
+# the light outputs' fields an input may make of any size, left out of their stub form
+UNBOUNDED_FIELDS = frozenset({"url", "fetch_time", "fetched_at", "key"})
 
 
 def with_input_headers(ours: list[tuple[str, bytes]], passed: Headers | None) -> list[tuple[str, bytes | None]]:
     """Our headers, then the input's except any in our namespace."""
     return [*ours, *((name, value) for name, value in passed or [] if not name.startswith(OURS))]
+
+
+def light_headers(ours: list[tuple[str, bytes]], passed: Headers | None, omitted: int = 0,
+                  bound: int = PASSED_BYTES) -> list[tuple[str, bytes | None]]:
+    """Our headers, then the input's if they hold at most `bound` bytes in all (`record.passed`).
+
+    Over it, or where an earlier step left them out (`omitted`: their size), `dedup.headers_omitted`
+    says how many bytes were left out instead."""
+    kept, omitted = bounded_headers(passed, omitted, bound)
+    if omitted:
+        ours = [*ours, ("dedup.headers_omitted", str(omitted).encode())]
+    return with_input_headers(ours, kept)
 
 
 @dataclass
@@ -80,6 +103,8 @@ class WorkerStats:
 
 
 class Outputs:
+    """What the worker produces for its pages, within each topic's limit (the module docstring)."""
+
     def __init__(self, producer: Producer, topics: Topics, metrics: WorkerMetrics, stats: WorkerStats,
                  limits: RecordLimits | None = None) -> None:
         self.producer = producer
@@ -95,13 +120,29 @@ class Outputs:
     # -- sending --------------------------------------------------------------------------------
     def fits(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers | None = None) -> bool:
         """False if the output is over the producer's limit or its topic's, or the broker refused it before."""
-        return ((topic, key, len(value or b"")) not in self.refused
+        return ((topic, key, record_size(key, value, headers)) not in self.refused
                 and self.limits.fits(topic, key, value, headers))
+
+    def send_fitting(self, topic: str, forms: Iterable[Form]) -> Form | None:
+        """The first of an output's forms, whole to smallest, that fits its topic: sent, and returned.
+
+        None: none fits (a topic whose limit is under a few kB), and the output is left out, logged
+        and counted as refused, rather than refused by the broker on every attempt."""
+        size = 0
+        for key, value, headers in forms:
+            if self.fits(topic, key, value, headers):
+                self.send(topic, key, value, headers)
+                return key, value, headers
+            size = size or record_size(key, value, headers)
+        log.error("a %d-byte output for %s is more than the broker takes for that topic even in its smallest "
+                  "form: it is left out", size, topic)
+        self._counts[("refused", topic)] += 1
+        return None
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: Headers | None = None, partition: int | None = None) -> None:
         kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
-        refusal: Refusal = (topic, key, len(value or b""))
+        refusal: Refusal = (topic, key, record_size(key, value, headers))
 
         def delivered(err: KafkaError | None, _: Message) -> None:
             if err is not None:
@@ -126,56 +167,80 @@ class Outputs:
 
     def rejected(self, key: bytes | None, original: bytes | None, reason: str, detail: str, source: str,
                  passed: Headers | None = None, record: Mapping[str, Any] | None = None,
-                 page_id: str | None = None, carries_verdict: bool = False) -> None:
+                 page_id: str | None = None, carries_verdict: bool = False, headers_omitted: int = 0) -> None:
         """Dead letter: the original bytes with the reason in headers, and its verdict line.
 
         Dead letter: the original bytes (a JSON object: with our `dedup`, in place of one it had), the
         reason in headers (a stub if the original does not fit); and its verdict line (`record`: its
-        fields, if known; `page_id`: the page's id where it is known, as for a repeated id).
+        fields, if known; `page_id`: the page's id where it is known, as for a repeated id;
+        `headers_omitted`: the size of the input's headers an earlier step left out).
         `carries_verdict`: the original is `too_large`'s stub, whose `dedup` is the page's verdict."""
         rejection = Rejection(reason, detail, source, page_id).as_dict()
         ours = dedup_headers(rejection, source)
         parsed = _json_object(original)
-        record = record or parsed
-        self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record or {}, rejection, passed)),
-                  with_input_headers(ours, passed))
+        self.verdict_line(key, record or parsed or {}, rejection, ours, passed, headers_omitted)
         if parsed is not None and not carries_verdict:  # a sender's own `dedup` would pass for ours
             original = orjson.dumps({**parsed, "dedup": rejection})
-        headers = with_input_headers(ours, passed)
-        if not self.fits(self.topics.rejected, key, original, headers):
-            size = len(original or b"")
-            original = orjson.dumps({"bytes": size, "omitted": "original", "topic": self.topics.rejected})
-            ours.append(("dedup.original_bytes", str(size).encode()))
-            headers = with_input_headers(ours, passed)
+        sent = self.send_fitting(self.topics.rejected,
+                                 _dead_letter_forms(key, original, self.topics.rejected, ours, passed, headers_omitted))
+        if sent is not None and sent[1] is not original:  # its stub
             self._counts[("refused", self.topics.rejected)] += 1
-        self.send(self.topics.rejected, key, original, headers)
         self._counts[("page", "rejected", reason)] += 1
 
     def verdict(self, record: dict[str, Any], dedup: dict[str, Any], source: str = "",
-                passed: Headers | None = None, input_key: bytes | None = None, line: bytes | None = None) -> None:
+                passed: Headers | None = None, input_key: bytes | None = None, line: bytes | None = None,
+                headers_omitted: int = 0, key_omitted: int = 0) -> None:
         """A unique or duplicate page.
 
         The record with its `dedup` object (spliced into `line`, the input's text, where the record
         was decoded from it: `record_line.record_json`), and cluster events (`input_key`: the input
-        message's key, which they carry)."""
+        message's key, which they carry). The record goes with the input's headers whole where it
+        fits with them, else with them left out (`light_headers`), else as a `too_large` stub;
+        `headers_omitted` and `key_omitted`: the bytes of the input's headers and key an earlier
+        step left out (the global topology's page header)."""
         status = dedup["status"]
-        headers = with_input_headers(dedup_headers(dedup, source), passed)
+        ours = dedup_headers(dedup, source)
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
         value = record_json(record, dedup, line)
-        if self.fits(target, key, value, headers):
+        whole = light_headers(ours, passed, headers_omitted) if headers_omitted else with_input_headers(ours, passed)
+        light = light_headers(ours, passed, headers_omitted)
+        headers = next((h for h in (whole, light) if self.fits(target, key, value, h)), None)
+        if headers is not None:
             self.send(target, key, value, headers)
             self._counts[("page", status, "")] += 1
-            self.send(self.topics.verdicts, key, orjson.dumps(verdict_line(record, dedup, passed)), headers)
+            self.verdict_line(key, record, dedup, ours, passed, headers_omitted)
         else:
-            self.too_large(key, target, len(value), record, source, dedup, passed)
-        for event in cluster_events(dedup, record, input_key):
+            self.too_large(key, target, len(value), record, source, dedup, passed, headers_omitted)
+        for event in cluster_events(dedup, record, input_key, key_omitted):
             self.cluster_event(event)
-        view = view_event(dedup, *page_fields(record))
-        self.send(self.topics.cluster_view, key, orjson.dumps(view))
+        self.send_event(self.topics.cluster_view, key, view_event(dedup, *page_fields(record)))
+
+    def verdict_line(self, key: bytes | None, record: Mapping[str, Any], dedup: Mapping[str, Any],
+                     ours: list[tuple[str, bytes]], passed: Headers | None, headers_omitted: int = 0) -> None:
+        """The verdicts topic's line of a record (`clusters.verdict_line`), with our headers and the input's.
+
+        The input's headers and key go in it only up to `record.passed.PASSED_BYTES`. A line still
+        over the topic's limit (a rejected record's huge url) goes as its stub: id and `dedup`,
+        with `omitted_bytes`, the line's size."""
+        value = orjson.dumps(verdict_line(record, dedup, passed, headers_omitted=headers_omitted))
+        short_key, key_omitted = bounded_key(key)
+        if key_omitted:  # (a rejected record's key: a page's verdicts are keyed by its bounded id)
+            ours = [*ours, ("dedup.key_omitted", str(key_omitted).encode())]
+
+        def forms() -> Iterator[Form]:
+            headers = light_headers(ours, passed, headers_omitted)
+            yield short_key, value, headers
+            stub = {"id": dedup.get("id"), "url": None, "fetch_time": None, "omitted_bytes": len(value),
+                    "dedup": dedup}
+            yield short_key, orjson.dumps(stub), headers
+            yield short_key, orjson.dumps(stub), light_headers(ours, passed, headers_omitted, bound=0)
+
+        self.send_fitting(self.topics.verdicts, forms())
 
     def too_large(self, key: bytes | None, meant_for: str, size: int, record: Any, source: str,
-                  dedup: dict[str, Any] | None = None, passed: Headers | None = None) -> None:
+                  dedup: dict[str, Any] | None = None, passed: Headers | None = None,
+                  headers_omitted: int = 0) -> None:
         """A page whose output does not fit the broker.
 
         A rejection carrying its id, url and size (and its verdict, if it had one), not its content."""
@@ -189,12 +254,17 @@ class Outputs:
                     size, meant_for, self.topics.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
         self._counts[("refused", meant_for)] += 1
         self.rejected(key, orjson.dumps(stub), Reason.TOO_LARGE_FOR_BROKER.value, detail, source, passed, fields,
-                      carries_verdict=dedup is not None)
+                      carries_verdict=dedup is not None, headers_omitted=headers_omitted)
 
     def cluster_event(self, event: dict[str, Any]) -> None:
-        self.send(self.topics.clusters, event["cluster_id"].encode(), orjson.dumps(event))
+        self.send_event(self.topics.clusters, event["cluster_id"].encode(), event)
         if event["type"] == "late_match":  # the view's other events go with the page's verdict
-            self.send(self.topics.cluster_view, view_key(event), orjson.dumps(event))
+            self.send_event(self.topics.cluster_view, view_key(event), event)
+
+    def send_event(self, topic: str, key: bytes, event: Mapping[str, Any]) -> None:
+        """A cluster event; over the topic's limit, as its stub (`event_stub`)."""
+        value = orjson.dumps(event)
+        self.send_fitting(topic, ((key, data, None) for data in (value, orjson.dumps(event_stub(event, len(value))))))
 
     # -- the batch's outcome ------------------------------------------------------------------
     def learn_refusals(self) -> list[Refusal]:
@@ -206,7 +276,9 @@ class Outputs:
         another be over it too, the next attempt fails on it and learns it; none that fits is sent
         as a stub (before: every output of the transaction was). Where the topic's limit is known
         (`runtime.topic_limits`, read again after such a failure), `fits` stubs them all at once.
-        Clears the batch's delivery errors."""
+        Every output of an input's data is sent through `fits` (`send_fitting`; the global
+        topology's page header and index requests by their own checks), so each refusal learnt
+        makes the next attempt send a smaller form. Clears the batch's delivery errors."""
         largest: dict[str, Refusal] = {}
         for refusal, err in self.failures:
             if err.code() in SIZE_ERRORS and refusal not in self.refused:
@@ -262,16 +334,51 @@ def _json_object(data: bytes | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None = None) -> list[dict[str, Any]]:
+def _dead_letter_forms(key: bytes | None, original: bytes | None, topic: str, ours: list[tuple[str, bytes]],
+                       passed: Headers | None, headers_omitted: int) -> Iterator[Form]:
+    """A dead letter's forms, whole to smallest.
+
+    The original with the input's key and headers; with those over the bound left out (`light_headers`,
+    `record.passed`); a stub of the original with them whole; with them left out over the bound;
+    the stub with our headers alone."""
+    whole = light_headers(ours, passed, headers_omitted) if headers_omitted else with_input_headers(ours, passed)
+    short_key, key_omitted = bounded_key(key)
+    key_note = [("dedup.key_omitted", str(key_omitted).encode())] if key_omitted else []
+    yield key, original, whole
+    yield key, original, light_headers(ours, passed, headers_omitted)
+    if key_omitted:
+        yield short_key, original, light_headers([*ours, *key_note], passed, headers_omitted)
+    size = len(original or b"")
+    stub = orjson.dumps({"bytes": size, "omitted": "original", "topic": topic})
+    stubbed = [*ours, ("dedup.original_bytes", str(size).encode())]
+    yield key, stub, light_headers(stubbed, passed, headers_omitted) if headers_omitted else with_input_headers(
+        stubbed, passed)
+    yield short_key, stub, light_headers([*stubbed, *key_note], passed, headers_omitted)
+    yield short_key, stub, light_headers([*stubbed, *key_note], passed, headers_omitted, bound=0)
+
+
+def event_stub(event: Mapping[str, Any], size: int) -> dict[str, Any]:
+    """A cluster event without the fields an input may make of any size (url, fetch time, key).
+
+    What a story's fold needs (its type, page, cluster, links) stays; `omitted_bytes` is the whole
+    event's size."""
+    return {**{name: value for name, value in event.items() if name not in UNBOUNDED_FIELDS}, "omitted_bytes": size}
+
+
+def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None = None,
+                   key_omitted: int = 0) -> list[dict[str, Any]]:
     """For the news-clustering feed: a cluster was created, a page joined one, clusters merged.
 
     Each event carries the page's url and fetch time as its record gives them (None where it has
-    none) and its input message's key (as text, undecodable bytes escaped; None: no key), so a
-    consumer needs no other topic to list a story's pages."""
+    none) and its input message's key (as text, undecodable bytes escaped; None: no key; over
+    `record.passed.PASSED_BYTES`, None and `key_omitted`, its size: also where an earlier step left
+    it out), so a consumer needs no other topic to list a story's pages."""
     fields = record if isinstance(record, Mapping) else {}
+    key, key_omitted = bounded_key(key, key_omitted)
     base = {"page_id": dedup["id"], "cluster_id": dedup["cluster_id"], "url": first_field(fields, "url"),
             "fetched_at": first_field(fields, "fetched_at"),
-            "key": None if key is None else key.decode("utf-8", "backslashreplace")}
+            "key": None if key is None else key.decode("utf-8", "backslashreplace"),
+            **({"key_omitted": key_omitted} if key_omitted else {})}
     if dedup["status"] == "unique" and dedup["cluster_id"] == dedup["id"]:
         events = [{"type": "created", **base}]
         if dedup.get("related_to"):  # shares much with these pages, not all: its own story

@@ -51,7 +51,7 @@ import orjson
 from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.outputs.kafka import _json_object, cluster_events, with_input_headers
+from streamdedup.outputs.kafka import _json_object, cluster_events, light_headers
 from streamdedup.outputs.record_size import Headers
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
@@ -216,7 +216,7 @@ def line_output(key: bytes | None, record: dict, dedup: dict, source: str, passe
 
     It is the record's verdict line, with the verdict's headers and the input's, as the worker sends it."""
     return ("verdicts", key, orjson.dumps(verdict_line(record, dedup, passed)),
-            with_input_headers(dedup_headers(dedup, source), passed))
+            light_headers(dedup_headers(dedup, source), passed))
 
 
 def too_large_rejection(topic: str, size: int, source: str) -> dict:

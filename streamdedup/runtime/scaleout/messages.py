@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
+from streamdedup.record.passed import bounded_headers, bounded_key
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.engine import DUPLICATE, RELATED
@@ -180,10 +181,25 @@ class PageHeader:
     headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
     key: bytes | None = None  # the input message's key, which the cluster events carry
     text_cut: bool = False  # its main text was cut (`Texts.main_cut`): no duplicate (`engine.decide`)
+    headers_omitted: int = 0  # the bytes of the input's headers left out (`passed_within`), 0: none
+    key_omitted: int = 0  # and of its key
+
+    def passed_within(self) -> PageHeader:
+        """This header with the input's headers and key left out over `record.passed.PASSED_BYTES`.
+
+        For a header over the parts topic's limit with them whole: the page is still judged, and its
+        outputs say what was left out."""
+        headers, headers_omitted = bounded_headers(self.headers, self.headers_omitted)
+        key, key_omitted = bounded_key(self.key, self.key_omitted)
+        return replace(self, headers=tuple(headers), key=key, headers_omitted=headers_omitted, key_omitted=key_omitted)
 
     def as_json(self) -> dict[str, Any]:
         value: dict[str, Any] = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
                                  "record": self.record, "origin": self.origin}
+        if self.headers_omitted:
+            value["headers_omitted"] = self.headers_omitted
+        if self.key_omitted:
+            value["key_omitted"] = self.key_omitted
         if self.time_note:
             value["time_note"] = self.time_note
         if self.text_cut:
@@ -205,7 +221,8 @@ class PageHeader:
         key = value.get("key")
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
                    value["record"], value["origin"], value.get("time_note"), headers,
-                   None if key is None else base64.b64decode(key), bool(value.get("text_cut")))
+                   None if key is None else base64.b64decode(key), bool(value.get("text_cut")),
+                   value.get("headers_omitted", 0), value.get("key_omitted", 0))
 
 
 def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:

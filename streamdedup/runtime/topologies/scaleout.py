@@ -321,9 +321,10 @@ def emit_decided(out: Outputs, decided: Decided) -> None:
     if dedup["status"] == "rejected":
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
                      dedup["reason"], dedup["detail"], header.origin, list(header.headers), header.record,
-                     dedup.get("id"))
+                     dedup.get("id"), headers_omitted=header.headers_omitted)
         return
-    out.verdict(header.record, dedup, header.origin, list(header.headers), header.key)
+    out.verdict(header.record, dedup, header.origin, list(header.headers), header.key,
+                headers_omitted=header.headers_omitted, key_omitted=header.key_omitted)
 
 
 class GlobalTopology:
