@@ -20,6 +20,7 @@ from streamdedup.cli_options import (
     add_detector_options,
     detector_config,
     rate_arg,
+    scoring_config,
     seconds_arg,
     time_arg,
 )
@@ -77,10 +78,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from streamdedup.evaluate.run import DEFAULT as DEFAULT_SCENARIO
     from streamdedup.evaluate.run import run_evaluation
 
-    config = detector_config(args)
     methods = ([m for m, cls in METHODS.items() if cls.can_match] if args.eval_methods == "all"
                else [m.strip() for m in args.eval_methods.split(",")])
-    metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet)
+    config, configured = scoring_config(args, methods)  # the parameters of every method scored are accepted
+    metrics = run_evaluation(args.dataset, args.out, config, methods, quiet=args.quiet, default_methods=configured)
     if not args.quiet:
         for name, row in metrics["methods"].items():
             print(f"{name:>12}  P={row['precision']:.3f}  R={row['recall']:.3f}  F1={row['f1']:.3f}  "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import orjson
 
 from streamdedup.clean.extract import EXTRACTORS, check_extractor
-from streamdedup.config import DetectorConfig, parse_duration, read_toml
+from streamdedup.config import DEFAULT_METHODS, DetectorConfig, parse_duration, read_toml
 from streamdedup.fingerprints.registry import METHODS
 
 EXTRACTOR_HELP = ("main-content extractor (default fast: resiliparse steered by trafilatura's rules, "
@@ -69,7 +70,18 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
 
     The detector's configuration (--config's top-level keys, then flags); its extractor's libraries are imported here,
     so a broken install stops the command before any page."""
+    return scoring_config(args, ())[0]
+
+
+def scoring_config(args: argparse.Namespace, scored: Sequence[str]) -> tuple[DetectorConfig, tuple[str, ...]]:
+    """The detector's configuration with the `scored` methods enabled too, and the methods configured without them.
+
+    eval scores each of its --methods alone: they are enabled after the configured ones, so that their parameters
+    (--param, [params.x]) are accepted as they would be by `dedup --methods`; its default runs the configured ones."""
     data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
+    configured = data.get("methods", DEFAULT_METHODS)
+    if scored and isinstance(configured, list | tuple) and all(isinstance(m, str) for m in configured):
+        data["methods"] = list(dict.fromkeys([*configured, *scored]))  # (a malformed list is named by from_mapping)
     config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
     params = {name: dict(values) for name, values in config.method_params.items()}
     for item in args.param:
@@ -88,13 +100,16 @@ def detector_config(args: argparse.Namespace) -> DetectorConfig:
 
         cleaning = replace(cleaning, extractor=args.extractor)
     check_extractor(cleaning.extractor)
+    enabled = methods if methods is not None else tuple(dict.fromkeys(configured))
+    if scored:
+        methods = tuple(dict.fromkeys([*enabled, *scored]))
     return config.with_overrides(
         methods=methods, method_params=params, policy=args.policy,
         same_site_policy=args.same_site_policy, max_new_share=args.max_new_share, cleaning=cleaning,
         retention=parse_duration(args.retention) if args.retention else None,
         max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
         batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
-        prepare_threads=args.prepare_threads, learned_extraction=getattr(args, "learned_extraction", None))
+        prepare_threads=args.prepare_threads, learned_extraction=getattr(args, "learned_extraction", None)), enabled
 
 
 def _above_zero(value: str, what: str) -> float:

@@ -740,6 +740,29 @@ def test_a_parameter_of_no_enabled_method_is_refused_in_one_line(tmp_path, capsy
     assert err.startswith("streamdedup: error: ") and said in err, err
 
 
+def test_eval_takes_the_parameters_of_the_methods_it_scores_alone(tmp_path, capsys):
+    """`eval --methods spotsigs --param spotsigs.threshold=0.5` was refused (spotsigs not enabled): the
+    default runs the configured methods, and each scored method runs alone with its own parameters."""
+    from streamdedup.cli import build_parser
+    from streamdedup.cli_options import scoring_config
+    from streamdedup.config import DEFAULT_METHODS
+    from streamdedup.evaluate.run import scenario_configs
+
+    given = ["--methods", "spotsigs", "--param", "spotsigs.threshold=0.5"]
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(tmp_path / "eval"), "-q", *given]) == 0
+    config = tmp_path / "eval.toml"
+    config.write_text('[params.spotsigs]\nthreshold = 0.5\n')
+    for extra in ([], ["--config", str(config)]):
+        args = build_parser().parse_args(["eval", "set.jsonl", "--out", "o", *given, *extra])
+        wide, configured = scoring_config(args, ["spotsigs"])
+        assert configured == DEFAULT_METHODS
+        scenarios = scenario_configs(wide, ["spotsigs"])
+        assert scenarios["spotsigs"].method_params == {"spotsigs": {"threshold": 0.5}}
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(tmp_path / "e2"), "-q", "--methods", "minhash",
+                 "--param", "spotsigs.threshold=0.5"]) == 2  # a method neither configured nor scored
+    assert "parameters for spotsigs (not enabled)" in _one_error_line(capsys)
+
+
 def test_eval_names_a_missing_set_and_an_out_that_is_a_file(tmp_path, capsys):
     """They said "[Errno 2] No such file or directory" and "[Errno 17] File exists"."""
     missing, out = tmp_path / "nope.jsonl", tmp_path / "eval"

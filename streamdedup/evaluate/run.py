@@ -29,8 +29,10 @@ DEFAULT = "default"
 SWEEP = {"minhash": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)}  # thresholds a method is also scored at, alone
 
 
-def scenario_configs(config: DetectorConfig, methods: list[str]) -> dict[str, DetectorConfig]:
-    scenarios = {DEFAULT: config}
+def scenario_configs(config: DetectorConfig, methods: list[str],
+                     default: DetectorConfig | None = None) -> dict[str, DetectorConfig]:
+    """The default (`config` unless given) and each method alone, with its parameters from `config`."""
+    scenarios = {DEFAULT: config if default is None else default}
     for name in methods:
         params = {name: config.params_for(name)}
         scenarios[name] = replace(config, methods=(name,), method_params=params, policy=name,
@@ -118,8 +120,16 @@ def _labelled(raw: RawRecord) -> bool:
 
 
 def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods: list[str],
-                   quiet: bool = False) -> dict[str, Any]:
+                   quiet: bool = False, default_methods: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Score the default and each of `methods` alone on a labelled set: metrics.json, errors.json, report.html.
+
+    `config` may enable methods beyond `default_methods` (the default's; None: all of config's) only to carry
+    the parameters of the methods scored alone (`cli_options.scoring_config`)."""
     from tqdm import tqdm
+
+    default = config if default_methods is None else replace(
+        config, methods=default_methods,
+        method_params={m: p for m, p in config.method_params.items() if m in default_methods})
 
     check_inputs([str(dataset)])  # named as `dedup` names it, before --out is made
     if out_dir.exists() and not out_dir.is_dir():
@@ -145,7 +155,7 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
         results: dict[str, dict[str, Any]] = {}
         errors: dict[str, Any] = {}
         found: dict[str, set[tuple[int, int]]] = {}
-        for name, scenario in scenario_configs(config, methods).items():
+        for name, scenario in scenario_configs(config, methods, default).items():
             outcomes = decide_all(scenario, items, Path(tmp) / name)
             predicted = predicted_labels(outcomes)
             scores = pair_scores(gold, predicted)
@@ -179,8 +189,8 @@ def run_evaluation(dataset: Path, out_dir: Path, config: DetectorConfig, methods
                "pool": {"pairs": len(pool), "verified": len(verified), "similarity": "rapidfuzz ratio >= 0.8"},
                "dice": dice_matrix({k: v for k, v in found.items() if k != DEFAULT}),
                "kinds": page_kinds(records), "sweep": sweep,
-               "template": str(getattr(config, "template", "unknown") or "off"),
-               "attack": attack_pages_needed(config)}
+               "template": str(getattr(default, "template", "unknown") or "off"),
+               "attack": attack_pages_needed(default)}
     (out_dir / "metrics.json").write_bytes(orjson.dumps(metrics, option=orjson.OPT_INDENT_2))
     (out_dir / "errors.json").write_bytes(orjson.dumps(errors, option=orjson.OPT_INDENT_2))
     write_report(out_dir / "report.html", metrics, errors)
