@@ -294,6 +294,10 @@ _MISSING_VIEW = ("create the topics (`streamdedup topics create`) or start a wor
                  "as the worker's STREAMDEDUP_TOPIC_CLUSTER_VIEW")
 
 
+# the least time an end-offsets question is given, however little is left of the poll's
+_LEAST_ASK_S = 0.05
+
+
 class ClusterReader:
     """Story -> pages from the cluster view topic (or the `pages.clusters` events), kept current.
 
@@ -325,10 +329,14 @@ class ClusterReader:
         self.topic = topic
         self.idle_poll_s = idle_poll_s
         self._paused = False  # caught up: fetching paused, end offsets asked every idle_poll_s
+        self._ask_due = False  # fetching: the last fetch came back empty, the end offsets are asked
+        self._next_ask = 0.0  # paused: when the end offsets are asked next (monotonic)
+        self._woken = True  # fetching: the reader's consumer has been asked since it resumed (below)
+        self._ends_client: Any = None
         self.stories = Stories()
-        self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group_id,
-                                   "enable.auto.commit": False, "isolation.level": "read_committed",
-                                   "auto.offset.reset": "earliest", "logger": kafka_logger(), **client})
+        self._client = {"bootstrap.servers": bootstrap_servers, "group.id": group_id, "enable.auto.commit": False,
+                        "isolation.level": "read_committed", "logger": kafka_logger(), **client}
+        self._consumer = Consumer({"auto.offset.reset": "earliest", **self._client})
         try:
             metadata = self._consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         except KafkaException as err:
@@ -368,38 +376,66 @@ class ClusterReader:
         librdkafka fetches again the moment a fetch comes back, relying on the broker to hold an
         empty one; noida-db answers at once, so a caught-up reader fetched without end (~0.5
         CPU-second a second). Once the end offsets say it has read everything, fetching is paused
-        and the end offsets are asked every `idle_poll_s` instead, until a partition grows."""
+        and the end offsets are asked every `idle_poll_s` instead, until a partition grows. They are
+        asked only within the poll's time (a question the poll has no time left for opens the next
+        one), so a broker that does not answer holds no poll past `timeout_s`."""
         deadline = monotonic() + timeout_s
+        waiting = False  # the end offsets said (or a broker away left it open) that records wait: fetch them
+        asked = False  # a question due is asked once a poll even past its deadline (`poll(0)` must move on)
         while True:
-            if not self._paused:
+            if not self._paused and (waiting or not self._ask_due):
                 messages: list[Any] = self._consumer.consume(max_records, max(deadline - monotonic(), 0.0))
-                if messages or self.idle_poll_s <= 0:
+                self._ask_due = not messages and self.idle_poll_s > 0  # caught up? the end offsets say
+                if not self._ask_due or waiting:
                     return messages
-                if not self._input_waiting():
-                    self._consumer.pause(self._consumer.assignment())
-                    self._paused = True
-            left = deadline - monotonic()
-            if left <= 0:
+            elif self._paused and self._next_ask < deadline:
+                sleep(max(self._next_ask - monotonic(), 0.0))
+            due = not self._paused or self._next_ask <= monotonic()
+            if (monotonic() >= deadline and (asked or not due)) or (self._paused and self._next_ask >= deadline):
+                sleep(max(deadline - monotonic(), 0.0))
                 return []
-            if self._paused:
-                sleep(min(self.idle_poll_s, left))
-                if self._input_waiting():
-                    self._consumer.resume(self._consumer.assignment())
-                    self._paused = False
+            waiting, asked = self._input_waiting(max(deadline, monotonic() + _LEAST_ASK_S)), True
+            self._ask_due, self._next_ask = False, monotonic() + self.idle_poll_s
+            if self._paused and waiting:  # records came while resting: asked again at once, to wake the consumer
+                self._consumer.resume(self._consumer.assignment())
+                self._paused, self._woken, self._ask_due, waiting = False, False, True, False
+            elif not self._paused and not waiting:  # caught up
+                self._consumer.pause(self._consumer.assignment())
+                self._paused = True
 
-    def _input_waiting(self) -> bool:
-        """Whether a partition holds committed records past what this reader has read (asked of the broker)."""
+    def _input_waiting(self, deadline: float) -> bool:
+        """Whether a partition holds committed records past what this reader has read, asked by `deadline`.
+
+        Paused, the reader's consumer asks (it fetches nothing); fetching, a client of its own does:
+        on the consumer's connection the question would wait behind the fetch in flight (as the
+        worker's, `runtime/worker/lag.py`). A broker that does not answer in time counts as records
+        waiting: fetching will tell."""
         from confluent_kafka import KafkaException, TopicPartition
 
+        # paused, or just resumed, no fetch is in flight on the reader's consumer: it asks, and so wakes
+        # its broker thread, which a resumed partition waits for (~1 s otherwise, measured on noida-db)
+        asking = self._consumer if self._paused or not self._woken else self._offsets_client()
+        self._woken = True
         try:
             for tp in self._consumer.position(self._consumer.assignment()):
-                low, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, tp.partition),
-                                                               timeout=5, cached=False)
+                left = deadline - monotonic()
+                if left <= 0:
+                    return True
+                low, end = asking.get_watermark_offsets(TopicPartition(self.topic, tp.partition), timeout=left,
+                                                        cached=False)
                 if end > (tp.offset if tp.offset >= 0 else low):  # nothing read yet: from the beginning
                     return True
         except KafkaException:
-            return True  # the broker is away: fetching will tell
+            return True
         return False
+
+    def _offsets_client(self) -> Any:
+        """A client of its own, assigned nothing, to ask end offsets while the reader fetches (made on first use)."""
+        if self._ends_client is None:
+            from confluent_kafka import Consumer
+
+            self._ends_client = Consumer({**self._client, "group.id": f"{self._client['group.id']}.offsets"})
+        return self._ends_client
 
     def commit(self) -> None:
         """Store how far the stories go (the group's offsets); a restart hands back only what follows."""
@@ -414,6 +450,8 @@ class ClusterReader:
 
     def close(self) -> None:
         self._consumer.close()
+        if self._ends_client is not None:
+            self._ends_client.close()
 
 
 def read_topic_stories(bootstrap_servers: str, topic: str = "pages.cluster_view", timeout_s: float = 30.0,

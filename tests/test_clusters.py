@@ -189,13 +189,23 @@ def test_a_polled_page_without_a_fetch_time_comes_after_the_dated_page_it_repeat
 
 
 class _OnePartitionConsumer:
-    """A consumer of a one-partition topic, answering every fetch at once (as noida-db): `records` are its messages."""
+    """A consumer of a one-partition topic, answering every fetch at once (as noida-db).
+
+    The topic's messages (`records`) and the count of end-offset questions (`asked`) are shared by
+    every client made (the reader's consumer and its offsets client); `slow_offsets` makes an
+    end-offset question wait its whole timeout on the fake clock and fail, as with a broker away."""
+
+    records: list[_Message] = []
+    asked = 0
+    slow_offsets = False
+    clock: dict = {"now": 0.0}
 
     def __init__(self, config: dict) -> None:
-        self.records: list[_Message] = []
+        self.config = config
         self.read = 0  # the position: records handed over
         self.paused = False
-        self.fetches = self.asked = 0
+        self.fetches = 0
+        self.partitions: list = []
 
     def list_topics(self, topic: str, timeout: float) -> object:
         from types import SimpleNamespace
@@ -217,7 +227,12 @@ class _OnePartitionConsumer:
         return [TopicPartition(tp.topic, tp.partition, self.read) for tp in partitions]
 
     def get_watermark_offsets(self, partition: object, timeout: float, cached: bool) -> tuple[int, int]:
-        self.asked += 1
+        from confluent_kafka import KafkaError, KafkaException
+
+        type(self).asked += 1
+        if self.slow_offsets:
+            self.clock["now"] += timeout
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
         return 0, len(self.records)
 
     def pause(self, partitions: list) -> None:
@@ -233,25 +248,72 @@ class _OnePartitionConsumer:
         self.read += len(taken)
         return taken
 
+    def close(self) -> None:
+        pass
+
+
+def _fake_reader(monkeypatch, **settings):
+    """A ClusterReader on `_OnePartitionConsumer`s and a fake clock (no wait), and the clock."""
+    import confluent_kafka
+
+    from streamdedup import clusters
+
+    clock = {"now": 0.0}
+    fake = type("_Consumer", (_OnePartitionConsumer,), {"records": [], "asked": 0, "clock": clock})  # this test's
+    monkeypatch.setattr(confluent_kafka, "Consumer", fake)
+    monkeypatch.setattr(clusters, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(clusters, "sleep", lambda s: clock.update(now=clock["now"] + s))
+    return clusters.ClusterReader("broker:9092", "feed", **settings), clock
+
 
 def test_a_caught_up_reader_rests_instead_of_fetching(monkeypatch):
     """`ClusterReader.poll` on a caught-up topic of noida-db (which answers an empty fetch at once)
     fetched without end: ~0.5 CPU-second a second while idle (measured with a real broker: 0.67
     CPU-s a second, reader and broker, before; 0.0 after). Caught up, it pauses fetching and asks
     the end offsets every `idle_poll_s`, until a record comes (the clock is a fake one: no wait)."""
-    import confluent_kafka
-
-    from streamdedup import clusters
-
-    clock = {"now": 0.0}
-    monkeypatch.setattr(confluent_kafka, "Consumer", _OnePartitionConsumer)
-    monkeypatch.setattr(clusters, "monotonic", lambda: clock["now"])
-    monkeypatch.setattr(clusters, "sleep", lambda s: clock.update(now=clock["now"] + s))
-    reader = clusters.ClusterReader("broker:9092", "feed", idle_poll_s=0.25)
+    reader, clock = _fake_reader(monkeypatch, idle_poll_s=0.25)
     consumer = reader._consumer
+    fake = type(consumer)
     assert reader.poll(timeout_s=1.0) == [] and clock["now"] == 1.0
-    assert consumer.fetches == 1 and consumer.paused and consumer.asked == 5  # once, then 4 rests of 0.25 s
+    assert consumer.fetches == 1 and consumer.paused and fake.asked == 4  # at 0 (caught up), .25, .5, .75
     event = {"type": "created", "page_id": "a", "cluster_id": "a"}
-    consumer.records.append(_Message(orjson.dumps(event), offset=0))
+    fake.records.append(_Message(orjson.dumps(event), offset=0))
     assert reader.poll(timeout_s=1.0) == [event] and not consumer.paused
-    assert clock["now"] == 1.25  # seen at the next end-offset question
+    assert clock["now"] == 1.0  # the question due at 1.0 opens the poll
+
+
+def test_a_poll_ends_in_its_time_when_the_end_offsets_do_not_come(monkeypatch):
+    """With the broker away, each end-offset question waited 5 s on the reader's own consumer after
+    every empty fetch: `poll(1.0)` took 6 s. Asked within the poll's time, on a client of its own
+    while fetching (the consumer's connection holds the fetch in flight), it returns in 1 s; an
+    event that comes afterwards is still handed over, once."""
+    reader, clock = _fake_reader(monkeypatch, idle_poll_s=0.25)
+    consumer = reader._consumer
+    fake = type(consumer)
+    fake.slow_offsets = True
+    for poll in range(1, 4):
+        assert reader.poll(timeout_s=1.0) == [] and clock["now"] == poll * 1.0
+    assert not consumer.paused and len({id(c) for c in [consumer, reader._ends_client]}) == 2
+    fake.slow_offsets = False
+    assert reader.poll(timeout_s=1.0) == [] and consumer.paused and clock["now"] == 4.0
+    event = {"type": "created", "page_id": "a", "cluster_id": "a"}
+    fake.records.append(_Message(orjson.dumps(event), offset=0))
+    fake.slow_offsets = True  # away again while resting: the questions fail, fetching tells
+    assert reader.poll(timeout_s=1.0) + reader.poll(timeout_s=1.0) == [event] and clock["now"] == 6.0
+    assert not consumer.paused and reader.poll(timeout_s=1.0) == [] and clock["now"] == 7.0
+
+
+def test_a_reader_polled_without_waiting_still_sees_new_events(monkeypatch):
+    """A code review: `poll(0)` (a non-blocking poll) after one empty fetch left the end-offset
+    question due and returned at its deadline before asking it, so the reader never fetched again,
+    fetching or resting. A question due is now asked once a poll, given at least 50 ms."""
+    reader, clock = _fake_reader(monkeypatch, idle_poll_s=0.25)
+    fake = type(reader._consumer)
+    event = {"type": "created", "page_id": "a", "cluster_id": "a"}
+    got = []
+    for step in range(40):  # 2 s of non-blocking polls, 50 ms apart
+        if step == 10:
+            fake.records.append(_Message(orjson.dumps(event), offset=0))
+        got += reader.poll(timeout_s=0.0)
+        clock["now"] += 0.05
+    assert got == [event]
