@@ -8,6 +8,7 @@ between runs, but the workers of one group must agree on them (`verdict_settings
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -260,28 +261,34 @@ _FIELD_KINDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("method_params", (Mapping,), "a mapping of method names to their parameters, e.g. {'minhash': {'num_perm': 64}}"),
     ("policy", (str,), f"a policy text, e.g. {DEFAULT_POLICY!r}"),
     ("same_site_policy", (str, type(None)), "a policy text or None, e.g. 'exact|minhash>=0.8'"),
-    ("max_new_share", (int, float), "a share of a page's text, e.g. 0.1"),
-    ("max_new_pairs", (int,), "a whole number of word pairs, e.g. 8"),
-    ("min_new_paragraph_words", (int,), "a whole number of words, e.g. 20"),
+    ("max_new_share", (numbers.Real,), "a share of a page's text, e.g. 0.1"),
+    ("max_new_pairs", (numbers.Integral,), "a whole number of word pairs, e.g. 8"),
+    ("min_new_paragraph_words", (numbers.Integral,), "a whole number of words, e.g. 20"),
     ("cleaning", (CleaningConfig,), "a CleaningConfig, e.g. CleaningConfig(extractor='trafilatura')"),
     ("retention", (timedelta, type(None)),
      "a timedelta or None, e.g. timedelta(days=30) or streamdedup.config.parse_duration('30d')"),
     ("max_clock_skew", (timedelta,), "a timedelta, e.g. timedelta(days=1)"),
     ("template", (TemplateParams, type(None)), "a TemplateParams or None (no template model)"),
-    ("batch_size", (int,), "a whole number of pages, e.g. 256"),
-    ("batch_bytes", (int,), "a whole number of bytes, e.g. 64 << 20"),
-    ("prepare_threads", (int,), "a whole number of threads (0: one per CPU)"),
+    ("batch_size", (numbers.Integral,), "a whole number of pages, e.g. 256"),
+    ("batch_bytes", (numbers.Integral,), "a whole number of bytes, e.g. 64 << 20"),
+    ("prepare_threads", (numbers.Integral,), "a whole number of threads (0: one per CPU)"),
     ("learned_extraction", (bool,), "True or False"),
     ("lexicon", (str,), "'wordfreq' or the path of a file made by `streamdedup lexicon build`"),
 )
 
 
 def _check_kinds(config: DetectorConfig) -> None:
-    """Raise TypeError, naming the field and how to write it, for a field of another kind (True is no number)."""
+    """Raise TypeError, naming the field and how to write it, for a field of another kind (True is no number).
+
+    A number of another type (numpy's) is taken, and kept as Python's int or float."""
     for name, kinds, written in _FIELD_KINDS:
         value = getattr(config, name)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise TypeError(f"DetectorConfig {name} is {written}, got {value!r} ({type(value).__name__})")
+        if type(value) in (int, float, bool) or not isinstance(value, numbers.Real):
+            continue
+        # numpy's int64 or float32, kept as Python's
+        object.__setattr__(config, name, int(value) if isinstance(value, numbers.Integral) else float(value))
     if not all(isinstance(m, str) for m in config.methods):
         raise TypeError(f"DetectorConfig methods is a tuple of method names, got {config.methods!r}")
 

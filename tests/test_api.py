@@ -252,6 +252,23 @@ def test_a_store_open_twice_in_one_process_is_one_sentence(tmp_path: Path) -> No
                                   "state directory")
 
 
+def test_numpy_numbers_are_taken_as_numbers() -> None:
+    """DetectorConfig(batch_size=np.int64(8)) raised TypeError once its fields' kinds were checked: a
+    whole number is any `numbers.Integral` and a share any `numbers.Real` (kept as Python's), not a bool."""
+    import numpy as np
+    import pytest
+
+    from streamdedup.config import DetectorConfig
+
+    config = DetectorConfig(batch_size=np.int64(8), max_new_pairs=np.int32(3),  # type: ignore[arg-type]
+                            max_new_share=np.float32(0.25), prepare_threads=np.uint8(1))  # type: ignore[arg-type]
+    assert (config.batch_size, config.max_new_pairs, config.max_new_share, config.prepare_threads) == (8, 3, 0.25, 1)
+    assert [type(v) for v in (config.batch_size, config.max_new_share)] == [int, float]
+    for given in (dict(batch_size=np.bool_(True)), dict(max_new_share=np.bool_(False)), dict(batch_size=np.float64(8))):
+        with pytest.raises(TypeError, match="DetectorConfig"):
+            DetectorConfig(**given)  # type: ignore[arg-type]
+
+
 def test_arguments_of_another_kind_are_named_with_the_kind_wanted() -> None:
     """DetectorConfig(retention="30d") ended in AttributeError total_seconds, max_new_share="0.2" in
     a TypeError on '<=', Deduplicator({"policy": ...}) in an AttributeError; add() of a page record
