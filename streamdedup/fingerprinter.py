@@ -36,6 +36,7 @@ from streamdedup.clean.template import (
 )
 from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
 from streamdedup.record.page import TEXT_URL_SCHEME, Page, page_from_record
 from streamdedup.record.readers import RawRecord
@@ -151,6 +152,11 @@ class Fingerprinted:
         `dataclasses.replace` without its per-call checks; the copy keeps the site hash if it was computed."""
         copy = object.__new__(Fingerprinted)
         copy.__dict__.update(self.__dict__, **changes)
+        signatures = changes.get("signatures")
+        if self.text_cut and signatures is not None and signatures.get(ExactMethod.name) is not None:
+            # fingerprinted again (its site's template taken off): a cut page's exact signature stays
+            # its whole text's hash, or a page sharing only its first 2 M characters matched it `exact`
+            copy.signatures = {**signatures, ExactMethod.name: self.signatures.get(ExactMethod.name)}
         if "page" in changes:
             copy.__dict__.pop("site_hash", None)
             copy.__dict__.pop("template_hash", None)
@@ -362,7 +368,10 @@ class Fingerprinter:
         The page's visible text too when the template model is on. `layout`: how `fast` uses the
         site's learned layout (`clean.learned_layout`'s request)."""
         texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None, layout=layout)
-        return texts, fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
+        signatures = fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
+        if texts.main_cut and signatures.get(ExactMethod.name) is not None:  # the whole text's, not its cut's
+            signatures[ExactMethod.name] = texts.main_hash
+        return texts, signatures
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
         """The MinHash signature of a rescued page's article element text, or None.

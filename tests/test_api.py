@@ -184,11 +184,12 @@ def test_a_refused_rerun_says_what_differs_from_the_finished_run(tmp_path: Path)
         dedup_files([other], tmp_path / "out")
 
 
-def test_a_text_cut_at_max_text_chars_is_never_a_duplicate() -> None:
+def test_a_text_cut_at_max_text_chars_is_the_duplicate_of_a_whole_copy_only() -> None:
     """Two texts sharing their first `max_text_chars` characters, each with its own text past them:
     the second was an `exact` duplicate of the first (similarity 1.0, new_share 0.0) though a fifth
     of it was never compared. Now it is unique, related to the first, and says its text was cut; a
-    later page inside the first's kept text is still its (safe) duplicate."""
+    later page inside the first's kept text is still its (safe) duplicate, and so is a copy of the
+    second's whole text (its exact signature is the whole text's hash; it was unique, related)."""
     import random
     from dataclasses import replace
 
@@ -209,11 +210,14 @@ def test_a_text_cut_at_max_text_chars_is_never_a_duplicate() -> None:
         first = dedup.add(shared + "\n\n" + text(3000, 2), id="first")
         second = dedup.add(shared + "\n\n" + text(3000, 3), id="second")
         inside = dedup.add(shared[:9000], id="inside")
+        copy = dedup.add(shared + "\n\n" + text(3000, 3), id="copy")  # the second's whole text
     assert isinstance(second, Verdict)
     assert (second.status, second.duplicate_of, second.related_to) == ("unique", None, ("first",)) and second.text_cut
     assert isinstance(first, Verdict) and first.status == "unique" and first.as_dict()["text_cut"] is True
     assert isinstance(inside, Verdict) and (inside.status, inside.duplicate_of) == ("duplicate", "first")
     assert "text_cut" not in inside.as_dict()
+    assert isinstance(copy, Verdict) and (copy.status, copy.duplicate_of, copy.method) == ("duplicate", "second", "exact")
+    assert copy.text_cut and copy.cluster_id == second.cluster_id  # a whole copy (before: unique, related)
 
 
 def test_parameters_of_a_method_not_enabled_are_refused() -> None:

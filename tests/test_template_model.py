@@ -270,3 +270,28 @@ def test_rescued_pages_of_one_site_match_only_if_their_article_elements_agree(tm
     with Detector(DetectorConfig(), tmp_path) as detector:
         assert decide(detector, "e", "2", element[1]) == "unique"
         assert decide(detector, "a", "3", element[1]) == "duplicate p1"
+
+
+def test_a_cut_page_stripped_of_its_template_is_no_exact_duplicate_of_a_page_sharing_its_kept_text(tmp_path):
+    """A code review: with the site's template known, a page whose text was cut at `max_text_chars`
+    was fingerprinted again without the template, on the cut text, so its exact signature was its
+    kept text's: a page sharing only its first 3,000 characters was its `exact` duplicate (`text_cut`
+    notwithstanding). Its exact signature now stays its whole text's hash."""
+    from dataclasses import replace
+
+    template = [" ".join(make_words(random.Random(7 + k), 14)) for k in range(5)]
+
+    def text_page(i: int, body: list[str], hour: int) -> dict:
+        lines = [template[0], template[1], *body, *template[2:]]
+        return page(f"https://shorts.example/news/{i}", "\n".join(lines), f"2024-03-01T{hour:02d}:00:00Z",
+                    content_type="text/plain")
+
+    shared = [" ".join(make_words(random.Random(500 + k), 20)) for k in range(30)]
+    tails = [[" ".join(make_words(random.Random(seed + k), 20)) for k in range(30)] for seed in (900, 1900)]
+    pages = [text_page(i, [" ".join(make_words(random.Random(100 + i), 24))], i) for i in range(10)]
+    pages += [text_page(50, shared + tails[0], 12), text_page(51, shared + tails[1], 13)]
+    config = DetectorConfig(same_site_policy=DetectorConfig().policy)
+    config = replace(config, cleaning=replace(config.cleaning, max_text_chars=3000))
+    first, second = (o.dedup for o in run_records(pages, tmp_path, config)[-2:])
+    assert first["text_cut"] and second["text_cut"]
+    assert second["status"] == "unique" and second["related_to"] == [first["id"]], second

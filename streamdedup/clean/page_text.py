@@ -22,13 +22,15 @@ class Texts(NamedTuple):
     stories) for a short page's article; the element's own text says what the page itself holds
     (`verdict/engine.py`, own-site candidates). And what the page showed of its site's layout, where
     a learned layout was asked about (`learned_layout`'s observation; else ""). `main_cut`: the main
-    text was longer than `max_text_chars` and is its first characters only (`clean.pipeline`)."""
+    text was longer than `max_text_chars` and is its first characters only (`clean.pipeline`);
+    `main_hash`: then, the hash of the whole main text (`WHOLE_TEXT_SEED`), its exact signature."""
 
     main: str
     visible: str = ""
     steered: str = ""
     layout: str = ""
     main_cut: bool = False
+    main_hash: bytes = b""
 
 
 # trafilatura's own bounds for an extraction that "covers little of the page" (core.py's

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import xxhash
+
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
 from streamdedup.clean.extract import Texts, extract_texts, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
@@ -17,6 +19,8 @@ from streamdedup.record.rejection import Reason, Rejected
 # signatures of the pages it reads, so it is part of what a store records, like `fast`'s rules.
 # 1: PHP's error lines are dropped (`without_server_errors`).
 TEXT_RULES_VERSION = 1
+# a cut page's whole-text hash (`Texts.main_hash`): a seed of its own, so it never equals a token hash
+WHOLE_TEXT_SEED = 0x57484F4C45
 
 
 @dataclass(frozen=True)
@@ -64,4 +68,9 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
                                  for t in texts[:3])
     if not text:
         raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
-    return Texts(text, everything, steered, texts.layout, len(texts.main) > config.max_text_chars)
+    if len(texts.main) <= config.max_text_chars:
+        return Texts(text, everything, steered, texts.layout)
+    # cut: the whole text's hash (as extracted: normalising it all is the work the cut bounds) is its
+    # exact signature, so a copy of the whole page is still its duplicate (`verdict.engine.as_cut`)
+    whole = xxhash.xxh3_128_digest(texts.main.encode("utf-8", "surrogatepass"), seed=WHOLE_TEXT_SEED)
+    return Texts(text, everything, steered, texts.layout, True, whole)

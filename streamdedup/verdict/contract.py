@@ -30,8 +30,8 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     new_share: float | None = None
     supersedes: tuple[str, ...] = ()  # a unique page: earlier pages whose text is (nearly) all in it
     related_to: tuple[str, ...] = ()  # a unique page: earlier pages sharing much of its text, not all
-    # its main text was cut to its first `max_text_chars` characters: compared by those only, so never
-    # a duplicate (what lies past the cut may be new; verdict/engine.py `decide`)
+    # its main text was cut to its first `max_text_chars` characters: compared by those only, so a
+    # duplicate only of a page with the same whole text (what lies past the cut may be new; engine `as_cut`)
     text_cut: bool = False
 
     def as_dict(self) -> dict[str, Any]:

@@ -75,7 +75,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 11: (global topology) a page filed at an index partition before an earlier one arrived is judged
 #     with it as the page, as it is when it comes last (`IndexPartition._judged_as_the_later`)
 # 12: a page whose main text was cut (`max_text_chars`) is no duplicate, only related (`as_cut`)
-RULES_VERSION = 12
+# 13: a cut page is the duplicate of an earlier one with the same whole text (`exact`: `Texts.main_hash`)
+RULES_VERSION = 13
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -438,13 +439,14 @@ def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.nd
     return out
 
 
-def as_cut(relation: str) -> str:
-    """A candidate's relation to a page whose main text was cut (`Texts.main_cut`): never DUPLICATE.
+def as_cut(relation: str, rule: str) -> str:
+    """A candidate's relation to a page whose main text was cut (`Texts.main_cut`): DUPLICATE by `exact` alone.
 
     The page's text past `max_text_chars` was never compared, so a candidate holding all the rest
     may lack it: dropping the page could lose text. It is RELATED instead (the page starts its own
-    cluster); what the page supersedes stands, its text being all in the part compared."""
-    return RELATED if relation == DUPLICATE else relation
+    cluster); what the page supersedes stands, its text being all in the part compared. A cut page's
+    exact signature is its whole text's hash (`Texts.main_hash`): an `exact` match is a whole copy."""
+    return RELATED if relation == DUPLICATE and rule != "exact" else relation
 
 
 def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -> Verdict:
@@ -454,7 +456,7 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     if not earlier:  # most pages of a crawl: nothing to rank
         return Verdict(page_id, "unique", page_id, text_cut=text_cut)
     if text_cut:
-        earlier = [replace(c, relation=as_cut(c.relation)) for c in earlier]
+        earlier = [replace(c, relation=as_cut(c.relation, c.rule)) for c in earlier]
     ranked = sorted(earlier, key=lambda c: c.order)
     duplicates = [c for c in ranked if c.relation == DUPLICATE]
     superseded = [c for c in ranked if c.relation == SUPERSEDES]
@@ -472,7 +474,7 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
         holding = [c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]
         first = _earliest_nearest(holding)
         return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
-                       new_share=first.new_share)
+                       new_share=first.new_share, text_cut=text_cut)
     related = tuple(c.page_id for c in ranked if c.relation == RELATED)[:MAX_NAMED]
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
     return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related,

@@ -49,7 +49,7 @@ def test_a_page_whose_text_was_cut_is_no_duplicate_but_says_it_was_cut():
     """Its text past `max_text_chars` was never compared: a candidate holding all the rest may lack
     it. The duplicate it would have been is named as related (the page starts its own cluster);
     what it supersedes stands, and joins it to that cluster. Before: `duplicate` of "a"."""
-    held = Candidate(order=5, page_id="a", rule="exact", similarity=1.0, root_order=5, root_id="a")
+    held = Candidate(order=5, page_id="a", rule="minhash", similarity=1.0, root_order=5, root_id="a")
     verdict = decide("p", [held], text_cut=True)
     assert (verdict.status, verdict.duplicate_of, verdict.cluster_id, verdict.related_to) == ("unique", None, "p", ("a",))
     assert verdict.as_dict()["text_cut"] is True and "text_cut" not in decide("p", [held]).as_dict()
@@ -58,3 +58,11 @@ def test_a_page_whose_text_was_cut_is_no_duplicate_but_says_it_was_cut():
     verdict = decide("p", [held, part], text_cut=True)
     assert (verdict.status, verdict.cluster_id, verdict.supersedes, verdict.related_to) == ("unique", "r", ("part",), ("a",))
     assert decide("p", [], text_cut=True).text_cut
+
+
+def test_a_cut_page_is_the_duplicate_of_a_page_with_the_same_whole_text():
+    """A cut page's exact signature is its whole text's hash (`Texts.main_hash`): an `exact` match is
+    a copy of the whole page, which stays a duplicate (and says it was cut). Before: unique, related."""
+    copy = Candidate(order=5, page_id="a", rule="exact", similarity=1.0, root_order=2, root_id="r")
+    verdict = decide("p", [copy], text_cut=True)
+    assert (verdict.status, verdict.duplicate_of, verdict.cluster_id, verdict.text_cut) == ("duplicate", "a", "r", True)

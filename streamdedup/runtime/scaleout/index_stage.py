@@ -220,7 +220,7 @@ class IndexPartition:
             if order < request.order:  # (a page whose text was cut duplicates none: its root is as its gather's)
                 earlier.append(Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex),
                                      root_id, link.new_share, link.their_new_share,
-                                     as_cut(link.relation) if request.text_cut else link.relation,
+                                     as_cut(link.relation, link.rule) if request.text_cut else link.relation,
                                      link.their_relation))
                 continue
             # a later page filed here first: its side of the pair is judged as it would have been had it come

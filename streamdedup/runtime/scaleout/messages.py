@@ -51,8 +51,9 @@ class IndexRequest:
     # the page's encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`),
     # which its record does not keep (after `judged_with`, and only after one); b"": none
     shown: bytes = b""
-    # its main text was cut (`Texts.main_cut`): it duplicates none of its matches (`engine.as_cut`), so
-    # its root here is the one its gather names (a bit of the flags byte; older requests: not cut)
+    # its main text was cut (`Texts.main_cut`): it duplicates none of its matches but a whole copy
+    # (`engine.as_cut`), so its root here is the one its gather names (a bit of the flags byte; older
+    # requests: not cut)
     text_cut: bool = False
 
     def encode(self) -> bytes:

@@ -684,12 +684,13 @@ def test_an_index_partition_takes_the_lines_a_host_showed_before_out_of_a_copys_
 def test_a_page_whose_text_was_cut_is_no_duplicate_in_the_global_topology_either(tmp_path):
     """As file mode (tests/test_api.py): two pages sharing their first `max_text_chars` characters,
     each with its own text past them. The flag travels in the index request (the partition files the
-    second under its own root) and the page header (the gather's verdict is unique and says so)."""
+    second under its own root) and the page header (the gather's verdict is unique and says so). A
+    copy of the second's whole text is its duplicate (`exact`: the whole text's hash)."""
     config = DetectorConfig()
     detector = Fingerprinter(replace(config, cleaning=replace(config.cleaning, max_text_chars=2000)))
     shared = "\n\n".join(make_article(11))[:2500]
     requests = []
-    for at, own in ((1, 12), (2, 13)):
+    for at, own in ((1, 12), (2, 13), (3, 13)):
         text = shared + "\n\n" + "\n\n".join(make_article(own))
         item = detector.prepare(RawRecord("t", data=orjson.dumps({"url": f"https://s{at}.example/", "content": text,
                                                                   "content_type": "text/plain"})))
@@ -699,9 +700,12 @@ def test_a_page_whose_text_was_cut_is_no_duplicate_in_the_global_topology_either
         assert IndexRequest.decode(made.encode()).text_cut
         requests.append(made)
     index = IndexPartition(tmp_path / "index", detector.methods, config.site_policies(), detector.store_config, 0)
-    first, second = (index.answer(r) for r in requests)
+    first, second, copy = (index.answer(r) for r in requests)
     index.close()
-    assert [(m.page_id, m.rule, m.relation) for m in second.earlier] == [(first.page_id, "exact", "related")]
+    assert [(m.page_id, m.rule, m.relation) for m in second.earlier] == [(first.page_id, "minhash", "related")]
+    assert ("exact", "duplicate") in {(m.rule, m.relation) for m in copy.earlier if m.page_id == second.page_id}
+    copied = verdict_of(PageHeader(copy.page_id, copy.order, (0,), {"url": "x"}, "t", text_cut=True), [copy])
+    assert (copied["status"], copied["duplicate_of"], copied["text_cut"]) == ("duplicate", second.page_id, True)
     header = PageHeader(second.page_id, second.order, (0,), {"url": "x"}, "t", text_cut=True)
     assert PageHeader.from_json(orjson.loads(header.encode())).text_cut
     dedup = verdict_of(header, [second])
