@@ -144,3 +144,42 @@ def time_arg(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"{value!r} is not a time: give ISO-8601 (2024-01-01T00:00:00Z), a "
                                          "14-digit WARC date (20240101000000), epoch seconds or milliseconds, or "
                                          "an HTTP date (Mon, 01 Jan 2024 00:00:00 GMT)") from None
+
+
+# each command's examples, the epilog of its --help
+EXAMPLES = {
+    "dedup": """examples:
+  streamdedup dedup crawl.jsonl.gz --out out/crawl
+  streamdedup dedup part-1.warc.gz part-2.warc.gz --out out/warc --state stores/warc
+  zcat crawl.jsonl.gz | streamdedup dedup - --out out/stdin --fresh
+
+Rerunning the same command after a crash finishes its job; rerunning it after it finished does
+nothing. Other inputs into a finished --out are refused: use a new --out, --fresh, or --append.""",
+    "eval": """example:
+  streamdedup eval web-dev.jsonl --out out/eval-web --methods minhash,simhash""",
+    "store": """examples:
+  streamdedup store info --state out/crawl/state
+  streamdedup store delete --state out/crawl/state PAGE_ID [PAGE_ID ...]
+  streamdedup store expire --state out/crawl/state --before 2024-01-01T00:00:00Z""",
+    "lexicon": """example:
+  streamdedup lexicon build crawl.jsonl.gz --out lexicon.json.gz
+  streamdedup dedup crawl.jsonl.gz --out out/crawl --lexicon lexicon.json.gz""",
+    "broker": """example:
+  streamdedup broker --port 9092 --data-dir broker-data""",
+    "worker": """examples:
+  streamdedup worker --bootstrap-servers 127.0.0.1:9092 --state state
+  STREAMDEDUP_BOOTSTRAP_SERVERS=kafka:9092 streamdedup worker --config dedup.toml --metrics-port 9464""",
+    "feed": """example:
+  streamdedup feed crawl.jsonl.gz --bootstrap-servers 127.0.0.1:9092 --rate 100""",
+    "faust": """example:
+  streamdedup faust --bootstrap-servers 127.0.0.1:9092 --state faust-state""",
+    "demo": """example:
+  streamdedup demo --workdir demo-data""",
+    "topics": """example:
+  streamdedup topics create --bootstrap-servers 127.0.0.1:9092""",
+    "clusters": """examples:
+  streamdedup clusters --out out/crawl --format table
+  streamdedup clusters --bootstrap-servers kafka:9092 > stories.jsonl""",
+    "devset": """example:
+  streamdedup devset --pages trafilatura-test-pages.tar.gz --family web --split dev --out web-dev.jsonl""",
+}
