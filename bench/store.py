@@ -67,7 +67,8 @@ import numpy as np
 from index_kernels import huge_page_bytes  # bench/index_kernels.py
 from rocksdict import ReadOptions, WriteBatch
 
-from streamdedup.clean.template import SiteTemplate, document_key
+from streamdedup.clean.page_urls import document_key
+from streamdedup.clean.template import SiteTemplate
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector, Fingerprinted
 from streamdedup.fingerprints.a12 import A12Params, A12Signature

@@ -25,7 +25,7 @@ import numpy as np
 from rocksdict import BlockBasedOptions, DBCompressionType, Options, Rdict, WriteBatch
 from store import pages  # bench/store.py
 
-from streamdedup.clean.template import document_key
+from streamdedup.clean.page_urls import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.store import layout

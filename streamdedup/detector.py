@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from streamdedup.clean.template import document_key
+from streamdedup.clean.page_urls import document_key
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import (
     EXTRACTION_COUNTS,

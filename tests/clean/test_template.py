@@ -70,7 +70,7 @@ def test_a_site_whose_articles_differ_only_by_query_learns_its_template():
 
 def test_a_page_is_its_url_with_the_query_parameters_that_name_it_in_any_order():
     """Tracking parameters and session ids name no page; the others do, in any order."""
-    from streamdedup.clean.template import page_key
+    from streamdedup.clean.page_urls import page_key
 
     article = page_key("https://forum.example/viewtopic.php?f=2&t=123")
     assert article == page_key("https://Forum.example/viewtopic.php?t=123&f=2#p9")
@@ -90,7 +90,7 @@ def test_on_a_script_trackers_and_other_views_of_a_page_name_no_page_and_page_na
     """The review's names (WordPress's `replytocom` crawler trap, its comment pages, AMP and print
     views, trackers) are one page on a script; the names PHP, forum and Joomla sites name pages
     with stay. `ref`, `source`, `src` and `from` go only where their value is a host or a channel."""
-    from streamdedup.clean.template import page_key
+    from streamdedup.clean.page_urls import page_key
 
     article = page_key("https://blog.example/index.php?p=7")
     for name in ("replytocom", "cpage", "amp", "output", "print", "ocid", "cmp", "smid", "sh", "ito"):
@@ -112,7 +112,7 @@ def test_the_query_names_a_page_only_on_a_script_or_the_sites_root():
     """A script (by its extension, any case, path parameters aside) or the site's root (no path,
     `/`, `/index.*`, `/default.*`) is as many pages as its queries; every other path is one page
     under any query (`/7/`, a story, a static `index.html` in a folder: the path names the page)."""
-    from streamdedup.clean.template import page_key
+    from streamdedup.clean.page_urls import page_key
 
     scripts = [f"/news/read.{ext}" for ext in ("php", "asp", "aspx", "jsp", "jspx", "cgi", "pl", "cfm", "do",
                                                 "action", "nsf")]
@@ -189,7 +189,7 @@ def test_page_key_is_the_urlsplit_key_for_every_url():
 
     import xxhash
 
-    from streamdedup.clean.template import page_key, page_query
+    from streamdedup.clean.page_urls import page_key, page_query
 
     def reference(url):
         try:
@@ -223,7 +223,7 @@ def test_recent_urls_are_the_last_distinct_keys_whatever_the_decodes_between():
     page keys, oldest first, would: through re-crawls, evictions and the store's bytes and back."""
     import random
 
-    from streamdedup.clean.template import page_key
+    from streamdedup.clean.page_urls import page_key
 
     params = TemplateParams(recent_urls=16)
     rng = random.Random(5)
@@ -270,7 +270,7 @@ def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_
 
     import numpy as np
 
-    from streamdedup.clean.template import page_key
+    from streamdedup.clean.page_urls import page_key
 
     params = TemplateParams(min_pages=4, min_count=3, min_share=0.3, half_life=150, max_lines=64, recent_urls=32)
     rng = random.Random(11)
@@ -316,7 +316,7 @@ def test_the_model_answers_as_a_dict_of_counts_would_through_trims_halvings_and_
 
 
 def test_a_document_is_its_url_without_the_fragment_with_its_query():
-    from streamdedup.clean.template import document_key
+    from streamdedup.clean.page_urls import document_key
 
     assert document_key("https://News.example/a?id=1#comments") == document_key("https://news.example/a?id=1")
     assert document_key("https://news.example/a?id=1") != document_key("https://news.example/a?id=2")

@@ -16,7 +16,7 @@ from typing import Any
 import xxhash
 from confluent_kafka import Message
 
-from streamdedup.clean.template import document_key
+from streamdedup.clean.page_urls import document_key
 from streamdedup.fingerprinter import (
     EXTRACTION_COUNTS,
     Fingerprinted,
