@@ -77,12 +77,8 @@ def test_an_undated_url_fetched_three_times_gets_three_verdicts(tmp_path: Path) 
     assert [v["duplicate_of"] for v in again] == [first["id"], first["id"], changed["id"]]
 
 
-def test_a_rerun_after_a_kill_gives_undated_pages_the_ids_of_an_unbroken_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    records = [{"url": f"https://feed{i % 3}.example/", "content": text(100 + i // 2)} for i in range(24)]
-    data = write_jsonl(tmp_path / "in.jsonl", records)
-    whole = tmp_path / "whole"
-    assert main(["dedup", str(data), "--out", str(whole), "-q", "--batch-size", "5"]) == 0
+def run_killed(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run `command`, killed between its third batch's outputs and their commit."""
     commit, calls = Detector.commit, []
 
     def crashing_commit(self: Detector, batch: object) -> None:
@@ -91,11 +87,20 @@ def test_a_rerun_after_a_kill_gives_undated_pages_the_ids_of_an_unbroken_run(
             raise Killed
         commit(self, batch)  # type: ignore[arg-type]
 
+    with monkeypatch.context() as crash:
+        crash.setattr(Detector, "commit", crashing_commit)
+        with pytest.raises(Killed):
+            main(command)
+
+
+def test_a_rerun_after_a_kill_gives_undated_pages_the_ids_of_an_unbroken_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [{"url": f"https://feed{i % 3}.example/", "content": text(100 + i // 2)} for i in range(24)]
+    data = write_jsonl(tmp_path / "in.jsonl", records)
+    whole = tmp_path / "whole"
+    assert main(["dedup", str(data), "--out", str(whole), "-q", "--batch-size", "5"]) == 0
     killed = tmp_path / "killed"
-    monkeypatch.setattr(Detector, "commit", crashing_commit)
-    with pytest.raises(Killed):
-        main(["dedup", str(data), "--out", str(killed), "-q", "--batch-size", "5"])
-    monkeypatch.setattr(Detector, "commit", commit)
+    run_killed(["dedup", str(data), "--out", str(killed), "-q", "--batch-size", "5"], monkeypatch)
     assert main(["dedup", str(data), "--out", str(killed), "-q", "--batch-size", "5"]) == 0
     for out in (whole, killed):
         assert sum(len((out / name).read_bytes().splitlines()) for name in OUTPUTS) == len(records)
@@ -125,20 +130,18 @@ def test_an_undated_refetch_in_a_later_run_into_another_out_that_shares_the_stor
     assert again["status"] == "duplicate" and again["duplicate_of"] == first["id"]
 
 
-def run_killed(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run `command`, killed between its third batch's outputs and their commit."""
-    commit, calls = Detector.commit, []
-
-    def crashing_commit(self: Detector, batch: object) -> None:
-        calls.append(1)
-        if len(calls) == 3:
-            raise Killed
-        commit(self, batch)  # type: ignore[arg-type]
-
-    with monkeypatch.context() as crash:
-        crash.setattr(Detector, "commit", crashing_commit)
-        with pytest.raises(Killed):
-            main(command)
+def second_job_whole_and_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: Path, second: Path) -> list[str]:
+    """Two stores ("whole", "killed") each given a job over `first` into `o1`, then one over `second` into `o2`:
+    unbroken in "whole", killed mid-run in "killed"; returns the killed job's command, to rerun."""
+    for store in ("whole", "killed"):
+        state = tmp_path / store / "state"
+        assert main(["dedup", str(first), "--out", str(tmp_path / store / "o1"), "--state", str(state), "-q"]) == 0
+    assert main(["dedup", str(second), "--out", str(tmp_path / "whole" / "o2"), "--state",
+                 str(tmp_path / "whole" / "state"), "-q", "--batch-size", "5"]) == 0
+    command = ["dedup", str(second), "--out", str(tmp_path / "killed" / "o2"), "--state",
+               str(tmp_path / "killed" / "state"), "-q", "--batch-size", "5"]
+    run_killed(command, monkeypatch)
+    return command
 
 
 def outputs(out: Path) -> dict[str, bytes]:
@@ -149,14 +152,7 @@ def test_a_killed_later_job_of_a_shared_store_is_finished_with_the_ids_of_an_unb
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     records = [{"url": f"https://feed{i % 3}.example/", "content": text(100 + i // 2)} for i in range(24)]
     data = write_jsonl(tmp_path / "in.jsonl", records)
-    for store in ("whole", "killed"):
-        state = tmp_path / store / "state"
-        assert main(["dedup", str(data), "--out", str(tmp_path / store / "o1"), "--state", str(state), "-q"]) == 0
-    assert main(["dedup", str(data), "--out", str(tmp_path / "whole" / "o2"), "--state",
-                 str(tmp_path / "whole" / "state"), "-q", "--batch-size", "5"]) == 0
-    command = ["dedup", str(data), "--out", str(tmp_path / "killed" / "o2"), "--state",
-               str(tmp_path / "killed" / "state"), "-q", "--batch-size", "5"]
-    run_killed(command, monkeypatch)
+    command = second_job_whole_and_killed(tmp_path, monkeypatch, data, data)
     assert main(command) == 0
     assert outputs(tmp_path / "killed" / "o2") == outputs(tmp_path / "whole" / "o2")
     got = tmp_path / "killed" / "o2"
@@ -178,14 +174,7 @@ def test_a_job_of_an_earlier_version_is_finished_with_the_ids_it_had_and_new_job
     with monkeypatch.context() as old_version:
         old_version.setattr("streamdedup.outputs.job.LEDGER_VERSION", 2)
         old_version.setattr(FileJob, "_new_job", numbered_by_place)
-        for store in ("whole", "killed"):
-            state = tmp_path / store / "state"
-            assert main(["dedup", str(other), "--out", str(tmp_path / store / "o1"), "--state", str(state), "-q"]) == 0
-        assert main(["dedup", str(data), "--out", str(tmp_path / "whole" / "o2"), "--state",
-                     str(tmp_path / "whole" / "state"), "-q", "--batch-size", "5"]) == 0
-        command = ["dedup", str(data), "--out", str(tmp_path / "killed" / "o2"), "--state",
-                   str(tmp_path / "killed" / "state"), "-q", "--batch-size", "5"]
-        run_killed(command, monkeypatch)
+        command = second_job_whole_and_killed(tmp_path, monkeypatch, other, data)
     assert main(command) == 0  # this version finishes the old job: its pages' places are "job 1:#n" still
     assert outputs(tmp_path / "killed" / "o2") == outputs(tmp_path / "whole" / "o2")
     # a new job into that store is numbered after the old ledgers' jobs: its pages are judged

@@ -174,6 +174,23 @@ def produce_to(run: WorkerSettings, records: list[dict], partition: int) -> None
     assert producer.flush(10) == 0
 
 
+def second_worker_refused(run, second, config, first_pages, joined):
+    """w1 (`run`, the default config) judges the group's first pages; w2 (`second`, `config`) must
+    then stop at start with `GroupSettingsDiffer`, before it takes a partition (`joined`: the
+    failure's message if it does not). The workers, their threads and their failures."""
+    workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
+               "w2": Worker(second, config)}
+    failures: dict[str, BaseException] = {}
+    threads = {"w1": running(workers, "w1", failures)}
+    assert wait_for(lambda: workers["w1"].stats.decided >= first_pages, 30)
+    threads["w2"] = running(workers, "w2", failures)
+    if not wait_for(lambda: "w2" in failures, 5):
+        finish(workers, threads, 0)
+        pytest.fail(f"{joined}: its failures {failures}")
+    assert isinstance(failures["w2"], GroupSettingsDiffer) and not workers["w2"].handlers
+    return workers, threads, failures
+
+
 @pytest.mark.parametrize("topology", ["global", "local"])
 def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, settings, tmp_path, topology):
     """w1 (the default policy) runs the group; w2 (`--policy exact`) refuses at start, before it
@@ -187,17 +204,9 @@ def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, s
     run = replace(settings, topology=topology, partitions=2, static_membership=False, batch_size=8,
                   verdict_wait_s=0.5, watermark_interval_s=0.2)
     send(run, first)
-    workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
-               "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2"),
-                            DetectorConfig(policy=OTHER_POLICY))}
-    failures: dict[str, BaseException] = {}
-    threads = {"w1": running(workers, "w1", failures)}
-    assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
-    threads["w2"] = running(workers, "w2", failures)
-    if not wait_for(lambda: "w2" in failures, 5):
-        finish(workers, threads, 0)
-        pytest.fail(f"w2 with --policy {OTHER_POLICY} joined the group: its failures {failures}")
-    assert isinstance(failures["w2"], GroupSettingsDiffer) and not workers["w2"].handlers
+    workers, threads, failures = second_worker_refused(
+        run, replace(run, worker_id="w2", state_dir=run.state_dir / "w2"), DetectorConfig(policy=OTHER_POLICY),
+        len(first), f"w2 with --policy {OTHER_POLICY} joined the group")
     send(run, later)
     finish({"w1": workers["w1"]}, {"w1": threads["w1"]}, len(records))
     assert "w1" not in failures
@@ -222,17 +231,9 @@ def test_a_worker_of_the_other_topology_than_its_groups_refuses_to_start(broker,
     run = replace(settings, partitions=2, static_membership=False, batch_size=8, verdict_wait_s=0.5,
                   watermark_interval_s=0.2)
     send(run, first)
-    workers = {"w1": Worker(replace(run, worker_id="w1", state_dir=run.state_dir / "w1"), DetectorConfig()),
-               "w2": Worker(replace(run, worker_id="w2", state_dir=run.state_dir / "w2", topology="local",
-                                    adopt_settings=True), DetectorConfig())}
-    failures: dict[str, BaseException] = {}
-    threads = {"w1": running(workers, "w1", failures)}
-    assert wait_for(lambda: workers["w1"].stats.decided >= len(first), 30)
-    threads["w2"] = running(workers, "w2", failures)
-    if not wait_for(lambda: "w2" in failures, 5):
-        finish(workers, threads, 0)
-        pytest.fail(f"w2 of the local topology joined a global group: its failures {failures}")
-    assert isinstance(failures["w2"], GroupSettingsDiffer) and not workers["w2"].handlers
+    workers, threads, failures = second_worker_refused(
+        run, replace(run, worker_id="w2", state_dir=run.state_dir / "w2", topology="local", adopt_settings=True),
+        DetectorConfig(), len(first), "w2 of the local topology joined a global group")
     line = str(failures["w2"])
     assert "\n" not in line and "--topology global" in line, line
     send(run, later)
