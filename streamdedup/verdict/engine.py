@@ -111,10 +111,17 @@ def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewText
     DUPLICATE when a rule matched and the page's text is (nearly) all in it, SUPERSEDES when a rule
     matched and its text is (nearly) all in the page, RELATED otherwise. `new`: the page's text
     absent from the candidate; `their_new`: the candidate's absent from the page. The candidate's
-    side swaps them."""
+    side swaps them.
+
+    A page's new lines at a copy's edges under `EDGE_PARAGRAPH_WORDS` may be its host's (a teaser, a
+    box) and do not keep it from being a duplicate; but a candidate is superseded (an indexer may
+    replace it) only if its paragraphs at the edges are in the page too (`NewText.edges_counted`): a
+    page published after an article, holding all of it but its 45-word last paragraph (with spam
+    inside, or beside another story whole), superseded it and merged the two stories (an
+    adversarial review)."""
     if matched and not tolerance.exceeded_by(new):
         return DUPLICATE
-    if matched and not tolerance.exceeded_by(their_new):
+    if matched and not tolerance.exceeded_by(their_new.edges_counted()):
         return SUPERSEDES
     return RELATED
 
@@ -238,12 +245,13 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
     asked = paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
-    paragraph, their_paragraph, replaced = new_paragraphs(stored, columns, methods, mine, page.site, asked)
+    paragraph, their_paragraph, replaced, edge, their_edge = new_paragraphs(stored, columns, methods, mine,
+                                                                             page.site, asked)
     # the arrays as Python numbers (the same values): read one by one below, numpy's scalars cost more
     new_list, their_new_list = new_shares.tolist(), their_new_shares.tolist()
     owns_list, sizes_list = owns.tolist(), sizes.tolist()
     paragraph_list, their_paragraph_list = paragraph.tolist(), their_paragraph.tolist()
-    replaced_list = replaced.tolist()
+    replaced_list, edge_list, their_edge_list = replaced.tolist(), edge.tolist(), their_edge.tolist()
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
@@ -254,9 +262,10 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i])
+        new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i],
+                      0 if exact else edge_list[i])
         their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
-                            replaced_list[i])
+                            replaced_list[i], 0 if exact else their_edge_list[i])
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
 

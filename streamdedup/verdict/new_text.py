@@ -68,7 +68,7 @@ def new_shares_of(columns: SignatureColumns, methods: Methods,
 
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
                    mine: Mapping[int, Any], page_site: int,
-                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
     Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the matched
@@ -80,17 +80,20 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     paragraphs are judged (`longest_paragraphs`); against a capped sketch, only paragraphs longer
     than its shortest kept. int64 arrays, 0 where none or not measured; then whether a new
     paragraph of one stands in the place of one of the other's (`_took_a_place`; known against a
-    capped sketch only on one site, where both are), which makes it new text at any length (`NewTextTolerance`)."""
+    capped sketch only on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
+    and the words of each one's longest new paragraph with those at its edges counted too (`EVERY_EDGE`),
+    which `supersedes` asks of the candidate (`engine.relation`)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+    mine_edge, their_edge = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     replaced = np.zeros(count, dtype=np.bool_)
     if rows is not None and not len(rows):  # none asked (most pages: no candidate matched)
-        return mine_words, their_words, replaced
+        return mine_words, their_words, replaced, mine_edge, their_edge
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None:
-        return mine_words, their_words, replaced
+        return mine_words, their_words, replaced, mine_edge, their_edge
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
@@ -118,15 +121,18 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         swapped = not either_capped and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
         words, places = _new_of(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
         their, their_places = _new_of(theirs, their_new, (own[2], capped), edges, swapped)
-        mine_words[i] = words.max(initial=0)
-        their_words[i] = their.max(initial=0)
+        mine_words[i] = mine_edge[i] = words.max(initial=0)
+        their_words[i] = their_edge[i] = their.max(initial=0)
+        if edges != EVERY_EDGE and not either_capped:  # the edges' new lines, excused above, counted
+            mine_edge[i] = _new_of(own, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)[0].max(initial=0)
+            their_edge[i] = _new_of(theirs, their_new, (own[2], capped), EVERY_EDGE, swapped)[0].max(initial=0)
         # places are known where neither sketch is capped or cut, or on one site where both are capped:
         # each page's paragraphs are then judged past the other's shortest kept (`_new_of`), and both
         # keep those in text order
         both_capped = other.site == page_site and whole_capped and theirs_capped
         if (not either_capped or both_capped) and len(words) and len(their):
             replaced[i] = _took_a_place(words, places, their, their_places)
-    return mine_words, their_words, replaced
+    return mine_words, their_words, replaced, mine_edge, their_edge
 
 
 def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, their_places: np.ndarray) -> bool:

@@ -54,6 +54,13 @@ class NewText(NamedTuple):
     pairs: float
     paragraph: int = 0
     replaced: bool = False  # a new paragraph of one page stands in the place of one of the other's
+    # the longest new paragraph with those at a copy's edges counted too, which `paragraph` leaves
+    # out under `EDGE_PARAGRAPH_WORDS` as a host's lines (`new_text._new_of`); 0: none, or not measured
+    edge: int = 0
+
+    def edges_counted(self) -> NewText:
+        """The same, its new paragraphs at the edges counted too."""
+        return self._replace(paragraph=max(self.paragraph, self.edge))
 
 
 # an edit of a few words leaves a paragraph within this many words of its length (`exceeded_by`)

@@ -400,3 +400,23 @@ def test_a_long_paragraph_after_a_copys_end_is_new_text(tmp_path):
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["followup"]["status"] == "unique" and "story" in got["followup"]["supersedes"], got["followup"]
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
+
+
+def test_a_page_lacking_an_articles_last_paragraph_does_not_supersede_it(tmp_path):
+    """An adversarial review: pages published after an article (8 paragraphs, its last of 45 words)
+    holding all of it but that last paragraph, with spam inside, or beside another story whole,
+    `supersede`d it: the article's edge paragraph under 100 words was excused as its host's lines.
+    An indexer that replaces superseded pages lost the paragraph and showed the spam, and the page
+    holding the other story merged the two stories. A candidate is now superseded only if its
+    paragraphs at the edges are in the page too; the page is related to it."""
+    story, article = make_article(7, 6), make_article(75, 8, 3)
+    assert len(article[-1].split()) == 45
+    spam = [" ".join(["cheap", "pills", "casino", "bonus", "click", "here", "now", "free", "spins"] * 3)] * 2
+    pages = [_page("story", story, "news.example"), _page("article", article, "b-news.example"),
+             _page("spam", article[:3] + spam + article[3:-1], "evil.example"),
+             _page("both", story + article[:-1], "evil2.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["spam"]["status"] == "unique" and "supersedes" not in got["spam"], got["spam"]
+    assert got["spam"]["related_to"] == ["article"] and got["spam"]["cluster_id"] == "spam"
+    assert got["both"].get("supersedes") == ["story"] and "merged_clusters" not in got["both"], got["both"]
+    assert "article" in got["both"]["related_to"]
