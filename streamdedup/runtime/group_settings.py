@@ -10,8 +10,8 @@ reads again; a record, and the worker's verdict id differs from the group's, it 
 (`GroupSettingsDiffer`, one line: what differs and the fix). The record also names the group's
 topology, and a worker of the other one is refused likewise (`check_topology`): a `local` worker in
 a `global` group judged its partitions' pages against its own stores only, so copies across
-partitions stopped being found. A record written after 0.14.0 names its topology; one of 0.12.0 to
-0.14.0 tells it by its internal topics (the global topology's, none for local); one of 0.11.0 or earlier
+partitions stopped being found. A record written by 0.14.0 or later names its topology; one of 0.12.0 to
+0.13.x tells it by its internal topics (the global topology's, none for local); one of 0.11.0 or earlier
 tells nothing, and its topology is not checked (`GroupRecord.topology` "").
 
 The group's record is the one with the highest generation, ties going to the first in offset
@@ -99,7 +99,7 @@ class GroupRecord:
 def recorded_topology(value: Mapping[str, object]) -> str:
     """The topology a decoded record names; "" if it cannot tell.
 
-    Its own field after 0.14.0. A record of 0.12.0 to 0.14.0 has none, but lists the group's internal topics:
+    Its own field since 0.14.0. A record of 0.12.0 to 0.13.x has none, but lists the group's internal topics:
     the global topology's (`internal_topics`), none for local. One of 0.11.0 or earlier lists neither: its
     topology is unknown, and accepted (the default was `global` then too, but a group may have run `local`
     through STREAMDEDUP_TOPOLOGY: read as `global`, every worker of such a group would refuse after an upgrade)."""
