@@ -190,8 +190,12 @@ def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) ->
 
 
 def late_match_event(page_id: str, match: Match) -> dict[str, Any]:
+    """The cluster event of a match found after the page's verdict: the page joins the match's story.
+
+    `relation`: "duplicate" (the page's text is all in it) or "supersedes" (its text is all in the
+    page); the key names it `duplicate_of` either way, as the events of 0.13 and before did."""
     return {"type": "late_match", "page_id": page_id, "duplicate_of": match.page_id, "cluster_id": match.root_id,
-            "similarity": round(match.similarity, 4), "method": match.rule}
+            "similarity": round(match.similarity, 4), "method": match.rule, "relation": match.relation}
 
 
 def _id_hash(page_id: str) -> bytes:
@@ -260,6 +264,8 @@ class GatherPartition:
             released, start = _released_as(before)
             if any(before[i: i + 8] == known for i in range(start, len(before), 8)):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
+            if not supplement.match.joins:  # related only: named by no verdict, it joins no story
+                return []  # (a late_match for it merged stories file mode keeps apart: a feed review)
             self._finished[finished] = before + known
             return [LateMatch(late_match_event(supplement.page_id, supplement.match),
                               _LATE_CAUSE.get(released, RELEASED_EARLY))]

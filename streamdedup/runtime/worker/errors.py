@@ -45,7 +45,10 @@ FENCED = frozenset({KafkaError.FENCED_INSTANCE_ID, KafkaError._FENCED, KafkaErro
 
 def fenced(settings: WorkerSettings, error: KafkaError) -> WorkerFenced:
     """The stop of a worker whose identity another worker took: one line naming the fix."""
+    # a broker that lost the member's session (noida-db after a 12 s freeze, once in 3) fences it the same
+    # way: the line names both causes (a feed review: the ids were distinct, the line said they were not)
     return WorkerFenced(
-        f"worker {settings.worker_id!r} of group {settings.group_id!r} was fenced by another worker with the "
-        f"same id ({error.str()}): give every worker its own --worker-id (STREAMDEDUP_WORKER_ID) and state "
-        "directory; this one stops")
+        f"worker {settings.worker_id!r} of group {settings.group_id!r} was fenced ({error.str()}): another worker "
+        "with the same id, or the broker ended this one's session (a broker frozen or restarted); this one stops. "
+        "Start it again (a supervisor's restart does); if it recurs, give every worker its own --worker-id "
+        "(STREAMDEDUP_WORKER_ID) and state directory")

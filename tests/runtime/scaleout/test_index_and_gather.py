@@ -54,7 +54,7 @@ from streamdedup.runtime.topologies.scaleout import (
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.testing import make_article
-from streamdedup.verdict.engine import DUPLICATE
+from streamdedup.verdict.engine import DUPLICATE, RELATED, SUPERSEDES
 
 
 def request(detector: Fingerprinter, url: str, text: str, order: bytes) -> IndexRequest:
@@ -154,6 +154,12 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
     assert gather.add_supplement(Supplement("L", late, other)) == []
     assert gather.add_supplement(Supplement("L", late, match("E", early))) == []  # known when decided
+    # one it is related to only joins no story (a late_match merged stories file mode keeps apart)
+    related = replace(match("R", page_order(0, 0, 3, 0)), relation=RELATED, their_relation=RELATED)
+    assert gather.add_supplement(Supplement("L", late, related)) == []
+    held = replace(match("S", page_order(0, 0, 4, 0)), relation=SUPERSEDES, their_relation=DUPLICATE)
+    [superseded] = gather.add_supplement(Supplement("L", late, held))
+    assert superseded.event["relation"] == "supersedes" and late_match.event["relation"] == "duplicate"
     gather.close()
 
 
