@@ -12,6 +12,40 @@ import pytest
 from streamdedup.testing import make_article, make_words, wrap_in_template  # noqa: F401 - re-exported for tests
 
 
+class FakeMessage:
+    """A consumed Kafka message as confluent_kafka hands one over, for handlers tested without a broker."""
+
+    def __init__(self, value: bytes | None = b"", offset: int = 0, *, topic: str = "pages", partition: int = 0,
+                 headers: list | None = None, key: bytes | None = None,
+                 timestamp: tuple[int, int] = (0, 0)) -> None:
+        self._value, self._offset, self._topic, self._partition = value, offset, topic, partition
+        self._headers, self._key, self._timestamp = headers, key, timestamp
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> list | None:
+        return self._headers
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._timestamp
+
+    def error(self) -> None:
+        return None
+
+
 def page(url: str, content: str, fetched_at: str = "2024-03-01T12:00:00Z", **extra: Any) -> dict[str, Any]:
     return {"url": url, "content": content, "fetched_at": fetched_at, **extra}
 

@@ -7,7 +7,7 @@ import random
 
 import orjson
 import pytest
-from conftest import make_article, write_jsonl
+from conftest import FakeMessage, make_article, write_jsonl
 
 from streamdedup.cli import main
 from streamdedup.clusters import Stories, view_event
@@ -80,26 +80,9 @@ def test_a_live_page_polled_without_fetch_times_lists_its_pages_in_the_order_fet
         assert [p["id"] for p in shuffled.stories()[0]["pages"]] == ids
 
 
-class _Message:
-    """A consumed message, as confluent_kafka hands it over (what `event_of` reads)."""
-
-    def __init__(self, value: bytes | None, offset: int = 7) -> None:
-        self._value, self._offset = value, offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def topic(self) -> str:
-        return "pages.unique"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
-
-    def error(self) -> None:
-        return None
+def _Message(value: bytes | None, offset: int = 7) -> FakeMessage:
+    """A consumed message of the cluster view, as `event_of` reads one."""
+    return FakeMessage(value, offset, topic="pages.unique")
 
 
 def test_a_message_that_is_no_cluster_event_is_named_in_one_line():

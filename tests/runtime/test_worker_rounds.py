@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from conftest import FakeMessage
+
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.worker import Worker, WorkerStats
@@ -49,29 +51,6 @@ class _Handler:
 
     def property_total(self, name: str) -> int:
         return 0
-
-
-class _Message:
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._where = (topic, partition, offset)
-
-    def topic(self) -> str:
-        return self._where[0]
-
-    def partition(self) -> int:
-        return self._where[1]
-
-    def offset(self) -> int:
-        return self._where[2]
-
-    def timestamp(self) -> tuple[int, int]:
-        return (0, 0)
-
-    def key(self) -> bytes | None:
-        return None
-
-    def value(self) -> bytes:
-        return b""
 
 
 class _Client:
@@ -120,5 +99,5 @@ def test_the_other_partitions_tick_before_the_batch_and_its_own_after():
     pass the batch's place under the stale idle claim and release pages above those records."""
     log: list[tuple[str, str]] = []
     handlers = {("pages", 0): _Handler("busy", log, due=True), ("pages", 1): _Handler("idle", log, due=True)}
-    _worker(handlers).process([_Message("pages", 0, 7)])  # type: ignore[list-item]
+    _worker(handlers).process([FakeMessage(b"", 7)])  # type: ignore[list-item]
     assert log == [("tick", "idle"), ("process", "busy"), ("tick", "busy")]

@@ -9,6 +9,7 @@ import numpy as np
 import orjson
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
+from conftest import FakeMessage
 
 from streamdedup.clean.template import line_hashes
 from streamdedup.config import DetectorConfig
@@ -297,26 +298,9 @@ def test_an_index_partition_judges_rescued_own_site_pages_by_their_article_eleme
     index.close()
 
 
-class _Message:
-    """A consumed record, as the partition handlers read one (topic, partition, offset, value, headers)."""
-
-    def __init__(self, offset: int, value: bytes, headers: list | None = None) -> None:
-        self._offset, self._value, self._headers = offset, value, headers
-
-    def topic(self) -> str:
-        return "index"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes:
-        return self._value
-
-    def headers(self) -> list | None:
-        return self._headers
+def _Message(offset: int, value: bytes, headers: list | None = None) -> FakeMessage:
+    """A consumed record of an internal topic, as the partition handlers read one."""
+    return FakeMessage(value, offset, topic="index", headers=headers)
 
 
 class _Recorded:
@@ -462,17 +446,9 @@ def test_an_idle_input_whose_records_wait_takes_its_idle_watermark_back(tmp_path
     templates.close()
 
 
-class _PageMessage(_Message):
-    """An input page as the fingerprint step reads one (with its timestamp)."""
-
-    def topic(self) -> str:
-        return "pages"
-
-    def timestamp(self) -> tuple[int, int]:
-        return TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + self._offset
-
-    def key(self) -> bytes:
-        return b"a.example"
+def _PageMessage(offset: int, value: bytes) -> FakeMessage:
+    """An input page as the fingerprint step reads one (with its key and timestamp)."""
+    return FakeMessage(value, offset, key=b"a.example", timestamp=(TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + offset))
 
 
 _TEXT_PAGE = orjson.dumps({"url": "https://a.example/1", "content": "\n\n".join(make_article(3)),
