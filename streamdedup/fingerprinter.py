@@ -121,7 +121,7 @@ class Fingerprinted:
     # reads it again if its site's layout, as the site's earlier pages left it, asks otherwise
     rejection: Outcome | None = None
     line: bytes | None = None  # the JSON text `record` was decoded from, if it was (`Outcome.line`)
-    # its main text is its first `max_text_chars` characters only (`Texts.main_cut`): no duplicate (`engine.decide`)
+    # its main text is its first `max_text_chars` characters only (`Texts.main_cut`): `engine.as_cut`
     text_cut: bool = False
 
     @_made_once

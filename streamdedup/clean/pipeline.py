@@ -52,7 +52,7 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
     element's own text where a rescue replaced it; what the page showed of its site's layout
     (`layout`: how `fast` is to use it, `clean.learned_layout`). Each is cut to its first
     `max_text_chars` characters (a bound on a page's work); the main text's cut is told
-    (`Texts.main_cut`): what lies past it is never compared, so such a page is no duplicate
+    (`Texts.main_cut`): what lies past it is never compared, so such a page is a duplicate only of a whole copy
     (`verdict.engine.decide`). Raises Rejected with the reason."""
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind and not kind.startswith(_TEXT_TYPES):

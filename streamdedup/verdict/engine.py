@@ -23,8 +23,9 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins the
    cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
    same in every mode: a page's cluster as an index partition knows it may be stale). A page whose
-   main text was cut (`max_text_chars`) is no duplicate: what lies past the cut was never compared,
-   so a candidate holding all the rest is only related to it (`as_cut`), and its verdict says so.
+   main text was cut (`max_text_chars`) is a duplicate only of a copy of its whole text: what lies
+   past the cut was never compared, so another candidate holding all the rest is only related to it
+   (`as_cut`), and its verdict says so.
 """
 
 from __future__ import annotations
@@ -461,7 +462,8 @@ def as_cut(relation: str, rule: str) -> str:
 def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -> Verdict:
     """The verdict from the page's linked candidates earlier in the order (none: unique).
 
-    `text_cut`: the page's main text was cut: it duplicates none (`as_cut`), and its verdict says it was cut."""
+    `text_cut`: the page's main text was cut: it duplicates only a whole copy (`as_cut`), and its verdict says
+    it was cut."""
     if not earlier:  # most pages of a crawl: nothing to rank
         return Verdict(page_id, "unique", page_id, text_cut=text_cut)
     if text_cut:

@@ -217,7 +217,7 @@ class IndexPartition:
             other = link.doc
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
-            if order < request.order:  # (a page whose text was cut duplicates none: its root is as its gather's)
+            if order < request.order:  # (a page whose text was cut duplicates a whole copy only: `as_cut`)
                 earlier.append(Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex),
                                      root_id, link.new_share, link.their_new_share,
                                      as_cut(link.relation, link.rule) if request.text_cut else link.relation,

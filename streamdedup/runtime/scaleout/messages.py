@@ -181,7 +181,7 @@ class PageHeader:
     time_note: str | None = None  # why the page's own fetch time was not used, if it was not
     headers: tuple[tuple[str, bytes | None], ...] = ()  # the input message's Kafka headers, for the outputs
     key: bytes | None = None  # the input message's key, which the cluster events carry
-    text_cut: bool = False  # its main text was cut (`Texts.main_cut`): no duplicate (`engine.decide`)
+    text_cut: bool = False  # its main text was cut (`Texts.main_cut`): `engine.as_cut`
     headers_omitted: int = 0  # the bytes of the input's headers left out (`passed_within`), 0: none
     key_omitted: int = 0  # and of its key
 
