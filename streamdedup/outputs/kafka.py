@@ -89,6 +89,12 @@ def light_headers(ours: list[tuple[str, bytes]], passed: Headers | None, omitted
     return with_input_headers(ours, kept)
 
 
+def whole_headers(ours: list[tuple[str, bytes]], passed: Headers | None,
+                  omitted: int = 0) -> list[tuple[str, bytes | None]]:
+    """Our headers, then the input's whole; where an earlier step left them out (`omitted`: their size), said so."""
+    return light_headers(ours, passed, omitted) if omitted else with_input_headers(ours, passed)
+
+
 @dataclass
 class WorkerStats:
     consumed: int = 0  # messages of every topic the worker reads
@@ -203,7 +209,7 @@ class Outputs:
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
         value = record_json(record, dedup, line)
-        whole = light_headers(ours, passed, headers_omitted) if headers_omitted else with_input_headers(ours, passed)
+        whole = whole_headers(ours, passed, headers_omitted)
         light = light_headers(ours, passed, headers_omitted)
         headers = next((h for h in (whole, light) if self.fits(target, key, value, h)), None)
         if headers is not None:
@@ -341,7 +347,7 @@ def _dead_letter_forms(key: bytes | None, original: bytes | None, topic: str, ou
     The original with the input's key and headers; with those over the bound left out (`light_headers`,
     `record.passed`); a stub of the original with them whole; with them left out over the bound;
     the stub with our headers alone."""
-    whole = light_headers(ours, passed, headers_omitted) if headers_omitted else with_input_headers(ours, passed)
+    whole = whole_headers(ours, passed, headers_omitted)
     short_key, key_omitted = bounded_key(key)
     key_note = [("dedup.key_omitted", str(key_omitted).encode())] if key_omitted else []
     yield key, original, whole
@@ -351,8 +357,7 @@ def _dead_letter_forms(key: bytes | None, original: bytes | None, topic: str, ou
     size = len(original or b"")
     stub = orjson.dumps({"bytes": size, "omitted": "original", "topic": topic})
     stubbed = [*ours, ("dedup.original_bytes", str(size).encode())]
-    yield key, stub, light_headers(stubbed, passed, headers_omitted) if headers_omitted else with_input_headers(
-        stubbed, passed)
+    yield key, stub, whole_headers(stubbed, passed, headers_omitted)
     yield short_key, stub, light_headers([*stubbed, *key_note], passed, headers_omitted)
     yield short_key, stub, light_headers([*stubbed, *key_note], passed, headers_omitted, bound=0)
 
