@@ -291,3 +291,21 @@ def test_arguments_of_another_kind_are_named_with_the_kind_wanted() -> None:
         Deduplicator({"policy": "exact"})  # type: ignore[arg-type]
     with Deduplicator() as dedup, pytest.raises(TypeError, match=r"got dict; .* add_many\(\[record\]\)"):
         dedup.add({"url": "https://a.example/1", "content": TEXT})  # type: ignore[arg-type]
+
+
+def test_a_deduplicator_that_only_asks_writes_no_session_number(tmp_path: Path) -> None:
+    """Opening a store took and committed the next session number at once, so a Deduplicator that
+    only queried still wrote into the store; now the number is taken at the first `add`."""
+    from streamdedup.store.sessions import last_session
+
+    state = tmp_path / "state"
+    with Deduplicator(state=state) as dedup:
+        dedup.add(TEXT, id="filed")
+    for _ in range(2):
+        with Deduplicator(state=state) as dedup:
+            assert dedup.query(TEXT).status == "duplicate"
+            assert dedup.query_many([TEXT, TEXT])[1].status == "duplicate"
+    with Deduplicator(state=state) as dedup:
+        assert last_session(dedup._detector.store) == 1
+        dedup.add(TEXT + " More.", id="second")
+        assert last_session(dedup._detector.store) == 2

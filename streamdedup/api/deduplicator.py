@@ -58,14 +58,11 @@ class Deduplicator:
             self._remove_temporary()
             raise
         self._count = 0
-        try:
-            # the place of an item among all a store was ever given (`RawRecord.position`): an undated
-            # page is told apart from another fetch of its url by it, also after the store is reopened
-            # or shared with `streamdedup dedup` jobs, which take their numbers from the same count
-            self._session = take_session(self._detector.store)
-        except BaseException:
-            _close(self._detector, self._temporary)
-            raise
+        # the place of an item among all a store was ever given (`RawRecord.position`): an undated
+        # page is told apart from another fetch of its url by it, also after the store is reopened
+        # or shared with `streamdedup dedup` jobs, which take their numbers from the same count;
+        # taken at the first item, so that a Deduplicator that only asks writes nothing
+        self._session: int | None = None
         # a temporary store not closed is still removed when the object goes
         self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary)
 
@@ -136,7 +133,11 @@ class Deduplicator:
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
                             f"{type(items).__name__}: pass it in a list, [item]")
-        return [self._raw(item) for item in items]
+        if method == "add_many" and self._session is None:
+            self._session = take_session(self._detector.store)
+        # a query files nothing, so it takes no number: 0, which no session of a store has
+        session = self._session or 0
+        return [self._raw(item, session) for item in items]
 
     def _check_open(self, method: str) -> None:
         """Refuse `method` (named as the caller called it) once the store is closed."""
@@ -144,7 +145,7 @@ class Deduplicator:
             raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
                              "opens a kept store again)")
 
-    def _raw(self, item: Item) -> RawRecord:
+    def _raw(self, item: Item, session: int) -> RawRecord:
         self._count += 1
         record = self.record(item) if isinstance(item, str) else item
         if not isinstance(record, Mapping):
@@ -153,7 +154,7 @@ class Deduplicator:
             page_id = record.get("id") or uuid.uuid4().hex
             record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
         return RawRecord(origin=f"item {self._count}", data=orjson.dumps(record, default=str),
-                         position=f"api {self._session}:#{self._count}")
+                         position=f"api {session}:#{self._count}")
 
     @staticmethod
     def _result(outcome: Outcome) -> Verdict | Rejection:
