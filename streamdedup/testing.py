@@ -55,6 +55,26 @@ def wrap_in_template(paragraphs: list[str], site: str, title: str = "Story") -> 
 
 
 
+_STANDFIRST = ("The diocese's platform for single parents on children's rights day: care hours beyond the "
+               "kindergarten and school day must be secured, it asks today")
+
+
+def headlined_brief(seed: int, body: str = "") -> str:
+    """A brief (`fast` rescues it) whose headline is its first 9 words, its body in a div after the headline's box.
+
+    The box holds a standfirst every page of the site shows beside the headline (a real
+    template's: katholisch.at)."""
+    body = body or " ".join(make_article(seed, 1, 3))
+    head = " ".join(body.split()[:9])
+    links = "".join(f"<li><a href='/more/{k}'>{' '.join(make_words(random.Random(70 + k), 7))}</a></li>"
+                    for k in range(60))
+    return (f"<html><head><title>{head}</title></head><body><nav><ul>{links}</ul></nav>"
+            f"<div class='content'><div class='hasHeaderImage'><div class='headerInfo'><h1>{head}</h1>"
+            f"<div class='teaser'><p>{_STANDFIRST}</p></div></div><div class='pubdate'>19.11.2021</div>"
+            f"<div class='modBody'><p>{body}</p></div></div></div>"
+            "<footer><p>Copyright 2024 the diocese. All rights reserved. Imprint. Privacy.</p></footer></body></html>")
+
+
 def raw_records(records: Iterable[Any]) -> list[RawRecord]:
     """dicts become JSON lines, bytes are taken as they are (to test bad input)."""
     return [RawRecord(origin=f"memory:{i}", data=r if isinstance(r, bytes) else orjson.dumps(r))

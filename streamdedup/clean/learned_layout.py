@@ -102,7 +102,9 @@ _CONTAINER_TAGS = frozenset({"article", "div", "main", "section", "td"})
 _NAMED_BY_TAG = frozenset({"article", "main"})  # a bare tag that names the article's container on its own
 _STABLE = re.compile(r"[A-Za-z_-]{1,64}")  # a class or id of the template, not of one page ("post-123")
 _KEY_LINES = 3  # the rescued text's longest lines that must all be in the container found for it
-_KEY_CHARS = 40  # ... cut to this many characters (whitespace as lexbor's `text` may hold it aside)
+# ... by their first and their last this many characters (whitespace as lexbor's `text` may hold it
+# aside): not the first alone, which a brief's headline that is its first words also holds
+_KEY_CHARS = 40
 
 
 def _simple(node: Any) -> str:
@@ -162,9 +164,13 @@ def selector_for(tree: Any, node: Any) -> tuple[str, list[Any]]:
 
 
 def _key_lines(text: str) -> list[str]:
-    """The rescued text's longest lines, cut, that its container must hold."""
+    """The rescued text's longest lines, cut to their start and their end, that its container must hold.
+
+    Both ends: a site whose headline is its brief's first words (a box holding the headline and a
+    standfirst) holds each line's start, not the brief's end."""
     lines = sorted((" ".join(line.split()) for line in text.split("\n")), key=len, reverse=True)
-    return [line[:_KEY_CHARS] for line in lines[:_KEY_LINES] if len(line) >= _KEY_CHARS]
+    return [cut for line in lines[:_KEY_LINES] if len(line) >= _KEY_CHARS
+            for cut in dict.fromkeys((line[:_KEY_CHARS], line[-_KEY_CHARS:]))]
 
 
 def holding_element(tree: Any, text: str, near: Any = None) -> Any:
