@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
-from streamdedup.clean.template import LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
+from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown, with_shown_lines
 from streamdedup.record.rejection import Reason, Rejected
@@ -166,7 +166,7 @@ def _judged(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinte
 
     `hashes`: its text's `line_hashes`, which its site learns after (`_learn_lines`)."""
     missed, first_shown, shown = _missed_own_text(item, site, hashes, params)
-    if learned and shown:
+    if learned and (shown or _leaves_out_own_text(item, site, hashes, params)):
         return None
     if missed:
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, missed, item.origin).as_dict(), item.origin,
@@ -225,3 +225,27 @@ def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes
                 f"{params.missed_min_pages} earlier pages, while {new_words} words it shows for the first time "
                 "are outside it: the extraction took the template"), "", True
     return "", ("\n".join(new) if not site.known(params) else ""), True
+
+
+def _leaves_out_own_text(item: Fingerprinted, site: SiteTemplate, hashes: np.ndarray, params: TemplateParams) -> bool:
+    """Whether a short learned read holds fewer of the words its site never showed than the page shows outside it.
+
+    A box beside the page's text (the headline and a standfirst every page shows; a box a
+    brief's rescue seemed to come from, or that pages an attacker published on the host taught)
+    holds a word or two the site never showed, while the page's body lies outside it: judged on
+    the box, a re-fetch of the URL under the same headline with another body was its `exact`
+    duplicate. So a learned read under `missed_short_words` words is not the page's where at least
+    `missed_new_words` new words lie outside it and more than in it (`fast` reads the page again:
+    `_own_text`). The missed-content test's (`_missed_own_text`) for a read none of whose words
+    are new, at any URL (a re-fetch's own earlier lines count as shown)."""
+    main_words = Document.from_text(item.text, item.page.lang).num_tokens
+    if main_words >= params.missed_short_words:
+        return False
+    visible, visible_hashes = item.visible_lines
+    outside = [visible[pos] for pos in site.new_lines(visible_hashes, hashes)]
+    outside_words = Document.from_text("\n".join(outside), item.page.lang).num_tokens if outside else 0
+    if outside_words < params.missed_new_words:
+        return False
+    lines = [line for line in item.text.split("\n") if line]
+    inside = [lines[pos] for pos in site.new_lines(hashes, NO_LINES)]
+    return outside_words > (Document.from_text("\n".join(inside), item.page.lang).num_tokens if inside else 0)

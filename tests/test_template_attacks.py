@@ -11,7 +11,14 @@ from conftest import page
 
 from streamdedup.config import STRICT_SAME_SITE_POLICY, DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.testing import make_article, make_words, raw_records, run_records, wrap_in_template
+from streamdedup.testing import (
+    headlined_brief,
+    make_article,
+    make_words,
+    raw_records,
+    run_records,
+    wrap_in_template,
+)
 
 
 def html_page(url: str, main: list[str], aside: list[str], hour: int) -> dict:
@@ -274,3 +281,33 @@ def test_crafted_pages_on_the_host_do_not_teach_it_to_read_its_articles_from_the
     outcomes = [o.dedup for o in run_records(pages, tmp_path)]
     assert [o["status"] for o in outcomes[-3:-1]] == ["unique", "unique"], outcomes[-3:-1]
     assert outcomes[-1]["status"] == "duplicate" and outcomes[-1]["duplicate_of"] == outcomes[-3]["id"], outcomes[-1]
+
+
+def _crafted_headline_box(i: int) -> str:
+    """A user's page on the host whose text is in a `div.headerInfo` beside 300 links (rescued from it)."""
+    return _crafted_page(i).replace("<div class='summary'>", "<div class='headerInfo'>")
+
+
+def test_a_learned_box_holding_a_briefs_headline_does_not_judge_it_without_its_body(tmp_path):
+    """A box that holds a brief's headline (new on every page) and a standfirst every page shows,
+    its body after it: learned (pages on the host taught it, or a headline that is the brief's first
+    words did: tests/clean/test_learned_layout.py), the briefs were judged on their headline, and a
+    re-fetch of the URL with another body under the same headline was an `exact` duplicate of its
+    first fetch (the missed-content test skips the URL's own earlier lines). Now a short learned
+    read holding fewer new words than the page shows outside it is not the page's: `fast` reads it
+    again, and the host drops the box after 3 such pages."""
+    from streamdedup.clean.learned_layout import RELEARN_AFTER
+
+    site = "https://diocese.example"
+    crafted = [page(f"{site}/users/mallory/{i}", _crafted_headline_box(i), f"2024-03-01T01:{i:02d}:00Z",
+                    content_type="text/html") for i in range(3)]
+    briefs = [page(f"{site}/news/{seed}", headlined_brief(seed), f"2024-03-01T02:{seed:02d}:00Z",
+                   content_type="text/html") for seed in range(6)]
+    first_body = " ".join(make_article(5, 1, 3)).split()
+    other = " ".join(first_body[:9] + " ".join(make_article(50, 1, 3)).split())  # the same headline
+    refetch = page(f"{site}/news/5", headlined_brief(5, other), "2024-03-05T10:00:00Z", content_type="text/html")
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        outcomes = [o.dedup for o in detector.run(raw_records([*crafted, *briefs, refetch]))]
+        counts = detector.extraction()
+    assert [o["status"] for o in outcomes[3:]] == ["unique"] * 7, outcomes[3:]
+    assert counts["relearned"] >= 1 and counts["fallback"] >= RELEARN_AFTER - 1, counts
