@@ -66,8 +66,9 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     which nothing was removed meets the stricter own-site policy (`template_known` False).
 
     What no single other page can do (docs/template-model.md, "one page"): reject a page as
-    missed content (its main-text lines must be on `missed_min_pages` earlier pages; on fewer, in the
-    cold start, the page is judged on the text it shows for the first time), or reject a long page
+    missed content (its main-text lines must be on `missed_min_pages` earlier pages of a known
+    site and not be its template; else, in the cold start or where they are the template, the
+    page is judged on the text it shows for the first time), or reject a long page
     (`missed_short_words` words or more) as template only (it is judged on its whole text).
 
     First the page is read as its site's learned layout asks (`read_by_layout`); last, the paragraphs
@@ -206,10 +207,16 @@ def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes
                      params: TemplateParams) -> tuple[str, str, bool]:
     """Whether the page's main text is not its own (clean/template.py, "missed content").
 
-    Why it is rejected, or (only one earlier page showed some of its lines, in the site's cold
-    start) the text it shows for the first time, on which it is judged instead; ("", "") if neither.
-    Third: whether its site's earlier pages (one or more) showed all of its short main text while
-    it shows new text outside it (what makes a learned read not the page's: `_own_text`)."""
+    Why it is rejected, or the text it shows for the first time, on which it is judged instead;
+    ("", "") if neither. Judged on its new text in the site's cold start, and in a known site where
+    its main text is the site's template (a cookie notice every page shows, which the extraction
+    took instead of a short product text: rejected from a site's third page on, before). Rejected
+    where at least `missed_min_pages` earlier pages of a known site showed its main text and that
+    is not the template: two pages an attacker publishes cannot make a short article judged on
+    the related links beside it (the template needs `min_share` of the site's pages); a known site
+    whose main text only one earlier page showed is judged on it. Third: whether its site's earlier
+    pages (one or more) showed all of its short main text while it shows new text outside it (what
+    makes a learned read not the page's: `_own_text`)."""
     if not site.shown_before(item.page.url, hashes):
         return "", "", False
     main_words = Document.from_text(item.text, item.page.lang).num_tokens
@@ -220,11 +227,13 @@ def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes
     new_words = Document.from_text("\n".join(new), item.page.lang).num_tokens if new else 0
     if new_words < params.missed_new_words:
         return "", "", False
+    if not site.known(params) or all(site.removed_lines(hashes, params) or [False]):
+        return "", "\n".join(new), True
     if site.shown_before(item.page.url, hashes, params.missed_min_pages):
         return (f"the page's main text ({main_words} words) is all text its site showed on at least "
                 f"{params.missed_min_pages} earlier pages, while {new_words} words it shows for the first time "
                 "are outside it: the extraction took the template"), "", True
-    return "", ("\n".join(new) if not site.known(params) else ""), True
+    return "", "", True
 
 
 def _leaves_out_own_text(item: Fingerprinted, site: SiteTemplate, hashes: np.ndarray, params: TemplateParams) -> bool:
