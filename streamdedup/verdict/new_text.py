@@ -76,11 +76,12 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
 
     A paragraph of one page is new to the other when no paragraph of the other is its counterpart
     (`_absent_from`; sketches: `fingerprints/wordpairs.py`): an edited paragraph keeps most of its
-    values, new text none but by chance. Against another site's page, each page's longest
-    paragraphs are judged (`longest_paragraphs`); against a capped sketch, only paragraphs longer
-    than its shortest kept. int64 arrays, 0 where none or not measured; then whether a new
-    paragraph of one stands in the place of one of the other's (`_took_a_place`; known against a
-    capped sketch only on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
+    values, new text none but by chance. Every paragraph is judged; against a capped sketch, only
+    those longer than its shortest kept. At a copy's edges on another site, new lines count as
+    `_replaced_edges` says, or not at all on a long page (`CROSS_SITE_PARAGRAPHS`). int64 arrays,
+    0 where none or not measured; then whether a new paragraph of one stands in the place of one
+    of the other's (`_took_a_place`; not known where edges are not, nor against a capped sketch
+    but on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
     and the words of each one's longest new paragraph with those at its edges counted too (`EVERY_EDGE`),
     which `supersedes` asks of the candidate (`engine.relation`)."""
     count = len(stored)
@@ -97,40 +98,38 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
-    cut_sketch, cut_capped = longest_paragraphs(paragraphs, whole_capped)
-    cut = (paragraph_values(cut_sketch), _own_words(cut_sketch), paragraph_words(cut_sketch))
+    own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     column, _ = columns.column(tag)
     for i in range(count) if rows is None else rows.tolist():
         other, data = stored[i][1], column[i]
         if data is None:
             continue
         theirs_sketch, theirs_capped = cast(Any, method).paragraphs_of(data)
-        if other.site == page_site:
-            own, capped = whole, whole_capped
-        else:
-            own, capped = cut, cut_capped
-            theirs_sketch, theirs_capped = longest_paragraphs(theirs_sketch, theirs_capped)
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
+        one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
-        either_capped = capped or theirs_capped
-        mine_new = _absent_from(own[0], theirs[0], own[2], theirs[2])
-        their_new = _absent_from(theirs[0], own[0], theirs[2], own[2])
-        edges = (EVERY_EDGE if other.site == page_site else NO_EDGE if either_capped
+        either_capped = whole_capped or theirs_capped
+        # against another site's long page, where its edges are is not known either: its host's lines
+        # there (teasers, widgets of 20-40 words) are as long as paragraphs (`CROSS_SITE_PARAGRAPHS`)
+        unplaced = either_capped or (not one_site and (own_long or len(theirs_sketch) > CROSS_SITE_PARAGRAPHS))
+        mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2])
+        their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2])
+        edges = (EVERY_EDGE if one_site else NO_EDGE if unplaced
                  else _replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
-        swapped = not either_capped and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
-        words, places = _new_of(own, mine_new, (theirs[2], theirs_capped), edges, swapped)
-        their, their_places = _new_of(theirs, their_new, (own[2], capped), edges, swapped)
+        swapped = not unplaced and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
+        words, places = _new_of(whole, mine_new, (theirs[2], theirs_capped), edges, swapped)
+        their, their_places = _new_of(theirs, their_new, (whole[2], whole_capped), edges, swapped)
         mine_words[i] = mine_edge[i] = words.max(initial=0)
         their_words[i] = their_edge[i] = their.max(initial=0)
-        if edges != EVERY_EDGE and not either_capped:  # the edges' new lines, excused above, counted
-            mine_edge[i] = _new_of(own, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)[0].max(initial=0)
-            their_edge[i] = _new_of(theirs, their_new, (own[2], capped), EVERY_EDGE, swapped)[0].max(initial=0)
+        if edges != EVERY_EDGE and not unplaced:  # the edges' new lines, excused above, counted
+            mine_edge[i] = _new_of(whole, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)[0].max(initial=0)
+            their_edge[i] = _new_of(theirs, their_new, (whole[2], whole_capped), EVERY_EDGE, swapped)[0].max(initial=0)
         # places are known where neither sketch is capped or cut, or on one site where both are capped:
         # each page's paragraphs are then judged past the other's shortest kept (`_new_of`), and both
         # keep those in text order
-        both_capped = other.site == page_site and whole_capped and theirs_capped
-        if (not either_capped or both_capped) and len(words) and len(their):
+        both_capped = one_site and whole_capped and theirs_capped
+        if (not unplaced or both_capped) and len(words) and len(their):
             replaced[i] = _took_a_place(words, places, their, their_places)
     return mine_words, their_words, replaced, mine_edge, their_edge
 
@@ -151,25 +150,14 @@ def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, thei
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)
 AGREEING_VALUES = 3
-# against a page of another site, the paragraphs of each judged: its longest and its last two
-# (`longest_paragraphs`); past them, a copy's short lines are as likely its host's as its own
+# against a page of another site with more paragraphs than this (either page), where its edges are is
+# not known: a new host's teasers and widgets of 20-40 words look like paragraphs, and its new lines
+# before the first found paragraph or after the last are excused (`NO_EDGE`), as they were when only
+# the 16 longest paragraphs of such pages were judged (on web dev, judging them all at the edges
+# found 4 fewer duplicates). Inside the copy, between paragraphs the other has, every paragraph is
+# judged: a new one there is the copy's own text (a crawler's review: 12 of 16 copies of 1,200-word
+# articles with a 20-49-word paragraph added inside were duplicates when only the longest were judged).
 CROSS_SITE_PARAGRAPHS = 16
-
-
-def longest_paragraphs(sketch: np.ndarray, capped: bool) -> tuple[np.ndarray, bool]:
-    """A sketch cut to its `CROSS_SITE_PARAGRAPHS` longest paragraphs and its last `TAIL`, in text order.
-
-    On one site both pages' template lines are the same, and every paragraph is judged; against
-    another site's page, a long page's short lines past its 16 longest are judged no more than
-    they were when the sketch kept only those (on web dev, judging them all found 4 fewer
-    duplicates: a new host's teasers and widgets of 20-40 words). Returns the sketch and whether
-    it was cut (or capped)."""
-    keep = CROSS_SITE_PARAGRAPHS
-    if len(sketch) <= keep:
-        return sketch, capped
-    head = paragraph_words(sketch[: len(sketch) - TAIL])
-    longest = np.sort(np.argsort(-head, kind="stable")[: keep - TAIL])
-    return np.concatenate([sketch[longest], sketch[len(sketch) - TAIL:]]), True
 
 
 # a page's new paragraphs count only when at least this share of its paragraphs are found in the

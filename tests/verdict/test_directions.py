@@ -420,3 +420,25 @@ def test_a_page_lacking_an_articles_last_paragraph_does_not_supersede_it(tmp_pat
     assert got["spam"]["related_to"] == ["article"] and got["spam"]["cluster_id"] == "spam"
     assert got["both"].get("supersedes") == ["story"] and "merged_clusters" not in got["both"], got["both"]
     assert "article" in got["both"]["related_to"]
+
+
+def test_a_paragraph_added_inside_a_long_copy_on_another_site_is_new_text(tmp_path):
+    """Against another site's page only a long page's 16 longest paragraphs were judged, so a
+    syndicated copy of a 30-paragraph article with a 30-word paragraph of its own inside was the
+    article's duplicate, and a crawler dropped the paragraph (a crawler's review: 12 of 16 such
+    copies of 1,200-word articles). Inside a copy, between paragraphs the article has, a new
+    paragraph is the copy's own text on any host; only at its edges is it as likely its host's
+    (limitations.md). A copy without the paragraph is still the article's duplicate."""
+    story, other = make_article(61, paragraphs=30), make_article(62, paragraphs=3)
+    words = " ".join(other).split()
+    added, appended = " ".join(words[:30]), " ".join(words[30:60])
+    assert sum(len(p.split()) > len(added.split()) for p in story) > 16, "the paragraph must be past the 16 longest"
+    inside = [*story[:15], added, *story[15:]]
+    pages = [_page("story", story, "a.example"), _page("inside", inside, "b.example"),
+             _page("copy", story, "c.example"),
+             _page("appended", [*story, appended], "d.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["inside"]["status"] == "unique" and "story" in got["inside"]["supersedes"], got["inside"]
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
+    # at its end a paragraph under 100 words reads as its host's (a teaser, a blurb: limitations.md)
+    assert got["appended"]["status"] == "duplicate" and got["appended"]["duplicate_of"] == "story", got["appended"]
