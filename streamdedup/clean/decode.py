@@ -2,8 +2,10 @@
 
 UTF-8 is tried strictly first because most of the web is UTF-8 and a strict decode is the best
 detector there is; a declared charset is trusted only if it decodes cleanly (crawls are full of
-Latin-1 pages labelled UTF-8 and the reverse); detection decides the rest (GBK, Big5,
-cp1251, Shift-JIS, ...): uchardet first, charset-normalizer as the fallback.
+Latin-1 pages labelled UTF-8 and the reverse), and it is read as browsers read it (the WHATWG
+Encoding Standard: `iso-8859-1` means windows-1252, `euc-kr` windows-949, ...); detection decides
+the rest (GBK, Big5, cp1251, Shift-JIS, ...): chardetng, Firefox's detector, first,
+charset-normalizer as the fallback.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import codecs
 import re
 import zlib
+
+from resiliparse.parse.encoding import map_encoding_to_html5
 
 from streamdedup.record.rejection import Reason, Rejected
 
@@ -86,7 +90,7 @@ def _decode_text(data: bytes, declared_charset: str | None) -> str | None:
             return _clean_decode(data, encoding)
     for candidate in (_iso2022_jp(data), "utf-8", declared_charset, _sniff_meta(data)):
         if candidate:
-            text = _clean_decode(data, candidate)
+            text = _clean_decode(data, browser_codec(candidate))
             if text is not None:
                 return text
     return _detect(data)
@@ -112,27 +116,72 @@ def _sniff_meta(data: bytes) -> str | None:
     return match.group(1).decode("ascii", "ignore") if match else None
 
 
+# The Encoding Standard (https://encoding.spec.whatwg.org/#names-and-labels) names the encoding a
+# browser decodes each label with; resiliparse's table gives it a Python name, and here are the
+# Python codecs that decode those bytes as the browser does where that name's codec is stricter:
+# a browser's EUC-KR is Windows-949 (UHC), its Shift_JIS Windows-31J (NEC/IBM rows), its GBK the
+# GB18030 decoder, its Big5 holds HKSCS, its windows-874 the Microsoft additions at 0x80-0x9F
+# (resiliparse says iso8859-11), its ISO-2022-JP the half-width katakana escape. One departure
+# from the Standard: KOI8-R is read as KOI8-U (as chardetng detects it), whose only changes are 8
+# box-drawing characters, no text uses, made the Ukrainian letters і ї є ґ of pages labelled koi8-r.
+_BROWSER_CODECS = {
+    "euc_kr": "cp949", "shift_jis": "cp932", "gbk": "gb18030", "big5": "big5hkscs",
+    "iso8859-11": "cp874", "iso2022_jp": "iso2022_jp_ext", "koi8-r": "koi8-u",
+}
+# the windows-* encodings whose unassigned bytes 0x80-0x9F a browser decodes as the C1 controls
+# U+0080-U+009F (the Standard's indexes) where Python's codec raises: without this a stray 0x81 on
+# a page labelled iso-8859-1, which Latin-1 decoded, would fail its now windows-1252 label
+_C1_PASSTHROUGH_CODECS = frozenset({"cp874", *(f"cp125{n}" for n in range(9))})
+
+
+def _c1_passthrough(error: UnicodeError) -> tuple[str, int]:
+    """Decode the unassigned C1 bytes of a windows-* code page as their C1 controls, like a browser."""
+    if isinstance(error, UnicodeDecodeError):
+        bad = error.object[error.start:error.end]
+        if all(0x80 <= byte <= 0x9F for byte in bad):
+            return "".join(map(chr, bad)), error.end
+    raise error
+
+
+codecs.register_error("streamdedup-c1-passthrough", _c1_passthrough)
+
+
+def browser_codec(label: str) -> str:
+    """The Python codec that decodes bytes labelled `label` as a browser does.
+
+    A label the Standard does not know (`cp1251`, `x-user-defined` ...) is left to Python's own
+    codec lookup, as before."""
+    name = map_encoding_to_html5(label, fallback_utf8=False)
+    return label if name is None else _BROWSER_CODECS.get(name, name)
+
+
 def _clean_decode(data: bytes, encoding: str) -> str | None:
+    errors = "streamdedup-c1-passthrough" if encoding in _C1_PASSTHROUGH_CODECS else "strict"
     try:
-        text = data.decode(encoding)
+        text = data.decode(encoding, errors)
     except (UnicodeError, LookupError):  # UnicodeError: the `undefined` and `punycode` codecs' own
         return None
     return text if looks_like_text(text) else None
 
 
 def _detect(data: bytes) -> str | None:
-    """uchardet (via resiliparse, with WHATWG label mapping) first.
+    """chardetng (Firefox's detector, for pages that declare no charset) first.
 
-    It was right on every legacy encoding we test; charset-normalizer second for what it cannot
-    decode cleanly."""
+    uchardet, used before it, sampled the two ends of a page: in a large template it saw markup
+    only and answered a wrong single-byte code page (cp1252 for Vietnamese, Turkish, Arabic) that
+    decodes "cleanly"; and it read Ukrainian KOI8-U as KOI8-R. chardetng reads the whole sample and
+    was right on every legacy page of our multilingual tests (it can take two short Turkish
+    sentences without İ or ’ for windows-1250: Firefox gives it the URL's TLD, which we do not).
+    charset-normalizer second for what it cannot decode cleanly. UTF-8 is not among chardetng's
+    answers: a strict decode already refused it."""
+    from chardetng_py import detect
     from charset_normalizer import from_bytes
-    from resiliparse.parse.encoding import detect_encoding
 
-    detected = detect_encoding(data[:200_000])
-    text = _clean_decode(data, detected) if detected else None
+    sample = data[:200_000]
+    text = _clean_decode(data, browser_codec(detect(sample)))
     if text is not None:
         return text
-    best = from_bytes(data[:200_000]).best()
+    best = from_bytes(sample).best()
     return None if best is None else _clean_decode(data, best.encoding)
 
 

@@ -1,4 +1,5 @@
 import gzip
+import unicodedata
 
 import brotli
 import pytest
@@ -81,3 +82,60 @@ def test_a_charset_python_names_but_cannot_decode_with_falls_back_to_detection()
     assert decode_bytes(page, "undefined", max_bytes=MAX) == RUSSIAN
     meta = b'<html><head><meta charset="undefined"></head><body>' + "caf\u00e9 cr\u00e8me br\u00fbl\u00e9e ".encode("latin-1") * 20
     assert "cr\u00e8me" in decode_bytes(meta, None, max_bytes=MAX)
+
+
+# a browser reads a label by the WHATWG Encoding Standard: these pages' labels name a stricter or
+# older encoding than the bytes are in, as on real sites, and Python's codec of that name garbled them
+@pytest.mark.parametrize("label, codec, text", [
+    ("iso-8859-1", "cp1252", "Le cœur de l’affaire : “les œuvres” coûtent 5 M€ — selon l’État…"),
+    ("us-ascii", "cp1252", "Crème brûlée, “naïve” café"),
+    ("iso-8859-9", "cp1254", "Toplantı İstanbul’da yapıldı, “hükümet” yeni politikayı açıkladı…"),
+    ("tis-620", "cp874", "การประชุมจัดขึ้นที่กรุงเทพฯ “นายกรัฐมนตรี” ประกาศนโยบายใหม่…"),
+    ("EUC-KR", "cp949", "똠방각하 쀍 햏 뷁 한국어 기사 본문입니다."),
+    ("Shift_JIS", "cp932", "①会議は東京で開かれ、髙橋氏が～新しい方針を発表した。㈱テスト"),
+    ("gb2312", "gb18030", "会议在北京召开，朱镕基总理宣布了新的政策。瞭解"),
+    ("koi8-r", "koi8_u", "Засідання відбулося в Києві. Ґанок, їжак, єнот."),
+])
+def test_a_label_is_read_as_browsers_read_it(label, codec, text):
+    page = f'<html><head><meta charset="{label}"><title>t</title></head><body><p>{text}</p></body></html>'
+    assert decode_bytes(page.encode(codec), None, max_bytes=MAX) == page
+    assert decode_bytes(page.encode(codec), label, max_bytes=MAX) == page
+
+
+def test_an_unassigned_windows_1252_byte_decodes_as_its_c1_control():
+    """A browser decodes 0x81 of windows-1252 (what `iso-8859-1` means) as U+0081, as Latin-1 did:
+    one stray byte must not send the page to detection."""
+    page = "<p>l’été “à Paris” \x81 déjà</p>" * 5
+    data = page.replace("\x81", "").encode("cp1252").replace(b"\xe0 Paris\x94 ", b"\xe0 Paris\x94 \x81")
+    assert decode_bytes(data, "iso-8859-1", max_bytes=MAX) == page
+
+
+def _vietnamese_cp1258(text: str) -> str:
+    """Vietnamese as windows-1258 writes it: base letters precomposed, tone marks combining."""
+    out = []
+    for char in text:
+        parts = unicodedata.normalize("NFD", char)
+        base = unicodedata.normalize("NFC", "".join(c for c in parts if c not in _TONES))
+        out.append(base + "".join(c for c in parts if c in _TONES))
+    return "".join(out)
+
+
+_TONES = "\u0300\u0301\u0303\u0309\u0323"
+VIETNAMESE = ("Tất cả mọi người sinh ra đều được tự do và bình đẳng về nhân phẩm và quyền lợi. Mọi con người "
+              "đều được tạo hóa ban cho lý trí và lương tâm và cần phải đối xử với nhau trong tình bằng hữu. ")
+UKRAINIAN = ("Всі люди народжуються вільними і рівними у своїй гідності та правах. Вони наділені розумом "
+             "і совістю і повинні діяти у відношенні один до одного в дусі братерства. Їхні права є невід'ємними. ")
+
+
+@pytest.mark.parametrize("text, codec", [
+    (_vietnamese_cp1258(VIETNAMESE), "cp1258"), (UKRAINIAN, "koi8_u"),
+    ("Toplantı İstanbul’da yapıldı, hükümet yeni politikayı açıkladı. Bakanlar kurulu bugün toplandı ve önemli "
+     "kararlar aldı. Türkiye Büyük Millet Meclisi Genel Kurulu’nda görüşmeler sürüyor. ", "cp1254"),
+])
+def test_an_undeclared_legacy_article_in_the_middle_of_a_large_template(text, codec):
+    """uchardet sampled the two ends of the page, all markup here, then charset-normalizer took the
+    Vietnamese for a Latin code page; and KOI8-U was read as KOI8-R (і ї є as box drawing)."""
+    nav = "".join(f'<li class="nav"><a href="/section/{i}/index.html" data-id="{i}">Section {i}</a></li>\n'
+                  for i in range(1500))
+    page = f"<html><head><title>News</title></head><body><ul>{nav}</ul><article>{('<p>' + text + '</p>') * 4}</article><ul>{nav}</ul></body></html>"
+    assert decode_bytes(page.encode(codec), None, max_bytes=MAX) == page
