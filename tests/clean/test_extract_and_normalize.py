@@ -136,3 +136,32 @@ def test_a_main_text_past_max_text_chars_is_cut_and_says_so():
         page = page_from_record({"url": "u", "content": text, "content_type": "text/plain"}, max_content_bytes=1000)
         texts = clean_page_texts(page, config, visible=False)
         assert texts.main_cut is cut and len(texts.main) <= 40
+
+
+def test_arabic_script_is_folded_as_sites_write_one_word():
+    """A Persian text written with the Arabic yeh and kaf (common between Persian sites, and in
+    Urdu), or a word stretched with tatweel, or vowelled, was another text: its copy was unique
+    (a multilingual review). They are folded as Lucene's Arabic and Persian normalisers fold them."""
+    persian = "\u06a9\u062a\u0627\u0628\u06cc \u06a9\u0647 \u062f\u06cc\u0631\u0648\u0632 \u062e\u0631\u06cc\u062f\u0645"
+    arabic_letters = persian.replace("\u06a9", "\u0643").replace("\u06cc", "\u064a")
+    stretched = "\u0643\u062a\u0640\u0640\u0627\u0628"
+    vowelled = "\u0643\u064e\u062a\u064e\u0628\u064e \u0627\u0644\u0648\u064e\u0644\u064e\u062f\u064f"  # kataba al-waladu
+    assert normalize_text(persian) == normalize_text(arabic_letters)
+    assert normalize_text(stretched) == normalize_text("\u0643\u062a\u0627\u0628")
+    assert normalize_text(vowelled) == normalize_text("\u0643\u062a\u0628 \u0627\u0644\u0648\u0644\u062f")
+    # hamza on alef, in a text with a lam (the article): texts are folded where an alef or a lam shows the script
+    assert normalize_text("\u0623\u062d\u0645\u062f \u0627\u0644\u0639\u0631\u0628\u064a") == normalize_text(
+        "\u0627\u062d\u0645\u062f \u0627\u0644\u0639\u0631\u0628\u064a")
+    assert normalize_text("Caf\u00e9 \u00bbx\u00ab") == 'café "x"'  # other scripts as before
+
+
+def test_greek_and_turkish_in_capitals_read_as_in_lower_case():
+    """A paragraph set in capitals was another text: Greek capitals carry no accents, and case
+    folding makes Turkish "İ" an i with a dot above and keeps "ı" (a multilingual review: both
+    copies unique). Read without accents, dots above and the dotless i, both match."""
+    greek = "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας και η μεγαλύτερη πόλη της χώρας."
+    turkish = "Kırmızı kitabı İstanbul'daki büyük kütüphaneye ilk iş olarak götürdü."
+    for text, capitals in ((greek, "Η ΑΘΗΝΑ ΕΙΝΑΙ Η ΠΡΩΤΕΥΟΥΣΑ ΤΗΣ ΕΛΛΑΔΑΣ ΚΑΙ Η ΜΕΓΑΛΥΤΕΡΗ ΠΟΛΗ ΤΗΣ ΧΩΡΑΣ."),
+                           (turkish, "KIRMIZI KİTABI İSTANBUL'DAKİ BÜYÜK KÜTÜPHANEYE İLK İŞ OLARAK GÖTÜRDÜ.")):
+        assert normalize_text(text) == normalize_text(capitals)
+    assert normalize_text("ΐ ΰ αλφα") == "ι υ αλφα"

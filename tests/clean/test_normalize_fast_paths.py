@@ -9,17 +9,22 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamdedup.clean.normalize import _QUOTES, normalize_text, tidy_whitespace
+from streamdedup.clean.normalize import _ARABIC_FOLD, _CASELESS_FOLD, _QUOTES, normalize_text, tidy_whitespace
 
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\s*\n\s*")
 # (combining marks: NBSP, replaced before NFKC, must stay NFKC's plain space beside them)
-SPECIAL = "".join(chr(code) for code in _QUOTES) + " \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u3000ﬁＡ\u0301\u0338\u0327"
+SPECIAL = "".join(chr(code) for code in (*_QUOTES, *_ARABIC_FOLD, *_CASELESS_FOLD)) + "İIΐΰΆαο\u0627\u0643 \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u2029\u3000ﬁＡ\u0301\u0338\u0327"
 
 
 def reference(text: str) -> str:
     """The previous implementation, kept as the specification."""
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    if "\u0627" in text or "\u0644" in text:  # an Arabic-script text (an alef or a lam)
+        text = text.translate(_ARABIC_FOLD)
+    text = text.casefold()
+    if any(c in text for c in "\u03b1\u03bf\u0131\u0307"):  # a Greek or a Turkish text
+        text = text.translate(_CASELESS_FOLD)
     return _BLANK_LINES.sub("\n", _SPACES.sub(" ", text)).strip()
 
 
