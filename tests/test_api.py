@@ -309,3 +309,17 @@ def test_a_deduplicator_that_only_asks_writes_no_session_number(tmp_path: Path) 
         assert last_session(dedup._detector.store) == 1
         dedup.add(TEXT + " More.", id="second")
         assert last_session(dedup._detector.store) == 2
+
+
+def test_one_deduplicator_shared_by_threads_files_every_page() -> None:
+    # threads in one batch at once lost pages for good (200 adds `unique`, 45-131 found again)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streamdedup.testing import make_article
+
+    texts = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(48)]
+    with Deduplicator() as dedup, ThreadPoolExecutor(8) as pool:
+        added = list(pool.map(lambda i: dedup.add(texts[i], id=f"p{i}"), range(len(texts))))
+        assert {verdict.status for verdict in added} == {"unique"}
+        again = dedup.query_many(texts)
+        assert [getattr(verdict, "duplicate_of", None) for verdict in again] == [f"p{i}" for i in range(len(texts))]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping
@@ -41,7 +42,8 @@ class Deduplicator:
     `config`: methods, policies, extractor (default `DetectorConfig()`, as the command line).
     `state`: a store folder, made if new and kept (a later `Deduplicator(state=...)` or
     `streamdedup dedup --state` continues from it); None: a temporary folder removed on `close`.
-    Use it as a context manager, or call `close`. Not safe to share between threads."""
+    Use it as a context manager, or call `close`. Safe to share between threads: its calls take
+    turns (one at a time, each whole), so threads add no speed; `add_many` is the fast way."""
 
     def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None) -> None:
         if config is not None and not isinstance(config, DetectorConfig):
@@ -52,6 +54,10 @@ class Deduplicator:
             self._temporary = tempfile.mkdtemp(prefix="streamdedup-")
             state = self._temporary
         self.state = Path(state)
+        # the detector and its store serve one call at a time: two threads in one batch interleave
+        # their staged pages and the store loses some of them for good (and numba's compile lock
+        # against the store's can hang); reentrant, as `add` calls `add_many`
+        self._lock = threading.RLock()
         try:
             self._detector = Detector(config or DetectorConfig(), self.state)
         except BaseException:
@@ -82,14 +88,16 @@ class Deduplicator:
         `url`: its site decides which policy applies (same site or not) and which site template
         is learned; a text without one is its own site. `fetched_at`: event time (retention).
         Returns a `Verdict` (status "unique" or "duplicate") or a `Rejection` (empty, no text...)."""
-        self._check_open("add")
-        return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
+        with self._lock:
+            self._check_open("add")
+            return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def query(self, content: str, id: str | None = None, url: str | None = None,
               fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
         """What `add` would answer, without filing the page: the store is left as it was."""
-        self._check_open("query")
-        return self.query_many([self.record(content, id, url, fetched_at, html)])[0]
+        with self._lock:
+            self._check_open("query")
+            return self.query_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def add_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
         """`add` of each item, in order, a store write per batch: far faster than one by one.
@@ -97,16 +105,18 @@ class Deduplicator:
         An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
         record as in a crawl file: a mapping with a url and content, or an id and a `text`
         field (see `record`); any other fields of a crawl record are read as in file mode."""
-        records = self._raws(items, "add_many")
-        return [self._result(outcome) for outcome in self._detector.run(records)]
+        with self._lock:
+            records = self._raws(items, "add_many")
+            return [self._result(outcome) for outcome in self._detector.run(records)]
 
     def query_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
         """`query` of each item: judged as one batch (later items see earlier ones), then discarded."""
-        records = self._raws(items, "query_many")
-        detector = self._detector
-        outcomes, _ = detector.decide_staged(detector.prepare_many(records))
-        detector.discard()  # the staged batch is dropped uncommitted
-        return [self._result(outcome) for outcome in outcomes]
+        with self._lock:
+            records = self._raws(items, "query_many")
+            detector = self._detector
+            outcomes, _ = detector.decide_staged(detector.prepare_many(records))
+            detector.discard()  # the staged batch is dropped uncommitted
+            return [self._result(outcome) for outcome in outcomes]
 
     def record(self, content: str, id: str | None = None, url: str | None = None,
                fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
@@ -164,8 +174,9 @@ class Deduplicator:
         return Rejection(dedup["reason"], dedup["detail"], dedup["origin"], dedup.get("id"))  # id: a repeated one
 
     def close(self) -> None:
-        """Close the store (and remove it if it was temporary)."""
-        self._finalizer()
+        """Close the store (and remove it if it was temporary), once another thread's call has ended."""
+        with self._lock:
+            self._finalizer()
 
     def _remove_temporary(self) -> None:
         if self._temporary is not None:
