@@ -323,3 +323,35 @@ def test_one_deduplicator_shared_by_threads_files_every_page() -> None:
         assert {verdict.status for verdict in added} == {"unique"}
         again = dedup.query_many(texts)
         assert [getattr(verdict, "duplicate_of", None) for verdict in again] == [f"p{i}" for i in range(len(texts))]
+
+
+def test_a_forked_child_is_refused_and_leaves_its_parent_s_store() -> None:
+    # a child's adds said `unique` and reached no store (multiprocessing.Pool with fork)
+    import multiprocessing
+    import pickle
+
+    context = multiprocessing.get_context("fork")
+    with Deduplicator() as dedup:
+        dedup.add(TEXT, id="parent")
+        answers, sent = context.Pipe(duplex=False)
+
+        def child() -> None:
+            try:
+                sent.send(dedup.add(TEXT + " Again.", id="child").status)
+            except RuntimeError as err:
+                sent.send(str(err))
+            dedup.close()  # the parent's store: not closed nor removed by the child
+
+        process = context.Process(target=child)
+        process.start()
+        process.join(60)
+        answer = answers.recv()
+        assert "open a Deduplicator in each process" in answer and "\n" not in answer, answer
+        assert dedup.state.exists()
+        assert dedup.query(TEXT).duplicate_of == "parent"  # type: ignore[union-attr]
+        try:
+            pickle.dumps(dedup)
+        except TypeError as err:
+            assert "open a Deduplicator in each process" in str(err)
+        else:
+            raise AssertionError("a Deduplicator was pickled")

@@ -58,6 +58,9 @@ class Deduplicator:
         # their staged pages and the store loses some of them for good (and numba's compile lock
         # against the store's can hang); reentrant, as `add` calls `add_many`
         self._lock = threading.RLock()
+        # the process that opened the store: a forked child sharing it would write to a copy of
+        # its memory tables that no one ever flushes (its verdicts said `unique`, its pages lost)
+        self._owner = os.getpid()
         try:
             self._detector = Detector(config or DetectorConfig(), self.state)
         except BaseException:
@@ -70,7 +73,7 @@ class Deduplicator:
         # taken at the first item, so that a Deduplicator that only asks writes nothing
         self._session: int | None = None
         # a temporary store not closed is still removed when the object goes
-        self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary)
+        self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary, self._owner)
 
     @property
     def config(self) -> DetectorConfig:
@@ -88,15 +91,15 @@ class Deduplicator:
         `url`: its site decides which policy applies (same site or not) and which site template
         is learned; a text without one is its own site. `fetched_at`: event time (retention).
         Returns a `Verdict` (status "unique" or "duplicate") or a `Rejection` (empty, no text...)."""
+        self._check_open("add")  # before the lock: a forked child's copy of it may be held for ever
         with self._lock:
-            self._check_open("add")
             return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def query(self, content: str, id: str | None = None, url: str | None = None,
               fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
         """What `add` would answer, without filing the page: the store is left as it was."""
+        self._check_open("query")  # before the lock: a forked child's copy of it may be held for ever
         with self._lock:
-            self._check_open("query")
             return self.query_many([self.record(content, id, url, fetched_at, html)])[0]
 
     def add_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
@@ -105,12 +108,14 @@ class Deduplicator:
         An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
         record as in a crawl file: a mapping with a url and content, or an id and a `text`
         field (see `record`); any other fields of a crawl record are read as in file mode."""
+        self._check_open("add_many")
         with self._lock:
             records = self._raws(items, "add_many")
             return [self._result(outcome) for outcome in self._detector.run(records)]
 
     def query_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
         """`query` of each item: judged as one batch (later items see earlier ones), then discarded."""
+        self._check_open("query_many")
         with self._lock:
             records = self._raws(items, "query_many")
             detector = self._detector
@@ -150,7 +155,12 @@ class Deduplicator:
         return [self._raw(item, session) for item in items]
 
     def _check_open(self, method: str) -> None:
-        """Refuse `method` (named as the caller called it) once the store is closed."""
+        """Refuse `method` (named as the caller called it) once the store is closed, or in another process."""
+        if os.getpid() != self._owner:
+            raise RuntimeError(f"this Deduplicator was opened by process {self._owner}, not this one "
+                               f"({os.getpid()}): {method} in a forked child would lose its pages; open a "
+                               "Deduplicator in each process (e.g. in a Pool's initializer), with its own state "
+                               "folder (a kept store is open in one process at a time)")
         if not self._finalizer.alive:
             raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
                              "opens a kept store again)")
@@ -175,12 +185,20 @@ class Deduplicator:
 
     def close(self) -> None:
         """Close the store (and remove it if it was temporary), once another thread's call has ended."""
+        if os.getpid() != self._owner:  # a forked child's copy: the store is its parent's to close
+            self._finalizer.detach()
+            return
         with self._lock:
             self._finalizer()
 
     def _remove_temporary(self) -> None:
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def __getstate__(self) -> None:
+        """Refused: an open store does not travel to another process."""
+        raise TypeError("a Deduplicator cannot be pickled (it holds an open store): open a Deduplicator in each "
+                        "process (e.g. in a Pool's initializer), with its own state folder")
 
     def __enter__(self) -> Deduplicator:
         return self
@@ -197,8 +215,12 @@ def looks_like_html(content: str) -> bool:
     return content.lstrip()[:1] == "<" or is_html("text/plain", content)
 
 
-def _close(detector: Detector, temporary: str | None) -> None:
-    """Close the store, then remove it if it was temporary (called once: `weakref.finalize`)."""
+def _close(detector: Detector, temporary: str | None, owner: int) -> None:
+    """Close the store, then remove it if it was temporary (called once: `weakref.finalize`).
+
+    Not in a forked child (`owner`: the opening process), whose exit would remove its parent's store."""
+    if os.getpid() != owner:
+        return
     try:
         detector.close()
     finally:
