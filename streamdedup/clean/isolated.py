@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import select
+import site
 import struct
 import subprocess
 import sys
@@ -47,6 +48,7 @@ class IsolatedExtractor:
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
+        self._answered = False  # whether the running helper answered a page (else it may not have started)
 
     def extract(self, extractor: str, html: str, seconds: float, visible: bool = False,
                 utf8: bytes | None = None) -> Texts:
@@ -75,11 +77,17 @@ class IsolatedExtractor:
         except (Rejected, CleaningStackMissing):
             raise
         except (EOFError, OSError) as err:  # the helper died (a crash in C): this page is lost, not the stream
-            code = self.stop()
-            raise RuntimeError(f"the {extractor} extractor process ended (exit code {code}) on this page") from err
+            answered, code = self._answered, self.stop()
+            if not answered and code == 1:  # a Python error before its first answer: it could not import streamdedup
+                raise CleaningStackMissing(
+                    f"the extraction helper ({' '.join(HELPER_COMMAND)}) could not start (exit code 1; its error is "
+                    "on stderr): the Python that runs streamdedup must import it in a new process too") from err
+            raise RuntimeError(f"the {extractor.partition(chr(10))[0]} extractor process ended (exit code {code}) "
+                               "on this page") from err
         except BaseException:  # interrupted mid-request (an alarm, Ctrl-C): its answer must not reach the next page
             self.stop()
             raise
+        self._answered = True
         if status == _STACK_MISSING:
             raise CleaningStackMissing(text)
         if status != 0:
@@ -88,9 +96,10 @@ class IsolatedExtractor:
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._owner != os.getpid() or self._process.poll() is not None:
-            self._process = subprocess.Popen([sys.executable, "-m", "streamdedup.clean.isolated_main"],
+            self._process = subprocess.Popen([sys.executable, "-P", *HELPER_COMMAND], env=helper_environment(),
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             self._owner = os.getpid()
+            self._answered = False
         return self._process
 
     def __del__(self) -> None:
@@ -110,6 +119,26 @@ class IsolatedExtractor:
             if stream is not None:
                 stream.close()
         return code
+
+
+HELPER_COMMAND = ("-m", "streamdedup.clean.isolated_main")
+# the folder that holds the streamdedup package imported here (streamdedup/clean/isolated.py: up 3)
+_IMPORTED_FROM = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def helper_environment() -> dict[str, str]:
+    """The helper's environment: this one, with the folder streamdedup was imported from first on PYTHONPATH.
+
+    So the helper imports the same streamdedup as its parent, also one found only through the
+    parent's `sys.path` (a notebook's `sys.path.insert(0, "..")`: every HTML page was a
+    processing_error). Not for a site-packages folder, which the same Python finds anyway (and which,
+    on PYTHONPATH, would come before the standard library). `-P` keeps the working directory off the
+    helper's path: a checkout there would otherwise be imported instead."""
+    environment = dict(os.environ)
+    if _IMPORTED_FROM not in {*site.getsitepackages(), site.getusersitepackages()}:
+        paths = [_IMPORTED_FROM, *filter(None, environment.get("PYTHONPATH", "").split(os.pathsep))]
+        environment["PYTHONPATH"] = os.pathsep.join(paths)
+    return environment
 
 
 _helpers = threading.local()

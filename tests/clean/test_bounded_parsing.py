@@ -319,3 +319,50 @@ def _capture(raised: list[BaseException], call, *args) -> None:
         call(*args)
     except BaseException as err:  # noqa: BLE001 - the test inspects it
         raised.append(err)
+
+
+def test_the_helper_imports_the_streamdedup_its_parent_found_through_sys_path(tmp_path):
+    """A notebook's `sys.path.insert(0, "..")`: the helper (a new Python) did not see it and died at
+    start, and every HTML page was a processing_error (its detail two lines, the request after the
+    name). A Python whose site-packages lack streamdedup stands for it: a venv reading the
+    dependencies of this one, without the .pth files that install streamdedup."""
+    import json
+    import os
+    import site
+    import subprocess
+    import venv
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    bare = tmp_path / "venv"
+    venv.create(bare, with_pip=False)
+    python = bare / "bin" / "python"
+    own_site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    Path(own_site, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    script = (f"import sys; sys.path.insert(0, {str(root)!r})\n"
+              "import json, streamdedup\n"
+              "from streamdedup import Deduplicator\n"
+              f"text = {WORDS!r}\n"
+              "with Deduplicator() as d:\n"
+              "    d.add(text, id='plain')\n"
+              "    v = d.add(f'<html><body><article><p>{text}</p></article></body></html>', url='https://a.example/')\n"
+              "print(json.dumps([streamdedup.__file__, getattr(v, 'duplicate_of', None) or repr(v)]))\n")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    ran = subprocess.run([python, "-c", script], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    imported, answer = json.loads(ran.stdout.splitlines()[-1])
+    assert imported == str(root / "streamdedup" / "__init__.py")
+    assert answer == "plain"
+
+
+def test_a_helper_that_cannot_start_stops_the_run_in_one_line(monkeypatch):
+    from streamdedup.clean import isolated
+    from streamdedup.clean.errors import CleaningStackMissing
+
+    monkeypatch.setattr(isolated, "HELPER_COMMAND", ("-c", "raise SystemExit(1)"))  # dies before it reads a page
+    extractor = isolated.IsolatedExtractor()
+    with pytest.raises(CleaningStackMissing, match="could not start") as raised:
+        extractor.extract("fast\nlayout request", "<p>text</p>", 10.0)
+    assert "\n" not in str(raised.value)
