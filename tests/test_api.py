@@ -355,3 +355,20 @@ def test_a_forked_child_is_refused_and_leaves_its_parent_s_store() -> None:
             assert "open a Deduplicator in each process" in str(err)
         else:
             raise AssertionError("a Deduplicator was pickled")
+
+
+def test_bytes_content_is_decoded_as_a_crawl_file_s_page_bytes() -> None:
+    # bytes were judged on their repr ("b'<html>...'"): the same article as str and as bytes, two uniques
+    russian = ("Совет гавани собрался во вторник и утвердил новое расписание паромов на летний сезон после долгих "
+               "споров о расходах и нуждах жителей острова, сообщили в управлении порта.")
+    html = f"<html><body><article><p>{russian}</p></article></body></html>"
+    with Deduplicator() as dedup:
+        first, utf8, cp1251, bad_url = dedup.add_many([
+            {"id": "str", "url": "https://a.example/1", "content": html},
+            {"id": "utf8", "url": "https://b.example/1", "content": html.encode()},
+            {"id": "cp1251", "url": "https://c.example/1", "content": html.encode("cp1251"),
+             "content_type": "text/html; charset=windows-1251"},
+            {"id": "bytes-url", "url": b"https://d.example/1", "content": html}])
+        assert first.status == "unique"
+        assert [getattr(v, "duplicate_of", None) for v in (utf8, cp1251)] == ["str", "str"]
+        assert isinstance(bad_url, Rejection) and bad_url.reason == "invalid_field" and "url is bytes" in bad_url.detail

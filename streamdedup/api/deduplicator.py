@@ -11,6 +11,7 @@ temporary folder (removed on `close`) or in a folder that later runs open again.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import tempfile
@@ -28,8 +29,9 @@ from streamdedup.clean.extract import is_html
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Outcome
-from streamdedup.record.page import TEXT_URL_SCHEME
+from streamdedup.record.page import FIELD_ALIASES, TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
+from streamdedup.record.rejection import Reason
 from streamdedup.store.sessions import take_session
 from streamdedup.verdict.contract import Rejection, Verdict
 
@@ -173,8 +175,12 @@ class Deduplicator:
         if "url" not in record and "text" in record:  # a plain text: its own site, as `add` files it
             page_id = record.get("id") or uuid.uuid4().hex
             record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
-        return RawRecord(origin=f"item {self._count}", data=orjson.dumps(record, default=str),
-                         position=f"api {session}:#{self._count}")
+        origin, position = f"item {self._count}", f"api {session}:#{self._count}"
+        try:
+            data = orjson.dumps(_bytes_content_as_base64(record), default=_json_value)
+        except TypeError:  # a value no JSON line can hold: this item's rejection, not the batch's error
+            return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, _unencodable(record)))
+        return RawRecord(origin=origin, data=data, position=position)
 
     @staticmethod
     def _result(outcome: Outcome) -> Verdict | Rejection:
@@ -213,6 +219,33 @@ def looks_like_html(content: str) -> bool:
     It starts with markup, or has an HTML document's head (`clean.extract.is_html`'s sniff of a text
     labelled plain)."""
     return content.lstrip()[:1] == "<" or is_html("text/plain", content)
+
+
+def _bytes_content_as_base64(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record with bytes content as file mode's `content_encoding: base64`, else as it is.
+
+    So its bytes are decoded as a crawl file's page bytes are (charset of the content type, the
+    page's <meta>, detection), not judged on their Python repr ("b'<html>...'")."""
+    field = next((name for name in FIELD_ALIASES["content"] if record.get(name) is not None), "")
+    content = record.get(field)
+    if field == "content_base64" or not isinstance(content, (bytes, bytearray)) or "content_encoding" in record:
+        return record
+    return {**record, field: base64.b64encode(content).decode("ascii"), "content_encoding": "base64"}
+
+
+def _json_value(value: Any) -> str:
+    """A value orjson does not know, as its str (a Decimal, a Path); bytes are refused (their str is a repr)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError("bytes")
+    return str(value)
+
+
+def _unencodable(record: Mapping[str, Any]) -> str:
+    """One line naming the field of `record` that no JSON line can hold, and what to give instead."""
+    for key, value in record.items():
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return f"{key} is bytes: give a str (only a page's content may be bytes)"
+    return "a field holds bytes in a nested value: give a str"
 
 
 def _close(detector: Detector, temporary: str | None, owner: int) -> None:
