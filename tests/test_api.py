@@ -372,3 +372,12 @@ def test_bytes_content_is_decoded_as_a_crawl_file_s_page_bytes() -> None:
         assert first.status == "unique"
         assert [getattr(v, "duplicate_of", None) for v in (utf8, cp1251)] == ["str", "str"]
         assert isinstance(bad_url, Rejection) and bad_url.reason == "invalid_field" and "url is bytes" in bad_url.detail
+
+
+def test_a_lone_surrogate_is_its_item_s_rejection_not_the_batch_s_error() -> None:
+    # orjson's bare TypeError ("str is not valid UTF-8: surrogates not allowed") failed the whole batch
+    with Deduplicator() as dedup:
+        good, bad = dedup.add_many([TEXT, {"url": "https://a.example/", "content": TEXT + " \udcff"}])
+        assert isinstance(good, Verdict) and good.status == "unique"
+        assert isinstance(bad, Rejection) and bad.reason == "invalid_field"
+        assert "content holds a lone surrogate (U+DCFF" in bad.detail and bad.origin == "item 2"

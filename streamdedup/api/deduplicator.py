@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from streamdedup.store.sessions import take_session
 from streamdedup.verdict.contract import Rejection, Verdict
 
 Item = str | Mapping[str, Any]
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # no text in UTF-8 holds one (bytes read with surrogateescape do)
 
 
 class Deduplicator:
@@ -178,7 +180,7 @@ class Deduplicator:
         origin, position = f"item {self._count}", f"api {session}:#{self._count}"
         try:
             data = orjson.dumps(_bytes_content_as_base64(record), default=_json_value)
-        except TypeError:  # a value no JSON line can hold: this item's rejection, not the batch's error
+        except TypeError:  # bytes, a lone surrogate: no JSON line holds them; the item's rejection, not the batch's
             return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, _unencodable(record)))
         return RawRecord(origin=origin, data=data, position=position)
 
@@ -245,7 +247,10 @@ def _unencodable(record: Mapping[str, Any]) -> str:
     for key, value in record.items():
         if isinstance(value, (bytes, bytearray, memoryview)):
             return f"{key} is bytes: give a str (only a page's content may be bytes)"
-    return "a field holds bytes in a nested value: give a str"
+        if isinstance(value, str) and (lone := _LONE_SURROGATE.search(value)):
+            return (f"{key} holds a lone surrogate (U+{ord(lone.group()):04X} at character {lone.start()}), which is "
+                    "no UTF-8 text: decode its bytes with errors='replace', or give them as bytes content")
+    return "a field holds bytes or a lone surrogate in a nested value or a name: give str values of UTF-8 text"
 
 
 def _close(detector: Detector, temporary: str | None, owner: int) -> None:
