@@ -128,6 +128,10 @@ class DetectorConfig:
                              f"got {self.min_new_paragraph_words}")
         if self.prepare_threads < 0:
             raise ValueError(f"prepare_threads is a number of threads (0: one per CPU), got {self.prepare_threads}")
+        # a negative one expired every page at once: an exact copy added next was `unique`
+        for name, span in (("retention", self.retention), ("max_clock_skew", self.max_clock_skew)):
+            if span is not None and span < timedelta(0):
+                raise ValueError(f"{name} is a span of time, not negative: got {span!r}")
         from streamdedup.verdict.policy import Policy
 
         for name, text in (("policy", self.policy), ("same_site_policy", self.site_policy)):

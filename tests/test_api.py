@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from streamdedup import Deduplicator, Rejection, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -381,3 +383,22 @@ def test_a_lone_surrogate_is_its_item_s_rejection_not_the_batch_s_error() -> Non
         assert isinstance(good, Verdict) and good.status == "unique"
         assert isinstance(bad, Rejection) and bad.reason == "invalid_field"
         assert "content holds a lone surrogate (U+DCFF" in bad.detail and bad.origin == "item 2"
+
+
+def test_a_notebook_s_small_things(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `py.typed` marker, packaged; `state="~/x"` in the home folder (not a folder named "~"); a
+    repr saying where the store is and whether it is open; a negative retention refused (every page
+    expired at once: an exact copy was `unique`)."""
+    from datetime import timedelta
+
+    from streamdedup.config import DetectorConfig
+
+    assert (ROOT / "streamdedup" / "py.typed").is_file()
+    assert '"py.typed"' in (ROOT / "pyproject.toml").read_text()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with Deduplicator(state="~/store") as dedup:
+        assert dedup.state == tmp_path / "store" and dedup.state.is_dir()
+        assert repr(dedup) == f"<Deduplicator kept state={str(tmp_path / 'store')!r} open>"
+    assert repr(dedup).endswith(" closed>")
+    with pytest.raises(ValueError, match="retention is a span of time, not negative"):
+        DetectorConfig(retention=timedelta(days=-1))

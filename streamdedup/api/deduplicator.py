@@ -57,7 +57,7 @@ class Deduplicator:
         if state is None:
             self._temporary = tempfile.mkdtemp(prefix="streamdedup-")
             state = self._temporary
-        self.state = Path(state)
+        self.state = Path(state).expanduser()  # "~/stores/news", as a shell would read it
         # the detector and its store serve one call at a time: two threads in one batch interleave
         # their staged pages and the store loses some of them for good (and numba's compile lock
         # against the store's can hang); reentrant, as `add` calls `add_many`
@@ -202,6 +202,11 @@ class Deduplicator:
     def _remove_temporary(self) -> None:
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        """Its store folder, temporary or kept, and whether it is open."""
+        kind = "temporary" if self._temporary is not None else "kept"
+        return f"<Deduplicator {kind} state={str(self.state)!r} {'open' if self._finalizer.alive else 'closed'}>"
 
     def __getstate__(self) -> None:
         """Refused: an open store does not travel to another process."""
