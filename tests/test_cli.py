@@ -109,16 +109,33 @@ def test_a_store_from_before_paragraph_keys_names_the_param_that_keeps_it(tmp_pa
     from streamdedup.fingerprints.wordpairs import WordPairsParams
 
     crawl, state = _crawl(tmp_path), tmp_path / "state"
-    kept = ["--param", "wordpairs.paragraph_keys=0"]
-    monkeypatch.setattr(WordPairsParams, "__str__",
-                        lambda self: Params.__str__(self).replace(",paragraph_keys=0,key_words=20", ""))
+    kept = ["--param", "wordpairs.paragraph_keys=0", "--param", "wordpairs.paragraph_length=tokens"]
+    monkeypatch.setattr(WordPairsParams, "__str__", lambda self: Params.__str__(self).replace(
+        ",paragraph_keys=0,key_words=20,paragraph_length=tokens", ""))
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
     monkeypatch.undo()
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
-    assert "(--param wordpairs.paragraph_keys=0, or" in capsys.readouterr().err
+    assert "(--param wordpairs.paragraph_keys=0 --param wordpairs.paragraph_length=tokens, or" in capsys.readouterr().err
     copy = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(41), "Zeta"))])
     assert main(["dedup", str(copy), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
     assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
+
+
+def test_a_store_of_token_lengths_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
+    """A store of 0.14.0 or before keeps its paragraphs' lengths in tokens and its description does
+    not name `paragraph_length`: the default (word-equivalents) refuses it with the flag that keeps it."""
+    from streamdedup.fingerprints.base import Params
+    from streamdedup.fingerprints.wordpairs import WordPairsParams
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    kept = ["--param", "wordpairs.paragraph_length=tokens"]
+    monkeypatch.setattr(WordPairsParams, "__str__",
+                        lambda self: Params.__str__(self).replace(",paragraph_length=tokens", ""))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    assert "(--param wordpairs.paragraph_length=tokens, or" in capsys.readouterr().err
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
 
 
 def test_a_store_from_before_band_checks_names_the_params_that_keep_it(tmp_path, capsys, monkeypatch):

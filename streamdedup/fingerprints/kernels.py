@@ -396,16 +396,19 @@ def a12_similarities(lengths: np.ndarray, sentences: np.ndarray, ss: np.ndarray,
 
 @numba.njit(cache=True)
 def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
-                     common: np.ndarray, a: np.ndarray, b: np.ndarray, min_words: int, max_kept: int, tail: int,
-                     value_bits: int, max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
+                     common: np.ndarray, letter_units: np.ndarray, units_per_word: int, a: np.ndarray, b: np.ndarray,
+                     min_words: int, max_kept: int, tail: int, value_bits: int,
+                     max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
-    A line (text between newlines) of at least `min_words` tokens (offsets in code points) is a
-    paragraph; only the text between tokens is read for newlines. Past `max_kept` paragraphs the
-    longest are kept (ties: the earlier), and the last `tail`, in text order. Of each kept one, for
-    each of the len(a) functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs`
-    (pair i: tokens i and i + 1) but those of two `common` tokens (over all where every pair is such),
-    its low `value_bits` bits, packed the first lowest, then its words
+    A line's words are its word-equivalents (`wordpairs.letter_units`): the larger of its tokens
+    and its tokens' `letter_units` over `units_per_word`. A line (text between newlines) of at least
+    `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
+    tokens is read for newlines. Past `max_kept` paragraphs the longest are kept (ties: the
+    earlier), and the last `tail`, in text order. Of each kept one, for each of the len(a)
+    functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs` (pair i: tokens i
+    and i + 1) but those of two `common` tokens (over all where every pair is such), its low
+    `value_bits` bits, packed the first lowest, then its words
     (at most `max_words`) above them; and the line's [start, end) in the text. `is_newline`: whether
     each of the text's code points is a newline (an array, one type for any text: a str argument is
     typed in Python, ~2 µs a call, and its code points are uint8 or uint32, two compiled versions
@@ -414,6 +417,7 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
     run_len = np.empty(n, dtype=np.int64)
     run_line = np.empty(n, dtype=np.int64)  # where its line starts
+    run_units = np.zeros(n, dtype=np.int64)  # its tokens' letter units
     runs = 0
     line_start = 0
     new_line = True
@@ -429,10 +433,14 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             runs += 1
             new_line = False
         run_len[runs - 1] += 1
+        run_units[runs - 1] += letter_units[t]
+    run_words = np.empty(runs, dtype=np.int64)  # word-equivalents: never fewer than its tokens
+    for r in range(runs):
+        run_words[r] = max(run_len[r], run_units[r] // units_per_word)
     chosen = np.empty(runs, dtype=np.int64)
     count = 0
     for r in range(runs):
-        if run_len[r] >= min_words:
+        if run_words[r] >= min_words and run_len[r] >= 2:
             chosen[count] = r
             count += 1
     chosen = chosen[:count]
@@ -440,7 +448,7 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     if capped:
         last = min(tail, max_kept)
         head = chosen[: count - last]
-        longest = np.sort(np.argsort(-run_len[head], kind="mergesort")[: max_kept - last])
+        longest = np.sort(np.argsort(-run_words[head], kind="mergesort")[: max_kept - last])
         kept = np.empty(max_kept, dtype=np.int64)
         kept[: len(longest)] = head[longest]
         kept[len(longest):] = chosen[count - last:]
@@ -451,13 +459,13 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     values = len(a)
     for j in range(len(chosen)):
         r = chosen[j]
-        first, words = run_start[r], run_len[r]
+        first, tokens = run_start[r], run_len[r]
         every = True  # no pair left once those skipped are: read them all
-        for i in range(first, first + words - 1):
+        for i in range(first, first + tokens - 1):
             if not (common[i] and common[i + 1]):
                 every = False
                 break
-        packed = np.uint64(min(words, max_words)) << np.uint64(values * value_bits)
+        packed = np.uint64(min(run_words[r], max_words)) << np.uint64(values * value_bits)
         # a skipped pair's value gets the top bit, above every value (24 bits) a kept pair has, so it is
         # never the minimum: no branch on whether a pair is skipped (a coin toss on real text, each
         # one mispredicted cost more than the pair's arithmetic)
@@ -467,12 +475,12 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             # was a store and a load per pair and function: 2.3x slower)
             ak, bk = a[k], b[k]
             lowest = np.uint64(0xFFFFFFFFFFFFFFFF)
-            for i in range(first, first + words - 1):
+            for i in range(first, first + tokens - 1):
                 skipped = np.uint64(common[i] & common[i + 1]) * skipped_bit
                 lowest = min(lowest, ((ak * pairs[i] + bk) >> np.uint64(40)) | skipped)
             packed |= (lowest & mask) << np.uint64(k * value_bits)
         out[j] = packed
-        end = token_ends[first + words - 1]
+        end = token_ends[first + tokens - 1]
         while end < size and not is_newline[end]:
             end += 1
         spans[j, 0], spans[j, 1] = run_line[r], end
@@ -500,7 +508,10 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
     """`new_text.outside_held_paragraphs` and `held_in_paragraphs` of the encoded word-pair records in `data`.
 
     Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then its paragraph sketch (a byte of count,
-    high bit: capped; 6 bytes each, little-endian). A paragraph of the page (`mine`) is held when one
+    high bit: capped; 6 bytes each, little-endian). A paragraph's pairs are read as its words less
+    one: exact where its words are its tokens, more where its word-equivalents exceed them (long
+    words: `wordpairs.letter_units`), and scaled to the page's pairs where they add up to more
+    (`_outside_held`). A paragraph of the page (`mine`) is held when one
     of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
     each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
     page's pairs outside its held paragraphs and not shown before, the record's outside its

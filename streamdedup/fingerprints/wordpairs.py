@@ -20,7 +20,8 @@ found (`engine.judged`).
 **Paragraphs.** A share cannot tell a new paragraph of 5 % of a long article from scattered edits:
 the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
 page's paragraphs (lines of at least `paragraph_words` words), in text order: of each, 4 MinHash
-values of its own word pairs (10 bits each), its length in words (7 bits) and whether its site
+values of its own word pairs (10 bits each), its length in words (7 bits; word-equivalents, so that
+a paragraph of Korean or Malayalam counts as long as its text: `letter_units`) and whether its site
 showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` (127) of them
 (past that, the longest: an edit moves a paragraph's length by a word or two, so near-identical
 pages keep alike ones; and the last two, where revisions add a paragraph). Pairs of two of the
@@ -76,6 +77,26 @@ TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
+PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
+LETTERS_PER_WORD = 6  # of a word-equivalent (`letter_units`)
+# the scripts whose letters carry more of a text than Latin's, and how much more (tenths): first
+# code point of each range, its weight; a range ends where the next begins (UDHR, `letter_units`).
+# Latin, Greek, Cyrillic and Armenian (below U+0590; Latin and Greek Extended) count their tokens
+# alone (0): their words' letters follow their tokens, and a German compound's letters would turn an
+# 18-word correction note into a 21-word paragraph (feed dev: one of six corrections missed)
+_WEIGHT_TENTHS = 10
+_SCRIPT_WEIGHTS = (
+    (0x0590, 15), (0x0600, 14), (0x0700, 10),  # Hebrew; Arabic
+    (0x0750, 14), (0x0780, 10), (0x0870, 14), (0x0900, 10),  # Arabic Supplement, Extended-B and -A
+    (0x1100, 25), (0x1200, 20), (0x13A0, 10),  # Hangul Jamo; Ethiopic and its Supplement
+    (0x1E00, 0), (0x2000, 10),  # Latin Extended Additional (Vietnamese), Greek Extended
+    (0x2D80, 20), (0x2DE0, 10), (0x3130, 25), (0x3190, 10),  # Ethiopic Extended; Hangul Compatibility Jamo
+    (0xA960, 25), (0xA980, 10), (0xAB00, 20), (0xAB30, 10),  # Hangul Jamo Extended-A; Ethiopic Extended-A
+    (0xAC00, 25), (0xD800, 10),  # Hangul Syllables, Hangul Jamo Extended-B
+    (0xFB1D, 15), (0xFB50, 14), (0xFE00, 10), (0xFE70, 14), (0xFF00, 10),  # presentation forms
+)
+_WEIGHT_STARTS = np.array([start for start, _ in _SCRIPT_WEIGHTS], dtype=np.int64)
+_WEIGHTS = np.array([0] + [weight for _, weight in _SCRIPT_WEIGHTS], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -90,9 +111,12 @@ class WordPairsParams(Params):
     # or before) means none (`ABSENT_MEANS`)
     paragraph_keys: int = 8
     key_words: int = 20
+    # how a paragraph's words are counted: "letters", its word-equivalents (`letter_units`), or
+    # "tokens", its tokens alone, as a store of 0.14.0 or before counted them (`ABSENT_MEANS`)
+    paragraph_length: str = "letters"
 
     # what a parameter added later means where a stored description does not name it
-    ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20"}
+    ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20", "paragraph_length": "tokens"}
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -103,6 +127,9 @@ class WordPairsParams(Params):
         if self.paragraph_keys < 0 or self.key_words < 2:
             raise ValueError(f"paragraph_keys is a number of paragraphs (0: none) and key_words at least 2, got "
                              f"{self.paragraph_keys} and {self.key_words}")
+        if self.paragraph_length not in PARAGRAPH_LENGTHS:
+            raise ValueError(f"paragraph_length is one of {', '.join(PARAGRAPH_LENGTHS)}, "
+                             f"got {self.paragraph_length!r}")
         if not 0 <= self.max_paragraphs <= 127 or self.paragraph_words < 2:
             raise ValueError(f"max_paragraphs is 0 to 127 and paragraph_words at least 2, got "
                              f"{self.max_paragraphs} and {self.paragraph_words}")
@@ -145,6 +172,33 @@ class ShownLines:
         return self._pairs
 
 
+def letter_units(doc: Document) -> np.ndarray:
+    """Each token's share of a paragraph's word-equivalents: its letters times its script's weight, in tenths.
+
+    A paragraph's length in words is its word-equivalents: the larger of its tokens and of its
+    letters (code points inside its tokens) times their script's weight over `LETTERS_PER_WORD`
+    (6: the long end of European languages' average word; English's is ~5, German's ~6), so no
+    paragraph counts shorter than its tokens. Tokens alone undercount the text of languages that
+    write more in a word: on one text in ~50 languages (the UDHR), Malayalam has 0.45 of
+    English's tokens, Korean 0.64, Turkish 0.77, and a new paragraph of 20 tokens there is ~30-45
+    words of English, which `NewTextTolerance.min_paragraph_words` let pass as a light edit. Letters
+    carry about as much text in every alphabet and abugida (0.93-1.35 of English's: Latin,
+    Cyrillic, Greek, Indic, Georgian, Thai, Malayalam 1.07), fewer only where a letter holds more:
+    Hangul (0.39 of English's), Ethiopic (0.49), Hebrew (0.66), the Arabic script (0.70-0.84),
+    each weighted by about the inverse (2.5, 2.0, 1.5, 1.4); the other scripts of South and South
+    East Asia, Georgian and the rest 1. Latin, Greek, Cyrillic and Armenian keep their tokens (0):
+    their words' letters follow their tokens, and long German compounds made an 18-word correction
+    note a 21-word paragraph (Finnish and Turkish, 0.72-0.77 of English's tokens, stay so). Han
+    and kana (0.3-0.45) are left at 1: their tokens count more than their letters anyway. A
+    token's script is its first code point's. Sum a paragraph's and divide by `LETTERS_PER_WORD` tenths."""
+    letters = doc.token_ends - doc.token_starts
+    if not len(letters):
+        return letters
+    first = doc.code_points[doc.token_starts].astype(np.int64)
+    weights = _WEIGHTS[np.searchsorted(_WEIGHT_STARTS, first, side="right")]
+    return letters * weights
+
+
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
     """Each paragraph's 4 MinHash values: int64[n, 4]."""
     shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
@@ -152,7 +206,7 @@ def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
 
 
 def paragraph_words(paragraphs: np.ndarray) -> np.ndarray:
-    """Each paragraph's length in words (at most 127): int64[n]."""
+    """Each paragraph's length in words (its word-equivalents, `letter_units`; at most 127): int64[n]."""
     return ((paragraphs >> np.uint64(_LENGTH_SHIFT)) & np.uint64(MAX_PARAGRAPH_WORDS)).astype(np.int64)
 
 
@@ -247,14 +301,17 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         """The sketch of a page's lines of at least `paragraph_words` words, whether capped, their line hashes."""
         p = self.params
         empty = np.zeros(0, dtype=np.uint64)
-        if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
+        # a paragraph has two tokens at least; one of fewer than `paragraph_words` may count as many
+        if not p.max_paragraphs or doc.num_tokens < 2:
             return empty, False, empty
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
         # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
         is_newline = doc.code_points == 10  # one array type for any text (`paragraph_sketch`)
+        units = letter_units(doc) if p.paragraph_length == "letters" else np.zeros(doc.num_tokens, dtype=np.int64)
         out, spans, capped = paragraph_sketch(is_newline, doc.token_starts, doc.token_ends, doc.all_shingles(2),
-                                              is_common_word(doc.token_hashes), self._pa, self._pb, p.paragraph_words,
+                                              is_common_word(doc.token_hashes), units,
+                                              LETTERS_PER_WORD * _WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
                                               p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):
             return empty, False, empty

@@ -78,7 +78,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 12: a page whose main text was cut (`max_text_chars`) is no duplicate, only related (`as_cut`)
 # 13: a cut page is the duplicate of an earlier one with the same whole text (`exact`: `Texts.main_hash`)
 # 14: every paragraph inside a copy on another site is judged, not only its 16 longest (`new_paragraphs`);
-#     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved)
+#     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved);
+#     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
 RULES_VERSION = 14
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)

@@ -15,6 +15,7 @@ from streamdedup.fingerprints.wordpairs import (
     TAIL,
     WordPairsMethod,
     WordPairsParams,
+    paragraph_words,
 )
 from streamdedup.stats.common_words import COMMON_WORDS_FILE
 from streamdedup.tokens.document import Document
@@ -91,3 +92,35 @@ def test_the_sketch_is_the_reference_on_awkward_lines(params: WordPairsParams) -
         capped += was_capped
         kept += len(sketch)
     assert kept and (capped or params.max_paragraphs > 30)  # the cases the kernel branches on were met (30 lines at most)
+
+
+def _sketched_words(text: str, params: WordPairsParams | None = None) -> list[int]:
+    signature = WordPairsMethod(params).signature(Document.from_text(text))
+    assert signature is not None
+    return paragraph_words(signature.paragraphs).tolist()
+
+
+def test_a_paragraphs_words_are_its_word_equivalents():
+    """Its tokens where its words are short (English), its letters over 6, weighted by script, where
+    they are long: the same UDHR paragraph is 27 English tokens, 16 Korean (Hangul, x2.5), 12
+    Malayalam; Hebrew x1.5, Arabic x1.4, Ethiopic x2. Under `paragraph_length="tokens"`: its tokens."""
+    english = ("everyone has the right to the protection of the moral and material interests resulting from "
+               "any scientific, literary or artistic production of which he is the author.")
+    korean = ("모든 사람은 자신이 창작한 과학적, 문학적 또는 예술적 산물로부터 발생하는 정신적, 물질적 이익을 "
+              "보호받을 권리를 가진다.")
+    malayalam = ("ഈ പ്രഖ്യാപനത്തില് പ്രതിപാദിച്ചിട്ടുള്ള അധികാരസ്വാതന്ത്ര്യങ്ങളെ കൈവരുത്തക്ക രീതിയിലുള്ള "
+                 "സാമുദായികവും അന്തര്രാഷ്ട്രീയവുമായ ഒരു ജീവിതത്തോതിന്ന് എല്ലാവരും അര്ഹരാണ്.")
+    assert _sketched_words(english) == [27]
+    korean_letters = sum(len(token) for token in Document.from_text(korean).tokens)
+    assert _sketched_words(korean) == [korean_letters * 25 // 60] == [20]
+    malayalam_letters = sum(len(token) for token in Document.from_text(malayalam).tokens)
+    assert _sketched_words(malayalam) == [malayalam_letters // 6] == [24]
+    assert _sketched_words(" ".join(["אבגדה"] * 10)) == [max(10, 50 * 15 // 60)]
+    assert _sketched_words(" ".join(["ابتثجح"] * 10)) == [max(10, 60 * 14 // 60)]
+    assert _sketched_words(" ".join(["ሰላምሰላምሰላም"] * 10)) == [90 * 20 // 60]
+    tokens = WordPairsParams(paragraph_length="tokens")
+    assert [_sketched_words(text, tokens) for text in (english, korean, malayalam)] == [[27], [16], [12]]
+    # a line of fewer than 12 tokens is a paragraph of the sketch once it counts 12 words
+    assert _sketched_words(" ".join(malayalam.split()[:6])) and not _sketched_words(" ".join(malayalam.split()[:6]), tokens)
+    with pytest.raises(ValueError, match="paragraph_length is one of letters, tokens"):
+        WordPairsParams(paragraph_length="bytes")

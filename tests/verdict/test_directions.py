@@ -86,6 +86,27 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
 
 
+# a paragraph of the UDHR (article 27 and 28) in languages of few tokens for its text: English says
+# it in 27 and 24 tokens, Korean in 16, Malayalam in 12 (`wordpairs.letter_units`)
+KOREAN_PARAGRAPH = ("모든 사람은 자신이 창작한 과학적, 문학적 또는 예술적 산물로부터 발생하는 정신적, 물질적 이익을 "
+                    "보호받을 권리를 가진다.")
+MALAYALAM_PARAGRAPH = ("ഈ പ്രഖ്യാപനത്തില് പ്രതിപാദിച്ചിട്ടുള്ള അധികാരസ്വാതന്ത്ര്യങ്ങളെ കൈവരുത്തക്ക രീതിയിലുള്ള "
+                       "സാമുദായികവും അന്തര്രാഷ്ട്രീയവുമായ ഒരു ജീവിതത്തോതിന്ന് എല്ലാവരും അര്ഹരാണ്.")
+
+
+def test_a_new_paragraph_of_a_language_of_long_words_is_new_text(tmp_path):
+    """A paragraph of 20+ English words' text is new text in any language: inserted into a long
+    article, a Korean one of 16 tokens and a Malayalam one of 12 (under the 20 a paragraph needs
+    alone, counted in tokens) count their word-equivalents (20 and 24) and keep the page."""
+    story = make_article(16, paragraphs=14)
+    pages = [_page("story", story, "a.example"),
+             _page("korean", [*story[:7], KOREAN_PARAGRAPH, *story[7:]], "b.example"),
+             _page("malayalam", [*story[:7], MALAYALAM_PARAGRAPH, *story[7:]], "c.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    for inserted in ("korean", "malayalam"):
+        assert got[inserted]["status"] == "unique" and got[inserted]["supersedes"] == ["story"], got[inserted]
+
+
 def test_a_short_paragraph_in_the_place_of_another_is_new_text(tmp_path):
     """A paragraph replaced by a 16-word one (under the 20 words a paragraph needs alone: a
     correction note's length) is new text: the replaced paragraph is missing from the page, in the
