@@ -77,7 +77,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     with it as the page, as it is when it comes last (`IndexPartition._judged_as_the_later`)
 # 12: a page whose main text was cut (`max_text_chars`) is no duplicate, only related (`as_cut`)
 # 13: a cut page is the duplicate of an earlier one with the same whole text (`exact`: `Texts.main_hash`)
-# 14: every paragraph inside a copy on another site is judged, not only its 16 longest (`new_paragraphs`);
+# 14: every paragraph inside a copy on another site is judged, not only its 16 longest (`new_paragraphs`),
+#     past them one in the place of the other's of about its length as its edit (`_edits_past_longest`);
 #     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved);
 #     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
 RULES_VERSION = 14

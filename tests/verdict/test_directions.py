@@ -463,3 +463,20 @@ def test_a_paragraph_added_inside_a_long_copy_on_another_site_is_new_text(tmp_pa
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
     # at its end a paragraph under 100 words reads as its host's (a teaser, a blurb: limitations.md)
     assert got["appended"]["status"] == "duplicate" and got["appended"]["duplicate_of"] == "story", got["appended"]
+
+
+def test_a_short_paragraph_edited_past_a_long_copys_longest_is_an_edit(tmp_path):
+    """Judged, a short paragraph of a light edit past a long copy's 16 longest sometimes keeps none
+    of its 4 sketch values (its words changed here and there), and the copy was kept as related.
+    Where the other page lacks a paragraph of about its length in its place, it is that one
+    edited; a paragraph added there, where nothing is missing, is new text (the test above)."""
+    story = make_article(63, paragraphs=30)
+    lengths = [len(p.split()) for p in story]
+    short = min((i for i in range(3, 27) if 20 <= lengths[i]), key=lambda i: lengths[i])
+    assert sorted(lengths, reverse=True).index(lengths[short]) >= 16, "the paragraph must be past the 16 longest"
+    words = story[short].split()
+    words[1::3] = [f"altered{n}" for n in range(len(words[1::3]))]  # a third of its words: no pair kept
+    edited = [*story[:short], " ".join(words), *story[short + 1:]]
+    pages = [_page("story", story, "a.example"), _page("edited", edited, "b.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "story", got["edited"]
