@@ -8,7 +8,6 @@ run it to compare methods on the same signatures.
 from __future__ import annotations
 
 import base64
-import codecs
 import logging
 import os
 import threading
@@ -38,6 +37,7 @@ from streamdedup.config import TOKENIZER_VERSION, DetectorConfig
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.registry import create_method, signature_config, signature_identity
+from streamdedup.record.json_value import json_text
 from streamdedup.record.page import TEXT_URL_SCHEME, Page, page_from_record
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
@@ -294,7 +294,7 @@ class Fingerprinter:
     def _fingerprint(self, raw: RawRecord, page: Page, record: dict[str, Any],
                      layout: str | None = None) -> Fingerprinted | Outcome:
         request = self.layout_request(page) if layout is None else layout
-        line = raw.data if raw.fields is None else None
+        line = json_text(raw.data) if raw.fields is None and raw.data is not None else None  # as decoded
         try:
             texts, signatures = self.signatures(page, request)
             return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
@@ -348,9 +348,7 @@ class Fingerprinter:
             raise Rejected(*raw.rejection)
         if raw.fields is not None:
             return raw.fields, _raw_payload(raw)
-        data = raw.data or b""
-        if data.startswith(codecs.BOM_UTF8):  # a file saved by a Windows tool starts with one: not the record's
-            data = data[len(codecs.BOM_UTF8):]
+        data = json_text(raw.data)
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as err:

@@ -11,6 +11,7 @@ from conftest import make_article, wrap_in_template
 
 from streamdedup.clean.pipeline import CleaningConfig
 from streamdedup.config import DetectorConfig
+from streamdedup.outputs.files import output_line
 from streamdedup.testing import run_records
 
 GOOD = {"url": "https://good.example/after", "content": wrap_in_template(make_article(3), "Good")}
@@ -68,6 +69,9 @@ def test_a_line_that_starts_with_a_byte_order_mark_is_judged(tmp_path):
     outcomes = run_records([first, latin, GOOD], tmp_path)
     assert [o.status for o in outcomes] == ["unique", "rejected", "unique"]
     assert outcomes[1].dedup["reason"] == "undecodable" and "iconv" in outcomes[1].dedup["detail"]
+    # its output line is JSON, without the mark (before: the mark went on in the middle of unique.jsonl
+    # and at the start of the worker's message, which JSON readers such as orjson refuse)
+    assert orjson.loads(output_line(outcomes[0]))["dedup"]["status"] == "unique"
 
 
 @pytest.mark.parametrize("packing", ["gzip", "brotli"])

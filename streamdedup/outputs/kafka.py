@@ -54,6 +54,7 @@ from streamdedup.clusters import page_fields, verdict_line, view_event, view_key
 from streamdedup.outputs.kafka_contract import Topics, WorkerMetrics
 from streamdedup.outputs.record_line import record_json
 from streamdedup.outputs.record_size import Headers, RecordLimits, record_size
+from streamdedup.record.json_value import json_object
 from streamdedup.record.page import first_field
 from streamdedup.record.passed import PASSED_BYTES, bounded_headers, bounded_key
 from streamdedup.record.rejection import Reason
@@ -183,7 +184,7 @@ class Outputs:
         `carries_verdict`: the original is `too_large`'s stub, whose `dedup` is the page's verdict."""
         rejection = Rejection(reason, detail, source, page_id).as_dict()
         ours = dedup_headers(rejection, source)
-        parsed = _json_object(original)
+        parsed = json_object(original)
         self.verdict_line(key, record or parsed or {}, rejection, ours, passed, headers_omitted)
         if parsed is not None and not carries_verdict:  # a sender's own `dedup` would pass for ours
             original = orjson.dumps({**parsed, "dedup": rejection})
@@ -329,15 +330,6 @@ class Outputs:
         self._counts.clear()
         self._on_commit.clear()
         self.failures.clear()
-
-
-def _json_object(data: bytes | None) -> dict[str, Any] | None:
-    """`data` as a JSON object, or None (not JSON, or not an object)."""
-    try:
-        value = orjson.loads(data or b"")
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _dead_letter_forms(key: bytes | None, original: bytes | None, topic: str, ours: list[tuple[str, bytes]],

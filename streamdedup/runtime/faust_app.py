@@ -51,8 +51,9 @@ import orjson
 from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.outputs.kafka import _json_object, cluster_events, light_headers
+from streamdedup.outputs.kafka import cluster_events, light_headers
 from streamdedup.outputs.record_size import Headers
+from streamdedup.record.json_value import json_object
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
@@ -195,19 +196,35 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
 
     Deterministic: the same journaled verdict and input give byte-identical outputs, with the worker's headers
     (`verdict.contract.headers`); its verdict line and cluster events as the worker's (`outputs.kafka.Outputs.verdict`).
-    passed: the input message's Kafka headers."""
+    The value is read as the detector read it (`record.json_value`). Outputs that cannot be written (a bug) are a
+    `processing_error` dead letter instead: a record that stopped the app would stop it at every restart, as the
+    replay renders the same journaled verdict. passed: the input message's Kafka headers."""
+    try:
+        return render_verdict(dedup, key, value, source, passed)
+    except Exception as err:  # noqa: BLE001 - one record's outputs must not stop its partition for good
+        log.error("could not write the outputs of %s: it goes to the rejected topic as %s", source,
+                  Reason.PROCESSING_ERROR.value, exc_info=err)
+        detail = f"its verdict ({dedup.get('status')}) could not be written: {type(err).__name__}: {err}"
+        rejection = Rejection(Reason.PROCESSING_ERROR.value, detail, source, dedup.get("id")).as_dict()
+        return render_verdict(rejection, key, value, source, passed)
+
+
+def render_verdict(dedup: dict, key: bytes | None, value: bytes | None, source: str,
+                   passed: Headers | None) -> list[Output]:
+    """`render` without its fallback: raises if the outputs cannot be written."""
     headers = dedup_headers(dedup, source)
+    parsed = json_object(value)
     if dedup["status"] == "rejected":
-        parsed = _json_object(value)
         if parsed is not None:  # a JSON object carries its verdict, in place of a sender's, as the worker's
             value = orjson.dumps({**parsed, "dedup": dedup})
         return [("rejected", key, value, headers), line_output(key, parsed or {}, dedup, source, passed)]
-    record = orjson.loads(value or b"{}")
+    if parsed is None:
+        raise ValueError("a judged record's value is not a JSON object")
     page_key = dedup["id"].encode("utf-8", "surrogatepass")
-    out = [(dedup["status"], page_key, orjson.dumps({**record, "dedup": dedup}), headers),
-           line_output(page_key, record, dedup, source, passed)]
-    out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup, record, key)]
-    out.append(("cluster_view", page_key, orjson.dumps(view_event(dedup, *page_fields(record))), []))
+    out = [(dedup["status"], page_key, orjson.dumps({**parsed, "dedup": dedup}), headers),
+           line_output(page_key, parsed, dedup, source, passed)]
+    out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup, parsed, key)]
+    out.append(("cluster_view", page_key, orjson.dumps(view_event(dedup, *page_fields(parsed))), []))
     return out
 
 

@@ -26,7 +26,14 @@ from streamdedup.clusters import read_topic_stories
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.outputs.files import FileSink
-from streamdedup.runtime.faust_app import JournalKeeper, StartedOver, journal_name, outputs_for, partitions_started_over
+from streamdedup.runtime.faust_app import (
+    JournalKeeper,
+    StartedOver,
+    journal_name,
+    outputs_for,
+    partitions_started_over,
+    render,
+)
 from streamdedup.runtime.topics import consumer_settings
 from streamdedup.testing import run_records
 
@@ -51,6 +58,29 @@ def test_a_replayed_message_re_emits_the_journaled_verdict_byte_for_byte(tmp_pat
         assert detector.store.stats()["docs"] == docs + 1
         assert detector.store.journal_names("") == ["pages:0@" + "0" * 20]  # offset 1 was the old topic's
     assert [out[0][0] for out in first] == ["unique", "duplicate"]
+
+
+def test_a_record_with_a_byte_order_mark_is_written_as_it_was_judged(tmp_path):
+    """A JSON value that starts with UTF-8's byte order mark is judged (the detector skips the mark) and its
+    outputs read it the same way: a unique page, then its copy a duplicate. A verdict whose outputs cannot be
+    written goes out as a `processing_error` dead letter. Before: the outputs parsed the value again with
+    orjson, which refuses the mark, and the app stopped at the record at every restart (the replay renders the
+    same journaled verdict)."""
+    html = "<p>The ferry leaves at nine from the north quay every weekday morning and returns at six.</p>"
+    values = [b"\xef\xbb\xbf" + orjson.dumps({"id": "bom-1", "url": "https://a.example/x", "content": html}),
+              orjson.dumps({"id": "after-1", "url": "https://a.example/y", "content": html})]
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        first, second = (outputs_for(detector, "bom", 0, offset, None, value, 1000)
+                         for offset, value in enumerate(values))
+    assert [(target, key) for target, key, _, _ in first[:2]] == [("unique", b"bom-1"), ("verdicts", b"bom-1")]
+    assert orjson.loads(first[0][2])["dedup"]["status"] == "unique"
+    assert orjson.loads(first[1][2])["url"] == "https://a.example/x"
+    assert second[0][0] == "duplicate"
+    verdict = orjson.loads(first[0][2])["dedup"]
+    [(target, key, value, headers), (line_target, _, line, _)] = render(verdict, b"k", b"[1]", "bom[0]@0")
+    assert (target, key, value, line_target) == ("rejected", b"k", b"[1]", "verdicts")
+    assert dict(headers)["dedup.reason"] == b"processing_error"
+    assert orjson.loads(line)["dedup"]["detail"].startswith("its verdict (unique) could not be written")
 
 
 def tiny_pages(host: str, count: int) -> list[bytes]:
