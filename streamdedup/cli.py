@@ -271,12 +271,27 @@ def _run_faust(args: argparse.Namespace, settings: WorkerSettings, config: Detec
     """The Faust app of `cmd_faust`, its --state held: the topics, then the app until it stops."""
     from dataclasses import replace
 
-    from streamdedup.runtime.faust_app import JOURNAL_KEEP, StartedOver, create_app, partitions_started_over
+    from streamdedup.runtime.errors import WorkerStopped
+    from streamdedup.runtime.faust_app import (
+        JOURNAL_KEEP,
+        StartedOver,
+        create_app,
+        default_group_id,
+        partitions_started_over,
+    )
+    from streamdedup.runtime.group_settings import FAUST, agree_on_settings
     from streamdedup.runtime.topics import ensure_topics
 
+    if args.group_id is None and "STREAMDEDUP_GROUP_ID" not in os.environ:  # not the worker's default group
+        settings = replace(settings, group_id=default_group_id(Path(settings.state_dir)))
     reach_broker(settings, args.connect_timeout)
     # the worker's topics (32 MiB records); the changelogs of the global topology are not the app's
     ensure_topics(replace(settings, topology="local"), timeout=args.connect_timeout)
+    try:  # as a worker's: one mode per group and set of topics, and one set of verdict settings per group
+        agree_on_settings(replace(settings, topology=FAUST), config)
+    except WorkerStopped as err:
+        print(f"streamdedup: error: {err}", file=sys.stderr)
+        return 2
     try:
         started_over = partitions_started_over(settings, settings.group_id, timeout=args.connect_timeout)
     except StartedOver as err:  # on_topic_reset = refuse
@@ -475,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "idempotent re-emission)")
     kafka_options(faust_worker, with_config=False)
     state_option(faust_worker, "folder of the app's RocksDB stores (default ./state)")
-    faust_worker.add_argument("--group-id", help="Faust app id (its consumer group)")
+    faust_worker.add_argument("--group-id", help="Faust app id, its consumer group (env STREAMDEDUP_GROUP_ID; default "
+                              "streamdedup-faust, not the worker's group)")
     worker_id_option(faust_worker, "this app's name in its group (its static member id streamdedup-faust-<id>), "
                                    "its own on every app")
     topic_reset_option(faust_worker)

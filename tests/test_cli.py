@@ -934,6 +934,7 @@ def test_faust_takes_its_worker_id_as_its_static_member_id(tmp_path, monkeypatch
     on one host with their own state folders get their own ids."""
     import streamdedup.cli as cli
     import streamdedup.runtime.faust_app as faust_app
+    import streamdedup.runtime.group_settings as group_settings
     import streamdedup.runtime.topics as topics
 
     member_ids = []
@@ -949,6 +950,7 @@ def test_faust_takes_its_worker_id_as_its_static_member_id(tmp_path, monkeypatch
     monkeypatch.setattr(cli, "reach_broker", lambda settings, timeout: None)
     monkeypatch.setattr(topics, "ensure_topics", lambda settings, timeout=None: {})
     monkeypatch.setattr(faust_app, "partitions_started_over", lambda settings, group_id, timeout=None: {})
+    monkeypatch.setattr(group_settings, "agree_on_settings", lambda settings, config: None)  # no broker here
     monkeypatch.setattr(faust_app, "create_app", create_app)
     for state in ("a", "b"):
         assert main(["faust", "--state", str(tmp_path / state)]) == 0

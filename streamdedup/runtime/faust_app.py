@@ -70,6 +70,32 @@ PAGE_TARGETS = ("unique", "duplicate")  # a judged page's full output, the one i
 JOURNAL_KEEP = 10_000  # entries kept per partition below the committed offset, whatever it is
 _OFFSET_DIGITS = 20  # offsets zero-padded in journal names, so names sort as offsets do
 SEND_RETRY_S = (0.5, 1, 2, 5)  # backoff while the broker is away, the last repeated
+# the app's consumer group (its Faust app id) when none is given: not the worker's `streamdedup`, so that the two
+# never join one group (`group_settings.mode_clash` refuses them on the same topics)
+FAUST_GROUP_ID = "streamdedup-faust"
+OLD_DEFAULT_GROUP_ID = "streamdedup"  # the default of earlier versions, the worker's
+GROUP_ID_FILE = "faust-group-id"  # in the state directory: the default group the app took there
+
+
+def default_group_id(state_dir: Path) -> str:
+    """The app's group when none is given (--group-id, STREAMDEDUP_GROUP_ID), kept in its state directory.
+
+    `FAUST_GROUP_ID`, except in the state directory of an app of an earlier version (Faust's files there, no
+    `GROUP_ID_FILE`): that one keeps its group, the old default, as under a new group it would read its topic again
+    from the start (every page past the journal a `duplicate_id`)."""
+    path = state_dir / GROUP_ID_FILE
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    group = OLD_DEFAULT_GROUP_ID if (state_dir / "faust-data").exists() else FAUST_GROUP_ID
+    if group == OLD_DEFAULT_GROUP_ID:
+        log.warning("this state directory's app ran as group %r, the default of earlier versions and the worker's: "
+                    "it keeps it; a worker on the same topics is refused. To move to the new default, start it with "
+                    "--group-id %s on a fresh --state", group, FAUST_GROUP_ID)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(group + "\n", encoding="utf-8")
+    os.replace(partial, path)
+    return group
 
 
 def journal_name(topic: str, partition: int, offset: int) -> str:
@@ -604,6 +630,6 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     return app
 
 
-__all__ = ["JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "deliver_where_started_over",
-           "forget_read_offsets", "journal_name", "outputs_for",
+__all__ = ["FAUST_GROUP_ID", "JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "default_group_id",
+           "deliver_where_started_over", "forget_read_offsets", "journal_name", "outputs_for",
            "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]

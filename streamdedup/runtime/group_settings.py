@@ -13,6 +13,8 @@ a `global` group judged its partitions' pages against its own stores only, so co
 partitions stopped being found. A record written by 0.14.0 or later names its topology; one of 0.12.0 to
 0.13.x tells it by its internal topics (the global topology's, none for local); one of 0.11.0 or earlier
 tells nothing, and its topology is not checked (`GroupRecord.topology` "").
+The Faust app (`streamdedup faust`) takes part as a topology of its own, `faust`: a worker and a Faust
+app on one group, or on the same pages and outputs, refuse whichever starts second (`mode_clash`).
 
 The group's record is the one with the highest generation, ties going to the first in offset
 order: two workers that start at once both write generation 1, and both agree the first one
@@ -49,6 +51,9 @@ log = logging.getLogger(__name__)
 # the command-line flag of each verdict setting, to name the fix; the others are set in the --config file only
 FLAGS = {"policy": "--policy", "same_site_policy": "--same-site-policy", "retention_ms": "--retention",
          "max_clock_skew_ms": "--max-clock-skew", "max_new_share": "--max-new-share"}
+
+
+FAUST = "faust"  # the topology a Faust app's record names (`streamdedup faust`)
 
 
 class GroupSettingsDiffer(WorkerStopped):
@@ -166,6 +171,28 @@ def internal_topics(settings: WorkerSettings) -> tuple[str, ...]:
     return settings.topics.internal if settings.topology == "global" else ()
 
 
+def mode(topology: str) -> str:
+    """What runs a group of that topology, in words: the Faust app or workers of a topology."""
+    return "Faust apps (streamdedup faust)" if topology == FAUST else f"streamdedup workers ({topology} topology)"
+
+
+def mode_clash(settings: WorkerSettings, group: str, record: GroupRecord, outputs: list[str]) -> str | None:
+    """The refusal of a worker next to a Faust app, or of a Faust app next to a worker; None if both are one mode.
+
+    `outputs`: the topics both would write (none: both are in one group). Each would judge every page again and
+    give it a second output; in one consumer group the two clients broke each other (a worker died in librdkafka's
+    `rd_slice_init_full` assertion, the group stuck rebalancing)."""
+    if not record.topology or (record.topology == FAUST) == (settings.topology == FAUST):
+        return None
+    where, harm = ((f"judge {record.reads} into {', '.join(outputs)}", "on the same topics would give every page a "
+                    "second output") if outputs else
+                   ("use this group", "in one group would break it (neither judges) or judge every page twice"))
+    return (f"{mode(record.topology)} already {where} (group {group!r}, written by {record.written_by!r}): "
+            f"{mode(settings.topology)} {harm}. Run one mode on "
+            "these topics, or give this one topics of its own (STREAMDEDUP_TOPIC_PAGES and _UNIQUE, _DUPLICATES, "
+            "_REJECTED, _CLUSTERS, _VERDICTS, _CLUSTER_VIEW) and its own --group-id")
+
+
 def check_topics(settings: WorkerSettings, records: Mapping[str, GroupRecord]) -> None:
     """Refuse to start on topics another group uses.
 
@@ -183,6 +210,9 @@ def check_topics(settings: WorkerSettings, records: Mapping[str, GroupRecord]) -
             log.warning("group %r, which has no member now, judged %s into %s: if it starts again, each page will "
                         "come out twice there", group, record.reads, ", ".join(both))
             both = []
+        clash = mode_clash(settings, group, record, both) if both else None
+        if clash:
+            raise WorkerStopped(clash)
         if both:
             raise WorkerStopped(
                 f"group {group!r} (written by {record.written_by!r}) already judges {record.reads} into "
@@ -210,6 +240,9 @@ def check_topology(settings: WorkerSettings, group: GroupRecord) -> None:
     not the other's."""
     if not group.topology or group.topology == settings.topology:
         return
+    clash = mode_clash(settings, settings.group_id, group, [])
+    if clash:
+        raise GroupSettingsDiffer(clash)
     raise GroupSettingsDiffer(
         f"this worker runs the {settings.topology} topology, group {settings.group_id!r} the {group.topology} one "
         f"(written by {group.written_by!r}): in one group a worker of the other topology would not find copies "

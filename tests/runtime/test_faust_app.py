@@ -454,3 +454,62 @@ def test_a_method_parameter_that_does_not_exist_stops_the_app_before_it_starts(t
     assert refused.returncode == 2, refused.stderr
     [line] = refused.stderr.strip().splitlines()
     assert line.startswith("streamdedup: error: minhash has no parameter 'nope'"), line
+
+
+def test_the_app_takes_a_group_of_its_own_by_default_and_an_old_app_keeps_its_own(tmp_path):
+    """Not the worker's `streamdedup` (before: both defaulted to it, and a worker and an app on one broker broke
+    each other's group); the state directory of an app of an earlier version keeps that group, which holds its
+    committed offsets."""
+    from streamdedup.runtime.faust_app import FAUST_GROUP_ID, default_group_id
+
+    assert default_group_id(tmp_path / "new") == FAUST_GROUP_ID == "streamdedup-faust"
+    (tmp_path / "old" / "faust-data").mkdir(parents=True)
+    assert default_group_id(tmp_path / "old") == "streamdedup"
+    assert default_group_id(tmp_path / "old") == "streamdedup"  # kept: no warning twice
+    assert default_group_id(tmp_path / "new") == FAUST_GROUP_ID  # faust-data made since: still its own
+
+
+def member_of(settings, group: str) -> Consumer:
+    """A consumer that has joined `group` on the pages topic (the group has a member until it is closed)."""
+    consumer = Consumer(settings.client(**{"group.id": group, "enable.auto.commit": False}))
+    consumer.subscribe([settings.topics.pages])
+    deadline = time.monotonic() + 60
+    while not consumer.assignment():
+        assert time.monotonic() < deadline, f"{group} got no partition"
+        consumer.poll(0.2)
+    return consumer
+
+
+def test_a_worker_and_the_app_on_the_same_topics_refuse_whichever_starts_second(settings, tmp_path):
+    """The app writes and checks the group settings record as the worker does, as topology `faust`. Before: in one
+    group a worker died in librdkafka's rd_slice_init_full assertion and the app judged nothing; in two groups
+    every page came out twice; no word either way."""
+    from streamdedup.runtime.errors import WorkerStopped
+    from streamdedup.runtime.group_settings import agree_on_settings
+    from streamdedup.runtime.topics import ensure_topics
+
+    ensure_topics(settings)
+    agree_on_settings(settings, DetectorConfig())  # a worker of group g-... (global topology)
+    worker = member_of(settings, settings.group_id)
+    try:
+        (tmp_path / "cwd").mkdir()
+        same_group = subprocess.run(app_command(settings, tmp_path), env=app_env(settings), capture_output=True,
+                                    text=True, timeout=120, cwd=tmp_path / "cwd")
+        with pytest.raises(WorkerStopped, match=r"streamdedup workers \(global topology\) already judge .* Run one mode"):
+            agree_on_settings(replace(settings, group_id="other", topology="faust"), DetectorConfig())
+    finally:
+        worker.close()
+    errors = [line for line in same_group.stderr.splitlines() if line.startswith("streamdedup: error:")]
+    assert same_group.returncode == 2 and len(errors) == 1, same_group.stderr[-3000:]
+    assert "streamdedup workers (global topology) already use this group" in errors[0]
+    # the other way round: the app runs (its record, a member), a worker of another group is refused
+    app_settings = replace(settings, group_id=f"{settings.group_id}-faust", topics=replace(
+        settings.topics, pages=f"{settings.topics.pages}-b", unique=f"{settings.topics.unique}-b"))
+    ensure_topics(replace(app_settings, topology="local"))
+    agree_on_settings(replace(app_settings, topology="faust"), DetectorConfig())
+    app = member_of(app_settings, app_settings.group_id)
+    try:
+        with pytest.raises(WorkerStopped, match=r"Faust apps \(streamdedup faust\) already judge \S+-b into .*Run one mode"):
+            agree_on_settings(replace(app_settings, group_id="another", topology="local"), DetectorConfig())
+    finally:
+        app.close()
