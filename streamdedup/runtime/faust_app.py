@@ -51,6 +51,7 @@ import orjson
 from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.logs import Repeats
 from streamdedup.outputs.kafka import cluster_events, light_headers
 from streamdedup.outputs.record_size import Headers
 from streamdedup.record.json_value import json_object
@@ -498,6 +499,28 @@ def deliver_where_started_over(app: Any, topic: str, keeper_for: Callable[[str, 
     app._new_consumer = consumer_that_delivers
 
 
+CLIENT_LOGGERS = ("aiokafka", "faust.transport")  # Faust's Kafka client and its driver: a line per retry
+
+
+def hold_back_client_repeats(repeats: logging.Filter | None = None) -> logging.Filter:
+    """Let each kind of line of the Kafka client's loggers through at most once a minute, as the worker's.
+
+    While the broker is down, aiokafka logs every failed connection, metadata update, fetch and coordinator
+    request (an operator review: ~1,150 ERROR lines in 20 s). A logger's filter sees only its own records, not
+    its children's, so `logs.Repeats` (one, shared) goes on every logger under `CLIENT_LOGGERS`, once their
+    modules are imported."""
+    import faust.transport.drivers.aiokafka  # noqa: F401 - creates the loggers filtered here
+
+    shared = repeats or Repeats()
+    names = [name for name in list(logging.root.manager.loggerDict)
+             if any(name == prefix or name.startswith(prefix + ".") for prefix in CLIENT_LOGGERS)]
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, Repeats) for f in logger.filters):
+            logger.addFilter(shared)
+    return shared
+
+
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
                journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
     """The Faust app.
@@ -509,6 +532,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
     # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
+    hold_back_client_repeats()
     keep_worker_id(settings)  # before faust-data: a default id stays this directory's at every restart
     app = faust.App(app_id, broker=f"kafka://{settings.bootstrap_servers}", web_enabled=False,
                     datadir=str(Path(settings.state_dir) / "faust-data"),
@@ -631,5 +655,5 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 
 __all__ = ["FAUST_GROUP_ID", "JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "default_group_id",
-           "deliver_where_started_over", "forget_read_offsets", "journal_name", "outputs_for",
-           "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]
+           "deliver_where_started_over", "forget_read_offsets", "hold_back_client_repeats", "journal_name",
+           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]

@@ -513,3 +513,27 @@ def test_a_worker_and_the_app_on_the_same_topics_refuse_whichever_starts_second(
             agree_on_settings(replace(app_settings, group_id="another", topology="local"), DetectorConfig())
     finally:
         app.close()
+
+
+def test_the_kafka_clients_repeated_lines_are_held_back_as_the_workers(caplog):
+    """While the broker is down aiokafka logs every failed retry (an operator review: ~1,150 ERROR lines in 20 s);
+    each kind of line now goes through once a minute, as the worker's librdkafka lines (`logs.Repeats`)."""
+    from streamdedup.logs import Repeats
+    from streamdedup.runtime.faust_app import hold_back_client_repeats
+
+    now = [0.0]
+    repeats = hold_back_client_repeats(Repeats(clock=lambda: now[0]))
+    try:
+        with caplog.at_level(logging.ERROR):
+            for node in range(300):
+                logging.getLogger("aiokafka.conn").error("Unable connect to node with id 1: [Errno 111] %d", node)
+                logging.getLogger("aiokafka.consumer.fetcher").error("Failed fetch messages from 1: NodeNotReadyError")
+            now[0] = 61.0
+            logging.getLogger("aiokafka.conn").error("Unable connect to node with id 1: [Errno 111] 7")
+    finally:
+        for name in list(logging.root.manager.loggerDict):
+            if name.startswith(("aiokafka", "faust.transport")):
+                logging.getLogger(name).removeFilter(repeats)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("aiokafka")]
+    assert len(lines) == 3, lines
+    assert lines[-1].endswith("(299 more like it in the last 60 s)")
