@@ -499,6 +499,20 @@ def deliver_where_started_over(app: Any, topic: str, keeper_for: Callable[[str, 
     app._new_consumer = consumer_that_delivers
 
 
+def warn_if_forgotten(topic: str, partition: int, offset: int, state_dir: Path) -> None:
+    """One warning if a partition's store was made empty past the partition's start: what it forgot, and the fix.
+
+    The app does not rebuild a missing store (a lost state folder, a partition moved from another instance) as the
+    worker does from its input topic: the pages judged before `offset` are not in it."""
+    if offset <= 0:
+        return
+    log.warning("%s partition %d: its store in %s is new, but the app starts at offset %d: the pages judged before "
+                "(before the state folder was lost, or on the instance that had the partition) are not in it, so "
+                "copies of them come out unique. The Faust app does not rebuild a store: keep --state on a disk that "
+                "survives restarts and restore it from a backup, or judge the topic again from its start under a new "
+                "--group-id into new output topics", topic, partition, state_dir, offset)
+
+
 CLIENT_LOGGERS = ("aiokafka", "faust.transport")  # Faust's Kafka client and its driver: a line per retry
 
 
@@ -558,10 +572,14 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     for name in names.values():  # declared as the worker's (the view compacted), should they be missing
         app.topic(name, **{**raw, "config": topic_config(name, settings)})
     keepers: dict[int, JournalKeeper] = {}
+    new_stores: set[int] = set()  # partitions whose store this app made empty, not yet warned of
 
     def keeper_for(topic: str, partition: int) -> JournalKeeper:
         if partition not in keepers:
-            detector = Detector(config, Path(settings.state_dir) / f"faust-{t.pages}-{partition}")
+            path = Path(settings.state_dir) / f"faust-{t.pages}-{partition}"
+            if not (path / "CURRENT").exists():
+                new_stores.add(partition)
+            detector = Detector(config, path)
             keepers[partition] = JournalKeeper(detector, topic, partition, keep=journal_keep,
                                                on_topic_reset=settings.on_topic_reset)
         return keepers[partition]
@@ -637,6 +655,9 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
             message = event.message
             try:
                 keeper = keeper_for(message.topic, message.partition)
+                if message.partition in new_stores:
+                    new_stores.discard(message.partition)
+                    warn_if_forgotten(message.topic, message.partition, message.offset, settings.state_dir)
                 # what Faust last committed or read at assignment (the offset a replay starts at)
                 committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
                 passed = input_headers(message.headers)
@@ -656,4 +677,5 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 __all__ = ["FAUST_GROUP_ID", "JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "default_group_id",
            "deliver_where_started_over", "forget_read_offsets", "hold_back_client_repeats", "journal_name",
-           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]
+           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output",
+           "warn_if_forgotten"]
