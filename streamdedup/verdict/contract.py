@@ -18,6 +18,11 @@ DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full
 
 
 class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a frozen dataclass's time
+    """A judged page: unique or duplicate, its cluster and what it matched.
+
+    Read by the same names as a `Rejection` (`reason` and `detail` are None here; a rejection's
+    verdict fields are None or empty), so `Verdict | Rejection` needs no isinstance to be read."""
+
     page_id: str
     status: str  # "unique" | "duplicate"
     cluster_id: str
@@ -33,6 +38,17 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     # its main text was cut to its first `max_text_chars` characters: compared by those only, so a
     # duplicate only of a page with the same whole text (what lies past the cut may be new; engine `as_cut`)
     text_cut: bool = False
+
+    # a rejection's fields, None on a verdict: a list of both is read by the same names
+    @property
+    def reason(self) -> None:
+        """None: a judged page has no rejection reason (`Rejection.reason`)."""
+        return None
+
+    @property
+    def detail(self) -> None:
+        """None: a judged page has no rejection detail (`Rejection.detail`)."""
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,6 +76,8 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
 
 @dataclass(frozen=True)
 class Rejection:
+    """A record not judged: why (`reason`, `detail`) and where it came from (`origin`)."""
+
     reason: str  # a `record.rejection.Reason` value
     detail: str
     origin: str  # where the record came from: file:line, file@offset or topic[partition]@offset
@@ -74,6 +92,59 @@ class Rejection:
     def status(self) -> str:
         """Always "rejected": a list of verdicts and rejections is read by one field, as its output files are."""
         return "rejected"
+
+    # a verdict's fields, as a record that was not judged has them: `v.duplicate_of` reads (and
+    # type-checks) on `Verdict | Rejection` without an isinstance; properties, so `Verdict` stays
+    # a plain NamedTuple (one a page) and a rejection's constructor and `as_dict` are unchanged
+    @property
+    def cluster_id(self) -> None:
+        """None: a rejected record joins no cluster."""
+        return None
+
+    @property
+    def duplicate_of(self) -> None:
+        """None: a rejected record is nobody's duplicate."""
+        return None
+
+    @property
+    def similarity(self) -> None:
+        """None: a rejected record was compared with nothing."""
+        return None
+
+    @property
+    def method(self) -> None:
+        """None: no method matched a rejected record."""
+        return None
+
+    @property
+    def new_share(self) -> None:
+        """None: a rejected record has no text measured against another."""
+        return None
+
+    @property
+    def merged_clusters(self) -> tuple[str, ...]:
+        """Empty: a rejected record merges no clusters."""
+        return ()
+
+    @property
+    def supersedes(self) -> tuple[str, ...]:
+        """Empty: a rejected record supersedes no page."""
+        return ()
+
+    @property
+    def related_to(self) -> tuple[str, ...]:
+        """Empty: a rejected record is related to no page."""
+        return ()
+
+    @property
+    def time_note(self) -> None:
+        """None: a rejected record's fetch time was not read for retention."""
+        return None
+
+    @property
+    def text_cut(self) -> bool:
+        """False: a rejected record's text was not compared, cut or whole."""
+        return False
 
     def as_dict(self) -> dict[str, Any]:
         out = {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
