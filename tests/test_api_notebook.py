@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from streamdedup import Deduplicator, Rejection, Verdict
+from streamdedup.testing import make_article
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = ("The council voted on Monday to keep the library open on Sundays through the winter, "
@@ -49,3 +53,81 @@ def test_a_result_s_fields_read_and_type_check_without_isinstance(tmp_path: Path
     assert rejected.as_dict() == {"status": "rejected", "reason": "empty_content", "detail": rejected.detail,
                                   "origin": "item 1"}  # the output form is unchanged
     assert "reason" not in unique.as_dict() and unique._fields[-1] == "text_cut"
+
+
+class _Timestamp(datetime):
+    """pandas' Timestamp as orjson meets it: a datetime subclass (which it does not write itself)."""
+
+
+class _NaT(datetime):
+    """pandas' NaT as the library meets it: a datetime unequal to itself whose isoformat is "NaT"."""
+
+    def __new__(cls) -> _NaT:
+        return super().__new__(cls, 1970, 1, 1)
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = datetime.__hash__
+
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        return "NaT"
+
+
+def test_a_dataframe_s_rows_read_as_the_crawl_records_they_stand_for() -> None:
+    """`add_many(df.to_dict("records"))`: NaT (pandas' or numpy's) and a float32 NaN fetch time were
+    `invalid_field` ("Invalid isoformat string: 'NaT'"), a text row with NaN in the url column was
+    `missing_url`, `add(fetched_at=pd.NaT)` was rejected. Now each row is judged as the record a user
+    would write by hand: a time as its ISO text, a missing value as the field left out."""
+    import numpy as np
+
+    texts = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(9)]
+    urls = [f"https://news.example/{i}" for i in range(9)]
+    rows = [  # as a DataFrame hands them over, and as a crawl file would hold them
+        ({"id": np.int64(1), "fetched_at": _Timestamp(2024, 1, 2, 3, 4, 5, tzinfo=UTC)},
+         {"id": 1, "fetched_at": "2024-01-02T03:04:05+00:00"}),
+        ({"fetched_at": np.datetime64("2024-01-02T03:04:05.123456789")}, {"fetched_at": "2024-01-02T03:04:05.123456Z"}),
+        ({"fetched_at": datetime(2024, 1, 3)}, {"fetched_at": "2024-01-03T00:00:00Z"}),
+        ({"id": np.uint8(4), "fetched_at": np.int64(1704164645)}, {"id": 4, "fetched_at": 1704164645}),
+        ({"fetched_at": _NaT()}, {}),
+        ({"fetched_at": np.datetime64("NaT")}, {}),
+        ({"fetched_at": float("nan")}, {}),
+        ({"fetched_at": np.float32("nan"), "id": float("nan"), "lang": None}, {}),
+    ]
+    given = [{"url": url, "content": text, **row} for (row, _), url, text in zip(rows, urls, texts, strict=False)]
+    written = [{"url": url, "content": text, **row} for (_, row), url, text in zip(rows, urls, texts, strict=False)]
+    given.append({"id": np.int32(0), "url": float("nan"), "text": texts[8], "fetched_at": _NaT()})  # a text's row
+    written.append({"id": 0, "text": texts[8]})
+    with Deduplicator() as dedup:
+        from_rows = dedup.add_many(given)
+        nat = dedup.add(texts[0] + " Updated.", id="nat", fetched_at=_NaT())
+        assert "fetched_at" not in dedup.record(TEXT, fetched_at=_NaT())
+        assert dedup.record(TEXT, fetched_at=np.datetime64("2024-01-02"))["fetched_at"] == "2024-01-02T00:00:00.000000"
+    with Deduplicator() as dedup:
+        by_hand = dedup.add_many(written)
+    assert [(r.status, r.reason) for r in from_rows] == [("unique", None)] * len(given), from_rows
+    # the same ids: derived from the same fetch time (rows 2, 3) or, undated, from the same place (5-8)
+    assert [r.page_id for r in from_rows] == [r.page_id for r in by_hand] and from_rows[-1].page_id == "0"
+    assert (nat.status, nat.duplicate_of) == ("duplicate", "1")
+
+
+def test_a_pandas_dataframe_s_rows_are_judged() -> None:
+    """The same with pandas itself, where it is installed (the test extra installs it; the library does not need it)."""
+    pd = pytest.importorskip("pandas")
+
+    texts = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(4)]
+    frame = pd.DataFrame({
+        "id": pd.array([1, 2, None, 4], dtype="Int64"),
+        "url": ["https://a.example/1", None, "https://a.example/3", "https://a.example/4"],
+        "text": [None, texts[1], None, None],
+        "content": [texts[0], None, texts[2], texts[3]],
+        "fetched_at": pd.to_datetime(["2024-01-02T03:04:05Z", None, "2024-01-03T00:00:00Z", None]),
+        "lang": pd.array(["en", pd.NA, "en", "en"], dtype="string")})
+    with Deduplicator() as dedup:
+        results = dedup.add_many(frame.to_dict("records"))
+        assert [(r.status, r.reason) for r in results] == [("unique", None)] * 4, results
+        assert [r.page_id for r in results][:2] + [r.page_id for r in results][3:] == ["1", "2", "4"]
+        assert dedup.add(texts[0] + " Updated.", id="nat", fetched_at=pd.NaT).duplicate_of == "1"

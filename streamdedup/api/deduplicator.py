@@ -11,9 +11,7 @@ temporary folder (removed on `close`) or in a folder that later runs open again.
 
 from __future__ import annotations
 
-import base64
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -26,18 +24,25 @@ from typing import Any
 
 import orjson
 
+from streamdedup.api.values import (
+    bytes_content_as_base64,
+    first_present,
+    json_value,
+    missing,
+    plain_value,
+    unencodable,
+)
 from streamdedup.clean.extract import is_html
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Outcome
-from streamdedup.record.page import FIELD_ALIASES, TEXT_URL_SCHEME
+from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.store.sessions import take_session
 from streamdedup.verdict.contract import Rejection, Verdict
 
 Item = str | Mapping[str, Any]
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # no text in UTF-8 holds one (bytes read with surrogateescape do)
 
 
 class Deduplicator:
@@ -142,8 +147,8 @@ class Deduplicator:
             record["id"] = id
         record.update({"content": content, "content_type": "text/html"} if markup
                       else {"text": content, "content_type": "text/plain"})
-        if fetched_at is not None:
-            record["fetched_at"] = fetched_at.isoformat() if isinstance(fetched_at, datetime) else fetched_at
+        if (fetched := plain_value(fetched_at)) is not None:  # a datetime as ISO text; NaT, NaN: no fetch time
+            record["fetched_at"] = fetched
         return record
 
     def _raws(self, items: Iterable[Item], method: str) -> list[RawRecord]:
@@ -174,14 +179,16 @@ class Deduplicator:
         record = self.record(item) if isinstance(item, str) else item
         if not isinstance(record, Mapping):
             raise TypeError(f"an item is a str or a page record (a mapping), got {type(item).__name__}")
-        if "url" not in record and "text" in record:  # a plain text: its own site, as `add` files it
-            page_id = record.get("id") or uuid.uuid4().hex
+        # a plain text: its own site, as `add` files it (a DataFrame's row without a url has NaN there)
+        if not missing(record.get("text")) and first_present(record, "url") is None:
+            page_id = plain_value(first_present(record, "id"))
+            page_id = uuid.uuid4().hex if page_id is None or page_id == "" else page_id  # an id 0 is an id
             record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
         origin, position = f"item {self._count}", f"api {session}:#{self._count}"
-        try:
-            data = orjson.dumps(_bytes_content_as_base64(record), default=_json_value)
+        try:  # numpy and pandas values as JSON holds them, a missing one as null: the field left out (`values`)
+            data = orjson.dumps(bytes_content_as_base64(record), default=json_value)
         except TypeError:  # bytes, a lone surrogate: no JSON line holds them; the item's rejection, not the batch's
-            return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, _unencodable(record)))
+            return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, unencodable(record)))
         return RawRecord(origin=origin, data=data, position=position)
 
     @staticmethod
@@ -226,36 +233,6 @@ def looks_like_html(content: str) -> bool:
     It starts with markup, or has an HTML document's head (`clean.extract.is_html`'s sniff of a text
     labelled plain)."""
     return content.lstrip()[:1] == "<" or is_html("text/plain", content)
-
-
-def _bytes_content_as_base64(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The record with bytes content as file mode's `content_encoding: base64`, else as it is.
-
-    So its bytes are decoded as a crawl file's page bytes are (charset of the content type, the
-    page's <meta>, detection), not judged on their Python repr ("b'<html>...'")."""
-    field = next((name for name in FIELD_ALIASES["content"] if record.get(name) is not None), "")
-    content = record.get(field)
-    if field == "content_base64" or not isinstance(content, (bytes, bytearray)) or "content_encoding" in record:
-        return record
-    return {**record, field: base64.b64encode(content).decode("ascii"), "content_encoding": "base64"}
-
-
-def _json_value(value: Any) -> str:
-    """A value orjson does not know, as its str (a Decimal, a Path); bytes are refused (their str is a repr)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError("bytes")
-    return str(value)
-
-
-def _unencodable(record: Mapping[str, Any]) -> str:
-    """One line naming the field of `record` that no JSON line can hold, and what to give instead."""
-    for key, value in record.items():
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return f"{key} is bytes: give a str (only a page's content may be bytes)"
-        if isinstance(value, str) and (lone := _LONE_SURROGATE.search(value)):
-            return (f"{key} holds a lone surrogate (U+{ord(lone.group()):04X} at character {lone.start()}), which is "
-                    "no UTF-8 text: decode its bytes with errors='replace', or give them as bytes content")
-    return "a field holds bytes or a lone surrogate in a nested value or a name: give str values of UTF-8 text"
 
 
 def _close(detector: Detector, temporary: str | None, owner: int) -> None:
