@@ -1,6 +1,6 @@
 """streamdedup: near-duplicate detection for web crawls, batch or streaming.
 
-    from streamdedup import Deduplicator, DetectorConfig, Verdict, Rejection, dedup_files
+    from streamdedup import Deduplicator, DetectorConfig, Verdict, Rejection, AddInterrupted, dedup_files
 
 `Deduplicator` judges pages or plain texts in-process, `dedup_files` deduplicates files into a
 folder (the crash-safe file mode of `streamdedup dedup`); docs/api.md shows both. The names are
@@ -21,6 +21,7 @@ __version__ = "0.15.0"
 
 # public name -> the module that defines it, imported when the name is first asked for
 _EXPORTS = {
+    "AddInterrupted": "streamdedup.api.interrupts",
     "Deduplicator": "streamdedup.api.deduplicator",
     "dedup_files": "streamdedup.api.file_mode",
     "FileRun": "streamdedup.api.file_mode",
@@ -28,11 +29,13 @@ _EXPORTS = {
     "Verdict": "streamdedup.verdict.contract",
     "Rejection": "streamdedup.verdict.contract",
 }
-__all__ = ["Deduplicator", "DetectorConfig", "FileRun", "Rejection", "Verdict", "__version__", "dedup_files"]
+__all__ = ["AddInterrupted", "Deduplicator", "DetectorConfig", "FileRun", "Rejection", "Verdict", "__version__",
+           "dedup_files"]
 
 if TYPE_CHECKING:
     from streamdedup.api.deduplicator import Deduplicator
     from streamdedup.api.file_mode import FileRun, dedup_files
+    from streamdedup.api.interrupts import AddInterrupted
     from streamdedup.config import DetectorConfig
     from streamdedup.verdict.contract import Rejection, Verdict
 

@@ -131,3 +131,80 @@ def test_a_pandas_dataframe_s_rows_are_judged() -> None:
         assert [(r.status, r.reason) for r in results] == [("unique", None)] * 4, results
         assert [r.page_id for r in results][:2] + [r.page_id for r in results][3:] == ["1", "2", "4"]
         assert dedup.add(texts[0] + " Updated.", id="nat", fetched_at=pd.NaT).duplicate_of == "1"
+
+
+def _articles(count: int, start: int = 0) -> list[str]:
+    return ["\n\n".join(make_article(i, paragraphs=3)) for i in range(start, start + count)]
+
+
+def test_ctrl_c_in_add_many_files_whole_batches_and_says_how_many(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in a long `add_many` raised a bare KeyboardInterrupt: 8 of 12 items filed, unsaid, their
+    verdicts lost; the cell run again gave those 8 as `duplicate_id` (or, without ids, as duplicates
+    of themselves). Now the batch in hand is forgotten whole and `AddInterrupted` names the items filed."""
+    import streamdedup.fingerprinter
+    from streamdedup import AddInterrupted, DetectorConfig
+
+    texts = _articles(12)
+    items = [{"id": f"p{i}", "text": text} for i, text in enumerate(texts[:6])] + texts[6:]  # ids given, and not
+    real, reads = streamdedup.fingerprinter.page_from_record, [0]
+
+    def interrupted_at_the_tenth(*args: Any, **kwargs: Any) -> Any:  # the record reader: pure
+        reads[0] += 1
+        if reads[0] == 10:  # in the third batch of four
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    state = tmp_path / "state"
+    with Deduplicator(DetectorConfig(batch_size=4), state=state) as dedup:
+        monkeypatch.setattr(streamdedup.fingerprinter, "page_from_record", interrupted_at_the_tenth)
+        with pytest.raises(AddInterrupted) as stopped:
+            dedup.add_many(items)
+        monkeypatch.undo()
+        err = stopped.value
+        assert isinstance(err, KeyboardInterrupt) and (err.filed, err.total) == (8, 12)
+        assert str(err) == ("add_many was interrupted: its first 8 of 12 items were filed (their verdicts: this "
+                            "exception's .results), the other 4 were not: add_many(items[8:]) files them")
+        assert [r.status for r in err.results] == ["unique"] * 8 and err.results[0].page_id == "p0"
+        filed = [r.page_id for r in err.results]
+        assert [r.duplicate_of for r in dedup.query_many(texts)] == filed + [None] * 4  # the third batch: not filed
+        rest = dedup.add_many(items[err.filed:])  # as the message says
+        assert [(r.status, r.reason) for r in rest] == [("unique", None)] * 4
+    with Deduplicator(state=state) as dedup:  # each item filed once, in a store that reopens
+        again = dedup.query_many(texts)
+        assert [r.duplicate_of for r in again] == filed + [r.page_id for r in rest]
+
+
+def test_ctrl_c_during_a_store_write_waits_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT between the batch's RocksDB write and its in-memory index update left pages on disk
+    that no later page found (a copy of them was `unique`); now it is delivered after the write."""
+    import signal
+
+    from streamdedup import AddInterrupted, DetectorConfig
+
+    texts = _articles(6, start=20)
+    with Deduplicator(DetectorConfig(batch_size=3), state=tmp_path / "state") as dedup:
+        dedup.add(TEXT, id="first")  # its session's number taken (a store write of its own, held alike)
+        memory = dedup._detector.store.memory
+        real, writes = memory.insert_ints, [0]
+
+        def insert_after_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+            writes[0] += 1
+            if writes[0] == 1:  # the first batch: on disk, not yet in the index
+                signal.raise_signal(signal.SIGINT)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(memory, "insert_ints", insert_after_ctrl_c)
+        with pytest.raises(AddInterrupted) as stopped:
+            dedup.add_many(texts)
+        monkeypatch.undo()
+        assert (stopped.value.filed, stopped.value.total) == (3, 6)
+        assert [r.duplicate_of for r in dedup.query_many(texts)] == [r.page_id for r in stopped.value.results] + [
+            None] * 3
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(AddInterrupted, match="add was interrupted after filing its item"):
+            monkeypatch.setattr(memory, "insert_ints", insert_after_ctrl_c)
+            writes[0] = 0
+            dedup.add(texts[3], id="single")
+        monkeypatch.undo()
+        assert dedup.add(texts[3] + " Updated.").duplicate_of == "single"  # still usable, and it was filed

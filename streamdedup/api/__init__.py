@@ -5,5 +5,6 @@ mode that `streamdedup dedup` runs). docs/api.md shows both."""
 
 from streamdedup.api.deduplicator import Deduplicator
 from streamdedup.api.file_mode import FileRun, dedup_files
+from streamdedup.api.interrupts import AddInterrupted
 
-__all__ = ["Deduplicator", "FileRun", "dedup_files"]
+__all__ = ["AddInterrupted", "Deduplicator", "FileRun", "dedup_files"]

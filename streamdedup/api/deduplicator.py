@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from streamdedup.api.interrupts import AddInterrupted, filed_note, sigint_held
 from streamdedup.api.values import (
     bytes_content_as_base64,
     first_present,
@@ -36,6 +37,7 @@ from streamdedup.clean.extract import is_html
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Outcome
+from streamdedup.record.batches import batches
 from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
@@ -102,7 +104,7 @@ class Deduplicator:
         Returns a `Verdict` (status "unique" or "duplicate") or a `Rejection` (empty, no text...)."""
         self._check_open("add")  # before the lock: a forked child's copy of it may be held for ever
         with self._lock:
-            return self.add_many([self.record(content, id, url, fetched_at, html)])[0]
+            return self._file([self.record(content, id, url, fetched_at, html)], "add")[0]
 
     def query(self, content: str, id: str | None = None, url: str | None = None,
               fetched_at: datetime | str | None = None, html: bool | None = None) -> Verdict | Rejection:
@@ -116,11 +118,16 @@ class Deduplicator:
 
         An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
         record as in a crawl file: a mapping with a url and content, or an id and a `text`
-        field (see `record`); any other fields of a crawl record are read as in file mode."""
+        field (see `record`); any other fields of a crawl record are read as in file mode.
+
+        Each batch (`config.batch_size` items) is filed whole or not at all. Ctrl-C (a
+        KeyboardInterrupt) stops the call at once, or right after a batch's store write in
+        progress, and raises `AddInterrupted`, a KeyboardInterrupt naming how many items were
+        filed (the first `filed`) with their verdicts (`results`): `add_many(items[err.filed:])`
+        files the rest. Another error has a note saying the same."""
         self._check_open("add_many")
         with self._lock:
-            records = self._raws(items, "add_many")
-            return [self._result(outcome) for outcome in self._detector.run(records)]
+            return self._file(items, "add_many")
 
     def query_many(self, items: Iterable[Item]) -> list[Verdict | Rejection]:
         """`query` of each item: judged as one batch (later items see earlier ones), then discarded."""
@@ -128,9 +135,33 @@ class Deduplicator:
         with self._lock:
             records = self._raws(items, "query_many")
             detector = self._detector
-            outcomes, _ = detector.decide_staged(detector.prepare_many(records))
-            detector.discard()  # the staged batch is dropped uncommitted
+            try:
+                outcomes, _ = detector.decide_staged(detector.prepare_many(records))
+            finally:
+                detector.discard()  # the staged batch is dropped uncommitted (Ctrl-C in it too)
             return [self._result(outcome) for outcome in outcomes]
+
+    def _file(self, items: Iterable[Item], method: str) -> list[Verdict | Rejection]:
+        """Judge and file `items` batch by batch; each batch's store write is whole (`interrupts`)."""
+        detector, config = self._detector, self._detector.config
+        results: list[Verdict | Rejection] = []
+        records: list[RawRecord] | None = None  # None: still reading the items
+        try:
+            records = self._raws(items, method)
+            for chunk in batches(records, config.batch_size, config.batch_bytes):
+                outcomes, staged = detector.decide_staged(detector.prepare_many(chunk))
+                with sigint_held():  # Ctrl-C waits for the write: a store written in part would lose pages
+                    detector.commit(staged)
+                    results += [self._result(outcome) for outcome in outcomes]
+        except BaseException as err:
+            detector.discard()  # the batch in hand, decided and not written, is forgotten
+            total = None if records is None else len(records)
+            if isinstance(err, KeyboardInterrupt):
+                raise AddInterrupted(method, len(results), total, results) from err
+            if results and records is not None:  # (a wrong item is refused before any is filed)
+                err.add_note(filed_note(method, len(results), len(records)))
+            raise
+        return results
 
     def record(self, content: str, id: str | None = None, url: str | None = None,
                fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
@@ -157,8 +188,9 @@ class Deduplicator:
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
                             f"{type(items).__name__}: pass it in a list, [item]")
-        if method == "add_many" and self._session is None:
-            self._session = take_session(self._detector.store)
+        if method in ("add", "add_many") and self._session is None:
+            with sigint_held():  # a store write: whole
+                self._session = take_session(self._detector.store)
         # a query files nothing, so it takes no number: 0, which no session of a store has
         session = self._session or 0
         return [self._raw(item, session) for item in items]
