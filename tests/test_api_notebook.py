@@ -168,8 +168,10 @@ def test_ctrl_c_in_add_many_files_whole_batches_and_says_how_many(tmp_path: Path
         assert [r.status for r in err.results] == ["unique"] * 8 and err.results[0].page_id == "p0"
         filed = [r.page_id for r in err.results]
         assert [r.duplicate_of for r in dedup.query_many(texts)] == filed + [None] * 4  # the third batch: not filed
+        assert sum(story["size"] for story in dedup.stories()) == 8  # the filed pages only
         rest = dedup.add_many(items[err.filed:])  # as the message says
         assert [(r.status, r.reason) for r in rest] == [("unique", None)] * 4
+        assert sum(story["size"] for story in dedup.stories()) == 12
     with Deduplicator(state=state) as dedup:  # each item filed once, in a store that reopens
         again = dedup.query_many(texts)
         assert [r.duplicate_of for r in again] == filed + [r.page_id for r in rest]
@@ -208,3 +210,61 @@ def test_ctrl_c_during_a_store_write_waits_for_it(tmp_path: Path, monkeypatch: p
             dedup.add(texts[3], id="single")
         monkeypatch.undo()
         assert dedup.add(texts[3] + " Updated.").duplicate_of == "single"  # still usable, and it was filed
+
+
+def _bridged_records() -> list[dict[str, Any]]:
+    """Two stories a third page bridges (a merge), a copy of the first on another site, a rejection, a loner."""
+    a, b = make_article(31, paragraphs=4), make_article(32, paragraphs=4)
+    texts = ["\n\n".join(a), "\n\n".join(b), "\n\n".join(a + b), "\n\n".join(a), "", "\n\n".join(make_article(33))]
+    return [{"url": f"https://{site}.example/{n}", "content": text, "content_type": "text/plain",
+             "fetched_at": f"2024-01-0{n + 1}T00:00:00Z"}
+            for n, (site, text) in enumerate(zip("xxxyzx", texts, strict=True))]
+
+
+def test_stories_are_file_mode_s_clusters_for_the_pages_added(tmp_path: Path) -> None:
+    """Story -> pages came only from file mode's clusters.jsonl or the Kafka cluster view: a notebook
+    had to fold verdicts itself. `stories()` is clusters.jsonl's content, merges folded alike."""
+    import json
+
+    from streamdedup import DetectorConfig, dedup_files
+
+    config = DetectorConfig(methods=("minhash",), policy="minhash", method_params={"minhash": {"threshold": 0.3}})
+    records = _bridged_records()
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text("".join(json.dumps(record) + "\n" for record in records))
+    dedup_files([crawl], tmp_path / "out", config)
+    clusters = [json.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_text().splitlines()]
+    with Deduplicator(config) as dedup:
+        assert dedup.stories() == []
+        results = dedup.add_many(records)
+        assert results[2].merged_clusters == (results[1].page_id,)  # the bridge: one story of a and b
+        dedup.query_many([records[5]["content"] + " Queried, not filed."])
+    stories = dedup.stories()  # after close too: it needs no store
+    assert stories == clusters
+    assert sorted((s["cluster_id"], s["size"]) for s in stories) == sorted([(results[0].page_id, 4),
+                                                                             (results[5].page_id, 1)])
+    merged = next(s for s in stories if s["size"] == 4)
+    assert [p["id"] for p in merged["pages"]] == [r.page_id for r in results[:4]]  # in the order fetched
+    merged["pages"][0]["url"] = "changed"  # a copy: the next answer is whole
+    assert next(s for s in dedup.stories() if s["size"] == 4)["pages"][0]["url"] == "https://x.example/0"
+
+
+def test_stories_of_a_reopened_store_say_what_they_hold(tmp_path: Path) -> None:
+    """A kept store keeps no cluster events: its earlier pages are in no story, and a warning says so."""
+    from streamdedup import DetectorConfig
+
+    config = DetectorConfig(methods=("minhash",), policy="minhash", method_params={"minhash": {"threshold": 0.3}})
+    records = _bridged_records()
+    with Deduplicator(config, state=tmp_path / "state") as dedup:
+        first = dedup.add_many(records[:2])
+    with Deduplicator(config, state=tmp_path / "state") as dedup:
+        copy = dedup.add_many(records[3:4])[0]
+        assert copy.duplicate_of == first[0].page_id
+        with pytest.warns(UserWarning, match="the 2 pages filed into its store before it was opened are in none"):
+            stories = dedup.stories()
+        assert [(s["cluster_id"], s["size"], [p["id"] for p in s["pages"]]) for s in stories] == [
+            (first[0].page_id, 1, [copy.page_id])]
+    with Deduplicator(keep_stories=False) as dedup:
+        dedup.add(TEXT)
+        with pytest.raises(ValueError, match="opened with keep_stories=False"):
+            dedup.stories()

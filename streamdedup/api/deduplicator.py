@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from streamdedup.api.interrupts import AddInterrupted, filed_note, sigint_held
+from streamdedup.api.stories import FiledStories
 from streamdedup.api.values import (
     bytes_content_as_base64,
     first_present,
@@ -53,10 +54,13 @@ class Deduplicator:
     `config`: methods, policies, extractor (default `DetectorConfig()`, as the command line).
     `state`: a store folder, made if new and kept (a later `Deduplicator(state=...)` or
     `streamdedup dedup --state` continues from it); None: a temporary folder removed on `close`.
-    Use it as a context manager, or call `close`. Safe to share between threads: its calls take
-    turns (one at a time, each whole), so threads add no speed; `add_many` is the fast way."""
+    `keep_stories`: keep what `stories` needs (~0.5 KB a page filed, in memory; a service that
+    never asks passes False). Use it as a context manager, or call `close`. Safe to share between
+    threads: its calls take turns (one at a time, each whole), so threads add no speed; `add_many`
+    is the fast way."""
 
-    def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None, *,
+                 keep_stories: bool = True) -> None:
         if config is not None and not isinstance(config, DetectorConfig):
             raise TypeError(f"config is a DetectorConfig, e.g. DetectorConfig(policy='exact|minhash'), got "
                             f"{type(config).__name__} (the keys of a config file: DetectorConfig.from_mapping(...))")
@@ -67,7 +71,7 @@ class Deduplicator:
         self.state = Path(state).expanduser()  # "~/stores/news", as a shell would read it
         # the detector and its store serve one call at a time: two threads in one batch interleave
         # their staged pages and the store loses some of them for good (and numba's compile lock
-        # against the store's can hang); reentrant, as `add` calls `add_many`
+        # against the store's can hang); reentrant, as `query` calls `query_many`
         self._lock = threading.RLock()
         # the process that opened the store: a forked child sharing it would write to a copy of
         # its memory tables that no one ever flushes (its verdicts said `unique`, its pages lost)
@@ -83,6 +87,7 @@ class Deduplicator:
         # or shared with `streamdedup dedup` jobs, which take their numbers from the same count;
         # taken at the first item, so that a Deduplicator that only asks writes nothing
         self._session: int | None = None
+        self._stories = FiledStories(keep_stories, self._detector.store.get_meta_int("next_seq", 0))
         # a temporary store not closed is still removed when the object goes
         self._finalizer = weakref.finalize(self, _close, self._detector, self._temporary, self._owner)
 
@@ -152,6 +157,7 @@ class Deduplicator:
                 outcomes, staged = detector.decide_staged(detector.prepare_many(chunk))
                 with sigint_held():  # Ctrl-C waits for the write: a store written in part would lose pages
                     detector.commit(staged)
+                    self._stories.keep(outcomes)
                     results += [self._result(outcome) for outcome in outcomes]
         except BaseException as err:
             detector.discard()  # the batch in hand, decided and not written, is forgotten
@@ -162,6 +168,24 @@ class Deduplicator:
                 err.add_note(filed_note(method, len(results), len(records)))
             raise
         return results
+
+    def stories(self) -> list[dict[str, Any]]:
+        """Story -> its pages, for the pages this Deduplicator filed: [{cluster_id, size, pages}].
+
+        The shape of file mode's clusters.jsonl and `clusters.Stories.stories()`, folded by the
+        same code from each filed page's verdict: a story is the pages joined by `duplicate_of`,
+        their clusters and the clusters a page merged, named by its earliest cluster; `pages` (id,
+        url, fetch_time, status, duplicate_of) in the order they were fetched. Queries and
+        rejections are in none. Also after `close`.
+
+        Only pages filed by this object: a kept store opened again holds no cluster events (nor
+        merges, nor urls), so the pages it held before are in no story (a UserWarning says so
+        once); a page added since that joins one of their clusters is in a story named by that
+        cluster, listing the pages added since. file mode's clusters.jsonl has a whole job's."""
+        if os.getpid() != self._owner:
+            self._check_open("stories")  # a forked child's copy: refused, as every call
+        with self._lock:
+            return self._stories.stories()
 
     def record(self, content: str, id: str | None = None, url: str | None = None,
                fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
