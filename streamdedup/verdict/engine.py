@@ -17,8 +17,9 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    A match whose own text is (nearly) all in the page is one the page *supersedes* (the view-all
    page after its part); any other match, or a candidate sharing at least half of the smaller
    page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
-4. `decide`: of the duplicate candidates that hold (about) the most of the page, the earliest of
-   the nearest (`NEAR_AS`) is what it duplicates; the page joins the oldest cluster among its
+4. `decide`: of the duplicate candidates that hold (about) the most of the page, and of those the
+   ones lacking none of its paragraphs if any do, the earliest of the nearest (`NEAR_AS`) is what
+   it duplicates; the page joins the oldest cluster among its
    duplicate and superseded candidates' clusters (the earliest root) and names the others it
    bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins the
    cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
@@ -81,7 +82,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     past them one in the place of the other's of about its length as its edit (`_edits_past_longest`);
 #     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved);
 #     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
-RULES_VERSION = 14
+# 15: of the copies holding as much of a page, one lacking none of its paragraphs is named (`decide`)
+RULES_VERSION = 15
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -135,8 +137,11 @@ class Judged(NamedTuple):
     """A candidate linked to the page.
 
     The rule it matched ("" if none), the rule's similarity, its relation to the page and the page's
-    to it (`relation`), and the page's share of text absent from it and its share absent from the
-    page (NaN: not measured)."""
+    to it (`relation`), the page's share of text absent from it and its share absent from the
+    page (NaN: not measured), and the words of the page's longest paragraph absent from it and of
+    its longest absent from the page, as counted (`new_text.new_paragraphs`; 0: none, or not
+    measured). Among duplicates a paragraph absent is under `min_paragraph_words`, or the match
+    would not be one: a short line the candidate lacks (`decide`)."""
 
     seq: int
     doc: DocRecord
@@ -146,6 +151,8 @@ class Judged(NamedTuple):
     their_relation: str
     new_share: float
     their_new_share: float
+    new_paragraph: int = 0
+    their_new_paragraph: int = 0
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,7 @@ class Candidate:
     relation: str = "duplicate"  # DUPLICATE | SUPERSEDES | RELATED (`relation`)
     new_share: float = 0.0  # the share of the page's own text absent from the candidate
     their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
+    new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
 
 
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
@@ -272,7 +280,8 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
                             replaced_list[i], 0 if exact else their_edge_list[i])
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
-                     relation(matched is not None, their_new, new, tolerance), new_share, their_new_share)
+                     relation(matched is not None, their_new, new, tolerance), new_share, their_new_share,
+                     new.paragraph, their_new.paragraph)
 
 
 def _related(new_shares: np.ndarray, their_new_shares: np.ndarray, own: int, sizes: np.ndarray) -> np.ndarray:
@@ -486,7 +495,7 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
         # the earliest of the nearest of those holding the most of the page: where an earlier copy
         # lacks a little of it (a light edit that dropped a line), the page names one that lacks nothing
         least = min(c.new_share for c in duplicates)
-        holding = [c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]
+        holding = _lacking_no_paragraph([c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH])
         first = _earliest_nearest(holding)
         return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
                        new_share=first.new_share, text_cut=text_cut)
@@ -494,6 +503,19 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
     return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related,
                    text_cut=text_cut)
+
+
+def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:
+    """Of the candidates holding as much of the page, those that lack none of its paragraphs, if any do; else all.
+
+    A duplicate candidate may lack a paragraph of the page shorter than a new paragraph
+    (`NewTextTolerance.min_paragraph_words`): a light edit that dropped a line of 10-19 words. Its
+    share of the page held reads as high as a whole copy's within the estimates' error (`NEAR_AS`),
+    but the paragraph sketches show the line missing from it and present in the copy: named, the
+    edit would lose it (multilingual dev: a teaser named the light edit of its article that
+    dropped a 12-word line, where the article itself held all of it)."""
+    whole = [c for c in holding if not c.new_paragraph]
+    return whole or holding
 
 
 def _earliest_nearest(holding: Sequence[Candidate]) -> Candidate:

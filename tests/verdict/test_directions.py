@@ -480,3 +480,18 @@ def test_a_short_paragraph_edited_past_a_long_copys_longest_is_an_edit(tmp_path)
     pages = [_page("story", story, "a.example"), _page("edited", edited, "b.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["edited"]["status"] == "duplicate" and got["edited"]["duplicate_of"] == "story", got["edited"]
+
+
+def test_a_copy_names_the_article_not_an_earlier_light_edit_that_dropped_a_short_line(tmp_path):
+    """The light edit (one short line of the article dropped, a word changed) comes first; the
+    article and then a copy of it follow on other sites. The copy holds the short line the edit
+    lacks, so it names the article, whose text holds all of it: named, the edit would lose the line."""
+    story = make_article(41, paragraphs=9)
+    line = "The council will publish the full list of the affected streets on its website next week."
+    article = [*story[:4], line, *story[4:]]
+    pages = [_page("edit", _edited(story, 1, 7), "a.example"), _page("article", article, "b.example"),
+             _page("copy", article, "c.example")]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    # (the article itself, after the edit, is the edit's duplicate: a line under 20 words reads as an
+    # edit's, limitations.md; the copy's exact match shows which of the two holds all of it)
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "article", got["copy"]

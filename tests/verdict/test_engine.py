@@ -1,5 +1,7 @@
 """The decision engine, pure: earliest candidate, oldest cluster, bridged clusters named."""
 
+from dataclasses import replace
+
 from streamdedup.verdict.engine import Candidate, decide
 
 
@@ -66,3 +68,20 @@ def test_a_cut_page_is_the_duplicate_of_a_page_with_the_same_whole_text():
     copy = Candidate(order=5, page_id="a", rule="exact", similarity=1.0, root_order=2, root_id="r")
     verdict = decide("p", [copy], text_cut=True)
     assert (verdict.status, verdict.duplicate_of, verdict.cluster_id, verdict.text_cut) == ("duplicate", "a", "r", True)
+
+
+def test_of_copies_holding_as_much_the_one_lacking_no_paragraph_is_named():
+    """An earlier light edit that dropped a short line of the page (under the 20 words that make a
+    duplicate new) reads as near as the whole article within the estimates' error; the paragraph
+    sketches show the line missing from it, so the article is named (multilingual dev: a teaser
+    named such a light edit, a content-loss edge). Without such a candidate, the earliest stands."""
+    edit = Candidate(order=3, page_id="edit", rule="minhash", similarity=0.58, root_order=1, root_id="r",
+                     new_share=0.04, their_new_share=0.34, new_paragraph=12)
+    article = Candidate(order=5, page_id="article", rule="minhash", similarity=0.62, root_order=1, root_id="r",
+                        new_share=0.03, their_new_share=0.31)
+    verdict = decide("p", [edit, article])
+    assert (verdict.duplicate_of, verdict.cluster_id) == ("article", "r")
+    assert decide("p", [edit, replace(article, new_paragraph=14)]).duplicate_of == "edit"
+    # one holding clearly less is not named for lacking no paragraph
+    far = replace(article, new_share=0.09)
+    assert decide("p", [edit, far]).duplicate_of == "edit"

@@ -168,7 +168,7 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
             root_order, root_id = m.root_order, m.root_id
             guessed.add(root_id)
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
-                                    m.new_share, m.their_new_share))
+                                    m.new_share, m.their_new_share, m.new_paragraph))
     verdict = decide(header.page_id, candidates, header.text_cut)
     if guessed and verdict.merged_clusters:
         named = {root for _, root in roots.values()}

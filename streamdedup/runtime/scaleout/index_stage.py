@@ -221,14 +221,15 @@ class IndexPartition:
                 earlier.append(Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex),
                                      root_id, link.new_share, link.their_new_share,
                                      as_cut(link.relation, link.rule) if request.text_cut else link.relation,
-                                     link.their_relation))
+                                     link.their_relation, link.new_paragraph, link.their_new_paragraph))
                 continue
             # a later page filed here first: its side of the pair is judged as it would have been had it come
             # last (file mode's order), with it as the page and the asker as its candidate
             theirs = self._judged_as_the_later(other, doc)
             if theirs is not None:
                 later.append(Match(other.page_id, order, theirs.rule, theirs.similarity, bytes.fromhex(root_hex),
-                                   root_id, link.new_share, theirs.new_share, link.relation, theirs.relation))
+                                   root_id, link.new_share, theirs.new_share, link.relation, theirs.relation,
+                                   link.new_paragraph, theirs.new_paragraph))
         root = asker_root(request.order, doc.page_id, earlier)
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
                             f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,

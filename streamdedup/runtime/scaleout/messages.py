@@ -109,19 +109,24 @@ class Match:
     their_new_share: float = 0.0
     relation: str = DUPLICATE
     their_relation: str = DUPLICATE
+    # the words of the asking page's longest paragraph absent from the match, and of the match's absent
+    # from the asking page (`engine.Judged`; messages written before them: none)
+    new_paragraph: int = 0
+    their_new_paragraph: int = 0
 
     def as_list(self) -> list[Any]:
         return [self.page_id, self.order.hex(), self.rule, _rounded(self.similarity),
                 self.root_order.hex(), self.root_id, _rounded(self.new_share), _rounded(self.their_new_share),
-                self.relation, self.their_relation]
+                self.relation, self.their_relation, self.new_paragraph, self.their_new_paragraph]
 
     @classmethod
     def from_list(cls, item: list[Any]) -> Match:
         page_id, order, rule, similarity, root_order, root_id = item[:6]
         if len(item) < 10:
             return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id)
+        paragraphs = (int(item[10]), int(item[11])) if len(item) >= 12 else (0, 0)
         return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id,
-                   _float(item[6]), _float(item[7]), item[8], item[9])
+                   _float(item[6]), _float(item[7]), item[8], item[9], *paragraphs)
 
     @property
     def joins(self) -> bool:
@@ -131,7 +136,7 @@ class Match:
     def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
         """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""
         return Match(page_id, order, self.rule, self.similarity, root_order, root_id, self.their_new_share,
-                     self.new_share, self.their_relation, self.relation)
+                     self.new_share, self.their_relation, self.relation, self.their_new_paragraph, self.new_paragraph)
 
 
 def _rounded(value: float | None) -> float | None:

@@ -124,6 +124,24 @@ def match(page_id: str, order: bytes) -> Match:
     return Match(page_id, order, "exact", 1.0, order, page_id)
 
 
+def test_a_match_carries_the_paragraphs_each_page_lacks_and_the_gather_names_the_copy_lacking_none():
+    """The gather step decides as file mode does (`engine.decide`): of the copies holding as much of
+    the page, it names the one lacking none of its paragraphs, so each match carries the words of the
+    page's longest paragraph absent from it, and of its own absent from the page, on the wire; a
+    supplement swaps them as it swaps the shares; a match written before them lacks none."""
+    edit_at, article_at, page_at = page_order(1, 1, 0, 0), page_order(2, 2, 0, 1), page_order(3, 3, 0, 2)
+    edit = Match("E", edit_at, "minhash", 0.58, edit_at, "E", 0.04, 0.34, DUPLICATE, SUPERSEDES, 12, 0)
+    article = Match("A", article_at, "minhash", 0.62, edit_at, "E", 0.03, 0.31, DUPLICATE, SUPERSEDES)
+    wire = Answer.from_json(orjson.loads(Answer("P", page_at, 0, (edit, article)).encode()))
+    assert wire.earlier == (edit, article)
+    header = PageHeader("P", page_at, (0,), {}, "t")
+    assert verdict_of(header, [wire])["duplicate_of"] == "A"
+    assert verdict_of(header, [Answer("P", page_at, 0, (replace(edit, new_paragraph=0), article))])["duplicate_of"] == "E"
+    seen = edit.seen_from_the_other("P", page_at, edit_at, "E")
+    assert (seen.new_paragraph, seen.their_new_paragraph) == (0, 12)
+    assert Match.from_list(edit.as_list()[:10]).new_paragraph == 0
+
+
 def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_supplements(tmp_path):
     """Final verdicts: L is complete before the earlier page E reached index partition 1; L is held
     until partitions 0 and 1 have passed it, and E's supplement makes it E's duplicate."""
