@@ -20,6 +20,7 @@ offsets; `read_folder` reads a file-mode output folder.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from time import monotonic, sleep
@@ -31,6 +32,8 @@ from streamdedup.logs import kafka_logger
 from streamdedup.record.page import FIELD_ALIASES, parse_timestamp
 from streamdedup.record.passed import bounded_headers
 from streamdedup.record.topic_end import read_to_end
+
+log = logging.getLogger(__name__)
 
 CLUSTERS_FILE = "clusters.jsonl"
 VERDICTS_FILE = "verdicts.jsonl"
@@ -167,7 +170,9 @@ class Stories:
                 member["fetch_time"] = event["fetched_at"]  # a `pages.clusters` event names it so
             if member["status"] is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
                 member["status"] = "duplicate" if event.get("duplicate_of") else "unique"
-            named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ())}
+        if event.get("type") != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
+            named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ()),
+                     *event.get("merged", ())}
             named.discard(None)
             if named:
                 self._names.setdefault(page, set()).update(named)
@@ -194,7 +199,8 @@ class Stories:
         """The current stories, by name, each with its pages in the order they were fetched.
 
         By fetch time; pages of one fetch time after every earlier page their verdicts name
-        (duplicate_of, supersedes, related_to), which is the order they were judged in; then by id.
+        (duplicate_of, supersedes, related_to, the clusters they merged), which is the order they were
+        judged in; then by id.
         A page without a fetch time (a polled live page) comes after the pages its verdict names."""
         groups: dict[str, list[dict[str, Any]]] = {}
         for page_id, member in self.pages.items():
@@ -270,10 +276,14 @@ def fold_verdicts(lines: Iterable[bytes], stories: Stories | None = None) -> Sto
 def read_folder(out_dir: str | Path) -> Stories:
     """The stories of a file-mode output folder, from its verdicts.jsonl.
 
-    The outputs of a version before verdicts.jsonl are read from unique.jsonl and duplicates.jsonl instead."""
+    The outputs of a version before verdicts.jsonl are read from unique.jsonl and duplicates.jsonl instead.
+    Raises FileNotFoundError, naming the folder, where it holds none of them (no dedup run's folder)."""
     out = Path(out_dir)
     if (out / VERDICTS_FILE).exists():
         return fold_verdicts(complete_lines(out / VERDICTS_FILE))
+    if not any((out / name).exists() for name in ("unique.jsonl", "duplicates.jsonl")):
+        raise FileNotFoundError(f"{out} holds no {VERDICTS_FILE} (nor unique.jsonl, duplicates.jsonl): give the "
+                                "--out folder of a streamdedup dedup run")
     stories = Stories()
     for name in ("unique.jsonl", "duplicates.jsonl"):
         fold_verdicts(complete_lines(out / name), stories)
@@ -296,6 +306,10 @@ _MISSING_VIEW = ("create the topics (`streamdedup topics create`) or start a wor
 
 # the least time an end-offsets question is given, however little is left of the poll's
 _LEAST_ASK_S = 0.05
+# how often a reader asks whether its topic has grown partitions (an operator adds them to spread the workers)
+_PARTITIONS_CHECK_S = 5.0
+_PROBE_S = 2.0  # how long a partition that seems to have started over is fetched to ask the broker
+_PARTITION_EOF = -191  # confluent_kafka.KafkaError._PARTITION_EOF: a partition read to its end
 
 
 class ClusterReader:
@@ -306,6 +320,8 @@ class ClusterReader:
     group's committed offsets are folded silently (what the application acted on before), those
     past them are returned by `poll`. `commit` stores how far it has read, so a reader restarted
     mid-stream has the same stories as one that never stopped, and hands back only what is new.
+    Partitions added to the topic are read from their start; a partition that started over (its end
+    below what was read or committed) is handed back again from its start, with a warning.
 
         reader = ClusterReader("kafka:9092", "my-feed")
         while True:
@@ -333,10 +349,12 @@ class ClusterReader:
         self._next_ask = 0.0  # paused: when the end offsets are asked next (monotonic)
         self._woken = True  # fetching: the reader's consumer has been asked since it resumed (below)
         self._ends_client: Any = None
+        self._partitions_due = monotonic() + _PARTITIONS_CHECK_S  # when the topic's partitions are asked next
         self.stories = Stories()
         self._client = {"bootstrap.servers": bootstrap_servers, "group.id": group_id, "enable.auto.commit": False,
                         "isolation.level": "read_committed", "logger": kafka_logger(), **client}
-        self._consumer = Consumer({"auto.offset.reset": "earliest", **self._client})
+        # a partition's end is reported (`_PARTITION_EOF`): one that ends below the group's offset started over
+        self._consumer = Consumer({"auto.offset.reset": "earliest", "enable.partition.eof": True, **self._client})
         try:
             metadata = self._consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         except KafkaException as err:
@@ -351,16 +369,22 @@ class ClusterReader:
         committed = self._consumer.committed(partitions, timeout=30)
         self._resume_at = {tp.partition: max(tp.offset, 0) for tp in committed}
         self._next = dict.fromkeys(self._resume_at, 0)  # per partition: the offset after the last read
+        self._recommit: set[int] = set()  # partitions that started over, whose group offset is to be lowered
+        self._probes: dict[int, tuple[int, float]] = {}  # per partition: a position past its end, since when
         self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._resume_at])
 
     def poll(self, timeout_s: float = 1.0, max_records: int = 500) -> list[dict[str, Any]]:
         """Fold what arrived within `timeout_s`; returns the events past the committed offsets (the new ones)."""
         new: list[dict[str, Any]] = []
         for message in self._fetch(timeout_s, max_records):
-            if message.error() is not None:
-                continue
             partition, offset = message.partition(), message.offset()
+            if message.error() is not None:
+                if message.error().code() == _PARTITION_EOF and partition is not None and offset is not None:
+                    self._at_end(partition, offset)
+                continue
             assert partition is not None and offset is not None
+            if offset < self._next[partition]:  # read again from below what was read: the partition started over
+                self._started_over(partition, offset, f"offset {offset} came after {self._next[partition] - 1}")
             event = event_of(message)
             self._next[partition] = offset + 1
             if event is None:  # a tombstone: no page's event
@@ -417,6 +441,8 @@ class ClusterReader:
         asking = self._consumer if self._paused or not self._woken else self._offsets_client()
         self._woken = True
         try:
+            if monotonic() >= self._partitions_due and self._added_partitions(asking, deadline):
+                return True
             for tp in self._consumer.position(self._consumer.assignment()):
                 left = deadline - monotonic()
                 if left <= 0:
@@ -425,9 +451,63 @@ class ClusterReader:
                                                         cached=False)
                 if end > (tp.offset if tp.offset >= 0 else low):  # nothing read yet: from the beginning
                     return True
+                if end < tp.offset and self._probing(tp.partition, tp.offset):
+                    return True
         except KafkaException:
             return True
         return False
+
+    def _added_partitions(self, asking: Any, deadline: float) -> bool:
+        """Whether the topic has partitions this reader did not read (added since it started): read from their start.
+
+        Their events are new unless the group committed offsets for them (another reader of the group)."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        self._partitions_due = monotonic() + _PARTITIONS_CHECK_S
+        metadata = asking.list_topics(self.topic, timeout=max(deadline - monotonic(), _LEAST_ASK_S)).topics[self.topic]
+        added = sorted(set(metadata.partitions) - set(self._next)) if metadata.error is None else []
+        if not added:
+            return False
+        committed = self._consumer.committed([TopicPartition(self.topic, p) for p in added],
+                                             timeout=max(deadline - monotonic(), _LEAST_ASK_S))
+        for tp in committed:
+            self._resume_at[tp.partition], self._next[tp.partition] = max(tp.offset, 0), 0
+        self._consumer.incremental_assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in added])
+        log.info("%s has %d partitions now, %d more than this reader read: reading them from their start",
+                 self.topic, len(metadata.partitions), len(added))
+        return True
+
+    def _probing(self, partition: int, position: int) -> bool:
+        """Whether to fetch a partition whose end offset is below the reader's `position`: it may have started over.
+
+        A fetch asks the broker, which answers `offset out of range` if so, and the consumer reads the
+        partition from its start again (`poll` tells). For `_PROBE_S` at a position, not for ever: Tansu
+        reports an end below a batch's last record, and its fetches come back empty."""
+        at, since = self._probes.get(partition, (-1, 0.0))
+        if at != position:
+            self._probes[partition] = (position, monotonic())
+            return True
+        return monotonic() - since < _PROBE_S
+
+    def _at_end(self, partition: int, end: int) -> None:
+        """A partition read to its `end`: one that ends below the group's offset started over: read it again."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        if self._next[partition] < self._resume_at[partition] and end < self._resume_at[partition]:
+            self._started_over(partition, 0, f"it ends at offset {end}, below the {self._resume_at[partition]} "
+                                             "the group committed")
+            self._consumer.seek(TopicPartition(self.topic, partition, OFFSET_BEGINNING))
+
+    def _started_over(self, partition: int, offset: int, why: str) -> None:
+        """Hand a partition that started over back as new from `offset`, with a warning; the stories folded stay.
+
+        Started over: deleted and created again, or a broker back without its data."""
+        log.warning("%s[%d] started over (%s: deleted and created again, or a broker back without its data): its "
+                    "events from offset %d on are handed back as new; the stories folded before stay (a new "
+                    "ClusterReader has the topic's alone)", self.topic, partition, why, offset)
+        self._resume_at[partition] = offset
+        self._next[partition] = offset
+        self._recommit.add(partition)  # the group's offset lies past the partition's records: `commit` lowers it
 
     def _offsets_client(self) -> Any:
         """A client of its own, assigned nothing, to ask end offsets while the reader fetches (made on first use)."""
@@ -442,11 +522,12 @@ class ClusterReader:
         from confluent_kafka import TopicPartition
 
         ahead = [TopicPartition(self.topic, p, offset) for p, offset in self._next.items()
-                 if offset > self._resume_at[p]]
+                 if offset > self._resume_at[p] or p in self._recommit]
         if ahead:
             self._consumer.commit(offsets=ahead, asynchronous=False)
             for tp in ahead:
                 self._resume_at[tp.partition] = tp.offset
+            self._recommit.clear()
 
     def close(self) -> None:
         self._consumer.close()

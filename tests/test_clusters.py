@@ -45,6 +45,16 @@ def test_the_clusters_command_names_a_missing_folder_as_every_command_does(tmp_p
     assert capsys.readouterr().err.startswith(f"streamdedup: error: {tmp_path / 'nowhere'} is not a folder")
 
 
+def test_the_clusters_command_names_a_folder_that_holds_no_dedup_outputs(tmp_path, capsys):
+    """`streamdedup clusters --out` on the wrong folder (the run's state folder, its parent): before,
+    nothing printed and exit 0, as for a run with no pages. Now one line naming the folder and the fix."""
+    (tmp_path / "state").mkdir()
+    assert main(["clusters", "--out", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"streamdedup: error: {tmp_path / 'state'} holds no verdicts.jsonl") and err.count("\n") == 1
+    assert "--out folder of a streamdedup dedup run" in err
+
+
 def test_the_clusters_command_prints_the_stories_of_an_output_folder(tmp_path, capsys):
     pages = [{"id": f"p{i}", "url": f"https://s{i}.example/", "content_type": "text/plain",
               "fetched_at": f"2024-03-01T00:0{i}:00Z",
@@ -169,6 +179,27 @@ def test_a_polled_page_without_a_fetch_time_comes_after_the_dated_page_it_repeat
         for item in random.Random(seed).sample(events, len(events)):
             stories.apply(item)
         assert [p["id"] for p in stories.stories()[0]["pages"]] == ["a", "poll", "poll2", "b", "c"]
+
+
+def test_undated_polls_a_bridge_joined_are_listed_as_judged_whatever_their_ids():
+    """Three undated polls of one url, as in the story dev set: the first; a revision related to it (its
+    own cluster); a third, a duplicate of the first that bridged the revision's cluster (`merged`).
+    Before, the third named only the first, so it tied with the revision and their ids (hashes,
+    which differ between file mode and Kafka: made of the record's place) set the order: on the
+    worker the story listed the third before the revision, file mode after it."""
+    def polls(first: str, revision: str, third: str) -> list[dict]:
+        return [{"type": "created", "page_id": first, "cluster_id": first, "status": "unique"},
+                {"type": "created", "page_id": revision, "cluster_id": revision, "status": "unique",
+                 "related_to": [first]},
+                {"type": "joined", "page_id": third, "cluster_id": first, "status": "duplicate", "duplicate_of": first,
+                 "merged": [revision]}]
+
+    for first, revision, third in (("e8", "bf", "21"), ("ad", "33", "bd")):  # the worker's ids, file mode's
+        for seed in range(6):
+            stories = Stories()
+            for item in random.Random(seed).sample(polls(first, revision, third), 3):
+                stories.apply(item)
+            assert [p["id"] for p in stories.stories()[0]["pages"]] == [first, revision, third]
 
 
 class _OnePartitionConsumer:
