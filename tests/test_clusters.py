@@ -270,14 +270,14 @@ def _fake_reader(monkeypatch, **settings):
     """A ClusterReader on `_OnePartitionConsumer`s and a fake clock (no wait), and the clock."""
     import confluent_kafka
 
-    from streamdedup import clusters
+    from streamdedup.clusters import reader
 
     clock = {"now": 0.0}
     fake = type("_Consumer", (_OnePartitionConsumer,), {"records": [], "asked": 0, "clock": clock})  # this test's
     monkeypatch.setattr(confluent_kafka, "Consumer", fake)
-    monkeypatch.setattr(clusters, "monotonic", lambda: clock["now"])
-    monkeypatch.setattr(clusters, "sleep", lambda s: clock.update(now=clock["now"] + s))
-    return clusters.ClusterReader("broker:9092", "feed", **settings), clock
+    monkeypatch.setattr(reader, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(reader, "sleep", lambda s: clock.update(now=clock["now"] + s))
+    return reader.ClusterReader("broker:9092", "feed", **settings), clock
 
 
 def test_a_caught_up_reader_rests_instead_of_fetching(monkeypatch):
