@@ -174,9 +174,10 @@ class Deduplicator:
 
         The shape of file mode's clusters.jsonl and `clusters.Stories.stories()`, folded by the
         same code from each filed page's verdict: a story is the pages joined by `duplicate_of`,
-        their clusters and the clusters a page merged, named by its earliest cluster; `pages` (id,
-        url, fetch_time, status, duplicate_of) in the order they were fetched. Queries and
-        rejections are in none. Also after `close`.
+        their clusters and the clusters a page merged, named by its earliest cluster; `related`:
+        the stories its pages are related to (a follow-up and what it follows up, either way);
+        `pages` (id, url, fetch_time, status, duplicate_of, and related_to where the verdict has
+        it) in the order they were fetched. Queries and rejections are in none. Also after `close`.
 
         Only pages filed by this object: a kept store opened again holds no cluster events (nor
         merges, nor urls), so the pages it held before are in no story (a UserWarning says so

@@ -99,7 +99,11 @@ class Stories:
     duplicates, the clusters it merged, its late matches). It is named by its earliest cluster:
     the cluster id whose page has the smallest fetch time (then id; ids without a known page
     last), which is the verdicts' `cluster_id` for a story no merge or late match made. The same
-    events in any order give the same stories, names included."""
+    events in any order give the same stories, names included.
+
+    A page kept as unique that shares much of earlier pages but adds its own text (a follow-up)
+    names them in `related_to`; it stays in its own story, which is *related* to theirs
+    (`related_of`, a story's `related`): resolved through merges when asked, both ways."""
 
     def __init__(self) -> None:
         self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
@@ -107,6 +111,8 @@ class Stories:
         self._parent: dict[str, str] = {}
         self._name: dict[str, tuple[int, tuple[int, float, str], str]] = {}  # root -> its earliest cluster's rank
         self._cluster_ids: set[str] = set()
+        self._held: dict[str, int] = {}  # root -> how many pages of this view its component holds
+        self._links: dict[str, set[tuple[str, str]]] = {}  # root -> the (page, related page) pairs of either end in it
 
     def _root(self, item: str) -> str:
         parent = self._parent.setdefault(item, item)
@@ -133,6 +139,14 @@ class Stories:
         names = [n for n in (self._name.pop(root_a, None), self._name.pop(root_b, None)) if n is not None]
         if names:
             self._name[root_a] = min(names)
+        if held := self._held.pop(root_b, 0):
+            self._held[root_a] = self._held.get(root_a, 0) + held
+        if (links_b := self._links.pop(root_b, None)) is not None:  # the smaller set into the larger
+            links_a = self._links.setdefault(root_a, set())
+            if len(links_a) < len(links_b):
+                links_a, links_b = links_b, links_a
+                self._links[root_a] = links_a
+            links_a |= links_b
 
     def story_of(self, page_id: str) -> str:
         """The story (its earliest cluster's id) `page_id` is in."""
@@ -143,8 +157,16 @@ class Stories:
         """Fold one event (created, joined, merged, late_match); returns the page's story."""
         page, cluster = event["page_id"], event["cluster_id"]
         if event.get("type") in ("created", "joined"):
+            if page not in self.pages:
+                root = self._root(page)
+                self._held[root] = self._held.get(root, 0) + 1
             member = self.pages.setdefault(page, dict.fromkeys(MEMBER_FIELDS))
             member["id"] = page
+            if event.get("related_to"):  # the earlier pages it shares much with, not all: other stories
+                member["related_to"] = list(event["related_to"])
+                for related in member["related_to"]:
+                    for end in (page, related):
+                        self._links.setdefault(self._root(end), set()).add((page, related))
             for name in MEMBER_FIELDS[1:]:
                 if event.get(name) is not None:
                     member[name] = event[name]
@@ -173,22 +195,51 @@ class Stories:
         """Fold a unique or duplicate page's verdict."""
         self.apply(view_event(dedup, url, fetch_time))
 
+    def related_of(self, story_or_page_id: str) -> list[str]:
+        """The stories related to the one holding `story_or_page_id` (a page's id or a story's), by name.
+
+        Related: a page of one names a page of the other in `related_to` (either way: a story's
+        follow-ups and the stories it follows up). Named as `story_of` names them now, merges
+        included; only stories holding pages of this view (a related page not read yet, or filed
+        before a `Deduplicator` opened its store, is in its page's `related_to` alone); [] for an
+        id in no story of this view. Costs the story's related pairs, not the view's pages."""
+        if story_or_page_id not in self._parent:
+            return []
+        root = self._root(story_or_page_id)
+        return self._related_names(root) if self._held.get(root) else []
+
+    def _related_names(self, root: str) -> list[str]:
+        others = set()
+        for pair in self._links.get(root, ()):
+            for end in pair:
+                other = self._root(end)
+                if other != root and self._held.get(other):
+                    others.add(other)
+        return sorted(self.story_of(other) for other in others)
+
     def url_of(self, page_id: str | None) -> str | None:
         member = self.pages.get(page_id) if page_id is not None else None
         return None if member is None else member["url"]
 
     def stories(self) -> list[dict[str, Any]]:
-        """The current stories, by name, each with its pages in the order they were fetched.
+        """The current stories, by name, each with the stories it is `related` to and its pages in the order fetched.
 
-        By fetch time; pages of one fetch time after every earlier page their verdicts name
+        [{cluster_id, size, related, pages}]; `related`: `related_of` the story, by name. A page:
+        {id, url, fetch_time, status, duplicate_of} and, where its verdict names them, `related_to`.
+
+        Pages by fetch time; those of one fetch time after every earlier page their verdicts name
         (duplicate_of, supersedes, related_to, the clusters they merged), which is the order they were
         judged in; then by id.
         A page without a fetch time (a polled live page) comes after the pages its verdict names."""
         groups: dict[str, list[dict[str, Any]]] = {}
+        roots: dict[str, str] = {}
         for page_id, member in self.pages.items():
-            groups.setdefault(self.story_of(page_id), []).append(member)
+            root = self._root(page_id)
+            name = roots[root] = self.story_of(page_id)
+            groups.setdefault(name, []).append(member)
+        related = {name: self._related_names(root) for root, name in roots.items()}
         place = self._places()
-        return [{"cluster_id": name, "size": len(members),
+        return [{"cluster_id": name, "size": len(members), "related": related[name],
                  "pages": sorted(members, key=lambda m: (*place[m["id"]], m["id"]))}
                 for name, members in sorted(groups.items())]
 
@@ -285,7 +336,8 @@ def table(stories: Sequence[Mapping[str, Any]]) -> str:
     """Stories as a plain table: one block a story, a line a page."""
     lines = []
     for story in stories:
-        lines.append(f"{story['cluster_id']}  ({story['size']} pages)")
+        related = f"  related: {', '.join(story['related'])}" if story.get("related") else ""
+        lines.append(f"{story['cluster_id']}  ({story['size']} pages){related}")
         for member in story["pages"]:
             shown = member["url"] or member["id"]
             lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<27} {shown}")

@@ -378,13 +378,13 @@ def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None 
             **({"key_omitted": key_omitted} if key_omitted else {})}
     if dedup["status"] == "unique" and dedup["cluster_id"] == dedup["id"]:
         events = [{"type": "created", **base}]
-        if dedup.get("related_to"):  # shares much with these pages, not all: its own story
-            events[0]["related_to"] = dedup["related_to"]
     elif dedup["status"] == "unique":  # kept, and joins the story of the pages it supersedes
         events = [{"type": "joined", **base, "duplicate_of": None, "supersedes": dedup.get("supersedes", [])}]
     else:
         events = [{"type": "joined", **base, "duplicate_of": dedup["duplicate_of"],
                    "similarity": dedup["similarity"], "method": dedup["method"]}]
+    if dedup.get("related_to"):  # a page kept, sharing much with these pages, not all: related stories
+        events[0]["related_to"] = dedup["related_to"]
     if dedup.get("merged_clusters"):
         events.append({"type": "merged", **base, "merged": dedup["merged_clusters"]})
     return events

@@ -9,10 +9,13 @@ from dataclasses import replace
 import orjson
 import pytest
 from confluent_kafka import Producer
+from test_related_stories import EXPECTED, follow_up_stream, shape
 
 from runtime.scaleout.test_one_engine import bridged_clusters
-from runtime.scaleout.test_topologies import syndicated_crawl
-from streamdedup.clusters import ClusterReader, Stories, page_fields, view_event, view_key
+from runtime.scaleout.test_topologies import run_workers, syndicated_crawl
+from runtime.test_worker import send
+from streamdedup.cli import main
+from streamdedup.clusters import ClusterReader, Stories, page_fields, read_topic_stories, view_event, view_key
 from streamdedup.runtime.topics import ensure_topics
 from streamdedup.testing import run_records
 
@@ -172,3 +175,25 @@ def test_partitions_added_to_the_view_are_read_by_a_running_reader(broker, setti
     resumed = ClusterReader(settings.bootstrap_servers, f"{settings.group_id}-feed", topic)
     assert resumed.poll(1.0) + resumed.poll(1.0) == [] and len(resumed.stories) == 3
     resumed.close()
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_the_view_gives_file_modes_related_stories_in_both_topologies(settings, tmp_path, topology):
+    """A follow-up (unique, `related_to` an earlier page) through a worker of each topology: the
+    stories the view and the `pages.clusters` events fold are file mode's clusters.jsonl, each
+    with the stories it is related to. Before, the fold dropped `related_to` (and `pages.clusters`
+    dropped it on `joined` events). One input partition: the local topology finds every match."""
+    records = follow_up_stream()
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in records))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "-q"]) == 0
+    clusters = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    assert shape(clusters) == EXPECTED
+
+    settings = replace(settings, partitions=1, topology=topology)
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    for topic in (settings.topics.cluster_view, settings.topics.clusters):
+        stories = read_topic_stories(settings.bootstrap_servers, topic)
+        assert stories.stories() == clusters, topic
+        assert stories.related_of("a") == ["f", "w"], topic
