@@ -19,6 +19,11 @@ topic created again under the running app, whose records Faust would drop
 The journal is bounded: a replay starts at the group's committed offset, so entries below it are
 removed, keeping at least the last `journal_keep` of the partition (`JournalKeeper`).
 
+A partition's store behind the offset the app starts it at (its state folder lost, or the
+partition judged on another instance since) is rebuilt from the pages topic before its first
+record is judged, as the worker rebuilds its own (`faust_rebuild`): the verdicts are those of a
+run that lost nothing.
+
 Light outputs, as the worker's: every input also has one line on the verdicts topic
 (`clusters.verdict_line`, with the input's Kafka headers) and every judged page one event on the
 compacted cluster view (`clusters.view_event`). A line is sent once its page's output is in
@@ -48,26 +53,30 @@ from typing import Any, NoReturn
 
 import orjson
 
-from streamdedup.clusters import page_fields, verdict_line, view_event
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.logs import Repeats
-from streamdedup.outputs.kafka import cluster_events, light_headers
 from streamdedup.outputs.record_size import Headers
-from streamdedup.record.json_value import json_object
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
+from streamdedup.runtime.faust_outputs import (
+    PAGE_TARGETS,
+    Output,
+    input_headers,
+    is_broker_trouble,
+    is_size_refusal,
+    refused_line,
+    render,
+    too_large_output,
+)
+from streamdedup.runtime.faust_rebuild import rebuild
 from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
 from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES, topic_config
-from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.contract import headers as dedup_headers
+from streamdedup.runtime.topologies.local import decide
 
 log = logging.getLogger(__name__)
 
-# target ("unique", "duplicate", "rejected", "clusters", "verdicts", "cluster_view"), key, value, headers
-Output = tuple[str, Any, Any, list]
-PAGE_TARGETS = ("unique", "duplicate")  # a judged page's full output, the one its verdict line waits for
 JOURNAL_KEEP = 10_000  # entries kept per partition below the committed offset, whatever it is
 _OFFSET_DIGITS = 20  # offsets zero-padded in journal names, so names sort as offsets do
 SEND_RETRY_S = (0.5, 1, 2, 5)  # backoff while the broker is away, the last repeated
@@ -76,6 +85,9 @@ SEND_RETRY_S = (0.5, 1, 2, 5)  # backoff while the broker is away, the last repe
 FAUST_GROUP_ID = "streamdedup-faust"
 OLD_DEFAULT_GROUP_ID = "streamdedup"  # the default of earlier versions, the worker's
 GROUP_ID_FILE = "faust-group-id"  # in the state directory: the default group the app took there
+# how often aiokafka asks the topics' metadata, and so how soon the app reads partitions added to its pages topic
+# (aiokafka's default: 5 minutes); one small request a period
+METADATA_MAX_AGE_S = 10
 
 
 def default_group_id(state_dir: Path) -> str:
@@ -168,6 +180,26 @@ class JournalKeeper:
         self.detector.commit(batch)  # state and journal in one WriteBatch, before anything is sent
         return render(dedup, key, value, source, passed)
 
+    def next_offset(self) -> int | None:
+        """The offset after the partition's newest journaled record: what its store has read (None: no entry).
+
+        Every judged record is journaled, and pruning keeps the newest entry."""
+        name = self.detector.store.last_journal_name(f"{self.topic}:{self.partition}@")
+        return None if name is None else int(name[-_OFFSET_DIGITS:]) + 1
+
+    def replay(self, messages: list[Any], until: int) -> None:
+        """Consumed records whose outputs are in Kafka already, decided into the store as the worker replays them.
+
+        `messages` are confluent-kafka messages below `until`, in order; nothing is sent. Each is journaled as
+        `outputs` journals it, in one WriteBatch with the state, so a rebuild cut short goes on from its last record."""
+        outcomes, batch = decide(self.detector, messages)
+        for message, outcome in zip(messages, outcomes, strict=True):
+            digest = record_digest(message.key(), message.value(), message.timestamp()[1])
+            batch.set_journal(journal_name(self.topic, self.partition, message.offset()),
+                              digest + orjson.dumps(outcome.dedup))
+        self._prune(batch, messages[-1].offset(), until)
+        self.detector.commit(batch)
+
     def start_over(self, why: str) -> None:
         """The partition started over: raise `StartedOver` (`on_topic_reset` refuse), else warn once and go on."""
         if self.on_topic_reset == "refuse":
@@ -215,111 +247,6 @@ def outputs_for(detector: Detector, topic: str, partition: int, offset: int, key
                 value: bytes | None, timestamp_ms: int | None = None) -> list[Output]:
     """`JournalKeeper.outputs` without pruning, for one message."""
     return JournalKeeper(detector, topic, partition).outputs(offset, key, value, timestamp_ms)
-
-
-def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = "",
-           passed: Headers | None = None) -> list[Output]:
-    """A record's outputs from its journaled verdict, as the worker sends them.
-
-    Deterministic: the same journaled verdict and input give byte-identical outputs, with the worker's headers
-    (`verdict.contract.headers`); its verdict line and cluster events as the worker's (`outputs.kafka.Outputs.verdict`).
-    The value is read as the detector read it (`record.json_value`). Outputs that cannot be written (a bug) are a
-    `processing_error` dead letter instead: a record that stopped the app would stop it at every restart, as the
-    replay renders the same journaled verdict. passed: the input message's Kafka headers."""
-    try:
-        return render_verdict(dedup, key, value, source, passed)
-    except Exception as err:  # noqa: BLE001 - one record's outputs must not stop its partition for good
-        log.error("could not write the outputs of %s: it goes to the rejected topic as %s", source,
-                  Reason.PROCESSING_ERROR.value, exc_info=err)
-        detail = f"its verdict ({dedup.get('status')}) could not be written: {type(err).__name__}: {err}"
-        rejection = Rejection(Reason.PROCESSING_ERROR.value, detail, source, dedup.get("id")).as_dict()
-        return render_verdict(rejection, key, value, source, passed)
-
-
-def render_verdict(dedup: dict, key: bytes | None, value: bytes | None, source: str,
-                   passed: Headers | None) -> list[Output]:
-    """`render` without its fallback: raises if the outputs cannot be written."""
-    headers = dedup_headers(dedup, source)
-    parsed = json_object(value)
-    if dedup["status"] == "rejected":
-        if parsed is not None:  # a JSON object carries its verdict, in place of a sender's, as the worker's
-            value = orjson.dumps({**parsed, "dedup": dedup})
-        return [("rejected", key, value, headers), line_output(key, parsed or {}, dedup, source, passed)]
-    if parsed is None:
-        raise ValueError("a judged record's value is not a JSON object")
-    page_key = dedup["id"].encode("utf-8", "surrogatepass")
-    out = [(dedup["status"], page_key, orjson.dumps({**parsed, "dedup": dedup}), headers),
-           line_output(page_key, parsed, dedup, source, passed)]
-    out += [("clusters", e["cluster_id"].encode(), orjson.dumps(e), []) for e in cluster_events(dedup, parsed, key)]
-    out.append(("cluster_view", page_key, orjson.dumps(view_event(dedup, *page_fields(parsed))), []))
-    return out
-
-
-def line_output(key: bytes | None, record: dict, dedup: dict, source: str, passed: Headers | None) -> Output:
-    """The verdicts topic's message for a record.
-
-    It is the record's verdict line, with the verdict's headers and the input's, as the worker sends it."""
-    return ("verdicts", key, orjson.dumps(verdict_line(record, dedup, passed)),
-            light_headers(dedup_headers(dedup, source), passed))
-
-
-def too_large_rejection(topic: str, size: int, source: str) -> dict:
-    """The `too_large_for_broker` rejection of an output the broker refused for its size."""
-    detail = f"the output for {topic} is {size} bytes, more than the broker takes for that topic"
-    return Rejection(Reason.TOO_LARGE_FOR_BROKER.value, detail, source).as_dict()
-
-
-def refused_line(output: Output, topic: str, source: str, passed: Headers | None) -> Output:
-    """The verdict line of a page whose output the broker refused for its size.
-
-    The refused `output` was meant for `topic`. The line is its rejection's, as the worker writes it
-    (`Outputs.too_large`)."""
-    target, key, value, _ = output
-    record = orjson.loads(value or b"{}")
-    return line_output(key, record, too_large_rejection(topic, len(value or b""), source), source, passed)
-
-
-def too_large_output(output: Output, topic: str, source: str) -> Output:
-    """The rejection sent instead of an output the broker refused for its size.
-
-    It is the worker's `too_large_for_broker` stub (id, url, size, topic, verdict). For a dead letter it is the dead
-    letter's own reason, with the original omitted (outputs/kafka.py)."""
-    target, key, value, headers = output
-    size = len(value or b"")
-    if target == "rejected":
-        stub = {"bytes": size, "omitted": "original", "topic": topic}
-        return ("rejected", key, orjson.dumps(stub), [*headers, ("dedup.original_bytes", str(size).encode())])
-    record = orjson.loads(value or b"{}") if target in (*PAGE_TARGETS, "verdicts") else {}
-    dedup = record.get("dedup") if isinstance(record, dict) else None
-    stub = {"id": (dedup or {}).get("id"), "url": record.get("url") if isinstance(record, dict) else None,
-            "bytes": size, "topic": topic, **({"dedup": dedup} if dedup else {})}
-    rejection = too_large_rejection(topic, size, source)
-    return ("rejected", key, orjson.dumps(stub), dedup_headers(rejection, source))
-
-
-def input_headers(headers: Any) -> list[tuple[str, bytes | None]]:
-    """A consumed Faust message's Kafka headers as the worker reads them: (name, value) pairs, in order."""
-    pairs = headers.items() if isinstance(headers, dict) else headers or ()
-    return [(str(name), None if data is None else bytes(data)) for name, data in pairs]
-
-
-def is_size_refusal(err: BaseException) -> bool:
-    from aiokafka.errors import MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError
-
-    causes = (err, err.__cause__)
-    return any(isinstance(e, (MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError))
-               for e in causes)
-
-
-def is_broker_trouble(err: BaseException) -> bool:
-    """Whether a send error is worth retrying.
-
-    A send error worth retrying: the broker is away or busy (aiokafka's retriable errors, and timeouts), not the
-    record's fault nor a setting's (authorization, a missing topic config)."""
-    from aiokafka.errors import KafkaError, KafkaTimeoutError
-
-    return any(isinstance(e, KafkaTimeoutError) or (isinstance(e, KafkaError) and e.retriable)
-               for e in (err, err.__cause__)) and not is_size_refusal(err)
 
 
 def journaled_digest(store_path: Path, topic: str, partition: int, offset: int) -> bytes | None:
@@ -499,20 +426,6 @@ def deliver_where_started_over(app: Any, topic: str, keeper_for: Callable[[str, 
     app._new_consumer = consumer_that_delivers
 
 
-def warn_if_forgotten(topic: str, partition: int, offset: int, state_dir: Path) -> None:
-    """One warning if a partition's store was made empty past the partition's start: what it forgot, and the fix.
-
-    The app does not rebuild a missing store (a lost state folder, a partition moved from another instance) as the
-    worker does from its input topic: the pages judged before `offset` are not in it."""
-    if offset <= 0:
-        return
-    log.warning("%s partition %d: its store in %s is new, but the app starts at offset %d: the pages judged before "
-                "(before the state folder was lost, or on the instance that had the partition) are not in it, so "
-                "copies of them come out unique. The Faust app does not rebuild a store: keep --state on a disk that "
-                "survives restarts and restore it from a backup, or judge the topic again from its start under a new "
-                "--group-id into new output topics", topic, partition, state_dir, offset)
-
-
 CLIENT_LOGGERS = ("aiokafka", "faust.transport")  # Faust's Kafka client and its driver: a line per retry
 
 
@@ -553,7 +466,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                     processing_guarantee="at_least_once", topic_allow_declare=True,
                     consumer_auto_offset_reset="earliest", topic_partitions=settings.partitions,
                     producer_compression_type=COMPRESSION, producer_max_request_size=MAX_RECORD_BYTES,
-                    consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+                    consumer_max_fetch_size=MAX_MESSAGE_BYTES, consumer_metadata_max_age_ms=METADATA_MAX_AGE_S * 1000,
                     # the worker's session timeout; Tansu answers a join only after half the rebalance
                     # timeout (Faust's default 60 s: 30 s before the first record)
                     broker_session_timeout=10, broker_rebalance_timeout=10,
@@ -572,7 +485,14 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
     for name in names.values():  # declared as the worker's (the view compacted), should they be missing
         app.topic(name, **{**raw, "config": topic_config(name, settings)})
     keepers: dict[int, JournalKeeper] = {}
-    new_stores: set[int] = set()  # partitions whose store this app made empty, not yet warned of
+    new_stores: set[int] = set()  # partitions whose store this app made empty, not yet rebuilt
+    # pages partitions whose store was checked against the offset of their first record since their assignment
+    checked: set[int] = set()
+
+    async def on_assigned(sender: Any, /, *args: Any, **kwargs: Any) -> None:  # args: (the assigned TPs,)
+        checked.difference_update(tp.partition for tp in args[0] if tp.topic == t.pages)
+
+    app.on_partitions_assigned.connect(on_assigned)
 
     def keeper_for(topic: str, partition: int) -> JournalKeeper:
         if partition not in keepers:
@@ -655,9 +575,12 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
             message = event.message
             try:
                 keeper = keeper_for(message.topic, message.partition)
-                if message.partition in new_stores:
+                if message.partition not in checked:  # a lost store, or the partition judged elsewhere since
+                    checked.add(message.partition)
+                    new = message.partition in new_stores
                     new_stores.discard(message.partition)
-                    warn_if_forgotten(message.topic, message.partition, message.offset, settings.state_dir)
+                    # in a thread: the event loop keeps the group's heartbeats going meanwhile
+                    await asyncio.to_thread(rebuild, keeper, settings, app.conf.id, message.offset, new)
                 # what Faust last committed or read at assignment (the offset a replay starts at)
                 committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
                 passed = input_headers(message.headers)
@@ -677,5 +600,4 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 __all__ = ["FAUST_GROUP_ID", "JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "default_group_id",
            "deliver_where_started_over", "forget_read_offsets", "hold_back_client_repeats", "journal_name",
-           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output",
-           "warn_if_forgotten"]
+           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]

@@ -311,6 +311,19 @@ class SignatureStore:
             names.append(key[len(layout.JOURNAL):].decode())
         return names
 
+    def last_journal_name(self, prefix: str) -> str | None:
+        """The name of the last journal entry that starts with `prefix`, or None without one."""
+        start = layout.journal_key(prefix)
+        entries = self.db.iter()
+        try:
+            entries.seek_for_prev(start + b"\xff")
+            key = entries.key() if entries.valid() else None
+        finally:
+            del entries
+        if not isinstance(key, bytes) or not key.startswith(start):
+            return None
+        return key[len(layout.JOURNAL):].decode()
+
     def get_meta_int(self, name: str, default: int) -> int:
         value = self.get_meta(name)
         return default if value is None else int(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -539,13 +540,76 @@ def test_the_kafka_clients_repeated_lines_are_held_back_as_the_workers(caplog):
     assert lines[-1].endswith("(299 more like it in the last 60 s)")
 
 
-def test_a_store_made_empty_past_the_partitions_start_is_said(tmp_path, caplog):
-    """The app does not rebuild a lost store as the worker does; before, it forgot every page judged before without
-    a word (copies came out unique). Now one warning names what is lost and the fix."""
-    from streamdedup.runtime.faust_app import warn_if_forgotten
+def article_pages(site: str, articles: list[int]) -> list[dict]:
+    """One page a story (`make_article`) on the site, in its template."""
+    return [page(f"https://{site}.example/{i}", wrap_in_template(make_article(article, paragraphs=4), site))
+            for i, article in enumerate(articles)]
 
-    with caplog.at_level(logging.WARNING):
-        warn_if_forgotten("pages", 0, 0, tmp_path)  # a new partition: nothing forgotten
-        warn_if_forgotten("pages", 1, 300, tmp_path)
-    [line] = [r.getMessage() for r in caplog.records]
-    assert line.startswith("pages partition 1: its store in") and "starts at offset 300" in line
+
+def test_a_store_behind_the_group_is_rebuilt_from_the_topic_as_if_nothing_was_lost(settings, tmp_path, caplog):
+    """A partition judged by this instance up to offset 10, then by another up to 20, comes back: the store is
+    rebuilt from offsets 10..19 without producing, and the records from 20 on (copies of pages on both sides of
+    the gap) get byte for byte the outputs of a store that judged everything; so do the rebuilt records' journal
+    entries. Before: the copies of the other instance's pages came out unique."""
+    from streamdedup.runtime.faust_rebuild import rebuild
+
+    early, late = article_pages("early", list(range(3000, 3010))), article_pages("late", list(range(3100, 3110)))
+    records = early + late + article_pages("copy", [*range(3000, 3004), *range(3100, 3106)])
+    send(settings, records)
+    messages = read_topic(settings, settings.topics.pages, expect_at_least=len(records), to_end=True)
+    assert len(messages) == len(records)
+    pages = settings.topics.pages
+
+    def judge(keeper, batch):
+        return [keeper.outputs(m.offset(), m.key(), m.value(), m.timestamp()[1]) for m in batch]
+
+    with Detector(DetectorConfig(), tmp_path / "whole") as whole, Detector(DetectorConfig(), tmp_path / "mine") as mine:
+        everything = judge(JournalKeeper(whole, pages, 0), messages)
+        keeper = JournalKeeper(mine, pages, 0)
+        assert rebuild(keeper, settings, settings.group_id, 0, new_store=True) is None  # a new partition
+        judge(keeper, messages[:10])  # this instance; offsets 10..19 go to another one
+        with caplog.at_level(logging.WARNING):
+            done = rebuild(keeper, settings, settings.group_id, 20, new_store=False)
+        assert (done.first, done.until, done.records) == (10, 20, 10)
+        assert rebuild(keeper, settings, settings.group_id, 20, new_store=False) is None  # caught up
+        assert judge(keeper, messages[20:]) == everything[20:]
+        assert all(mine.store.get_journal(journal_name(pages, 0, o)) == whole.store.get_journal(journal_name(pages, 0, o))
+                   for o in range(len(records)))
+    assert [out[0][0] for out in everything[20:]] == ["duplicate"] * 10
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("has read it up to offset 10, but the app starts at offset 20" in line
+               and "rebuilding it from offsets 10..19 without producing" in line for line in lines), lines
+
+
+def test_a_lost_state_folder_is_rebuilt_and_copies_of_earlier_pages_are_their_duplicates(settings, tmp_path):
+    """The app judges 12 pages and commits; its state folder is deleted; at its restart, copies of 8 of those pages
+    and 2 new ones come out with the verdicts of a run that lost nothing (file mode over all of them): each copy
+    a duplicate of the same page. The 12 are not sent again. Before: the copies came out unique (an operator
+    review: 10 of 20), with one WARNING."""
+    originals = article_pages("orig", list(range(3000, 3012)))
+    later = article_pages("copy", [*range(3000, 3008), 3500, 3501])
+    send(settings, originals)
+    (tmp_path / "cwd").mkdir()
+    log = tmp_path / "faust-1.log"
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(app_command(settings, tmp_path), env=app_env(settings), stdout=subprocess.DEVNULL,
+                                   stderr=stderr, cwd=tmp_path / "cwd")
+    try:
+        assert len(outcomes(settings, len(originals), timeout_s=120)) == len(originals), log.read_text()[-3000:]
+        assert committed_offset(settings, len(originals)) == len(originals), log.read_text()[-3000:]
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    shutil.rmtree(tmp_path / "fs")
+    send(settings, later)
+    got, text = run_app_until(settings, tmp_path, "faust-2.log", len(originals) + len(later))
+    assert len(got) == len(originals) + len(later), text[-3000:]  # and none twice (`outcomes`)
+    verdicts = {url.decode(): orjson.loads(m.value())["dedup"] for url, (_, m) in got.items()}
+    expected = {o.record["url"]: o.dedup for o in run_records(originals + later, tmp_path / "file-mode")}
+    for record in later:
+        url = record["url"]
+        assert (verdicts[url]["status"], verdicts[url].get("duplicate_of")) == (
+            expected[url]["status"], expected[url].get("duplicate_of")), url
+    assert sum(verdicts[r["url"]]["status"] == "duplicate" for r in later) == 8
+    assert f"{settings.topics.pages} partition 0: store rebuilt from offsets 0..11 (12 records)" in text, text[-3000:]
+

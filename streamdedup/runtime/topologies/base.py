@@ -14,6 +14,7 @@ from typing import Any, Protocol, cast
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
 from streamdedup.outputs.kafka import Outputs
+from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.record_identity import kafka_position
 
 
@@ -108,6 +109,12 @@ def message_timestamp(message: Message) -> int | None:
     """The message's timestamp in ms (its arrival time for the retention clock), if it has one."""
     kind, stamp = message.timestamp()
     return stamp if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0 else None
+
+
+def raw_record(message: Message) -> RawRecord:
+    """A consumed message as the detector reads it: its place, value and arrival time, the same on every replay."""
+    return RawRecord(origin=source_of(message), data=value_of(message), arrival_ms=message_timestamp(message),
+                     position=position_of(message))
 
 
 def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:

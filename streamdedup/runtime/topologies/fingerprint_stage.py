@@ -28,7 +28,6 @@ from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.own_text import own_text
-from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.messages import (
     INFINITE,
     KIND_HEADER,
@@ -46,9 +45,8 @@ from streamdedup.runtime.topologies.base import (
     message_timestamp,
     offset_of,
     partition_of,
-    position_of,
+    raw_record,
     source_of,
-    value_of,
 )
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
@@ -190,10 +188,7 @@ class FingerprintPartition:
         if self.holding.on and self._taking_back(len(messages)):
             self._send_watermark(out, self._waking())
         counted = Counter(self.fingerprinter.extraction)
-        prepared = self.fingerprinter.prepare_many([RawRecord(origin=source_of(message), data=value_of(message),
-                                                              arrival_ms=message_timestamp(message),
-                                                              position=position_of(message))
-                                                    for message in messages])
+        prepared = self.fingerprinter.prepare_many([raw_record(message) for message in messages])
         for message, item in zip(messages, prepared, strict=True):
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 item = own_text(item, self.templates.template(item.template_hash), self.fingerprinter, params)

@@ -16,17 +16,11 @@ from confluent_kafka import Message
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.fingerprinter import Outcome
 from streamdedup.outputs.kafka import Outputs
-from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.settings import WorkerSettings
-from streamdedup.runtime.topologies.base import (
-    emit_outcome,
-    message_timestamp,
-    offset_of,
-    position_of,
-    source_of,
-    value_of,
-)
+from streamdedup.runtime.topologies.base import emit_outcome, offset_of, raw_record
+from streamdedup.store.signature_store import StoreBatch
 
 
 class LocalTopology:
@@ -41,6 +35,14 @@ class LocalTopology:
 
     def open(self, topic: str, partition: int) -> LocalDedupPartition:
         return LocalDedupPartition(self.config, self.settings.state_dir / f"{topic}-{partition}")
+
+
+def decide(detector: Detector, messages: list[Message]) -> tuple[list[Outcome], StoreBatch]:
+    """Decide a partition's consumed messages in order, their store changes staged.
+
+    The local topology's step, a replay's included; the Faust app rebuilds a lost store with it
+    (`runtime/faust_rebuild.py`), so both modes' stores hold what one detector made of the same records."""
+    return detector.decide_staged(detector.prepare_many([raw_record(message) for message in messages]))
 
 
 class LocalDedupPartition:
@@ -70,11 +72,7 @@ class LocalDedupPartition:
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
         """Decide a batch (store changes staged); returns how many messages were replayed."""
-        raws = [RawRecord(origin=source_of(m), data=value_of(m), arrival_ms=message_timestamp(m),
-                          position=position_of(m))
-                for m in messages]
-        detector = self.detector
-        outcomes, self.staged = detector.decide_staged(detector.prepare_many(raws))
+        outcomes, self.staged = decide(self.detector, messages)
         replayed = 0
         for message, outcome in zip(messages, outcomes, strict=True):
             if offset_of(message) < replay_until:

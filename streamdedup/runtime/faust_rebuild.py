@@ -1,0 +1,149 @@
+"""The Faust app's partition store rebuilt from its input topic, as the worker rebuilds its own.
+
+A store behind the group's position (its state folder lost, or the partition judged on another app
+instance since) does not know the pages judged in between, and copies of them would come out
+`unique`. The worker replays that range into its store without producing (`worker/assignment.py`,
+`replay_until`); the app does the same before it judges the first record of a partition after an
+assignment: the records from the store's next offset (after its newest journal entry; the
+partition's start for a store without one) up to that record are read with a plain consumer, as
+Faust's consumer reads them (uncommitted records included), and decided in order by the local
+topology's step (`topologies.local.decide`), each journaled as a judged record is
+(`JournalKeeper.replay`), nothing sent: their outputs are in Kafka. The verdicts that follow are
+those of a run that lost nothing, except for pages whose records the topic no longer holds
+(retention), which the rebuild says.
+
+A rebuild runs in a thread while the app's event loop keeps its group membership alive; the agent
+judges nothing meanwhile (on any partition). A rebuild longer than Faust's `broker_max_poll_interval`
+(1,000 s) can cost the app its partitions; a cut-short rebuild goes on from its last record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streamdedup.runtime.settings import WorkerSettings
+from streamdedup.runtime.topics import consumer_settings
+
+log = logging.getLogger(__name__)
+
+STALL_S = 60.0  # a rebuild that reads nothing for this long stops the app (the agent's one CRITICAL line)
+
+
+class Replaying(Protocol):
+    """What a rebuild asks of a partition's journal keeper (`faust_app.JournalKeeper`)."""
+
+    topic: str
+    partition: int
+
+    def next_offset(self) -> int | None: ...
+
+    def replay(self, messages: list[Any], until: int) -> None: ...
+
+
+class RebuildStalled(RuntimeError):
+    """The records to rebuild a store from could not be read: one line, the fix named."""
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """What a rebuild read: offsets `first` up to (not including) `until`, `records` of them, in `seconds`."""
+
+    first: int
+    until: int
+    records: int
+    seconds: float
+
+
+def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
+            stall_s: float = STALL_S) -> Rebuilt | None:
+    """Bring a partition's store up to `until` (the first record the app is to judge), emitting nothing.
+
+    Returns what was read, or None when the store was not behind. `new_store`: the app made the store empty
+    (for the log line)."""
+    topic, partition = keeper.topic, keeper.partition
+    start = keeper.next_offset()
+    if (start or 0) >= until:
+        return None
+    started = time.monotonic()
+    consumer = range_consumer(settings, group_id)
+    try:
+        low, _ = consumer.get_watermark_offsets(topic_partition(topic, partition), timeout=stall_s)
+        first = max(start or 0, low)
+        what = "is new" if new_store else "holds none of it" if start is None else f"has read it up to offset {start}"
+        lost = (f"; records {start or 0}..{low - 1} are gone from the topic (retention): the pages judged from "
+                "them are not rebuilt, and copies of them come out unique") if low > (start or 0) else ""
+        if first >= until:
+            log.warning("%s partition %d: its store %s, but the app starts at offset %d%s", topic, partition, what,
+                        until, lost)
+            return Rebuilt(first, until, 0, 0.0)
+        log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
+                    "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
+                    "without producing%s", topic, partition, what, until, first, until - 1, lost)
+        records = 0
+        for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s):
+            keeper.replay(messages, until)
+            records += len(messages)
+    finally:
+        consumer.close()
+    done = Rebuilt(first, until, records, time.monotonic() - started)
+    log.warning("%s partition %d: store rebuilt from offsets %d..%d (%d records) in %.1f s; judging from %d",
+                topic, partition, first, until - 1, records, done.seconds, until)
+    return done
+
+
+def range_consumer(settings: WorkerSettings, group_id: str) -> Any:
+    """A consumer that reads what Faust's at-least-once consumer reads (uncommitted records too), never committing."""
+    from confluent_kafka import Consumer
+
+    return Consumer(settings.client(**{"group.id": group_id, "enable.auto.commit": False,
+                                       "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+                                       "isolation.level": "read_uncommitted", "enable.partition.eof": True,
+                                       **consumer_settings()}))
+
+
+def topic_partition(topic: str, partition: int, offset: int | None = None) -> Any:
+    from confluent_kafka import TopicPartition
+
+    return TopicPartition(topic, partition) if offset is None else TopicPartition(topic, partition, offset)
+
+
+def read_range(consumer: Any, topic: str, partition: int, first: int, until: int, batch_size: int,
+               stall_s: float) -> Iterator[list[Any]]:
+    """The partition's records from `first` up to (not including) `until`, in batches of at most `batch_size`.
+
+    Raises `RebuildStalled` if nothing is read for `stall_s` before `until` (a broker away)."""
+    from confluent_kafka import KafkaError
+
+    consumer.assign([topic_partition(topic, partition, first)])
+    position, progress = first, time.monotonic()
+    while position < until:
+        batch: list[Any] = []
+        at_end = False
+        for message in consumer.consume(batch_size, timeout=0.5):
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                at_end = True
+            elif error is not None:
+                log.warning("reading %s[%d] to rebuild its store: %s", topic, partition, error)
+            if error is not None:
+                continue
+            if message.offset() >= until:
+                at_end = True
+                break
+            batch.append(message)
+        if batch:
+            yield batch
+            position, progress = batch[-1].offset() + 1, time.monotonic()
+        if at_end:
+            return
+        if time.monotonic() - progress > stall_s:
+            raise RebuildStalled(f"could not read {topic}[{partition}] at offset {position} for {stall_s:.0f} s to "
+                                 f"rebuild its store up to offset {until}: start the app again once the broker "
+                                 "answers")
+
+
+__all__ = ["STALL_S", "RebuildStalled", "Rebuilt", "read_range", "rebuild"]
