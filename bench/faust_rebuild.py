@@ -9,9 +9,12 @@ app does per record minus the send (`JournalKeeper.outputs`, one record a WriteB
 rebuild of a lost store (`faust_rebuild.rebuild`: read from the topic, decided in batches of the
 worker's `batch_size`, journaled, nothing sent). Both after a 30-page warm-up (numba's kernels).
 
-Added partition: `streamdedup faust` (the worktree's, as a subprocess) judges one page of a
+Added partition: `streamdedup faust` (this checkout's, as a subprocess) judges one page of a
 one-partition topic, a second partition is created, a page is sent to it; the time from that send
-until its output is on the unique topic.
+until its output is on the unique topic (`--log FILE`: the app's log at INFO).
+
+Figures (2-core machine shared with a CI run): rebuild 7.18 s (2.77 CPU-s) per 1,000 pages, judged
+one by one 7.97 s (3.58 CPU-s); an added partition's first record out after 8.7-9.3 s.
 """
 
 from __future__ import annotations
