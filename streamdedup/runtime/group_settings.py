@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from streamdedup.config import DetectorConfig, verdict_identity
@@ -156,11 +156,15 @@ def read_group_records(settings: WorkerSettings, timeout_s: float = 15.0) -> dic
 
 
 def group_has_members(settings: WorkerSettings, group: str, timeout_s: float = 10.0) -> bool:
-    """Whether the broker lists members of a consumer group (True if it cannot say: refusing is the safe side)."""
+    """Whether a consumer group has members now (True if the broker cannot say: refusing is the safe side).
+
+    By its members, or by its state where it lists none: Tansu describes a group whose consumer holds
+    partitions as `STABLE` with no member, and only an `EMPTY` or `DEAD` group has none for sure."""
     try:
         admin = AdminClient(settings.client())
         [described] = admin.describe_consumer_groups([group], request_timeout=timeout_s).values()
-        return bool(described.result(timeout=timeout_s).members)
+        result = described.result(timeout=timeout_s)
+        return bool(result.members) or result.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD)
     except Exception as err:  # noqa: BLE001 - any failure to describe: assume it runs
         log.debug("describing group %s failed: %s", group, err)
         return True
