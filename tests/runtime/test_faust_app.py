@@ -10,6 +10,8 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -167,9 +169,9 @@ def app_command(settings, tmp_path: Path, *extra: str) -> list[str]:
             "--group-id", settings.group_id, "--journal-keep", "5", *extra]
 
 
-def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra: str) -> tuple[dict, str]:
-    """Start `streamdedup faust` (small journal), wait until `urls_out` records came out in total,
-    stop it; (url -> (output, message), its log)."""
+@contextmanager
+def app_running(settings, tmp_path: Path, log_name: str, *extra: str) -> Iterator[Path]:
+    """`streamdedup faust` (small journal) running for the span of the block, its standard error in `log_name`."""
     started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
     started_in.mkdir(exist_ok=True)
     log = tmp_path / log_name
@@ -177,11 +179,18 @@ def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra
         process = subprocess.Popen(app_command(settings, tmp_path, *extra), env=app_env(settings),
                                    stdout=subprocess.DEVNULL, stderr=stderr, cwd=started_in)
         try:
-            got = outcomes(settings, urls_out, timeout_s=120)
+            yield log
         finally:
             process.terminate()
             process.wait(timeout=60)
-    assert list(started_in.iterdir()) == []
+
+
+def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra: str) -> tuple[dict, str]:
+    """Start `streamdedup faust` (small journal), wait until `urls_out` records came out in total,
+    stop it; (url -> (output, message), its log)."""
+    with app_running(settings, tmp_path, log_name, *extra) as log:
+        got = outcomes(settings, urls_out, timeout_s=120)
+    assert list((tmp_path / "cwd").iterdir()) == []
     return got, log.read_text()
 
 
@@ -591,17 +600,9 @@ def test_a_lost_state_folder_is_rebuilt_and_copies_of_earlier_pages_are_their_du
     originals = article_pages("orig", list(range(3000, 3012)))
     later = article_pages("copy", [*range(3000, 3008), 3500, 3501])
     send(settings, originals)
-    (tmp_path / "cwd").mkdir()
-    log = tmp_path / "faust-1.log"
-    with open(log, "wb") as stderr:
-        process = subprocess.Popen(app_command(settings, tmp_path), env=app_env(settings), stdout=subprocess.DEVNULL,
-                                   stderr=stderr, cwd=tmp_path / "cwd")
-    try:
+    with app_running(settings, tmp_path, "faust-1.log") as log:
         assert len(outcomes(settings, len(originals), timeout_s=120)) == len(originals), log.read_text()[-3000:]
         assert committed_offset(settings, len(originals)) == len(originals), log.read_text()[-3000:]
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
     shutil.rmtree(tmp_path / "fs")
     send(settings, later)
     got, text = run_app_until(settings, tmp_path, "faust-2.log", len(originals) + len(later))
@@ -628,12 +629,7 @@ def test_a_partition_added_to_the_pages_topic_is_read_within_seconds(settings, t
 
     first, second = article_pages("grow", [3600, 3601])
     send(settings, [first])
-    (tmp_path / "cwd").mkdir()
-    log = tmp_path / "faust.log"
-    with open(log, "wb") as stderr:
-        process = subprocess.Popen(app_command(settings, tmp_path), env=app_env(settings), stdout=subprocess.DEVNULL,
-                                   stderr=stderr, cwd=tmp_path / "cwd")
-    try:
+    with app_running(settings, tmp_path, "faust.log") as log:
         assert len(outcomes(settings, 1, timeout_s=120)) == 1, log.read_text()[-3000:]
         topic = settings.topics.pages
         admin = AdminClient(settings.client())  # kept: its future fails once the client is gone
@@ -645,7 +641,4 @@ def test_a_partition_added_to_the_pages_topic_is_read_within_seconds(settings, t
         producer.flush(30)
         assert delivered == [None]
         got = outcomes(settings, 2, timeout_s=25)
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
     assert second["url"].encode() in got, log.read_text()[-3000:]
