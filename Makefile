@@ -22,8 +22,9 @@ dedup: $(VENV)/.extra-core  ## batch mode on the sample crawl into out/sample (n
 	$(BIN)/streamdedup dedup streamdedup/data/sample_crawl.jsonl.gz --out out/sample --state out/sample-state --fresh
 
 # bench: tests/test_bench_suite.py runs the suite's smoke mode
+# two processes, each file's tests in one (its module fixtures built once): most tests wait on a broker
 test: $(VENV)/.extra-test $(VENV)/.extra-bench  ## the whole test suite
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n 2 --dist loadfile
 
 lint: $(VENV)/.extra-test  ## ruff (style, imports, bugbear, pyupgrade), mypy and the import layers, as CI runs them
 	$(BIN)/ruff check streamdedup tests bench
