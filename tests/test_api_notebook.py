@@ -133,6 +133,29 @@ def test_a_pandas_dataframe_s_rows_are_judged() -> None:
         assert dedup.add(texts[0] + " Updated.", id="nat", fetched_at=pd.NaT).duplicate_of == "1"
 
 
+
+def test_a_dataframe_given_whole_is_read_row_by_row_with_its_int_ids() -> None:
+    """`add_many(df)` judged the column names "id" and "text" as two texts, and ids 1.0 and 3.0 were refused.
+
+    Iterated, a DataFrame gives its column names; an int column with a gap is floats in pandas."""
+    pd = pytest.importorskip("pandas")
+
+    texts = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(3)]
+    frame = pd.DataFrame({"id": [1, None, 3], "text": texts})
+    assert frame["id"].dtype == "float64"
+    with Deduplicator() as dedup:
+        results = dedup.add_many(frame)
+        assert [(r.status, r.reason) for r in results] == [("unique", None)] * 3, results
+        assert [results[0].page_id, results[2].page_id] == ["1", "3"]
+        assert dedup.query_many(frame[["text"]])[2].duplicate_of == "3"
+        refused = dedup.add_many(pd.DataFrame({"id": [1.5], "text": [texts[0] + " Updated."]}))
+        assert refused[0].reason == "invalid_field"  # a fraction is no id of ours
+        rows = frame.assign(id=["r1", "r2", "r3"])  # a row as `itertuples` and `iterrows` give it
+        assert [r.duplicate_of for r in dedup.add_many(list(rows.itertuples(index=False)))] == [r.page_id for r in results]
+        assert dedup.add_many([rows.iloc[0]])[0].reason == "duplicate_id"  # read as the record r1
+        with pytest.raises(TypeError, match=r"add_many\(\[record\]\)"):
+            dedup.add(rows.iloc[1])
+
 def _articles(count: int, start: int = 0) -> list[str]:
     return ["\n\n".join(make_article(i, paragraphs=3)) for i in range(start, start + count)]
 

@@ -32,7 +32,10 @@ from streamdedup.api.values import (
     json_value,
     missing,
     plain_value,
+    row_record,
+    table_rows,
     unencodable,
+    whole_number_ids,
 )
 from streamdedup.clean.extract import is_html
 from streamdedup.config import DetectorConfig
@@ -124,6 +127,7 @@ class Deduplicator:
         An item is a string (HTML or plain text, as `add` takes it with its defaults) or a page
         record as in a crawl file: a mapping with a url and content, or an id and a `text`
         field (see `record`); any other fields of a crawl record are read as in file mode.
+        A pandas or polars DataFrame is read row by row, each row such a record.
 
         Each batch (`config.batch_size` items) is filed whole or not at all. Ctrl-C (a
         KeyboardInterrupt) stops the call at once, or right after a batch's store write in
@@ -192,8 +196,8 @@ class Deduplicator:
                fetched_at: datetime | str | None = None, html: bool | None = None) -> dict[str, Any]:
         """The page record `add` files for these arguments (a text without url gets `text:` + id)."""
         if not isinstance(content, str):
-            hint = "; a page record (a mapping) goes in a list: add_many([record])" if isinstance(
-                content, Mapping) else ""
+            hint = "; a page record (a mapping, a DataFrame's row) goes in a list: add_many([record])" if (
+                isinstance(content, Mapping) or row_record(content) is not None) else ""
             raise TypeError(f"content must be a str (HTML or plain text), got {type(content).__name__}{hint}")
         markup = looks_like_html(content) if html is None else html
         if id is None and url is None:
@@ -213,6 +217,8 @@ class Deduplicator:
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
                             f"{type(items).__name__}: pass it in a list, [item]")
+        rows = table_rows(items)  # a DataFrame: its rows (iterated, it gives its column names)
+        items = items if rows is None else rows
         if method in ("add", "add_many") and self._session is None:
             with sigint_held():  # a store write: whole
                 self._session = take_session(self._detector.store)
@@ -233,9 +239,10 @@ class Deduplicator:
 
     def _raw(self, item: Item, session: int) -> RawRecord:
         self._count += 1
-        record = self.record(item) if isinstance(item, str) else item
+        record = self.record(item) if isinstance(item, str) else row_record(item) or item
         if not isinstance(record, Mapping):
             raise TypeError(f"an item is a str or a page record (a mapping), got {type(item).__name__}")
+        record = whole_number_ids(record)  # an int column with a gap is floats in pandas
         # a plain text: its own site, as `add` files it (a DataFrame's row without a url has NaN there)
         if not missing(record.get("text")) and first_present(record, "url") is None:
             page_id = plain_value(first_present(record, "id"))

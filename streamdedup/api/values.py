@@ -86,3 +86,43 @@ def unencodable(record: Mapping[str, Any]) -> str:
             return (f"{key} holds a lone surrogate (U+{ord(lone.group()):04X} at character {lone.start()}), which is "
                     "no UTF-8 text: decode its bytes with errors='replace', or give them as bytes content")
     return "a field holds bytes or a lone surrogate in a nested value or a name: give str values of UTF-8 text"
+
+
+def table_rows(items: Any) -> list[Mapping[str, Any]] | None:
+    """A DataFrame's rows as records (pandas' or polars'), or None when `items` is no DataFrame.
+
+    Iterated as it is, a DataFrame gives its column names (pandas) or its columns (polars), which
+    would be judged as texts: `add_many(df)` would file "id" and "text". Duck-typed: neither
+    library is imported here."""
+    if not hasattr(items, "columns"):
+        return None
+    if callable(getattr(items, "iter_rows", None)):  # polars
+        return list(items.iter_rows(named=True))
+    if callable(getattr(items, "to_dict", None)) and callable(getattr(items, "iterrows", None)):  # pandas
+        return list(items.to_dict("records"))
+    return None
+
+
+def row_record(item: Any) -> Mapping[str, Any] | None:
+    """A DataFrame's row as a record: pandas' `Series` (`iterrows`) or named tuple (`itertuples`), else None."""
+    as_dict = getattr(item, "_asdict", None)
+    if isinstance(item, tuple) and callable(as_dict):
+        return dict(as_dict())
+    if hasattr(item, "index") and callable(getattr(item, "to_dict", None)) and not isinstance(item, Mapping):
+        rows = item.to_dict()
+        return rows if isinstance(rows, dict) and all(isinstance(key, str) for key in rows) else None
+    return None
+
+
+def whole_number_ids(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record with a whole float id (1.0) as the integer it is, else as it is.
+
+    pandas stores an integer column with a gap as floats, so `df.to_dict("records")` gives ids
+    1.0 and 3.0 where the user wrote 1 and 3; an id like 1.5 stays as it is (and is refused)."""
+    for name in FIELD_ALIASES["id"]:
+        value = record.get(name)
+        if isinstance(value, np.floating):
+            value = value.item()
+        if isinstance(value, float) and value.is_integer():
+            return {**record, name: int(value)}
+    return record
