@@ -4,6 +4,7 @@ query files nothing, a kept store is found again, a temporary one is removed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,6 +31,20 @@ def test_the_guides_examples_run(tmp_path: Path) -> None:
         script = python_blocks(guide)
         assert "Deduplicator" in script, guide
         exec(compile(script, str(guide), "exec"), {"__name__": "guide"})  # the guide's own code
+
+
+def test_the_guides_examples_type_check(tmp_path: Path, pytestconfig: pytest.Config) -> None:
+    """A notebook user who runs mypy on the guides' code: docs/api.md's `dedup_files` example indexed
+    `run.summary`, which is None for a rerun with nothing to do (mypy: "dict[str, Any] | None" is
+    not indexable). Every python block of both guides, the news-feed reader's too, type-checks."""
+    script = tmp_path / "guides.py"
+    script.write_text("\n".join(re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text()
+                                           + (ROOT / "README.md").read_text(), flags=re.S)))
+    cache = pytestconfig.cache.mkdir("mypy-snippet")  # shared with test_api_notebook's: a cold check is ~7 s CPU
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--cache-dir", str(cache),
+                              str(script)], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "MYPYPATH": str(ROOT)}, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_query_files_nothing_and_add_does() -> None:

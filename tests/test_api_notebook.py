@@ -52,7 +52,7 @@ def test_a_result_s_fields_read_and_type_check_without_isinstance(tmp_path: Path
     assert (unique.reason, unique.detail) == (None, None)
     assert rejected.as_dict() == {"status": "rejected", "reason": "empty_content", "detail": rejected.detail,
                                   "origin": "item 1"}  # the output form is unchanged
-    assert "reason" not in unique.as_dict() and unique._fields[-1] == "text_cut"
+    assert "reason" not in unique.as_dict() and unique._fields == rejected._fields
 
 
 class _Timestamp(datetime):
@@ -291,3 +291,42 @@ def test_stories_of_a_reopened_store_say_what_they_hold(tmp_path: Path) -> None:
         dedup.add(TEXT)
         with pytest.raises(ValueError, match="opened with keep_stories=False"):
             dedup.stories()
+
+
+def test_results_with_rejections_are_one_dataframe() -> None:
+    """`pandas.DataFrame(results)` raised as soon as a rejection was in the list (TypeError "asdict()
+    should be called on dataclass instances", or "object of type 'Rejection' has no len()"): a
+    Rejection was a dataclass and a Verdict a NamedTuple. Both are tuples of the same 15 fields now."""
+    import copy
+    import pickle
+
+    pd = pytest.importorskip("pandas")
+    with Deduplicator() as dedup:
+        results = dedup.add_many([TEXT, "", TEXT])
+    unique, rejected, duplicate = results
+    for rows in (results, [rejected, duplicate], [unique, rejected]):
+        frame = pd.DataFrame(rows)
+        assert list(frame.columns) == list(Verdict._fields) == list(Rejection._fields)
+        assert frame["status"].tolist() == [r.status for r in rows]
+        assert [x if isinstance(x, str) else None for x in frame["reason"]] == [r.reason for r in rows]
+    assert pd.DataFrame(results)["duplicate_of"].iloc[2] == unique.page_id
+    assert (rejected.reason, rejected.origin, rejected.page_id, rejected.status) == ("empty_content", "item 2",
+                                                                                     None, "rejected")
+    assert pickle.loads(pickle.dumps(rejected)) == rejected == copy.copy(rejected)
+    assert repr(rejected).startswith("Rejection(reason='empty_content', detail=")
+
+
+def test_a_gap_in_a_list_of_texts_is_that_item_s_rejection() -> None:
+    """A list of texts with a gap (None, or NaN from a column's `tolist()`) raised a TypeError for the
+    whole call ("got NoneType", naming no item); now that item is an `empty_content` rejection. An
+    item of another kind still raises, naming its place in the list and what to give instead."""
+    pd = pytest.importorskip("pandas")
+    with Deduplicator() as dedup:
+        results = dedup.add_many(pd.Series([TEXT, None, float("nan")], dtype=object).tolist() + [pd.NA])
+        assert [(r.status, r.reason) for r in results] == [("unique", None)] + [("rejected", "empty_content")] * 3
+        assert results[1].detail == "the item is None (a missing value): no text"
+        with pytest.raises(TypeError, match=r"item 1 of the list is bytes: decode it .* \(no item was filed\)"):
+            dedup.add_many([TEXT + " Again.", b"<html><p>bytes</p></html>"])
+        with pytest.raises(TypeError, match=r"item 0 of the list is int: give str\(item\)"):
+            dedup.add_many([5])
+        assert [s["size"] for s in dedup.stories()] == [1]

@@ -224,7 +224,7 @@ class Deduplicator:
                 self._session = take_session(self._detector.store)
         # a query files nothing, so it takes no number: 0, which no session of a store has
         session = self._session or 0
-        return [self._raw(item, session) for item in items]
+        return [self._raw(item, session, index) for index, item in enumerate(items)]
 
     def _check_open(self, method: str) -> None:
         """Refuse `method` (named as the caller called it) once the store is closed, or in another process."""
@@ -237,18 +237,26 @@ class Deduplicator:
             raise ValueError(f"this Deduplicator is closed: {method} needs an open one (Deduplicator(state=...) "
                              "opens a kept store again)")
 
-    def _raw(self, item: Item, session: int) -> RawRecord:
+    def _raw(self, item: Item | None, session: int, index: int) -> RawRecord:
+        """The record of one item (`index`: its place in the list given, which an error names)."""
         self._count += 1
+        origin, position = f"item {self._count}", f"api {session}:#{self._count}"
+        if missing(item):  # a gap in a list of texts (None, or NaN from a column's tolist()): this item's rejection
+            return RawRecord(origin=origin, position=position,
+                             rejection=(Reason.EMPTY_CONTENT, f"the item is {item!r} (a missing value): no text"))
         record = self.record(item) if isinstance(item, str) else row_record(item) or item
         if not isinstance(record, Mapping):
-            raise TypeError(f"an item is a str or a page record (a mapping), got {type(item).__name__}")
+            hint = (": decode it (.decode(errors='replace')), or give a page record {'url': ..., 'content': <bytes>}, "
+                    "whose bytes are decoded as a crawl file's are" if isinstance(item, (bytes, bytearray))
+                    else ": give str(item), or a page record {'url': ..., 'content': ...}")
+            raise TypeError(f"an item is a str or a page record (a mapping); item {index} of the list is "
+                            f"{type(item).__name__}{hint} (no item was filed)")
         record = whole_number_ids(record)  # an int column with a gap is floats in pandas
         # a plain text: its own site, as `add` files it (a DataFrame's row without a url has NaN there)
         if not missing(record.get("text")) and first_present(record, "url") is None:
             page_id = plain_value(first_present(record, "id"))
             page_id = uuid.uuid4().hex if page_id is None or page_id == "" else page_id  # an id 0 is an id
             record = {**record, "id": page_id, "url": TEXT_URL_SCHEME + str(page_id)}
-        origin, position = f"item {self._count}", f"api {session}:#{self._count}"
         try:  # numpy and pandas values as JSON holds them, a missing one as null: the field left out (`values`)
             data = orjson.dumps(bytes_content_as_base64(record), default=json_value)
         except TypeError:  # bytes, a lone surrogate: no JSON line holds them; the item's rejection, not the batch's

@@ -9,7 +9,6 @@ by the worker, the Faust app and the file sink alike.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from streamdedup.record.rejection import Reason
@@ -20,8 +19,9 @@ DETAIL_HEADER_CHARS = 1000  # a header is for routing and a first look; the full
 class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a frozen dataclass's time
     """A judged page: unique or duplicate, its cluster and what it matched.
 
-    Read by the same names as a `Rejection` (`reason` and `detail` are None here; a rejection's
-    verdict fields are None or empty), so `Verdict | Rejection` needs no isinstance to be read."""
+    Read by the same names as a `Rejection` (`reason`, `detail` and `origin` are None here; a
+    rejection's verdict fields are None or empty), so `Verdict | Rejection` needs no isinstance to be
+    read, and a list of both is one table (`pandas.DataFrame(results)`: the same 15 fields, in order)."""
 
     page_id: str
     status: str  # "unique" | "duplicate"
@@ -39,16 +39,11 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     # duplicate only of a page with the same whole text (what lies past the cut may be new; engine `as_cut`)
     text_cut: bool = False
 
-    # a rejection's fields, None on a verdict: a list of both is read by the same names
-    @property
-    def reason(self) -> None:
-        """None: a judged page has no rejection reason (`Rejection.reason`)."""
-        return None
-
-    @property
-    def detail(self) -> None:
-        """None: a judged page has no rejection detail (`Rejection.detail`)."""
-        return None
+    # a rejection's fields, None on a verdict: a list of both is read by the same names, and is one
+    # table whose rows line up (`pandas.DataFrame(results)`: both are tuples of these 15 fields)
+    reason: None = None
+    detail: None = None
+    origin: None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,77 +69,55 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
         return out
 
 
-@dataclass(frozen=True)
-class Rejection:
-    """A record not judged: why (`reason`, `detail`) and where it came from (`origin`)."""
+class _RejectionFields(NamedTuple):
+    """A rejection's fields: a verdict's, in its order (none judged: None or empty), then why."""
 
-    reason: str  # a `record.rejection.Reason` value
+    page_id: str | None
+    status: str
+    cluster_id: None
+    duplicate_of: None
+    similarity: None
+    method: None
+    merged_clusters: tuple[str, ...]
+    time_note: None
+    new_share: None
+    supersedes: tuple[str, ...]
+    related_to: tuple[str, ...]
+    text_cut: bool
+    reason: str
     detail: str
-    origin: str  # where the record came from: file:line, file@offset or topic[partition]@offset
-    page_id: str | None = None  # the page's id where it is known (a repeated id), else absent
+    origin: str
+
+
+class Rejection(_RejectionFields):
+    """A record not judged: why (`reason`, `detail`) and where it came from (`origin`).
+
+    `Rejection(reason, detail, origin, page_id=None)`: `reason` a `record.rejection.Reason` value;
+    `origin` file:line, file@offset, topic[partition]@offset or "item N"; `page_id` the page's id
+    where it is known (a repeated id). Its other fields are a `Verdict`'s, in a verdict's order,
+    as a record that was not judged has them (`status` "rejected", `cluster_id`, `duplicate_of`,
+    ... None, `supersedes`, ... empty, `text_cut` False): `v.duplicate_of` reads (and type-checks)
+    on `Verdict | Rejection` without an isinstance, and a list of both is one table whose columns
+    line up (`pandas.DataFrame(results)`; a frozen dataclass before, which pandas could not mix)."""
+
+    __slots__ = ()
+
+    def __new__(cls, reason: str, detail: str, origin: str, page_id: str | None = None) -> Rejection:
+        return super().__new__(cls, page_id, "rejected", None, None, None, None, (), None, None, (), (), False,
+                               reason, detail, origin)
+
+    def __getnewargs__(self) -> tuple[str, str, str, str | None]:
+        """The constructor's arguments: a copy or a pickle makes the same rejection."""
+        return self.reason, self.detail, self.origin, self.page_id
+
+    def __repr__(self) -> str:
+        return (f"Rejection(reason={self.reason!r}, detail={self.detail!r}, origin={self.origin!r}, "
+                f"page_id={self.page_id!r})")
 
     @classmethod
     def repeated_id(cls, page_id: str, origin: str) -> Rejection:
         """A second record under an id already judged: `duplicate_id`, naming the id."""
         return cls(Reason.DUPLICATE_ID.value, f"page id {page_id!r} was already processed", origin, page_id)
-
-    @property
-    def status(self) -> str:
-        """Always "rejected": a list of verdicts and rejections is read by one field, as its output files are."""
-        return "rejected"
-
-    # a verdict's fields, as a record that was not judged has them: `v.duplicate_of` reads (and
-    # type-checks) on `Verdict | Rejection` without an isinstance; properties, so `Verdict` stays
-    # a plain NamedTuple (one a page) and a rejection's constructor and `as_dict` are unchanged
-    @property
-    def cluster_id(self) -> None:
-        """None: a rejected record joins no cluster."""
-        return None
-
-    @property
-    def duplicate_of(self) -> None:
-        """None: a rejected record is nobody's duplicate."""
-        return None
-
-    @property
-    def similarity(self) -> None:
-        """None: a rejected record was compared with nothing."""
-        return None
-
-    @property
-    def method(self) -> None:
-        """None: no method matched a rejected record."""
-        return None
-
-    @property
-    def new_share(self) -> None:
-        """None: a rejected record has no text measured against another."""
-        return None
-
-    @property
-    def merged_clusters(self) -> tuple[str, ...]:
-        """Empty: a rejected record merges no clusters."""
-        return ()
-
-    @property
-    def supersedes(self) -> tuple[str, ...]:
-        """Empty: a rejected record supersedes no page."""
-        return ()
-
-    @property
-    def related_to(self) -> tuple[str, ...]:
-        """Empty: a rejected record is related to no page."""
-        return ()
-
-    @property
-    def time_note(self) -> None:
-        """None: a rejected record's fetch time was not read for retention."""
-        return None
-
-    @property
-    def text_cut(self) -> bool:
-        """False: a rejected record's text was not compared, cut or whole."""
-        return False
 
     def as_dict(self) -> dict[str, Any]:
         out = {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
