@@ -330,3 +330,18 @@ def test_a_gap_in_a_list_of_texts_is_that_item_s_rejection() -> None:
         with pytest.raises(TypeError, match=r"item 0 of the list is int: give str\(item\)"):
             dedup.add_many([5])
         assert [s["size"] for s in dedup.stories()] == [1]
+
+
+def test_a_crawl_added_again_to_a_kept_store_says_why_it_is_refused(tmp_path: Path) -> None:
+    """Records without ids added again to a reopened store were `duplicate_id` "page id '…' was
+    already processed": the user gave no id (it is made from the url and fetch time) and the line
+    named no way out. It now says where the id came from and what to do."""
+    record = {"url": "https://a.example/1", "fetched_at": "2024-05-01T08:00:00Z", "text": TEXT}
+    with Deduplicator(state=tmp_path / "kept") as dedup:
+        first = dedup.add_many([record])[0]
+    with Deduplicator(state=tmp_path / "kept") as dedup:
+        again, other = dedup.add_many([record, {**record, "id": "second-look"}])
+    assert (again.reason, again.page_id) == ("duplicate_id", first.page_id)
+    assert again.detail is not None and "made from its url and fetch time" in again.detail
+    assert again.detail.endswith("give it another id to judge it again")
+    assert (other.status, other.duplicate_of) == ("duplicate", first.page_id)

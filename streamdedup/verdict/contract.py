@@ -117,7 +117,9 @@ class Rejection(_RejectionFields):
     @classmethod
     def repeated_id(cls, page_id: str, origin: str) -> Rejection:
         """A second record under an id already judged: `duplicate_id`, naming the id."""
-        return cls(Reason.DUPLICATE_ID.value, f"page id {page_id!r} was already processed", origin, page_id)
+        return cls(Reason.DUPLICATE_ID.value, f"page id {page_id!r} was already processed: a record with this id (its "
+                   "own, or made from its url and fetch time) was judged before; give it another id to judge it again",
+                   origin, page_id)
 
     def as_dict(self) -> dict[str, Any]:
         out = {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
