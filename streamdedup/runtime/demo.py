@@ -2,8 +2,9 @@
 
 Loads the compiled kernels (on a first run, compiles them), starts the embedded broker, creates
 the topics, feeds the sample crawl shipped with the package, runs a worker until every page has a
-verdict, reads the output topics back and says what happened and where to look next; then stops
-everything."""
+verdict, reads the output topics back and says what happened, shows a few verdicts and where to
+look next; then stops everything. Ctrl-C at any step stops it (exit 130), without a summary of a
+run cut short."""
 
 from __future__ import annotations
 
@@ -55,8 +56,9 @@ WARM_UP_PAGES = 64
 def warm_kernels(crawl: Path, config: DetectorConfig) -> float:
     """Judge the crawl's first pages in process, on a store of their own, so the compiled kernels are loaded.
 
-    On a first run after an install, numba compiles the kernels (~15 s on 2 cores) and caches them
-    beside the code; later runs load them (under a second). Done before the worker starts, so its
+    On a first run after an install, numba compiles the kernels (1-2 minutes on 2 busy cores: 106 s
+    measured after `make run`'s install) and caches them beside the code; later runs load them (a
+    few seconds). Done before the worker starts, so its
     figure is its own: judging and the group join. The store is temporary. Returns the seconds."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="streamdedup-warm-up-") as folder, Detector(config, folder) as detector:
@@ -80,8 +82,11 @@ def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
 
 
 def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> dict:
+    # said before the wait: a first run compiles for a minute or two, and a silent terminal looks hung
+    print("1/5 loading the compiled kernels (a first run after an install compiles them: 1-2 minutes)...",
+          flush=True)
     warmed = warm_kernels(crawl, config)
-    print(f"1/5 kernels ready in {warmed:.1f} s (compiled on a first run and cached beside the code, "
+    print(f"    kernels ready in {warmed:.1f} s (compiled on a first run and cached beside the code, "
           "else loaded from that cache)")
     with EmbeddedBroker(base / "broker") as broker:
         settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, state_dir=base / "state",
@@ -95,8 +100,11 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
               + (f" ({rejected_by_reader} the reader rejected into '{settings.topics.rejected}')"
                  if rejected_by_reader else ""))
         started = time.monotonic()
-        stats = Worker(settings, config).run(idle_timeout_s=15, stop_after=sent - rejected_by_reader)
+        worker = Worker(settings, config)
+        stats = worker.run(idle_timeout_s=15, stop_after=sent - rejected_by_reader)
         elapsed = time.monotonic() - started
+        if worker.stopped_by is not None:  # Ctrl-C: the worker finished its batch; no summary of a cut run
+            raise KeyboardInterrupt(worker.stopped_by)
         print(f"4/5 worker decided {stats.decided} pages in {elapsed:.1f} s ({stats.decided / elapsed:.1f} pages/s, "
               f"including its start and the group join; {settings.topology} topology)")
         t = settings.topics
@@ -118,9 +126,48 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
                    "late_matches": kinds.get("late_match", 0),
                    "pages_per_s": round(stats.decided / elapsed, 1)}
         print("5/5 " + orjson.dumps(summary).decode())
+        verdicts = [orjson.loads(m.value()) for m in read_all(settings, t.verdicts, stats.produced.get(t.verdicts, 0))]
+        print(f"Some of the verdicts ({t.verdicts}; each page itself is on {t.unique}, {t.duplicates} or "
+              f"{t.rejected}):")
+        print("\n".join(verdict_lines(verdicts)))
         stores = (f"the stores are in {settings.state_dir}" if kept else
                   "the stores go with the demo's temporary folder (--workdir keeps them)")
-        print(f"Where to look next: {stores}; run your own broker with "
+        print(f"Where to look next: every verdict of the sample crawl, in files: `make dedup` (out/sample/); {stores}; "
+              "run your own broker with "
               "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "
               "or the whole system on Apache Kafka with `docker compose up` (README).")
     return summary
+
+
+def verdict_lines(verdicts: list[dict], per_kind: int = 3) -> list[str]:
+    """A few verdicts of each kind, one line each, pages named by url.
+
+    What a duplicate copies, what a unique page supersedes or is related to (those first), why a
+    record was rejected.
+
+    `verdicts` are `pages.verdicts` records (the page's id, url and its `dedup` object), in order."""
+    urls = {v["id"]: v["url"] for v in verdicts if v.get("id") and v.get("url")}
+
+    def named(ids: list[str]) -> str:
+        return ", ".join(urls.get(i, i) for i in ids)
+
+    def plain(verdict: dict) -> bool:  # a unique page without an earlier page it names: shown last
+        return not (verdict["dedup"].get("supersedes") or verdict["dedup"].get("related_to"))
+
+    lines: dict[str, list[str]] = {"duplicate": [], "unique": [], "rejected": []}
+    for verdict in sorted(verdicts, key=plain):
+        dedup, url = verdict["dedup"], verdict.get("url")
+        status = dedup["status"]
+        if status not in lines or len(lines[status]) >= per_kind:
+            continue
+        if status == "duplicate":
+            line = (f"of {named([dedup['duplicate_of']])} ({dedup.get('method')} similarity "
+                    f"{dedup.get('similarity') or 0:.2f}, {dedup.get('new_share') or 0:.0%} of its text new)")
+        elif status == "unique":
+            line = "; ".join(f"{word} {named(dedup[key])}" for key, word in
+                             (("supersedes", "supersedes"), ("related_to", "related to")) if dedup.get(key)) \
+                or "no earlier copy"
+        else:
+            line = f"{dedup.get('reason')}: {dedup.get('detail')}"
+        lines[status].append(f"  {status:<9}  {url or dedup.get('origin', '?')}  {line}")
+    return [line for kind in lines.values() for line in kind]

@@ -6,7 +6,7 @@ import pytest
 from conftest import make_article, page, wrap_in_template, write_jsonl, write_warc
 
 from streamdedup.config import DetectorConfig
-from streamdedup.runtime.demo import run_demo
+from streamdedup.runtime.demo import run_demo, verdict_lines
 from streamdedup.runtime.settings import WORKER_ID_FILE, WorkerSettings, keep_worker_id, mask
 
 
@@ -38,9 +38,52 @@ def test_demo_end_to_end(tmp_path, capfd):
     assert summary["clusters"] == 2 and summary["largest_cluster"] == 2
     out, err = capfd.readouterr()
     assert "Where to look next" in out
+    # verdicts a newcomer can read, named by url; the summary alone gave counts only
+    assert "  duplicate  https://b.example/1  of https://a.example/1 (" in out
+    assert "  rejected   pages[0]@3  invalid_json: not JSON" in out
+    # the first step says it may take minutes before it does (a first run compiles the kernels)
+    assert out.index("1/5 loading the compiled kernels") < out.index("kernels ready in")
     # every client is closed before the broker stops: librdkafka, which writes to the process's
     # stderr itself, has no lost connection to report at the end of a run that went well
     assert "|FAIL|" not in err and "Connection refused" not in err
+
+
+def test_verdict_lines_name_pages_by_url_and_show_unique_pages_that_name_others_first():
+    verdicts = [
+        {"id": "a", "url": "https://a.example/1", "dedup": {"status": "unique"}},
+        {"id": "b", "url": "https://b.example/1", "dedup": {"status": "duplicate", "duplicate_of": "a",
+                                                           "similarity": 0.93, "method": "minhash", "new_share": 0.02}},
+        {"id": "c", "url": "https://c.example/1", "dedup": {"status": "unique", "supersedes": ["a"],
+                                                           "related_to": ["x"]}},
+        {"id": None, "url": None, "dedup": {"status": "rejected", "reason": "invalid_json", "detail": "not JSON",
+                                            "origin": "pages[0]@3"}}]
+    assert verdict_lines(verdicts, per_kind=1) == [
+        "  duplicate  https://b.example/1  of https://a.example/1 (minhash similarity 0.93, 2% of its text new)",
+        "  unique     https://c.example/1  supersedes https://a.example/1; related to x",
+        "  rejected   pages[0]@3  invalid_json: not JSON"]
+
+
+def test_ctrl_c_while_the_demos_worker_runs_says_interrupted_not_a_summary(tmp_path):
+    """Ctrl-C stopped the demo's worker after its batch, and the demo then printed "5/5" with the
+    pages decided so far (0 of 52) and exited 0, as if the run had gone well."""
+    import signal
+    import subprocess
+    import sys
+
+    demo = subprocess.Popen([sys.executable, "-m", "streamdedup", "demo", "-v", "--workdir", str(tmp_path / "demo")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        assert demo.stderr is not None
+        for line in demo.stderr:  # the worker's loop has its partitions: it holds Ctrl-C now
+            if '"assigned ' in line:
+                demo.send_signal(signal.SIGINT)
+                break
+        out, err = demo.communicate(timeout=120)
+    finally:
+        demo.kill()
+    assert demo.returncode == 130, out + err
+    assert "streamdedup: interrupted" in err and "5/5" not in out
 
 
 def test_the_demo_without_a_workdir_removes_its_temporary_folder(tmp_path, monkeypatch, capfd):

@@ -76,6 +76,7 @@ class Worker(Transactions, Assignment):
         self._steps_seen = {}  # and its nanoseconds by step
         self._extraction_seen = {}  # and how its pages were read
         self._stop = threading.Event()
+        self.stopped_by: str | None = None  # the signal (SIGTERM, SIGINT) that stopped the loop, if one did
         self._closing = False  # the consumer is closing: an assignment it still delivers is not taken
         self._last_activity = None  # set on assignment and on every batch
         self._loop_at = time.monotonic()  # the loop's last round, for /healthz
@@ -239,7 +240,8 @@ class Worker(Transactions, Assignment):
         return previous
 
     def _on_signal(self, signum: int, _: Any) -> None:
-        log.info("%s: stopping after the current batch", signal.Signals(signum).name)
+        self.stopped_by = signal.Signals(signum).name
+        log.info("%s: stopping after the current batch", self.stopped_by)
         self.stop()
 
     # -- idle: fetching paused -----------------------------------------------------------------
