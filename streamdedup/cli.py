@@ -20,6 +20,7 @@ from streamdedup.cli_options import (
     EXTRACTOR_HELP,
     add_detector_options,
     detector_config,
+    port_arg,
     rate_arg,
     scoring_config,
     seconds_arg,
@@ -426,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(env STREAMDEDUP_* and flags win)")
         parser.add_argument("--worker-config", type=Path, help=argparse.SUPPRESS)  # deprecated: --config
         parser.add_argument("--connect-timeout", type=seconds_arg, metavar="SECONDS",
-                            default=float(os.environ.get("STREAMDEDUP_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S)),
+                            default=os.environ.get("STREAMDEDUP_CONNECT_TIMEOUT", str(CONNECT_TIMEOUT_S)),
                             help="give up when no broker answers within this long (env "
                                  f"STREAMDEDUP_CONNECT_TIMEOUT; default {CONNECT_TIMEOUT_S:g})")
 
@@ -462,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--topology", choices=("global", "local"),
                         help="global: copies are found across input partitions (default); local: within each "
                              "partition only. Every worker of a group runs the same (env STREAMDEDUP_TOPOLOGY)")
-    worker.add_argument("--metrics-port", type=int, default=int(os.environ.get("STREAMDEDUP_METRICS_PORT", "0")),
+    worker.add_argument("--metrics-port", type=port_arg, default=os.environ.get("STREAMDEDUP_METRICS_PORT", "0"),
                         help="serve Prometheus metrics on this port (env STREAMDEDUP_METRICS_PORT; 0 = off)")
     worker.add_argument("--metrics-host", default=os.environ.get("STREAMDEDUP_METRICS_HOST", "127.0.0.1"),
                         help="address the metrics endpoint binds (env STREAMDEDUP_METRICS_HOST; default 127.0.0.1, "

@@ -128,6 +128,18 @@ def seconds_arg(value: str) -> float:
     return _above_zero(value, "a number of seconds above 0 (e.g. 1 or 0.2)")
 
 
+def port_arg(value: str) -> int:
+    """The metrics endpoint's port (flag or STREAMDEDUP_METRICS_PORT); one line naming the range if not."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port: give --metrics-port (STREAMDEDUP_METRICS_PORT) a "
+                                         "whole number from 1 to 65535, or 0 for no metrics endpoint")
+    return port
+
+
 def rate_arg(value: str) -> float:
     """A positive number of pages a second on the command line; one line naming the form if not."""
     return _above_zero(value, "a number of pages a second above 0 (e.g. 50); leave --rate out to feed as "

@@ -735,6 +735,45 @@ def _one_error_line(capsys):
     return err
 
 
+def test_a_bad_metrics_port_is_one_line_from_the_flag_or_the_variable(monkeypatch, capsys):
+    """--metrics-port 99999 ended in OverflowError's traceback from the HTTP server's bind, and
+    STREAMDEDUP_METRICS_PORT=abc in ValueError's while the parser was built: every command, even
+    `dedup --help`, failed so."""
+    with pytest.raises(SystemExit) as stop:
+        main(["worker", "--metrics-port", "99999"])
+    assert stop.value.code == 2
+    assert "'99999' is not a port: give --metrics-port (STREAMDEDUP_METRICS_PORT)" in capsys.readouterr().err
+    monkeypatch.setenv("STREAMDEDUP_METRICS_PORT", "abc")
+    monkeypatch.setenv("STREAMDEDUP_CONNECT_TIMEOUT", "15s")
+    with pytest.raises(SystemExit) as stop:
+        main(["dedup", "--help"])  # a command that reads neither
+    assert stop.value.code == 0
+    monkeypatch.delenv("STREAMDEDUP_CONNECT_TIMEOUT")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main(["worker"])
+    assert stop.value.code == 2 and "'abc' is not a port" in capsys.readouterr().err
+    monkeypatch.delenv("STREAMDEDUP_METRICS_PORT")
+    monkeypatch.setenv("STREAMDEDUP_CONNECT_TIMEOUT", "15s")
+    with pytest.raises(SystemExit) as stop:
+        main(["feed", "crawl.jsonl"])
+    assert stop.value.code == 2 and "--connect-timeout: '15s' is not a number of seconds" in capsys.readouterr().err
+
+
+def test_a_state_directory_that_cannot_be_made_is_one_line_naming_the_fix(tmp_path):
+    """A read-only mount, or a parent that is a file, ended in the raw "[Errno 30] Read-only file
+    system" or "[Errno 20] Not a directory" of the mkdir, after the broker was reached. (As root a
+    chmod does not stop a write, so the test uses a file as the parent; main() prints the OSError's
+    text as its one line.)"""
+    from streamdedup.runtime.worker.state_lock import lock_state_dir
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError) as err:
+        lock_state_dir(tmp_path / "file" / "state")
+    assert str(err.value) == (f"the state directory {tmp_path / 'file' / 'state'} cannot be written (Not a directory):"
+                              " give --state (STREAMDEDUP_STATE_DIR) a folder this worker can create and write")
+
+
 def test_an_unknown_parameter_is_named_with_the_methods_parameters(tmp_path, capsys):
     """It named the dataclass's constructor (MinHashParams.__init__) and a class constant (ABSENT_MEANS)."""
     assert main(["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "-q",

@@ -28,8 +28,12 @@ def lock_state_dir(state_dir: Path) -> int:
     """Take the state directory for this process; its lock file's descriptor (closing it releases the lock)."""
     if state_dir.exists() and not state_dir.is_dir():  # mkdir would say only "[Errno 17] File exists"
         raise NotADirectoryError(f"--state {state_dir} is a file: give --state a folder (it is created if missing)")
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # a read-only mount, a parent that is a file or not ours: said once, with the fix
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise OSError(f"the state directory {state_dir} cannot be written ({err.strerror or err}): give --state "
+                      "(STREAMDEDUP_STATE_DIR) a folder this worker can create and write") from None
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
