@@ -7,6 +7,7 @@ settings are shown or logged."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from collections.abc import Mapping
@@ -24,6 +25,23 @@ ON_TOPIC_RESET = ("refuse", "restart")  # what a worker does with a partition th
 # a setting's kind, as its error names it ("a int" read badly)
 _KIND_NAMES = {int: "a whole number", float: "a number", str: "a text"}
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
+
+
+# read by the command line itself (cli.py), not a worker setting
+COMMAND_VARIABLES = {"STREAMDEDUP_METRICS_PORT", "STREAMDEDUP_METRICS_HOST", "STREAMDEDUP_CONNECT_TIMEOUT"}
+
+
+def check_variable_names(env: Mapping[str, str], known: set[str]) -> None:
+    """Refuse a STREAMDEDUP_* variable that is a near miss of a known one (STREAMDEDUP_BATCH_SIZ).
+
+    A misspelt setting was not applied, without a word: the worker ran at the default. Only near
+    misses are refused: other STREAMDEDUP_* names (the tests' and benchmarks' own) pass."""
+    for name in sorted(k for k in env if k.startswith("STREAMDEDUP_") and k not in known
+                       and not k.startswith(("STREAMDEDUP_TOPIC_", "STREAMDEDUP_KAFKA_"))):
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
+        if close:
+            raise ValueError(f"unknown variable {name}: did you mean {close[0]}? (the setting is not applied as "
+                             "spelt; rename or unset it)")
 
 
 def is_secret(name: str) -> bool:
@@ -199,6 +217,7 @@ class WorkerSettings:
                              f"{[f'STREAMDEDUP_TOPIC_{name.upper()}' for name in Topics.__dataclass_fields__]}")
         kafka_env = {k[len("STREAMDEDUP_KAFKA_"):].lower().replace("_", "."): v for k, v in env.items()
                      if k.startswith("STREAMDEDUP_KAFKA_")}
+        check_variable_names(env, {f"STREAMDEDUP_{f.name.upper()}" for f in _settings(cls)} | COMMAND_VARIABLES)
         settings = settings._with({**from_env, **({"topics": topics_env} if topics_env else {})}, kafka_env)
         return settings._with({k: v for k, v in flags.items() if v is not None}, {})
 

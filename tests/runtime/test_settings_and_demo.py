@@ -26,6 +26,16 @@ def test_precedence_file_then_environment_then_flags(tmp_path):
                                                                            "ssl.ca.location": "/ca.pem"}
 
 
+def test_a_misspelt_variable_is_refused_naming_the_one_meant():
+    """STREAMDEDUP_BATCH_SIZ=10 (or STREAMDEDUP_GROUPID, STREAMDEDUP_METRIC_PORT) was not applied
+    and not mentioned: the worker ran at the default. Names far from any (the tests') still pass."""
+    for wrong, meant in (("STREAMDEDUP_BATCH_SIZ", "STREAMDEDUP_BATCH_SIZE"), ("STREAMDEDUP_GROUPID", "STREAMDEDUP_GROUP_ID"),
+                         ("STREAMDEDUP_METRIC_PORT", "STREAMDEDUP_METRICS_PORT")):
+        with pytest.raises(ValueError, match=f"unknown variable {wrong}: did you mean {meant}\\?"):
+            WorkerSettings.load(env={wrong: "10"})
+    assert WorkerSettings.load(env={"STREAMDEDUP_TEST_BROKER": "tansu", "STREAMDEDUP_BATCH_SIZE": "10"}).batch_size == 10
+
+
 def test_demo_end_to_end(tmp_path, capfd):
     story = make_article(77, paragraphs=4)
     crawl = write_jsonl(tmp_path / "crawl.jsonl", [
