@@ -563,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return construct.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from streamdedup.logs import configure
+    from streamdedup.logs import configure, interrupts_kept
 
     configure(args.verbose)
     try:
@@ -574,7 +574,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from streamdedup.store.signature_store import StoreError, store_error
 
     try:
-        return args.func(args)
+        with interrupts_kept():  # a Ctrl-C the Kafka client lost is still an interrupt
+            return args.func(args)
     except BrokenPipeError:  # the reader of our output stopped (`clusters | head`): nothing more to say
         _quiet_stdout()
         return 0

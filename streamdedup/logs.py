@@ -1,12 +1,18 @@
-"""Structured logs: one JSON object per line (time, level, logger, message, exception)."""
+"""Structured logs: one JSON object per line (time, level, logger, message, exception).
+
+And the Kafka clients' logger callback, with what it costs a Ctrl-C (`interrupts_kept`)."""
 
 from __future__ import annotations
 
 import logging
 import re
+import signal
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import orjson
 
@@ -68,3 +74,38 @@ def kafka_logger() -> logging.Logger:
     if not any(isinstance(f, Repeats) for f in logger.filters):
         logger.addFilter(Repeats())
     return logger
+
+
+# what CPython says of a C function that failed without an exception: a Ctrl-C the C code dropped
+_LOST = "returned NULL without setting an exception"
+
+
+@contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Within: a SystemError that follows a SIGINT, as a C extension's call that lost it, is a KeyboardInterrupt.
+
+    confluent-kafka calls the client's logger (Python) from inside its flush and poll; when SIGINT's
+    KeyboardInterrupt is raised in that callback, the call drops it and ends in "SystemError: <method
+    'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception" (a demo's Ctrl-C
+    while its worker wrote the group's settings printed that traceback; 7 of 10 flushes to a broker
+    that is down, interrupted at random, ended so). Only where SIGINT has Python's default handler, in
+    the main thread; SIGINT is noted, then handled as before."""
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or before is not signal.default_int_handler:
+        yield
+        return
+    received: list[int] = []
+
+    def note(number: int, frame: FrameType | None) -> None:
+        received.append(number)
+        signal.default_int_handler(number, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    except SystemError as err:
+        if received and _LOST in str(err):
+            raise KeyboardInterrupt from err
+        raise
+    finally:
+        signal.signal(signal.SIGINT, before)
