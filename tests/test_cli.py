@@ -882,6 +882,16 @@ def test_demo_names_a_missing_crawl_before_starting_a_broker(tmp_path, capsys):
     assert not (tmp_path / "work").exists()
 
 
+def test_a_demo_workdir_of_an_earlier_run_is_refused_before_a_broker_starts(tmp_path, capsys):
+    """`demo --workdir W` run again fed the sample into the earlier run's topics: "4/5 worker decided
+    71 pages", 49 of the 52 rejected as `duplicate_id`, and the earlier run's verdicts shown."""
+    (tmp_path / "work" / "broker").mkdir(parents=True)
+    assert main(["demo", "--workdir", str(tmp_path / "work")]) == 2
+    line = _one_error_line(capsys)
+    assert f"--workdir {tmp_path / 'work'} holds an earlier demo run" in line and "give a new --workdir" in line
+    assert list((tmp_path / "work").iterdir()) == [tmp_path / "work" / "broker"]
+
+
 def test_an_out_folder_that_cannot_be_made_is_one_line_naming_the_fix(tmp_path, capsys):
     """Before: the raw "[Errno 20] Not a directory" of the mkdir."""
     crawl = write_jsonl(tmp_path / "c.jsonl", [page("https://a.example/1", "some words here")])

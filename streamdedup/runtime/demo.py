@@ -77,6 +77,11 @@ def demo_folder(workdir: Path | None) -> Iterator[Path]:
 
 
 def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
+    # an earlier run's broker would hold its pages: fed again, they came out as 49 `duplicate_id`
+    # rejections beside the leftovers of a run cut short, in a summary of neither run
+    if workdir is not None and any((workdir / name).exists() for name in ("broker", "state")):
+        raise ValueError(f"--workdir {workdir} holds an earlier demo run (its broker and stores): give a new "
+                         f"--workdir, or remove that one to start over (rm -r {workdir})")
     with demo_folder(workdir) as base:
         return _run_demo(crawl, base, config, kept=workdir is not None)
 
