@@ -12,6 +12,12 @@ replay longer than `stall_timeout_s`) commits no offset meanwhile, and is named 
 
 Records wait: the end is more than one past the committed offset (a transaction's commit marker takes an offset
 no record has), or the end grew while the committed offset stood still.
+
+A transaction the broker holds open stops every read_committed reader at its first record, silently: their lag,
+measured to the last stable offset, is 0. noida-db kept one open on the parts topic after a restart (the worker that
+began it had exited and come back); 3 pages waited for their verdicts for 20 minutes and more while both workers
+reported healthy and idle. So the same check asks every partition's last stable offset and its high watermark; one
+whose last stable offset stood below the high watermark for `stall_timeout_s` is named in one WARNING line.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from streamdedup.runtime.settings import WorkerSettings
@@ -49,6 +55,7 @@ class GroupWatch:
         self.standing: dict[TP, Standing] = {}
         self.stalled: list[TP] = []
         self.admin: AdminClient | None = None  # made at the first check
+        self.held: dict[TP, Standing] = {}  # partitions whose last stable offset stands below the high watermark
 
     def due(self, now: float) -> bool:
         return self.settings.stall_timeout_s > 0 and now - self.checked_at >= self.settings.stall_timeout_s / 4
@@ -71,6 +78,7 @@ class GroupWatch:
         except Exception as err:  # noqa: BLE001 - KafkaException, or a future's: the next check asks again
             log.debug("group check skipped: %s", err)
             return self.stalled
+        self.check_held(partitions, now)
         stalled: list[TP] = []
         for tp in committed:
             key = (tp.topic, tp.partition)
@@ -91,6 +99,38 @@ class GroupWatch:
             self._warn(fresh, now)
         self.stalled = stalled
         return stalled
+
+    def check_held(self, partitions: list[TopicPartition], now: float) -> list[TP]:
+        """The partitions whose last stable offset stood below the high watermark for `stall_timeout_s`.
+
+        Each named once in a WARNING (the module's docstring); asked of the broker at the group check's pace."""
+        try:
+            ends: dict[IsolationLevel, dict[TP, int]] = {}
+            for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+                asked = self._admin().list_offsets({TopicPartition(tp.topic, tp.partition): OffsetSpec.latest()
+                                                    for tp in partitions}, isolation_level=level, request_timeout=5)
+                ends[level] = {(tp.topic, tp.partition): int(f.result(timeout=5).offset) for tp, f in asked.items()}
+        except Exception as err:  # noqa: BLE001 - KafkaException, or a future's: the next check asks again
+            log.debug("open transaction check skipped: %s", err)
+            return [key for key, was in self.held.items() if was.warned]
+        held: list[TP] = []
+        for key, stable in ends[IsolationLevel.READ_COMMITTED].items():
+            high = ends[IsolationLevel.READ_UNCOMMITTED].get(key, stable)
+            was = self.held.get(key)
+            if stable >= high:
+                self.held.pop(key, None)
+            elif was is None or was.committed != stable:
+                self.held[key] = Standing(stable, high, now)
+            elif now - was.since >= self.settings.stall_timeout_s:
+                held.append(key)
+                if not was.warned:
+                    was.warned = True
+                    log.warning("%s[%d]: a transaction has held its records from offset %d on unreadable for %.0f s "
+                                "or more (%d records): the pages that need them wait for their verdicts, and "
+                                "read_committed lags read 0. The broker keeps it open (Apache Kafka aborts one after "
+                                "transaction.timeout.ms; noida-db kept one after a restart): run Apache Kafka",
+                                key[0], key[1], stable, now - was.since, high - stable)
+        return held
 
     def _admin(self) -> AdminClient:
         if self.admin is None:
