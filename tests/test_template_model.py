@@ -299,11 +299,15 @@ def test_a_cut_page_stripped_of_its_template_is_no_exact_duplicate_of_a_page_sha
 _COOKIE_NOTICE = " ".join(make_words(random.Random(5), 74)).capitalize() + "."
 
 
-def _product_page(i: int, text: str) -> dict:
-    """A shop's product page whose extraction takes the cookie notice every page shows, its text in a table beside."""
-    html = (f"<html><head><title>Product {i}</title></head><body><nav><a href='/'>Shop</a> <a href='/c'>Contact</a>"
+def _product_page(i: int, text: str, label: int | None = None) -> dict:
+    """A shop's product page whose extraction takes the cookie notice every page shows, its text in a table beside.
+
+    `label`: the product number the page shows (default `i`): another number beside the same text
+    is another product (new text since rules version 16)."""
+    label = i if label is None else label
+    html = (f"<html><head><title>Product {label}</title></head><body><nav><a href='/'>Shop</a> <a href='/c'>Contact</a>"
             f"</nav><div class='post-content'><p>{_COOKIE_NOTICE}</p></div>"
-            f"<table><tr><td>Product {i}</td><td>{text}</td></tr></table><footer>(c) the shop</footer></body></html>")
+            f"<table><tr><td>Product {label}</td><td>{text}</td></tr></table><footer>(c) the shop</footer></body></html>")
     return page(f"https://shop.example/p/{i}", html, f"2024-03-01T{i:02d}:00:00Z", content_type="text/html")
 
 
@@ -316,7 +320,8 @@ def test_short_pages_whose_extraction_took_the_template_are_judged_on_their_own_
     which make no template, still reject a short article: tests/test_template_attacks.py)."""
     texts = [" ".join(make_words(random.Random(100 + i), 40)).capitalize() + "." for i in range(12)]
     pages = [_product_page(i, text) for i, text in enumerate(texts)]
-    pages.append(_product_page(13, texts[10][:-1] + " again."))
+    pages.append(_product_page(13, texts[10][:-1] + " again.", label=10))  # product 10 at another url
     outcomes = run_records(pages, tmp_path)
     assert [o.status for o in outcomes[:12]] == ["unique"] * 12, [o.dedup for o in outcomes]
     assert outcomes[12].status == "duplicate" and outcomes[12].dedup["duplicate_of"] == outcomes[10].dedup["id"]
+

@@ -566,3 +566,35 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
             unheld[i] = (not held_row[i]) or mine_shown[i]
         held_in[r] = own - _outside_held(mine_pairs, unheld, own)
     return mine_out, their_out, held_in
+
+
+@numba.njit(cache=True)
+def line_numbers(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, token_hashes: np.ndarray,
+                 spans: np.ndarray, digits: np.ndarray, count_shift: int, most: int, mix: np.uint64) -> np.ndarray:
+    """`wordpairs.numbers_bytes`: a byte a line at `spans` of its numbers (0: none), uint8[n].
+
+    A number: tokens starting with a `digits` code point, one separator (. , :) apart ("3.000", "3:38,72").
+    How many (at most `most`) above `count_shift`, under it the top bits of the wrapping sum of
+    their tokens' hashes, each times `mix` and an odd number of its number's rank in the line."""
+    n = spans.shape[0]
+    out = np.zeros(n, dtype=np.uint8)
+    line, count, total, top, after = 0, 0, np.uint64(0), np.uint64(64 - count_shift), -2
+    for t in range(len(token_starts)):
+        at = token_starts[t]
+        while line < n and at >= spans[line, 1]:
+            if count:
+                out[line] = np.uint8((min(count, most) << count_shift) | np.int64(total >> top))
+            line, count, total = line + 1, 0, np.uint64(0)
+        if line >= n:
+            break
+        point = code_points[at]
+        if at < spans[line, 0] or point >= 0x10000 or not digits[point]:
+            continue
+        sign = code_points[at - 1] if at >= 1 else 0
+        if not (count and at == after + 1 and (sign == 46 or sign == 44 or sign == 58)):
+            count += 1  # a number of its own, else the rest of the one before
+        total += token_hashes[t] * np.uint64(2 * count - 1) * mix
+        after = token_ends[t]
+    if line < n and count:
+        out[line] = np.uint8((min(count, most) << count_shift) | np.int64(total >> top))
+    return out

@@ -41,13 +41,22 @@ among the smaller page's 8 longest too, unless it adds 8 longer paragraphs of it
 keys find the larger page whenever it holds one of those 8 (a part of a third of an article's
 paragraphs: all but (2/3)^8, 4 %, by this key alone). The candidates found are judged as any
 other: the `paragraphs` match (`engine._held_matches`) is what proves the page held.
+
+**Numbers.** A correction of one fact (a number in one sentence: "5 injured" -> "50 injured") keeps
+a paragraph's values and adds two word pairs: word pairs read it as a typo fixed. So each sketched
+paragraph also keeps a byte of the numbers it states (`numbers_bytes`: how many of its tokens start
+with a digit, 3 bits, and a 5-bit hash of them in text order), stored after the paragraph rows
+(one byte a paragraph; a record without them, from a store of 0.16.0 or before, reads none).
+`new_text.numbers_changed` tells a paragraph whose counterpart states as many numbers, other ones.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import accumulate
 from typing import ClassVar, cast
 
@@ -56,6 +65,7 @@ import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import (
+    line_numbers,
     minhash_min,
     pack_two_bits,
     paragraph_keys,
@@ -78,6 +88,9 @@ _SHOWN_BIT = np.uint64(1 << 47)
 _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
 PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
+NUMBERS_COUNT_SHIFT = 5  # `numbers_bytes`: the count in the top 3 bits, a hash of the numbers in the low 5
+NUMBERS_MOST = 7  # a count read as "this many or more"
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a number's hash by its rank (`numbers_bytes`)
 LETTERS_PER_WORD = 6  # of a word-equivalent (`letter_units`)
 # the scripts whose letters carry more of a text than Latin's, and how much more (tenths): first
 # code point of each range, its weight; a range ends where the next begins (UDHR, `letter_units`).
@@ -146,6 +159,8 @@ class WordPairsSignature:
     line_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     # the pairs of the page's lines its site showed on earlier pages (`with_shown_lines`); not encoded
     shown: ShownLines | None = None
+    # each kept paragraph's numbers (`numbers_bytes`; empty: not known, a record of 0.16.0 or before)
+    numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
 
 
 class ShownLines:
@@ -199,6 +214,34 @@ def letter_units(doc: Document) -> np.ndarray:
     return letters * weights
 
 
+@cache
+def _decimal_digits() -> np.ndarray:
+    """Whether each code point of the Basic Multilingual Plane is a decimal digit (any script): bool[65536]."""
+    plane = "".join(map(chr, range(0x10000)))
+    table = np.zeros(0x10000, dtype=np.bool_)
+    table[[match.start() for match in re.finditer(r"\d", plane)]] = True
+    return table
+
+
+def numbers_bytes(doc: Document, spans: np.ndarray) -> np.ndarray:
+    """The numbers each line of `doc` at `spans` (int64[n, 2], ascending, apart) states, a byte a line: uint8[n].
+
+    A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
+    "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
+    them in text order (`kernels.line_numbers`)."""
+    if not len(spans) or not doc.num_tokens:
+        return np.zeros(len(spans), dtype=np.uint8)
+    return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, doc.token_hashes,
+                        np.ascontiguousarray(spans, dtype=np.int64), _decimal_digits(), NUMBERS_COUNT_SHIFT,
+                        NUMBERS_MOST, _MIX)
+
+
+def numbers_byte(line: str) -> int:
+    """The numbers one line of text states, in a byte (`numbers_bytes`); 0: none."""
+    doc = Document.from_text(line, None)
+    return int(numbers_bytes(doc, np.array([[0, len(doc.text)]], dtype=np.int64))[0])
+
+
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
     """Each paragraph's 4 MinHash values: int64[n, 4]."""
     shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
@@ -226,7 +269,8 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     if not len(lines) or not len(shown):
         return signature
     marked = np.where(in_sorted(shown, lines), signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
-    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown)
+    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
+                              signature.numbers)
 
 
 def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
@@ -248,7 +292,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
         return signature
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, ShownLines(shown_text, lang, method))
+                              signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
@@ -278,8 +322,8 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         pairs = self._packed_pairs(doc)
         if pairs is None:
             return None
-        paragraphs, capped, lines = self._paragraphs(doc)
-        return WordPairsSignature(pairs[0], pairs[1], paragraphs, capped, lines)
+        paragraphs, capped, lines, numbers = self._paragraphs(doc)
+        return WordPairsSignature(pairs[0], pairs[1], paragraphs, capped, lines, numbers=numbers)
 
     def pairs_signature(self, doc: Document) -> WordPairsSignature | None:
         """The MinHash of the text's word pairs alone, without the paragraph sketch (None: no pair)."""
@@ -297,13 +341,14 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
         return pack_two_bits(minima), len(shingles)
 
-    def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray]:
-        """The sketch of a page's lines of at least `paragraph_words` words, whether capped, their line hashes."""
+    def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
+        """The sketch of lines of at least `paragraph_words` words, whether capped, their hashes and numbers."""
         p = self.params
         empty = np.zeros(0, dtype=np.uint64)
+        no_numbers = np.zeros(0, dtype=np.uint8)
         # a paragraph has two tokens at least; one of fewer than `paragraph_words` may count as many
         if not p.max_paragraphs or doc.num_tokens < 2:
-            return empty, False, empty
+            return empty, False, empty, no_numbers
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
         # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
@@ -314,11 +359,11 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                               LETTERS_PER_WORD * _WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
                                               p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):
-            return empty, False, empty
+            return empty, False, empty, no_numbers
         text = doc.text
         lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
                           for start, end in spans.tolist()], dtype=np.uint64)
-        return out, bool(capped), lines
+        return out, bool(capped), lines, numbers_bytes(doc, spans)
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         """The page's `paragraph_keys` longest paragraphs of `key_words` words or more: each one's 4 values.
@@ -388,13 +433,16 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
             return error * (of + other) / (of * (1.0 + jaccard) ** 2)
 
     def encode(self, signature: WordPairsSignature) -> bytes:
-        """Set size, packed values, then (if any) a byte of paragraph count (high bit: capped) and 6 bytes each."""
+        """Set size, packed values, then (if any) a paragraph count byte (high bit: capped), 6 bytes each, numbers.
+
+        The numbers: each paragraph's byte of them (`numbers_bytes`), if known."""
         head = struct.pack("<I", signature.set_size) + signature.packed.tobytes()
         count = len(signature.paragraphs)
         if not count:
             return head
         rows = signature.paragraphs.astype("<u8").view(np.uint8).reshape(count, 8)[:, :PARAGRAPH_BYTES]
-        return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes()
+        numbers = signature.numbers.tobytes() if len(signature.numbers) == count else b""
+        return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes() + numbers
 
     def decode(self, data: bytes) -> WordPairsSignature:
         (size,) = struct.unpack_from("<I", data)
@@ -405,15 +453,19 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         rows = np.zeros((count, 8), dtype=np.uint8)
         rows[:, :PARAGRAPH_BYTES] = np.frombuffer(data, dtype=np.uint8, offset=width + 1,
                                                   count=count * PARAGRAPH_BYTES).reshape(count, PARAGRAPH_BYTES)
+        numbers_at = width + 1 + count * PARAGRAPH_BYTES
+        numbers = (np.frombuffer(data, dtype=np.uint8, offset=numbers_at, count=count).copy()
+                   if len(data) == numbers_at + count else np.zeros(0, dtype=np.uint8))
         return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4, count=width - 4), size,
-                                  rows.view("<u8").ravel().astype(np.uint64), capped)
+                                  rows.view("<u8").ravel().astype(np.uint64), capped, numbers=numbers)
 
-    def paragraphs_of(self, data: bytes) -> tuple[np.ndarray, bool]:
-        """An encoded signature's paragraph sketch and whether it was capped."""
+    def paragraphs_of(self, data: bytes) -> tuple[np.ndarray, bool, np.ndarray]:
+        """An encoded signature's paragraph sketch, whether it was capped, its paragraphs' numbers (empty: none)."""
         signature = self.decode(data)
-        return signature.paragraphs, signature.capped
+        return signature.paragraphs, signature.capped, signature.numbers
 
     def laid_out_as_mine(self, data: bytes) -> bool:
         width = self._record.itemsize
-        return len(data) == width or (len(data) > width and len(data) == width + 1 + (data[width] & 0x7F)
-                                      * PARAGRAPH_BYTES)
+        # the paragraphs' numbers after their rows, or (0.16.0 and before) not
+        return len(data) == width or (len(data) > width and len(data) - width - 1 in (
+            (data[width] & 0x7F) * PARAGRAPH_BYTES, (data[width] & 0x7F) * (PARAGRAPH_BYTES + 1)))

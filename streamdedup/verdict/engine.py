@@ -83,7 +83,8 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved);
 #     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
 # 15: of the copies holding as much of a page, one lacking none of its paragraphs is named (`decide`)
-RULES_VERSION = 15
+# 16: a paragraph stating other numbers than its counterpart (as many) is new text (`new_text.numbers_changed`)
+RULES_VERSION = 16
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -258,13 +259,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
     asked = paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
-    paragraph, their_paragraph, replaced, edge, their_edge = new_paragraphs(stored, columns, methods, mine,
-                                                                             page.site, asked)
+    paragraph, their_paragraph, replaced, edge, their_edge, changed = new_paragraphs(stored, columns, methods, mine,
+                                                                                      page.site, asked)
     # the arrays as Python numbers (the same values): read one by one below, numpy's scalars cost more
     new_list, their_new_list = new_shares.tolist(), their_new_shares.tolist()
     owns_list, sizes_list = owns.tolist(), sizes.tolist()
     paragraph_list, their_paragraph_list = paragraph.tolist(), their_paragraph.tolist()
     replaced_list, edge_list, their_edge_list = replaced.tolist(), edge.tolist(), their_edge.tolist()
+    changed_list = changed.tolist()
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
@@ -275,10 +277,12 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
+        # a number changed is new both ways: each page states one the other does not
+        figures = not exact and bool(changed_list[i])
         new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i],
-                      0 if exact else edge_list[i])
+                      0 if exact else edge_list[i], figures)
         their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
-                            replaced_list[i], 0 if exact else their_edge_list[i])
+                            replaced_list[i], 0 if exact else their_edge_list[i], figures)
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share,
                      new.paragraph, their_new.paragraph)

@@ -57,6 +57,8 @@ class NewText(NamedTuple):
     # the longest new paragraph with those at a copy's edges counted too, which `paragraph` leaves
     # out under `EDGE_PARAGRAPH_WORDS` as a host's lines (`new_text._new_of`); 0: none, or not measured
     edge: int = 0
+    # a paragraph states other numbers than its counterpart in the other page (`new_text.numbers_changed`)
+    numbers_changed: bool = False
 
     def edges_counted(self) -> NewText:
         """The same, its new paragraphs at the edges counted too."""
@@ -94,7 +96,10 @@ class NewTextTolerance:
         paragraph the other lacks, where the other's stood) is new text at any length the sketch
         keeps (12+ words). A correction note or an "Updated" line is added beside the text; a
         light edit keeps some of a paragraph's values, so neither leaves a paragraph of the other
-        page missing."""
+        page missing. A number replaced by another in a paragraph (`new.numbers_changed`) is a fact
+        the other page does not state, at any share."""
+        if new.numbers_changed:
+            return True
         if self.min_paragraph_words and new.paragraph:
             if new.paragraph >= self.min_paragraph_words or new.replaced:
                 return True
