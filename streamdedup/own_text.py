@@ -155,9 +155,16 @@ def _learned_read(seen: str) -> bool:
 
 
 def _learn_lines(item: Fingerprinted, site: SiteTemplate, params: TemplateParams, hashes: np.ndarray) -> None:
-    """The site counts the page's lines: of its main and visible texts (`hashes`: its text's `line_hashes`)."""
+    """The site counts the page's lines: of its main and visible texts (`hashes`: its text's `line_hashes`).
+
+    Not a page that shows nothing its site did not show before, line for line (the same story
+    under another URL of the site): it is no new evidence of what the site's template is, and
+    counted, three such copies of a story on a new host made the story's own lines template (its
+    re-crawl then read as new text, a story split in two)."""
     visible = item.visible_hashes
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
+    if site.shows_every(counted):
+        return
     site.learn(item.page.url, counted, params)
 
 

@@ -325,3 +325,26 @@ def test_short_pages_whose_extraction_took_the_template_are_judged_on_their_own_
     assert [o.status for o in outcomes[:12]] == ["unique"] * 12, [o.dedup for o in outcomes]
     assert outcomes[12].status == "duplicate" and outcomes[12].dedup["duplicate_of"] == outcomes[10].dedup["id"]
 
+
+def test_copies_of_one_story_on_a_new_host_do_not_make_its_lines_template() -> None:
+    """A story's canonical, AMP and print pages on a new host made its lines the host's template.
+
+    Three distinct pages of a host showing a line made it template in the host's cold start, so
+    the re-crawl of the story (a light edit) read as new text: `unique`, a story split in two.
+    A page showing only lines its host showed before is no new evidence of the template."""
+    from streamdedup import Deduplicator
+    from streamdedup.testing import make_article, wrap_in_template
+
+    paragraphs = make_article(7, paragraphs=6)
+    page_html = wrap_in_template(paragraphs, "news.example", "Council votes")
+    edited = wrap_in_template(paragraphs[:-1] + [paragraphs[-1].replace(".", ", officials said.", 1)],
+                              "news.example", "Council votes")
+    urls = ["https://news.example/2024/council", "https://news.example/2024/council/amp",
+            "https://news.example/print/2024/council"]
+    with Deduplicator() as dedup:
+        copies = dedup.add_many([{"id": f"p{i}", "url": url, "content": page_html,
+                                  "fetched_at": f"2024-01-0{i + 1}T10:00:00Z"} for i, url in enumerate(urls)])
+        assert [v.status for v in copies] == ["unique", "duplicate", "duplicate"]
+        again = dedup.add(edited, id="again", url=urls[0], fetched_at="2024-01-05T10:00:00Z")
+        assert (again.status, again.duplicate_of) == ("duplicate", "p0"), again
+        assert [len(story["pages"]) for story in dedup.stories()] == [4]

@@ -392,6 +392,10 @@ class SiteTemplate:
                 positions.append(pos)
         return positions
 
+    def shows_every(self, hashes: LineHashes) -> bool:
+        """Whether each of these lines (at least one) is among those the site's earlier pages showed."""
+        return bool(len(hashes)) and bool(self._find(hashes)[1].all())
+
     def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
         """Whether the URL is new and every one of these lines was on enough of the site's earlier pages.
 
