@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,17 +97,33 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
             sink = FileSink(out_dir, job.lengths, job.ledger.tally)
             try:
                 pages = iter(_progress(records, job.job.consumed) if progress else records)  # one for every batch
-                with StopSignals() as signals:
-                    chunks = (timed_batches(pages, config.batch_size, config.batch_bytes, batch_wait, signals.stop)
-                              if STDIN in paths else batches(pages, config.batch_size, config.batch_bytes))
-                    for chunk in chunks:
-                        outcomes, batch = detector.decide_staged(detector.prepare_many(chunk))
+                # a file's next batch is read and prepared while this one's outputs sync (the disk's wait,
+                # a few ms a file a batch, spent on work that needs no store); stdin's is not read before
+                # its turn: a stop would leave it read and not out
+                ahead = STDIN not in paths
+                with StopSignals() as signals, ThreadPoolExecutor(1, thread_name_prefix="outputs-sync") as syncer:
+                    chunks = iter(timed_batches(pages, config.batch_size, config.batch_bytes, batch_wait, signals.stop)
+                                  if STDIN in paths else batches(pages, config.batch_size, config.batch_bytes))
+                    chunk = next(chunks, None)
+                    items = detector.prepare_many(chunk) if chunk is not None else []
+                    while chunk is not None:
+                        outcomes, batch = detector.decide_staged(items)
                         for outcome in outcomes:
                             sink.write(outcome)
-                        job.stage(batch, chunk, sink.sync(), sink.tally)
-                        detector.commit(batch)
+                        this, chunk = chunk, None
+                        synced = syncer.submit(sink.sync) if ahead else None
+                        try:
+                            if ahead and not signals.stop.is_set():
+                                chunk = next(chunks, None)
+                                items = detector.prepare_many(chunk) if chunk is not None else []
+                        finally:  # this batch is committed as before the next one was read (its sync's error stops it)
+                            job.stage(batch, this, synced.result() if synced is not None else sink.sync(), sink.tally)
+                            detector.commit(batch)
                         if signals.stop.is_set():
                             break
+                        if not ahead:
+                            chunk = next(chunks, None)
+                            items = detector.prepare_many(chunk) if chunk is not None else []
                     stopped = signals.received
                 if not stopped or STDIN in paths:  # a stream stopped is a stream ended
                     job.finish()
