@@ -25,7 +25,6 @@ import xxhash
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.learned_layout import OBSERVE, SiteLayout
-from streamdedup.clean.nesting import MAX_NESTING, flatten_nesting
 from streamdedup.clean.pipeline import clean_page_texts
 from streamdedup.clean.template import (
     TEMPLATE_MODEL,
@@ -476,10 +475,10 @@ def warm_up(methods: list[FingerprintMethod[Any, Any]]) -> None:
     """Load the compiled kernels and tables before the store opens.
 
     Load the compiled kernels and tables (numba's disk cache, the character table) before the
-    store opens, so the first batch of a fresh process is not seconds slower than the rest."""
+    store opens, so the first batch of a fresh process is not seconds slower than the rest. The
+    nesting check's kernels (~15 ms) load at the first HTML page that needs them: plain text never does."""
     for text in _WARM_UP_TEXTS:
         fingerprint_text(text, None, methods, 0)
-    flatten_nesting("<b>x" * (MAX_NESTING + 1))  # its compiled scan runs on pages of more tags than that
 
 
 def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMethod[Any, Any]],

@@ -1,9 +1,10 @@
 """File mode reads and prepares a file's next batch while this batch's outputs sync, and commits
-this batch as before; stdin's next batch is not read before its turn. Real store, the command's
-own `main`."""
+this batch as before; stdin's next batch is not read before its turn; plain text never loads the
+nesting check. Real store, the command's own `main`."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -99,3 +100,12 @@ def test_an_error_preparing_the_next_batch_leaves_this_one_committed(
     keys, kinds = output_keys(out)
     assert keys == input_keys(records) and kinds["duplicate_id"] == 0
 
+
+def test_plain_text_never_loads_the_nesting_check(tmp_path: Path) -> None:
+    """The nesting check's kernels (markup only) are not loaded for a run of plain text."""
+    data = write_jsonl(tmp_path / "a.jsonl", crawl(20))
+    probe = ("import sys; from streamdedup.api import dedup_files; "
+             f"dedup_files([{str(data)!r}], {str(tmp_path / 'out')!r}); "
+             "print('streamdedup.clean.nesting' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
