@@ -104,6 +104,30 @@ def test_registry_creates_and_explains():
         create_method("minhash", perms=5)
 
 
+def test_each_registered_name_is_its_methods_and_its_modules():
+    """The registry's names, in its order, are each its class's `name` and its module's."""
+    assert list(METHODS)[:5] == ["exact", "minhash", "simhash", "a12", "wordpairs"] and len(METHODS) == 22
+    for name in METHODS:
+        assert METHODS[name].name == name and METHODS[name].__module__ == f"streamdedup.fingerprints.{name}"
+    assert "simhsh" not in METHODS and METHODS.get("simhsh") is None
+
+
+def test_a_run_of_the_default_methods_imports_no_other_methods_module(tmp_path):
+    """The seventeen other methods' modules (~35 ms of a command's start-up) load only when named."""
+    import json
+    import subprocess
+    import sys
+
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"url": "https://a.example/1", "content": "one short page of plain text words"}\n')
+    probe = ("import json, sys; from streamdedup.api import dedup_files; "
+             f"dedup_files([{str(data)!r}], {str(tmp_path / 'out')!r}); "
+             "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('streamdedup.fingerprints.'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == ["a12", "base", "exact", "kernels", "lsh", "minhash", "registry", "simhash",
+                                 "wordpairs"]
+
+
 def test_longest_words_and_sentences_rank_like_a_full_sort():
     """The pruned rankings equal sorting every (length, hash) pair, also with many repeats."""
     import numpy as np
