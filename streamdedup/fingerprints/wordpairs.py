@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import re
 import struct
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -76,6 +77,7 @@ from streamdedup.fingerprints.kernels import (
 from streamdedup.stats.common_words import COMMON_WORDS_FILE, is_common_word
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.hashing import in_sorted
+from streamdedup.tokens.scan import scan
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
@@ -228,12 +230,42 @@ def numbers_bytes(doc: Document, spans: np.ndarray) -> np.ndarray:
 
     A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
     "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
-    them in text order (`kernels.line_numbers`)."""
+    them in text order (`kernels.line_numbers`), each number read as its value: written in another
+    script's digits it hashes as in ASCII ones (`_number_hashes`)."""
     if not len(spans) or not doc.num_tokens:
         return np.zeros(len(spans), dtype=np.uint8)
-    return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, doc.token_hashes,
+    return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, _number_hashes(doc),
                         np.ascontiguousarray(spans, dtype=np.int64), _decimal_digits(), NUMBERS_COUNT_SHIFT,
                         NUMBERS_MOST, _MIX)
+
+
+@cache
+def _ascii_digits() -> dict[int, str]:
+    """Each decimal digit beyond ASCII (Arabic-Indic, Persian, Devanagari, Thai, ...) to its ASCII digit."""
+    beyond = np.flatnonzero(_decimal_digits()[128:]) + 128
+    return {code: str(unicodedata.decimal(chr(code))) for code in beyond.tolist()}
+
+
+def _number_hashes(doc: Document) -> np.ndarray:
+    """The tokens' hashes, a token starting with a digit beyond ASCII hashed as its ASCII digits' token.
+
+    A site writes its numbers in its script's digits or in ASCII ones ("١٢٠", "۱۲۰", "120"; Hindi
+    "१२०" or "120"), and a copy on another site may write them the other way: the same number, which
+    `numbers_changed` must not read as another (full-width digits are ASCII after NFKC already).
+    Most pages have no such token and keep the document's own hashes."""
+    hashes = doc.token_hashes
+    firsts = doc.code_points[doc.token_starts]
+    in_plane = firsts < 0x10000
+    native = np.flatnonzero(in_plane & (firsts >= 128) & _decimal_digits()[np.where(in_plane, firsts, 0)])
+    if not len(native):
+        return hashes
+    hashes, fold, text = hashes.copy(), _ascii_digits(), doc.text
+    for t, start, end in zip(native.tolist(), doc.token_starts[native].tolist(), doc.token_ends[native].tolist(),
+                             strict=True):
+        folded = scan(text[start:end].translate(fold)).hashes
+        if len(folded) == 1:  # one token as it was (else its own hash: the number reads as written)
+            hashes[t] = folded[0]
+    return hashes
 
 
 def numbers_byte(line: str) -> int:

@@ -76,3 +76,40 @@ def test_a_record_without_numbers_reads_none_and_is_laid_out_as_mine() -> None:
 
 def _values(paragraphs: np.ndarray) -> np.ndarray:
     return paragraph_values(paragraphs)
+
+
+# a Hindi story (written for this test); its second paragraph states two numbers
+HINDI = [
+    "जिला प्रशासन ने मंगलवार को बताया कि पिछले सप्ताह आई बाढ़ से घाटी के कई गांवों में भारी नुकसान हुआ है और लोग "
+    "अब भी मदद का इंतजार कर रहे हैं।",
+    "अधिकारियों के अनुसार पुराने पुल के गिरने से {0} लोग घायल हुए और निचली सड़क के किनारे बसे {1} घरों में अब भी पीने "
+    "का पानी नहीं पहुंच पाया है।",
+    "परिषद अगले महीने एक नई योजना पर मतदान करेगी जिसके तहत पुल को चौड़ा बनाया जाएगा और नदी के उत्तरी किनारे पर "
+    "तटबंध को ऊंचा किया जाएगा।",
+]
+
+
+def _in_digits(text: str, zero: int) -> str:
+    """`text` with its ASCII digits written in the script whose zero is at code point `zero`."""
+    return "".join(chr(zero + int(ch)) if "0" <= ch <= "9" else ch for ch in text)
+
+
+def test_a_number_in_another_scripts_digits_is_the_same_number() -> None:
+    """A copy writing a story's numbers in ASCII digits (or Persian ones for Arabic-Indic) states the same facts.
+
+    Sites write numbers in their script's digits or in ASCII ones, and a syndicated copy may write
+    them the other way; before, such a copy was new text both ways (`unique`), as a correction is."""
+    line = "Officials said 120 people were hurt and 35 homes are without water since the storm hit the town."
+    for zero in (0x660, 0x6F0, 0x966, 0xE50, 0x9E6):  # Arabic-Indic, Persian, Devanagari, Thai, Bengali
+        assert numbers_byte(_in_digits(line, zero)) == numbers_byte(line)
+        assert numbers_byte(_in_digits(line.replace("120", "130"), zero)) != numbers_byte(line)
+    story = [p.format("१२०", "३५") for p in HINDI]
+    ascii_copy = [p.format("120", "35") for p in HINDI]
+    corrected = [p.format("१३०", "३५") for p in HINDI]
+    with Deduplicator() as dedup:
+        first = dedup.add_many([_page(story, "original")])[0]
+        copy, fact = (dedup.query(**_page(paragraphs, name)) for paragraphs, name in
+                      ((ascii_copy, "copy"), (corrected, "corrected")))
+    assert first.status == "unique"
+    assert copy.status == "duplicate" and copy.duplicate_of == "original", copy
+    assert fact.status == "unique" and fact.duplicate_of is None, fact
