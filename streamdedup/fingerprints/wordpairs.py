@@ -92,7 +92,9 @@ _LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
 PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
 NUMBERS_COUNT_SHIFT = 5  # `numbers_bytes`: the count in the top 3 bits, a hash of the numbers in the low 5
 NUMBERS_MOST = 7  # a count read as "this many or more"
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a number's hash by its rank (`numbers_bytes`)
+# an odd constant: spreads a number's hash by its rank (`numbers_bytes`); with a seed of the deployment's
+# own (not the default), an odd number of that seed's (`WordPairsMethod`)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 LETTERS_PER_WORD = 6  # of a word-equivalent (`letter_units`)
 # the scripts whose letters carry more of a text than Latin's, and how much more (tenths): first
 # code point of each range, its weight; a range ends where the next begins (UDHR, `letter_units`).
@@ -225,18 +227,18 @@ def _decimal_digits() -> np.ndarray:
     return table
 
 
-def numbers_bytes(doc: Document, spans: np.ndarray) -> np.ndarray:
+def numbers_bytes(doc: Document, spans: np.ndarray, mix: np.uint64 = _MIX) -> np.ndarray:
     """The numbers each line of `doc` at `spans` (int64[n, 2], ascending, apart) states, a byte a line: uint8[n].
 
     A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
     "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
     them in text order (`kernels.line_numbers`), each number read as its value: written in another
-    script's digits it hashes as in ASCII ones (`_number_hashes`)."""
+    script's digits it hashes as in ASCII ones (`_number_hashes`). `mix`: the hash's odd multiplier."""
     if not len(spans) or not doc.num_tokens:
         return np.zeros(len(spans), dtype=np.uint8)
     return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, _number_hashes(doc),
                         np.ascontiguousarray(spans, dtype=np.int64), _decimal_digits(), NUMBERS_COUNT_SHIFT,
-                        NUMBERS_MOST, _MIX)
+                        NUMBERS_MOST, mix)
 
 
 @cache
@@ -268,10 +270,10 @@ def _number_hashes(doc: Document) -> np.ndarray:
     return hashes
 
 
-def numbers_byte(line: str) -> int:
+def numbers_byte(line: str, mix: np.uint64 = _MIX) -> int:
     """The numbers one line of text states, in a byte (`numbers_bytes`); 0: none."""
     doc = Document.from_text(line, None)
-    return int(numbers_bytes(doc, np.array([[0, len(doc.text)]], dtype=np.int64))[0])
+    return int(numbers_bytes(doc, np.array([[0, len(doc.text)]], dtype=np.int64), mix)[0])
 
 
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
@@ -345,6 +347,11 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         self._collision = 2.0 ** -_VALUE_BITS  # P[two different minima keep equal low bits]
         self._pa = rng.integers(1, 2**63, size=PARAGRAPH_VALUES, dtype=np.uint64) | np.uint64(1)
         self._pb = rng.integers(0, 2**63, size=PARAGRAPH_VALUES, dtype=np.uint64)
+        # the numbers' hash multiplier: with the public default seed anyone can pick a number whose
+        # paragraph byte equals the true one's (1 in 32: "135" for "120"), and a copy stating it,
+        # crawled first, had the article as its duplicate; a private seed's is not known outside
+        drawn = np.uint64(rng.integers(1, 2**63, dtype=np.uint64)) | np.uint64(1)
+        self._mix = _MIX if p.seed == WordPairsParams.seed else drawn
 
     def describe(self) -> str:
         # the layout of the paragraph sketch and the words it skips: a store of another refuses
@@ -395,7 +402,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         text = doc.text
         lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
                           for start, end in spans.tolist()], dtype=np.uint64)
-        return out, bool(capped), lines, numbers_bytes(doc, spans)
+        return out, bool(capped), lines, numbers_bytes(doc, spans, self._mix)
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         """The page's `paragraph_keys` longest paragraphs of `key_words` words or more: each one's 4 values.

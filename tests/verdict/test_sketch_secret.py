@@ -38,3 +38,29 @@ def test_a_replacement_found_against_the_default_seed_does_not_hide_the_article_
         assert not _hides(deployed, article, found, 3)
         # (and the attack as such still needs the paragraph: an unrelated replacement does not hide it)
         assert not _hides(deployed, article, _paragraph(random.Random(1), 34), 3)
+
+
+def test_a_number_picked_to_collide_under_the_default_seed_does_not_hide_the_article_from_a_secret_one():
+    """A falsified advance copy (one number changed) hides the article when the changed paragraph's
+    byte of numbers (`wordpairs.numbers_bytes`, a 5-bit hash) equals the true one's: 1 in 32 numbers,
+    which anyone can find with the public default ("135" for "120" here). With a deployment's own
+    seed the hash's multiplier is its own, and the picked number is a try like any other."""
+    from streamdedup.clean.normalize import normalize_text
+    from streamdedup.fingerprints.wordpairs import numbers_byte
+
+    article = ["The regional council met on Tuesday evening to discuss the flooding that hit the valley towns last "
+               "week and the repairs that residents have been waiting for since the river burst its banks.",
+               "Officials said the old footbridge near the mill collapsed under the weight of debris on the night "
+               "of the storm, and that 120 homes along the lower road are still without drinking water.",
+               "The council will vote next month on a plan to rebuild the bridge with a wider span and to raise "
+               "the embankment along the northern bank before the autumn storms arrive in the region."]
+    true_byte = numbers_byte(normalize_text(article[1]))
+    picked = next(str(n) for n in range(121, 2000)
+                  if numbers_byte(normalize_text(article[1].replace("120", str(n)))) == true_byte)
+    falsified = article[1].replace("120", picked)
+    with Deduplicator() as public:
+        assert _hides(public, article, falsified, 1)  # the picked number passes for the true one
+        assert not _hides(public, article, article[1].replace("120", "130"), 1)  # another does not
+    secret = DetectorConfig(method_params={"wordpairs": {"seed": 8142396750123456789}})
+    with Deduplicator(secret) as deployed:
+        assert not _hides(deployed, article, falsified, 1)
