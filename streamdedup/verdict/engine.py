@@ -134,6 +134,20 @@ def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewText
     return RELATED
 
 
+def _numbers_of_an_earlier_fetch(page: DocRecord, other: DocRecord) -> bool:
+    """Whether `other` is an earlier fetch of the page's own URL, whose numbers the page's replace.
+
+    A number replaced (`NewText.numbers_changed`) is new text both ways, so that neither page is
+    the other's duplicate nor replaces it. Between two fetches of one URL the later is what the URL
+    says now: a fact corrected there, or a counter or a time in a line of 12+ words ("read 1,234
+    times", "updated 10:30 GMT", "3 hours ago", "There are 12 comments ..."), which changes at each
+    re-crawl. The later fetch then supersedes the earlier (one story: a hostile review's re-crawls
+    of that kind were new stories, 29 of 39) and is still not its duplicate (a correction is kept).
+    No one else can publish at a site's URL; a fetch that arrives after a later one of its URL keeps
+    the rule both ways."""
+    return bool(page.document) and page.document == other.document and other.event_ms < page.event_ms
+
+
 class Judged(NamedTuple):
     """A candidate linked to the page.
 
@@ -277,12 +291,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
         label, similarity = matched if matched is not None else ("", float("nan"))
-        # a number changed is new both ways: each page states one the other does not
+        # a number changed is new both ways: each page states one the other does not; but an earlier
+        # fetch of the page's own URL states nothing the page must keep (`_numbers_of_an_earlier_fetch`)
         figures = not exact and bool(changed_list[i])
         new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i],
                       0 if exact else edge_list[i], figures)
         their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
-                            replaced_list[i], 0 if exact else their_edge_list[i], figures)
+                            replaced_list[i], 0 if exact else their_edge_list[i],
+                            figures and not _numbers_of_an_earlier_fetch(page, other))
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share,
                      new.paragraph, their_new.paragraph)

@@ -113,3 +113,29 @@ def test_a_number_in_another_scripts_digits_is_the_same_number() -> None:
     assert first.status == "unique"
     assert copy.status == "duplicate" and copy.duplicate_of == "original", copy
     assert fact.status == "unique" and fact.duplicate_of is None, fact
+
+
+def test_a_later_fetch_of_one_url_whose_counter_changed_supersedes_the_earlier_in_one_story() -> None:
+    """A re-crawl whose 12+-word line states another count ("There are 14 comments ...") replaces its URL's earlier fetch.
+
+    A number replaced is new text both ways, so the re-crawl was `unique`, related to the earlier
+    fetch, and a story of its own. Between fetches of one URL the later is what the URL says now:
+    it supersedes the earlier (one story) and is still not its duplicate (a correction there is
+    kept). A fetch arriving after a later one of its URL, or a page at another URL, keeps the rule
+    both ways."""
+    def fetched(comments: int, at: str, url: str = "https://news.example/flood") -> dict[str, Any]:
+        line = (f"There are {comments} comments on this story so far, join the discussion and tell us what you "
+                "think about it")
+        return {**_page([*STORY, line], "unused"), "id": f"{comments}-{at}", "url": url,
+                "fetched_at": f"2024-03-01T{at}:00Z"}
+
+    with Deduplicator() as dedup:
+        first, again = dedup.add_many([fetched(12, "10:00"), fetched(14, "16:00")])
+        assert [len(story["pages"]) for story in dedup.stories()] == [2]
+    assert first.status == "unique"
+    assert again.status == "unique" and again.supersedes == ("12-10:00",) and again.duplicate_of is None, again
+    with Deduplicator() as dedup:
+        later, late = dedup.add_many([fetched(14, "16:00"), fetched(12, "10:00")])  # the earlier fetch arrives last
+        elsewhere = dedup.add(**fetched(16, "18:00", url="https://news.example/flood-2"))
+    assert late.status == "unique" and late.supersedes == () and "14-16:00" in late.related_to, late
+    assert elsewhere.status == "unique" and elsewhere.supersedes == () and elsewhere.duplicate_of is None, elsewhere
