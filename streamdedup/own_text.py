@@ -157,14 +157,18 @@ def _learned_read(seen: str) -> bool:
 def _learn_lines(item: Fingerprinted, site: SiteTemplate, params: TemplateParams, hashes: np.ndarray) -> None:
     """The site counts the page's lines: of its main and visible texts (`hashes`: its text's `line_hashes`).
 
-    Not a page that shows nothing its site did not show before, line for line (the same story
-    under another URL of the site): it is no new evidence of what the site's template is, and
-    counted, three such copies of a story on a new host made the story's own lines template (its
-    re-crawl then read as new text, a story split in two)."""
+    A page that shows nothing its site did not show before, line for line (the same story under
+    another URL of the site), counts only its lines that are template already: it is no new
+    evidence of what the site's template is, and counted whole, three such copies of a story on a
+    new host made the story's own lines template (its re-crawl then read as new text, a story split
+    in two). It is a page of the site all the same, and its URL a known one: left out, its next
+    fetch (an AMP or print copy re-crawled with an "Updated" line) counted as a new page, and the
+    story's lines were template again (a hostile review: 16 of 16 canonical re-crawls split)."""
     visible = item.visible_hashes
     counted = np.concatenate((hashes, visible)) if len(hashes) and len(visible) else hashes if len(hashes) else visible
     if site.shows_every(counted):
-        return
+        template = site.removed_lines(counted, params)
+        counted = counted[np.asarray(template, dtype=bool)] if template is not None else counted[:0]
     site.learn(item.page.url, counted, params)
 
 

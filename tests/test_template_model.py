@@ -348,3 +348,29 @@ def test_copies_of_one_story_on_a_new_host_do_not_make_its_lines_template() -> N
         again = dedup.add(edited, id="again", url=urls[0], fetched_at="2024-01-05T10:00:00Z")
         assert (again.status, again.duplicate_of) == ("duplicate", "p0"), again
         assert [len(story["pages"]) for story in dedup.stories()] == [4]
+
+
+def test_a_copy_that_showed_nothing_new_is_a_known_url_when_the_story_is_updated() -> None:
+    """The AMP and print copies of a story, then updated (an "Updated" line, then another), then its canonical page.
+
+    A copy showing nothing new counts none of the story's lines, but its URL is one the site
+    showed: its next fetch is a re-crawl, not another page. Left out, the updated copies counted
+    as new pages and made the story's lines template, so the canonical page's update read as new
+    text: `unique`, a story split in two."""
+    from streamdedup import Deduplicator
+    from streamdedup.testing import make_article, wrap_in_template
+
+    paragraphs = make_article(11, paragraphs=6)
+    first = "Updated: the council confirmed the figures in a statement on Tuesday evening to reporters."
+    second = "Updated again: the mayor said repairs to the bridge will start next week if the weather holds."
+    site, title = "news.example", "Council votes"
+    canonical, amp, printed = ("https://news.example/2024/council", "https://news.example/2024/council/amp",
+                               "https://news.example/print/2024/council")
+    fetches = [(canonical, paragraphs), (amp, paragraphs), (printed, paragraphs), (amp, [first, *paragraphs]),
+               (printed, [second, first, *paragraphs]), (canonical, [second, first, *paragraphs])]
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many([{"id": f"p{i}", "url": url, "content": wrap_in_template(text, site, title),
+                                    "fetched_at": f"2024-01-0{i + 1}T10:00:00Z"}
+                                   for i, (url, text) in enumerate(fetches)])
+        assert verdicts[-1].status == "duplicate", verdicts[-1]
+        assert [len(story["pages"]) for story in dedup.stories()] == [6]
