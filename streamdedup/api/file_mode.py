@@ -104,8 +104,13 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
                 with StopSignals() as signals, ThreadPoolExecutor(1, thread_name_prefix="outputs-sync") as syncer:
                     chunks = iter(timed_batches(pages, config.batch_size, config.batch_bytes, batch_wait, signals.stop)
                                   if STDIN in paths else batches(pages, config.batch_size, config.batch_bytes))
-                    chunk = next(chunks, None)
-                    items = detector.prepare_many(chunk) if chunk is not None else []
+
+                    def prepared() -> tuple[list[RawRecord] | None, list[Any]]:
+                        """The next batch and its pages prepared (None, []: none left)."""
+                        chunk = next(chunks, None)
+                        return chunk, detector.prepare_many(chunk) if chunk is not None else []
+
+                    chunk, items = prepared()
                     while chunk is not None:
                         outcomes, batch = detector.decide_staged(items)
                         for outcome in outcomes:
@@ -114,16 +119,14 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
                         synced = syncer.submit(sink.sync) if ahead else None
                         try:
                             if ahead and not signals.stop.is_set():
-                                chunk = next(chunks, None)
-                                items = detector.prepare_many(chunk) if chunk is not None else []
+                                chunk, items = prepared()
                         finally:  # this batch is committed as before the next one was read (its sync's error stops it)
                             job.stage(batch, this, synced.result() if synced is not None else sink.sync(), sink.tally)
                             detector.commit(batch)
                         if signals.stop.is_set():
                             break
                         if not ahead:
-                            chunk = next(chunks, None)
-                            items = detector.prepare_many(chunk) if chunk is not None else []
+                            chunk, items = prepared()
                     stopped = signals.received
                 if not stopped or STDIN in paths:  # a stream stopped is a stream ended
                     job.finish()
