@@ -196,7 +196,8 @@ def test_a_transaction_the_broker_holds_open_is_named_by_the_worker(settings, ca
     worker.stop()
     thread.join(30)
     assert len(warned) == 1, warned
-    # offset 1: the held record's (Tansu reports its last stable offset as 0 there: the one before)
-    assert re.match(rf"{re.escape(settings.topics.pages)}\[0\]: a transaction has held its records from offset [01] on",
+    # offset 1: the held record's; Tansu reports its last stable offset as 0 there (the one before)
+    held = "0" if os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu" else "1"
+    assert re.match(rf"{re.escape(settings.topics.pages)}\[0\]: a transaction has held its records from offset {held} on",
                     warned[0]), warned[0]
     assert "run Apache Kafka" in warned[0]
