@@ -282,6 +282,27 @@ def hold_back_client_repeats(repeats: logging.Filter | None = None) -> logging.F
     return shared
 
 
+def poll_clock_restarter(app: Any) -> Callable[[], None]:
+    """A function that makes the app's consumer count as having just fetched, callable from any thread.
+
+    aiokafka leaves the group once its consumer has fetched nothing for `max_poll_interval_ms`
+    (`SubscriptionState.fetcher_idle_time`), and Faust fetches nothing while the agent's buffer is full: a store
+    rebuild longer than that cost the app its partitions, and the app hung, never joining again
+    (faust-streaming#138). Called after each batch a rebuild reads, it restarts that clock, on the consumer's own
+    thread, as a fetch ending there does; heartbeats go on from that thread meanwhile. Records are neither
+    fetched nor dropped."""
+    thread = app.consumer._thread
+
+    def fetched() -> None:
+        with thread._ensure_consumer()._subscription.fetch_context():
+            pass
+
+    def restart() -> None:
+        thread.thread_loop.call_soon_threadsafe(fetched)
+
+    return restart
+
+
 def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "streamdedup-faust",
                journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
     """The Faust app.
@@ -304,6 +325,10 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                     # the worker's session timeout; Tansu answers a join only after half the rebalance
                     # timeout (Faust's default 60 s: 30 s before the first record)
                     broker_session_timeout=10, broker_rebalance_timeout=10,
+                    # the worker's (300 s), not Faust's 1,000 s; the records waiting for the agent at most a
+                    # worker's batch (Faust's 4,096 pages of up to 32 MiB held in memory)
+                    broker_max_poll_interval=settings.max_poll_interval_s,
+                    stream_buffer_maxsize=settings.batch_size,
                     # as the worker's: a restarted app takes its own place back, instead of waiting for
                     # a killed one to time out (on noida-db, a killed leader stalled the group for good)
                     consumer_group_instance_id=(f"streamdedup-faust-{settings.worker_id}"
@@ -412,8 +437,9 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                     checked.add(message.partition)
                     new = message.partition in new_stores
                     new_stores.discard(message.partition)
-                    # in a thread: the event loop keeps the group's heartbeats going meanwhile
-                    await asyncio.to_thread(rebuild, keeper, settings, app.conf.id, message.offset, new)
+                    # in a thread; each batch it reads keeps the app's consumer in its group
+                    await asyncio.to_thread(rebuild, keeper, settings, app.conf.id, message.offset, new,
+                                            on_progress=poll_clock_restarter(app))
                 # what Faust last committed or read at assignment (the offset a replay starts at)
                 committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
                 passed = input_headers(message.headers)
@@ -433,4 +459,5 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
 __all__ = ["FAUST_GROUP_ID", "JOURNAL_KEEP", "JournalKeeper", "StartedOver", "create_app", "default_group_id",
            "deliver_where_started_over", "forget_read_offsets", "hold_back_client_repeats", "journal_name",
-           "outputs_for", "partitions_started_over", "refused_line", "refusal", "render", "too_large_output"]
+           "outputs_for", "partitions_started_over", "poll_clock_restarter", "refused_line", "refusal", "render",
+           "too_large_output"]

@@ -12,16 +12,19 @@ topology's step (`topologies.local.decide`), each journaled as a judged record i
 those of a run that lost nothing, except for pages whose records the topic no longer holds
 (retention), which the rebuild says.
 
-A rebuild runs in a thread while the app's event loop keeps its group membership alive; the agent
-judges nothing meanwhile (on any partition). A rebuild longer than Faust's `broker_max_poll_interval`
-(1,000 s) can cost the app its partitions; a cut-short rebuild goes on from its last record.
+A rebuild runs in a thread; the agent judges nothing meanwhile (on any partition). The app keeps its
+partitions however long it takes: aiokafka leaves the group once its consumer has fetched nothing for
+`broker_max_poll_interval` (faust-streaming#138: the app then hangs), and Faust fetches nothing while the
+agent's buffer is full, so every batch the rebuild reads counts as a fetch of the app's consumer
+(`on_progress`, `faust_app.poll_clock_restarter`). A rebuild that reads nothing stops the app after
+`STALL_S` instead. A cut-short rebuild goes on from its last record.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,11 +62,11 @@ class Rebuilt:
 
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
-            stall_s: float = STALL_S) -> Rebuilt | None:
+            stall_s: float = STALL_S, on_progress: Callable[[], None] | None = None) -> Rebuilt | None:
     """Bring a partition's store up to `until` (the first record the app is to judge), emitting nothing.
 
     Returns what was read, or None when the store was not behind. `new_store`: the app made the store empty
-    (for the log line)."""
+    (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed."""
     topic, partition = keeper.topic, keeper.partition
     start = keeper.next_offset()
     if (start or 0) >= until:
@@ -82,11 +85,14 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             return Rebuilt(first, until, 0, 0.0)
         log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
                     "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
-                    "without producing%s", topic, partition, what, until, first, until - 1, lost)
+                    "without producing (the app judges nothing meanwhile, and keeps its partitions)%s", topic,
+                    partition, what, until, first, until - 1, lost)
         records = 0
         for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s):
             keeper.replay(messages, until)
             records += len(messages)
+            if on_progress is not None:
+                on_progress()
     finally:
         consumer.close()
     done = Rebuilt(first, until, records, time.monotonic() - started)

@@ -170,13 +170,16 @@ def app_command(settings, tmp_path: Path, *extra: str) -> list[str]:
 
 
 @contextmanager
-def app_running(settings, tmp_path: Path, log_name: str, *extra: str) -> Iterator[Path]:
-    """`streamdedup faust` (small journal) running for the span of the block, its standard error in `log_name`."""
+def app_running(settings, tmp_path: Path, log_name: str, *extra: str,
+                env: dict[str, str] | None = None) -> Iterator[Path]:
+    """`streamdedup faust` (small journal) running for the span of the block, its standard error in `log_name`.
+
+    `env`: variables added to the app's environment."""
     started_in = tmp_path / "cwd"  # Faust's own files go under --state-dir, not "<app id>-data" here
     started_in.mkdir(exist_ok=True)
     log = tmp_path / log_name
     with open(log, "wb") as stderr:
-        process = subprocess.Popen(app_command(settings, tmp_path, *extra), env=app_env(settings),
+        process = subprocess.Popen(app_command(settings, tmp_path, *extra), env={**app_env(settings), **(env or {})},
                                    stdout=subprocess.DEVNULL, stderr=stderr, cwd=started_in)
         try:
             yield log
