@@ -9,7 +9,8 @@ Every mode writes the same two light outputs next to the full records (no page b
   `created` or `joined` event with its url, fetch time, status, duplicate_of, the earlier pages it
   is related to (`related_to`) and, if it bridged clusters, `merged`; a `late_match` (key
   `<page id> late <earlier id>`) when the global topology finds a match after the later page's
-  verdict was out. File mode folds the same events into `clusters.jsonl` (one line per current story).
+  verdict was out, a `late_related` (key `<page id> related <earlier id>`) when that match is
+  only related. File mode folds the same events into `clusters.jsonl` (one line per current story).
 
 `Stories` (`clusters.fold`) folds such events (and the `pages.clusters` events, which carry the
 same types) into connected components, and tells which stories a story's pages are related to.

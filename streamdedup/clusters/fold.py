@@ -88,7 +88,12 @@ def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str,
 
 def view_key(event: Event) -> bytes:
     """The compacted topic's key: the page id (a late match: one key per pair, kept beside it)."""
-    key = event["page_id"] if event["type"] != "late_match" else f"{event['page_id']} late {event['duplicate_of']}"
+    if event["type"] == "late_match":
+        key = f"{event['page_id']} late {event['duplicate_of']}"
+    elif event["type"] == "late_related":
+        key = f"{event['page_id']} related {' '.join(event['related_to'])}"
+    else:
+        key = event["page_id"]
     return str(key).encode("utf-8", "surrogatepass")
 
 
@@ -154,7 +159,7 @@ class Stories:
         return self._name[root][2] if root in self._name else root
 
     def apply(self, event: Event) -> str:
-        """Fold one event (created, joined, merged, late_match); returns the page's story."""
+        """Fold one event (created, joined, merged, late_match, late_related); returns the page's story."""
         page, cluster = event["page_id"], event["cluster_id"]
         if event.get("type") in ("created", "joined"):
             if page not in self.pages:
@@ -174,6 +179,10 @@ class Stories:
                 member["fetch_time"] = event["fetched_at"]  # a `pages.clusters` event names it so
             if member["status"] is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
                 member["status"] = "duplicate" if event.get("duplicate_of") else "unique"
+        elif event.get("type") == "late_related":  # found after the page's verdict: its story is related to theirs
+            for related in event.get("related_to", ()):
+                for end in (page, related):
+                    self._links.setdefault(self._root(end), set()).add((page, related))
         if event.get("type") != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
             named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ()),
                      *event.get("merged", ())}

@@ -3,7 +3,8 @@
 For consumers of the news-clustering feed and for the tests that compare topologies. The
 clusters topic is a stream of edges (`joined`: page -> duplicate_of and its cluster, `merged`:
 page -> other clusters it bridges, `late_match`: a later page -> an earlier one it also
-duplicates); a cluster is a connected component, named by its earliest page.
+duplicates; `late_related`, a later page related to an earlier one, joins none); a cluster is a
+connected component, named by its earliest page.
 """
 
 from __future__ import annotations

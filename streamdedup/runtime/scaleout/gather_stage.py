@@ -13,8 +13,11 @@ A page held longer than the bounded wait is released by a *marker* its gather pa
 to its own parts partition (`tick`): the release happens when the marker is read back, at the
 same point of the log on every replay, so a restart emits the same verdicts and none twice. A
 supplement for a page already out is a `late_match` event on the clusters topic, counted: "page L
-is also a near-duplicate of this earlier page". A page is only ever tagged as a duplicate of a
-page earlier than itself, so no two pages are ever tagged as duplicates of each other.
+is also a near-duplicate of this earlier page"; a related one (L adds much text of its own) is a
+`late_related` event, counted too: L's story is related to that page's, as file mode's `related_to`
+says (none for a page that went out as a duplicate, as file mode names none). A page is only ever
+tagged as a duplicate of a page earlier than itself, so no two pages are ever tagged as duplicates
+of each other.
 
 A page's cluster is the oldest of its earlier matches' clusters, as file mode gives it; but an
 index partition knows a page's cluster only from the matches found there (`IndexPartition`), and
@@ -59,7 +62,7 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.engine import Candidate, decide
+from streamdedup.verdict.engine import DUPLICATE, Candidate, decide
 
 _WAITING, _FINISHED, _META, _ROOT = b"W", b"F", b"M", b"R"
 
@@ -189,6 +192,15 @@ def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) ->
     return earlier
 
 
+def late_related_event(page_id: str, cluster_id: str, match: Match) -> dict[str, Any]:
+    """The cluster event of a related match found after the page's verdict: its story is related to the match's.
+
+    The page stays in its cluster (`cluster_id`, the one its verdict named); `related_to` names the match, as
+    file mode's verdict of the page would have."""
+    return {"type": "late_related", "page_id": page_id, "cluster_id": cluster_id, "related_to": [match.page_id],
+            "similarity": round(match.similarity, 4), "method": match.rule, "relation": match.relation}
+
+
 def late_match_event(page_id: str, match: Match) -> dict[str, Any]:
     """The cluster event of a match found after the page's verdict: the page joins the match's story.
 
@@ -264,11 +276,19 @@ class GatherPartition:
             released, start = _released_as(before)
             if any(before[i: i + 8] == known for i in range(start, len(before), 8)):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
-            if not supplement.match.joins:  # related only: named by no verdict, it joins no story
-                return []  # (a late_match for it merged stories file mode keeps apart: a feed review)
+            cause = _LATE_CAUSE.get(released.lower(), RELEASED_EARLY)
+            if supplement.match.joins:
+                if supplement.match.relation == DUPLICATE:  # file mode names no related page of a duplicate
+                    before = _as_duplicate(before)
+                self._finished[finished] = before + known
+                return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause)]
+            if released.isupper():  # related to a page that went out as a duplicate: file mode names none
+                return []
+            # related only: the page keeps its story, which is related to the match's (file mode's `related_to`;
+            # a late_match merged stories file mode keeps apart: a feed review)
             self._finished[finished] = before + known
-            return [LateMatch(late_match_event(supplement.page_id, supplement.match),
-                              _LATE_CAUSE.get(released, RELEASED_EARLY))]
+            return [LateMatch(late_related_event(supplement.page_id, self._own_cluster(supplement.page_id),
+                                                 supplement.match), cause)]
         pending = self._load(supplement.page_id, supplement.order)
         new = supplement.match.page_id not in pending.earlier() and supplement.match.joins
         pending.supplements.append(supplement.match)
@@ -358,9 +378,10 @@ class GatherPartition:
         earlier = pending.earlier()
         # by the watermarks: under an infinite one when every input of one of its partitions was idle
         idle = by == "watermark" and any(self.watermarks.get(p) == INFINITE for p in held.partitions)
-        self._finished[finished] = (header.order + _RELEASED["idle" if idle else by]
-                                    + b"".join(_id_hash(page_id) for page_id in earlier))
         dedup, (root_order, root_id) = _verdict_and_root(header, earlier, pending.roots)
+        released = _RELEASED["idle" if idle else by]
+        self._finished[finished] = (header.order + (released.upper() if dedup["status"] == "duplicate" else released)
+                                    + b"".join(_id_hash(page_id) for page_id in earlier))
         root = header.order + root_order + root_id.encode("utf-8", "surrogatepass")
         self._finished[_ROOT + header.page_id.encode("utf-8", "surrogatepass")] = root
         return [Decided(header, dedup, by, held.completed_ms),
@@ -371,6 +392,11 @@ class GatherPartition:
         finished = _FINISHED + page_id.encode("utf-8", "surrogatepass")
         before = self._finished.get(finished) or self.db.get(finished)
         return None if before is None else before[:ORDER_BYTES]
+
+    def _own_cluster(self, page_id: str) -> str:
+        """The cluster a page that is out joined (its `R` record; its own id where none is kept)."""
+        root = self._root_record(page_id)
+        return page_id if root is None else root[2 * ORDER_BYTES:].decode("utf-8", "surrogatepass")
 
     def _root_record(self, page_id: str) -> bytes | None:
         key = _ROOT + page_id.encode("utf-8", "surrogatepass")
@@ -435,7 +461,8 @@ class GatherPartition:
         self.db.close()
 
 
-# how a page's verdict went out, kept after its order in its `F` record: a later match's cause
+# how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
+# duplicate (or found one by a late match since), whose related pages file mode does not name
 _RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
 _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a record from before 2026-12-01)
 
@@ -448,6 +475,12 @@ def _released_as(finished: bytes) -> tuple[bytes, int]:
     if (len(finished) - ORDER_BYTES) % 8 == 1:
         return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
     return b"", ORDER_BYTES
+
+
+def _as_duplicate(finished: bytes) -> bytes:
+    """An `F` record marked as a duplicate's (its release byte in upper case; a record without one as it is)."""
+    released, start = _released_as(finished)
+    return finished if not released else finished[:ORDER_BYTES] + released.upper() + finished[start:]
 
 
 def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, root: bytes | None) -> RootReply:

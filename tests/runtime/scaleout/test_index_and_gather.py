@@ -173,7 +173,7 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
     assert gather.add_supplement(Supplement("L", late, other)) == []
     assert gather.add_supplement(Supplement("L", late, match("E", early))) == []  # known when decided
-    # one it is related to only joins no story (a late_match merged stories file mode keeps apart)
+    # one it is related to: nothing, L being a duplicate (file mode names no related page of a duplicate)
     related = replace(match("R", page_order(0, 0, 3, 0)), relation=RELATED, their_relation=RELATED)
     assert gather.add_supplement(Supplement("L", late, related)) == []
     held = replace(match("S", page_order(0, 0, 4, 0)), relation=SUPERSEDES, their_relation=DUPLICATE)

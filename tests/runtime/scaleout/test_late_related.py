@@ -1,0 +1,118 @@
+"""A related page found after the later page's verdict (global topology, real broker): one `late_related` event.
+
+File mode names it in the later page's `related_to`; the global topology, having released that page by its wait
+before the earlier one came, emitted nothing, so a news feed never learnt that the two stories were related.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+from confluent_kafka import Producer
+from conftest import make_article, page, wrap_in_template
+
+from runtime.conftest import read_topic
+from runtime.scaleout.test_final_verdicts import emitted
+from runtime.scaleout.test_index_and_gather import match
+from runtime.scaleout.test_topologies import finish, make_workers, start, wait_for
+from streamdedup.clusters import Stories, read_topic_stories
+from streamdedup.runtime.scaleout.gather_stage import LATE_PAGE, Decided, GatherPartition
+from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
+from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.runtime.topics import ensure_topics
+from streamdedup.testing import run_records
+from streamdedup.verdict.engine import RELATED
+
+
+def shape(stories: Stories) -> dict[str, tuple[list[str], list[str]]]:
+    """story -> (its pages, the stories it is related to)."""
+    return {s["cluster_id"]: ([p["id"] for p in s["pages"]], s["related"]) for s in stories.stories()}
+
+
+def test_a_related_page_found_after_the_verdict_is_one_late_related_event_and_the_stories_are_file_modes(
+        broker, settings, tmp_path):
+    """As the bounded-wait test: page F on partition 0, a follow-up (7 of article A's 10 paragraphs, then 4 of its
+    own), is released by the 0.5 s wait (unique, related to nothing known); then A, earlier, arrives on partition 1
+    with a copy of it (A2). File mode: F unique, `related_to` [A, A2]. The global topology: F's verdict as emitted
+    names neither; one `late_related` event each, F -> A and F -> A2, on the clusters topic and the view, counted
+    (`late_matches_total`); F's story (and the view's
+    fold) is related to A's story as in file mode's fold, and no story is merged. Before: no event (the stories
+    unrelated)."""
+    y, z = make_article(5300, paragraphs=10), make_article(5301, paragraphs=10)
+    other = make_article(5302, paragraphs=4)
+    e0 = page("https://beta.example/0", wrap_in_template(other, "Beta"), "2024-03-04T00:00:00Z", id="e0")
+    follow = page("https://alpha.example/1", wrap_in_template(y[:7] + z[:4], "Alpha"), "2024-03-04T02:00:00Z", id="F")
+    article = page("https://beta.example/1", wrap_in_template(y, "Beta"), "2024-03-04T01:00:00Z", id="A")
+    copy = page("https://gamma.example/1", wrap_in_template(y, "Gamma"), "2024-03-04T01:30:00Z", id="A2")
+    records = [e0, article, copy, follow]
+    file_mode = {o.dedup["id"]: o for o in run_records(records, tmp_path / "file-mode")}
+    assert (file_mode["F"].dedup["status"], file_mode["F"].dedup.get("related_to")) == ("unique", ["A", "A2"])
+    expected = Stories()
+    for o in file_mode.values():
+        expected.add(o.dedup, *(o.record.get(name) for name in ("url", "fetched_at")))
+
+    run = replace(settings, partitions=2, verdict_wait_s=0.5, watermark_interval_s=3600.0)
+    ensure_topics(run)
+    producer = Producer(run.client())
+
+    def produce(record: dict, partition: int) -> None:
+        producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
+        producer.flush(10)
+
+    produce(e0, 1)
+    produce(follow, 0)
+    workers = make_workers(run, ("w0",))
+    threads = start(workers)
+    assert wait_for(lambda: workers["w0"].stats.decided >= 2, 120)
+    produce(article, 1)
+    produce(copy, 1)
+    finish(workers, threads, len(records))
+    got = emitted(run)
+    assert "related_to" not in got["dedups"]["F"]  # released by the wait, before A was known
+    late = [e for e in got["events"] if e["type"] in ("late_match", "late_related")]
+    assert sorted((e["type"], e["page_id"], e["related_to"], e["cluster_id"]) for e in late) == [
+        ("late_related", "F", [earlier], "F") for earlier in ("A", "A2")]
+    assert workers["w0"].metrics.registry.get_sample_value("streamdedup_late_matches_total",
+                                                           {"cause": "released_early"}) == 2
+    folded = Stories()
+    for dedup in got["dedups"].values():
+        folded.add(dedup, None, got["fetched"][dedup["id"]])
+    for event in late:
+        folded.apply(event)
+    assert shape(folded) == shape(expected) == {"e0": (["e0"], []), "A": (["A", "A2"], ["F"]), "F": (["F"], ["A"])}
+    view = read_topic_stories(run.bootstrap_servers, run.topics.cluster_view)
+    assert shape(view) == shape(expected)
+    assert len(read_topic(run, run.topics.cluster_view, to_end=True)) == len(records) + 2  # the pages', F -> A, F -> A2
+
+
+def related(page_id: str, at: int) -> Match:
+    return replace(match(page_id, page_order(at, at, 1, 0)), relation=RELATED, their_relation=RELATED)
+
+
+def test_a_late_related_match_keeps_the_pages_cluster_and_a_duplicate_names_none(tmp_path):
+    """L went out unique by its watermark. A related earlier page R found then is one `late_related` event in L's
+    own cluster, counted by how L went out, once. Once a late match makes L a duplicate (of D), a related page
+    found after that names nothing, as file mode names no related page of a duplicate, across a restart; how L
+    went out is still read from its record."""
+    gather = GatherPartition(tmp_path / "g")
+    l_order = page_order(5, 5, 0, 0)
+    gather.add_header(PageHeader("L", l_order, (0,), {}, "t"), at_ms=1000)
+    assert gather.add_answer(Answer("L", l_order, 0), at_ms=1000) == []
+    [released] = gather.add_watermark(0, page_order(6, 6, 0, 0))
+    assert isinstance(released, Decided) and released.dedup["status"] == "unique"
+    gather.commit()
+    [late] = gather.add_supplement(Supplement("L", l_order, related("R", 3)))
+    assert late.cause == LATE_PAGE and late.event == {
+        "type": "late_related", "page_id": "L", "cluster_id": "L", "related_to": ["R"], "similarity": 1.0,
+        "method": "exact", "relation": "related"}
+    assert gather.add_supplement(Supplement("L", l_order, related("R", 3))) == []  # another partition's: once
+    [duplicate] = gather.add_supplement(Supplement("L", l_order, match("D", page_order(2, 2, 1, 0))))
+    assert duplicate.event["type"] == "late_match" and duplicate.cause == LATE_PAGE
+    gather.commit()
+    gather.close()
+    gather = GatherPartition(tmp_path / "g")
+    assert gather.add_supplement(Supplement("L", l_order, related("S", 4))) == []
+    [another] = gather.add_supplement(Supplement("L", l_order, match("C", page_order(1, 1, 1, 0))))
+    assert another.event["type"] == "late_match" and another.cause == LATE_PAGE
+    gather.close()
