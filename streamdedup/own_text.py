@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamdedup.clean.article_block import ArticleLines
 from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
 from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature, mark_shown, with_shown_lines
+from streamdedup.fingerprints.wordpairs import (
+    WordPairsMethod,
+    WordPairsSignature,
+    mark_shown,
+    with_article,
+    with_shown_lines,
+)
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection
@@ -77,7 +84,16 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     # (`missed_min_pages`), which are not the page's new text
     furniture = site.lines_shown_on(params.missed_min_pages)
     outcome = _own_text(item, site, fingerprinter, params)
-    return outcome if isinstance(outcome, Outcome) else _marked_shown(outcome, furniture, fingerprinter)
+    return outcome if isinstance(outcome, Outcome) else _marked_shown(_placed(outcome), furniture, fingerprinter)
+
+
+def _placed(item: Fingerprinted) -> Fingerprinted:
+    """The page's word-pair signature with where its lines sit in its HTML (`article_block`), found when asked."""
+    signature = item.signatures.get(WordPairsMethod.name)
+    if not isinstance(signature, WordPairsSignature) or not len(signature.line_hashes) or not item.text:
+        return item
+    placed = with_article(signature, ArticleLines(item.page, item.text))
+    return item.replaced(signatures={**item.signatures, WordPairsMethod.name: placed})
 
 
 def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fingerprinter) -> Fingerprinted:

@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import xxhash
@@ -165,6 +165,9 @@ class WordPairsSignature:
     shown: ShownLines | None = None
     # each kept paragraph's numbers (`numbers_bytes`; empty: not known, a record of 0.16.0 or before)
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    # where the page's lines sit (`clean.article_block.ArticleLines`: its paragraphs `of` their line
+    # hashes; None: not known); the page's own side reads it (`new_text._new_of`); not encoded
+    article: Any = None
 
 
 class ShownLines:
@@ -304,7 +307,13 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
         return signature
     marked = np.where(in_sorted(shown, lines), signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
     return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
-                              signature.numbers)
+                              signature.numbers, signature.article)
+
+
+def with_article(signature: WordPairsSignature, article: Any) -> WordPairsSignature:
+    """The signature with where its page's lines sit (`clean.article_block.ArticleLines`), asked when needed."""
+    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
+                              signature.line_hashes, signature.shown, signature.numbers, article)
 
 
 def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
@@ -326,7 +335,8 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
         return signature
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers)
+                              signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers,
+                              signature.article)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):

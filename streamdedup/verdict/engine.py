@@ -84,7 +84,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
 # 15: of the copies holding as much of a page, one lacking none of its paragraphs is named (`decide`)
 # 16: a paragraph stating other numbers than its counterpart (as many) is new text (`new_text.numbers_changed`)
-RULES_VERSION = 16
+# 17: a new line at a copy's edge on another site counts at any length where it sits in the page's
+#     article block (`clean.article_block`); a host's lines sit outside it (`new_text._new_of`)
+RULES_VERSION = 17
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

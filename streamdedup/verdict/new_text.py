@@ -9,11 +9,13 @@ they can move a relation (`paragraphs_asked`), the longest new paragraph each wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from streamdedup.clean.article_block import INSIDE
 from streamdedup.fingerprints.kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import (
     NUMBERS_COUNT_SHIFT,
@@ -109,6 +111,10 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
+    # where the page's paragraphs sit (`clean.article_block`), asked only where it decides
+    article, hashes = getattr(signature, "article", None), getattr(signature, "line_hashes", _UNPLACED)
+    placed = (functools.cache(lambda: cast(np.ndarray, article.of(hashes)))
+              if article is not None and len(hashes) == len(paragraphs) else None)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     column, _ = columns.column(tag)
     for i in range(count) if rows is None else rows.tolist():
@@ -133,7 +139,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                  else _replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
         swapped = not unplaced and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
-        words, places = _new_of(whole, mine_new, (theirs[2], theirs_capped), edges, swapped)
+        words, places = _new_of(whole, mine_new, (theirs[2], theirs_capped), edges, swapped, placed)
         their, their_places = _new_of(theirs, their_new, (whole[2], whole_capped), edges, swapped)
         mine_words[i] = mine_edge[i] = words.max(initial=0)
         their_words[i] = their_edge[i] = their.max(initial=0)
@@ -332,11 +338,13 @@ def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, 
     return start, end
 
 
+_UNPLACED = np.zeros(0, dtype=np.uint64)  # a signature without its paragraphs' line hashes
 _NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # `_new_of`: no new paragraph counts
 
 
 def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
-            other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool) -> tuple[np.ndarray, np.ndarray]:
+            other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool,
+            article: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The words of each of `page`'s paragraphs absent from the other (`new`) that count, and its place.
 
     Its place: how many of the page's judged paragraphs before it are found in the other. A line
@@ -344,7 +352,10 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
 
     Before the first found paragraph and after the last, new paragraphs count only at the `edges`
     asked (`_replaced_edges`; on one site, both: the template is on both pages), or where they are
-    `EDGE_PARAGRAPH_WORDS` long: longer than a host's lines.
+    `EDGE_PARAGRAPH_WORDS` long: longer than a host's lines, or where they sit in the page's
+    article block (`article()`, of each paragraph: `clean.article_block`'s mark, asked only where an
+    edge's new line is excused without it; None: not known): a host's lines sit outside it, an
+    editor's added paragraph inside.
 
     New paragraphs count only where most of the page's are found in the other (`PARAGRAPHS_FOUND`),
     or where exactly one of each page's is absent from the other (`swapped`): a layout that merges
@@ -361,6 +372,8 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
         # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
         judged[-1] = True
         values, words, new = values[judged], words[judged], new[judged]
+    else:
+        judged = None
     if not new.any() or (new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values) and not swapped):
         return _NONE  # nothing new, or the two pages' lines are not alike (another layout merged them)
     found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
@@ -368,6 +381,12 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
         found = np.flatnonzero(~new)
         new = new.copy()
         kept = words >= EDGE_PARAGRAPH_WORDS  # longer than a host's lines: the article's own, whatever the edge
+        at_edges = np.zeros(len(new), dtype=bool)
+        at_edges[: found[0] if not edges[0] else 0] = True
+        at_edges[found[-1] + 1 if not edges[1] else len(new):] = True
+        if article is not None and (new & at_edges & ~kept & (words > 0)).any():
+            marks = article() if judged is None else article()[judged]
+            kept |= marks == INSIDE  # in the article's block: its own, at any length
         if not edges[0]:
             new[: found[0]] &= kept[: found[0]]
         if not edges[1]:

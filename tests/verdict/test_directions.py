@@ -13,9 +13,10 @@ from streamdedup.config import DetectorConfig
 from streamdedup.testing import make_article, run_records, wrap_in_template
 
 
-def _page(page_id: str, paragraphs: list[str], site: str) -> dict:
+def _page(page_id: str, paragraphs: list[str], site: str, boxes: tuple[str, ...] = ()) -> dict:
+    """A page of `site` with the article's `paragraphs` and the host's `boxes` after them (`wrap_in_template`)."""
     return {"id": page_id, "url": f"https://{site}/{page_id}", "fetched_at": "2026-01-01T00:00:00Z",
-            "html": wrap_in_template(paragraphs, site)}
+            "html": wrap_in_template(paragraphs, site, boxes=boxes)}
 
 
 def _edited(paragraphs: list[str], words: int, seed: int) -> list[str]:
@@ -56,11 +57,14 @@ def test_a_page_is_never_the_duplicate_of_a_page_holding_less_of_it(tmp_path):
 def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     """A paragraph of ~30 words added to or replacing one of a ~1,100-word article (under 3 % of
     it, within the share's error) is new text, found by the paragraph sketch; a correction note,
-    scattered edits and a copy's trailing blurb of its host stay duplicates."""
+    scattered edits and a copy's trailing blurb of its host (in a box of its own) stay duplicates.
+    The same blurb in the article's block, beside its paragraphs, is the copy's own text."""
     story, other, long_story = make_article(11, paragraphs=14), make_article(12, paragraphs=2), make_article(13, 24)
     new, replacing = (" ".join(paragraph.split()[:30]) for paragraph in other)
     blurb = ("Subscribe to our free weekly newsletter for the latest stories from our newsroom, "
              "delivered every Friday morning straight to your inbox, and cancel whenever you like.")
+    note = ("Our reporters spent three months in the valley towns, speaking with farmers, teachers and "
+            "council officials about the flooding and what the region plans next.")
     offer = ("Readers of this site get a discount of twenty percent on every annual subscription this "
              "month when they order through the link below before the end of the quarter.")
     pages = [_page("story", story, "a.example"),
@@ -69,7 +73,8 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
              _page("corrected", [*story, "Correction: an earlier version of this article misstated the "
                                          "date of the vote."], "c.example"),
              _page("edited", _edited(story, 12, 5), "d.example"),
-             _page("blurb", [*story, blurb], "e.example"),
+             _page("blurb", story, "e.example", (blurb,)),
+             _page("blurb_in_text", [*story, note], "h.example"),
              # the host's blurb inside a later copy: between two found paragraphs, but shown there on
              # two earlier pages (a line of one earlier page may be that page's content)
              _page("promo", [*make_article(14, paragraphs=6), offer], "g.example"),
@@ -84,6 +89,7 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
     for light in ("corrected", "edited", "blurb"):
         assert got[light]["status"] == "duplicate" and got[light]["duplicate_of"] == "story", got[light]
     assert got["offer_inside"]["status"] == "duplicate", got["offer_inside"]
+    assert got["blurb_in_text"]["status"] == "unique" and "story" in got["blurb_in_text"]["supersedes"]
 
 
 # a paragraph of the UDHR (article 27 and 28) in languages of few tokens for its text: English says
@@ -205,15 +211,15 @@ def test_a_paragraph_replaced_at_a_copys_start_or_end_is_new_text(tmp_path):
     lines are added: they do not take the place of the article's first or last paragraph. A copy
     whose last paragraph is replaced by a 16-word one, or whose first by another story's, is not
     the article's duplicate. A teaser (the first paragraphs, then its host's line of another
-    story) and a full copy with its host's line after it stay duplicates."""
+    story in a box) and a full copy with its host's line in a box after it stay duplicates."""
     story, other = make_article(31, paragraphs=10), make_article(32, paragraphs=2)
     short = " ".join(other[0].split()[:16])
     host_line = " ".join(other[1].split()[:30])
     pages = [_page("story", story, "a.example"),
              _page("last_replaced", [*story[:-1], short], "b.example"),
              _page("first_replaced", [other[1], *story[1:]], "c.example"),
-             _page("teaser", [*story[:4], host_line], "d.example"),
-             _page("copy_with_host_line", [*story, host_line], "e.example")]
+             _page("teaser", story[:4], "d.example", (host_line,)),
+             _page("copy_with_host_line", story, "e.example", (host_line,))]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     for replaced in ("last_replaced", "first_replaced"):
         assert got[replaced]["status"] == "unique" and "story" in got[replaced]["related_to"], got[replaced]
@@ -410,17 +416,20 @@ def test_a_long_paragraph_after_a_copys_end_is_new_text(tmp_path):
     the place of its match's last paragraph: a host's lines (a teaser, a blurb, an author's box)
     are added there. A paragraph of 100 words or more is longer than those: a follow-up that
     reprints a long article and goes on with a 110-word paragraph of its own (~5 % of its text)
-    is not the article's duplicate. A copy with a 40-word host line after it still is."""
+    is not the article's duplicate. A copy with a 40-word host line in a box after it still is; in
+    the article's block, beside its paragraphs, that line is the copy's own text."""
     story, other = make_article(51, paragraphs=30), make_article(52, paragraphs=4)
     words = " ".join(other).split()
     assert len(words) >= 150
     going_on, host_line = " ".join(words[:110]), " ".join(words[110:150])
     pages = [_page("story", story, "a.example"),
              _page("followup", [*story, going_on], "b.example"),
-             _page("copy", [*story, host_line], "c.example")]
+             _page("copy", story, "c.example", (host_line,)),
+             _page("added", [*story, " ".join(make_article(53, 1)[0].split()[:40])], "d.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["followup"]["status"] == "unique" and "story" in got["followup"]["supersedes"], got["followup"]
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
+    assert got["added"]["status"] == "unique" and "story" in got["added"]["supersedes"], got["added"]
 
 
 def test_a_page_lacking_an_articles_last_paragraph_does_not_supersede_it(tmp_path):
@@ -448,8 +457,9 @@ def test_a_paragraph_added_inside_a_long_copy_on_another_site_is_new_text(tmp_pa
     syndicated copy of a 30-paragraph article with a 30-word paragraph of its own inside was the
     article's duplicate, and a crawler dropped the paragraph (a crawler's review: 12 of 16 such
     copies of 1,200-word articles). Inside a copy, between paragraphs the article has, a new
-    paragraph is the copy's own text on any host; only at its edges is it as likely its host's
-    (limitations.md). A copy without the paragraph is still the article's duplicate."""
+    paragraph is the copy's own text on any host; at its edges too where it sits in the article's
+    block, beside its paragraphs; in a box of its own there it is its host's (limitations.md). A
+    copy without the paragraph is still the article's duplicate."""
     story, other = make_article(61, paragraphs=30), make_article(62, paragraphs=3)
     words = " ".join(other).split()
     added, appended = " ".join(words[:30]), " ".join(words[30:60])
@@ -457,12 +467,14 @@ def test_a_paragraph_added_inside_a_long_copy_on_another_site_is_new_text(tmp_pa
     inside = [*story[:15], added, *story[15:]]
     pages = [_page("story", story, "a.example"), _page("inside", inside, "b.example"),
              _page("copy", story, "c.example"),
-             _page("appended", [*story, appended], "d.example")]
+             _page("appended", [*story, appended], "d.example"),
+             _page("boxed", story, "e.example", (appended,))]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     assert got["inside"]["status"] == "unique" and "story" in got["inside"]["supersedes"], got["inside"]
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "story", got["copy"]
-    # at its end a paragraph under 100 words reads as its host's (a teaser, a blurb: limitations.md)
-    assert got["appended"]["status"] == "duplicate" and got["appended"]["duplicate_of"] == "story", got["appended"]
+    assert got["appended"]["status"] == "unique" and "story" in got["appended"]["supersedes"], got["appended"]
+    # at its end in a box of its own, a paragraph under 100 words reads as its host's (a teaser, a blurb)
+    assert got["boxed"]["status"] == "duplicate" and got["boxed"]["duplicate_of"] == "story", got["boxed"]
 
 
 def test_a_short_paragraph_edited_past_a_long_copys_longest_is_an_edit(tmp_path):

@@ -1,0 +1,175 @@
+"""Which lines of a page's main text sit in its article's block: the element holding most of its words.
+
+An extractor leaks a host's lines into the main text (breadcrumbs, a petition form, a newsletter
+box, teasers of other stories), and at a copy's edges they read as new text like a paragraph an
+editor added. The two differ in where they sit: an article's paragraphs, and one an editor adds,
+are in the article's element; a host's lines are in other elements (nav, aside, footer, forms,
+teaser boxes) even when the extractor keeps them. The article's block is the deepest element whose
+text holds at least half of the words of the main text's paragraphs (`HOLDING`); a line is in it
+when the element it was read from is inside that block (`verdict/new_text.py` reads the mark).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from streamdedup.clean.decode import charset_from_content_type, decode_bytes
+from streamdedup.clean.extract import is_html
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.clean.template import line_hashes
+from streamdedup.record.page import Page
+from streamdedup.record.readers import DEFAULT_MAX_CONTENT_BYTES
+from streamdedup.record.rejection import Rejected
+
+# the article's block holds at least this share of the words of the main text's located paragraphs
+HOLDING = 0.5
+# lines of at least this many words decide where the article's block is (the paragraph sketch's floor)
+PARAGRAPH_WORDS = 12
+# a page's HTML longer than this is not parsed again (a bound on the work; its lines' places are not known)
+MAX_HTML_CHARS = 2_000_000
+_SPACES = re.compile(r"\s+")
+_WIDE = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+UNKNOWN, INSIDE, OUTSIDE = -1, 1, 0
+
+
+class ArticleLines:
+    """Where a page's lines sit (`article_lines`), found when first asked: a parse of the page's HTML.
+
+    Only a page whose new lines at a copy's edges are excused asks (`verdict.new_text`): a few
+    of a crawl's pages. Holds the page (its content as received) and its normalised main text until
+    then; a page whose content cannot be decoded, or longer than `MAX_HTML_CHARS`, says nothing."""
+
+    __slots__ = ("_marks", "_page", "_text")
+
+    def __init__(self, page: Page, text: str) -> None:
+        self._page: Page | None = page
+        self._text = text
+        self._marks: tuple[np.ndarray, np.ndarray] | None = None
+
+    def of(self, hashes: np.ndarray) -> np.ndarray:
+        """The marks of the lines whose hashes (`clean.template.line_hashes`) are `hashes`: int8, `UNKNOWN` if none."""
+        if self._marks is None:
+            found, marks = line_hashes(self._text), article_lines(self._html(), self._text)
+            order = np.argsort(found, kind="stable")
+            self._marks = (found[order], marks[order]) if len(found) == len(marks) else (found[:0], marks[:0])
+            self._page = None  # not needed again
+        found, marks = self._marks
+        if not len(found) or not len(hashes):
+            return np.full(len(hashes), UNKNOWN, dtype=np.int8)
+        at = np.clip(np.searchsorted(found, hashes), 0, len(found) - 1)
+        return np.where(found[at] == hashes, marks[at], UNKNOWN).astype(np.int8)
+
+    def _html(self) -> str:
+        """The page's HTML, decoded as `clean.pipeline` decodes it ("" where it cannot be)."""
+        page = self._page
+        if page is None:
+            return ""
+        content = page.content
+        if isinstance(content, bytes):
+            try:
+                content = decode_bytes(content, charset_from_content_type(page.content_type),
+                                       max_bytes=DEFAULT_MAX_CONTENT_BYTES)
+            except Rejected:
+                return ""
+        return content if len(content) <= MAX_HTML_CHARS and is_html(page.content_type, content) else ""
+
+
+def _words(line: str) -> int:
+    """A line's words: its spaced tokens, or half its letters in scripts written without spaces."""
+    wide = len(_WIDE.findall(line))
+    return max(len(line.split()), wide // 2) if wide else len(line.split())
+
+
+def article_lines(html: str, text: str) -> np.ndarray:
+    """Of each non-empty line of `text` (the page's normalised main text): in the article's block or not.
+
+    int8 per line: `INSIDE`, `OUTSIDE`, or `UNKNOWN`: a line under `PARAGRAPH_WORDS` words (not
+    asked), one not found in the page (a rescue's text, a line the extractor joined), or a page
+    where no element inside its body holds half the words (every line would be in the block). A
+    line is found by a run of text of one element (`_runs`): its element's nearest block (not an
+    inline element) is where it sits."""
+    lines = [line for line in text.split("\n") if line]
+    out = np.full(len(lines), UNKNOWN, dtype=np.int8)
+    asked = [i for i, line in enumerate(lines) if _words(line) >= PARAGRAPH_WORDS]
+    if not asked or "<" not in html:
+        return out
+    import lxml.etree
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, TypeError, lxml.etree.ParserError):
+        return out
+    runs = _runs(tree)
+    where: dict[int, Any] = {}
+    for i in asked:
+        element = _found(lines[i], runs)
+        if element is not None:
+            where[i] = element
+    weights: dict[Any, int] = {}
+    total = 0
+    for i, element in where.items():
+        words = _words(lines[i])
+        total += words
+        node = element.getparent()  # the paragraphs' parent and up: a long paragraph is no block of its own
+        while node is not None:
+            weights[node] = weights.get(node, 0) + words
+            node = node.getparent()
+    holding = [node for node, words in weights.items() if words >= HOLDING * total]
+    if not holding:
+        return out
+    # the deepest: the holding ones form a chain up to the root
+    block = max(holding, key=lambda node: sum(1 for _ in node.iterancestors()))
+    if block.tag in _WHOLE:
+        return out
+    for i, element in where.items():
+        out[i] = INSIDE if any(a is block for a in element.iterancestors()) else OUTSIDE
+    return out
+
+
+# elements that sit inside a line of text: a line found in one is in its nearest other ancestor
+_INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "kbd", "mark",
+                     "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u", "var", "wbr", "br",
+                     "label", "big", "tt", "strike", "ins", "del", "nobr"})
+_SKIPPED = frozenset({"script", "style", "noscript", "template", "head", "title", "meta", "link"})
+_WHOLE = frozenset({"html", "body"})  # a block no narrower than the page: every line would be in it
+RUN_CHARS = 24  # a run of an element's text this long (normalised) finds the line that holds it
+
+
+def _runs(tree: Any) -> dict[str, Any]:
+    """The first `RUN_CHARS` characters of each run of text in the page (normalised) -> its block element.
+
+    A run: an element's text before its first child, or the text after a child (its tail), which
+    belongs to the child's parent."""
+    runs: dict[str, Any] = {}
+    for element in tree.iter():
+        tag = element.tag
+        if not isinstance(tag, str):
+            continue
+        for raw, owner in ((element.text, element), (element.tail, element.getparent())):
+            if owner is None or owner.tag in _SKIPPED or not raw or len(raw) < RUN_CHARS:
+                continue
+            run = _SPACES.sub(" ", normalize_text(raw)).strip()
+            if len(run) >= RUN_CHARS:
+                runs.setdefault(run[:RUN_CHARS], owner)
+    return runs
+
+
+def _found(line: str, runs: dict[str, Any]) -> Any | None:
+    """The block element one of the line's runs of text was found in, or None.
+
+    Tried from each word's start (each character's where the line has no spaces), first found."""
+    starts = [0] + [m.end() for m in _SPACES.finditer(line)] if " " in line else range(len(line))
+    for start in starts:
+        if start + RUN_CHARS > len(line):
+            break
+        element = runs.get(line[start:start + RUN_CHARS])
+        if element is not None:
+            while element.tag in _INLINE and element.getparent() is not None:
+                element = element.getparent()
+            return element
+    return None

@@ -1,0 +1,79 @@
+"""Where a page's main-text lines sit: in its article's block (the element holding most of its words) or not."""
+
+from __future__ import annotations
+
+from streamdedup.clean.article_block import INSIDE, OUTSIDE, UNKNOWN, ArticleLines, article_lines
+from streamdedup.clean.normalize import normalize_text
+from streamdedup.clean.template import line_hashes
+from streamdedup.record.page import Page
+from streamdedup.testing import make_article
+
+ADDED = ("The council said on Friday it would publish the full report next month, after the families "
+         "of the victims have been given time to read it.")
+PROMO = ("Subscribe to our free weekly newsletter for the latest stories from our newsroom, delivered "
+         "every Friday morning straight to your inbox.")
+
+
+def _page(body: str) -> str:
+    nav = "".join(f"<li><a href='/{s}'>{s}</a></li>" for s in ("world", "politics", "sport"))
+    return f"<html><head><title>t</title></head><body><nav><ul>{nav}</ul></nav>{body}<footer>(c)</footer></body></html>"
+
+
+def _marks(html: str, lines: list[str]) -> dict[str, int]:
+    text = normalize_text("\n".join(lines))
+    return dict(zip(lines, article_lines(html, text).tolist(), strict=True))
+
+
+def test_an_added_paragraph_is_in_the_article_block_and_a_hosts_box_is_not():
+    """The article's paragraphs and one an editor added beside them are in the block that holds most
+    of the text; a newsletter box inside the same article element, outside that block, is not."""
+    story = make_article(1, paragraphs=6)
+    body = "".join(f"<p>{p}</p>" for p in [*story, ADDED])
+    html = _page(f"<article><h1>Title</h1><div class='text'>{body}</div><div class='promo'><p>{PROMO}</p></div>"
+                 "</article>")
+    marks = _marks(html, ["Title", *story, ADDED, PROMO])
+    assert all(marks[p] == INSIDE for p in story)
+    assert marks[ADDED] == INSIDE
+    assert marks[PROMO] == OUTSIDE
+    assert marks["Title"] == UNKNOWN  # a line under 12 words is not asked
+
+
+def test_a_paragraph_with_inline_markup_and_one_without_spaces_are_found():
+    """A paragraph is found by a run of its text in one element: links and bold words inside it
+    split its text, and a Chinese one has no spaces to start a run at."""
+    story = make_article(2, paragraphs=4)
+    linked = story[1].split()
+    marked_up = " ".join(linked[:3]) + " <a href='/x'>" + " ".join(linked[3:5]) + "</a> <b>" + " ".join(linked[5:])
+    chinese = "人人有思想、良心和宗教自由的权利;此项权利包括改变他的宗教或信仰的自由,以及单独或集体、公开或秘密地以教义表示他的信仰的自由。"
+    html = _page(f"<div class='text'><p>{story[0]}</p><p>{marked_up}</b></p><p>{story[2]}</p><p>{chinese}</p></div>"
+                 f"<div class='box'><p>{PROMO}</p></div>")
+    marks = _marks(html, [story[0], story[1], story[2], chinese, PROMO])
+    assert [marks[line] for line in (story[0], story[1], story[2], chinese)] == [INSIDE] * 4
+    assert marks[PROMO] == OUTSIDE
+
+
+def test_no_block_narrower_than_the_page_says_nothing():
+    """Paragraphs straight in the page's body: every line would be in the block, so none is known;
+    and a line the page does not hold (a rescue's text) is not known either."""
+    story = make_article(3, paragraphs=4)
+    html = f"<html><body>{''.join(f'<p>{p}</p>' for p in story)}</body></html>"
+    assert set(_marks(html, story).values()) == {UNKNOWN}
+    inside = _page(f"<article>{''.join(f'<p>{p}</p>' for p in story)}</article>")
+    assert _marks(inside, [*story, ADDED])[ADDED] == UNKNOWN
+
+
+def test_a_pages_marks_are_found_from_its_bytes_as_the_pipeline_decodes_them():
+    """`ArticleLines` decodes the page's bytes by its declared charset, parses it when first asked,
+    and answers for the lines asked by their hashes; a page that is not HTML says nothing."""
+    story = ["Сообщается, что городской совет в пятницу опубликует полный доклад о наводнении, после "
+             "того как семьи пострадавших получат время его прочитать и обсудить с юристами.",
+             "Жители долины говорят, что вода поднялась за несколько часов, а предупреждение пришло "
+             "слишком поздно, когда многие дороги уже были закрыты для движения транспорта."]
+    html = _page(f"<article><div>{''.join(f'<p>{p}</p>' for p in story)}</div><aside><p>{PROMO}</p></aside></article>")
+    text = normalize_text("\n".join([*story, PROMO]))
+    page = Page(id="x", url="https://a.example/x", content=html.encode("cp1251", "replace"),
+                content_type="text/html; charset=windows-1251", fetched_at=None, lang="ru", record={})
+    assert ArticleLines(page, text).of(line_hashes(text)).tolist() == [INSIDE, INSIDE, OUTSIDE]
+    plain = Page(id="y", url="https://a.example/y", content="\n".join(story), content_type="text/plain",
+                 fetched_at=None, lang="ru", record={})
+    assert set(ArticleLines(plain, text).of(line_hashes(text)).tolist()) == {UNKNOWN}
