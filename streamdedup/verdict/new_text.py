@@ -123,15 +123,18 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             continue
         theirs_sketch, theirs_capped, their_numbers = cast(Any, method).paragraphs_of(data)
         theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
-        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers)
+        # how many of its 4 values each paragraph shares with each of the other's: made once, read
+        # both ways (its transpose) and by `numbers_changed`
+        equal = _equal_values(whole[0], theirs[0])
+        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal)
         one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
         either_capped = whole_capped or theirs_capped
         # against another site's long page, where its edges are is not known either: its host's lines
         # there (teasers, widgets of 20-40 words) are as long as paragraphs (`CROSS_SITE_PARAGRAPHS`)
         unplaced = either_capped or (not one_site and (own_long or len(theirs_sketch) > CROSS_SITE_PARAGRAPHS))
-        mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2])
-        their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2])
+        mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2], equal)
+        their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2], equal.T)
         if unplaced and not either_capped:  # past the 16 longest, an edit's place is read as an edit
             mine_new, their_new = (_edits_past_longest(mine_new, whole[2], their_new, theirs[2]),
                                    _edits_past_longest(their_new, theirs[2], mine_new, whole[2]))
@@ -156,7 +159,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
 
 
 def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.ndarray,
-                    their_numbers: np.ndarray) -> bool:
+                    their_numbers: np.ndarray, equal: np.ndarray | None = None) -> bool:
     """Whether a paragraph of the page states other numbers than its counterpart does, as many of them.
 
     A fact corrected in one sentence ("5 injured" -> "50 injured", "in 1994" -> "in 1996") keeps a
@@ -170,7 +173,8 @@ def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.nd
     (False) where either page kept no numbers (a record of 0.16.0 or before), and for lines under
     the sketch's 12 words (a heading, a list item). Two values are not enough: short lines of one
     manual page ("... (v.d. 23:13:48)", "... (th 3..cn)") share two by chance (multilingual dev).
-    A number replaced in a paragraph of 12-30 words keeps 3 of the 4 values 82-97 % of the time."""
+    A number replaced in a paragraph of 12-30 words keeps 3 of the 4 values 82-97 % of the time.
+    `equal`: `_equal_values(values, their_values)` if the caller has it."""
     if len(numbers) != len(values) or len(their_numbers) != len(their_values) or not len(values):
         return False
     stated = numbers.astype(np.int64)
@@ -179,7 +183,7 @@ def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.nd
     asked = (count > 0) & (count < NUMBERS_MOST)
     if not asked.any() or not (their_count > 0).any():
         return False
-    equal = _equal_values(values[asked], their_values)
+    equal = _equal_values(values[asked], their_values) if equal is None else equal[asked]
     best = np.argmax(equal, axis=1)
     counterpart = equal[np.arange(len(best)), best] >= AGREEING_VALUES
     same_count = count[asked] == their_count[best]
@@ -276,7 +280,7 @@ IN_PLACE_SHORTER_BY = NewTextTolerance.min_paragraph_words
 
 
 def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray,
-                 their_words: np.ndarray) -> np.ndarray:
+                 their_words: np.ndarray, equal: np.ndarray | None = None) -> np.ndarray:
     """Whether each paragraph is absent from the other page's (bool[n]): none of theirs is its counterpart.
 
     A paragraph's counterpart keeps its k-th values with the Jaccard of their pairs: a light edit
@@ -296,10 +300,11 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray
     lengths): they cannot hold its text otherwise. A paragraph replaced by a short line whose one
     value is equal by chance or found by trial (an adversarial review replaced an 80-word
     paragraph by 24 words after 72 tries) is new; a paragraph split in two keeps both halves in
-    its place."""
+    its place. `equal`: `_equal_values(values, their_values)` if the caller has it."""
     if not len(values) or not len(their_values):
         return np.zeros(len(values), dtype=bool)
-    equal = _equal_values(values, their_values)
+    if equal is None:
+        equal = _equal_values(values, their_values)
     agreed = equal >= AGREEING_VALUES
     slots = np.arange(their_values.shape[0])
     counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)

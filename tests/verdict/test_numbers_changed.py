@@ -139,3 +139,44 @@ def test_a_later_fetch_of_one_url_whose_counter_changed_supersedes_the_earlier_i
         elsewhere = dedup.add(**fetched(16, "18:00", url="https://news.example/flood-2"))
     assert late.status == "unique" and late.supersedes == () and "14-16:00" in late.related_to, late
     assert elsewhere.status == "unique" and elsewhere.supersedes == () and elsewhere.duplicate_of is None, elsewhere
+
+
+def test_the_paragraphs_agreement_is_counted_once_a_candidate_and_read_three_ways(monkeypatch: Any) -> None:
+    """`new_paragraphs` counts the values each pair of paragraphs shares once a candidate: the page's
+    side, the candidate's (its transpose) and `numbers_changed` read the one matrix, with the answers
+    each made its own with."""
+    import streamdedup.verdict.engine as engine
+    import streamdedup.verdict.new_text as new_text
+
+    counted, asked = [], []
+    equal_values, new_paragraphs = new_text._equal_values, new_text.new_paragraphs
+
+    def counting(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
+        counted.append(1)
+        return equal_values(values, their_values)
+
+    def asking(*args: Any, **kwargs: Any) -> Any:
+        rows = args[-1] if len(args) > 5 else kwargs.get("rows")
+        asked.append(0 if rows is None else len(rows))
+        return new_paragraphs(*args, **kwargs)
+
+    monkeypatch.setattr(new_text, "_equal_values", counting)
+    monkeypatch.setattr(engine, "new_paragraphs", asking)
+    corrected = [STORY[0], STORY[1].replace("5 people", "50 people"), STORY[2]]
+    with Deduplicator() as dedup:
+        dedup.add_many([_page(STORY, "original")])
+        fact = dedup.query(**_page(corrected, "corrected"))
+    assert fact.status == "unique" and fact.duplicate_of is None  # the verdict as before
+    assert sum(asked) >= 1 and len(counted) == sum(asked)
+
+    page = _signature(STORY)
+    values = METHOD.paragraphs_of(METHOD.encode(page))
+    theirs = METHOD.paragraphs_of(METHOD.encode(_signature(corrected)))
+    mine_values, their_values = _values(values[0]), _values(theirs[0])
+    equal = equal_values(mine_values, their_values)
+    words, their_words = np.full(len(mine_values), 30), np.full(len(their_values), 30)
+    assert numbers_changed(mine_values, values[2], their_values, theirs[2], equal) is True
+    assert (new_text._absent_from(mine_values, their_values, words, their_words, equal).tolist()
+            == new_text._absent_from(mine_values, their_values, words, their_words).tolist())
+    assert (new_text._absent_from(their_values, mine_values, their_words, words, equal.T).tolist()
+            == new_text._absent_from(their_values, mine_values, their_words, words).tolist())
