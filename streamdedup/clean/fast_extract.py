@@ -224,11 +224,12 @@ def blocks_beside(matches: list[Any], index: int, same_kind: Callable[[Any], boo
     parent = first.parent
     if parent is None:
         return [first]
-    run = [first]
+    # a set: a page of thousands of such siblings was quadratic (resiliparse's nodes hash as they compare)
+    run = {first}
     for step in ("prev_element", "next_element"):
         node = getattr(first, step)
         while node is not None and same_kind(node):
-            run.append(node)
+            run.add(node)
             node = getattr(node, step)
     return [node for number, node in enumerate(matches)
             if node == first or (node.parent == parent and same_kind(node) and node.text.strip()

@@ -134,7 +134,8 @@ def containers(tree: Any, selector: str) -> list[Any]:
     first = next((i for i, node in enumerate(matches) if len(node.text) >= MIN_CONTAINER_CHARS), None)
     if first is None:
         return [max(matches, key=lambda node: len(node.text))]
-    return blocks_beside(matches, first, lambda node: node in matches)
+    matched = set(matches)
+    return blocks_beside(matches, first, lambda node: node in matched)
 
 
 def container_text(blocks: list[Any]) -> str:
@@ -228,7 +229,7 @@ def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | N
     name they hold: a lead, a newsletter box every article shows (part of the article), or a reader
     discussion box of 3,000 characters or more (other text: the article was judged on its comments,
     a duplicate of the text pasted there). So a learned read stands where `fast`'s container search
-    finds the same elements; or one of the two holds the other (`_nested`) and `fast`'s container
+    finds the same elements; or one of the two holds the other (`_all_nested`) and `fast`'s container
     holds no more than `FAST_HOLDS_MORE` times the learned text (a read that covers little must not
     stand against one that does not); or `fast`'s container covers little, where `fast` would
     rescue the page and the learned container stands in for the rescue (a site's briefs: the
@@ -243,7 +244,7 @@ def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | N
     # each element read is `fast`'s container, holds one of its elements or is inside one: a read
     # whose first element is nested so but whose others are beside it elsewhere (the comments after
     # the article) is not what `fast` would read
-    nested = not read or not blocks or all(any(_nested(one, other) for other in blocks) for one in read)
+    nested = not read or not blocks or _all_nested(read, blocks)
     if nested and blocks and sum(len(block.text) for block in blocks) <= FAST_HOLDS_MORE * len(text):
         return True
     steered = container_text(blocks) if blocks else main_content_text(tree, DISCARD_SELECTORS)
@@ -252,18 +253,24 @@ def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | N
     return nested and not covers_little(text, page_text) and len(steered) <= FAST_HOLDS_MORE * len(text)
 
 
-def _nested(one: Any, other: Any) -> bool:
-    """Whether one of two elements is the other or holds it."""
-    return _holds(one, other) or _holds(other, one)
+def _all_nested(read: list[Any], blocks: list[Any]) -> bool:
+    """Whether each element of `read` is one of `blocks`, holds one or is inside one.
+
+    By the blocks' ancestors, in sets (resiliparse's nodes hash as they compare): a pair-by-pair
+    test costs reads x blocks x depth, seconds on a page of thousands of sibling matches."""
+    holding, kept = set(), set(blocks)
+    for block in blocks:
+        holding.update(_lineage(block))
+    return all(one in holding or not kept.isdisjoint(_lineage(one)) for one in read)
 
 
-def _holds(outer: Any, node: Any) -> bool:
-    """Whether `outer` is `node` or one of its ancestors."""
+def _lineage(node: Any) -> list[Any]:
+    """The element and its ancestors."""
+    found = []
     while node is not None:
-        if node == outer:
-            return True
+        found.append(node)
         node = node.parent
-    return False
+    return found
 
 
 def observe(tree: Any, page_text: str, main: str, blocks: list[Any], rescued: str) -> str:
