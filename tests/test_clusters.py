@@ -357,3 +357,23 @@ def test_a_reader_polled_without_waiting_still_sees_new_events(monkeypatch):
         got += reader.poll(timeout_s=0.0)
         clock["now"] += 0.05
     assert got == [event]
+
+
+def test_an_event_type_this_version_does_not_know_is_skipped_with_one_line_naming_the_fix(caplog):
+    """A reader older than the workers (a `late_related` read by 0.17.0, whatever type comes next): such an event
+    was folded as a join, so one carrying `duplicate_of` or `merged` (a type that only relates, or splits) merged
+    stories silently. Now it is skipped and counted, and one WARNING a type says which and what to do."""
+    stories = Stories()
+    for page_id, fetched in (("A", "2024-01-01T00:00:00Z"), ("B", "2024-01-02T00:00:00Z")):
+        stories.apply({"type": "created", "page_id": page_id, "cluster_id": page_id, "url": page_id,
+                       "fetch_time": fetched, "status": "unique"})
+    before = stories.stories()
+    for _ in range(3):
+        assert stories.apply({"type": "split_from", "page_id": "B", "cluster_id": "B", "duplicate_of": "A",
+                              "merged": ["A"]}) == "B"
+    assert stories.stories() == before and len(stories) == 2
+    assert stories.skipped == {"split_from": 3}
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "'split_from'" in line and "upgrade streamdedup where the stories are read" in line
+    stories.apply({"type": "late_related", "page_id": "B", "cluster_id": "B", "related_to": ["A"]})  # known
+    assert stories.related_of("B") == ["A"] and stories.skipped == {"split_from": 3}

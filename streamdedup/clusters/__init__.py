@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from streamdedup.clusters.fold import (
     CLUSTERS_FILE,
+    EVENT_TYPES,
     MEMBER_FIELDS,
     VERDICTS_FILE,
     Event,
@@ -41,6 +42,6 @@ from streamdedup.clusters.fold import (
 )
 from streamdedup.clusters.reader import ClusterReader, event_of, read_topic_stories
 
-__all__ = ["CLUSTERS_FILE", "MEMBER_FIELDS", "VERDICTS_FILE", "ClusterReader", "Event", "Stories", "complete_lines",
-           "event_of", "fold_verdicts", "page_fields", "read_folder", "read_topic_stories", "table", "verdict_line",
-           "view_event", "view_key", "when", "write_stories"]
+__all__ = ["CLUSTERS_FILE", "EVENT_TYPES", "MEMBER_FIELDS", "VERDICTS_FILE", "ClusterReader", "Event", "Stories",
+           "complete_lines", "event_of", "fold_verdicts", "page_fields", "read_folder", "read_topic_stories", "table",
+           "verdict_line", "view_event", "view_key", "when", "write_stories"]

@@ -8,6 +8,7 @@ Reading the events from Kafka is `clusters.reader`'s.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,10 @@ CLUSTERS_FILE = "clusters.jsonl"
 VERDICTS_FILE = "verdicts.jsonl"
 MEMBER_FIELDS = ("id", "url", "fetch_time", "status", "duplicate_of")
 Event = Mapping[str, Any]
+# the event types this version folds (docs/reference.md, "Cluster events"): a type added later is skipped, told once
+EVENT_TYPES = frozenset({"created", "joined", "merged", "late_match", "late_related"})
+
+log = logging.getLogger(__name__)
 
 
 def when(fetch_time: Any) -> tuple[int, float, str]:
@@ -118,6 +123,7 @@ class Stories:
         self._cluster_ids: set[str] = set()
         self._held: dict[str, int] = {}  # root -> how many pages of this view its component holds
         self._links: dict[str, set[tuple[str, str]]] = {}  # root -> the (page, related page) pairs of either end in it
+        self.skipped: dict[str, int] = {}  # an event type this version does not know -> how many were skipped
 
     def _root(self, item: str) -> str:
         parent = self._parent.setdefault(item, item)
@@ -159,8 +165,16 @@ class Stories:
         return self._name[root][2] if root in self._name else root
 
     def apply(self, event: Event) -> str:
-        """Fold one event (created, joined, merged, late_match, late_related); returns the page's story."""
+        """Fold one event (created, joined, merged, late_match, late_related); returns the page's story.
+
+        An event of a type this version does not know (written by a later one) is skipped, counted in
+        `skipped`, with one WARNING a type naming the fix: folded as a join, it could merge stories it
+        only relates, or relate none it should."""
         page, cluster = event["page_id"], event["cluster_id"]
+        kind = event.get("type")
+        if kind is not None and kind not in EVENT_TYPES:
+            self._skip(str(kind), page)
+            return self.story_of(page)
         if event.get("type") in ("created", "joined"):
             if page not in self.pages:
                 root = self._root(page)
@@ -199,6 +213,13 @@ class Stories:
         if page in self._cluster_ids:  # its fetch time, which ranks its cluster, may come only now
             self._cluster(page)
         return self.story_of(page)
+
+    def _skip(self, kind: str, page: str) -> None:
+        if kind not in self.skipped:
+            log.warning("cluster event type %r (page %s) is unknown to this streamdedup, which skips such events (the "
+                        "stories leave out what they say): upgrade streamdedup where the stories are read to the "
+                        "workers' version", kind, page)
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
 
     def add(self, dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> None:
         """Fold a unique or duplicate page's verdict."""
