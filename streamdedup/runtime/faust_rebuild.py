@@ -34,6 +34,7 @@ from streamdedup.runtime.topics import consumer_settings
 log = logging.getLogger(__name__)
 
 STALL_S = 60.0  # a rebuild that reads nothing for this long stops the app (the agent's one CRITICAL line)
+PROGRESS_S = 60.0  # how often a rebuild says how far it is (a long one judges nothing for minutes)
 
 
 class Replaying(Protocol):
@@ -62,11 +63,13 @@ class Rebuilt:
 
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
-            stall_s: float = STALL_S, on_progress: Callable[[], None] | None = None) -> Rebuilt | None:
+            stall_s: float = STALL_S, on_progress: Callable[[], None] | None = None,
+            progress_s: float = PROGRESS_S) -> Rebuilt | None:
     """Bring a partition's store up to `until` (the first record the app is to judge), emitting nothing.
 
     Returns what was read, or None when the store was not behind. `new_store`: the app made the store empty
-    (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed."""
+    (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed. Every
+    `progress_s` a WARNING says how many records are read, of how many, and about how long is left."""
     topic, partition = keeper.topic, keeper.partition
     start = keeper.next_offset()
     if (start or 0) >= until:
@@ -85,14 +88,21 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             return Rebuilt(first, until, 0, 0.0)
         log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
                     "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
-                    "without producing (the app judges nothing meanwhile, and keeps its partitions)%s", topic,
-                    partition, what, until, first, until - 1, lost)
-        records = 0
+                    "without producing (up to %d records; the app judges nothing meanwhile, and keeps its "
+                    "partitions)%s",
+                    topic, partition, what, until, first, until - 1, until - first, lost)
+        records, said = 0, time.monotonic()
         for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s):
             keeper.replay(messages, until)
             records += len(messages)
             if on_progress is not None:
                 on_progress()
+            if time.monotonic() - said >= progress_s and (read := messages[-1].offset() + 1 - first) < until - first:
+                said, rate = time.monotonic(), read / max(time.monotonic() - started, 1e-3)
+                log.warning("%s partition %d: rebuilding its store, offset %d of %d..%d: %d of up to %d records read "
+                            "in %.0f s (%.0f a second), about %.0f s left; the app judges nothing meanwhile", topic,
+                            partition, first + read - 1, first, until - 1, records, until - first,
+                            said - started, rate, (until - first - read) / max(rate, 1e-3))
     finally:
         consumer.close()
     done = Rebuilt(first, until, records, time.monotonic() - started)
@@ -152,4 +162,4 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                                  "answers")
 
 
-__all__ = ["STALL_S", "RebuildStalled", "Rebuilt", "read_range", "rebuild"]
+__all__ = ["PROGRESS_S", "STALL_S", "RebuildStalled", "Rebuilt", "read_range", "rebuild"]

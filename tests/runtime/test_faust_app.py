@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -654,3 +655,25 @@ def test_a_partition_added_to_the_pages_topic_is_read_within_seconds(settings, t
         assert delivered == [None]
         got = outcomes(settings, 2, timeout_s=25)
     assert second["url"].encode() in got, log.read_text()[-3000:]
+
+
+def test_a_long_rebuild_says_how_far_it_is_as_it_goes(settings, tmp_path, caplog):
+    """An operator reading the log of a rebuild of 140k pages (~15 min here) saw its first line and then nothing
+    until its end. Now, every `progress_s` (60 s), a line: records read of how many, the rate, about how long is
+    left; the first line counts the records too. Here every batch of 3 (`progress_s=0`): 12 records, 3 lines."""
+    from streamdedup.runtime.faust_rebuild import rebuild
+
+    records = article_pages("long", list(range(3200, 3212)))
+    send(settings, records)
+    assert len(read_topic(settings, settings.topics.pages, expect_at_least=len(records), to_end=True)) == len(records)
+    with Detector(DetectorConfig(), tmp_path / "store") as detector, caplog.at_level(logging.WARNING):
+        done = rebuild(JournalKeeper(detector, settings.topics.pages, 0), replace(settings, batch_size=3),
+                       settings.group_id, 12, new_store=True, progress_s=0)
+    assert done is not None and done.records == 12
+    lines = [r.getMessage() for r in caplog.records if r.name == "streamdedup.runtime.faust_rebuild"]
+    assert "rebuilding it from offsets 0..11 without producing (up to 12 records;" in lines[0], lines
+    progress = [line for line in lines if "rebuilding its store, offset" in line]
+    assert [line[line.index("rebuilding"):line.index(" in ")] for line in progress] == [
+        f"rebuilding its store, offset {n - 1} of 0..11: {n} of up to 12 records read" for n in (3, 6, 9)], progress
+    assert all(re.search(r"a second\), about \d+ s left", line) for line in progress), progress
+    assert "store rebuilt from offsets 0..11 (12 records)" in lines[-1], lines
