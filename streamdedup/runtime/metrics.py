@@ -88,10 +88,10 @@ class WorkerMetrics:
                                          "Verdicts released, by what released them (watermark, timeout, complete)",
                                          ["by"], registry=self.registry)
         self.late_matches = Counter("streamdedup_late_matches",
-                                    "Matches found after the later page's verdict was out (late_match events), "
-                                    "by cause: late_page (raise allowed_lateness_ms), after_idle (every input "
-                                    "had been idle, and a worker took longer than watermark_interval_s to "
-                                    "fetch its part of the burst: raise it), "
+                                    "Matches found after the later page's verdict was out (late_match and "
+                                    "late_related events), by cause: late_page (raise allowed_lateness_ms), "
+                                    "after_idle (every input had been idle, and a worker took longer than "
+                                    "watermark_interval_s to fetch its part of the burst: raise it), "
                                     "released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
         self.late_pages = Counter("streamdedup_late_pages",
