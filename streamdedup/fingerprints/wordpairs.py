@@ -48,6 +48,14 @@ paragraph also keeps a byte of the numbers it states (`numbers_bytes`: how many 
 with a digit, 3 bits, and a 5-bit hash of them in text order), stored after the paragraph rows
 (one byte a paragraph; a record without them, from a store of 0.16.0 or before, reads none).
 `new_text.numbers_changed` tells a paragraph whose counterpart states as many numbers, other ones.
+
+**Article block.** Whether each kept paragraph sits in its page's article block (`inside`:
+`clean.article_block.inside_marks`) is a bit a paragraph after the numbers, written where one is
+set (a record without them, of 0.17.0 or before, or of a page with none inside, reads none: the
+old rule). `new_text._new_of` counts a new line at a copy's edge on another site at any length
+where it is inside. The global topology's fingerprint step finds them for every page
+(`own_text.placed_now`; its index step judges from the encoded signature, 2 bytes a page of 9-16
+paragraphs); file mode judges in memory and finds them only where they decide (`article`).
 """
 
 from __future__ import annotations
@@ -55,11 +63,11 @@ from __future__ import annotations
 import re
 import struct
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate
-from typing import Any, ClassVar, cast
+from typing import ClassVar, cast
 
 import numpy as np
 import xxhash
@@ -165,9 +173,13 @@ class WordPairsSignature:
     shown: ShownLines | None = None
     # each kept paragraph's numbers (`numbers_bytes`; empty: not known, a record of 0.16.0 or before)
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
-    # where the page's lines sit (`clean.article_block.ArticleLines`: its paragraphs `of` their line
-    # hashes; None: not known); the page's own side reads it (`new_text._new_of`); not encoded
-    article: Any = None
+    # of each kept paragraph: whether it sits in its page's article block (`clean.article_block.inside_marks`;
+    # empty: not known, a record of 0.17.0 or before, or none inside); the page's own side reads it
+    # (`new_text._new_of`)
+    inside: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    # the marks found when first called (`clean.article_block.LazyInside`: file mode's way, where they
+    # decide); None: `inside` says all that is known; not encoded
+    article: Callable[[], np.ndarray] | None = None
 
 
 class ShownLines:
@@ -279,6 +291,11 @@ def numbers_byte(line: str, mix: np.uint64 = _MIX) -> int:
     return int(numbers_bytes(doc, np.array([[0, len(doc.text)]], dtype=np.int64), mix)[0])
 
 
+def _mark_bytes(count: int) -> int:
+    """The bytes of `count` paragraphs' article-block marks, a bit each."""
+    return (count + 7) // 8
+
+
 def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
     """Each paragraph's 4 MinHash values: int64[n, 4]."""
     shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
@@ -307,13 +324,23 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
         return signature
     marked = np.where(in_sorted(shown, lines), signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
     return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
-                              signature.numbers, signature.article)
+                              signature.numbers, signature.inside, signature.article)
 
 
-def with_article(signature: WordPairsSignature, article: Any) -> WordPairsSignature:
-    """The signature with where its page's lines sit (`clean.article_block.ArticleLines`), asked when needed."""
+def with_article(signature: WordPairsSignature, article: Callable[[], np.ndarray]) -> WordPairsSignature:
+    """The signature with its paragraphs' article-block marks found when first asked (`article()`), not encoded."""
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, signature.shown, signature.numbers, article)
+                              signature.line_hashes, signature.shown, signature.numbers, signature.inside, article)
+
+
+def with_inside(signature: WordPairsSignature, inside: np.ndarray) -> WordPairsSignature:
+    """The signature with whether each kept paragraph sits in its page's article block (bool, one a paragraph).
+
+    Encoded (`WordPairsMethod.encode`); a lazy `article` is dropped: these are its marks."""
+    if len(inside) != len(signature.paragraphs) or not inside.any():
+        inside = np.zeros(0, dtype=np.bool_)
+    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
+                              signature.line_hashes, signature.shown, signature.numbers, inside)
 
 
 def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
@@ -336,7 +363,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
                               signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers,
-                              signature.article)
+                              signature.inside, signature.article)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
@@ -484,14 +511,18 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
     def encode(self, signature: WordPairsSignature) -> bytes:
         """Set size, packed values, then (if any) a paragraph count byte (high bit: capped), 6 bytes each, numbers.
 
-        The numbers: each paragraph's byte of them (`numbers_bytes`), if known."""
+        The numbers: each paragraph's byte of them (`numbers_bytes`), if known; then, after them
+        and only after them, the paragraphs' article-block marks (`inside`), a bit each (little
+        bit order), if any is set. Which of these a record holds is told by its length (`decode`)."""
         head = struct.pack("<I", signature.set_size) + signature.packed.tobytes()
         count = len(signature.paragraphs)
         if not count:
             return head
         rows = signature.paragraphs.astype("<u8").view(np.uint8).reshape(count, 8)[:, :PARAGRAPH_BYTES]
         numbers = signature.numbers.tobytes() if len(signature.numbers) == count else b""
-        return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes() + numbers
+        inside = (np.packbits(signature.inside, bitorder="little").tobytes()
+                  if numbers and len(signature.inside) == count and signature.inside.any() else b"")
+        return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes() + numbers + inside
 
     def decode(self, data: bytes) -> WordPairsSignature:
         (size,) = struct.unpack_from("<I", data)
@@ -503,10 +534,15 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         rows[:, :PARAGRAPH_BYTES] = np.frombuffer(data, dtype=np.uint8, offset=width + 1,
                                                   count=count * PARAGRAPH_BYTES).reshape(count, PARAGRAPH_BYTES)
         numbers_at = width + 1 + count * PARAGRAPH_BYTES
+        # after the rows: nothing (0.16.0 and before), the numbers (0.17.0), or them and the marks
         numbers = (np.frombuffer(data, dtype=np.uint8, offset=numbers_at, count=count).copy()
-                   if len(data) == numbers_at + count else np.zeros(0, dtype=np.uint8))
+                   if len(data) in (numbers_at + count, numbers_at + count + _mark_bytes(count))
+                   else np.zeros(0, dtype=np.uint8))
+        inside = (np.unpackbits(np.frombuffer(data, dtype=np.uint8, offset=numbers_at + count), count=count,
+                                bitorder="little").astype(np.bool_)
+                  if len(data) == numbers_at + count + _mark_bytes(count) else np.zeros(0, dtype=np.bool_))
         return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4, count=width - 4), size,
-                                  rows.view("<u8").ravel().astype(np.uint64), capped, numbers=numbers)
+                                  rows.view("<u8").ravel().astype(np.uint64), capped, numbers=numbers, inside=inside)
 
     def paragraphs_of(self, data: bytes) -> tuple[np.ndarray, bool, np.ndarray]:
         """An encoded signature's paragraph sketch, whether it was capped, its paragraphs' numbers (empty: none)."""
@@ -515,6 +551,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
 
     def laid_out_as_mine(self, data: bytes) -> bool:
         width = self._record.itemsize
-        # the paragraphs' numbers after their rows, or (0.16.0 and before) not
-        return len(data) == width or (len(data) > width and len(data) - width - 1 in (
-            (data[width] & 0x7F) * PARAGRAPH_BYTES, (data[width] & 0x7F) * (PARAGRAPH_BYTES + 1)))
+        # the paragraphs' numbers after their rows and their marks after those, or (0.16.0 and before) neither
+        if len(data) <= width:
+            return len(data) == width
+        count = data[width] & 0x7F
+        return len(data) - width - 1 in (count * PARAGRAPH_BYTES, count * (PARAGRAPH_BYTES + 1),
+                                         count * (PARAGRAPH_BYTES + 1) + _mark_bytes(count))

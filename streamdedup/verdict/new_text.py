@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from streamdedup.clean.article_block import INSIDE
 from streamdedup.fingerprints.kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import (
     NUMBERS_COUNT_SHIFT,
@@ -111,10 +110,14 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
-    # where the page's paragraphs sit (`clean.article_block`), asked only where it decides
-    article, hashes = getattr(signature, "article", None), getattr(signature, "line_hashes", _UNPLACED)
-    placed = (functools.cache(lambda: cast(np.ndarray, article.of(hashes)))
-              if article is not None and len(hashes) == len(paragraphs) else None)
+    # which of the page's paragraphs sit in its article's block (`clean.article_block`): the encoded
+    # marks, or (file mode) found where they decide; None: not known
+    inside = cast(np.ndarray, getattr(signature, "inside", _UNPLACED))
+    lazy = getattr(signature, "article", None)
+    placed: Callable[[], np.ndarray] | None = (
+        (lambda: inside) if len(inside) == len(paragraphs) and len(inside)
+        else functools.cache(lazy) if lazy is not None and len(getattr(signature, "line_hashes", ())) == len(paragraphs)
+        else None)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     column, _ = columns.column(tag)
     for i in range(count) if rows is None else rows.tolist():
@@ -343,13 +346,13 @@ def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, 
     return start, end
 
 
-_UNPLACED = np.zeros(0, dtype=np.uint64)  # a signature without its paragraphs' line hashes
+_UNPLACED = np.zeros(0, dtype=np.bool_)  # a signature without its paragraphs' article-block marks
 _NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # `_new_of`: no new paragraph counts
 
 
 def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
             other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool,
-            article: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+            inside: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The words of each of `page`'s paragraphs absent from the other (`new`) that count, and its place.
 
     Its place: how many of the page's judged paragraphs before it are found in the other. A line
@@ -358,9 +361,9 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
     Before the first found paragraph and after the last, new paragraphs count only at the `edges`
     asked (`_replaced_edges`; on one site, both: the template is on both pages), or where they are
     `EDGE_PARAGRAPH_WORDS` long: longer than a host's lines, or where they sit in the page's
-    article block (`article()`, of each paragraph: `clean.article_block`'s mark, asked only where an
-    edge's new line is excused without it; None: not known): a host's lines sit outside it, an
-    editor's added paragraph inside.
+    article block (`inside()`, of each paragraph: `clean.article_block.inside_marks`, asked only
+    where an edge's new line is excused without it; None: not known): a host's lines sit outside
+    it, an editor's added paragraph inside.
 
     New paragraphs count only where most of the page's are found in the other (`PARAGRAPHS_FOUND`),
     or where exactly one of each page's is absent from the other (`swapped`): a layout that merges
@@ -389,9 +392,9 @@ def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
         at_edges = np.zeros(len(new), dtype=bool)
         at_edges[: found[0] if not edges[0] else 0] = True
         at_edges[found[-1] + 1 if not edges[1] else len(new):] = True
-        if article is not None and (new & at_edges & ~kept & (words > 0)).any():
-            marks = article() if judged is None else article()[judged]
-            kept |= marks == INSIDE  # in the article's block: its own, at any length
+        if inside is not None and (new & at_edges & ~kept & (words > 0)).any():
+            marks = inside() if judged is None else inside()[judged]
+            kept |= marks  # in the article's block: its own, at any length
         if not edges[0]:
             new[: found[0]] &= kept[: found[0]]
         if not edges[1]:

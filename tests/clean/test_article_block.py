@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from streamdedup.clean.article_block import INSIDE, OUTSIDE, UNKNOWN, ArticleLines, article_lines
+import numpy as np
+
+from streamdedup.clean.article_block import INSIDE, OUTSIDE, UNKNOWN, article_lines, inside_marks
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.clean.template import line_hashes
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_inside
 from streamdedup.record.page import Page
 from streamdedup.testing import make_article
+from streamdedup.tokens.document import Document
 
 ADDED = ("The council said on Friday it would publish the full report next month, after the families "
          "of the victims have been given time to read it.")
@@ -63,8 +67,8 @@ def test_no_block_narrower_than_the_page_says_nothing():
 
 
 def test_a_pages_marks_are_found_from_its_bytes_as_the_pipeline_decodes_them():
-    """`ArticleLines` decodes the page's bytes by its declared charset, parses it when first asked,
-    and answers for the lines asked by their hashes; a page that is not HTML says nothing."""
+    """`inside_marks` decodes the page's bytes by its declared charset and answers for the lines
+    asked by their hashes (in the order asked); a page that is not HTML says nothing."""
     story = ["Сообщается, что городской совет в пятницу опубликует полный доклад о наводнении, после "
              "того как семьи пострадавших получат время его прочитать и обсудить с юристами.",
              "Жители долины говорят, что вода поднялась за несколько часов, а предупреждение пришло "
@@ -73,7 +77,26 @@ def test_a_pages_marks_are_found_from_its_bytes_as_the_pipeline_decodes_them():
     text = normalize_text("\n".join([*story, PROMO]))
     page = Page(id="x", url="https://a.example/x", content=html.encode("cp1251", "replace"),
                 content_type="text/html; charset=windows-1251", fetched_at=None, lang="ru", record={})
-    assert ArticleLines(page, text).of(line_hashes(text)).tolist() == [INSIDE, INSIDE, OUTSIDE]
+    assert inside_marks(page, text, line_hashes(text)[::-1]).tolist() == [False, True, True]
     plain = Page(id="y", url="https://a.example/y", content="\n".join(story), content_type="text/plain",
                  fetched_at=None, lang="ru", record={})
-    assert set(ArticleLines(plain, text).of(line_hashes(text)).tolist()) == {UNKNOWN}
+    assert not inside_marks(plain, text, line_hashes(text)).any()
+
+
+def test_the_marks_travel_in_the_encoded_signature_and_an_older_record_reads_none():
+    """A bit a kept paragraph after its numbers, written where one is inside: decoded as encoded,
+    2 bytes for 9-16 paragraphs; a record of 0.17.0 (numbers, no marks) or 0.16.0 (neither) decodes
+    with none (the old rule) and is laid out as this version's; a page with none inside adds nothing."""
+    method = WordPairsMethod()
+    story = make_article(4, paragraphs=10)
+    signature = method.signature(Document.from_text(normalize_text("\n".join(story)), "en"))
+    assert signature is not None and len(signature.paragraphs) == 10
+    inside = np.array([True] * 9 + [False])
+    data = method.encode(with_inside(signature, inside))
+    plain = method.encode(signature)
+    assert len(data) == len(plain) + 2 and method.encode(with_inside(signature, ~inside & False)) == plain
+    assert method.decode(data).inside.tolist() == inside.tolist()
+    assert method.decode(data).numbers.tolist() == signature.numbers.tolist()
+    for older in (plain, plain[: len(plain) - 10]):  # 0.17.0's layout, 0.16.0's
+        assert method.laid_out_as_mine(older) and len(method.decode(older).inside) == 0
+    assert method.laid_out_as_mine(data) and not method.laid_out_as_mine(data[:-1])

@@ -14,11 +14,22 @@ from test_template_model import site_feed
 from runtime.conftest import read_topic
 from runtime.scaleout.test_topologies import TANSU_GROUPS, run_workers, syndicated_crawl
 from runtime.test_worker import send
+from streamdedup.clean.article_block import inside_marks
 from streamdedup.clusters import read_topic_stories
+from streamdedup.config import DetectorConfig
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_inside
 from streamdedup.outputs.files import FileSink
 from streamdedup.outputs.kafka import cluster_events
 from streamdedup.record.page import site_of
+from streamdedup.record.readers import RawRecord
+from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+from streamdedup.runtime.scaleout.messages import IndexRequest
+from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.runtime.topologies.scaleout import index_requests
+from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import run_records
+from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
 
 
 def bridged_clusters() -> list[dict]:
@@ -113,3 +124,73 @@ def test_six_partitions_give_file_modes_clusters_and_merges_field_by_field(broke
     assert [(e["url"], e["fetched_at"]) for e in events] == [(by_id[e["page_id"]]["url"],
                                                               by_id[e["page_id"]]["fetched_at"]) for e in events]
     assert all(e["key"] == site_of(e["url"]) for e in events)  # the feed keys messages by site
+
+
+# a paragraph an editor added after the article (in its block) and a host's newsletter line (in a box of its own)
+NOTE = ("Our reporters spent three months in the valley towns, speaking with farmers, teachers and council "
+        "officials about the flooding and what the region plans next.")
+BLURB = ("Subscribe to our free weekly newsletter for the latest stories from our newsroom, delivered every "
+         "Friday morning straight to your inbox, and cancel whenever you like.")
+
+
+def edge_copies() -> list[dict]:
+    """A story, a copy on another site with a 24-word paragraph added after it in the article's block
+    (its own text: it supersedes the story), and one with the host's blurb in a box there (a duplicate)."""
+    story = make_article(61, paragraphs=14)
+    return [page("https://a.example/story", wrap_in_template(story, "a.example"), "2024-03-09T01:00:00Z", id="story"),
+            page("https://h.example/story", wrap_in_template([*story, NOTE], "h.example"), "2024-03-09T02:00:00Z",
+                 id="added"),
+            page("https://e.example/story", wrap_in_template(story, "e.example", boxes=(BLURB,)),
+                 "2024-03-09T03:00:00Z", id="boxed")]
+
+
+def test_an_edge_paragraph_in_the_article_block_is_new_text_in_the_global_topology_too(settings, tmp_path):
+    """The article-block marks travel in the page's encoded word-pairs signature, so the global
+    topology's index step, which judges a page from it, counts the added paragraph as file mode
+    does (issue 57). Before: file mode's `added` superseded the story, the worker's was its duplicate."""
+    records = edge_copies()
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode["added"]["status"] == "unique" and "story" in file_mode["added"]["supersedes"]
+    assert file_mode["boxed"]["status"] == "duplicate" and file_mode["boxed"]["duplicate_of"] == "story"
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    t = settings.topics
+    worker = {}
+    for topic in (t.unique, t.duplicates):
+        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
+            dedup = orjson.loads(message.value())["dedup"]
+            worker[dedup["id"]] = dedup
+    assert worker == file_mode
+
+
+def test_a_copy_filed_before_its_story_is_judged_with_its_stored_marks(tmp_path):
+    """The copy with the added paragraph reaches an index partition before the story (a burst over
+    several input partitions): the story's answer judges the copy as the later page from the copy's
+    stored record (`IndexPartition._judged_as_the_later`), which keeps its marks: the copy supersedes
+    the story, as in file mode and as when it comes last."""
+    detector = Fingerprinter(DetectorConfig())
+    tags = method_tags([m.name for m in detector.methods])
+    pairs = next(m for m in detector.methods if isinstance(m, WordPairsMethod))
+
+    def asked(record: dict, at: int) -> IndexRequest:
+        item = detector.prepare(RawRecord("t", data=orjson.dumps(record)))
+        assert isinstance(item, Fingerprinted)
+        signature = item.signatures[pairs.name]
+        marked = with_inside(signature, inside_marks(item.page, item.text, signature.line_hashes))
+        item = item.replaced(signatures={**item.signatures, pairs.name: marked})
+        doc, keys = index_requests(item, detector.methods, tags, 0, 1)
+        return IndexRequest(page_order(at, at, 0, 0), replace(doc, page_id=record["id"]), keys[0])
+
+    story, added, boxed = (asked(record, at) for at, record in enumerate(edge_copies(), start=1))
+    policy = DetectorConfig().site_policies()
+    in_order = IndexPartition(tmp_path / "in-order", detector.methods, policy, detector.store_config, partition=0)
+    in_order.answer(story)
+    relations = {r.doc.page_id: {m.page_id: m.relation for m in in_order.answer(r).earlier} for r in (added, boxed)}
+    assert relations["added"] == {"story": SUPERSEDES} and relations["boxed"]["story"] == DUPLICATE
+    in_order.close()
+    reverse = IndexPartition(tmp_path / "reverse", detector.methods, policy, detector.store_config, partition=0)
+    assert reverse.answer(added).earlier == ()
+    assert [m.page_id for m in reverse.answer(boxed).earlier] == ["added"]  # later than it: its earlier match
+    told = {s.page_id: s.match.relation for s in supplements_of(reverse.answer(story))}
+    assert told == {"added": SUPERSEDES, "boxed": DUPLICATE}
+    reverse.close()
