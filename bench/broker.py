@@ -12,7 +12,10 @@ then 2 workers, each a `streamdedup worker` subprocess (`worker_command`):
      latency = when the verdict became readable here (read_committed) minus the input message's
      timestamp (set when it was produced), p50 and p99.
 Plain-text pages by default (extraction would dominate); `--html-pages` adds a peak run on
-generated HTML pages (trafilatura). Each worker-settings profile (PROFILES: the defaults, and a
+generated HTML pages (trafilatura), or on the first HTML_PAGES pages of a JSON-lines set of real
+ones with `--html-file` (e.g. /work/sets/web-dev.jsonl; with `--repeat 1`: a later backlog holds
+the same pages again, under new ids). The workers' CPU counts their extraction processes too
+(`workers_and_extraction`; `workers` is the worker processes alone). Each worker-settings profile (PROFILES: the defaults, and a
 low-latency one) is measured on its own fresh topics. The workers run their default topology
 (`global`: index and parts topics of PARTITIONS partitions too); `--topology local` measures the
 store-per-input-partition one.
@@ -51,9 +54,16 @@ PARTITIONS = DEFAULT_PARTITIONS  # --partitions sets it
 
 
 # -- pages ---------------------------------------------------------------------------------------
+HTML_FILE: Path | None = None  # --html-file: real HTML pages instead of generated ones
+
+
 def make_pages(count: int, prefix: str, html: bool, seed: int = 1) -> list[bytes]:
     """Articles from one vocabulary on 100 sites; every third page is an edited copy of the page
-    before it on another site (a near-duplicate). Ids carry `prefix` so runs never collide."""
+    before it on another site (a near-duplicate). Ids carry `prefix` so runs never collide.
+
+    With `HTML_FILE` (HTML, not the warm-up): its first `count` pages instead, their ids prefixed."""
+    if html and HTML_FILE is not None and not prefix.endswith("-warm"):
+        return real_pages(HTML_FILE, count, prefix)
     rng = random.Random(seed)
     vocabulary = make_words(rng, 5000)
     pages: list[bytes] = []
@@ -69,6 +79,21 @@ def make_pages(count: int, prefix: str, html: bool, seed: int = 1) -> list[bytes
         pages.append(orjson.dumps({"id": f"{prefix}-{i}", "url": f"https://{site}/{i}", "content": content,
                                    "content_type": "text/html" if html else "text/plain",
                                    "fetched_at": "2024-03-01T00:00:00Z"}))
+    return pages
+
+
+def real_pages(path: Path, count: int, prefix: str) -> list[bytes]:
+    """The first `count` pages of a JSON-lines set (its page fields only), each id prefixed with `prefix`."""
+    pages: list[bytes] = []
+    with path.open("rb") as lines:
+        for line in lines:
+            if len(pages) >= count:
+                break
+            record = orjson.loads(line)
+            page = {k: record[k] for k in ("url", "content", "content_type", "fetched_at") if k in record}
+            pages.append(orjson.dumps({**page, "id": f"{prefix}-{record.get('id', len(pages))}"}))
+    if not pages:
+        raise SystemExit(f"{path} holds no pages: give --html-file a JSON-lines file of pages")
     return pages
 
 
@@ -275,7 +300,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
                                   # cores, whatever else is running (the broker shares them)
                                   "cpu_ms_per_page": cpu_ms,
                                   "cores_bound_pages_per_s": round(1000 * (os.cpu_count() or 1) / max(
-                                      0.001, sum(cpu_ms.values())), 1)}
+                                      0.001, sum(v for k, v in cpu_ms.items() if k != "workers")), 1)}
         if latency_seconds > 0:
             rate = peak * latency_fraction
             ids = send(settings, make_pages(max(20, int(rate * latency_seconds)), f"{run}-lat", html, seed=77),
@@ -300,10 +325,22 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` of a process and its live descendants (a worker's extraction processes)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except (OSError, ValueError):
+        children = []
+    return cpu_seconds(pid) + sum(tree_cpu_seconds(c) for c in children)
+
+
 def cpu_snapshot(workers: list[subprocess.Popen[bytes]], broker: EmbeddedBroker) -> dict[str, float]:
     """CPU seconds so far of the workers (summed), the broker and this process (the driver:
-    producing the backlog and reading every verdict back)."""
+    producing the backlog and reading every verdict back); and of the workers with their
+    extraction processes (`prepare_threads`: HTML is extracted in child processes)."""
     return {"workers": sum(cpu_seconds(w.pid) for w in workers),
+            "workers_and_extraction": sum(tree_cpu_seconds(w.pid) for w in workers),
             "broker": cpu_seconds(broker.process.pid) if broker.process is not None else 0.0,
             "driver": cpu_seconds(os.getpid())}
 
@@ -319,7 +356,8 @@ def table(results: list[dict[str, Any]]) -> str:
         cpu = row["cpu_ms_per_page"]
         latency = f"{lat['rate_pages_per_s']}/s, {lat['p50_ms']:.0f} ms, {lat['p99_ms']:.0f} ms" if lat else "-"
         lines.append(f"| {row['pages_kind']} | {row['settings']} | {row['workers']} | {row['pages_per_s']} "
-                     f"| {row['pages_per_s'] / base[key]:.2f} | {cpu['workers']}, {cpu['broker']}, {cpu['driver']} | {latency} |")
+                     f"| {row['pages_per_s'] / base[key]:.2f} | {cpu['workers']} ({cpu['workers_and_extraction']} with "
+                     f"extraction), {cpu['broker']}, {cpu['driver']} | {latency} |")
     return "\n".join(lines)
 
 
@@ -327,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=4000, help="plain-text pages per backlog")
     parser.add_argument("--html-pages", type=int, default=2000, help="HTML pages per backlog (0: skip)")
+    parser.add_argument("--html-file", type=Path, help="real HTML pages: a JSON-lines set (its first HTML_PAGES)")
     parser.add_argument("--repeat", type=int, default=3, help="backlogs per worker count")
     parser.add_argument("--latency-seconds", type=float, default=15.0, help="how long to feed at half peak")
     parser.add_argument("--latency-fraction", type=float, default=0.5, help="feed rate for latency, x peak")
@@ -341,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="noida (default) or tansu (no read_committed isolation: for speed only)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/broker.json"))
     args = parser.parse_args(argv)
-    global PARTITIONS  # noqa: PLW0603 - read by the helpers above; one run, one count
-    PARTITIONS = args.partitions
+    global PARTITIONS, HTML_FILE  # noqa: PLW0603 - read by the helpers above; one run, one count
+    PARTITIONS, HTML_FILE = args.partitions, args.html_file
     counts = [int(w) for w in args.workers.split(",")]
     added = {f"STREAMDEDUP_{name.upper()}": value for name, _, value in (i.partition("=") for i in args.worker_setting)}
     added["STREAMDEDUP_TOPOLOGY"] = args.topology
