@@ -9,7 +9,6 @@ they can move a relation (`paragraphs_asked`), the longest new paragraph each wa
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -116,7 +115,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     lazy = getattr(signature, "article", None)
     placed: Callable[[], np.ndarray] | None = (
         (lambda: inside) if len(inside) == len(paragraphs) and len(inside)
-        else functools.cache(lazy) if lazy is not None and len(getattr(signature, "line_hashes", ())) == len(paragraphs)
+        else lazy if lazy is not None and len(getattr(signature, "line_hashes", ())) == len(paragraphs)
         else None)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     column, _ = columns.column(tag)
