@@ -175,7 +175,7 @@ class Stories:
         if kind is not None and kind not in EVENT_TYPES:
             self._skip(str(kind), page)
             return self.story_of(page)
-        if event.get("type") in ("created", "joined"):
+        if kind in ("created", "joined"):
             if page not in self.pages:
                 root = self._root(page)
                 self._held[root] = self._held.get(root, 0) + 1
@@ -193,11 +193,11 @@ class Stories:
                 member["fetch_time"] = event["fetched_at"]  # a `pages.clusters` event names it so
             if member["status"] is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
                 member["status"] = "duplicate" if event.get("duplicate_of") else "unique"
-        elif event.get("type") == "late_related":  # found after the page's verdict: its story is related to theirs
+        elif kind == "late_related":  # found after the page's verdict: its story is related to theirs
             for related in event.get("related_to", ()):
                 for end in (page, related):
                     self._links.setdefault(self._root(end), set()).add((page, related))
-        if event.get("type") != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
+        if kind != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
             named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ()),
                      *event.get("merged", ())}
             named.discard(None)
