@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import orjson
@@ -32,7 +33,9 @@ from runtime.scaleout.test_topologies import (
 )
 from runtime.test_worker import BAD, send
 from streamdedup.runtime.scaleout.clusters import corrected_pairs
+from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topics import ensure_topics, topic_config
+from streamdedup.runtime.worker import Worker
 from streamdedup.testing import run_records
 
 
@@ -58,6 +61,29 @@ def emitted(settings) -> dict:
 def released(workers, by: str) -> float:
     return sum(w.metrics.registry.get_sample_value("streamdedup_verdicts_released_total", {"by": by}) or 0
                for w in workers.values())
+
+
+def released_by_the_wait(settings: WorkerSettings, passed: dict, held: dict) -> tuple[
+        WorkerSettings, Callable[[dict, int], None], dict[str, Worker], dict[str, threading.Thread]]:
+    """One worker on two input partitions, no idle watermarks (interval 1 h), a 0.5 s verdict wait.
+
+    `passed` goes to partition 1, `held` to partition 0; returns once both are out: `held` was
+    released by the wait (partition 1 has passed only `passed`). Returns the settings, a function
+    that sends a record to a pages partition, and the running workers and their threads."""
+    run = replace(settings, partitions=2, verdict_wait_s=0.5, watermark_interval_s=3600.0)
+    ensure_topics(run)
+    producer = Producer(run.client())
+
+    def produce(record: dict, partition: int) -> None:
+        producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
+        producer.flush(10)
+
+    produce(passed, 1)
+    produce(held, 0)
+    workers = make_workers(run, ("w0",))
+    threads = start(workers)
+    assert wait_for(lambda: workers["w0"].stats.decided >= 2, 120)
+    return run, produce, workers, threads
 
 
 def test_a_burst_over_three_workers_and_six_partitions_gives_file_modes_verdicts_as_emitted(broker, settings,
@@ -111,19 +137,7 @@ def test_the_bounded_wait_releases_and_a_later_match_is_one_counted_late_match(b
     e0 = page("https://beta.example/0", wrap_in_template(other, "Beta"), "2024-03-03T00:00:00Z", id="e0")
     late = page("https://alpha.example/1", wrap_in_template(story, "Alpha"), "2024-03-03T02:00:00Z", id="L")
     early = page("https://beta.example/1", wrap_in_template(story, "Beta"), "2024-03-03T01:00:00Z", id="E")
-    run = replace(settings, partitions=2, verdict_wait_s=0.5, watermark_interval_s=3600.0)
-    ensure_topics(run)
-    producer = Producer(run.client())
-
-    def produce(record: dict, partition: int) -> None:
-        producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
-        producer.flush(10)
-
-    produce(e0, 1)
-    produce(late, 0)
-    workers = make_workers(run, ("w0",))
-    threads = start(workers)
-    assert wait_for(lambda: workers["w0"].stats.decided >= 2, 120)
+    run, produce, workers, threads = released_by_the_wait(settings, e0, late)
     produce(early, 1)
     finish(workers, threads, 3)
     got = emitted(run)

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import orjson
-from confluent_kafka import Producer
 from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
-from runtime.scaleout.test_final_verdicts import emitted
+from runtime.scaleout.test_final_verdicts import emitted, released_by_the_wait
 from runtime.scaleout.test_index_and_gather import match
-from runtime.scaleout.test_topologies import finish, make_workers, start, wait_for
+from runtime.scaleout.test_topologies import finish
 from streamdedup.clusters import Stories, read_topic_stories
 from streamdedup.runtime.scaleout.gather_stage import LATE_PAGE, Decided, GatherPartition
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.runtime.topics import ensure_topics
 from streamdedup.testing import run_records
 from streamdedup.verdict.engine import RELATED
 
@@ -52,19 +49,7 @@ def test_a_related_page_found_after_the_verdict_is_one_late_related_event_and_th
     for o in file_mode.values():
         expected.add(o.dedup, *(o.record.get(name) for name in ("url", "fetched_at")))
 
-    run = replace(settings, partitions=2, verdict_wait_s=0.5, watermark_interval_s=3600.0)
-    ensure_topics(run)
-    producer = Producer(run.client())
-
-    def produce(record: dict, partition: int) -> None:
-        producer.produce(run.topics.pages, orjson.dumps(record), partition=partition)
-        producer.flush(10)
-
-    produce(e0, 1)
-    produce(follow, 0)
-    workers = make_workers(run, ("w0",))
-    threads = start(workers)
-    assert wait_for(lambda: workers["w0"].stats.decided >= 2, 120)
+    run, produce, workers, threads = released_by_the_wait(settings, e0, follow)
     produce(article, 1)
     produce(copy, 1)
     finish(workers, threads, len(records))

@@ -26,6 +26,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
 from streamdedup.runtime.scaleout.messages import IndexRequest
 from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import run_records
@@ -40,6 +41,17 @@ def bridged_clusters() -> list[dict]:
     bodies = {"r": x, "a": y, "b": [*x, "Updated with a line."], "c": x + y}
     return [page(f"https://{name}site.example/story", wrap_in_template(body, name.upper()), f"2024-03-09T0{i}:00:00Z")
             for i, (name, body) in enumerate(bodies.items())]
+
+
+def worker_verdicts(settings: WorkerSettings) -> dict[str, dict]:
+    """The `dedup` objects the workers emitted on the unique and duplicates topics, by page id (each page once)."""
+    worker: dict[str, dict] = {}
+    for topic in (settings.topics.unique, settings.topics.duplicates):
+        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
+            dedup = orjson.loads(message.value())["dedup"]
+            assert dedup["id"] not in worker, f"page {dedup['id']} emitted twice"
+            worker[dedup["id"]] = dedup
+    return worker
 
 
 def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field(settings, tmp_path):
@@ -58,12 +70,7 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
                 for m in read_topic(settings, settings.topics.rejected, to_end=True)]
     assert rejected == ["template_only"]
     t = settings.topics
-    worker = {}
-    for topic in (t.unique, t.duplicates):
-        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
-            dedup = orjson.loads(message.value())["dedup"]
-            assert dedup["id"] not in worker
-            worker[dedup["id"]] = dedup
+    worker = worker_verdicts(settings)
     events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1, to_end=True)]
     assert not [e for e in events if e["type"] == "late_match"], "one partition in fetch order: nothing is late"
     assert worker.keys() == file_mode.keys()
@@ -107,11 +114,7 @@ def test_six_partitions_give_file_modes_clusters_and_merges_field_by_field(broke
     send(run, records)
     run_workers(run, names, len(records))
     t = run.topics
-    worker = {}
-    for topic in (t.unique, t.duplicates):
-        for message in read_topic(run, topic, quiet_s=1, to_end=True):
-            dedup = orjson.loads(message.value())["dedup"]
-            worker[dedup["id"]] = dedup
+    worker = worker_verdicts(run)
     events = [orjson.loads(m.value()) for m in read_topic(run, t.clusters, quiet_s=1, to_end=True)]
     fields = ("status", "duplicate_of", "cluster_id", "merged_clusters")
     differ = {page_id: [(f, d.get(f), worker.get(page_id, {}).get(f)) for f in fields
@@ -154,13 +157,7 @@ def test_an_edge_paragraph_in_the_article_block_is_new_text_in_the_global_topolo
     assert file_mode["boxed"]["status"] == "duplicate" and file_mode["boxed"]["duplicate_of"] == "story"
     send(settings, records)
     run_workers(settings, ["w1"], len(records))
-    t = settings.topics
-    worker = {}
-    for topic in (t.unique, t.duplicates):
-        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
-            dedup = orjson.loads(message.value())["dedup"]
-            worker[dedup["id"]] = dedup
-    assert worker == file_mode
+    assert worker_verdicts(settings) == file_mode
 
 
 def test_a_copy_filed_before_its_story_is_judged_with_its_stored_marks(tmp_path):
