@@ -60,6 +60,7 @@ class WorkerMetrics(Protocol):
     refused: Counter
     late_pages: Counter
     late_matches: Counter
+    late_related_left_out: Counter
     idle_claims_doubted: Counter
     verdicts_released: Counter
     verdict_wait: Histogram

@@ -94,6 +94,12 @@ class WorkerMetrics:
                                     "watermark_interval_s to fetch its part of the burst: raise it), "
                                     "released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
+        self.late_related_left_out = Counter("streamdedup_late_related_left_out",
+                                             "Related pages found after the later page's verdict was out and not "
+                                             "sent as late_related events: the page named 8 related pages already "
+                                             "(its verdict's related_to and late_related events), as many as file "
+                                             "mode's related_to names; by cause, as late_matches",
+                                             ["cause"], registry=self.registry)
         self.late_pages = Counter("streamdedup_late_pages",
                                   "Pages filed below the watermark their input partition had sent (behind its "
                                   "newest by more than allowed_lateness_ms): their matches with pages already out "

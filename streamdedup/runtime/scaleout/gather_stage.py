@@ -15,7 +15,8 @@ same point of the log on every replay, so a restart emits the same verdicts and 
 supplement for a page already out is a `late_match` event on the clusters topic, counted: "page L
 is also a near-duplicate of this earlier page"; a related one (L adds much text of its own) is a
 `late_related` event, counted too: L's story is related to that page's, as file mode's `related_to`
-says (none for a page that went out as a duplicate, as file mode names none). A page is only ever
+says (none for a page that went out as a duplicate, as file mode names none), up to `MAX_NAMED`
+related pages with those its verdict named, as file mode's `related_to` (`RelatedLeftOut` past it). A page is only ever
 tagged as a duplicate of a page earlier than itself, so no two pages are ever tagged as duplicates
 of each other.
 
@@ -36,7 +37,9 @@ State (a RocksDB store per parts partition, written with the input offset in one
 `F<page id>` -> the order of the page that got a verdict under that id (a second page with the
 same id is rejected as duplicate_id) and a hash of each earlier page it is known to duplicate;
 `R<page id>` -> the order of the page that got a verdict under that id and its cluster's first page
-(order and id), for the roots asked; `Mwm:<index partition>` -> that index partition's last watermark.
+(order and id), for the roots asked; `N<page id>` -> how many related pages it names (its verdict's
+`related_to` and its `late_related` events; none: 0); `Mwm:<index partition>` -> that index
+partition's last watermark.
 """
 
 from __future__ import annotations
@@ -62,9 +65,9 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.engine import DUPLICATE, Candidate, decide
+from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, Candidate, decide
 
-_WAITING, _FINISHED, _META, _ROOT = b"W", b"F", b"M", b"R"
+_WAITING, _FINISHED, _META, _ROOT, _NAMED = b"W", b"F", b"M", b"R", b"N"
 
 
 @dataclass
@@ -146,7 +149,20 @@ class LateMatch:
     cause: str = RELEASED_EARLY
 
 
-Emitted = Decided | LateMatch | RootAsk | RootReply
+@dataclass(frozen=True)
+class RelatedLeftOut:
+    """A related match found after the page's verdict, not emitted: the page names `MAX_NAMED` related pages already.
+
+    File mode's `related_to` names at most that many; here the first to reach the page's gather
+    partition are kept (its verdict's, then the late ones in the order of that log, the same on
+    every replay), where file mode keeps the earliest in the global order. Counted, as a late
+    match would be."""
+
+    page_id: str
+    cause: str = RELEASED_EARLY
+
+
+Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply
 
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
@@ -287,6 +303,11 @@ class GatherPartition:
             # related only: the page keeps its story, which is related to the match's (file mode's `related_to`;
             # a late_match merged stories file mode keeps apart: a feed review)
             self._finished[finished] = before + known
+            named = _NAMED + supplement.page_id.encode("utf-8", "surrogatepass")
+            count = (self._finished.get(named) or self.db.get(named) or b"\x00")[0]
+            if count >= MAX_NAMED:  # as many as file mode's `related_to` names
+                return [RelatedLeftOut(supplement.page_id, cause)]
+            self._finished[named] = bytes([count + 1])
             return [LateMatch(late_related_event(supplement.page_id, self._own_cluster(supplement.page_id),
                                                  supplement.match), cause)]
         pending = self._load(supplement.page_id, supplement.order)
@@ -384,6 +405,8 @@ class GatherPartition:
                                     + b"".join(_id_hash(page_id) for page_id in earlier))
         root = header.order + root_order + root_id.encode("utf-8", "surrogatepass")
         self._finished[_ROOT + header.page_id.encode("utf-8", "surrogatepass")] = root
+        if dedup.get("related_to"):  # late related pages are named up to MAX_NAMED with these
+            self._finished[_NAMED + header.page_id.encode("utf-8", "surrogatepass")] = bytes([len(dedup["related_to"])])
         return [Decided(header, dedup, by, held.completed_ms),
                 *(_reply(asker, order, header.page_id, header.order, root) for asker, order in pending.askers)]
 
