@@ -120,15 +120,7 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
         rejected = read_all(settings, t.rejected, counts["rejected"])
         reasons = Counter(dict(m.headers() or [])["dedup.reason"].decode() for m in rejected)
         events = [orjson.loads(m.value()) for m in read_all(settings, t.clusters, counts["cluster events"])]
-        kinds = Counter(e["type"] for e in events)
-        sizes = Counter(e["cluster_id"] for e in events if e["type"] in ("created", "joined"))
-        # the current stories, as `dedup`'s summary counts them: a cluster merged into another counts once
-        absorbed = {c for e in events if e["type"] == "merged" for c in e["merged"] if c != e["cluster_id"]}
-        summary = {"pages_in": sent, **counts, "rejected_by_reason": dict(reasons),
-                   "clusters": kinds.get("created", 0) - len(absorbed), "clusters_created": kinds.get("created", 0),
-                   "clusters_with_duplicates": sum(1 for n in sizes.values() if n > 1),
-                   "largest_cluster": max(sizes.values(), default=0), "merges": kinds.get("merged", 0),
-                   "late_matches": kinds.get("late_match", 0),
+        summary = {"pages_in": sent, **counts, "rejected_by_reason": dict(reasons), **story_counts(events),
                    "pages_per_s": round(stats.decided / elapsed, 1)}
         print("5/5 " + orjson.dumps(summary).decode())
         verdicts = [orjson.loads(m.value()) for m in read_all(settings, t.verdicts, stats.produced.get(t.verdicts, 0))]
@@ -142,6 +134,21 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
               "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "
               "or the whole system on Apache Kafka with `docker compose up` (README).")
     return summary
+
+
+def story_counts(events: list[dict]) -> dict[str, int]:
+    """The demo summary's story figures from the `pages.clusters` events.
+
+    The current stories, as `dedup`'s summary counts them (a cluster merged into another counts
+    once), the largest, the merges, and the corrections sent after a page's verdict: `late_match`
+    (it joined an earlier page's story) and `late_related` (its story is related to one)."""
+    kinds = Counter(e["type"] for e in events)
+    sizes = Counter(e["cluster_id"] for e in events if e["type"] in ("created", "joined"))
+    absorbed = {c for e in events if e["type"] == "merged" for c in e["merged"] if c != e["cluster_id"]}
+    return {"clusters": kinds.get("created", 0) - len(absorbed), "clusters_created": kinds.get("created", 0),
+            "clusters_with_duplicates": sum(1 for n in sizes.values() if n > 1),
+            "largest_cluster": max(sizes.values(), default=0), "merges": kinds.get("merged", 0),
+            "late_matches": kinds.get("late_match", 0), "late_related": kinds.get("late_related", 0)}
 
 
 def verdict_lines(verdicts: list[dict], per_kind: int = 3) -> list[str]:

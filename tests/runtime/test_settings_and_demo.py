@@ -6,7 +6,7 @@ import pytest
 from conftest import make_article, page, wrap_in_template, write_jsonl, write_warc
 
 from streamdedup.config import DetectorConfig
-from streamdedup.runtime.demo import run_demo, verdict_lines
+from streamdedup.runtime.demo import run_demo, story_counts, verdict_lines
 from streamdedup.runtime.settings import WORKER_ID_FILE, WorkerSettings, keep_worker_id, mask
 
 
@@ -46,6 +46,7 @@ def test_demo_end_to_end(tmp_path, capfd):
     summary = run_demo(Path(crawl), tmp_path / "demo", DetectorConfig())
     assert (summary["pages_in"], summary["unique"], summary["duplicates"], summary["rejected"]) == (4, 2, 1, 1)
     assert summary["clusters"] == 2 and summary["largest_cluster"] == 2
+    assert (summary["late_matches"], summary["late_related"]) == (0, 0)  # one partition, in order: nothing late
     out, err = capfd.readouterr()
     assert "Where to look next" in out
     # verdicts a newcomer can read, named by url; the summary alone gave counts only
@@ -71,6 +72,21 @@ def test_verdict_lines_name_pages_by_url_and_show_unique_pages_that_name_others_
         "  duplicate  https://b.example/1  of https://a.example/1 (minhash similarity 0.93, 2% of its text new)",
         "  unique     https://c.example/1  supersedes https://a.example/1; related to x",
         "  rejected   pages[0]@3  invalid_json: not JSON"]
+
+
+def test_the_demos_summary_counts_late_related_events_as_well_as_late_matches():
+    """The global topology's corrections after a page's verdict: a `late_match` (L joined A's story) and two
+    `late_related` (F's story is related to A's and B's). Before: `late_matches` 1, `late_related` not counted."""
+    events = [{"type": "created", "page_id": "A", "cluster_id": "A"},
+              {"type": "joined", "page_id": "A2", "cluster_id": "A", "duplicate_of": "A"},
+              {"type": "created", "page_id": "B", "cluster_id": "B"},
+              {"type": "created", "page_id": "F", "cluster_id": "F"},
+              {"type": "created", "page_id": "L", "cluster_id": "L"},
+              {"type": "late_match", "page_id": "L", "cluster_id": "A", "duplicate_of": "A"},
+              {"type": "late_related", "page_id": "F", "cluster_id": "F", "related_to": ["A"]},
+              {"type": "late_related", "page_id": "F", "cluster_id": "F", "related_to": ["B"]}]
+    assert story_counts(events) == {"clusters": 4, "clusters_created": 4, "clusters_with_duplicates": 1,
+                                    "largest_cluster": 2, "merges": 0, "late_matches": 1, "late_related": 2}
 
 
 def test_ctrl_c_while_the_demos_worker_runs_says_interrupted_not_a_summary(tmp_path):
