@@ -16,6 +16,7 @@ from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fin
 from streamdedup.fingerprints.wordpairs import (
     WordPairsMethod,
     WordPairsSignature,
+    lines_hashed,
     mark_shown,
     paragraph_words,
     with_article,
@@ -98,9 +99,7 @@ def _placed(item: Fingerprinted) -> Fingerprinted:
     finds them at once. A page whose kept paragraphs are all `EDGE_PARAGRAPH_WORDS` long needs
     none (those count wherever they sit)."""
     signature = item.signatures.get(WordPairsMethod.name)
-    if not isinstance(signature, WordPairsSignature) or not len(signature.line_hashes) or not item.text:
-        return item
-    if len(signature.line_hashes) != len(signature.paragraphs):
+    if not isinstance(signature, WordPairsSignature) or not lines_hashed(signature) or not item.text:
         return item
     if not (paragraph_words(signature.paragraphs) < EDGE_PARAGRAPH_WORDS).any():
         return item

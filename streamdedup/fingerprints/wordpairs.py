@@ -327,6 +327,15 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
                               signature.numbers, signature.inside, signature.article)
 
 
+def lines_hashed(signature: object) -> bool:
+    """Whether each of a signature's kept paragraphs has its line's hash (`line_hashes`: one a paragraph, in order).
+
+    Then its article-block marks can be found (`clean.article_block.inside_marks`); not without
+    paragraphs, nor where the hashes are not the paragraphs' lines."""
+    hashes = getattr(signature, "line_hashes", ())
+    return 0 < len(hashes) == len(getattr(signature, "paragraphs", ()))
+
+
 def with_article(signature: WordPairsSignature, article: Callable[[], np.ndarray]) -> WordPairsSignature:
     """The signature with its paragraphs' article-block marks found when first asked (`article()`), not encoded."""
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,

@@ -19,6 +19,7 @@ from streamdedup.fingerprints.wordpairs import (
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
     TAIL,
+    lines_hashed,
     paragraph_values,
     paragraph_words,
     shown_before,
@@ -115,7 +116,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     lazy = getattr(signature, "article", None)
     placed: Callable[[], np.ndarray] | None = (
         (lambda: inside) if len(inside) == len(paragraphs) and len(inside)
-        else lazy if lazy is not None and len(getattr(signature, "line_hashes", ())) == len(paragraphs)
+        else lazy if lazy is not None and lines_hashed(signature)
         else None)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     column, _ = columns.column(tag)
