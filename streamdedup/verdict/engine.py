@@ -86,7 +86,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 16: a paragraph stating other numbers than its counterpart (as many) is new text (`new_text.numbers_changed`)
 # 17: a new line at a copy's edge on another site counts at any length where it sits in the page's
 #     article block (`clean.article_block`); a host's lines sit outside it (`new_text._new_of`)
-RULES_VERSION = 17
+# 18: a new line of 15+ words inside a copy, where the other page has none it lacks, is new text
+#     (`new_text._inserted`: an article crawled after a light edit that dropped one of its lines)
+RULES_VERSION = 18
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -275,14 +277,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     judged_rows = np.flatnonzero(related)
     tolerance = policy.tolerance
     asked = paragraphs_asked(matched_rows, new_shares, their_new_shares, owns, sizes, tolerance)
-    paragraph, their_paragraph, replaced, edge, their_edge, changed = new_paragraphs(stored, columns, methods, mine,
-                                                                                      page.site, asked)
+    paragraph, their_paragraph, replaced, edge, their_edge, changed, inserted, their_inserted = new_paragraphs(
+        stored, columns, methods, mine, page.site, asked)
     # the arrays as Python numbers (the same values): read one by one below, numpy's scalars cost more
     new_list, their_new_list = new_shares.tolist(), their_new_shares.tolist()
     owns_list, sizes_list = owns.tolist(), sizes.tolist()
     paragraph_list, their_paragraph_list = paragraph.tolist(), their_paragraph.tolist()
     replaced_list, edge_list, their_edge_list = replaced.tolist(), edge.tolist(), their_edge.tolist()
-    changed_list = changed.tolist()
+    changed_list, inserted_list, their_inserted_list = changed.tolist(), inserted.tolist(), their_inserted.tolist()
     for i in judged_rows.tolist():  # in the order of `seqs`
         seq, other = stored[i]
         if agree is not None and not agree(other):
@@ -297,10 +299,11 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         # fetch of the page's own URL states nothing the page must keep (`_numbers_of_an_earlier_fetch`)
         figures = not exact and bool(changed_list[i])
         new = NewText(new_share, new_share * owns_list[i], 0 if exact else paragraph_list[i], replaced_list[i],
-                      0 if exact else edge_list[i], figures)
+                      0 if exact else edge_list[i], figures, not exact and inserted_list[i])
         their_new = NewText(their_new_share, their_new_share * sizes_list[i], 0 if exact else their_paragraph_list[i],
                             replaced_list[i], 0 if exact else their_edge_list[i],
-                            figures and not _numbers_of_an_earlier_fetch(page, other))
+                            figures and not _numbers_of_an_earlier_fetch(page, other),
+                            not exact and their_inserted_list[i])
         yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
                      relation(matched is not None, their_new, new, tolerance), new_share, their_new_share,
                      new.paragraph, their_new.paragraph)

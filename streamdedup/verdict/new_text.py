@@ -77,7 +77,8 @@ def new_shares_of(columns: SignatureColumns, methods: Methods,
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
                    mine: Mapping[int, Any], page_site: int,
                    rows: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                              np.ndarray]:
     """The words of the page's longest new paragraph to each stored candidate, and of the candidate's to the page.
 
     Of the candidates at `rows` only (None: all; the others read 0): `judged` asks of the matched
@@ -92,20 +93,23 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     of the other's (`_took_a_place`; not known where edges are not, nor against a capped sketch
     but on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
     and the words of each one's longest new paragraph with those at its edges counted too (`EVERY_EDGE`),
-    which `supersedes` asks of the candidate (`engine.relation`); and whether a paragraph of the page
-    states other numbers than its counterpart (`numbers_changed`)."""
+    which `supersedes` asks of the candidate (`engine.relation`); whether a paragraph of the page
+    states other numbers than its counterpart (`numbers_changed`); and whether each page has a new
+    line inside the copy where the other has nothing it lacks (`_inserted`; not known against a
+    capped sketch)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     mine_edge, their_edge = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     replaced = np.zeros(count, dtype=np.bool_)
     changed = np.zeros(count, dtype=np.bool_)
+    inserted, their_inserted = np.zeros(count, dtype=np.bool_), np.zeros(count, dtype=np.bool_)
     if rows is not None and not len(rows):  # none asked (most pages: no candidate matched)
-        return mine_words, their_words, replaced, mine_edge, their_edge, changed
+        return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None:
-        return mine_words, their_words, replaced, mine_edge, their_edge, changed
+        return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
     numbers = cast(np.ndarray, getattr(signature, "numbers", np.zeros(0, dtype=np.uint8)))
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
@@ -119,6 +123,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         else lazy if lazy is not None and lines_hashed(signature)
         else None)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
+    floor = int(getattr(getattr(method, "params", None), "paragraph_words", 0))  # the sketch's shortest line
     column, _ = columns.column(tag)
     for i in range(count) if rows is None else rows.tolist():
         other, data = stored[i][1], column[i]
@@ -158,7 +163,10 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         both_capped = one_site and whole_capped and theirs_capped
         if (not unplaced or both_capped) and len(words) and len(their):
             replaced[i] = _took_a_place(words, places, their, their_places)
-    return mine_words, their_words, replaced, mine_edge, their_edge, changed
+        if not either_capped:  # a line one page holds inside the copy, with nothing of the other's in its place
+            inserted[i] = len(words) > 0 and _inserted(mine_new, whole[1], their_new, floor)
+            their_inserted[i] = len(their) > 0 and _inserted(their_new, theirs[1], mine_new, floor)
+    return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
 
 
 def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.ndarray,
@@ -208,6 +216,27 @@ def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, thei
     shown = (words[:, None] == 0) | (their[None, :] == 0)  # a line the site showed before: no new text
     replaced = (same & ~edited & ~shown).any(axis=1) & ~(same & edited).any(axis=1)
     return bool(replaced.any())
+
+
+def _inserted(new: np.ndarray, words: np.ndarray, their_new: np.ndarray, floor: int) -> bool:
+    """Whether a new paragraph of the page stands inside the copy where the other page has nothing it lacks.
+
+    Inside: between two of the page's paragraphs found in the other (not at an edge, where a host
+    adds its lines). Its place (the found paragraphs before it) holds none of the other's
+    paragraphs absent from the page, so it is no edited nor replaced one (`_took_a_place` reads
+    those): the other page never had it, or dropped it (a light edit that dropped a line of 12-19
+    words, the original crawled after it: multilingual dev's content-loss edges). Only a line
+    `EDITED_LENGTH` words past the sketch's shortest (`floor`, 12) counts: an edit of a few words
+    moves a line across the floor, and the other page may hold it unsketched (web dev: an 11-word
+    line a light edit grew to 12 read as inserted). A line its site showed before (0 words) is the
+    site's. `new`, `their_new`: `_absent_from` of each page's paragraphs, uncapped sketches."""
+    found = ~new
+    if not new.any() or found.sum() < 2:
+        return False
+    places = np.cumsum(found) - found
+    their_places = (np.cumsum(~their_new) - ~their_new)[their_new]
+    inside = new & (words >= floor + EDITED_LENGTH) & (places > 0) & (places < int(found.sum()))
+    return bool(inside.any() and not np.isin(places[inside], their_places).all())
 
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)

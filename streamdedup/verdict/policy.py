@@ -59,6 +59,8 @@ class NewText(NamedTuple):
     edge: int = 0
     # a paragraph states other numbers than its counterpart in the other page (`new_text.numbers_changed`)
     numbers_changed: bool = False
+    # a new paragraph inside the copy where the other page has none it lacks (`new_text._inserted`)
+    inserted: bool = False
 
     def edges_counted(self) -> NewText:
         """The same, its new paragraphs at the edges counted too."""
@@ -101,7 +103,7 @@ class NewTextTolerance:
         if new.numbers_changed:
             return True
         if self.min_paragraph_words and new.paragraph:
-            if new.paragraph >= self.min_paragraph_words or new.replaced:
+            if new.paragraph >= self.min_paragraph_words or new.replaced or new.inserted:
                 return True
         return bool(new.share > self.max_share and new.pairs > self.max_pairs)
 

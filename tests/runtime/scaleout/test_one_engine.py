@@ -160,6 +160,32 @@ def test_an_edge_paragraph_in_the_article_block_is_new_text_in_the_global_topolo
     assert worker_verdicts(settings) == file_mode
 
 
+LINE = "The council will publish the full list of the affected streets on its website next week."
+
+
+def test_an_article_after_an_edit_that_dropped_its_line_is_kept_in_the_global_topology_too(settings, tmp_path):
+    """A light edit that dropped a 16-word line of the article (a word changed too) comes first, on
+    another site; the article after it holds the line inside the copy, where the edit has nothing
+    in its place: it is kept and supersedes the edit, in file mode and in the index step, which
+    judges it from the same sketches (`new_text._inserted`; before: the edit's duplicate)."""
+    story = make_article(71, paragraphs=9)
+    edit = [*story[:2], story[2].replace(" ", " also ", 1), *story[3:]]
+    records = [page("https://a.example/edit", wrap_in_template(edit, "a.example"), "2024-03-09T01:00:00Z", id="edit"),
+               page("https://b.example/story", wrap_in_template([*story[:4], LINE, *story[4:]], "b.example"),
+                    "2024-03-09T02:00:00Z", id="article")]
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode["article"]["status"] == "unique" and file_mode["article"]["supersedes"] == ["edit"]
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    t = settings.topics
+    worker = {}
+    for topic in (t.unique, t.duplicates):
+        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
+            dedup = orjson.loads(message.value())["dedup"]
+            worker[dedup["id"]] = dedup
+    assert worker == file_mode
+
+
 def test_a_copy_filed_before_its_story_is_judged_with_its_stored_marks(tmp_path):
     """The copy with the added paragraph reaches an index partition before the story (a burst over
     several input partitions): the story's answer judges the copy as the later page from the copy's
