@@ -22,7 +22,8 @@ removed, keeping at least the last `journal_keep` of the partition (`faust_journ
 A partition's store behind the offset the app starts it at (its state folder lost, or the
 partition judged on another instance since) is rebuilt from the pages topic before its first
 record is judged, as the worker rebuilds its own (`faust_rebuild`): the verdicts are those of a
-run that lost nothing.
+run that lost nothing. Meanwhile that partition is paused and its records wait, unacknowledged; the
+other partitions' records are judged (`faust_waiting`).
 
 Light outputs, as the worker's: every input also has one line on the verdicts topic
 (`clusters.verdict_line`, with the input's Kafka headers) and every judged page one event on the
@@ -48,7 +49,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
@@ -77,6 +78,7 @@ from streamdedup.runtime.faust_outputs import (
     too_large_output,
 )
 from streamdedup.runtime.faust_rebuild import rebuild
+from streamdedup.runtime.faust_waiting import KafkaPauser, Rebuilds
 from streamdedup.runtime.record_identity import record_digest
 from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES, topic_config
@@ -427,32 +429,61 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
 
     deliver_where_started_over(app, t.pages, keeper_for)
 
+    def stop_at(message: Any, err: BaseException) -> NoReturn:
+        """End the app on an error of a record, without committing it: Faust would go on past the record."""
+        if isinstance(err, StartedOver):  # on_topic_reset = refuse, found while running (no committed offset)
+            stop_refused(err)
+        log.critical("streamdedup faust stops at %s[%d]@%d without committing it; fix the cause below and start it "
+                     "again", message.topic, message.partition, message.offset, exc_info=err)
+        logging.shutdown()
+        os._exit(1)
+
+    def rebuild_store(topic: str, partition: int, until: int) -> None:
+        """The partition's store brought up to `until` (in a thread); each batch it reads keeps the app in its group."""
+        new = partition in new_stores
+        new_stores.discard(partition)
+        rebuild(keeper_for(topic, partition), settings, app.conf.id, until, new, on_progress=poll_clock_restarter(app))
+
+    async def judge(event: Any) -> None:
+        """One record judged, its outputs in Kafka, then acknowledged (so Faust may commit its offset)."""
+        message = event.message
+        keeper = keeper_for(message.topic, message.partition)
+        # what Faust last committed or read at assignment (the offset a replay starts at)
+        committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
+        passed = input_headers(message.headers)
+        outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms(message), committed, passed)
+        await emit(outputs, f"{message.topic}[{message.partition}]@{message.offset}", passed)
+        await acking[-1].ack(event)
+
+    acking: list[Any] = []  # the agent's stream, whose records `judge` acknowledges
+    rebuilds = Rebuilds(KafkaPauser(app), rebuild_store, judge, stop_at)
+
+    async def forget_waiting(sender: Any, /, *args: Any, **kwargs: Any) -> None:  # args: (the assigned TPs,)
+        rebuilds.forget({tp.partition for tp in args[0] if tp.topic == t.pages})
+
+    app.on_partitions_assigned.connect(forget_waiting)
+
     @app.agent(pages)
     async def dedup(stream: Any) -> None:
-        async for event in stream.events():
+        # acknowledged by `judge` once a record's outputs are in Kafka: a record waiting for its partition's store
+        # (`Rebuilds`) stays unacknowledged, so no commit passes it while later records of other partitions go on
+        acking.append(stream.noack())
+        async for event in acking[-1].events():
             message = event.message
             try:
+                if rebuilds.holds(message.partition):  # its store is being rebuilt: judged after it, in order
+                    rebuilds.hold(event)
+                    continue
                 keeper = keeper_for(message.topic, message.partition)
                 if message.partition not in checked:  # a lost store, or the partition judged elsewhere since
                     checked.add(message.partition)
-                    new = message.partition in new_stores
+                    if rebuilds.busy(message.partition) or (keeper.next_offset() or 0) < message.offset:
+                        rebuilds.start(event)  # rebuilt in a thread; the other partitions go on meanwhile
+                        continue
                     new_stores.discard(message.partition)
-                    # in a thread; each batch it reads keeps the app's consumer in its group
-                    await asyncio.to_thread(rebuild, keeper, settings, app.conf.id, message.offset, new,
-                                            on_progress=poll_clock_restarter(app))
-                # what Faust last committed or read at assignment (the offset a replay starts at)
-                committed = getattr(app.consumer, "_committed_offset", {}).get(TP(message.topic, message.partition))
-                passed = input_headers(message.headers)
-                outputs = keeper.outputs(message.offset, message.key, message.value, timestamp_ms(message), committed,
-                                         passed)
-                await emit(outputs, f"{message.topic}[{message.partition}]@{message.offset}", passed)
-            except StartedOver as err:  # on_topic_reset = refuse, found while running (no committed offset)
-                stop_refused(err)
-            except Exception:  # noqa: BLE001 - Faust would restart the agent and commit past the record
-                log.critical("streamdedup faust stops at %s[%d]@%d without committing it; fix the cause below "
-                             "and start it again", message.topic, message.partition, message.offset, exc_info=True)
-                logging.shutdown()
-                os._exit(1)
+                await judge(event)
+            except Exception as err:  # noqa: BLE001 - Faust would restart the agent and commit past the record
+                stop_at(message, err)
 
     return app
 

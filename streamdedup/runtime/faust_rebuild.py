@@ -12,12 +12,12 @@ topology's step (`topologies.local.decide`), each journaled as a judged record i
 those of a run that lost nothing, except for pages whose records the topic no longer holds
 (retention), which the rebuild says.
 
-A rebuild runs in a thread; the agent judges nothing meanwhile (on any partition). The app keeps its
-partitions however long it takes: aiokafka leaves the group once its consumer has fetched nothing for
-`broker_max_poll_interval` (faust-streaming#138: the app then hangs), and Faust fetches nothing while the
-agent's buffer is full, so every batch the rebuild reads counts as a fetch of the app's consumer
-(`on_progress`, `faust_app.poll_clock_restarter`). A rebuild that reads nothing stops the app after
-`STALL_S` instead. A cut-short rebuild goes on from its last record.
+A rebuild runs in a thread; meanwhile the partition's records wait and the app judges its other
+partitions (`faust_waiting`). The app keeps its partitions however long it takes: aiokafka leaves the
+group once its consumer has fetched nothing for `broker_max_poll_interval` (faust-streaming#138: the app
+then hangs), and Faust fetches nothing while the agent's buffer is full, so every batch the rebuild reads
+counts as a fetch of the app's consumer (`on_progress`, `faust_app.poll_clock_restarter`). A rebuild that
+reads nothing stops the app after `STALL_S` instead. A cut-short rebuild goes on from its last record.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from streamdedup.runtime.topics import consumer_settings
 log = logging.getLogger(__name__)
 
 STALL_S = 60.0  # a rebuild that reads nothing for this long stops the app (the agent's one CRITICAL line)
-PROGRESS_S = 60.0  # how often a rebuild says how far it is (a long one judges nothing for minutes)
+PROGRESS_S = 60.0  # how often a rebuild says how far it is (a long one holds its partition's records for minutes)
 
 
 class Replaying(Protocol):
@@ -88,8 +88,8 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             return Rebuilt(first, until, 0, 0.0)
         log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
                     "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
-                    "without producing (up to %d records; the app judges nothing meanwhile, and keeps its "
-                    "partitions)%s",
+                    "without producing (up to %d records; the partition's records wait meanwhile, the app judges its "
+                    "other partitions and keeps them all)%s",
                     topic, partition, what, until, first, until - 1, until - first, lost)
         records, said = 0, time.monotonic()
         for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s):
@@ -100,7 +100,7 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             if time.monotonic() - said >= progress_s and (read := messages[-1].offset() + 1 - first) < until - first:
                 said, rate = time.monotonic(), read / max(time.monotonic() - started, 1e-3)
                 log.warning("%s partition %d: rebuilding its store, offset %d of %d..%d: %d of up to %d records read "
-                            "in %.0f s (%.0f a second), about %.0f s left; the app judges nothing meanwhile", topic,
+                            "in %.0f s (%.0f a second), about %.0f s left; its records wait meanwhile", topic,
                             partition, first + read - 1, first, until - 1, records, until - first,
                             said - started, rate, (until - first - read) / max(rate, 1e-3))
     finally:

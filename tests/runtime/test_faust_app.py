@@ -186,7 +186,12 @@ def app_running(settings, tmp_path: Path, log_name: str, *extra: str,
             yield log
         finally:
             process.terminate()
-            process.wait(timeout=60)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # not left running after the test
+                process.kill()
+                process.wait(timeout=60)
+                raise
 
 
 def run_app_until(settings, tmp_path: Path, log_name: str, urls_out: int, *extra: str) -> tuple[dict, str]:

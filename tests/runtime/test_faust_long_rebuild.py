@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
+import time
 
 import orjson
+from conftest import page
 
 from runtime.test_faust_app import app_running, article_pages, committed_offset, outcomes
 from runtime.test_worker import send
-from streamdedup.testing import run_records
+from streamdedup.testing import make_words, run_records, wrap_in_template
 
 POLL_INTERVAL_S = 2  # the app's max poll interval in the run that rebuilds (STREAMDEDUP_MAX_POLL_INTERVAL_S)
 BUFFER = 8  # records waiting for the agent (STREAMDEDUP_BATCH_SIZE): fewer than the records after the rebuild
@@ -48,3 +51,120 @@ def test_a_rebuild_longer_than_the_poll_interval_keeps_the_partitions_and_judges
         r["url"]: (expected[r["url"]]["status"], expected[r["url"]].get("duplicate_of")) for r in later}
     assert sum(verdicts[r["url"]]["status"] == "duplicate" for r in later) == 10
     assert os.path.isdir(tmp_path / "fs")
+
+
+REBUILT = 400  # partition 0's pages judged elsewhere: rebuilt one record a batch, ~10 s here (40 a second)
+
+
+def quick_stories(count: int) -> list[list[str]]:
+    """`count` stories of four paragraphs, words of one vocabulary (`make_article` makes one a story: 8 ms each)."""
+    rng = random.Random(17)
+    vocabulary = make_words(rng, 3000)
+    return [[" ".join(" ".join(rng.choices(vocabulary, k=rng.randint(8, 24))).capitalize() + "." for _ in range(5))
+             for _ in range(4)] for _ in range(count)]
+
+
+def produce(settings, partition: int, records: list[dict]) -> None:
+    """The records on one partition of the pages topic, in order."""
+    from confluent_kafka import Producer
+
+    producer, failed = Producer(settings.client(**{"enable.idempotence": True, "linger.ms": 10})), []
+    for record in records:
+        producer.produce(settings.topics.pages, orjson.dumps(record), partition=partition,
+                         on_delivery=lambda err, _: failed.append(err) if err is not None else None)
+        producer.poll(0)
+    assert producer.flush(60) == 0 and failed == []
+
+
+def commit(settings, offsets: dict[int, int]) -> None:
+    """The group's committed offsets of the pages topic's partitions, as another instance leaves them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(settings.client(**{"group.id": settings.group_id, "enable.auto.commit": False}))
+    try:
+        tps = [TopicPartition(settings.topics.pages, p, o) for p, o in offsets.items()]
+        consumer.commit(offsets=tps, asynchronous=False)
+        assert {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=10)} == offsets
+    finally:
+        consumer.close()
+
+
+def wait_for(path, text: str, timeout_s: float) -> str:
+    """The log once it holds `text`."""
+    deadline = time.monotonic() + timeout_s
+    while text not in (log := path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert text in log, log[-3000:]
+    return log
+
+
+def test_the_other_partitions_pages_come_out_while_one_partition_rebuilds(settings, tmp_path):
+    """Partition 0's 400 pages and partition 1's 5 were judged on another instance (the group committed past
+    them); partition 0 then gets 10 copies and 5 new pages. The app starts with a new state folder: partition 0's
+    store is rebuilt, one record a batch (~10 s here). Once that rebuild has started, partition 1 gets 5 copies
+    and 5 new pages: they come out while it goes on (partition 1's own 5-record rebuild first), and none of
+    partition 0's before it ends; then all 25 pages come out once each, with file mode's verdicts of their
+    partition. Before: the app judged no partition while one rebuilt; partition 1's pages waited for its end."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from streamdedup.runtime.topics import ensure_topics
+
+    admin = AdminClient(settings.client())
+    admin.create_topics([NewTopic(settings.topics.pages, num_partitions=2)])[settings.topics.pages].result(30)
+    ensure_topics(settings)  # the outputs, one partition each
+    stories = quick_stories(REBUILT)
+    zero = [page(f"https://zero.example/{i}", wrap_in_template(story, "zero")) for i, story in enumerate(stories)]
+    zero_later = ([page(f"https://zcopy.example/{i}", wrap_in_template(story, "zcopy"))
+                   for i, story in enumerate(stories[:10])] + article_pages("znew", list(range(9000, 9005))))
+    one = article_pages("one", list(range(9100, 9105)))
+    one_later = article_pages("ocopy", list(range(9100, 9105))) + article_pages("onew", list(range(9200, 9205)))
+    produce(settings, 0, zero + zero_later)
+    produce(settings, 1, one)
+    commit(settings, {0: len(zero), 1: len(one)})
+    slow = {"STREAMDEDUP_BATCH_SIZE": "1"}
+    started = time.monotonic()
+    with app_running(settings, tmp_path, "faust.log", "--verbose", env=slow) as log:
+        wait_for(log, f"rebuilding it from offsets 0..{len(zero) - 1}", timeout_s=120)
+        produce(settings, 1, one_later)
+        sent = time.monotonic()
+        during = outcomes_until(settings, {r["url"].encode() for r in one_later}, timeout_s=120)
+        out_s = time.monotonic() - sent
+        text = log.read_text()
+        rebuilt = f"partition 0: store rebuilt from offsets 0..{len(zero) - 1} ({len(zero)} records)"
+        assert rebuilt not in text, "partition 1's pages came out after partition 0's rebuild:\n" + "\n".join(
+            line for line in text.splitlines() if re.search("partition [01]: ", line))
+        assert not {r["url"].encode() for r in zero_later} & set(during), "partition 0 judged before its rebuild"
+        wait_for(log, rebuilt, timeout_s=180)
+        got = outcomes(settings, len(zero_later) + len(one_later), timeout_s=120)
+    elapsed = time.monotonic() - started
+    text = log.read_text()
+    assert len(got) == len(zero_later) + len(one_later), text[-3000:]  # and none twice (`outcomes`)
+    assert "partition 1: store rebuilt from offsets 0..4 (5 records)" in text, text[-3000:]
+    verdicts = {url.decode(): orjson.loads(m.value())["dedup"] for url, (_, m) in got.items()}
+    for own, later, name in ((zero, zero_later, "zero"), (one, one_later, "one")):
+        expected = {o.record["url"]: o.dedup for o in run_records(own + later, tmp_path / f"file-{name}")}
+        assert {r["url"]: (verdicts[r["url"]]["status"], verdicts[r["url"]].get("duplicate_of")) for r in later} == {
+            r["url"]: (expected[r["url"]]["status"], expected[r["url"]].get("duplicate_of")) for r in later}
+    copies = [r["url"] for r in zero_later[:10] + one_later[:5]]
+    assert [verdicts[url]["status"] for url in copies] == ["duplicate"] * 15  # the rebuilt stores knew the originals
+    print(f"{elapsed:.1f} s, partition 1's pages out {out_s:.1f} s after they were sent; {re.search(r'partition 0: store rebuilt.*', text).group(0)}")
+
+
+def outcomes_until(settings, urls: set[bytes], timeout_s: float) -> list[bytes]:
+    """The urls of the pages out on unique, duplicates and rejected, read until every one of `urls` is."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    t = settings.topics
+    consumer = Consumer(settings.client(**{"group.id": "reader-during", "enable.auto.commit": False}))
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING) for topic in (t.unique, t.duplicates, t.rejected)])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not urls <= set(seen) and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                seen.append(orjson.loads(message.value())["url"].encode())
+    finally:
+        consumer.close()
+    assert urls <= set(seen), f"{len(urls - set(seen))} of {len(urls)} not out in {timeout_s:.0f} s"
+    return seen

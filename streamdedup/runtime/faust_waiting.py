@@ -1,0 +1,150 @@
+"""The Faust app's partitions whose store is being rebuilt: their records wait, the other partitions go on.
+
+A partition's store behind the offset the app starts it at is rebuilt (`faust_rebuild.rebuild`, in a
+thread) before any of its records is judged. While it is, that partition is paused in the app's
+aiokafka consumer (`KafkaPauser`) and its records already fetched wait here, in order, unacknowledged,
+so no commit passes them; the agent goes on judging the other partitions' records. Once the rebuild
+ends, its waiting records are judged in order, then the partition is resumed. At most what was
+fetched of it before the pause took effect waits (one fetch and the agent's buffer), as Faust itself
+holds.
+
+Why aiokafka's pause and not Faust's `Consumer.pause_partitions`: Faust's only drops the partition from
+the set its fetch loop checks each record against (`Consumer.getmany`), and the records of the batch
+aiokafka has already returned (its position past them) are then skipped without a word; Faust counts
+the offsets it skipped as a gap, which it commits as done (`Consumer._add_gap`), so they would be lost.
+aiokafka's pause discards what it fetched of the partition without moving its position: nothing is
+skipped, and what was returned before the pause arrives and waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("streamdedup.runtime.faust_app")  # the app's logger: operators filter by it
+
+
+class KafkaPauser:
+    """Pauses and resumes one partition of the app's aiokafka consumer, from the app's event loop.
+
+    The consumer lives on Faust's consumer thread and its own loop: each call is made there, in the order asked.
+    A partition no longer assigned is left alone (a rebalance makes every partition's state afresh, unpaused)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app  # its consumer is made when first asked for, with the app's own changes (`create_app`)
+
+    def pause(self, topic: str, partition: int) -> None:
+        self._on_thread("pause", topic, partition)
+
+    def resume(self, topic: str, partition: int) -> None:
+        self._on_thread("resume", topic, partition)
+
+    def _on_thread(self, method: str, topic: str, partition: int) -> None:
+        from aiokafka import TopicPartition
+
+        tp, thread = TopicPartition(topic, partition), self.app.consumer._thread
+
+        def call() -> None:
+            consumer = thread._ensure_consumer()
+            if tp in consumer.assignment():
+                getattr(consumer, method)(tp)
+
+        thread.thread_loop.call_soon_threadsafe(call)
+
+
+@dataclass(eq=False)
+class Waiting:
+    """A partition whose store is being rebuilt: its records (Faust events) wait here, in order."""
+
+    topic: str
+    partition: int
+    events: deque = field(default_factory=deque)
+    task: asyncio.Task | None = None
+
+
+class Rebuilds:
+    """The partitions whose store is being rebuilt, each with its waiting records.
+
+    `rebuild(topic, partition, until)` brings a partition's store up to offset `until` (blocking: it runs in a
+    thread); `judge(event)` judges one record and acknowledges it; `stop(event)` ends the app on an error of a
+    record. `pauser` pauses and resumes a partition's fetching (`KafkaPauser`)."""
+
+    def __init__(self, pauser: Any, rebuild: Callable[[str, int, int], Any],
+                 judge: Callable[[Any], Awaitable[None]], stop: Callable[[Any, BaseException], None]) -> None:
+        self.pauser, self.rebuild, self.judge, self.stop = pauser, rebuild, judge, stop
+        self.waiting: dict[int, Waiting] = {}
+        self.tasks: dict[int, asyncio.Task] = {}  # the newest rebuild task of each partition, done or not
+
+    def holds(self, partition: int) -> bool:
+        """Whether the partition's records wait (its store is being rebuilt, or its waiting records judged)."""
+        return partition in self.waiting
+
+    def busy(self, partition: int) -> bool:
+        """Whether a rebuild of the partition, maybe of an earlier assignment, has not ended: a next one waits."""
+        task = self.tasks.get(partition)
+        return task is not None and not task.done()
+
+    def hold(self, event: Any) -> None:
+        """A record of a partition that waits: judged after those before it, once its store is rebuilt."""
+        self.waiting[event.message.partition].events.append(event)
+
+    def start(self, event: Any) -> None:
+        """Rebuild the store of the event's partition up to the event, its records waiting meanwhile, then judge them.
+
+        The partition is paused at once; the agent goes on with the other partitions' records."""
+        message = event.message
+        waiting = Waiting(message.topic, message.partition, deque([event]))
+        self.waiting[message.partition] = waiting
+        self.pauser.pause(message.topic, message.partition)
+        earlier = self.tasks.get(message.partition)
+        waiting.task = asyncio.get_running_loop().create_task(self._run(waiting, message.offset, earlier))
+        self.tasks[message.partition] = waiting.task
+
+    def forget(self, partitions: set[int]) -> None:
+        """Partitions assigned again: their waiting records are the earlier assignment's, never judged now.
+
+        A rebuild still running is not stopped; the next one of its partition starts after it ends (`busy`)."""
+        for partition in partitions:
+            waiting = self.waiting.pop(partition, None)
+            if waiting is not None:
+                drop(waiting)
+
+    def waiting_records(self) -> dict[int, int]:
+        """How many records wait, by partition."""
+        return {partition: len(waiting.events) for partition, waiting in self.waiting.items()}
+
+    async def _run(self, waiting: Waiting, until: int, earlier: asyncio.Task | None) -> None:
+        event = waiting.events[0]
+        try:
+            if earlier is not None and not earlier.done():
+                await asyncio.wait([earlier])  # the same store: one rebuild at a time
+            await asyncio.to_thread(self.rebuild, waiting.topic, waiting.partition, until)
+            if len(waiting.events) > 1:
+                log.info("%s partition %d: judging the %d records that waited for its store", waiting.topic,
+                         waiting.partition, len(waiting.events))
+            while waiting.events and self.waiting.get(waiting.partition) is waiting:
+                event = waiting.events.popleft()
+                await self.judge(event)
+            if self.waiting.get(waiting.partition) is waiting:  # not assigned again meanwhile
+                del self.waiting[waiting.partition]
+                self.pauser.resume(waiting.topic, waiting.partition)
+        except BaseException as err:  # noqa: BLE001 - a task's error would be silent: the app stops, as the agent's
+            if isinstance(err, asyncio.CancelledError):
+                raise
+            self.stop(event, err)
+
+
+def drop(waiting: Waiting) -> None:
+    """Records of an earlier assignment that waited: marked done without their offsets being committed.
+
+    Faust forgot the partition's offsets when it was revoked; the group reads them again from its committed offset."""
+    for event in waiting.events:
+        event.message.acked = True
+    waiting.events.clear()
+
+
+__all__ = ["KafkaPauser", "Rebuilds", "Waiting", "drop"]
