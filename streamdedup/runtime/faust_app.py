@@ -442,7 +442,8 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         """The partition's store brought up to `until` (in a thread); each batch it reads keeps the app in its group."""
         new = partition in new_stores
         new_stores.discard(partition)
-        rebuild(keeper_for(topic, partition), settings, app.conf.id, until, new, on_progress=poll_clock_restarter(app))
+        rebuild(keeper_for(topic, partition), settings, app.conf.id, until, new, on_progress=poll_clock_restarter(app),
+                should_stop=rebuilds.stopping.is_set)
 
     async def judge(event: Any) -> None:
         """One record judged, its outputs in Kafka, then acknowledged (so Faust may commit its offset)."""
@@ -456,7 +457,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         await acking[-1].ack(event)
 
     acking: list[Any] = []  # the agent's stream, whose records `judge` acknowledges
-    rebuilds = Rebuilds(KafkaPauser(app), rebuild_store, judge, stop_at)
+    rebuilds = Rebuilds(KafkaPauser(app), rebuild_store, judge, stop_at, app.wait_until_stopped)
 
     async def forget_waiting(sender: Any, /, *args: Any, **kwargs: Any) -> None:  # args: (the assigned TPs,)
         rebuilds.forget({tp.partition for tp in args[0] if tp.topic == t.pages})

@@ -52,6 +52,10 @@ class RebuildStalled(RuntimeError):
     """The records to rebuild a store from could not be read: one line, the fix named."""
 
 
+class RebuildStopped(Exception):
+    """The app stops: the rebuild ended after the batch it had read (journaled); the next one goes on from there."""
+
+
 @dataclass(frozen=True)
 class Rebuilt:
     """What a rebuild read: offsets `first` up to (not including) `until`, `records` of them, in `seconds`."""
@@ -64,12 +68,13 @@ class Rebuilt:
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
             stall_s: float = STALL_S, on_progress: Callable[[], None] | None = None,
-            progress_s: float = PROGRESS_S) -> Rebuilt | None:
+            progress_s: float = PROGRESS_S, should_stop: Callable[[], bool] | None = None) -> Rebuilt | None:
     """Bring a partition's store up to `until` (the first record the app is to judge), emitting nothing.
 
     Returns what was read, or None when the store was not behind. `new_store`: the app made the store empty
     (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed. Every
-    `progress_s` a WARNING says how many records are read, of how many, and about how long is left."""
+    `progress_s` a WARNING says how many records are read, of how many, and about how long is left. `should_stop`:
+    asked after each batch; once true, the rebuild raises `RebuildStopped` (the app stops)."""
     topic, partition = keeper.topic, keeper.partition
     start = keeper.next_offset()
     if (start or 0) >= until:
@@ -97,6 +102,11 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             records += len(messages)
             if on_progress is not None:
                 on_progress()
+            if should_stop is not None and should_stop():
+                log.warning("%s partition %d: the rebuild of its store stops with the app at offset %d (%d of up "
+                            "to %d records read); the next start goes on from there", topic, partition,
+                            messages[-1].offset(), records, until - first)
+                raise RebuildStopped(f"{topic}[{partition}] at offset {messages[-1].offset()}")
             if time.monotonic() - said >= progress_s and (read := messages[-1].offset() + 1 - first) < until - first:
                 said, rate = time.monotonic(), read / max(time.monotonic() - started, 1e-3)
                 log.warning("%s partition %d: rebuilding its store, offset %d of %d..%d: %d of up to %d records read "
@@ -162,4 +172,4 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                                  "answers")
 
 
-__all__ = ["PROGRESS_S", "STALL_S", "RebuildStalled", "Rebuilt", "read_range", "rebuild"]
+__all__ = ["PROGRESS_S", "STALL_S", "RebuildStalled", "RebuildStopped", "Rebuilt", "read_range", "rebuild"]

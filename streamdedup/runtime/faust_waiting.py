@@ -8,6 +8,11 @@ ends, its waiting records are judged in order, then the partition is resumed. At
 fetched of it before the pause took effect waits (one fetch and the agent's buffer), as Faust itself
 holds.
 
+When the app stops, a rebuild ends after its batch (`faust_rebuild.RebuildStopped`; the next start goes
+on from there) and the waiting records are let go unjudged and uncommitted, read again at the next
+start: Faust's stop waits for every record taken and not acknowledged, and so waited for the rest of
+the rebuild. A rebalance still waits for them (Faust's revocation does, as for any record in hand).
+
 Why aiokafka's pause and not Faust's `Consumer.pause_partitions`: Faust's only drops the partition from
 the set its fetch loop checks each record against (`Consumer.getmany`), and the records of the batch
 aiokafka has already returned (its position past them) are then skipped without a word; Faust counts
@@ -20,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from streamdedup.runtime.faust_rebuild import RebuildStopped
 
 log = logging.getLogger("streamdedup.runtime.faust_app")  # the app's logger: operators filter by it
 
@@ -63,21 +71,24 @@ class Waiting:
     topic: str
     partition: int
     events: deque = field(default_factory=deque)
-    task: asyncio.Task | None = None
 
 
 class Rebuilds:
     """The partitions whose store is being rebuilt, each with its waiting records.
 
     `rebuild(topic, partition, until)` brings a partition's store up to offset `until` (blocking: it runs in a
-    thread); `judge(event)` judges one record and acknowledges it; `stop(event)` ends the app on an error of a
-    record. `pauser` pauses and resumes a partition's fetching (`KafkaPauser`)."""
+    thread; it is to end once `stopping` is set); `judge(event)` judges one record and acknowledges it;
+    `stop(event)` ends the app on an error of a record; `stopped()` returns once the app stops. `pauser` pauses and
+    resumes a partition's fetching (`KafkaPauser`)."""
 
     def __init__(self, pauser: Any, rebuild: Callable[[str, int, int], Any],
-                 judge: Callable[[Any], Awaitable[None]], stop: Callable[[Any, BaseException], None]) -> None:
-        self.pauser, self.rebuild, self.judge, self.stop = pauser, rebuild, judge, stop
+                 judge: Callable[[Any], Awaitable[None]], stop: Callable[[Any, BaseException], None],
+                 stopped: Callable[[], Awaitable[Any]]) -> None:
+        self.pauser, self.rebuild, self.judge, self.stop, self.stopped = pauser, rebuild, judge, stop, stopped
         self.waiting: dict[int, Waiting] = {}
         self.tasks: dict[int, asyncio.Task] = {}  # the newest rebuild task of each partition, done or not
+        self.stopping = threading.Event()  # the app stops: rebuilds end, waiting records are let go
+        self.watcher: asyncio.Task | None = None
 
     def holds(self, partition: int) -> bool:
         """Whether the partition's records wait (its store is being rebuilt, or its waiting records judged)."""
@@ -91,6 +102,8 @@ class Rebuilds:
     def hold(self, event: Any) -> None:
         """A record of a partition that waits: judged after those before it, once its store is rebuilt."""
         self.waiting[event.message.partition].events.append(event)
+        if self.stopping.is_set():  # none is judged any more
+            drop(self.waiting[event.message.partition])
 
     def start(self, event: Any) -> None:
         """Rebuild the store of the event's partition up to the event, its records waiting meanwhile, then judge them.
@@ -101,8 +114,10 @@ class Rebuilds:
         self.waiting[message.partition] = waiting
         self.pauser.pause(message.topic, message.partition)
         earlier = self.tasks.get(message.partition)
-        waiting.task = asyncio.get_running_loop().create_task(self._run(waiting, message.offset, earlier))
-        self.tasks[message.partition] = waiting.task
+        loop = asyncio.get_running_loop()
+        self.tasks[message.partition] = loop.create_task(self._run(waiting, message.offset, earlier))
+        if self.watcher is None:
+            self.watcher = loop.create_task(self._watch())
 
     def forget(self, partitions: set[int]) -> None:
         """Partitions assigned again: their waiting records are the earlier assignment's, never judged now.
@@ -113,25 +128,35 @@ class Rebuilds:
             if waiting is not None:
                 drop(waiting)
 
-    def waiting_records(self) -> dict[int, int]:
-        """How many records wait, by partition."""
-        return {partition: len(waiting.events) for partition, waiting in self.waiting.items()}
+    def stop_all(self) -> None:
+        """The app stops: every rebuild ends after its batch, and the waiting records are let go (`drop`)."""
+        self.stopping.set()
+        for waiting in self.waiting.values():
+            drop(waiting)
+
+    async def _watch(self) -> None:
+        await self.stopped()
+        self.stop_all()
 
     async def _run(self, waiting: Waiting, until: int, earlier: asyncio.Task | None) -> None:
         event = waiting.events[0]
         try:
             if earlier is not None and not earlier.done():
                 await asyncio.wait([earlier])  # the same store: one rebuild at a time
+            if self.stopping.is_set():
+                return
             await asyncio.to_thread(self.rebuild, waiting.topic, waiting.partition, until)
             if len(waiting.events) > 1:
                 log.info("%s partition %d: judging the %d records that waited for its store", waiting.topic,
                          waiting.partition, len(waiting.events))
-            while waiting.events and self.waiting.get(waiting.partition) is waiting:
+            while waiting.events and self.waiting.get(waiting.partition) is waiting and not self.stopping.is_set():
                 event = waiting.events.popleft()
                 await self.judge(event)
-            if self.waiting.get(waiting.partition) is waiting:  # not assigned again meanwhile
+            if self.waiting.get(waiting.partition) is waiting and not self.stopping.is_set():  # not assigned again
                 del self.waiting[waiting.partition]
                 self.pauser.resume(waiting.topic, waiting.partition)
+        except RebuildStopped:
+            return  # the app stops (its line said where); the waiting records were let go
         except BaseException as err:  # noqa: BLE001 - a task's error would be silent: the app stops, as the agent's
             if isinstance(err, asyncio.CancelledError):
                 raise
@@ -139,9 +164,10 @@ class Rebuilds:
 
 
 def drop(waiting: Waiting) -> None:
-    """Records of an earlier assignment that waited: marked done without their offsets being committed.
+    """Waiting records let go unjudged (the app stops, or they are an earlier assignment's).
 
-    Faust forgot the partition's offsets when it was revoked; the group reads them again from its committed offset."""
+    Each is marked done, so Faust's stop does not wait for it, without being acknowledged, so its offset is not
+    committed: the group reads it again from its committed offset."""
     for event in waiting.events:
         event.message.acked = True
     waiting.events.clear()
