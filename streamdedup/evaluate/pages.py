@@ -198,8 +198,8 @@ def _host(url: str) -> str:
     return re.sub(r"^(www\d?|m)\.", "", host)
 
 
-def load_trafilatura_pages(path: Path) -> list[SourcePage]:
-    """trafilatura's annotated pages whose article the snippets locate (see article_from_snippets)."""
+def trafilatura_files(path: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """trafilatura's test archive (or folder): its pages' bytes and its `expected.json` notes, by file name."""
     sources: dict[str, bytes] = {}
     expected: dict[str, Any] = {}
     for parts, data in _members(path):
@@ -207,6 +207,12 @@ def load_trafilatura_pages(path: Path) -> list[SourcePage]:
             expected = json.loads(data)
         elif len(parts) >= 2 and parts[-2] == "pages":
             sources[parts[-1]] = data
+    return sources, expected
+
+
+def load_trafilatura_pages(path: Path) -> list[SourcePage]:
+    """trafilatura's annotated pages whose article the snippets locate (see article_from_snippets)."""
+    sources, expected = trafilatura_files(path)
     pages = []
     for name in sorted(sources):
         note = expected.get(name)
