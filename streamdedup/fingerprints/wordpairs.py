@@ -228,6 +228,8 @@ def letter_units(doc: Document) -> np.ndarray:
     letters = doc.token_ends - doc.token_starts
     if not len(letters):
         return letters
+    if doc.text.isascii():  # every token Latin (weight 0); CPython knows without looking: ~20 µs a page saved
+        return np.zeros(len(letters), dtype=np.int64)
     first = doc.code_points[doc.token_starts].astype(np.int64)
     weights = _WEIGHTS[np.searchsorted(_WEIGHT_STARTS, first, side="right")]
     return letters * weights
@@ -271,6 +273,8 @@ def _number_hashes(doc: Document) -> np.ndarray:
     `numbers_changed` must not read as another (full-width digits are ASCII after NFKC already).
     Most pages have no such token and keep the document's own hashes."""
     hashes = doc.token_hashes
+    if doc.text.isascii():  # no digit beyond ASCII (CPython knows without looking)
+        return hashes
     firsts = doc.code_points[doc.token_starts]
     in_plane = firsts < 0x10000
     native = np.flatnonzero(in_plane & (firsts >= 128) & _decimal_digits()[np.where(in_plane, firsts, 0)])

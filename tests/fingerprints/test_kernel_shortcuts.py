@@ -1,0 +1,78 @@
+"""The prepare step's shortcuts give what the plain formulas give (issue 60: the text path's speed).
+
+`minhash_min` takes four shingles a pass; `letter_units` and the numbers' hashes skip their
+per-token script tables for ASCII text. Each must be the same, value for value and type for type:
+the signatures, and so every verdict and store byte, depend on them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamdedup.fingerprints import wordpairs
+from streamdedup.fingerprints.kernels import minhash_min
+from streamdedup.tokens.document import Document
+
+
+def _minima(shingles: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The kernel's docstring formula in numpy: min over x of (a*x + b) >> 32, wrapping uint64."""
+    if not len(shingles):
+        return np.full(len(a), 0xFFFFFFFF, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        values = (a[:, None] * shingles[None, :] + b[:, None]) >> np.uint64(32)
+    return values.min(axis=1).astype(np.uint32)
+
+
+@pytest.mark.parametrize("perms", [1, 3, 128, 256])
+def test_minhash_min_is_the_formula_for_every_count_of_shingles(perms):
+    """Counts 0-13 and 600-603 cover a pass of four, a tail of one to three, and none at all."""
+    rng = np.random.default_rng(perms)
+    a = rng.integers(1, 2**63, size=perms, dtype=np.uint64) | np.uint64(1)
+    b = rng.integers(0, 2**63, size=perms, dtype=np.uint64)
+    for count in [*range(14), 600, 601, 602, 603]:
+        shingles = rng.integers(0, 2**64, size=count, dtype=np.uint64, endpoint=False)
+        got = minhash_min(shingles, a, b)
+        assert got.dtype == np.uint32
+        assert np.array_equal(got, _minima(shingles, a, b)), count
+
+
+def test_minhash_min_finds_a_minimum_in_each_place_of_a_pass():
+    """The least value sits in each of the four lanes of a pass and in the tail in turn."""
+    a = np.array([1], dtype=np.uint64)
+    b = np.zeros(1, dtype=np.uint64)
+    for count in range(1, 10):
+        for place in range(count):
+            shingles = np.full(count, 9 << 32, dtype=np.uint64)
+            shingles[place] = np.uint64(5 << 32)
+            assert minhash_min(shingles, a, b).tolist() == [5], (count, place)
+
+
+def _letter_units_by_table(doc: Document) -> np.ndarray:
+    """`letter_units` as its general path computes it (the script table of each token's first code point)."""
+    letters = doc.token_ends - doc.token_starts
+    first = doc.code_points[doc.token_starts].astype(np.int64)
+    return letters * wordpairs._WEIGHTS[np.searchsorted(wordpairs._WEIGHT_STARTS, first, side="right")]
+
+
+@pytest.mark.parametrize("text", ["Plain ASCII words, 12 numbers and 3:38,72 punctuation!\nA second line of it.",
+                                  "x", "1,200 and 42"])
+def test_ascii_text_takes_its_shortcuts_with_the_same_values(text):
+    doc = Document.from_text(text)
+    assert doc.text.isascii()
+    units = wordpairs.letter_units(doc)
+    expected = _letter_units_by_table(doc)
+    assert units.dtype == expected.dtype == np.int64
+    assert np.array_equal(units, expected)
+    assert wordpairs._number_hashes(doc) is doc.token_hashes  # no digit beyond ASCII: the document's own
+
+
+def test_other_text_still_weighs_its_scripts_and_folds_its_digits():
+    doc = Document.from_text("한국어 문장 ١٢٠ and 120 words")
+    assert not doc.text.isascii()
+    units = wordpairs.letter_units(doc)
+    assert np.array_equal(units, _letter_units_by_table(doc))
+    assert units[0] == 3 * 25  # three Hangul syllables, weight 2.5 in tenths
+    hashes = wordpairs._number_hashes(doc)
+    tokens = doc.tokens
+    assert hashes[tokens.index("١٢٠")] == hashes[tokens.index("120")]  # the Arabic-Indic number reads as 120
