@@ -291,10 +291,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             continue
         matched = verdicts.get(i)
         new_share, their_new_share = new_list[i], their_new_list[i]
-        exact = matched is not None and matched[0] == "exact"
+        if matched is None:  # related only (no rule matched): RELATED both ways (`relation`), whatever its new text
+            yield Judged(seq, other, "", _NAN, RELATED, RELATED, new_share, their_new_share, paragraph_list[i],
+                         their_paragraph_list[i])
+            continue
+        exact = matched[0] == "exact"
         if exact:  # the same text: nothing new either way
             new_share = their_new_share = 0.0
-        label, similarity = matched if matched is not None else ("", float("nan"))
+        label, similarity = matched
         # a number changed is new both ways: each page states one the other does not; but an earlier
         # fetch of the page's own URL states nothing the page must keep (`_numbers_of_an_earlier_fetch`)
         figures = not exact and bool(changed_list[i])
@@ -304,8 +308,8 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
                             replaced_list[i], 0 if exact else their_edge_list[i],
                             figures and not _numbers_of_an_earlier_fetch(page, other),
                             not exact and their_inserted_list[i])
-        yield Judged(seq, other, label, similarity, relation(matched is not None, new, their_new, tolerance),
-                     relation(matched is not None, their_new, new, tolerance), new_share, their_new_share,
+        yield Judged(seq, other, label, similarity, relation(True, new, their_new, tolerance),
+                     relation(True, their_new, new, tolerance), new_share, their_new_share,
                      new.paragraph, their_new.paragraph)
 
 
@@ -433,6 +437,7 @@ class FoundBy:
 _PAGE_ID, _EVENT_MS, _SIGNATURES, _UNFILED, _SITE, _DOCUMENT = (
     attrgetter(name) for name in ("page_id", "event_ms", "signatures", "unfiled", "site", "document"))
 _FIRST = itemgetter(0)
+_NAN = float("nan")  # a related candidate's similarity: no rule matched it
 _NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
 
 
