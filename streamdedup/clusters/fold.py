@@ -207,10 +207,12 @@ class Stories:
         for other in (event.get("duplicate_of"), *event.get("merged", ())):
             if other:
                 self._join(cluster, other)
-        for named in (cluster, *event.get("merged", ())):
+        ranked = (cluster, *event.get("merged", ()))
+        for named in ranked:
             self._cluster_ids.add(named)
             self._cluster(named)
-        if page in self._cluster_ids:  # its fetch time, which ranks its cluster, may come only now
+        # its fetch time, which ranks its cluster, may come only now (ranked above already: the same again)
+        if page in self._cluster_ids and page not in ranked:
             self._cluster(page)
         return self.story_of(page)
 
