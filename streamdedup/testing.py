@@ -40,19 +40,23 @@ def make_article(seed: int, paragraphs: int = 6, sentences: int = 5) -> list[str
     return paras
 
 
-def wrap_in_template(paragraphs: list[str], site: str, title: str = "Story", boxes: Sequence[str] = ()) -> str:
+def wrap_in_template(paragraphs: list[str], site: str, title: str = "Story", boxes: Sequence[str] = (),
+                     lead: str = "") -> str:
     """A news-site page: navigation, sidebar, footer boilerplate around the article.
 
     `boxes`: the host's lines after the article's text, each in a box of its own inside the article
     element (a newsletter blurb, an author's box: the extractor keeps them), the text in a block of
-    its own before them."""
+    its own before them. `lead`: a line in a box of its own between the title and the text (a
+    standfirst, or a host's line there), the text in a block of its own after it."""
     nav = "".join(f'<li><a href="/{s}">{site} {s} section</a></li>'
                   for s in ("world", "politics", "business", "sport", "culture", "science"))
     side = "".join(f'<li><a href="/more/{i}">Most read on {site}: headline number {i}</a></li>' for i in range(8))
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
-    if boxes:
+    if boxes or lead:
         body = f'<div class="story-text">{body}</div>' + "".join(f'<div class="promo"><p>{box}</p></div>'
                                                                 for box in boxes)
+    if lead:
+        body = f'<div class="deck"><p>{lead}</p></div>{body}'
     return (f"<!doctype html><html><head><title>{title} | {site}</title><meta charset='utf-8'></head><body>"
             f"<header><nav><ul>{nav}</ul></nav></header>"
             f"<main><article><h1>{title}</h1>{body}</article></main>"

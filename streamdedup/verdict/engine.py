@@ -88,7 +88,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     article block (`clean.article_block`); a host's lines sit outside it (`new_text._new_of`)
 # 18: a new line of 15+ words inside a copy, where the other page has none it lacks, is new text
 #     (`new_text._inserted`: an article crawled after a light edit that dropped one of its lines)
-RULES_VERSION = 18
+# 19: a line outside the article block, after the page's first <h1> and before the block, sharing a
+#     word with the title before it, is the article's lead: marked as in the block (`article_block._leads`)
+RULES_VERSION = 19
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -100,3 +100,35 @@ def test_the_marks_travel_in_the_encoded_signature_and_an_older_record_reads_non
     for older in (plain, plain[: len(plain) - 10]):  # 0.17.0's layout, 0.16.0's
         assert method.laid_out_as_mine(older) and len(method.decode(older).inside) == 0
     assert method.laid_out_as_mine(data) and not method.laid_out_as_mine(data[:-1])
+
+
+TITLE = "Flooding in the valley towns"
+LEAD = ("Three months after the water rose, the valley towns are still counting the cost, and the council "
+        "has promised a full account of what went wrong before the winter.")
+COOKIES = ("This site uses cookies to help the valley towns newsroom understand how readers use its pages; "
+           "you can change your choice in the settings at any time.")
+
+
+def test_a_standfirst_between_the_title_and_the_block_is_the_articles_own():
+    """A line in a box of its own after the page's `<h1>` and before the article's block, sharing a
+    word with the title, is the article's lead (issue 57: a standfirst outside the block was read as
+    a host's line). A host's line there that speaks of something else (a template's leftover deck
+    of another story), a notice before the title and a line after the block stay outside, as does
+    every line of a page without an `<h1>`. Chinese shares pairs of characters."""
+    story = make_article(5, paragraphs=6)
+    text = "".join(f"<p>{p}</p>" for p in story)
+    html = _page(f"<div class='cookies'><p>{COOKIES}</p></div><article><h1>{TITLE}</h1>"
+                 f"<div class='deck'><p>{LEAD}</p></div><div class='promo'><p>{PROMO}</p></div>"
+                 f"<div class='text'>{text}</div><div class='more'><p>More on the valley towns: {ADDED}</p></div>"
+                 "</article>")
+    marks = _marks(html, [COOKIES, LEAD, PROMO, *story, f"More on the valley towns: {ADDED}"])
+    assert marks[LEAD] == INSIDE
+    assert marks[PROMO] == OUTSIDE and marks[COOKIES] == OUTSIDE
+    assert marks[f"More on the valley towns: {ADDED}"] == OUTSIDE
+    assert all(marks[p] == INSIDE for p in story)
+    untitled = html.replace(f"<h1>{TITLE}</h1>", f"<p class='kicker'>{TITLE}</p>")
+    assert _marks(untitled, [LEAD, *story])[LEAD] == OUTSIDE
+    chinese_lead = "洪水过后三个月,山谷里的城镇仍在清点损失,市议会承诺在冬季之前对出错的原因作出完整的说明和交代。"
+    chinese = _page(f"<article><h1>山谷城镇的洪水</h1><div class='deck'><p>{chinese_lead}</p></div>"
+                    f"<div class='text'>{text}</div></article>")
+    assert _marks(chinese, [chinese_lead, *story])[chinese_lead] == INSIDE

@@ -13,10 +13,11 @@ from streamdedup.config import DetectorConfig
 from streamdedup.testing import make_article, run_records, wrap_in_template
 
 
-def _page(page_id: str, paragraphs: list[str], site: str, boxes: tuple[str, ...] = ()) -> dict:
-    """A page of `site` with the article's `paragraphs` and the host's `boxes` after them (`wrap_in_template`)."""
+def _page(page_id: str, paragraphs: list[str], site: str, boxes: tuple[str, ...] = (), title: str = "Story",
+          lead: str = "") -> dict:
+    """A page of `site` with the article's `paragraphs`, the host's `boxes` after them and a `lead` box before them."""
     return {"id": page_id, "url": f"https://{site}/{page_id}", "fetched_at": "2026-01-01T00:00:00Z",
-            "html": wrap_in_template(paragraphs, site, boxes=boxes)}
+            "html": wrap_in_template(paragraphs, site, title=title, boxes=boxes, lead=lead)}
 
 
 def _edited(paragraphs: list[str], words: int, seed: int) -> list[str]:
@@ -540,3 +541,24 @@ def test_an_article_after_a_light_edit_that_dropped_one_of_its_lines_is_not_its_
              _page("grown", [*story[:4], grown, *story[4:]], "f.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path / "grown")}
     assert got["grown"]["status"] == "duplicate" and got["grown"]["duplicate_of"] == "eleven", got["grown"]
+
+
+def test_a_standfirst_a_copy_lacks_is_new_text(tmp_path):
+    """An article whose standfirst sits in a box of its own between its title and its text (outside
+    the article's block), after a copy on another site that lacks it: the standfirst was read as
+    the host's line at the copy's start and the article was the copy's duplicate, which a crawler
+    drops, losing it (issue 57: 21 of 69 real pages, `bench/outside_own_text.py --pairs`). A line
+    there that shares a word with the title is the article's lead: the article supersedes the copy.
+    A copy under a host's leftover line there, of another story, is still the article's duplicate."""
+    story = make_article(81, paragraphs=8)
+    title = "Flooding in the valley towns"
+    lead = ("Three months after the water rose, the valley towns are still counting the cost, and the "
+            "council has promised a full account of what went wrong before the winter.")
+    leftover = ("Our guide to the best mountain walks of the season, from gentle afternoon strolls to "
+                "demanding ridge routes, with maps and the huts that stay open all year.")
+    pages = [_page("copy", story, "b.example", title=title),
+             _page("article", story, "a.example", title=title, lead=lead),
+             _page("leftover", story, "c.example", title=title, lead=leftover)]
+    got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
+    assert got["article"]["status"] == "unique" and got["article"]["supersedes"] == ["copy"], got["article"]
+    assert got["leftover"]["status"] == "duplicate" and got["leftover"]["duplicate_of"] == "copy", got["leftover"]

@@ -160,6 +160,28 @@ def test_an_edge_paragraph_in_the_article_block_is_new_text_in_the_global_topolo
     assert worker_verdicts(settings) == file_mode
 
 
+TITLE = "Flooding in the valley towns"
+LEAD = ("Three months after the water rose, the valley towns are still counting the cost, and the council has "
+        "promised a full account of what went wrong before the winter.")
+
+
+def test_a_standfirst_outside_the_article_block_is_new_text_in_the_global_topology_too(settings, tmp_path):
+    """A copy on another site lacking the article's standfirst comes first; the article's standfirst
+    sits in a box of its own between its title and its text, outside the article's block. Its
+    lead's mark (`article_block._leads`) travels in the signature as the block's marks do: the
+    article supersedes the copy in file mode and in the index step alike (before: its duplicate)."""
+    story = make_article(91, paragraphs=8)
+    records = [page("https://b.example/copy", wrap_in_template(story, "b.example", title=TITLE),
+                    "2024-03-09T01:00:00Z", id="copy"),
+               page("https://a.example/story", wrap_in_template(story, "a.example", title=TITLE, lead=LEAD),
+                    "2024-03-09T02:00:00Z", id="article")]
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode["article"]["status"] == "unique" and file_mode["article"]["supersedes"] == ["copy"]
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    assert worker_verdicts(settings) == file_mode
+
+
 LINE = "The council will publish the full list of the affected streets on its website next week."
 
 
