@@ -209,6 +209,28 @@ def seek_at_assignment(app: Any, topic: str, started_over: dict[int, int]) -> No
     app._new_consumer = consumer_that_seeks
 
 
+def let_go_at_revocation(app: Any, topic: str, revoke: Callable[[set[int]], None]) -> None:
+    """Make the app's consumer call `revoke` with the partitions of `topic` a rebalance revokes, before Faust waits.
+
+    Faust's revocation waits for every record taken and not acknowledged (`Consumer.wait_empty`), and so, with the
+    group, for the rest of a store rebuild and the records waiting for it (`faust_waiting.Rebuilds.revoke` lets them
+    go first). Faust's `on_partitions_revoked` signal is sent only after that wait."""
+    new_consumer = app._new_consumer
+
+    def consumer_that_lets_go() -> Any:
+        consumer = new_consumer()
+        on_revoked = consumer.on_partitions_revoked
+
+        async def on_partitions_revoked(revoked: set) -> None:
+            revoke({tp.partition for tp in revoked if tp.topic == topic})
+            await on_revoked(revoked)
+
+        consumer.on_partitions_revoked = on_partitions_revoked
+        return consumer
+
+    app._new_consumer = consumer_that_lets_go
+
+
 def timestamp_ms(message: Any) -> int | None:
     """A consumed Faust message's timestamp in milliseconds, as journaled."""
     return None if message.timestamp is None else round(message.timestamp * 1000)
@@ -438,12 +460,12 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         logging.shutdown()
         os._exit(1)
 
-    def rebuild_store(topic: str, partition: int, until: int) -> None:
+    def rebuild_store(topic: str, partition: int, until: int, why_stop: Callable[[], str | None]) -> None:
         """The partition's store brought up to `until` (in a thread); each batch it reads keeps the app in its group."""
         new = partition in new_stores
         new_stores.discard(partition)
         rebuild(keeper_for(topic, partition), settings, app.conf.id, until, new, on_progress=poll_clock_restarter(app),
-                should_stop=rebuilds.stopping.is_set)
+                should_stop=why_stop)
 
     async def judge(event: Any) -> None:
         """One record judged, its outputs in Kafka, then acknowledged (so Faust may commit its offset)."""
@@ -463,6 +485,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         rebuilds.forget({tp.partition for tp in args[0] if tp.topic == t.pages})
 
     app.on_partitions_assigned.connect(forget_waiting)
+    let_go_at_revocation(app, t.pages, rebuilds.revoke)
 
     @app.agent(pages)
     async def dedup(stream: Any) -> None:

@@ -53,7 +53,7 @@ class RebuildStalled(RuntimeError):
 
 
 class RebuildStopped(Exception):
-    """The app stops: the rebuild ended after the batch it had read (journaled); the next one goes on from there."""
+    """The app stops or its partition is revoked: the rebuild ended after its batch; the next goes on from there."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,13 @@ class Rebuilt:
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
             stall_s: float = STALL_S, on_progress: Callable[[], None] | None = None,
-            progress_s: float = PROGRESS_S, should_stop: Callable[[], bool] | None = None) -> Rebuilt | None:
+            progress_s: float = PROGRESS_S, should_stop: Callable[[], str | None] | None = None) -> Rebuilt | None:
     """Bring a partition's store up to `until` (the first record the app is to judge), emitting nothing.
 
     Returns what was read, or None when the store was not behind. `new_store`: the app made the store empty
     (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed. Every
     `progress_s` a WARNING says how many records are read, of how many, and about how long is left. `should_stop`:
-    asked after each batch; once true, the rebuild raises `RebuildStopped` (the app stops)."""
+    asked after each batch; once it names a reason ("with the app"), the rebuild raises `RebuildStopped`."""
     topic, partition = keeper.topic, keeper.partition
     start = keeper.next_offset()
     if (start or 0) >= until:
@@ -102,9 +102,9 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
             records += len(messages)
             if on_progress is not None:
                 on_progress()
-            if should_stop is not None and should_stop():
-                log.warning("%s partition %d: the rebuild of its store stops with the app at offset %d (%d of up "
-                            "to %d records read); the next start goes on from there", topic, partition,
+            if should_stop is not None and (why := should_stop()):
+                log.warning("%s partition %d: the rebuild of its store stops %s at offset %d (%d of up to %d "
+                            "records read); the next start goes on from there", topic, partition, why,
                             messages[-1].offset(), records, until - first)
                 raise RebuildStopped(f"{topic}[{partition}] at offset {messages[-1].offset()}")
             if time.monotonic() - said >= progress_s and (read := messages[-1].offset() + 1 - first) < until - first:

@@ -11,7 +11,11 @@ holds.
 When the app stops, a rebuild ends after its batch (`faust_rebuild.RebuildStopped`; the next start goes
 on from there) and the waiting records are let go unjudged and uncommitted, read again at the next
 start: Faust's stop waits for every record taken and not acknowledged, and so waited for the rest of
-the rebuild. A rebalance still waits for them (Faust's revocation does, as for any record in hand).
+the rebuild. A rebalance does the same to the partitions it revokes (`revoke`): their rebuilds end after
+their batch and their waiting records are let go, read again by whichever instance gets the partition
+(this one goes on from the offset the rebuild reached). Before, Faust's revocation waited for the rest of
+the rebuild and the group with it; the records judged meanwhile came out again from the partition's next
+owner, their offsets never committed.
 
 Why aiokafka's pause and not Faust's `Consumer.pause_partitions`: Faust's only drops the partition from
 the set its fetch loop checks each record against (`Consumer.getmany`), and the records of the batch
@@ -71,17 +75,18 @@ class Waiting:
     topic: str
     partition: int
     events: deque = field(default_factory=deque)
+    revoked: threading.Event = field(default_factory=threading.Event)  # a rebalance took it: its records go
 
 
 class Rebuilds:
     """The partitions whose store is being rebuilt, each with its waiting records.
 
-    `rebuild(topic, partition, until)` brings a partition's store up to offset `until` (blocking: it runs in a
-    thread; it is to end once `stopping` is set); `judge(event)` judges one record and acknowledges it;
+    `rebuild(topic, partition, until, why_stop)` brings a partition's store up to offset `until` (blocking: it runs in
+    a thread; it is to end once `why_stop()` names a reason); `judge(event)` judges one record and acknowledges it;
     `stop(event)` ends the app on an error of a record; `stopped()` returns once the app stops. `pauser` pauses and
     resumes a partition's fetching (`KafkaPauser`)."""
 
-    def __init__(self, pauser: Any, rebuild: Callable[[str, int, int], Any],
+    def __init__(self, pauser: Any, rebuild: Callable[[str, int, int, Callable[[], str | None]], Any],
                  judge: Callable[[Any], Awaitable[None]], stop: Callable[[Any, BaseException], None],
                  stopped: Callable[[], Awaitable[Any]]) -> None:
         self.pauser, self.rebuild, self.judge, self.stop, self.stopped = pauser, rebuild, judge, stop, stopped
@@ -101,9 +106,10 @@ class Rebuilds:
 
     def hold(self, event: Any) -> None:
         """A record of a partition that waits: judged after those before it, once its store is rebuilt."""
-        self.waiting[event.message.partition].events.append(event)
-        if self.stopping.is_set():  # none is judged any more
-            drop(self.waiting[event.message.partition])
+        waiting = self.waiting[event.message.partition]
+        waiting.events.append(event)
+        if self.stopping.is_set() or waiting.revoked.is_set():  # none is judged any more
+            drop(waiting)
 
     def start(self, event: Any) -> None:
         """Rebuild the store of the event's partition up to the event, its records waiting meanwhile, then judge them.
@@ -119,13 +125,27 @@ class Rebuilds:
         if self.watcher is None:
             self.watcher = loop.create_task(self._watch())
 
+    def revoke(self, partitions: set[int]) -> None:
+        """A rebalance revokes these partitions: their rebuilds end after their batch, their waiting records go.
+
+        Called before Faust's revocation waits for the records taken and not acknowledged: let go (`drop`), they
+        are not waited for, nor committed; the partition's next owner reads them again. Records of the partition
+        still reaching the agent are let go too (`hold`), never judged ahead of them."""
+        for partition in partitions:
+            waiting = self.waiting.get(partition)
+            if waiting is not None:
+                waiting.revoked.set()
+                drop(waiting)
+
     def forget(self, partitions: set[int]) -> None:
         """Partitions assigned again: their waiting records are the earlier assignment's, never judged now.
 
-        A rebuild still running is not stopped; the next one of its partition starts after it ends (`busy`)."""
+        A rebuild still running (to the end of its batch) is not waited for; the next one of its partition starts
+        after it ends (`busy`)."""
         for partition in partitions:
             waiting = self.waiting.pop(partition, None)
             if waiting is not None:
+                waiting.revoked.set()
                 drop(waiting)
 
     def stop_all(self) -> None:
@@ -138,21 +158,31 @@ class Rebuilds:
         await self.stopped()
         self.stop_all()
 
+    def _why_stop(self, waiting: Waiting) -> str | None:
+        """Why a rebuild of the partition is to end after its batch, or None: it goes on."""
+        if self.stopping.is_set():
+            return "with the app"
+        if waiting.revoked.is_set():
+            return "as a rebalance revokes the partition"
+        return None
+
     async def _run(self, waiting: Waiting, until: int, earlier: asyncio.Task | None) -> None:
         event = waiting.events[0]
         try:
             if earlier is not None and not earlier.done():
                 await asyncio.wait([earlier])  # the same store: one rebuild at a time
-            if self.stopping.is_set():
+            if self._why_stop(waiting) is not None:
+                drop(waiting)  # stopped or revoked meanwhile: let go, as `stop_all` and `revoke` do
                 return
-            await asyncio.to_thread(self.rebuild, waiting.topic, waiting.partition, until)
+            await asyncio.to_thread(self.rebuild, waiting.topic, waiting.partition, until,
+                                    lambda: self._why_stop(waiting))
             if len(waiting.events) > 1:
                 log.info("%s partition %d: judging the %d records that waited for its store", waiting.topic,
                          waiting.partition, len(waiting.events))
-            while waiting.events and self.waiting.get(waiting.partition) is waiting and not self.stopping.is_set():
+            while waiting.events and self._why_stop(waiting) is None:
                 event = waiting.events.popleft()
                 await self.judge(event)
-            if self.waiting.get(waiting.partition) is waiting and not self.stopping.is_set():  # not assigned again
+            if self.waiting.get(waiting.partition) is waiting and self._why_stop(waiting) is None:
                 del self.waiting[waiting.partition]
                 self.pauser.resume(waiting.topic, waiting.partition)
         except RebuildStopped:

@@ -201,3 +201,49 @@ def test_an_app_stopped_during_a_rebuild_stops_at_once_and_the_next_start_goes_o
     assert {r["url"]: (verdicts[r["url"]]["status"], verdicts[r["url"]].get("duplicate_of")) for r in copies} == {
         r["url"]: ("duplicate", expected[r["url"]].get("duplicate_of")) for r in copies}
     print(f"stopped {stop_s:.1f} s after it was asked, {after} of {len(originals)} records rebuilt")
+
+
+def test_a_rebalance_during_a_rebuild_ends_it_at_once_and_each_waiting_page_comes_out_once(settings, tmp_path):
+    """Partition 0's 1,000 pages were judged elsewhere, 10 copies of them and 5 new pages follow; partition 1 is
+    empty (B's share). App A (new state folder) rebuilds partition 0's store one record a batch (12-25 s here); 1 s in, app B
+    joins the group. The rebalance does not wait for the rebuild: A's ends after its batch, its waiting records
+    are let go uncommitted, and the group is assigned again at once; whichever app gets partition 0 rebuilds on
+    (A from the offset it reached) and each of the 15 pages comes out once, the copies duplicates, then the
+    group's offset passes them. Before: A's revocation waited for the whole rebuild and the group with it (no
+    partition judged on either app meanwhile); after ~10 s the broker dropped A, whose 15 pages, judged during
+    the revocation, were never committed and came out again from the partition's next owner."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(settings.client())
+    admin.create_topics([NewTopic(settings.topics.pages, num_partitions=2)])[settings.topics.pages].result(30)
+    ensure_topics(settings)
+    stories = quick_stories(1000)
+    zero = [page(f"https://rzero.example/{i}", wrap_in_template(story, "rzero")) for i, story in enumerate(stories)]
+    later = ([page(f"https://rcopy.example/{i}", wrap_in_template(story, "rcopy")) for i, story in enumerate(stories[:10])]
+             + article_pages("rnew", list(range(9300, 9305))))
+    produce(settings, 0, zero + later)
+    commit(settings, {0: len(zero), 1: 0})
+    whole = f"store rebuilt from offsets 0..{len(zero) - 1} ({len(zero)} records)"
+    (tmp_path / "b").mkdir()  # B's own state folder
+    with app_running(settings, tmp_path, "a.log", "--verbose", env={"STREAMDEDUP_BATCH_SIZE": "1"}) as a_log:
+        wait_for(a_log, f"rebuilding it from offsets 0..{len(zero) - 1}", timeout_s=120)
+        time.sleep(1)
+        joined = time.monotonic()
+        with app_running(settings, tmp_path / "b", "b.log", "--verbose") as b_log:
+            wait_for(b_log, "Setting newly assigned partitions", timeout_s=120)
+            assigned_s = time.monotonic() - joined
+            assert whole not in a_log.read_text(), f"the rebalance waited for A's rebuild ({assigned_s:.1f} s)"
+            got = outcomes(settings, len(later), timeout_s=120)
+            offset = committed_offset(settings, len(zero) + len(later), timeout_s=30)
+    a_text, b_text = a_log.read_text(), b_log.read_text()
+    logs = f"A:\n{a_text[-2500:]}\nB:\n{b_text[-2500:]}"
+    assert len(got) == len(later), logs  # and none twice (`outcomes`)
+    assert offset == len(zero) + len(later), logs
+    stopped = re.search(r"partition 0: the rebuild of its store stops as a rebalance revokes the partition at offset "
+                        r"(\d+)", a_text)
+    assert stopped is not None, logs
+    verdicts = {url.decode(): orjson.loads(m.value())["dedup"]["status"] for url, (_, m) in got.items()}
+    assert [verdicts[r["url"]] for r in later] == ["duplicate"] * 10 + ["unique"] * 5
+    owner = "A" if "partition 0: store rebuilt" in a_text else "B"
+    print(f"B assigned {assigned_s:.1f} s after it started; A's rebuild stopped at {stopped.group(1)}; "
+          f"partition 0 then rebuilt by {owner}")
