@@ -17,7 +17,8 @@ partitions (`faust_waiting`). The app keeps its partitions however long it takes
 group once its consumer has fetched nothing for `broker_max_poll_interval` (faust-streaming#138: the app
 then hangs), and Faust fetches nothing while the agent's buffer is full, so every batch the rebuild reads
 counts as a fetch of the app's consumer (`on_progress`, `faust_app.poll_clock_restarter`). A rebuild that
-reads nothing stops the app after `STALL_S` instead. A cut-short rebuild goes on from its last record.
+reads nothing stops the app after `STALL_S` instead, and so does one whose records are gone (`RebuildCutOff`:
+the topic deleted or created again under it). A cut-short rebuild goes on from its last record.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class Replaying(Protocol):
 
 class RebuildStalled(RuntimeError):
     """The records to rebuild a store from could not be read: one line, the fix named."""
+
+
+class RebuildCutOff(RuntimeError):
+    """The partition no longer holds the records to rebuild from (its topic created again): one line, the fix named."""
 
 
 class RebuildStopped(Exception):
@@ -141,14 +146,17 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                stall_s: float) -> Iterator[list[Any]]:
     """The partition's records from `first` up to (not including) `until`, in batches of at most `batch_size`.
 
-    Raises `RebuildStalled` if nothing is read for `stall_s` before `until` (a broker away)."""
+    Raises `RebuildStalled` if nothing is read for `stall_s` before `until` (a broker away), `RebuildCutOff` if the
+    partition ends below `until` or its offsets go back (the consumer found its position gone and read from the
+    start): the topic was deleted or created again, and what it holds now is not what the app read."""
     from confluent_kafka import KafkaError
 
     consumer.assign([topic_partition(topic, partition, first)])
     position, progress = first, time.monotonic()
     while position < until:
         batch: list[Any] = []
-        at_end = False
+        at_end = reached = False
+        back: int | None = None  # the offset the partition's records went back to
         for message in consumer.consume(batch_size, timeout=0.5):
             error = message.error()
             if error is not None and error.code() == KafkaError._PARTITION_EOF:
@@ -157,14 +165,23 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                 log.warning("reading %s[%d] to rebuild its store: %s", topic, partition, error)
             if error is not None:
                 continue
+            if message.offset() < (batch[-1].offset() + 1 if batch else position):
+                back = message.offset()
+                break
             if message.offset() >= until:
-                at_end = True
+                reached = True
                 break
             batch.append(message)
         if batch:
             yield batch
             position, progress = batch[-1].offset() + 1, time.monotonic()
-        if at_end:
+        if back is not None or (at_end and not reached and position < until):
+            where = f"went back to offset {back}" if back is not None else f"ends at offset {position}"
+            raise RebuildCutOff(f"{topic}[{partition}] {where} while its store was rebuilt up to offset {until}: the "
+                                "topic was deleted or created again under the app, and records the app read are gone. "
+                                "Start the app again: it finds the partition started over (on_topic_reset says "
+                                "whether it reads it again or refuses)")
+        if at_end or reached:
             return
         if time.monotonic() - progress > stall_s:
             raise RebuildStalled(f"could not read {topic}[{partition}] at offset {position} for {stall_s:.0f} s to "
@@ -172,4 +189,5 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                                  "answers")
 
 
-__all__ = ["PROGRESS_S", "STALL_S", "RebuildStalled", "RebuildStopped", "Rebuilt", "read_range", "rebuild"]
+__all__ = ["PROGRESS_S", "STALL_S", "RebuildCutOff", "RebuildStalled", "RebuildStopped", "Rebuilt", "read_range",
+           "rebuild"]
