@@ -83,8 +83,8 @@ class Rebuilds:
 
     `rebuild(topic, partition, until, why_stop)` brings a partition's store up to offset `until` (blocking: it runs in
     a thread; it is to end once `why_stop()` names a reason); `judge(event)` judges one record and acknowledges it;
-    `stop(event)` ends the app on an error of a record; `stopped()` returns once the app stops. `pauser` pauses and
-    resumes a partition's fetching (`KafkaPauser`)."""
+    `stop(message, error)` ends the app on an error of a record (its Faust message, as the agent passes it);
+    `stopped()` returns once the app stops. `pauser` pauses and resumes a partition's fetching (`KafkaPauser`)."""
 
     def __init__(self, pauser: Any, rebuild: Callable[[str, int, int, Callable[[], str | None]], Any],
                  judge: Callable[[Any], Awaitable[None]], stop: Callable[[Any, BaseException], None],
@@ -190,7 +190,7 @@ class Rebuilds:
         except BaseException as err:  # noqa: BLE001 - a task's error would be silent: the app stops, as the agent's
             if isinstance(err, asyncio.CancelledError):
                 raise
-            self.stop(event, err)
+            self.stop(event.message, err)  # the record, as the agent passes it: an event has no topic or offset
 
 
 def drop(waiting: Waiting) -> None:
