@@ -10,7 +10,10 @@ Faust's consumer reads them (uncommitted records included), and decided in order
 topology's step (`topologies.local.decide`), each journaled as a judged record is
 (`JournalKeeper.replay`), nothing sent: their outputs are in Kafka. The verdicts that follow are
 those of a run that lost nothing, except for pages whose records the topic no longer holds
-(retention), which the rebuild says.
+(retention), which the rebuild says: those gone before it starts in its first line, those deleted while
+it reads (its offsets jump past them, `read_range`) in one WARNING at its end, with their offsets and the
+fix. A jump of the offsets is told apart from transaction markers and compacted records, which leave
+gaps too, by the partition's start (low watermark): only offsets below it were deleted.
 
 A rebuild runs in a thread; meanwhile the partition's records wait and the app judges its other
 partitions (`faust_waiting`). The app keeps its partitions however long it takes: aiokafka leaves the
@@ -63,12 +66,31 @@ class RebuildStopped(Exception):
 
 @dataclass(frozen=True)
 class Rebuilt:
-    """What a rebuild read: offsets `first` up to (not including) `until`, `records` of them, in `seconds`."""
+    """What a rebuild read: offsets `first` up to (not including) `until`, `records` of them, in `seconds`.
+
+    `lost`: offsets of the range that retention deleted while it was read (not replayed)."""
 
     first: int
     until: int
     records: int
     seconds: float
+    lost: int = 0
+
+
+def spans(ranges: list[tuple[int, int]], most: int = 5) -> str:
+    """Offset ranges (first, until) as "a..b, c..d", the first `most` of them, then how many more."""
+    said = ", ".join(f"{a}..{b - 1}" if b - a > 1 else str(a) for a, b in ranges[:most])
+    return said + (f" and {len(ranges) - most} more ranges" if len(ranges) > most else "")
+
+
+def say_lost(topic: str, partition: int, lost: list[tuple[int, int]], until: int) -> None:
+    """The one WARNING of a rebuild whose records retention deleted while it read them."""
+    if lost:
+        log.warning("%s partition %d: up to %d records were deleted by retention while its store was rebuilt from them "
+                    "(offsets %s): they are not in the store, so the pages judged from offset %d on are judged "
+                    "without them and copies of them come out unique. Give the pages topic a retention.ms longer "
+                    "than a rebuild takes to read it (or accept it)", topic, partition,
+                    sum(b - a for a, b in lost), spans(lost), until)
 
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
@@ -86,6 +108,7 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
         return None
     started = time.monotonic()
     consumer = range_consumer(settings, group_id)
+    gone: list[tuple[int, int]] = []  # offset ranges retention deleted while they were read
     try:
         low, _ = consumer.get_watermark_offsets(topic_partition(topic, partition), timeout=stall_s)
         first = max(start or 0, low)
@@ -102,7 +125,8 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
                     "other partitions and keeps them all)%s",
                     topic, partition, what, until, first, until - 1, until - first, lost)
         records, said = 0, time.monotonic()
-        for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s):
+        for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s,
+                                   on_lost=lambda a, b: gone.append((a, b))):
             keeper.replay(messages, until)
             records += len(messages)
             if on_progress is not None:
@@ -120,7 +144,8 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
                             said - started, rate, (until - first - read) / max(rate, 1e-3))
     finally:
         consumer.close()
-    done = Rebuilt(first, until, records, time.monotonic() - started)
+        say_lost(topic, partition, gone, until)  # once, whether the rebuild ends, stops or fails
+    done = Rebuilt(first, until, records, time.monotonic() - started, sum(b - a for a, b in gone))
     log.warning("%s partition %d: store rebuilt from offsets %d..%d (%d records) in %.1f s; judging from %d",
                 topic, partition, first, until - 1, records, done.seconds, until)
     return done
@@ -143,12 +168,14 @@ def topic_partition(topic: str, partition: int, offset: int | None = None) -> An
 
 
 def read_range(consumer: Any, topic: str, partition: int, first: int, until: int, batch_size: int,
-               stall_s: float) -> Iterator[list[Any]]:
+               stall_s: float, on_lost: Callable[[int, int], None] | None = None) -> Iterator[list[Any]]:
     """The partition's records from `first` up to (not including) `until`, in batches of at most `batch_size`.
 
     Raises `RebuildStalled` if nothing is read for `stall_s` before `until` (a broker away), `RebuildCutOff` if the
     partition ends below `until` or its offsets go back (the consumer found its position gone and read from the
-    start): the topic was deleted or created again, and what it holds now is not what the app read."""
+    start): the topic was deleted or created again, and what it holds now is not what the app read. Offsets the
+    read jumps past that retention deleted (below the partition's start, `deleted`) are passed to `on_lost` as
+    (first, until) before the batch after them; the rest of the range deleted ends the read there."""
     from confluent_kafka import KafkaError
 
     consumer.assign([topic_partition(topic, partition, first)])
@@ -157,6 +184,7 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
         batch: list[Any] = []
         at_end = reached = False
         back: int | None = None  # the offset the partition's records went back to
+        gaps: list[tuple[int, int]] = []  # offsets jumped past: deleted, or transaction markers, or compacted
         for message in consumer.consume(batch_size, timeout=0.5):
             error = message.error()
             if error is not None and error.code() == KafkaError._PARTITION_EOF:
@@ -165,13 +193,23 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
                 log.warning("reading %s[%d] to rebuild its store: %s", topic, partition, error)
             if error is not None:
                 continue
-            if message.offset() < (batch[-1].offset() + 1 if batch else position):
+            expected = batch[-1].offset() + 1 if batch else position
+            if message.offset() < expected:
                 back = message.offset()
                 break
+            if message.offset() > expected:
+                gaps.append((expected, min(message.offset(), until)))
             if message.offset() >= until:
                 reached = True
                 break
             batch.append(message)
+        end = batch[-1].offset() + 1 if batch else position
+        if at_end and not reached and back is None and end < until:
+            gaps.append((end, until))  # the partition ends first: the rest deleted (below its start), or gone
+        for a, b in deleted(consumer, topic, partition, gaps, stall_s) if back is None else []:
+            if on_lost is not None:
+                on_lost(a, b)
+            reached = reached or b == until  # the rest of the range deleted by retention: nothing more to read
         if batch:
             yield batch
             position, progress = batch[-1].offset() + 1, time.monotonic()
@@ -187,6 +225,26 @@ def read_range(consumer: Any, topic: str, partition: int, first: int, until: int
             raise RebuildStalled(f"could not read {topic}[{partition}] at offset {position} for {stall_s:.0f} s to "
                                  f"rebuild its store up to offset {until}: start the app again once the broker "
                                  "answers")
+
+
+def deleted(consumer: Any, topic: str, partition: int, gaps: list[tuple[int, int]],
+            stall_s: float) -> list[tuple[int, int]]:
+    """The parts of the offset gaps (first, until) a read jumped past that retention deleted: those below the start.
+
+    A gap is also left by transaction markers (control records, never delivered) and by compaction: those offsets
+    are at or above the partition's start (its low watermark), asked once for all the batch's gaps. Retention
+    deleting on while it is asked counts a marker just below the new start as lost too: an upper bound."""
+    if not gaps:
+        return []
+    from confluent_kafka import KafkaException
+
+    try:
+        low, _ = consumer.get_watermark_offsets(topic_partition(topic, partition), timeout=stall_s)
+    except KafkaException as err:
+        log.warning("%s partition %d: the rebuild of its store jumped past offsets %s, and whether retention deleted "
+                    "them (rather than transaction markers) could not be asked: %s", topic, partition, spans(gaps), err)
+        return []
+    return [(a, min(b, low)) for a, b in gaps if low > a]
 
 
 __all__ = ["PROGRESS_S", "STALL_S", "RebuildCutOff", "RebuildStalled", "RebuildStopped", "Rebuilt", "read_range",
