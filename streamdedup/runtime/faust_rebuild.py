@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from streamdedup.runtime.retention import deleted_by_retention
 from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topics import consumer_settings
 
@@ -244,7 +245,7 @@ def deleted(consumer: Any, topic: str, partition: int, gaps: list[tuple[int, int
         log.warning("%s partition %d: the rebuild of its store jumped past offsets %s, and whether retention deleted "
                     "them (rather than transaction markers) could not be asked: %s", topic, partition, spans(gaps), err)
         return []
-    return [(a, min(b, low)) for a, b in gaps if low > a]
+    return [part for a, b in gaps if (part := deleted_by_retention(a, b, low)) is not None]
 
 
 __all__ = ["PROGRESS_S", "STALL_S", "RebuildCutOff", "RebuildStalled", "RebuildStopped", "Rebuilt", "read_range",

@@ -51,6 +51,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from streamdedup.runtime import topics
 from streamdedup.runtime.record_identity import record_digest
+from streamdedup.runtime.retention import deleted_by_retention
 from streamdedup.runtime.settings import ON_TOPIC_RESET
 
 READ_TIMEOUT_S = 5.0  # how long the records are waited for (Tansu answers a read past the end with nothing)
@@ -181,7 +182,7 @@ def _by_watermarks(low: int, high: int, expected: int) -> Finding:
     if high <= expected:
         return Finding(True, True, f"the partition now ends at offset {high}, at or below the offset {expected} "
                                    "of the record the store read last", high)
-    if low > expected:
+    if deleted_by_retention(expected, expected + 1, low):
         return Finding(False, False, f"offset {expected} was deleted by retention (the partition starts at {low})",
                        high)
     return Finding(False, False, f"the record at offset {expected} could not be read within {READ_TIMEOUT_S:g} s",
