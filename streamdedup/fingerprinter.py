@@ -145,6 +145,14 @@ class Fingerprinted:
         missed-content test)."""
         return line_hashes(self.visible)
 
+    @_made_once
+    def text_hashes(self) -> np.ndarray:
+        """The main text's line hashes (`line_hashes`), made once for its text.
+
+        Asked by the site's template and its shown lines, and by the article-block marks
+        (`own_text`); `replaced` with another text drops them (or takes the new text's)."""
+        return line_hashes(self.text)
+
     def replaced(self, **changes: Any) -> Fingerprinted:
         """A copy with these fields changed.
 
@@ -156,6 +164,8 @@ class Fingerprinted:
             # fingerprinted again (its site's template taken off): a cut page's exact signature stays
             # its whole text's hash, or a page sharing only its first 2 M characters matched it `exact`
             copy.signatures = {**signatures, ExactMethod.name: self.signatures.get(ExactMethod.name)}
+        if "text" in changes and "text_hashes" not in changes:
+            copy.__dict__.pop("text_hashes", None)
         if "page" in changes:
             copy.__dict__.pop("site_hash", None)
             copy.__dict__.pop("template_hash", None)

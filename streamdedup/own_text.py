@@ -11,7 +11,7 @@ import numpy as np
 
 from streamdedup.clean.article_block import LazyInside
 from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
-from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, line_hashes, without_lines
+from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
 from streamdedup.fingerprints.wordpairs import (
     WordPairsMethod,
@@ -103,7 +103,7 @@ def _placed(item: Fingerprinted) -> Fingerprinted:
         return item
     if not (paragraph_words(signature.paragraphs) < EDGE_PARAGRAPH_WORDS).any():
         return item
-    placed = with_article(signature, LazyInside(item.page, item.text, signature.line_hashes))
+    placed = with_article(signature, LazyInside(item.page, item.text, signature.line_hashes, item.text_hashes))
     return item.replaced(signatures={**item.signatures, WordPairsMethod.name: placed})
 
 
@@ -138,7 +138,7 @@ def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fin
     marked = mark_shown(signature, furniture) if len(signature.paragraphs) else signature
     method = next((m for m in fingerprinter.methods if isinstance(m, WordPairsMethod)), None)
     if method is not None:
-        marked = with_shown_lines(marked, method, item.text, line_hashes(item.text), furniture, item.page.lang)
+        marked = with_shown_lines(marked, method, item.text, item.text_hashes, furniture, item.page.lang)
     if marked is signature:
         return item
     return item.replaced(signatures={**item.signatures, WordPairsMethod.name: marked})
@@ -163,7 +163,7 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
         item = read
     if item.layout_asked:
         if item.rejection is None:
-            hashes = line_hashes(item.text)
+            hashes = item.text_hashes
             judged = _judged(item, site, fingerprinter, params, hashes, learned=_learned_read(item.layout_seen))
             if judged is not None:
                 _learn_layout(item, site, fingerprinter)
@@ -185,7 +185,7 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
         item = again
     elif item.rejection is not None:
         return item.rejection
-    hashes = line_hashes(item.text)
+    hashes = item.text_hashes
     judged = _judged(item, site, fingerprinter, params, hashes, learned=False)
     assert judged is not None  # (only a learned read is found hollow)
     _learn_lines(item, site, params, hashes)
@@ -254,7 +254,8 @@ def _judged(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinte
                   "too little own text is left")
         return Outcome(item.record, Rejection(Reason.TEMPLATE_ONLY.value, detail, item.origin).as_dict(), item.origin,
                        line=item.line)
-    return item.replaced(signatures=signatures, text=text, template_known=True)
+    kept = hashes[~np.asarray(template, dtype=np.bool_)]  # the kept lines' hashes: `text`'s (`without_lines`)
+    return item.replaced(signatures=signatures, text=text, text_hashes=kept, template_known=True)
 
 
 def _missed_own_text(item: Fingerprinted, site: SiteTemplate, hashes: LineHashes,

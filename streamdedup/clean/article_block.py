@@ -41,7 +41,7 @@ _WIDE = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u0f00-\u0fff\u3040
 UNKNOWN, INSIDE, OUTSIDE = -1, 1, 0
 
 
-def inside_marks(page: Page, text: str, hashes: np.ndarray) -> np.ndarray:
+def inside_marks(page: Page, text: str, hashes: np.ndarray, found: np.ndarray | None = None) -> np.ndarray:
     """Of the lines of `text` whose hashes (`clean.template.line_hashes`) are `hashes`: in the article's block or not.
 
     bool per hash: True where the line is `INSIDE` (`article_lines`); False where it is outside,
@@ -49,14 +49,14 @@ def inside_marks(page: Page, text: str, hashes: np.ndarray) -> np.ndarray:
     HTML or is longer than `MAX_HTML_CHARS` (the old rule: `verdict.new_text._new_of`). File mode
     asks where they decide (`LazyInside`); the global topology's fingerprint step of every page,
     and they travel in its encoded word-pairs signature (`fingerprints.wordpairs`): both read the
-    same marks."""
+    same marks. `found`: the hashes of all of `text`'s lines, if the caller has them (made here if not)."""
     none = np.zeros(len(hashes), dtype=np.bool_)
     if not len(hashes):
         return none
     html = page_html(page)
     if not html:
         return none
-    found, marks = line_hashes(text), article_lines(html, text)
+    found, marks = line_hashes(text) if found is None else found, article_lines(html, text)
     if len(found) != len(marks) or not (marks == INSIDE).any():
         return none
     order = np.argsort(found, kind="stable")
@@ -73,17 +73,17 @@ class LazyInside:
     global topology's fingerprint step calls it for every page (`own_text.placed_now`): its index
     step judges a page from its encoded signature, which carries the marks."""
 
-    __slots__ = ("_hashes", "_marks", "_page", "_text")
+    __slots__ = ("_found", "_hashes", "_marks", "_page", "_text")
 
-    def __init__(self, page: Page, text: str, hashes: np.ndarray) -> None:
+    def __init__(self, page: Page, text: str, hashes: np.ndarray, found: np.ndarray | None = None) -> None:
         self._page: Page | None = page
-        self._text, self._hashes = text, hashes
+        self._text, self._hashes, self._found = text, hashes, found
         self._marks: np.ndarray | None = None
 
     def __call__(self) -> np.ndarray:
         if self._marks is None:
             page, self._page = self._page, None
-            self._marks = (inside_marks(page, self._text, self._hashes) if page is not None
+            self._marks = (inside_marks(page, self._text, self._hashes, self._found) if page is not None
                            else np.zeros(len(self._hashes), dtype=np.bool_))
         return self._marks
 
