@@ -26,7 +26,7 @@ from streamdedup.fingerprints.wordpairs import (
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.new_text import EDGE_PARAGRAPH_WORDS
+from streamdedup.verdict.line_places import EDGE_PARAGRAPH_WORDS
 
 
 def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter) -> Fingerprinted | Outcome:
@@ -95,7 +95,7 @@ def _placed(item: Fingerprinted) -> Fingerprinted:
     """The page's word-pair signature with which of its kept paragraphs sit in its article's block, found when asked.
 
     `clean.article_block.LazyInside`: a parse of its HTML (web dev 4-5 CPU ms), only where a new
-    line at a copy's edge would be excused without the marks (`new_text._new_of`); `placed_now`
+    line at a copy's edge would be excused without the marks (`line_places.counted_new`); `placed_now`
     finds them at once. A page whose kept paragraphs are all `EDGE_PARAGRAPH_WORDS` long needs
     none (those count wherever they sit)."""
     signature = item.signatures.get(WordPairsMethod.name)

@@ -46,7 +46,7 @@ def inside_marks(page: Page, text: str, hashes: np.ndarray, found: np.ndarray | 
 
     bool per hash: True where the line is `INSIDE` (`article_lines`); False where it is outside,
     not asked or not found, and for every line of a page whose content cannot be decoded, is not
-    HTML or is longer than `MAX_HTML_CHARS` (the old rule: `verdict.new_text._new_of`). File mode
+    HTML or is longer than `MAX_HTML_CHARS` (the old rule: `verdict.line_places.counted_new`). File mode
     asks where they decide (`LazyInside`); the global topology's fingerprint step of every page,
     and they travel in its encoded word-pairs signature (`fingerprints.wordpairs`): both read the
     same marks. `found`: the hashes of all of `text`'s lines, if the caller has them (made here if not)."""

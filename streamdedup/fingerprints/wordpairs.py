@@ -52,7 +52,7 @@ with a digit, 3 bits, and a 5-bit hash of them in text order), stored after the 
 **Article block.** Whether each kept paragraph sits in its page's article block (`inside`:
 `clean.article_block.inside_marks`) is a bit a paragraph after the numbers, written where one is
 set (a record without them, of 0.17.0 or before, or of a page with none inside, reads none: the
-old rule). `new_text._new_of` counts a new line at a copy's edge on another site at any length
+old rule). `line_places.counted_new` counts a new line at a copy's edge on another site at any length
 where it is inside. The global topology's fingerprint step finds them for every page
 (`own_text.placed_now`; its index step judges from the encoded signature, 2 bytes a page of 9-16
 paragraphs); file mode judges in memory and finds them only where they decide (`article`).
@@ -175,7 +175,7 @@ class WordPairsSignature:
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
     # of each kept paragraph: whether it sits in its page's article block (`clean.article_block.inside_marks`;
     # empty: not known, a record of 0.17.0 or before, or none inside); the page's own side reads it
-    # (`new_text._new_of`)
+    # (`line_places.counted_new`)
     inside: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     # the marks found when first called (`clean.article_block.LazyInside`: file mode's way, where they
     # decide); None: `inside` says all that is known; not encoded

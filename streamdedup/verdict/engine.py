@@ -79,15 +79,15 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 12: a page whose main text was cut (`max_text_chars`) is no duplicate, only related (`as_cut`)
 # 13: a cut page is the duplicate of an earlier one with the same whole text (`exact`: `Texts.main_hash`)
 # 14: every paragraph inside a copy on another site is judged, not only its 16 longest (`new_paragraphs`),
-#     past them one in the place of the other's of about its length as its edit (`_edits_past_longest`);
+#     past them one in the place of the other's of about its length as its edit (`edits_past_longest`);
 #     Arabic-script, Greek and Turkish texts folded (clean/normalize.py: their fingerprints moved);
 #     a paragraph's words are its word-equivalents (`wordpairs.letter_units`: Korean, Malayalam, ...)
 # 15: of the copies holding as much of a page, one lacking none of its paragraphs is named (`decide`)
 # 16: a paragraph stating other numbers than its counterpart (as many) is new text (`new_text.numbers_changed`)
 # 17: a new line at a copy's edge on another site counts at any length where it sits in the page's
-#     article block (`clean.article_block`); a host's lines sit outside it (`new_text._new_of`)
+#     article block (`clean.article_block`); a host's lines sit outside it (`line_places.counted_new`)
 # 18: a new line of 15+ words inside a copy, where the other page has none it lacks, is new text
-#     (`new_text._inserted`: an article crawled after a light edit that dropped one of its lines)
+#     (`line_places.inserted_line`: an article crawled after a light edit that dropped one of its lines)
 # 19: a line outside the article block, after the page's first <h1> and before the block, sharing a
 #     word with the title before it, is the article's lead: marked as in the block (`article_block._leads`)
 RULES_VERSION = 19

@@ -4,7 +4,8 @@ The engine (verdict/engine.py) asks them of each linked candidate: the shares of
 page lacks of the other (`new_shares_of`, `fingerprints/wordpairs.py`), made shares of new text in
 runs (`in_runs`) and less the lines the page's site showed before (`without_shown`); then, where
 they can move a relation (`paragraphs_asked`), the longest new paragraph each way
-(`new_paragraphs`, from the paragraph sketches). `NewTextTolerance` (verdict/policy.py) judges them.
+(`new_paragraphs`, from the paragraph sketches; which of them count by where they stand in the copy:
+verdict/line_places.py). `NewTextTolerance` (verdict/policy.py) judges them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from streamdedup.fingerprints.kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import (
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
-    TAIL,
     lines_hashed,
     paragraph_values,
     paragraph_words,
@@ -26,7 +26,17 @@ from streamdedup.fingerprints.wordpairs import (
 )
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Methods, SignatureColumns
-from streamdedup.verdict.policy import EDITED_LENGTH, NewText, NewTextTolerance
+from streamdedup.verdict.line_places import (
+    CROSS_SITE_PARAGRAPHS,
+    EVERY_EDGE,
+    NO_EDGE,
+    counted_new,
+    edits_past_longest,
+    inserted_line,
+    replaced_edges,
+    took_a_place,
+)
+from streamdedup.verdict.policy import NewText, NewTextTolerance
 
 # the method that measures how much of a page is absent from a candidate (its `new_shares`)
 NEW_TEXT_METHOD = "wordpairs"
@@ -88,14 +98,14 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     (`_absent_from`; sketches: `fingerprints/wordpairs.py`): an edited paragraph keeps most of its
     values, new text none but by chance. Every paragraph is judged; against a capped sketch, only
     those longer than its shortest kept. At a copy's edges on another site, new lines count as
-    `_replaced_edges` says, or not at all on a long page (`CROSS_SITE_PARAGRAPHS`). int64 arrays,
+    `replaced_edges` says, or not at all on a long page (`CROSS_SITE_PARAGRAPHS`). int64 arrays,
     0 where none or not measured; then whether a new paragraph of one stands in the place of one
-    of the other's (`_took_a_place`; not known where edges are not, nor against a capped sketch
+    of the other's (`took_a_place`; not known where edges are not, nor against a capped sketch
     but on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
     and the words of each one's longest new paragraph with those at its edges counted too (`EVERY_EDGE`),
     which `supersedes` asks of the candidate (`engine.relation`); whether a paragraph of the page
     states other numbers than its counterpart (`numbers_changed`); and whether each page has a new
-    line inside the copy where the other has nothing it lacks (`_inserted`; not known against a
+    line inside the copy where the other has nothing it lacks (`inserted_line`; not known against a
     capped sketch)."""
     count = len(stored)
     mine_words, their_words = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
@@ -144,28 +154,29 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2], equal)
         their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2], equal.T)
         if unplaced and not either_capped:  # past the 16 longest, an edit's place is read as an edit
-            mine_new, their_new = (_edits_past_longest(mine_new, whole[2], their_new, theirs[2]),
-                                   _edits_past_longest(their_new, theirs[2], mine_new, whole[2]))
+            mine_new, their_new = (edits_past_longest(mine_new, whole[2], their_new, theirs[2]),
+                                   edits_past_longest(their_new, theirs[2], mine_new, whole[2]))
         edges = (EVERY_EDGE if one_site else NO_EDGE if unplaced
-                 else _replaced_edges(mine_new, their_new))
+                 else replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
         swapped = not unplaced and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
-        words, places = _new_of(whole, mine_new, (theirs[2], theirs_capped), edges, swapped, placed)
-        their, their_places = _new_of(theirs, their_new, (whole[2], whole_capped), edges, swapped)
+        words, places = counted_new(whole, mine_new, (theirs[2], theirs_capped), edges, swapped, placed)
+        their, their_places = counted_new(theirs, their_new, (whole[2], whole_capped), edges, swapped)
         mine_words[i] = mine_edge[i] = words.max(initial=0)
         their_words[i] = their_edge[i] = their.max(initial=0)
         if edges != EVERY_EDGE and not unplaced:  # the edges' new lines, excused above, counted
-            mine_edge[i] = _new_of(whole, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)[0].max(initial=0)
-            their_edge[i] = _new_of(theirs, their_new, (whole[2], whole_capped), EVERY_EDGE, swapped)[0].max(initial=0)
+            mine_all, _ = counted_new(whole, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)
+            their_all, _ = counted_new(theirs, their_new, (whole[2], whole_capped), EVERY_EDGE, swapped)
+            mine_edge[i], their_edge[i] = mine_all.max(initial=0), their_all.max(initial=0)
         # places are known where neither sketch is capped or cut, or on one site where both are capped:
-        # each page's paragraphs are then judged past the other's shortest kept (`_new_of`), and both
+        # each page's paragraphs are then judged past the other's shortest kept (`counted_new`), and both
         # keep those in text order
         both_capped = one_site and whole_capped and theirs_capped
         if (not unplaced or both_capped) and len(words) and len(their):
-            replaced[i] = _took_a_place(words, places, their, their_places)
+            replaced[i] = took_a_place(words, places, their, their_places)
         if not either_capped:  # a line one page holds inside the copy, with nothing of the other's in its place
-            inserted[i] = len(words) > 0 and _inserted(mine_new, whole[1], their_new, floor)
-            their_inserted[i] = len(their) > 0 and _inserted(their_new, theirs[1], mine_new, floor)
+            inserted[i] = len(words) > 0 and inserted_line(mine_new, whole[1], their_new, floor)
+            their_inserted[i] = len(their) > 0 and inserted_line(their_new, theirs[1], mine_new, floor)
     return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
 
 
@@ -204,106 +215,13 @@ def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.nd
     return bool((counterpart & same_count & ~stated_there).any())
 
 
-def _took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, their_places: np.ndarray) -> bool:
-    """Whether a new paragraph of one page stands where one of the other's is, of another length.
-
-    Any such pair, not only the two pages' longest: an article with two paragraphs replaced by
-    shorter text has them at two places. A paragraph with one of the other's in its place within a
-    few words of its length (`EDITED_LENGTH`) is that one edited, whatever else stands there (a
-    light edit that changed a short line and dropped the next one)."""
-    same = places[:, None] == their_places[None, :]
-    edited = np.abs(words[:, None] - their[None, :]) <= EDITED_LENGTH
-    shown = (words[:, None] == 0) | (their[None, :] == 0)  # a line the site showed before: no new text
-    replaced = (same & ~edited & ~shown).any(axis=1) & ~(same & edited).any(axis=1)
-    return bool(replaced.any())
-
-
-def _inserted(new: np.ndarray, words: np.ndarray, their_new: np.ndarray, floor: int) -> bool:
-    """Whether a new paragraph of the page stands inside the copy where the other page has nothing it lacks.
-
-    Inside: between two of the page's paragraphs found in the other (not at an edge, where a host
-    adds its lines). Its place (the found paragraphs before it) holds none of the other's
-    paragraphs absent from the page, so it is no edited nor replaced one (`_took_a_place` reads
-    those): the other page never had it, or dropped it (a light edit that dropped a line of 12-19
-    words, the original crawled after it: multilingual dev's content-loss edges). Only a line
-    `EDITED_LENGTH` words past the sketch's shortest (`floor`, 12) counts: an edit of a few words
-    moves a line across the floor, and the other page may hold it unsketched (web dev: an 11-word
-    line a light edit grew to 12 read as inserted). A line its site showed before (0 words) is the
-    site's. `new`, `their_new`: `_absent_from` of each page's paragraphs, uncapped sketches."""
-    found = ~new
-    if not new.any() or found.sum() < 2:
-        return False
-    places = np.cumsum(found) - found
-    their_places = (np.cumsum(~their_new) - ~their_new)[their_new]
-    inside = new & (words >= floor + EDITED_LENGTH) & (places > 0) & (places < int(found.sum()))
-    return bool(inside.any() and not np.isin(places[inside], their_places).all())
-
-
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)
 AGREEING_VALUES = 3
-# against a page of another site with more paragraphs than this (either page), where its edges are is
-# not known: a new host's teasers and widgets of 20-40 words look like paragraphs, and its new lines
-# before the first found paragraph or after the last are excused (`NO_EDGE`), as they were when only
-# the 16 longest paragraphs of such pages were judged (on web dev, judging them all at the edges
-# found 4 fewer duplicates). Inside the copy, between paragraphs the other has, every paragraph is
-# judged: a new one there is the copy's own text (a crawler's review: 12 of 16 copies of 1,200-word
-# articles with a 20-49-word paragraph added inside were duplicates when only the longest were judged).
-CROSS_SITE_PARAGRAPHS = 16
-
-
-def _edits_past_longest(new: np.ndarray, lengths: np.ndarray, their_new: np.ndarray,
-                        their_lengths: np.ndarray) -> np.ndarray:
-    """`new` less the paragraphs past the 16 longest that stand where one of the other's of their length is.
-
-    Against another site's long page, paragraphs past the 16 longest were not judged until 0.15.0;
-    judged, a short paragraph of a light edit (2-5 % of the words changed) sometimes keeps none of
-    its 4 values and reads new (test splits: 5 light edits of long pages kept). Where the other
-    page lacks a paragraph of about its length (`EDITED_LENGTH`) in its place, it is read as that
-    one edited, as `_took_a_place` reads it; a paragraph added there, where the other lacks none,
-    is new text (a crawler's review: 12 of 24 such paragraphs of 20-49 words were dropped). The 16
-    longest and the last `TAIL` are judged as before: a paragraph replaced there by text of its
-    length still counts."""
-    if len(new) <= CROSS_SITE_PARAGRAPHS or not their_new.any():
-        return new
-    head = lengths[: len(lengths) - TAIL]
-    longest = np.zeros(len(new), dtype=bool)
-    longest[np.argsort(-head, kind="stable")[: CROSS_SITE_PARAGRAPHS - TAIL]] = True
-    longest[len(new) - TAIL:] = True
-    past = np.flatnonzero(new & ~longest)
-    if not len(past):
-        return new
-    places, their_places = np.cumsum(~new) - ~new, np.cumsum(~their_new) - ~their_new
-    theirs = np.flatnonzero(their_new)
-    same = places[past][:, None] == their_places[theirs][None, :]
-    edited = np.abs(lengths[past][:, None] - their_lengths[theirs][None, :]) <= EDITED_LENGTH
-    out = new.copy()
-    out[past[(same & edited).any(axis=1)]] = False
-    return out
-
-
-# a page's new paragraphs count only when at least this share of its paragraphs are found in the
-# other's: where fewer are, the two extractions split the text into other lines (a layout that
-# merges paragraphs), and a paragraph of one is not a line of the other though its words are there
-PARAGRAPHS_FOUND = 0.6
-# against a capped sketch (its longest paragraphs), a paragraph is judged only if at least this many
-# words longer than the shortest kept: its counterpart, an edit a word or two shorter, was kept too
-CAP_MARGIN = 3
-_MAX_LENGTH = 1 << 16  # past any paragraph's length: none judged
 
 
 def _own_words(paragraphs: np.ndarray) -> np.ndarray:
     """Each paragraph's words, 0 for a line its site showed before (`wordpairs.mark_shown`): not its new text."""
     return np.where(shown_before(paragraphs), 0, paragraph_words(paragraphs))
-
-
-# which of a copy's edges (its start, its end) count its new lines as new text (`_replaced_edges`)
-EVERY_EDGE, NO_EDGE = (True, True), (False, False)
-# a new paragraph at a copy's edge this long counts at any edge: a host's lines there (teasers, blurbs,
-# an author's box) are shorter. On web and multilingual dev the new lines at the edges of copies that
-# are duplicates reach 40-59 words (counting lines from 40 words lost 2 duplicates on each; from 60,
-# none): twice as long leaves room. A follow-up on another site that went on with a 127-word
-# paragraph of another article was the article's duplicate (English reuse dev seed 2).
-EDGE_PARAGRAPH_WORDS = 100
 
 
 # a paragraph's match in its place (one value equal) holds it only if no more than this many words shorter:
@@ -357,78 +275,7 @@ def _equal_values(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
     return (values[:, None, :] == their_values[None, :, :]).sum(axis=2)
 
 
-def _replaced_edges(mine_new: np.ndarray, their_new: np.ndarray) -> tuple[bool, bool]:
-    """At the start and at the end of a copy on another site: whether its new lines there took a paragraph's place.
-
-    New lines before a copy's first found paragraph or after its last are as likely its host's
-    template (a newsletter blurb, a cookie notice, another story's teaser) as content. But a host's
-    lines are added to the article: they do not take the place of one of its paragraphs. Where the
-    other page has exactly one paragraph at that edge that the page lacks, and the page has new
-    lines there, the article's edge paragraph was replaced (a reworded lead, another closing
-    paragraph), and the page's new lines at that edge count. Where the other has several, the page
-    is a part or a teaser of it (its end cut, its host's lines after it), and none count."""
-    if not len(mine_new) or not len(their_new) or mine_new.all() or their_new.all():
-        return NO_EDGE
-    mine_found, their_found = np.flatnonzero(~mine_new), np.flatnonzero(~their_new)
-    start = bool(mine_found[0] >= 1 and their_found[0] == 1)
-    end = bool(len(mine_new) - 1 - mine_found[-1] >= 1 and len(their_new) - 1 - their_found[-1] == 1)
-    return start, end
-
-
 _UNPLACED = np.zeros(0, dtype=np.bool_)  # a signature without its paragraphs' article-block marks
-_NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # `_new_of`: no new paragraph counts
-
-
-def _new_of(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray,
-            other: tuple[np.ndarray, bool], edges: tuple[bool, bool], swapped: bool,
-            inside: Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The words of each of `page`'s paragraphs absent from the other (`new`) that count, and its place.
-
-    Its place: how many of the page's judged paragraphs before it are found in the other. A line
-    its site showed before reads 0 words (`_own_words`). Empty arrays: none counts.
-
-    Before the first found paragraph and after the last, new paragraphs count only at the `edges`
-    asked (`_replaced_edges`; on one site, both: the template is on both pages), or where they are
-    `EDGE_PARAGRAPH_WORDS` long: longer than a host's lines, or where they sit in the page's
-    article block (`inside()`, of each paragraph: `clean.article_block.inside_marks`, asked only
-    where an edge's new line is excused without it; None: not known): a host's lines sit outside
-    it, an editor's added paragraph inside.
-
-    New paragraphs count only where most of the page's are found in the other (`PARAGRAPHS_FOUND`),
-    or where exactly one of each page's is absent from the other (`swapped`): a layout that merges
-    lines makes one line of several, never one of one, so that is a paragraph replaced, even on a
-    page of two or three paragraphs."""
-    values, words, lengths = page
-    their_lengths, capped = other
-    if not len(values) or not len(their_lengths):
-        return _NONE  # no sketch on one side (a short page, an older record): not measured
-    if capped:  # the other kept its longest: judge the paragraphs its counterparts surely are among
-        longest = their_lengths[: len(their_lengths) - TAIL]
-        judged = lengths >= (int(longest.min()) if len(longest) else _MAX_LENGTH) + CAP_MARGIN
-        # and the page's last paragraph (where revisions add one): the other kept its last two, so
-        # the counterpart of the page's last is kept unless the other goes on 2 paragraphs further
-        judged[-1] = True
-        values, words, new = values[judged], words[judged], new[judged]
-    else:
-        judged = None
-    if not new.any() or (new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(values) and not swapped):
-        return _NONE  # nothing new, or the two pages' lines are not alike (another layout merged them)
-    found_before = np.cumsum(~new) - ~new  # of each paragraph: the found ones before it
-    if edges != EVERY_EDGE:  # new lines before the first found paragraph or after the last
-        found = np.flatnonzero(~new)
-        new = new.copy()
-        kept = words >= EDGE_PARAGRAPH_WORDS  # longer than a host's lines: the article's own, whatever the edge
-        at_edges = np.zeros(len(new), dtype=bool)
-        at_edges[: found[0] if not edges[0] else 0] = True
-        at_edges[found[-1] + 1 if not edges[1] else len(new):] = True
-        if inside is not None and (new & at_edges & ~kept & (words > 0)).any():
-            marks = inside() if judged is None else inside()[judged]
-            kept |= marks  # in the article's block: its own, at any length
-        if not edges[0]:
-            new[: found[0]] &= kept[: found[0]]
-        if not edges[1]:
-            new[found[-1] + 1:] &= kept[found[-1] + 1:]
-    return words[new], found_before[new]
 
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`in_runs`)

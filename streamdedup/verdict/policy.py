@@ -55,11 +55,11 @@ class NewText(NamedTuple):
     paragraph: int = 0
     replaced: bool = False  # a new paragraph of one page stands in the place of one of the other's
     # the longest new paragraph with those at a copy's edges counted too, which `paragraph` leaves
-    # out under `EDGE_PARAGRAPH_WORDS` as a host's lines (`new_text._new_of`); 0: none, or not measured
+    # out under `EDGE_PARAGRAPH_WORDS` as a host's lines (`line_places.counted_new`); 0: none, or not measured
     edge: int = 0
     # a paragraph states other numbers than its counterpart in the other page (`new_text.numbers_changed`)
     numbers_changed: bool = False
-    # a new paragraph inside the copy where the other page has none it lacks (`new_text._inserted`)
+    # a new paragraph inside the copy where the other page has none it lacks (`line_places.inserted_line`)
     inserted: bool = False
 
     def edges_counted(self) -> NewText:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamdedup.verdict.new_text import _absent_from, _took_a_place
+from streamdedup.verdict.line_places import took_a_place
+from streamdedup.verdict.new_text import _absent_from
 
 
 def _values(rows: list[list[int]]) -> np.ndarray:
@@ -45,14 +46,14 @@ def test_without_any_counterpart_of_three_values_the_place_is_the_whole_page() -
 def test_a_new_paragraph_takes_a_place_unless_one_there_is_its_edit() -> None:
     # the page's 14-word paragraph where the other had a 13-word one and a 40-word one: the short
     # one edited (a light edit that also dropped the long one), no paragraph replaced
-    assert not _took_a_place(np.array([14]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
+    assert not took_a_place(np.array([14]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
     # a 20-word one there: it took the place of one of them
-    assert _took_a_place(np.array([20]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
+    assert took_a_place(np.array([20]), np.array([5]), np.array([13, 40]), np.array([5, 5]))
     # any pair counts, not only the longest: the longest new of each stand at other places
-    assert _took_a_place(np.array([15, 19]), np.array([1, 6]), np.array([45, 60]), np.array([1, 9]))
+    assert took_a_place(np.array([15, 19]), np.array([1, 6]), np.array([45, 60]), np.array([1, 9]))
     # another place, or a line the site showed before (0 words): none taken
-    assert not _took_a_place(np.array([15]), np.array([2]), np.array([45]), np.array([1]))
-    assert not _took_a_place(np.array([0]), np.array([1]), np.array([45]), np.array([1]))
+    assert not took_a_place(np.array([15]), np.array([2]), np.array([45]), np.array([1]))
+    assert not took_a_place(np.array([0]), np.array([1]), np.array([45]), np.array([1]))
 
 
 def test_a_match_in_place_holds_a_paragraph_only_if_it_is_long_enough_to() -> None:
