@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from streamdedup.runtime.retention import deleted_by_retention
 from streamdedup.runtime.settings import WorkerSettings
@@ -84,14 +84,82 @@ def spans(ranges: list[tuple[int, int]], most: int = 5) -> str:
     return said + (f" and {len(ranges) - most} more ranges" if len(ranges) > most else "")
 
 
-def say_lost(topic: str, partition: int, lost: list[tuple[int, int]], until: int) -> None:
-    """The one WARNING of a rebuild whose records retention deleted while it read them."""
-    if lost:
-        log.warning("%s partition %d: up to %d records were deleted by retention while its store was rebuilt from them "
-                    "(offsets %s): they are not in the store, so the pages judged from offset %d on are judged "
-                    "without them and copies of them come out unique. Give the pages topic a retention.ms longer "
-                    "than a rebuild takes to read it (or accept it)", topic, partition,
-                    sum(b - a for a, b in lost), spans(lost), until)
+class PartitionRebuild:
+    """One partition's store rebuild as it reads: its range, what it replayed, when it last said so, what was lost.
+
+    `rebuild` drives it batch by batch; each of its WARNING lines is said here, from the state it carries."""
+
+    def __init__(self, keeper: Replaying, start: int | None, until: int, progress_s: float) -> None:
+        self.keeper, self.start, self.until, self.progress_s = keeper, start, until, progress_s
+        self.topic, self.partition = keeper.topic, keeper.partition
+        self.started = self.said = time.monotonic()
+        self.first = self.records = 0
+        self.lost: list[tuple[int, int]] = []  # offset ranges retention deleted while they were read
+
+    def begins(self, low: int, new_store: bool) -> bool:
+        """Where the read starts, given the partition's start `low`, said in one WARNING; False: nothing to read."""
+        start = self.start or 0
+        self.first = first = max(start, low)
+        what = ("is new" if new_store else "holds none of it" if self.start is None
+                else f"has read it up to offset {start}")
+        lost = (f"; records {start}..{low - 1} are gone from the topic (retention): the pages judged from "
+                "them are not rebuilt, and copies of them come out unique") if low > start else ""
+        if first >= self.until:
+            log.warning("%s partition %d: its store %s, but the app starts at offset %d%s", self.topic, self.partition,
+                        what, self.until, lost)
+            return False
+        log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
+                    "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
+                    "without producing (up to %d records; the partition's records wait meanwhile, the app judges its "
+                    "other partitions and keeps them all)%s",
+                    self.topic, self.partition, what, self.until, first, self.until - 1, self.until - first, lost)
+        self.said = time.monotonic()
+        return True
+
+    def lose(self, first: int, until: int) -> None:
+        """Offsets `first` up to `until` were deleted by retention while the rebuild read past them."""
+        self.lost.append((first, until))
+
+    def replay(self, messages: list[Any]) -> None:
+        """A batch read, into the store (nothing sent)."""
+        self.keeper.replay(messages, self.until)
+        self.records += len(messages)
+
+    def stop(self, why: str, last: int) -> NoReturn:
+        """The rebuild ends after its batch (whose last offset is `last`): `RebuildStopped`."""
+        log.warning("%s partition %d: the rebuild of its store stops %s at offset %d (%d of up to %d records read); "
+                    "the next start goes on from there", self.topic, self.partition, why, last, self.records,
+                    self.until - self.first)
+        raise RebuildStopped(f"{self.topic}[{self.partition}] at offset {last}")
+
+    def say_progress(self, last: int) -> None:
+        """Every `progress_s`, a WARNING: the records read (up to offset `last`), of how many, how long is left."""
+        first, until = self.first, self.until
+        if time.monotonic() - self.said < self.progress_s or (read := last + 1 - first) >= until - first:
+            return
+        self.said = time.monotonic()
+        rate = read / max(self.said - self.started, 1e-3)
+        log.warning("%s partition %d: rebuilding its store, offset %d of %d..%d: %d of up to %d records read "
+                    "in %.0f s (%.0f a second), about %.0f s left; its records wait meanwhile", self.topic,
+                    self.partition, first + read - 1, first, until - 1, self.records, until - first,
+                    self.said - self.started, rate, (until - first - read) / max(rate, 1e-3))
+
+    def say_lost(self) -> None:
+        """The one WARNING of a rebuild whose records retention deleted while it read them (none if none)."""
+        if self.lost:
+            log.warning("%s partition %d: up to %d records were deleted by retention while its store was rebuilt "
+                        "from them (offsets %s): they are not in the store, so the pages judged from offset %d on "
+                        "are judged without them and copies of them come out unique. Give the pages topic a "
+                        "retention.ms longer than a rebuild takes to read it (or accept it)", self.topic,
+                        self.partition, sum(b - a for a, b in self.lost), spans(self.lost), self.until)
+
+    def done(self) -> Rebuilt:
+        """What was read, said in one WARNING."""
+        done = Rebuilt(self.first, self.until, self.records, time.monotonic() - self.started,
+                       sum(b - a for a, b in self.lost))
+        log.warning("%s partition %d: store rebuilt from offsets %d..%d (%d records) in %.1f s; judging from %d",
+                    self.topic, self.partition, self.first, self.until - 1, self.records, done.seconds, self.until)
+        return done
 
 
 def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: int, new_store: bool,
@@ -103,53 +171,27 @@ def rebuild(keeper: Replaying, settings: WorkerSettings, group_id: str, until: i
     (for the log line). `on_progress`: called from the rebuild's thread after each batch it replayed. Every
     `progress_s` a WARNING says how many records are read, of how many, and about how long is left. `should_stop`:
     asked after each batch; once it names a reason ("with the app"), the rebuild raises `RebuildStopped`."""
-    topic, partition = keeper.topic, keeper.partition
     start = keeper.next_offset()
     if (start or 0) >= until:
         return None
-    started = time.monotonic()
+    run = PartitionRebuild(keeper, start, until, progress_s)
     consumer = range_consumer(settings, group_id)
-    gone: list[tuple[int, int]] = []  # offset ranges retention deleted while they were read
     try:
-        low, _ = consumer.get_watermark_offsets(topic_partition(topic, partition), timeout=stall_s)
-        first = max(start or 0, low)
-        what = "is new" if new_store else "holds none of it" if start is None else f"has read it up to offset {start}"
-        lost = (f"; records {start or 0}..{low - 1} are gone from the topic (retention): the pages judged from "
-                "them are not rebuilt, and copies of them come out unique") if low > (start or 0) else ""
-        if first >= until:
-            log.warning("%s partition %d: its store %s, but the app starts at offset %d%s", topic, partition, what,
-                        until, lost)
-            return Rebuilt(first, until, 0, 0.0)
-        log.warning("%s partition %d: its store %s, but the app starts at offset %d (its state folder was lost, "
-                    "or the partition was judged on another instance since): rebuilding it from offsets %d..%d "
-                    "without producing (up to %d records; the partition's records wait meanwhile, the app judges its "
-                    "other partitions and keeps them all)%s",
-                    topic, partition, what, until, first, until - 1, until - first, lost)
-        records, said = 0, time.monotonic()
-        for messages in read_range(consumer, topic, partition, first, until, settings.batch_size, stall_s,
-                                   on_lost=lambda a, b: gone.append((a, b))):
-            keeper.replay(messages, until)
-            records += len(messages)
+        low, _ = consumer.get_watermark_offsets(topic_partition(keeper.topic, keeper.partition), timeout=stall_s)
+        if not run.begins(low, new_store):
+            return Rebuilt(run.first, until, 0, 0.0)
+        for messages in read_range(consumer, keeper.topic, keeper.partition, run.first, until, settings.batch_size,
+                                   stall_s, on_lost=run.lose):
+            run.replay(messages)
             if on_progress is not None:
                 on_progress()
             if should_stop is not None and (why := should_stop()):
-                log.warning("%s partition %d: the rebuild of its store stops %s at offset %d (%d of up to %d "
-                            "records read); the next start goes on from there", topic, partition, why,
-                            messages[-1].offset(), records, until - first)
-                raise RebuildStopped(f"{topic}[{partition}] at offset {messages[-1].offset()}")
-            if time.monotonic() - said >= progress_s and (read := messages[-1].offset() + 1 - first) < until - first:
-                said, rate = time.monotonic(), read / max(time.monotonic() - started, 1e-3)
-                log.warning("%s partition %d: rebuilding its store, offset %d of %d..%d: %d of up to %d records read "
-                            "in %.0f s (%.0f a second), about %.0f s left; its records wait meanwhile", topic,
-                            partition, first + read - 1, first, until - 1, records, until - first,
-                            said - started, rate, (until - first - read) / max(rate, 1e-3))
+                run.stop(why, messages[-1].offset())
+            run.say_progress(messages[-1].offset())
     finally:
         consumer.close()
-        say_lost(topic, partition, gone, until)  # once, whether the rebuild ends, stops or fails
-    done = Rebuilt(first, until, records, time.monotonic() - started, sum(b - a for a, b in gone))
-    log.warning("%s partition %d: store rebuilt from offsets %d..%d (%d records) in %.1f s; judging from %d",
-                topic, partition, first, until - 1, records, done.seconds, until)
-    return done
+        run.say_lost()  # once, whether the rebuild ends, stops or fails
+    return run.done()
 
 
 def range_consumer(settings: WorkerSettings, group_id: str) -> Any:
