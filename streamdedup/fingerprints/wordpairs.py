@@ -73,9 +73,9 @@ import numpy as np
 import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
-from streamdedup.fingerprints.kernels import (
+from streamdedup.fingerprints.kernels import minhash_min
+from streamdedup.fingerprints.wordpair_kernels import (
     line_numbers,
-    minhash_min,
     pack_two_bits,
     paragraph_keys,
     paragraph_keys_many,
@@ -249,7 +249,7 @@ def numbers_bytes(doc: Document, spans: np.ndarray, mix: np.uint64 = _MIX) -> np
 
     A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
     "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
-    them in text order (`kernels.line_numbers`), each number read as its value: written in another
+    them in text order (`wordpair_kernels.line_numbers`), each number read as its value: written in another
     script's digits it hashes as in ASCII ones (`_number_hashes`). `mix`: the hash's odd multiplier."""
     if not len(spans) or not doc.num_tokens:
         return np.zeros(len(spans), dtype=np.uint8)

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from streamdedup.fingerprints.kernels import paragraphs_held
+from streamdedup.fingerprints.wordpair_kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import (
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
@@ -357,7 +357,7 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
 
 def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
                      sizes: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
-    """`kernels.paragraphs_held` of the candidates at `rows` that have word pairs: those rows and its three arrays.
+    """`wordpair_kernels.paragraphs_held` of the candidates at `rows` with word pairs: those rows and its three arrays.
 
     In one compiled pass over their records as stored (before: each record's sketch decoded, then
     compared, in numpy calls of a few values each). None where the page has no paragraph."""

@@ -125,7 +125,7 @@ def test_a_run_of_the_default_methods_imports_no_other_methods_module(tmp_path):
              "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('streamdedup.fingerprints.'))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == ["a12", "base", "exact", "kernels", "lsh", "minhash", "registry", "simhash",
-                                 "wordpairs"]
+                                 "wordpair_kernels", "wordpairs"]
 
 
 def test_longest_words_and_sentences_rank_like_a_full_sort():

@@ -1,0 +1,332 @@
+"""Compiled inner loops of the word-pairs method (numba, cached on disk after the first run).
+
+Its paragraph sketch (`paragraph_sketch`) and the numbers of its lines (`line_numbers`), the keys a
+page is filed under (`paragraph_keys`), its 2-bit packed signature and the shares of new pairs read
+from stored records (`pack_two_bits`, `two_bit_new_shares`), and what the verdict asks of the
+paragraph sketches (`paragraphs_held`: `verdict/new_text.py`). The other methods' loops:
+`kernels.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamdedup.jit import numba
+
+
+@numba.njit(cache=True)
+def paragraph_keys(paragraphs: np.ndarray, count: int, min_words: int, length_shift: int) -> np.ndarray:
+    """`WordPairsMethod.index_keys` of one paragraph sketch (uint64 a paragraph): the keys' values.
+
+    The `count` first paragraphs by length in words (the 7 bits from `length_shift`) descending,
+    then by values (the bits below it) ascending; of those, the ones of `min_words` words or more,
+    a repeated value once, in that order."""
+    n = len(paragraphs)
+    mask = (np.uint64(1) << np.uint64(length_shift)) - np.uint64(1)
+    words = np.empty(n, dtype=np.int64)
+    values = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        words[j] = np.int64((paragraphs[j] >> np.uint64(length_shift)) & np.uint64(127))
+        values[j] = paragraphs[j] & mask
+    keys = np.empty(min(max(count, 0), n), dtype=np.uint64)
+    k = 0
+    taken = np.zeros(n, dtype=np.bool_)
+    for _ in range(len(keys)):
+        best = -1
+        for j in range(n):
+            if not taken[j] and (best < 0 or words[j] > words[best]
+                                 or (words[j] == words[best] and values[j] < values[best])):
+                best = j
+        taken[best] = True
+        if words[best] < min_words:
+            continue
+        seen = False
+        for m in range(k):
+            if keys[m] == values[best]:
+                seen = True
+                break
+        if not seen:
+            keys[k] = values[best]
+            k += 1
+    return keys[:k]
+
+
+@numba.njit(cache=True)
+def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: int, min_words: int,
+                        row_bytes: int, length_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """`paragraph_keys` of encoded signatures back to back (the i-th ends at `ends[i]`).
+
+    Each one's sketch follows `width` bytes: a count byte, then `row_bytes` little-endian bytes a
+    paragraph. The keys' values as uint64 (little-endian bytes: the keys), and how many each
+    signature has."""
+    keys = np.empty(len(ends) * max(count, 0), dtype=np.uint64)
+    counts = np.zeros(len(ends), dtype=np.int64)
+    k = 0
+    start = 0
+    for i in range(len(ends)):
+        end = ends[i]
+        if end - start > width and count > 0:
+            n = data[start + width] & 0x7F
+            rows = np.zeros(n, dtype=np.uint64)
+            for j in range(n):
+                at = start + width + 1 + row_bytes * j
+                for b in range(row_bytes):
+                    rows[j] |= np.uint64(data[at + b]) << np.uint64(8 * b)
+            found = paragraph_keys(rows, count, min_words, length_shift)
+            keys[k:k + len(found)] = found
+            k += len(found)
+            counts[i] = len(found)
+        start = end
+    return keys[:k].astype("<u8"), counts
+
+
+@numba.njit(cache=True)
+def pack_two_bits(minima: np.ndarray) -> np.ndarray:
+    """The lowest 2 bits of each value, four to a byte (the first value in the lowest bits)."""
+    out = np.zeros(minima.shape[0] // 4, dtype=np.uint8)
+    for i in range(out.shape[0]):
+        byte = 0
+        for j in range(4):
+            byte |= (int(minima[4 * i + j]) & 3) << (2 * j)
+        out[i] = byte
+    return out
+
+
+@numba.njit(cache=True)
+def two_bit_new_shares(data: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray, own: int, values: int,
+                       collision: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`WordPairsMethod.new_shares` over the records that end at `ends` in `data` (one after another).
+
+    Each record: its set size (uint32, little-endian), then 2-bit values packed four to a byte (as
+    many bytes as `mine`), then anything (a paragraph sketch, not read); one shorter than `width`
+    bytes (those two) is not comparable: NaN, NaN and size 0. Returns this page's share absent from
+    each, each one's share absent from this page, and sizes."""
+    count = ends.shape[0]
+    absent_mine, absent_theirs, sizes = np.empty(count), np.empty(count), np.empty(count)
+    own_size = max(1.0, float(own))
+    start = 0
+    for r in range(count):
+        if ends[r] - start < width:
+            absent_mine[r], absent_theirs[r], sizes[r] = np.nan, np.nan, 0.0
+            start = ends[r]
+            continue
+        size = float(int(data[start]) | (int(data[start + 1]) << 8) | (int(data[start + 2]) << 16)
+                     | (int(data[start + 3]) << 24))
+        unequal = 0
+        for i in range(mine.shape[0]):
+            d = data[start + 4 + i] ^ mine[i]
+            d = (d | (d >> 1)) & 0x55  # the low bit of each 2-bit field that differs
+            unequal += (d & 1) + ((d >> 2) & 1) + ((d >> 4) & 1) + ((d >> 6) & 1)
+        jaccard = min(1.0, max(0.0, (1.0 - unequal / values - collision) / (1.0 - collision)))
+        shared = jaccard * (size + own_size) / (1.0 + jaccard)
+        absent_mine[r] = min(1.0, max(0.0, 1.0 - shared / own_size))
+        absent_theirs[r] = min(1.0, max(0.0, 1.0 - shared / max(size, 1.0)))
+        sizes[r] = size
+        start = ends[r]
+    return absent_mine, absent_theirs, sizes
+
+
+@numba.njit(cache=True)
+def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
+                     common: np.ndarray, letter_units: np.ndarray, units_per_word: int, a: np.ndarray, b: np.ndarray,
+                     min_words: int, max_kept: int, tail: int, value_bits: int,
+                     max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
+
+    A line's words are its word-equivalents (`wordpairs.letter_units`): the larger of its tokens
+    and its tokens' `letter_units` over `units_per_word`. A line (text between newlines) of at least
+    `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
+    tokens is read for newlines. Past `max_kept` paragraphs the longest are kept (ties: the
+    earlier), and the last `tail`, in text order. Of each kept one, for each of the len(a)
+    functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs` (pair i: tokens i
+    and i + 1) but those of two `common` tokens (over all where every pair is such), its low
+    `value_bits` bits, packed the first lowest, then its words
+    (at most `max_words`) above them; and the line's [start, end) in the text. `is_newline`: whether
+    each of the text's code points is a newline (an array, one type for any text: a str argument is
+    typed in Python, ~2 µs a call, and its code points are uint8 or uint32, two compiled versions
+    to load)."""
+    n, size = len(token_starts), len(is_newline)
+    run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
+    run_len = np.empty(n, dtype=np.int64)
+    run_line = np.empty(n, dtype=np.int64)  # where its line starts
+    run_units = np.zeros(n, dtype=np.int64)  # its tokens' letter units
+    runs = 0
+    line_start = 0
+    new_line = True
+    gap = 0  # past the previous token
+    for t in range(n):
+        for i in range(gap, token_starts[t]):
+            if is_newline[i]:
+                line_start = i + 1
+                new_line = True
+        gap = token_ends[t]
+        if new_line:
+            run_start[runs], run_len[runs], run_line[runs] = t, 0, line_start
+            runs += 1
+            new_line = False
+        run_len[runs - 1] += 1
+        run_units[runs - 1] += letter_units[t]
+    run_words = np.empty(runs, dtype=np.int64)  # word-equivalents: never fewer than its tokens
+    for r in range(runs):
+        run_words[r] = max(run_len[r], run_units[r] // units_per_word)
+    chosen = np.empty(runs, dtype=np.int64)
+    count = 0
+    for r in range(runs):
+        if run_words[r] >= min_words and run_len[r] >= 2:
+            chosen[count] = r
+            count += 1
+    chosen = chosen[:count]
+    capped = count > max_kept
+    if capped:
+        last = min(tail, max_kept)
+        head = chosen[: count - last]
+        longest = np.sort(np.argsort(-run_words[head], kind="mergesort")[: max_kept - last])
+        kept = np.empty(max_kept, dtype=np.int64)
+        kept[: len(longest)] = head[longest]
+        kept[len(longest):] = chosen[count - last:]
+        chosen = kept
+    out = np.empty(len(chosen), dtype=np.uint64)
+    spans = np.empty((len(chosen), 2), dtype=np.int64)
+    mask = np.uint64((1 << value_bits) - 1)
+    values = len(a)
+    for j in range(len(chosen)):
+        r = chosen[j]
+        first, tokens = run_start[r], run_len[r]
+        every = True  # no pair left once those skipped are: read them all
+        for i in range(first, first + tokens - 1):
+            if not (common[i] and common[i + 1]):
+                every = False
+                break
+        packed = np.uint64(min(run_words[r], max_words)) << np.uint64(values * value_bits)
+        # a skipped pair's value gets the top bit, above every value (24 bits) a kept pair has, so it is
+        # never the minimum: no branch on whether a pair is skipped (a coin toss on real text, each
+        # one mispredicted cost more than the pair's arithmetic)
+        skipped_bit = np.uint64(0) if every else np.uint64(1 << 63)
+        for k in range(values):
+            # one function at a time, its minimum in a register (a minimum per function in an array
+            # was a store and a load per pair and function: 2.3x slower)
+            ak, bk = a[k], b[k]
+            lowest = np.uint64(0xFFFFFFFFFFFFFFFF)
+            for i in range(first, first + tokens - 1):
+                skipped = np.uint64(common[i] & common[i + 1]) * skipped_bit
+                lowest = min(lowest, ((ak * pairs[i] + bk) >> np.uint64(40)) | skipped)
+            packed |= (lowest & mask) << np.uint64(k * value_bits)
+        out[j] = packed
+        end = token_ends[first + tokens - 1]
+        while end < size and not is_newline[end]:
+            end += 1
+        spans[j, 0], spans[j, 1] = run_line[r], end
+    return out, spans, capped
+
+
+@numba.njit(cache=True)
+def _outside_held(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> float:
+    """A page's pairs outside its held paragraphs, of its `distinct` pairs (`paragraphs_held`).
+
+    `pairs`: each paragraph's; `unheld`: which are not held. Its pairs are `distinct`, or, where its
+    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`."""
+    every, outside = 0, 0
+    for i in range(pairs.shape[0]):
+        every += pairs[i]
+        if unheld[i]:
+            outside += pairs[i]
+    total = max(distinct, float(every))
+    return (total - float(every) + float(outside)) * distinct / total
+
+
+@numba.njit(cache=True)
+def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray,
+                    own: float, sizes: np.ndarray, agreeing: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`new_text.outside_held_paragraphs` and `held_in_paragraphs` of the encoded word-pair records in `data`.
+
+    Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then its paragraph sketch (a byte of count,
+    high bit: capped; 6 bytes each, little-endian). A paragraph's pairs are read as its words less
+    one: exact where its words are its tokens, more where its word-equivalents exceed them (long
+    words: `wordpairs.letter_units`), and scaled to the page's pairs where they add up to more
+    (`_outside_held`). A paragraph of the page (`mine`) is held when one
+    of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
+    each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
+    page's pairs outside its held paragraphs and not shown before, the record's outside its
+    paragraphs that the page holds (of `sizes[r]`), and the page's pairs in its held paragraphs or
+    shown before, taken from `own`."""
+    count = starts.shape[0]
+    n = mine.shape[0]
+    mine_out, their_out, held_in = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    mine_values = np.empty((n, 4), dtype=np.int64)
+    mine_pairs = np.empty(n, dtype=np.int64)
+    mine_shown = np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        for k in range(4):
+            mine_values[i, k] = (mine[i] >> np.uint64(10 * k)) & np.uint64(1023)
+        mine_pairs[i] = ((mine[i] >> np.uint64(40)) & np.uint64(127)) - 1
+        mine_shown[i] = (mine[i] & np.uint64(1 << 47)) != 0
+    held_row = np.empty(n, dtype=np.bool_)
+    unheld = np.empty(n, dtype=np.bool_)
+    for r in range(count):
+        start = starts[r] + width
+        if ends[r] <= start:
+            continue
+        m = data[start] & 0x7F
+        if m == 0 or ends[r] < start + 1 + 6 * m:  # none, or a record cut short: read as no sketch
+            continue
+        theirs = np.empty((m, 4), dtype=np.int64)
+        their_pairs = np.empty(m, dtype=np.int64)
+        held_col = np.zeros(m, dtype=np.bool_)
+        for j in range(m):
+            at = start + 1 + 6 * j
+            value = 0
+            for b in range(6):
+                value |= int(data[at + b]) << (8 * b)
+            for k in range(4):
+                theirs[j, k] = (value >> (10 * k)) & 1023
+            their_pairs[j] = ((value >> 40) & 127) - 1
+        for i in range(n):
+            held_row[i] = False
+            for j in range(m):
+                equal = 0
+                for k in range(4):
+                    if mine_values[i, k] == theirs[j, k]:
+                        equal += 1
+                if equal >= agreeing:
+                    held_row[i] = True
+                    held_col[j] = True
+        for i in range(n):
+            unheld[i] = not (held_row[i] or mine_shown[i])
+        mine_out[r] = _outside_held(mine_pairs, unheld, own)
+        their_out[r] = _outside_held(their_pairs, ~held_col, sizes[r])
+        for i in range(n):
+            unheld[i] = (not held_row[i]) or mine_shown[i]
+        held_in[r] = own - _outside_held(mine_pairs, unheld, own)
+    return mine_out, their_out, held_in
+
+
+@numba.njit(cache=True)
+def line_numbers(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, token_hashes: np.ndarray,
+                 spans: np.ndarray, digits: np.ndarray, count_shift: int, most: int, mix: np.uint64) -> np.ndarray:
+    """`wordpairs.numbers_bytes`: a byte a line at `spans` of its numbers (0: none), uint8[n].
+
+    A number: tokens starting with a `digits` code point, one separator (. , :) apart ("3.000", "3:38,72").
+    How many (at most `most`) above `count_shift`, under it the top bits of the wrapping sum of
+    their tokens' hashes, each times `mix` and an odd number of its number's rank in the line."""
+    n = spans.shape[0]
+    out = np.zeros(n, dtype=np.uint8)
+    line, count, total, top, after = 0, 0, np.uint64(0), np.uint64(64 - count_shift), -2
+    for t in range(len(token_starts)):
+        at = token_starts[t]
+        while line < n and at >= spans[line, 1]:
+            if count:
+                out[line] = np.uint8((min(count, most) << count_shift) | np.int64(total >> top))
+            line, count, total = line + 1, 0, np.uint64(0)
+        if line >= n:
+            break
+        point = code_points[at]
+        if at < spans[line, 0] or point >= 0x10000 or not digits[point]:
+            continue
+        sign = code_points[at - 1] if at >= 1 else 0
+        if not (count and at == after + 1 and (sign == 46 or sign == 44 or sign == 58)):
+            count += 1  # a number of its own, else the rest of the one before
+        total += token_hashes[t] * np.uint64(2 * count - 1) * mix
+        after = token_ends[t]
+    if line < n and count:
+        out[line] = np.uint8((min(count, most) << count_shift) | np.int64(total >> top))
+    return out
