@@ -419,32 +419,34 @@ def test_one_name_for_one_thing_and_verbose_anywhere(tmp_path):
 
 
 def test_one_config_file_for_the_detector_and_the_worker(tmp_path):
-    from streamdedup.cli import _worker_settings, build_parser, detector_config
+    from streamdedup.cli import build_parser, detector_config
+    from streamdedup.cli_kafka import worker_settings
 
     config = tmp_path / "dedup.toml"
     config.write_text('policy = "exact"\n[worker]\ngroup_id = "g7"\n[kafka]\n"client.id" = "me"\n')
     args = build_parser().parse_args(["worker", "--config", str(config)])
     assert detector_config(args).policy == "exact"
-    settings = _worker_settings(args)
+    settings = worker_settings(args)
     assert settings.group_id == "g7" and settings.kafka["client.id"] == "me"
 
 
 def test_the_worker_takes_its_topology_as_a_flag_over_the_environment_and_the_config_file(tmp_path, monkeypatch):
     """`streamdedup worker --topology local` (before: only STREAMDEDUP_TOPOLOGY or the config file):
     the config file < the environment < the flag, as the worker's other settings."""
-    from streamdedup.cli import _worker_command_settings, build_parser
+    from streamdedup.cli import build_parser
+    from streamdedup.cli_kafka import worker_command_settings
     from streamdedup.runtime.settings import TOPOLOGIES
 
     config = tmp_path / "dedup.toml"
     config.write_text('[worker]\ntopology = "local"\n')
     worker = ["worker", "--config", str(config)]
     monkeypatch.delenv("STREAMDEDUP_TOPOLOGY", raising=False)
-    assert _worker_command_settings(build_parser().parse_args(worker)).topology == "local"
+    assert worker_command_settings(build_parser().parse_args(worker)).topology == "local"
     monkeypatch.setenv("STREAMDEDUP_TOPOLOGY", "global")
-    assert _worker_command_settings(build_parser().parse_args(worker)).topology == "global"
+    assert worker_command_settings(build_parser().parse_args(worker)).topology == "global"
     monkeypatch.setenv("STREAMDEDUP_TOPOLOGY", "local")
-    assert _worker_command_settings(build_parser().parse_args([*worker, "--topology", "global"])).topology == "global"
-    assert _worker_command_settings(build_parser().parse_args(["worker", "--topology", "local"])).topology == "local"
+    assert worker_command_settings(build_parser().parse_args([*worker, "--topology", "global"])).topology == "global"
+    assert worker_command_settings(build_parser().parse_args(["worker", "--topology", "local"])).topology == "local"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["worker", "--topology", "both"])
     assert set(TOPOLOGIES) == {"global", "local"}  # the flag's choices
@@ -982,6 +984,7 @@ def test_faust_takes_its_worker_id_as_its_static_member_id(tmp_path, monkeypatch
     """`streamdedup faust --worker-id w7` runs as streamdedup-faust-w7 (before: no such flag); without it, two apps
     on one host with their own state folders get their own ids."""
     import streamdedup.cli as cli
+    import streamdedup.cli_kafka as cli_kafka
     import streamdedup.runtime.faust_app as faust_app
     import streamdedup.runtime.group_settings as group_settings
     import streamdedup.runtime.topics as topics
@@ -996,7 +999,7 @@ def test_faust_takes_its_worker_id_as_its_static_member_id(tmp_path, monkeypatch
     real_create_app = faust_app.create_app
     monkeypatch.delenv("STREAMDEDUP_WORKER_ID", raising=False)
     monkeypatch.setattr(cli, "check_extra", lambda command: None)  # faust, once imported, has no __spec__
-    monkeypatch.setattr(cli, "reach_broker", lambda settings, timeout: None)
+    monkeypatch.setattr(cli_kafka, "reach_broker", lambda settings, timeout: None)
     monkeypatch.setattr(topics, "ensure_topics", lambda settings, timeout=None: {})
     monkeypatch.setattr(faust_app, "partitions_started_over", lambda settings, group_id, timeout=None: {})
     monkeypatch.setattr(group_settings, "agree_on_settings", lambda settings, config: None)  # no broker here
