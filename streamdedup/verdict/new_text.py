@@ -242,7 +242,7 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray
     place, between the counterparts of its neighbours (the paragraphs with three), where an edit
     stays and a chance match elsewhere on the page does not count. Where no paragraph has three,
     its place is the whole page. A paragraph of the story put in a fetch that lacked it reads as
-    found 46 % of the time with one value anywhere, 8.5 % with this rule (the 130 articles of
+    found 46 % of the time with one value anywhere, 8.2 % with this rule (the 130 articles of
     readability's test pages; `bench/counterparts.py`).
 
     A match in place holds a paragraph only if the paragraphs matched there are together no more

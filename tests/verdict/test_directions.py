@@ -506,7 +506,7 @@ def test_a_copy_names_the_article_not_an_earlier_light_edit_that_dropped_a_short
              _page("copy", article, "c.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
     # (the article itself, after the edit, is kept: its 16-word line stands inside the copy where the
-    # edit has nothing in its place, `new_text._inserted`; the copy's exact match shows which holds all of it)
+    # edit has nothing in its place, `line_places.inserted_line`; the copy's exact match shows which holds all of it)
     assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "article", got["copy"]
 
 

@@ -189,7 +189,7 @@ def test_an_article_after_an_edit_that_dropped_its_line_is_kept_in_the_global_to
     """A light edit that dropped a 16-word line of the article (a word changed too) comes first, on
     another site; the article after it holds the line inside the copy, where the edit has nothing
     in its place: it is kept and supersedes the edit, in file mode and in the index step, which
-    judges it from the same sketches (`new_text._inserted`; before: the edit's duplicate)."""
+    judges it from the same sketches (`line_places.inserted_line`; before: the edit's duplicate)."""
     story = make_article(71, paragraphs=9)
     edit = [*story[:2], story[2].replace(" ", " also ", 1), *story[3:]]
     records = [page("https://a.example/edit", wrap_in_template(edit, "a.example"), "2024-03-09T01:00:00Z", id="edit"),
