@@ -282,3 +282,19 @@ def test_a_bench_without_its_peer_library_stops_in_one_line_naming_the_fix():
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 1 and len(lines) == 1, done.stderr[-2000:]
         assert missing in lines[0] and "make bench" in lines[0] and fix in lines[0], lines
+
+
+def test_every_bench_script_names_only_what_streamdedup_still_has():
+    """A bench script imports only names streamdedup still defines (a renamed rule broke one unseen)."""
+    import ast
+    import importlib
+
+    missing = []
+    for script in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("streamdedup"):
+                module = importlib.import_module(node.module)
+                missing += [f"{script.name}: {node.module}.{a.name}" for a in node.names
+                            if not hasattr(module, a.name) and not (hasattr(module, "__path__")
+                                                                    and importlib.util.find_spec(f"{node.module}.{a.name}"))]
+    assert not missing
