@@ -11,6 +11,9 @@ file through the Detector once, capturing the arguments of each call of pages `-
 store), then replays all captured calls `--repeat` times in one process: µs a call (median and
 least over the replays), candidates a call, and the matches the calls found (the same on every
 replay, so a change that alters what the engine says shows here as well as in the evaluation).
+The calls are captured with the candidate filter off (`verdict.prefilter`: on these pages it rules
+out nearly every candidate before `judged`), so the replay is the judge step on every candidate, as
+before the filter; `--filtered` captures them as the Detector makes them today.
 
 Prints and writes JSON."""
 
@@ -38,9 +41,9 @@ from streamdedup.testing import raw_records  # noqa: E402
 from streamdedup.verdict.engine import FoundBy, judged  # noqa: E402
 
 
-def capture(path: Path, first: int, last: int) -> list[tuple[Any, ...]]:
+def capture(path: Path, first: int, last: int, filtered: bool = False) -> list[tuple[Any, ...]]:
     """The arguments of the judge calls of pages first..last-1 (in the order the Detector asks)
-    of one run of the Detector over the file."""
+    of one run of the Detector over the file (`filtered`: with the candidate filter on)."""
     calls: list[tuple[Any, ...]] = []
     seen = 0
 
@@ -60,6 +63,7 @@ def capture(path: Path, first: int, last: int) -> list[tuple[Any, ...]]:
     detector_module.judged = spy
     try:
         with tempfile.TemporaryDirectory() as state, Detector(DetectorConfig(), Path(state)) as detector:
+            detector._filterable = detector._filterable and filtered  # noqa: SLF001 - the bench's switch
             for _ in detector.run(raws):  # in the Detector's batches, as `streamdedup dedup` sends them
                 pass
     finally:
@@ -88,6 +92,7 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=2000, help="the first page whose judge call is captured")
     parser.add_argument("--last", type=int, default=4000, help="the page after the last one captured")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--filtered", action="store_true", help="capture with the candidate filter on, as the Detector runs")
     parser.add_argument("--smoke", action="store_true", help="400 pages, the calls of pages 100-300, 3 replays")
     parser.add_argument("--out", type=Path, default=Path("bench/judge.json"))
     args = parser.parse_args()
@@ -95,8 +100,9 @@ def main() -> None:
         args.pages, args.first, args.last, args.repeat = 400, 100, 300, 3
     with tempfile.TemporaryDirectory() as work:
         path = homogeneous.generate(Path(work) / "pages.jsonl", args.pages, kind=args.kind)
-        calls = capture(path, args.first, args.last)
-    report = {"kind": args.kind, "pages": args.pages, "first": args.first, "last": args.last, **replay(calls, args.repeat)}
+        calls = capture(path, args.first, args.last, args.filtered)
+    report = {"kind": args.kind, "pages": args.pages, "first": args.first, "last": args.last, "filtered": args.filtered,
+              **replay(calls, args.repeat)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))

@@ -33,6 +33,7 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, FoundBy, decide, judged
+from streamdedup.verdict.prefilter import CandidateFilter
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class Detector:
 
     # the additive counts of `work` (the rest is a maximum), as the worker exports them
     WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
-                   "pages_over_candidate_limit", "pages_expired")
+                   "candidates_ruled_out", "pages_over_candidate_limit", "pages_expired")
 
     def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
         self.config = config
@@ -65,6 +66,9 @@ class Detector:
         # the stateful stage's nanoseconds by step (`STEPS`), a clock read a step a batch
         self.step_ns: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
+        # the batch's candidates that cannot link, told before the engine judges them (`verdict.prefilter`)
+        self._filterable = CandidateFilter.usable(self.methods_by_name)
+        self._filter: CandidateFilter | None = None
 
     def work_per_page(self) -> dict[str, float]:
         """Candidates found and verified per judged page (summary.json; the limits: docs/design.md)."""
@@ -72,6 +76,8 @@ class Detector:
         return {"pages": self.work["pages"], "candidates_found_mean": round(self.work["candidates_found"] / pages, 2),
                 "candidates_verified_mean": round(self.work["candidates_verified"] / pages, 2),
                 "tests_run_mean": round(self.work["tests_run"] / pages, 2),  # a candidate's test by one method
+                # of those verified, those the engine's first tests tell cannot link, before it judges the rest
+                "candidates_ruled_out_mean": round(self.work["candidates_ruled_out"] / pages, 2),
                 "candidates_by_chance_mean": round(self.work["candidates_by_chance"] / pages, 2),
                 "candidates_found_max": self.work["max_candidates_found"],
                 "pages_over_candidate_limit": self.work["pages_over_candidate_limit"],
@@ -148,6 +154,8 @@ class Detector:
         # the names that can find a page
         shared = batch.stage(names, ends, [fp.page.id for fp in pages], self.store.words_of(encoded))
         steps["lookups"] += (started := clock()) - done
+        self._filter = (CandidateFilter(self.methods_by_name, self.policy, encoded, batch.records_read())
+                        if self._filterable and any(shared) else None)
         staged = iter(enumerate(zip(encoded, shared, strict=True)))  # `pages` are the Fingerprinted `items`, in order
         outcomes = [item if isinstance(item, Outcome) else self._decide_one(batch, now_ms, item, *next(staged))
                     for item in items]
@@ -208,10 +216,11 @@ class Detector:
             if by_chance := batch.chance_only(page):
                 count_lookup(work, by_chance, by_chance, 0)
         verdict = decide(fp.page.id, candidates, fp.text_cut)
-        batch.add_staged(DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id,
-                                   verdict.duplicate_of or "", signatures, fp.site_hash, document=document,
-                                   steered=steered),
-                         page, names, displaces=not verdict.duplicate_of)
+        doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
+                        signatures, fp.site_hash, document=document, steered=steered)
+        batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)
+        if self._filter is not None:
+            self._filter.filed(page, doc)
         return verdict
 
     def _candidates(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, page: int, names: list[bytes],
@@ -231,11 +240,17 @@ class Detector:
         count_lookup(work, batch.last_found, len(answered), len(seqs))
         if not seqs:
             return []
+        found_by = FoundBy(batch.found_by(), self.store.unfiled_bounds)
+        if self._filter is not None:  # those that cannot link are not judged (`verdict.prefilter`)
+            verified = len(seqs)
+            seqs = self._filter.linkable(seqs, mine, found_by, work)
+            work["candidates_ruled_out"] += verified - len(seqs)
+            if not seqs:
+                return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document, steered=steered)
         found: list[Candidate] = []
         for link in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine, fp.template_known,
-                           self.clock.oldest_kept(event_ms), FoundBy(batch.found_by(), self.store.unfiled_bounds),
-                           work):
+                           self.clock.oldest_kept(event_ms), found_by, work):
             doc = link.doc
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = link.seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)

@@ -131,6 +131,16 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
     def max_index_keys(self) -> int:
         return self.bands
 
+    @property
+    def record_dtype(self) -> np.dtype:
+        """An encoded signature as a numpy record: its set size, values and band checks (`encode`)."""
+        return self._record
+
+    @property
+    def collision(self) -> float:
+        """The chance that two different minima keep equal low bits (`value_bits`)."""
+        return self._collision
+
     def index_keys(self, signature: MinHashSignature) -> list[bytes]:
         """One 9-byte key per band: the band number and a 64-bit hash of its rows (and check)."""
         data = band_keys(signature.values, signature.checks, self.bands, self.rows).tobytes()

@@ -508,6 +508,11 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         """The bytes of an encoded signature before its paragraph sketch: its set size and packed values."""
         return int(self._record.itemsize)
 
+    @property
+    def collision(self) -> float:
+        """The chance that two different minima keep equal low bits (`new_shares`)."""
+        return self._collision
+
     def new_share_errors(self, shares: np.ndarray, of: np.ndarray, other: np.ndarray) -> np.ndarray:
         """The standard errors of `new_shares`' estimates: `shares` of `of` pairs absent from a page of `other`.
 

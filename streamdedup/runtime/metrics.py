@@ -36,8 +36,9 @@ class WorkerMetrics:
                                 registry=self.registry)
         # bounded work (docs/design.md "Hot keys"): each over `pages` is a per-page mean, as summary.json's
         self.work = Counter("streamdedup_decide_work", "The decide step's work: pages judged, candidates "
-                            "found, dropped as chance collisions and verified, tests run, pages over the "
-                            "candidate limit, pages expired by retention", ["kind"], registry=self.registry)
+                            "found, dropped as chance collisions and verified, tests run, candidates ruled out before "
+                            "judging, pages over the candidate limit, pages expired by retention", ["kind"],
+                            registry=self.registry)
         # where the stateful stage's time goes, told by the detector's own clock (summary.json's
         # `store_us_per_page`): over streamdedup_decide_work{kind="pages"}, seconds a judged page
         self.extraction = Counter("streamdedup_extraction_pages", "HTML pages by how they were read: from their "

@@ -312,6 +312,10 @@ class StoreBatch:
         gone = set(far.tolist())
         return [s for s in seqs if s not in gone]
 
+    def records_read(self) -> Mapping[int, DocRecord | None]:
+        """The stored records read for the batch so far, by seq (`stage` reads all its pages' names answer)."""
+        return self._committed_docs
+
     def docs_of(self, seqs: Sequence[int]) -> list[DocRecord | None]:
         """`doc` of each seq, those the batch has not read yet read with one multi_get.
 
