@@ -223,21 +223,13 @@ def test_store_commands(tmp_path, capsys):
     assert "expired 2 page(s)" in capsys.readouterr().out
 
 
-def test_eval_writes_metrics_and_report(tmp_path, capsys):
-    """The console gives the default's directional figures too (the README's Results: edges,
-    content-loss edges, edge precision and recall), not only pairwise P/R/F1/ARI."""
-    out = tmp_path / "eval"
-    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "--methods", "minhash"]) == 0
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert set(metrics["methods"]) == {"default", "minhash"}
-    assert metrics["methods"]["default"]["f1"] == 1.0
-    assert "<svg" in (out / "report.html").read_text()
-    lines = capsys.readouterr().out.splitlines()
-    default = lines.index(next(line for line in lines if line.strip().startswith("default  P=")))
-    assert lines[default + 1].strip() == "edges=1 (content-loss 0)  edge precision=1.000  edge recall=1.000"
+def test_eval_writes_metrics_and_report(tmp_path):
+    """Without --methods every method that can match is scored. (The console's figures, the report
+    and --methods: `test_eval_reports_the_papers_protocol`, on one run.)"""
     assert main(["eval", str(_crawl(tmp_path)), "--out", str(tmp_path / "all"), "-q"]) == 0
     every = json.loads((tmp_path / "all" / "metrics.json").read_text())
     assert set(every["methods"]) == {"default"} | {m for m, cls in METHODS.items() if cls.can_match}
+    assert every["methods"]["default"]["f1"] == 1.0
 
 
 def test_eval_of_a_crawl_without_labels_names_what_it_needs(tmp_path, capsys):
@@ -332,10 +324,19 @@ def test_lexicon_build_and_use_keeps_it_with_the_state(tmp_path, capsys):
     assert "tfidf" in capsys.readouterr().err
 
 
-def test_eval_reports_the_papers_protocol(tmp_path):
+def test_eval_reports_the_papers_protocol(tmp_path, capsys):
+    """The methods named and the default scored, the paper's pool and Dice, the report's charts; the
+    console gives the default's directional figures too (the README's Results: edges, content-loss
+    edges, edge precision and recall), not only pairwise P/R/F1/ARI. (One run: these were two.)"""
     out = tmp_path / "eval"
-    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "-q", "--methods", "minhash,tf,longsent"]) == 0
+    assert main(["eval", str(_crawl(tmp_path)), "--out", str(out), "--methods", "minhash,tf,longsent"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics["methods"]) == {"default", "minhash", "tf", "longsent"}
+    assert metrics["methods"]["default"]["f1"] == 1.0
+    assert "<svg" in (out / "report.html").read_text()
+    lines = capsys.readouterr().out.splitlines()
+    default = lines.index(next(line for line in lines if line.strip().startswith("default  P=")))
+    assert lines[default + 1].strip() == "edges=1 (content-loss 0)  edge precision=1.000  edge recall=1.000"
     assert metrics["pool"]["verified"] >= 1
     assert {"pool_recall", "verified_precision", "pairs_found"} <= set(metrics["methods"]["tf"])
     assert set(metrics["dice"]) == {"minhash", "tf", "longsent"}
