@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from confluent_kafka import KafkaError
 
 from streamdedup.runtime.errors import WorkerStopped
@@ -52,3 +54,21 @@ def fenced(settings: WorkerSettings, error: KafkaError) -> WorkerFenced:
         "with the same id, or the broker ended this one's session (a broker frozen or restarted); this one stops. "
         "Start it again (a supervisor's restart does); if it recurs, give every worker its own --worker-id "
         "(STREAMDEDUP_WORKER_ID) and state directory")
+
+
+def lost_writes(error: KafkaError) -> str:
+    """The line for a broker that no longer holds records this worker wrote and it acknowledged.
+
+    librdkafka's fatal OUT_OF_ORDER_SEQUENCE_NUMBER: the partition's log ends before the producer's last acknowledged
+    record. The batch in hand is consumed again, but what earlier committed transactions wrote there is gone, and no
+    restart writes it again: found by an operator review (s81) as a WARNING that said the transaction "went through"
+    while a batch of 16 pages never got a verdict (noida-db SIGKILLed within a second of acknowledging it)."""
+    place = re.search(r"ProduceRequest for (\S+ \[\d+\])", error.str())
+    return (f"the broker no longer holds records this worker wrote to {place.group(1) if place else 'a topic'} and it "
+            f"acknowledged ({error.str()[:200]}): the topic was deleted (a write then creates it again with the "
+            "broker's defaults), or the broker lost acknowledged records on a restart (noida-db does; Kafka with "
+            "replication factor 3 and min.insync.replicas 2 does not). The batch in hand is judged again, but the "
+            "outputs of batches committed before may be gone (on pages.index or pages.parts: pages that never get a "
+            "verdict). Fix: give a deleted topic back its partitions and settings, run a broker that keeps what it "
+            "acknowledges, and find the pages without a verdict: a restart does not judge them again "
+            "(docs/runtime.md, \"Records the broker no longer holds\")")

@@ -51,6 +51,9 @@ from streamdedup.runtime.worker.state_lock import lock_state_dir
 from streamdedup.runtime.worker.transactions import Transactions
 
 log = logging.getLogger(__name__)
+# how often the group consumer asks the topics' metadata, and so how soon a partition added to one it reads is
+# assigned (librdkafka's default: 5 minutes; the Faust app's METADATA_MAX_AGE_S): one small request a period
+METADATA_REFRESH_MS = 10_000
 
 
 class Worker(Transactions, Assignment):
@@ -102,7 +105,9 @@ class Worker(Transactions, Assignment):
             "isolation.level": "read_committed", "enable.partition.eof": False,
             **topics.consumer_settings(), "session.timeout.ms": 10_000,
             "max.poll.interval.ms": round(settings.max_poll_interval_s * 1000),
-            "partition.assignment.strategy": settings.assignment_strategy}
+            "partition.assignment.strategy": settings.assignment_strategy,
+            # a partition added to a topic is assigned at the next metadata refresh: 10 s, not librdkafka's 5 minutes
+            "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS}
         if settings.static_membership:
             # KIP-345: a restarted worker takes its partitions (and local stores) back at once
             consumer_settings["group.instance.id"] = f"streamdedup-{settings.worker_id}"

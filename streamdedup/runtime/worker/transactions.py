@@ -21,7 +21,7 @@ from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
 from streamdedup.runtime.topologies import PartitionHandler
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
-from streamdedup.runtime.worker.errors import FENCED, StoreWriteFailed, fenced
+from streamdedup.runtime.worker.errors import FENCED, StoreWriteFailed, fenced, lost_writes
 from streamdedup.runtime.worker.reporting import Reporting
 from streamdedup.runtime.worker.state import GROUP_KEY, TP, offset_key
 
@@ -242,6 +242,8 @@ class Transactions(Reporting):
         error = err.args[0] if err.args else None
         if isinstance(error, KafkaError) and error.code() in FENCED:
             raise fenced(self.settings, error) from err
+        if isinstance(error, KafkaError) and error.code() == KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER:
+            log.error(lost_writes(error))
         while self.producer.poll(0):  # the delivery reports of the failed records, before they are learnt
             pass
         refused = self.outputs.learn_refusals()  # sent as too_large_for_broker stubs on the retry
@@ -272,6 +274,10 @@ class Transactions(Reporting):
         # a new producer first initialises this one's transactional id: that aborts the
         # transaction if it is still open, and fences this producer off (see _new_producer)
         self.producer = self.outputs.producer = self._new_producer()
+        if not by_partition:  # a round without input: its watermarks and release markers are sent again
+            log.warning("a transaction without input failed (%s); its watermarks and markers are sent again", err)
+            self._rewind(by_partition)
+            return False
         if self._committed(by_partition):
             log.warning("transaction reported %s, but its offsets are committed: it went through", err)
             return True
