@@ -13,6 +13,8 @@ error lines. Scenarios:
 - delete-output: pages.verdicts (an output) deleted while the worker runs
 - delete-internal: pages.parts (global) deleted while the worker runs (--then-restart: then follow the
   refusal's advice, --on-topic-reset restart)
+- recreate-input: the pages topic deleted and created again under the running worker, then twice as
+  many records as before (--then-restart as above)
 - odd-records: timestamps -1/0/2100, a null value, a 1 MB key, 200 headers
 """
 
@@ -165,7 +167,7 @@ def summary(got: dict[str, Counter], expected_ids: int, sent: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", choices=("broker-restart", "add-partitions", "delete-output",
-                                             "delete-internal", "odd-records"))
+                                             "delete-internal", "recreate-input", "odd-records"))
     parser.add_argument("--topology", default="global", choices=("global", "local"))
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--seed", type=int, default=11)
@@ -243,6 +245,22 @@ def main() -> None:
             time.sleep(1)
             produce(settings, keyed(messages[half:]))
             if args.then_restart:  # the operator follows the refusal's line: --on-topic-reset restart
+                wait_for(settings, expected, worker, 30)
+                result["exits_before_restart_setting"] = list(worker.exits)
+                worker.env = {**env, "STREAMDEDUP_ON_TOPIC_RESET": "restart"}
+        elif args.scenario == "recreate-input":
+            first = len(messages) // 3
+            produce(settings, keyed(messages[:first]))
+            wait_for(settings, first, worker, 120)
+            admin = AdminClient(settings.client())
+            for future in admin.delete_topics([settings.topics.pages], operation_timeout=10).values():
+                future.result(30)
+            while settings.topics.pages in admin.list_topics(timeout=10).topics:
+                time.sleep(0.2)
+            time.sleep(3)
+            ensure_topics(settings)
+            produce(settings, keyed(messages[first:]))
+            if args.then_restart:
                 wait_for(settings, expected, worker, 30)
                 result["exits_before_restart_setting"] = list(worker.exits)
                 worker.env = {**env, "STREAMDEDUP_ON_TOPIC_RESET": "restart"}
