@@ -39,6 +39,30 @@ def wait_until(condition, timeout_s: float) -> float:
     return time.monotonic() - started
 
 
+def running(worker: Worker) -> tuple[threading.Thread, list[BaseException]]:
+    """The worker run in a thread; what it raised, if anything, in the list (asserted in the test's thread)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as err:  # noqa: BLE001 - asserted in the test's thread
+            failed.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failed
+
+
+def created_again(settings, topic: str) -> None:
+    """`topic` deleted, gone from the broker's metadata, then created again empty (`ensure_topics`)."""
+    admin = AdminClient(settings.client())
+    admin.delete_topics([topic], operation_timeout=10)[topic].result(30)
+    while topic in admin.list_topics(timeout=10).topics:
+        time.sleep(0.1)
+    ensure_topics(settings)
+
+
 @pytest.mark.parametrize("topology", ["global", "local"])
 def test_a_partition_added_to_the_pages_topic_under_a_running_worker_is_read_within_seconds(broker, settings, topology):
     """The pages topic grown from 1 to 2 partitions while the worker runs (CreatePartitions): the page sent to the
@@ -54,8 +78,7 @@ def test_a_partition_added_to_the_pages_topic_under_a_running_worker_is_read_wit
     first, added, after = story(4100, "a.example"), story(4101, "b.example"), story(4102, "c.example")
     produce(settings, first, 0)
     worker = Worker(settings, DetectorConfig())
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
+    thread, failed = running(worker)
     try:
         wait_until(lambda: worker.stats.decided >= 1, 120)
         topic = settings.topics.pages
@@ -69,7 +92,7 @@ def test_a_partition_added_to_the_pages_topic_under_a_running_worker_is_read_wit
     finally:
         worker.stop()
         thread.join(120)
-    assert not thread.is_alive()
+    assert not thread.is_alive() and not failed, failed
     urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 3, to_end=True)]
     assert sorted(urls) == sorted(r["url"] for r in (first, added, after)), urls
     print(f"{topology}: the added partition's page decided {took:.1f} s after it was sent")
@@ -91,8 +114,7 @@ def test_an_output_topic_deleted_under_a_running_worker_is_named_and_every_page_
     for record in records[:6]:
         produce(settings, record, 0)
     worker = Worker(settings, DetectorConfig())
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
+    thread, failed = running(worker)
     try:
         wait_until(lambda: worker.stats.decided >= 6, 120)
         admin = AdminClient(settings.client())
@@ -103,7 +125,7 @@ def test_an_output_topic_deleted_under_a_running_worker_is_named_and_every_page_
     finally:
         worker.stop()
         thread.join(120)
-    assert not thread.is_alive()
+    assert not thread.is_alive() and not failed, failed
     urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 12, to_end=True)]
     assert sorted(urls) == sorted(r["url"] for r in records), urls
     if broker.kind == "tansu":
@@ -134,24 +156,11 @@ def test_a_pages_topic_created_again_under_a_running_worker_stops_it_and_a_resta
     for record in old:
         produce(settings, record, 0)
     worker = Worker(settings, DetectorConfig())
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            worker.run()
-        except BaseException as err:  # noqa: BLE001 - asserted in the test's thread
-            failed.append(err)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
+    thread, failed = running(worker)
     try:
         wait_until(lambda: worker.stats.decided >= len(old), 120)
         topic = settings.topics.pages
-        admin = AdminClient(settings.client())
-        admin.delete_topics([topic], operation_timeout=10)[topic].result(30)
-        while topic in admin.list_topics(timeout=10).topics:
-            time.sleep(0.1)
-        ensure_topics(settings)  # created again, empty: the crawler feeds it later
+        created_again(settings, topic)  # created again, empty: the crawler feeds it later
         took = wait_until(lambda: not thread.is_alive(), 60)
     finally:
         worker.stop()
@@ -167,3 +176,36 @@ def test_a_pages_topic_created_again_under_a_running_worker_stops_it_and_a_resta
     restarted.run(idle_timeout_s=5, stop_after=len(new))
     urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 13, to_end=True)]
     assert sorted(urls) == sorted(r["url"] for r in old + new), urls
+
+
+@pytest.mark.xfail(strict=True, reason="open: a topic created again and fed past the old position between two looks "
+                                       "is taken up at the old position (docs/runtime.md)")
+def test_a_pages_topic_created_again_and_fed_at_once_under_a_running_worker_stops_it(broker, settings):
+    """The open case of the test above: the pages topic deleted, created again and fed 9 records at once. The worker's
+    looks at the end offsets saw 4 (the old end), then 9: nothing below its offset 4, no rebalance, so it read on from
+    offset 4, judged 5 of the 9 and skipped 4 (local topology; the global one the same). Mending it means reading the
+    record read last again before the first batch after a caught-up round (a client kept for it), or comparing topic
+    ids (noida-db 0.2.3 gives all zeros). Strict: it fails the day the worker stops here."""
+    if broker.kind == "tansu":
+        pytest.skip("on Tansu this case ends the test process with SIGSEGV (3 of 3 runs; not yet located)")
+    settings = replace(settings, topology="local")
+    ensure_topics(settings)
+    for record in [story(4500 + i, f"o{i % 3}.example") for i in range(4)]:
+        produce(settings, record, 0)
+    worker = Worker(settings, DetectorConfig())
+    thread, failed = running(worker)
+    try:
+        wait_until(lambda: worker.stats.decided >= 4, 120)
+        topic = settings.topics.pages
+        created_again(settings, topic)
+        producer = Producer(settings.client())
+        for i in range(9):
+            producer.produce(topic, orjson.dumps(story(4600 + i, f"n{i % 3}.example")), partition=0)
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 20
+        while thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        worker.stop()
+        thread.join(120)
+    assert failed, f"ran on: {worker.stats.decided - 4} of the 9 new records judged"
