@@ -102,6 +102,54 @@ def view_key(event: Event) -> bytes:
     return str(key).encode("utf-8", "surrogatepass")
 
 
+# a page's status, one string each (a verdict line read back holds its own copy: ~55 bytes a page)
+_STATUSES = {status: status for status in ("unique", "duplicate")}
+
+
+class _Node:
+    """An id the fold met: a page of this view (`status` set), or a cluster or page one named, in its story's tree.
+
+    One object an id, its slots in place of a dict a page and an entry in each of five dicts: 850-910
+    bytes a page -> ~400 (bench/fold_memory.py, the page's id, url and fetch time included). A node
+    without `parent` is its story's root: it holds the story's name (`name_id`, ranked by
+    `name_time`, the fetch time it was ranked by) and how many pages of this view the story holds
+    (`held`)."""
+
+    __slots__ = ("cluster", "duplicate_of", "fetch_time", "held", "id", "name_id", "name_time", "names", "parent",
+                 "related_to", "status", "url")
+
+    def __init__(self, node_id: str) -> None:
+        self.id = node_id
+        self.url: Any = None
+        self.fetch_time: Any = None
+        self.status: str | None = None
+        self.duplicate_of: str | None = None
+        self.related_to: tuple[str, ...] | None = None
+        # the earlier pages its verdict named: one id as itself (a duplicate's duplicate_of), more as a sorted tuple
+        self.names: str | tuple[str, ...] | None = None
+        self.parent: _Node | None = None
+        self.name_id: str | None = None
+        self.name_time: Any = None
+        self.held = 0
+        self.cluster = False  # ranked as a cluster (a story's name may be its id)
+
+    def named(self) -> tuple[str, ...]:
+        return () if self.names is None else (self.names,) if isinstance(self.names, str) else self.names
+
+    def member(self) -> dict[str, Any]:
+        """The page as `stories()` gives it: {id, url, fetch_time, status, duplicate_of} and `related_to` if named."""
+        line = {"id": self.id, "url": self.url, "fetch_time": self.fetch_time, "status": self.status,
+                "duplicate_of": self.duplicate_of}
+        if self.related_to is not None:
+            line["related_to"] = list(self.related_to)
+        return line
+
+
+def _rank(cluster_id: str, fetched: Any) -> tuple[int, tuple[int, float, str], str]:
+    """A cluster's rank as a story's name, by its page's fetch time (then id; none known: last)."""
+    return (1, when(None), cluster_id) if fetched is None else (0, when(fetched), cluster_id)
+
+
 class Stories:
     """Story -> pages, folded from cluster events (`apply`) or verdicts (`add`), in any order.
 
@@ -113,45 +161,56 @@ class Stories:
 
     A page kept as unique that shares much of earlier pages but adds its own text (a follow-up)
     names them in `related_to`; it stays in its own story, which is *related* to theirs
-    (`related_of`, a story's `related`): resolved through merges when asked, both ways."""
+    (`related_of`, a story's `related`): resolved through merges when asked, both ways.
+
+    Each id is one `_Node` (its page's fields, its story's tree), an id named again held as the
+    string first read (file mode keeps the fold for the job: ~400 bytes a page, its strings included)."""
 
     def __init__(self) -> None:
-        self.pages: dict[str, dict[str, Any]] = {}  # page id -> its member fields
-        self._names: dict[str, set[str]] = {}  # page id -> the earlier pages its verdict named (their order)
-        self._parent: dict[str, str] = {}
-        self._name: dict[str, tuple[int, tuple[int, float, str], str]] = {}  # root -> its earliest cluster's rank
-        self._cluster_ids: set[str] = set()
-        self._held: dict[str, int] = {}  # root -> how many pages of this view its component holds
-        self._links: dict[str, set[tuple[str, str]]] = {}  # root -> the (page, related page) pairs of either end in it
+        self._nodes: dict[str, _Node] = {}  # every id met: pages of this view and the ids they name
+        self._count = 0  # roots holding pages of this view: `len`
+        self._links: dict[_Node, set[tuple[str, str]]] = {}  # root -> the (page, related page) pairs of an end in it
         self.skipped: dict[str, int] = {}  # an event type this version does not know -> how many were skipped
 
-    def _root(self, item: str) -> str:
-        parent = self._parent.setdefault(item, item)
-        while parent != self._parent.setdefault(parent, parent):
-            self._parent[item] = parent = self._parent[parent]
-        return parent
+    def _node(self, item: str) -> _Node:
+        node = self._nodes.get(item)
+        if node is None:
+            node = self._nodes[item] = _Node(item)
+        return node
 
-    def _rank(self, cluster_id: str) -> tuple[int, tuple[int, float, str], str]:
-        member = self.pages.get(cluster_id)
-        fetched = None if member is None else member["fetch_time"]
-        return (1, when(None), cluster_id) if fetched is None else (0, when(fetched), cluster_id)
+    def _root(self, node: _Node) -> _Node:
+        """The root of `node`'s tree, the path to it made one step."""
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        while node.parent is not None and node.parent is not root:
+            node.parent, node = root, node.parent
+        return root
 
-    def _cluster(self, cluster_id: str) -> None:
-        root = self._root(cluster_id)
-        rank = self._rank(cluster_id)
-        if root not in self._name or rank < self._name[root]:
-            self._name[root] = rank
+    def _same(self, item: str) -> str:
+        """`item` as the string the fold holds already (one copy an id), or itself."""
+        node = self._nodes.get(item)
+        return item if node is None else node.id
+
+    def _cluster(self, node: _Node) -> None:
+        root = self._root(node)
+        if root.name_id is None or _rank(node.id, node.fetch_time) < _rank(root.name_id, root.name_time):
+            root.name_id, root.name_time = node.id, node.fetch_time
 
     def _join(self, a: str, b: str) -> None:
-        root_a, root_b = self._root(a), self._root(b)
-        if root_a == root_b:
+        root_a, root_b = self._root(self._node(a)), self._root(self._node(b))
+        if root_a is root_b:
             return
-        self._parent[root_b] = root_a
-        names = [n for n in (self._name.pop(root_a, None), self._name.pop(root_b, None)) if n is not None]
-        if names:
-            self._name[root_a] = min(names)
-        if held := self._held.pop(root_b, 0):
-            self._held[root_a] = self._held.get(root_a, 0) + held
+        root_b.parent = root_a
+        if root_b.name_id is not None:
+            if root_a.name_id is None or _rank(root_b.name_id, root_b.name_time) < _rank(root_a.name_id,
+                                                                                      root_a.name_time):
+                root_a.name_id, root_a.name_time = root_b.name_id, root_b.name_time
+            root_b.name_id = root_b.name_time = None
+        if root_b.held:
+            self._count -= bool(root_a.held)
+            root_a.held += root_b.held
+            root_b.held = 0
         if (links_b := self._links.pop(root_b, None)) is not None:  # the smaller set into the larger
             links_a = self._links.setdefault(root_a, set())
             if len(links_a) < len(links_b):
@@ -159,10 +218,19 @@ class Stories:
                 self._links[root_a] = links_a
             links_a |= links_b
 
+    def _link(self, page: str, related: str) -> None:
+        pair = (self._node(page).id, self._node(related).id)
+        for end in pair:
+            self._links.setdefault(self._root(self._nodes[end]), set()).add(pair)
+
+    @staticmethod
+    def _name_of(root: _Node) -> str:
+        return root.id if root.name_id is None else root.name_id
+
     def story_of(self, page_id: str) -> str:
         """The story (its earliest cluster's id) `page_id` is in."""
-        root = self._root(page_id)
-        return self._name[root][2] if root in self._name else root
+        node = self._nodes.get(page_id)
+        return page_id if node is None else self._name_of(self._root(node))
 
     def apply(self, event: Event) -> str:
         """Fold one event (created, joined, merged, late_match, late_related); returns the page's story.
@@ -175,46 +243,60 @@ class Stories:
         if kind is not None and kind not in EVENT_TYPES:
             self._skip(str(kind), page)
             return self.story_of(page)
+        node = self._node(page)
         if kind in ("created", "joined"):
-            if page not in self.pages:
-                root = self._root(page)
-                self._held[root] = self._held.get(root, 0) + 1
-            member = self.pages.setdefault(page, dict.fromkeys(MEMBER_FIELDS))
-            member["id"] = page
-            if event.get("related_to"):  # the earlier pages it shares much with, not all: other stories
-                member["related_to"] = list(event["related_to"])
-                for related in member["related_to"]:
-                    for end in (page, related):
-                        self._links.setdefault(self._root(end), set()).add((page, related))
-            for name in MEMBER_FIELDS[1:]:
-                if event.get(name) is not None:
-                    member[name] = event[name]
-            if member["fetch_time"] is None and event.get("fetched_at") is not None:
-                member["fetch_time"] = event["fetched_at"]  # a `pages.clusters` event names it so
-            if member["status"] is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
-                member["status"] = "duplicate" if event.get("duplicate_of") else "unique"
+            self._page(node, event)
         elif kind == "late_related":  # found after the page's verdict: its story is related to theirs
             for related in event.get("related_to", ()):
-                for end in (page, related):
-                    self._links.setdefault(self._root(end), set()).add((page, related))
-        if kind != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
-            named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ()),
-                     *event.get("merged", ())}
-            named.discard(None)
-            if named:
-                self._names.setdefault(page, set()).update(named)
+                self._link(page, related)
         self._join(cluster, page)
         for other in (event.get("duplicate_of"), *event.get("merged", ())):
             if other:
                 self._join(cluster, other)
+        if kind != "late_match":  # the earlier pages its verdict names, the clusters it bridged too
+            self._name(node, event)
         ranked = (cluster, *event.get("merged", ()))
         for named in ranked:
-            self._cluster_ids.add(named)
-            self._cluster(named)
+            ranked_node = self._node(named)
+            ranked_node.cluster = True
+            self._cluster(ranked_node)
         # its fetch time, which ranks its cluster, may come only now (ranked above already: the same again)
-        if page in self._cluster_ids and page not in ranked:
-            self._cluster(page)
+        if node.cluster and page not in ranked:
+            self._cluster(node)
         return self.story_of(page)
+
+    def _page(self, node: _Node, event: Event) -> None:
+        """A created or joined event's page: its fields, its story's count, its related pages."""
+        if node.status is None:  # new to this view (a page's status is set below, never None again)
+            root = self._root(node)
+            self._count += not root.held
+            root.held += 1
+        if event.get("related_to"):  # the earlier pages it shares much with, not all: other stories
+            for related in event["related_to"]:
+                self._link(node.id, related)
+            node.related_to = tuple(self._same(related) for related in event["related_to"])
+        if event.get("url") is not None:
+            node.url = event["url"]
+        if event.get("fetch_time") is not None:
+            node.fetch_time = event["fetch_time"]
+        if (status := event.get("status")) is not None:
+            node.status = _STATUSES.get(status, status) if isinstance(status, str) else status
+        if event.get("duplicate_of") is not None:
+            node.duplicate_of = self._node(event["duplicate_of"]).id
+        if node.fetch_time is None and event.get("fetched_at") is not None:
+            node.fetch_time = event["fetched_at"]  # a `pages.clusters` event names it so
+        if node.status is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
+            node.status = "duplicate" if event.get("duplicate_of") else "unique"
+
+    def _name(self, node: _Node, event: Event) -> None:
+        """Add the earlier pages `event` names (duplicate_of, supersedes, related_to, merged) to its page's."""
+        named = {event.get("duplicate_of"), *event.get("supersedes", ()), *event.get("related_to", ()),
+                 *event.get("merged", ())}
+        named.discard(None)
+        if not named:
+            return
+        names = {self._same(name) for name in named}.union(node.named())
+        node.names = next(iter(names)) if len(names) == 1 else tuple(sorted(names))
 
     def _skip(self, kind: str, page: str) -> None:
         if kind not in self.skipped:
@@ -235,23 +317,24 @@ class Stories:
         included; only stories holding pages of this view (a related page not read yet, or filed
         before a `Deduplicator` opened its store, is in its page's `related_to` alone); [] for an
         id in no story of this view. Costs the story's related pairs, not the view's pages."""
-        if story_or_page_id not in self._parent:
+        node = self._nodes.get(story_or_page_id)
+        if node is None:
             return []
-        root = self._root(story_or_page_id)
-        return self._related_names(root) if self._held.get(root) else []
+        root = self._root(node)
+        return self._related_names(root) if root.held else []
 
-    def _related_names(self, root: str) -> list[str]:
+    def _related_names(self, root: _Node) -> list[str]:
         others = set()
         for pair in self._links.get(root, ()):
             for end in pair:
-                other = self._root(end)
-                if other != root and self._held.get(other):
+                other = self._root(self._nodes[end])
+                if other is not root and other.held:
                     others.add(other)
-        return sorted(self.story_of(other) for other in others)
+        return sorted(self._name_of(other) for other in others)
 
     def url_of(self, page_id: str | None) -> str | None:
-        member = self.pages.get(page_id) if page_id is not None else None
-        return None if member is None else member["url"]
+        node = self._nodes.get(page_id) if page_id is not None else None
+        return None if node is None or node.status is None else node.url
 
     def stories(self) -> list[dict[str, Any]]:
         """The current stories, by name, each with the stories it is `related` to and its pages in the order fetched.
@@ -263,17 +346,23 @@ class Stories:
         (duplicate_of, supersedes, related_to, the clusters they merged), which is the order they were
         judged in; then by id.
         A page without a fetch time (a polled live page) comes after the pages its verdict names."""
-        groups: dict[str, list[dict[str, Any]]] = {}
-        roots: dict[str, str] = {}
-        for page_id, member in self.pages.items():
-            root = self._root(page_id)
-            name = roots[root] = self.story_of(page_id)
-            groups.setdefault(name, []).append(member)
+        return list(self.each_story())
+
+    def each_story(self) -> Iterator[dict[str, Any]]:
+        """`stories()` one at a time: a page's dict is made as its story is given (clusters.jsonl's lines)."""
+        groups: dict[str, list[_Node]] = {}
+        roots: dict[_Node, str] = {}
+        for node in self._nodes.values():
+            if node.status is not None:
+                root = self._root(node)
+                name = roots[root] = self._name_of(root)
+                groups.setdefault(name, []).append(node)
         related = {name: self._related_names(root) for root, name in roots.items()}
         place = self._places()
-        return [{"cluster_id": name, "size": len(members), "related": related[name],
-                 "pages": sorted(members, key=lambda m: (*place[m["id"]], m["id"]))}
-                for name, members in sorted(groups.items())]
+        for name, members in sorted(groups.items()):
+            members.sort(key=lambda m: (*place[m.id], m.id))
+            yield {"cluster_id": name, "size": len(members), "related": related[name],
+                   "pages": [member.member() for member in members]}
 
     def _places(self) -> dict[str, tuple[tuple[int, float, str], int]]:
         """Each page's place in its story: its fetch time, then its longest chain of named pages.
@@ -285,20 +374,21 @@ class Stories:
         of several workers) place the same whatever order the events came in."""
         depth: dict[str, int] = {}
         time: dict[str, tuple[int, float, str]] = {}
-        for start in sorted(self.pages):
+        pages = self._nodes
+        for start in sorted(page for page, node in pages.items() if node.status is not None):
             if start in depth:
                 continue
             stack, open_ = [start], {start}
             while stack:  # depth-first without recursion: a live page polled 10,000 times is one chain
                 page = stack[-1]
-                names = sorted(n for n in self._names.get(page, ()) if n in self.pages)
+                names = [n for n in pages[page].named() if n in pages and pages[n].status is not None]
                 todo = [n for n in names if n not in depth and n not in open_]
                 if todo:
                     stack.extend(todo)
                     open_.update(todo)
                     continue
                 depth[page] = 1 + max((depth.get(n, -1) for n in names), default=-1)
-                fetched = self.pages[page]["fetch_time"]
+                fetched = pages[page].fetch_time
                 time[page] = when(fetched) if fetched is not None else max(
                     (time[n] for n in names if n in time), default=when(None))
                 stack.pop()
@@ -309,7 +399,7 @@ class Stories:
         """How many stories hold pages of this view: kept as events are folded, so asking costs nothing.
 
         (A feed's loop asks it at every poll: a walk over every page cost ~0.55 s at 1 M pages.)"""
-        return len(self._held)  # a root's count of pages: moved to the new root on a join, never 0
+        return self._count  # a root's count of pages: moved to the new root on a join, never 0
 
 
 def complete_lines(path: Path, length: int | None = None) -> Iterator[bytes]:
@@ -362,7 +452,7 @@ def write_stories(path: Path, stories: Stories) -> None:
     """Replace `path` with one line per story, whole (a crash leaves the old file or the new one)."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as handle:
-        for story in stories.stories():
+        for story in stories.each_story():  # a story's page dicts made as its line is written, not all at once
             handle.write(orjson.dumps(story, option=orjson.OPT_APPEND_NEWLINE))
     temporary.replace(path)
 
