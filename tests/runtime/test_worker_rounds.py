@@ -85,7 +85,7 @@ def _worker(handlers: dict[tuple[str, int], _Handler]) -> Worker:
     worker.settings = WorkerSettings(transactions=False)
     worker.handlers = handlers  # type: ignore[assignment]
     worker.replay_until, worker._lag, worker._work_seen, worker._steps_seen = {}, {}, {}, {}
-    worker._extraction_seen, worker._next_offsets = {}, {}
+    worker._extraction_seen = {}
     worker.stats, worker.metrics = WorkerStats(), WorkerMetrics()
     worker.consumer = worker.producer = _Client()  # type: ignore[assignment]
     worker.outputs = _Outputs()  # type: ignore[assignment]

@@ -83,7 +83,6 @@ class Assignment(WorkerState):
             tp.offset = stored if stored is not None else OFFSET_BEGINNING
         for tp in partitions:
             self._start_offsets[(tp.topic, tp.partition)] = tp.offset
-            self._next_offsets[(tp.topic, tp.partition)] = max(tp.offset, 0)  # OFFSET_BEGINNING: 0
         log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
         if self._cooperative(consumer):
             consumer.incremental_assign(partitions)
@@ -161,7 +160,6 @@ class Assignment(WorkerState):
                 handler.close()
             self.replay_until.pop((tp.topic, tp.partition), None)
             self._start_offsets.pop((tp.topic, tp.partition), None)
-            self._next_offsets.pop((tp.topic, tp.partition), None)
             self._work_seen.pop((tp.topic, tp.partition), None)  # a handler opened again counts from 0
             self._steps_seen.pop((tp.topic, tp.partition), None)
             self._extraction_seen.pop((tp.topic, tp.partition), None)

@@ -72,15 +72,3 @@ def lost_writes(error: KafkaError) -> str:
             "verdict). Fix: give a deleted topic back its partitions and settings, run a broker that keeps what it "
             "acknowledges, and find the pages without a verdict: a restart does not judge them again "
             "(docs/runtime.md, \"Records the broker no longer holds\")")
-
-
-def moved_back(settings: WorkerSettings, tp_key: tuple[str, int], expected: int, found: int,
-               what: str = "has a record at offset") -> str:
-    """The line for a partition that went back below the offset the running worker had read it to."""
-    topic, partition = tp_key
-    return (f"{topic}[{partition}] {what} {found}, below the offset {expected} the running worker had read it to: the "
-            "topic was "
-            "deleted and created again, or the broker lost its data, and its records may be others than the store "
-            "read (a partition the new records filled past the old position would be skipped). Start the worker "
-            "again: it checks the partition at its start, and with --on-topic-reset restart "
-            "(STREAMDEDUP_ON_TOPIC_RESET=restart) judges its new records, keeping what the store knows")

@@ -9,7 +9,6 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streamdedup.runtime.worker.errors import TopicStartedOver, moved_back
 from streamdedup.runtime.worker.state import TP, WorkerState
 
 
@@ -37,9 +36,6 @@ class LagTracking(WorkerState):
                                                         cached=False)
             except KafkaException:
                 return True  # the broker is away: fetching will tell
-            expected = self._next_offsets.get(tp_key)
-            if end >= 0 and expected is not None and end < expected:
-                raise TopicStartedOver(moved_back(self.settings, tp_key, expected, end, "now ends at offset"))
             position = tp.offset
             if position < 0:  # nothing read yet: where the partition was started
                 start = self._start_offsets.get(tp_key, OFFSET_BEGINNING)

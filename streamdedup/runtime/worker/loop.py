@@ -89,7 +89,6 @@ class Worker(Transactions, Assignment):
         self._stores_checked_at = 0.0  # when the stores' folders were last found in place (_check_stores)
         self._failure = None  # why the loop stopped, if it failed (/healthz)
         self._start_offsets = {}  # where each assigned partition was started
-        self._next_offsets = {}  # the offset each partition's next batch must start at or past
         self._lag = {}
         self._progress = Progress(time.monotonic(), 0, 0)
         self.group_watch = GroupWatch(settings)  # the group's partitions that no member moves

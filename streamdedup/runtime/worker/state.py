@@ -69,7 +69,6 @@ class WorkerState:
     _stores_checked_at: float  # when the stores' folders were last found in place (_check_stores)
     _failure: str | None  # why the loop stopped, if it failed (/healthz)
     _start_offsets: dict[TP, int]  # where each assigned partition was started
-    _next_offsets: dict[TP, int]  # the offset each partition's next batch must start at or past (_check_not_moved_back)
     _lag: dict[TP, int]
     _progress: Progress
     _input_ends: dict[int, tuple[float, int | None]]  # input partition -> (asked at, end offset)

@@ -21,14 +21,7 @@ from streamdedup.runtime.errors import WorkerStopped
 from streamdedup.runtime.topic_reset import RecordIdentity, identity_key, stage_read_journal
 from streamdedup.runtime.topologies import PartitionHandler
 from streamdedup.runtime.topologies.base import offset_of, partition_of, topic_of
-from streamdedup.runtime.worker.errors import (
-    FENCED,
-    StoreWriteFailed,
-    TopicStartedOver,
-    fenced,
-    lost_writes,
-    moved_back,
-)
+from streamdedup.runtime.worker.errors import FENCED, StoreWriteFailed, fenced, lost_writes
 from streamdedup.runtime.worker.reporting import Reporting
 from streamdedup.runtime.worker.state import GROUP_KEY, TP, offset_key
 
@@ -110,8 +103,6 @@ class Transactions(Reporting):
         by_partition: dict[TP, list[Message]] = defaultdict(list)
         for message in messages:
             by_partition[(topic_of(message), partition_of(message))].append(message)
-        for tp_key, batch in by_partition.items():
-            self._check_not_moved_back(tp_key, offset_of(batch[0]))
         self.outputs.discard()
         if self.settings.transactions:
             self.producer.begin_transaction()
@@ -155,7 +146,6 @@ class Transactions(Reporting):
                     f"The outcomes of offsets {first}..{last} are committed in Kafka; nothing is lost: free space "
                     "(or memory, as the error says) and restart the worker, it will replay those offsets into the "
                     "store without emitting them again.") from err
-            self._next_offsets[tp_key] = offset_of(batch[-1]) + 1
             if offset_of(batch[-1]) + 1 >= self.replay_until.get(tp_key, 0):
                 self.replay_until.pop(tp_key, None)  # rebuilt: its handler may tick now
         self.outputs.commit()
@@ -165,19 +155,6 @@ class Transactions(Reporting):
             self.stats.inputs[topic] += len(batch)
             self.metrics.inputs.labels(topic).inc(len(batch))
         self._observe(by_partition, started)
-
-    def _check_not_moved_back(self, tp_key: TP, first: int) -> None:
-        """Stop if a partition's records start below where its last batch ended: it started over under the worker.
-
-        The pages topic deleted and created again under a running worker: the client's position is past the new
-        topic's end, and librdkafka resets it to the beginning (`auto.offset.reset`) without a rebalance, so the check
-        at assignment (`_started_over`) never ran: the worker judged the new records from offset 0 on a store that had
-        read the old ones, and a partition the new records had filled past its old position was skipped up to it
-        (ops review s81: 100 pages, the topic created again, 200 more: 100 of them out, idle, exit 0). A worker
-        started again makes the check at its assignment, where `on_topic_reset` decides."""
-        expected = self._next_offsets.get(tp_key)
-        if expected is not None and first < expected:
-            raise TopicStartedOver(moved_back(self.settings, tp_key, expected, first))
 
     # -- tick: what a handler sends without input (idle watermarks, release markers) -----------
     def _ticking(self, now: float, skip: Container[TP] = (),
@@ -333,5 +310,4 @@ class Transactions(Reporting):
         self.outputs.discard()
         for (topic, partition), batch in by_partition.items():
             self.handlers[(topic, partition)].discard()
-            self._next_offsets[(topic, partition)] = offset_of(batch[0])
             self.consumer.seek(TopicPartition(topic, partition, offset_of(batch[0])))
