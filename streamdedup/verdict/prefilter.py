@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -38,7 +37,7 @@ from streamdedup.fingerprints.kernels import minhash_similarities
 from streamdedup.fingerprints.wordpair_kernels import two_bit_new_shares
 from streamdedup.jit import numba
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.columns import Methods
+from streamdedup.verdict.columns import Methods, _read_column
 from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE, FoundBy
 from streamdedup.verdict.new_text import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import SitePolicy
@@ -187,16 +186,9 @@ class CandidateFilter:
 
 
 def _column(records: Sequence[Mapping[int, bytes]], tag: int) -> list[bytes]:
-    """Each record's value at `tag`, b"" where it has none (read by `map`, at C speed, as `columns._read_column`)."""
-    read = itemgetter(tag)
-    values: list[bytes] = []
-    rest = iter(records)
-    while True:
-        try:
-            values.extend(map(read, rest))
-            return values
-        except KeyError:
-            values.append(b"")
+    """Each record's value at `tag`, b"" where it has none (`columns._read_column`, read once at C speed)."""
+    values, complete = _read_column(records, tag)
+    return cast("list[bytes]", values) if complete else [b"" if value is None else value for value in values]
 
 
 @numba.njit(cache=True)
