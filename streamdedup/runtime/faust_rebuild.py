@@ -102,8 +102,10 @@ class PartitionRebuild:
         self.first = first = max(start, low)
         what = ("is new" if new_store else "holds none of it" if self.start is None
                 else f"has read it up to offset {start}")
-        lost = (f"; records {start}..{low - 1} are gone from the topic (retention): the pages judged from "
-                "them are not rebuilt, and copies of them come out unique") if low > start else ""
+        gone = deleted_by_retention(start, self.until, low)  # the store's missing records the topic no longer holds
+        lost = (f"; up to {gone[1] - gone[0]} records were deleted by retention before it started (offsets "
+                f"{spans([gone])}): the pages judged from them are not rebuilt, and copies of them come out "
+                "unique") if gone else ""
         if first >= self.until:
             log.warning("%s partition %d: its store %s, but the app starts at offset %d%s", self.topic, self.partition,
                         what, self.until, lost)

@@ -86,3 +86,47 @@ def test_records_retention_deletes_during_a_rebuild_are_named_in_one_warning_tra
                     "Give the pages topic a retention.ms longer than a rebuild takes to read it (or accept it)"], said
     assert rebuilt is not None and (rebuilt.records, rebuilt.lost) == (len(replayed), gone), rebuilt
     assert f"store rebuilt from offsets 0..{until - 1} ({len(replayed)} records)" in caplog.text
+
+
+@pytest.mark.skipif(os.environ.get("STREAMDEDUP_TEST_BROKER") == "tansu", reason="Tansu has no DeleteRecords")
+@pytest.mark.parametrize("store_read, deleted_below", [("nothing", "second transaction"),
+                                                       ("first transaction", "every record")])
+def test_records_retention_deleted_before_a_rebuild_are_named_in_its_first_line(
+        settings, tmp_path, caplog, store_read, deleted_below):
+    """Four transactions of six pages are on the pages topic; the store has read nothing (new), or the first
+    transaction. Before the rebuild up to the first record of the fourth starts, retention has deleted the records
+    below the second transaction, or every record (the partition now starts past the app's start). The rebuild's
+    first WARNING names the offsets from the store's next one up to the partition's start, cut at the app's start
+    (`retention.deleted_by_retention`, as the read's own jumps are), and counts them "up to" (commit markers take
+    offsets too); it reads from the partition's start, or reads nothing. Before: the line named the offsets up to
+    the partition's start even past the app's start ("records 6..27" for an app starting at offset 21), and
+    called every offset a record."""
+    offsets = produce_in_transactions(settings)
+    until = offsets[3 * PER_TRANSACTION]
+    low = offsets[PER_TRANSACTION] if deleted_below == "second transaction" else offsets[-1] + 2
+    caplog.set_level(logging.WARNING, logger="streamdedup.runtime.faust_rebuild")
+    with Detector(DetectorConfig(), tmp_path / "store") as detector:
+        keeper = JournalKeeper(detector, settings.topics.pages, 0)
+        if store_read == "first transaction":
+            faust_rebuild.rebuild(keeper, settings, settings.group_id, offsets[PER_TRANSACTION], new_store=True,
+                                  stall_s=20)
+        start = keeper.next_offset() or 0
+        assert start == (0 if store_read == "nothing" else offsets[PER_TRANSACTION - 1] + 1), start
+        delete_below(settings, low)
+        caplog.clear()
+        rebuilt = faust_rebuild.rebuild(keeper, settings, settings.group_id, until, new_store=store_read == "nothing",
+                                        stall_s=20)
+    gone = min(low, until)
+    lost = (f"; up to {gone - start} records were deleted by retention before it started (offsets {start}..{gone - 1}):"
+            " the pages judged from them are not rebuilt, and copies of them come out unique")
+    store = "is new" if store_read == "nothing" else f"has read it up to offset {start}"
+    first = f"{settings.topics.pages} partition 0: its store {store}, but the app starts at offset {until}"
+    if low < until:
+        first += (" (its state folder was lost, or the partition was judged on another instance since): rebuilding it "
+                  f"from offsets {low}..{until - 1} without producing (up to {until - low} records; the partition's "
+                  "records wait meanwhile, the app judges its other partitions and keeps them all)")
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == first + lost, said
+    assert not [line for line in said[1:] if "retention" in line], said  # nothing deleted while it read
+    replayed = [o for o in offsets if low <= o < until]
+    assert rebuilt is not None and (rebuilt.first, rebuilt.records, rebuilt.lost) == (low, len(replayed), 0), rebuilt
