@@ -62,8 +62,8 @@ def capture(path: Path, first: int, last: int, filtered: bool = False) -> list[t
     raws = raw_records(path.read_bytes().splitlines())
     detector_module.judged = spy
     try:
-        with tempfile.TemporaryDirectory() as state, Detector(DetectorConfig(), Path(state)) as detector:
-            detector._filterable = detector._filterable and filtered  # noqa: SLF001 - the bench's switch
+        with (tempfile.TemporaryDirectory() as state,
+              Detector(DetectorConfig(), Path(state), candidate_filter=filtered) as detector):
             for _ in detector.run(raws):  # in the Detector's batches, as `streamdedup dedup` sends them
                 pass
     finally:

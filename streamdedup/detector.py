@@ -48,7 +48,12 @@ class Detector:
     WORK_COUNTS = ("pages", "candidates_found", "candidates_by_chance", "candidates_verified", "tests_run",
                    "candidates_ruled_out", "pages_over_candidate_limit", "pages_expired")
 
-    def __init__(self, config: DetectorConfig, state_dir: str | Path) -> None:
+    def __init__(self, config: DetectorConfig, state_dir: str | Path, *, candidate_filter: bool = True) -> None:
+        """A Detector over the store in `state_dir`, made or opened with `config`'s methods.
+
+        `candidate_filter`: run the candidate filter (`verdict.prefilter`) before the engine judges a page,
+        as by default; False judges every candidate, for the benches and tests that measure the filter.
+        Verdicts are the same either way."""
         self.config = config
         self.fingerprinter = Fingerprinter(config)
         self.methods = self.fingerprinter.methods
@@ -67,7 +72,7 @@ class Detector:
         self.step_ns: Counter[str] = Counter()
         self.clock = config.retention_clock(self.store.get_meta_int)
         # the batch's candidates that cannot link, told before the engine judges them (`verdict.prefilter`)
-        self._filterable = CandidateFilter.usable(self.methods_by_name)
+        self._filterable = candidate_filter and CandidateFilter.usable(self.methods_by_name)
         self._filter: CandidateFilter | None = None
 
     def work_per_page(self) -> dict[str, float]:

@@ -188,3 +188,29 @@ def test_pages_refused_for_their_id_are_not_filed_and_the_others_get_their_seqs(
     with Detector(DetectorConfig(), tmp_path / "state") as detector:
         assert _postings(detector) == live
         assert detector.store.get_meta_int("next_seq", 0) == 4
+
+
+def test_the_candidate_filter_is_switched_off_by_the_constructor_and_verdicts_stay(tmp_path):
+    """`Detector(..., candidate_filter=False)` judges every candidate (none ruled out), and the verdicts are those
+    of the filter on (the default), which on pages of one vocabulary rules out most candidates. bench/judge.py
+    captures its calls so; it set the Detector's private `_filterable` before."""
+    import random
+
+    from streamdedup.testing import make_words
+
+    rng = random.Random(3)
+    vocabulary = make_words(rng, 1500)
+    zipf = [1 / rank ** 1.1 for rank in range(1, len(vocabulary) + 1)]  # few links, many candidates
+    forum = [{"id": f"t{i}", "url": f"https://forum{i % 5}.example/t/{i}", "fetched_at": "2026-01-01T00:00:00Z",
+              "content": "\n".join(" ".join(rng.choices(vocabulary, zipf, k=40)) for _ in range(12)),
+              "content_type": "text/plain"} for i in range(60)]
+    pages = forum + [{**forum[7], "id": "copy", "url": "https://elsewhere.example/copy"}]
+    runs = {}
+    for on in (True, False):
+        kwargs = {} if on else {"candidate_filter": False}
+        with Detector(DetectorConfig(batch_size=16), tmp_path / str(on), **kwargs) as detector:
+            runs[on] = [o.dedup for o in detector.run(raw_records(pages))], detector.work
+    (filtered, work_on), (every, work_off) = runs[True], runs[False]
+    assert work_on["candidates_ruled_out"] > work_on["candidates_verified"] / 2 > 0, work_on
+    assert work_off["candidates_ruled_out"] == 0 and work_off["candidates_verified"] == work_on["candidates_verified"]
+    assert filtered == every and every[-1]["duplicate_of"] == "t7"
