@@ -272,6 +272,30 @@ def test_stories_are_file_mode_s_clusters_for_the_pages_added(tmp_path: Path) ->
     assert next(s for s in dedup.stories() if s["size"] == 4)["pages"][0]["url"] == "https://x.example/0"
 
 
+def test_a_caller_changing_the_stories_it_got_changes_no_later_answer() -> None:
+    """Each `stories()` answer is made afresh: a caller that changes every part of one (a story's fields, its
+    `related` and `pages` lists, a page's fields and its `related_to` list) finds the next answer as before."""
+    import copy
+
+    story, other = make_article(12, paragraphs=10), make_article(13, paragraphs=10)
+    texts = [story, story[:6] + other[:5], story]  # a story, a follow-up related to it, a copy of it
+    with Deduplicator() as dedup:
+        dedup.add_many([{"url": f"https://{site}.example/{n}", "content": "\n\n".join(text),
+                         "content_type": "text/plain", "fetched_at": f"2024-01-0{n + 1}T00:00:00Z"}
+                        for n, (site, text) in enumerate(zip("abc", texts, strict=True))])
+        got = dedup.stories()
+        before = copy.deepcopy(got)
+        assert [len(s["pages"]) for s in got] == [1, 2] and got[0]["pages"][0]["related_to"] == [got[1]["cluster_id"]]
+        for answer in got:
+            answer["related"].append("changed")
+            for page in answer["pages"]:
+                page.get("related_to", []).append("changed")
+                page["url"] = "changed"
+            answer["pages"].append({"id": "changed"})
+            answer["size"] = 0
+        assert dedup.stories() == before
+
+
 def test_stories_of_a_reopened_store_say_what_they_hold(tmp_path: Path) -> None:
     """A kept store keeps no cluster events: its earlier pages are in no story, and a warning says so."""
     from streamdedup import DetectorConfig

@@ -34,7 +34,7 @@ class FiledStories:
             self._unfolded += [(o.verdict, *page_fields(o.record)) for o in outcomes if o.verdict is not None]
 
     def stories(self) -> list[dict[str, Any]]:
-        """`Stories.stories()` of every page kept so far: [{cluster_id, size, related, pages}], copies."""
+        """`Stories.stories()` of every page kept so far: [{cluster_id, size, related, pages}], made afresh."""
         if not self.kept:
             raise ValueError("this Deduplicator keeps no stories (opened with keep_stories=False): open it with "
                              "keep_stories=True (the default) before adding the pages")
@@ -46,9 +46,4 @@ class FiledStories:
         for verdict, url, fetched in self._unfolded:
             self._stories.add(verdict.as_dict(), url, fetched)
         self._unfolded.clear()
-        return [{**story, "pages": [_copy(page) for page in story["pages"]]} for story in self._stories.stories()]
-
-
-def _copy(page: dict[str, Any]) -> dict[str, Any]:
-    """A page of a story, whole: a caller's change reaches no later answer."""
-    return {**page, "related_to": list(page["related_to"])} if "related_to" in page else dict(page)
+        return self._stories.stories()  # made afresh, lists too (`_Node.member`): a caller changes no later answer
