@@ -81,6 +81,12 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DetectorConfig:
+    """The detector's settings: methods, policies, cleaning, template model, retention and batches.
+
+    From TOML (`from_toml`), flags (`cli_options`) or Python; each field's kind checked as it is made
+    (`_FIELD_KINDS`). What signatures depend on is recorded in the store, which refuses other values;
+    policies and retention may change freely (docs/reference.md, "Configuration")."""
+
     methods: tuple[str, ...] = DEFAULT_METHODS
     method_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     policy: str = DEFAULT_POLICY

@@ -1,4 +1,6 @@
-"""Page -> normalised main text. One function, so every runtime cleans the same way."""
+"""Page -> normalised main text.
+
+One function, so every runtime cleans the same way."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ WHOLE_TEXT_SEED = 0x57484F4C45
 
 @dataclass(frozen=True)
 class CleaningConfig:
+    """How a page's main text is read: the extractor and the bounds on a page's bytes, text and time."""
+
     extractor: str = "fast"  # resiliparse steered by trafilatura's rules, else trafilatura (fast_extract.py)
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     max_text_chars: int = 2_000_000

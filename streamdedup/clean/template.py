@@ -1,4 +1,6 @@
-"""Each site's template, learned from the stream itself. Pure: the state is a value the caller keeps.
+"""Each site's template, learned from the stream itself.
+
+Pure: the state is a value the caller keeps.
 
 A crawl shows every site many times, so the stream says what its template is: a line of main
 text (a paragraph after extraction and normalisation: a menu label, "Share this article", a
@@ -87,6 +89,10 @@ NO_LINES.flags.writeable = False
 
 @dataclass(frozen=True)
 class TemplateParams:
+    """The template model's settings (the `[template]` table): when a line is a site's template.
+
+    docs/reference.md, "Configuration", says what each field does; docs/template-model.md why."""
+
     min_pages: int = 8
     min_count: int = 4
     min_share: float = 0.3

@@ -1,4 +1,6 @@
-"""Method name -> implementation. Adding a method: one file, one line here."""
+"""Method name -> implementation.
+
+Adding a method: one file, one line here."""
 
 from __future__ import annotations
 

@@ -48,7 +48,9 @@ TEXT_URL_SCHEME = "text:"
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One crawled page after validation. `record` is the original object, passed through."""
+    """One crawled page after validation.
+
+    `record` is the original object, passed through."""
 
     id: str
     url: str

@@ -108,6 +108,11 @@ def _settings(settings: WorkerSettings | type[WorkerSettings]) -> list[Field[Any
 
 @dataclass(frozen=True)
 class WorkerSettings:
+    """A worker's or the Faust app's settings: the broker, group, topics, state folder and batches.
+
+    From the `[worker]` and `[kafka]` tables of `--config` < `STREAMDEDUP_*` environment < flags
+    (docs/runtime.md, "Settings"); the fields starting with `_` are not a user's."""
+
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "streamdedup"
     # the static group.instance.id and transactional id's name; "" (not given): `default_worker_id(state_dir)`

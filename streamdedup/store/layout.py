@@ -1,4 +1,6 @@
-"""The key layout of the store, in one place. One RocksDB, and the index in memory.
+"""The key layout of the store, in one place.
+
+One RocksDB, and the index in memory.
 
 RocksDB column family "default", keys distinguished by a 1-byte prefix:
 

@@ -457,7 +457,7 @@ class SignatureStore:
             self.words.remove_ints(*word_postings([d.seq for d in docs], [d.signatures.get(tag) for d in docs]))
 
     def delete_page(self, page_id: str) -> bool:
-        """Forget a page: it no longer matches anything. Returns False if it was not stored."""
+        """Forget a page: it no longer matches anything; False if it was not stored."""
         seq = self.seq_for(page_id)
         doc = None if seq is None else self.doc(seq)
         if doc is None:

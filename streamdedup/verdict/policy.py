@@ -110,6 +110,10 @@ class NewTextTolerance:
 
 @dataclass(frozen=True)
 class Policy:
+    """A policy: rules, any one of which links a page to a candidate when all its terms hold.
+
+    Written as text (`parse`): `|` between rules, `+` between a rule's terms, e.g. `exact|minhash|simhash+a12`."""
+
     rules: tuple[tuple[Term, ...], ...]
 
     @classmethod

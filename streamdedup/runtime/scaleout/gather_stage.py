@@ -167,7 +167,7 @@ Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
                roots: Mapping[str, tuple[bytes, str]] | None = None) -> dict[str, Any]:
-    """The page's `dedup` object from all its answers and supplements. Pure."""
+    """The page's `dedup` object from all its answers and supplements (pure)."""
     return _verdict_and_root(header, _earlier_matches(answers, supplements), roots or {})[0]
 
 

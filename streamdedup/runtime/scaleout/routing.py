@@ -1,9 +1,9 @@
-"""Where a key or a page lives, and the one order all workers agree on. Pure functions.
+"""Where a key or a page lives, and the one order all workers agree on.
 
-Partitions are chosen by our own hash, not the client's partitioner, so every client library
-(and Apache Kafka's Java clients) routes a key to the same partition. A topic's partition count
-is part of the routing: never add partitions to the index or parts topics of a running system
-(the same rule as Kafka Streams' repartition topics).
+Pure functions. Partitions are chosen by our own hash, not the client's partitioner, so every
+client library (and Apache Kafka's Java clients) routes a key to the same partition. A topic's
+partition count is part of the routing: never add partitions to the index or parts topics of a
+running system (the same rule as Kafka Streams' repartition topics).
 """
 
 from __future__ import annotations
