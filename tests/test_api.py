@@ -33,6 +33,17 @@ def test_the_guides_examples_run(tmp_path: Path) -> None:
         exec(compile(script, str(guide), "exec"), {"__name__": "guide"})  # the guide's own code
 
 
+@pytest.mark.parametrize("guide", ["docs/api.md", "README.md"])
+def test_each_example_runs_alone(guide: str) -> None:
+    """A reader copies one block into a fresh notebook: docs/api.md's `stories()` example used
+    `story` from the first block, a NameError on its own (the test above runs the blocks as one)."""
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", (ROOT / guide).read_text(), flags=re.S)
+              if "ClusterReader(" not in b]
+    assert blocks, guide
+    for number, block in enumerate(blocks, 1):
+        exec(compile(block, f"{guide} example {number}", "exec"), {"__name__": "guide"})
+
+
 def test_the_guides_examples_type_check(tmp_path: Path, pytestconfig: pytest.Config) -> None:
     """A notebook user who runs mypy on the guides' code: docs/api.md's `dedup_files` example indexed
     `run.summary`, which is None for a rerun with nothing to do (mypy: "dict[str, Any] | None" is
