@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -61,7 +62,12 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             return 128 + signal.Signals[run.stopped].value
     if not args.quiet:
         print(orjson.dumps({k: run.summary[k] for k in ("records", "unique", "duplicates", "rejected",
-                                                         "clusters", "records_per_s")}).decode())
+                                                         "rejected_by_reason", "clusters", "records_per_s")}).decode())
+        repeated = run.summary["rejected_by_reason"].get("duplicate_id", 0)
+        if repeated:  # most often the same crawl given again to a kept store: say so, not only count it
+            print(f"{repeated} records refused as duplicate_id: their id (or url and fetch time) came before, in these "
+                  f"inputs or in a run the store {run.summary['state']} holds; a new --state (or --fresh) starts "
+                  "from an empty store", file=sys.stderr)
         print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, "
               "clusters.jsonl, summary.json)")
     return 0
@@ -241,6 +247,24 @@ def _resume_hint(args: argparse.Namespace) -> str:
     return f"; run {again} to finish it: the records written to {args.out} stand and the rest are decided once"
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> NoReturn:
+    """Exit 2 on arguments no option takes, naming the command and its option closest to a typo'd one.
+
+    argparse's own error names neither: it shows the top-level usage (`streamdedup [-h] ... COMMAND`)
+    and "unrecognized arguments: --fersh", where the user meant `dedup --fresh`."""
+    chosen = parser  # down to the command's parser (`store info`: the action's)
+    while (sub := next((a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)), None)) is not None \
+            and getattr(args, sub.dest, None) in sub.choices:
+        chosen = sub.choices[getattr(args, sub.dest)]
+    options = [o for action in chosen._actions for o in action.option_strings if o.startswith("--")]
+    typos = {arg: close[0] for arg in unknown if arg.startswith("-")
+             for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.6)] if close}
+    hint = " ".join(f"did you mean {meant}" + (f" for {arg}" if len(typos) > 1 else "") + "?"
+                    for arg, meant in typos.items())
+    chosen.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({hint})" if hint else "")
+                 + f"; `{chosen.prog} --help` lists its options")
+
+
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's flush at exit meets no closed pipe (Python's docs, "SIGPIPE")."""
     try:
@@ -257,7 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return construct.main(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     from streamdedup.logs import configure, interrupts_kept
 
     configure(args.verbose)

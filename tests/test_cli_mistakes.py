@@ -1,0 +1,57 @@
+"""A newcomer's mistakes at the command line end in one line that names the fix: a typo'd option,
+an argument no command takes, the same crawl given again to a kept store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_article, page, wrap_in_template, write_jsonl
+
+from streamdedup.cli import main
+
+
+def _crawl(tmp_path: Path) -> Path:
+    story = make_article(41)
+    return write_jsonl(tmp_path / "crawl.jsonl", [
+        page("https://a.example/1", wrap_in_template(story, "Alpha"), "2024-01-01T00:00:00Z"),
+        page("https://b.example/1", wrap_in_template(story, "Beta"), "2024-01-02T00:00:00Z"),
+        {"content": "<p>a page without a url</p>"},
+    ])
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["dedup", "crawl.jsonl", "--out", "o", "--fersh"],
+     "streamdedup dedup: error: unrecognized arguments: --fersh (did you mean --fresh?); "
+     "`streamdedup dedup --help` lists its options"),
+    (["worker", "--metric-prot", "9108"],
+     "streamdedup worker: error: unrecognized arguments: --metric-prot 9108 (did you mean --metrics-port?)"),
+    (["store", "info", "--state", "s", "--stte", "t"],
+     "streamdedup store info: error: unrecognized arguments: --stte t (did you mean --state?)"),
+    (["clusters", "--out", "o", "stories"],
+     "streamdedup clusters: error: unrecognized arguments: stories; `streamdedup clusters --help` lists its options"),
+])
+def test_an_unknown_option_names_the_command_and_the_option_meant(argv: list[str], said: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's own line gave the top-level usage and "unrecognized arguments: --fersh" only."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(said), last
+
+
+def test_the_same_crawl_on_a_kept_store_says_why_every_record_is_rejected(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary line counted 3 rejected and no more; the reasons and one line on duplicate_id say what happened."""
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state)]) == 0
+    capsys.readouterr()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state)]) == 0
+    printed = capsys.readouterr()
+    summary = json.loads(printed.out.splitlines()[0])
+    assert (summary["rejected"], summary["rejected_by_reason"]) == (3, {"duplicate_id": 2, "missing_url": 1})
+    assert (f"2 records refused as duplicate_id: their id (or url and fetch time) came before, in these inputs or "
+            f"in a run the store {state} holds; a new --state (or --fresh) starts from an empty store"
+            in printed.err.splitlines())
