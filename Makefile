@@ -9,7 +9,7 @@ OLDEST_PIP := 22.0.2
 # $(VENV)/.extra-NAME: the core and the extra NAME installed (core: the core alone)
 $(VENV)/.extra-%: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q 'pip>=$(OLDEST_PIP)'  # the oldest pip we test with (README, Install)
+	$(BIN)/python -m pip install -q 'pip>=$(OLDEST_PIP)'  # the oldest pip we test with (docs/reference.md, Install)
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.$(if $(filter core,$*),,[$*])'
 	touch $@
 

@@ -5,6 +5,7 @@ workers' metrics port, and a Grafana dashboard that asks only for metrics the wo
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import fields
@@ -59,6 +60,32 @@ def test_references_resolve():
                 assert source in COMPOSE.get("volumes", {}), volume
     feeder_input = services["feeder"]["command"][1]
     assert (ROOT / feeder_input.removeprefix("/app/")).is_file()
+
+
+def test_the_native_demo_in_runtime_md_runs_each_built_service_with_the_real_cli():
+    """README's docker-compose section sends a user without Docker to docs/runtime.md's native commands:
+    each parses with the real CLI, reads only variables streamdedup reads, and together they run what the
+    compose file builds (topics of its partitions, one worker per worker service, the feeder's input)."""
+    assert "(docs/runtime.md#the-compose-demo-natively)" in (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "runtime.md").read_text()
+    (block,) = re.findall(r"### The compose demo, natively\n.*?```sh\n(.*?)```", text, flags=re.S)
+    commands, env = [], {}
+    for line in block.splitlines():
+        words = shlex.split(line.split("  #")[0].split(";")[-1].strip().removesuffix("&"))
+        words = words[1:] if words[:1] == ["export"] else words
+        env |= dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))
+        words = [w for w in words if "=" not in w or w.startswith("-")]
+        if words[:1] == ["streamdedup"]:
+            commands.append(build_parser().parse_args(words[1:]))  # SystemExit if the CLI disagrees
+    assert set(env) <= OUR_ENV, set(env) - OUR_ENV
+    built = {name: s for name, s in COMPOSE["services"].items() if "build" in s}
+    assert env["STREAMDEDUP_PARTITIONS"] == built["topics"]["environment"]["STREAMDEDUP_PARTITIONS"]
+    workers = [c for c in commands if c.command == "worker"]
+    assert sorted(w.worker_id for w in workers) == sorted(s["environment"]["STREAMDEDUP_WORKER_ID"] for s in WORKERS.values())
+    assert len({str(w.state) for w in workers}) == len(workers), "each worker its own --state"
+    (feed,) = [c for c in commands if c.command == "feed"]
+    assert [str(i) for i in feed.inputs] == [built["feeder"]["command"][1].removeprefix("/app/")]
+    assert {"broker", "topics", "worker", "feed", "clusters"} <= {c.command for c in commands}
 
 
 def test_dockerfile_copies_what_exists():
