@@ -63,14 +63,36 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(orjson.dumps({k: run.summary[k] for k in ("records", "unique", "duplicates", "rejected",
                                                          "rejected_by_reason", "clusters", "records_per_s")}).decode())
-        repeated = run.summary["rejected_by_reason"].get("duplicate_id", 0)
-        if repeated:  # most often the same crawl given again to a kept store: say so, not only count it
-            print(f"{repeated} records refused as duplicate_id: their id (or url and fetch time) came before, in these "
-                  f"inputs or in a run the store {run.summary['state']} holds; a new --state (or --fresh) starts "
-                  "from an empty store", file=sys.stderr)
+        for note in rejection_notes(run.summary):
+            print(note, file=sys.stderr)
         print(f"outputs in {args.out}/ (unique.jsonl, duplicates.jsonl, rejected.jsonl, verdicts.jsonl, "
               "clusters.jsonl, summary.json)")
     return 0
+
+
+def rejection_notes(summary: dict[str, Any]) -> list[str]:
+    """Lines that say why a dedup run's records were rejected, where the counts alone leave a newcomer guessing.
+
+    The same crawl given again to a kept store (duplicate_id), and inputs of which no record could be
+    read as a page: a CSV or text file (not JSON), or JSON Lines whose url or content has another name."""
+    from streamdedup.record.page import FIELD_ALIASES
+
+    reasons: dict[str, int] = summary["rejected_by_reason"]
+    notes = []
+    if reasons.get("duplicate_id"):  # most often the same crawl given again to a kept store
+        notes.append(f"{reasons['duplicate_id']} records refused as duplicate_id: their id (or url and fetch time) "
+                     f"came before, in these inputs or in a run the store {summary['state']} holds; a new --state "
+                     "(or --fresh) starts from an empty store")
+    fixes = {"invalid_json": "give JSON Lines (a JSON object a line; .gz ok) or WARC files",
+             "invalid_shape": "give JSON Lines (a JSON object a line; .gz ok) or WARC files",
+             "missing_url": f"name each page's url one of: {', '.join(FIELD_ALIASES['url'])}",
+             "missing_content": f"name each page's body one of: {', '.join(FIELD_ALIASES['content'])}"}
+    if reasons and summary["unique"] + summary["duplicates"] == 0:
+        reason = max(reasons, key=reasons.__getitem__)
+        if reason in fixes:
+            notes.append(f"no record was read as a page ({reasons[reason]} of {summary['rejected']} rejected as "
+                         f"{reason}): {fixes[reason]}")
+    return notes
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -55,3 +55,20 @@ def test_the_same_crawl_on_a_kept_store_says_why_every_record_is_rejected(tmp_pa
     assert (f"2 records refused as duplicate_id: their id (or url and fetch time) came before, in these inputs or "
             f"in a run the store {state} holds; a new --state (or --fresh) starts from an empty store"
             in printed.err.splitlines())
+
+
+@pytest.mark.parametrize(("lines", "said"), [
+    (["url,content", "https://a.example/1,<p>a page</p>"],
+     "no record was read as a page (2 of 2 rejected as invalid_json): give JSON Lines (a JSON object a line; "
+     ".gz ok) or WARC files"),
+    (['{"link": "https://a.example/1", "content": "<p>a page</p>"}'] * 2 + ["[1, 2]"],
+     "no record was read as a page (2 of 3 rejected as missing_url): name each page's url one of: url, uri, URL"),
+])
+def test_inputs_of_which_no_record_is_a_page_say_what_to_give(lines: list[str], said: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A CSV, or JSON Lines whose url is `link`: the summary counted every record rejected, no more."""
+    crawl = tmp_path / "crawl.csv"
+    crawl.write_text("\n".join(lines) + "\n")
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out")]) == 0
+    (note,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("no record")]
+    assert note.startswith(said), note
