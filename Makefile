@@ -9,6 +9,9 @@ OLDEST_PIP := 22.0.2
 # $(VENV)/.extra-NAME: the core and the extra NAME installed (core: the core alone)
 $(VENV)/.extra-%: pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "make: $(VENV) holds Python \
+	$$($(BIN)/python -V 2>&1 | cut -d' ' -f2), streamdedup needs 3.11 or later: rm -rf $(VENV); make \
+	$(or $(MAKECMDGOALS),run) PY=python3.11" >&2; exit 1; }  # (pip would say only ResolutionImpossible)
 	$(BIN)/python -m pip install -q 'pip>=$(OLDEST_PIP)'  # the oldest pip we test with (docs/reference.md, Install)
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.$(if $(filter core,$*),,[$*])'
 	touch $@

@@ -167,3 +167,21 @@ def test_the_distribution_has_its_own_name_and_no_hint_installs_the_other_projec
     found = [f"{path.relative_to(ROOT)}: {match.group(0)}" for path in files
              for match in hint.finditer(path.read_text(encoding="utf-8"))]
     assert not found, found
+
+
+def test_make_on_a_python_before_3_11_names_the_fix(tmp_path: Path) -> None:
+    """`make run` where python3 is 3.10 (Ubuntu 22.04's) ended in pip's ResolutionImpossible, which
+    names neither Python nor the fix. A venv whose python says 3.10 (a stand-in script: only its
+    answers matter) now stops before pip, in one line."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text('#!/bin/sh\ncase "$*" in *version_info*) exit 1;; -V) echo "Python 3.10.12";;\n'
+                      '*) echo "called with $*" >&2; exit 3;; esac\n')
+    python.chmod(0o755)
+    made = subprocess.run(["make", "-C", str(ROOT), "dedup", f"VENV={venv}"], capture_output=True, text=True,
+                          timeout=60)
+    assert made.returncode != 0 and "called with" not in made.stderr, made.stderr  # pip never ran
+    assert (f"make: {venv} holds Python 3.10.12, streamdedup needs 3.11 or later: rm -rf {venv}; "
+            "make dedup PY=python3.11") in made.stderr.splitlines(), made.stderr
+    assert not (venv / ".extra-core").exists()
