@@ -9,6 +9,8 @@ run cut short."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -132,8 +134,25 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
         print(f"Where to look next: every verdict of the sample crawl, in files: `make dedup` (out/sample/); {stores}; "
               "run your own broker with "
               "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "
-              "or the whole system on Apache Kafka with `docker compose up` (README).")
+              f"or the whole system on Apache Kafka with `docker compose up` (README){commands_hint()}.")
     return summary
+
+
+def commands_hint() -> str:
+    """How to reach `streamdedup` when it is not on the PATH ("" when it is).
+
+    `make run` runs it from .venv/bin; the next step's `streamdedup broker` said "command not found"."""
+    here = Path(sys.executable).parent
+    found = shutil.which("streamdedup")
+    if found is not None and Path(found).parent.resolve() == here.resolve():
+        return ""
+    try:
+        shown = here.relative_to(Path.cwd())
+    except ValueError:
+        shown = here
+    if (here / "activate").is_file():
+        return f"; these commands are in {shown}: `. {shown}/activate` puts them on your PATH"
+    return f"; these commands are in {shown}, which is not on your PATH"
 
 
 def story_counts(events: list[dict]) -> dict[str, int]:

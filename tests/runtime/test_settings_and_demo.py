@@ -6,7 +6,7 @@ import pytest
 from conftest import make_article, page, wrap_in_template, write_jsonl, write_warc
 
 from streamdedup.config import DetectorConfig
-from streamdedup.runtime.demo import run_demo, story_counts, verdict_lines
+from streamdedup.runtime.demo import commands_hint, run_demo, story_counts, verdict_lines
 from streamdedup.runtime.settings import WORKER_ID_FILE, WorkerSettings, keep_worker_id, mask
 
 
@@ -34,6 +34,23 @@ def test_a_misspelt_variable_is_refused_naming_the_one_meant():
         with pytest.raises(ValueError, match=f"unknown variable {wrong}: did you mean {meant}\\?"):
             WorkerSettings.load(env={wrong: "10"})
     assert WorkerSettings.load(env={"STREAMDEDUP_TEST_BROKER": "tansu", "STREAMDEDUP_BATCH_SIZE": "10"}).batch_size == 10
+
+
+def test_the_demo_says_how_to_reach_its_commands_when_they_are_not_on_the_path(tmp_path, monkeypatch):
+    """`make run` runs .venv/bin/streamdedup; the demo's last line sent a newcomer to `streamdedup broker`,
+    which a shell without the venv answers with "command not found"."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "activate").write_text("")
+    command = bin_dir / "streamdedup"
+    command.write_text("#!/bin/sh\n")
+    command.chmod(0o755)
+    monkeypatch.setattr("sys.executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert commands_hint() == "; these commands are in venv/bin: `. venv/bin/activate` puts them on your PATH"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert commands_hint() == ""
 
 
 def test_demo_end_to_end(tmp_path, capfd):
