@@ -304,7 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return construct.main(argv[1:])
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
-    if unknown:
+    if isinstance(getattr(args, "inputs", None), list) and all(a == "-" or not a.startswith("-") for a in unknown):
+        args.inputs += unknown  # inputs after an option (`dedup a --out o b`): argparse takes the first run only
+    elif unknown:
         _refuse_unknown(parser, args, unknown)
     from streamdedup.logs import configure, interrupts_kept
 

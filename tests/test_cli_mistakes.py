@@ -72,3 +72,12 @@ def test_inputs_of_which_no_record_is_a_page_say_what_to_give(lines: list[str], 
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "out")]) == 0
     (note,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("no record")]
     assert note.startswith(said), note
+
+
+def test_inputs_on_both_sides_of_an_option_are_all_read(tmp_path: Path) -> None:
+    """`streamdedup dedup a.jsonl --out o b.jsonl`: argparse took a.jsonl and refused b.jsonl as unrecognized."""
+    first, second = _crawl(tmp_path), tmp_path / "more.jsonl"
+    second.write_text('{"url": "https://c.example/1", "content": "<p>one more page of its own words</p>"}\n')
+    assert main(["dedup", str(first), "--out", str(tmp_path / "out"), "-q", str(second)]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["runs"][0]["inputs"] == [str(first), str(second)] and summary["records"] == 4
