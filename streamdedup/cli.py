@@ -154,8 +154,12 @@ def cmd_clusters(args: argparse.Namespace) -> int:
         settings = worker_settings(args)
         reach_broker(settings, args.connect_timeout)
         client = {k: v for k, v in settings.client().items() if k != "bootstrap.servers"}
-        stories = read_topic_stories(settings.bootstrap_servers, args.topic or settings.topics.cluster_view,
-                                     args.connect_timeout, **client).stories()
+        topic = args.topic or settings.topics.cluster_view
+        stories = read_topic_stories(settings.bootstrap_servers, topic, args.connect_timeout, **client).stories()
+    if not stories:  # an empty answer said nothing: a newcomer's first look before a worker has decided a page
+        where = (f"the run in {args.out} filed no page (every record rejected: rejected.jsonl)" if args.out is not None
+                 else f"{topic} on {settings.bootstrap_servers} holds no page yet (workers write it as they decide)")
+        print(f"streamdedup: no stories: {where}", file=sys.stderr)
     if args.format == "table":
         print(table(stories))
     else:

@@ -81,3 +81,15 @@ def test_inputs_on_both_sides_of_an_option_are_all_read(tmp_path: Path) -> None:
     assert main(["dedup", str(first), "--out", str(tmp_path / "out"), "-q", str(second)]) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["runs"][0]["inputs"] == [str(first), str(second)] and summary["records"] == 4
+
+
+def test_clusters_of_a_run_with_no_page_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`streamdedup clusters --out` of a run whose every record was rejected printed nothing and exited 0."""
+    crawl = tmp_path / "crawl.txt"
+    crawl.write_text("not a page\n")
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "-q"]) == 0
+    assert main(["clusters", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.strip() == (f"streamdedup: no stories: the run in {tmp_path / 'out'} filed no page "
+                                   "(every record rejected: rejected.jsonl)")
