@@ -159,14 +159,15 @@ def story_counts(events: list[dict]) -> dict[str, int]:
     """The demo summary's story figures from the `pages.clusters` events.
 
     The current stories, as `dedup`'s summary counts them (a cluster merged into another counts
-    once), the largest, the merges, and the corrections sent after a page's verdict: `late_match`
-    (it joined an earlier page's story) and `late_related` (its story is related to one)."""
+    once), the largest, the stories merged into another (each once, however many pages bridged it:
+    `clusters` is `clusters_created` less `merges`), and the corrections sent after a page's verdict:
+    `late_match` (it joined an earlier page's story) and `late_related` (its story is related to one)."""
     kinds = Counter(e["type"] for e in events)
     sizes = Counter(e["cluster_id"] for e in events if e["type"] in ("created", "joined"))
     absorbed = {c for e in events if e["type"] == "merged" for c in e["merged"] if c != e["cluster_id"]}
     return {"clusters": kinds.get("created", 0) - len(absorbed), "clusters_created": kinds.get("created", 0),
             "clusters_with_duplicates": sum(1 for n in sizes.values() if n > 1),
-            "largest_cluster": max(sizes.values(), default=0), "merges": kinds.get("merged", 0),
+            "largest_cluster": max(sizes.values(), default=0), "merges": len(absorbed),
             "late_matches": kinds.get("late_match", 0), "late_related": kinds.get("late_related", 0)}
 
 

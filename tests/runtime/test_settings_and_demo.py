@@ -358,3 +358,16 @@ def test_a_misspelt_topic_setting_is_refused_naming_the_known_ones(tmp_path):
         WorkerSettings.load(None, env={"STREAMDEDUP_TOPIC_pages": "crawl"})
     config.write_text('[worker.topics]\npages = "crawl"\n')
     assert WorkerSettings.load(config, env={"STREAMDEDUP_TOPIC_UNIQUE": "kept"}).topics.pages == "crawl"
+
+
+def test_the_demos_merges_count_each_story_merged_away_once():
+    """Two pages each bridging story T into A: one story merged away, so clusters = created - merges.
+
+    Before: merges counted `merged` events (2), and 3 created less 2 merges did not give the 2 stories left."""
+    events = [{"type": "created", "page_id": "A", "cluster_id": "A"},
+              {"type": "created", "page_id": "T", "cluster_id": "T"},
+              {"type": "created", "page_id": "U", "cluster_id": "U"},
+              {"type": "merged", "page_id": "V", "cluster_id": "A", "merged": ["T"]},
+              {"type": "merged", "page_id": "W", "cluster_id": "A", "merged": ["T"]}]
+    counts = story_counts(events)
+    assert (counts["clusters"], counts["clusters_created"], counts["merges"]) == (2, 3, 1)
