@@ -261,7 +261,7 @@ class Detector:
             root_seq = link.seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
             found.append(Candidate(link.seq, doc.page_id, link.rule, link.similarity,
                                    -1 if root_seq is None else root_seq, doc.cluster_id, link.relation,
-                                   link.new_share, link.their_new_share, link.new_paragraph))
+                                   link.new_share, link.their_new_share, link.new_paragraph, doc.site == fp.site_hash))
         return found
 
 

@@ -90,7 +90,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     (`line_places.inserted_line`: an article crawled after a light edit that dropped one of its lines)
 # 19: a line outside the article block, after the page's first <h1> and before the block, sharing a
 #     word with the title before it, is the article's lead: marked as in the block (`article_block._leads`)
-RULES_VERSION = 19
+# 20: a page bridges the clusters of what it supersedes only where they are its parts': started by a
+#     page of its own site (`joined_roots`); a digest of whole stories joins none of theirs
+RULES_VERSION = 20
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -194,6 +196,12 @@ class Candidate:
     new_share: float = 0.0  # the share of the page's own text absent from the candidate
     their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
     new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
+    same_site: bool = False  # a page of the page's own site (`DocRecord.site`: its registrable domain)
+
+    @property
+    def started_its_cluster(self) -> bool:
+        """Whether the candidate is its cluster's first page (its root)."""
+        return self.root_id == self.page_id
 
 
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
@@ -516,12 +524,11 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     ranked = sorted(earlier, key=lambda c: c.order)
     duplicates = [c for c in ranked if c.relation == DUPLICATE]
     superseded = [c for c in ranked if c.relation == SUPERSEDES]
-    joined = duplicates or superseded
-    if joined:  # the page joins the oldest of their clusters, and bridges the others
-        roots = sorted({(c.root_order, c.root_id) for c in duplicates + superseded})
+    roots = joined_roots(duplicates + superseded)
+    if roots:  # the page joins the oldest of their clusters, and bridges the others
         cluster_id = roots[0][1]
         merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
-    else:
+    else:  # nothing joined, or whole stories it may not bridge (a digest): a cluster of its own
         cluster_id, merged = page_id, ()
     if duplicates:
         # the earliest of the nearest of those holding the most of the page: where an earlier copy
@@ -535,6 +542,24 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     supersedes = tuple(c.page_id for c in superseded[:MAX_NAMED])
     return Verdict(page_id, "unique", cluster_id, merged_clusters=merged, supersedes=supersedes, related_to=related,
                    text_cut=text_cut)
+
+
+def joined_roots(joins: Sequence[Candidate]) -> list[tuple[Any, str]]:
+    """The clusters a page joins, as (root order, root id), the oldest first: of its duplicates and what it supersedes.
+
+    `joins`: its DUPLICATE and SUPERSEDES candidates. Their clusters, where they are one; else the
+    duplicates' clusters and its *parts'*: the clusters started by a page of its own site that it
+    supersedes (`Candidate.started_its_cluster`, `same_site`), the paginated parts (`?page=1`,
+    `?page=2`) of a view-all page crawled after them. A page holding two whole stories (a digest
+    anyone can publish, each story's page the first of its cluster, elsewhere) bridges none of them:
+    it joins its duplicates' and parts' clusters, and with none it starts its own (unique, its
+    `supersedes` naming them all). Pagination is a site's own; a story copied onto the digest's site
+    is not its cluster's first page, the story's own page is. An empty list: the page joins none."""
+    roots = sorted({(c.root_order, c.root_id) for c in joins})
+    if len(roots) <= 1:
+        return roots
+    parts = {c.page_id for c in joins if c.relation == SUPERSEDES and c.same_site and c.started_its_cluster}
+    return sorted({(c.root_order, c.root_id) for c in joins if c.relation == DUPLICATE or c.root_id in parts})
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

@@ -1,0 +1,95 @@
+"""A digest (a page holding whole stories, published after them) bridges none of their stories.
+
+docs/limitations.md, "Hostile pages": anyone could copy two published articles into one page of
+their own site and merge the two stories of a news feed, as a view-all page joins its parts. A page
+now bridges the clusters of what it supersedes only where they are its parts': started by a page of
+its own site (`engine.joined_roots`). File mode through the public API; the global topology decides
+with the same `decide` (tests/runtime/scaleout)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from streamdedup import Deduplicator, Verdict
+from streamdedup.testing import make_article, wrap_in_template
+
+
+def _record(url: str, paragraphs: Sequence[str], hour: int, site: str) -> dict:
+    return {"url": url, "content": wrap_in_template(list(paragraphs), site, title=f"Page {hour}"),
+            "fetched_at": f"2026-03-01T{hour:02d}:00:00Z"}
+
+
+def _stories_of(dedup: Deduplicator) -> dict[str, set[str]]:
+    """Each story's pages, by url."""
+    return {story["cluster_id"]: {page["url"] for page in story["pages"]} for story in dedup.stories()}
+
+
+def _story_holding(stories: dict[str, set[str]], url: str) -> set[str]:
+    return next(pages for pages in stories.values() if url in pages)
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_digest_of_whole_stories_published_after_them_merges_none(count):
+    """Each story on its news site and copied on another host, then a digest of all of them on a
+    third: unique, superseding them, in a story of its own. Before: it joined the first story and
+    named the others in `merged_clusters`, one story in the feed."""
+    articles = [make_article(900 + i, paragraphs=6) for i in range(count)]
+    records = []
+    for i, article in enumerate(articles):
+        records.append(_record(f"https://news{i}.example/story-{i}", article, len(records), f"news{i}.example"))
+        records.append(_record(f"https://mirror{i}.example/copy-{i}", article, len(records), f"mirror{i}.example"))
+    records.append(_record("https://digest.example/today", [p for a in articles for p in a], len(records),
+                           "digest.example"))
+    with Deduplicator() as dedup:
+        verdicts: list[Verdict] = [v for v in dedup.add_many(records) if isinstance(v, Verdict)]
+        stories = _stories_of(dedup)
+    assert len(verdicts) == len(records)
+    for i in range(count):  # each story whole: its copy joins it
+        assert verdicts[2 * i].status == "unique" and verdicts[2 * i + 1].duplicate_of == verdicts[2 * i].page_id
+    digest = verdicts[-1]
+    assert digest.status == "unique" and digest.cluster_id == digest.page_id, digest
+    assert digest.merged_clusters == (), digest
+    # a crawler may still replace what it holds (with 4 stories, one of them reads as related only)
+    assert len(digest.supersedes) >= 4 and set(digest.supersedes) <= {v.page_id for v in verdicts[:-1]}
+    assert len(stories) == count + 1
+    for i in range(count):
+        assert _story_holding(stories, f"https://news{i}.example/story-{i}") == {
+            f"https://news{i}.example/story-{i}", f"https://mirror{i}.example/copy-{i}"}
+
+
+def test_stories_copied_onto_the_digests_own_site_first_are_not_its_parts():
+    """The attacker's copies of two stories on his own site join the stories' clusters (they are
+    the stories' duplicates, not the first pages of their clusters): a digest there bridges neither."""
+    a, b = make_article(911, paragraphs=6), make_article(912, paragraphs=6)
+    records = [_record("https://news-a.example/a", a, 0, "news-a.example"),
+               _record("https://news-b.example/b", b, 1, "news-b.example"),
+               _record("https://evil.example/a", a, 2, "evil.example"),
+               _record("https://evil.example/b", b, 3, "evil.example"),
+               _record("https://evil.example/both", a + b, 4, "evil.example")]
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many(records)
+        stories = _stories_of(dedup)
+    assert [v.duplicate_of for v in verdicts[2:4]] == [verdicts[0].page_id, verdicts[1].page_id]
+    digest = verdicts[-1]
+    assert (digest.status, digest.cluster_id, digest.merged_clusters) == ("unique", digest.page_id, ()), digest
+    assert _story_holding(stories, "https://news-a.example/a") == {"https://news-a.example/a", "https://evil.example/a"}
+
+
+def test_a_view_all_page_after_its_parts_still_joins_them():
+    """The merge a digest imitated: the parts `?page=1` and `?page=2` of one article, each the first
+    page of its cluster, then the article whole at the site's own url: one story of the three."""
+    article = make_article(921, paragraphs=6)
+    url = "https://paged.example/long-read"
+    records = [_record(f"{url}?page=1", article[:3], 0, "paged.example"),
+               _record(f"{url}?page=2", article[3:], 1, "paged.example"),
+               _record(url, article, 2, "paged.example")]
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many(records)
+        stories = _stories_of(dedup)
+    first, second, whole = verdicts
+    assert first.cluster_id == first.page_id and second.cluster_id == second.page_id
+    assert whole.status == "unique" and set(whole.supersedes) == {first.page_id, second.page_id}
+    assert whole.cluster_id == first.page_id and whole.merged_clusters == (second.page_id,), whole
+    assert list(stories.values()) == [{f"{url}?page=1", f"{url}?page=2", url}]
