@@ -109,6 +109,9 @@ def test_file_mode_the_library_and_both_topics_folds_give_the_same_related_stori
     events = [e for i in verdicts for e in cluster_events(verdicts[i], by_id[i])]
     assert [e["type"] for e in events if e["page_id"] == "p"] == ["joined"]  # kept, in w's story, related too
     assert [e.get("related_to") for e in events if e["page_id"] == "p"] == [["a", "f", "f2"]]
+    # the digest starts its story and names what it holds, on both topics
+    assert [(e["type"], e.get("supersedes")) for e in events + view if e["page_id"] == "c"] == [
+        ("created", ["r", "r2", "a"])] * 2
     for seed in range(10):
         for topic in (view, events):
             folded = Stories()

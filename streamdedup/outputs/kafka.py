@@ -378,6 +378,8 @@ def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None 
             **({"key_omitted": key_omitted} if key_omitted else {})}
     if dedup["status"] == "unique" and dedup["cluster_id"] == dedup["id"]:
         events = [{"type": "created", **base}]
+        if dedup.get("supersedes"):  # whole pages of stories it may not bridge (a digest): named, not joined
+            events[0]["supersedes"] = dedup["supersedes"]
     elif dedup["status"] == "unique":  # kept, and joins the story of the pages it supersedes
         events = [{"type": "joined", **base, "duplicate_of": None, "supersedes": dedup.get("supersedes", [])}]
     else:

@@ -19,11 +19,12 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    page's pairs, is *related* (a follow-up reusing an opening, an article with paragraphs replaced).
 4. `decide`: of the duplicate candidates that hold (about) the most of the page, and of those the
    ones lacking none of its paragraphs if any do, the earliest of the nearest (`NEAR_AS`) is what
-   it duplicates; the page joins the oldest cluster among its
-   duplicate and superseded candidates' clusters (the earliest root) and names the others it
-   bridges (`merged_clusters`). A page with no duplicate candidate is unique; it joins the
-   cluster of what it supersedes, and names the earlier pages it is related to (their ids, the
-   same in every mode: a page's cluster as an index partition knows it may be stale). A page whose
+   it duplicates; the page joins the oldest cluster among its duplicate and superseded candidates'
+   clusters (the earliest root) and names the others it bridges (`merged_clusters`): of several, only
+   its duplicates' and its parts' (`joined_roots`: a digest of whole stories bridges none). A page
+   with no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
+   earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
+   partition knows it may be stale). A page whose
    main text was cut (`max_text_chars`) is a duplicate only of a copy of its whole text: what lies
    past the cut was never compared, so another candidate holding all the rest is only related to it
    (`as_cut`), and its verdict says so.
@@ -90,8 +91,7 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     (`line_places.inserted_line`: an article crawled after a light edit that dropped one of its lines)
 # 19: a line outside the article block, after the page's first <h1> and before the block, sharing a
 #     word with the title before it, is the article's lead: marked as in the block (`article_block._leads`)
-# 20: a page bridges the clusters of what it supersedes only where they are its parts': started by a
-#     page of its own site (`joined_roots`); a digest of whole stories joins none of theirs
+# 20: a page bridges what it supersedes only as its parts' clusters (`joined_roots`): a digest bridges none
 RULES_VERSION = 20
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
@@ -197,11 +197,6 @@ class Candidate:
     their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
     new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
     same_site: bool = False  # a page of the page's own site (`DocRecord.site`: its registrable domain)
-
-    @property
-    def started_its_cluster(self) -> bool:
-        """Whether the candidate is its cluster's first page (its root)."""
-        return self.root_id == self.page_id
 
 
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
@@ -545,21 +540,25 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
 
 
 def joined_roots(joins: Sequence[Candidate]) -> list[tuple[Any, str]]:
-    """The clusters a page joins, as (root order, root id), the oldest first: of its duplicates and what it supersedes.
+    """The clusters a page joins (its DUPLICATE and SUPERSEDES `joins`'), as (root order, root id), the oldest first.
 
-    `joins`: its DUPLICATE and SUPERSEDES candidates. Their clusters, where they are one; else the
-    duplicates' clusters and its *parts'*: the clusters started by a page of its own site that it
-    supersedes (`Candidate.started_its_cluster`, `same_site`), the paginated parts (`?page=1`,
-    `?page=2`) of a view-all page crawled after them. A page holding two whole stories (a digest
-    anyone can publish, each story's page the first of its cluster, elsewhere) bridges none of them:
-    it joins its duplicates' and parts' clusters, and with none it starts its own (unique, its
-    `supersedes` naming them all). Pagination is a site's own; a story copied onto the digest's site
-    is not its cluster's first page, the story's own page is. An empty list: the page joins none."""
+    Their clusters where they are one; else those it may bridge (`bridges`). A page holding whole
+    stories of other sites (a digest, anyone's to publish) bridges none: it joins its duplicates' and
+    parts' clusters, and with none starts its own (unique, its `supersedes` naming them all)."""
     roots = sorted({(c.root_order, c.root_id) for c in joins})
     if len(roots) <= 1:
         return roots
-    parts = {c.page_id for c in joins if c.relation == SUPERSEDES and c.same_site and c.started_its_cluster}
-    return sorted({(c.root_order, c.root_id) for c in joins if c.relation == DUPLICATE or c.root_id in parts})
+    bridged = {c.root_id for c in joins if bridges(c.relation, c.same_site, c.page_id, c.root_id)}
+    return [root for root in roots if root[1] in bridged]
+
+
+def bridges(relation: str, same_site: bool, page_id: str, root_id: str) -> bool:
+    """Whether a page may bridge a candidate's cluster and another: it duplicates it, or it is the page's part.
+
+    A part: a page of its own site that it supersedes, the first of its cluster (`root_id` is its `page_id`), as
+    `?page=1` before its view-all page. Pagination is a site's own; a story copied onto the digest's site is in the
+    cluster the story's own page started."""
+    return relation == DUPLICATE or (relation == SUPERSEDES and same_site and root_id == page_id)
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

@@ -85,3 +85,25 @@ def test_of_copies_holding_as_much_the_one_lacking_no_paragraph_is_named():
     # one holding clearly less is not named for lacking no paragraph
     far = replace(article, new_share=0.09)
     assert decide("p", [edit, far]).duplicate_of == "edit"
+
+
+def test_a_page_bridges_what_it_supersedes_only_where_those_are_its_parts():
+    """A digest (whole stories of other sites, each the first page of its cluster) bridges none and
+    starts its own cluster, naming them; the view-all page bridges its parts (its own site's, each
+    its cluster's first page) and the copies in their clusters; one story held whole is joined."""
+    def held(name: str, order: int, root: str | None = None, same_site: bool = False) -> Candidate:
+        return Candidate(order, name, "minhash", 0.5, order if root is None else 0, root or name, "supersedes",
+                         same_site=same_site)
+
+    digest = decide("d", [held("a", 1), held("b", 2)])
+    assert (digest.status, digest.cluster_id, digest.merged_clusters, digest.supersedes) == ("unique", "d", (), ("a", "b"))
+    assert decide("s", [held("a", 1)]).cluster_id == "a"  # one story, with something of its own
+    view_all = decide("v", [held("p1", 1, same_site=True), held("copy", 3, root="p1"), held("p2", 2, same_site=True)])
+    assert (view_all.cluster_id, view_all.merged_clusters) == ("p1", ("p2",))
+    # the site's copy of another site's story is not its part: that story's cluster is not bridged
+    copied = decide("e", [held("a", 1), held("a-copy", 4, root="a", same_site=True), held("p", 2, same_site=True)])
+    assert (copied.cluster_id, copied.merged_clusters) == ("p", ())
+    # a duplicate's cluster is joined whatever else the page holds
+    copy = Candidate(5, "x", "minhash", 0.97, 5, "x")
+    assert (decide("c", [copy, held("a", 1), held("b", 2)]).cluster_id, decide("c", [copy, held("a", 1)]).merged_clusters
+            ) == ("x", ())

@@ -65,7 +65,7 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 from streamdedup.verdict.contract import Rejection
-from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, Candidate, decide
+from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, RELATED, Candidate, decide
 
 _WAITING, _FINISHED, _META, _ROOT, _NAMED = b"W", b"F", b"M", b"R", b"N"
 
@@ -187,8 +187,14 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
             root_order, root_id = m.root_order, m.root_id
             guessed.add(root_id)
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
-                                    m.new_share, m.their_new_share, m.new_paragraph))
+                                    m.new_share, m.their_new_share, m.new_paragraph, m.same_site))
     verdict = decide(header.page_id, candidates, header.text_cut)
+    joins = [c for c in candidates if c.relation != RELATED]
+    if verdict.cluster_id == header.page_id and joins and any(c.root_id in guessed for c in joins):
+        # clusters it may not bridge (a digest's, `engine.joined_roots`), some known only from an index
+        # partition: stale ones may be one story's (a copy filed before its story's page reached that
+        # partition names itself); it joins the oldest, as where they are one, and bridges none
+        verdict = verdict._replace(cluster_id=min((c.root_order, c.root_id) for c in joins)[1], merged_clusters=())
     if guessed and verdict.merged_clusters:
         named = {root for _, root in roots.values()}
         verdict = verdict._replace(merged_clusters=tuple(c for c in verdict.merged_clusters
@@ -293,15 +299,17 @@ class GatherPartition:
             if any(before[i: i + 8] == known for i in range(start, len(before), 8)):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
             cause = _LATE_CAUSE.get(released.lower(), RELEASED_EARLY)
-            if supplement.match.joins:
+            # a match it supersedes joins the stories only as its part (`engine.bridges`): the page went out in
+            # a story already, and a second whole story it holds (a digest's) would be merged into it
+            if supplement.match.bridges:
                 if supplement.match.relation == DUPLICATE:  # file mode names no related page of a duplicate
                     before = _as_duplicate(before)
                 self._finished[finished] = before + known
                 return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause)]
             if released.isupper():  # related to a page that went out as a duplicate: file mode names none
                 return []
-            # related only: the page keeps its story, which is related to the match's (file mode's `related_to`;
-            # a late_match merged stories file mode keeps apart: a feed review)
+            # related, or a whole story it holds: the page keeps its story, which is related to the match's (file
+            # mode's `related_to`; a late_match merged stories file mode keeps apart: a feed review)
             self._finished[finished] = before + known
             named = _NAMED + supplement.page_id.encode("utf-8", "surrogatepass")
             count = (self._finished.get(named) or self.db.get(named) or b"\x00")[0]

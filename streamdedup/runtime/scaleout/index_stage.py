@@ -37,7 +37,7 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import Judged, as_cut, judged
+from streamdedup.verdict.engine import Candidate, Judged, as_cut, joined_roots, judged
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,11 @@ def supplements_of(answer: Answer) -> list[Supplement]:
 def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[bytes, str]:
     """The asking page's root as this partition knows it.
 
-    The earliest root among the earlier matches it joins (its duplicates and what it supersedes:
-    `engine.decide`), else itself."""
-    return min(((m.root_order, m.root_id) for m in earlier if m.joins),
-               default=(order, page_id))
+    The earliest root among the earlier matches' clusters it joins (its duplicates' and what it
+    supersedes', of several only those it bridges: `engine.joined_roots`), else itself."""
+    roots = joined_roots([Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id, m.relation,
+                                    same_site=m.same_site) for m in earlier if m.joins])
+    return roots[0] if roots else (order, page_id)
 
 
 class IndexPartition:
@@ -221,7 +222,8 @@ class IndexPartition:
                 earlier.append(Match(other.page_id, order, link.rule, link.similarity, bytes.fromhex(root_hex),
                                      root_id, link.new_share, link.their_new_share,
                                      as_cut(link.relation, link.rule) if request.text_cut else link.relation,
-                                     link.their_relation, link.new_paragraph, link.their_new_paragraph))
+                                     link.their_relation, link.new_paragraph, link.their_new_paragraph,
+                                     other.site == doc.site))
                 continue
             # a later page filed here first: its side of the pair is judged as it would have been had it come
             # last (file mode's order), with it as the page and the asker as its candidate
@@ -229,7 +231,7 @@ class IndexPartition:
             if theirs is not None:
                 later.append(Match(other.page_id, order, theirs.rule, theirs.similarity, bytes.fromhex(root_hex),
                                    root_id, link.new_share, theirs.new_share, link.relation, theirs.relation,
-                                   link.new_paragraph, theirs.new_paragraph))
+                                   link.new_paragraph, theirs.new_paragraph, other.site == doc.site))
         root = asker_root(request.order, doc.page_id, earlier)
         batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
                             f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,

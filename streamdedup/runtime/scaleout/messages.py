@@ -18,7 +18,7 @@ import orjson
 from streamdedup.record.passed import bounded_headers, bounded_key
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.engine import DUPLICATE, RELATED
+from streamdedup.verdict.engine import DUPLICATE, RELATED, bridges
 
 KIND_HEADER = "sd.kind"
 PAGE, ANSWER = b"page", b"answer"
@@ -113,11 +113,13 @@ class Match:
     # from the asking page (`engine.Judged`; messages written before them: none)
     new_paragraph: int = 0
     their_new_paragraph: int = 0
+    # the two pages are of one site (`engine.Candidate.same_site`; messages written before it: not)
+    same_site: bool = False
 
     def as_list(self) -> list[Any]:
         return [self.page_id, self.order.hex(), self.rule, _rounded(self.similarity),
                 self.root_order.hex(), self.root_id, _rounded(self.new_share), _rounded(self.their_new_share),
-                self.relation, self.their_relation, self.new_paragraph, self.their_new_paragraph]
+                self.relation, self.their_relation, self.new_paragraph, self.their_new_paragraph, int(self.same_site)]
 
     @classmethod
     def from_list(cls, item: list[Any]) -> Match:
@@ -126,17 +128,26 @@ class Match:
             return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id)
         paragraphs = (int(item[10]), int(item[11])) if len(item) >= 12 else (0, 0)
         return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id,
-                   _float(item[6]), _float(item[7]), item[8], item[9], *paragraphs)
+                   _float(item[6]), _float(item[7]), item[8], item[9], *paragraphs,
+                   len(item) >= 13 and bool(item[12]))
 
     @property
     def joins(self) -> bool:
         """Whether the asking page may join this match's cluster: it duplicates or supersedes it."""
         return self.relation != RELATED
 
+    @property
+    def bridges(self) -> bool:
+        """Whether the asking page may bridge this match's cluster and another (`engine.bridges`).
+
+        It duplicates the match, or the match is its part: of its site, its cluster's first page."""
+        return bridges(self.relation, self.same_site, self.page_id, self.root_id)
+
     def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
         """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""
         return Match(page_id, order, self.rule, self.similarity, root_order, root_id, self.their_new_share,
-                     self.new_share, self.their_relation, self.relation, self.their_new_paragraph, self.new_paragraph)
+                     self.new_share, self.their_relation, self.relation, self.their_new_paragraph, self.new_paragraph,
+                     self.same_site)
 
 
 def _rounded(value: float | None) -> float | None:

@@ -27,7 +27,7 @@ from streamdedup.runtime.scaleout.gather_stage import (
     _id_hash,
     verdict_of,
 )
-from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
+from streamdedup.runtime.scaleout.index_stage import IndexPartition, asker_root, supplements_of
 from streamdedup.runtime.scaleout.messages import (
     ANSWER,
     INFINITE,
@@ -176,10 +176,70 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     # one it is related to: nothing, L being a duplicate (file mode names no related page of a duplicate)
     related = replace(match("R", page_order(0, 0, 3, 0)), relation=RELATED, their_relation=RELATED)
     assert gather.add_supplement(Supplement("L", late, related)) == []
-    held = replace(match("S", page_order(0, 0, 4, 0)), relation=SUPERSEDES, their_relation=DUPLICATE)
+    # one it holds whole: joined as its part (its own site's, the first of its cluster), as file mode bridges
+    held = replace(match("S", page_order(0, 0, 4, 0)), relation=SUPERSEDES, their_relation=DUPLICATE, same_site=True)
     [superseded] = gather.add_supplement(Supplement("L", late, held))
     assert superseded.event["relation"] == "supersedes" and late_match.event["relation"] == "duplicate"
+    # another site's story it holds whole bridges nothing (file mode's verdict of a duplicate names none)
+    story = replace(match("T", page_order(0, 0, 5, 0)), relation=SUPERSEDES, their_relation=DUPLICATE)
+    assert gather.add_supplement(Supplement("L", late, story)) == []
     gather.close()
+
+
+def test_a_whole_story_found_after_the_verdict_is_related_not_merged(tmp_path):
+    """docs/limitations.md, a digest: G went out unique in A's story (it supersedes A); B, another
+    site's whole story G also holds, reaches an index partition after G went out. It was a
+    `late_match` (relation supersedes) that merged A's story and B's. Now a match G supersedes joins
+    the stories only as G's part (of its site, the first of its cluster): B is a `late_related`."""
+    gather = GatherPartition(tmp_path / "g", hold=False)
+    a_order, b_order, g_order = page_order(1, 1, 0, 0), page_order(2, 2, 1, 0), page_order(3, 3, 0, 0)
+    a = replace(match("A", a_order), relation=SUPERSEDES, their_relation=DUPLICATE)
+    assert gather.add_header(PageHeader("G", g_order, (0,), {}, "t"), at_ms=1000) == []
+    [ask] = gather.add_answer(Answer("G", g_order, 0, (a,)), at_ms=1000)
+    assert ask == RootAsk("A", a_order, "G", g_order)
+    [out] = gather.add_root(RootReply("G", g_order, "A", a_order, "A"))
+    assert isinstance(out, Decided) and (out.dedup["status"], out.dedup["cluster_id"]) == ("unique", "A")
+    b = replace(match("B", b_order), relation=SUPERSEDES, their_relation=DUPLICATE)
+    [late] = gather.add_supplement(Supplement("G", g_order, b))
+    assert isinstance(late, LateMatch) and late.event["type"] == "late_related", late
+    assert (late.event["cluster_id"], late.event["related_to"], late.event["relation"]) == ("A", ["B"], "supersedes")
+    # a part of its own site found late still joins (the view-all page after a part it had not met)
+    part = replace(match("P", page_order(2, 2, 2, 0)), relation=SUPERSEDES, their_relation=DUPLICATE,
+                   same_site=True)
+    [joined] = gather.add_supplement(Supplement("G", g_order, part))
+    assert joined.event["type"] == "late_match" and joined.event["relation"] == "supersedes"
+    gather.close()
+
+
+def test_a_page_over_one_storys_copies_under_stale_roots_joins_the_oldest_not_a_cluster_of_its_own():
+    """bench/cluster_agreement.py, 1 worker: a page holding story Y's copies whole, released before
+    their gathers named their clusters, met them under the roots its index partitions guessed: Y for
+    Y's page, a copy's own id for a copy filed before Y's page reached that partition. Read as
+    several stories (a digest's, which it may not bridge), it started its own cluster where file mode
+    joins Y's (30 of 1,128 pages differed). Now it joins the oldest and bridges none; a digest whose
+    clusters its gathers named keeps a cluster of its own."""
+    y_at, copy_at, page_at = page_order(1, 1, 0, 0), page_order(2, 2, 0, 1), page_order(3, 3, 0, 2)
+    y = replace(match("Y", y_at), relation=SUPERSEDES, their_relation=DUPLICATE)
+    copy = replace(match("C", copy_at), relation=SUPERSEDES, their_relation=DUPLICATE)  # root guessed: itself
+    header = PageHeader("P", page_at, (0,), {}, "t")
+    dedup = verdict_of(header, [Answer("P", page_at, 0, (y, copy))])
+    assert (dedup["cluster_id"], dedup.get("merged_clusters")) == ("Y", None), dedup
+    named = verdict_of(header, [Answer("P", page_at, 0, (y, copy))], roots={"Y": (y_at, "Y"), "C": (copy_at, "C")})
+    assert named["cluster_id"] == "P" and named["supersedes"] == ["Y", "C"], named
+
+
+def test_an_index_partition_roots_a_digest_at_itself_and_a_view_all_page_at_its_first_part():
+    """Its guess of a page's cluster (`asker_root`) follows `engine.joined_roots`; a match's
+    `same_site` travels on the wire (a message written before it: not)."""
+    order = page_order(9, 9, 0, 0)
+    a, b = (replace(match(name, page_order(n, n, 0, 0)), relation=SUPERSEDES, their_relation=DUPLICATE)
+            for n, name in ((1, "A"), (2, "B")))
+    assert asker_root(order, "G", [a, b]) == (order, "G")
+    assert asker_root(order, "G", [a]) == (a.order, "A")
+    parts = [replace(a, same_site=True), replace(b, same_site=True)]
+    assert asker_root(order, "V", parts) == (a.order, "A")
+    assert asker_root(order, "V", [a, parts[1]]) == (b.order, "B")  # its part's; not the other site's story
+    assert Match.from_list(parts[0].as_list()).same_site and not Match.from_list(parts[0].as_list()[:12]).same_site
 
 
 def test_a_page_takes_its_earlier_matches_clusters_from_their_gather_not_from_one_index_partition(tmp_path):

@@ -32,15 +32,23 @@ from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import run_records
 from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
 
+# a digest: two stories of two sites, whole on a page of a third (`bridged_clusters`)
+DIGEST_URL = "https://dsite.example/digest"
+
 
 def bridged_clusters() -> list[dict]:
-    """R and A are two stories; B is R with a line added (a duplicate of R); C holds both stories (a
-    round-up): it supersedes R, B and A, so it is kept and bridges R's cluster and A's: in R's
-    cluster (the oldest), merging A's."""
-    x, y = make_article(501, paragraphs=6), make_article(502, paragraphs=6)
-    bodies = {"r": x, "a": y, "b": [*x, "Updated with a line."], "c": x + y}
-    return [page(f"https://{name}site.example/story", wrap_in_template(body, name.upper()), f"2024-03-09T0{i}:00:00Z")
-            for i, (name, body) in enumerate(bodies.items())]
+    """A bridge and a digest. R and A are an article's two parts on one site (`?page=1`, `?page=2`),
+    each the first page of its cluster; B is R with a line added on another site (R's duplicate); C
+    is the article whole at the site's own url (its view-all page): it supersedes R, B and A, so it
+    is kept and bridges R's cluster and A's: in R's cluster (the oldest), merging A's. U and V are
+    stories of two sites; D, on a third, holds both whole (a digest): it supersedes them and bridges
+    neither (unique, in a cluster of its own)."""
+    x, y, u, v = (make_article(seed, paragraphs=6) for seed in (501, 502, 503, 504))
+    pages = [("https://rsite.example/story?page=1", x), ("https://rsite.example/story?page=2", y),
+             ("https://bsite.example/story", [*x, "Updated with a line."]), ("https://rsite.example/story", x + y),
+             ("https://usite.example/story", u), ("https://vsite.example/story", v), (DIGEST_URL, u + v)]
+    return [page(url, wrap_in_template(body, site_of(url)), f"2024-03-09T0{i}:00:00Z")
+            for i, (url, body) in enumerate(pages)]
 
 
 def worker_verdicts(settings: WorkerSettings) -> dict[str, dict]:
@@ -63,6 +71,8 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
     assert [o.dedup["reason"] for o in outcomes if o.status == "rejected"] == ["template_only"]
     assert sum(d["status"] == "duplicate" for d in file_mode.values()) >= len(records) // 2  # a test with matches
     assert any(d.get("merged_clusters") for d in file_mode.values())  # and with a bridge
+    [digest] = [o.dedup for o in outcomes if o.record.get("url") == DIGEST_URL]  # and a digest, bridging none
+    assert digest["cluster_id"] == digest["id"] and len(digest["supersedes"]) == 2 and "merged_clusters" not in digest
 
     send(settings, records)
     run_workers(settings, ["w1"], len(records))
@@ -85,7 +95,10 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
     sink.close()
     stories = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
     [bridged] = [s for s in stories if "https://rsite.example/story" in {p["url"] for p in s["pages"]}]
-    assert {f"https://{n}site.example/story" for n in "rabc"} <= {p["url"] for p in bridged["pages"]}
+    assert {p["url"] for p in bridged["pages"]} == {"https://rsite.example/story?page=1", "https://bsite.example/story",
+                                                    "https://rsite.example/story?page=2", "https://rsite.example/story"}
+    assert [[p["url"] for p in s["pages"]] for s in stories if DIGEST_URL in {p["url"] for p in s["pages"]}] == [
+        [DIGEST_URL]]
     assert read_topic_stories(settings.bootstrap_servers, t.cluster_view).stories() == stories
     view = read_topic(settings, t.cluster_view, to_end=True)
     assert sorted(m.key().decode() for m in view) == sorted(file_mode)
