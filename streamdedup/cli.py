@@ -46,7 +46,8 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     def notify(line: str) -> None:
         print(line, file=sys.stderr)
 
-    run = dedup_files(args.inputs, args.out, detector_config(args), state=args.state, fresh=args.fresh,
+    config = detector_config(args, at_first_page=True)  # (an input of plain text never needs the HTML stack)
+    run = dedup_files(args.inputs, args.out, config, state=args.state, fresh=args.fresh,
                       append=args.append, batch_wait=args.batch_wait, progress=not args.quiet,
                       notify=None if args.quiet else notify)
     if run.summary is None:  # an unchanged rerun of a finished job

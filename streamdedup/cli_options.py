@@ -65,19 +65,22 @@ def read_config(path: Path | None) -> dict[str, Any]:
     return {} if path is None else read_toml(path)
 
 
-def detector_config(args: argparse.Namespace) -> DetectorConfig:
+def detector_config(args: argparse.Namespace, at_first_page: bool = False) -> DetectorConfig:
     """The detector's configuration, with its extractor's libraries imported.
 
     The detector's configuration (--config's top-level keys, then flags); its extractor's libraries are imported here,
-    so a broken install stops the command before any page."""
-    return scoring_config(args, ())[0]
+    so a broken install stops the command before any page; `at_first_page`: at its first HTML page instead
+    (`check_extractor`: file mode, whose input may hold none)."""
+    return scoring_config(args, (), at_first_page)[0]
 
 
-def scoring_config(args: argparse.Namespace, scored: Sequence[str]) -> tuple[DetectorConfig, tuple[str, ...]]:
+def scoring_config(args: argparse.Namespace, scored: Sequence[str],
+                   at_first_page: bool = False) -> tuple[DetectorConfig, tuple[str, ...]]:
     """The detector's configuration with the `scored` methods enabled too, and the methods configured without them.
 
     eval scores each of its --methods alone: they are enabled after the configured ones, so that their parameters
-    (--param, [params.x]) are accepted as they would be by `dedup --methods`; its default runs the configured ones."""
+    (--param, [params.x]) are accepted as they would be by `dedup --methods`; its default runs the configured ones.
+    `at_first_page`: as `detector_config`'s."""
     data = {key: value for key, value in read_config(args.config).items() if key not in ("worker", "kafka")}
     configured = data.get("methods", DEFAULT_METHODS)
     if scored and isinstance(configured, list | tuple) and all(isinstance(m, str) for m in configured):
@@ -99,7 +102,7 @@ def scoring_config(args: argparse.Namespace, scored: Sequence[str]) -> tuple[Det
         from dataclasses import replace
 
         cleaning = replace(cleaning, extractor=args.extractor)
-    check_extractor(cleaning.extractor)
+    check_extractor(cleaning.extractor, at_first_page)
     enabled = methods if methods is not None else tuple(dict.fromkeys(configured))
     if scored:
         methods = tuple(dict.fromkeys([*enabled, *scored]))

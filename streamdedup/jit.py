@@ -24,31 +24,15 @@ thread's import of scipy, and the user's own jitted `np.convolve` would take the
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numba
 import numba.core.entrypoints
 from numba.core.registry import cpu_target
 
+from streamdedup.hidden import hidden_modules
+
 __all__ = ["numba"]
 
 HIDDEN = "scipy.linalg"  # what numba's BLAS check imports (its parent package, the costly part)
-
-
-@contextmanager
-def hidden_module(name: str) -> Iterator[None]:
-    """Within: `import name` (and its submodules) raises ImportError, unless it is imported already."""
-    if name in sys.modules:
-        yield
-        return
-    sys.modules[name] = None  # type: ignore[assignment]  # None halts an import: documented
-    try:
-        yield
-    finally:
-        if name in sys.modules and sys.modules[name] is None:
-            del sys.modules[name]
 
 
 def start_cpu_target() -> None:
@@ -57,5 +41,5 @@ def start_cpu_target() -> None:
     For the command's process only (the module docstring). numba's extensions are loaded first,
     with scipy in view; a target started already is left as it is (refresh is then cheap)."""
     numba.core.entrypoints.init_all()
-    with hidden_module(HIDDEN):
+    with hidden_modules(HIDDEN):
         cpu_target.target_context.refresh()

@@ -14,6 +14,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Literal
 
 from streamdedup.clean.errors import CleaningStackMissing
@@ -43,29 +44,39 @@ EXTRACTORS: tuple[str, ...] = ("trafilatura", "fast", "resiliparse", "none")
 for _name in ("trafilatura", "htmldate", "courlan", "justext"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
 
-# what each extractor imports before its first page (resiliparse's bindings, ~10 ms), and what it
+# what each extractor imports before its first HTML page (resiliparse's bindings, ~10 ms), and what it
 # only finds then: trafilatura (~0.2 s to import) is imported where a page first needs it, in the
 # helper process for `fast` (its rescue) or in this one; lxml.html.clean is what it imports that
-# pip before 23.3 drops (lxml_html_clean), so that one is imported here
+# pip before 23.3 drops (lxml_html_clean), so that one is imported with the others
 _LIGHT = ("resiliparse.extract.html2text", "resiliparse.parse.html")
 _STACK = {"trafilatura": ("lxml.html.clean", *_LIGHT), "fast": ("lxml.html.clean", *_LIGHT),
           "resiliparse": _LIGHT, "none": _LIGHT}
 _FOUND = {"trafilatura": ("trafilatura",), "fast": ("trafilatura",)}
 
 
-def check_extractor(extractor: str) -> None:
+def check_extractor(extractor: str, at_first_page: bool = False) -> None:
     """Import or find what `extractor` runs on, before the first page.
 
     A broken install (pip before 23.3 drops lxml_html_clean, which trafilatura needs since lxml 5.2)
-    must stop a run, not reject every HTML page as a processing_error."""
+    must stop a run, not reject every HTML page as a processing_error. `at_first_page`: the
+    libraries are imported at the first HTML page instead (`import_stack`, which `clean_page_texts`
+    calls before extracting one), so a run of plain text never imports lxml (~0.025 CPU-s); what is
+    only found is found now either way."""
+    if not at_first_page:
+        import_stack(extractor)
+    for module in _FOUND.get(extractor, ()):
+        if importlib.util.find_spec(module) is None:
+            raise missing_stack(extractor, ModuleNotFoundError(f"No module named {module!r}", name=module), module)
+
+
+@cache
+def import_stack(extractor: str) -> None:
+    """Import the libraries `extractor` runs on, once a process: `CleaningStackMissing`, naming the fix, if not."""
     for module in _STACK.get(extractor, ()):
         try:
             importlib.import_module(module)
         except ImportError as err:
             raise missing_stack(extractor, err, module) from None
-    for module in _FOUND.get(extractor, ()):
-        if importlib.util.find_spec(module) is None:
-            raise missing_stack(extractor, ModuleNotFoundError(f"No module named {module!r}", name=module), module)
 
 
 def missing_stack(extractor: str, err: ImportError, module: str | None = None) -> CleaningStackMissing:

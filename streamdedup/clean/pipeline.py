@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import xxhash
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
-from streamdedup.clean.extract import Texts, extract_texts, is_html
+from streamdedup.clean.extract import Texts, extract_texts, import_stack, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.clean.server_errors import without_server_errors
@@ -67,6 +67,7 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
                                max_bytes=config.max_content_bytes)
     texts = Texts(content)
     if is_html(page.content_type, content):
+        import_stack(config.extractor)  # (once: a command may leave it to the first HTML page, `check_extractor`)
         texts = extract_texts(content, config.extractor, config.max_seconds, visible, layout)
     text, everything, steered = (without_server_errors(normalize_text(t[: config.max_text_chars])) if t else ""
                                  for t in texts[:3])
