@@ -450,29 +450,49 @@ def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Me
                    found_by: FoundBy) -> dict[int, np.ndarray]:
     """By tag of each method whose keys find every match, which stored candidates can pass its test.
 
-    By tag of each method of `found_by` whose keys find every match, which of the `stored`
-    candidates (at `seqs`) can pass its test: those its keys found, and those not filed under all
-    its keys. A method whose keys found every candidate rules none out and is left out."""
-    lowest: int | None = None  # the least first unfiled place of any candidate (_NO_PLACE: none has one)
-    firsts: np.ndarray | None = None  # each candidate's first unfiled place (_NO_PLACE: none)
-    members = {}
-    for tag, method in methods.values():
-        if not method.keys_find_every_match or (found := found_by.seqs.get(tag)) is None:
+    `found_members` of the `stored` candidates (at `seqs`), their first unfiled places read from
+    their records (by `map`, at C speed; the places of each record are ascending)."""
+    tags = [tag for tag, method in methods.values() if method.keys_find_every_match]
+    return found_members(
+        seqs, tags, found_by,
+        lambda: np.fromiter([places[0] if places else _NO_PLACE for places in map(_UNFILED, stored)],
+                            dtype=np.int64, count=len(stored)),
+        lambda: min(map(_FIRST, filter(None, map(_UNFILED, stored))), default=_NO_PLACE))
+
+
+def found_members(seqs: Sequence[int], tags: Sequence[int], found_by: FoundBy, firsts: Callable[[], np.ndarray],
+                  lowest: Callable[[], int] | None = None) -> dict[int, np.ndarray]:
+    """By tag of `tags` (methods whose keys find every match), which of the candidates `seqs` can pass its test.
+
+    How `FoundBy` is read, by the engine (`_found_members`) and the candidate filter
+    (`verdict.prefilter`) alike: a candidate can pass where the method's keys found it, or where it
+    may not be filed under all of them (its first unfiled place, `firsts()`, below the method's
+    bound). A tag left out rules no candidate out: a full key of the page's is the method's (not in
+    `found_by.seqs`), or its keys found every candidate (the usual case). `firsts` is asked at most
+    once, and only if `lowest` (the least of them; default: from `firsts`) is below a bound."""
+    members: dict[int, np.ndarray] = {}
+    least: int | None = None
+    places: np.ndarray | None = None
+    for tag in tags:
+        if (found := found_by.seqs.get(tag)) is None:
             continue
-        if found and found.issuperset(seqs):  # its keys found every candidate: it rules none out (the usual case)
+        if found and found.issuperset(seqs):  # its keys found every candidate: it rules none out
             continue
-        if lowest is None:  # asked once for every method: the records with places, the least of their first
-            # (read by `map`, at C speed; the places of each record are ascending)
-            lowest = min(map(_FIRST, filter(None, map(_UNFILED, stored))), default=_NO_PLACE)
+        if least is None:  # asked once for every method
+            if lowest is None:
+                places = firsts()
+                least = int(places.min()) if len(places) else _NO_PLACE
+            else:
+                least = lowest()
         bound = found_by.unfiled_bounds.get(tag, 0)
-        if lowest >= (_NO_PLACE if bound is None else bound):  # every candidate filed under all its keys: none a
-            # member so far (homogeneous pages: their full keys are other methods'; _NO_PLACE is below no bound)
+        bound = _NO_PLACE if bound is None else bound
+        if least >= bound:  # every candidate filed under all its keys: none a member so far
+            # (homogeneous pages: their full keys are other methods'; _NO_PLACE is below no bound)
             member = np.zeros(len(seqs), dtype=np.bool_)
         else:
-            if firsts is None:
-                firsts = np.fromiter([places[0] if places else _NO_PLACE for places in map(_UNFILED, stored)],
-                                     dtype=np.int64, count=len(stored))
-            member = firsts < (_NO_PLACE if bound is None else bound)  # may not be filed under its keys
+            if places is None:
+                places = firsts()
+            member = places < bound  # may not be filed under its keys
         if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
             member |= np.fromiter(map(found.__contains__, seqs), dtype=np.bool_, count=len(seqs))
         members[tag] = member

@@ -38,7 +38,7 @@ from streamdedup.fingerprints.wordpair_kernels import two_bit_new_shares
 from streamdedup.jit import numba
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Methods, _read_column
-from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE, FoundBy
+from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE, FoundBy, found_members
 from streamdedup.verdict.new_text import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import SitePolicy
 
@@ -145,44 +145,24 @@ class CandidateFilter:
                             found_by: FoundBy | None) -> np.ndarray:
         """Of the candidates `seqs` (at `rows`), those a rule of either policy may hold for.
 
-        A `minhash` term against its floor; a method whose keys find every match as
-        `engine._found_members` tells it (its keys found the candidate, or the candidate is not
-        filed under all of them, or a full key of the page's hides what they found)."""
-        members: dict[int, np.ndarray | bool] = {}  # True: every candidate may pass; False: none
-        firsts: np.ndarray | None = None
-        lowest = _NO_PLACE
-        for tag in self._complete:
-            found = None if found_by is None else found_by.seqs.get(tag)
-            if found_by is None or found is None:  # not asked, or a full key of the page's: every candidate may pass
-                members[tag] = True
-                continue
-            if firsts is None:
-                firsts = self._first_unfiled[rows]
-                lowest = int(firsts.min())
-            bound = found_by.unfiled_bounds.get(tag, 0)  # (as `engine._found_members` reads it)
-            bound = _NO_PLACE if bound is None else bound
-            member: np.ndarray | bool = False if lowest >= bound else firsts < bound
-            if found and not found.isdisjoint(seqs):
-                inside = np.fromiter(map(found.__contains__, seqs), dtype=np.bool_, count=len(seqs))
-                member = inside if member is False else member | inside
-            members[tag] = member
-        out: np.ndarray | bool = False
+        A `minhash` term against its floor; a method whose keys find every match as the engine reads
+        `FoundBy` (`engine.found_members`, the candidates' first unfiled places from this filter's
+        arrays); without `found_by` every candidate may pass it."""
+        members = {} if found_by is None else found_members(seqs, self._complete, found_by,
+                                                            lambda: self._first_unfiled[rows])
+        out: np.ndarray | None = None
         for lows, tags in cast("list[tuple[list[float], list[int]]]", self._rules):
-            holds: np.ndarray | bool = True
+            holds: np.ndarray | None = None  # None: every candidate
             for tag in tags:
-                member = members[tag]
-                if member is False:
-                    break
-                if member is not True:
-                    holds = member if holds is True else holds & member
-            else:
-                for low in lows:
-                    passed = similarity >= low  # NaN (no match) fails, as in `Policy.first_rules`
-                    holds = passed if holds is True else holds & passed
-                if holds is True:
-                    return np.ones(len(seqs), dtype=np.bool_)
-                out = holds if out is False else out | holds
-        return np.zeros(len(seqs), dtype=np.bool_) if out is False else cast(np.ndarray, out)
+                if (member := members.get(tag)) is not None:
+                    holds = member if holds is None else holds & member
+            for low in lows:
+                passed = similarity >= low  # NaN (no match) fails, as in `Policy.first_rules`
+                holds = passed if holds is None else holds & passed
+            if holds is None:
+                return np.ones(len(seqs), dtype=np.bool_)
+            out = holds if out is None else out | holds
+        return np.zeros(len(seqs), dtype=np.bool_) if out is None else out
 
 
 def _column(records: Sequence[Mapping[int, bytes]], tag: int) -> list[bytes]:
