@@ -38,7 +38,9 @@ import streamdedup.detector as detector_module  # noqa: E402
 from streamdedup.config import DetectorConfig  # noqa: E402
 from streamdedup.detector import Detector  # noqa: E402
 from streamdedup.testing import raw_records  # noqa: E402
-from streamdedup.verdict.engine import FoundBy, judged  # noqa: E402
+from streamdedup.verdict.columns import Measured  # noqa: E402
+from streamdedup.verdict.engine import judged  # noqa: E402
+from streamdedup.verdict.found_by import FoundBy  # noqa: E402
 
 
 def capture(path: Path, first: int, last: int, filtered: bool = False) -> list[tuple[Any, ...]]:
@@ -48,16 +50,17 @@ def capture(path: Path, first: int, last: int, filtered: bool = False) -> list[t
     seen = 0
 
     def spy(seqs: Any, docs_of: Any, policy: Any, methods: Any, page: Any, mine: Any, template_known: bool,
-            oldest_ms: int | None, found_by: FoundBy | None = None, tests: Counter[str] | None = None) -> Any:
+            oldest_ms: int | None, found_by: FoundBy | None = None, tests: Counter[str] | None = None,
+            measured: Measured | None = None) -> Any:
         nonlocal seen
         if first <= seen < last:
             records = dict(zip(seqs, docs_of(seqs), strict=True))
             kept = None if found_by is None else FoundBy({tag: set(s) for tag, s in found_by.seqs.items()},
                                                          dict(found_by.unfiled_bounds))
             calls.append((list(seqs), lambda asked, records=records: [records[s] for s in asked], policy, methods,
-                          page, mine, template_known, oldest_ms, kept))
+                          page, mine, template_known, oldest_ms, kept, measured))  # (what the filter measured last)
         seen += 1
-        return judged(seqs, docs_of, policy, methods, page, mine, template_known, oldest_ms, found_by, tests)
+        return judged(seqs, docs_of, policy, methods, page, mine, template_known, oldest_ms, found_by, tests, measured)
 
     raws = raw_records(path.read_bytes().splitlines())
     detector_module.judged = spy
@@ -75,7 +78,7 @@ def replay(calls: list[tuple[Any, ...]], repeat: int) -> dict[str, Any]:
     times, matches, digest = [], 0, ""
     for _ in range(repeat):
         started = time.perf_counter()
-        found = [list(judged(*call, tests=Counter())) for call in calls]
+        found = [list(judged(*call[:-1], tests=Counter(), measured=call[-1])) for call in calls]
         times.append(time.perf_counter() - started)
         matches = sum(map(len, found))
         digest = hashlib.sha1(repr([(seq, rule) for page in found for seq, _, rule, *_ in page]).encode()).hexdigest()

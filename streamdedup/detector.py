@@ -32,7 +32,8 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, FoundBy, decide, judged
+from streamdedup.verdict.engine import Candidate, decide, judged
+from streamdedup.verdict.found_by import FoundBy
 from streamdedup.verdict.prefilter import CandidateFilter
 
 log = logging.getLogger(__name__)
@@ -246,16 +247,17 @@ class Detector:
         if not seqs:
             return []
         found_by = FoundBy(batch.found_by(), self.store.unfiled_bounds)
+        measured = None  # MinHash's test and the new shares, where the filter ran them (not run again)
         if self._filter is not None:  # those that cannot link are not judged (`verdict.prefilter`)
             verified = len(seqs)
-            seqs = self._filter.linkable(seqs, mine, found_by, work)
+            seqs, measured = self._filter.linkable(seqs, mine, found_by, work)
             work["candidates_ruled_out"] += verified - len(seqs)
             if not seqs:
                 return []
         record = DocRecord(0, fp.page.id, event_ms, "", site=fp.site_hash, document=document, steered=steered)
         found: list[Candidate] = []
         for link in judged(seqs, batch.docs_of, self.policy, self.methods_by_name, record, mine, fp.template_known,
-                           self.clock.oldest_kept(event_ms), found_by, work):
+                           self.clock.oldest_kept(event_ms), found_by, work, measured):
             doc = link.doc
             # the cluster's first page orders the clusters; one expired or deleted is older than any stored
             root_seq = link.seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)

@@ -317,7 +317,7 @@ class DocRecord:
     signatures: dict[int, bytes] = field(default_factory=dict)  # method tag -> encoded signature
     site: int = 0  # xxh3-64 of the page's site (same-site candidates are judged more strictly)
     # places, in its sorted index names, of the keys it was not filed under (full): ascending, as
-    # the store makes them and reads them back (the engine reads the first, `engine._found_members`)
+    # the store makes them and reads them back (the engine reads the first, `found_by.found_members_of`)
     unfiled: tuple[int, ...] = ()
     document: int = 0  # xxh3-64 of its URL without fragment (`clean.template.document_key`); 0: not known
     # the encoded MinHash signature of its article element's own text, where extraction's rescue

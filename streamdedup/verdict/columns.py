@@ -10,13 +10,32 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod
 
 Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
+MINHASH = "minhash"  # the method whose test `Measured` holds
+
+
+class Measured(NamedTuple):
+    """MinHash's similarities and the word pairs' new shares of a page's candidates, measured before judging.
+
+    By the candidate filter (`verdict.prefilter`), with the kernels and bytes `MinHashMethod.similarities`
+    and `WordPairsMethod.new_shares` use, in the order of the candidates `engine.judged` is given:
+    it measures again only where `tested` is False (elsewhere the values mean nothing)."""
+
+    similarity: np.ndarray
+    new_shares: np.ndarray
+    their_new_shares: np.ndarray
+    sizes: np.ndarray
+    tested: np.ndarray
+
+    def take(self, rows: np.ndarray) -> Measured:
+        """The same of the candidates at `rows` (indices or a mask), as new arrays."""
+        return Measured(*(column[rows] for column in self))
 
 
 class SignatureColumns:
@@ -132,6 +151,13 @@ class CandidateSimilarities:
                 values[have] = (method.measure_similarities(measure, signature, data) if measure
                                 else method.similarities(signature, data))
         return values[rows]
+
+    def known(self, name: str, values: np.ndarray, asked: np.ndarray) -> None:
+        """`name`'s values measured already (`Measured`) where `asked` (a mask): not asked again, nor counted."""
+        if asked.all():
+            self._values[name], self._asked[name] = values.copy(), None
+        elif asked.any():
+            self._values[name], self._asked[name] = np.where(asked, values, np.nan), asked.copy()
 
     def value(self, name: str, row: int) -> float:
         """A similarity already asked for (the matched rule's first method: the verdict's similarity)."""

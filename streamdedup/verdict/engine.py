@@ -35,14 +35,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.columns import CandidateSimilarities, Methods, SignatureColumns
+from streamdedup.verdict.columns import MINHASH, CandidateSimilarities, Measured, Methods, SignatureColumns
 from streamdedup.verdict.contract import Verdict
+from streamdedup.verdict.found_by import FoundBy, found_members_of, possible_rules
 from streamdedup.verdict.new_text import (
     NEW_TEXT_METHOD,
     held_in_paragraphs,
@@ -202,7 +203,7 @@ class Candidate:
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
            methods: Methods, page: DocRecord, mine: Mapping[int, Any],
            template_known: bool, oldest_ms: int | None, found_by: FoundBy | None = None,
-           tests: Counter[str] | None = None) -> Iterator[Judged]:
+           tests: Counter[str] | None = None, measured: Measured | None = None) -> Iterator[Judged]:
     """Steps 1 to 3 for one page (`page`: its id, site; `mine`: its signatures by tag).
 
     Each stored candidate, other than the page itself and inside the retention window, that a rule
@@ -219,7 +220,8 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     such a method is not verified for a candidate outside them (`possible_rules`): its test would
     fail, so the verdicts are the same. On homogeneous pages, whose candidates only SimHash's keys
     find, three of the default policy's four tests are not run. `tests`: counts the tests run
-    (`tests_run`: one a candidate and method or measure asked)."""
+    (`tests_run`: one a candidate and method or measure asked). `measured`: MinHash's test and the new
+    shares the candidate filter ran already on `seqs` (`Measured`), neither run nor counted again."""
     page_id = page.page_id
     docs = docs_of(seqs)
     if (docs and all(docs) and page_id not in map(_PAGE_ID, docs)  # the usual case: every one stands
@@ -227,11 +229,14 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         stored_seqs, stored_docs = seqs, cast("Sequence[DocRecord]", docs)
         stored: list[tuple[int, DocRecord]] | None = None  # made if any is judged (most pages: none)
     else:
-        stored = [(seq, other) for seq, other in zip(seqs, docs, strict=True) if other is not None
-                  and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
-        if not stored:
+        kept = [i for i, other in enumerate(docs) if other is not None
+                and other.page_id != page_id and (oldest_ms is None or other.event_ms >= oldest_ms)]
+        if not kept:
             return
+        stored = [(seqs[i], cast(DocRecord, docs[i])) for i in kept]
         stored_seqs, stored_docs = [seq for seq, _ in stored], [other for _, other in stored]
+        if measured is not None and len(kept) < len(seqs):
+            measured = measured.take(np.asarray(kept, dtype=np.int64))
     verdicts: dict[int, tuple[str, float]] = {}  # by row of `stored`: the rule it satisfies
     # the candidates of each policy (None: all of them, as a rule: only the site policy's differ)
     groups: list[tuple[Policy, np.ndarray | None]] = [(policy.other_site, None)]
@@ -241,18 +246,21 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
             groups = [(policy.same_site, None)]
         elif strict.any():
             groups = [(policy.other_site, np.flatnonzero(~strict)), (policy.same_site, np.flatnonzero(strict))]
-    members = _found_members(stored_seqs, stored_docs, methods, found_by) if found_by is not None else {}
+    members = found_members_of(stored_seqs, stored_docs, methods, found_by) if found_by is not None else {}
     columns = SignatureColumns(list(map(_SIGNATURES, stored_docs)))
     for chosen, rows in groups:
         theirs = columns if rows is None else SignatureColumns(list(map(columns.records.__getitem__, rows.tolist())))
         similarities = CandidateSimilarities(methods, mine, theirs, tests)
+        if measured is not None:
+            similarities.known(MINHASH, *((measured.similarity, measured.tested) if rows is None
+                                          else (measured.similarity[rows], measured.tested[rows])))
         numbers = chosen.first_rules(similarities, len(theirs), possible_rules(chosen, methods, members, rows))
         for j in np.flatnonzero(numbers >= 0).tolist():
             rule = chosen.rules[numbers[j]]
             row = j if rows is None else int(rows[j])
             verdicts[row] = ("+".join(m for m, _ in rule), similarities.value(rule[0][0], j))
     agree = _steered_agree(page, methods)
-    shares = new_shares_of(columns, methods, mine)
+    shares = new_shares_of(columns, methods, mine, measured)
     if shares is None:  # no measure of new text: every match is a duplicate, as before directions
         stored = stored or list(zip(stored_seqs, stored_docs, strict=True))
         for i in sorted(verdicts):
@@ -420,101 +428,10 @@ def _steered_agree(page: DocRecord, methods: Methods) -> Callable[[DocRecord], b
     return agree
 
 
-@dataclass(frozen=True)
-class FoundBy:
-    """What the lookup of all of a page's index keys says of its candidates.
-
-    For the methods any of whose matches share one of their keys (`FingerprintMethod.keys_find_every_match`).
-
-    `seqs[tag]`: the candidates that method's keys found; a method with a full key among the
-    page's is not there (a full key answers only its first pages). `unfiled_bounds[tag]`: the
-    place among a record's sorted names below which that method's names stand (None: no bound;
-    a tag not there: none of its names is ever unfiled; `signature_store.place_bounds`). A
-    candidate whose first unfiled place (`DocRecord.unfiled`) is below it may not be filed under
-    every key of the method: a key full when it came does not hold it, and may no longer be full
-    once an expiry took some of its pages."""
-
-    seqs: Mapping[int, set[int] | frozenset[int]]
-    unfiled_bounds: Mapping[int, int | None]
-
-
 # a record's fields, read by `map` over a page's candidates (at C speed, where a list comprehension is Python's)
 _PAGE_ID, _EVENT_MS, _SIGNATURES, _UNFILED, _SITE, _DOCUMENT = (
     attrgetter(name) for name in ("page_id", "event_ms", "signatures", "unfiled", "site", "document"))
-_FIRST = itemgetter(0)
 _NAN = float("nan")  # a related candidate's similarity: no rule matched it
-_NO_PLACE = 1 << 62  # past every place: a record filed under all its keys
-
-
-def _found_members(seqs: Sequence[int], stored: Sequence[DocRecord], methods: Methods,
-                   found_by: FoundBy) -> dict[int, np.ndarray]:
-    """By tag of each method whose keys find every match, which stored candidates can pass its test.
-
-    `found_members` of the `stored` candidates (at `seqs`), their first unfiled places read from
-    their records (by `map`, at C speed; the places of each record are ascending)."""
-    tags = [tag for tag, method in methods.values() if method.keys_find_every_match]
-    return found_members(
-        seqs, tags, found_by,
-        lambda: np.fromiter([places[0] if places else _NO_PLACE for places in map(_UNFILED, stored)],
-                            dtype=np.int64, count=len(stored)),
-        lambda: min(map(_FIRST, filter(None, map(_UNFILED, stored))), default=_NO_PLACE))
-
-
-def found_members(seqs: Sequence[int], tags: Sequence[int], found_by: FoundBy, firsts: Callable[[], np.ndarray],
-                  lowest: Callable[[], int] | None = None) -> dict[int, np.ndarray]:
-    """By tag of `tags` (methods whose keys find every match), which of the candidates `seqs` can pass its test.
-
-    How `FoundBy` is read, by the engine (`_found_members`) and the candidate filter
-    (`verdict.prefilter`) alike: a candidate can pass where the method's keys found it, or where it
-    may not be filed under all of them (its first unfiled place, `firsts()`, below the method's
-    bound). A tag left out rules no candidate out: a full key of the page's is the method's (not in
-    `found_by.seqs`), or its keys found every candidate (the usual case). `firsts` is asked at most
-    once, and only if `lowest` (the least of them; default: from `firsts`) is below a bound."""
-    members: dict[int, np.ndarray] = {}
-    least: int | None = None
-    places: np.ndarray | None = None
-    for tag in tags:
-        if (found := found_by.seqs.get(tag)) is None:
-            continue
-        if found and found.issuperset(seqs):  # its keys found every candidate: it rules none out
-            continue
-        if least is None:  # asked once for every method
-            if lowest is None:
-                places = firsts()
-                least = int(places.min()) if len(places) else _NO_PLACE
-            else:
-                least = lowest()
-        bound = found_by.unfiled_bounds.get(tag, 0)
-        bound = _NO_PLACE if bound is None else bound
-        if least >= bound:  # every candidate filed under all its keys: none a member so far
-            # (homogeneous pages: their full keys are other methods'; _NO_PLACE is below no bound)
-            member = np.zeros(len(seqs), dtype=np.bool_)
-        else:
-            if places is None:
-                places = firsts()
-            member = places < bound  # may not be filed under its keys
-        if found and not found.isdisjoint(seqs):  # (homogeneous pages: another method's keys found them all)
-            member |= np.fromiter(map(found.__contains__, seqs), dtype=np.bool_, count=len(seqs))
-        members[tag] = member
-    return members
-
-
-def possible_rules(policy: Policy, methods: Methods, members: Mapping[int, np.ndarray],
-                   rows: np.ndarray | None = None) -> list[np.ndarray | None]:
-    """For each rule of `policy`, which of the candidates `rows` (None: all) can satisfy it (None: any).
-
-    Those that can pass the test of every method of the rule that `members` (`_found_members`)
-    names."""
-    if not members:
-        return [None] * len(policy.rules)
-    out: list[np.ndarray | None] = []
-    for names in policy.rule_methods:
-        mask = None
-        for name in names:
-            if (member := members.get(methods[name][0])) is not None:
-                mask = member if mask is None else mask & member
-        out.append(mask if mask is None or rows is None else mask[rows])
-    return out
 
 
 def as_cut(relation: str, rule: str) -> str:

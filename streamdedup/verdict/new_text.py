@@ -25,7 +25,7 @@ from streamdedup.fingerprints.wordpairs import (
     shown_before,
 )
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.columns import Methods, SignatureColumns
+from streamdedup.verdict.columns import Measured, Methods, SignatureColumns
 from streamdedup.verdict.line_places import (
     CROSS_SITE_PARAGRAPHS,
     EVERY_EDGE,
@@ -59,13 +59,15 @@ def paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shar
     return np.array(keep, dtype=np.int64)
 
 
-def new_shares_of(columns: SignatureColumns, methods: Methods,
-                mine: Mapping[int, Any]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
+def new_shares_of(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
+                  measured: Measured | None = None) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
     """The shares of word pairs the page and each stored candidate lack of each other.
 
     For each stored candidate: the page's share of word pairs absent from it and its share
     absent from the page (NaN where either side has no word pairs), the page's count of pairs, and
-    each candidate's; None when the new-text measure is not enabled."""
+    each candidate's; None when the new-text measure is not enabled. `measured`: those the
+    candidate filter measured already (`Measured.tested`), taken as they are; the arrays returned
+    are the caller's to change."""
     entry = methods.get(NEW_TEXT_METHOD)
     if entry is None:
         return None
@@ -74,11 +76,20 @@ def new_shares_of(columns: SignatureColumns, methods: Methods,
     count = len(columns)
     if signature is None:  # too short for a word pair: nothing to measure
         return np.full(count, np.nan), np.full(count, np.nan), 0, np.zeros(count)
-    rows, theirs = columns.present(tag, np.arange(count))
+    if measured is not None and measured.tested.all():  # (recombined text: the filter measured ~60 a page)
+        return measured.new_shares, measured.their_new_shares, int(signature.set_size), measured.sizes
+    todo = np.arange(count) if measured is None else np.flatnonzero(~measured.tested)
+    rows, theirs = columns.present(tag, todo)
     if len(rows) == count:  # the usual case: every candidate has pairs, measured in one call
         new_share, their_new_share, sizes = cast(Any, method).new_shares(signature, theirs)
         return new_share, their_new_share, int(signature.set_size), sizes
-    new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    if measured is None:
+        new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
+    else:  # the filter's where it measured; NaN elsewhere, but where measured below
+        untested = ~measured.tested
+        new_share = np.where(untested, np.nan, measured.new_shares)
+        their_new_share = np.where(untested, np.nan, measured.their_new_shares)
+        sizes = np.where(untested, 0.0, measured.sizes)
     if len(rows):
         new_share[rows], their_new_share[rows], sizes[rows] = cast(Any, method).new_shares(signature, theirs)
     return new_share, their_new_share, int(signature.set_size), sizes

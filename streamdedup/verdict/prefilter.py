@@ -13,7 +13,7 @@ A candidate can yield something in `judged` only if (engine.py's steps 1 and 3):
 - a rule of either policy may hold for it: each of the rule's terms may pass. A `minhash` term
   passes where MinHash's test (`fingerprints.kernels.minhash_similarities`, the same call with the same
   arrays as `MinHashMethod.similarities`) gives at least its floor; a term of a method whose keys
-  find every match of its test fails where `engine.possible_rules` says so (its keys did not find
+  find every match of its test fails where `found_by.possible_rules` says so (its keys did not find
   the candidate, and the candidate is filed under all of them); any other term may pass;
 - or it may be asked as a held match (`engine._held_matches`: the page's estimated new share at
   most `HELD_ASKED`, the candidate larger), or it is related (`engine._related`), from the same
@@ -37,13 +37,11 @@ from streamdedup.fingerprints.kernels import minhash_similarities
 from streamdedup.fingerprints.wordpair_kernels import two_bit_new_shares
 from streamdedup.jit import numba
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.columns import Methods, _read_column
-from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE, FoundBy, found_members
+from streamdedup.verdict.columns import MINHASH, Measured, Methods, _read_column
+from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE
+from streamdedup.verdict.found_by import NO_PLACE, FoundBy, found_members
 from streamdedup.verdict.new_text import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import SitePolicy
-
-MINHASH = "minhash"
-_NO_PLACE = 1 << 62  # past every place: a record filed under all its keys (`engine._NO_PLACE`)
 
 
 class CandidateFilter:
@@ -76,7 +74,7 @@ class CandidateFilter:
         records = [*pages, *(doc.signatures for _, doc in docs)]
         self._row_of = {seq: row for row, (seq, _) in enumerate(docs, start=len(pages))}
         self._first_unfiled = np.fromiter(
-            [_NO_PLACE] * len(pages) + [doc.unfiled[0] if doc.unfiled else _NO_PLACE for _, doc in docs],
+            [NO_PLACE] * len(pages) + [doc.unfiled[0] if doc.unfiled else NO_PLACE for _, doc in docs],
             dtype=np.int64, count=len(records))
         mh_width = self._mh.record_dtype.itemsize
         wp_width = self._wp_width = self._wp.record_width
@@ -105,48 +103,51 @@ class CandidateFilter:
     def filed(self, page: int, doc: DocRecord) -> None:
         """The batch's page `page` was filed as `doc`: later pages of the batch find it as a candidate."""
         self._row_of[doc.seq] = page
-        self._first_unfiled[page] = doc.unfiled[0] if doc.unfiled else _NO_PLACE
+        self._first_unfiled[page] = doc.unfiled[0] if doc.unfiled else NO_PLACE
 
     def linkable(self, seqs: Sequence[int], mine: Mapping[int, Any], found_by: FoundBy | None,
-                 tests: Counter[str] | None = None) -> list[int]:
-        """Of `seqs` (ascending), those `engine.judged` may yield something for, in order.
+                 tests: Counter[str] | None = None) -> tuple[list[int], Measured | None]:
+        """Of `seqs` (ascending), those `engine.judged` may yield something for, in order, and what they measured.
 
         `mine`: the page's signatures by tag; `found_by`: as `judged` is given it (None: every rule is
         verified, whatever the keys found); `tests`: counts MinHash's tests run here (`tests_run`,
-        as `judged` counts its own)."""
+        as `judged` counts its own). The `Measured` (None: nothing) is for `judged`, which does not
+        run those tests again."""
         if self._rules is None:
-            return list(seqs)
+            return list(seqs), None
         mh_sig, wp_sig = mine.get(self._tags[0]), mine.get(self._tags[1])
         minhash, wordpairs = self._mh, self._wp
         if (mh_sig is None or wp_sig is None or len(mh_sig.values) != minhash.params.num_perm
                 or mh_sig.values.dtype != self._mh_table.dtype or len(wp_sig.packed) != self._wp_width - 4):
-            return list(seqs)
+            return list(seqs), None
         try:
             rows = np.fromiter(map(self._row_of.__getitem__, seqs), dtype=np.int64, count=len(seqs))
         except KeyError:  # a record read after the batch's lookups: judged as before
             get = self._row_of.get
             rows = np.fromiter((get(s, -1) for s in seqs), dtype=np.int64, count=len(seqs))
         p, q = minhash.params, wordpairs.params
-        similarity, may, tested = linkable_rows(
+        similarity, new, their_new, sizes, measured, may, tested = linkable_rows(
             rows, self._ok, self._mh_table, self._mh_sizes, mh_sig.values, mh_sig.set_size, p.threshold,
             minhash.collision, p.containment, p.containment_min_shingles, self._wp_data, self._wp_starts,
             self._wp_width, wp_sig.packed,
             wp_sig.set_size, q.num_perm, wordpairs.collision, HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE)
         if tests is not None:
             tests["tests_run"] += tested
+        known = Measured(similarity, new, their_new, sizes, measured) if tested else None
         if not may.all():
             with np.errstate(invalid="ignore"):
                 may |= self._some_rule_may_hold(seqs, rows, similarity, found_by)
             if not may.all():
-                return [s for s, k in zip(seqs, may.tolist(), strict=True) if k]
-        return list(seqs)
+                kept = [s for s, k in zip(seqs, may.tolist(), strict=True) if k]
+                return kept, None if known is None or not kept else known.take(may)
+        return list(seqs), known
 
     def _some_rule_may_hold(self, seqs: Sequence[int], rows: np.ndarray, similarity: np.ndarray,
                             found_by: FoundBy | None) -> np.ndarray:
         """Of the candidates `seqs` (at `rows`), those a rule of either policy may hold for.
 
         A `minhash` term against its floor; a method whose keys find every match as the engine reads
-        `FoundBy` (`engine.found_members`, the candidates' first unfiled places from this filter's
+        `FoundBy` (`found_by.found_members`, the candidates' first unfiled places from this filter's
         arrays); without `found_by` every candidate may pass it."""
         members = {} if found_by is None else found_members(seqs, self._complete, found_by,
                                                             lambda: self._first_unfiled[rows])
@@ -176,26 +177,31 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
                   mh_size: int, threshold: float, mh_collision: float, containment: float, min_shingles: int,
                   wp_data: np.ndarray, wp_starts: np.ndarray, width: int, wp_packed: np.ndarray, own: int,
                   num_perm: int, wp_collision: float, held_asked: float, related_min: int,
-                  related_share: float) -> tuple[np.ndarray, np.ndarray, int]:
+                  related_share: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """MinHash's test and the new shares of the candidates at `rows` (-1: none), and which may link by the shares.
 
     The tests are the engine's own kernels (`minhash_similarities`, `two_bit_new_shares`) on the
-    rows gathered as `MinHashMethod.similarities` and `WordPairsMethod.new_shares` pass them; NaN
-    similarity where untested. A candidate may link by its shares where it would be asked as a held
-    match or is related (`engine._held_matches`, `engine._related`), or where it was not tested
-    (a row of -1 or not `ok`) or a share is NaN. Returns the similarities, that mask, and how many
-    rows were tested."""
+    rows gathered as `MinHashMethod.similarities` and `WordPairsMethod.new_shares` pass them. A
+    candidate may link by its shares where it would be asked as a held match or is related
+    (`engine._held_matches`, `engine._related`), or where it was not tested (a row of -1 or not
+    `ok`) or a share is NaN. Returns the similarities, the page's and each candidate's new shares
+    and the candidates' pairs (NaN, NaN, NaN and 0 where untested), where each was tested, that
+    mask, and how many rows were tested."""
     count = rows.shape[0]
-    similarity = np.full(count, np.nan)
+    similarity, new_shares, their_new_shares = np.full(count, np.nan), np.full(count, np.nan), np.full(count, np.nan)
+    pair_counts = np.zeros(count)
+    measured = np.zeros(count, dtype=np.bool_)
     may = np.ones(count, dtype=np.bool_)
     at = np.empty(count, dtype=np.int64)
     tested = 0
     for j in range(count):
         if rows[j] >= 0 and ok[rows[j]]:
             at[tested] = j
+            measured[j] = True
             tested += 1
     if not tested:
-        return similarity, may, 0
+        return similarity, new_shares, their_new_shares, pair_counts, measured, may, 0
     values = np.empty((tested, mh_table.shape[1]), dtype=mh_table.dtype)
     sizes = np.empty(tested, dtype=mh_sizes.dtype)
     heads = np.empty(tested * width, dtype=np.uint8)
@@ -212,9 +218,10 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
         j = at[i]
         similarity[j] = found[i]
         a, b, size = new[i], their_new[i], pairs[i]
+        new_shares[j], their_new_shares[j], pair_counts[j] = a, b, size
         if np.isnan(a) or np.isnan(b):
             continue
         held = a <= held_asked and size > own
         related = min(size, float(own)) >= related_min and 1.0 - min(a, b) >= related_share
         may[j] = held or related
-    return similarity, may, tested
+    return similarity, new_shares, their_new_shares, pair_counts, measured, may, tested

@@ -180,7 +180,7 @@ def test_a_rule_whose_test_cannot_pass_is_not_run_and_the_verdicts_are_the_same(
     the candidate was not filed under all its keys (`DocRecord.unfiled`), which may hide it."""
     from dataclasses import replace
 
-    from streamdedup.verdict.engine import FoundBy
+    from streamdedup.verdict.found_by import FoundBy
 
     methods, policy, mine, docs, page, seqs = _engine_case()
     complete = {tag: method for tag, method in methods.values() if method.keys_find_every_match}

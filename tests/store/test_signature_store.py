@@ -707,7 +707,7 @@ def test_page_records_and_keys_keep_the_bytes_stores_on_disk_hold():
                                   + "0164020400fd0a" + "09" * 10 + "030003c801")
     assert DocRecord.decode(7, plain.encode()) == plain and DocRecord.decode(2**40, odd.encode()) == odd
     # a record's unfiled places read back ascending, whatever order its bytes hold them in: the
-    # engine reads the first as the least (`engine._found_members`)
+    # engine reads the first as the least (`found_by.found_members_of`)
     shuffled = DocRecord(5, "p", 0, "p", unfiled=(200, 0, 3))
     assert DocRecord.decode(5, shuffled.encode()).unfiled == (0, 3, 200)
     assert layout.doc_key(2**40).hex() == "440000010000000000"

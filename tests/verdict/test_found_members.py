@@ -1,4 +1,6 @@
-"""`engine.found_members` (through `_found_members`, and as the candidate filter calls it) says, for each method whose keys find every match, which candidates can pass its test.
+"""`found_by.found_members` says, for each method whose keys find every match, which candidates can pass its test.
+
+Asked as the engine asks it (`found_members_of`, from the records) and as the candidate filter does (an array).
 
 Those its keys found and those not filed under all its keys (a first unfiled place below the
 method's bound). Told at once where no candidate's first place is below the bound (homogeneous
@@ -15,7 +17,7 @@ from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod
 from streamdedup.fingerprints.simhash import SimHashMethod
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.engine import FoundBy, _found_members, found_members
+from streamdedup.verdict.found_by import FoundBy, found_members, found_members_of
 
 _NO_PLACE = 1 << 62
 
@@ -51,7 +53,7 @@ def test_found_members_equal_the_candidate_by_candidate_definition():
                  for tag in (0, 1, 3) if rng.random() < 0.8}
         bounds = {tag: rng.choice([None, 3, 4, 36, 46]) for tag in (0, 1, 3) if rng.random() < 0.9}
         by = FoundBy(found, bounds)
-        got, want = _found_members(seqs, stored, methods, by), _members_one_by_one(seqs, stored, methods, by)
+        got, want = found_members_of(seqs, stored, methods, by), _members_one_by_one(seqs, stored, methods, by)
         # as `verdict.prefilter` asks: the first places as an array, their least read from it
         firsts = np.array([doc.unfiled[0] if doc.unfiled else _NO_PLACE for doc in stored], dtype=np.int64)
         tags = [tag for tag, method in methods.values() if method.keys_find_every_match]

@@ -13,6 +13,8 @@ import pytest
 from streamdedup import detector
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.fingerprints.minhash import MinHashMethod
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.testing import make_article, make_words, raw_records, wrap_in_template
 from streamdedup.verdict import prefilter
 
@@ -79,3 +81,30 @@ def test_a_page_none_of_whose_candidates_can_link_is_not_judged(tmp_path, monkey
     _, judge = _run(tmp_path, "counted", 256)
     assert judge.work["candidates_verified"] > 10 * judge.work["pages"] / 2  # the forum's pages meet many
     assert 0 < calls[0] < 25  # the news pages' links, not the forum's pages
+
+
+def test_what_the_filter_measured_is_not_measured_again(tmp_path, monkeypatch):
+    """MinHash's test and the new shares of the candidates the filter keeps go on to `judged` (`columns.Measured`):
+    the engine runs neither again for them (recombined text: ~60 kept a page, each measured twice before)."""
+    asked = {"minhash": 0, "new_shares": 0, "judged": 0}
+    real_similarities, real_new_shares = MinHashMethod.similarities, WordPairsMethod.new_shares
+    real_judged = detector.judged
+
+    def similarities(self, signature, others):
+        asked["minhash"] += len(others)
+        return real_similarities(self, signature, others)
+
+    def new_shares(self, signature, others):
+        asked["new_shares"] += len(others)
+        return real_new_shares(self, signature, others)
+
+    def judged(seqs, *args, **kwargs):
+        asked["judged"] += len(seqs)
+        return real_judged(seqs, *args, **kwargs)
+
+    monkeypatch.setattr(MinHashMethod, "similarities", similarities)
+    monkeypatch.setattr(WordPairsMethod, "new_shares", new_shares)
+    monkeypatch.setattr(detector, "judged", judged)
+    _run(tmp_path, "measured", 256)
+    assert asked["judged"] > 10  # the news pages' candidates were judged
+    assert asked["minhash"] == asked["new_shares"] == 0
