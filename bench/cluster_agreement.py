@@ -5,8 +5,11 @@
 Real articles (the readability and trafilatura test pages in ../shared/data, their text taken by
 trafilatura) become a fetch-ordered plain-text news crawl: each story on 2-5 sites (wire copies),
 every third copy a revision (one paragraph rewritten, one added), and per ten stories a bridge:
-story X's text with the start of the next, Y, appended (joins X's cluster), then X less its start
-with all of Y (matches Y and that page, not X: a real merge of two clusters). The crawl
+story X's text with the start of the next, Y, appended (it supersedes X), then X less its start
+with all of Y (it supersedes Y, related to the page before: under directional verdicts neither
+merges two clusters), and a paginated story: its two halves on one site (`?page=1`, `?page=2`, two
+clusters), then its view-all page there (a real merge: it supersedes both, its own site's parts)
+and a copy of that on another site (a duplicate). The crawl
 goes through `streamdedup dedup` (the reference) and through N `streamdedup worker` processes on
 `--partitions` partitions (bench/agreement.py's harness: an embedded broker, one burst fed by site).
 
@@ -23,6 +26,7 @@ import json
 import random
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +63,14 @@ def articles(limit: int) -> list[list[str]]:
     return found
 
 
-def news_crawl(stories: list[list[str]], path: Path, seed: int = 58) -> dict[str, int]:
-    """The crawl (see the module's docstring), written fetch-ordered; its make-up."""
+def news_crawl(stories: list[list[str]], path: Path, seed: int = 58,
+               paginated: Sequence[list[str]] = ()) -> dict[str, int]:
+    """The crawl (see the module's docstring), written fetch-ordered; its make-up.
+
+    `paginated`: stories published only as a paginated article, one per ten `stories` (fewer: fewer)."""
     rng = random.Random(seed)
     pages: list[tuple[str, str]] = []  # url, text
-    made = {"stories": len(stories), "wire_copies": 0, "revisions": 0, "bridges": 0}
+    made = {"stories": len(stories), "wire_copies": 0, "revisions": 0, "bridges": 0, "paginated": 0}
     for i, story in enumerate(stories):
         if i % 10 in (8, 9):  # the two stories a bridge joins: 6 paragraphs each (as in test_one_engine)
             story = story[:6]
@@ -81,6 +88,14 @@ def news_crawl(stories: list[list[str]], path: Path, seed: int = 58) -> dict[str
             pages.append((f"https://extended.example/{i}", "\n\n".join(x + y[:3])))
             pages.append((f"https://bridge.example/{i}", "\n\n".join(x[2:] + y)))
             made["bridges"] += 1
+            if i // 10 < len(paginated):  # two parts, then the view-all page joining them, then its copy
+                z = paginated[i // 10]
+                half = len(z) // 2
+                pages.append((f"https://paged.example/{i}?page=1", "\n\n".join(z[:half])))
+                pages.append((f"https://paged.example/{i}?page=2", "\n\n".join(z[half:])))
+                pages.append((f"https://paged.example/{i}?view=all", "\n\n".join(z)))
+                pages.append((f"https://wire.example/paged/{i}", "\n\n".join(z)))
+                made["paginated"] += 1
     with open(path, "wb") as out:
         for n, (url, text) in enumerate(pages):
             out.write(orjson.dumps({"url": url, "content": text, "content_type": "text/plain",
@@ -124,7 +139,8 @@ def main() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cluster-agreement-") as tmp:
         work = Path(tmp)
         crawl = work / "crawl.jsonl"
-        made = news_crawl(articles(args.stories), crawl)
+        found = articles(args.stories + args.stories // 10)
+        made = news_crawl(found[:args.stories], crawl, paginated=found[args.stories:])
         reference, rejected = file_mode(crawl, work)
         result: dict[str, Any] = {"crawl": made, "partitions": args.partitions, "file_mode_rejected": rejected,
                                   "runs": {}}
