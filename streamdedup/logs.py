@@ -33,6 +33,8 @@ def configure(verbose: bool) -> None:
 
 
 _NUMBERS = re.compile(r"\d+")
+# librdkafka's own count of a line it held back, inside the line: ", 3 identical error(s) suppressed"
+_SUPPRESSED = re.compile(r",? \d+ identical error\(s\) suppressed")
 
 
 class Repeats(logging.Filter):
@@ -51,7 +53,7 @@ class Repeats(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        kind = (record.levelno, _NUMBERS.sub("#", message))
+        kind = (record.levelno, _NUMBERS.sub("#", _SUPPRESSED.sub("", message)))
         now, seen = self.clock(), self._seen.get(kind)
         if seen is not None and now - seen[0] < self.interval_s:
             seen[1] += 1

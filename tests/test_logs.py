@@ -27,6 +27,16 @@ def test_a_line_that_repeats_is_let_through_once_an_interval_and_then_says_how_m
     assert not repeats.filter(_record(refused.format(n=10)))
 
 
+def test_librdkafkas_own_count_of_suppressed_lines_does_not_make_a_new_kind():
+    """librdkafka folds repeats itself too, inside the line: "(after 0ms in state CONNECT, 1 identical error(s)
+    suppressed)". That line was a kind of its own, so a broker that is down logged twice (a clean-clone CI run)."""
+    repeats = Repeats(interval_s=60, clock=lambda: 0.0)
+    line = "FAIL [rdkafka#consumer-1] 127.0.0.1:1/bootstrap: Connect failed: Connection refused (after 0ms in state CONNECT{})"
+    assert repeats.filter(_record(line.format("")))
+    assert not repeats.filter(_record(line.format(", 1 identical error(s) suppressed")))
+    assert not repeats.filter(_record(line.format(", 12 identical error(s) suppressed")))
+
+
 def test_the_kinds_it_remembers_are_bounded():
     repeats = Repeats(interval_s=60, kinds=3, clock=lambda: 0.0)
     for word in ("one", "two", "three", "four"):
