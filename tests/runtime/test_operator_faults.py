@@ -112,7 +112,9 @@ def test_an_output_topic_deleted_under_a_running_worker_is_named_and_every_page_
         admin.delete_topics([settings.topics.verdicts], operation_timeout=10)[settings.topics.verdicts].result(30)
         for record in records[6:]:
             produce(settings, record, 0)
-        wait_until(lambda: worker.stats.decided >= 12, 120)
+        # a worker that stopped on what it raised fails the test with it, not after 120 s of waiting
+        wait_until(lambda: worker.stats.decided >= 12 or failed, 120)
+        assert not failed, failed
     finally:
         worker.stop()
         thread.join(120)

@@ -244,7 +244,10 @@ class Transactions(Reporting):
             raise fenced(self.settings, error) from err
         if isinstance(error, KafkaError) and error.code() == KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER:
             log.error(lost_writes(error))
-        while self.producer.poll(0):  # the delivery reports of the failed records, before they are learnt
+        # the delivery reports of the failed records, before they are learnt; bounded, as a client that
+        # kept serving events (its log lines) would hold the worker here
+        served_until = time.monotonic() + 5.0
+        while self.producer.poll(0) and time.monotonic() < served_until:
             pass
         refused = self.outputs.learn_refusals()  # sent as too_large_for_broker stubs on the retry
         if refused:  # a limit not foreseen (lowered since the start, or not described then): read again
