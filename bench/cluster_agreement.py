@@ -15,8 +15,9 @@ goes through `streamdedup dedup` (the reference) and through N `streamdedup work
 
 Figures per worker count (JSON on stdout and `--out`): pages; pages whose status, duplicate_of,
 cluster_id or merged_clusters differ from file mode's; `merged` events of file mode and of the
-workers; false merges (worker `merged` events not in file mode's) and missed ones; whether the
-clusters (`clusters_of` over the events) are equal.
+workers; false merges (worker `merged` events not in file mode's) and missed ones, counting the
+late `merged` events of pages out by their wait before their matches' clusters were named
+(`late_merges`, also counted apart); whether the clusters (`clusters_of` over the events) are equal.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any]) -> dict[str, A
             "supersedes_differing": supersedes, "related_to_differing": related,
             "merged_events_file_mode": len(want), "merged_events": len(have), "false_merges": len(have - want),
             "missed_merges": len(want - have), "late_matches": sum(e["type"] == "late_match" for e in got["events"]),
+            "late_merges": sum(e["type"] == "merged" and bool(e.get("late")) for e in got["events"]),
             "clusters_equal": clusters_of(got["events"]) == clusters_of(reference_events),
             "seconds": got["seconds"]}
 

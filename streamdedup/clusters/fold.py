@@ -92,11 +92,13 @@ def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str,
 
 
 def view_key(event: Event) -> bytes:
-    """The compacted topic's key: the page id (a late match: one key per pair, kept beside it)."""
+    """The compacted topic's key: the page id (a late match: one key per pair, a late merge one, kept beside it)."""
     if event["type"] == "late_match":
         key = f"{event['page_id']} late {event['duplicate_of']}"
     elif event["type"] == "late_related":
         key = f"{event['page_id']} related {' '.join(event['related_to'])}"
+    elif event.get("late"):  # a merge found after the page's verdict (`merged`): beside the page's own event
+        key = f"{event['page_id']} merged"
     else:
         key = event["page_id"]
     return str(key).encode("utf-8", "surrogatepass")

@@ -265,7 +265,7 @@ class Outputs:
 
     def cluster_event(self, event: dict[str, Any]) -> None:
         self.send_event(self.topics.clusters, event["cluster_id"].encode(), event)
-        if event["type"] in ("late_match", "late_related"):  # the view's other events go with the page's verdict
+        if event["type"] in ("late_match", "late_related") or event.get("late"):  # the others go with the verdict
             self.send_event(self.topics.cluster_view, view_key(event), event)
 
     def send_event(self, topic: str, key: bytes, event: Mapping[str, Any]) -> None:

@@ -61,6 +61,7 @@ class WorkerMetrics(Protocol):
     late_pages: Counter
     late_matches: Counter
     late_related_left_out: Counter
+    late_merges: Counter
     idle_claims_doubted: Counter
     verdicts_released: Counter
     verdict_wait: Histogram

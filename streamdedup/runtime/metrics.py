@@ -95,6 +95,11 @@ class WorkerMetrics:
                                     "watermark_interval_s to fetch its part of the burst: raise it), "
                                     "released_early (the verdict wait)",
                                     ["cause"], registry=self.registry)
+        self.late_merges = Counter("streamdedup_late_merges",
+                                   "Merges a page's verdict did not name because it went out before its matches' "
+                                   "gathers named their clusters (late merged events, \"late\": true); by cause, "
+                                   "as late_matches (released_early: raise the verdict wait)",
+                                   ["cause"], registry=self.registry)
         self.late_related_left_out = Counter("streamdedup_late_related_left_out",
                                              "Related pages found after the later page's verdict was out and not "
                                              "sent as late_related events: the page named 8 related pages already "

@@ -38,8 +38,10 @@ State (a RocksDB store per parts partition, written with the input offset in one
 same id is rejected as duplicate_id) and a hash of each earlier page it is known to duplicate;
 `R<page id>` -> the order of the page that got a verdict under that id and its cluster's first page
 (order and id), for the roots asked; `N<page id>` -> how many related pages it names (its verdict's
-`related_to` and its `late_related` events; none: 0); `Mwm:<index partition>` -> that index
-partition's last watermark.
+`related_to` and its `late_related` events; none: 0); `G<page id>` -> a page out before every
+joined match's gather named its cluster (its wait was over): its order, those matches, the clusters
+named since and the cluster and merges its verdict named (`late_merge`); `Mwm:<index partition>` ->
+that index partition's last watermark.
 """
 
 from __future__ import annotations
@@ -64,10 +66,10 @@ from streamdedup.runtime.scaleout.messages import (
 )
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
-from streamdedup.verdict.contract import Rejection
+from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, RELATED, Candidate, decide
 
-_WAITING, _FINISHED, _META, _ROOT, _NAMED = b"W", b"F", b"M", b"R", b"N"
+_WAITING, _FINISHED, _META, _ROOT, _NAMED, _GUESSED = b"W", b"F", b"M", b"R", b"N", b"G"
 
 
 @dataclass
@@ -162,7 +164,19 @@ class RelatedLeftOut:
     cause: str = RELEASED_EARLY
 
 
-Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply
+@dataclass(frozen=True)
+class LateMerge:
+    """A `merged` event (`"late": true`) for a page out before its matches' gathers named their clusters.
+
+    Its verdict went out by its wait with clusters known only from index partitions, which it never
+    names as merged (`_verdict_and_root`); once every one is named, the merges file mode's verdict
+    names that this one did not. Counted by how the page went out, as a late match."""
+
+    event: dict[str, Any]
+    cause: str = RELEASED_EARLY
+
+
+Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply | LateMerge
 
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
@@ -173,7 +187,14 @@ def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Itera
 
 def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
                       roots: Mapping[str, tuple[bytes, str]]) -> tuple[dict[str, Any], tuple[bytes, str]]:
-    """The page's `dedup` object and its cluster's first page (order, id).
+    """The page's `dedup` object and its cluster's first page (order, id) (`_decided`)."""
+    verdict, root = _decided(header.page_id, header.order, header.text_cut, earlier, roots)
+    return verdict._replace(time_note=header.time_note).as_dict(), root
+
+
+def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Match],
+             roots: Mapping[str, tuple[bytes, str]]) -> tuple[Verdict, tuple[bytes, str]]:
+    """The page's verdict and its cluster's first page (order, id).
 
     An earlier match's cluster is the one its gather named (`roots`; the index partition's where
     none was named: a page released by its wait before every answer came). A cluster known only
@@ -188,9 +209,9 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
             guessed.add(root_id)
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
                                     m.new_share, m.their_new_share, m.new_paragraph, m.same_site))
-    verdict = decide(header.page_id, candidates, header.text_cut)
+    verdict = decide(page_id, candidates, text_cut)
     joins = [c for c in candidates if c.relation != RELATED]
-    if verdict.cluster_id == header.page_id and joins and any(c.root_id in guessed for c in joins):
+    if verdict.cluster_id == page_id and joins and any(c.root_id in guessed for c in joins):
         # clusters it may not bridge (a digest's, `engine.joined_roots`), some known only from an index
         # partition: stale ones may be one story's (a copy filed before its story's page reached that
         # partition names itself); it joins the oldest, as where they are one, and bridges none
@@ -200,8 +221,8 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match],
         verdict = verdict._replace(merged_clusters=tuple(c for c in verdict.merged_clusters
                                                          if c in named or c not in guessed))
     cluster = verdict.cluster_id
-    root_order = next((c.root_order for c in candidates if c.root_id == cluster), header.order)
-    return verdict._replace(time_note=header.time_note).as_dict(), (root_order, cluster)
+    root_order = next((c.root_order for c in candidates if c.root_id == cluster), order)
+    return verdict, (root_order, cluster)
 
 
 def _earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) -> dict[str, Match]:
@@ -337,9 +358,9 @@ class GatherPartition:
         """An earlier match's cluster, as its gather says.
 
         The page goes out once all are in and its watermarks have passed it (out already, by its
-        wait: nothing to do)."""
+        wait: the merges it missed, `_late_merge`)."""
         if self._finished_order(reply.page_id) == reply.order:
-            return []
+            return self._late_merge(reply)
         key = _waiting_key(reply.page_id, reply.order)
         pending = self._load(reply.page_id, reply.order)
         pending.roots[reply.of] = (reply.root_order, reply.root_id)
@@ -413,10 +434,48 @@ class GatherPartition:
                                     + b"".join(_id_hash(page_id) for page_id in earlier))
         root = header.order + root_order + root_id.encode("utf-8", "surrogatepass")
         self._finished[_ROOT + header.page_id.encode("utf-8", "surrogatepass")] = root
+        if not pending.roots_known():  # out by its wait: the clusters still to be named may be merges it missed
+            joined = pending.joined()
+            self._finished[_GUESSED + header.page_id.encode("utf-8", "surrogatepass")] = orjson.dumps(
+                {"order": header.order.hex(), "cut": header.text_cut, "matches": [m.as_list() for m in joined.values()],
+                 "roots": {page_id: [o.hex(), r] for page_id, (o, r) in pending.roots.items() if page_id in joined},
+                 "cluster": dedup["cluster_id"], "merged": list(dedup.get("merged_clusters") or ())})
         if dedup.get("related_to"):  # late related pages are named up to MAX_NAMED with these
             self._finished[_NAMED + header.page_id.encode("utf-8", "surrogatepass")] = bytes([len(dedup["related_to"])])
         return [Decided(header, dedup, by, held.completed_ms),
                 *(_reply(asker, order, header.page_id, header.order, root) for asker, order in pending.askers)]
+
+    def _late_merge(self, reply: RootReply) -> list[Emitted]:
+        """A cluster named for a page out by its wait: once all are, the merges its verdict did not name.
+
+        Its verdict named as merged no cluster known only from an index partition (a stale one
+        there would make up a merge); with every joined match's cluster named by its gather, the
+        page is decided again on the same matches: the merges it names that the verdict did not
+        are a `merged` event (`"late": true`, with the cluster that decision joins), and its `R`
+        record names that cluster for later askers. None: a match's id was another page's first
+        (its cluster stays guessed), or nothing was missed."""
+        key = _GUESSED + reply.page_id.encode("utf-8", "surrogatepass")
+        data = self._finished.get(key) or (None if key in self._deleted else self.db.get(key))
+        if data is None:
+            return []
+        value = orjson.loads(data)
+        matches = {m.page_id: m for m in map(Match.from_list, value["matches"])}
+        value["roots"][reply.of] = [reply.root_order.hex(), reply.root_id]
+        if not set(matches) <= set(value["roots"]):
+            self._finished[key] = orjson.dumps(value)
+            return []
+        self._finished.pop(key, None)
+        self._deleted.add(key)
+        roots = {page_id: (bytes.fromhex(o), r) for page_id, (o, r) in value["roots"].items()}
+        verdict, (root_order, cluster) = _decided(reply.page_id, reply.order, value["cut"], matches, roots)
+        if cluster != value["cluster"]:  # an older one than the index partitions knew: later askers are told it
+            self._finished[_ROOT + key[1:]] = reply.order + root_order + cluster.encode("utf-8", "surrogatepass")
+        if not [c for c in verdict.merged_clusters if c not in value["merged"] or cluster != value["cluster"]]:
+            return []
+        finished = self._finished.get(_FINISHED + key[1:]) or self.db.get(_FINISHED + key[1:]) or b""
+        cause = _LATE_CAUSE.get(_released_as(finished)[0].lower(), RELEASED_EARLY)
+        return [LateMerge({"type": "merged", "page_id": reply.page_id, "cluster_id": cluster,
+                           "merged": list(verdict.merged_clusters), "late": True}, cause)]
 
     def _finished_order(self, page_id: str) -> bytes | None:
         """The order of the page that got a verdict under this id (None: none yet)."""

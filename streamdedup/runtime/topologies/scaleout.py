@@ -30,7 +30,13 @@ from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinter
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.runtime.group_settings import GroupRecordCache
-from streamdedup.runtime.scaleout.gather_stage import Decided, GatherPartition, LateMatch, RelatedLeftOut
+from streamdedup.runtime.scaleout.gather_stage import (
+    Decided,
+    GatherPartition,
+    LateMatch,
+    LateMerge,
+    RelatedLeftOut,
+)
 from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, Judging, supplements_of
 from streamdedup.runtime.scaleout.messages import (
@@ -288,6 +294,9 @@ class GatherStagePartition(_StoredPartition):
                 if isinstance(item, LateMatch):
                     out.cluster_event(item.event)
                     out.on_commit(out.metrics.late_matches.labels(item.cause).inc)
+                elif isinstance(item, LateMerge):
+                    out.cluster_event(item.event)
+                    out.on_commit(out.metrics.late_merges.labels(item.cause).inc)
                 elif isinstance(item, RelatedLeftOut):
                     out.on_commit(out.metrics.late_related_left_out.labels(item.cause).inc)
                 elif isinstance(item, (RootAsk, RootReply)):  # to the gather partition of the page it names
