@@ -227,9 +227,9 @@ def stall_target(settings: WorkerSettings) -> int:
 
 
 def late_counts(ports: Iterable[int]) -> dict[str, Any]:
-    """The workers' late pages (summed over input partitions) and late matches by cause, read
+    """The workers' late pages (summed over input partitions), late matches and merges by cause, read
     from their /metrics: why a late match came (scaleout.md, "The race, and late matches")."""
-    pages, matches, doubted = 0.0, {}, 0.0
+    pages, matches, merges, doubted = 0.0, {}, {}, 0.0
     for port in ports:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
         for family in text_string_to_metric_families(text):
@@ -238,10 +238,11 @@ def late_counts(ports: Iterable[int]) -> dict[str, Any]:
                     pages += sample.value
                 elif sample.name == "streamdedup_idle_claims_doubted_total":
                     doubted += sample.value
-                elif sample.name == "streamdedup_late_matches_total":
-                    cause = sample.labels["cause"]
-                    matches[cause] = matches.get(cause, 0) + int(sample.value)
-    return {"late_pages": int(pages), "late_matches_by_cause": matches, "idle_claims_doubted": int(doubted)}
+                elif sample.name in ("streamdedup_late_matches_total", "streamdedup_late_merges_total"):
+                    cause, counts = sample.labels["cause"], matches if "matches" in sample.name else merges
+                    counts[cause] = counts.get(cause, 0) + int(sample.value)
+    return {"late_pages": int(pages), "late_matches_by_cause": matches, "late_merges_by_cause": merges,
+            "idle_claims_doubted": int(doubted)}
 
 
 def compare(reference: list[dict[str, Any]], got: dict[str, Any], order: Mapping[str, int]) -> dict[str, Any]:

@@ -468,7 +468,7 @@ class GatherPartition:
         self._deleted.add(key)
         roots = {page_id: (bytes.fromhex(o), r) for page_id, (o, r) in value["roots"].items()}
         verdict, (root_order, cluster) = _decided(reply.page_id, reply.order, value["cut"], matches, roots)
-        if cluster != value["cluster"]:  # an older one than the index partitions knew: later askers are told it
+        if cluster != value["cluster"]:  # not the one its index partitions knew: later askers are told this one
             self._finished[_ROOT + key[1:]] = reply.order + root_order + cluster.encode("utf-8", "surrogatepass")
         if not [c for c in verdict.merged_clusters if c not in value["merged"] or cluster != value["cluster"]]:
             return []
