@@ -1,0 +1,134 @@
+"""What a page's gather tells later askers about its cluster (`RootReply`) when that is not the cluster file mode gives.
+
+Pure gather-stage tests (real RocksDB, no broker), from runs of bench/cluster_agreement.py with 3
+workers and `STREAMDEDUP_VERDICT_WAIT_S=1`: each `merged` event not in file mode's came from one of
+the two below (the first: 2, 3, 51 and 2 events in four runs; the second: 15 in one), and so did
+the clusters unlike file mode's of one run; those of another were a page out alone found to hold
+a story only later (`late_related`: a merge missed, docs/limitations.md). Not fixed here: xfail.
+
+A guess answered as named: S is a story's first page, A its copy, B a copy of A released by its
+wait before A's gather said A joined S (its index partition named A's cluster A: its verdict joins
+A, a guess, kept in its `R` record), C a copy of S and of B. Asked, B's gather answers C from that
+record as if it were named, so C names A as merged into S, where file mode names no merge (the
+clusters stay equal: A is S's). In the verdict if C waited for the answer, else as a late `merged`
+event.
+
+A late match not told: L went out as a cluster of its own, then learnt (a supplement) that it
+copies E; its gather still answers L's own cluster. V, holding E's and L's text whole (another
+site's: it may bridge neither, `engine.joined_roots`), sees two clusters and starts its own, where
+file mode joins E's: the clusters differ, with no `merged` event to show it.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from streamdedup.runtime.scaleout.gather_stage import Decided, Emitted, GatherPartition, LateMatch, LateMerge
+from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
+from streamdedup.runtime.scaleout.routing import page_order
+from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
+
+S, A, B, C = (page_order(n, n, 0, n) for n in (1, 2, 3, 4))
+E, L, V = (page_order(n, n, 0, n) for n in (5, 6, 7))
+ORDERS = {"S": S, "A": A, "B": B, "C": C, "E": E, "L": L, "V": V}
+HERE = {"B", "C", "L", "V"}  # the pages of the gather partition under test; S's, A's and E's gathers are elsewhere
+
+GUESS_ANSWERED = pytest.mark.xfail(
+    strict=True, reason="a page out by its wait answers askers with its guessed cluster (R record) as named: "
+                        "a merge made up; to fix: answer once its late merge has named every cluster")
+
+
+def copy_of(page_id: str, root_id: str) -> Match:
+    """An exact copy of `page_id`, whose cluster its index partition knows as `root_id`'s."""
+    return Match(page_id, ORDERS[page_id], "exact", 1.0, ORDERS[root_id], root_id)
+
+
+def route(gather: GatherPartition, emitted: Iterable[Emitted], out: list[Emitted]) -> None:
+    """Deliver what the gather sends to its own pages (`HERE`: asks about them, replies to them); keep the rest."""
+    queue = list(emitted)
+    while queue:
+        item = queue.pop(0)
+        if isinstance(item, RootAsk) and item.page_id in HERE:
+            queue += gather.add_root_ask(item)
+        elif isinstance(item, RootReply) and item.page_id in HERE:
+            queue += gather.add_root(item)
+        else:
+            out.append(item)
+
+
+def complete(gather: GatherPartition, page_id: str, matches: tuple[Match, ...], out: list[Emitted]) -> None:
+    """The page's header and its one index partition's answer (`matches`), at 0 ms."""
+    order = ORDERS[page_id]
+    route(gather, gather.add_header(PageHeader(page_id, order, (0,), {}, "t"), at_ms=0), out)
+    route(gather, gather.add_answer(Answer(page_id, order, 0, matches), at_ms=0), out)
+
+
+def merges(out: list[Emitted]) -> list[tuple[str, str, list[str]]]:
+    """The merges named: in verdicts (`merged_clusters`) and in late `merged` events."""
+    named = [(d.header.page_id, d.dedup["cluster_id"], d.dedup["merged_clusters"]) for d in out
+             if isinstance(d, Decided) and d.dedup.get("merged_clusters")]
+    return named + [(m.event["page_id"], m.event["cluster_id"], m.event["merged"]) for m in out
+                    if isinstance(m, LateMerge)]
+
+
+def b_out_by_its_wait(gather: GatherPartition, out: list[Emitted]) -> None:
+    """B (a copy of A, whose cluster its index partition names A) goes out by its wait, A's gather not heard."""
+    complete(gather, "B", (copy_of("A", "A"),), out)
+    assert RootAsk("A", A, "B", B) in out
+    route(gather, gather.add_release([("B", B)]), out)
+    [b] = [d for d in out if isinstance(d, Decided)]
+    assert b.by == "timeout" and b.dedup["cluster_id"] == "A"  # a guess (file mode: S)
+
+
+@GUESS_ANSWERED
+def test_a_guessed_cluster_answered_to_a_later_page_is_named_by_its_verdict_as_merged(tmp_path):
+    """C, released with both clusters "named" (S by S's gather, A by B's from its guess), names A merged into S."""
+    gather = GatherPartition(tmp_path / "g")
+    out: list[Emitted] = []
+    route(gather, gather.add_watermark(0, page_order(9, 9, 0, 9)), out)
+    b_out_by_its_wait(gather, out)
+    complete(gather, "C", (copy_of("S", "S"), copy_of("B", "A")), out)
+    route(gather, gather.add_root(RootReply("C", C, "S", S, "S")), out)
+    route(gather, gather.add_root(RootReply("B", B, "A", S, "S")), out)  # A's gather: A joined S
+    route(gather, gather.add_release([("C", C)]), out)  # if still held: its wait is over
+    [c] = [d for d in out if isinstance(d, Decided) and d.header.page_id == "C"]
+    assert c.dedup["cluster_id"] == "S"
+    assert merges(out) == []  # file mode: C joins S, merges nothing (A is S's)
+    gather.close()
+
+
+@GUESS_ANSWERED
+def test_a_guessed_cluster_answered_after_the_askers_wait_makes_up_a_late_merge(tmp_path):
+    """C out by its wait while B is held; B out by its wait answers C with its guess: a late `merged` event."""
+    gather = GatherPartition(tmp_path / "g")
+    out: list[Emitted] = []
+    complete(gather, "B", (copy_of("A", "A"),), out)
+    complete(gather, "C", (copy_of("S", "S"), copy_of("B", "A")), out)  # asks B's gather: B not out, kept
+    route(gather, gather.add_root(RootReply("C", C, "S", S, "S")), out)
+    route(gather, gather.add_release([("C", C)]), out)  # C's wait is over: out, B's cluster guessed
+    route(gather, gather.add_release([("B", B)]), out)  # B's too: it answers C
+    route(gather, gather.add_root(RootReply("B", B, "A", S, "S")), out)  # A's gather: A joined S
+    [c] = [d for d in out if isinstance(d, Decided) and d.header.page_id == "C"]
+    assert c.by == "timeout" and c.dedup["cluster_id"] == "S"
+    assert merges(out) == []  # file mode: C joins S, merges nothing (A is S's)
+    gather.close()
+
+
+@pytest.mark.xfail(strict=True, reason="a late match leaves the page's R record (the cluster its gather tells "
+                                       "askers) as it was: later pages see one story as two")
+def test_a_late_match_is_not_told_to_later_askers_who_then_start_a_cluster_of_their_own(tmp_path):
+    """L out as its own cluster, then a late match to E; V holds E and L whole (another site): file mode joins E's."""
+    gather = GatherPartition(tmp_path / "g", hold=False)
+    out: list[Emitted] = []
+    complete(gather, "L", (), out)
+    [l_out] = [d for d in out if isinstance(d, Decided)]
+    assert l_out.dedup["cluster_id"] == "L"
+    [late] = gather.add_supplement(Supplement("L", L, copy_of("E", "E")))
+    assert isinstance(late, LateMatch) and late.event["duplicate_of"] == "E"  # L is E's story now
+    whole = [Match(p, ORDERS[p], "minhash", 0.6, ORDERS[p], p, 0.4, 0.0, SUPERSEDES, DUPLICATE) for p in ("E", "L")]
+    complete(gather, "V", tuple(whole), out)  # asks E's gather (elsewhere) and L's (here: answered L)
+    route(gather, gather.add_root(RootReply("V", V, "E", E, "E")), out)
+    [v] = [d for d in out if isinstance(d, Decided) and d.header.page_id == "V"]
+    assert v.dedup["cluster_id"] == "E"  # file mode: V supersedes two pages of one cluster, E's: it joins it
+    gather.close()
