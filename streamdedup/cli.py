@@ -169,8 +169,36 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     return 0
 
 
+class _MissingRequired(Exception):
+    """A command's required option was not given: raised instead of exiting, so the error can name a typo of it."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser (and its commands' parsers) whose "required" error names a typo of the option missing."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """The options parsed and the arguments left, as argparse's; a required option missing: `_refuse_missing`."""
+        given = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().parse_known_args(given, namespace)
+        except _MissingRequired as missing:
+            _refuse_missing(missing, given)
+
+    def error(self, message: str) -> NoReturn:
+        """Raise `_MissingRequired` for a missing required option; exit 2 with the message for any other error."""
+        if message.startswith(("the following arguments are required", "one of the arguments")):
+            raise _MissingRequired(self, message)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The `streamdedup` command line: every command's parser with its options, help and examples."""
+    parser = _Parser(
         prog="streamdedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  streamdedup dedup crawl.jsonl.gz --out out/crawl\n  streamdedup demo\n\n"
                "`streamdedup COMMAND --help` shows a command's options and an example.")
@@ -178,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the installed version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: warnings and errors)")
     # -v after the command too; SUPPRESS: absent there, it leaves the value given before the command
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="log at INFO (default: warnings and errors)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -283,13 +311,34 @@ def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
     while (sub := next((a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)), None)) is not None \
             and getattr(args, sub.dest, None) in sub.choices:
         chosen = sub.choices[getattr(args, sub.dest)]
-    options = [o for action in chosen._actions for o in action.option_strings if o.startswith("--")]
-    typos = {arg: close[0] for arg in unknown if arg.startswith("-")
-             for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.6)] if close}
-    hint = " ".join(f"did you mean {meant}" + (f" for {arg}" if len(typos) > 1 else "") + "?"
-                    for arg, meant in typos.items())
+    hint = _typo_hint(chosen, unknown)
     chosen.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({hint})" if hint else "")
                  + f"; `{chosen.prog} --help` lists its options")
+
+
+def _typo_hint(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """"did you mean --fresh?" for each of the unknown arguments that is close to one of the parser's options."""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    typos = {arg: close[0] for arg in unknown if arg.startswith("-")
+             for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.6)] if close}
+    return " ".join(f"did you mean {meant}" + (f" for {arg}" if len(typos) > 1 else "") + "?"
+                    for arg, meant in typos.items())
+
+
+def _refuse_missing(missing: _MissingRequired, argv: list[str]) -> NoReturn:
+    """Exit 2 on a required option not given, naming the typo'd option that was meant as it if there is one.
+
+    argparse's own line ("the following arguments are required: --out") hid the cause of `dedup FILE --otu DIR`."""
+    parser = missing.parser
+    known = {o for action in parser._actions for o in action.option_strings}
+    given = [arg for arg in argv if arg.startswith("--") and arg.split("=", 1)[0] not in known
+             and not any(o.startswith(arg.split("=", 1)[0]) for o in known)]  # (an abbreviation is known)
+    typos = [arg for arg in given if _typo_hint(parser, [arg])]
+    hint = _typo_hint(parser, typos)
+    if not hint:
+        argparse.ArgumentParser.error(parser, missing.message)
+    argparse.ArgumentParser.error(parser, f"unrecognized arguments: {' '.join(typos)} ({hint}); "
+                                  f"`{parser.prog} --help` lists its options")
 
 
 def _quiet_stdout() -> None:

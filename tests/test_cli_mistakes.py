@@ -42,6 +42,27 @@ def test_an_unknown_option_names_the_command_and_the_option_meant(argv: list[str
     assert last.startswith(said), last
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["dedup", "crawl.jsonl", "--otu", "o"],
+     "streamdedup dedup: error: unrecognized arguments: --otu (did you mean --out?); "
+     "`streamdedup dedup --help` lists its options"),
+    (["store", "expire", "--state", "s", "--bfore", "2024-01-01"],
+     "streamdedup store expire: error: unrecognized arguments: --bfore (did you mean --before?)"),
+    (["clusters", "--bootstrap-sevrers", "k:9092"],
+     "streamdedup clusters: error: unrecognized arguments: --bootstrap-sevrers (did you mean --bootstrap-servers?)"),
+    (["dedup", "crawl.jsonl", "--fresh"],  # no typo: argparse's own line, which names the option missing
+     "streamdedup dedup: error: the following arguments are required: --out"),
+])
+def test_a_typo_of_a_required_option_names_the_option_meant(argv: list[str], said: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`dedup FILE --otu DIR` said "the following arguments are required: --out", not the typo that caused it."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(said), last
+
+
 def test_the_same_crawl_on_a_kept_store_says_why_every_record_is_rejected(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """The summary line counted 3 rejected and no more; the reasons and one line on duplicate_id say what happened."""
