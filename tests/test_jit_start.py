@@ -16,7 +16,7 @@ from streamdedup.hidden import hidden_modules
 AFTER_A_KERNEL = """
 import sys
 import numpy as np
-from streamdedup.tokens.hashing import distinct_counts
+from streamdedup.hash_arrays import distinct_counts
 if sys.argv[1] == "command":
     from streamdedup.jit import start_cpu_target
     start_cpu_target()

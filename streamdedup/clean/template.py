@@ -59,9 +59,9 @@ import xxhash
 
 from streamdedup.clean.learned_layout import SiteLayout
 from streamdedup.clean.page_urls import page_key
+from streamdedup.hash_arrays import distinct_counts
 from streamdedup.jit import numba
 from streamdedup.record.page import site_of, url_host
-from streamdedup.tokens.hashing import distinct_counts
 
 # The model's semantics, recorded in every store with its parameters (a store refuses a run whose
 # model differs): 2 since issue 56, a model per host (`template_site`) where 1 had one per

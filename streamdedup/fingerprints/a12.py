@@ -25,8 +25,8 @@ import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params, all_sized
 from streamdedup.fingerprints.kernels import a12_similarities, distinct_sentence_keys, longest_spans, words_and_longest
+from streamdedup.hash_arrays import combine
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import combine
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ import numpy as np
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.words import content_words
+from streamdedup.hash_arrays import mix64
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import hash_tokens, mix64
+from streamdedup.tokens.hashing import hash_tokens
 
 _CHUNK = 2048
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from streamdedup.fingerprints.base import Params
 from streamdedup.fingerprints.keyed import HashSet
+from streamdedup.hash_arrays import mix64
 from streamdedup.stats.stopwords import stop_words
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import mix64
 
 _SPOT_MULT = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1

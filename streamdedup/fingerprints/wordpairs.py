@@ -82,9 +82,9 @@ from streamdedup.fingerprints.wordpair_kernels import (
     paragraph_sketch,
     two_bit_new_shares,
 )
+from streamdedup.hash_arrays import in_sorted
 from streamdedup.stats.common_words import COMMON_WORDS_FILE, is_common_word
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import in_sorted
 from streamdedup.tokens.scan import scan
 
 _VALUE_BITS = 2  # bits kept of each minimum

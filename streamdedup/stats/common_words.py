@@ -21,7 +21,7 @@ from importlib import resources
 
 import numpy as np
 
-from streamdedup.tokens.hashing import HashSet
+from streamdedup.hash_arrays import HashSet
 from streamdedup.tokens.scan import scan
 
 COMMON_WORDS_FILE = "common_words-1.txt"

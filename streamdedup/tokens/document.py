@@ -12,8 +12,9 @@ from functools import cached_property
 
 import numpy as np
 
+from streamdedup.hash_arrays import distinct
 from streamdedup.tokens.hashing import code_points as text_code_points
-from streamdedup.tokens.hashing import distinct, shingle_hashes
+from streamdedup.tokens.hashing import shingle_hashes
 from streamdedup.tokens.language import guess_language
 from streamdedup.tokens.scan import scan
 

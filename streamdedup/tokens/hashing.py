@@ -1,7 +1,7 @@
-"""Hashing: each token is hashed once, then arithmetic on uint64 arrays.
+"""Token hashing: each token is hashed once from its code points, shingles derived from the token hashes.
 
-A token is hashed from its code points. The arithmetic runs in compiled loops where numpy would need many
-passes.
+The arithmetic runs in compiled loops where numpy would need many passes; what the other stages do
+with arrays of hashes (distinct values, membership, mixing) is in `streamdedup/hash_arrays.py`.
 
 Per-token Python work is the bottleneck of every Python near-duplicate detector, so shingle
 hashes are *derived* from token hashes with wrapping uint64 arithmetic instead of re-hashing
@@ -11,11 +11,8 @@ joined strings, and a final avalanche (splitmix64's finaliser) makes them unifor
 from __future__ import annotations
 
 import numpy as np
-import xxhash
 
 from streamdedup.jit import numba
-
-_U64 = np.uint64
 
 
 def code_points(text: str) -> np.ndarray:
@@ -30,7 +27,7 @@ def code_points(text: str) -> np.ndarray:
 
 @numba.njit(cache=True, inline="always")
 def mix_one(z: np.uint64) -> np.uint64:
-    """splitmix64's finaliser on one value (the same function as `mix64`)."""
+    """splitmix64's finaliser on one value (the same function as `hash_arrays.mix64`)."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
@@ -78,17 +75,6 @@ def hash_tokens(tokens: list[str]) -> np.ndarray:
     return hash_spans(code_points("".join(tokens)), ends - lengths, ends)
 
 
-def mix64(values: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: a bijective avalanche on uint64 arrays."""
-    z = values.astype(np.uint64, copy=True)
-    z ^= z >> _U64(30)
-    z *= _U64(0xBF58476D1CE4E5B9)
-    z ^= z >> _U64(27)
-    z *= _U64(0x94D049BB133111EB)
-    z ^= z >> _U64(31)
-    return z
-
-
 @numba.njit(cache=True)
 def shingle_hashes(token_hashes: np.ndarray, k: int) -> np.ndarray:
     """Hashes of all contiguous k-token windows (one window of all tokens if fewer than k).
@@ -106,120 +92,3 @@ def shingle_hashes(token_hashes: np.ndarray, k: int) -> np.ndarray:
             acc = acc * np.uint64(0x9E3779B97F4A7C15) + token_hashes[j]
         values[i] = mix_one(acc)
     return values
-
-
-@numba.njit(cache=True)
-def _run_lengths(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    distinct = np.empty(len(ordered), dtype=np.uint64)
-    counts = np.empty(len(ordered), dtype=np.int64)
-    m = 0
-    for value in ordered:
-        if m and value == distinct[m - 1]:
-            counts[m - 1] += 1
-        else:
-            distinct[m] = value
-            counts[m] = 1
-            m += 1
-    return distinct[:m].copy(), counts[:m].copy()
-
-
-def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(values, return_counts=True) for uint64, without its overhead.
-
-    numpy's sort (SIMD, faster than numba's) and one compiled pass."""
-    ordered = np.sort(np.asarray(values, dtype=np.uint64))
-    return _run_lengths(ordered)
-
-
-@numba.njit(cache=True)
-def _without_repeats(ordered: np.ndarray) -> np.ndarray:
-    """The sorted values each once: compacted in place, the first ones of `ordered` (a view)."""
-    m = 0
-    for i in range(len(ordered)):
-        if m == 0 or ordered[i] != ordered[m - 1]:
-            ordered[m] = ordered[i]
-            m += 1
-    return ordered[:m]
-
-
-def distinct(values: np.ndarray) -> np.ndarray:
-    """np.unique(values) for uint64 (sorted), without its overhead; `distinct_counts` without the counts.
-
-    MinHash asks only the distinct values: one compiled pass writing one array in place, not two new."""
-    return _without_repeats(np.sort(np.asarray(values, dtype=np.uint64)))
-
-
-def combine(values: np.ndarray) -> int:
-    """One 64-bit hash of a sequence of hashes (e.g. a sentence from its token hashes)."""
-    return xxhash.xxh3_64_intdigest(np.ascontiguousarray(values, dtype=np.uint64).tobytes())
-
-
-def in_sorted(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Whether each of `values` is in `ordered` (sorted, non-empty): bool[len(values)], one `searchsorted`."""
-    at = np.searchsorted(ordered, values)
-    at[at == len(ordered)] = 0
-    return ordered[at] == values
-
-
-_FIBONACCI = 0x9E3779B97F4A7C15  # 2^64 / golden ratio: a multiply that spreads any uint64 over the high bits
-
-
-class HashSet:
-    """A fixed set of uint64 values for many membership tests: an open-addressing table read without a branch.
-
-    `in_sorted`'s binary search takes ~30 ns a value, a mispredicted branch at most of its ~10
-    steps; a table probed until a hit or an empty slot mispredicts about once a value too (~8 ns).
-    This table is at most an eighth full, and a lookup reads every slot from the value's own to the
-    farthest any member was placed from its own (`_reach`: 3 for the 960 common words), with no
-    branch: ~4 ns a value. For a set asked of every token of every page (`stats.common_words`).
-    Empty slots hold 0, so whether 0 is a member is kept apart."""
-
-    __slots__ = ("_bits", "_has_zero", "_keys", "_reach")
-
-    def __init__(self, values: np.ndarray) -> None:
-        distinct = np.unique(np.asarray(values, dtype=np.uint64))
-        self._has_zero = bool(len(distinct) and distinct[0] == 0)
-        members = distinct[1:] if self._has_zero else distinct
-        self._bits = max(4, int(8 * len(members) - 1).bit_length())  # at least 8 slots a value
-        self._keys, self._reach = _filled_table(members.tolist(), self._bits)
-
-    def contains(self, values: np.ndarray) -> np.ndarray:
-        """Whether each of `values` (uint64) is in the set: bool[len(values)]."""
-        return _in_table(self._keys, self._bits, self._reach, self._has_zero, values)
-
-
-@numba.njit(cache=True, inline="always")
-def _slot(value: np.uint64, bits: int) -> np.int64:
-    """A value's own slot: the high `bits` bits of a Fibonacci hash (spreads any values, mixed or not)."""
-    return np.int64((value * np.uint64(_FIBONACCI)) >> np.uint64(64 - bits))
-
-
-def _filled_table(members: list[int], bits: int) -> tuple[np.ndarray, int]:
-    """The distinct non-zero `members` placed by linear probing, and the farthest one from its own slot.
-
-    Past the end, the first slots again (a lookup near the end reads on there). In Python: made
-    once a process, and a compiled loop would cost more to load (~4 ms) than this takes."""
-    size, shift = 1 << bits, 64 - bits
-    slots = [0] * size
-    reach = 0
-    for value in members:
-        own = ((value * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift  # `_slot`
-        at = own
-        while slots[at % size]:
-            at += 1
-        slots[at % size] = value
-        reach = max(reach, at - own)
-    return np.array(slots + slots[:reach], dtype=np.uint64), reach
-
-
-@numba.njit(cache=True)
-def _in_table(keys: np.ndarray, bits: int, reach: int, has_zero: bool, values: np.ndarray) -> np.ndarray:
-    out = np.empty(len(values), dtype=np.bool_)
-    for i in range(len(values)):
-        value = values[i]
-        at = _slot(value, bits)
-        found = False
-        for j in range(at, at + reach + 1):
-            found |= keys[j] == value
-        out[i] = found if value != 0 else has_zero
-    return out

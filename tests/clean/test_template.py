@@ -343,7 +343,7 @@ def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
     import numpy as np
 
     from streamdedup.clean.template import count_page
-    from streamdedup.tokens.hashing import distinct_counts
+    from streamdedup.hash_arrays import distinct_counts
 
     rng = np.random.default_rng(7)
     for trial in range(300):
@@ -384,7 +384,7 @@ def test_a_pages_distinct_lines_are_the_same_sorted_in_python_or_compiled():
     import numpy as np
 
     from streamdedup.clean.template import _PYTHON_SORT_LINES, distinct_lines
-    from streamdedup.tokens.hashing import distinct_counts
+    from streamdedup.hash_arrays import distinct_counts
 
     rng = random.Random(5)
     for size in [0, 1, 2, 3, _PYTHON_SORT_LINES, _PYTHON_SORT_LINES + 1, 200]:

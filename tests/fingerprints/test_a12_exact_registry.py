@@ -134,7 +134,7 @@ def test_longest_words_and_sentences_rank_like_a_full_sort():
 
     from streamdedup.fingerprints.a12 import _longest_sentences
     from streamdedup.fingerprints.kernels import words_and_longest
-    from streamdedup.tokens.hashing import combine
+    from streamdedup.hash_arrays import combine
 
     texts = ["\n".join(make_article(i)) for i in range(5)] + [
         "aaaaaaaaaa aaaaaaaaaa aaaaaaaaaa bb cc dd ee ff gg hh. x y z. zz yy",

@@ -2,16 +2,9 @@ import numpy as np
 import pytest
 
 from streamdedup.clean.normalize import normalize_text
+from streamdedup.hash_arrays import HashSet, distinct, distinct_counts, in_sorted, mix64
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.hashing import (
-    HashSet,
-    distinct,
-    distinct_counts,
-    hash_tokens,
-    in_sorted,
-    mix64,
-    shingle_hashes,
-)
+from streamdedup.tokens.hashing import hash_tokens, shingle_hashes
 from streamdedup.tokens.tokenize import BREAK, is_cjk, split_sentences, split_words, words_and_breaks
 
 
