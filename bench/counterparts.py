@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, paragraph_values, paragraph_words
+from streamdedup.fingerprints.paragraph_rows import paragraph_values, paragraph_words
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.new_text import _absent_from
 

@@ -13,12 +13,12 @@ from streamdedup.clean.article_block import LazyInside
 from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
 from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
+from streamdedup.fingerprints.paragraph_rows import paragraph_words
 from streamdedup.fingerprints.wordpairs import (
     WordPairsMethod,
     WordPairsSignature,
     lines_hashed,
     mark_shown,
-    paragraph_words,
     with_article,
     with_inside,
     with_shown_lines,

@@ -133,7 +133,7 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
                      max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
-    A line's words are its word-equivalents (`wordpairs.letter_units`): the larger of its tokens
+    A line's words are its word-equivalents (`paragraph_rows.letter_units`): the larger of its tokens
     and its tokens' `letter_units` over `units_per_word`. A line (text between newlines) of at least
     `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
     tokens is read for newlines. Past `max_kept` paragraphs the longest are kept (ties: the
@@ -242,7 +242,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
     Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then its paragraph sketch (a byte of count,
     high bit: capped; 6 bytes each, little-endian). A paragraph's pairs are read as its words less
     one: exact where its words are its tokens, more where its word-equivalents exceed them (long
-    words: `wordpairs.letter_units`), and scaled to the page's pairs where they add up to more
+    words: `paragraph_rows.letter_units`), and scaled to the page's pairs where they add up to more
     (`_outside_held`). A paragraph of the page (`mine`) is held when one
     of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
     each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
@@ -303,7 +303,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
 @numba.njit(cache=True)
 def line_numbers(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, token_hashes: np.ndarray,
                  spans: np.ndarray, digits: np.ndarray, count_shift: int, most: int, mix: np.uint64) -> np.ndarray:
-    """`wordpairs.numbers_bytes`: a byte a line at `spans` of its numbers (0: none), uint8[n].
+    """`paragraph_rows.numbers_bytes`: a byte a line at `spans` of its numbers (0: none), uint8[n].
 
     A number: tokens starting with a `digits` code point, one separator (. , :) apart ("3.000", "3:38,72").
     How many (at most `most`) above `count_shift`, under it the top bits of the wrapping sum of

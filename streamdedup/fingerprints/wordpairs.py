@@ -21,7 +21,7 @@ found (`engine.judged`).
 the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
 page's paragraphs (lines of at least `paragraph_words` words), in text order: of each, 4 MinHash
 values of its own word pairs (10 bits each), its length in words (7 bits; word-equivalents, so that
-a paragraph of Korean or Malayalam counts as long as its text: `letter_units`) and whether its site
+a paragraph of Korean or Malayalam counts as long as its text: `paragraph_rows.letter_units`) and whether its site
 showed the line before (`mark_shown`), 6 bytes a paragraph, at most `max_paragraphs` (127) of them
 (past that, the longest: an edit moves a paragraph's length by a word or two, so near-identical
 pages keep alike ones; and the last two, where revisions add a paragraph). Pairs of two of the
@@ -44,7 +44,7 @@ other: the `paragraphs` match (`engine._held_matches`) is what proves the page h
 
 **Numbers.** A correction of one fact (a number in one sentence: "5 injured" -> "50 injured") keeps
 a paragraph's values and adds two word pairs: word pairs read it as a typo fixed. So each sketched
-paragraph also keeps a byte of the numbers it states (`numbers_bytes`: how many of its tokens start
+paragraph also keeps a byte of the numbers it states (`paragraph_rows.numbers_bytes`: how many of its tokens start
 with a digit, 3 bits, and a 5-bit hash of them in text order), stored after the paragraph rows
 (one byte a paragraph; a record without them, from a store of 0.16.0 or before, reads none).
 `new_text.numbers_changed` tells a paragraph whose counterpart states as many numbers, other ones.
@@ -60,12 +60,9 @@ paragraphs); file mode judges in memory and finds them only where they decide (`
 
 from __future__ import annotations
 
-import re
 import struct
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from itertools import accumulate
 from typing import ClassVar, cast
 
@@ -74,8 +71,20 @@ import xxhash
 
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import minhash_min
+from streamdedup.fingerprints.paragraph_rows import (
+    LENGTH_SHIFT,
+    LETTERS_PER_WORD,
+    MAX_PARAGRAPH_WORDS,
+    NUMBERS_MIX,
+    PARAGRAPH_BYTES,
+    PARAGRAPH_VALUE_BITS,
+    PARAGRAPH_VALUES,
+    SHOWN_BIT,
+    WEIGHT_TENTHS,
+    letter_units,
+    numbers_bytes,
+)
 from streamdedup.fingerprints.wordpair_kernels import (
-    line_numbers,
     pack_two_bits,
     paragraph_keys,
     paragraph_keys_many,
@@ -85,43 +94,11 @@ from streamdedup.fingerprints.wordpair_kernels import (
 from streamdedup.hash_arrays import in_sorted
 from streamdedup.stats.common_words import COMMON_WORDS_FILE, is_common_word
 from streamdedup.tokens.document import Document
-from streamdedup.tokens.scan import scan
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
-PARAGRAPH_VALUES = 4  # MinHash values kept of each paragraph's word pairs
-PARAGRAPH_VALUE_BITS = 10
-PARAGRAPH_BYTES = 6  # 4 x 10 bits of values, 7 bits of length in words, 1 bit: shown before
-MAX_PARAGRAPH_WORDS = 127  # a longer paragraph reads 127 words
 TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
-_SHOWN_BIT = np.uint64(1 << 47)
-_VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
-_LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS
 PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
-NUMBERS_COUNT_SHIFT = 5  # `numbers_bytes`: the count in the top 3 bits, a hash of the numbers in the low 5
-NUMBERS_MOST = 7  # a count read as "this many or more"
-# an odd constant: spreads a number's hash by its rank (`numbers_bytes`); with a seed of the deployment's
-# own (not the default), an odd number of that seed's (`WordPairsMethod`)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-LETTERS_PER_WORD = 6  # of a word-equivalent (`letter_units`)
-# the scripts whose letters carry more of a text than Latin's, and how much more (tenths): first
-# code point of each range, its weight; a range ends where the next begins (UDHR, `letter_units`).
-# Latin, Greek, Cyrillic and Armenian (below U+0590; Latin and Greek Extended) count their tokens
-# alone (0): their words' letters follow their tokens, and a German compound's letters would turn an
-# 18-word correction note into a 21-word paragraph (feed dev: one of six corrections missed)
-_WEIGHT_TENTHS = 10
-_SCRIPT_WEIGHTS = (
-    (0x0590, 15), (0x0600, 14), (0x0700, 10),  # Hebrew; Arabic
-    (0x0750, 14), (0x0780, 10), (0x0870, 14), (0x0900, 10),  # Arabic Supplement, Extended-B and -A
-    (0x1100, 25), (0x1200, 20), (0x13A0, 10),  # Hangul Jamo; Ethiopic and its Supplement
-    (0x1E00, 0), (0x2000, 10),  # Latin Extended Additional (Vietnamese), Greek Extended
-    (0x2D80, 20), (0x2DE0, 10), (0x3130, 25), (0x3190, 10),  # Ethiopic Extended; Hangul Compatibility Jamo
-    (0xA960, 25), (0xA980, 10), (0xAB00, 20), (0xAB30, 10),  # Hangul Jamo Extended-A; Ethiopic Extended-A
-    (0xAC00, 25), (0xD800, 10),  # Hangul Syllables, Hangul Jamo Extended-B
-    (0xFB1D, 15), (0xFB50, 14), (0xFE00, 10), (0xFE70, 14), (0xFF00, 10),  # presentation forms
-)
-_WEIGHT_STARTS = np.array([start for start, _ in _SCRIPT_WEIGHTS], dtype=np.int64)
-_WEIGHTS = np.array([0] + [weight for _, weight in _SCRIPT_WEIGHTS], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -171,7 +148,7 @@ class WordPairsSignature:
     line_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     # the pairs of the page's lines its site showed on earlier pages (`with_shown_lines`); not encoded
     shown: ShownLines | None = None
-    # each kept paragraph's numbers (`numbers_bytes`; empty: not known, a record of 0.16.0 or before)
+    # each kept paragraph's numbers (`paragraph_rows.numbers_bytes`; empty: not known, a record of 0.16.0 or before)
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
     # of each kept paragraph: whether it sits in its page's article block (`clean.article_block.inside_marks`;
     # empty: not known, a record of 0.17.0 or before, or none inside); the page's own side reads it
@@ -206,114 +183,10 @@ class ShownLines:
         return self._pairs
 
 
-def letter_units(doc: Document) -> np.ndarray:
-    """Each token's share of a paragraph's word-equivalents: its letters times its script's weight, in tenths.
-
-    A paragraph's length in words is its word-equivalents: the larger of its tokens and of its
-    letters (code points inside its tokens) times their script's weight over `LETTERS_PER_WORD`
-    (6: the long end of European languages' average word; English's is ~5, German's ~6), so no
-    paragraph counts shorter than its tokens. Tokens alone undercount the text of languages that
-    write more in a word: on one text in ~50 languages (the UDHR), Malayalam has 0.45 of
-    English's tokens, Korean 0.64, Turkish 0.77, and a new paragraph of 20 tokens there is ~30-45
-    words of English, which `NewTextTolerance.min_paragraph_words` let pass as a light edit. Letters
-    carry about as much text in every alphabet and abugida (0.93-1.35 of English's: Latin,
-    Cyrillic, Greek, Indic, Georgian, Thai, Malayalam 1.07), fewer only where a letter holds more:
-    Hangul (0.39 of English's), Ethiopic (0.49), Hebrew (0.66), the Arabic script (0.70-0.84),
-    each weighted by about the inverse (2.5, 2.0, 1.5, 1.4); the other scripts of South and South
-    East Asia, Georgian and the rest 1. Latin, Greek, Cyrillic and Armenian keep their tokens (0):
-    their words' letters follow their tokens, and long German compounds made an 18-word correction
-    note a 21-word paragraph (Finnish and Turkish, 0.72-0.77 of English's tokens, stay so). Han
-    and kana (0.3-0.45) are left at 1: their tokens count more than their letters anyway. A
-    token's script is its first code point's. Sum a paragraph's and divide by `LETTERS_PER_WORD` tenths."""
-    letters = doc.token_ends - doc.token_starts
-    if not len(letters):
-        return letters
-    if doc.text.isascii():  # every token Latin (weight 0); CPython knows without looking: ~20 µs a page saved
-        return np.zeros(len(letters), dtype=np.int64)
-    first = doc.code_points[doc.token_starts].astype(np.int64)
-    weights = _WEIGHTS[np.searchsorted(_WEIGHT_STARTS, first, side="right")]
-    return letters * weights
-
-
-@cache
-def _decimal_digits() -> np.ndarray:
-    """Whether each code point of the Basic Multilingual Plane is a decimal digit (any script): bool[65536]."""
-    plane = "".join(map(chr, range(0x10000)))
-    table = np.zeros(0x10000, dtype=np.bool_)
-    table[[match.start() for match in re.finditer(r"\d", plane)]] = True
-    return table
-
-
-def numbers_bytes(doc: Document, spans: np.ndarray, mix: np.uint64 = _MIX) -> np.ndarray:
-    """The numbers each line of `doc` at `spans` (int64[n, 2], ascending, apart) states, a byte a line: uint8[n].
-
-    A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
-    "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
-    them in text order (`wordpair_kernels.line_numbers`), each number read as its value: written in another
-    script's digits it hashes as in ASCII ones (`_number_hashes`). `mix`: the hash's odd multiplier."""
-    if not len(spans) or not doc.num_tokens:
-        return np.zeros(len(spans), dtype=np.uint8)
-    return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, _number_hashes(doc),
-                        np.ascontiguousarray(spans, dtype=np.int64), _decimal_digits(), NUMBERS_COUNT_SHIFT,
-                        NUMBERS_MOST, mix)
-
-
-@cache
-def _ascii_digits() -> dict[int, str]:
-    """Each decimal digit beyond ASCII (Arabic-Indic, Persian, Devanagari, Thai, ...) to its ASCII digit."""
-    beyond = np.flatnonzero(_decimal_digits()[128:]) + 128
-    return {code: str(unicodedata.decimal(chr(code))) for code in beyond.tolist()}
-
-
-def _number_hashes(doc: Document) -> np.ndarray:
-    """The tokens' hashes, a token starting with a digit beyond ASCII hashed as its ASCII digits' token.
-
-    A site writes its numbers in its script's digits or in ASCII ones ("١٢٠", "۱۲۰", "120"; Hindi
-    "१२०" or "120"), and a copy on another site may write them the other way: the same number, which
-    `numbers_changed` must not read as another (full-width digits are ASCII after NFKC already).
-    Most pages have no such token and keep the document's own hashes."""
-    hashes = doc.token_hashes
-    if doc.text.isascii():  # no digit beyond ASCII (CPython knows without looking)
-        return hashes
-    firsts = doc.code_points[doc.token_starts]
-    in_plane = firsts < 0x10000
-    native = np.flatnonzero(in_plane & (firsts >= 128) & _decimal_digits()[np.where(in_plane, firsts, 0)])
-    if not len(native):
-        return hashes
-    hashes, fold, text = hashes.copy(), _ascii_digits(), doc.text
-    for t, start, end in zip(native.tolist(), doc.token_starts[native].tolist(), doc.token_ends[native].tolist(),
-                             strict=True):
-        folded = scan(text[start:end].translate(fold)).hashes
-        if len(folded) == 1:  # one token as it was (else its own hash: the number reads as written)
-            hashes[t] = folded[0]
-    return hashes
-
-
-def numbers_byte(line: str, mix: np.uint64 = _MIX) -> int:
-    """The numbers one line of text states, in a byte (`numbers_bytes`); 0: none."""
-    doc = Document.from_text(line, None)
-    return int(numbers_bytes(doc, np.array([[0, len(doc.text)]], dtype=np.int64), mix)[0])
-
 
 def _mark_bytes(count: int) -> int:
     """The bytes of `count` paragraphs' article-block marks, a bit each."""
     return (count + 7) // 8
-
-
-def paragraph_values(paragraphs: np.ndarray) -> np.ndarray:
-    """Each paragraph's 4 MinHash values: int64[n, 4]."""
-    shifts = np.arange(PARAGRAPH_VALUES, dtype=np.uint64) * np.uint64(PARAGRAPH_VALUE_BITS)
-    return ((paragraphs[:, None] >> shifts[None, :]) & np.uint64(_VALUE_MASK)).astype(np.int64)
-
-
-def paragraph_words(paragraphs: np.ndarray) -> np.ndarray:
-    """Each paragraph's length in words (its word-equivalents, `letter_units`; at most 127): int64[n]."""
-    return ((paragraphs >> np.uint64(_LENGTH_SHIFT)) & np.uint64(MAX_PARAGRAPH_WORDS)).astype(np.int64)
-
-
-def shown_before(paragraphs: np.ndarray) -> np.ndarray:
-    """Whether each paragraph is a line its site showed on an earlier page (`mark_shown`): bool[n]."""
-    return (paragraphs & _SHOWN_BIT) != 0
 
 
 def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSignature:
@@ -326,7 +199,7 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     lines = signature.line_hashes
     if not len(lines) or not len(shown):
         return signature
-    marked = np.where(in_sorted(shown, lines), signature.paragraphs | _SHOWN_BIT, signature.paragraphs)
+    marked = np.where(in_sorted(shown, lines), signature.paragraphs | SHOWN_BIT, signature.paragraphs)
     return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
                               signature.numbers, signature.inside, signature.article)
 
@@ -401,7 +274,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         # paragraph byte equals the true one's (1 in 32: "135" for "120"), and a copy stating it,
         # crawled first, had the article as its duplicate; a private seed's is not known outside
         drawn = np.uint64(rng.integers(1, 2**63, dtype=np.uint64)) | np.uint64(1)
-        self._mix = _MIX if p.seed == WordPairsParams.seed else drawn
+        self._mix = NUMBERS_MIX if p.seed == WordPairsParams.seed else drawn
 
     def describe(self) -> str:
         # the layout of the paragraph sketch and the words it skips: a store of another refuses
@@ -445,7 +318,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         units = letter_units(doc) if p.paragraph_length == "letters" else np.zeros(doc.num_tokens, dtype=np.int64)
         out, spans, capped = paragraph_sketch(is_newline, doc.token_starts, doc.token_ends, doc.all_shingles(2),
                                               is_common_word(doc.token_hashes), units,
-                                              LETTERS_PER_WORD * _WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
+                                              LETTERS_PER_WORD * WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
                                               p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
         if not len(out):
             return empty, False, empty, no_numbers
@@ -465,7 +338,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         p = self.params
         if not p.paragraph_keys or not len(signature.paragraphs):
             return []
-        found = paragraph_keys(signature.paragraphs, p.paragraph_keys, p.key_words, _LENGTH_SHIFT)
+        found = paragraph_keys(signature.paragraphs, p.paragraph_keys, p.key_words, LENGTH_SHIFT)
         return [int(value).to_bytes(8, "little") for value in found.tolist()]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -473,7 +346,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         keys, counts = paragraph_keys_many(data, ends, self._record.itemsize, p.paragraph_keys, p.key_words,
-                                           PARAGRAPH_BYTES, _LENGTH_SHIFT)
+                                           PARAGRAPH_BYTES, LENGTH_SHIFT)
         return keys.view(np.uint8).reshape(-1, 8), counts
 
     @property

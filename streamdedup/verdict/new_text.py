@@ -15,15 +15,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from streamdedup.fingerprints.wordpair_kernels import paragraphs_held
-from streamdedup.fingerprints.wordpairs import (
+from streamdedup.fingerprints.paragraph_rows import (
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
-    lines_hashed,
     paragraph_values,
     paragraph_words,
     shown_before,
 )
+from streamdedup.fingerprints.wordpair_kernels import paragraphs_held
+from streamdedup.fingerprints.wordpairs import lines_hashed
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Measured, Methods, SignatureColumns
 from streamdedup.verdict.line_places import (

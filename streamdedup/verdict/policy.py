@@ -84,7 +84,7 @@ class NewTextTolerance:
     A new paragraph of at least `min_paragraph_words` words is new text whatever its share: on a
     long page a paragraph is under a tenth, and the share's error (~0.03) is as large as it. A
     correction note or an appended sentence is 6-18 words, a replaced or appended paragraph 20 or
-    more (0: not asked). Words are word-equivalents (`wordpairs.letter_units`): a Korean or
+    more (0: not asked). Words are word-equivalents (`paragraph_rows.letter_units`): a Korean or
     Malayalam paragraph says as much as an English one of twice its tokens."""
 
     max_share: float = 0.10

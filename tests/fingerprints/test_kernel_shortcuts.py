@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamdedup.fingerprints import wordpairs
+from streamdedup.fingerprints import paragraph_rows
 from streamdedup.fingerprints.kernels import minhash_min
 from streamdedup.tokens.document import Document
 
@@ -52,7 +52,7 @@ def _letter_units_by_table(doc: Document) -> np.ndarray:
     """`letter_units` as its general path computes it (the script table of each token's first code point)."""
     letters = doc.token_ends - doc.token_starts
     first = doc.code_points[doc.token_starts].astype(np.int64)
-    return letters * wordpairs._WEIGHTS[np.searchsorted(wordpairs._WEIGHT_STARTS, first, side="right")]
+    return letters * paragraph_rows._WEIGHTS[np.searchsorted(paragraph_rows._WEIGHT_STARTS, first, side="right")]
 
 
 @pytest.mark.parametrize("text", ["Plain ASCII words, 12 numbers and 3:38,72 punctuation!\nA second line of it.",
@@ -60,19 +60,19 @@ def _letter_units_by_table(doc: Document) -> np.ndarray:
 def test_ascii_text_takes_its_shortcuts_with_the_same_values(text):
     doc = Document.from_text(text)
     assert doc.text.isascii()
-    units = wordpairs.letter_units(doc)
+    units = paragraph_rows.letter_units(doc)
     expected = _letter_units_by_table(doc)
     assert units.dtype == expected.dtype == np.int64
     assert np.array_equal(units, expected)
-    assert wordpairs._number_hashes(doc) is doc.token_hashes  # no digit beyond ASCII: the document's own
+    assert paragraph_rows._number_hashes(doc) is doc.token_hashes  # no digit beyond ASCII: the document's own
 
 
 def test_other_text_still_weighs_its_scripts_and_folds_its_digits():
     doc = Document.from_text("한국어 문장 ١٢٠ and 120 words")
     assert not doc.text.isascii()
-    units = wordpairs.letter_units(doc)
+    units = paragraph_rows.letter_units(doc)
     assert np.array_equal(units, _letter_units_by_table(doc))
     assert units[0] == 3 * 25  # three Hangul syllables, weight 2.5 in tenths
-    hashes = wordpairs._number_hashes(doc)
+    hashes = paragraph_rows._number_hashes(doc)
     tokens = doc.tokens
     assert hashes[tokens.index("١٢٠")] == hashes[tokens.index("120")]  # the Arabic-Indic number reads as 120

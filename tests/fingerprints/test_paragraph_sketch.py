@@ -9,14 +9,8 @@ from importlib import resources
 import pytest
 import xxhash
 
-from streamdedup.fingerprints.wordpairs import (
-    MAX_PARAGRAPH_WORDS,
-    PARAGRAPH_VALUE_BITS,
-    TAIL,
-    WordPairsMethod,
-    WordPairsParams,
-    paragraph_words,
-)
+from streamdedup.fingerprints.paragraph_rows import MAX_PARAGRAPH_WORDS, PARAGRAPH_VALUE_BITS, paragraph_words
+from streamdedup.fingerprints.wordpairs import TAIL, WordPairsMethod, WordPairsParams
 from streamdedup.stats.common_words import COMMON_WORDS_FILE
 from streamdedup.tokens.document import Document
 

@@ -94,7 +94,7 @@ def test_a_new_paragraph_under_a_tenth_of_a_long_article_is_new_text(tmp_path):
 
 
 # a paragraph of the UDHR (article 27 and 28) in languages of few tokens for its text: English says
-# it in 27 and 24 tokens, Korean in 16, Malayalam in 12 (`wordpairs.letter_units`)
+# it in 27 and 24 tokens, Korean in 16, Malayalam in 12 (`paragraph_rows.letter_units`)
 KOREAN_PARAGRAPH = ("모든 사람은 자신이 창작한 과학적, 문학적 또는 예술적 산물로부터 발생하는 정신적, 물질적 이익을 "
                     "보호받을 권리를 가진다.")
 MALAYALAM_PARAGRAPH = ("ഈ പ്രഖ്യാപനത്തില് പ്രതിപാദിച്ചിട്ടുള്ള അധികാരസ്വാതന്ത്ര്യങ്ങളെ കൈവരുത്തക്ക രീതിയിലുള്ള "

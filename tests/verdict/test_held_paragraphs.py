@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, paragraph_words
+from streamdedup.fingerprints.paragraph_rows import paragraph_words
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.testing import make_article
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.columns import SignatureColumns
@@ -86,7 +87,7 @@ def test_a_shares_error_grows_as_the_pages_sizes_part() -> None:
 
 def _reference(page, others: list[bytes], own: int, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The numpy reading `kernels.paragraphs_held` replaced: each sketch decoded, its values compared."""
-    from streamdedup.fingerprints.wordpairs import paragraph_values, shown_before
+    from streamdedup.fingerprints.paragraph_rows import paragraph_values, shown_before
 
     def outside(pairs, unheld, distinct):
         total = max(distinct, float(pairs.sum()))

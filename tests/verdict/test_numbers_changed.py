@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from streamdedup import Deduplicator
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, numbers_byte, paragraph_values
+from streamdedup.fingerprints.paragraph_rows import numbers_byte, paragraph_values
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.new_text import numbers_changed
 

@@ -42,11 +42,11 @@ def test_a_replacement_found_against_the_default_seed_does_not_hide_the_article_
 
 def test_a_number_picked_to_collide_under_the_default_seed_does_not_hide_the_article_from_a_secret_one():
     """A falsified advance copy (one number changed) hides the article when the changed paragraph's
-    byte of numbers (`wordpairs.numbers_bytes`, a 5-bit hash) equals the true one's: 1 in 32 numbers,
+    byte of numbers (`paragraph_rows.numbers_bytes`, a 5-bit hash) equals the true one's: 1 in 32 numbers,
     which anyone can find with the public default ("135" for "120" here). With a deployment's own
     seed the hash's multiplier is its own, and the picked number is a try like any other."""
     from streamdedup.clean.normalize import normalize_text
-    from streamdedup.fingerprints.wordpairs import numbers_byte
+    from streamdedup.fingerprints.paragraph_rows import numbers_byte
 
     article = ["The regional council met on Tuesday evening to discuss the flooding that hit the valley towns last "
                "week and the repairs that residents have been waiting for since the river burst its banks.",
