@@ -34,6 +34,7 @@ def numba_asks() -> tuple[str, ...]:
 
 
 def main() -> int:
+    """Run the `streamdedup` command, numba imported without what it only asks for (`numba_asks`)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     enabled = gc.isenabled()
     gc.disable()

@@ -97,6 +97,7 @@ def rejection_notes(summary: dict[str, Any]) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    """Score methods on a labelled set (`streamdedup eval`) and print each one's figures."""
     from streamdedup.evaluate.run import DEFAULT as DEFAULT_SCENARIO
     from streamdedup.evaluate.run import run_evaluation
 
@@ -117,6 +118,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
+    """Inspect a store, or delete or expire pages of it (`streamdedup store ACTION`)."""
     from streamdedup.store.maintenance import delete_pages, expire_pages, store_info
 
     if args.store_command == "info":
@@ -132,6 +134,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 def cmd_lexicon(args: argparse.Namespace) -> int:
+    """Build a lexicon from a corpus and print its size (`streamdedup lexicon build`)."""
     from streamdedup.clean.pipeline import CleaningConfig
     from streamdedup.stats.build import build_from_files
 
@@ -145,6 +148,7 @@ def cmd_lexicon(args: argparse.Namespace) -> int:
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:
+    """Print the stories of a dedup --out folder or of the cluster view topic (`streamdedup clusters`)."""
     from streamdedup.clusters import read_folder, read_topic_stories, table
 
     if args.out is not None:
@@ -351,6 +355,7 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `streamdedup` command line; its exit status (2 and one line for a user's error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["devset"]:  # its own parser: streamdedup/evaluate/construct.py
         from streamdedup.evaluate import construct

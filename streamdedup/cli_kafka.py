@@ -63,6 +63,7 @@ def reach_broker(settings: WorkerSettings, timeout: float) -> None:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    """Run a development Kafka-protocol broker (noida-db) until Ctrl-C or SIGTERM (`streamdedup broker`)."""
     from streamdedup.runtime.broker import BrokerExited, EmbeddedBroker
 
     broker = EmbeddedBroker(args.data_dir, port=args.port, die_with_parent=True)
@@ -92,6 +93,7 @@ def worker_command_settings(args: argparse.Namespace) -> WorkerSettings:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a Kafka worker until it is stopped (`streamdedup worker`)."""
     from streamdedup.runtime.watchdog import CallWatchdog, exit_stuck
     from streamdedup.runtime.worker import Worker, WorkerStopped
 
@@ -114,6 +116,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_feed(args: argparse.Namespace) -> int:
+    """Produce input files' records to the input topic (`streamdedup feed`)."""
     from tqdm import tqdm
 
     from streamdedup.record.readers import check_inputs, read_inputs
@@ -152,6 +155,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
 
 def cmd_faust(args: argparse.Namespace) -> int:
+    """Run the detector as a Faust app (`streamdedup faust`)."""
     from streamdedup.fingerprinter import Fingerprinter
     from streamdedup.runtime.worker.state_lock import StateInUse, lock_state_dir
 
@@ -210,6 +214,7 @@ def _run_faust(args: argparse.Namespace, settings: WorkerSettings, config: Detec
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the demo: a broker, a worker and a crawl fed to them, then a summary (`streamdedup demo`)."""
     from streamdedup.record.readers import check_inputs
     from streamdedup.runtime.demo import run_demo
 
@@ -219,6 +224,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
+    """Create the topics the worker needs that are missing, and print each one's partitions (`streamdedup topics`)."""
     from streamdedup.runtime.topics import ensure_topics
 
     settings = worker_settings(args)

@@ -184,10 +184,12 @@ class DetectorConfig:
 
     @property
     def retention_ms(self) -> int | None:
+        """The retention in milliseconds, as the store's clock counts it (None: pages are kept forever)."""
         return None if self.retention is None else int(self.retention.total_seconds() * 1000)
 
     @property
     def max_clock_skew_ms(self) -> int:
+        """The largest fetch time ahead of arrival a page may claim, in milliseconds."""
         return int(self.max_clock_skew.total_seconds() * 1000)
 
     def verdict_settings(self) -> dict[str, str]:
@@ -210,10 +212,12 @@ class DetectorConfig:
                 "min_new_paragraph_words": str(self.min_new_paragraph_words)}
 
     def with_overrides(self, **changes: Any) -> DetectorConfig:
+        """A copy with the settings given changed; a None leaves a setting as it is (an option not given)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DetectorConfig:
+        """The configuration a TOML file gives (its keys as `from_mapping` reads them); an error names the file."""
         try:
             return cls.from_mapping(read_toml(path))
         except ValueError as err:
@@ -221,6 +225,7 @@ class DetectorConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
+        """The configuration a mapping of setting names gives (a TOML file's), refusing unknown keys and bad values."""
         known = {"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs", "extractor",
                  "min_new_paragraph_words",
                  "retention", "batch_size", "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew",

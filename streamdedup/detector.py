@@ -111,6 +111,7 @@ class Detector:
         return dict(self.fingerprinter.signature_config)
 
     def close(self) -> None:
+        """Close the store (a clean close also writes the index snapshot)."""
         self.store.close()
 
     def __enter__(self) -> Detector:
@@ -126,6 +127,7 @@ class Detector:
             yield from self.process_batch(batch)
 
     def process_batch(self, raws: list[RawRecord]) -> list[Outcome]:
+        """Prepare, decide and record a batch of raw records: one outcome each, in order."""
         return self.decide_batch(self.prepare_many(raws))
 
     def decide_batch(self, items: list[Fingerprinted | Outcome]) -> list[Outcome]:
@@ -170,6 +172,7 @@ class Detector:
         return outcomes, batch
 
     def commit(self, batch: StoreBatch) -> None:
+        """Write a decided batch to the store in one atomic write, then expire pages past the retention."""
         clock, steps = time.perf_counter_ns, self.step_ns
         started = clock()
         batch.commit()

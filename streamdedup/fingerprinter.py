@@ -64,9 +64,11 @@ class Outcome:
 
     @property
     def status(self) -> str:
+        """The outcome's status: unique, duplicate or rejected."""
         return self.dedup["status"]
 
     def output(self) -> dict[str, Any]:
+        """The output record: the input's fields and `dedup`."""
         return {**self.record, "dedup": self.dedup}
 
 
@@ -125,6 +127,7 @@ class Fingerprinted:
 
     @_made_once
     def site_hash(self) -> int:
+        """The 64-bit key of the page's site (its registrable domain), as the store files it."""
         return site_hash(self.page.site)
 
     @_made_once

@@ -32,6 +32,7 @@ page = st.fixed_dictionaries(
 
 
 def dumps(value: object) -> bytes:
+    """A JSON value as bytes, integers beyond 64 bits included (the standard library's encoder)."""
     return json.dumps(value).encode()  # stdlib: integers beyond 64 bits too
 
 
@@ -39,6 +40,7 @@ message = st.one_of(st.binary(max_size=300), json_value.map(dumps), page.map(dum
 
 
 def check_batch(detector: Detector, messages: list[bytes]) -> None:
+    """Assert the detector gives each message exactly one serialisable outcome, in order."""
     outcomes = list(detector.run(raw_records(messages)))
     assert len(outcomes) == len(messages)
     assert [o.origin for o in outcomes] == [f"memory:{i}" for i in range(1, len(messages) + 1)]

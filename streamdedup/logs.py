@@ -18,7 +18,10 @@ import orjson
 
 
 class JsonFormatter(logging.Formatter):
+    """A log formatter that writes each record as one JSON line (UTC time, level, logger, message)."""
+
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line, with its exception's traceback if it has one."""
         entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
                  "level": record.levelname, "logger": record.name, "message": record.getMessage()}
         if record.exc_info:
@@ -27,6 +30,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(verbose: bool) -> None:
+    """Send log records to stderr as JSON lines, at INFO if verbose, else WARNING."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler], force=True)
@@ -52,6 +56,7 @@ class Repeats(logging.Filter):
         self._seen: OrderedDict[tuple[int, str], list[float]] = OrderedDict()  # kind -> [let through at, held]
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Let the record through unless one of its kind went through within `interval_s`; count what is held."""
         message = record.getMessage()
         kind = (record.levelno, _NUMBERS.sub("#", _SUPPRESSED.sub("", message)))
         now, seen = self.clock(), self._seen.get(kind)

@@ -23,6 +23,7 @@ _SYLLABLES = ["ka", "ro", "mi", "ten", "lu", "sa", "vor", "pe", "na", "dri", "ok
 
 
 def make_words(rng: random.Random, n: int) -> list[str]:
+    """Pseudo-English words of 1-4 syllables, drawn from `rng`."""
     return ["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(n)]
 
 
@@ -94,6 +95,7 @@ def raw_records(records: Iterable[Any]) -> list[RawRecord]:
 
 def run_records(records: Iterable[Any], state_dir: str | Path, config: DetectorConfig | None = None,
                 **overrides: Any) -> list[Outcome]:
+    """The outcomes of running records through a fresh detector on `state_dir`, in order."""
     config = (config or DetectorConfig()).with_overrides(**overrides)
     with Detector(config, state_dir) as detector:
         return list(detector.run(raw_records(records)))

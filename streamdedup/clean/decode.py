@@ -25,6 +25,7 @@ _MAX_CONTROL_RATIO = 0.05
 
 
 def charset_from_content_type(content_type: str | None) -> str | None:
+    """The charset a Content-Type header names (None: none named)."""
     match = _HEADER_CHARSET.search(content_type or "")
     return match.group(1) if match else None
 

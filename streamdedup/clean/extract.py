@@ -107,6 +107,7 @@ def is_html(content_type: str, text: str) -> bool:
 
 
 def extract_resiliparse(html: str) -> str:
+    """The main text resiliparse extracts from an HTML page."""
     return resiliparse_texts(html, visible=False)[0]
 
 

@@ -318,4 +318,5 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
 
 
 def extract_fast(html: str) -> str:
+    """The main text the `fast` extractor finds in an HTML page."""
     return fast_texts(html, visible=False)[0]

@@ -362,10 +362,12 @@ class SiteLayout:
 
     @property
     def warm(self) -> bool:
+        """Whether the site's article selector has held long enough to read its pages by it."""
         return bool(self.selector) and self.streak >= WARM_AFTER
 
     @property
     def brief_warm(self) -> bool:
+        """Whether the site's brief selector (short pages) has held long enough to read its pages by it."""
         return bool(self.brief) and self.brief_streak >= WARM_AFTER
 
     def request(self) -> str:
@@ -486,12 +488,14 @@ class SiteLayout:
         return True
 
     def encode(self) -> bytes:
+        """The layout as the bytes the store keeps."""
         selector, brief = self.selector.encode(), self.brief.encode()
         return _RECORD.pack(_VERSION, self.share, self.streak, self.held, self.missed, self.brief_share,
                             self.brief_streak, self.brief_missed, len(selector), len(brief)) + selector + brief
 
     @classmethod
     def decode(cls, data: bytes) -> SiteLayout:
+        """The layout `encode` wrote; an unreadable one (another version) is learned again from empty."""
         if not data or data[0] != _VERSION or len(data) < _RECORD.size:
             return cls()  # a layout this version cannot read: learned again
         (_, share, streak, held, missed, brief_share, brief_streak, brief_missed,

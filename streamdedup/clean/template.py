@@ -274,6 +274,7 @@ class SiteTemplate:
 
     @property
     def line_count(self) -> int:
+        """How many distinct lines the model counts."""
         return len(self._lines)
 
     @property
@@ -297,6 +298,7 @@ class SiteTemplate:
 
     @property
     def url_count(self) -> int:
+        """How many recent URL hashes the model keeps."""
         return self._end - self._start
 
     def __eq__(self, other: object) -> bool:
@@ -478,12 +480,14 @@ class SiteTemplate:
         return _HEAD.size + 12 * len(self._lines) + 8 * self.url_count
 
     def encode(self) -> bytes:
+        """The model as the bytes the store keeps: its counters, line hashes and counts, recent URLs."""
         urls = self._urls[self._start: self._end]
         return b"".join((_HEAD.pack(self.pages, self.since_halving, len(self._lines), len(urls)),
                          self._lines.tobytes(), self._counts.tobytes(), urls.tobytes()))
 
     @classmethod
     def decode(cls, data: bytes) -> SiteTemplate:
+        """The model `encode` wrote."""
         pages, since, n_lines, n_urls = _HEAD.unpack_from(data)
         pos = _HEAD.size
         # copies, writable: `count_page` is compiled for writable arrays only (a read-only one is a

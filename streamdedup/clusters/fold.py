@@ -335,6 +335,7 @@ class Stories:
         return sorted(self._name_of(other) for other in others)
 
     def url_of(self, page_id: str | None) -> str | None:
+        """The url of a page the stories hold (None: not known, or not yet given its verdict)."""
         node = self._nodes.get(page_id) if page_id is not None else None
         return None if node is None or node.status is None else node.url
 

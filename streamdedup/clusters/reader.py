@@ -250,6 +250,7 @@ class ClusterReader:
             self._recommit.clear()
 
     def close(self) -> None:
+        """Close the reader's Kafka consumer and its offsets client."""
         self._consumer.close()
         if self._ends_client is not None:
             self._ends_client.close()

@@ -31,6 +31,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class A12Params(Params):
+    """A12's parameters: the length and sentence-count neighbourhood, the word matches needed, the bits kept."""
+
     length_ratio: float = 1.15  # 1.15 <-> minimum similarity 0.85 in 004
     count_ratio: float = 1.20
     min_word_matches: int = 2
@@ -69,6 +71,8 @@ def _packer(n_ss: int, n_ws: int, word_format: str) -> struct.Struct:
 
 @dataclass(frozen=True, slots=True)
 class A12Signature:
+    """A page's A12 signature: length in words, sentences, 3 longest sentences' and 5 longest words' hashes."""
+
     length: int
     sentences: int
     ss: tuple[int, ...]  # longest sentences first
@@ -90,6 +94,8 @@ def _longest_sentences(doc: Document, count: int) -> tuple[int, ...]:
 
 
 class A12Method(FingerprintMethod[A12Signature, A12Params]):
+    """A12 "3+5": pages filed under their 3 longest sentences, checked by length, sentence count and longest words."""
+
     name = "a12"
     params_type = A12Params
     # a match has the same longest sentence, or the same next two: both pages file all three
@@ -103,6 +109,7 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         self._word_format = _WORD_FORMATS[self.params.word_bits]
 
     def signature(self, doc: Document) -> A12Signature | None:
+        """The page's length, sentence count, 3 longest sentences and 5 longest words (None: no word or sentence)."""
         # the page's length in words and its 5 longest distinct words (ties by hash)
         length, words = words_and_longest(doc.token_starts, doc.token_ends, doc.token_hashes, doc.token_is_cjk,
                                           self.params.min_word_letters, 5)
@@ -118,15 +125,18 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         return words if mask == (1 << 64) - 1 else tuple(word & mask for word in words)
 
     def index_keys(self, signature: A12Signature) -> list[bytes]:
+        """The page's distinct longest-sentence hashes, 8 bytes each."""
         return [struct.pack("<Q", s) for s in dict.fromkeys(signature.ss)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The sentence keys of many encoded signatures in one compiled pass: 8-byte rows and a count a signature."""
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         keys, counts = distinct_sentence_keys(data, ends)
         return keys.view(np.uint8).reshape(-1, 8), counts
 
     def similarity(self, signature: A12Signature, other: A12Signature) -> float | None:
+        """1.0 if the pages are near in length and sentences and their longest sentences agree, else None."""
         p = self.params
         if _ratio(signature.length, other.length) > p.length_ratio:
             return None
@@ -174,6 +184,7 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
         return result
 
     def encode(self, signature: A12Signature) -> bytes:
+        """The signature as bytes: length, sentences, the counts, sentence hashes, word hashes at `word_bits`."""
         ss, ws = signature.ss, signature.ws
         packer = _packer(len(ss), len(ws), self._word_format)
         try:  # the words as `signature` made them: `word_bits` bits already
@@ -182,9 +193,11 @@ class A12Method(FingerprintMethod[A12Signature, A12Params]):
             return packer.pack(signature.length, signature.sentences, len(ss), len(ws), *ss, *self._kept(ws))
 
     def laid_out_as_mine(self, data: bytes) -> bool:
+        """Whether the encoded signature's size is the one its counts give at this method's `word_bits`."""
         return len(data) >= 10 and len(data) == 10 + 8 * data[8] + self.params.word_bits // 8 * data[9]
 
     def decode(self, data: bytes) -> A12Signature:
+        """The signature `encode` wrote."""
         length, sentences, n_ss, n_ws = struct.unpack_from("<IIBB", data)
         values = _packer(n_ss, n_ws, self._word_format).unpack_from(data)[4:]  # after the header
         return A12Signature(length, sentences, tuple(values[:n_ss]), tuple(values[n_ss:]))

@@ -47,6 +47,7 @@ class Params:
         return ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
     def as_dict(self) -> dict[str, Any]:
+        """The parameters as a dict of their names and values."""
         return asdict(self)
 
 
@@ -71,6 +72,7 @@ class FingerprintMethod(ABC, Generic[S, P]):
             raise TypeError(f"{self.name} takes {self.params_type.__name__}, got {type(self.params).__name__}")
 
     def describe(self) -> str:
+        """The method's name and parameters as the store records them (`minhash(num_perm=128, ...)`)."""
         return f"{self.name}({self.params})"
 
     @abstractmethod

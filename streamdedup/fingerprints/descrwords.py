@@ -23,6 +23,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class DescrWordsParams(Params):
+    """Descriptive words' parameters: the frequency a bit needs, the idf band of the words, the lexicon."""
+
     threshold: float = 0.25  # relative frequency tf/tf_max for a bit to be set
     min_bits: int = 3
     min_idf: float = 2.5
@@ -31,13 +33,17 @@ class DescrWordsParams(Params):
 
 
 class DescrWordsMethod(PositionalKeys[DescrWordsParams]):
+    """Descriptive words (004): a key of which mid-idf words are frequent in the page."""
+
     name = "descrwords"
     params_type = DescrWordsParams
 
     def describe(self) -> str:
+        """The method's description with its lexicon's version (another lexicon gives other keys)."""
         return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """The page's key of its frequent descriptive words (None: no content word)."""
         p = self.params
         tf = Counter(content_words(doc))
         if not tf:

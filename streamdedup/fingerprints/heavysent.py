@@ -15,13 +15,17 @@ from streamdedup.tokens.document import Document
 
 
 class HeavySentMethod(PositionalKeys[SentenceParams]):
+    """Heavy sentences (004): a key of the page's sentences of most BM25 weight."""
+
     name = "heavysent"
     params_type = SentenceParams
 
     def describe(self) -> str:
+        """The method's description with its lexicon's version (another lexicon gives other keys)."""
         return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """A CRC of the page's heaviest sentences by their words' BM25 weights (None: no sentence long enough)."""
         sentences = sentence_texts(doc, self.params.min_sentence_words)
         if not sentences:
             return None

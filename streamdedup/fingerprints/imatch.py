@@ -19,6 +19,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class IMatchParams(Params):
+    """I-Match's parameters: the idf band of the lexicon's words, the words a page needs, LexRand's extras."""
+
     min_idf: float = 2.5  # below: too common to tell pages apart
     max_idf: float = 12.0  # above: too rare (typos, ids, unknown words)
     min_words: int = 10  # lexicon words a page needs
@@ -29,6 +31,7 @@ class IMatchParams(Params):
 
 
 def sha1_key(words: set[str]) -> int:
+    """A non-zero 64-bit key of a set of words: SHA-1 of them sorted, one a line."""
     digest = hashlib.sha1("\n".join(sorted(words)).encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "little") or 1
 
@@ -37,17 +40,22 @@ IP = DefaultTypeVar("IP", bound=IMatchParams, default=IMatchParams)
 
 
 class IMatchMethod(PositionalKeys[IP]):
+    """I-Match (Chowdhury et al. 2002): one hash of the set of the page's mid-idf words."""
+
     name = "imatch"
     params_type = IMatchParams
 
     def describe(self) -> str:
+        """The method's description with its lexicon's version (another lexicon gives other keys)."""
         return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
 
     def lexicon_words(self, doc: Document) -> set[str]:
+        """The page's content words whose idf lies within [`min_idf`, `max_idf`]."""
         p = self.params
         return mid_idf_words(set(content_words(doc)), load_lexicon(p.lexicon), doc.lang, p.min_idf, p.max_idf)
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """The SHA-1 key of the page's lexicon words (None: fewer than `min_words` of them)."""
         words = self.lexicon_words(doc)
         if len(words) < self.params.min_words:
             return None

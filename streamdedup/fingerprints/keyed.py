@@ -34,25 +34,33 @@ def crc32_of(words: Iterable[str]) -> int:
 
 
 class PositionalKeys(FingerprintMethod[tuple[int, ...], P]):
+    """A method whose signature is a few 64-bit keys, key i filed as (i, key), matched where `min_equal` agree."""
+
     min_equal = 1
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """The page's keys, one a position (0: none there); None when it has none; each subclass makes its own."""
         raise NotImplementedError
 
     def signature(self, doc: Document) -> tuple[int, ...] | None:
+        """The page's keys (`keys`)."""
         return self.keys(doc)
 
     def index_keys(self, signature: tuple[int, ...]) -> list[bytes]:
+        """Each non-zero key with its position, 9 bytes each."""
         return [struct.pack("<BQ", i, k) for i, k in enumerate(signature) if k]
 
     def similarity(self, signature: tuple[int, ...], other: tuple[int, ...]) -> float | None:
+        """The share of positions whose keys agree, if at least `min_equal` do, else None."""
         equal = sum(1 for a, b in zip(signature, other, strict=False) if a == b and a)
         return equal / max(len(signature), 1) if equal >= self.min_equal else None
 
     def encode(self, signature: tuple[int, ...]) -> bytes:
+        """The keys as little-endian uint64s."""
         return struct.pack(f"<{len(signature)}Q", *signature)
 
     def decode(self, data: bytes) -> tuple[int, ...]:
+        """The keys `encode` wrote."""
         return struct.unpack(f"<{len(data) // 8}Q", data)
 
 
@@ -69,12 +77,15 @@ class HashSet(FingerprintMethod[np.ndarray, P]):
 
     @property
     def set_params(self) -> SetParams:
+        """The parameters as the set shape reads them (`SetParams`)."""
         return cast(SetParams, self.params)
 
     def elements(self, doc: Document) -> np.ndarray:
+        """The page's hashes, repeats allowed; each subclass makes its own."""
         raise NotImplementedError
 
     def signature(self, doc: Document) -> np.ndarray | None:
+        """The page's distinct hashes, sorted (None: fewer than `min_elements`)."""
         values = np.unique(self.elements(doc))
         return values if len(values) >= self.set_params.min_elements else None
 
@@ -83,9 +94,11 @@ class HashSet(FingerprintMethod[np.ndarray, P]):
         return [struct.pack("<Q", int(v)) for v in signature[: self.set_params.index_sample]]
 
     def jaccard(self, signature: np.ndarray, other: np.ndarray) -> float:
+        """The Jaccard similarity of two sorted hash sets."""
         return set_jaccard(signature, other)
 
     def similarity(self, signature: np.ndarray, other: np.ndarray) -> float | None:
+        """The sets' Jaccard if it reaches `threshold` (sizes too far apart are not compared), else None."""
         small, large = sorted((len(signature), len(other)))
         if small / large < self.set_params.threshold:  # Jaccard <= |A|/|B|: size filter first
             return None
@@ -93,7 +106,9 @@ class HashSet(FingerprintMethod[np.ndarray, P]):
         return value if value >= self.set_params.threshold else None
 
     def encode(self, signature: np.ndarray) -> bytes:
+        """The hashes as little-endian uint64s."""
         return signature.astype("<u8").tobytes()
 
     def decode(self, data: bytes) -> np.ndarray:
+        """The hashes `encode` wrote."""
         return np.frombuffer(data, dtype="<u8").astype(np.uint64)

@@ -16,6 +16,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class LexRandParams(IMatchParams):
+    """LexRand's parameters: I-Match's and the number of extra lexicons and the share each drops."""
+
     extra_lexicons: int = 10  # K
     drop_fraction: float = 0.33  # p
 
@@ -27,10 +29,13 @@ def in_extra_lexicon(word: str, k: int, drop_fraction: float, seed: int) -> bool
 
 
 class LexRandMethod(IMatchMethod[LexRandParams]):
+    """LexRand (Kołcz et al.): I-Match's key and one more for each random sub-lexicon."""
+
     name = "lexrand"
     params_type = LexRandParams
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """The SHA-1 key of the page's lexicon words and of each extra lexicon's share of them (None: too few words)."""
         p = self.params
         words = self.lexicon_words(doc)
         if len(words) < p.min_words:

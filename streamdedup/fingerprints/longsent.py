@@ -13,12 +13,15 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class SentenceParams(Params):
+    """The sentence methods' parameters: the sentences keyed, the words a sentence needs, the lexicon."""
+
     sentences: int = 2
     min_sentence_words: int = 3
     lexicon: str = "wordfreq"  # HeavySent only
 
 
 def sentence_texts(doc: Document, min_words: int) -> list[tuple[str, list[str]]]:
+    """The page's sentences of at least `min_words` tokens: each as its text (tokens joined) and its tokens."""
     out = []
     for start, end in doc.sentence_spans():
         words = doc.tokens[start:end]
@@ -28,10 +31,13 @@ def sentence_texts(doc: Document, min_words: int) -> list[tuple[str, list[str]]]
 
 
 class LongSentMethod(PositionalKeys[SentenceParams]):
+    """Long sentences (004): a key of the page's longest sentences."""
+
     name = "longsent"
     params_type = SentenceParams
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """A CRC of the page's `sentences` longest sentences, ties by text (None: no sentence long enough)."""
         sentences = sentence_texts(doc, self.params.min_sentence_words)
         if not sentences:
             return None

@@ -13,6 +13,7 @@ import numpy as np
 
 
 def candidate_probability(s: np.ndarray | float, bands: int, rows: int) -> np.ndarray | float:
+    """The chance two pages of similarity `s` share a band: 1 - (1 - s^rows)^bands."""
     return 1.0 - (1.0 - np.power(s, rows)) ** bands
 
 

@@ -19,6 +19,8 @@ from streamdedup.fingerprints.supershingles import (
 
 @dataclass(frozen=True)
 class MegaShingleParams(SuperShingleParams):
+    """Megashingles' parameters: supershingles' with 6 groups of 36 functions."""
+
     functions: int = 36
     groups: int = 6
     min_matching: int = 1
@@ -26,6 +28,8 @@ class MegaShingleParams(SuperShingleParams):
 
 
 class MegaShinglesMethod(SuperShinglesMethod[MegaShingleParams]):
+    """Megashingles (Fetterly et al.): a page filed under every pair of its 6 supershingles."""
+
     name = "megashingles"
     params_type = MegaShingleParams
 

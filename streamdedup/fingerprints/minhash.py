@@ -46,6 +46,8 @@ NO_CHECKS = np.empty(0, dtype=np.uint8)
 
 @dataclass(frozen=True)
 class MinHashParams(Params):
+    """MinHash's parameters: permutations, shingle size, Jaccard and containment thresholds, banding, bits kept."""
+
     num_perm: int = 128
     shingle_size: int = 5
     threshold: float = 0.5  # Jaccard for a near-duplicate
@@ -81,11 +83,14 @@ class MinHashParams(Params):
 
     @property
     def banding_threshold(self) -> float:
+        """The Jaccard the LSH bands are tuned for: `lsh_threshold`, or `threshold` where that is 0."""
         return self.lsh_threshold or self.threshold
 
 
 @dataclass(frozen=True, slots=True)
 class MinHashSignature:
+    """A page's MinHash: the low bits of each minimum, its distinct shingles, a check value a band."""
+
     values: np.ndarray  # the low value_bits bits of each minimum: uint8/16/32[num_perm]
     set_size: int  # distinct shingles, for containment estimates
     # per band, band_check_bits of a hash of its rows' whole minima: uint8[bands]; empty when 0
@@ -93,6 +98,8 @@ class MinHashSignature:
 
 
 class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
+    """MinHash over word shingles, filed under LSH bands; a match by Jaccard or by containment of the smaller page."""
+
     name = "minhash"
     params_type = MinHashParams
     measures = frozenset({"containment"})
@@ -117,6 +124,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a_flat, self._b_flat)
 
     def signature(self, doc: Document) -> MinHashSignature | None:
+        """The page's minima over its shingles (None: fewer than `min_shingles`)."""
         shingles = doc.shingles(self.params.shingle_size)
         if len(shingles) < self.params.min_shingles:
             return None
@@ -129,6 +137,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
 
     @property
     def max_index_keys(self) -> int:
+        """One key a band."""
         return self.bands
 
     @property
@@ -147,6 +156,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return [data[i:i + 9] for i in range(0, len(data), 9)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The band keys of many encoded signatures in one compiled pass (None: not all of this method's size)."""
         if not all_sized(encoded, self._record.itemsize):
             return None
         records = np.frombuffer(b"".join(encoded), dtype=self._record)
@@ -155,17 +165,20 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return keys, np.full(len(encoded), self.bands, dtype=np.int64)
 
     def jaccard(self, signature: MinHashSignature, other: MinHashSignature) -> float:
+        """The Jaccard estimate: the share of equal values, corrected for equal low bits by chance."""
         equal = float(np.count_nonzero(signature.values == other.values)) / len(signature.values)
         return max(0.0, (equal - self._collision) / (1.0 - self._collision))
 
     @staticmethod
     def containment_of_smaller(jaccard: float, size_a: int, size_b: int) -> float:
+        """The share of the smaller set inside the larger: J(|A|+|B|) / ((1+J) min(|A|, |B|)), at most 1."""
         smaller = min(size_a, size_b)
         if smaller == 0:
             return 0.0
         return min(1.0, jaccard * (size_a + size_b) / ((1.0 + jaccard) * smaller))
 
     def similarity(self, signature: MinHashSignature, other: MinHashSignature) -> float | None:
+        """The Jaccard estimate if it or the smaller page's containment reaches its threshold, else None."""
         if len(other.values) != len(signature.values):
             # another num_perm, or a signature encoded with other value_bits (as the global
             # topology's internal topics may still hold from before a parameter change): not comparable
@@ -247,9 +260,11 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return np.maximum(0.0, (equal - self._collision) / (1.0 - self._collision)), records["size"]
 
     def laid_out_as_mine(self, data: bytes) -> bool:
+        """Whether the encoded signature is this method's record size (its num_perm, value_bits and checks)."""
         return len(data) == self._record.itemsize
 
     def encode(self, signature: MinHashSignature) -> bytes:
+        """The signature as bytes: its set size, its values at `value_bits`, its band checks."""
         values = signature.values
         if values.dtype != self._dtype:  # its bytes would decode as other values, silently
             raise ValueError(f"a MinHash signature of {values.dtype} values, but this method keeps "
@@ -260,6 +275,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return struct.pack("<I", signature.set_size) + values.tobytes() + signature.checks.tobytes()
 
     def decode(self, data: bytes) -> MinHashSignature:
+        """The signature `encode` wrote."""
         (size,) = struct.unpack_from("<I", data)
         if not self._checks:
             return MinHashSignature(np.frombuffer(data, dtype=self._dtype, offset=4), size)

@@ -15,12 +15,16 @@ OPTIMUM = 11.5
 
 
 def optimal_idf(idf: float) -> float:
+    """An IDF's usefulness: sqrt(IDF / 11.5) below the optimum of 11.5, 11.5 / IDF above it."""
     return math.sqrt(idf / OPTIMUM) if idf < OPTIMUM else OPTIMUM / idf
 
 
 class OptFreqMethod(TopWordsMethod):
+    """OptFreq (Maslov, 004): the 6 words heaviest by augmented tf times the optimal-IDF curve."""
+
     name = "optfreq"
 
     def weights(self, tf: Counter[str], doc: Document) -> dict[str, float]:
+        """Each word's (0.5 + 0.5 tf/tf_max) times `optimal_idf` of its IDF."""
         tf_max = max(tf.values())
         return {w: (0.5 + 0.5 * c / tf_max) * optimal_idf(self.lexicon.idf(w, doc.lang)) for w, c in tf.items()}

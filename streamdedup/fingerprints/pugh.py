@@ -18,16 +18,21 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class PughParams(Params):
+    """Pugh's parameters: the lists the vocabulary is split into, the words a list needs, the hash seed."""
+
     lists: int = 8
     min_list_words: int = 8
     seed: int = 7
 
 
 class PughMethod(PositionalKeys[PughParams]):
+    """Pugh: the page's vocabulary split into lists by hash, one key a list; one equal key means similar."""
+
     name = "pugh"
     params_type = PughParams
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """A hash of each list's words (0: a list with too few), or None."""
         p = self.params
         buckets: list[list[str]] = [[] for _ in range(p.lists)]
         for word in set(content_words(doc)):

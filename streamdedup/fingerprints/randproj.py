@@ -24,6 +24,8 @@ _CHUNK = 2048
 
 @dataclass(frozen=True)
 class RandProjParams(Params):
+    """Random projection's parameters: fingerprint bits, bands, the cosine threshold, the seed."""
+
     bits: int = 128
     bands: int = 8
     threshold: float = 0.9  # estimated cosine
@@ -43,6 +45,8 @@ def _gaussian(bits: np.ndarray) -> np.ndarray:
 
 
 class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
+    """Charikar's random projection: the signs of the page's tf vector on random directions, compared by cosine."""
+
     name = "randproj"
     params_type = RandProjParams
 
@@ -52,6 +56,7 @@ class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
         self._seeds = rng.integers(0, 2**63, size=self.params.bits, dtype=np.uint64)
 
     def signature(self, doc: Document) -> bytes | None:
+        """The page's `bits`-bit fingerprint of its content words (None: no content word)."""
         content = content_words(doc)
         words, counts = np.unique(hash_tokens(content), return_counts=True)
         if len(words) == 0:
@@ -64,20 +69,25 @@ class RandProjMethod(FingerprintMethod[bytes, RandProjParams]):
         return np.packbits(total > 0).tobytes()
 
     def index_keys(self, signature: bytes) -> list[bytes]:
+        """Each band of the fingerprint with its number."""
         width = len(signature) // self.params.bands
         return [bytes((i,)) + signature[i * width:(i + 1) * width] for i in range(self.params.bands)]
 
     def cosine(self, signature: bytes, other: bytes) -> float:
+        """The cosine estimate from the share of differing bits: cos(pi d / bits)."""
         xor = bytes(a ^ b for a, b in zip(signature, other, strict=True))
         differing = int(np.unpackbits(np.frombuffer(xor, dtype=np.uint8)).sum())
         return math.cos(math.pi * differing / self.params.bits)
 
     def similarity(self, signature: bytes, other: bytes) -> float | None:
+        """The cosine estimate if it reaches `threshold`, else None."""
         value = self.cosine(signature, other)
         return value if value >= self.params.threshold else None
 
     def encode(self, signature: bytes) -> bytes:
+        """The fingerprint as it is."""
         return signature
 
     def decode(self, data: bytes) -> bytes:
+        """The fingerprint as bytes."""
         return bytes(data)

@@ -27,6 +27,8 @@ BITS = 64
 
 @dataclass(frozen=True)
 class SimHashParams(Params):
+    """SimHash's parameters: shingle size, the Hamming distance that matches, the blocks of the tables."""
+
     shingle_size: int = 1  # 1 = words; tf-weighted words keep small edits within a few bits
     max_distance: int = 3  # k
     blocks: int = 5  # B > k; C(B, k) tables of (B - k) blocks each
@@ -49,6 +51,7 @@ def simhash64(feature_hashes: np.ndarray, weights: np.ndarray | None = None) -> 
 
 
 def hamming(a: int, b: int) -> int:
+    """The number of bits in which two 64-bit fingerprints differ."""
     return (a ^ b).bit_count()
 
 
@@ -63,6 +66,8 @@ def popcount64(values: np.ndarray) -> np.ndarray:
 
 
 class SimHashMethod(FingerprintMethod[int, SimHashParams]):
+    """SimHash: a 64-bit fingerprint of weighted shingles, found by permuted block tables within `max_distance` bits."""
+
     name = "simhash"
     params_type = SimHashParams
 
@@ -76,6 +81,7 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
 
     @property
     def max_index_keys(self) -> int:
+        """One key a table: C(blocks, max_distance)."""
         return len(self._table_masks)
 
     def signature(self, doc: Document) -> int | None:
@@ -90,9 +96,11 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         return simhash64(features)
 
     def index_keys(self, signature: int) -> list[bytes]:
+        """The fingerprint's bits of each table's blocks, with the table's number."""
         return [struct.pack("<BQ", table, signature & mask) for table, mask in enumerate(self._table_masks)]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The table keys of many encoded fingerprints at once (None: not all 8 bytes)."""
         if not all_sized(encoded, 8):
             return None
         signatures = np.frombuffer(b"".join(encoded), dtype="<u8")
@@ -116,6 +124,7 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         return popcount64((bits ^ mine) & np.uint64(mask)) <= self.params.max_distance
 
     def similarity(self, signature: int, other: int) -> float | None:
+        """1 - distance/64 if the fingerprints differ in at most `max_distance` bits, else None."""
         distance = hamming(signature, other)
         return 1.0 - distance / BITS if distance <= self.params.max_distance else None
 
@@ -127,7 +136,9 @@ class SimHashMethod(FingerprintMethod[int, SimHashParams]):
         return np.where(distance <= self.params.max_distance, 1.0 - distance / BITS, np.nan)
 
     def encode(self, signature: int) -> bytes:
+        """The fingerprint as a little-endian uint64."""
         return struct.pack("<Q", signature)
 
     def decode(self, data: bytes) -> int:
+        """The fingerprint `encode` wrote."""
         return struct.unpack("<Q", data)[0]

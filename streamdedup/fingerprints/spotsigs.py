@@ -24,6 +24,8 @@ _MASK = (1 << 64) - 1
 
 @dataclass(frozen=True)
 class SpotSigsParams(Params):
+    """SpotSigs' parameters: the chain length, the antecedents, the Jaccard threshold, the keys sampled."""
+
     chain: int = 3
     antecedents: int = 20  # the language's most frequent words serve as antecedents
     threshold: float = 0.5
@@ -32,10 +34,13 @@ class SpotSigsParams(Params):
 
 
 class SpotSigsMethod(HashSet[SpotSigsParams]):
+    """SpotSigs: the set of a page's spots (a stop word and the next non-stop words), compared by Jaccard."""
+
     name = "spotsigs"
     params_type = SpotSigsParams
 
     def elements(self, doc: Document) -> np.ndarray:
+        """The hashes of the page's spots: each antecedent stop word with the chain of non-stop words after it."""
         p = self.params
         antecedents = stop_words(doc.lang, p.antecedents)
         stops = stop_words(doc.lang)

@@ -20,6 +20,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class SuperShingleParams(Params):
+    """Supershingles' parameters: the min-wise functions, their groups, the matches needed, shingle size, seed."""
+
     functions: int = 84
     groups: int = 6
     min_matching: int = 2
@@ -28,6 +30,7 @@ class SuperShingleParams(Params):
 
 
 def group_hashes(values, groups: int) -> tuple[int, ...]:
+    """A non-zero hash of each of `groups` equal runs of the values."""
     size = len(values) // groups
     return tuple(xxhash.xxh3_64_intdigest(values[i * size:(i + 1) * size].tobytes()) or 1 for i in range(groups))
 
@@ -36,6 +39,8 @@ SP = DefaultTypeVar("SP", bound=SuperShingleParams, default=SuperShingleParams)
 
 
 class SuperShinglesMethod(PositionalKeys[SP]):
+    """Broder's supershingles: hashes of groups of min-wise values; similar when `min_matching` agree."""
+
     name = "supershingles"
     params_type = SuperShingleParams
 
@@ -46,6 +51,7 @@ class SuperShinglesMethod(PositionalKeys[SP]):
         self._minhash = MinHashMethod(MinHashParams(num_perm=p.functions, shingle_size=p.shingle_size, seed=p.seed))
 
     def supershingles_of(self, shingles: np.ndarray) -> tuple[int, ...]:
+        """The hash of each group of the shingles' min-wise values."""
         return group_hashes(self._minhash.hash_values(shingles), self.params.groups)
 
     def combine(self, supershingles: tuple[int, ...]) -> tuple[int, ...]:
@@ -53,5 +59,6 @@ class SuperShinglesMethod(PositionalKeys[SP]):
         return supershingles
 
     def keys(self, doc: Document) -> tuple[int, ...] | None:
+        """The keys `combine` makes of the page's supershingles (None: no shingle)."""
         shingles = doc.shingles(self.params.shingle_size)
         return None if len(shingles) == 0 else self.combine(self.supershingles_of(shingles))

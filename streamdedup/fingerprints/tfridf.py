@@ -13,9 +13,12 @@ from streamdedup.tokens.document import Document
 
 
 class TfRidfMethod(TopWordsMethod):
+    """TF*RIDF (004's A3): a key of the page's 6 words heaviest by augmented tf times residual IDF."""
+
     name = "tfridf"
 
     def weights(self, tf: Counter[str], doc: Document) -> dict[str, float]:
+        """Each word's (0.5 + 0.5 tf/tf_max) times its residual IDF (its IDF minus a Poisson word's)."""
         lexicon, lang = self.lexicon, doc.lang
         n, tf_max = lexicon.n_docs, max(tf.values())
         weights = {}

@@ -28,6 +28,8 @@ from streamdedup.tokens.document import Document
 
 @dataclass(frozen=True)
 class TibetanSummaryParams(Params):
+    """The Tibetan pipeline's parameters: feature terms, Luhn's gap, summary sentences, Hamming distance, lexicon."""
+
     feature_terms: int = 12
     gap: int = 4
     sentences: int = 5
@@ -49,6 +51,8 @@ def luhn_score(flags: list[bool], gap: int) -> float:
 
 
 class TibetanSummaryMethod(FingerprintMethod[int, TibetanSummaryParams]):
+    """The Tibetan pipeline (002): a SimHash-like fingerprint of a Luhn summary of the page."""
+
     name = "tibetan_summary"
     params_type = TibetanSummaryParams
 
@@ -57,15 +61,18 @@ class TibetanSummaryMethod(FingerprintMethod[int, TibetanSummaryParams]):
         self._tables = SimHashMethod(SimHashParams(max_distance=self.params.max_distance, blocks=4))
 
     def describe(self) -> str:
+        """The method's description with its lexicon's version (another lexicon gives other keys)."""
         return f"{super().describe()}[{load_lexicon(self.params.lexicon).version}]"
 
     def feature_terms(self, doc: Document) -> set[str]:
+        """The page's `feature_terms` content words heaviest by TF*IDF (IDF with df + 1)."""
         tf = Counter(content_words(doc))
         lexicon = load_lexicon(self.params.lexicon)
         weights = {w: c * math.log(lexicon.n_docs / (lexicon.df(w, doc.lang) + 1)) for w, c in tf.items()}
         return set(top_words(weights, self.params.feature_terms))
 
     def summary_spans(self, doc: Document) -> list[tuple[int, int]]:
+        """The token spans of the page's best sentences by Luhn's score over its feature terms."""
         features = self.feature_terms(doc)
         scored = []
         for order, (start, end) in enumerate(doc.sentence_spans()):
@@ -76,6 +83,7 @@ class TibetanSummaryMethod(FingerprintMethod[int, TibetanSummaryParams]):
         return [span for _, _, span in sorted(best, key=lambda s: s[1])]
 
     def signature(self, doc: Document) -> int | None:
+        """The 64-bit fingerprint of the summary's words (None: no sentence scored)."""
         spans = self.summary_spans(doc)
         if not spans:
             return None
@@ -84,13 +92,17 @@ class TibetanSummaryMethod(FingerprintMethod[int, TibetanSummaryParams]):
         return simhash64(words, counts)
 
     def index_keys(self, signature: int) -> list[bytes]:
+        """The fingerprint's permuted-table keys, as SimHash files it."""
         return self._tables.index_keys(signature)
 
     def similarity(self, signature: int, other: int) -> float | None:
+        """1 - distance/64 within `max_distance` bits (SimHash's tables), else None."""
         return self._tables.similarity(signature, other)
 
     def encode(self, signature: int) -> bytes:
+        """The fingerprint as SimHash encodes it."""
         return self._tables.encode(signature)
 
     def decode(self, data: bytes) -> int:
+        """The fingerprint SimHash's encoding wrote."""
         return self._tables.decode(data)

@@ -103,6 +103,8 @@ PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
 
 @dataclass(frozen=True)
 class WordPairsParams(Params):
+    """Word pairs' parameters: permutations, pair size, seed, the paragraph sketch's and the paragraph keys'."""
+
     num_perm: int = 256  # a multiple of 4: four 2-bit values a byte
     shingle_size: int = 2
     seed: int = 2
@@ -139,6 +141,8 @@ class WordPairsParams(Params):
 
 @dataclass(frozen=True, slots=True)
 class WordPairsSignature:
+    """A page's word pairs: a 2-bit MinHash of its pairs, their count, its paragraph sketch and what goes with it."""
+
     packed: np.ndarray  # the low 2 bits of each minimum, four a byte: uint8[num_perm / 4]
     set_size: int  # distinct word pairs
     # the paragraph sketch, in text order: one uint64 a paragraph (4 x 10-bit values, its length, shown before)
@@ -277,10 +281,12 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         self._mix = NUMBERS_MIX if p.seed == WordPairsParams.seed else drawn
 
     def describe(self) -> str:
+        """The description with the paragraph sketch's layout and the common words it skips (another: refused)."""
         # the layout of the paragraph sketch and the words it skips: a store of another refuses
         return f"{super().describe()}[paragraphs {PARAGRAPH_VALUES}x{PARAGRAPH_VALUE_BITS} {COMMON_WORDS_FILE}]"
 
     def signature(self, doc: Document) -> WordPairsSignature | None:
+        """The page's packed pair minima, pair count and paragraph sketch (None: no word pair)."""
         pairs = self._packed_pairs(doc)
         if pairs is None:
             return None
@@ -342,6 +348,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return [int(value).to_bytes(8, "little") for value in found.tolist()]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The paragraph keys of many encoded signatures in one compiled pass."""
         p = self.params
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
@@ -351,12 +358,15 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
 
     @property
     def max_index_keys(self) -> int:
+        """The paragraph keys a page has at most."""
         return min(self.params.paragraph_keys, self.params.max_paragraphs)
 
     def similarity(self, signature: WordPairsSignature, other: WordPairsSignature) -> float | None:
+        """None: word pairs match nothing alone; the engine asks their `new_shares` of candidates found."""
         return None
 
     def similarities(self, signature: WordPairsSignature, others: Sequence[bytes]) -> np.ndarray:
+        """All NaN: word pairs match nothing alone (`similarity`)."""
         return np.full(len(others), np.nan)
 
     def new_shares(self, signature: WordPairsSignature,
@@ -416,6 +426,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return head + bytes([count | (0x80 if signature.capped else 0)]) + rows.tobytes() + numbers + inside
 
     def decode(self, data: bytes) -> WordPairsSignature:
+        """The signature `encode` wrote: pairs, then paragraph rows, their numbers and marks where present."""
         (size,) = struct.unpack_from("<I", data)
         width = self._record.itemsize
         if len(data) <= width:
@@ -441,6 +452,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         return signature.paragraphs, signature.capped, signature.numbers
 
     def laid_out_as_mine(self, data: bytes) -> bool:
+        """Whether the encoded signature's parts have the sizes this method's parameters give them."""
         width = self._record.itemsize
         # the paragraphs' numbers after their rows and their marks after those, or (0.16.0 and before) neither
         if len(data) <= width:

@@ -24,12 +24,14 @@ _SYLLABIC = {"vi", "zh", "ja", "bo", "ko", "th", "lo", "km", "my"}
 
 
 def is_content_word(token: str, stops: frozenset[str], syllabic: bool = False) -> bool:
+    """Whether a token carries content: no stop word, no number, longer than 3 letters unless syllabic or unspaced."""
     if token in stops or token.isdigit():
         return False
     return syllabic or len(token) > 3 or _UNSPACED.match(token) is not None
 
 
 def content_words(doc: Document) -> list[str]:
+    """The page's tokens that are content words (`is_content_word`), in text order."""
     stops = stop_words(doc.lang)
     syllabic = doc.lang in _SYLLABIC
     return [t for t in doc.tokens if is_content_word(t, stops, syllabic)]

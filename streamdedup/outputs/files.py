@@ -56,6 +56,7 @@ class Tally:
     merges: int = 0
 
     def add(self, outcome: Outcome) -> None:
+        """Count one outcome: its status, a rejection's reason, a duplicate's method, the clusters it merged."""
         status, dedup = outcome.status, outcome.dedup
         self.counts[status] += 1
         if status == "rejected":
@@ -66,16 +67,20 @@ class Tally:
                 self.duplicates_by_method[dedup["method"]] += 1
 
     def to_json(self) -> dict[str, Any]:
+        """The counts as JSON values, for the job ledger."""
         return {"counts": dict(self.counts), "rejected_by_reason": dict(self.rejected_by_reason),
                 "duplicates_by_method": dict(self.duplicates_by_method), "merges": self.merges}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Tally:
+        """The counts `to_json` wrote."""
         return cls(Counter(data["counts"]), Counter(data["rejected_by_reason"]),
                    Counter(data["duplicates_by_method"]), int(data["merges"]))
 
 
 class FileSink:
+    """File mode's outputs in one --out folder: a JSON Lines file per status, verdicts, clusters and the summary."""
+
     def __init__(self, out_dir: str | Path, lengths: Mapping[str, int] | None = None,
                  tally: Tally | None = None) -> None:
         """Append after `lengths`, cutting off anything beyond them.
@@ -120,6 +125,7 @@ class FileSink:
         self._dirty.add("verdicts")
 
     def write(self, outcome: Outcome) -> None:
+        """Append one outcome to its status's file and its verdict line, and count it."""
         status = outcome.status
         self._files[status].write(output_line(outcome))
         self._dirty.add(status)
@@ -144,10 +150,12 @@ class FileSink:
         return {status: handle.tell() for status, handle in self._files.items()}
 
     def summary(self, **extra: Any) -> dict[str, Any]:
+        """The run's summary.json content: the counts, clusters, records written and their rate."""
         return summary(self.out_dir, self.tally, len(self.stories), self.written,
                        time.perf_counter() - self.started, **extra)
 
     def close(self) -> None:
+        """Close the output files."""
         for handle in self._files.values():
             handle.close()
 
@@ -180,6 +188,7 @@ def summary(out_dir: Path, tally: Tally, clusters: int, written: int, elapsed: f
 
 
 def sync_directory(path: Path) -> None:
+    """Fsync a directory, so the names of files created or replaced in it survive a crash."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

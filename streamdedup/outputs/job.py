@@ -78,6 +78,7 @@ class Job:
     number: int | None = None
 
     def same_command(self, other: Job) -> bool:
+        """Whether the other job ran on the same inputs under the same policy (so this one continues it)."""
         return self.inputs == other.inputs and self.policy == other.policy
 
 
@@ -90,11 +91,13 @@ class Ledger:
     jobs: list[Job] = field(default_factory=list)
 
     def encode(self) -> bytes:
+        """The ledger as the JSON bytes stored with the --out's store."""
         return orjson.dumps({"version": LEDGER_VERSION, "lengths": self.lengths, "tally": self.tally.to_json(),
                              "jobs": [dataclasses.asdict(job) for job in self.jobs]})
 
     @classmethod
     def decode(cls, raw: bytes) -> Ledger:
+        """The ledger `encode` wrote; one of a later version is refused with the fix."""
         data = orjson.loads(raw)
         version = int(data.get("version", 1))
         if version > LEDGER_VERSION or any(job.get("warc_records", 1) > WARC_RECORDS for job in data["jobs"]):
@@ -171,6 +174,7 @@ class FileJob:
 
     @property
     def lengths(self) -> dict[str, int]:
+        """Each output file's committed length in bytes (a copy of the ledger's)."""
         return dict(self.ledger.lengths)
 
     def records(self, read: Callable[[list[str], int], Records]) -> Records:

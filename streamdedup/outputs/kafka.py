@@ -98,6 +98,8 @@ def whole_headers(ours: list[tuple[str, bytes]], passed: Headers | None,
 
 @dataclass
 class WorkerStats:
+    """A worker's running counts: messages consumed and produced, pages decided by status, batches."""
+
     consumed: int = 0  # messages of every topic the worker reads
     decided: int = 0  # pages given their final outcome (verdict or rejection)
     statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # decided, by status
@@ -148,6 +150,7 @@ class Outputs:
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: Headers | None = None, partition: int | None = None) -> None:
+        """Produce one record in the batch's transaction, waiting while the producer's queue is full."""
         kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
         refusal: Refusal = (topic, key, record_size(key, value, headers))
 
@@ -264,6 +267,7 @@ class Outputs:
                       carries_verdict=dedup is not None, headers_omitted=headers_omitted)
 
     def cluster_event(self, event: dict[str, Any]) -> None:
+        """Send a cluster event to the clusters topic, and a late one to the cluster view too."""
         self.send_event(self.topics.clusters, event["cluster_id"].encode(), event)
         if event["type"] in ("late_match", "late_related") or event.get("late"):  # the others go with the verdict
             self.send_event(self.topics.cluster_view, view_key(event), event)
@@ -300,6 +304,7 @@ class Outputs:
         return learned
 
     def first_failure(self) -> KafkaError | None:
+        """The first delivery error of the batch so far (None: every record delivered)."""
         return self.failures[0][1] if self.failures else None
 
     def on_commit(self, update: Callable[[], None]) -> None:
@@ -327,6 +332,7 @@ class Outputs:
         self.discard()
 
     def discard(self) -> None:
+        """Forget the batch's counts, commit actions and failures (it was aborted)."""
         self._counts.clear()
         self._on_commit.clear()
         self.failures.clear()

@@ -62,10 +62,12 @@ class Page:
 
     @property
     def site(self) -> str:
+        """The page's site: the registrable domain of its url (`site_of`)."""
         return site_of(self.url)
 
     @property
     def event_time_ms(self) -> int | None:
+        """The fetch time in milliseconds since the epoch (None: undated)."""
         return None if self.fetched_at is None else int(self.fetched_at.timestamp() * 1000)
 
 

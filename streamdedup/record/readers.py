@@ -114,6 +114,7 @@ def _is_tar_header(block: bytes) -> bool:
 
 def read_inputs(paths: list[str], max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
                 warc_records: int = WARC_RECORDS) -> Generator[RawRecord, None, None]:
+    """The raw records of each input in turn (`read_input`: JSON Lines, WARC, gzip, stdin)."""
     for path in paths:
         yield from read_input(path, max_content_bytes, warc_records)
 

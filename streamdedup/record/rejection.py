@@ -9,6 +9,8 @@ from enum import Enum
 
 
 class Reason(str, Enum):
+    """Why a record was rejected: its code in `dedup.reason` and in metric labels."""
+
     INVALID_JSON = "invalid_json"
     INVALID_SHAPE = "invalid_shape"
     MISSING_URL = "missing_url"

@@ -21,6 +21,7 @@ from streamdedup.tokens.document import Document
 
 
 def corpus_documents(paths: list[str], cleaning: CleaningConfig) -> Iterator[tuple[str, list[str]]]:
+    """Each readable page of the inputs as (language, tokens), cleaned as the detector cleans it."""
     for raw in read_inputs(paths):
         try:
             value = raw.fields if raw.fields is not None else orjson.loads(raw.data or b"")
@@ -33,6 +34,7 @@ def corpus_documents(paths: list[str], cleaning: CleaningConfig) -> Iterator[tup
 
 
 def build_from_files(paths: list[str], out: Path, cleaning: CleaningConfig, min_df: int = 2) -> Lexicon:
+    """Build a lexicon from the pages of the input files and save it to `out`."""
     lexicon = build_lexicon(corpus_documents(paths, cleaning), min_df=min_df)
     lexicon.save(out)
     return lexicon

@@ -41,9 +41,11 @@ class Lexicon:
     source: str = "corpus"
 
     def df(self, word: str, lang: str) -> float:
+        """In how many documents of the corpus the word appears (0.0: never)."""
         return self.df_table.get(lang, {}).get(word, 0.0)
 
     def cf(self, word: str, lang: str) -> float:
+        """How many times the word appears in the corpus (0.0: never)."""
         return self.cf_table.get(lang, {}).get(word, 0.0)
 
     def idf(self, word: str, lang: str) -> float:
@@ -51,10 +53,12 @@ class Lexicon:
         return -math.log(max(self.df(word, lang), 1.0) / self.n_docs)
 
     def knows(self, lang: str) -> bool:
+        """Whether the lexicon has statistics for the language."""
         return bool(self.df_table.get(lang))
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: Path) -> None:
+        """Write the lexicon as JSON (gzipped where the name ends in .gz)."""
         data = {"version": self.version, "n_docs": self.n_docs, "avg_length": self.avg_length,
                 "df": self.df_table, "cf": self.cf_table}
         raw = json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
@@ -62,6 +66,7 @@ class Lexicon:
 
     @classmethod
     def load(cls, path: Path) -> Lexicon:
+        """The lexicon a file holds; a file that is not one is refused in one line naming the fix."""
         raw = path.read_bytes()
         try:
             data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
@@ -112,13 +117,16 @@ class WordfreqLexicon(Lexicon):
         return self.df_table[lang]
 
     def df(self, word: str, lang: str) -> float:
+        """The word's document frequency, estimated from its wordfreq frequency and the average length."""
         frequency = self._table(lang).get(word, 0.0)
         return self.n_docs * -math.expm1(-frequency * self.avg_length)
 
     def cf(self, word: str, lang: str) -> float:
+        """The word's collection frequency, estimated from its wordfreq frequency."""
         return self._table(lang).get(word, 0.0) * self.n_docs * self.avg_length
 
     def knows(self, lang: str) -> bool:
+        """Whether wordfreq has frequencies for the language."""
         return bool(self._table(lang))
 
 

@@ -16,6 +16,7 @@ TIBETAN_PARTICLES = frozenset({
 
 @lru_cache(maxsize=32)
 def stop_words(lang: str, n: int = 100) -> frozenset[str]:
+    """The language's `n` commonest words (wordfreq's), Tibetan's particles; none for a language it lacks."""
     if lang == "bo":
         return TIBETAN_PARTICLES
     import wordfreq

@@ -20,6 +20,8 @@ from streamdedup.tokens.scan import scan
 
 
 class Document:
+    """A text's tokens (offsets, hashes, CJK flags) and sentences, as every fingerprint method reads them."""
+
     def __init__(self, text: str, token_starts: np.ndarray, token_ends: np.ndarray,
                  token_hashes: np.ndarray, token_is_cjk: np.ndarray, sentence_bounds: np.ndarray,
                  declared_lang: str | None = None, code_points: np.ndarray | None = None) -> None:
@@ -52,10 +54,12 @@ class Document:
 
     @property
     def num_tokens(self) -> int:
+        """How many tokens the text has."""
         return len(self.token_hashes)
 
     @cached_property
     def tokens(self) -> list[str]:
+        """The tokens as strings, in text order."""
         text = self.text
         return [text[a:b] for a, b in zip(self.token_starts.tolist(), self.token_ends.tolist(), strict=True)]
 
@@ -66,13 +70,16 @@ class Document:
 
     @cached_property
     def lang(self) -> str:
+        """The text's language: the declared one if given, else a guess from its script."""
         return guess_language(self.text, self.declared_lang)
 
     @property
     def num_sentences(self) -> int:
+        """How many sentences the text has."""
         return len(self.sentence_bounds) - 1
 
     def sentence_spans(self) -> list[tuple[int, int]]:
+        """Each sentence's token range (start, end), in text order."""
         b = self.sentence_bounds.tolist()
         return list(itertools.pairwise(b))
 

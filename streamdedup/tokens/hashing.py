@@ -45,6 +45,7 @@ def hash_step(h: np.uint64, code_point: np.uint64) -> np.uint64:
 
 @numba.njit(cache=True, inline="always")
 def hash_end(h: np.uint64, length: int) -> np.uint64:
+    """End a token's hash: its length added, then splitmix64's finaliser."""
     return mix_one(h + np.uint64(length))
 
 

@@ -158,6 +158,8 @@ def _scan(cps: np.ndarray, table: np.ndarray, ascii_only: bool):
 
 @dataclass(frozen=True, slots=True)
 class Scan:
+    """One pass over a text: its tokens' offsets, hashes and CJK flags, its sentences and code points."""
+
     starts: np.ndarray  # int64 code point offsets of each token
     ends: np.ndarray
     hashes: np.ndarray  # uint64 token hashes

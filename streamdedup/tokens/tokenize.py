@@ -95,12 +95,15 @@ def words_and_breaks(text: str) -> list[str]:
 
 
 def split_words(text: str) -> list[str]:
+    """The text's words, CJK per character and unspaced scripts cut by dictionary."""
     return _cut_unspaced(WORD_RE.findall(text) if HAS_CJK_RE.search(text) else PLAIN_WORD_RE.findall(text))
 
 
 def split_sentences(text: str) -> list[str]:
+    """The text's sentences, cut at sentence-ending punctuation, stripped."""
     return [s for s in (part.strip() for part in SENTENCE_END_RE.split(text)) if s]
 
 
 def is_cjk(token: str) -> bool:
+    """Whether the token is one Han or kana character."""
     return len(token) == 1 and CJK_RE.match(token) is not None

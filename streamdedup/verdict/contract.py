@@ -46,6 +46,7 @@ class Verdict(NamedTuple):  # one a page: immutable, and made in a fifth of a fr
     origin: None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The verdict as the `dedup` object of its output record (the fields it has, similarity rounded)."""
         out: dict[str, Any] = {
             "id": self.page_id,
             "status": self.status,
@@ -122,6 +123,7 @@ class Rejection(_RejectionFields):
                    origin, page_id)
 
     def as_dict(self) -> dict[str, Any]:
+        """The rejection as the `dedup` object of its output record."""
         out = {"status": self.status, "reason": self.reason, "detail": self.detail, "origin": self.origin}
         if self.page_id is not None:
             out["id"] = self.page_id

@@ -118,6 +118,7 @@ class Policy:
 
     @classmethod
     def parse(cls, text: str) -> Policy:
+        """The policy a text of rules gives ('exact|minhash|simhash+a12': | is or, + is and), or a ValueError."""
         if not text.replace("|", "").strip():
             raise ValueError(f"empty policy {text!r}: write rules like 'exact|minhash|simhash+a12'")
         terms = [rule.split("+") for rule in text.split("|")]
@@ -202,15 +203,18 @@ class SitePolicy:
     @classmethod
     def parse(cls, other_site: str, same_site: str, max_new_share: float = 0.10, max_new_pairs: int = 8,
               min_new_paragraph_words: int = 20) -> SitePolicy:
+        """The two policies (other site, same site) and the new-text tolerance from their texts and limits."""
         return cls(Policy.parse(other_site), Policy.parse(same_site), max_new_share, max_new_pairs,
                    min_new_paragraph_words)
 
     @cached_property
     def tolerance(self) -> NewTextTolerance:
+        """How much new text a duplicate may have (`NewTextTolerance`, from the limits)."""
         return NewTextTolerance(self.max_new_share, self.max_new_pairs, self.min_new_paragraph_words)
 
     @property
     def methods(self) -> set[str]:
+        """The methods either policy's rules name."""
         return self.other_site.methods | self.same_site.methods
 
     def judge(self, similarity: Similarity | Mapping[str, float], same_site: bool) -> tuple[str, float] | None:
