@@ -189,7 +189,7 @@ class DetectorConfig:
 
     @property
     def max_clock_skew_ms(self) -> int:
-        """The largest fetch time ahead of arrival a page may claim, in milliseconds."""
+        """How far ahead of the clock a fetch time may be and still be used, in milliseconds."""
         return int(self.max_clock_skew.total_seconds() * 1000)
 
     def verdict_settings(self) -> dict[str, str]:

@@ -95,6 +95,7 @@ class StoreBatch:
         return len(self._docs)
 
     def next_seq(self) -> int:
+        """The seq the next page filed in this batch gets."""
         return self._seq
 
     def prefetch(self, names: Iterable[bytes], page_ids: Iterable[str] = ()) -> None:
@@ -219,6 +220,7 @@ class StoreBatch:
         return self._values[name]
 
     def lookup(self, tag: int, key: bytes) -> list[int]:
+        """Seqs filed under `key` of method `tag`, as this batch sees them (its staged postings included)."""
         return layout.seqs_from(self._value(layout.index_key(tag, key)))
 
     def candidates(self, names: Sequence[bytes], limit: int = MAX_CANDIDATES) -> list[int]:
@@ -330,6 +332,7 @@ class StoreBatch:
         return [staged[s] if s in staged else committed[s] for s in seqs]
 
     def doc(self, seq: int) -> DocRecord | None:
+        """A page's record: staged by this batch, or read from the store once and kept for the batch."""
         staged = self._docs.get(seq)
         if staged is not None:
             return staged
@@ -338,6 +341,7 @@ class StoreBatch:
         return self._committed_docs[seq]
 
     def seq_for(self, page_id: str) -> int | None:
+        """The seq of the page with this id, staged or stored (None: no such page)."""
         staged = self._ids.get(page_id)
         if staged is not None:
             return staged
@@ -458,9 +462,11 @@ class StoreBatch:
         self._names_without_pages = None
 
     def set_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry, written at commit."""
         self._meta[name] = value
 
     def set_journal(self, name: str, value: bytes) -> None:
+        """Stage a journal entry, written at commit."""
         self._journal[name] = value
 
     def delete_journal(self, start: str, end: str) -> None:
@@ -523,6 +529,7 @@ class StoreBatch:
         return [n for n, _ in removed], [s for _, s in removed], changed
 
     def commit(self) -> None:
+        """Write the batch's records, postings, metas and journal in one WriteBatch, then update the index in memory."""
         removed_names, removed_seqs, changed = self._take_out_displaced()
         names, seqs, free, epoch = self._postings()
         self.store.check_growth(names, np.fromiter(self._docs, dtype=np.uint64, count=len(self._docs)))

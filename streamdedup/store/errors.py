@@ -51,6 +51,7 @@ def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) 
 
 
 def damaged(where: str, what: str) -> str:
+    """The one line that says a store is damaged and how to recover (restore, or rebuild from the inputs)."""
     return (f"{where} is damaged ({what}); its pages cannot be trusted. Restore the directory from a backup, "
             "or move it away and start again: a worker rebuilds a missing store from Kafka, file mode by "
             "rerunning the inputs with a new --state")

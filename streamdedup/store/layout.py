@@ -75,10 +75,12 @@ _HEAD = struct.Struct("<qQ")
 
 
 def journal_key(name: str) -> bytes:
+    """The key of a journal entry."""
     return JOURNAL + name.encode()
 
 
 def template_key(site_hash: int) -> bytes:
+    """The key of a site's template model."""
     return TEMPLATE + _SEQ.pack(site_hash)
 
 
@@ -96,14 +98,17 @@ def template_delta_key(site_hash: int, n: int) -> bytes:
 
 
 def seq_bytes(seq: int) -> bytes:
+    """A seq as the 8 big-endian bytes keys end with."""
     return _SEQ.pack(seq)
 
 
 def seq_from(data: bytes) -> int:
+    """The seq a key ends with (`seq_bytes`)."""
     return _SEQ.unpack(data[-8:])[0]
 
 
 def meta_key(name: str) -> bytes:
+    """The key of a meta entry (the store's counters and settings)."""
     return META + name.encode()
 
 
@@ -112,10 +117,12 @@ _TIME_KEY = struct.Struct(">cQQ")
 
 
 def doc_key(seq: int) -> bytes:
+    """The key of a page's record: its seq, so records scan in arrival order."""
     return _DOC_KEY.pack(DOC, seq)
 
 
 def page_id_key(page_id: str) -> bytes:
+    """The index name of a page id (`page_id_key_of` its UTF-8 bytes)."""
     return page_id_key_of(page_id.encode("utf-8", "surrogatepass"))
 
 
@@ -193,14 +200,17 @@ def _splitmix(rest: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 
 def time_key(event_ms: int, seq: int) -> bytes:
+    """The key that orders a page by event time for expiry: its time, then its seq."""
     return _TIME_KEY.pack(TIME, event_ms + _TIME_OFFSET, seq)
 
 
 def time_bound(event_ms: int) -> bytes:
+    """The first time key at or after `event_ms`: where an expiry scan stops."""
     return TIME + _SEQ.pack(event_ms + _TIME_OFFSET)
 
 
 def time_key_parts(key: bytes) -> tuple[int, int]:
+    """The event time and seq a time key holds."""
     event, seq = struct.unpack(">QQ", key[1:17])
     return event - _TIME_OFFSET, seq
 
@@ -213,6 +223,7 @@ _SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
 
 
 def varint(n: int) -> bytes:
+    """A non-negative int as a LEB128 varint."""
     if n < 0x80:
         return _SMALL_VARINTS[n] if n >= 0 else bytes((n,))  # (a negative n raises, as it did)
     if n < 0x4000:
@@ -262,6 +273,7 @@ def postings_count(value: bytes) -> int:
 
 
 def seqs_value(seqs: list[int]) -> bytes:
+    """A postings value: the seqs as varints, back to back."""
     return b"".join(map(varint, seqs))
 
 
@@ -328,6 +340,7 @@ class DocRecord:
     shown: bytes = b""
 
     def encode(self) -> bytes:
+        """The record as the bytes the store keeps (its time, site, id, signatures and unfiled keys)."""
         # written once for every page filed: lengths below 128 (nearly all) are their own varint
         small = _SMALL_VARINTS
         page_id = self.page_id.encode("utf-8", "surrogatepass")
@@ -361,6 +374,7 @@ class DocRecord:
 
     @classmethod
     def decode(cls, seq: int, data: bytes) -> DocRecord:
+        """The record `encode` wrote, under its seq."""
         event_ms, site = _HEAD.unpack_from(data)
         pos = _HEAD.size
         n, pos = read_varint(data, pos)

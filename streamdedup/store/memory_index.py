@@ -73,6 +73,8 @@ MAX_BESIDE_GROWTHS = 8
 
 
 class MemoryIndex:
+    """The store's index in memory: 48-bit index names to page seqs, in segments of open-addressing tables."""
+
     def __init__(self, postings: int = 0) -> None:
         self._adopt([_Segment.empty(slots_for(postings // SEGMENTS, s)) for s in range(SEGMENTS)])
 
@@ -126,14 +128,17 @@ class MemoryIndex:
 
     @property
     def tombstones(self) -> int:
+        """Slots of removed postings not yet reused, over all segments."""
         return sum(segment.tombstones for segment in self.segments)
 
     @property
     def slots(self) -> int:
+        """Slots of all segments, used or not."""
         return sum(len(segment.words) for segment in self.segments)
 
     @property
     def size_bytes(self) -> int:
+        """Memory the tables hold, the segments growing beside them included."""
         return (sum(int(segment.cells.nbytes) for segment in self.segments)
                 + sum(growth.slots * SLOT_BYTES + int(growth.side.cells.nbytes) for growth in self._growing.values()))
 
@@ -234,6 +239,7 @@ class MemoryIndex:
         return values
 
     def insert(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
+        """File each seq under its index name (as bytes)."""
         if names:
             self.insert_ints(name_ints(names), np.asarray(seqs, dtype=np.uint64))
 
@@ -270,6 +276,7 @@ class MemoryIndex:
                 segment.tombstones -= tombstones
 
     def remove(self, names: Sequence[bytes], seqs: Sequence[int]) -> None:
+        """Remove each posting (an index name as bytes, a seq)."""
         if names:
             self.remove_ints(name_ints(names), np.asarray(seqs, dtype=np.uint64))
 

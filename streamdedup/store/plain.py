@@ -13,6 +13,7 @@ from streamdedup.store import process_memory
 
 
 def open_plain_db(path: Path) -> Rdict:
+    """Open (or create) a plain RocksDB at `path` within the process's cache and memtable budget."""
     path.mkdir(parents=True, exist_ok=True)
     options = Options(raw_mode=True)
     options.create_if_missing(True)

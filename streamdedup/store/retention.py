@@ -76,6 +76,7 @@ class RetentionClock:
     @classmethod
     def load(cls, retention_ms: int | None, max_skew_ms: int,
              get_meta_int: Callable[[str, int], int]) -> RetentionClock:
+        """The clock as a store's meta entries left it (its two watermarks)."""
         return cls(retention_ms, max_skew_ms, get_meta_int(PAGE_WATERMARK, 0), get_meta_int(ARRIVAL_WATERMARK, 0))
 
     def stage(self, set_meta: Callable[[str, bytes], None]) -> None:

@@ -78,6 +78,8 @@ log = logging.getLogger(__name__)
 
 
 class SignatureStore:
+    """The page store: records in RocksDB, the index in memory, retention; opened on a directory with its methods."""
+
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
                  config: Mapping[str, str], template_params: TemplateParams | None = None) -> None:
         """`config`: what else the signatures depend on (cleaning, tokeniser).
@@ -289,6 +291,7 @@ class SignatureStore:
             raise mismatch
 
     def get_meta(self, name: str) -> bytes | None:
+        """A meta entry's value (None: not set)."""
         return self.db.get(layout.meta_key(name))
 
     def metas(self, prefix: str) -> Iterator[tuple[str, bytes]]:
@@ -300,6 +303,7 @@ class SignatureStore:
             yield key[len(layout.META):].decode(), value
 
     def get_journal(self, name: str) -> bytes | None:
+        """A journal entry's value (None: none of that name)."""
         return self.db.get(layout.journal_key(name))
 
     def journal_names(self, prefix: str, limit: int | None = None) -> list[str]:
@@ -325,6 +329,7 @@ class SignatureStore:
         return key[len(layout.JOURNAL):].decode()
 
     def get_meta_int(self, name: str, default: int) -> int:
+        """A meta entry as an int (`default`: not set)."""
         value = self.get_meta(name)
         return default if value is None else int(value)
 
@@ -334,6 +339,7 @@ class SignatureStore:
         return self.memory.seqs([layout.index_key(tag, key)])[0]
 
     def doc(self, seq: int) -> DocRecord | None:
+        """The record of the page with this seq (None: none, expired or deleted)."""
         data = self.db.get(layout.doc_key(seq))
         return None if data is None else DocRecord.decode(seq, data)
 
@@ -366,6 +372,7 @@ class SignatureStore:
         return found
 
     def seq_for(self, page_id: str) -> int | None:
+        """The seq of the stored page with this id (None: no such page)."""
         return filing.seq_with_id(page_id, self.memory.values([layout.page_id_key(page_id)])[0], self.doc)
 
     def _scan(self, cf: Rdict, start: bytes | None = None, verify: bool = False) -> Iterator[tuple[bytes, bytes]]:
@@ -401,6 +408,7 @@ class SignatureStore:
             del self.db[config]
 
     def iter_docs(self) -> Iterator[DocRecord]:
+        """Every stored page's record, in seq order."""
         for key, value in self._scan(self.db, layout.DOC):
             if key[:1] != layout.DOC:
                 return
@@ -431,6 +439,7 @@ class SignatureStore:
 
     # -- writes ----------------------------------------------------------------------------
     def batch(self) -> StoreBatch:
+        """A new batch of changes against this store."""
         return StoreBatch(self)
 
     def _remove(self, docs: Sequence[DocRecord], wb: WriteBatch | None = None) -> None:
@@ -553,6 +562,7 @@ class SignatureStore:
         return sum(cf.property_int_value(name) or 0 for cf in (self.db, self.index))
 
     def close(self) -> None:
+        """Close the store: stop the index's growth threads, write the index files of a clean close, close RocksDB."""
         if self.db is not None:
             for index in (getattr(self, "memory", None), getattr(self, "words", None)):
                 if index is not None:  # no growth left running beside a closed store

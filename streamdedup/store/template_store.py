@@ -56,6 +56,7 @@ class TemplateCache:
         return self._share.limit() if self._share is not None else TEMPLATE_BYTES.each()
 
     def take(self, site_hash: int) -> SiteTemplate | None:
+        """Take a site's template out of the cache (None: not there), giving back its bytes."""
         held = self._templates.pop(site_hash, None)
         if held is None:
             return None
@@ -63,6 +64,7 @@ class TemplateCache:
         return held[0]
 
     def put(self, site_hash: int, template: SiteTemplate) -> None:
+        """Keep a site's template, dropping the oldest put while the cache is over its budget."""
         if site_hash in self._templates:  # (a batch took it out: not there, as a rule)
             self.take(site_hash)
         if self._shared and self._share is None:
@@ -76,6 +78,7 @@ class TemplateCache:
             self._size -= self._templates.pop(oldest)[1]
 
     def clear(self) -> None:
+        """Drop every template held."""
         self._templates.clear()
         self._size = 0
 
@@ -144,6 +147,7 @@ class SiteTemplates:
         self._wrote: dict[int, tuple[int, int]] = {}  # site -> its deltas and their bytes once `write` is written
 
     def get(self, site_hash: int) -> SiteTemplate:
+        """A site's template, staged for the batch: from the cache, else read from the store (empty if none)."""
         template = self._staged.get(site_hash)
         if template is None:
             template = None if self._cache is None else self._cache.take(site_hash)
@@ -155,6 +159,7 @@ class SiteTemplates:
         return template
 
     def write(self, wb: WriteBatch) -> None:
+        """Put the staged changes in the WriteBatch: each learned template as a delta or whole, changed layouts."""
         self._wrote.clear()
         for site_hash, template in self._staged.items():
             if template.layout_changed and template.layout is not None:  # small: written whole
@@ -184,10 +189,13 @@ class SiteTemplates:
                 self._cache.put(site_hash, template)
 
     def clear(self) -> None:
+        """Drop the staged templates (the batch was discarded or written)."""
         self._staged.clear()
 
 
 class TemplateStore:
+    """The template models of one input partition's sites, in a RocksDB of their own (the global topology)."""
+
     def __init__(self, path: Path, params: TemplateParams | None = None) -> None:
         self.db = open_plain_db(path)
         self._cache = TemplateCache()
@@ -199,12 +207,15 @@ class TemplateStore:
         return self._templates.get(site_hash)
 
     def get_meta(self, name: str) -> bytes | None:
+        """A meta entry's value (None: not set)."""
         return self.db.get(layout.meta_key(name))
 
     def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry (the partition's offset), written at commit."""
         self._meta[name] = value
 
     def commit(self) -> None:
+        """Write the staged templates and meta entries in one WriteBatch."""
         wb = WriteBatch(raw_mode=True)
         self._templates.write(wb)
         for name, value in self._meta.items():
@@ -214,13 +225,16 @@ class TemplateStore:
         self.discard()
 
     def discard(self) -> None:
+        """Drop what is staged."""
         self._templates.clear()
         self._meta.clear()
 
     def property_total(self, name: str) -> int:
+        """A RocksDB integer property of the store (0: not known)."""
         return self.db.property_int_value(name) or 0
 
     def close(self) -> None:
+        """Drop what is staged, give back the cache's budget and close RocksDB."""
         self.discard()
         self._cache.close()
         self.db.close()

@@ -19,6 +19,8 @@ from streamdedup.runtime.record_identity import kafka_position
 
 
 class PartitionHandler(Protocol):
+    """What the worker asks of the handler of one assigned (topic, partition): decide, stage, commit or discard."""
+
     stateful: bool  # keeps a store whose offset the worker checks (and replays to) on assignment
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
@@ -28,15 +30,25 @@ class PartitionHandler(Protocol):
         replayed."""
         ...
 
-    def get_meta(self, name: str) -> bytes | None: ...
+    def get_meta(self, name: str) -> bytes | None:
+        """A meta entry of the handler's store (None: not set; the committed offset is one)."""
+        ...
 
-    def stage_meta(self, name: str, value: bytes) -> None: ...
+    def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry (the offset the batch reaches) with the batch's store changes."""
+        ...
 
-    def commit(self) -> None: ...
+    def commit(self) -> None:
+        """Write the batch's staged store changes, after its Kafka transaction committed."""
+        ...
 
-    def discard(self) -> None: ...
+    def discard(self) -> None:
+        """Drop the batch's staged store changes (its transaction was aborted)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the handler's store (the partition was revoked or the worker stops)."""
+        ...
 
     def property_total(self, name: str) -> int:
         """A RocksDB property summed over the handler's store (0 without one), for metrics."""
@@ -66,26 +78,36 @@ class PartitionHandler(Protocol):
 
 
 class Topology(Protocol):
-    def topics(self) -> list[str]: ...
+    """What the worker asks of a topology: the topics to subscribe to and a handler per assigned partition."""
 
-    def open(self, topic: str, partition: int) -> PartitionHandler: ...
+    def topics(self) -> list[str]:
+        """The topics the worker subscribes to."""
+        ...
+
+    def open(self, topic: str, partition: int) -> PartitionHandler:
+        """The handler of an assigned partition of one of `topics`."""
+        ...
 
 
 # A consumed message always has its topic, partition and offset, and ours always a value;
 # confluent-kafka's stub types them as optional, so these say it once.
 def topic_of(message: Message) -> str:
+    """A consumed message's topic."""
     return cast(str, message.topic())
 
 
 def partition_of(message: Message) -> int:
+    """A consumed message's partition."""
     return cast(int, message.partition())
 
 
 def offset_of(message: Message) -> int:
+    """A consumed message's offset."""
     return cast(int, message.offset())
 
 
 def value_of(message: Message) -> bytes:
+    """A consumed message's value (b"" for a tombstone)."""
     return message.value() or b""
 
 
@@ -95,6 +117,7 @@ def headers_of(message: Message) -> list[tuple[str, bytes | None]]:
 
 
 def source_of(message: Message) -> str:
+    """Where a message came from, as outputs name it: topic[partition]@offset."""
     return f"{topic_of(message)}[{partition_of(message)}]@{offset_of(message)}"
 
 

@@ -78,6 +78,7 @@ class Holding:
 
     @property
     def on(self) -> bool:
+        """Whether final verdicts are held at all (a wait above 0)."""
         return self.wait_s > 0
 
 
@@ -88,6 +89,7 @@ _LOWEST = page_order(0, 0, 0, 0)  # below every page's place: event times are af
 
 
 def send_watermark(out: Outputs, topic: str, partitions: int, source: int, watermark: bytes) -> None:
+    """Send a fingerprint partition's watermark to every partition of the index topic."""
     value = watermark_value(source, watermark)
     for partition in range(partitions):
         out.send(topic, None, value, _WATERMARK_KIND, partition=partition)
@@ -180,6 +182,7 @@ class FingerprintPartition:
         return False
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        """Fingerprint a batch of input pages into index requests and headers; returns how many were replayed."""
         now_ms = int(time.time() * 1000)
         params = self.fingerprinter.config.template
         replayed = 0
@@ -270,6 +273,7 @@ class FingerprintPartition:
         return lag == 0 and now - self.last_batch_at >= self.holding.interval_s
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        """Send this partition's watermark when it is due (`due`): infinite when idle, or taken back."""
         if self.due(now, lag):
             self._send_watermark(out, self._waking() if self._taking_back(lag) else INFINITE)
 
@@ -293,17 +297,21 @@ class FingerprintPartition:
         return self.highest or _LOWEST
 
     def get_meta(self, name: str) -> bytes | None:
+        """A meta entry of the partition's template store."""
         return self.store.get_meta(name)
 
     def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry with the batch's template changes."""
         self.store.stage_meta(name, value)
 
     def commit(self) -> None:
+        """Write the batch's template changes and keep the highest page it reached as committed."""
         self.store.commit()
         self._ids.clear()
         self._committed_highest = (self.highest, self.highest_event_ms)
 
     def discard(self) -> None:
+        """Drop the batch's template changes; its watermark is sent again."""
         self.store.discard()
         self._ids.clear()
         self.sent = None  # its watermark record may not have gone out: send it again
@@ -312,12 +320,15 @@ class FingerprintPartition:
         self.highest, self.highest_event_ms = self._committed_highest
 
     def property_total(self, name: str) -> int:
+        """A RocksDB property of the partition's template store."""
         return self.store.property_total(name)
 
     def work(self) -> Mapping[str, int]:
+        """None: pages are judged in the index partitions."""
         return {}  # pages are judged in the index partitions
 
     def step_ns(self) -> Mapping[str, int]:
+        """None: pages are judged in the index partitions."""
         return {}
 
     def extraction(self) -> Mapping[str, int]:
@@ -325,5 +336,6 @@ class FingerprintPartition:
         return dict(self._extraction)
 
     def close(self) -> None:
+        """Close the partition's template store."""
         self._ids.clear()
         self.store.close()

@@ -31,9 +31,11 @@ class LocalTopology:
         self.config = config
 
     def topics(self) -> list[str]:
+        """The input topic alone."""
         return [self.settings.topics.pages]
 
     def open(self, topic: str, partition: int) -> LocalDedupPartition:
+        """A detector on its own store for the input partition."""
         return LocalDedupPartition(self.config, self.settings.state_dir / f"{topic}-{partition}")
 
 
@@ -46,6 +48,8 @@ def decide(detector: Detector, messages: list[Message]) -> tuple[list[Outcome], 
 
 
 class LocalDedupPartition:
+    """One input partition judged by its own detector and store (the local topology)."""
+
     stateful = True
 
     def __init__(self, config: DetectorConfig, path: Path) -> None:
@@ -53,6 +57,7 @@ class LocalDedupPartition:
         self.staged: Any = None
 
     def property_total(self, name: str) -> int:
+        """A RocksDB property of the partition's store."""
         return self.detector.store.property_total(name)
 
     def work(self) -> Mapping[str, int]:
@@ -68,6 +73,7 @@ class LocalDedupPartition:
         return dict(self.detector.step_ns)
 
     def get_meta(self, name: str) -> bytes | None:
+        """A meta entry of the partition's store."""
         return self.detector.store.get_meta(name)
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
@@ -82,21 +88,27 @@ class LocalDedupPartition:
         return replayed
 
     def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry with the batch's store changes."""
         self.staged.set_meta(name, value)
 
     def commit(self) -> None:
+        """Write the batch's store changes."""
         self.detector.commit(self.staged)
         self.staged = None
 
     def discard(self) -> None:
+        """Drop the batch's store changes."""
         self.staged = None
         self.detector.discard()
 
     def close(self) -> None:
+        """Close the partition's detector and store."""
         self.detector.close()
 
     def due(self, now: float, lag: int | None) -> bool:
+        """Never: a verdict goes out with its batch, nothing is held."""
         return False  # nothing is held: a verdict goes out with its batch
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        """Nothing to do: nothing is held."""
         pass

@@ -172,6 +172,7 @@ class IndexStagePartition(_StoredPartition):
         return self._lowered_by_doubts()
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
+        """Lower this partition's watermark where a doubted claim asks it."""
         self._lower_for_doubted_claims(out)
 
     def _lowered_by_doubts(self) -> bool:
@@ -190,6 +191,7 @@ class IndexStagePartition(_StoredPartition):
             self._send_watermark(out, self.watermark())
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        """Answer a batch's index requests and pass watermarks on; returns how many messages were replayed."""
         replayed = 0
         requests: list[Message] = []
         if self.holding.on and offset_of(messages[0]) >= replay_until:
@@ -248,6 +250,7 @@ class IndexStagePartition(_StoredPartition):
         return replayed
 
     def discard(self) -> None:
+        """Drop the batch's store changes and reload the watermarks the store holds."""
         super().discard()
         self._load_watermarks()
         self.sent = None
@@ -268,6 +271,7 @@ class GatherStagePartition(_StoredPartition):
         self.holding = holding
 
     def process(self, messages: list[Message], out: Outputs, replay_until: int) -> int:
+        """Gather a batch's parts and release markers into verdicts; returns how many messages were replayed."""
         replayed = 0
         now_ms = int(time.time() * 1000)
         for message in messages:
@@ -309,6 +313,7 @@ class GatherStagePartition(_StoredPartition):
         return replayed
 
     def due(self, now: float, lag: int | None) -> bool:
+        """Whether a held page's wait is over."""
         return self.holding.on and bool(self.gather.due(int(time.time() * 1000), int(self.holding.wait_s * 1000)))
 
     def tick(self, out: Outputs, now: float, lag: int | None) -> None:
@@ -328,6 +333,7 @@ def _released(out: Outputs, by: str, waited: float) -> None:
 
 
 def emit_decided(out: Outputs, decided: Decided) -> None:
+    """Send a page's final outcome: a rejection as a dead letter, else its verdict to its output topic."""
     header, dedup = decided.header, decided.dedup
     if dedup["status"] == "rejected":
         out.rejected(header.page_id.encode("utf-8", "surrogatepass"), orjson.dumps(header.record),
@@ -364,9 +370,11 @@ class GlobalTopology:
         self.holding = Holding(settings.verdict_wait_s, settings.watermark_interval_s, settings.allowed_lateness_ms)
 
     def topics(self) -> list[str]:
+        """The input topic and the two internal topics (index requests, parts)."""
         return [self.settings.topics.pages, self.routes.index_topic, self.routes.parts_topic]
 
     def open(self, topic: str, partition: int) -> Any:
+        """The handler of a partition: an index, a gather or a fingerprint step, by its topic."""
         path = self.settings.state_dir / f"{topic}-{partition}"
         if topic == self.routes.index_topic:
             index = IndexPartition(Path(path), self.fingerprinter.methods, self.policy,
