@@ -81,6 +81,7 @@ class LazyInside:
         self._marks: np.ndarray | None = None
 
     def __call__(self) -> np.ndarray:
+        """The page's article-block marks, found at the first call and kept (all False without a page)."""
         if self._marks is None:
             page, self._page = self._page, None
             self._marks = (inside_marks(page, self._text, self._hashes, self._found) if page is not None

@@ -30,6 +30,8 @@ KNOWN_PAGES = 20
 
 @dataclass(frozen=True)
 class Case:
+    """One attack: the host with or without articles before, a long article or a brief, the attacker's host."""
+
     name: str
     known: bool  # the host has KNOWN_PAGES articles of its own before
     long: bool  # a 240-word article, else a 40-word brief

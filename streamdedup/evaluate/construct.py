@@ -112,12 +112,14 @@ BAD_LINES = (b'{"url": "https://broken.example/1", "content": "<p>cut off',
 
 
 def write_jsonl(records: Iterable[dict[str, Any]], path: Path, extra_lines: Iterable[bytes] = ()) -> None:
+    """Write records as JSON Lines (gzipped for a .gz name), then any extra raw lines."""
     data = b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
     data += b"".join(line + b"\n" for line in extra_lines)
     path.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
 
 
 def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A built set's counts: pages, clusters, variants, negatives, cluster sizes and hosts."""
     sizes = Counter(Counter(r["cluster"] for r in records).values())
     hosts = Counter(r["host"] for r in records)
     return {"pages": len(records), "clusters": len({r["cluster"] for r in records}),
@@ -129,6 +131,7 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Build the labelled sets from real pages (`streamdedup devset`); its exit status."""
     parser = argparse.ArgumentParser(prog="streamdedup devset", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=Path, action="append", default=[],

@@ -59,6 +59,7 @@ class Tally:
     pages: int = 0
 
     def scores(self) -> dict[str, float | int]:
+        """The group's edge counts and the precision and recall they give, rounded."""
         def ratio(part: int, whole: int) -> float:
             return round(part / whole, 4) if whole else 1.0
 

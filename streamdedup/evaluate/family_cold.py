@@ -30,6 +30,7 @@ HOST_KINDS = ("briefs", "articles", "revision", "revision")  # revisions twice: 
 
 def build_cold(pool: list[SourcePage], templates: list[SourcePage], rng: random.Random, out: LabelledSet,
                hosts: int = 80) -> None:
+    """Add the 'cold' family to `out`: `hosts` hosts of two or three pages each, in a donor's template."""
     donors = one_donor_per_site(templates, rng)
     sources = sorted(pool, key=lambda p: p.name)
     rng.shuffle(sources)

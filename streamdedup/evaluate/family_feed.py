@@ -24,6 +24,7 @@ APPENDED_WORDS = 20
 
 def revise(kind: str, page: SourcePage, title: str, paragraphs: list[str], when: datetime,
               spare: list[str], rng: random.Random) -> tuple[str, list[str]]:
+    """A story's title and paragraphs after a revision of `kind` (an update line, a correction, ...)."""
     if kind == "update_line":
         return title, [update_line(page, when), *paragraphs]
     if kind == "correction":

@@ -15,6 +15,7 @@ def _pairs(n: int) -> int:
 
 
 def pair_scores(gold: Sequence[Hashable], predicted: Sequence[Hashable]) -> dict[str, float | int]:
+    """Pairwise precision, recall and F1 of a predicted clustering against the gold one, and the pair counts."""
     if len(gold) != len(predicted):
         raise ValueError(f"gold has {len(gold)} labels, predicted {len(predicted)}")
     joint = Counter(zip(gold, predicted, strict=True))

@@ -183,6 +183,7 @@ def _man_candidates(folder: Path, lang: str, limit: int) -> list[tuple[str, byte
 
 
 def load_man_pages(folder: Path, lang: str, limit: int = MAN_PAGES_PER_LANGUAGE) -> list[SourcePage]:
+    """Up to `limit` man pages of a language, rendered to HTML, as source pages."""
     candidates = _man_candidates(folder, lang, limit)
     with ThreadPoolExecutor(2) as pool:
         rendered = list(pool.map(_render_man, (raw for _, raw in candidates)))
@@ -232,6 +233,7 @@ def default_sources() -> list[Path]:
 
 
 def is_source(path: Path) -> bool:
+    """Whether a folder is one of the multilingual sources (a handbook's, the man pages', Tibetan)."""
     return path.is_dir() and (path.name in HANDBOOK_LANGS or path.name in MAN_LANGS
                               or (path / "bod.html").exists())
 

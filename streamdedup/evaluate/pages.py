@@ -38,6 +38,8 @@ _SITE_NUMBER = re.compile(r"-\d+$")
 
 @dataclass(frozen=True)
 class SourcePage:
+    """A real page the sets are built from: its HTML, article paragraphs, title, language and site."""
+
     name: str
     source: str  # raw page HTML
     paragraphs: tuple[str, ...]  # the article's text blocks
@@ -49,19 +51,23 @@ class SourcePage:
 
     @property
     def segmenter(self) -> Segmenter:
+        """How the page's text is cut into words: by spaces, or units of a dense script."""
         return UNITS if self.dense else SPACES
 
     @property
     def words(self) -> int:
+        """The article's length in words (units of a dense script)."""
         count = self.segmenter.count
         return sum(count(p) for p in self.paragraphs)
 
     @property
     def site_key(self) -> str:
+        """The page's site, or its name where the site is not known."""
         return self.site or self.name
 
 
 def normalise(text: str) -> str:
+    """The text with every run of white space one space, stripped."""
     return SPACE.sub(" ", text).strip()
 
 

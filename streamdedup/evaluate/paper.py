@@ -24,12 +24,14 @@ def cluster_pairs(labels: Sequence[str]) -> set[Pair]:
 
 
 def verify_pairs(pairs: Iterable[Pair], texts: Sequence[str], threshold: float = 0.8) -> set[Pair]:
+    """The pairs whose texts are at least `threshold` alike by rapidfuzz's ratio (the papers' verification)."""
     from rapidfuzz.fuzz import ratio
 
     return {(i, j) for i, j in pairs if texts[i] and texts[j] and ratio(texts[i], texts[j]) / 100 >= threshold}
 
 
 def paper_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, dict[str, float | int]]:
+    """Each method's recall and precision of the verified pairs, and the pairs it found."""
     scores = {}
     for name, pairs in found.items():
         hits = len(pairs & verified)
@@ -42,5 +44,6 @@ def paper_scores(found: dict[str, set[Pair]], verified: set[Pair]) -> dict[str, 
 
 
 def dice_matrix(found: dict[str, set[Pair]]) -> dict[str, dict[str, float]]:
+    """The Dice overlap of each two methods' found pairs."""
     return {a: {b: round(2 * len(found[a] & found[b]) / (len(found[a]) + len(found[b])), 4)
                 if found[a] or found[b] else 1.0 for b in found} for a in found}

@@ -247,6 +247,7 @@ def _attack(rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(path: Path, metrics: dict[str, Any], errors: dict[str, Any]) -> None:
+    """Write the evaluation's HTML report: each method's scores and its errors."""
     methods = metrics["methods"]
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>streamdedup evaluation</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}

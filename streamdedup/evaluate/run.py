@@ -56,6 +56,7 @@ def _rounded(scores: dict[str, float | int]) -> dict[str, float | int]:
 
 
 def decide_all(config: DetectorConfig, items: list[Fingerprinted | Outcome], state: Path) -> list[Outcome]:
+    """Decide prepared pages in batches on a fresh store at `state`, in order."""
     outcomes: list[Outcome] = []
     with Detector(config, state) as detector:
         for start in range(0, len(items), config.batch_size):

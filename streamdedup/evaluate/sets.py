@@ -36,10 +36,12 @@ def bucket(name: str, salt: str) -> float:
 
 
 def split_of(page: SourcePage) -> str:
+    """Whether a page's site goes to the dev or the test split (stable, by a hash of the site)."""
     return "dev" if bucket(page.site_key, "split") < 0.5 else "test"
 
 
 def family_of(page: SourcePage) -> str:
+    """The family a source page is built into (multilingual, web, or by a stable hash of its name)."""
     if page.corpus == "multilingual":
         return "multilingual"
     if page.corpus in ("readability", NEWSPAPER_CORPUS):  # news articles, a few per site: the cross-site crawl
@@ -53,6 +55,7 @@ def family_of(page: SourcePage) -> str:
 
 
 def slug(name: str) -> str:
+    """A page name as a short host label: lower case letters, digits and dashes."""
     name = name.removeprefix("traf:").removesuffix(".html")
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "site"
 
@@ -157,4 +160,5 @@ class LabelledSet:
             "split": self.split, "source_page": source, "template": template, **extra})
 
     def in_fetch_order(self) -> list[dict[str, Any]]:
+        """The set's records in crawl order (`fetch_order`)."""
         return sorted(self.records, key=fetch_order)

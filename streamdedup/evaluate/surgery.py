@@ -196,10 +196,12 @@ def recrawl_html(html: str, rng: random.Random, titles: list[str], when: datetim
 
 
 def recrawl(page: SourcePage, rng: random.Random, others: list[SourcePage], when: datetime) -> str:
+    """The page fetched again, its boilerplate changed (`recrawl_html`)."""
     return recrawl_html(own_page(page), rng, [o.title for o in others], when)
 
 
 def print_version(page: SourcePage, paragraphs: Iterable[str]) -> str:
+    """A print version of the page: its title and these paragraphs, no template."""
     body = "".join(f"<p>{_escape(p)}</p>" for p in paragraphs)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_escape(page.title)}</title></head>"
             f"<body><h1>{_escape(page.title)}</h1>{body}</body></html>")
@@ -285,6 +287,7 @@ def short_body(page: SourcePage, rng: random.Random, low: int = 10, high: int = 
 
 
 def language(page: SourcePage) -> str:
+    """The page's language among those the update lines are written in, else English."""
     lang = (page.lang or "en")[:2].lower()
     return lang if lang in UPDATED else "en"
 
@@ -301,10 +304,12 @@ def headline_changed(title: str, paragraphs: list[str], rng: random.Random) -> s
 
 
 def correction_note(page: SourcePage, paragraphs: list[str], rng: random.Random) -> str:
+    """A correction note in the page's language quoting three of its words."""
     words = rng.choice([p for p in paragraphs if p.split()]).split()
     start = rng.randrange(max(1, len(words) - 3))
     return CORRECTION[language(page)].format(" ".join(words[start: start + 3]))
 
 
 def update_line(page: SourcePage, when: datetime) -> str:
+    """An "Updated" line in the page's language with the time `when`."""
     return UPDATED[language(page)].format(when)

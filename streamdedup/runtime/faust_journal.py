@@ -32,6 +32,7 @@ _OFFSET_DIGITS = 20  # offsets zero-padded in journal names, so names sort as of
 
 
 def journal_name(topic: str, partition: int, offset: int) -> str:
+    """The journal entry name of an input record, ordered by offset within its partition."""
     return f"{topic}:{partition}@{offset:0{_OFFSET_DIGITS}d}"
 
 

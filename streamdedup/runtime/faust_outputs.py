@@ -114,6 +114,7 @@ def input_headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 
 def is_size_refusal(err: BaseException) -> bool:
+    """Whether aiokafka refused a record (or its batch) as too large, itself or as the cause."""
     from aiokafka.errors import MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError
 
     causes = (err, err.__cause__)

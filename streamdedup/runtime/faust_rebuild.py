@@ -48,9 +48,13 @@ class Replaying(Protocol):
     topic: str
     partition: int
 
-    def next_offset(self) -> int | None: ...
+    def next_offset(self) -> int | None:
+        """The next offset of the partition the keeper's store has not read (None: it has read none)."""
+        ...
 
-    def replay(self, messages: list[Any], until: int) -> None: ...
+    def replay(self, messages: list[Any], until: int) -> None:
+        """Decide these records (below `until`) into the store and journal, emitting nothing: their outputs are out."""
+        ...
 
 
 class RebuildStalled(RuntimeError):
@@ -207,6 +211,7 @@ def range_consumer(settings: WorkerSettings, group_id: str) -> Any:
 
 
 def topic_partition(topic: str, partition: int, offset: int | None = None) -> Any:
+    """A confluent-kafka TopicPartition, at `offset` if given."""
     from confluent_kafka import TopicPartition
 
     return TopicPartition(topic, partition) if offset is None else TopicPartition(topic, partition, offset)

@@ -50,9 +50,11 @@ class KafkaPauser:
         self.app = app  # its consumer is made when first asked for, with the app's own changes (`create_app`)
 
     def pause(self, topic: str, partition: int) -> None:
+        """Pause fetching one partition, on the consumer's thread."""
         self._on_thread("pause", topic, partition)
 
     def resume(self, topic: str, partition: int) -> None:
+        """Resume fetching one partition, on the consumer's thread."""
         self._on_thread("resume", topic, partition)
 
     def _on_thread(self, method: str, topic: str, partition: int) -> None:

@@ -39,6 +39,7 @@ class FeedFailed(RuntimeError):
 
 
 def message_of(raw: RawRecord) -> tuple[bytes | None, bytes]:
+    """The Kafka key and value `feed` produces for a raw record."""
     key, value, _ = described(raw)
     return key, value
 

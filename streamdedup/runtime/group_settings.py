@@ -76,9 +76,11 @@ class GroupRecord:
     topology: str = ""  # the group's topology ("": a record of 0.11.0 or earlier, which does not tell)
 
     def key(self) -> bytes:
+        """The record's key on the settings topic: group, generation and verdict id."""
         return f"{self.group}\x00{self.generation}\x00{self.identity.hex()}".encode()
 
     def encode(self) -> bytes:
+        """The record's JSON value on the settings topic."""
         return orjson.dumps({"group": self.group, "generation": self.generation, "verdict_id": self.identity.hex(),
                              "settings": dict(self.settings), "written_by": self.written_by,
                              "internal_topics": list(self.internal), "reads": self.reads,
@@ -98,6 +100,7 @@ class GroupRecord:
             return None
 
     def described(self) -> str:
+        """The settings as one line, name=value, sorted."""
         return ", ".join(f"{key}={value}" for key, value in sorted(self.settings.items()))
 
 
@@ -360,6 +363,7 @@ class GroupRecordCache:
         self.read_at = float("-inf")
 
     def current(self) -> GroupRecord | None:
+        """The group's record, read again from the settings topic if the last read is older than `max_age_s`."""
         now = time.monotonic()
         if now - self.read_at >= self.max_age_s:
             self.record = read_group_record(self.settings)

@@ -28,6 +28,8 @@ def _alive() -> tuple[bool, dict[str, Any]]:
 
 
 class WorkerMetrics:
+    """A worker's Prometheus metrics in a registry of their own, served over HTTP by `serve`."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.pages = Counter("streamdedup_pages_total", "Pages processed, by verdict", ["status"],
@@ -167,6 +169,7 @@ class WorkerMetrics:
         return (bound_host if isinstance(bound_host, str) else bytes(bound_host).decode()), int(bound_port)
 
     def close(self) -> None:
+        """Stop the metrics HTTP server, if one runs."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

@@ -57,6 +57,7 @@ def is_secret(name: str) -> bool:
 
 
 def mask(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings with those that may carry a secret (`is_secret`) shown as *****."""
     return {k: "*****" if is_secret(k) else v for k, v in settings.items()}
 
 
@@ -204,6 +205,7 @@ class WorkerSettings:
     @classmethod
     def load(cls, config_file: Path | None = None, env: Mapping[str, str] | None = None,
              **flags: Any) -> WorkerSettings:
+        """The worker's settings: the defaults, then the config file, the environment, then the flags given."""
         settings = cls()
         if config_file is not None:
             data = read_toml(config_file)

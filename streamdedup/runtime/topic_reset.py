@@ -133,10 +133,12 @@ class RecordIdentity:
 
     @classmethod
     def of(cls, message: Message) -> RecordIdentity:
+        """The identity of a consumed record: its offset, timestamp and a digest of its key, value and stamp."""
         digest = record_digest(message.key(), message.value(), _stamp(message))
         return cls(int(message.offset() or 0), int(message.timestamp()[1]), digest.hex())
 
     def encode(self) -> bytes:
+        """The identity as the JSON a store keeps."""
         return orjson.dumps({"offset": self.offset, "timestamp": self.timestamp, "hash": self.digest})
 
     @classmethod

@@ -41,6 +41,7 @@ def consumer_settings() -> dict[str, object]:
 
 
 def topic_config(name: str, settings: WorkerSettings) -> dict[str, str]:
+    """The Kafka config a topic is created with: its largest record, compaction, replicas in sync."""
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     if name in (settings.topics.settings, settings.topics.cluster_view):  # kept for ever, by key
         config["cleanup.policy"] = "compact"

@@ -39,6 +39,7 @@ class CallWatchdog:
 
     @contextmanager
     def call(self, what: str, timeout_s: float) -> Iterator[None]:
+        """Around one blocking call: if it lasts past `timeout_s` and the grace, `on_stuck` is called."""
         started = self.clock()
         with self._lock:
             self._armed = (what, started, started + timeout_s + self.grace_s)
@@ -52,6 +53,7 @@ class CallWatchdog:
                 self._armed = None
 
     def close(self) -> None:
+        """Stop the watching thread."""
         self._stop.set()
 
     def _watch(self) -> None:

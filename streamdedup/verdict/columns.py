@@ -108,6 +108,7 @@ class CandidateSimilarities:
         self._asked: dict[str, np.ndarray | None] = {}  # None: every candidate asked
 
     def __call__(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """`name`'s values (a method, or method.measure) for the candidates at `rows`, each measured once."""
         values = self._values.get(name)
         count = len(self.theirs)
         if values is None and len(rows) == count:  # the first question, of all of them (a first rule's)

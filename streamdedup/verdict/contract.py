@@ -104,6 +104,7 @@ class Rejection(_RejectionFields):
     __slots__ = ()
 
     def __new__(cls, reason: str, detail: str, origin: str, page_id: str | None = None) -> Rejection:
+        """A rejection of a record: its reason, detail, origin and page id where known; the verdict fields empty."""
         return super().__new__(cls, page_id, "rejected", None, None, None, None, (), None, None, (), (), False,
                                reason, detail, origin)
 

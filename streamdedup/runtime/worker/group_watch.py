@@ -58,6 +58,7 @@ class GroupWatch:
         self.held: dict[TP, Standing] = {}  # partitions whose last stable offset stands below the high watermark
 
     def due(self, now: float) -> bool:
+        """Whether it is time to check the group for stalled partitions again."""
         return self.settings.stall_timeout_s > 0 and now - self.checked_at >= self.settings.stall_timeout_s / 4
 
     def check(self, consumer: Consumer, topics: Iterable[str], own: Iterable[TP], now: float) -> list[TP]:

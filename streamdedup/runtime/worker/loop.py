@@ -119,6 +119,7 @@ class Worker(Transactions, Assignment):
 
     # -- the loop -----------------------------------------------------------------------------
     def stop(self) -> None:
+        """Ask the worker to stop after the batch in hand (safe from a signal handler or another thread)."""
         self._stop.set()
 
     def run(self, idle_timeout_s: float | None = None, assignment_timeout_s: float = 120.0,
