@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -320,11 +321,16 @@ def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
                  + f"; `{chosen.prog} --help` lists its options")
 
 
+def _typos(parser: argparse.ArgumentParser, unknown: list[str]) -> dict[str, str]:
+    """Each of the unknown arguments that is close to one of the parser's options, and that option."""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    return {arg: close[0] for arg in unknown if arg.startswith("-")
+            for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.6)] if close}
+
+
 def _typo_hint(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
     """"did you mean --fresh?" for each of the unknown arguments that is close to one of the parser's options."""
-    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
-    typos = {arg: close[0] for arg in unknown if arg.startswith("-")
-             for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=1, cutoff=0.6)] if close}
+    typos = _typos(parser, unknown)
     return " ".join(f"did you mean {meant}" + (f" for {arg}" if len(typos) > 1 else "") + "?"
                     for arg, meant in typos.items())
 
@@ -337,11 +343,13 @@ def _refuse_missing(missing: _MissingRequired, argv: list[str]) -> NoReturn:
     known = {o for action in parser._actions for o in action.option_strings}
     given = [arg for arg in argv if arg.startswith("--") and arg.split("=", 1)[0] not in known
              and not any(o.startswith(arg.split("=", 1)[0]) for o in known)]  # (an abbreviation is known)
-    typos = [arg for arg in given if _typo_hint(parser, [arg])]
-    hint = _typo_hint(parser, typos)
-    if not hint:
+    typos = _typos(parser, given)
+    if not typos:
         argparse.ArgumentParser.error(parser, missing.message)
-    argparse.ArgumentParser.error(parser, f"unrecognized arguments: {' '.join(typos)} ({hint}); "
+    named = re.findall(r"--[\w-]+", missing.message)  # the options missing (not a typo's: then said too)
+    also = "" if any(meant in named for meant in typos.values()) else f"; {missing.message}"
+    hint = _typo_hint(parser, list(typos))
+    argparse.ArgumentParser.error(parser, f"unrecognized arguments: {' '.join(typos)} ({hint}){also}; "
                                   f"`{parser.prog} --help` lists its options")
 
 

@@ -21,6 +21,15 @@ def _crawl(tmp_path: Path) -> Path:
     ])
 
 
+def _refused_saying(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run the command line on `argv`: it stops with code 2 and its last error line starts with `said`."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(said), last
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["dedup", "crawl.jsonl", "--out", "o", "--fersh"],
      "streamdedup dedup: error: unrecognized arguments: --fersh (did you mean --fresh?); "
@@ -35,11 +44,7 @@ def _crawl(tmp_path: Path) -> Path:
 def test_an_unknown_option_names_the_command_and_the_option_meant(argv: list[str], said: str,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """argparse's own line gave the top-level usage and "unrecognized arguments: --fersh" only."""
-    with pytest.raises(SystemExit) as stopped:
-        main(argv)
-    assert stopped.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith(said), last
+    _refused_saying(argv, said, capsys)
 
 
 @pytest.mark.parametrize(("argv", "said"), [
@@ -50,17 +55,16 @@ def test_an_unknown_option_names_the_command_and_the_option_meant(argv: list[str
      "streamdedup store expire: error: unrecognized arguments: --bfore (did you mean --before?)"),
     (["clusters", "--bootstrap-sevrers", "k:9092"],
      "streamdedup clusters: error: unrecognized arguments: --bootstrap-sevrers (did you mean --bootstrap-servers?)"),
+    (["dedup", "crawl.jsonl", "--frsh"],  # a typo of another option: the one missing is named too
+     "streamdedup dedup: error: unrecognized arguments: --frsh (did you mean --fresh?); the following arguments "
+     "are required: --out; `streamdedup dedup --help` lists its options"),
     (["dedup", "crawl.jsonl", "--fresh"],  # no typo: argparse's own line, which names the option missing
      "streamdedup dedup: error: the following arguments are required: --out"),
 ])
 def test_a_typo_of_a_required_option_names_the_option_meant(argv: list[str], said: str,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`dedup FILE --otu DIR` said "the following arguments are required: --out", not the typo that caused it."""
-    with pytest.raises(SystemExit) as stopped:
-        main(argv)
-    assert stopped.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith(said), last
+    _refused_saying(argv, said, capsys)
 
 
 def test_the_same_crawl_on_a_kept_store_says_why_every_record_is_rejected(tmp_path: Path,
