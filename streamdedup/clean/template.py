@@ -53,6 +53,7 @@ import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import xxhash
@@ -116,6 +117,7 @@ class TemplateParams:
             raise ValueError("template counts and sizes must be at least 1")
 
 
+@lru_cache(maxsize=1 << 12)  # a page's URL is asked twice: when prepared and when its batch is judged
 def template_site(url: str) -> str:
     """What a template model is kept for.
 
@@ -402,7 +404,14 @@ class SiteTemplate:
 
     def shows_every(self, hashes: LineHashes) -> bool:
         """Whether each of these lines (at least one) is among those the site's earlier pages showed."""
-        return bool(len(hashes)) and bool(self._find(hashes)[1].all())
+        counted = self._lines
+        if not len(hashes) or not len(counted):
+            return False
+        line = int(hashes[0])
+        first = int(counted.searchsorted(line))  # one line first: most pages show a new one there
+        if first == len(counted) or int(counted[first]) != line:
+            return False
+        return bool(self._find(hashes)[1].all())
 
     def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
         """Whether the URL is new and every one of these lines was on enough of the site's earlier pages.

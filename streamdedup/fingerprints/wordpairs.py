@@ -329,8 +329,13 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         if not len(out):
             return empty, False, empty, no_numbers
         text = doc.text
-        lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
-                          for start, end in spans.tolist()], dtype=np.uint64)
+        if text.isascii():  # a character a byte: the lines' bytes are slices of the text's, encoded once
+            data = text.encode("ascii")
+            lines = np.array([xxhash.xxh3_64_intdigest(data[start:end]) for start, end in spans.tolist()],
+                             dtype=np.uint64)
+        else:
+            lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
+                              for start, end in spans.tolist()], dtype=np.uint64)
         return out, bool(capped), lines, numbers_bytes(doc, spans, self._mix)
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:

@@ -197,7 +197,8 @@ class StoreBatch:
             if name not in values:
                 values[name] = None
         self._live.update(hits)
-        answers_seqs = {s for name in hits for s in self._answers[cast(bytes, values[name])][0]}
+        answers = self._answers
+        answers_seqs = set(chain.from_iterable([answers[cast(bytes, values[name])][0] for name in hits]))
         unread = [s for s in answers_seqs if s not in skipped and s not in self._committed_docs and s not in self._docs]
         self._committed_docs.update(self.store.docs(unread))
         cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()

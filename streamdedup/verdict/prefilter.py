@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import Any, cast
 
 import numpy as np
@@ -126,7 +127,7 @@ class CandidateFilter:
             get = self._row_of.get
             rows = np.fromiter((get(s, -1) for s in seqs), dtype=np.int64, count=len(seqs))
         p, q = minhash.params, wordpairs.params
-        similarity, new, their_new, sizes, measured, may, tested = linkable_rows(
+        similarity, new, their_new, sizes, measured, may, tested, may_count = linkable_rows(
             rows, self._ok, self._mh_table, self._mh_sizes, mh_sig.values, mh_sig.set_size, p.threshold,
             minhash.collision, p.containment, p.containment_min_shingles, self._wp_data, self._wp_starts,
             self._wp_width, wp_sig.packed,
@@ -134,11 +135,10 @@ class CandidateFilter:
         if tests is not None:
             tests["tests_run"] += tested
         known = Measured(similarity, new, their_new, sizes, measured) if tested else None
-        if not may.all():
-            with np.errstate(invalid="ignore"):
-                may |= self._some_rule_may_hold(seqs, rows, similarity, found_by)
-            if not may.all():
-                kept = [s for s, k in zip(seqs, may.tolist(), strict=True) if k]
+        if may_count < len(seqs):  # (a comparison with NaN warns of nothing: no `np.errstate` needed)
+            may |= self._some_rule_may_hold(seqs, rows, similarity, found_by)
+            kept = list(compress(seqs, may.tolist()))
+            if len(kept) < len(seqs):
                 return kept, None if known is None or not kept else known.take(may)
         return list(seqs), known
 
@@ -178,7 +178,7 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
                   wp_data: np.ndarray, wp_starts: np.ndarray, width: int, wp_packed: np.ndarray, own: int,
                   num_perm: int, wp_collision: float, held_asked: float, related_min: int,
                   related_share: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
     """MinHash's test and the new shares of the candidates at `rows` (-1: none), and which may link by the shares.
 
     The tests are the engine's own kernels (`minhash_similarities`, `two_bit_new_shares`) on the
@@ -187,7 +187,7 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
     (`engine._held_matches`, `engine._related`), or where it was not tested (a row of -1 or not
     `ok`) or a share is NaN. Returns the similarities, the page's and each candidate's new shares
     and the candidates' pairs (NaN, NaN, NaN and 0 where untested), where each was tested, that
-    mask, and how many rows were tested."""
+    mask, how many rows were tested and how many the mask keeps."""
     count = rows.shape[0]
     similarity, new_shares, their_new_shares = np.full(count, np.nan), np.full(count, np.nan), np.full(count, np.nan)
     pair_counts = np.zeros(count)
@@ -201,7 +201,7 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
             measured[j] = True
             tested += 1
     if not tested:
-        return similarity, new_shares, their_new_shares, pair_counts, measured, may, 0
+        return similarity, new_shares, their_new_shares, pair_counts, measured, may, 0, count
     values = np.empty((tested, mh_table.shape[1]), dtype=mh_table.dtype)
     sizes = np.empty(tested, dtype=mh_sizes.dtype)
     heads = np.empty(tested * width, dtype=np.uint8)
@@ -214,6 +214,7 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
         ends[i] = (i + 1) * width
     found = minhash_similarities(values, sizes, mh_values, mh_size, threshold, mh_collision, containment, min_shingles)
     new, their_new, pairs = two_bit_new_shares(heads, ends, width, wp_packed, own, num_perm, wp_collision)
+    kept = count
     for i in range(tested):
         j = at[i]
         similarity[j] = found[i]
@@ -224,4 +225,5 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
         held = a <= held_asked and size > own
         related = min(size, float(own)) >= related_min and 1.0 - min(a, b) >= related_share
         may[j] = held or related
-    return similarity, new_shares, their_new_shares, pair_counts, measured, may, tested
+        kept -= not may[j]
+    return similarity, new_shares, their_new_shares, pair_counts, measured, may, tested, kept
