@@ -21,7 +21,8 @@ All go through the same steps here, so `streamdedup eval` measures what the Kafk
    ones lacking none of its paragraphs if any do, the earliest of the nearest (`NEAR_AS`) is what
    it duplicates; the page joins the oldest cluster among its duplicate and superseded candidates'
    clusters (the earliest root) and names the others it bridges (`merged_clusters`): of several, only
-   its duplicates' and its parts' (`joined_roots`: a digest of whole stories bridges none). A page
+   its duplicates' and its parts' (`joined_roots`: a digest of whole stories bridges none, nor does a
+   later copy of one of them bridge the digest's, of which it is under half: `bridges`). A page
    with no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
    earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
    partition knows it may be stale). A page whose
@@ -93,7 +94,10 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 19: a line outside the article block, after the page's first <h1> and before the block, sharing a
 #     word with the title before it, is the article's lead: marked as in the block (`article_block._leads`)
 # 20: a page bridges what it supersedes only as its parts' clusters (`joined_roots`): a digest bridges none
-RULES_VERSION = 20
+# 21: a duplicate that is most of one of the pages holding it bridges the cluster of a page of another site
+#     holding it only where it is most of that page too (`MOST_OF`: not a digest's story); it joins the
+#     cluster of the page it names (`named_duplicate`)
+RULES_VERSION = 21
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -120,6 +124,10 @@ HELD_ASKED = 0.25
 HELD_ERRORS = 1.0
 # at most this many ids in `supersedes` and `related_to` (the earliest): a verdict stays small
 MAX_NAMED = 8
+# a page that is most of a page holding it (under this share of that page's text absent from it) bridges
+# the cluster of another site's page holding it only where it is most of that one too (`bridges`). Of a
+# digest's stories at most one is most of it, so copies of its stories after it cannot merge two of them
+MOST_OF = 0.5
 
 
 def relation(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
@@ -456,18 +464,14 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     ranked = sorted(earlier, key=lambda c: c.order)
     duplicates = [c for c in ranked if c.relation == DUPLICATE]
     superseded = [c for c in ranked if c.relation == SUPERSEDES]
-    roots = joined_roots(duplicates + superseded)
+    first = named_duplicate(duplicates)
+    roots = joined_roots(duplicates + superseded, first)
     if roots:  # the page joins the oldest of their clusters, and bridges the others
         cluster_id = roots[0][1]
         merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
     else:  # nothing joined, or whole stories it may not bridge (a digest): a cluster of its own
         cluster_id, merged = page_id, ()
-    if duplicates:
-        # the earliest of the nearest of those holding the most of the page: where an earlier copy
-        # lacks a little of it (a light edit that dropped a line), the page names one that lacks nothing
-        least = min(c.new_share for c in duplicates)
-        holding = _lacking_no_paragraph([c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH])
-        first = _earliest_nearest(holding)
+    if first is not None:
         return Verdict(page_id, "duplicate", cluster_id, first.page_id, first.similarity, first.rule, merged,
                        new_share=first.new_share, text_cut=text_cut)
     related = tuple(c.page_id for c in ranked if c.relation == RELATED)[:MAX_NAMED]
@@ -476,26 +480,55 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
                    text_cut=text_cut)
 
 
-def joined_roots(joins: Sequence[Candidate]) -> list[tuple[Any, str]]:
+def named_duplicate(duplicates: Sequence[Candidate]) -> Candidate | None:
+    """The duplicate candidate a page names (`duplicate_of`), of `duplicates` in order; None if there is none.
+
+    The earliest of the nearest of those holding the most of the page: where an earlier copy lacks a
+    little of it (a light edit that dropped a line), the page names one that lacks nothing."""
+    if not duplicates:
+        return None
+    least = min(c.new_share for c in duplicates)
+    return _earliest_nearest(_lacking_no_paragraph([c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]))
+
+
+def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None) -> list[tuple[Any, str]]:
     """The clusters a page joins (its DUPLICATE and SUPERSEDES `joins`'), as (root order, root id), the oldest first.
 
-    Their clusters where they are one; else those it may bridge (`bridges`). A page holding whole
-    stories of other sites (a digest, anyone's to publish) bridges none: it joins its duplicates' and
-    parts' clusters, and with none starts its own (unique, its `supersedes` naming them all)."""
+    Their clusters where they are one; else those it may bridge (`bridges`) and the cluster of the
+    duplicate it names (`named`, whose story it is in). A page holding whole stories of other sites
+    (a digest, anyone's to publish) bridges none: it joins its duplicates' and parts' clusters, and
+    with none starts its own (unique, its `supersedes` naming them all). Nor does a later copy of one
+    of those stories bridge the digest's cluster and its story's: it is most of its story's page,
+    and under half of the digest's (`bridges`)."""
     roots = sorted({(c.root_order, c.root_id) for c in joins})
     if len(roots) <= 1:
         return roots
-    bridged = {c.root_id for c in joins if bridges(c.relation, c.same_site, c.page_id, c.root_id)}
+    fragment = not any(c.relation == DUPLICATE and not c.their_new_share >= MOST_OF for c in joins)
+    bridged = {c.root_id for c in joins if bridges(c.relation, c.same_site, c.page_id, c.root_id, c.their_new_share,
+                                                   fragment)}
+    if named is not None:
+        bridged.add(named.root_id)
     return [root for root in roots if root[1] in bridged]
 
 
-def bridges(relation: str, same_site: bool, page_id: str, root_id: str) -> bool:
-    """Whether a page may bridge a candidate's cluster and another: it duplicates it, or it is the page's part.
+def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_new_share: float = 0.0,
+            fragment: bool = False) -> bool:
+    """Whether a page may bridge a candidate's cluster and another: its story's page, or its part.
 
-    A part: a page of its own site that it supersedes, the first of its cluster (`root_id` is its `page_id`), as
-    `?page=1` before its view-all page. Pagination is a site's own; a story copied onto the digest's site is in the
-    cluster the story's own page started."""
-    return relation == DUPLICATE or (relation == SUPERSEDES and same_site and root_id == page_id)
+    A duplicate (the page is (nearly) all in the candidate) is its story's page where the page is
+    most of it (`their_new_share`, its text absent from the page, under `MOST_OF`: a copy, a lightly
+    edited or longer version), where it is of the page's own site (its view-all page, another fetch
+    of its URL), or where the page is a `fragment`: most of none of its duplicates (a teaser, a part,
+    whose story's pages all hold it beside more). Otherwise a page of another site holding it beside
+    as much text of its own or more, while another page is the page's story, is a digest or a
+    follow-up, judged against that story when it came and kept apart if it holds another too: a
+    copy of each of a digest's stories after it bridged their clusters and the digest's, merging the
+    stories rule 20 kept apart. A part: a page of its own site that it supersedes, the first of its
+    cluster (`root_id` is its `page_id`), as `?page=1` before its view-all page. Pagination is a
+    site's own; a story copied onto the digest's site is in the cluster the story's own page started."""
+    if relation == DUPLICATE:
+        return same_site or fragment or not their_new_share >= MOST_OF
+    return relation == SUPERSEDES and same_site and root_id == page_id
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

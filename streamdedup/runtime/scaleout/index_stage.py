@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import Candidate, Judged, as_cut, joined_roots, judged
+from streamdedup.verdict.engine import DUPLICATE, Candidate, Judged, as_cut, joined_roots, judged, named_duplicate
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,11 @@ def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[by
     """The asking page's root as this partition knows it.
 
     The earliest root among the earlier matches' clusters it joins (its duplicates' and what it
-    supersedes', of several only those it bridges: `engine.joined_roots`), else itself."""
-    roots = joined_roots([Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id, m.relation,
-                                    same_site=m.same_site) for m in earlier if m.joins])
+    supersedes', of several only those it bridges and the named duplicate's: `engine.joined_roots`), else itself."""
+    joins = [Candidate(m.order, m.page_id, m.rule, m.similarity, m.root_order, m.root_id, m.relation, m.new_share,
+                       m.their_new_share, m.new_paragraph, m.same_site) for m in earlier if m.joins]
+    roots = joined_roots(joins, named_duplicate([c for c in sorted(joins, key=attrgetter("order"))
+                                                 if c.relation == DUPLICATE]))
     return roots[0] if roots else (order, page_id)
 
 

@@ -140,8 +140,9 @@ class Match:
     def bridges(self) -> bool:
         """Whether the asking page may bridge this match's cluster and another (`engine.bridges`).
 
-        It duplicates the match, or the match is its part: of its site, its cluster's first page."""
-        return bridges(self.relation, self.same_site, self.page_id, self.root_id)
+        It duplicates the match and is most of it (or of its site), or the match is its part: of its site, its
+        cluster's first page."""
+        return bridges(self.relation, self.same_site, self.page_id, self.root_id, self.their_new_share)
 
     def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
         """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""
