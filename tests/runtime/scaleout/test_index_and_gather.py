@@ -242,6 +242,25 @@ def test_an_index_partition_roots_a_digest_at_itself_and_a_view_all_page_at_its_
     assert Match.from_list(parts[0].as_list()).same_site and not Match.from_list(parts[0].as_list()[:12]).same_site
 
 
+def test_a_copy_after_a_digest_bridges_it_to_its_story_in_the_global_topology_neither():
+    """A copy of story A (its duplicate, each holding the other) also held by a digest D of another
+    site (A beside another story: D's text absent from the copy over half of it). The index
+    partition's guess of its cluster and the gather's verdict join A's and merge nothing, as file
+    mode (`engine.bridges`); before, both bridged A and D, merging D's stories. A teaser held by
+    both (most of neither) still bridges them, and a late match of such a digest is not a join."""
+    a_at, d_at, page_at = page_order(1, 1, 0, 0), page_order(2, 2, 0, 1), page_order(3, 3, 0, 2)
+    a = replace(match("A", a_at), their_new_share=0.02)
+    d = replace(match("D", d_at), their_new_share=0.55, their_relation=SUPERSEDES)
+    assert asker_root(page_at, "P", [a, d]) == (a_at, "A")
+    header = PageHeader("P", page_at, (0,), {}, "t")
+    dedup = verdict_of(header, [Answer("P", page_at, 0, (a, d))], roots={"A": (a_at, "A"), "D": (d_at, "D")})
+    assert (dedup["duplicate_of"], dedup["cluster_id"], dedup.get("merged_clusters")) == ("A", "A", None), dedup
+    teaser = [replace(a, their_new_share=0.6, their_relation=SUPERSEDES), d]
+    healed = verdict_of(header, [Answer("P", page_at, 0, tuple(teaser))], roots={"A": (a_at, "A"), "D": (d_at, "D")})
+    assert (healed["cluster_id"], healed.get("merged_clusters")) == ("A", ["D"]), healed
+    assert a.bridges and not d.bridges and replace(d, same_site=True).bridges
+
+
 def test_a_page_takes_its_earlier_matches_clusters_from_their_gather_not_from_one_index_partition(tmp_path):
     """A, then B (a duplicate of A, found in index partition 0), then Q matching A in partition 0
     and B in partition 1, where B met no earlier page so names itself as its root. Q's cluster is
