@@ -365,6 +365,24 @@ def generate(seed: int) -> dict[str, Crawl]:
         ps = a["paras"][:at] + lines + a["paras"][at:]
         page(c, a, allidx, t1 if n % 2 == 0 else t2, slug + "-upd", paras=ps, extra=[f"{b['name']}#list{n}"],
              note=f"+{k} lines of 7 words ({7 * k}w) mid, {'same' if n % 2 == 0 else 'other'} site, article {sum(words(p) for p in a['paras'])}w")
+    # ---- the same URL fetched again after a rewrite: 20-35 % of its paragraphs replaced (one story)
+    A4 = iter(arts[9:] * 4)
+    for n in range(12):
+        a = next(A4)
+        b = arts[(arts.index(a) + 19) % len(arts)]
+        allidx = list(range(len(a["paras"])))
+        t1 = T()
+        slug = f"{a['name']}-w{n}"
+        c = C("rewrite_same_url")
+        page(c, a, allidx, t1, slug, note="first fetch")
+        r = max(2, round(len(allidx) * rnd.uniform(0.2, 0.35)))
+        pos = sorted(rnd.sample(allidx[1:], r))
+        ps = list(a["paras"])
+        for j, i in enumerate(pos):
+            ps[i] = b["paras"][j % len(b["paras"])]
+        page(c, a, [i for i in allidx if i not in pos], t1, slug, paras=ps, dated=n % 2 == 0,
+             extra=[f"{b['name']}#{j % len(b['paras'])}" for j in range(r)],
+             note=f"refetch, {r}/{len(allidx)} replaced, {'dated' if n % 2 == 0 else 'undated'}")
     c = C("briefs_disclaimer")
     t1 = tpls[11]
     disc = ("This story was produced by the regional newsroom with support from local partners. "
