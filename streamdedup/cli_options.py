@@ -194,7 +194,10 @@ nothing. Other inputs into a finished --out are refused: use a new --out, --fres
   streamdedup topics create --bootstrap-servers 127.0.0.1:9092""",
     "clusters": """examples:
   streamdedup clusters --out out/crawl --format table
-  streamdedup clusters --bootstrap-servers kafka:9092 > stories.jsonl""",
+  streamdedup clusters --bootstrap-servers kafka:9092 > stories.jsonl
+
+a story: {cluster_id, size, related, pages}; a page: {id, url, fetch_time, status, duplicate_of} and,
+where its verdict names them, supersedes, merged, related_to (docs/news-feed.md, "Reading a story")""",
     "devset": """example:
   streamdedup devset --pages trafilatura-test-pages.tar.gz --family web --split dev --out web-dev.jsonl""",
 }

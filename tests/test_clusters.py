@@ -409,3 +409,33 @@ def test_an_event_type_this_version_does_not_know_is_skipped_with_one_line_namin
     assert "'split_from'" in line and "upgrade streamdedup where the stories are read" in line
     stories.apply({"type": "late_related", "page_id": "B", "cluster_id": "B", "related_to": ["A"]})  # known
     assert stories.related_of("B") == ["A"] and stories.skipped == {"split_from": 3}
+
+
+def test_a_page_keeps_the_fetches_it_supersedes_and_the_stories_it_merged_in_any_event_order():
+    """A feed shows a story's newest revision and says which stories a page joined: before, a page of
+    `stories()` (clusters.jsonl, `streamdedup clusters`) kept neither its verdict's `supersedes` nor
+    its `merged`, so a revision and the view-all page of two parts read as two `unique` pages. A late
+    merge (global topology) is its page's too, as file mode's verdict names it."""
+    events = [event("created", "p1", "p1", 1), event("created", "p2", "p2", 2),
+              event("joined", "whole", "p1", 3, status="unique", merged=["p2"], supersedes=["p1", "p2"]),
+              event("created", "s1", "s1", 4), event("joined", "s2", "s1", 5, status="unique", supersedes=["s1"]),
+              event("created", "t1", "t1", 6), event("joined", "t2", "p1", 7, status="unique", supersedes=["t1"]),
+              {"type": "merged", "page_id": "t2", "cluster_id": "p1", "merged": ["t1"], "late": True}]
+    reference = Stories()
+    for item in events:
+        reference.apply(item)
+    stories = reference.stories()
+    pages = {page["id"]: page for story in stories for page in story["pages"]}
+    assert pages["whole"]["supersedes"] == ["p1", "p2"] and pages["whole"]["merged"] == ["p2"]
+    assert pages["s2"]["supersedes"] == ["s1"] and "merged" not in pages["s2"]
+    assert pages["t2"]["merged"] == ["t1"] and "supersedes" not in pages["p1"] and "merged" not in pages["p1"]
+    rng = random.Random(83)
+    for _ in range(30):
+        shuffled = Stories()
+        for item in rng.sample(events, len(events)):
+            shuffled.apply(item)
+        assert shuffled.stories() == stories
+    from streamdedup.clusters import table
+
+    shown = table(stories)
+    assert "https://whole.example/  (supersedes 2; merged p2)" in shown and "(supersedes 1)" in shown

@@ -117,8 +117,8 @@ class _Node:
     `name_time`, the fetch time it was ranked by) and how many pages of this view the story holds
     (`held`)."""
 
-    __slots__ = ("cluster", "duplicate_of", "fetch_time", "held", "id", "name_id", "name_time", "names", "parent",
-                 "related_to", "status", "url")
+    __slots__ = ("cluster", "duplicate_of", "fetch_time", "held", "id", "merged", "name_id", "name_time", "names",
+                 "parent", "related_to", "status", "supersedes", "url")
 
     def __init__(self, node_id: str) -> None:
         self.id = node_id
@@ -127,6 +127,8 @@ class _Node:
         self.status: str | None = None
         self.duplicate_of: str | None = None
         self.related_to: tuple[str, ...] | None = None
+        self.supersedes: tuple[str, ...] | None = None  # the earlier pages its verdict holds whole (a revision's)
+        self.merged: tuple[str, ...] | None = None  # the clusters it bridged into its own (late merges included)
         # the earlier pages its verdict named: one id as itself (a duplicate's duplicate_of), more as a sorted tuple
         self.names: str | tuple[str, ...] | None = None
         self.parent: _Node | None = None
@@ -139,11 +141,14 @@ class _Node:
         return () if self.names is None else (self.names,) if isinstance(self.names, str) else self.names
 
     def member(self) -> dict[str, Any]:
-        """The page as `stories()` gives it: {id, url, fetch_time, status, duplicate_of} and `related_to` if named."""
+        """The page as `stories()` gives it: {id, url, fetch_time, status, duplicate_of} and what its events name.
+
+        Each of `supersedes`, `merged`, `related_to` where its verdict (or a late merge) names it."""
         line = {"id": self.id, "url": self.url, "fetch_time": self.fetch_time, "status": self.status,
                 "duplicate_of": self.duplicate_of}
-        if self.related_to is not None:
-            line["related_to"] = list(self.related_to)
+        for name in ("supersedes", "merged", "related_to"):
+            if (value := getattr(self, name)) is not None:
+                line[name] = list(value)
         return line
 
 
@@ -248,6 +253,8 @@ class Stories:
         node = self._node(page)
         if kind in ("created", "joined"):
             self._page(node, event)
+        elif kind == "merged" and event.get("merged"):  # a late merge (global topology): the page's, as file mode's
+            node.merged = self._ids(*(node.merged or ()), *event["merged"])
         elif kind == "late_related":  # found after the page's verdict: its story is related to theirs
             for related in event.get("related_to", ()):
                 self._link(page, related)
@@ -277,6 +284,10 @@ class Stories:
             for related in event["related_to"]:
                 self._link(node.id, related)
             node.related_to = tuple(self._same(related) for related in event["related_to"])
+        if event.get("supersedes"):  # a revision, a view-all page: the earlier fetches it holds whole
+            node.supersedes = tuple(self._same(earlier) for earlier in event["supersedes"])
+        if event.get("merged"):  # the clusters it bridged (a late merge's may have come first)
+            node.merged = self._ids(*event["merged"], *(node.merged or ()))
         if event.get("url") is not None:
             node.url = event["url"]
         if event.get("fetch_time") is not None:
@@ -289,6 +300,10 @@ class Stories:
             node.fetch_time = event["fetched_at"]  # a `pages.clusters` event names it so
         if node.status is None:  # a `pages.clusters` event has none: a page kept names no duplicate_of
             node.status = "duplicate" if event.get("duplicate_of") else "unique"
+
+    def _ids(self, *ids: str) -> tuple[str, ...]:
+        """`ids` once each, in the order first given, as the strings the fold holds."""
+        return tuple(dict.fromkeys(self._same(item) for item in ids))
 
     def _name(self, node: _Node, event: Event) -> None:
         """Add the earlier pages `event` names (duplicate_of, supersedes, related_to, merged) to its page's."""
@@ -461,12 +476,25 @@ def write_stories(path: Path, stories: Stories) -> None:
 
 
 def table(stories: Sequence[Mapping[str, Any]]) -> str:
-    """Stories as a plain table: one block a story, a line a page."""
+    """Stories as a plain table: one block a story, a line a page.
+
+    A page's line: status, fetch time, url, and what its verdict says of the story's other pages
+    (`supersedes N` earlier fetches it holds whole, the stories it `merged`, its `related_to`
+    count), each named by page id where the story holds the same url more than once."""
     lines = []
     for story in stories:
         related = f"  related: {', '.join(story['related'])}" if story.get("related") else ""
         lines.append(f"{story['cluster_id']}  ({story['size']} pages){related}")
+        urls = [member["url"] for member in story["pages"]]
         for member in story["pages"]:
             shown = member["url"] or member["id"]
-            lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<27} {shown}")
+            if member["url"] is not None and urls.count(member["url"]) > 1:
+                shown = f"{shown} [{member['id']}]"
+            notes = [f"supersedes {len(member['supersedes'])}"] if member.get("supersedes") else []
+            if member.get("merged"):
+                notes.append(f"merged {', '.join(member['merged'])}")
+            if member.get("related_to"):
+                notes.append(f"related to {len(member['related_to'])}")
+            noted = f"  ({'; '.join(notes)})" if notes else ""
+            lines.append(f"  {member['status'] or '':<9} {member['fetch_time'] or '-':<27} {shown}{noted}")
     return "\n".join(lines)

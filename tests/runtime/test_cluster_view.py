@@ -197,3 +197,43 @@ def test_the_view_gives_file_modes_related_stories_in_both_topologies(settings, 
         stories = read_topic_stories(settings.bootstrap_servers, topic)
         assert stories.stories() == clusters, topic
         assert stories.related_of("a") == ["f", "w"], topic
+
+
+def revisions_and_parts() -> list[dict]:
+    """A view-all page after its two parts (it bridges them), a story revised at its url (the revision
+    supersedes the first fetch) and a copy of the revision on another site, in fetch order."""
+    from streamdedup.testing import make_article, wrap_in_template
+
+    def record(page_id: str, url: str, paragraphs: list[str], hour: int) -> dict:
+        site = url.split("/")[2]
+        return {"id": page_id, "url": url, "fetched_at": f"2026-03-01T{hour:02d}:00:00Z",
+                "content": wrap_in_template(paragraphs, site, title=f"Page {hour}")}
+
+    article, story, extra = make_article(921, paragraphs=6), make_article(930, paragraphs=6), make_article(931)
+    url = "https://paged.example/long-read"
+    return [record("p1", f"{url}?page=1", article[:3], 0), record("p2", f"{url}?page=2", article[3:], 1),
+            record("whole", url, article, 2), record("s1", "https://news.example/s", story, 3),
+            record("s2", "https://news.example/s", story + extra[:1], 4),
+            record("s3", "https://copy.example/s", story + extra[:1], 5)]
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_the_view_names_what_a_page_supersedes_and_merged_as_file_mode(settings, tmp_path, topology):
+    """A feed engineer's two questions of a story: which fetch is the newest revision (`supersedes`) and
+    which page joined two stories (`merged`). Before, `stories()` of the view, of `pages.clusters` and
+    file mode's clusters.jsonl kept neither; now each page keeps them, the same in all three."""
+    records = revisions_and_parts()
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in records))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "-q"]) == 0
+    clusters = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    pages = {page["id"]: page for story in clusters for page in story["pages"]}
+    assert [s["cluster_id"] for s in clusters] == ["p1", "s1"]
+    assert (pages["whole"].get("supersedes"), pages["whole"].get("merged")) == (["p1", "p2"], ["p2"])
+    assert pages["s2"].get("supersedes") == ["s1"] and pages["s3"]["duplicate_of"] == "s2"
+
+    settings = replace(settings, partitions=1, topology=topology)
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    for topic in (settings.topics.cluster_view, settings.topics.clusters):
+        assert read_topic_stories(settings.bootstrap_servers, topic).stories() == clusters, topic
