@@ -41,7 +41,9 @@ class ClusterReader:
     past them are returned by `poll`. `commit` stores how far it has read, so a reader restarted
     mid-stream has the same stories as one that never stopped, and hands back only what is new.
     Partitions added to the topic are read from their start; a partition that started over (its end
-    below what was read or committed) is handed back again from its start, with a warning.
+    below what was read or committed) is handed back again from its start, with a warning. An event
+    read again byte for byte under its key (the Faust app, at least once, repeats a replayed record's
+    outputs so) is handed back once, counted in `repeats`.
 
         reader = ClusterReader("kafka:9092", "my-feed")
         while True:
@@ -91,6 +93,9 @@ class ClusterReader:
         self._next = dict.fromkeys(self._resume_at, 0)  # per partition: the offset after the last read
         self._recommit: set[int] = set()  # partitions that started over, whose group offset is to be lowered
         self._probes: dict[int, tuple[int, float]] = {}  # per partition: a position past its end, since when
+        # per partition: a hash of each (key, value) read, so a repeat (the Faust app's replay) is not handed back
+        self._seen: dict[int, set[int]] = {}
+        self.repeats = 0  # messages read again byte for byte under their key, not handed back
         self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._resume_at])
 
     def poll(self, timeout_s: float = 1.0, max_records: int = 500) -> list[dict[str, Any]]:
@@ -109,6 +114,11 @@ class ClusterReader:
             self._next[partition] = offset + 1
             if event is None:  # a tombstone: no page's event
                 continue
+            seen = self._seen.setdefault(partition, set())
+            if (digest := hash((message.key(), message.value()))) in seen:  # the same event again: told before
+                self.repeats += 1
+                continue
+            seen.add(digest)
             self.stories.apply(event)
             if offset >= self._resume_at[partition]:
                 new.append(event)
@@ -227,6 +237,7 @@ class ClusterReader:
                     "ClusterReader has the topic's alone)", self.topic, partition, why, offset)
         self._resume_at[partition] = offset
         self._next[partition] = offset
+        self._seen.pop(partition, None)  # its events are new again
         self._recommit.add(partition)  # the group's offset lies past the partition's records: `commit` lowers it
 
     def _offsets_client(self) -> Any:
