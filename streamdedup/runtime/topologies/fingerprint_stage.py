@@ -85,6 +85,8 @@ class Holding:
 _WATERMARK_KIND = [(KIND_HEADER, WATERMARK)]
 
 
+# the partition's retention clock in its store (`_clock`): an undated page's time, kept with the batch that moved it
+_CLOCK_PAGE_MS, _CLOCK_ARRIVAL_MS = "fingerprint.page_ms", "fingerprint.arrival_ms"
 _LOWEST = page_order(0, 0, 0, 0)  # below every page's place: event times are after 1991 (store/retention.py)
 
 
@@ -166,11 +168,25 @@ class FingerprintPartition:
         self.holding = holding
         self.highest = b""  # the highest order filed from this partition (since this process started)
         self.highest_event_ms: int | None = None
+        self.clock = self._clock()
         self._committed_highest: tuple[bytes, int | None] = (b"", None)  # as of the last commit (`discard`)
         self.sent: bytes | None = None  # the watermark last sent to the index partitions
         self.last_batch_at = time.monotonic()
         # this partition's share of the (shared) fingerprinter's `extraction` counts
         self._extraction: Counter[str] = Counter({kind: 0 for kind in EXTRACTION_COUNTS})
+
+    def _clock(self) -> RetentionClock:
+        """The partition's clock as its store last committed it (file mode's rule: store/retention.py).
+
+        An undated page is stamped with the newest trusted fetch time its input partition has given,
+        as file mode stamps it with its job's, so an archived crawl replayed today orders it among
+        the pages around it. Before, it was stamped with its arrival time: after every dated page of
+        such a crawl, so a page judged first in file mode was judged last here (another story)."""
+        def read(name: str) -> int:
+            value = self.store.get_meta(name)
+            return 0 if value is None else int(value)
+
+        return RetentionClock(None, self.max_skew_ms, read(_CLOCK_PAGE_MS), read(_CLOCK_ARRIVAL_MS))
 
     def _repeated(self, page_id: str) -> bool:
         """Whether a page with this id came earlier on this input partition; else it is noted."""
@@ -199,16 +215,16 @@ class FingerprintPartition:
                                            params))
             if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
                 item = Outcome(item.record, Rejection.repeated_id(item.page.id, item.origin).as_dict(), item.origin)
+            stamp = message_timestamp(message)
+            if isinstance(item, Fingerprinted):  # replayed pages too: a rebuilt store gets the same clock
+                event = self.clock.stamp(item.page.event_time_ms, stamp, now_ms)
             if offset_of(message) < replay_until:  # rebuilding the template store: its outputs are in Kafka
                 replayed += 1
                 continue
             if isinstance(item, Outcome):
                 emit_outcome(out, message, item)
                 continue
-            stamp = message_timestamp(message)
             page = item.page
-            # stateless: no watermark here, so an undated page is filed at its arrival time
-            event = RetentionClock(None, self.max_skew_ms).stamp(page.event_time_ms, stamp, now_ms)
             order = page_order(event.event_ms, stamp or 0, partition_of(message), offset_of(message))
             doc, keys = index_requests(item, self.fingerprinter.methods, self.tags, event.event_ms,
                                        self.routes.index_partitions)
@@ -239,6 +255,8 @@ class FingerprintPartition:
                 out.on_commit(out.metrics.late_pages.labels(str(self.partition)).inc)
             self.highest = max(self.highest, order)
             self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
+        self.store.stage_meta(_CLOCK_PAGE_MS, str(self.clock.page_ms).encode())
+        self.store.stage_meta(_CLOCK_ARRIVAL_MS, str(self.clock.arrival_ms).encode())
         self.last_batch_at = time.monotonic()
         self._extraction.update(self.fingerprinter.extraction - counted)
         if self.holding.on and replayed < len(messages):
@@ -318,6 +336,7 @@ class FingerprintPartition:
         # the batch's pages were not filed (their requests went with the transaction): sent
         # before they come again, a watermark above them would make them late
         self.highest, self.highest_event_ms = self._committed_highest
+        self.clock = self._clock()
 
     def property_total(self, name: str) -> int:
         """A RocksDB property of the partition's template store."""
