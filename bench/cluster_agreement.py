@@ -1,6 +1,7 @@
 """Clusters and merges on 6 partitions vs file mode, on real article text (issue 58's floor).
 
     python bench/cluster_agreement.py [--stories 200] [--workers 1,3] [--partitions 6] [--out FILE.json]
+        [--env STREAMDEDUP_VERDICT_WAIT_S=1] [--stall-worker SECONDS | --join-mid-burst]
 
 Real articles (the readability and trafilatura test pages in ../shared/data, their text taken by
 trafilatura) become a fetch-ordered plain-text news crawl: each story on 2-5 sites (wire copies),
@@ -12,6 +13,9 @@ clusters), then its view-all page there (a real merge: it supersedes both, its o
 and a copy of that on another site (a duplicate). The crawl
 goes through `streamdedup dedup` (the reference) and through N `streamdedup worker` processes on
 `--partitions` partitions (bench/agreement.py's harness: an embedded broker, one burst fed by site).
+Stress, as bench/agreement.py's: `--stall-worker S` stops one worker for S seconds as the burst
+comes, `--join-mid-burst` starts the others while the first holds every partition; `--env` sets a
+worker variable (a short `STREAMDEDUP_VERDICT_WAIT_S` releases more pages by their wait).
 
 Figures per worker count (JSON on stdout and `--out`): pages; pages whose status, duplicate_of,
 cluster_id or merged_clusters differ from file mode's; `merged` events of file mode and of the
@@ -138,7 +142,15 @@ def main() -> dict[str, Any]:
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the workers (repeatable), e.g. STREAMDEDUP_VERDICT_WAIT_S=1")
+    stress = parser.add_mutually_exclusive_group()
+    stress.add_argument("--stall-worker", type=float, default=0.0, metavar="SECONDS",
+                        help="stop one worker (SIGSTOP) for SECONDS as the burst comes")
+    stress.add_argument("--join-mid-burst", action="store_true",
+                        help="the first worker takes every partition and idles before the others join")
     args = parser.parse_args()
+    env = dict(item.split("=", 1) for item in args.env)
     with tempfile.TemporaryDirectory(prefix="cluster-agreement-") as tmp:
         work = Path(tmp)
         crawl = work / "crawl.jsonl"
@@ -146,10 +158,12 @@ def main() -> dict[str, Any]:
         made = news_crawl(found[:args.stories], crawl, paginated=found[args.stories:])
         reference, rejected = file_mode(crawl, work)
         result: dict[str, Any] = {"crawl": made, "partitions": args.partitions, "file_mode_rejected": rejected,
-                                  "runs": {}}
+                                  "env": env, "stall_worker_s": args.stall_worker,
+                                  "join_mid_burst": args.join_mid_burst, "runs": {}}
         with EmbeddedBroker(work / "broker") as broker:
             for workers in (int(n) for n in args.workers.split(",")):
-                got = run_workers(broker, crawl, workers, args.partitions, work / f"w{workers}", {})
+                got = run_workers(broker, crawl, workers, args.partitions, work / f"w{workers}", env,
+                                  args.join_mid_burst, args.stall_worker)
                 result["runs"][str(workers)] = compare(reference, got)
     text = json.dumps(result, indent=2)
     print(text)

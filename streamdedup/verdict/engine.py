@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
@@ -452,11 +453,12 @@ def as_cut(relation: str, rule: str) -> str:
     return RELATED if relation == DUPLICATE and rule != "exact" else relation
 
 
-def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -> Verdict:
+def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False,
+           stale: AbstractSet[str] = frozenset()) -> Verdict:
     """The verdict from the page's linked candidates earlier in the order (none: unique).
 
     `text_cut`: the page's main text was cut: it duplicates only a whole copy (`as_cut`), and its verdict says
-    it was cut."""
+    it was cut. `stale`: clusters (root ids) only guessed (`joined_roots`; file mode: none)."""
     if not earlier:  # most pages of a crawl: nothing to rank
         return Verdict(page_id, "unique", page_id, text_cut=text_cut)
     if text_cut:
@@ -465,7 +467,7 @@ def decide(page_id: str, earlier: Sequence[Candidate], text_cut: bool = False) -
     duplicates = [c for c in ranked if c.relation == DUPLICATE]
     superseded = [c for c in ranked if c.relation == SUPERSEDES]
     first = named_duplicate(duplicates)
-    roots = joined_roots(duplicates + superseded, first)
+    roots = joined_roots(duplicates + superseded, first, stale)
     if roots:  # the page joins the oldest of their clusters, and bridges the others
         cluster_id = roots[0][1]
         merged = tuple(dict.fromkeys(root for _, root in roots[1:] if root != cluster_id))
@@ -491,7 +493,8 @@ def named_duplicate(duplicates: Sequence[Candidate]) -> Candidate | None:
     return _earliest_nearest(_lacking_no_paragraph([c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]))
 
 
-def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None) -> list[tuple[Any, str]]:
+def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
+                 stale: AbstractSet[str] = frozenset()) -> list[tuple[Any, str]]:
     """The clusters a page joins (its DUPLICATE and SUPERSEDES `joins`'), as (root order, root id), the oldest first.
 
     Their clusters where they are one; else those it may bridge (`bridges`) and the cluster of the
@@ -499,7 +502,13 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None) -> 
     (a digest, anyone's to publish) bridges none: it joins its duplicates' and parts' clusters, and
     with none starts its own (unique, its `supersedes` naming them all). Nor does a later copy of one
     of those stories bridge the digest's cluster and its story's: it is most of its story's page,
-    and under half of the digest's (`bridges`)."""
+    and under half of the digest's (`bridges`).
+
+    `stale`: roots known only as a guess (the global topology: an index partition's, which did not
+    see the match's own matches; file mode has none). A stale cluster is never bridged (a merge may
+    be missed, never made up); where the page would start its own cluster and one of the clusters is
+    stale (a copy filed before its story's page reached that partition names itself, so they may be
+    one story), it joins the oldest, as where they are one, and bridges none."""
     roots = sorted({(c.root_order, c.root_id) for c in joins})
     if len(roots) <= 1:
         return roots
@@ -508,7 +517,10 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None) -> 
                                                    fragment)}
     if named is not None:
         bridged.add(named.root_id)
-    return [root for root in roots if root[1] in bridged]
+    kept = [root for root in roots if root[1] in bridged]
+    if not kept:
+        return roots[:1] if any(root_id in stale for _, root_id in roots) else []
+    return kept[:1] + [root for root in kept[1:] if root[1] not in stale]
 
 
 def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_new_share: float = 0.0,

@@ -315,19 +315,26 @@ class RootReply:
 
     Page `of`, an earlier match of page `page_id` (`order`), is in the cluster whose first page is
     `root_id` (`root_order`). No root (""): `of` got no verdict under that id (a repeated id), the
-    index partitions' root stands."""
+    index partitions' root stands. `guessed`: `of` went out before its own matches' clusters were
+    all named and they still are not (the bound on its answer was reached): the root is its index
+    partitions' guess, never named as merged; its gather answers again once they are."""
 
     page_id: str
     order: bytes
     of: str
     root_order: bytes = b""
     root_id: str = ""
+    guessed: bool = False
 
     def encode(self) -> bytes:
-        return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "of": self.of,
-                             "root": [self.root_order.hex(), self.root_id]})
+        value: dict[str, Any] = {"id": self.page_id, "order": self.order.hex(), "of": self.of,
+                                 "root": [self.root_order.hex(), self.root_id]}
+        if self.guessed:
+            value["guess"] = True
+        return orjson.dumps(value)
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RootReply:
         root_order, root_id = value["root"]
-        return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id)
+        return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id,
+                   bool(value.get("guess", False)))

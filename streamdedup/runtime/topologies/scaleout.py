@@ -280,11 +280,11 @@ class GatherStagePartition(_StoredPartition):
             if kind == WATERMARK:
                 emitted = self.gather.add_watermark(*watermark_of(data))
             elif kind == RELEASE:
-                emitted = self.gather.add_release(released_by(data))
+                emitted = self.gather.add_release(released_by(data), now_ms)
             elif kind == SUPPLEMENT:
                 emitted = self.gather.add_supplement(Supplement.from_json(orjson.loads(data)))
             elif kind == ROOT_ASK:
-                emitted = self.gather.add_root_ask(RootAsk.from_json(orjson.loads(data)))
+                emitted = self.gather.add_root_ask(RootAsk.from_json(orjson.loads(data)), now_ms)
             elif kind == ROOT:
                 emitted = self.gather.add_root(RootReply.from_json(orjson.loads(data)))
             elif kind == PAGE:

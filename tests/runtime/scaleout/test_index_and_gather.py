@@ -17,6 +17,7 @@ from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_shown_lines
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.metrics import WorkerMetrics
+from streamdedup.runtime.scaleout.gather_records import id_hash as _id_hash
 from streamdedup.runtime.scaleout.gather_stage import (
     AFTER_IDLE,
     LATE_PAGE,
@@ -24,7 +25,6 @@ from streamdedup.runtime.scaleout.gather_stage import (
     Decided,
     GatherPartition,
     LateMatch,
-    _id_hash,
     verdict_of,
 )
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, asker_root, supplements_of
@@ -345,11 +345,11 @@ def test_a_late_match_says_how_the_later_page_went_out(tmp_path):
     gather.close()
     gather = GatherPartition(tmp_path / "g")
     assert gather.add_watermark(0, page_order(1, 1, 0, 0)) == []  # a waking input lowers it again
-    [late] = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0))))
+    late, _ask = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0))))
     assert isinstance(late, LateMatch) and late.cause == LATE_PAGE and late.event["duplicate_of"] == "E"
-    [early] = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0))))
+    early, _ask = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0))))
     assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
-    [after_idle] = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0))))
+    after_idle, _ask = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0))))
     assert isinstance(after_idle, LateMatch) and after_idle.cause == AFTER_IDLE
     gather.close()
 
@@ -361,7 +361,7 @@ def test_a_finished_record_from_before_release_bytes_reads_as_released_early(tmp
     order = page_order(5, 5, 0, 0)
     gather.db.put(b"FOld", order + _id_hash("K"))  # the old layout: order, then the hashes
     assert gather.add_supplement(Supplement("Old", order, match("K", page_order(1, 1, 1, 0)))) == []  # known
-    [old] = gather.add_supplement(Supplement("Old", order, match("J", page_order(2, 2, 1, 0))))
+    old, _ask = gather.add_supplement(Supplement("Old", order, match("J", page_order(2, 2, 1, 0))))
     assert isinstance(old, LateMatch) and old.cause == RELEASED_EARLY
     gather.close()
 

@@ -1,0 +1,328 @@
+"""The gather stage's state: its records in a partition's RocksDB, their codec, and the store that stages them.
+
+State (a RocksDB store per parts partition, written with the input offset in one WriteBatch):
+`W<page id> <order>` -> the pending header, answers and supplements (held once complete), the
+clusters its earlier matches' gathers named (and which of them were guesses) and the later pages
+waiting for its own; `F<page id>` -> the order of the page that got a verdict under that id (a
+second page with the same id is rejected as duplicate_id), how it went out and a hash of each
+earlier page it is known to duplicate; `R<page id>` -> the order of the page that got a verdict
+under that id and its cluster's first page (order and id), for the roots asked; `N<page id>` ->
+how many related pages it names (its verdict's `related_to` and its `late_related` events; none:
+0); `G<page id>` -> a page out before every joined match's gather named its cluster (its wait
+was over, or a late match came): `Guessed`; `Mwm:<index partition>` -> that index partition's
+last watermark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import xxhash
+from rocksdict import WriteBatch
+
+from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader
+from streamdedup.runtime.scaleout.routing import ORDER_BYTES
+from streamdedup.store.plain import open_plain_db
+
+WAITING, FINISHED, META, ROOT, NAMED, GUESSED = b"W", b"F", b"M", b"R", b"N", b"G"
+# how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
+# duplicate (or found one by a late match since), whose related pages file mode does not name
+RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
+
+Root = tuple[bytes, str]  # a cluster's first page: (order, id); (b"", ""): none named
+
+
+# -- the codec ----------------------------------------------------------------------------------------
+def id_key(prefix: bytes, page_id: str) -> bytes:
+    """A record's key: its kind, then the page id."""
+    return prefix + page_id.encode("utf-8", "surrogatepass")
+
+
+def waiting_key(page_id: str, order: bytes) -> bytes:
+    """A pending page's key (`W`): two pages may share an id, so its order follows."""
+    return id_key(WAITING, page_id) + b"\x00" + order
+
+
+def roots_json(roots: Mapping[str, Root]) -> dict[str, list[str]]:
+    """Page id -> its cluster's first page, as JSON (orders in hex)."""
+    return {page_id: [order.hex(), root] for page_id, (order, root) in roots.items()}
+
+
+def roots_from_json(value: Mapping[str, list[str]]) -> dict[str, Root]:
+    return {page_id: (bytes.fromhex(order), root) for page_id, (order, root) in value.items()}
+
+
+def pages_json(pages: Iterable[tuple[str, bytes]]) -> list[list[str]]:
+    """(page id, order) pairs, as JSON (orders in hex)."""
+    return [[page_id, order.hex()] for page_id, order in pages]
+
+
+def pages_from_json(value: Iterable[list[str]]) -> list[tuple[str, bytes]]:
+    return [(page_id, bytes.fromhex(order)) for page_id, order in value]
+
+
+def root_record(order: bytes, root: Root) -> bytes:
+    """An `R` record: the page's order, then its cluster's first page's order and id."""
+    return order + root[0] + root[1].encode("utf-8", "surrogatepass")
+
+
+def root_of(record: bytes | None, order: bytes) -> Root | None:
+    """The cluster an `R` record names for the page of `order` (None: the record is another page's, or missing)."""
+    if record is None or record[:ORDER_BYTES] != order:
+        return None
+    return record[ORDER_BYTES: 2 * ORDER_BYTES], record[2 * ORDER_BYTES:].decode("utf-8", "surrogatepass")
+
+
+def id_hash(page_id: str) -> bytes:
+    """An earlier page's id as an `F` record keeps it (8 bytes)."""
+    return xxhash.xxh3_64_digest(page_id.encode("utf-8", "surrogatepass"))
+
+
+def released_as(finished: bytes) -> tuple[bytes, int]:
+    """An `F` record's release byte and where its 8-byte match hashes start.
+
+    The release byte is b"" in records written before 2026-12-01, which have none."""
+    if (len(finished) - ORDER_BYTES) % 8 == 1:
+        return finished[ORDER_BYTES: ORDER_BYTES + 1], ORDER_BYTES + 1
+    return b"", ORDER_BYTES
+
+
+def as_duplicate(finished: bytes) -> bytes:
+    """An `F` record marked as a duplicate's (its release byte in upper case; a record without one as it is)."""
+    released, start = released_as(finished)
+    return finished if not released else finished[:ORDER_BYTES] + released.upper() + finished[start:]
+
+
+def hashes_of(finished: bytes) -> Iterator[bytes]:
+    """The 8-byte hashes of the earlier pages an `F` record names."""
+    start = released_as(finished)[1]
+    return (finished[i: i + 8] for i in range(start, len(finished), 8))
+
+
+def earlier_matches(answers: Iterable[Answer], supplements: Iterable[Match]) -> dict[str, Match]:
+    """The earlier matches of a page, each once: its answers', then its supplements'."""
+    earlier: dict[str, Match] = {}
+    for answer in answers:
+        for match in answer.earlier:
+            earlier.setdefault(match.page_id, match)
+    for match in supplements:
+        earlier.setdefault(match.page_id, match)
+    return earlier
+
+
+# -- the records --------------------------------------------------------------------------------------
+@dataclass
+class Pending:
+    """A page not out yet (`W`): its parts, and the clusters of its earlier matches as their gathers said."""
+
+    header: PageHeader | None = None
+    answers: dict[int, Answer] = field(default_factory=dict)
+    supplements: list[Match] = field(default_factory=list)
+    completed_ms: int = 0  # when its last part arrived (the message's timestamp): the wait starts
+    # earlier match id -> its cluster's first page (order, id) as its gather says ((b"", ""): none)
+    roots: dict[str, Root] = field(default_factory=dict)
+    askers: list[tuple[str, bytes]] = field(default_factory=list)  # later pages waiting for this one's cluster
+    guesses: set[str] = field(default_factory=set)  # of `roots`, those its gather answered as a guess
+
+    def complete(self) -> bool:
+        return self.header is not None and set(self.header.partitions) <= set(self.answers)
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"header": None if self.header is None else self.header.as_json(),
+                             "answers": [a.as_json() for a in self.answers.values()],
+                             "supplements": [m.as_list() for m in self.supplements],
+                             "completed_ms": self.completed_ms, "roots": roots_json(self.roots),
+                             "askers": pages_json(self.askers), "guesses": sorted(self.guesses)})
+
+    @classmethod
+    def decode(cls, data: bytes) -> Pending:
+        value = orjson.loads(data)
+        header = None if value["header"] is None else PageHeader.from_json(value["header"])
+        answers = [Answer.from_json(a) for a in value["answers"]]
+        return cls(header, {a.partition: a for a in answers},
+                   [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0),
+                   roots_from_json(value.get("roots", {})), pages_from_json(value.get("askers", ())),
+                   set(value.get("guesses", ())))
+
+    def earlier(self) -> dict[str, Match]:
+        return earlier_matches(self.answers.values(), self.supplements)
+
+    def joined(self) -> dict[str, Match]:
+        """The earlier matches whose clusters the page may join: its duplicates and what it supersedes.
+
+        Those are the matches whose gather it asks which cluster they joined; a related match is
+        named by its page id (`related_to`), which needs no answer."""
+        return {page_id: m for page_id, m in self.earlier().items() if m.joins}
+
+    def roots_known(self) -> bool:
+        """Whether every joined match's gather has answered which cluster it joined (a guess too: no more wait)."""
+        return all(page_id in self.roots for page_id in self.joined())
+
+    def roots_named(self) -> bool:
+        """Whether every joined match's gather has named its cluster (no answer a guess)."""
+        return self.roots_known() and not any(page_id in self.guesses for page_id in self.joined())
+
+
+@dataclass(frozen=True)
+class Held:
+    """A complete page waiting for the watermarks of its index partitions."""
+
+    page_id: str
+    order: bytes
+    partitions: tuple[int, ...]
+    completed_ms: int
+
+
+@dataclass
+class Guessed:
+    """A page out while its cluster was a guess (`G`): some joined match's cluster not named by that match's gather.
+
+    Out by its wait (its verdict then used the index partitions' roots, `_decided`), or a late match
+    came to a page that went out in a cluster of its own. `matches`: its joined matches; `roots`:
+    those named since; `cluster`, `merged`: what its verdict named (`late_merge`). Later pages asking
+    its cluster wait in `askers` (since `asked_ms`) until every cluster is named, or until the bound
+    (a release marker): then they are answered with the guess, marked so (`told`, answered again
+    once named), and so is every later asker (`bounded`)."""
+
+    order: bytes
+    cut: bool
+    matches: dict[str, Match]
+    roots: dict[str, Root]
+    cluster: str
+    merged: list[str]
+    askers: list[tuple[str, bytes]] = field(default_factory=list)
+    told: list[tuple[str, bytes]] = field(default_factory=list)
+    asked_ms: int = 0
+    bounded: bool = False
+
+    def named(self) -> bool:
+        return set(self.matches) <= set(self.roots)
+
+    def encode(self) -> bytes:
+        return orjson.dumps({"order": self.order.hex(), "cut": self.cut, "matches": [m.as_list() for m in
+                                                                                     self.matches.values()],
+                             "roots": roots_json(self.roots), "cluster": self.cluster, "merged": self.merged,
+                             "askers": pages_json(self.askers), "told": pages_json(self.told),
+                             "asked_ms": self.asked_ms, "bounded": self.bounded})
+
+    @classmethod
+    def decode(cls, data: bytes) -> Guessed:
+        value: dict[str, Any] = orjson.loads(data)
+        return cls(bytes.fromhex(value["order"]), value["cut"],
+                   {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
+                   value["cluster"], value["merged"], pages_from_json(value.get("askers", ())),
+                   pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False))
+
+
+# -- the store ----------------------------------------------------------------------------------------
+class GatherStore:
+    """A gather partition's records: read through what this batch staged, written in one WriteBatch on `commit`."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = open_plain_db(path)
+        self._pending: dict[bytes, Pending] = {}
+        self._staged: dict[bytes, bytes] = {}
+        self._deleted: set[bytes] = set()
+        self._meta: dict[str, bytes] = {}
+
+    def get(self, key: bytes) -> bytes | None:
+        """A record as this batch left it."""
+        staged = self._staged.get(key)
+        if staged is not None:
+            return staged
+        return None if key in self._deleted else self.db.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self._staged[key] = value
+        self._deleted.discard(key)
+
+    def delete(self, key: bytes) -> None:
+        self._staged.pop(key, None)
+        self._deleted.add(key)
+
+    def load(self, page_id: str, order: bytes) -> Pending:
+        """A page's pending record (new if none)."""
+        key = waiting_key(page_id, order)
+        pending = self._pending.get(key)
+        if pending is None:
+            data = self.get(key)
+            pending = self._pending[key] = Pending() if data is None else Pending.decode(data)
+            self._deleted.discard(key)
+        return pending
+
+    def forget(self, key: bytes) -> None:
+        """A pending page is out: its `W` record goes."""
+        self._pending.pop(key, None)
+        self._deleted.add(key)
+
+    def finished_record(self, page_id: str) -> bytes | None:
+        """The `F` record of the page that got a verdict under this id (None: none yet)."""
+        return self.get(id_key(FINISHED, page_id))
+
+    def finished_order(self, page_id: str) -> bytes | None:
+        """The order of the page that got a verdict under this id (None: none yet)."""
+        finished = self.finished_record(page_id)
+        return None if finished is None else finished[:ORDER_BYTES]
+
+    def root_record(self, page_id: str) -> bytes | None:
+        return self.get(id_key(ROOT, page_id))
+
+    def guessed(self, page_id: str, order: bytes) -> Guessed | None:
+        """The page's `G` record, if it is that page's (of `order`)."""
+        data = self.get(id_key(GUESSED, page_id))
+        guessed = None if data is None else Guessed.decode(data)
+        return guessed if guessed is not None and guessed.order == order else None
+
+    def guessed_records(self) -> Iterator[tuple[str, Guessed]]:
+        """Every committed `G` record, with its page id."""
+        it = self.db.iter()
+        it.seek(GUESSED)
+        while it.valid() and it.key()[:1] == GUESSED:
+            yield it.key()[1:].decode("utf-8", "surrogatepass"), Guessed.decode(it.value())
+            it.next()
+
+    def stage_meta(self, name: str, value: bytes) -> None:
+        self._meta[name] = value
+
+    def get_meta(self, name: str) -> bytes | None:
+        return self.db.get(META + name.encode())
+
+    def commit(self) -> None:
+        wb = WriteBatch(raw_mode=True)
+        for key in self._deleted:
+            wb.delete(key)
+        for key, pending in self._pending.items():
+            wb.put(key, pending.encode())
+        for key, value in self._staged.items():
+            wb.put(key, value)
+        for name, value in self._meta.items():
+            wb.put(META + name.encode(), value)
+        self.db.write(wb)
+        self._clear()
+
+    def _clear(self) -> None:
+        self._pending.clear()
+        self._staged.clear()
+        self._deleted.clear()
+        self._meta.clear()
+
+    def waiting(self) -> int:
+        """Pages not released yet: answers still missing, or held (committed state)."""
+        it = self.db.iter()
+        it.seek(WAITING)
+        count = 0
+        while it.valid() and it.key()[:1] == WAITING:
+            count += 1
+            it.next()
+        return count
+
+    def property_total(self, name: str) -> int:
+        return self.db.property_int_value(name) or 0
+
+    def close(self) -> None:
+        self._clear()
+        self.db.close()
