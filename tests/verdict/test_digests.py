@@ -14,6 +14,7 @@ import pytest
 
 from streamdedup import Deduplicator, Verdict
 from streamdedup.testing import make_article, wrap_in_template
+from streamdedup.verdict.engine import SUPERSEDES, Candidate, decide, joined_roots
 
 
 def _record(url: str, paragraphs: Sequence[str], hour: int, site: str) -> dict:
@@ -164,3 +165,19 @@ def test_a_part_after_its_view_all_page_and_a_digest_joins_the_story_it_names():
     assert _story_holding(stories, "https://digest.example/today") in (
         {"https://digest.example/today"}, {"https://digest.example/today", "https://paged.example/a?page=1"})
     assert len(_story_holding(stories, "https://paged.example/a")) in (1, 2)
+
+
+def test_clusters_only_guessed_are_never_bridged_and_a_digest_over_them_joins_the_oldest():
+    """`joined_roots(joins, stale)`: the global topology's guessed clusters (an index partition's, maybe
+    stale). A page bridging two clusters names a stale one as merged no more (file mode: none stale,
+    the merge stands); a digest over whole stories starts its own cluster, unless one is stale: then
+    they may be one story, and it joins the oldest, bridging none."""
+    copy_of = [Candidate(1, "A", "exact", 1.0, 1, "A"), Candidate(2, "B", "exact", 1.0, 2, "B")]
+    assert joined_roots(copy_of) == [(1, "A"), (2, "B")]
+    assert joined_roots(copy_of, stale={"B"}) == [(1, "A")]
+    assert decide("P", copy_of, stale={"B"}).merged_clusters == ()
+    whole = [Candidate(n, s, "minhash", 0.6, n, s, SUPERSEDES, 0.4) for n, s in ((1, "A"), (2, "B"))]
+    assert joined_roots(whole) == [] and decide("D", whole).cluster_id == "D"
+    assert joined_roots(whole, stale={"B"}) == [(1, "A")]
+    verdict = decide("D", whole, stale={"B"})
+    assert verdict.cluster_id == "A" and verdict.merged_clusters == ()

@@ -198,6 +198,8 @@ class Guessed:
     told: list[tuple[str, bytes]] = field(default_factory=list)
     asked_ms: int = 0
     bounded: bool = False
+    early: bool = False  # out with an answer that was a guess (its bound, a wait): its late merges are released early
+
 
     def named(self) -> bool:
         return set(self.matches) <= set(self.roots)
@@ -207,7 +209,7 @@ class Guessed:
                                                                                      self.matches.values()],
                              "roots": roots_json(self.roots), "cluster": self.cluster, "merged": self.merged,
                              "askers": pages_json(self.askers), "told": pages_json(self.told),
-                             "asked_ms": self.asked_ms, "bounded": self.bounded})
+                             "asked_ms": self.asked_ms, "bounded": self.bounded, "early": self.early})
 
     @classmethod
     def decode(cls, data: bytes) -> Guessed:
@@ -215,7 +217,8 @@ class Guessed:
         return cls(bytes.fromhex(value["order"]), value["cut"],
                    {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
                    value["cluster"], value["merged"], pages_from_json(value.get("askers", ())),
-                   pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False))
+                   pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False),
+                   value.get("early", False))
 
 
 # -- the store ----------------------------------------------------------------------------------------

@@ -420,7 +420,8 @@ class GatherPartition(GatherStore):
         guessed = Guessed(header.order, header.text_cut, joined,
                           {page_id: root for page_id, root in pending.roots.items()
                            if page_id in joined and page_id not in pending.guesses},
-                          dedup["cluster_id"], list(dedup.get("merged_clusters") or ()))
+                          dedup["cluster_id"], list(dedup.get("merged_clusters") or ()),
+                          early=any(page_id in joined for page_id in pending.guesses))
         self._keep_askers(header.page_id, guessed, pending.askers, at_ms)
         return [decided]
 
@@ -498,7 +499,8 @@ class GatherPartition(GatherStore):
                    for asker, order in guessed.askers + guessed.told]
         if not [c for c in verdict.merged_clusters if c not in guessed.merged or cluster != guessed.cluster]:
             return replies
-        cause = _LATE_CAUSE.get(released_as(self.finished_record(reply.page_id) or b"")[0].lower(), RELEASED_EARLY)
+        released = released_as(self.finished_record(reply.page_id) or b"")[0].lower()
+        cause = RELEASED_EARLY if guessed.early else _LATE_CAUSE.get(released, RELEASED_EARLY)
         return [LateMerge({"type": "merged", "page_id": reply.page_id, "cluster_id": cluster,
                            "merged": list(verdict.merged_clusters), "late": True}, cause), *replies]
 

@@ -26,7 +26,14 @@ from collections.abc import Iterable
 
 import orjson
 
-from streamdedup.runtime.scaleout.gather_stage import Decided, Emitted, GatherPartition, LateMatch, LateMerge
+from streamdedup.runtime.scaleout.gather_stage import (
+    RELEASED_EARLY,
+    Decided,
+    Emitted,
+    GatherPartition,
+    LateMatch,
+    LateMerge,
+)
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
@@ -197,4 +204,5 @@ def test_an_answer_marked_a_guess_releases_the_asker_naming_no_merge_and_its_cor
     assert gather.add_root(RootReply("C", C, "A", A, "A", guessed=True)) == []  # a guess again: nothing
     [late] = gather.add_root(RootReply("C", C, "A", A, "A"))  # named: A's own cluster, which C bridges to S's
     assert isinstance(late, LateMerge) and late.event["merged"] == ["A"] and late.event["cluster_id"] == "S"
+    assert late.cause == RELEASED_EARLY  # out by its watermark, but on a guess the wait bounded
     gather.close()
