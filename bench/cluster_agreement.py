@@ -133,7 +133,19 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any]) -> dict[str, A
             "late_merges": sum(e["type"] == "merged" and bool(e.get("late")) for e in got["events"]),
             "late_merges_by_cause": got.get("late_merges_by_cause", {}),
             "clusters_equal": clusters_of(got["events"]) == clusters_of(reference_events),
+            **cluster_differences(clusters_of(reference_events), clusters_of(got["events"])),
             "seconds": got["seconds"]}
+
+
+def cluster_differences(reference: list[frozenset[str]], got: list[frozenset[str]]) -> dict[str, Any]:
+    """File mode's stories the workers split (pages in two clusters or more) and workers' clusters that join stories."""
+    story = {page: n for n, pages in enumerate(reference) for page in pages}
+    cluster = {page: n for n, pages in enumerate(got) for page in pages}
+    split = [pages for pages in reference if len({cluster.get(p) for p in pages}) > 1]
+    joined = [pages for pages in got if len({story.get(p) for p in pages}) > 1]
+    return {"stories_split": len(split), "stories_joined": len(joined),
+            "split_examples": [[sorted(p for p in pages if cluster.get(p) == n)
+                                for n in sorted({cluster.get(p) for p in pages}, key=str)] for pages in split[:2]]}
 
 
 def main() -> dict[str, Any]:
@@ -142,6 +154,8 @@ def main() -> dict[str, Any]:
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--dump", type=Path, help="a folder: file mode's verdicts and the workers' verdicts and "
+                                                  "events, written where the clusters differ")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the workers (repeatable), e.g. STREAMDEDUP_VERDICT_WAIT_S=1")
     stress = parser.add_mutually_exclusive_group()
@@ -165,6 +179,9 @@ def main() -> dict[str, Any]:
                 got = run_workers(broker, crawl, workers, args.partitions, work / f"w{workers}", env,
                                   args.join_mid_burst, args.stall_worker)
                 result["runs"][str(workers)] = compare(reference, got)
+                if args.dump and not result["runs"][str(workers)]["clusters_equal"]:  # to trace the difference
+                    (args.dump / f"w{workers}.json").write_bytes(orjson.dumps(
+                        {"reference": reference, "dedups": got["dedups"], "events": got["events"]}))
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -312,7 +312,7 @@ class GatherPartition(GatherStore):
         self._keep_askers(ask.page_id, guessed, [(ask.asker, ask.asker_order)], at_ms)
         return []
 
-    def add_root(self, reply: RootReply) -> list[Emitted]:
+    def add_root(self, reply: RootReply, at_ms: int = 0) -> list[Emitted]:
         """An earlier match's cluster, as its gather says.
 
         The page goes out once all are in and its watermarks have passed it (out already, by its
@@ -331,16 +331,16 @@ class GatherPartition(GatherStore):
         held = self.held.get(key)
         if held is None or not pending.roots_known() or (self.hold and not self._passed(held)):
             return []
-        return self._release(key, "watermark" if self.hold else "complete")
+        return self._release(key, "watermark" if self.hold else "complete", at_ms)
 
-    def add_watermark(self, partition: int, watermark: bytes) -> list[Emitted]:
+    def add_watermark(self, partition: int, watermark: bytes, at_ms: int = 0) -> list[Emitted]:
         """Index partition `partition` has passed `watermark`: release what it was the last to hold."""
         self.watermarks[partition] = watermark
         self.stage_meta(f"wm:{partition}", watermark)
         ready = [(held.order, key) for key, held in self.held.items()
                  if partition in held.partitions and self._passed(held)
                  and self.load(held.page_id, held.order).roots_known()]  # else released by the last root
-        return [item for _, key in sorted(ready) for item in self._release(key, "watermark")]
+        return [item for _, key in sorted(ready) for item in self._release(key, "watermark", at_ms)]
 
     def add_release(self, pages: list[tuple[str, bytes]], at_ms: int = 0) -> list[Emitted]:
         """A release marker read back: its pages still held go out with what is known.
@@ -382,7 +382,7 @@ class GatherPartition(GatherStore):
                                for m in pending.joined().values() if m.page_id not in pending.roots]
         if asks or (self.hold and not self._passed(held)):
             return asks
-        return self._release(key, "watermark" if self.hold else "complete")
+        return self._release(key, "watermark" if self.hold else "complete", at_ms)
 
     def _release(self, key: bytes, by: str, at_ms: int = 0) -> list[Emitted]:
         """The page's outcome, and the answers to the pages that asked which cluster it joined.

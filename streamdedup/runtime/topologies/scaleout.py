@@ -278,7 +278,7 @@ class GatherStagePartition(_StoredPartition):
             kind = kind_of(headers_of(message))
             data = value_of(message)
             if kind == WATERMARK:
-                emitted = self.gather.add_watermark(*watermark_of(data))
+                emitted = self.gather.add_watermark(*watermark_of(data), now_ms)
             elif kind == RELEASE:
                 emitted = self.gather.add_release(released_by(data), now_ms)
             elif kind == SUPPLEMENT:
@@ -286,7 +286,7 @@ class GatherStagePartition(_StoredPartition):
             elif kind == ROOT_ASK:
                 emitted = self.gather.add_root_ask(RootAsk.from_json(orjson.loads(data)), now_ms)
             elif kind == ROOT:
-                emitted = self.gather.add_root(RootReply.from_json(orjson.loads(data)))
+                emitted = self.gather.add_root(RootReply.from_json(orjson.loads(data)), now_ms)
             elif kind == PAGE:
                 emitted = self.gather.add_header(PageHeader.from_json(orjson.loads(data)), now_ms)
             else:

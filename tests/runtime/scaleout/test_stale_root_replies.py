@@ -198,11 +198,16 @@ def test_an_answer_marked_a_guess_releases_the_asker_naming_no_merge_and_its_cor
     route(gather, gather.add_watermark(0, page_order(9, 9, 0, 9)), out)
     complete(gather, "C", (copy_of("S", "S"), copy_of("A", "A")), out)
     route(gather, gather.add_root(RootReply("C", C, "S", S, "S")), out)
-    route(gather, gather.add_root(RootReply("C", C, "A", A, "A", guessed=True)), out)
+    assert gather.add_root_ask(RootAsk("C", C, "W", W), at_ms=4000) == []  # C not out: W waits
+    route(gather, gather.add_root(RootReply("C", C, "A", A, "A", guessed=True), at_ms=5000), out)
     [c] = [d for d in out if isinstance(d, Decided)]
     assert c.by == "watermark" and c.dedup["cluster_id"] == "S" and not c.dedup.get("merged_clusters")
+    assert not [r for r in out if isinstance(r, RootReply) and r.page_id == "W"]  # C's cluster: a guess, kept
+    assert gather.due(now_ms=5999, wait_ms=1000) == []  # W's bound counts from C's release
+    assert gather.due(now_ms=6000, wait_ms=1000) == [("C", C)]
     assert gather.add_root(RootReply("C", C, "A", A, "A", guessed=True)) == []  # a guess again: nothing
-    [late] = gather.add_root(RootReply("C", C, "A", A, "A"))  # named: A's own cluster, which C bridges to S's
+    late, told = gather.add_root(RootReply("C", C, "A", A, "A"))  # named: A's own cluster, which C bridges to S's
+    assert told == RootReply("W", W, "C", S, "S")
     assert isinstance(late, LateMerge) and late.event["merged"] == ["A"] and late.event["cluster_id"] == "S"
     assert late.cause == RELEASED_EARLY  # out by its watermark, but on a guess the wait bounded
     gather.close()
