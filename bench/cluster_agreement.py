@@ -130,6 +130,7 @@ def compare(reference: list[dict[str, Any]], got: dict[str, Any]) -> dict[str, A
             "supersedes_differing": supersedes, "related_to_differing": related,
             "merged_events_file_mode": len(want), "merged_events": len(have), "false_merges": len(have - want),
             "missed_merges": len(want - have), "late_matches": sum(e["type"] == "late_match" for e in got["events"]),
+            "late_related": sum(e["type"] == "late_related" for e in got["events"]),
             "late_merges": sum(e["type"] == "merged" and bool(e.get("late")) for e in got["events"]),
             "late_merges_by_cause": got.get("late_merges_by_cause", {}),
             "clusters_equal": clusters_of(got["events"]) == clusters_of(reference_events),
