@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import xxhash
@@ -116,9 +117,50 @@ def distinct_articles(pages: list[SourcePage], max_overlap: float = 0.3) -> list
 def article_units(page: SourcePage, indices: Iterable[int] | None = None) -> list[str]:
     """Gold content units of an article's paragraphs (all, or those at `indices`).
 
-    One id per source paragraph, '<page name>:<index>'; a lightly edited paragraph keeps its id."""
-    chosen = range(len(page.paragraphs)) if indices is None else indices
-    return [f"{page.name}:{i}" for i in chosen]
+    One id per source paragraph, '<page name>:<index>'; a lightly edited paragraph keeps its id.
+    A page holding a paragraph holds too the units of the article's paragraphs that repeat it
+    (`repeats`): a standfirst the article shows again, a pull quote of one of its sentences. A
+    page lacking only such a paragraph loses no text, so its copy without it is no content loss
+    (story dev: two of its three content-loss edges were a copy adding or swapping in a repeat)."""
+    chosen = list(range(len(page.paragraphs)) if indices is None else indices)
+    held = set(chosen)
+    repeated = sorted({i for j in chosen for i in _repeated_by(page.paragraphs)[j] if i not in held})
+    return [f"{page.name}:{i}" for i in (*chosen, *repeated)]
+
+
+# a word for `repeats`: a run of letters and digits, split at punctuation and underscores
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(text: str) -> str:
+    """The text's words that hold a letter, lowercased, each between spaces (a figure alone is left out)."""
+    return "".join(f" {word}" for word in _WORD.findall(text.lower()) if not word.isdigit()) + " "
+
+
+# a line this many words long repeats a longer paragraph it is a run of (`repeats`); a shorter one only
+# a line of the same words: a heading or a name a paragraph mentions is still a line of its own
+# (the paragraph sketch's floor: lines under 12 words are no paragraphs to it either)
+REPEAT_WORDS = 12
+
+
+def repeats(paragraph: str, other: str) -> bool:
+    """Whether `paragraph` says nothing `other` does not: its words are `other`'s, or, from 12 words, a run of them.
+
+    Words that hold a letter, lowercased ("x86" and "multiboot2" are words): a figure on its own
+    is left out, as a source's pull quote may have lost it (readability's bug-1255978 quotes "for
+    every $1000 invested" as "for every 00 invested"). A paragraph without words repeats nothing;
+    one under `REPEAT_WORDS` words only a line of the same words (a heading shown twice)."""
+    words, theirs = _words(paragraph), _words(other)
+    if words == " ":
+        return False
+    return words == theirs or (words.count(" ") - 1 >= REPEAT_WORDS and words in theirs)
+
+
+@lru_cache(maxsize=64)
+def _repeated_by(paragraphs: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    """Of each paragraph, the other paragraphs of its article that repeat it (`repeats`)."""
+    return tuple(tuple(i for i, short in enumerate(paragraphs) if i != j and repeats(short, long))
+                 for j, long in enumerate(paragraphs))
 
 
 def text_unit(text: str) -> str:
