@@ -57,7 +57,7 @@ STAGES: dict[str, tuple[tuple[str, ...], str]] = {
     "extraction: other": (("fast_texts", "page_texts"), "streamdedup/clean"),
     "visible text": (("extract_all_text",), "streamdedup/clean"),
     "helper round trip (off here)": (("extract",), "streamdedup/clean/isolated"),
-    "nesting pre-check (+ UTF-8 copy)": (("extract_texts", "flatten_nesting", "_depth", "compiled_depth"),
+    "nesting pre-check (+ UTF-8 copy)": (("extract_texts", "flatten_nesting", "scan_nesting", "compiled_depth"),
                                          "streamdedup/clean"),
     "normalise": (("normalize_text",), "streamdedup/clean"),
     "input read": (("_read_jsonl",), "streamdedup/record"),

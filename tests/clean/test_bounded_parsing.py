@@ -108,7 +108,8 @@ def test_two_names_of_one_key_are_two_names():
     that a parser keeps open. A key finds a name now, its bytes decide (any case)."""
     import numpy as np
 
-    from streamdedup.clean.nesting import _MIXER, _find_name
+    from streamdedup.clean.nesting import _MIXER
+    from streamdedup.clean.nesting_kernels import _find_name
 
     data = np.frombuffer(b"<div><dib></DIV>", dtype=np.uint8)
     key = np.uint64(0x1234_5678_9ABC_DEF0)  # the same key for all three
