@@ -4,17 +4,17 @@ Every change a page makes (its DocRecord, time entry, counters) is staged in a `
 written with one RocksDB WriteBatch at `commit`, so the store is never half-updated; the
 in-memory index is changed only after that write. Pages of the same batch see each other
 through the batch's overlay. Lookups for a whole batch of pages are one pass over the table
-(`prefetch`, `stage`).
+(`prefetch`, `stage`: its names sorted in `batch_staging`); a page's candidates are looked up
+through the overlay by `batch_candidates.BatchCandidates`, the part of the batch that reads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from rocksdict import WriteBatch
@@ -22,16 +22,16 @@ from rocksdict import WriteBatch
 from streamdedup.clean.template import SiteTemplate
 from streamdedup.store import candidates as caps
 from streamdedup.store import layout
+from streamdedup.store.batch_candidates import UNREAD, BatchCandidates
+from streamdedup.store.batch_staging import StagedNames, stage_names
 from streamdedup.store.batched_store import BatchedStore
-from streamdedup.store.candidates import MAX_CANDIDATES, answer_of, places_among_ints, rank_candidates, stop_answer
-from streamdedup.store.chance import CHANCE_POSTINGS, ToldPairs, by_chance_only, page_pairs
+from streamdedup.store.candidates import answer_of, places_among_ints, stop_answer
 from streamdedup.store.filing import index_names, seq_with_id
-from streamdedup.store.index_kernels import ints_names, name_ints
+from streamdedup.store.index_kernels import name_ints
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.template_store import SiteTemplates
 
 TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
-_UNREAD: Any = object()  # `candidates`: a name not read into the batch yet (None: read, no page under it)
 
 
 class _IdKeys(dict[str, bytes]):
@@ -42,7 +42,7 @@ class _IdKeys(dict[str, bytes]):
         return key
 
 
-class StoreBatch:
+class StoreBatch(BatchCandidates):
     """Staged changes of a group of pages, visible to later pages of the group, committed at once.
 
     Postings values read for the batch are cached; a page files itself by appending its seq to
@@ -82,14 +82,7 @@ class StoreBatch:
         self._keyed: list[tuple[int, tuple[list[int], int]]] = []
         # the names of the last `candidates` call, if every one was read and none has a page yet
         self._names_without_pages: Sequence[bytes] | None = None
-        # `stage`: the batch's names as integers, and those only one page of the batch names, with no
-        # stored page (filed at commit, as integers, under the seq of the page that names them)
-        self._staged: tuple[np.ndarray, list[int]] | None = None
-        # (names, the page of the batch naming each, their first free slots in the table and its epoch)
-        self._unshared: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
-        self._page_seqs: np.ndarray | None = None  # the seq each staged page was added as (-1: not added)
-        self._chance_only: dict[int, int] = {}  # `stage`: page -> its candidates, all chance collisions
-        self._chance_told = ToldPairs(set(), set())  # `stage`: the (page, stored page) pairs it asked, and told
+        self._staging: StagedNames | None = None  # `stage`: the batch's names as integers, sorted
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -136,82 +129,22 @@ class StoreBatch:
         a few pages, none named twice in the batch) has none either: its names give no candidate it
         would judge and take none from the batch, so it is filed as integers too (at 10 M stored
         pages, most pages: ~2 chance collisions a page)."""
-        if self._docs or self._staged is not None:
+        if self._docs or self._staging is not None:
             raise ValueError("stage() takes the whole batch, before any page is added")
         self.prefetch((), page_ids)
-        names = np.ascontiguousarray(names, dtype=np.uint64)
-        self._staged = (names, list(ends))
-        self._page_seqs = np.full(len(ends), -1, dtype=np.int64)
-        counts, free, epoch = self.store.memory.counts_free_ints(names)
-        order = np.argsort(names)  # equal names side by side (in any order among themselves)
-        repeated = np.zeros(len(names), dtype=np.bool_)
-        if len(names) > 1:
-            same = names[order[1:]] == names[order[:-1]]
-            repeated[order[1:]] |= same
-            repeated[order[:-1]] |= same
-        sizes = np.diff(np.asarray([0, *ends], dtype=np.int64)).astype(np.int64)
-        owner = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
-        has_postings = counts > 0
-        stored = np.flatnonzero(has_postings)
-        skipped: set[int] = set()
-        shared = repeated | has_postings
-        if len(stored):
-            found, starts, seqs = self.store.memory.found_ints(names[stored], counts[stored])
-            if words is not None and self.store.word_tag is not None:
-                skipped, self._chance_only, self._chance_told = by_chance_only(
-                    self.store.chance_collisions, self.store.word_tag, names[stored], owner[stored], found, seqs,
-                    words, owner[repeated], len(ends))
-                if self._chance_only:
-                    told = np.zeros(len(ends), dtype=np.bool_)
-                    told[list(self._chance_only)] = True
-                    shared &= ~told[owner]
-        unshared = np.flatnonzero(~shared)
-        # an unshared name of a page told to have only chance collisions has postings: its first free
-        # slot is still where `_insert` would put it (`MemoryIndex.insert_ints`)
-        self._unshared = (names[unshared], owner[unshared], free[unshared], epoch)
-        at = np.flatnonzero(shared)
-        if not len(at):
-            return [[] for _ in ends]
-        as_bytes = ints_names(names[at])
-        values = self._values
-        hits: list[bytes] = []
-        if len(stored):
-            kept = np.flatnonzero(shared[stored])  # the stored names of pages that judge candidates
-            # each name once (a stop key is named by most pages of a batch), at its first place
-            kept = kept[np.sort(np.unique(names[stored[kept]], return_index=True)[1])]
-            answers = self._answers
-            kept_counts, kept_starts = found[kept], starts[kept]
-            # each kept name's seqs, side by side: seqs[start: start + count] of each
-            gather = (np.repeat(kept_starts - (np.cumsum(kept_counts) - kept_counts), kept_counts)
-                      + np.arange(int(kept_counts.sum()), dtype=np.int64))
-            ordered_seqs, kept_values = layout.grouped_seqs_values(seqs[gather], kept_counts)
-            for j, count, ordered, value in zip(np.searchsorted(at, stored[kept]).tolist(), kept_counts.tolist(),
-                                                ordered_seqs, kept_values, strict=True):
-                name = as_bytes[j]
-                if name not in values:
-                    values[name] = value
-                    # its answer as `answer_of` would decode it from the value (read by `candidates`)
-                    answers[value] = (stop_answer(ordered) if count >= caps.MAX_POSTINGS_PER_KEY else ordered, count)
-                    hits.append(name)
-        for name in as_bytes:
-            if name not in values:
-                values[name] = None
+        staged = stage_names(self.store, names, ends, words, self._values)
+        self._staging = staged.names
+        self._values.update(staged.values)
+        self._answers.update(staged.answers)
+        hits = [name for name, value in staged.values.items() if value is not None]
         self._live.update(hits)
-        answers = self._answers
-        answers_seqs = set(chain.from_iterable([answers[cast(bytes, values[name])][0] for name in hits]))
-        unread = [s for s in answers_seqs if s not in skipped and s not in self._committed_docs and s not in self._docs]
-        self._committed_docs.update(self.store.docs(unread))
-        cuts = np.searchsorted(at, np.asarray(ends, dtype=np.int64)).tolist()
-        return [as_bytes[start: end] for start, end in zip([0, *cuts[:-1]], cuts, strict=True)]
-
-    def chance_only(self, page: int) -> int:
-        """How many candidates page `page` has if every one is a chance collision, else 0.
-
-        How many candidates the staged batch's page `page` has if every one is a chance
-        collision of SimHash's short keys that `without_chance` drops (`chance.by_chance_only`); 0 if
-        it has none or any other. Such a page's `candidates` and `without_chance` need not run:
-        their answer is that nothing is left to judge."""
-        return self._chance_only.get(page, 0)
+        if any(staged.shared):  # (no page with a shared name: no value read, no record to read)
+            answers_seqs = set(chain.from_iterable([staged.answers[cast(bytes, staged.values[name])][0]
+                                                    for name in hits]))
+            unread = [s for s in answers_seqs
+                      if s not in staged.skipped and s not in self._committed_docs and s not in self._docs]
+            self._committed_docs.update(self.store.docs(unread))
+        return staged.shared
 
     def _value(self, name: bytes) -> bytes | None:
         if name not in self._values:
@@ -223,97 +156,6 @@ class StoreBatch:
     def lookup(self, tag: int, key: bytes) -> list[int]:
         """Seqs filed under `key` of method `tag`, as this batch sees them (its staged postings included)."""
         return layout.seqs_from(self._value(layout.index_key(tag, key)))
-
-    def candidates(self, names: Sequence[bytes], limit: int = MAX_CANDIDATES) -> list[int]:
-        """Seqs filed under any of these index keys, each once, oldest first; at most `limit`.
-
-        Bounded work whatever the input: a page of homogeneous text (a forum, a listing) can
-        share a key with a large part of the store. A full key (a stop key) answers only its
-        first `STOP_KEY_ANSWERS` pages. Past `limit`, the candidates sharing the most
-        of the page's keys win (LSH: more colliding bands, higher similarity), the earliest on a
-        tie (the earliest-page rule). On normal crawls a page has a handful of candidates and the
-        limit never binds. `last_found` keeps how many there were before the cut (metrics)."""
-        self.last_found = 0
-        self.unvouched = set()
-        self._keyed = []
-        if self._all_read_none_filed(set(names)):
-            self._names_without_pages = names
-            return []
-        self._names_without_pages = None
-        word_tag, complete = self.store.word_tag, self.store.complete_tags
-        found: list[list[int]] = []  # the seqs each name with pages answers
-        vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
-        keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
-        value_of, known_answer = self._values.get, self._answers.get  # (the loop runs for every shared name)
-        for n in names:
-            if (v := value_of(n, _UNREAD)) is _UNREAD:
-                v = self._value(n)
-            if v:
-                answer = known_answer(v) or self._answer(v)
-                seqs = answer[0]
-                found.append(seqs)
-                tag = n[0]
-                if tag != word_tag or answer[1] > CHANCE_POSTINGS:
-                    vouching.append(seqs)
-                if tag in complete:
-                    keyed.append((tag, answer))
-        if not found:
-            return []
-        self._keyed = keyed
-        shared = Counter(chain.from_iterable(found))
-        self.last_found = len(shared)
-        kept = rank_candidates(shared, limit)
-        # a chance collision is a page found by one key of the page, a SimHash key of at most
-        # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
-        # sharing more keys, or found under fuller ones, are not asked
-        if len(vouching) < len(found):
-            vouched = set(chain.from_iterable(vouching))  # (read at C speed)
-            self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
-        return kept
-
-    def found_by(self) -> dict[int, set[int]]:
-        """Of the last `candidates` answer, the seqs found by the keys of each complete method.
-
-        Of the last `candidates` answer, by tag of a method whose keys find every match of its
-        test (`SignatureStore.complete_tags`), the seqs its keys found; for each such method none of
-        whose keys of the page is full (a full key answers only its first pages: it may hide some).
-        Asked by the caller that judges with it (the Detector), not made for every lookup."""
-        found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags}
-        for tag, (seqs, count) in self._keyed:
-            if count >= caps.MAX_POSTINGS_PER_KEY:
-                found_by.pop(tag, None)  # a full key: its other pages are not answered
-            elif tag in found_by:
-                found_by[tag].update(seqs)
-        return found_by
-
-    def without_chance(self, seqs: Sequence[int], mine: Mapping[int, Any], page: int | None = None) -> list[int]:
-        """The last `candidates` answer without the chance collisions of the chance-telling method's keys.
-
-        `seqs`, the last `candidates` answer (of a page whose signatures by tag are `mine`),
-        without the stored pages that only keys of the store's chance-telling method found and
-        whose kept word bits (`SignatureStore.words`) that method does not find: chance collisions
-        of its short keys, no method's candidates, dropped unread. (A page of this batch, or one
-        whose bits pass while its whole signature would not, is judged as any candidate: the
-        method's own rule tells it.)
-
-        `page`: the page's number in the staged batch (`stage`), whose chance checks of a whole
-        batch's pages told each pair of a page and a stored page it found under such a key: where
-        they told every one asked now (as a rule: a key of a few stored pages then was one of at
-        most as many before the batch), their answers are read, the same bits and word asked."""
-        tag = self.store.word_tag
-        if not self.unvouched or tag is None or tag not in mine:
-            return list(seqs)
-        committed = np.fromiter((s for s in self.unvouched if s not in self._docs), dtype=np.uint64)
-        told = self._chance_told
-        pairs = page_pairs(page, committed).tolist() if page is not None and told.asked else None
-        if pairs is not None and told.asked.issuperset(pairs):
-            far = committed[np.array([pair in told.far for pair in pairs], dtype=np.bool_)]
-        else:
-            far = committed[self.store.chance_collisions(committed, mine[tag])]
-        if not len(far):
-            return list(seqs)
-        gone = set(far.tolist())
-        return [s for s in seqs if s not in gone]
 
     def records_read(self) -> Mapping[int, DocRecord | None]:
         """The stored records read for the batch so far, by seq (`stage` reads all its pages' names answer)."""
@@ -364,7 +206,7 @@ class StoreBatch:
         """The `add` with the page's index names of every method in one sequence.
 
         The names as `SignatureStore.index_names_of_records` makes them."""
-        if self._staged is not None:
+        if self._staging is not None:
             raise ValueError("a batch that was staged (`stage`) files its pages with add_staged")
         self._add(doc, names, lambda full: places_among_ints(name_ints(names), full), displaces)
 
@@ -372,13 +214,12 @@ class StoreBatch:
         """`add_named` of the batch's page number `page` (`stage`), given its shared names.
 
         Those are filed now, the others when the batch commits."""
-        if self._staged is None or self._page_seqs is None:
+        staging = self._staging
+        if staging is None:
             raise ValueError("add_staged files the pages of a staged batch (`stage`)")
-        names, ends = self._staged
-        start = ends[page - 1] if page else 0
-        self._add(doc, shared, lambda full: places_among_ints(names[start: ends[page]], full), displaces,
-                  ends[page] - start)
-        self._page_seqs[page] = doc.seq
+        names = staging.page_names(page)
+        self._add(doc, shared, lambda full: places_among_ints(names, full), displaces, len(names))
+        staging.page_seqs[page] = doc.seq
 
     def _answer(self, value: bytes) -> tuple[list[int], int]:
         """`answer_of(value)`, decoded once a batch (a hot key's value is every page's)."""
@@ -430,7 +271,7 @@ class StoreBatch:
         else:
             value_of = values.get
             for name in unique:
-                if (current := value_of(name, _UNREAD)) is _UNREAD:
+                if (current := value_of(name, UNREAD)) is UNREAD:
                     current = self._value(name)
                 if not current:  # a key no page has yet
                     values[name] = seq
@@ -489,14 +330,9 @@ class StoreBatch:
         (`MemoryIndex.insert_ints`; -1: none, as for names filed one by one)."""
         names = name_ints(self._filed_names) if self._filed_names else np.zeros(0, dtype=np.uint64)
         seqs = np.asarray(self._filed_seqs, dtype=np.uint64)
-        if self._unshared is None or self._page_seqs is None:
+        if self._staging is None:
             return names, seqs, None, -1
-        unshared_names, owners, unshared_free, epoch = self._unshared
-        unshared_seqs = self._page_seqs[owners]
-        added = unshared_seqs >= 0
-        free = np.concatenate([np.full(len(names), -1, dtype=np.int64), unshared_free[added]])
-        return (np.concatenate([names, unshared_names[added]]),
-                np.concatenate([seqs, unshared_seqs[added].astype(np.uint64)]), free, epoch)
+        return self._staging.postings(names, seqs)
 
     def _take_out_displaced(self) -> tuple[list[bytes], list[int], list[DocRecord]]:
         """The displaced postings of pages committed before, and the records that name them.
@@ -568,9 +404,7 @@ class StoreBatch:
         self.store.memory.insert_ints(names, seqs, free, epoch)
         if (tag := self.store.word_tag) is not None:
             self.store.file_words(list(self._docs), [d.signatures.get(tag) for d in self._docs.values()])
-        self._staged = self._unshared = self._page_seqs = None
-        self._chance_only = {}
-        self._chance_told = ToldPairs(set(), set())
+        self._staging = None
         self._filed_names.clear()
         self._filed_seqs.clear()
         self._displaced.clear()

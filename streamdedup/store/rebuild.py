@@ -1,6 +1,8 @@
 """The in-memory index rebuilt from the page records in bulk, after a crash (no snapshot).
 
-The same postings, inserted in the same order, chunk by chunk, as `SignatureStore._index_pages`
+`IndexRebuild` is the part of `SignatureStore` that rebuilds it when the store opens (a mixin:
+the store's own tables and reads), in chunks of records, the table sized once from the first.
+The same postings, inserted in the same order, chunk by chunk, as `IndexRebuild._index_pages`
 inserts them from decoded `DocRecord`s (so the table is the same byte for byte), but a chunk's
 records are read as one buffer: a compiled pass finds each record's id and signatures, and a
 method that offers `index_key_rows` (MinHash, SimHash, A12, exact, word pairs) makes the keys of all its
@@ -13,10 +15,11 @@ words) and the store's methods by tag, not the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from rocksdict import Rdict
 
 from streamdedup.jit import numba
 from streamdedup.store import layout
@@ -26,6 +29,7 @@ from streamdedup.store.index_kernels import name_ints
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.memory_index import MemoryIndex
 
+_REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 _DOC_KEY = np.dtype([("prefix", "u1"), ("seq", ">u8")])
 
 
@@ -81,7 +85,7 @@ def index_records(memory: MemoryIndex, kept_words: MemoryIndex, methods: Methods
 
     Insert the postings of these page records (doc keys and values, in seq order) into
     `memory` (the store's index) and their words into `kept_words` (the chance check's, if a
-    method tells chance keys: `word_tag`): exactly `SignatureStore._index_pages` of the decoded records."""
+    method tells chance keys: `word_tag`): exactly `IndexRebuild._index_pages` of the decoded records."""
     if not keys:
         return
     names, seqs, word_seqs, words = record_postings(methods, word_tag, keys, values)
@@ -161,3 +165,102 @@ def record_postings(methods: Methods, word_tag: int | None, keys: Sequence[bytes
         rows = np.flatnonzero(sig_len[:, c] >= 8)
         word_seqs, words = seqs[rows].tolist(), [data[a: a + 8] for a in sig_at[rows, c].tolist()]
     return np.concatenate(name_parts), np.concatenate(seq_parts), word_seqs, words
+
+
+class IndexRebuild:
+    """The store's in-memory index rebuilt from its page records (`SignatureStore`'s tables and reads)."""
+
+    db: Rdict
+    memory: MemoryIndex
+    words: MemoryIndex
+    word_tag: int | None
+    _by_tag: Methods
+
+    if TYPE_CHECKING:  # the store's own, which it defines
+        def index_keys(self, doc: DocRecord) -> dict[int, list[bytes]]:
+            """Every key the page is filed under, by method tag, from its signatures."""
+
+        def filed_names(self, doc: DocRecord) -> list[bytes]:
+            """The index names a stored page is filed under."""
+
+        def file_words(self, seqs: Sequence[int], encoded: Sequence[bytes | None]) -> None:
+            """Keep these pages' `word_tag` signatures in `words`."""
+
+        def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
+            ...
+
+        def _scan(self, cf: Rdict, start: bytes | None = None, verify: bool = False) -> Iterator[tuple[bytes, bytes]]:
+            ...
+
+    def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
+        """The in-memory index from the page records.
+
+        Every page under its keys, but those its record names as not filed (full keys when it was
+        added), and under its id. Pages are read in chunks and their keys named by method, one array
+        pass each (`layout.index_names`). `bulk`: a chunk's raw records at once
+        (`rebuild.index_records`, the same table, ~N x faster); else each record decoded
+        (`_index_pages`)."""
+        chunk = chunk or _REBUILD_CHUNK
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        pages = self._count_pages()
+        sized = False
+        for key, value in self._scan(self.db, layout.DOC):
+            if key[:1] != layout.DOC:
+                break
+            keys.append(key)
+            values.append(value)
+            if len(keys) == chunk:
+                self._index_records(keys, values, bulk)
+                if not sized:  # the table sized once, from the first chunk's postings a page
+                    self._reserve(self.memory.postings * pages // chunk)
+                    sized = True
+                keys, values = [], []
+        self._index_records(keys, values, bulk)
+
+    def _count_pages(self) -> int:
+        """How many page records the store holds (their keys only)."""
+        pages = 0
+        for key in self.db.keys(from_key=layout.DOC):
+            if cast(bytes, key)[:1] != layout.DOC:
+                break
+            pages += 1
+        return pages
+
+    def _reserve(self, postings: int) -> None:
+        """Room for this many postings in the index, checked against the memory the process has.
+
+        Checked by `_check_memory`, so a rebuild fills a table of its final size without doubling it."""
+        postings += postings // 16  # some room: a page's postings vary
+        self._check_memory(self.memory.reserved_bytes(postings) - self.memory.size_bytes,
+                           f"{postings:,} postings")
+        self.memory.reserve(postings)
+
+    def _index_records(self, keys: list[bytes], values: list[bytes], bulk: bool) -> None:
+        if bulk:
+            index_records(self.memory, self.words, self._by_tag, self.word_tag, keys, values)
+        else:
+            self._index_pages([DocRecord.decode(layout.seq_from(k), v) for k, v in zip(keys, values, strict=True)])
+
+    def _index_pages(self, docs: Sequence[DocRecord]) -> None:
+        keys: dict[int, list[bytes]] = {}
+        owners: dict[int, list[int]] = {}
+        names: list[bytes] = []
+        seqs: list[int] = []
+        for doc in docs:
+            if doc.unfiled:  # the few pages that met a full key: one by one
+                filed = self.filed_names(doc)
+                names += filed
+                seqs += [doc.seq] * len(filed)
+                continue
+            for tag, tag_keys in self.index_keys(doc).items():
+                keys.setdefault(tag, []).extend(tag_keys)
+                owners.setdefault(tag, []).extend([doc.seq] * len(tag_keys))
+            names.append(layout.page_id_key(doc.page_id))
+            seqs.append(doc.seq)
+        for tag, tag_keys in keys.items():
+            names += layout.index_names(tag, tag_keys)
+            seqs += owners[tag]
+        self.memory.insert(names, seqs)  # a name twice for one page (a hash collision) is filed once
+        if (word_tag := self.word_tag) is not None:
+            self.file_words([doc.seq for doc in docs], [doc.signatures.get(word_tag) for doc in docs])

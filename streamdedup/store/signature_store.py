@@ -3,10 +3,11 @@
 The store opens its directory (`opening`: what may stand in it, RocksDB's options, the config
 it was built with, which it refuses to mix with another), then loads its in-memory index from
 the files its last clean close wrote (`index_files`) or rebuilds it from the page records
-(`rebuild`): RocksDB keeps the records and the changelog, the table (`memory_index`) is a
+(`rebuild.IndexRebuild`): RocksDB keeps the records and the changelog, the table (`memory_index`) is a
 function of them. Changes are staged and written a batch at a time (`batch.StoreBatch`); a
 batch's lookups are ranked and capped (`candidates`) and chance collisions of SimHash's short
-keys dropped unread (`chance`). Pages expire by event time (`expire`, `retention`).
+keys dropped unread (`chance`). Pages leave it deleted by id or expired by event time
+(`removal.PageRemoval`, `retention`).
 """
 
 from __future__ import annotations
@@ -15,18 +16,17 @@ import itertools
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-from rocksdict import Rdict, ReadOptions, WriteBatch
+from rocksdict import Rdict, ReadOptions
 
 from streamdedup.clean.template import TemplateParams
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.registry import method_from_description, signature_config
-from streamdedup.store import filing, layout, rebuild, retention
+from streamdedup.store import filing, layout
 from streamdedup.store.batch import TIME_SCAN_FROM, StoreBatch
 
 # the names marked F401 are imported from here too (the Detector, the file mode, the scale-out
@@ -70,14 +70,14 @@ from streamdedup.store.opening import (
 )
 from streamdedup.store.plain import multi_get
 from streamdedup.store.process_memory import DECODED_RECORDS
+from streamdedup.store.rebuild import IndexRebuild
+from streamdedup.store.removal import PageRemoval
 from streamdedup.store.template_store import TemplateCache
 
-_EXPIRE_CHUNK = 4096  # pages removed per WriteBatch by `expire`
-_REBUILD_CHUNK = 1 << 14  # page records indexed at once by a rebuild
 log = logging.getLogger(__name__)
 
 
-class SignatureStore:
+class SignatureStore(IndexRebuild, PageRemoval):
     """The page store: records in RocksDB, the index in memory, retention; opened on a directory with its methods."""
 
     def __init__(self, path: str | os.PathLike[str], methods: Sequence[FingerprintMethod[Any]],
@@ -127,50 +127,6 @@ class SignatureStore:
             self._rebuild_index()
         self._ready = True
 
-    def _rebuild_index(self, chunk: int | None = None, bulk: bool = True) -> None:
-        """The in-memory index from the page records.
-
-        Every page under its keys, but those its record names as not filed (full keys when it was
-        added), and under its id. Pages are read in chunks and their keys named by method, one array
-        pass each (`layout.index_names`). `bulk`: a chunk's raw records at once
-        (`rebuild.index_records`, the same table, ~N x faster); else each record decoded
-        (`_index_pages`)."""
-        chunk = chunk or _REBUILD_CHUNK
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        pages = self._count_pages()
-        sized = False
-        for key, value in self._scan(self.db, layout.DOC):
-            if key[:1] != layout.DOC:
-                break
-            keys.append(key)
-            values.append(value)
-            if len(keys) == chunk:
-                self._index_records(keys, values, bulk)
-                if not sized:  # the table sized once, from the first chunk's postings a page
-                    self._reserve(self.memory.postings * pages // chunk)
-                    sized = True
-                keys, values = [], []
-        self._index_records(keys, values, bulk)
-
-    def _count_pages(self) -> int:
-        """How many page records the store holds (their keys only)."""
-        pages = 0
-        for key in self.db.keys(from_key=layout.DOC):
-            if cast(bytes, key)[:1] != layout.DOC:
-                break
-            pages += 1
-        return pages
-
-    def _reserve(self, postings: int) -> None:
-        """Room for this many postings in the index, checked against the memory the process has.
-
-        Checked by `_check_memory`, so a rebuild fills a table of its final size without doubling it."""
-        postings += postings // 16  # some room: a page's postings vary
-        self._check_memory(self.memory.reserved_bytes(postings) - self.memory.size_bytes,
-                           f"{postings:,} postings")
-        self.memory.reserve(postings)
-
     def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
         """Refuse to open a store whose index does not fit in the memory left.
 
@@ -196,35 +152,6 @@ class SignatureStore:
         if needed:
             self._check_memory(needed, f"to grow past {self.memory.postings:,} postings; nothing of the batch "
                                        "was written", opening=False)
-
-    def _index_records(self, keys: list[bytes], values: list[bytes], bulk: bool) -> None:
-        if bulk:
-            rebuild.index_records(self.memory, self.words, self._by_tag, self.word_tag, keys, values)
-        else:
-            self._index_pages([DocRecord.decode(layout.seq_from(k), v) for k, v in zip(keys, values, strict=True)])
-
-    def _index_pages(self, docs: Sequence[DocRecord]) -> None:
-        keys: dict[int, list[bytes]] = {}
-        owners: dict[int, list[int]] = {}
-        names: list[bytes] = []
-        seqs: list[int] = []
-        for doc in docs:
-            if doc.unfiled:  # the few pages that met a full key: one by one
-                filed = self.filed_names(doc)
-                names += filed
-                seqs += [doc.seq] * len(filed)
-                continue
-            for tag, tag_keys in self.index_keys(doc).items():
-                keys.setdefault(tag, []).extend(tag_keys)
-                owners.setdefault(tag, []).extend([doc.seq] * len(tag_keys))
-            names.append(layout.page_id_key(doc.page_id))
-            seqs.append(doc.seq)
-        for tag, tag_keys in keys.items():
-            names += layout.index_names(tag, tag_keys)
-            seqs += owners[tag]
-        self.memory.insert(names, seqs)  # a name twice for one page (a hash collision) is filed once
-        if (word_tag := self.word_tag) is not None:
-            self.file_words([doc.seq for doc in docs], [doc.signatures.get(word_tag) for doc in docs])
 
     def words_of(self, encoded: Sequence[Mapping[int, bytes]]) -> np.ndarray | None:
         """Each page's word for the chance check, from its encoded signatures by tag.
@@ -441,104 +368,6 @@ class SignatureStore:
     def batch(self) -> StoreBatch:
         """A new batch of changes against this store."""
         return StoreBatch(self)
-
-    def _remove(self, docs: Sequence[DocRecord], wb: WriteBatch | None = None) -> None:
-        """Remove these pages.
-
-        Their doc and time entries in one WriteBatch (with whatever `wb` holds already), then, once
-        it is written, their postings from the in-memory index."""
-        wb = WriteBatch(raw_mode=True) if wb is None else wb
-        names: list[bytes] = []
-        seqs: list[int] = []
-        for doc in docs:
-            filed = self.filed_names(doc)
-            names += filed
-            seqs += [doc.seq] * len(filed)
-            wb.delete(layout.time_key(doc.event_ms, doc.seq))
-            wb.delete(layout.doc_key(doc.seq))
-        wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
-        self.db.write(wb)
-        for doc in docs:
-            self._doc_cache.pop(doc.seq, None)
-        self.index_version += 1
-        self.memory.remove(names, seqs)
-        if (tag := self.word_tag) is not None:
-            self.words.remove_ints(*word_postings([d.seq for d in docs], [d.signatures.get(tag) for d in docs]))
-
-    def delete_page(self, page_id: str) -> bool:
-        """Forget a page: it no longer matches anything; False if it was not stored."""
-        seq = self.seq_for(page_id)
-        doc = None if seq is None else self.doc(seq)
-        if doc is None:
-            return False
-        self._remove([doc])
-        return True
-
-    def expire_after_commit(self, before_ms: int | None) -> int:
-        """What every mode's commit expires.
-
-        The pages before `before_ms` (the retention clock's `expire_before`; None: no retention)
-        within `retention.EXPIRY_BUDGET_S`, so a backlog drains over the next batches; returns how
-        many (the `pages_expired` work count)."""
-        return 0 if before_ms is None else self.expire(before_ms, budget_s=retention.EXPIRY_BUDGET_S)
-
-    def expire(self, before_ms: int, limit: int | None = None, budget_s: float | None = None) -> int:
-        """Remove the pages whose event time is before `before_ms`, oldest first, a chunk a WriteBatch.
-
-        Returns how many. At most `limit` pages; with `budget_s`, no chunk starts once that many
-        seconds have passed (the first always runs), so a backlog drains over several calls
-        (`retention.EXPIRY_BUDGET_S`) and what a call leaves is expired by the next."""
-        bound = layout.time_bound(before_ms)
-        deadline = None if budget_s is None else time.monotonic() + budget_s
-        removed = 0
-        while limit is None or removed < limit:
-            chunk = _EXPIRE_CHUNK if limit is None else min(_EXPIRE_CHUNK, limit - removed)
-            expired = self._expired_time_keys(bound, chunk)
-            if expired:
-                self._remove_expired(expired)
-                removed += len(expired)
-            if len(expired) < chunk or (deadline is not None and time.monotonic() >= deadline):
-                break
-        return removed
-
-    def _remove_expired(self, expired: list[tuple[bytes, int]]) -> None:
-        """Remove the pages of these time entries, their postings made in bulk.
-
-        `_remove` of the pages of these time entries (a time entry whose page is gone goes
-        alone), their records read raw and their postings made in bulk (`rebuild.unindex_records`:
-        ~6x the pages a second of decoding each record and naming its keys one by one)."""
-        seqs = sorted({seq for _, seq in expired})
-        doc_keys = [layout.doc_key(seq) for seq in seqs]
-        found = [(key, value) for key, value in zip(doc_keys, multi_get(self.db, doc_keys), strict=True)
-                 if value is not None]
-        wb = WriteBatch(raw_mode=True)
-        for key, _ in expired:
-            wb.delete(key)
-        for key, _ in found:
-            wb.delete(key)
-        scan_from = max(self._time_scan_from, expired[-1][0] + b"\x00")  # none left before it
-        wb.put(layout.meta_key("index_version"), str(self.index_version + 1).encode())
-        wb.put(layout.meta_key(TIME_SCAN_FROM), scan_from)
-        self.db.write(wb)
-        self._time_scan_from = scan_from
-        for seq in seqs:
-            self._doc_cache.pop(seq, None)
-        self.index_version += 1
-        rebuild.unindex_records(self.memory, self.words, self._by_tag, self.word_tag,
-                                [key for key, _ in found], [value for _, value in found])
-
-    def _expired_time_keys(self, bound: bytes, limit: int) -> list[tuple[bytes, int]]:
-        """The first time entries before `bound`, at most `limit`, from where the last removal ended.
-
-        From `_time_scan_from`: a scan from the first time key stepped over the tombstone of every entry
-        removed since the last compaction, so each batch's expiry cost more than the one before (`python
-        bench/expire.py`, its `steady` part)."""
-        found: list[tuple[bytes, int]] = []
-        for key, _ in self._scan(self.db, self._time_scan_from):
-            if len(found) >= limit or key[:1] != layout.TIME or key >= bound:
-                break
-            found.append((key, layout.time_key_parts(key)[1]))
-        return found
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full scan that verifies every block's checksum.

@@ -11,7 +11,7 @@ from conftest import make_article, page, wrap_in_template
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprints.minhash import MinHashMethod
-from streamdedup.store import candidates, chance, signature_store
+from streamdedup.store import candidates, chance, removal, signature_store
 from streamdedup.testing import raw_records
 
 MINHASH = MinHashMethod()  # the default's signatures: values of whole random minima, their band checks
@@ -408,7 +408,7 @@ def test_the_chance_checks_stage_told_answer_a_pages_as_its_own_check_would(tmp_
     def without_chance(self, seqs, mine, page=None):
         kept = original(self, seqs, mine, page)
         assert kept == original(self, seqs, mine)  # its own check, asked again
-        read.append(page is not None and bool(self._chance_told.asked))
+        read.append(page is not None and self._staging is not None and bool(self._staging.chance_told.asked))
         return kept
 
     monkeypatch.setattr(StoreBatch, "without_chance", without_chance)
@@ -557,7 +557,7 @@ def test_an_expiry_with_a_budget_removes_a_chunk_a_call_oldest_first_and_drains_
 
     from streamdedup.store import layout
 
-    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 7)
+    monkeypatch.setattr(removal, "_EXPIRE_CHUNK", 7)
     pages = [page(f"https://news{i % 3}.example/{i}", wrap_in_template(make_article(i), f"News {i % 3}"),
                   f"2024-03-01T{i // 60:02d}:{i % 60:02d}:00Z") for i in range(60)]
     with Detector(DetectorConfig(batch_size=16), tmp_path / "whole") as detector:

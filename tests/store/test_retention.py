@@ -109,14 +109,14 @@ def test_a_backlog_of_expired_pages_drains_over_batches_and_its_pages_are_not_ma
     copy of a page it still holds is not called its duplicate (out of the retention window)."""
     from streamdedup.config import DetectorConfig
     from streamdedup.detector import Detector
-    from streamdedup.store import retention, signature_store
+    from streamdedup.store import removal, retention
     from streamdedup.testing import raw_records
 
     old = [page(f"https://old.example/{i}", wrap_in_template(make_article(100 + i), "Old"),
                 f"2024-03-01T10:{i:02d}:00Z") for i in range(18)]
     run_records(old, tmp_path, batch_size=8)  # no retention: all kept
     june_ms = 1_717_200_000_000  # 2024-06-01T00:00Z
-    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 4)
+    monkeypatch.setattr(removal, "_EXPIRE_CHUNK", 4)
     monkeypatch.setattr(retention, "EXPIRY_BUDGET_S", 0.0)
     copies = [page(f"https://new.example/{i}", wrap_in_template(make_article(100 + i), "New"),
                    f"2024-06-01T10:{i:02d}:00Z") for i in range(6)]

@@ -5,7 +5,7 @@ import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams
-from streamdedup.store import candidates, layout, process_memory, signature_store
+from streamdedup.store import candidates, layout, process_memory, rebuild, removal, signature_store
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreConfigMismatch, StoreError
 from streamdedup.tokens.document import Document
@@ -134,9 +134,7 @@ def test_prefetch_answers_lookups_of_the_whole_batch(tmp_path):
 
 
 def test_expire_in_chunks_removes_every_key(tmp_path, monkeypatch):
-    from streamdedup.store import signature_store
-
-    monkeypatch.setattr(signature_store, "_EXPIRE_CHUNK", 2)
+    monkeypatch.setattr(removal, "_EXPIRE_CHUNK", 2)
     with _open(tmp_path) as store:
         batch = store.batch()
         for i in range(5):
@@ -515,7 +513,7 @@ def test_a_store_whose_index_does_not_fit_in_memory_is_refused_in_one_line(tmp_p
         batch.commit()
     if not snapshot:
         (tmp_path / "index-snapshot").unlink()
-    monkeypatch.setattr(signature_store, "_REBUILD_CHUNK", 16)
+    monkeypatch.setattr(rebuild, "_REBUILD_CHUNK", 16)
     monkeypatch.setattr(signature_store, "available_bytes", lambda: 1000)
     with pytest.raises(StoreError, match="GiB available: run it where it has more memory, or keep fewer pages") as err:
         _open(tmp_path)
