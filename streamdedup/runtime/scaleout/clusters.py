@@ -14,16 +14,20 @@ from typing import Any
 
 
 class UnionFind:
+    """Disjoint sets of page ids, each named by its root: the connected components `clusters_of` builds."""
+
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
 
     def find(self, item: str) -> str:
+        """The root of `item`'s set (a new item is a set of its own), which `item` then points at directly."""
         parent = self.parent.setdefault(item, item)
         while parent != self.parent.setdefault(parent, parent):
             self.parent[item] = parent = self.parent[parent]
         return parent
 
     def union(self, a: str, b: str) -> None:
+        """Join the sets of `a` and `b` into one, named by `a`'s root."""
         root_a, root_b = self.find(a), self.find(b)
         if root_a != root_b:
             self.parent[root_b] = root_a

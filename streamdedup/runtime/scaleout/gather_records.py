@@ -53,6 +53,7 @@ def roots_json(roots: Mapping[str, Root]) -> dict[str, list[str]]:
 
 
 def roots_from_json(value: Mapping[str, list[str]]) -> dict[str, Root]:
+    """Page id -> its cluster's first page (order, id), from the JSON `roots_json` made."""
     return {page_id: (bytes.fromhex(order), root) for page_id, (order, root) in value.items()}
 
 
@@ -62,6 +63,7 @@ def pages_json(pages: Iterable[tuple[str, bytes]]) -> list[list[str]]:
 
 
 def pages_from_json(value: Iterable[list[str]]) -> list[tuple[str, bytes]]:
+    """(page id, order) pairs, from the JSON `pages_json` made."""
     return [(page_id, bytes.fromhex(order)) for page_id, order in value]
 
 
@@ -129,9 +131,11 @@ class Pending:
     guesses: set[str] = field(default_factory=set)  # of `roots`, those its gather answered as a guess
 
     def complete(self) -> bool:
+        """Whether its header and the answer of every index partition the header names are in."""
         return self.header is not None and set(self.header.partitions) <= set(self.answers)
 
     def encode(self) -> bytes:
+        """The `W` record's value: its header, answers, supplements, wait start, roots, askers and guesses as JSON."""
         return orjson.dumps({"header": None if self.header is None else self.header.as_json(),
                              "answers": [a.as_json() for a in self.answers.values()],
                              "supplements": [m.as_list() for m in self.supplements],
@@ -140,6 +144,7 @@ class Pending:
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
+        """The pending page `encode` wrote (fields a record written before them lacks: empty)."""
         value = orjson.loads(data)
         header = None if value["header"] is None else PageHeader.from_json(value["header"])
         answers = [Answer.from_json(a) for a in value["answers"]]
@@ -149,6 +154,7 @@ class Pending:
                    set(value.get("guesses", ())))
 
     def earlier(self) -> dict[str, Match]:
+        """Its earlier matches, each once: its answers', then its supplements' (`earlier_matches`)."""
         return earlier_matches(self.answers.values(), self.supplements)
 
     def joined(self) -> dict[str, Match]:
@@ -202,9 +208,11 @@ class Guessed:
 
 
     def named(self) -> bool:
+        """Whether the gather of every one of its joined matches has named that match's cluster."""
         return set(self.matches) <= set(self.roots)
 
     def encode(self) -> bytes:
+        """The `G` record's value, as JSON (orders in hex)."""
         return orjson.dumps({"order": self.order.hex(), "cut": self.cut, "matches": [m.as_list() for m in
                                                                                      self.matches.values()],
                              "roots": roots_json(self.roots), "cluster": self.cluster, "merged": self.merged,
@@ -213,6 +221,7 @@ class Guessed:
 
     @classmethod
     def decode(cls, data: bytes) -> Guessed:
+        """The `G` record `encode` wrote (fields a record written before them lacks: their defaults)."""
         value: dict[str, Any] = orjson.loads(data)
         return cls(bytes.fromhex(value["order"]), value["cut"],
                    {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
@@ -240,10 +249,12 @@ class GatherStore:
         return None if key in self._deleted else self.db.get(key)
 
     def put(self, key: bytes, value: bytes) -> None:
+        """Stage a record for this batch's WriteBatch (a staged deletion of it is undone)."""
         self._staged[key] = value
         self._deleted.discard(key)
 
     def delete(self, key: bytes) -> None:
+        """Stage a record's deletion for this batch's WriteBatch (a staged value of it is dropped)."""
         self._staged.pop(key, None)
         self._deleted.add(key)
 
@@ -272,6 +283,7 @@ class GatherStore:
         return None if finished is None else finished[:ORDER_BYTES]
 
     def root_record(self, page_id: str) -> bytes | None:
+        """The `R` record under this id as this batch left it (None: none); `root_of` reads it for one page."""
         return self.get(id_key(ROOT, page_id))
 
     def guessed(self, page_id: str, order: bytes) -> Guessed | None:
@@ -289,12 +301,15 @@ class GatherStore:
             it.next()
 
     def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry (`M`: an index partition's watermark, the offset the batch reaches) for `commit`."""
         self._meta[name] = value
 
     def get_meta(self, name: str) -> bytes | None:
+        """A committed meta entry (None: not set); what this batch staged is not read."""
         return self.db.get(META + name.encode())
 
     def commit(self) -> None:
+        """Write the batch's pending pages, staged records, deletions and meta entries in one WriteBatch."""
         wb = WriteBatch(raw_mode=True)
         for key in self._deleted:
             wb.delete(key)
@@ -324,8 +339,10 @@ class GatherStore:
         return count
 
     def property_total(self, name: str) -> int:
+        """A RocksDB integer property of the partition's store (0: not known), for metrics."""
         return self.db.property_int_value(name) or 0
 
     def close(self) -> None:
+        """Drop what this batch staged and close the partition's store."""
         self._clear()
         self.db.close()

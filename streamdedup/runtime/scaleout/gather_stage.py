@@ -243,12 +243,14 @@ class GatherPartition(GatherStore):
 
     # -- what arrives on the parts partition ----------------------------------------------------
     def add_header(self, header: PageHeader, at_ms: int = 0) -> list[Emitted]:
+        """Take a page's header: a page it completes asks its matches' clusters (`RootAsk`), is held or goes out."""
         pending = self.load(header.page_id, header.order)
         was = pending.complete()
         pending.header = header
         return self._completed(pending, was, at_ms)
 
     def add_answer(self, answer: Answer, at_ms: int = 0) -> list[Emitted]:
+        """Take an index partition's answer: a page it completes asks its matches' clusters, is held or goes out."""
         pending = self.load(answer.page_id, answer.order)
         was = pending.complete()
         pending.answers[answer.partition] = answer

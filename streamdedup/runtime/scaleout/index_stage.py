@@ -92,6 +92,8 @@ def asker_root(order: bytes, page_id: str, earlier: Sequence[Match]) -> tuple[by
 
 
 class IndexPartition:
+    """One index partition: judges each requested page against the pages filed under its keys here, then files it."""
+
     def __init__(self, path: Path, methods: Sequence[FingerprintMethod[Any]], policy: SitePolicy,
                  store_config: Mapping[str, str], partition: int, retention_ms: int | None = None,
                  judging: Judging | None = None) -> None:
@@ -270,12 +272,15 @@ class IndexPartition:
         return self.batch
 
     def stage_meta(self, name: str, value: bytes) -> None:
+        """Stage a meta entry (an input partition's watermark, the offset the batch reaches) with the batch."""
         self._batch().set_meta(name, value)
 
     def get_meta(self, name: str) -> bytes | None:
+        """A committed meta entry of the partition's store (None: not set)."""
         return self.store.get_meta(name)
 
     def commit(self) -> None:
+        """Write the batch's store changes and retention clock, then expire the pages retention no longer keeps."""
         clock, steps = time.perf_counter_ns, self.step_ns
         started = clock()
         batch = self._batch()
@@ -287,6 +292,7 @@ class IndexPartition:
         steps["expire"] += clock() - done
 
     def discard(self) -> None:
+        """Drop the batch's store changes and read the retention clock back as committed."""
         self.batch = None
         self.clock = self._load_clock()
 
@@ -295,8 +301,10 @@ class IndexPartition:
         return RetentionClock.load(self.retention_ms, 0, self.store.get_meta_int)
 
     def property_total(self, name: str) -> int:
+        """A RocksDB integer property summed over the partition's store, for metrics."""
         return self.store.property_total(name)
 
     def close(self) -> None:
+        """Drop the batch's staged changes and close the partition's store."""
         self.batch = None
         self.store.close()

@@ -57,6 +57,7 @@ class IndexRequest:
     text_cut: bool = False
 
     def encode(self) -> bytes:
+        """The request as bytes: its order, page record and keys by method tag, then its flags and ids."""
         doc = self.doc.encode()
         parts = [self.order, _LEN.pack(len(doc)), doc, _LEN.pack(sum(len(k) for k in self.keys.values()))]
         for tag, keys in sorted(self.keys.items()):
@@ -73,6 +74,7 @@ class IndexRequest:
 
     @classmethod
     def decode(cls, data: bytes) -> IndexRequest:
+        """The request `encode` wrote (one from before the flags byte: its time trusted, no ids)."""
         order = data[:ORDER_BYTES]
         pos = ORDER_BYTES
         (size,) = _LEN.unpack_from(data, pos)
@@ -117,12 +119,14 @@ class Match:
     same_site: bool = False
 
     def as_list(self) -> list[Any]:
+        """The match as the JSON list answers carry (orders in hex, similarities and shares rounded)."""
         return [self.page_id, self.order.hex(), self.rule, _rounded(self.similarity),
                 self.root_order.hex(), self.root_id, _rounded(self.new_share), _rounded(self.their_new_share),
                 self.relation, self.their_relation, self.new_paragraph, self.their_new_paragraph, int(self.same_site)]
 
     @classmethod
     def from_list(cls, item: list[Any]) -> Match:
+        """The match `as_list` wrote (fields a message written before them lacks: their defaults)."""
         page_id, order, rule, similarity, root_order, root_id = item[:6]
         if len(item) < 10:
             return cls(page_id, bytes.fromhex(order), rule, _float(similarity), bytes.fromhex(root_order), root_id)
@@ -171,14 +175,17 @@ class Answer:
     later: tuple[Match, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
+        """The answer as JSON (orders in hex, each match as `Match.as_list`)."""
         return {"id": self.page_id, "order": self.order.hex(), "partition": self.partition,
                 "earlier": [m.as_list() for m in self.earlier], "later": [m.as_list() for m in self.later]}
 
     def encode(self) -> bytes:
+        """The answer as a message value (its `as_json`)."""
         return orjson.dumps(self.as_json())
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Answer:
+        """The answer `as_json` made."""
         return cls(value["id"], bytes.fromhex(value["order"]), value["partition"],
                    tuple(Match.from_list(m) for m in value["earlier"]),
                    tuple(Match.from_list(m) for m in value["later"]))
@@ -212,6 +219,7 @@ class PageHeader:
         return replace(self, headers=tuple(headers), key=key, headers_omitted=headers_omitted, key_omitted=key_omitted)
 
     def as_json(self) -> dict[str, Any]:
+        """The header as JSON: orders in hex, Kafka headers and key in base64, optional fields at defaults left out."""
         value: dict[str, Any] = {"id": self.page_id, "order": self.order.hex(), "partitions": list(self.partitions),
                                  "record": self.record, "origin": self.origin}
         if self.headers_omitted:
@@ -230,10 +238,12 @@ class PageHeader:
         return value
 
     def encode(self) -> bytes:
+        """The header as a message value (its `as_json`)."""
         return orjson.dumps(self.as_json())
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> PageHeader:
+        """The header `as_json` made (fields left out: their defaults)."""
         headers = tuple((name, None if data is None else base64.b64decode(data))
                         for name, data in value.get("headers", ()))
         key = value.get("key")
@@ -257,6 +267,7 @@ def watermark_value(source: int, watermark: bytes) -> bytes:
 
 
 def watermark_of(value: bytes) -> tuple[int, bytes]:
+    """The sending partition and the watermark of a record `watermark_value` made."""
     decoded = orjson.loads(value)
     return decoded["from"], bytes.fromhex(decoded["wm"])
 
@@ -273,10 +284,12 @@ class Supplement:
     match: Match
 
     def encode(self) -> bytes:
+        """The supplement as a message value (JSON, its match as `Match.as_list`)."""
         return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "match": self.match.as_list()})
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Supplement:
+        """The supplement `encode` wrote."""
         return cls(value["id"], bytes.fromhex(value["order"]), Match.from_list(value["match"]))
 
 
@@ -286,6 +299,7 @@ def release_value(pages: list[tuple[str, bytes]]) -> bytes:
 
 
 def released_by(value: bytes) -> list[tuple[str, bytes]]:
+    """The held pages (page id, order) a release marker (`release_value`) names."""
     return [(page_id, bytes.fromhex(order)) for page_id, order in orjson.loads(value)["pages"]]
 
 
@@ -301,11 +315,13 @@ class RootAsk:
     asker_order: bytes
 
     def encode(self) -> bytes:
+        """The question as a message value (JSON, orders in hex)."""
         return orjson.dumps({"id": self.page_id, "order": self.order.hex(), "asker": self.asker,
                              "asker_order": self.asker_order.hex()})
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RootAsk:
+        """The question `encode` wrote."""
         return cls(value["id"], bytes.fromhex(value["order"]), value["asker"], bytes.fromhex(value["asker_order"]))
 
 
@@ -327,6 +343,7 @@ class RootReply:
     guessed: bool = False
 
     def encode(self) -> bytes:
+        """The reply as a message value (JSON, orders in hex; `guess` only for a guessed root)."""
         value: dict[str, Any] = {"id": self.page_id, "order": self.order.hex(), "of": self.of,
                                  "root": [self.root_order.hex(), self.root_id]}
         if self.guessed:
@@ -335,6 +352,7 @@ class RootReply:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RootReply:
+        """The reply `encode` wrote (no `guess`: a named root)."""
         root_order, root_id = value["root"]
         return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id,
                    bool(value.get("guess", False)))
