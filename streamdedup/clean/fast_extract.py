@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamdedup.clean import trafilatura_extract
+from streamdedup.clean.noscript import noscript_sources, parse
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
@@ -38,7 +39,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 3: ... and left out of what trafilatura reads when it rescues a page (step 3) (2026-11-26).
 # 4: a brief page whose whole page agrees with its container is not rescued (step 3) (2026-12-03).
 # 5: the short blocks of a container's kind in the run around it are read with it (`blocks_beside`).
-RULES_VERSION = 5
+# 6: a <noscript> is read as a browser with scripting on reads it (`clean.noscript`) (2026-12-06).
+RULES_VERSION = 6
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -289,10 +291,16 @@ def fast_texts(html: str, visible: bool) -> Texts:
     One parse, because the template model learns from the visible text: a second pass parsed each page twice.
     The whole text is also what the rescue bounds compare with, so it is made at most once. Where
     trafilatura's rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
-    from resiliparse.parse.html import HTMLTree
+    def read(source: str) -> Texts:
+        tree = parse(source, html)
+        return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree)))[0]
 
-    tree = HTMLTree.parse(html)
-    return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree)))[0]
+    sources = noscript_sources(html)  # noscripts as a browser with scripting on reads them
+    texts = read(sources.scripting_on)
+    if sources.opened and len(texts.main.strip()) < MIN_CONTAINER_CHARS:
+        # the page is (nearly) all in a <noscript> never closed: what a browser with scripting off shows
+        texts = read(sources.opened)
+    return texts
 
 
 def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str]) -> tuple[Texts, list[Any], str]:

@@ -50,6 +50,7 @@ from streamdedup.clean.fast_extract import (
     fast_read,
     main_content_text,
 )
+from streamdedup.clean.noscript import noscript_sources, parse
 from streamdedup.clean.page_text import (
     SMALL_EXTRACTION_CHARS,
     SMALL_EXTRACTION_SHARE,
@@ -309,9 +310,8 @@ def agrees(text: str, rescued: str) -> bool:
 
 def learned_texts(html: str, request: str, visible: bool) -> Texts:
     """The page's `Texts` read as `request` asks (module docstring); `Texts.layout` says what it saw."""
-    from resiliparse.parse.html import HTMLTree
 
-    tree = HTMLTree.parse(html)
+    tree = parse(noscript_sources(html).scripting_on, html)  # as `fast_texts` reads it
     page_text = functools.cache(lambda: extract_all_text(tree))
     kind = FAST
     if request != OBSERVE:

@@ -21,6 +21,8 @@ from streamdedup.record.rejection import Reason, Rejected
 # signatures of the pages it reads, so it is part of what a store records, like `fast`'s rules.
 # 1: PHP's error lines are dropped (`without_server_errors`).
 TEXT_RULES_VERSION = 1
+# `no_text`'s human text where the page shows no text at all (the reason code is the API, not this)
+NO_TEXT_MARKUP = "no main text: the page is only markup or boilerplate"
 # a cut page's whole-text hash (`Texts.main_hash`): a seed of its own, so it never equals a token hash
 WHOLE_TEXT_SEED = 0x57484F4C45
 
@@ -66,16 +68,35 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
         content = decode_bytes(content, charset_from_content_type(page.content_type),
                                max_bytes=config.max_content_bytes)
     texts = Texts(content)
-    if is_html(page.content_type, content):
+    html = is_html(page.content_type, content)
+    if html:
         import_stack(config.extractor)  # (once: a command may leave it to the first HTML page, `check_extractor`)
         texts = extract_texts(content, config.extractor, config.max_seconds, visible, layout)
     text, everything, steered = (without_server_errors(normalize_text(t[: config.max_text_chars])) if t else ""
                                  for t in texts[:3])
     if not text:
-        raise Rejected(Reason.NO_TEXT, "no main text: the page is only markup or boilerplate")
+        raise Rejected(Reason.NO_TEXT, _no_text(content, config, layout, everything) if html else NO_TEXT_MARKUP)
     if len(texts.main) <= config.max_text_chars:
         return Texts(text, everything, steered, texts.layout)
     # cut: the whole text's hash (as extracted: normalising it all is the work the cut bounds) is its
     # exact signature, so a copy of the whole page is still its duplicate (`verdict.engine.as_cut`)
     whole = xxhash.xxh3_128_digest(texts.main.encode("utf-8", "surrogatepass"), seed=WHOLE_TEXT_SEED)
     return Texts(text, everything, steered, texts.layout, True, whole)
+
+
+def _no_text(html: str, config: CleaningConfig, layout: str, everything: str) -> str:
+    """Why an HTML page has no main text: the human text of `no_text` (the reason code stays the same).
+
+    Where the page shows text (its visible text, `everything`, made here where it was not asked
+    for: once, on a page rejected anyway), the extractor took none of it for the page's own: the
+    reason says so, rather than that the page holds only markup."""
+    if not everything:
+        try:  # the same reading, its visible text asked for
+            everything = extract_texts(html, config.extractor, config.max_seconds, True, layout).visible
+        except Rejected:  # out of time: what it shows is not known
+            return "no main text"
+    words = len(normalize_text(everything).split())
+    if not words:
+        return NO_TEXT_MARKUP
+    return (f"no main text: the page shows {words} words, but the {config.extractor} extractor took none"
+            " of them for its main text (menus, notices or other boilerplate only, or text it does not read)")

@@ -1,0 +1,77 @@
+"""A page's `<noscript>` elements as a browser with scripting on reads them, before lexbor parses it.
+
+lexbor (resiliparse's parser) parses as a browser with scripting off: a `<noscript>`'s inside is
+markup, and the extractors then leave the element out, as a browser with scripting on hides it.
+The two views disagree where the inside leaves an element open: `<noscript><div id="nojs"></noscript>`
+(a "JavaScript is off" banner opened in one noscript and closed in another at the page's end) makes
+the scripting-off parser ignore `</noscript>` (a `<div>` is open), so the whole page after it is
+inside the noscript, and nothing is read (trafilatura test page parcoabruzzo.it.58354: rejected
+`no_text`). A browser with scripting on reads a noscript's inside as raw text up to the first
+`</noscript>` and shows the page after it; so does this, by naming the element `noembed`, whose
+inside the HTML standard's parser reads exactly as a noscript's with scripting on (its "generic raw
+text element" algorithm, the same rule for both), and taking those elements out of the tree
+(`parse`: browsers never show a noembed either). What sat inside stays out of the text, as
+today; what follows is read. Renamed, not cut out of the source by a pattern: the tokenizer
+itself decides where a tag is one (not in a script's string, a comment or an attribute) and where
+the raw text ends (`style`, a raw-text element too, ended at a `</style>` inside the noscript).
+
+A `<noscript>` that no `</noscript>` follows holds the rest of the document: with scripting on
+nothing of it shows, with scripting off all of it does (trafilatura, whose parser reads it as markup,
+reads it). `opened` is that view: such a start tag named `span`, an ordinary element. The extractor
+takes it only where the scripting-on view holds almost no main text (`fast_extract.fast_texts`):
+a page whose visible text is something else does not get text that a browser with scripting on
+hides added to it.
+
+One pass of a regular expression over the page: linear, at most once a page (twice where `opened` is read).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+# A tag is named by what follows "<" or "</" up to white space, "/" or ">" (the tokenizer's tag name state)
+_NOSCRIPT_TAG = re.compile(r"<(/?)noscript(?=[\s/>])", re.IGNORECASE)
+
+
+class Sources(NamedTuple):
+    """A page's HTML as a browser with scripting on parses its noscripts, and the scripting-off view of an open one.
+
+    `opened` is "" when no `<noscript>` start tag lacks a `</noscript>` after it."""
+
+    scripting_on: str
+    opened: str = ""
+
+
+def noscript_sources(html: str) -> Sources:
+    """The page with each noscript named `noembed` (raw text to its end tag), and `opened` (module docstring)."""
+    tags = list(_NOSCRIPT_TAG.finditer(html))
+    if not tags:
+        return Sources(html)
+    last_end = max((tag.start() for tag in tags if tag.group(1)), default=-1)
+    unclosed = [tag for tag in tags if not tag.group(1) and tag.start() > last_end]
+
+    def renamed(after: int, name: str) -> str:
+        """Every noscript tag named `noembed`; start tags past `after` named `name`."""
+        parts, start = [], 0
+        for tag in tags:
+            parts += [html[start:tag.start()], "<", tag.group(1)]
+            parts.append(name if not tag.group(1) and tag.start() > after else "noembed")
+            start = tag.end()
+        parts.append(html[start:])
+        return "".join(parts)
+
+    on = renamed(len(html), "noembed")
+    return Sources(on, renamed(last_end, "span") if unclosed else "")
+
+
+def parse(source: str, html: str) -> Any:
+    """resiliparse's tree of a page's `source` (a view of `html`, `noscript_sources`), its noembeds taken out."""
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(source)
+    if source is not html and tree.document is not None:  # a noscript was renamed
+        # a list first: the collection is live, and taking one out while walking it skipped the next
+        for node in list(tree.document.get_elements_by_tag_name("noembed")):
+            node.decompose()
+    return tree
