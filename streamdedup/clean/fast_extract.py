@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamdedup.clean import trafilatura_extract
-from streamdedup.clean.noscript import noscript_sources, parse
+from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
@@ -39,7 +39,7 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 3: ... and left out of what trafilatura reads when it rescues a page (step 3) (2026-11-26).
 # 4: a brief page whose whole page agrees with its container is not rescued (step 3) (2026-12-03).
 # 5: the short blocks of a container's kind in the run around it are read with it (`blocks_beside`).
-# 6: a <noscript> is read as a browser with scripting on reads it (`clean.noscript`) (2026-12-06).
+# 6: a <noscript> holds only what it holds with scripting on (`clean.noscript`) (2026-12-06).
 RULES_VERSION = 6
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
@@ -138,7 +138,10 @@ TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
 # One selector list, not one string per selector: resiliparse matches each string it is given
 # against every element on its own; as one list lexbor tests an element once (a held page's
 # container text: 0.137 -> 0.127 ms, the same text)
-DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS])]
+# A noscript, renamed as `clean.noscript` reads it, is never shown: skipped in the same walk (as
+# resiliparse skips a template anyway: said, not left to its defaults)
+NOSCRIPTS = [NOSCRIPT_ELEMENT]
+DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), TEASER_CARDS, NOSCRIPT_ELEMENT])]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
@@ -258,7 +261,7 @@ def steered_text(tree: Any) -> str:
 def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
     """`steered_text`, and the elements it read (none: the whole page)."""
     if tree.body is None:
-        return main_content_text(tree, None), []
+        return main_content_text(tree, NOSCRIPTS), []
     blocks = _containers(tree.body)
     if not blocks:
         return main_content_text(tree, DISCARD_SELECTORS), []
@@ -291,9 +294,11 @@ def fast_texts(html: str, visible: bool) -> Texts:
     One parse, because the template model learns from the visible text: a second pass parsed each page twice.
     The whole text is also what the rescue bounds compare with, so it is made at most once. Where
     trafilatura's rescue replaces the article element's text, that text is kept beside it (`Texts.steered`)."""
+    from resiliparse.parse.html import HTMLTree
+
     def read(source: str) -> Texts:
-        tree = parse(source, html)
-        return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree)))[0]
+        tree = HTMLTree.parse(source)
+        return fast_read(html, visible, tree, functools.cache(lambda: extract_all_text(tree, NOSCRIPTS)))[0]
 
     sources = noscript_sources(html)  # noscripts as a browser with scripting on reads them
     texts = read(sources.scripting_on)
@@ -321,7 +326,7 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
         # rule this is
         steered = text
         rescued = trafilatura_extract.extract_trafilatura(html, page_text, [TEASER_CARDS_XPATH])
-        text = rescued or main_content_text(tree, None)
+        text = rescued or main_content_text(tree, NOSCRIPTS)
     return Texts(text, page_text() if visible else "", steered), blocks, rescued
 
 

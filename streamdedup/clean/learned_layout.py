@@ -45,12 +45,13 @@ from typing import Any
 from streamdedup.clean.fast_extract import (
     DISCARD_SELECTORS,
     MIN_CONTAINER_CHARS,
+    NOSCRIPTS,
     _containers,
     blocks_beside,
     fast_read,
     main_content_text,
 )
-from streamdedup.clean.noscript import noscript_sources, parse
+from streamdedup.clean.noscript import noscript_sources
 from streamdedup.clean.page_text import (
     SMALL_EXTRACTION_CHARS,
     SMALL_EXTRACTION_SHARE,
@@ -311,8 +312,10 @@ def agrees(text: str, rescued: str) -> bool:
 def learned_texts(html: str, request: str, visible: bool) -> Texts:
     """The page's `Texts` read as `request` asks (module docstring); `Texts.layout` says what it saw."""
 
-    tree = parse(noscript_sources(html).scripting_on, html)  # as `fast_texts` reads it
-    page_text = functools.cache(lambda: extract_all_text(tree))
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(noscript_sources(html).scripting_on)  # as `fast_texts` reads it
+    page_text = functools.cache(lambda: extract_all_text(tree, NOSCRIPTS))
     kind = FAST
     if request != OBSERVE:
         request, _, brief = request.partition("\n")

@@ -7,13 +7,16 @@ The two views disagree where the inside leaves an element open: `<noscript><div 
 the scripting-off parser ignore `</noscript>` (a `<div>` is open), so the whole page after it is
 inside the noscript, and nothing is read (trafilatura test page parcoabruzzo.it.58354: rejected
 `no_text`). A browser with scripting on reads a noscript's inside as raw text up to the first
-`</noscript>` and shows the page after it; so does this, by naming the element `noembed`, whose
-inside the HTML standard's parser reads exactly as a noscript's with scripting on (its "generic raw
-text element" algorithm, the same rule for both), and taking those elements out of the tree
-(`parse`: browsers never show a noembed either). What sat inside stays out of the text, as
-today; what follows is read. Renamed, not cut out of the source by a pattern: the tokenizer
-itself decides where a tag is one (not in a script's string, a comment or an attribute) and where
-the raw text ends (`style`, a raw-text element too, ended at a `</style>` inside the noscript).
+`</noscript>`, hides it, and shows the page after it. Here each noscript is named `template`
+(`NOSCRIPT_ELEMENT`), whose end tag closes whatever its inside left open (the parser pops up to the
+template) and whose inside goes to a fragment of its own: never shown, left out of every text
+pass and of its ancestors' text (which `fast`'s container sizes read), in the head as in the
+body (a `<noscript><img>` in the head no longer ends the head, so the title stays out of the
+text). What sat inside stays out of the text, as today; what follows is read. Renamed, not cut
+out of the source by a pattern: the tokenizer itself decides where a tag is one (not in a
+script's string, a comment or an attribute). One difference from raw text: a `</noscript>` inside a
+comment or a script within the noscript does not end it, so such a page hides more of its own text,
+never text of another; a page cannot add text with it.
 
 A `<noscript>` that no `</noscript>` follows holds the rest of the document: with scripting on
 nothing of it shows, with scripting off all of it does (trafilatura, whose parser reads it as markup,
@@ -28,8 +31,10 @@ One pass of a regular expression over the page: linear, at most once a page (twi
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+# What a noscript is named: an element whose inside is never shown (module docstring)
+NOSCRIPT_ELEMENT = "template"
 # A tag is named by what follows "<" or "</" up to white space, "/" or ">" (the tokenizer's tag name state)
 _NOSCRIPT_TAG = re.compile(r"<(/?)noscript(?=[\s/>])", re.IGNORECASE)
 
@@ -44,7 +49,7 @@ class Sources(NamedTuple):
 
 
 def noscript_sources(html: str) -> Sources:
-    """The page with each noscript named `noembed` (raw text to its end tag), and `opened` (module docstring)."""
+    """The page with each noscript named `template`, and `opened` (module docstring)."""
     tags = list(_NOSCRIPT_TAG.finditer(html))
     if not tags:
         return Sources(html)
@@ -52,26 +57,15 @@ def noscript_sources(html: str) -> Sources:
     unclosed = [tag for tag in tags if not tag.group(1) and tag.start() > last_end]
 
     def renamed(after: int, name: str) -> str:
-        """Every noscript tag named `noembed`; start tags past `after` named `name`."""
+        """Every noscript tag named `NOSCRIPT_ELEMENT`; start tags past `after` named `name`."""
         parts, start = [], 0
         for tag in tags:
             parts += [html[start:tag.start()], "<", tag.group(1)]
-            parts.append(name if not tag.group(1) and tag.start() > after else "noembed")
+            parts.append(name if not tag.group(1) and tag.start() > after else NOSCRIPT_ELEMENT)
             start = tag.end()
         parts.append(html[start:])
         return "".join(parts)
 
-    on = renamed(len(html), "noembed")
+    on = renamed(len(html), NOSCRIPT_ELEMENT)
     return Sources(on, renamed(last_end, "span") if unclosed else "")
 
-
-def parse(source: str, html: str) -> Any:
-    """resiliparse's tree of a page's `source` (a view of `html`, `noscript_sources`), its noembeds taken out."""
-    from resiliparse.parse.html import HTMLTree
-
-    tree = HTMLTree.parse(source)
-    if source is not html and tree.document is not None:  # a noscript was renamed
-        # a list first: the collection is live, and taking one out while walking it skipped the next
-        for node in list(tree.document.get_elements_by_tag_name("noembed")):
-            node.decompose()
-    return tree

@@ -46,12 +46,12 @@ def covers_little(text: str, page_text: Callable[[], str]) -> bool:
     return len(text) < SMALL_EXTRACTION_CHARS and len(text) < SMALL_EXTRACTION_SHARE * len(page_text())
 
 
-def extract_all_text(html: str | Any) -> str:
+def extract_all_text(html: str | Any, skip: list[str] | None = None) -> str:
     """No boilerplate removal: every visible text node (the 'whole page' baseline).
 
-    Takes the HTML or a tree resiliparse has parsed already."""
+    Takes the HTML or a tree resiliparse has parsed already; `skip`: selectors of elements left out."""
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     return extract_plain_text(HTMLTree.parse(html) if isinstance(html, str) else html, main_content=False,
-                              alt_texts=False, links=False, list_bullets=False)
+                              alt_texts=False, links=False, list_bullets=False, skip_elements=skip)
