@@ -25,7 +25,8 @@ takes it only where the scripting-on view holds almost no main text (`fast_extra
 a page whose visible text is something else does not get text that a browser with scripting on
 hides added to it.
 
-One pass of a regular expression over the page: linear, at most once a page (twice where `opened` is read).
+One substitution of a regular expression over the page (in C): linear, once a page (twice where a
+noscript is never closed); at most one more parse, where `opened` is read.
 """
 
 from __future__ import annotations
@@ -50,22 +51,21 @@ class Sources(NamedTuple):
 
 def noscript_sources(html: str) -> Sources:
     """The page with each noscript named `template`, and `opened` (module docstring)."""
-    tags = list(_NOSCRIPT_TAG.finditer(html))
+    tags: list[tuple[int, str]] = []  # (where, "/" for an end tag)
+
+    def rename(tag: re.Match[str]) -> str:
+        tags.append((tag.start(), tag.group(1)))
+        return f"<{tag.group(1)}{NOSCRIPT_ELEMENT}"
+
+    on = _NOSCRIPT_TAG.sub(rename, html)  # the substitution in C: the common page has a few noscripts
     if not tags:
         return Sources(html)
-    last_end = max((tag.start() for tag in tags if tag.group(1)), default=-1)
-    unclosed = [tag for tag in tags if not tag.group(1) and tag.start() > last_end]
+    last_end = max((where for where, end in tags if end), default=-1)
+    if tags[-1][1]:  # the last is an end tag: every start tag has one after it
+        return Sources(on)
 
-    def renamed(after: int, name: str) -> str:
-        """Every noscript tag named `NOSCRIPT_ELEMENT`; start tags past `after` named `name`."""
-        parts, start = [], 0
-        for tag in tags:
-            parts += [html[start:tag.start()], "<", tag.group(1)]
-            parts.append(name if not tag.group(1) and tag.start() > after else NOSCRIPT_ELEMENT)
-            start = tag.end()
-        parts.append(html[start:])
-        return "".join(parts)
+    def opened(tag: re.Match[str]) -> str:
+        name = "span" if not tag.group(1) and tag.start() > last_end else NOSCRIPT_ELEMENT
+        return f"<{tag.group(1)}{name}"
 
-    on = renamed(len(html), NOSCRIPT_ELEMENT)
-    return Sources(on, renamed(last_end, "span") if unclosed else "")
-
+    return Sources(on, _NOSCRIPT_TAG.sub(opened, html))
