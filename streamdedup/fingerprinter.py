@@ -25,7 +25,7 @@ import xxhash
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.learned_layout import OBSERVE, SiteLayout
-from streamdedup.clean.pipeline import clean_page_texts
+from streamdedup.clean.pipeline import clean_page_texts, other_extractor, shown_text
 from streamdedup.clean.template import (
     TEMPLATE_MODEL,
     line_hashes,
@@ -378,10 +378,30 @@ class Fingerprinter:
         The page's visible text too when the template model is on. `layout`: how `fast` uses the
         site's learned layout (`clean.learned_layout`'s request)."""
         texts = clean_page_texts(page, self.config.cleaning, visible=self.config.template is not None, layout=layout)
-        signatures = fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
+        try:
+            signatures = fingerprint_text(texts.main, page.lang, self.methods, self.config.cleaning.min_words)
+        except Rejected as err:
+            raise Rejected(err.reason, self._too_few_words(page, texts, layout)) from None
         if texts.main_cut and signatures.get(ExactMethod.name) is not None:  # the whole text's, not its cut's
             signatures[ExactMethod.name] = texts.main_hash
         return texts, signatures
+
+    def _too_few_words(self, page: Page, texts: Texts, layout: str) -> str:
+        """`no_text`'s human text for a main text under `min_words`: how many words the page shows, and the fix.
+
+        The page's visible text is read here where it was not (once, on a page rejected anyway)."""
+        cleaning = self.config.cleaning
+        kept = Document.from_text(texts.main, page.lang).num_tokens
+        told = f"the main text has {kept} words (fewer than {cleaning.min_words})"
+        visible = texts.visible or shown_text(page, cleaning, layout)
+        if visible is None:  # out of time: what the page shows is not known
+            return told
+        shown = Document.from_text(visible, page.lang).num_tokens
+        if shown <= kept:
+            return f"{told}, and the page shows no more: too little text to judge"
+        return (f"{told}, but the page shows {shown} words: the {cleaning.extractor} extractor took the rest for"
+                " menus, notices or other boilerplate, or did not read it; if the page's own text is among them,"
+                f" try --extractor {other_extractor(cleaning)}")
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
         """The MinHash signature of a rescued page's article element text, or None.
@@ -499,8 +519,7 @@ def fingerprint_text(text: str, lang: str | None, methods: list[FingerprintMetho
     """Cleaned text -> each method's signature (None: it abstains); one Document shared by all."""
     doc = Document.from_text(text, lang)
     if doc.num_tokens < min_words:
-        raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than "
-                       f"{min_words}): the page is only boilerplate or markup")
+        raise Rejected(Reason.NO_TEXT, f"the main text has {doc.num_tokens} words (fewer than {min_words})")
     return {m.name: m.signature(doc) for m in methods}
 
 

@@ -16,7 +16,8 @@ Pure parts, no state kept here:
   page's), qualified by its parent's when that alone does not find the same element first; ""
   where no such selector finds it.
 - `learned_texts`: a page's `Texts` read from a learned selector, or `fast`'s when the learned
-  container is missing or implausible (`plausible`), with what the page showed (`Texts.layout`).
+  container is missing or implausible (`plausible`), with what the page showed (`Texts.layout`);
+  `fast`'s with its reading of a `<noscript>` never closed (`clean.noscript`).
 - `SiteLayout`: a site's learned selector and its counters, as its template record keeps it: warm
   after `WARM_AFTER` consecutive pages agreed on it, dropped (the site learns again) after
   `RELEARN_AFTER` consecutive pages it failed.
@@ -314,7 +315,8 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
 
     from resiliparse.parse.html import HTMLTree
 
-    tree = HTMLTree.parse(noscript_sources(html).scripting_on)  # as `fast_texts` reads it
+    sources = noscript_sources(html)
+    tree = HTMLTree.parse(sources.scripting_on)  # as `fast_texts` reads it
     page_text = functools.cache(lambda: extract_all_text(tree, NOSCRIPTS))
     kind = FAST
     if request != OBSERVE:
@@ -334,6 +336,12 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
                 if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text, found):
                     return Texts(text, page_text() if visible else "", "", BRIEF + kind[:-1])
     texts, read, rescued = fast_read(html, visible, tree, page_text)
+    if sources.opened and len(texts.main.strip()) < MIN_CONTAINER_CHARS:
+        # the page is (nearly) all in a <noscript> never closed: read its scripting-off view, as `fast_texts` does
+        opened = HTMLTree.parse(sources.opened)
+        opened_text = functools.cache(lambda: extract_all_text(opened, NOSCRIPTS))
+        texts, read, rescued = fast_read(html, visible, opened, opened_text)
+        return texts._replace(layout=kind + observe(opened, opened_text(), texts.main, read, rescued))
     return texts._replace(layout=kind + observe(tree, page_text(), texts.main, read, rescued))
 
 

@@ -21,9 +21,9 @@ never text of another; a page cannot add text with it.
 A `<noscript>` that no `</noscript>` follows holds the rest of the document: with scripting on
 nothing of it shows, with scripting off all of it does (trafilatura, whose parser reads it as markup,
 reads it). `opened` is that view: such a start tag named `span`, an ordinary element. The extractor
-takes it only where the scripting-on view holds almost no main text (`fast_extract.fast_texts`):
-a page whose visible text is something else does not get text that a browser with scripting on
-hides added to it.
+takes it only where the scripting-on view holds almost no main text (`fast_extract.fast_texts`, and
+`learned_layout.learned_texts` where it falls back to `fast`): a page whose visible text is
+something else does not get text that a browser with scripting on hides added to it.
 
 One substitution of a regular expression over the page (in C): linear, once a page (twice where a
 noscript is never closed); at most one more parse, where `opened` is read.

@@ -34,7 +34,7 @@ class CleaningConfig:
     extractor: str = "fast"  # resiliparse steered by trafilatura's rules, else trafilatura (fast_extract.py)
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     max_text_chars: int = 2_000_000
-    min_words: int = 5  # fewer words of main text: only boilerplate or markup (not in the store fingerprint)
+    min_words: int = 5  # fewer words of main text: too little to judge, `no_text` (not in the store fingerprint)
     max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_texts)
 
     def __str__(self) -> str:
@@ -60,15 +60,8 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
     `max_text_chars` characters (a bound on a page's work); the main text's cut is told
     (`Texts.main_cut`): what lies past it is never compared, so such a page is a duplicate only of a whole copy
     (`verdict.engine.decide`). Raises Rejected with the reason."""
-    kind = page.content_type.split(";", 1)[0].strip().lower()
-    if kind and not kind.startswith(_TEXT_TYPES):
-        raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
-    content = page.content
-    if isinstance(content, bytes):
-        content = decode_bytes(content, charset_from_content_type(page.content_type),
-                               max_bytes=config.max_content_bytes)
+    content, html = _content(page, config)
     texts = Texts(content)
-    html = is_html(page.content_type, content)
     if html:
         import_stack(config.extractor)  # (once: a command may leave it to the first HTML page, `check_extractor`)
         texts = extract_texts(content, config.extractor, config.max_seconds, visible, layout)
@@ -84,19 +77,52 @@ def clean_page_texts(page: Page, config: CleaningConfig, visible: bool, layout: 
     return Texts(text, everything, steered, texts.layout, True, whole)
 
 
+def _content(page: Page, config: CleaningConfig) -> tuple[str, bool]:
+    """The page's content as text, and whether it is HTML; Rejected where it is not a text type."""
+    kind = page.content_type.split(";", 1)[0].strip().lower()
+    if kind and not kind.startswith(_TEXT_TYPES):
+        raise Rejected(Reason.UNSUPPORTED_CONTENT_TYPE, f"content_type {kind!r} is not a text type")
+    content = page.content
+    if isinstance(content, bytes):
+        content = decode_bytes(content, charset_from_content_type(page.content_type),
+                               max_bytes=config.max_content_bytes)
+    return content, is_html(page.content_type, content)
+
+
+def other_extractor(config: CleaningConfig) -> str:
+    """The `--extractor` a user may try where this one kept too little of what a page shows."""
+    return "fast" if config.extractor == "trafilatura" else "trafilatura"
+
+
 def _no_text(html: str, config: CleaningConfig, layout: str, everything: str) -> str:
     """Why an HTML page has no main text: the human text of `no_text` (the reason code stays the same).
 
     Where the page shows text (its visible text, `everything`, made here where it was not asked
     for: once, on a page rejected anyway), the extractor took none of it for the page's own: the
     reason says so, rather than that the page holds only markup."""
-    if not everything:
-        try:  # the same reading, its visible text asked for
-            everything = extract_texts(html, config.extractor, config.max_seconds, True, layout).visible
-        except Rejected:  # out of time: what it shows is not known
-            return "no main text"
-    words = len(normalize_text(everything).split())
+    shown = everything or _visible(html, config, layout)
+    if shown is None:  # out of time: what it shows is not known
+        return "no main text"
+    words = len(normalize_text(shown).split())
     if not words:
         return NO_TEXT_MARKUP
     return (f"no main text: the page shows {words} words, but the {config.extractor} extractor took none"
-            " of them for its main text (menus, notices or other boilerplate only, or text it does not read)")
+            " of them for its main text (menus, notices or other boilerplate only, or text it does not read);"
+            f" if the page's own text is among them, try --extractor {other_extractor(config)}")
+
+
+def _visible(html: str, config: CleaningConfig, layout: str) -> str | None:
+    """All the visible text of an HTML page, by the same reading (None: out of time)."""
+    try:
+        return extract_texts(html, config.extractor, config.max_seconds, True, layout).visible
+    except Rejected:
+        return None
+
+
+def shown_text(page: Page, config: CleaningConfig, layout: str) -> str | None:
+    """All the text the page shows, normalised and cut as `clean_page_texts`' visible text (None: out of time).
+
+    One more reading of the page (within `max_seconds`): for a page rejected anyway, never for one judged."""
+    content, html = _content(page, config)
+    shown = _visible(content, config, layout) if html else content
+    return None if shown is None else without_server_errors(normalize_text(shown[: config.max_text_chars]))

@@ -4,11 +4,12 @@ import pytest
 
 from streamdedup.clean.extract import extract_main_text
 from streamdedup.clean.fast_extract import extract_fast
+from streamdedup.clean.learned_layout import WARM_AFTER, SiteLayout, learned_texts
 from streamdedup.clean.noscript import noscript_sources
 from streamdedup.clean.pipeline import CleaningConfig, clean_page
 from streamdedup.record.page import page_from_record
 from streamdedup.record.rejection import Reason, Rejected
-from streamdedup.testing import run_records
+from streamdedup.testing import make_article, run_records, wrap_in_template
 
 TOPICS = ("wolves", "bears", "chamois", "eagles", "deer", "otters")
 ARTICLE = "".join(
@@ -110,3 +111,42 @@ def test_no_text_says_the_page_shows_words_where_it_does():
 
 def test_no_text_says_only_markup_where_the_page_shows_nothing():
     assert "only markup" in str(rejection(page("<div><img src=a.png></div>")))
+
+
+def test_a_warm_sites_page_inside_a_noscript_never_closed_is_read():
+    # the learned path parsed the scripting-on view only: the learned container was not on the page
+    # (all of it in the noscript's fragment), and its fallback read that same view: no text
+    layout = SiteLayout()
+    for seed in range(WARM_AFTER + 1):
+        layout.observe(learned_texts(wrap_in_template(make_article(seed), "park.example"), layout.request(),
+                                     visible=False).layout)
+    assert layout.warm
+    html = wrap_in_template(make_article(50), "park.example").replace("<body>", "<body><noscript>")
+    texts = learned_texts(html, layout.request(), visible=True)
+    assert texts.main == extract_fast(html) and make_article(50)[-1] in texts.main
+    assert layout.observe(texts.layout) == "fallback"
+
+
+LINKS = "".join(f"<li><a href='/s/{i}'>The rangers counted wolves and bears in valley number {i} this"
+                " winter</a></li>" for i in range(40))
+
+
+@pytest.mark.parametrize("template", [False, True])
+def test_too_few_words_says_how_many_the_page_shows_and_what_to_try(tmp_path, template):
+    # the extractor kept 4 words of a page that shows 484: not "only boilerplate or markup"
+    html = f"<html><body><nav><ul>{LINKS}</ul></nav><article><p>Photo of the day.</p></article></body></html>"
+    overrides = {} if template else {"template": None}
+    [outcome] = run_records([{"id": "p", "url": "https://park.example/photo", "content": html}],
+                            tmp_path / "state", **overrides)
+    assert outcome.status == "rejected" and outcome.dedup["reason"] == "no_text"
+    detail = outcome.dedup["detail"]
+    assert "the main text has 4 words" in detail and "the page shows 484 words" in detail
+    assert "--extractor trafilatura" in detail and "only boilerplate" not in detail
+
+
+def test_too_few_words_on_a_page_that_shows_no_more_says_so(tmp_path):
+    [outcome] = run_records([{"id": "p", "url": "https://park.example/p", "content": page("<p>Photo of the day.</p>")}],
+                            tmp_path / "state")
+    detail = outcome.dedup["detail"]
+    assert outcome.dedup["reason"] == "no_text" and "the main text has 4 words" in detail
+    assert "the page shows no more" in detail and "--extractor" not in detail
