@@ -258,9 +258,35 @@ def latencies(collector: Collector, ids: list[str], produced: dict[str, int]) ->
             "verdict_emitted_p99_ms": round(percentile(emitted, 0.99), 1), "pages": len(visible)}
 
 
+def log_tails(log_dir: Path, chars: int = 1500) -> str:
+    """The end of each worker's log, for an error that would otherwise point into a deleted folder."""
+    return "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-chars:]}" for log in sorted(log_dir.glob("*.log")))
+
+
+def warm_up(settings: WorkerSettings, collector: Collector, processes: list[subprocess.Popen[bytes]], workers: int,
+            log_dir: Path, extra: dict[str, str], html: bool, run: str,
+            timeout_s: float) -> tuple[list[subprocess.Popen[bytes]], bool, int]:
+    """50 pages through the workers; the workers started again once if none comes out within `timeout_s`.
+
+    A development broker can leave a group's join unanswered (noida-db, runtime/broker.py): a worker
+    then waits out `max.poll.interval.ms` (300 s) before it asks again, and a benchmark would wait
+    with it. Returns the workers, whether the group was seen stable, and how often they were restarted."""
+    for restarts in range(2):
+        stable = wait_for_members(settings, workers, timeout=min(60.0, timeout_s / 2))
+        warm = send(settings, make_pages(50, f"{run}-warm{restarts}", html, seed=99 + restarts))
+        if collector.wait_for(warm, timeout_s):  # a loaded 2-core machine: two workers start slowly
+            return processes, stable, restarts
+        print(f"{run}: no verdict {timeout_s:.0f} s after the warm-up pages (group stable: {stable}); "
+              f"{'starting the workers again' if restarts == 0 else 'giving up'}", file=sys.stderr, flush=True)
+        stop_workers(processes)
+        if restarts == 0:
+            processes = start_workers(settings, workers, log_dir, extra)
+    raise RuntimeError(f"workers produced no verdicts, started twice; their logs:\n{log_tails(log_dir)}")
+
+
 def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, repeat: int, html: bool,
                  latency_seconds: float, latency_fraction: float = 0.5,
-                 extra: dict[str, str] | None = None) -> dict[str, Any]:
+                 extra: dict[str, str] | None = None, warm_timeout_s: float = 240.0) -> dict[str, Any]:
     """One worker count on fresh topics: warm-up, `repeat` backlogs (peak), then half-peak latency."""
     run = f"{'html' if html else 'text'}{workers}-{uuid.uuid4().hex[:6]}"
     settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, group_id=f"bench-{run}",
@@ -270,12 +296,11 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
     collector = Collector(settings)
     reader = threading.Thread(target=collector.run, daemon=True)
     reader.start()
-    processes = start_workers(settings, workers, work / run / "logs", extra or {})
+    log_dir = work / run / "logs"
+    processes = start_workers(settings, workers, log_dir, extra or {})
     try:
-        stable = wait_for_members(settings, workers)
-        warm = send(settings, make_pages(50, f"{run}-warm", html, seed=99))
-        if not collector.wait_for(warm, 240):  # a loaded 2-core machine: two workers start slowly
-            raise RuntimeError(f"workers produced no verdicts; see {work / run / 'logs'}")
+        processes, stable, restarts = warm_up(settings, collector, processes, workers, log_dir, extra or {}, html, run,
+                                              warm_timeout_s)
         if not stable:
             time.sleep(5)
         rates, middles = [], []
@@ -285,7 +310,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
             started_ms = time.time() * 1000
             ids = send(settings, backlog)
             if not collector.wait_for(ids, 600):
-                raise RuntimeError(f"not every verdict arrived; see {work / run / 'logs'}")
+                raise RuntimeError(f"not every verdict arrived; the workers' logs:\n{log_tails(log_dir)}")
             rate = peak_rate(collector, ids, started_ms)
             rates.append(rate["start_to_last"])
             middles.append(rate["middle_80pct"])
@@ -294,6 +319,7 @@ def run_topology(broker: EmbeddedBroker, work: Path, workers: int, pages: int, r
         cpu_after = cpu_snapshot(processes, broker)
         cpu_ms = {name: round(1000 * (cpu_after[name] - cpu_before[name]) / peak_pages, 3) for name in cpu_after}
         result: dict[str, Any] = {"workers": workers, "pages_per_backlog": pages, "group_stable_check": stable,
+                                  "workers_restarted_at_warm_up": restarts,
                                   "pages_per_s": round(peak, 1), "pages_per_s_runs": [round(x, 1) for x in rates],
                                   "pages_per_s_middle_80pct_of_verdicts": round(statistics.median(middles), 1),
                                   # CPU per page during the backlogs: what bounds the rate on this machine's
@@ -378,8 +404,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", choices=("global", "local"), default="global")
     parser.add_argument("--broker", choices=BROKERS, default="noida",
                         help="noida (default) or tansu (no read_committed isolation: for speed only)")
+    parser.add_argument("--warm-timeout-s", type=float, default=240.0,
+                        help="how long the first verdicts may take before the workers are started again (once)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/broker.json"))
     args = parser.parse_args(argv)
+    # SIGTERM (bench/run's time limit) ends like Ctrl-C: the `finally`s stop the workers and the broker
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     global PARTITIONS, HTML_FILE  # noqa: PLW0603 - read by the helpers above; one run, one count
     PARTITIONS, HTML_FILE = args.partitions, args.html_file
     counts = [int(w) for w in args.workers.split(",")]
@@ -395,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                         continue  # HTML: extraction-bound, the first profile only
                     for workers in counts:
                         row = run_topology(broker, Path(tmp), workers, pages, args.repeat, kind == "html",
-                                           args.latency_seconds if kind == "text" else 0, args.latency_fraction, extra)
+                                           args.latency_seconds if kind == "text" else 0, args.latency_fraction, extra,
+                                           args.warm_timeout_s)
                         results.append({"pages_kind": kind, "settings": profile, **row})
     rates: dict[str, dict[int, float]] = {}
     for row in results:
