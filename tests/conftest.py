@@ -12,6 +12,17 @@ import pytest
 from streamdedup.testing import make_article, make_words, wrap_in_template  # noqa: F401 - re-exported for tests
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C is an interrupt in the tests however they were started.
+
+    A shell starts a background job (`nohup make test &`) with SIGINT ignored, and Python then installs
+    no handler: the tests of what Ctrl-C does (test_logs.py, test_api_notebook.py) got no interrupt."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class FakeMessage:
     """A consumed Kafka message as confluent_kafka hands one over, for handlers tested without a broker."""
 
