@@ -210,8 +210,9 @@ def test_an_app_stopped_during_a_rebuild_stops_at_once_and_the_next_start_goes_o
 
 
 def test_a_rebalance_during_a_rebuild_ends_it_at_once_and_each_waiting_page_comes_out_once(settings, tmp_path):
-    """Partition 0's 1,000 pages were judged elsewhere, 10 copies of them and 5 new pages follow; partition 1 is
-    empty (B's share). App A (new state folder) rebuilds partition 0's store one record a batch (12-25 s here); 1 s in, app B
+    """Partition 0's 2,000 pages were judged elsewhere, 10 copies of them and 5 new pages follow; partition 1 is
+    empty (B's share). App A (new state folder) rebuilds partition 0's store one record a batch (12-25 s a 1,000
+    here: Tansu takes ~5 s to tell A of B's join, and with 1,000 a fast run's rebuild ended first); 1 s in, app B
     joins the group. The rebalance does not wait for the rebuild: A's ends after its batch, its waiting records
     are let go uncommitted, and the group is assigned again at once; whichever app gets partition 0 rebuilds on
     (A from the offset it reached) and each of the 15 pages comes out once, the copies duplicates, then the
@@ -223,7 +224,7 @@ def test_a_rebalance_during_a_rebuild_ends_it_at_once_and_each_waiting_page_come
     admin = AdminClient(settings.client())
     admin.create_topics([NewTopic(settings.topics.pages, num_partitions=2)])[settings.topics.pages].result(30)
     ensure_topics(settings)
-    stories = quick_stories(1000)
+    stories = quick_stories(2000)
     zero = [page(f"https://rzero.example/{i}", wrap_in_template(story, "rzero")) for i, story in enumerate(stories)]
     later = ([page(f"https://rcopy.example/{i}", wrap_in_template(story, "rcopy")) for i, story in enumerate(stories[:10])]
              + article_pages("rnew", list(range(9300, 9305))))
