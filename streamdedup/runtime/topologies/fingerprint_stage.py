@@ -85,8 +85,6 @@ class Holding:
 _WATERMARK_KIND = [(KIND_HEADER, WATERMARK)]
 
 
-# the partition's retention clock in its store (`_clock`): an undated page's time, kept with the batch that moved it
-_CLOCK_PAGE_MS, _CLOCK_ARRIVAL_MS = "fingerprint.page_ms", "fingerprint.arrival_ms"
 _LOWEST = page_order(0, 0, 0, 0)  # below every page's place: event times are after 1991 (store/retention.py)
 
 
@@ -182,11 +180,11 @@ class FingerprintPartition:
         as file mode stamps it with its job's, so an archived crawl replayed today orders it among
         the pages around it. Before, it was stamped with its arrival time: after every dated page of
         such a crawl, so a page judged first in file mode was judged last here (another story)."""
-        def read(name: str) -> int:
+        def get_meta_int(name: str, default: int) -> int:
             value = self.store.get_meta(name)
-            return 0 if value is None else int(value)
+            return default if value is None else int(value)
 
-        return RetentionClock(None, self.max_skew_ms, read(_CLOCK_PAGE_MS), read(_CLOCK_ARRIVAL_MS))
+        return RetentionClock.load(None, self.max_skew_ms, get_meta_int)
 
     def _repeated(self, page_id: str) -> bool:
         """Whether a page with this id came earlier on this input partition; else it is noted."""
@@ -255,8 +253,7 @@ class FingerprintPartition:
                 out.on_commit(out.metrics.late_pages.labels(str(self.partition)).inc)
             self.highest = max(self.highest, order)
             self.highest_event_ms = max(self.highest_event_ms or event.event_ms, event.event_ms)
-        self.store.stage_meta(_CLOCK_PAGE_MS, str(self.clock.page_ms).encode())
-        self.store.stage_meta(_CLOCK_ARRIVAL_MS, str(self.clock.arrival_ms).encode())
+        self.clock.stage(self.store.stage_meta)
         self.last_batch_at = time.monotonic()
         self._extraction.update(self.fingerprinter.extraction - counted)
         if self.holding.on and replayed < len(messages):
