@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamdedup.clean import trafilatura_extract
-from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, noscript_sources
+from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
@@ -302,10 +302,15 @@ def fast_texts(html: str, visible: bool) -> Texts:
 
     sources = noscript_sources(html)  # noscripts as a browser with scripting on reads them
     texts = read(sources.scripting_on)
-    if sources.opened and len(texts.main.strip()) < MIN_CONTAINER_CHARS:
-        # the page is (nearly) all in a <noscript> never closed: what a browser with scripting off shows
-        texts = read(sources.opened)
-    return texts
+    return read(sources.opened) if reads_opened(sources, texts.main) else texts
+
+
+def reads_opened(sources: Sources, main: str) -> bool:
+    """Whether a page is read as a browser with scripting off shows it: a `<noscript>` never closed, and no main text.
+
+    Under `MIN_CONTAINER_CHARS` of main text without it, the page is (nearly) all in that noscript;
+    a page showing text of its own gets nothing a browser with scripting on hides added to it."""
+    return bool(sources.opened) and len(main.strip()) < MIN_CONTAINER_CHARS
 
 
 def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str]) -> tuple[Texts, list[Any], str]:

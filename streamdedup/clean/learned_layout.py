@@ -51,6 +51,7 @@ from streamdedup.clean.fast_extract import (
     blocks_beside,
     fast_read,
     main_content_text,
+    reads_opened,
 )
 from streamdedup.clean.noscript import noscript_sources
 from streamdedup.clean.page_text import (
@@ -312,7 +313,6 @@ def agrees(text: str, rescued: str) -> bool:
 
 def learned_texts(html: str, request: str, visible: bool) -> Texts:
     """The page's `Texts` read as `request` asks (module docstring); `Texts.layout` says what it saw."""
-
     from resiliparse.parse.html import HTMLTree
 
     sources = noscript_sources(html)
@@ -336,8 +336,7 @@ def learned_texts(html: str, request: str, visible: bool) -> Texts:
                 if plausible(text, page_text(), int(share or 0)) and fast_would_read_it(text, tree, page_text, found):
                     return Texts(text, page_text() if visible else "", "", BRIEF + kind[:-1])
     texts, read, rescued = fast_read(html, visible, tree, page_text)
-    if sources.opened and len(texts.main.strip()) < MIN_CONTAINER_CHARS:
-        # the page is (nearly) all in a <noscript> never closed: read its scripting-off view, as `fast_texts` does
+    if reads_opened(sources, texts.main):  # as `fast_texts` reads it
         opened = HTMLTree.parse(sources.opened)
         opened_text = functools.cache(lambda: extract_all_text(opened, NOSCRIPTS))
         texts, read, rescued = fast_read(html, visible, opened, opened_text)
