@@ -25,7 +25,7 @@ import xxhash
 from streamdedup.clean.errors import CleaningStackMissing
 from streamdedup.clean.extract import Texts
 from streamdedup.clean.learned_layout import OBSERVE, SiteLayout
-from streamdedup.clean.pipeline import clean_page_texts, other_extractor, shown_text
+from streamdedup.clean.pipeline import clean_page_texts, shown_text, try_other_extractor
 from streamdedup.clean.template import (
     TEMPLATE_MODEL,
     line_hashes,
@@ -400,8 +400,7 @@ class Fingerprinter:
         if shown <= kept:
             return f"{told}, and the page shows no more: too little text to judge"
         return (f"{told}, but the page shows {shown} words: the {cleaning.extractor} extractor took the rest for"
-                " menus, notices or other boilerplate, or did not read it; if the page's own text is among them,"
-                f" try --extractor {other_extractor(cleaning)}")
+                f" menus, notices or other boilerplate, or did not read it; {try_other_extractor(cleaning)}")
 
     def steered_signature(self, steered: str, lang: str | None) -> Any:
         """The MinHash signature of a rescued page's article element text, or None.

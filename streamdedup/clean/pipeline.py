@@ -89,9 +89,10 @@ def _content(page: Page, config: CleaningConfig) -> tuple[str, bool]:
     return content, is_html(page.content_type, content)
 
 
-def other_extractor(config: CleaningConfig) -> str:
-    """The `--extractor` a user may try where this one kept too little of what a page shows."""
-    return "fast" if config.extractor == "trafilatura" else "trafilatura"
+def try_other_extractor(config: CleaningConfig) -> str:
+    """The fix `no_text` names where the extractor kept too little of what a page shows: another `--extractor`."""
+    other = "fast" if config.extractor == "trafilatura" else "trafilatura"
+    return f"if the page's own text is among them, try --extractor {other}"
 
 
 def _no_text(html: str, config: CleaningConfig, layout: str, everything: str) -> str:
@@ -108,7 +109,7 @@ def _no_text(html: str, config: CleaningConfig, layout: str, everything: str) ->
         return NO_TEXT_MARKUP
     return (f"no main text: the page shows {words} words, but the {config.extractor} extractor took none"
             " of them for its main text (menus, notices or other boilerplate only, or text it does not read);"
-            f" if the page's own text is among them, try --extractor {other_extractor(config)}")
+            f" {try_other_extractor(config)}")
 
 
 def _visible(html: str, config: CleaningConfig, layout: str) -> str | None:
