@@ -404,14 +404,17 @@ class SiteTemplate:
 
     def shows_every(self, hashes: LineHashes) -> bool:
         """Whether each of these lines (at least one) is among those the site's earlier pages showed."""
+        # one line first: most pages show a new one there
+        return self._first_line_at(hashes) is not None and bool(self._find(hashes)[1].all())
+
+    def _first_line_at(self, hashes: LineHashes) -> int | None:
+        """Where the first of these lines stands among the counted ones (None: not counted, or no line)."""
         counted = self._lines
         if not len(hashes) or not len(counted):
-            return False
+            return None
         line = int(hashes[0])
-        first = int(counted.searchsorted(line))  # one line first: most pages show a new one there
-        if first == len(counted) or int(counted[first]) != line:
-            return False
-        return bool(self._find(hashes)[1].all())
+        first = int(counted.searchsorted(line))
+        return None if first == len(counted) or int(counted[first]) != line else first
 
     def shown_before(self, url: str, hashes: LineHashes, pages: int = 1) -> bool:
         """Whether the URL is new and every one of these lines was on enough of the site's earlier pages.
@@ -420,12 +423,8 @@ class SiteTemplate:
         of its earlier distinct pages (`missed_min_pages`: so that no single page can make a
         later page's text look like what the site showed before)."""
         # the lines first: most pages fail there, before the URL is hashed and looked for
-        counted = self._lines
-        if not len(hashes) or not len(counted):
-            return False
-        line = int(hashes[0])
-        first = int(counted.searchsorted(line))  # one line first: most pages fail on it
-        if first == len(counted) or int(counted[first]) != line or int(self._counts[first]) < pages:
+        first = self._first_line_at(hashes)  # one line first: most pages fail on it
+        if first is None or int(self._counts[first]) < pages:
             return False
         at, found = self._find(hashes)
         return bool((found & (self._counts[at] >= pages)).all()) and not self._has_url(page_key(url))
