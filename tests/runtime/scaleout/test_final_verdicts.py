@@ -356,16 +356,24 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
     # both workers have their partitions (their loops run: SIGTERM stops them), every record's
     # outcome is committed and nothing more came for 3 s (a doubled page would show up), instead of
     # waiting out the workers' idle time; they still stop on their own if idle for 10 s
-    final = workers("10")
     admin = AdminClient(run.client())
 
-    def both_assigned() -> bool:
+    def members() -> list:
         try:
             [group] = admin.describe_consumer_groups([run.group_id], request_timeout=5).values()
-            members = group.result(timeout=5).members
+            return list(group.result(timeout=5).members)
         except Exception:  # noqa: BLE001 - not there yet
-            return False
-        return sum(bool(m.assignment and m.assignment.topic_partitions) for m in members) == 2
+            return []
+
+    # the killed workers stay members until their static ids rejoin (or their sessions end), with their
+    # partitions: only members that joined since count (a worker SIGTERMed while it still started up
+    # died of it, -15, with nothing in its log)
+    killed = {m.member_id for m in members()}
+    final = workers("10")
+
+    def both_assigned() -> bool:
+        return sum(bool(m.assignment and m.assignment.topic_partitions) and m.member_id not in killed
+                   for m in members()) == 2
 
     outcomes, steady_since, deadline = -1, time.monotonic(), time.monotonic() + 300
     while time.monotonic() < deadline and any(process.poll() is None for process in final):
