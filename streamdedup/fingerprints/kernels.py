@@ -242,22 +242,32 @@ def minhash_similarities(rows: np.ndarray, sizes: np.ndarray, values: np.ndarray
 
     The same float64 operations in the same order, one pass."""
     out = np.empty(rows.shape[0])
-    n = rows.shape[1]
     for r in range(rows.shape[0]):
-        same = 0
-        for i in range(n):
-            same += rows[r, i] == values[i]
-        estimate = max(0.0, (same / n - collision) / (1.0 - collision))
-        out[r] = np.nan
-        if estimate >= threshold:
-            out[r] = estimate
-        elif containment < 1.0:
-            other = int(sizes[r])
-            smaller = min(other, size)
-            if smaller >= min_shingles and smaller > 0:
-                if min(1.0, estimate * (size + other) / ((1.0 + estimate) * smaller)) >= containment:
-                    out[r] = estimate
+        out[r] = minhash_similarity_of(rows[r], int(sizes[r]), values, size, threshold, collision, containment,
+                                       min_shingles)
     return out
+
+
+@numba.njit(cache=True)
+def minhash_similarity_of(row: np.ndarray, other: int, values: np.ndarray, size: int, threshold: float,
+                          collision: float, containment: float, min_shingles: int) -> float:
+    """`minhash_similarities` of one row (its set size `other`): the estimate, or NaN for None.
+
+    One place for the float64 operations that the engine's test and the candidate filter
+    (`verdict.prefilter`) must share."""
+    n = row.shape[0]
+    same = 0
+    for i in range(n):
+        same += row[i] == values[i]
+    estimate = max(0.0, (same / n - collision) / (1.0 - collision))
+    if estimate >= threshold:
+        return estimate
+    if containment < 1.0:
+        smaller = min(other, size)
+        if smaller >= min_shingles and smaller > 0:
+            if min(1.0, estimate * (size + other) / ((1.0 + estimate) * smaller)) >= containment:
+                return estimate
+    return np.nan
 
 
 @numba.njit(cache=True)

@@ -117,13 +117,52 @@ def two_bit_new_shares(data: np.ndarray, ends: np.ndarray, width: int, mine: np.
             d = data[start + 4 + i] ^ mine[i]
             d = (d | (d >> 1)) & 0x55  # the low bit of each 2-bit field that differs
             unequal += (d & 1) + ((d >> 2) & 1) + ((d >> 4) & 1) + ((d >> 6) & 1)
-        jaccard = min(1.0, max(0.0, (1.0 - unequal / values - collision) / (1.0 - collision)))
-        shared = jaccard * (size + own_size) / (1.0 + jaccard)
-        absent_mine[r] = min(1.0, max(0.0, 1.0 - shared / own_size))
-        absent_theirs[r] = min(1.0, max(0.0, 1.0 - shared / max(size, 1.0)))
+        absent_mine[r], absent_theirs[r] = two_bit_absent(unequal, size, own_size, values, collision)
         sizes[r] = size
         start = ends[r]
     return absent_mine, absent_theirs, sizes
+
+
+@numba.njit(cache=True)
+def two_bit_absent(unequal: int, size: float, own_size: float, values: int, collision: float) -> tuple[float, float]:
+    """The two new shares `two_bit_new_shares` gives from `unequal` of `values` 2-bit fields (set sizes as floats).
+
+    One place for the float64 operations that the engine's measure and the candidate filter
+    (`verdict.prefilter`) must share: this page's share absent from the other, and the other's from it."""
+    jaccard = min(1.0, max(0.0, (1.0 - unequal / values - collision) / (1.0 - collision)))
+    shared = jaccard * (size + own_size) / (1.0 + jaccard)
+    return min(1.0, max(0.0, 1.0 - shared / own_size)), min(1.0, max(0.0, 1.0 - shared / max(size, 1.0)))
+
+
+_EVEN_BITS = np.uint64(0x5555555555555555)
+_PAIRS = np.uint64(0x3333333333333333)
+_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+_BYTES = np.uint64(0x0101010101010101)
+
+
+@numba.njit(cache=True)
+def two_bit_unequal(words: np.ndarray, mine: np.ndarray) -> int:
+    """How many 2-bit fields differ between two packed signatures read as uint64 words.
+
+    The count `two_bit_new_shares` makes a byte at a time (the same fields: the low bit of each
+    field that differs, a word's bits shifted across a byte boundary land on an odd bit and are
+    masked off), eight bytes at a time. Bytes past the signature's are zero in both."""
+    unequal = 0
+    for i in range(words.shape[0]):
+        d = words[i] ^ mine[i]
+        d = (d | (d >> np.uint64(1))) & _EVEN_BITS  # each 2-bit field: 1 if it differs
+        d = (d & _PAIRS) + ((d >> np.uint64(2)) & _PAIRS)
+        d = (d + (d >> np.uint64(4))) & _NIBBLES
+        unequal += int((d * _BYTES) >> np.uint64(56))
+    return unequal
+
+
+def two_bit_words(packed: np.ndarray) -> np.ndarray:
+    """Rows of 2-bit packed bytes (uint8, one signature a row) as uint64 words, zero bytes added to a multiple of 8."""
+    rows, width = packed.shape
+    padded = np.zeros((rows, -(-width // 8) * 8), dtype=np.uint8)
+    padded[:, :width] = packed
+    return padded.view("<u8").astype(np.uint64, copy=False)
 
 
 @numba.njit(cache=True)

@@ -34,8 +34,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from streamdedup.fingerprints.kernels import minhash_similarities
-from streamdedup.fingerprints.wordpair_kernels import two_bit_new_shares
+from streamdedup.fingerprints.kernels import minhash_similarity_of
+from streamdedup.fingerprints.wordpair_kernels import two_bit_absent, two_bit_unequal, two_bit_words
 from streamdedup.jit import numba
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import MINHASH, Measured, Methods, _read_column
@@ -52,7 +52,7 @@ class CandidateFilter:
     for the batch; a page of the batch, once filed, is known by its seq (`filed`)."""
 
     __slots__ = ("_complete", "_first_unfiled", "_mh", "_mh_sizes", "_mh_table", "_ok", "_row_of", "_rules",
-                 "_tags", "_wp", "_wp_data", "_wp_starts", "_wp_width")
+                 "_tags", "_wp", "_wp_sizes", "_wp_width", "_wp_words")
 
     def __init__(self, methods: Methods, policy: SitePolicy, pages: Sequence[Mapping[int, bytes]],
                  stored: Mapping[int, DocRecord | None]) -> None:
@@ -90,10 +90,14 @@ class CandidateFilter:
             mh = [data if length == mh_width else blank for data, length in zip(mh, mh_lengths.tolist(), strict=True)]
         table = np.frombuffer(b"".join(mh), dtype=self._mh.record_dtype)
         self._mh_table, self._mh_sizes = np.ascontiguousarray(table["values"]), np.ascontiguousarray(table["size"])
-        # the word pairs' records as they are, one after another, and where each starts (the kernel reads its head)
-        self._wp_data = np.frombuffer(b"".join(wp), dtype=np.uint8)
-        self._wp_starts = np.zeros(count, dtype=np.int64)
-        np.cumsum(wp_lengths[:-1], out=self._wp_starts[1:])
+        # the word pairs' records' heads (set size, packed values) a row each: sizes, and values as uint64 words
+        data = np.frombuffer(b"".join(wp), dtype=np.uint8)
+        starts = np.zeros(count, dtype=np.int64)
+        np.cumsum(wp_lengths[:-1], out=starts[1:])
+        heads = np.zeros((count, wp_width), dtype=np.uint8)
+        heads[self._ok] = data[starts[self._ok, None] + np.arange(wp_width)]
+        self._wp_sizes = heads[:, :4].copy().view("<u4")[:, 0].astype(np.uint32)
+        self._wp_words = np.ascontiguousarray(two_bit_words(heads[:, 4:]))
 
     @classmethod
     def usable(cls, methods: Methods) -> bool:
@@ -127,20 +131,47 @@ class CandidateFilter:
             get = self._row_of.get
             rows = np.fromiter((get(s, -1) for s in seqs), dtype=np.int64, count=len(seqs))
         p, q = minhash.params, wordpairs.params
-        similarity, new, their_new, sizes, measured, may, tested, may_count = linkable_rows(
+        similarity, new, their_new, sizes, measured, may, tested, may_count, best, least = linkable_rows(
             rows, self._ok, self._mh_table, self._mh_sizes, mh_sig.values, mh_sig.set_size, p.threshold,
-            minhash.collision, p.containment, p.containment_min_shingles, self._wp_data, self._wp_starts,
-            self._wp_width, wp_sig.packed,
-            wp_sig.set_size, q.num_perm, wordpairs.collision, HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE)
+            minhash.collision, p.containment, p.containment_min_shingles, self._wp_words, self._wp_sizes,
+            two_bit_words(wp_sig.packed[None, :])[0], wp_sig.set_size, q.num_perm, wordpairs.collision, HELD_ASKED,
+            RELATED_MIN_PAIRS, RELATED_SHARE, self._first_unfiled)
         if tests is not None:
             tests["tests_run"] += tested
-        known = Measured(similarity, new, their_new, sizes, measured) if tested else None
         if may_count < len(seqs):  # (a comparison with NaN warns of nothing: no `np.errstate` needed)
-            may |= self._some_rule_may_hold(seqs, rows, similarity, found_by)
+            if tested == len(seqs) and found_by is not None and self._no_rule_may_hold(seqs, best, least, found_by):
+                if not may_count:  # (homogeneous text: nearly every page)
+                    return [], None
+            else:
+                may |= self._some_rule_may_hold(seqs, rows, similarity, found_by)
             kept = list(compress(seqs, may.tolist()))
             if len(kept) < len(seqs):
+                known = Measured(similarity, new, their_new, sizes, measured) if tested else None
                 return kept, None if known is None or not kept else known.take(may)
-        return list(seqs), known
+        return list(seqs), Measured(similarity, new, their_new, sizes, measured) if tested else None
+
+    def _no_rule_may_hold(self, seqs: Sequence[int], best: float, least: int, found_by: FoundBy) -> bool:
+        """Whether no rule may hold for any of the candidates `seqs`, told from two figures (False: not told).
+
+        True only where each rule has a term that fails for every candidate: a `minhash` floor above
+        `best` (the largest similarity measured; every candidate measured), or a method whose keys
+        find every match that `found_members` would make all False: its keys found none of them
+        and `least` (their least first unfiled place) is not below its bound. (The usual case on
+        text of one vocabulary: the page's candidates all found by SimHash's keys, none of them
+        MinHash's neighbour.) Where this says False, `_some_rule_may_hold` tells each candidate."""
+        for lows, tags in cast("list[tuple[list[float], list[int]]]", self._rules):
+            if lows and not best >= max(lows):  # (best is -inf where nothing measured a similarity)
+                continue
+            for tag in tags:
+                found = found_by.seqs.get(tag)
+                if found is None or (found and found.issuperset(seqs)):
+                    continue  # `found_members` leaves it out: it rules no candidate out
+                bound = found_by.unfiled_bounds.get(tag, 0)
+                if least >= (NO_PLACE if bound is None else bound) and (not found or found.isdisjoint(seqs)):
+                    break  # no candidate a member: the rule holds for none
+            else:
+                return False
+        return True
 
     def _some_rule_may_hold(self, seqs: Sequence[int], rows: np.ndarray, similarity: np.ndarray,
                             found_by: FoundBy | None) -> np.ndarray:
@@ -175,50 +206,47 @@ def _column(records: Sequence[Mapping[int, bytes]], tag: int) -> list[bytes]:
 @numba.njit(cache=True)
 def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_sizes: np.ndarray, mh_values: np.ndarray,
                   mh_size: int, threshold: float, mh_collision: float, containment: float, min_shingles: int,
-                  wp_data: np.ndarray, wp_starts: np.ndarray, width: int, wp_packed: np.ndarray, own: int,
-                  num_perm: int, wp_collision: float, held_asked: float, related_min: int,
-                  related_share: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
+                  wp_words: np.ndarray, wp_sizes: np.ndarray, wp_mine: np.ndarray, own: int, num_perm: int,
+                  wp_collision: float, held_asked: float, related_min: int, related_share: float,
+                  first_unfiled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                      np.ndarray, int, int, float, int]:
     """MinHash's test and the new shares of the candidates at `rows` (-1: none), and which may link by the shares.
 
-    The tests are the engine's own kernels (`minhash_similarities`, `two_bit_new_shares`) on the
-    rows gathered as `MinHashMethod.similarities` and `WordPairsMethod.new_shares` pass them. A
-    candidate may link by its shares where it would be asked as a held match or is related
-    (`engine._held_matches`, `engine._related`), or where it was not tested (a row of -1 or not
-    `ok`) or a share is NaN. Returns the similarities, the page's and each candidate's new shares
-    and the candidates' pairs (NaN, NaN, NaN and 0 where untested), where each was tested, that
-    mask, how many rows were tested and how many the mask keeps."""
+    The tests are the engine's own (`kernels.minhash_similarity_of`, the word pairs' fields
+    counted as `two_bit_new_shares` counts them and `two_bit_absent`) read in place from the
+    filter's tables. A candidate may link by its shares where it would be asked as a held match or
+    is related (`engine._held_matches`, `engine._related`), or where it was not tested (a row of
+    -1 or not `ok`) or a share is NaN. Returns the similarities, the page's and each candidate's
+    new shares and the candidates' pairs (NaN, NaN, NaN and 0 where untested), where each was
+    tested, that mask, how many rows were tested and how many the mask keeps; and, for
+    `CandidateFilter._no_rule_may_hold`, the largest similarity measured (-inf: none) and the least
+    first unfiled place of the rows (of those not -1)."""
     count = rows.shape[0]
     similarity, new_shares, their_new_shares = np.full(count, np.nan), np.full(count, np.nan), np.full(count, np.nan)
     pair_counts = np.zeros(count)
     measured = np.zeros(count, dtype=np.bool_)
     may = np.ones(count, dtype=np.bool_)
-    at = np.empty(count, dtype=np.int64)
     tested = 0
-    for j in range(count):
-        if rows[j] >= 0 and ok[rows[j]]:
-            at[tested] = j
-            measured[j] = True
-            tested += 1
-    if not tested:
-        return similarity, new_shares, their_new_shares, pair_counts, measured, may, 0, count
-    values = np.empty((tested, mh_table.shape[1]), dtype=mh_table.dtype)
-    sizes = np.empty(tested, dtype=mh_sizes.dtype)
-    heads = np.empty(tested * width, dtype=np.uint8)
-    ends = np.empty(tested, dtype=np.int64)
-    for i in range(tested):
-        row = rows[at[i]]
-        values[i, :] = mh_table[row, :]
-        sizes[i] = mh_sizes[row]
-        heads[i * width:(i + 1) * width] = wp_data[wp_starts[row]:wp_starts[row] + width]
-        ends[i] = (i + 1) * width
-    found = minhash_similarities(values, sizes, mh_values, mh_size, threshold, mh_collision, containment, min_shingles)
-    new, their_new, pairs = two_bit_new_shares(heads, ends, width, wp_packed, own, num_perm, wp_collision)
     kept = count
-    for i in range(tested):
-        j = at[i]
-        similarity[j] = found[i]
-        a, b, size = new[i], their_new[i], pairs[i]
+    best = -np.inf
+    least = NO_PLACE
+    own_size = max(1.0, float(own))
+    for j in range(count):
+        row = rows[j]
+        if row < 0:
+            continue
+        least = min(least, first_unfiled[row])
+        if not ok[row]:
+            continue
+        measured[j] = True
+        tested += 1
+        found = minhash_similarity_of(mh_table[row], int(mh_sizes[row]), mh_values, mh_size, threshold, mh_collision,
+                                      containment, min_shingles)
+        similarity[j] = found
+        if found > best:  # (NaN is not)
+            best = found
+        size = float(wp_sizes[row])
+        a, b = two_bit_absent(two_bit_unequal(wp_words[row], wp_mine), size, own_size, num_perm, wp_collision)
         new_shares[j], their_new_shares[j], pair_counts[j] = a, b, size
         if np.isnan(a) or np.isnan(b):
             continue
@@ -226,4 +254,4 @@ def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_siz
         related = min(size, float(own)) >= related_min and 1.0 - min(a, b) >= related_share
         may[j] = held or related
         kept -= not may[j]
-    return similarity, new_shares, their_new_shares, pair_counts, measured, may, tested, kept
+    return similarity, new_shares, their_new_shares, pair_counts, measured, may, tested, kept, best, least
