@@ -27,6 +27,7 @@ own (a subset of its candidates yields the same links for them), so the verdicts
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import compress
@@ -51,8 +52,8 @@ class CandidateFilter:
     Made from the batch's pages' encoded signatures (page `i` at row `i`) and the stored records read
     for the batch; a page of the batch, once filed, is known by its seq (`filed`)."""
 
-    __slots__ = ("_complete", "_first_unfiled", "_mh", "_mh_sizes", "_mh_table", "_ok", "_row_of", "_rules",
-                 "_tags", "_wp", "_wp_sizes", "_wp_width", "_wp_words")
+    __slots__ = ("_complete", "_first_unfiled", "_kernel_args", "_mh", "_mh_sizes", "_mh_table", "_ok", "_row_of",
+                 "_rules", "_tags", "_wp", "_wp_sizes", "_wp_width", "_wp_words")
 
     def __init__(self, methods: Methods, policy: SitePolicy, pages: Sequence[Mapping[int, bytes]],
                  stored: Mapping[int, DocRecord | None]) -> None:
@@ -98,6 +99,10 @@ class CandidateFilter:
         heads[self._ok] = data[starts[self._ok, None] + np.arange(wp_width)]
         self._wp_sizes = heads[:, :4].copy().view("<u4")[:, 0].astype(np.uint32)
         self._wp_words = np.ascontiguousarray(two_bit_words(heads[:, 4:]))
+        p, q = self._mh.params, self._wp.params  # `linkable_rows`' arguments after a page's own
+        self._kernel_args = (self._ok, self._mh_table, self._mh_sizes, p.threshold, self._mh.collision, p.containment,
+                             p.containment_min_shingles, self._wp_words, self._wp_sizes, q.num_perm,
+                             self._wp.collision, HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE, self._first_unfiled)
 
     @classmethod
     def usable(cls, methods: Methods) -> bool:
@@ -121,7 +126,7 @@ class CandidateFilter:
         if self._rules is None:
             return list(seqs), None
         mh_sig, wp_sig = mine.get(self._tags[0]), mine.get(self._tags[1])
-        minhash, wordpairs = self._mh, self._wp
+        minhash = self._mh
         if (mh_sig is None or wp_sig is None or len(mh_sig.values) != minhash.params.num_perm
                 or mh_sig.values.dtype != self._mh_table.dtype or len(wp_sig.packed) != self._wp_width - 4):
             return list(seqs), None
@@ -130,12 +135,8 @@ class CandidateFilter:
         except KeyError:  # a record read after the batch's lookups: judged as before
             get = self._row_of.get
             rows = np.fromiter((get(s, -1) for s in seqs), dtype=np.int64, count=len(seqs))
-        p, q = minhash.params, wordpairs.params
         similarity, new, their_new, sizes, measured, may, tested, may_count, best, least = linkable_rows(
-            rows, self._ok, self._mh_table, self._mh_sizes, mh_sig.values, mh_sig.set_size, p.threshold,
-            minhash.collision, p.containment, p.containment_min_shingles, self._wp_words, self._wp_sizes,
-            two_bit_words(wp_sig.packed[None, :])[0], wp_sig.set_size, q.num_perm, wordpairs.collision, HELD_ASKED,
-            RELATED_MIN_PAIRS, RELATED_SHARE, self._first_unfiled)
+            rows, mh_sig.values, mh_sig.set_size, _words_of(wp_sig.packed), wp_sig.set_size, *self._kernel_args)
         if tests is not None:
             tests["tests_run"] += tested
         if may_count < len(seqs):  # (a comparison with NaN warns of nothing: no `np.errstate` needed)
@@ -197,6 +198,16 @@ class CandidateFilter:
         return np.zeros(len(seqs), dtype=np.bool_) if out is None else out
 
 
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def _words_of(packed: np.ndarray) -> np.ndarray:
+    """A page's packed word-pair values as `two_bit_words` makes a row of them (a view where it can be one)."""
+    if _LITTLE_ENDIAN and packed.dtype == np.uint8 and not len(packed) % 8 and packed.flags.c_contiguous:
+        return packed.view(np.uint64)
+    return two_bit_words(packed[None, :])[0]
+
+
 def _column(records: Sequence[Mapping[int, bytes]], tag: int) -> list[bytes]:
     """Each record's value at `tag`, b"" where it has none (`columns._read_column`, read once at C speed)."""
     values, complete = _read_column(records, tag)
@@ -204,13 +215,16 @@ def _column(records: Sequence[Mapping[int, bytes]], tag: int) -> list[bytes]:
 
 
 @numba.njit(cache=True)
-def linkable_rows(rows: np.ndarray, ok: np.ndarray, mh_table: np.ndarray, mh_sizes: np.ndarray, mh_values: np.ndarray,
-                  mh_size: int, threshold: float, mh_collision: float, containment: float, min_shingles: int,
-                  wp_words: np.ndarray, wp_sizes: np.ndarray, wp_mine: np.ndarray, own: int, num_perm: int,
+def linkable_rows(rows: np.ndarray, mh_values: np.ndarray, mh_size: int, wp_mine: np.ndarray, own: int,
+                  ok: np.ndarray, mh_table: np.ndarray, mh_sizes: np.ndarray, threshold: float, mh_collision: float,
+                  containment: float, min_shingles: int, wp_words: np.ndarray, wp_sizes: np.ndarray, num_perm: int,
                   wp_collision: float, held_asked: float, related_min: int, related_share: float,
                   first_unfiled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                       np.ndarray, int, int, float, int]:
     """MinHash's test and the new shares of the candidates at `rows` (-1: none), and which may link by the shares.
+
+    The page's own: its MinHash values and set size, its word pairs' packed values as uint64 words
+    (`two_bit_words`) and set size; then the filter's tables and the tests' parameters.
 
     The tests are the engine's own (`kernels.minhash_similarity_of`, the word pairs' fields
     counted as `two_bit_new_shares` counts them and `two_bit_absent`) read in place from the

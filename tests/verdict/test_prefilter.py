@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from streamdedup import detector
@@ -108,3 +109,110 @@ def test_what_the_filter_measured_is_not_measured_again(tmp_path, monkeypatch):
     _run(tmp_path, "measured", 256)
     assert asked["judged"] > 10  # the news pages' candidates were judged
     assert asked["minhash"] == asked["new_shares"] == 0
+
+
+# -- the filter's own arithmetic, at its edges (pure logic) ----------------------------------------------------
+
+
+def test_the_word_count_of_differing_fields_is_the_byte_count():
+    """`two_bit_unequal` (eight bytes at a time) counts the fields `two_bit_new_shares` counts a byte at a time:
+    fields differing in their high bit only, in their low bit only, at a word's and a byte's edge."""
+    import numpy as np
+
+    from streamdedup.fingerprints.wordpair_kernels import two_bit_new_shares, two_bit_unequal, two_bit_words
+
+    rng = np.random.default_rng(3)
+    mine = rng.integers(0, 256, 64, dtype=np.uint8)
+    rows = [mine.copy() for _ in range(6)]
+    rows[1][0] ^= 0b10  # the high bit of the first field
+    rows[2][7] ^= 0b1000_0000  # the high bit of the last field of the first word
+    rows[3][8] ^= 0b1  # the low bit of the first field of the second word
+    rows[4] = ~mine  # every field
+    rows[5] = rng.integers(0, 256, 64, dtype=np.uint8)
+    for other in [*rows, *rng.integers(0, 256, (40, 64), dtype=np.uint8)]:
+        record = np.concatenate([np.array([200, 1, 0, 0], dtype=np.uint8), other])
+        bytewise = two_bit_new_shares(record, np.array([68]), 68, mine, 300, 256, 0.25)
+        unequal = two_bit_unequal(two_bit_words(other[None, :])[0], two_bit_words(mine[None, :])[0])
+        want = sum(((int(a) ^ int(b)) >> shift) & 3 != 0 for a, b in zip(other, mine, strict=True) for shift in (0, 2, 4, 6))
+        assert unequal == want
+        # the same count gives the same shares (1 - unequal/256 estimates the Jaccard)
+        jaccard = min(1.0, max(0.0, (1.0 - want / 256 - 0.25) / 0.75))
+        shared = jaccard * (456 + 300) / (1.0 + jaccard)
+        assert bytewise[0][0] == min(1.0, max(0.0, 1.0 - shared / 300))
+    assert two_bit_unequal(two_bit_words(rows[0][None, :])[0], two_bit_words(mine[None, :])[0]) == 0
+    assert two_bit_unequal(two_bit_words(rows[4][None, :])[0], two_bit_words(mine[None, :])[0]) == 256
+
+
+def _bare_filter(rules, complete, firsts):
+    """A `CandidateFilter` holding only what its rule checks read."""
+    made = object.__new__(prefilter.CandidateFilter)
+    made._rules, made._complete = rules, complete
+    made._first_unfiled = np.asarray(firsts, dtype=np.int64)
+    return made
+
+
+def test_no_rule_may_hold_only_where_the_rule_check_rules_every_candidate_out():
+    """`_no_rule_may_hold` (two figures) says True only where `_some_rule_may_hold` (each candidate) rules all
+    out: at the edges, a similarity equal to a rule's floor and a first unfiled place one below a bound keep it."""
+    from streamdedup.verdict.found_by import FoundBy
+
+    rules = [([], [1]), ([0.5], []), ([], [3, 0]), ([0.8], [3])]  # exact | minhash | simhash+a12 | minhash>=0.8+simhash
+    seqs = [10, 11, 12]
+    rows = np.arange(3)
+    unfiled = [1 << 62] * 3
+    bounds = {0: 36, 1: 37, 3: 46}
+    nobody = FoundBy({0: set(), 1: set(), 3: set()}, bounds)
+
+    def told(similarity, firsts, found_by):
+        made = _bare_filter(rules, [0, 1, 3], firsts)
+        similarity = np.asarray(similarity, dtype=np.float64)
+        measured = similarity[~np.isnan(similarity)]
+        best = float(measured.max()) if len(measured) else -np.inf
+        quick = made._no_rule_may_hold(seqs, best, int(min(firsts)), found_by)
+        each = made._some_rule_may_hold(seqs, rows, similarity, found_by)
+        assert not (quick and each.any())  # never a candidate a rule may hold for ruled out
+        return quick, each
+
+    nan = np.nan
+    quick, each = told([nan, 0.3, 0.49], unfiled, nobody)  # every similarity below the floor, none found
+    assert quick and not each.any()
+    quick, each = told([nan, 0.5, 0.2], unfiled, nobody)  # at the floor: minhash may hold
+    assert not quick and each.tolist() == [False, True, False]
+    firsts = [1 << 62, 36, 1 << 62]  # one below exact's bound (37): it may not be filed under its key
+    quick, each = told([nan, nan, nan], firsts, nobody)
+    assert not quick and each.tolist() == [False, True, False]
+    quick, each = told([nan, nan, nan], [1 << 62, 37, 1 << 62], nobody)  # at the bound: filed under all
+    assert quick and not each.any()
+    # found by exact's keys: may hold; exact with a full key of the page (not in `seqs`): every candidate may
+    quick, each = told([nan, nan, nan], unfiled, FoundBy({0: set(), 1: {12}, 3: set()}, bounds))
+    assert not quick and each.tolist() == [False, False, True]
+    quick, each = told([nan, nan, nan], unfiled, FoundBy({0: set(), 3: set()}, bounds))
+    assert not quick and each.all()
+    # SimHash's keys found them all, A12's none: simhash+a12 holds for none; a12 with a full key: may
+    quick, each = told([nan, nan, nan], unfiled, FoundBy({0: set(), 1: set(), 3: set(seqs)}, bounds))
+    assert quick and not each.any()
+    quick, each = told([nan, nan, nan], unfiled, FoundBy({1: set(), 3: set(seqs)}, bounds))
+    assert not quick and each.all()
+
+
+def test_no_rule_may_hold_never_rules_out_what_the_rule_check_keeps():
+    from streamdedup.verdict.found_by import FoundBy
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        tags = [0, 1, 3]
+        rules = [(rng.sample([0.5, 0.6, 0.8], rng.randint(0, 2)), rng.sample(tags, rng.randint(0, 2)))
+                 for _ in range(rng.randint(1, 4))]
+        rules = [rule for rule in rules if rule[0] or rule[1]] or [([0.5], [])]
+        count = rng.randint(1, 6)
+        seqs = sorted(rng.sample(range(50), count))
+        firsts = [rng.choice([1 << 62, 0, 10, 35, 36, 37, 45, 46]) for _ in seqs]
+        similarity = np.array([rng.choice([np.nan, 0.2, 0.5, 0.59, 0.6, 0.8, 0.9]) for _ in seqs])
+        found = {tag: set(rng.sample(seqs + [99], rng.randint(0, 2))) for tag in tags if rng.random() < 0.8}
+        bounds = {tag: rng.choice([None, 0, 36, 37, 46]) for tag in tags if rng.random() < 0.9}
+        by = FoundBy(found, bounds)
+        made = _bare_filter(rules, sorted({t for _, ts in rules for t in ts}), firsts)
+        measured = similarity[~np.isnan(similarity)]
+        best = float(measured.max()) if len(measured) else -np.inf
+        if made._no_rule_may_hold(seqs, best, min(firsts), by):
+            assert not made._some_rule_may_hold(seqs, np.arange(count), similarity, by).any()
