@@ -77,7 +77,7 @@ class BatchCandidates:
         self.last_found = 0
         self.unvouched = set()
         self._keyed = []
-        if self._all_read_none_filed(set(names)):
+        if self._live.isdisjoint(names) and self._all_read_none_filed(set(names)):
             self._names_without_pages = names
             return []
         self._names_without_pages = None
@@ -119,11 +119,11 @@ class BatchCandidates:
         test (`SignatureStore.complete_tags`), the seqs its keys found; for each such method none of
         whose keys of the page is full (a full key answers only its first pages: it may hide some).
         Asked by the caller that judges with it (the Detector), not made for every lookup."""
-        found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags}
-        for tag, (seqs, count) in self._keyed:
-            if count >= caps.MAX_POSTINGS_PER_KEY:
-                found_by.pop(tag, None)  # a full key: its other pages are not answered
-            elif tag in found_by:
+        keyed, most = self._keyed, caps.MAX_POSTINGS_PER_KEY
+        full = {tag for tag, (_, count) in keyed if count >= most}  # a full key: its other pages are not answered
+        found_by: dict[int, set[int]] = {tag: set() for tag in self.store.complete_tags if tag not in full}
+        for tag, (seqs, _) in keyed:
+            if tag in found_by:  # (homogeneous text: SimHash's keys are many, one of them full; no set made)
                 found_by[tag].update(seqs)
         return found_by
 
