@@ -42,6 +42,7 @@ class BatchCandidates:
     _keyed: list[tuple[int, tuple[list[int], int]]]
     _names_without_pages: Sequence[bytes] | None  # the last call's names, if all read and none has a page
     _values: dict[bytes, bytes | None]
+    _live: set[bytes]  # names whose value has seqs (the batch's own)
     _answers: dict[bytes, tuple[list[int], int]]
     _docs: dict[int, DocRecord]
     _staging: StagedNames | None
