@@ -29,6 +29,16 @@ from streamdedup.store.layout import DocRecord
 UNREAD: Any = object()  # `candidates`: a name not read into the batch yet (None: read, no page under it)
 
 
+def unvouched(shared: Counter[int], chance: Sequence[Sequence[int]], kept: Sequence[int]) -> set[int]:
+    """Of `kept` (some seqs of `shared`: seq -> how many names found it), those only one name found, one of `chance`.
+
+    Those no name but one of `chance` (its seqs each) found: a seq one name found is in the
+    answer of that name alone, so it is one of `chance`'s seqs or of none of them; asked of their
+    few seqs, not of every candidate beside the seqs of every other name."""
+    lone = {s for seqs in chance for s in seqs if shared[s] == 1}
+    return lone if len(kept) == len(shared) else lone.intersection(kept)
+
+
 class BatchCandidates:
     """The lookups of a batch's pages: their candidates, what found them, the chance collisions dropped."""
 
@@ -84,7 +94,7 @@ class BatchCandidates:
         self._names_without_pages = None
         word_tag, complete = self.store.word_tag, self.store.complete_tags
         found: list[list[int]] = []  # the seqs each name with pages answers
-        vouching: list[list[int]] = []  # those of names that cannot be a lone chance collision
+        chance: list[list[int]] = []  # those of names that may be a lone chance collision (the rest vouch)
         keyed: list[tuple[int, tuple[list[int], int]]] = []  # (tag, answer) of the names of complete methods
         value_of, known_answer = self._values.get, self._answers.get  # (the loop runs for every shared name)
         for n in names:
@@ -95,8 +105,8 @@ class BatchCandidates:
                 seqs = answer[0]
                 found.append(seqs)
                 tag = n[0]
-                if tag != word_tag or answer[1] > CHANCE_POSTINGS:
-                    vouching.append(seqs)
+                if tag == word_tag and answer[1] <= CHANCE_POSTINGS:
+                    chance.append(seqs)
                 if tag in complete:
                     keyed.append((tag, answer))
         if not found:
@@ -108,9 +118,8 @@ class BatchCandidates:
         # a chance collision is a page found by one key of the page, a SimHash key of at most
         # CHANCE_POSTINGS pages (N / 2^26 pages of the store are under one by chance); pages
         # sharing more keys, or found under fuller ones, are not asked
-        if len(vouching) < len(found):
-            vouched = set(chain.from_iterable(vouching))  # (read at C speed)
-            self.unvouched = {s for s in kept if shared[s] == 1 and s not in vouched}
+        if chance:
+            self.unvouched = unvouched(shared, chance, kept)
         return kept
 
     def found_by(self) -> dict[int, set[int]]:
