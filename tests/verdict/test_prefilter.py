@@ -70,6 +70,21 @@ def test_the_verdicts_are_those_of_judging_every_candidate(tmp_path, monkeypatch
     assert by_id["followup"]["related_to"] == ["story"] and by_id["replaced"]["related_to"] == ["story", "followup"]
 
 
+def test_other_signature_widths_keep_the_verdicts(tmp_path, monkeypatch):
+    """Word pairs of 132 values (33 bytes: not whole uint64 words, padded) and 16-bit MinHash values:
+    the filter's in-place reads give the verdicts of judging every candidate."""
+    config = DetectorConfig(batch_size=64, method_params={"wordpairs": {"num_perm": 132},
+                                                          "minhash": {"value_bits": 16, "band_check_bits": 0}})
+    with Detector(config, tmp_path / "filtered") as judge:
+        filtered = [o.dedup for o in judge.run(raw_records(_pages()))]
+        assert judge.work["candidates_ruled_out"] > 0.8 * judge.work["candidates_verified"]
+    monkeypatch.setattr(prefilter.CandidateFilter, "usable", classmethod(lambda cls, methods: False))
+    with Detector(config, tmp_path / "every") as judge:
+        every = [o.dedup for o in judge.run(raw_records(_pages()))]
+    assert filtered == every
+    assert {d["id"]: d for d in every}["copy"]["duplicate_of"] == "story"
+
+
 def test_a_page_none_of_whose_candidates_can_link_is_not_judged(tmp_path, monkeypatch):
     calls = [0]
     real = detector.judged
