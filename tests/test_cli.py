@@ -109,13 +109,15 @@ def test_a_store_from_before_paragraph_keys_names_the_param_that_keeps_it(tmp_pa
     from streamdedup.fingerprints.wordpairs import WordPairsParams
 
     crawl, state = _crawl(tmp_path), tmp_path / "state"
-    kept = ["--param", "wordpairs.paragraph_keys=0", "--param", "wordpairs.paragraph_length=tokens"]
+    kept = ["--param", "wordpairs.paragraph_keys=0", "--param", "wordpairs.paragraph_length=tokens",
+            "--param", "wordpairs.line_blocks=0"]
     monkeypatch.setattr(WordPairsParams, "__str__", lambda self: Params.__str__(self).replace(
-        ",paragraph_keys=0,key_words=20,paragraph_length=tokens", ""))
+        ",paragraph_keys=0,key_words=20,paragraph_length=tokens,line_blocks=0", ""))
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
     monkeypatch.undo()
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
-    assert "(--param wordpairs.paragraph_keys=0 --param wordpairs.paragraph_length=tokens, or" in capsys.readouterr().err
+    assert ("(--param wordpairs.paragraph_keys=0 --param wordpairs.paragraph_length=tokens "
+            "--param wordpairs.line_blocks=0, or") in capsys.readouterr().err
     copy = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(41), "Zeta"))])
     assert main(["dedup", str(copy), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
     assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
@@ -128,13 +130,31 @@ def test_a_store_of_token_lengths_names_the_param_that_keeps_it(tmp_path, capsys
     from streamdedup.fingerprints.wordpairs import WordPairsParams
 
     crawl, state = _crawl(tmp_path), tmp_path / "state"
-    kept = ["--param", "wordpairs.paragraph_length=tokens"]
+    kept = ["--param", "wordpairs.paragraph_length=tokens", "--param", "wordpairs.line_blocks=0"]
     monkeypatch.setattr(WordPairsParams, "__str__",
-                        lambda self: Params.__str__(self).replace(",paragraph_length=tokens", ""))
+                        lambda self: Params.__str__(self).replace(",paragraph_length=tokens,line_blocks=0", ""))
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
     monkeypatch.undo()
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
-    assert "(--param wordpairs.paragraph_length=tokens, or" in capsys.readouterr().err
+    assert "(--param wordpairs.paragraph_length=tokens --param wordpairs.line_blocks=0, or" in capsys.readouterr().err
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
+
+
+def test_a_store_without_line_blocks_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
+    """A store of 0.22.0 or before sketched no block of short lines and its description does not name
+    `line_blocks`: the default (blocks of 2 lines or more) refuses it in one line naming the flag
+    that keeps it, and with that flag it opens."""
+    from streamdedup.fingerprints.base import Params
+    from streamdedup.fingerprints.wordpairs import WordPairsParams
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    kept = ["--param", "wordpairs.line_blocks=0"]
+    monkeypatch.setattr(WordPairsParams, "__str__",
+                        lambda self: Params.__str__(self).replace(",line_blocks=0", ""))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    assert "(--param wordpairs.line_blocks=0, or" in capsys.readouterr().err
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
 
 

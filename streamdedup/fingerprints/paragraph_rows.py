@@ -28,6 +28,10 @@ _VALUE_MASK = (1 << PARAGRAPH_VALUE_BITS) - 1
 LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS  # a row's length in words sits above its values
 NUMBERS_COUNT_SHIFT = 5  # `numbers_bytes`: the count in the top 3 bits, a hash of the numbers in the low 5
 NUMBERS_MOST = 7  # a count read as "this many or more"
+# the numbers byte of a block of short lines (`WordPairsParams.line_blocks`): a count of 0 with a hash, which no
+# line's numbers make (a line stating none reads 0), so a stored sketch tells its blocks (`blocks_of`); a
+# block's numbers are not asked (`new_text.numbers_changed`: a count of 0)
+BLOCK_NUMBERS = 1
 # an odd constant: spreads a number's hash by its rank (`numbers_bytes`); with a seed of the deployment's
 # own (not the default), an odd number of that seed's (`WordPairsMethod`)
 NUMBERS_MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -157,3 +161,11 @@ def shown_before(paragraphs: np.ndarray) -> np.ndarray:
     """Whether each paragraph is a line its site showed on an earlier page (`mark_shown`): bool[n]."""
     return (paragraphs & SHOWN_BIT) != 0
 
+
+def blocks_of(numbers: np.ndarray, count: int) -> np.ndarray:
+    """Which of a sketch's `count` paragraphs are blocks of short lines, by their numbers bytes: bool[count].
+
+    None where the numbers are not known (a record of 0.16.0 or before)."""
+    if len(numbers) != count:
+        return np.zeros(count, dtype=np.bool_)
+    return numbers == BLOCK_NUMBERS

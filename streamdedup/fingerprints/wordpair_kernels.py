@@ -53,12 +53,13 @@ def paragraph_keys(paragraphs: np.ndarray, count: int, min_words: int, length_sh
 
 @numba.njit(cache=True)
 def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: int, min_words: int,
-                        row_bytes: int, length_shift: int) -> tuple[np.ndarray, np.ndarray]:
+                        row_bytes: int, length_shift: int, block: int) -> tuple[np.ndarray, np.ndarray]:
     """`paragraph_keys` of encoded signatures back to back (the i-th ends at `ends[i]`).
 
     Each one's sketch follows `width` bytes: a count byte, then `row_bytes` little-endian bytes a
-    paragraph. The keys' values as uint64 (little-endian bytes: the keys), and how many each
-    signature has."""
+    paragraph, then (where present) a numbers byte each; a paragraph whose numbers byte is `block`
+    (a block of short lines: `paragraph_rows.BLOCK_NUMBERS`) files no key, as `index_keys`. The
+    keys' values as uint64 (little-endian bytes: the keys), and how many each signature has."""
     keys = np.empty(len(ends) * max(count, 0), dtype=np.uint64)
     counts = np.zeros(len(ends), dtype=np.int64)
     k = 0
@@ -67,12 +68,18 @@ def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: i
         end = ends[i]
         if end - start > width and count > 0:
             n = data[start + width] & 0x7F
+            numbers_at = start + width + 1 + row_bytes * n
+            numbered = end >= numbers_at + n
             rows = np.zeros(n, dtype=np.uint64)
+            kept = 0
             for j in range(n):
+                if numbered and data[numbers_at + j] == block:
+                    continue
                 at = start + width + 1 + row_bytes * j
                 for b in range(row_bytes):
-                    rows[j] |= np.uint64(data[at + b]) << np.uint64(8 * b)
-            found = paragraph_keys(rows, count, min_words, length_shift)
+                    rows[kept] |= np.uint64(data[at + b]) << np.uint64(8 * b)
+                kept += 1
+            found = paragraph_keys(rows[:kept], count, min_words, length_shift)
             keys[k:k + len(found)] = found
             k += len(found)
             counts[i] = len(found)
@@ -169,14 +176,18 @@ def two_bit_words(packed: np.ndarray) -> np.ndarray:
 def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
                      common: np.ndarray, letter_units: np.ndarray, units_per_word: int, a: np.ndarray, b: np.ndarray,
                      min_words: int, max_kept: int, tail: int, value_bits: int,
-                     max_words: int) -> tuple[np.ndarray, np.ndarray, bool]:
+                     max_words: int, block_lines: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
     A line's words are its word-equivalents (`paragraph_rows.letter_units`): the larger of its tokens
     and its tokens' `letter_units` over `units_per_word`. A line (text between newlines) of at least
     `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
-    tokens is read for newlines. Past `max_kept` paragraphs the longest are kept (ties: the
-    earlier), and the last `tail`, in text order. Of each kept one, for each of the len(a)
+    tokens is read for newlines. So is a block: `block_lines` or more consecutive lines none of
+    which is one (a list, a table's rows) that together have `min_words` words and two tokens, its
+    words their sum, its pairs all of its tokens' (0: no block). Past `max_kept` paragraphs (blocks
+    aside) the longest are kept (ties: the earlier), and the last `tail`, in text order, and no
+    block; under it, the longest blocks fill the places left (ties: the earlier), in text order.
+    Of each kept one, for each of the len(a)
     functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs` (pair i: tokens i
     and i + 1) but those of two `common` tokens (over all where every pair is such), its low
     `value_bits` bits, packed the first lowest, then its words
@@ -208,35 +219,61 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     run_words = np.empty(runs, dtype=np.int64)  # word-equivalents: never fewer than its tokens
     for r in range(runs):
         run_words[r] = max(run_len[r], run_units[r] // units_per_word)
-    chosen = np.empty(runs, dtype=np.int64)
+    # the paragraphs: a line, or a block of lines (`block_lines`), each its first and last run and its words
+    unit_first = np.empty(runs, dtype=np.int64)
+    unit_last = np.empty(runs, dtype=np.int64)
+    unit_words = np.empty(runs, dtype=np.int64)
+    is_block = np.zeros(runs, dtype=np.bool_)
     count = 0
-    for r in range(runs):
+    r = 0
+    while r < runs:
         if run_words[r] >= min_words and run_len[r] >= 2:
-            chosen[count] = r
+            unit_first[count], unit_last[count], unit_words[count] = r, r, run_words[r]
             count += 1
-    chosen = chosen[:count]
-    capped = count > max_kept
+            r += 1
+            continue
+        first_run, words, tokens = r, 0, 0
+        while r < runs and not (run_words[r] >= min_words and run_len[r] >= 2):
+            words += run_words[r]
+            tokens += run_len[r]
+            r += 1
+        if block_lines > 0 and r - first_run >= block_lines and words >= min_words and tokens >= 2:
+            unit_first[count], unit_last[count], unit_words[count] = first_run, r - 1, words
+            is_block[count] = True
+            count += 1
+    # the paragraphs are kept (and capped) as if there were no blocks; the blocks fill the places left,
+    # the longest first (ties: the earlier)
+    chosen = np.flatnonzero(~is_block[:count])
+    blocks = np.flatnonzero(is_block[:count])
+    paragraphs = len(chosen)
+    capped = paragraphs > max_kept
     if capped:
         last = min(tail, max_kept)
-        head = chosen[: count - last]
-        longest = np.sort(np.argsort(-run_words[head], kind="mergesort")[: max_kept - last])
+        head = chosen[: paragraphs - last]
+        longest = np.sort(np.argsort(-unit_words[head], kind="mergesort")[: max_kept - last])
         kept = np.empty(max_kept, dtype=np.int64)
         kept[: len(longest)] = head[longest]
-        kept[len(longest):] = chosen[count - last:]
+        kept[len(longest):] = chosen[paragraphs - last:]
         chosen = kept
+    elif len(blocks):
+        room = min(max_kept - paragraphs, len(blocks))
+        taken = np.argsort(-unit_words[blocks], kind="mergesort")[:room]
+        chosen = np.sort(np.concatenate((chosen, blocks[taken])))
     out = np.empty(len(chosen), dtype=np.uint64)
     spans = np.empty((len(chosen), 2), dtype=np.int64)
     mask = np.uint64((1 << value_bits) - 1)
     values = len(a)
     for j in range(len(chosen)):
-        r = chosen[j]
-        first, tokens = run_start[r], run_len[r]
+        u = chosen[j]
+        r, last_run = unit_first[u], unit_last[u]
+        first = run_start[r]
+        tokens = run_start[last_run] + run_len[last_run] - first
         every = True  # no pair left once those skipped are: read them all
         for i in range(first, first + tokens - 1):
             if not (common[i] and common[i + 1]):
                 every = False
                 break
-        packed = np.uint64(min(run_words[r], max_words)) << np.uint64(values * value_bits)
+        packed = np.uint64(min(unit_words[u], max_words)) << np.uint64(values * value_bits)
         # a skipped pair's value gets the top bit, above every value (24 bits) a kept pair has, so it is
         # never the minimum: no branch on whether a pair is skipped (a coin toss on real text, each
         # one mispredicted cost more than the pair's arithmetic)
@@ -275,14 +312,18 @@ def _outside_held(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> flo
 
 @numba.njit(cache=True)
 def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray,
-                    own: float, sizes: np.ndarray, agreeing: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    own: float, sizes: np.ndarray, agreeing: int,
+                    block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`new_text.outside_held_paragraphs` and `held_in_paragraphs` of the encoded word-pair records in `data`.
 
     Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then its paragraph sketch (a byte of count,
     high bit: capped; 6 bytes each, little-endian). A paragraph's pairs are read as its words less
     one: exact where its words are its tokens, more where its word-equivalents exceed them (long
     words: `paragraph_rows.letter_units`), and scaled to the page's pairs where they add up to more
-    (`_outside_held`). A paragraph of the page (`mine`) is held when one
+    (`_outside_held`). A record's blocks of short lines (the paragraphs whose numbers byte, after
+    the rows, is `block`: `paragraph_rows.BLOCK_NUMBERS`) are read as no paragraph, as `mine` holds
+    none: their pairs are outside paragraphs, as before blocks were sketched. A paragraph of the
+    page (`mine`) is held when one
     of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
     each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
     page's pairs outside its held paragraphs and not shown before, the record's outside its
@@ -311,6 +352,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
         theirs = np.empty((m, 4), dtype=np.int64)
         their_pairs = np.empty(m, dtype=np.int64)
         held_col = np.zeros(m, dtype=np.bool_)
+        numbered = ends[r] >= start + 1 + 7 * m  # each paragraph's numbers byte after the rows
         for j in range(m):
             at = start + 1 + 6 * j
             value = 0
@@ -319,9 +361,14 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
             for k in range(4):
                 theirs[j, k] = (value >> (10 * k)) & 1023
             their_pairs[j] = ((value >> 40) & 127) - 1
+            if numbered and data[start + 1 + 6 * m + j] == block:  # a block: no paragraph, matched by none
+                their_pairs[j] = 0
+                theirs[j, 0] = -1
         for i in range(n):
             held_row[i] = False
             for j in range(m):
+                if theirs[j, 0] < 0:
+                    continue
                 equal = 0
                 for k in range(4):
                     if mine_values[i, k] == theirs[j, k]:

@@ -31,6 +31,16 @@ paragraphs share them (`stats/common_words.py`).
 edited paragraph keeps most of its values, one of new text none but by chance), and
 `NewTextTolerance.min_paragraph_words` judges them.
 
+**Blocks of short lines.** A list or a table's rows added to an article (lines under 12 words each,
+42-70 words in all) is no paragraph, and only the share saw it, within its error. So a run of
+`line_blocks` (2) or more consecutive lines none of which is a paragraph, with `paragraph_words`
+together, is sketched as one paragraph, a block: its values of all its tokens' pairs, its words
+their sum; its numbers byte is `paragraph_rows.BLOCK_NUMBERS` (its numbers are not asked), which is
+how a stored sketch tells its blocks; its line hash is the whole block's, its lines' hashes kept
+beside (`block_lines`) for `mark_shown`. Blocks are judged apart, only where one stands inside the
+copy with nothing of the other's in its place (`line_places.inserted_block`): menus, forms and
+metadata at a copy's edges, a stamp beside the title and a light edit of a list stay as before.
+
 **Paragraph keys.** A page contained in a larger one (a part after its view-all page, a teaser, a
 print copy of half the story) shares few of its 5-shingles: at a Jaccard of 0.35 MinHash's bands
 find the pair 38 % of the time. So the method files each page under its `paragraph_keys` longest
@@ -72,6 +82,7 @@ import xxhash
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import minhash_min
 from streamdedup.fingerprints.paragraph_rows import (
+    BLOCK_NUMBERS,
     LENGTH_SHIFT,
     LETTERS_PER_WORD,
     MAX_PARAGRAPH_WORDS,
@@ -81,6 +92,7 @@ from streamdedup.fingerprints.paragraph_rows import (
     PARAGRAPH_VALUES,
     SHOWN_BIT,
     WEIGHT_TENTHS,
+    blocks_of,
     letter_units,
     numbers_bytes,
 )
@@ -118,9 +130,14 @@ class WordPairsParams(Params):
     # how a paragraph's words are counted: "letters", its word-equivalents (`letter_units`), or
     # "tokens", its tokens alone, as a store of 0.14.0 or before counted them (`ABSENT_MEANS`)
     paragraph_length: str = "letters"
+    # at least this many consecutive lines, each too short to be a paragraph, with `paragraph_words`
+    # together (a list, a table's rows) are one paragraph of the sketch, a block, which the verdict
+    # judges apart (`line_places.inserted_block`). 0: none, as a store of 0.22.0 or before (`ABSENT_MEANS`)
+    line_blocks: int = 2
 
     # what a parameter added later means where a stored description does not name it
-    ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20", "paragraph_length": "tokens"}
+    ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20", "paragraph_length": "tokens",
+                                              "line_blocks": "0"}
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -134,6 +151,8 @@ class WordPairsParams(Params):
         if self.paragraph_length not in PARAGRAPH_LENGTHS:
             raise ValueError(f"paragraph_length is one of {', '.join(PARAGRAPH_LENGTHS)}, "
                              f"got {self.paragraph_length!r}")
+        if self.line_blocks < 0 or self.line_blocks == 1:
+            raise ValueError(f"line_blocks is a number of lines, 2 or more (0: none), got {self.line_blocks}")
         if not 0 <= self.max_paragraphs <= 127 or self.paragraph_words < 2:
             raise ValueError(f"max_paragraphs is 0 to 127 and paragraph_words at least 2, got "
                              f"{self.max_paragraphs} and {self.paragraph_words}")
@@ -161,6 +180,10 @@ class WordPairsSignature:
     # the marks found when first called (`clean.article_block.LazyInside`: file mode's way, where they
     # decide); None: `inside` says all that is known; not encoded
     article: Callable[[], np.ndarray] | None = None
+    # of each kept paragraph that is a block of lines (`WordPairsParams.line_blocks`): its place among the
+    # kept ones and its lines' hashes, which `mark_shown` asks (its `line_hashes` entry is the whole
+    # block's, no line's); not encoded
+    block_lines: tuple[tuple[int, np.ndarray], ...] = ()
 
 
 class ShownLines:
@@ -199,13 +222,17 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     A line the page's site showed on earlier pages (a newsletter blurb, an author's note, a
     cookie notice the template model does not remove yet; `own_text` asks for two pages) is not
     the page's new text, though its match, on another site, lacks it. Only the page's own side
-    reads the mark."""
+    reads the mark. A block of lines (`WordPairsParams.line_blocks`) is marked where each of its lines
+    was shown: a heading the site shows over a new list does not make the list the site's."""
     lines = signature.line_hashes
     if not len(lines) or not len(shown):
         return signature
-    marked = np.where(in_sorted(shown, lines), signature.paragraphs | SHOWN_BIT, signature.paragraphs)
+    was_shown = in_sorted(shown, lines)
+    for place, block in signature.block_lines:
+        was_shown[place] = bool(in_sorted(shown, block).all())
+    marked = np.where(was_shown, signature.paragraphs | SHOWN_BIT, signature.paragraphs)
     return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
-                              signature.numbers, signature.inside, signature.article)
+                              signature.numbers, signature.inside, signature.article, signature.block_lines)
 
 
 def lines_hashed(signature: object) -> bool:
@@ -220,7 +247,8 @@ def lines_hashed(signature: object) -> bool:
 def with_article(signature: WordPairsSignature, article: Callable[[], np.ndarray]) -> WordPairsSignature:
     """The signature with its paragraphs' article-block marks found when first asked (`article()`), not encoded."""
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, signature.shown, signature.numbers, signature.inside, article)
+                              signature.line_hashes, signature.shown, signature.numbers, signature.inside, article,
+                              signature.block_lines)
 
 
 def with_inside(signature: WordPairsSignature, inside: np.ndarray) -> WordPairsSignature:
@@ -230,7 +258,8 @@ def with_inside(signature: WordPairsSignature, inside: np.ndarray) -> WordPairsS
     if len(inside) != len(signature.paragraphs) or not inside.any():
         inside = np.zeros(0, dtype=np.bool_)
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, signature.shown, signature.numbers, inside)
+                              signature.line_hashes, signature.shown, signature.numbers, inside,
+                              block_lines=signature.block_lines)
 
 
 def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
@@ -253,7 +282,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
     return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
                               signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers,
-                              signature.inside, signature.article)
+                              signature.inside, signature.article, signature.block_lines)
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
@@ -290,8 +319,8 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         pairs = self._packed_pairs(doc)
         if pairs is None:
             return None
-        paragraphs, capped, lines, numbers = self._paragraphs(doc)
-        return WordPairsSignature(pairs[0], pairs[1], paragraphs, capped, lines, numbers=numbers)
+        paragraphs, capped, lines, numbers, blocks = self._paragraphs(doc)
+        return WordPairsSignature(pairs[0], pairs[1], paragraphs, capped, lines, numbers=numbers, block_lines=blocks)
 
     def pairs_signature(self, doc: Document) -> WordPairsSignature | None:
         """The MinHash of the text's word pairs alone, without the paragraph sketch (None: no pair)."""
@@ -309,14 +338,17 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)
         return pack_two_bits(minima), len(shingles)
 
-    def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
-        """The sketch of lines of at least `paragraph_words` words, whether capped, their hashes and numbers."""
+    def _paragraphs(self, doc: Document) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray,
+                                                  tuple[tuple[int, np.ndarray], ...]]:
+        """The sketch of lines of `paragraph_words` words and of blocks, whether capped, their hashes and numbers.
+
+        And each block's place among the kept paragraphs and its lines' hashes (`block_lines`)."""
         p = self.params
         empty = np.zeros(0, dtype=np.uint64)
         no_numbers = np.zeros(0, dtype=np.uint8)
         # a paragraph has two tokens at least; one of fewer than `paragraph_words` may count as many
         if not p.max_paragraphs or doc.num_tokens < 2:
-            return empty, False, empty, no_numbers
+            return empty, False, empty, no_numbers, ()
         # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
         # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
         # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
@@ -325,18 +357,25 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         out, spans, capped = paragraph_sketch(is_newline, doc.token_starts, doc.token_ends, doc.all_shingles(2),
                                               is_common_word(doc.token_hashes), units,
                                               LETTERS_PER_WORD * WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
-                                              p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS)
+                                              p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS,
+                                              p.line_blocks)
         if not len(out):
-            return empty, False, empty, no_numbers
+            return empty, False, empty, no_numbers, ()
         text = doc.text
         if text.isascii():  # a character a byte: the lines' bytes are slices of the text's, encoded once
             data = text.encode("ascii")
-            lines = np.array([xxhash.xxh3_64_intdigest(data[start:end]) for start, end in spans.tolist()],
-                             dtype=np.uint64)
+            parts = [data[start:end] for start, end in spans.tolist()]
         else:
-            lines = np.array([xxhash.xxh3_64_intdigest(text[start:end].encode("utf-8", "surrogatepass"))
-                              for start, end in spans.tolist()], dtype=np.uint64)
-        return out, bool(capped), lines, numbers_bytes(doc, spans, self._mix)
+            parts = [text[start:end].encode("utf-8", "surrogatepass") for start, end in spans.tolist()]
+        lines = np.fromiter(map(xxhash.xxh3_64_intdigest, parts), dtype=np.uint64, count=len(parts))
+        # a block's lines, hashed as the site's lines are (`clean.template.line_hashes`: its non-empty ones)
+        blocks = tuple((place, np.fromiter((xxhash.xxh3_64_intdigest(line) for line in part.split(b"\n") if line),
+                                           dtype=np.uint64))
+                       for place, part in enumerate(parts) if b"\n" in part)
+        numbers = numbers_bytes(doc, spans, self._mix)
+        for place, _ in blocks:
+            numbers[place] = BLOCK_NUMBERS  # which are blocks, for the verdict (`paragraph_rows.blocks_of`)
+        return out, bool(capped), lines, numbers, blocks
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
         """The page's `paragraph_keys` longest paragraphs of `key_words` words or more: each one's 4 values.
@@ -349,7 +388,11 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         p = self.params
         if not p.paragraph_keys or not len(signature.paragraphs):
             return []
-        found = paragraph_keys(signature.paragraphs, p.paragraph_keys, p.key_words, LENGTH_SHIFT)
+        rows = signature.paragraphs
+        blocks = blocks_of(signature.numbers, len(rows))
+        if blocks.any():  # a block of short lines files no key: menus and forms of a site's pages share them
+            rows = rows[~blocks]
+        found = paragraph_keys(rows, p.paragraph_keys, p.key_words, LENGTH_SHIFT)
         return [int(value).to_bytes(8, "little") for value in found.tolist()]
 
     def index_key_rows(self, encoded: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -358,7 +401,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         keys, counts = paragraph_keys_many(data, ends, self._record.itemsize, p.paragraph_keys, p.key_words,
-                                           PARAGRAPH_BYTES, LENGTH_SHIFT)
+                                           PARAGRAPH_BYTES, LENGTH_SHIFT, BLOCK_NUMBERS)
         return keys.view(np.uint8).reshape(-1, 8), counts
 
     @property

@@ -98,7 +98,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 21: a duplicate that is most of one of the pages holding it bridges the cluster of a page of another site
 #     holding it only where it is most of that page too (`MOST_OF`: not a digest's story); it joins the
 #     cluster of the page it names (`named_duplicate`)
-RULES_VERSION = 21
+# 22: a block of short lines (a list, a table's rows: `WordPairsParams.line_blocks`) inside a copy that the
+#     other page lacks, with nothing of the other's in its place, is a new paragraph (`line_places.inserted_block`)
+RULES_VERSION = 22
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -183,4 +183,36 @@ def inserted_line(new: np.ndarray, words: np.ndarray, their_new: np.ndarray, flo
     return bool(inside.any() and not np.isin(places[inside], their_places).all())
 
 
+def inserted_block(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                   other: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+    """The words of the page's longest block of short lines inside the copy that the other lacks (0: none).
 
+    A block (`WordPairsParams.line_blocks`: a list, a table's rows, each line under the sketch's 12
+    words) absent from the other counts as a paragraph of its words where it stands between two of
+    the page's paragraphs found in the other, and the other has none of its own paragraphs or
+    blocks absent from the page there (`inserted_line`'s test): a list added inside the article.
+    Not at a copy's edges, where a host adds its lines and where an update stamp beside the title
+    makes a block of the title's short lines; not where the other has lines of its own in its
+    place (a light edit of a list, text wrapped into other lines); not where under
+    `PARAGRAPHS_FOUND` of the page's paragraphs are found (another layout). `page`: of every kept
+    paragraph in text order, whether it is a block, then the paragraphs' `new` (blocks left out),
+    every one's absence from the other (`new_text._absent_from` of all), and its own words (0:
+    shown before); `other`: the same three first of the other page. 0: none counts."""
+    blocks, new, every_new, words = page
+    their_blocks, their_new, their_every_new = other
+    found = ~new
+    if not (blocks & every_new).any() or found.sum() < 2 or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(new):
+        return 0
+    places, their_places = _found_before(blocks, found), _found_before(their_blocks, ~their_new)
+    their_absent = their_every_new.copy()
+    their_absent[~their_blocks] = their_new  # its paragraphs as the rules read them, and its blocks
+    inside = (places > 0) & (places < int(found.sum()))
+    counted = blocks & every_new & inside & ~np.isin(places, their_places[their_absent])
+    return int(words[counted].max(initial=0))
+
+
+def _found_before(blocks: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Of every kept paragraph in text order (`blocks`: which are blocks), how many found paragraphs precede it."""
+    flags = np.zeros(len(blocks), dtype=np.int64)
+    flags[~blocks] = found
+    return np.cumsum(flags) - flags

@@ -16,8 +16,10 @@ from typing import Any, cast
 import numpy as np
 
 from streamdedup.fingerprints.paragraph_rows import (
+    BLOCK_NUMBERS,
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
+    blocks_of,
     paragraph_values,
     paragraph_words,
     shown_before,
@@ -32,6 +34,7 @@ from streamdedup.verdict.line_places import (
     NO_EDGE,
     counted_new,
     edits_past_longest,
+    inserted_block,
     inserted_line,
     replaced_edges,
     took_a_place,
@@ -134,7 +137,6 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     numbers = cast(np.ndarray, getattr(signature, "numbers", np.zeros(0, dtype=np.uint8)))
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
-    whole = (paragraph_values(paragraphs), _own_words(paragraphs), paragraph_words(paragraphs))
     # which of the page's paragraphs sit in its article's block (`clean.article_block`): the encoded
     # marks, or (file mode) found where they decide; None: not known
     inside = cast(np.ndarray, getattr(signature, "inside", _UNPLACED))
@@ -143,6 +145,14 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         (lambda: inside) if len(inside) == len(paragraphs) and len(inside)
         else lazy if lazy is not None and lines_hashed(signature)
         else None)
+    # the blocks of short lines (`WordPairsParams.line_blocks`) are judged apart (`inserted_block`); the rules
+    # below read the page's paragraphs alone, as they did before blocks were sketched
+    mine_blocks, every_row = blocks_of(numbers, len(paragraphs)), _rows(paragraphs)
+    if mine_blocks.any():
+        paragraphs, numbers = paragraphs[~mine_blocks], numbers[~mine_blocks]
+        if placed is not None:
+            placed = _without_blocks(placed, mine_blocks)
+    whole = _rows(paragraphs)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     floor = int(getattr(getattr(method, "params", None), "paragraph_words", 0))  # the sketch's shortest line
     column, _ = columns.column(tag)
@@ -151,7 +161,10 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         if data is None:
             continue
         theirs_sketch, theirs_capped, their_numbers = cast(Any, method).paragraphs_of(data)
-        theirs = (paragraph_values(theirs_sketch), _own_words(theirs_sketch), paragraph_words(theirs_sketch))
+        their_blocks, every_theirs = blocks_of(their_numbers, len(theirs_sketch)), _rows(theirs_sketch)
+        if their_blocks.any():
+            theirs_sketch, their_numbers = theirs_sketch[~their_blocks], their_numbers[~their_blocks]
+        theirs = _rows(theirs_sketch)
         # how many of its 4 values each paragraph shares with each of the other's: made once, read
         # both ways (its transpose) and by `numbers_changed`
         equal = _equal_values(whole[0], theirs[0])
@@ -188,7 +201,27 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         if not either_capped:  # a line one page holds inside the copy, with nothing of the other's in its place
             inserted[i] = len(words) > 0 and inserted_line(mine_new, whole[1], their_new, floor)
             their_inserted[i] = len(their) > 0 and inserted_line(their_new, theirs[1], mine_new, floor)
+        if not either_capped and (mine_blocks.any() or their_blocks.any()):  # a list inside the copy
+            equal = _equal_values(every_row[0], every_theirs[0])
+            every_new = _absent_from(every_row[0], every_theirs[0], every_row[2], every_theirs[2], equal)
+            every_their_new = _absent_from(every_theirs[0], every_row[0], every_theirs[2], every_row[2], equal.T)
+            block = inserted_block((mine_blocks, mine_new, every_new, every_row[1]),
+                                   (their_blocks, their_new, every_their_new))
+            their_block = inserted_block((their_blocks, their_new, every_their_new, every_theirs[1]),
+                                         (mine_blocks, mine_new, every_new))
+            mine_words[i], mine_edge[i] = max(mine_words[i], block), max(mine_edge[i], block)
+            their_words[i], their_edge[i] = max(their_words[i], their_block), max(their_edge[i], their_block)
     return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
+
+
+def _rows(sketch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sketch's paragraphs' values, own words (0: shown before) and words, as `new_paragraphs` reads them."""
+    return paragraph_values(sketch), _own_words(sketch), paragraph_words(sketch)
+
+
+def _without_blocks(placed: Callable[[], np.ndarray], blocks: np.ndarray) -> Callable[[], np.ndarray]:
+    """`placed`'s article-block marks of the paragraphs that are no block of short lines."""
+    return lambda: placed()[~blocks]
 
 
 def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.ndarray,
@@ -287,6 +320,7 @@ def _equal_values(values: np.ndarray, their_values: np.ndarray) -> np.ndarray:
 
 
 _UNPLACED = np.zeros(0, dtype=np.bool_)  # a signature without its paragraphs' article-block marks
+_NO_NUMBERS = np.zeros(0, dtype=np.uint8)  # a signature without its paragraphs' numbers (`blocks_of`: no block)
 
 
 # a page with fewer than this share of its match's word pairs is "much smaller" (`in_runs`)
@@ -375,6 +409,9 @@ def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
+    if paragraphs is not None:  # its blocks of short lines are no paragraph here (`paragraphs_held`)
+        numbers = cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS))
+        paragraphs = paragraphs[~blocks_of(numbers, len(paragraphs))]
     if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
         return None
     tag, method = entry
@@ -386,7 +423,7 @@ def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[
     theirs = np.zeros(len(at)) if sizes is None else sizes[at].astype(np.float64)
     return at, paragraphs_held(np.frombuffer(b"".join(data), dtype=np.uint8), ends - lengths, ends,
                                cast(Any, method).record_width, paragraphs.astype(np.uint64), float(own), theirs,
-                               AGREEING_VALUES)
+                               AGREEING_VALUES, BLOCK_NUMBERS)
 
 
 def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,

@@ -27,26 +27,50 @@ def common_tokens() -> frozenset[str]:
     return frozenset(Document.from_text(text).tokens)
 
 
-def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, list[int]]:
-    """`_paragraphs` spelt out: lines by newline, each line's tokens, the 4 minima of its pairs, then the cap."""
+def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, list[int], list[list[int]]]:
+    """`_paragraphs` spelt out: lines by newline, each line's tokens, the 4 minima of its pairs, then the cap.
+
+    A run of `line_blocks` or more lines with tokens, none a paragraph, of enough words together, is
+    one (lines without tokens between them do not end it); its text runs from its first line to its
+    last. The cap counts lines alone; blocks fill the places left, the longest first. Last, each
+    block's non-empty lines' hashes."""
     p = method.params
     if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
-        return [], False, []
+        return [], False, [], []
     pairs = doc.all_shingles(2).tolist()
     common = [token in common_tokens() for token in doc.tokens]
     starts = doc.token_starts.tolist()
-    found = []  # (first token, words, line text) of each line of enough words
+    found = []  # (first token, words, line text) of each line of enough words, and of each block
+    block: list[tuple[int, int, int]] = []  # the block so far: each line's first token, tokens and number
+    lines = doc.text.split("\n")
+
+    def end_block() -> None:
+        words = sum(tokens for _, tokens, _ in block)
+        if p.line_blocks and len(block) >= p.line_blocks and words >= p.paragraph_words:
+            found.append((block[0][0], words, "\n".join(lines[block[0][2]:block[-1][2] + 1])))
+        block.clear()
+
     offset = 0
-    for text in doc.text.split("\n"):
+    for number, text in enumerate(lines):
         tokens = [t for t, s in enumerate(starts) if offset <= s < offset + len(text)]
         if len(tokens) >= p.paragraph_words:
+            end_block()
             found.append((tokens[0], len(tokens), text))
+        elif tokens:
+            block.append((tokens[0], len(tokens), number))
         offset += len(text) + 1
-    capped = len(found) > p.max_paragraphs
-    if capped:  # the longest (ties: the earlier) and the last TAIL, in text order
+    end_block()
+    blocks = [i for i, (_, _, text) in enumerate(found) if "\n" in text]
+    lines_kept = [i for i in range(len(found)) if i not in blocks]
+    capped = len(lines_kept) > p.max_paragraphs
+    if capped:  # the longest (ties: the earlier) and the last TAIL, in text order; no block
         tail = min(TAIL, p.max_paragraphs)
-        head = sorted(range(len(found) - tail), key=lambda i: (-found[i][1], i))[: p.max_paragraphs - tail]
-        found = [found[i] for i in sorted(head)] + found[len(found) - tail:]
+        head = sorted(lines_kept[:len(lines_kept) - tail], key=lambda i: (-found[i][1], i))[: p.max_paragraphs - tail]
+        found = [found[i] for i in sorted(head) + lines_kept[len(lines_kept) - tail:]]
+    else:  # every line, and the longest blocks (ties: the earlier) in the places left
+        room = p.max_paragraphs - len(lines_kept)
+        taken = sorted(blocks, key=lambda i: (-found[i][1], i))[:room]
+        found = [found[i] for i in sorted(lines_kept + taken)]
     sketch = []
     for first, words, _ in found:
         packed = min(words, MAX_PARAGRAPH_WORDS) << (4 * PARAGRAPH_VALUE_BITS)
@@ -56,8 +80,10 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
             lowest = min(((a * x + b) & _MASK64) >> 40 for x in kept)
             packed |= (lowest & ((1 << PARAGRAPH_VALUE_BITS) - 1)) << (k * PARAGRAPH_VALUE_BITS)
         sketch.append(packed)
-    lines = [xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) for _, _, text in found]
-    return sketch, capped, lines
+    hashes = [xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) for _, _, text in found]
+    blocks = [[xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in text.split("\n") if line]
+              for _, _, text in found if "\n" in text]
+    return sketch, capped, hashes, blocks
 
 
 def awkward_text(rng: random.Random) -> str:
@@ -73,19 +99,23 @@ def awkward_text(rng: random.Random) -> str:
 
 @pytest.mark.parametrize("params", [WordPairsParams(), WordPairsParams(max_paragraphs=16), WordPairsParams(max_paragraphs=1),
                                     WordPairsParams(max_paragraphs=2), WordPairsParams(max_paragraphs=3),
-                                    WordPairsParams(paragraph_words=2, max_paragraphs=5)])
+                                    WordPairsParams(paragraph_words=2, max_paragraphs=5),
+                                    WordPairsParams(line_blocks=0), WordPairsParams(line_blocks=3, max_paragraphs=3)])
 def test_the_sketch_is_the_reference_on_awkward_lines(params: WordPairsParams) -> None:
     method = WordPairsMethod(params)
     rng = random.Random(7)
-    capped = kept = 0
+    capped = kept = blocks = 0
     for _ in range(150):
         doc = Document.from_text(awkward_text(rng))
-        sketch, was_capped, lines, _ = method._paragraphs(doc)
+        sketch, was_capped, lines, _, block_lines = method._paragraphs(doc)
         expected = reference(method, doc)
-        assert (sketch.tolist(), was_capped, lines.tolist()) == expected, repr(doc.text)
+        assert (sketch.tolist(), was_capped, lines.tolist(), [b.tolist() for _, b in block_lines]) == expected, \
+            repr(doc.text)
         capped += was_capped
         kept += len(sketch)
+        blocks += len(block_lines)
     assert kept and (capped or params.max_paragraphs > 30)  # the cases the kernel branches on were met (30 lines at most)
+    assert blocks or not params.line_blocks or params.paragraph_words < 12  # (lines of 2 words are paragraphs)
 
 
 def _sketched_words(text: str, params: WordPairsParams | None = None) -> list[int]:
