@@ -221,6 +221,24 @@ def test_an_article_after_an_edit_that_dropped_its_line_is_kept_in_the_global_to
     assert worker == file_mode
 
 
+def test_a_list_added_inside_a_copy_is_new_text_in_the_global_topology_too(settings, tmp_path):
+    """An article of ~780 words, then a copy on another site with a list of 8 lines of 7 words added
+    inside: the sketch's block (`WordPairsParams.line_blocks`) travels in the encoded signature, told
+    by its numbers byte, so the index step keeps the copy, superseding the article, as file mode
+    does (`line_places.inserted_block`; before: the article's duplicate, new share 0.053)."""
+    story = make_article(81, paragraphs=10)
+    items = [" ".join(p.split()[k:k + 7]) for p in make_article(82, paragraphs=2) for k in (0, 7, 14, 21)]
+    records = [page("https://a.example/story", wrap_in_template(story, "a.example"), "2024-03-09T01:00:00Z",
+                    id="story"),
+               page("https://b.example/listed", wrap_in_template([*story[:5], *items, *story[5:]], "b.example"),
+                    "2024-03-09T02:00:00Z", id="listed")]
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode["listed"]["status"] == "unique" and file_mode["listed"]["supersedes"] == ["story"]
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    assert worker_verdicts(settings) == file_mode
+
+
 def test_a_copy_filed_before_its_story_is_judged_with_its_stored_marks(tmp_path):
     """The copy with the added paragraph reaches an index partition before the story (a burst over
     several input partitions): the story's answer judges the copy as the later page from the copy's
