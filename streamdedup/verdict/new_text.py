@@ -166,8 +166,12 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             theirs_sketch, their_numbers = theirs_sketch[~their_blocks], their_numbers[~their_blocks]
         theirs = _rows(theirs_sketch)
         # how many of its 4 values each paragraph shares with each of the other's: made once, read
-        # both ways (its transpose) and by `numbers_changed`
-        equal = _equal_values(whole[0], theirs[0])
+        # both ways (its transpose) and by `numbers_changed`; with blocks, of every kept one, and the
+        # paragraphs' read from it
+        with_blocks = bool(mine_blocks.any() or their_blocks.any())
+        every_equal = _equal_values(every_row[0], every_theirs[0]) if with_blocks else None
+        equal = (_equal_values(whole[0], theirs[0]) if every_equal is None
+                 else every_equal[~mine_blocks][:, ~their_blocks])
         changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal)
         one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
@@ -201,10 +205,13 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         if not either_capped:  # a line one page holds inside the copy, with nothing of the other's in its place
             inserted[i] = len(words) > 0 and inserted_line(mine_new, whole[1], their_new, floor)
             their_inserted[i] = len(their) > 0 and inserted_line(their_new, theirs[1], mine_new, floor)
-        if not either_capped and (mine_blocks.any() or their_blocks.any()):  # a list inside the copy
-            equal = _equal_values(every_row[0], every_theirs[0])
-            every_new = _absent_from(every_row[0], every_theirs[0], every_row[2], every_theirs[2], equal)
-            every_their_new = _absent_from(every_theirs[0], every_row[0], every_theirs[2], every_row[2], equal.T)
+        # a list inside the copy; not asked where every block of each has a counterpart anywhere (the
+        # usual copy), which `_absent_from` never reads as absent
+        if not either_capped and every_equal is not None and _a_block_unmatched(every_equal, mine_blocks,
+                                                                                their_blocks):
+            every_new = _absent_from(every_row[0], every_theirs[0], every_row[2], every_theirs[2], every_equal)
+            every_their_new = _absent_from(every_theirs[0], every_row[0], every_theirs[2], every_row[2],
+                                           every_equal.T)
             block = inserted_block((mine_blocks, mine_new, every_new, every_row[1]),
                                    (their_blocks, their_new, every_their_new))
             their_block = inserted_block((their_blocks, their_new, every_their_new, every_theirs[1]),
@@ -212,6 +219,12 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             mine_words[i], mine_edge[i] = max(mine_words[i], block), max(mine_edge[i], block)
             their_words[i], their_edge[i] = max(their_words[i], their_block), max(their_edge[i], their_block)
     return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
+
+
+def _a_block_unmatched(equal: np.ndarray, blocks: np.ndarray, their_blocks: np.ndarray) -> bool:
+    """Whether a block of either page has no unit of the other agreeing in `AGREEING_VALUES` (`equal`: of all)."""
+    agreed = equal >= AGREEING_VALUES
+    return bool((blocks & ~agreed.any(axis=1)).any() or (their_blocks & ~agreed.any(axis=0)).any())
 
 
 def _rows(sketch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
