@@ -63,10 +63,13 @@ def main() -> None:
                         help="readability's, trafilatura's or newspaper4k's archive; repeat for several")
     parser.add_argument("--out", type=Path, default=Path("bench/extraction.json"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", help="the extractors whose name starts so (\"fast\"), not all")
     args = parser.parse_args()
     pages = load_pages(args.pages)
     results = {}
     for name, extract in EXTRACTORS.items():
+        if args.only and not name.startswith(args.only):
+            continue
         texts, failures = [], 0
         for page in pages:
             try:

@@ -29,6 +29,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import regex
+
 from streamdedup.clean import trafilatura_extract
 from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
@@ -40,7 +42,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 4: a brief page whose whole page agrees with its container is not rescued (step 3) (2026-12-03).
 # 5: the short blocks of a container's kind in the run around it are read with it (`blocks_beside`).
 # 6: a <noscript> holds only what it holds with scripting on (`clean.noscript`) (2026-12-06).
-RULES_VERSION = 6
+# 7: a container's <ul> that is content, not a list of links, is read (`content_lists`) (2026-12-06).
+RULES_VERSION = 7
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -253,6 +256,85 @@ def main_content_text(source: Any, skip: list[str] | None = None) -> str:
                               noscript=False, skip_elements=skip)
 
 
+# A <ul> is the article's own when at most this share of its text is link text: resiliparse's
+# main-content pass drops every <ul> (and keeps every <ol>), an article's bulleted list with the menus.
+CONTENT_LIST_LINK_SHARE = 0.5
+# ... and its items hold this many words on average (a run of letters; a character of a script
+# written without spaces counts as one): not a row of buttons ("Facebook", "Print", "Email").
+CONTENT_LIST_ITEM_WORDS = 2
+_LIST_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]|\w+")
+
+
+def _opens_with_link(item: Any) -> bool:
+    """Whether a list item's text starts with the text of its first link (a linked title)."""
+    link = item.query_selector("a[href]")
+    title = link.text.strip() if link is not None else ""
+    return bool(title) and item.text.strip().startswith(title)
+
+
+def is_content_list(ul: Any) -> bool:
+    """Whether a <ul> is text of the article: mostly not link text, items of a few words each.
+
+    Menus, tag lists, share bars, "related" and pagination lists are links (or single words), and
+    a listing of other pages opens every item with a link, whatever its teaser's length; a list of
+    facts, steps or ingredients is text. Measured on the list's own text, nested lists
+    included (a list of links with a sub-list of links is links)."""
+    text = ul.text
+    length = len(text.strip())
+    if not length:
+        return False
+    links, most = 0, CONTENT_LIST_LINK_SHARE * length
+    found = ul.query_selector_all("a")
+    for index in range(len(found)):  # one link object at a time (iterating or indexing makes them all)
+        links += len(found.item(index).text.strip())
+        if links > most:
+            return False
+    items = ul.query_selector_all("li")
+    if len(items) > 1 and all(_opens_with_link(items.item(index)) for index in range(len(items))):
+        return False  # a listing of other pages: each item a linked title, then its teaser
+    return len(_LIST_WORD.findall(text)) >= CONTENT_LIST_ITEM_WORDS * max(1, len(items))
+
+
+def content_lists(tree: Any) -> int:
+    """Make each content <ul> of a parsed container an <ol>, which resiliparse reads; how many it made.
+
+    The <ol> has the list's attributes (the skip selectors match it as they matched the list, and its
+    ancestors as before: a list in a share bar stays out) and its markup, re-parsed by lexbor (moving
+    the items one by one makes a Python object of each node: 3 ms for a list of 500 items, 0.5 ms so).
+    Last list first: a nested list is decided, and made an <ol>, before the list that holds it is copied."""
+    if tree.body is None:
+        return 0
+    made = 0
+    found = tree.body.query_selector_all("ul")
+    for index in reversed(range(len(found))):
+        ul = found.item(index)
+        if not is_content_list(ul):
+            continue
+        ol = tree.create_element("ol")
+        for name in ul.attrs:
+            ol.set_attribute(name, ul.get_attribute(name) or "")
+        ol.inner_html = ul.inner_html
+        ul.replace_with(ol)
+        made += 1
+    return made
+
+
+def container_text(blocks: list[Any], lists: bool = True) -> str:
+    """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards.
+
+    Each block's inside is parsed apart (its own class may name what the skip list drops:
+    "l-sidebar-fixed l-article-body"); `lists`: its content lists read (`content_lists`)."""
+    from resiliparse.parse.html import HTMLTree
+
+    texts = []
+    for block in blocks:
+        inside = HTMLTree.parse(block.inner_html)
+        if lists:
+            content_lists(inside)
+        texts.append(main_content_text(inside, DISCARD_SELECTORS))
+    return "\n".join(texts)
+
+
 def steered_text(tree: Any) -> str:
     """Steps 1 and 2: the article element's main text without the elements trafilatura discards."""
     return steered_blocks(tree)[0]
@@ -265,8 +347,7 @@ def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
     blocks = _containers(tree.body)
     if not blocks:
         return main_content_text(tree, DISCARD_SELECTORS), []
-    # each block's inside: its own class may name what the skip list drops ("l-sidebar-fixed l-article-body")
-    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks), blocks
+    return container_text(blocks), blocks
 
 
 # How far resiliparse's main-content text of the whole page (the same discards, no container) may
@@ -321,7 +402,7 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
     what `learned_layout` learns from."""
     text, blocks = steered_blocks(tree)
     steered = rescued = ""
-    if covers_little(text, page_text) and blocks and whole_page_agrees(text, tree):
+    if covers_little(text, page_text) and blocks and whole_page_agrees(container_text(blocks, lists=False), tree):
         # a brief page: its container holds all the main content the whole page has (step 3's
         # agreement); its text stands, as trafilatura's rescue would have
         return Texts(text, page_text() if visible else "", text), blocks, text

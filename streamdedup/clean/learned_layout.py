@@ -49,6 +49,7 @@ from streamdedup.clean.fast_extract import (
     NOSCRIPTS,
     _containers,
     blocks_beside,
+    container_text,
     fast_read,
     main_content_text,
     reads_opened,
@@ -140,11 +141,6 @@ def containers(tree: Any, selector: str) -> list[Any]:
         return [max(matches, key=lambda node: len(node.text))]
     matched = set(matches)
     return blocks_beside(matches, first, lambda node: node in matched)
-
-
-def container_text(blocks: list[Any]) -> str:
-    """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards."""
-    return "\n".join(main_content_text(block.inner_html, DISCARD_SELECTORS) for block in blocks)
 
 
 def selector_for(tree: Any, node: Any) -> tuple[str, list[Any]]:

@@ -1,0 +1,63 @@
+"""`fast` reads an article's own bulleted lists (fast@7), not its lists of links or buttons."""
+
+from resiliparse.parse.html import HTMLTree
+
+from streamdedup.clean.fast_extract import content_lists, extract_fast, is_content_list
+
+ARTICLE = [f"Paragraph {i} of the recipe says how long the dough rests and why the oven must be hot "
+           f"before the tray goes in, with the baker's own notes on timing number {i}." for i in range(6)]
+INGREDIENTS = ["500 g flour, sifted twice", "two teaspoons of dry yeast", "a pinch of sea salt"]
+NESTED = "one egg yolk for the glaze"
+LINKS = ["Another recipe for rye bread with seeds", "A third recipe for a lemon cake"]
+BUTTONS = ["Print", "Email", "Save"]
+
+
+def page(lists: str) -> str:
+    first, rest = "".join(f"<p>{p}</p>" for p in ARTICLE[:3]), "".join(f"<p>{p}</p>" for p in ARTICLE[3:])
+    menu = '<nav><ul><li><a href="/">Home</a></li><li><a href="/bread">Bread recipes</a></li></ul></nav>'
+    return f'<html><body>{menu}<article class="post"><h1>Bread</h1>{first}{lists}{rest}</article></body></html>'
+
+
+def ingredients() -> str:
+    items = "".join(f"<li>{item}</li>" for item in INGREDIENTS[:-1])
+    return f"<ul>{items}<li>{INGREDIENTS[-1]}<ul><li>{NESTED}</li></ul></li></ul>"
+
+
+def test_an_articles_bulleted_list_is_read_in_its_place():
+    text = extract_fast(page(ingredients()))
+    assert all(item in text for item in [*INGREDIENTS, NESTED])
+    assert text.index(ARTICLE[2]) < text.index(INGREDIENTS[0]) < text.index(ARTICLE[3])
+
+
+def test_a_list_of_links_or_buttons_in_the_article_stays_out():
+    links = "".join(f'<li><a href="/r{i}">{title}</a></li>' for i, title in enumerate(LINKS))
+    buttons = "".join(f"<li><button>{word}</button></li>" for word in BUTTONS)
+    text = extract_fast(page(f"<ul>{links}</ul><ul>{buttons}</ul>{ingredients()}"))
+    assert all(item in text for item in INGREDIENTS) and all(p in text for p in ARTICLE)
+    assert not any(title in text for title in LINKS) and not any(word in text for word in BUTTONS)
+    assert "Bread recipes" not in text  # the menu outside the article
+
+
+def test_a_list_in_a_share_bar_stays_out_though_it_reads_as_text():
+    shared = "".join(f"<li>{item}</li>" for item in INGREDIENTS)
+    for lists in (f'<div class="share-tools"><ul>{shared}</ul></div>', f'<ul class="social-links">{shared}</ul>'):
+        text = extract_fast(page(lists))  # a skipped ancestor, or the list's own class (kept on its <ol>)
+        assert not any(item in text for item in INGREDIENTS) and all(p in text for p in ARTICLE), lists
+
+
+def test_what_counts_as_a_content_list():
+    def first_list(html: str) -> bool:
+        return is_content_list(HTMLTree.parse(html).body.query_selector("ul"))
+
+    assert first_list("<ul><li>flour and water, mixed</li><li>salt</li></ul>")
+    assert first_list("<ul><li>See <a href='/a'>the recipe</a> for the dough and its resting time</li></ul>")
+    assert not first_list("<ul><li><a href='/a'>Bread recipes for beginners</a></li><li>new</li></ul>")
+    assert not first_list("<ul><li>Print</li><li>Email</li></ul>")  # a word an item
+    assert not first_list("<ul><li> </li></ul>")
+    assert first_list("<ul><li>小麦粉を二回ふるう</li></ul>")  # a script without spaces: characters count
+
+
+def test_content_lists_leaves_other_lists_as_they_are():
+    tree = HTMLTree.parse(f"<ul><li><a href='/a'>{LINKS[0]}</a></li></ul>{ingredients()}")
+    assert content_lists(tree) == 2  # the ingredients and the list nested in them
+    assert [node.tag for node in tree.body.query_selector_all("ul, ol").values()] == ["ul", "ol", "ol"]
