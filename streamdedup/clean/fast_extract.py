@@ -13,7 +13,8 @@ the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C 
 2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form, and teaser cards (a link that holds a heading), matched in
-   resiliparse's own walk (its `skip_elements`);
+   resiliparse's own walk (its `skip_elements`), with the container's bulleted lists that are text,
+   not links (`content_lists`: resiliparse's pass drops every <ul>);
 3. if that is implausibly small for the page (trafilatura's own rescue bounds, as in `extract.py`:
    under 3,000 characters and under a fifth of all its text: a wrapper named like boilerplate,
    "has-sidebar", skipped with the article, a lead box taken for the container, or a page with
@@ -266,10 +267,15 @@ _LIST_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{K
 
 
 def _opens_with_link(item: Any) -> bool:
-    """Whether a list item's text starts with the text of its first link (a linked title)."""
-    link = item.query_selector("a[href]")
-    title = link.text.strip() if link is not None else ""
-    return bool(title) and item.text.strip().startswith(title)
+    """Whether a list item's text starts with the text of its first link that has text (a linked title).
+
+    An image link before it (a teaser's thumbnail) has no text of its own and does not count."""
+    links = item.query_selector_all("a[href]")
+    for index in range(len(links)):
+        title = links.item(index).text.strip()
+        if title:
+            return bool(item.text.strip().startswith(title))
+    return False
 
 
 def is_content_list(ul: Any) -> bool:

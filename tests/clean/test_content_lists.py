@@ -61,3 +61,11 @@ def test_content_lists_leaves_other_lists_as_they_are():
     tree = HTMLTree.parse(f"<ul><li><a href='/a'>{LINKS[0]}</a></li></ul>{ingredients()}")
     assert content_lists(tree) == 2  # the ingredients and the list nested in them
     assert [node.tag for node in tree.body.query_selector_all("ul, ol").values()] == ["ul", "ol", "ol"]
+
+
+def test_a_listing_of_teasers_stays_out_though_each_holds_more_text_than_link():
+    """Each item a linked title, then a teaser of the page it links to (a thumbnail's link first)."""
+    teasers = "".join(f'<li><a href="/s{i}"><img src="/t{i}.jpg"></a><h3><a href="/s{i}">{title}</a></h3>'
+                      f"<p>{ARTICLE[i][:90]} and what came of it in the end.</p></li>" for i, title in enumerate(LINKS))
+    text = extract_fast(page(f"<ul>{teasers}</ul>{ingredients()}"))
+    assert not any(title in text for title in LINKS) and all(item in text for item in INGREDIENTS)
