@@ -134,7 +134,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     paragraphs = getattr(signature, "paragraphs", None)
     if entry is None or paragraphs is None:
         return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
-    numbers = cast(np.ndarray, getattr(signature, "numbers", np.zeros(0, dtype=np.uint8)))
+    numbers = cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS))
     tag, method = entry
     whole_capped = bool(getattr(signature, "capped", False))
     # which of the page's paragraphs sit in its article's block (`clean.article_block`): the encoded
@@ -148,11 +148,12 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     # the blocks of short lines (`WordPairsParams.line_blocks`) are judged apart (`inserted_block`); the rules
     # below read the page's paragraphs alone, as they did before blocks were sketched
     mine_blocks, every_row = blocks_of(numbers, len(paragraphs)), _rows(paragraphs)
+    whole = every_row  # read, never written: the same arrays where the page has no block
     if mine_blocks.any():
         paragraphs, numbers = paragraphs[~mine_blocks], numbers[~mine_blocks]
         if placed is not None:
             placed = _without_blocks(placed, mine_blocks)
-    whole = _rows(paragraphs)
+        whole = _rows(paragraphs)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     floor = int(getattr(getattr(method, "params", None), "paragraph_words", 0))  # the sketch's shortest line
     column, _ = columns.column(tag)
@@ -162,9 +163,10 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             continue
         theirs_sketch, theirs_capped, their_numbers = cast(Any, method).paragraphs_of(data)
         their_blocks, every_theirs = blocks_of(their_numbers, len(theirs_sketch)), _rows(theirs_sketch)
+        theirs = every_theirs
         if their_blocks.any():
             theirs_sketch, their_numbers = theirs_sketch[~their_blocks], their_numbers[~their_blocks]
-        theirs = _rows(theirs_sketch)
+            theirs = _rows(theirs_sketch)
         # how many of its 4 values each paragraph shares with each of the other's: made once, read
         # both ways (its transpose) and by `numbers_changed`; with blocks, of every kept one, and the
         # paragraphs' read from it
