@@ -22,7 +22,7 @@ import regex
 
 from streamdedup.clean.extract import extract_trafilatura
 from streamdedup.clean.fast_extract import extract_fast
-from streamdedup.evaluate.pages import _members, decode_html, leaf_blocks, load_test_pages, normalise, trafilatura_files
+from streamdedup.evaluate.pages import _members, annotated_trafilatura_pages, leaf_blocks, load_test_pages, normalise
 
 SPACE = regex.compile(r"\s+")
 EXTRACTORS: dict[str, Callable[[str], str]] = {"fast": extract_fast, "trafilatura": extract_trafilatura}
@@ -54,13 +54,8 @@ def readability_items(path: Path) -> list[tuple[str, str, list[tuple[str, str, b
 
 def trafilatura_items(path: Path) -> list[tuple[str, str, list[tuple[str, str, bool]]]]:
     """(page, source, [(kind, snippet, keep)]) for trafilatura's pages: the snippets inside list items."""
-    sources, expected = trafilatura_files(path)
     found = []
-    for name in sorted(sources):
-        note = expected.get(name)
-        if not note:
-            continue
-        source = decode_html(sources[name])
+    for name, source, note in annotated_trafilatura_pages(path):
         try:
             tree = lxml.html.fromstring(source)
         except (ValueError, lxml.etree.ParserError):

@@ -19,7 +19,7 @@ import lzma
 import re
 import tarfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,15 +216,19 @@ def trafilatura_files(path: Path) -> tuple[dict[str, bytes], dict[str, Any]]:
     return sources, expected
 
 
-def load_trafilatura_pages(path: Path) -> list[SourcePage]:
-    """trafilatura's annotated pages whose article the snippets locate (see article_from_snippets)."""
+def annotated_trafilatura_pages(path: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """trafilatura's test pages that come with a note, by name: (name, decoded HTML, note: url, with, without)."""
     sources, expected = trafilatura_files(path)
-    pages = []
     for name in sorted(sources):
         note = expected.get(name)
-        if not note:
-            continue
-        source = decode_html(sources[name])
+        if note:
+            yield name, decode_html(sources[name]), note
+
+
+def load_trafilatura_pages(path: Path) -> list[SourcePage]:
+    """trafilatura's annotated pages whose article the snippets locate (see article_from_snippets)."""
+    pages = []
+    for name, source, note in annotated_trafilatura_pages(path):
         found = article_from_snippets(source, note.get("with", []), note.get("without", []))
         if found is None:
             continue
