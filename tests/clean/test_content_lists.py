@@ -84,3 +84,10 @@ def test_lists_nested_past_four_levels_are_not_copied_once_a_level_and_still_rea
     assert content_lists(tree) == MAX_LIST_NESTING + 1 == 4
     lines = [line.strip() for line in extract_fast(page(tower)).split("\n")]
     assert all(f"the words of a list item at level {level}" in lines for level in range(12))
+
+
+def test_a_list_written_in_capitals_is_read_as_one_in_lower_case():
+    """The container's inside is tested for "<ul" before its lists are looked for: lexbor writes every tag in lower case."""
+    items = "".join(f"<LI>{item}</LI>" for item in INGREDIENTS)
+    text = extract_fast(page(f'<UL CLASS="steps">{items}</UL>'))
+    assert all(item in text for item in INGREDIENTS)
