@@ -200,9 +200,10 @@ def _containers(body: Any) -> list[Any]:
     what trafilatura's tree cleaning deletes first (a <nav>, an <aside>, a <footer>...) do not
     count, as they do not for trafilatura (`_kept`, tested last: `_container_query`)."""
     for query in _CONTAINER_QUERIES:
-        # the <figure> test (a `closest` walk up from each) only on the matches that could be taken:
-        # as a filter of the list before, it ran on every match (a listing's teaser <article>s);
-        # the matches' order is the same, so `blocks_beside` takes the same neighbours
+        # the <figure> test (a `closest` walk up from each) only on the match that could be taken: as
+        # a filter of the list before, it ran on every match (a listing's teaser <article>s). The
+        # neighbours `blocks_beside` takes share its parent and its tag (not "figure"), so the same
+        # figure holds them or none does: they pass it as it does, and the same ones come back
         matches = [node for node in body.query_selector_all(query).values() if node.tag in _CONTAINER_TAGS]
         for index, first in enumerate(matches):
             if len(first.text) < MIN_CONTAINER_CHARS or not _outside_figure(first) or not _kept(first):
@@ -212,13 +213,8 @@ def _containers(body: Any) -> list[Any]:
             def same_kind(node: Any, kind: tuple[str, str | None] = kind) -> bool:
                 return (node.tag, node.getattr("class")) == kind
 
-            return blocks_beside(matches, index, same_kind, _kept_outside_figure)
+            return blocks_beside(matches, index, same_kind, _kept)
     return []
-
-
-def _kept_outside_figure(node: Any) -> bool:
-    """`_kept`, and not inside a <figure> trafilatura deletes (`_outside_figure`)."""
-    return _outside_figure(node) and _kept(node)
 
 
 def blocks_beside(matches: list[Any], index: int, same_kind: Callable[[Any], bool],
