@@ -83,7 +83,9 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 class DetectorConfig:
     """The detector's settings: methods, policies, cleaning, template model, retention and batches.
 
-    From TOML (`from_toml`), flags (`cli_options`) or Python; each field's kind checked as it is made
+    From TOML (`from_toml`), flags (`cli_options`) or Python; a config file's keys, which include
+    `extractor` and `max_content_bytes` (no fields here), as a mapping: `from_mapping({"extractor":
+    "trafilatura"})`. Each field's kind checked as it is made
     (`_FIELD_KINDS`). What signatures depend on is recorded in the store, which refuses other values;
     policies and retention may change freely (docs/reference.md, "Configuration")."""
 

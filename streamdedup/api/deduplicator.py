@@ -28,6 +28,7 @@ from streamdedup.api.interrupts import AddInterrupted, filed_note, sigint_held
 from streamdedup.api.stories import FiledStories
 from streamdedup.api.values import (
     bytes_content_as_base64,
+    columns_hint,
     first_present,
     json_value,
     missing,
@@ -42,7 +43,7 @@ from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Outcome
 from streamdedup.record.batches import batches
-from streamdedup.record.page import TEXT_URL_SCHEME
+from streamdedup.record.page import FIELD_ALIASES, TEXT_URL_SCHEME
 from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason
 from streamdedup.store.sessions import take_session
@@ -215,8 +216,11 @@ class Deduplicator:
         """The records of a list of items; refused once closed, or a single item (iterated: its letters)."""
         self._check_open(method)
         if isinstance(items, (str, bytes, Mapping)):  # iterated, a text would be judged letter by letter
+            hint = columns_hint(items) if isinstance(items, Mapping) else ""
             raise TypeError(f"{method} takes a list of items (texts or page records), got a single "
-                            f"{type(items).__name__}: pass it in a list, [item]")
+                            f"{type(items).__name__}{hint or ': pass it in a list, [item]'}")
+        if not isinstance(items, Iterable):
+            raise TypeError(f"{method} takes a list of items (texts or page records), got {type(items).__name__}")
         rows = table_rows(items)  # a DataFrame: its rows (iterated, it gives its column names)
         items = items if rows is None else rows
         if method in ("add", "add_many") and self._session is None:
@@ -246,12 +250,21 @@ class Deduplicator:
                              rejection=(Reason.EMPTY_CONTENT, f"the item is {item!r} (a missing value): no text"))
         record = self.record(item) if isinstance(item, str) else row_record(item) or item
         if not isinstance(record, Mapping):
-            hint = (": decode it (.decode(errors='replace')), or give a page record {'url': ..., 'content': <bytes>}, "
-                    "whose bytes are decoded as a crawl file's are" if isinstance(item, (bytes, bytearray))
-                    else ": give str(item), or a page record {'url': ..., 'content': ...}")
+            if isinstance(item, (bytes, bytearray)):
+                hint = (": decode it (.decode(errors='replace')), or give a page record {'url': ..., 'content': "
+                        "<bytes>}, whose bytes are decoded as a crawl file's are")
+            elif isinstance(item, (list, tuple)) or hasattr(item, "__array__"):  # df.values, a row's values
+                hint = ": a row of values names no field: give a page record {'id': ..., 'text': ...} or the DataFrame"
+            else:
+                hint = ": give str(item), or a page record {'url': ..., 'content': ...}"
             raise TypeError(f"an item is a str or a page record (a mapping); item {index} of the list is "
                             f"{type(item).__name__}{hint} (no item was filed)")
         record = whole_number_ids(record)  # an int column with a gap is floats in pandas
+        if first_present(record, "content") is None and (gap := next(
+                (name for name in FIELD_ALIASES["content"] if name in record), None)) is not None:
+            # a gap in the text column: "no url field" (a text row has none) would name the wrong fix
+            return RawRecord(origin=origin, position=position, rejection=(
+                Reason.MISSING_CONTENT, f"{gap} is {record[gap]!r} (a missing value): no text to judge"))
         # a plain text: its own site, as `add` files it (a DataFrame's row without a url has NaN there)
         if not missing(record.get("text")) and first_present(record, "url") is None:
             page_id = plain_value(first_present(record, "id"))

@@ -104,7 +104,11 @@ def table_rows(items: Any) -> list[Mapping[str, Any]] | None:
 
 
 def row_record(item: Any) -> Mapping[str, Any] | None:
-    """A DataFrame's row as a record: pandas' `Series` (`iterrows`) or named tuple (`itertuples`), else None."""
+    """A DataFrame's row as a record: pandas' `Series`, alone or in `iterrows`' (index, row), or `itertuples`'.
+
+    Else None."""
+    if isinstance(item, tuple) and len(item) == 2 and not hasattr(item, "_asdict") and not isinstance(item[1], tuple):
+        return row_record(item[1])  # iterrows: (index, row); a pair of other values is no row
     as_dict = getattr(item, "_asdict", None)
     if isinstance(item, tuple) and callable(as_dict):
         return dict(as_dict())
@@ -112,6 +116,15 @@ def row_record(item: Any) -> Mapping[str, Any] | None:
         rows = item.to_dict()
         return rows if isinstance(rows, dict) and all(isinstance(key, str) for key in rows) else None
     return None
+
+
+def columns_hint(items: Mapping[str, Any]) -> str:
+    """What to give instead of a mapping of columns (`df.to_dict()`, {"text": [...]}), else ""."""
+    columns = (isinstance(value, (Mapping, list, tuple)) or hasattr(value, "__array__") for value in items.values())
+    if items and all(columns):
+        return (" (this one maps names to columns: give its rows, a list of records [{'id': ..., 'text': ...}], "
+                "e.g. df.to_dict('records'), or the DataFrame itself)")
+    return ""
 
 
 def whole_number_ids(record: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -246,7 +246,8 @@ def page_from_record(record: Any, *, max_content_bytes: int, position: str | Non
         raise Rejected(Reason.INVALID_FIELD, f"{content_field} must be a string, got {type(content).__name__}")
     size = content_size(content, max_content_bytes)
     if size > max_content_bytes:
-        raise Rejected(Reason.TOO_LARGE, f"content is {size} bytes, the limit is {max_content_bytes}")
+        raise Rejected(Reason.TOO_LARGE, f"content is {size} bytes, over the limit of {max_content_bytes} "
+                       "(the max_content_bytes setting raises it)")
     if size == 0 or (isinstance(content, str) and not content.strip()):
         raise Rejected(Reason.EMPTY_CONTENT, f"{content_field} is empty")
     fetched_at = _fetched_at(record)

@@ -1,0 +1,78 @@
+"""A notebook user's slips with a DataFrame: each ends in the item's own rejection or one line naming the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamdedup import Deduplicator, DetectorConfig
+from streamdedup.testing import make_article
+
+TEXTS = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(3)]
+
+
+def test_a_gap_in_the_text_column_is_a_missing_text_not_a_missing_url() -> None:
+    """A text row whose text is None or NaN was `missing_url` ("no url field (accepted: url, ...)"):
+    a text has no url, so the fix it named was the wrong one; now `missing_content` names the text."""
+    with Deduplicator() as dedup:
+        results = dedup.add_many([{"id": 1, "text": TEXTS[0]}, {"id": 2, "text": None},
+                                  {"id": 3, "text": float("nan")}, {"url": "https://a.example/4", "content": None}])
+    assert results[0].status == "unique"
+    assert [(r.reason, r.detail) for r in results[1:]] == [
+        ("missing_content", "text is None (a missing value): no text to judge"),
+        ("missing_content", "text is nan (a missing value): no text to judge"),
+        ("missing_content", "content is None (a missing value): no text to judge")]
+
+
+def test_a_pandas_text_column_with_a_gap_rejects_that_row_for_its_text() -> None:
+    """The same with a DataFrame given whole: its third row's text is NaN and it has no url column."""
+    pd = pytest.importorskip("pandas")
+
+    frame = pd.DataFrame({"id": [1, 2, 3], "text": [TEXTS[0], TEXTS[1], None]})
+    with Deduplicator() as dedup:
+        results = dedup.add_many(frame)
+    assert [r.reason for r in results] == [None, None, "missing_content"], results
+    assert results[2].detail is not None and results[2].detail.startswith("text is ")
+
+
+def test_the_pairs_of_iterrows_are_read_as_their_rows() -> None:
+    """`add_many(df.iterrows())` raised TypeError "item 0 of the list is tuple: give str(item)": the
+    (index, row) pairs iterrows gives are now read as their rows, as `[row for _, row in df.iterrows()]` is."""
+    pd = pytest.importorskip("pandas")
+
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "text": [TEXTS[0], TEXTS[1], TEXTS[0]]})
+    with Deduplicator() as dedup:
+        results = dedup.add_many(frame.iterrows())
+    assert [(r.page_id, r.status, r.duplicate_of) for r in results] == [
+        ("a", "unique", None), ("b", "unique", None), ("c", "duplicate", "a")]
+
+
+def test_columns_or_rows_without_names_name_the_records_to_give() -> None:
+    """A mapping of columns (`df.to_dict()`, {"text": [...]}) was told "pass it in a list, [item]", which
+    files one page of garbage; `df.values`' rows were told "give str(item)"; None raised "'NoneType'
+    object is not iterable". Each now says what to give, in one line, and files nothing."""
+    pd = pytest.importorskip("pandas")
+
+    frame = pd.DataFrame({"id": [1, 2], "text": TEXTS[:2]})
+    with Deduplicator() as dedup:
+        for columns in (frame.to_dict(), {"id": [1, 2], "text": TEXTS[:2]}):
+            with pytest.raises(TypeError) as refused:
+                dedup.add_many(columns)
+            assert "to_dict('records')" in str(refused.value) and "[item]" not in str(refused.value)
+        with pytest.raises(TypeError, match=r"names no field: give a page record") as refused:
+            dedup.add_many(frame.values)
+        assert "str(item)" not in str(refused.value)
+        with pytest.raises(TypeError, match=r"^add_many takes a list of items \(texts or page records\), got NoneType$"):
+            dedup.add_many(None)  # type: ignore[arg-type]
+        assert "\n" not in str(refused.value)
+        assert dedup.add_many(frame)[0].status == "unique"  # nothing of the refused calls was filed
+
+
+def test_a_page_over_the_content_cap_names_the_setting_that_raises_it() -> None:
+    """A 10 MB text was `too_large` with "content is N bytes, the limit is 10000000", naming no setting:
+    in Python it is `max_content_bytes`, given through `DetectorConfig.from_mapping` (docs/api.md)."""
+    text = " ".join(TEXTS) * 3
+    with Deduplicator(DetectorConfig.from_mapping({"max_content_bytes": len(text) - 1})) as dedup:
+        refused = dedup.add(text, id="long")
+    assert refused.reason == "too_large" and "max_content_bytes" in (refused.detail or ""), refused
+    with Deduplicator(DetectorConfig.from_mapping({"max_content_bytes": len(text)})) as dedup:
+        assert dedup.add(text, id="long").status == "unique"
