@@ -1,13 +1,23 @@
-"""A notebook user's slips with a DataFrame: each ends in the item's own rejection or one line naming the fix."""
+"""A notebook user's slips: each ends in the item's own rejection or in one line naming the fix."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from streamdedup import Deduplicator, DetectorConfig
+from streamdedup.store.errors import StoreLocked
 from streamdedup.testing import make_article
 
+ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["\n\n".join(make_article(i, paragraphs=3)) for i in range(3)]
+# another kernel's cell: a kept store held open
+HOLD = "import sys, time; from streamdedup import Deduplicator; d = Deduplicator(state=sys.argv[1]); " \
+       "print('open', flush=True); time.sleep(60)"
 
 
 def test_a_gap_in_the_text_column_is_a_missing_text_not_a_missing_url() -> None:
@@ -76,3 +86,21 @@ def test_a_page_over_the_content_cap_names_the_setting_that_raises_it() -> None:
     assert refused.reason == "too_large" and "max_content_bytes" in (refused.detail or ""), refused
     with Deduplicator(DetectorConfig.from_mapping({"max_content_bytes": len(text)})) as dedup:
         assert dedup.add(text, id="long").status == "unique"
+
+
+def test_a_store_another_python_process_holds_names_a_deduplicator_there(tmp_path: Path) -> None:
+    """A store a Deduplicator of another kernel held said "stop the other `streamdedup` (dedup or worker)",
+    which a notebook user who runs neither could not find; it names a Deduplicator in another process too."""
+    state = tmp_path / "store"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(state)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreLocked) as refused:
+            Deduplicator(state=state)
+        line = str(refused.value)
+        assert "in use by another process" in line and "a Deduplicator open in another Python process" in line
+        assert "\n" not in line
+    finally:
+        holder.kill()
+        holder.wait()

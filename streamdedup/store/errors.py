@@ -40,8 +40,9 @@ def store_error(err: BaseException, path: str | os.PathLike[str] | None = None) 
         return StoreLocked(f"{where} is open already in this process (another Deduplicator or detector on it): "
                            "close that one first, or give this one another state directory")
     if "/LOCK" in text and "lock" in text.lower():
-        return StoreLocked(f"{where} is in use by another process ({text}): stop the other `streamdedup` "
-                           "(dedup or worker) that uses it, or give this one another state directory")
+        return StoreLocked(f"{where} is in use by another process ({text}): stop the other process that uses "
+                           "it (a `streamdedup` dedup or worker, or a Deduplicator open in another Python process, "
+                           "such as another notebook's kernel), or give this one another state directory")
     if "Corruption:" in text:
         return StoreCorrupt(damaged(where, text))
     if "IO error" in text and ("Read-only file system" in text or "Permission denied" in text):
