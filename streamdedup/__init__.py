@@ -1,6 +1,6 @@
 """streamdedup: near-duplicate detection for web crawls, batch or streaming.
 
-    from streamdedup import Deduplicator, DetectorConfig, Verdict, Rejection, AddInterrupted, dedup_files
+    from streamdedup import Deduplicator, DetectorConfig, Verdict, Rejection, AddInterrupted, dedup_files, FileRun
 
 `Deduplicator` judges pages or plain texts in-process, `dedup_files` deduplicates files into a
 folder (the crash-safe file mode of `streamdedup dedup`); docs/api.md shows both. The names are

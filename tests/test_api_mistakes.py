@@ -104,3 +104,27 @@ def test_a_store_another_python_process_holds_names_a_deduplicator_there(tmp_pat
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_ctrl_c_while_a_kept_store_opens_leaves_no_lock_in_the_process(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a big store's index loads left its RocksDB open in the half-made store, which the
+    traceback a notebook keeps (`sys.last_traceback`) held: running the cell again was `StoreLocked`,
+    "close that one first", with no object to close. The open now closes what it opened before raising."""
+    from streamdedup.store import signature_store
+
+    state = tmp_path / "store"
+    with Deduplicator(state=state) as dedup:
+        first = dedup.add(TEXTS[0], id="first")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C lands while the index files load
+
+    with monkeypatch.context() as patch:
+        patch.setattr(signature_store, "load_index_files", interrupted)
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            Deduplicator(state=state)
+    kept = stopped.value  # held, with its traceback's frames, as IPython keeps the last error
+    assert kept.__traceback__ is not None
+    with Deduplicator(state=state) as dedup:  # the cell run again
+        assert dedup.query(TEXTS[0], id="again").duplicate_of == first.page_id

@@ -101,31 +101,49 @@ class SignatureStore(IndexRebuild, PageRemoval):
         # by tag, the place below which a method's names stand among a page's (`place_bounds`)
         self.unfiled_bounds = place_bounds(self._by_tag)
         self.db = open_db(self.path, create=not existed)
-        # what the store keeps decoded: its part of the process's memory (`process_memory`), given
-        # back at `close` (which runs only once the database is open)
-        self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
-        self._doc_share = DECODED_RECORDS.join(self)  # how many page records `_doc_cache` keeps
-        if existed and self.get_meta("config") is None and self._has_keys():
+        try:  # whatever stops the open (Ctrl-C while the index loads) closes the database first
+            # what the store keeps decoded: its part of the process's memory (`process_memory`), given
+            # back at `close` (which runs only once the database is open)
+            self.templates = TemplateCache()  # site templates as last written, decoded (`StoreBatch.template`)
+            self._doc_share = DECODED_RECORDS.join(self)  # how many page records `_doc_cache` keeps
+            if existed and self.get_meta("config") is None and self._has_keys():
+                self.close()
+                raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
+                                 "streamdedup store, or an empty or new directory")
+            self.index = self.db.get_column_family(layout.INDEX_CF)  # empty since schema 4 (see layout)
+            self._check_config({**signature_config(config, methods),
+                                "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
+            self.index_version = self.get_meta_int("index_version", 0)
+            # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,
+            # back at any older entry a commit filed since; kept in the store with the writes that move
+            # it, so a restart does not step over every tombstone since the last compaction once more
+            self._time_scan_from = self.get_meta(TIME_SCAN_FROM) or layout.TIME
+            # the index as the last clean close left it, else rebuilt below; `words`: seq -> the low
+            # WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little endian), a
+            # MemoryIndex whose "names" are seqs and whose "seqs" are those bits
+            loaded = load_index_files(self.path, self.index_version, self.word_tag is not None, self._check_memory)
+            self.memory, self.words = loaded.memory or MemoryIndex(), loaded.words or MemoryIndex()
+            self.snapshot_state = loaded.state  # what `stats` says of the index files the open found
+            if not self.memory.postings:
+                self._rebuild_index()
+            self._ready = True
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Close the database of an open that failed part way, no index files written.
+
+        Else it stays open, and locked in this process, as long as the half-made store lives: a
+        notebook keeps the last error's traceback, so opening the store again would be refused."""
+        if self.db is None:  # closed already by the refusal that stopped the open
+            return
+        if hasattr(self, "_doc_share"):
+            self._ready = False
             self.close()
-            raise StoreError(f"{self.path} is a RocksDB database but not a streamdedup store: give --state a "
-                             "streamdedup store, or an empty or new directory")
-        self.index = self.db.get_column_family(layout.INDEX_CF)  # empty since schema 4 (see layout)
-        self._check_config({**signature_config(config, methods),
-                            "schema": str(SCHEMA_VERSION), "method_tags": json.dumps(self.tags, sort_keys=True)})
-        self.index_version = self.get_meta_int("index_version", 0)
-        # where the oldest time entries may start (`_expired_time_keys`): past what expiry removed,
-        # back at any older entry a commit filed since; kept in the store with the writes that move
-        # it, so a restart does not step over every tombstone since the last compaction once more
-        self._time_scan_from = self.get_meta(TIME_SCAN_FROM) or layout.TIME
-        # the index as the last clean close left it, else rebuilt below; `words`: seq -> the low
-        # WORD_BITS bits of the page's `word_tag` signature (its first 8 bytes, little endian), a
-        # MemoryIndex whose "names" are seqs and whose "seqs" are those bits
-        loaded = load_index_files(self.path, self.index_version, self.word_tag is not None, self._check_memory)
-        self.memory, self.words = loaded.memory or MemoryIndex(), loaded.words or MemoryIndex()
-        self.snapshot_state = loaded.state  # what `stats` says of the index files the open found
-        if not self.memory.postings:
-            self._rebuild_index()
-        self._ready = True
+        else:
+            self.db.close()
+            self.db = None  # type: ignore[assignment]
 
     def _check_memory(self, needed: int, what: str, opening: bool = True) -> None:
         """Refuse to open a store whose index does not fit in the memory left.
