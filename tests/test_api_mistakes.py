@@ -128,3 +128,30 @@ def test_ctrl_c_while_a_kept_store_opens_leaves_no_lock_in_the_process(tmp_path:
     assert kept.__traceback__ is not None
     with Deduplicator(state=state) as dedup:  # the cell run again
         assert dedup.query(TEXTS[0], id="again").duplicate_of == first.page_id
+
+
+def test_ctrl_c_while_a_kept_store_closes_waits_for_the_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while `close` wrote a big store's index files stopped it before RocksDB closed: the
+    Deduplicator said closed (a second `close` did nothing) and the store stayed locked in the process,
+    `StoreLocked` until the kernel restarted. The close now finishes, then the Ctrl-C is raised."""
+    import signal
+
+    from streamdedup.store import signature_store
+
+    state = tmp_path / "store"
+    dedup = Deduplicator(state=state)
+    first = dedup.add(TEXTS[0], id="first")
+    real = signature_store.save_index_files
+
+    def save_after_ctrl_c(*args: object, **kwargs: object) -> None:
+        signal.raise_signal(signal.SIGINT)  # as Ctrl-C lands while the index files are written
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(signature_store, "save_index_files", save_after_ctrl_c)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        dedup.close()
+    monkeypatch.undo()
+    kept = stopped.value  # held, as IPython keeps the last error
+    assert kept.__traceback__ is not None and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with Deduplicator(state=state) as again:
+        assert again.query(TEXTS[0], id="again").duplicate_of == first.page_id

@@ -284,11 +284,15 @@ class Deduplicator:
         return Rejection(dedup["reason"], dedup["detail"], dedup["origin"], dedup.get("id"))  # id: a repeated one
 
     def close(self) -> None:
-        """Close the store (and remove it if it was temporary), once another thread's call has ended."""
+        """Close the store (and remove it if it was temporary), once another thread's call has ended.
+
+        Ctrl-C waits for the close to finish, then stops the caller."""
         if os.getpid() != self._owner:  # a forked child's copy: the store is its parent's to close
             self._finalizer.detach()
             return
-        with self._lock:
+        # Ctrl-C waits for it (`sigint_held`): cut while the index files are written, RocksDB stayed
+        # open and locked in this process, and the closed Deduplicator could not close it again
+        with self._lock, sigint_held():
             self._finalizer()
 
     def _remove_temporary(self) -> None:
