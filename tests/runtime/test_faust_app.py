@@ -291,7 +291,7 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
 
     # the light outputs (issue 58), as the worker writes them: one verdict line per input, without
     # the page body (the copy refused for its size: its rejection's line), and the cluster view
-    line_messages = read_topic(settings, settings.topics.verdicts, quiet_s=1, to_end=True)
+    line_messages = read_topic(settings, settings.topics.verdicts)
     assert all(b"<p" not in m.value() for m in line_messages)
     lines = [orjson.loads(m.value()) for m in line_messages]
     assert Counter(line["url"] for line in lines) == Counter(url_of(r) for r in first + second)
@@ -585,7 +585,7 @@ def test_a_store_behind_the_group_is_rebuilt_from_the_topic_as_if_nothing_was_lo
     early, late = article_pages("early", list(range(3000, 3010))), article_pages("late", list(range(3100, 3110)))
     records = early + late + article_pages("copy", [*range(3000, 3004), *range(3100, 3106)])
     send(settings, records)
-    messages = read_topic(settings, settings.topics.pages, expect_at_least=len(records), to_end=True)
+    messages = read_topic(settings, settings.topics.pages, expect_at_least=len(records))
     assert len(messages) == len(records)
     pages = settings.topics.pages
 
@@ -670,7 +670,7 @@ def test_a_long_rebuild_says_how_far_it_is_as_it_goes(settings, tmp_path, caplog
 
     records = article_pages("long", list(range(3200, 3212)))
     send(settings, records)
-    assert len(read_topic(settings, settings.topics.pages, expect_at_least=len(records), to_end=True)) == len(records)
+    assert len(read_topic(settings, settings.topics.pages, expect_at_least=len(records))) == len(records)
     with Detector(DetectorConfig(), tmp_path / "store") as detector, caplog.at_level(logging.WARNING):
         done = rebuild(JournalKeeper(detector, settings.topics.pages, 0), replace(settings, batch_size=3),
                        settings.group_id, 12, new_store=True, progress_s=0)

@@ -16,7 +16,7 @@ from streamdedup.testing import run_records
 
 def committed_outcomes(settings) -> int:
     """The outcomes the stopped worker had committed: what a restart has left to decide."""
-    return sum(len(messages) for messages in outputs(settings, quiet_s=0.5).values())
+    return sum(len(messages) for messages in outputs(settings).values())
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def test_a_partition_added_to_the_pages_topic_under_a_running_worker_is_read_wit
         worker.stop()
         thread.join(120)
     assert not thread.is_alive() and not failed, failed
-    urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 3, to_end=True)]
+    urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 3)]
     assert sorted(urls) == sorted(r["url"] for r in (first, added, after)), urls
     print(f"{topology}: the added partition's page decided {took:.1f} s after it was sent")
 
@@ -119,7 +119,7 @@ def test_an_output_topic_deleted_under_a_running_worker_is_named_and_every_page_
         worker.stop()
         thread.join(120)
     assert not thread.is_alive() and not failed, failed
-    urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 12, to_end=True)]
+    urls = [orjson.loads(m.value())["url"] for m in read_topic(settings, settings.topics.unique, 12)]
     assert sorted(urls) == sorted(r["url"] for r in records), urls
     if broker.kind == "tansu":
         return  # it checks no producer's sequence numbers: the topic made again takes them without a refusal

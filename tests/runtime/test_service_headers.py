@@ -60,7 +60,7 @@ def test_input_headers_are_carried_to_every_output(settings, topology):
     t = settings.topics
     seen = 0
     for topic in (t.unique, t.duplicates, t.rejected):
-        for message in read_topic(settings, topic, quiet_s=1.0):
+        for message in read_topic(settings, topic):
             headers = message.headers()
             names = [name for name, _ in headers]
             assert names.count("dedup.status") == 1, headers  # ours only: the forged one is dropped

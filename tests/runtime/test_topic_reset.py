@@ -67,7 +67,7 @@ def test_a_recreated_input_topic_is_refused_with_the_fix_named(settings):
     message = str(refused.value)
     assert f"{settings.topics.pages}[0] started over" in message and "--on-topic-reset restart" in message
     assert "\n" not in message
-    assert judged_once(outputs(settings, quiet_s=0.5)) == 12  # the old pages' outputs; none of the new was skipped
+    assert judged_once(outputs(settings)) == 12  # the old pages' outputs; none of the new was skipped
     # the operator's fix: every new record judged once, from the beginning of the new topic
     stats = Worker(replace(settings, on_topic_reset="restart"), DetectorConfig()).run(idle_timeout_s=2)
     assert stats.decided == len(new) and stats.replayed == 0
@@ -117,7 +117,7 @@ def test_a_broker_that_lost_the_tail_of_a_partition_judges_only_the_records_it_d
     settings = replace(settings, topology=topology, on_topic_reset="restart")
     send(settings, pages(0, 4) + BAD)
     assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
-    kept = read_topic(settings, settings.topics.pages, to_end=True)[:9]  # the broker lost offsets 9..14
+    kept = read_topic(settings, settings.topics.pages)[:9]  # the broker lost offsets 9..14
     delete_topics(settings, [settings.topics.pages])
     ensure_topics(settings)
     producer = Producer(settings.client())
@@ -142,7 +142,7 @@ def test_a_group_commit_below_the_records_kept_is_where_judging_starts(settings,
     settings = replace(settings, topology="local", on_topic_reset="restart", static_membership=False)
     send(settings, pages(0, 4) + BAD)
     assert Worker(settings, DetectorConfig()).run(idle_timeout_s=2).decided == 15
-    kept = read_topic(settings, settings.topics.pages, to_end=True)[:9]
+    kept = read_topic(settings, settings.topics.pages)[:9]
     delete_topics(settings, [settings.topics.pages])
     ensure_topics(settings)
     producer = Producer(settings.client())

@@ -43,10 +43,10 @@ def send(settings, records) -> None:
     feed(raws, settings.client(), settings.topics.pages)
 
 
-def outputs(settings, quiet_s: float = 2.0) -> dict[str, list]:
+def outputs(settings) -> dict[str, list]:
     """The outputs, read once the workers have stopped (or been killed)."""
     t = settings.topics
-    return {name: read_topic(settings, topic, quiet_s=quiet_s, to_end=True) for name, topic in
+    return {name: read_topic(settings, topic) for name, topic in
             (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected))}
 
 
@@ -89,7 +89,7 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert all(orjson.loads(m.value())["dedup"]["status"] == "rejected" for m in dead.values()
                if m.value().startswith(b"{"))
     # the verdict topic: one message per input, no page body, the verdict whole
-    lines = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.verdicts, to_end=True)]
+    lines = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.verdicts)]
     assert len(lines) == len(records) and all(b"<p>" not in orjson.dumps(line) for line in lines)
     assert {line["dedup"]["id"]: line["dedup"]["status"] for line in lines if "id" in line["dedup"]} == expected
     assert sorted(line["dedup"]["reason"] for line in lines if line["dedup"]["status"] == "rejected") == sorted(
@@ -98,7 +98,7 @@ def test_every_page_once_on_the_right_topic_with_the_file_mode_verdict(settings,
     assert reasons == {b"invalid_json", b"missing_url", b"empty_content"}
     header = dict(got["duplicates"][0].headers())
     assert header["dedup.status"] == b"duplicate" and header["dedup.cluster_id"]
-    events = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.clusters, to_end=True)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, settings.topics.clusters)]
     assert sum(e["type"] == "joined" for e in events) == 40 and sum(e["type"] == "created" for e in events) == 20
 
 
@@ -128,7 +128,7 @@ def test_sigkill_mid_stream_loses_and_doubles_nothing(broker, settings, tmp_path
             time.sleep(0.02)  # kill as soon as this process has begun to write verdicts
         process.send_signal(signal.SIGKILL)
         process.wait()
-        committed_after_kill.append(sum(len(v) for v in outputs(settings, quiet_s=0.5).values()))
+        committed_after_kill.append(sum(len(v) for v in outputs(settings).values()))
     watcher.close()
     final = subprocess.run(command, env=env, capture_output=True, timeout=300)
     assert final.returncode == 0, final.stderr[-2000:]

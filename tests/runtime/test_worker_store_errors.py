@@ -141,7 +141,7 @@ def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_be
         if not maker_named:  # a version that named no maker in its requests
             earlier.setattr(fingerprinter, "signature_identity", lambda config: b"")
         assert main([*worker, *OLD_DEFAULTS]) == 0
-    assert len(read_topic(settings, topics.duplicates, expect_at_least=1, quiet_s=1.0)) == 1
+    assert len(read_topic(settings, topics.duplicates, expect_at_least=1)) == 1
     shutil.move(settings.state_dir, tmp_path / "moved-away")  # every store is rebuilt from Kafka
     capsys.readouterr()
     assert main(worker) == 2
@@ -155,7 +155,7 @@ def test_an_index_store_rebuilt_under_other_params_refuses_the_requests_filed_be
         assert "was filed by an earlier version of streamdedup" in line and "its a12, minhash signature" in line
         assert " ".join(OLD_DEFAULTS) in line
     assert main([*worker, *OLD_DEFAULTS]) == 0  # the store it left held nothing yet: it opens under these
-    assert len(read_topic(settings, topics.duplicates, quiet_s=1.0)) == 1  # rebuilt, not emitted again
+    assert len(read_topic(settings, topics.duplicates)) == 1  # rebuilt, not emitted again
 
 
 def test_a_state_folder_deleted_while_the_worker_runs_stops_it_unhealthy(settings):

@@ -43,7 +43,7 @@ def emitted(settings) -> dict:
     """The verdicts as emitted (each page once, checked), the clusters events, rejections; read
     once the workers have stopped."""
     t = settings.topics
-    got = {name: read_topic(settings, topic, quiet_s=2, to_end=True) for name, topic in
+    got = {name: read_topic(settings, topic) for name, topic in
            (("unique", t.unique), ("duplicates", t.duplicates), ("rejected", t.rejected))}
     messages = [m for name in ("unique", "duplicates") for m in got[name]]
     verdicts = [orjson.loads(m.value()) for m in messages]
@@ -52,7 +52,7 @@ def emitted(settings) -> dict:
         seen.setdefault(verdict["dedup"]["id"], []).append((message.topic(), message.partition(), message.offset(),
                                                             message.timestamp(), verdict["dedup"]))
     assert all(len(v) == 1 for v in seen.values()), [v for v in seen.values() if len(v) > 1]  # each page once
-    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1, to_end=True)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters)]
     return {"dedups": {v["dedup"]["id"]: v["dedup"] for v in verdicts}, "events": events,
             "fetched": {v["dedup"]["id"]: v["fetched_at"] for v in verdicts}, "rejected": len(got["rejected"]),
             "late": [e for e in events if e["type"] == "late_match"]}
@@ -349,7 +349,7 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
         for process in processes:
             process.send_signal(signal.SIGKILL)
             process.wait()
-        counts.append(sum(len(read_topic(run, topic, quiet_s=0.2, to_end=True)) for topic in (run.topics.unique,
+        counts.append(sum(len(read_topic(run, topic)) for topic in (run.topics.unique,
                                                                                               run.topics.duplicates)))
     watcher.close()
     # a clean run, stopped with SIGTERM (as `docker stop` does: exit 0 after the batch in hand) once
@@ -377,7 +377,7 @@ def test_workers_killed_mid_stream_with_pages_held_double_and_lose_nothing(broke
 
     outcomes, steady_since, deadline = -1, time.monotonic(), time.monotonic() + 300
     while time.monotonic() < deadline and any(process.poll() is None for process in final):
-        now = sum(len(read_topic(run, topic, quiet_s=0.2, to_end=True))
+        now = sum(len(read_topic(run, topic))
                   for topic in (run.topics.unique, run.topics.duplicates, run.topics.rejected))
         if now != outcomes:
             outcomes, steady_since = now, time.monotonic()

@@ -55,7 +55,7 @@ def worker_verdicts(settings: WorkerSettings) -> dict[str, dict]:
     """The `dedup` objects the workers emitted on the unique and duplicates topics, by page id (each page once)."""
     worker: dict[str, dict] = {}
     for topic in (settings.topics.unique, settings.topics.duplicates):
-        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
+        for message in read_topic(settings, topic):
             dedup = orjson.loads(message.value())["dedup"]
             assert dedup["id"] not in worker, f"page {dedup['id']} emitted twice"
             worker[dedup["id"]] = dedup
@@ -77,11 +77,11 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
     send(settings, records)
     run_workers(settings, ["w1"], len(records))
     rejected = [dict(m.headers())["dedup.reason"].decode()
-                for m in read_topic(settings, settings.topics.rejected, to_end=True)]
+                for m in read_topic(settings, settings.topics.rejected)]
     assert rejected == ["template_only"]
     t = settings.topics
     worker = worker_verdicts(settings)
-    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters, quiet_s=1, to_end=True)]
+    events = [orjson.loads(m.value()) for m in read_topic(settings, t.clusters)]
     assert not [e for e in events if e["type"] == "late_match"], "one partition in fetch order: nothing is late"
     assert worker.keys() == file_mode.keys()
     for page_id, expected in file_mode.items():
@@ -100,7 +100,7 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
     assert [[p["url"] for p in s["pages"]] for s in stories if DIGEST_URL in {p["url"] for p in s["pages"]}] == [
         [DIGEST_URL]]
     assert read_topic_stories(settings.bootstrap_servers, t.cluster_view).stories() == stories
-    view = read_topic(settings, t.cluster_view, to_end=True)
+    view = read_topic(settings, t.cluster_view)
     assert sorted(m.key().decode() for m in view) == sorted(file_mode)
     assert all(orjson.loads(m.value())["url"] for m in view)
 
@@ -128,7 +128,7 @@ def test_six_partitions_give_file_modes_clusters_and_merges_field_by_field(broke
     run_workers(run, names, len(records))
     t = run.topics
     worker = worker_verdicts(run)
-    events = [orjson.loads(m.value()) for m in read_topic(run, t.clusters, quiet_s=1, to_end=True)]
+    events = [orjson.loads(m.value()) for m in read_topic(run, t.clusters)]
     fields = ("status", "duplicate_of", "cluster_id", "merged_clusters")
     differ = {page_id: [(f, d.get(f), worker.get(page_id, {}).get(f)) for f in fields
                         if d.get(f) != worker.get(page_id, {}).get(f)] for page_id, d in file_mode.items()}
@@ -215,7 +215,7 @@ def test_an_article_after_an_edit_that_dropped_its_line_is_kept_in_the_global_to
     t = settings.topics
     worker = {}
     for topic in (t.unique, t.duplicates):
-        for message in read_topic(settings, topic, quiet_s=1, to_end=True):
+        for message in read_topic(settings, topic):
             dedup = orjson.loads(message.value())["dedup"]
             worker[dedup["id"]] = dedup
     assert worker == file_mode

@@ -214,7 +214,7 @@ def test_a_worker_with_another_policy_than_its_groups_refuses_to_start(broker, s
     assert "\n" not in line and f"policy {DetectorConfig().verdict_settings()['policy']!r} for the group" in line
     assert "--adopt-settings" in line and verdict_identity(DetectorConfig().verdict_settings()).hex() in line
     assert workers["w2"].health()[0] is False
-    got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
+    got = verdicts_by_id(outputs(run))  # raises if a page came out twice
     if topology == "global":  # the local one finds no copy across input partitions
         assert got == {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
     assert len(got) == len(records) and workers["w2"].stats.decided == 0
@@ -241,7 +241,7 @@ def test_a_worker_of_the_other_topology_than_its_groups_refuses_to_start(broker,
     assert "w1" not in failures and workers["w2"].stats.decided == 0
     group = read_group_record(run)
     assert group is not None and group.topology == "global" and group.generation == 1
-    got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
+    got = verdicts_by_id(outputs(run))  # raises if a page came out twice
     assert got == {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
 
 
@@ -288,5 +288,5 @@ def test_adopted_settings_stop_the_workers_still_running_the_old_ones(broker, se
     assert group is not None and group.generation == 2 and group.identity == verdict_identity(new.verdict_settings())
     line = str(failures["w1"])
     assert isinstance(failures["w1"], VerdictSettingsDiffer) and "\n" not in line and "generation 2" in line
-    got = verdicts_by_id(outputs(run, quiet_s=1))  # raises if a page came out twice
+    got = verdicts_by_id(outputs(run))  # raises if a page came out twice
     assert len(got) == len(records)
