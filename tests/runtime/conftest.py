@@ -33,7 +33,8 @@ def settings(broker, tmp_path) -> WorkerSettings:
                           state_dir=tmp_path / "state", batch_size=16, batch_timeout_s=0.2, topics=topics)
 
 
-def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, timeout_s: float = 60.0) -> list:
+def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, timeout_s: float = 60.0,
+               isolation: str = "read_committed") -> list:
     """Every committed message of a topic (read_committed), read to the end of each of its partitions.
 
     For reads after its writers have stopped (every transaction is then committed or aborted), or of
@@ -42,9 +43,10 @@ def read_topic(settings: WorkerSettings, topic: str, expect_at_least: int = 0, t
     `timeout_s` fails, naming the partitions. It used to stop as well once nothing had come for a quiet
     time (2 s in test_topologies): a broker or a loaded machine that answered nothing for that long cut
     the read short without a word, and a test then failed on a verdict it had not read (a KeyError in
-    test_topologies' `answer()` on Tansu in CI; tests/runtime/test_read_topic.py)."""
+    test_topologies' `answer()` on Tansu in CI; tests/runtime/test_read_topic.py). `isolation`
+    read_uncommitted: also what open (or, on Tansu, held back) transactions wrote, to tell hidden from lost."""
     consumer = Consumer(settings.client(**{"group.id": f"reader-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
-                                           "enable.auto.commit": False, "isolation.level": "read_committed",
+                                           "enable.auto.commit": False, "isolation.level": isolation,
                                            "receive.message.max.bytes": 104_857_600, "enable.partition.eof": True}))
     messages: list = []
     at_end: set[int] = set()
