@@ -165,7 +165,7 @@ def shown_before(paragraphs: np.ndarray) -> np.ndarray:
 def blocks_of(numbers: np.ndarray, count: int) -> np.ndarray:
     """Which of a sketch's `count` paragraphs are blocks of short lines, by their numbers bytes: bool[count].
 
-    None is a block where the numbers are not known (a record of 0.16.0 or before)."""
+    All False (no block) where the numbers are not known (a record of 0.16.0 or before)."""
     if len(numbers) != count:
         return np.zeros(count, dtype=np.bool_)
     return numbers == BLOCK_NUMBERS

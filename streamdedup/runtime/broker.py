@@ -260,24 +260,16 @@ class EmbeddedBroker:
 
         It keeps its connections and data but answers nothing, as a broker in a long GC pause or
         behind a network partition does."""
-        self._signal(self._group(), signal.SIGSTOP)
+        self._signal_running(signal.SIGSTOP)
 
     def resume(self) -> None:
         """Let a paused broker's process group run again (SIGCONT)."""
-        self._signal(self._group(), signal.SIGCONT)
+        self._signal_running(signal.SIGCONT)
 
-    def _group(self) -> int | None:
-        """The broker's process group while it runs (it leads its own session)."""
-        return os.getpgid(self.process.pid) if self.process is not None and self.process.poll() is None else None
-
-    def _signal(self, group: int | None, sig: int) -> None:
-        try:
-            if group is not None:
-                os.killpg(group, sig)
-            elif self.process is not None:
-                self.process.send_signal(sig)
-        except ProcessLookupError:
-            pass
+    def _signal_running(self, sig: int) -> None:
+        """`sig` to the broker's process group while it runs (it leads its own session); nothing after."""
+        if self.process is not None and self.process.poll() is None:
+            _signal_group(self.process, sig)
 
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
