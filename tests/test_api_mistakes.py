@@ -155,3 +155,15 @@ def test_ctrl_c_while_a_kept_store_closes_waits_for_the_close(tmp_path: Path, mo
     assert kept.__traceback__ is not None and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with Deduplicator(state=state) as again:
         assert again.query(TEXTS[0], id="again").duplicate_of == first.page_id
+
+
+def test_a_rejected_row_names_its_own_id() -> None:
+    """A rejected row that has an id carried `page_id` None: a notebook joining results to its rows by
+    id lost the row's rejection. Its own id is the rejection's `page_id` now, as a str like a verdict's;
+    a row without one keeps None (an id made for it names nothing the user has)."""
+    with Deduplicator() as dedup:
+        results = dedup.add_many([{"id": 7, "text": TEXTS[0]}, {"id": 8, "text": ""}, {"id": "x9", "text": None},
+                                  {"text": ""}, {"id": 7, "text": TEXTS[1]}])
+    assert [(r.page_id, r.status) for r in results] == [
+        ("7", "unique"), ("8", "rejected"), ("x9", "rejected"), (None, "rejected"), ("7", "rejected")], results
+    assert [r.reason for r in results[1:]] == ["empty_content", "missing_content", "empty_content", "duplicate_id"]

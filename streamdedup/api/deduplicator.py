@@ -86,6 +86,7 @@ class Deduplicator:
             self._remove_temporary()
             raise
         self._count = 0
+        self._given_ids: dict[str, str] = {}  # the ids the items of a call gave, by their origin ("item N")
         # the place of an item among all a store was ever given (`RawRecord.position`): an undated
         # page is told apart from another fetch of its url by it, also after the store is reopened
         # or shared with `streamdedup dedup` jobs, which take their numbers from the same count;
@@ -228,6 +229,7 @@ class Deduplicator:
                 self._session = take_session(self._detector.store)
         # a query files nothing, so it takes no number: 0, which no session of a store has
         session = self._session or 0
+        self._given_ids.clear()  # of this call's items only
         return [self._raw(item, session, index) for index, item in enumerate(items)]
 
     def _check_open(self, method: str) -> None:
@@ -260,6 +262,9 @@ class Deduplicator:
             raise TypeError(f"an item is a str or a page record (a mapping); item {index} of the list is "
                             f"{type(item).__name__}{hint} (no item was filed)")
         record = whole_number_ids(record)  # an int column with a gap is floats in pandas
+        given = plain_value(first_present(record, "id"))
+        if not isinstance(item, str) and isinstance(given, (str, int)) and not isinstance(given, bool) and given != "":
+            self._given_ids[origin] = str(given)  # a rejection of the item names it, as a verdict would
         if first_present(record, "content") is None and (gap := next(
                 (name for name in FIELD_ALIASES["content"] if name in record), None)) is not None:
             # a gap in the text column: "no url field" (a text row has none) would name the wrong fix
@@ -276,12 +281,12 @@ class Deduplicator:
             return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, unencodable(record)))
         return RawRecord(origin=origin, data=data, position=position)
 
-    @staticmethod
-    def _result(outcome: Outcome) -> Verdict | Rejection:
+    def _result(self, outcome: Outcome) -> Verdict | Rejection:
         if outcome.verdict is not None:
             return outcome.verdict
-        dedup = outcome.dedup
-        return Rejection(dedup["reason"], dedup["detail"], dedup["origin"], dedup.get("id"))  # id: a repeated one
+        dedup = outcome.dedup  # its id: a repeated one, else the one the item gave (a generated one is no one's)
+        return Rejection(dedup["reason"], dedup["detail"], dedup["origin"],
+                         dedup.get("id") or self._given_ids.get(dedup["origin"]))
 
     def close(self) -> None:
         """Close the store (and remove it if it was temporary), once another thread's call has ended.
