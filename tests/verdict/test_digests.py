@@ -181,3 +181,46 @@ def test_clusters_only_guessed_are_never_bridged_and_a_digest_over_them_joins_th
     assert joined_roots(whole, stale={"B"}) == [(1, "A")]
     verdict = decide("D", whole, stale={"B"})
     assert verdict.cluster_id == "A" and verdict.merged_clusters == ()
+
+
+def _rewritten_story_then_its_wire_copy(rewritten: bool) -> list[dict]:
+    """One story at one url (a first fetch less paragraph 4; optionally a rewrite in place less paragraph 2,
+    related to it; a third fetch less both, a duplicate of each that bridges them), then the whole
+    article on a wire site."""
+    article = make_article(961, paragraphs=6)
+    url = "https://news.example/flood"
+    fetches = [article[:4] + article[5:], *([article[:2] + article[3:]] if rewritten else []),
+               article[:2] + article[3:4] + article[5:]]
+    records = [_record(url, paragraphs, hour, "news.example") for hour, paragraphs in enumerate(fetches)]
+    return [*records, _record("https://wire.example/flood", article, len(records), "wire.example")]
+
+
+def test_a_wire_copy_holding_a_story_whole_joins_it():
+    """The control of the next test: without the rewrite the story is one cluster, and the wire copy
+    that supersedes its pages joins it."""
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many(_rewritten_story_then_its_wire_copy(rewritten=False))
+        stories = _stories_of(dedup)
+    assert [v.status for v in verdicts] == ["unique", "duplicate", "unique"]
+    assert verdicts[-1].cluster_id == verdicts[0].page_id and len(verdicts[-1].supersedes) == 2
+    assert list(stories.values()) == [{"https://news.example/flood", "https://wire.example/flood"}]
+
+
+@pytest.mark.xfail(strict=True, reason="a page's cluster is its verdict's; merges made after are not seen by the "
+                   "digest rule, so one story of two clusters reads as two stories (docs/limitations.md, 'A story "
+                   "made of two clusters')")
+def test_a_wire_copy_holding_a_story_of_two_clusters_whole_joins_it():
+    """The same story with a rewrite in place between (its own cluster, related to the first fetch) that
+    the third fetch bridged: one story of two clusters. The wire copy holding all three fetches whole
+    is taken for a digest of two stories: unique in a story of its own, related to none, its
+    `supersedes` naming the other story's pages (story-dev + feed-dev as one crawl in the sets' order:
+    feed-dev's original of an article story-dev had fetched three times before)."""
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many(_rewritten_story_then_its_wire_copy(rewritten=True))
+        stories = _stories_of(dedup)
+    first, rewrite, third, wire = verdicts
+    assert rewrite.related_to == (first.page_id,) and rewrite.cluster_id == rewrite.page_id
+    assert third.duplicate_of == first.page_id and third.merged_clusters == (rewrite.page_id,)
+    assert set(wire.supersedes) == {first.page_id, rewrite.page_id, third.page_id}
+    assert wire.cluster_id == first.page_id, wire
+    assert list(stories.values()) == [{"https://news.example/flood", "https://wire.example/flood"}]
