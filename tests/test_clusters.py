@@ -461,3 +461,16 @@ def test_a_page_keeps_the_fetches_it_supersedes_and_the_stories_it_merged_in_any
 
     shown = table(stories)
     assert "https://whole.example/  (supersedes 2; merged p2)" in shown and "(supersedes 1)" in shown
+
+
+def test_the_table_counts_a_story_of_one_page_as_one_page():
+    """`streamdedup clusters --format table` headed each story of one page "(1 pages)" (story-dev and
+    feed-dev as one crawl: 30 of 83 stories)."""
+    from streamdedup.clusters import table
+
+    stories = Stories()
+    for item in (event("created", "a", "a", 1), event("created", "b", "b", 2),
+                 event("joined", "b2", "b", 3, duplicate_of="b")):
+        stories.apply(item)
+    heads = [line for line in table(stories.stories()).splitlines() if not line.startswith(" ")]
+    assert heads == ["a  (1 page)", "b  (2 pages)"]

@@ -484,7 +484,8 @@ def table(stories: Sequence[Mapping[str, Any]]) -> str:
     lines = []
     for story in stories:
         related = f"  related: {', '.join(story['related'])}" if story.get("related") else ""
-        lines.append(f"{story['cluster_id']}  ({story['size']} pages){related}")
+        count = "1 page" if story["size"] == 1 else f"{story['size']} pages"
+        lines.append(f"{story['cluster_id']}  ({count}){related}")
         urls = [member["url"] for member in story["pages"]]
         for member in story["pages"]:
             shown = member["url"] or member["id"]
