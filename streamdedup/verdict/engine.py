@@ -100,7 +100,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     cluster of the page it names (`named_duplicate`)
 # 22: a block of short lines (a list, a table's rows: `WordPairsParams.line_blocks`) inside a copy that the
 #     other page lacks, with nothing of the other's in its place, is a new paragraph (`line_places.inserted_block`)
-RULES_VERSION = 22
+# 23: a paragraph with no counterpart of 3 values has one in the only paragraph of the other's in its
+#     place sharing 2 and as many words, for its numbers (`new_text.numbers_changed`: a number corrected)
+RULES_VERSION = 23
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

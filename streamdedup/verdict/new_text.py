@@ -174,7 +174,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         every_equal = _equal_values(every_row[0], every_theirs[0]) if with_blocks else None
         equal = (_equal_values(whole[0], theirs[0]) if every_equal is None
                  else every_equal[~mine_blocks][:, ~their_blocks])
-        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal)
+        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal, whole[2], theirs[2])
         one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
         either_capped = whole_capped or theirs_capped
@@ -240,38 +240,78 @@ def _without_blocks(placed: Callable[[], np.ndarray], blocks: np.ndarray) -> Cal
 
 
 def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.ndarray,
-                    their_numbers: np.ndarray, equal: np.ndarray | None = None) -> bool:
+                    their_numbers: np.ndarray, equal: np.ndarray | None = None,
+                    words: np.ndarray | None = None, their_words: np.ndarray | None = None) -> bool:
     """Whether a paragraph of the page states other numbers than its counterpart does, as many of them.
 
     A fact corrected in one sentence ("5 injured" -> "50 injured", "in 1994" -> "in 1996") keeps a
     paragraph's values and adds two word pairs, as a typo fixed does: word pairs cannot tell a
     crawler that the page says something its match does not. The paragraph's counterpart (the one
     of the other's sharing most of its 4 values, at least `AGREEING_VALUES`) stating as many
-    numbers (fewer than `NUMBERS_MOST`), other ones (their hash differs), does, where no other
-    paragraph that may be its counterpart states the same: a number replaced by another. A light
-    edit that drops or adds a word leaves the numbers as they were, or changes their count (a number
-    deleted, or one inserted from elsewhere: not told from a new detail, and not counted). Unknown
-    (False) where either page kept no numbers (a record of 0.16.0 or before), and for lines under
-    the sketch's 12 words (a heading, a list item). Two values are not enough: short lines of one
-    manual page ("... (v.d. 23:13:48)", "... (th 3..cn)") share two by chance (multilingual dev).
-    A number replaced in a paragraph of 12-30 words keeps 3 of the 4 values 82-97 % of the time.
+    numbers, other ones (their hash differs), does, where no other paragraph that may be its
+    counterpart states the same: a number replaced by another. A light edit that drops or adds a
+    word leaves the numbers as they were, or changes their count (a number deleted, or one inserted
+    from elsewhere: not told from a new detail, and not counted). Unknown (False) where either page
+    kept no numbers (a record of 0.16.0 or before), and for lines under the sketch's 12 words (a
+    heading, a list item). Two values anywhere are not enough: short lines of one manual page ("...
+    (v.d. 23:13:48)", "... (th 3..cn)") share two by chance (multilingual dev). A number replaced in
+    a paragraph of 12-30 words keeps 3 of the 4 values 82-97 % of the time (88 % of readability's
+    test pages' paragraphs of 12-30 words with a number, 96 % of 31-60).
+
+    With the paragraphs' lengths (`words`, `their_words`), a paragraph without a counterpart of 3
+    values has one in the only paragraph of the other's in its place (between its neighbours'
+    counterparts) sharing `IN_PLACE_VALUES` and as many words: a number replaced keeps the length
+    (crawler review s86: a share price corrected in a 17-word line was a duplicate). Not asked: a
+    paragraph of `NUMBERS_MOST` numbers or more, whose count reads "that many or more", so a number
+    replaced by a word (a light edit) would read as one replaced by another (docs/limitations.md).
     `equal`: `_equal_values(values, their_values)` if the caller has it."""
     if len(numbers) != len(values) or len(their_numbers) != len(their_values) or not len(values):
         return False
+    lengths = (words is not None and their_words is not None and len(words) == len(values)
+               and len(their_words) == len(their_values))
     stated = numbers.astype(np.int64)
     theirs = their_numbers.astype(np.int64)
     count, their_count = stated >> NUMBERS_COUNT_SHIFT, theirs >> NUMBERS_COUNT_SHIFT
     asked = (count > 0) & (count < NUMBERS_MOST)
     if not asked.any() or not (their_count > 0).any():
         return False
-    equal = _equal_values(values[asked], their_values) if equal is None else equal[asked]
+    every = _equal_values(values, their_values) if equal is None else equal
+    rows = np.flatnonzero(asked)
+    equal = every[rows]
     best = np.argmax(equal, axis=1)
     counterpart = equal[np.arange(len(best)), best] >= AGREEING_VALUES
-    same_count = count[asked] == their_count[best]
+    if lengths:
+        assert words is not None and their_words is not None
+        slot = _sole_slot(every)[rows]
+        in_place = ~counterpart & (slot >= 0) & (equal[np.arange(len(rows)), np.maximum(slot, 0)] >= IN_PLACE_VALUES)
+        best = np.where(in_place, slot, best)
+        as_long = words[rows] == their_words[best]
+        counterpart = counterpart | (in_place & as_long)
+    same_count = count[rows] == their_count[best]
     # none of the other's paragraphs that may be its counterpart states its numbers: paragraphs of one
     # story share phrases, and another one with its own year may agree as much as the edited one
-    stated_there = ((equal >= AGREEING_VALUES) & (theirs[None, :] == stated[asked][:, None])).any(axis=1)
+    stated_there = ((equal >= AGREEING_VALUES) & (theirs[None, :] == stated[rows][:, None])).any(axis=1)
+    stated_there |= theirs[best] == stated[rows]  # (a counterpart in place, of 2 values)
     return bool((counterpart & same_count & ~stated_there).any())
+
+
+# values of 4 a paragraph shares with the only one of the other's in its place to be its counterpart there
+IN_PLACE_VALUES = 2
+
+
+def _sole_slot(equal: np.ndarray) -> np.ndarray:
+    """For each paragraph, the only paragraph of the other's between its neighbours' counterparts (-1: none or more).
+
+    Counterparts agree in `AGREEING_VALUES`, as in `_absent_from`; a slot that is another
+    paragraph's counterpart is none."""
+    agreed = equal >= AGREEING_VALUES
+    counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)
+    before = np.maximum.accumulate(np.concatenate([[-1], counterpart[:-1]]))
+    later = np.where(counterpart >= 0, counterpart, equal.shape[1])
+    after = np.minimum.accumulate(np.concatenate([later[1:], [equal.shape[1]]])[::-1])[::-1]
+    slot = np.where((counterpart < 0) & (after - before == 2), before + 1, -1)
+    taken = np.asarray(agreed.any(axis=0))
+    return np.where((slot >= 0) & ~taken[np.maximum(slot, 0)], slot, -1)
 
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)
