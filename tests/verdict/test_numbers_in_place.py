@@ -103,3 +103,13 @@ def test_the_counterpart_in_place_is_the_only_paragraph_there_and_as_long() -> N
     two = _rows((1, 2, 3, 4), (10, 11, 99, 98), (10, 11, 97, 96), (20, 21, 22, 23))
     two_numbers = np.array([0, (1 << 5) | 9, (1 << 5) | 9, 0], dtype=np.uint8)
     assert not numbers_changed(mine, numbers, two, two_numbers, None, words, np.array([30, 17, 17, 30]))
+
+
+def test_a_falsified_advance_copy_does_not_take_the_story_as_its_duplicate() -> None:
+    """docs/limitations.md, Hostile pages: a copy with the number falsified, crawled first on another site."""
+    falsified = {**_page(SHARES.replace("12.40", "11.20"), "copy"), "url": "https://evil.example/flood",
+                 "fetched_at": "2026-12-01T00:00:00Z"}
+    with Deduplicator() as dedup:
+        dedup.add_many([falsified])
+        story = dedup.query(**{**_page(SHARES, "original"), "fetched_at": "2026-12-02T00:00:00Z"})
+    assert story.status == "unique" and "copy" in story.related_to
