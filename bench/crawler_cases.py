@@ -15,8 +15,9 @@ same URL or on another site: a paragraph of 30-80 words added at the end, middle
 a share price, a line of 7 numbers); a name or a negation corrected; product pages differing in a spec
 or price line; a reader's comment (in a box named as comments or not); page 2 after page 1; a page
 quoting 60 % of an article with 40 % of its own; 40-word briefs beside an 18-teaser sidebar; a
-results table updated; a handbook section in 4 languages after English (`--handbook`). Those should
-be unique. And re-fetches that should be duplicates: sidebar teasers changed, a cookie banner, a
+results table updated; a handbook section in 4 languages after English (`--handbook`); the story
+after an attacker's copy crawled first (a number falsified, its lead or a middle paragraph left out).
+Those should be unique. And re-fetches that should be duplicates: sidebar teasers changed, a cookie banner, a
 byline and caption on another site, a print copy with a footer. `--agreement`: only how many of its
 4 sketch values a real paragraph keeps when one of its numbers is replaced, by its length.
 
@@ -383,6 +384,24 @@ def generate(handbook: str) -> None:
             pids.append((lg, k.add(f"https://debian-handbook.example/{lg}/{s}.html", html)))
         for lg, p in pids[1:]:
             k.check(p, pids[0][1], "unique", f"{s} {lg} after en-US", lg)
+
+    # ---- hostile (docs/limitations.md, Hostile pages): a copy crawled first on the attacker's site
+    shares = "Shares closed at 12.40 dollars, up 3 percent on the day, after the company raised its forecast."
+    hostile = list(ARTS)
+    random.Random(7).shuffle(hostile)
+    for n in range(8):
+        a = hostile[n]
+        ps, tpl, title = a["paras"], TPLS[(n + 10) % len(TPLS)], a["paras"][0][:60]
+        j = len(ps) // 2
+        for name, evil, real, note in (
+                ("hostile_falsified", ps[:j] + [shares.replace("12.40", "11.20")] + ps[j:], ps[:j] + [shares] + ps[j:],
+                 "a copy stating 11.20 for 12.40 in a 17-word line, first"),
+                ("hostile_lead", ps[1:], ps, f"a copy lacking the {W(ps[0])}-word lead, first"),
+                ("hostile_middle", ps[:3] + ps[4:], ps, "a copy lacking a middle paragraph, first")):
+            k = K(name)
+            e = k.add(f"https://evil{n}.example/{name}", rc.bare(title, evil))
+            later = k.add(f"https://news{n}-{tpl[0][:10]}.example/story", rc.render(tpl[1], title, real))
+            k.check(later, e, "unique", note, lang_of(a))
 
     # ---- should be duplicates (misses)
     for n in range(8):
