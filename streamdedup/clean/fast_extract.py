@@ -33,7 +33,6 @@ from typing import Any
 import regex
 
 from streamdedup.clean import trafilatura_extract
-from streamdedup.clean.link_density import SKIP, drop_link_dense
 from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
@@ -46,8 +45,7 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 6: a <noscript> holds only what it holds with scripting on (`clean.noscript`) (2026-12-06).
 # 7: a container's <ul> that is content, not a list of links, is read (`content_lists`) (2026-12-06).
 # 8: comment cards, cookie notices, buttons, date lines, dialogs and hidden blocks (`HOST_LINES`) (2026-12-07).
-# 9: the container's link-dense blocks, as trafilatura's link-density passes (`link_density`) (2026-12-07).
-RULES_VERSION = 9
+RULES_VERSION = 8
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -181,8 +179,6 @@ TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
 NOSCRIPTS = [NOSCRIPT_ELEMENT]
 DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), *HOST_LINES, TEASER_CARDS,
                                 NOSCRIPT_ELEMENT])]
-# ... and the blocks trafilatura's link-density passes delete (`link_density`), marked in the container's tree
-DENSE_SELECTORS = [f"{DISCARD_SELECTORS[0]}, {SKIP}"]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
@@ -371,12 +367,11 @@ def content_lists(tree: Any) -> int:
     return made
 
 
-def container_text(blocks: list[Any], lists: bool = True, dense: bool = True) -> str:
+def container_text(blocks: list[Any], lists: bool = True) -> str:
     """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards.
 
     Each block's inside is parsed apart (its own class may name what the skip list drops:
-    "l-sidebar-fixed l-article-body"); `lists`: its content lists read (`content_lists`); `dense`: its
-    link-dense blocks left out (`link_density`, trafilatura's passes)."""
+    "l-sidebar-fixed l-article-body"); `lists`: its content lists read (`content_lists`)."""
     from resiliparse.parse.html import HTMLTree
 
     texts = []
@@ -386,9 +381,7 @@ def container_text(blocks: list[Any], lists: bool = True, dense: bool = True) ->
         # lexbor writes each <ul> it holds as "<ul": where none is, no list to read (~0.02 ms of queries spared)
         if lists and "<ul" in markup:
             content_lists(inside)
-        # lexbor writes each link it holds as "<a " or "<a>"
-        dropped = dense and "<a" in markup and drop_link_dense(inside, len(markup))
-        texts.append(main_content_text(inside, DENSE_SELECTORS if dropped else DISCARD_SELECTORS))
+        texts.append(main_content_text(inside, DISCARD_SELECTORS))
     return "\n".join(texts)
 
 
@@ -459,9 +452,7 @@ def fast_read(html: str, visible: bool, tree: Any, page_text: Callable[[], str])
     what `learned_layout` learns from."""
     text, blocks = steered_blocks(tree)
     steered = rescued = ""
-    # the agreement compares two reads by resiliparse with the same skips: no link density on either
-    agrees = functools.partial(whole_page_agrees, tree=tree)
-    if covers_little(text, page_text) and blocks and agrees(container_text(blocks, lists=False, dense=False)):
+    if covers_little(text, page_text) and blocks and whole_page_agrees(container_text(blocks, lists=False), tree):
         # a brief page: its container holds all the main content the whole page has (step 3's
         # agreement); its text stands, as trafilatura's rescue would have
         return Texts(text, page_text() if visible else "", text), blocks, text
