@@ -40,7 +40,7 @@ def trafilatura_defaults(html: str) -> str:
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
     "fast (the default)": extract_fast,
-    "trafilatura (favor_precision, streamdedup's default)": extract_trafilatura,
+    "trafilatura (favor_precision, --extractor trafilatura)": extract_trafilatura,
     "trafilatura (defaults)": trafilatura_defaults,
     "resiliparse (main_content=True)": extract_resiliparse,
     "resiliparse (whole page, no extraction)": extract_all_text,
