@@ -10,8 +10,7 @@ the rest). The same names, as CSS selectors, run inside lexbor (resiliparse's C 
 1. take the article's container (the first of trafilatura's container selectors, in its order,
    that holds some text; its first match in document order outside what trafilatura's tree
    cleaning deletes, as trafilatura, with the blocks of its kind beside it), else the whole page;
-2. resiliparse's main-content text of its inside (read by its paragraphs, where it has some, as
-   trafilatura reads it: `paragraphs_only`), skipping the elements whose class or id name a
+2. resiliparse's main-content text of its inside, skipping the elements whose class or id name a
    comment thread, a share bar, related stories, navigation, an ad, a byline or author box, a
    cookie notice or a newsletter form, and teaser cards (a link that holds a heading), matched in
    resiliparse's own walk (its `skip_elements`), with the container's bulleted lists that are text,
@@ -36,7 +35,6 @@ import regex
 from streamdedup.clean import trafilatura_extract
 from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
-from streamdedup.clean.paragraphs_only import paragraphs_only
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
@@ -47,8 +45,7 @@ from streamdedup.clean.paragraphs_only import paragraphs_only
 # 6: a <noscript> holds only what it holds with scripting on (`clean.noscript`) (2026-12-06).
 # 7: a container's <ul> that is content, not a list of links, is read (`content_lists`) (2026-12-06).
 # 8: comment cards, cookie notices, buttons, date lines, dialogs and hidden blocks (`HOST_LINES`) (2026-12-07).
-# 9: a container with paragraphs is read by its paragraphs, not its bare <div> text (`paragraphs_only`) (2026-12-07).
-RULES_VERSION = 9
+RULES_VERSION = 8
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -374,13 +371,12 @@ def container_text(blocks: list[Any], lists: bool = True) -> str:
     """The blocks' main text as `steered_text` makes it: each block's inside, without what trafilatura discards.
 
     Each block's inside is parsed apart (its own class may name what the skip list drops:
-    "l-sidebar-fixed l-article-body"); `lists`: its content lists read (`content_lists`); where it
-    has paragraphs, its bare <div> text left out, as trafilatura leaves it (`paragraphs_only`)."""
+    "l-sidebar-fixed l-article-body"); `lists`: its content lists read (`content_lists`)."""
     from resiliparse.parse.html import HTMLTree
 
     texts = []
     for block in blocks:
-        markup = paragraphs_only(block.inner_html, MIN_CONTAINER_CHARS)
+        markup = block.inner_html
         inside = HTMLTree.parse(markup)
         # lexbor writes each <ul> it holds as "<ul": where none is, no list to read (~0.02 ms of queries spared)
         if lists and "<ul" in markup:
