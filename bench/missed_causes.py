@@ -17,7 +17,8 @@ its order:
 - `share`: the share of new word pairs over `max_share` with more than `max_pairs` pairs.
 
 With the page's relation to the candidate (`supersedes`: the candidate's text is all in the page;
-`related`: neither). Read the page's new lines with `bench/host_earlier_pages.py`. Pure CPU: ~1.5 min for web dev on 2 shared cores.
+`related`: neither), and its place among its host's pages in the set (`host page` 1: the host's
+first, whose lines no template can know yet). Read the page's new lines with `bench/host_earlier_pages.py`. Pure CPU: ~1.5 min for web dev on 2 shared cores.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import streamdedup.detector as detector
 import streamdedup.evaluate.run as run
@@ -95,25 +97,43 @@ def main(argv: list[str] | None = None) -> int:
     links = capture()
     cli_main(["eval", str(args.dataset), "--out", str(args.out), "--methods", "minhash", "-q"])
     errors = json.loads((args.out / "errors.json").read_text())
+    places = host_places(args.dataset)
     rows = []
     for miss in errors["default"]["directional"]["missed_redundant"]:
         pid, rid = str(miss["page"].get("id")), str(miss["redundant_after"].get("id"))
         mine = links.get(pid, [])
         link = next((x for x in mine if x["other"] == rid), None) or min(
             mine, key=lambda x: x["new_share"], default=None)
-        rows.append({"id": pid, "variant": miss["page"].get("variant"), "repeats": rid,
+        rows.append({"id": pid, "variant": miss["page"].get("variant"), "repeats": rid, "host_page": places.get(pid),
                      "link": link, "cause": link["cause"] if link else "no candidate", "links": mine})
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
-    print(f"{'page':40} {'variant':14} {'to':7} {'relation':10} {'new':>5} {'theirs':>6}  cause")
+    print(f"{'page':40} {'variant':14} {'host page':>9} {'to':7} {'relation':10} {'new':>5} {'theirs':>6}  cause")
     for row in rows:
         link = row["link"] or {}
         to = "-" if not link else "it" if link["other"] == row["repeats"] else "another"
-        print(f"{row['id']:40} {row['variant']:14} {to:7} {link.get('relation', '-'):10} "
+        place = "-" if row["host_page"] is None else "{} of {}".format(*row["host_page"])
+        print(f"{row['id']:40} {row['variant']:14} {place:>9} {to:7} {link.get('relation', '-'):10} "
               f"{link.get('new_share', float('nan')):5.3f} {link.get('their_new_share', float('nan')):6.3f}  "
               f"{row['cause']}")
     print(dict(Counter(str(row["cause"]).split(" (")[0] for row in rows)))
+    print("host page:", dict(sorted(Counter(row["host_page"][0] for row in rows if row["host_page"]).items())))
     return 0
+
+
+def host_places(dataset: Path) -> dict[str, tuple[int, int]]:
+    """Each page's place among its host's pages in the set's order (1: the first) and their number, by id."""
+    hosts = []
+    with dataset.open() as lines:
+        for line in lines:
+            record = json.loads(line)
+            hosts.append((str(record.get("id")), urlsplit(str(record.get("url", ""))).hostname or ""))
+    seen: Counter[str] = Counter()
+    places = []
+    for _, host in hosts:
+        seen[host] += 1
+        places.append(seen[host])
+    return {page: (place, seen[host]) for (page, host), place in zip(hosts, places, strict=True)}
 
 
 if __name__ == "__main__":

@@ -36,3 +36,11 @@ def test_each_cause_is_the_rule_that_made_the_text_new():
     assert of(NewText(0.02, 2.0, paragraph=15, replaced=True)) == "paragraph (15 words, replaced)"
     assert of(NewText(0.02, 2.0, paragraph=15)) == ""  # a short line beside the copy: no new text
     assert of(NewText(0.0, 0.0, numbers_changed=True)) == "numbers"
+
+
+def test_a_pages_place_among_its_hosts_pages_follows_the_sets_order(tmp_path: Path):
+    lines = [{"id": "a1", "url": "https://a.example/1"}, {"id": "b1", "url": "https://b.example/1"},
+             {"id": "a2", "url": "https://a.example/2"}, {"id": "a3", "url": "https://a.example/3?x"}]
+    dataset = tmp_path / "set.jsonl"
+    dataset.write_text("".join(f'{{"id": "{r["id"]}", "url": "{r["url"]}"}}\n' for r in lines))
+    assert _bench().host_places(dataset) == {"a1": (1, 3), "b1": (1, 1), "a2": (2, 3), "a3": (3, 3)}
