@@ -5,7 +5,7 @@
         --newspaper ../sets/newspaper4k-0.9.6.tar.gz [--handbook /usr/share/doc/debian-handbook/html] \
         [--kinds numbers product] [-v]
 
-Written for the session-86 review (an indexer that drops every page tagged duplicate). Articles and
+A crawler's review (an indexer that drops every page tagged duplicate). Articles and
 templates as `review_crawl.py` takes them (readability's extracted articles, newspaper4k's texts,
 trafilatura's pages with their article box emptied). Kinds, each one crawl through `dedup_files`
 (file mode, defaults), each case an earlier page then a later one, on a cold or warm host, at the

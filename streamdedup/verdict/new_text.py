@@ -261,7 +261,7 @@ def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.nd
     With the paragraphs' lengths (`words`, `their_words`), a paragraph without a counterpart of 3
     values has one in the only paragraph of the other's in its place (between its neighbours'
     counterparts) sharing `IN_PLACE_VALUES` and as many words: a number replaced keeps the length
-    (crawler review s86: a share price corrected in a 17-word line was a duplicate). Not asked: a
+    (a crawler's review: a share price corrected in a 17-word line was a duplicate). Not asked: a
     paragraph of `NUMBERS_MOST` numbers or more, whose count reads "that many or more", so a number
     replaced by a word (a light edit) would read as one replaced by another (docs/limitations.md).
     `equal`: `_equal_values(values, their_values)` if the caller has it."""

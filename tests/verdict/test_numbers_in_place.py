@@ -1,4 +1,4 @@
-"""A number corrected in a short paragraph, or in one stating 7+ numbers, is new text (crawler review s86).
+"""A number corrected in a short paragraph, or in one stating 7+ numbers, is new text (a crawler's review).
 
 A replaced number can leave a 12-30-word paragraph only 2 of its 4 sketch values (12 % of real
 paragraphs of readability's test pages): the corrected page was its original's duplicate, and an

@@ -1,4 +1,4 @@
-"""A reader's comment added under an article, as a crawler re-fetches it (crawler review s86).
+"""A reader's comment added under an article, as a crawler re-fetches it (a crawler's review).
 
 `fast` follows trafilatura in leaving out a box whose class or id names a comment section, so the
 re-fetch with a new comment there is its earlier fetch's duplicate and an indexer that drops
