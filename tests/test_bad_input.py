@@ -116,3 +116,20 @@ def test_size_cap_is_configurable(tmp_path):
     config = DetectorConfig(cleaning=CleaningConfig(max_content_bytes=1000))
     outcomes = run_records([{"url": "https://x.example/", "content": "<p>" + "y" * 2000 + "</p>"}], tmp_path, config)
     assert outcomes[0].dedup["reason"] == "too_large"
+
+
+@pytest.mark.parametrize("empty", [b"", b" \r\n"], ids=["empty (a tombstone's value)", "whitespace"])
+def test_an_empty_message_is_rejected_saying_it_is_empty_not_a_json_parser_error(empty, tmp_path):
+    """A Kafka tombstone (no value: the worker and the Faust app read it as b"") or an empty message:
+    its dead letter says so in words.
+
+    Before: "not JSON: Input is a zero-length, empty document: line 1 column 1 (char 0)"."""
+    from streamdedup.detector import Detector
+    from streamdedup.record.readers import RawRecord
+
+    with Detector(DetectorConfig(), tmp_path) as detector:
+        outcomes = list(detector.run([RawRecord("pages[0]@7", data=empty), RawRecord("pages[0]@8", data=orjson.dumps(GOOD))]))
+    assert [o.status for o in outcomes] == ["rejected", "unique"]
+    dedup = outcomes[0].dedup
+    assert dedup["reason"] == "invalid_json"
+    assert dedup["detail"].startswith("the message is empty") and "tombstone" in dedup["detail"]

@@ -73,6 +73,7 @@ from streamdedup.runtime.faust_outputs import (
     input_headers,
     is_broker_trouble,
     is_size_refusal,
+    is_stub,
     refused_line,
     render,
     too_large_output,
@@ -438,8 +439,7 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         That is its rejection if the broker refused its size, or the output itself if the broker is away. Any other
         error is raised."""
         if is_size_refusal(err):
-            if any(name == "dedup.original_bytes" or value == Reason.TOO_LARGE_FOR_BROKER.value.encode()
-                   for name, value in output[3]):
+            if is_stub(output[3]):
                 raise err  # even the stub is refused: nothing smaller to send
             log.warning("the broker refused a %d-byte record for %s as too large: it goes to %s as %s",
                         len(output[2] or b""), names[output[0]], t.rejected, Reason.TOO_LARGE_FOR_BROKER.value)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from streamdedup.clusters import page_fields, verdict_line, view_event
-from streamdedup.outputs.kafka import cluster_events, light_headers
+from streamdedup.outputs.kafka import OURS, cluster_events, light_headers, with_input_headers
 from streamdedup.outputs.record_size import Headers
 from streamdedup.record.json_value import json_object
 from streamdedup.record.rejection import Reason
@@ -48,8 +48,11 @@ def render(dedup: dict, key: bytes | None, value: bytes | None, source: str = ""
 
 def render_verdict(dedup: dict, key: bytes | None, value: bytes | None, source: str,
                    passed: Headers | None) -> list[Output]:
-    """`render` without its fallback: raises if the outputs cannot be written."""
-    headers = dedup_headers(dedup, source)
+    """`render` without its fallback: raises if the outputs cannot be written.
+
+    The page's verdict or dead letter carries our headers, then the input's whole, as the worker's
+    (`outputs.kafka.whole_headers`)."""
+    headers = with_input_headers(dedup_headers(dedup, source), passed)
     parsed = json_object(value)
     if dedup["status"] == "rejected":
         if parsed is not None:  # a JSON object carries its verdict, in place of a sender's, as the worker's
@@ -93,18 +96,30 @@ def too_large_output(output: Output, topic: str, source: str) -> Output:
     """The rejection sent instead of an output the broker refused for its size.
 
     It is the worker's `too_large_for_broker` stub (id, url, size, topic, verdict). For a dead letter it is the dead
-    letter's own reason, with the original omitted (outputs/kafka.py)."""
+    letter's own reason, with the original omitted (outputs/kafka.py). It carries the input's headers
+    (those of `output` after ours) up to `record.passed.PASSED_BYTES`, as the worker's stub."""
     target, key, value, headers = output
     size = len(value or b"")
+    ours = [(name, data) for name, data in headers if name.startswith(OURS)]
+    passed = [(name, data) for name, data in headers if not name.startswith(OURS)]
     if target == "rejected":
         stub = {"bytes": size, "omitted": "original", "topic": topic}
-        return ("rejected", key, orjson.dumps(stub), [*headers, ("dedup.original_bytes", str(size).encode())])
+        return ("rejected", key, orjson.dumps(stub),
+                light_headers([*ours, ("dedup.original_bytes", str(size).encode())], passed))
     record = orjson.loads(value or b"{}") if target in (*PAGE_TARGETS, "verdicts") else {}
     dedup = record.get("dedup") if isinstance(record, dict) else None
     stub = {"id": (dedup or {}).get("id"), "url": record.get("url") if isinstance(record, dict) else None,
             "bytes": size, "topic": topic, **({"dedup": dedup} if dedup else {})}
     rejection = too_large_rejection(topic, size, source)
-    return ("rejected", key, orjson.dumps(stub), dedup_headers(rejection, source))
+    return ("rejected", key, orjson.dumps(stub), light_headers(dedup_headers(rejection, source), passed))
+
+
+def is_stub(headers: list) -> bool:
+    """Whether an output with these headers is already a `too_large_output` stub (nothing smaller to send).
+
+    Told by our headers only: an input's header of the same value (`dedup.*` ones are dropped) is not ours."""
+    reason = ("dedup.reason", Reason.TOO_LARGE_FOR_BROKER.value.encode())
+    return any(name == "dedup.original_bytes" or (name, data) == reason for name, data in headers)
 
 
 def input_headers(headers: Any) -> list[tuple[str, bytes | None]]:
@@ -133,5 +148,5 @@ def is_broker_trouble(err: BaseException) -> bool:
                for e in (err, err.__cause__)) and not is_size_refusal(err)
 
 
-__all__ = ["PAGE_TARGETS", "Output", "input_headers", "is_broker_trouble", "is_size_refusal", "line_output",
+__all__ = ["PAGE_TARGETS", "Output", "input_headers", "is_broker_trouble", "is_stub", "is_size_refusal", "line_output",
            "refused_line", "render", "render_verdict", "too_large_output", "too_large_rejection"]

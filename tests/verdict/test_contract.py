@@ -46,3 +46,28 @@ def test_the_faust_apps_dead_letter_carries_its_verdict_in_place_of_the_senders(
     forged = b'{"url": "https://a.example/", "dedup": {"status": "duplicate", "duplicate_of": "victim"}}'
     (_, _, value, _), _ = render(rejected, b"k", forged, "pages[0]@9")
     assert orjson.loads(value) == {"url": "https://a.example/", "dedup": rejected}
+
+
+def test_the_faust_apps_page_outputs_carry_the_inputs_headers_as_the_workers_do():
+    """A crawler's trace id on every output of its page, after ours; an input `dedup.*` header is dropped.
+
+    Before: the Faust app put the input's headers on the verdict line only, not on the page's
+    verdict, its dead letter or its `too_large_for_broker` stub (the worker carries them on each)."""
+    from streamdedup.runtime.faust_outputs import is_stub, too_large_output
+
+    passed = [("trace-id", b"t-1"), ("dedup.status", b"forged"), ("tenant", b"\x00\xff"), ("empty", None)]
+    carried = [("trace-id", b"t-1"), ("tenant", b"\x00\xff"), ("empty", None)]
+    unique = Verdict("p1", "unique", "p1").as_dict()
+    [page, *_] = render(unique, b"k", b'{"url": "https://a.example/"}', "pages[0]@7", passed)
+    assert page[0] == "unique" and page[3] == [*headers(unique, "pages[0]@7"), *carried]
+    rejected = Rejection("invalid_json", "not JSON", "pages[0]@8").as_dict()
+    [dead, _] = render(rejected, b"k", b"{bad", "pages[0]@8", passed)
+    assert dead[0] == "rejected" and dead[3] == [*headers(rejected, "pages[0]@8"), *carried]
+    stub = too_large_output(page, "unique-topic", "pages[0]@7")
+    assert stub[0] == "rejected" and dict(stub[3])["dedup.reason"] == b"too_large_for_broker"
+    assert stub[3][-3:] == carried and dict(stub[3])["dedup.status"] == b"rejected"
+    dead_stub = too_large_output(dead, "rejected-topic", "pages[0]@8")
+    assert dead_stub[3][-3:] == carried and dict(dead_stub[3])["dedup.original_bytes"] == b"4"
+    # a stub is told by our headers, not by an input's header that says the same
+    assert is_stub(stub[3]) and is_stub(dead_stub[3])
+    assert not is_stub([*headers(unique, "pages[0]@7"), ("note", b"too_large_for_broker"), ("reason", b"x")])
