@@ -361,7 +361,7 @@ class Fingerprinter:
         if raw.fields is not None:
             return raw.fields, _raw_payload(raw)
         data = json_text(raw.data)
-        if not data or data.isspace():  # a Kafka tombstone's value is b"": orjson's "zero-length, empty document" says less
+        if not data or data.isspace():  # a tombstone reads as b"": say so in words
             raise Rejected(Reason.INVALID_JSON, "the message is empty (no value, as a Kafka tombstone, or only "
                            "blanks): a page is one JSON object with url and content")
         try:

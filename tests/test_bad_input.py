@@ -133,3 +133,14 @@ def test_an_empty_message_is_rejected_saying_it_is_empty_not_a_json_parser_error
     dedup = outcomes[0].dedup
     assert dedup["reason"] == "invalid_json"
     assert dedup["detail"].startswith("the message is empty") and "tombstone" in dedup["detail"]
+
+
+@pytest.mark.parametrize(("record", "reason", "said"), [
+    ({"url": "https://x.example/", "content": None}, "missing_content", "content is null (accepted: content, html"),
+    ({"url": None, "content": "<p>text</p>"}, "missing_url", "url is null (accepted: url, uri"),
+    ({"url": "https://x.example/"}, "missing_content", "no content field (accepted: content, html"),
+])
+def test_a_null_field_is_named_as_null_not_as_absent(record, reason, said, tmp_path):
+    """Before: `"content": null` was rejected as "no content field", which the record plainly has."""
+    [outcome] = run_records([record], tmp_path)
+    assert outcome.dedup["reason"] == reason and outcome.dedup["detail"].startswith(said)

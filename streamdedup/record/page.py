@@ -164,6 +164,12 @@ def _first(record: Mapping[str, Any], canonical: str) -> tuple[str | None, Any]:
     return None, None
 
 
+def _none_of(record: Mapping[str, Any], canonical: str) -> str:
+    """Why a record has no value for a field: it has none of its names, or it gives them as null."""
+    nulls = [name for name in FIELD_ALIASES[canonical] if name in record]
+    return f"{', '.join(nulls)} is null" if nulls else f"no {canonical} field"
+
+
 def first_field(record: Mapping[str, Any], canonical: str) -> Any:
     """A record's value for a canonical field (`FIELD_ALIASES`), as given (None: none)."""
     return _first(record, canonical)[1]
@@ -231,7 +237,7 @@ def page_from_record(record: Any, *, max_content_bytes: int, position: str | Non
         raise Rejected(Reason.INVALID_SHAPE, f"a page must be a JSON object, got {type(record).__name__}")
     url_field, url = _first(record, "url")
     if url is None:
-        raise Rejected(Reason.MISSING_URL, f"no url field (accepted: {', '.join(FIELD_ALIASES['url'])})")
+        raise Rejected(Reason.MISSING_URL, f"{_none_of(record, 'url')} (accepted: {', '.join(FIELD_ALIASES['url'])})")
     if not isinstance(url, str) or not url.strip():
         raise Rejected(Reason.INVALID_FIELD, f"{url_field} must be a non-empty string")
     if len(url) > MAX_URL_CHARS:
@@ -239,7 +245,7 @@ def page_from_record(record: Any, *, max_content_bytes: int, position: str | Non
     content_field, content = _first(record, "content")
     if content is None:
         raise Rejected(Reason.MISSING_CONTENT,
-                       f"no content field (accepted: {', '.join(FIELD_ALIASES['content'])})")
+                       f"{_none_of(record, 'content')} (accepted: {', '.join(FIELD_ALIASES['content'])})")
     if content_field == "content_base64" or record.get("content_encoding") == "base64":
         content = _decode_base64(content, content_field)
     if not isinstance(content, (str, bytes)):
