@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+import shlex
 import sys
+from pathlib import Path
 
 # the distribution's name on the package index (`streamdedup` there is another project); the
 # import package is `streamdedup`
@@ -45,5 +47,23 @@ def check_extra(command: str) -> None:
         raise MissingExtra(f"streamdedup {command} needs noida-db (the development broker), which has no wheel for "
                            f"{sys.platform} {platform.machine()}: run Kafka (or another Kafka-protocol broker) "
                            "and point `streamdedup worker --bootstrap-servers` at it")
-    raise MissingExtra(f"streamdedup {command} needs the {extra} extra: pip install -c constraints.txt '.[{extra}]' "
-                       f"in a streamdedup checkout (or pip install {EXTRA_PACKAGES[extra]})")
+    raise MissingExtra(f"streamdedup {command} needs the {extra} extra: {install_hint(extra)}")
+
+
+def _checkout() -> Path | None:
+    """The checkout this code runs from (an editable install, as `make` makes, or PYTHONPATH), if any."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "constraints.txt").is_file() else None
+
+
+def install_hint(extra: str) -> str:
+    """How to add `extra`; from a checkout, editable and into this interpreter.
+
+    A plain `pip install .` there would replace the checkout's editable install (`make`'s .venv)
+    with a copy that the checkout's later edits do not reach."""
+    root = _checkout()
+    if root is None:
+        return (f"pip install -c constraints.txt '.[{extra}]' "
+                f"in a streamdedup checkout (or pip install {EXTRA_PACKAGES[extra]})")
+    return (f"cd {shlex.quote(str(root))} && {shlex.quote(sys.executable)} -m pip install -c constraints.txt "
+            f"-e '.[{extra}]' (or pip install {EXTRA_PACKAGES[extra]})")

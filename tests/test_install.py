@@ -129,9 +129,39 @@ def test_a_missing_extra_ends_in_one_line(tmp_path: Path, argv: list[str], extra
     command = argv[0]
     said = one_line(result)
     # `streamdedup` on the package index is another project: the hint installs from the checkout
-    assert said.startswith(f"streamdedup {command} needs the {extra} extra: pip install -c constraints.txt "
-                           f"'.[{extra}]' in a streamdedup checkout (or pip install "), said
+    assert said.startswith(f"streamdedup {command} needs the {extra} extra: "), said
+    assert f"pip install -c constraints.txt -e '.[{extra}]'" in said and "(or pip install " in said, said
     assert "streamdedup[" not in said, said
+
+
+def test_a_missing_extra_from_a_checkout_keeps_the_install_editable(tmp_path: Path) -> None:
+    """`make run` installs this checkout editable into .venv; the hint said `pip install '.[eval]'`,
+    which, run there, replaced it with a copy: the checkout's later edits were then not what ran
+    (and the kernels compiled again). From a checkout the hint is the one command that keeps it
+    editable: into this interpreter, in this checkout, wherever the user stands."""
+    import shlex
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's code, as an editable install runs it
+    result = subprocess.run([sys.executable, "-c", "import sys\nsys.modules['matplotlib'] = None\n"
+                             "from streamdedup.cli import main\nsys.exit(main(['eval', 'x.jsonl', '--out', 'x']))"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    said = one_line(result)
+    fix = (f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m pip install -c constraints.txt "
+           "-e '.[eval]'")
+    assert fix in said, said
+
+
+def test_a_missing_extra_outside_a_checkout_names_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed from the package files (no checkout beside the code): install from a checkout."""
+    from streamdedup import extras
+
+    monkeypatch.setattr(extras, "_checkout", lambda: None)
+    with pytest.raises(extras.MissingExtra) as err:
+        monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None)
+        extras.check_extra("eval")
+    assert str(err.value) == ("streamdedup eval needs the eval extra: pip install -c constraints.txt '.[eval]' "
+                              "in a streamdedup checkout (or pip install matplotlib rapidfuzz)")
 
 
 def test_worker_needs_no_development_broker(tmp_path: Path) -> None:
