@@ -53,8 +53,13 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                       notify=None if args.quiet else notify)
     if run.summary is None:  # an unchanged rerun of a finished job
         if not args.quiet:
-            print(f"{run.out} already holds this finished run ({run.consumed} records): nothing to do "
-                  "(--fresh starts over)")
+            if run.settings_changed:
+                judged = "; ".join(f"{name} {old}, these settings say {new}" for name, old, new in run.settings_changed)
+                print(f"{run.out} already holds this finished run ({run.consumed} records): nothing to do; its records "
+                      f"were judged with {judged} (--fresh judges them again)")
+            else:
+                print(f"{run.out} already holds this finished run ({run.consumed} records): nothing to do "
+                      "(--fresh starts over)")
         return 0
     if run.stopped:
         print(f"streamdedup: stopped by {run.stopped} after the batch in hand: the {run.consumed} records read are in "

@@ -513,6 +513,28 @@ def test_rerun_of_a_finished_job_says_so_and_changes_nothing(tmp_path, capsys):
     assert not any(r["dedup"]["reason"] == "duplicate_id" for r in _read(out / "rejected.jsonl"))
 
 
+def test_rerun_of_a_finished_job_under_other_verdict_settings_names_them(tmp_path, capsys):
+    """A newcomer's review: rerun with `--max-new-share 0.5` (or a config's retention), a finished job
+    said "nothing to do" as for the same command, and its outputs read as judged with the new
+    settings. It now names the settings its records were judged with and those given, and --fresh;
+    a file grown since is judged on, its earlier part saying so."""
+    crawl, out = _crawl(tmp_path), tmp_path / "out"
+    assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 0
+    before = _snapshot(out)
+    capsys.readouterr()
+    assert main(["dedup", str(crawl), "--out", str(out), "--max-new-share", "0.5"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == (f"{out} already holds this finished run (5 records): nothing to do; its records were judged "
+                       "with max_new_share 0.1, these settings say 0.5 (--fresh judges them again)"), printed
+    assert _snapshot(out) == before
+    with crawl.open("a") as grown:
+        grown.write(json.dumps({"url": "https://d.example/1", "content": "\n\n".join(make_article(43))}) + "\n")
+    assert main(["dedup", str(crawl), "--out", str(out), "--max-new-share", "0.5"]) == 0
+    err = capsys.readouterr().err
+    assert "its 5 records are skipped, the rest is processed" in err, err
+    assert "judged with max_new_share 0.1; the rest with 0.5" in err, err
+
+
 def test_other_inputs_into_a_finished_out_are_refused_unless_appended(tmp_path, capsys):
     crawl, out = _crawl(tmp_path), tmp_path / "out"
     assert main(["dedup", str(crawl), "--out", str(out), "-q"]) == 0

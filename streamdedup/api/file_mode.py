@@ -40,6 +40,9 @@ class FileRun:
     consumed: int
     resumed: str | None = None
     stopped: str | None = None
+    # the verdict settings given otherwise than the continued run's records were judged with:
+    # (name, the run's, this call's), e.g. ("max_new_share", "0.1", "0.5")
+    settings_changed: tuple[tuple[str, str, str], ...] = ()
 
 
 def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str], out: str | os.PathLike[str],
@@ -76,7 +79,8 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
             remove_store(state_dir)
             remove_outputs(out_dir)
         with Detector(config, state_dir) as detector:
-            job = FileJob(detector.store, out_dir, state_dir, paths, [config.policy, config.site_policy])
+            settings = config.verdict_settings()
+            job = FileJob(detector.store, out_dir, state_dir, paths, [config.policy, config.site_policy], settings)
             earlier = list(job.ledger.jobs)
             records = job.records(lambda names, warc: read_inputs(names, config.cleaning.max_content_bytes, warc))
             if earlier and job.job is not earlier[-1] and not append:  # other inputs after a finished job
@@ -84,14 +88,16 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
                 raise JobRefused(f"{out_dir} already holds the finished run over {_shown(earlier[-1].inputs)}"
                                  f"{_other(earlier[-1], job.job)}: give them a new --out, or use --fresh to start "
                                  "over (--append adds them to it)")
+            changed = job.job.settings_changed(settings) if job.resumed else ()
             if job.resumed == "finished":
                 first = next(records, None)
                 if first is None:  # an unchanged rerun: its outputs stand as they are
-                    return FileRun(out_dir, state_dir, None, job.job.consumed, job.resumed)
+                    return FileRun(out_dir, state_dir, None, job.job.consumed, job.resumed, settings_changed=changed)
                 records = chain_records(first, records)
             if job.resumed:
+                judged = f" (they were judged with {_judged(changed)})" if changed else ""
                 say(f"{out_dir} holds the {job.resumed} run of these inputs: its {job.job.consumed} records are "
-                    "skipped, the rest is processed")
+                    f"skipped, the rest is processed{judged}")
             records = job.positioned(records)
             job.begin()
             sink = FileSink(out_dir, job.lengths, job.ledger.tally)
@@ -157,6 +163,11 @@ def chain_records(first: RawRecord, rest: Generator[RawRecord, None, None]) -> G
     """`first` then the rest of the generator it came from (closing it closes that one)."""
     yield first
     yield from rest
+
+
+def _judged(changed: tuple[tuple[str, str, str], ...]) -> str:
+    """The settings changed as a resumed run says them: "max_new_share 0.1; the rest with 0.5"."""
+    return "; ".join(f"{name} {old}; the rest with {new}" for name, old, new in changed)
 
 
 def _other(last: Job, this: Job) -> str:

@@ -76,6 +76,14 @@ class Job:
     # its number among the jobs and sessions of its store (`store.sessions`), in its undated pages'
     # ids; None: a job of a ledger before version 3, numbered by its place in its ledger as it was
     number: int | None = None
+    # the verdict settings it was judged with (`DetectorConfig.verdict_settings`); {}: a job of a
+    # version that kept none. Not part of its identity: a rerun under others continues it and says so
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def settings_changed(self, settings: dict[str, str]) -> tuple[tuple[str, str, str], ...]:
+        """The verdict settings `settings` gives otherwise than this job was judged with: (name, its, given)."""
+        return tuple((name, self.settings[name], value) for name, value in settings.items()
+                     if name in self.settings and self.settings[name] != value)
 
     def same_command(self, other: Job) -> bool:
         """Whether the other job ran on the same inputs under the same policy (so this one continues it)."""
@@ -134,7 +142,7 @@ class FileJob:
     """The ledger of one --out in one store: where this run starts, and its progress per batch."""
 
     def __init__(self, store: SignatureStore, out: Path, state: Path, inputs: list[str],
-                 policy: list[str]) -> None:
+                 policy: list[str], settings: dict[str, str] | None = None) -> None:
         self.store = store
         self.out = out
         self.key, raw = self._find_ledger(store, out, state)
@@ -143,7 +151,7 @@ class FileJob:
             if path != STDIN and not Path(path).is_file():
                 raise FileNotFoundError(f"input {path} is not a file")
         self.job = Job([p if p == STDIN else str(Path(p).resolve()) for p in inputs], policy,
-                       warc_records=WARC_RECORDS)
+                       warc_records=WARC_RECORDS, settings=dict(settings or {}))
         self.resumed: str | None = None  # "unfinished" or "finished": the job this run continues
         if raw is None and (found := existing_outputs(out)):
             raise JobRefused(f"{out} already holds {', '.join(found)}, from a run that the store at {state} has "
