@@ -100,7 +100,9 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
     with EmbeddedBroker(base / "broker") as broker:
         settings = WorkerSettings(bootstrap_servers=broker.bootstrap_servers, state_dir=base / "state",
                                   group_id="streamdedup-demo", worker_id="demo")
-        print(f"2/5 broker (noida-db) up on {broker.bootstrap_servers}; topics: {ensure_topics(settings)}")
+        topics = ensure_topics(settings)
+        print(f"2/5 broker (noida-db) up on {broker.bootstrap_servers}; topics: "
+              + ", ".join(f"{name} ({count} partition{'s' if count != 1 else ''})" for name, count in topics.items()))
         by_reader: Counter[str] = Counter()  # records the reader rejected (a WARC's 404): `feed` sends them rejected
         sent = feed(read_input(str(crawl)), settings.client(), settings.topics.pages,
                     rejected_topic=settings.topics.rejected, by_reader=by_reader)
@@ -133,10 +135,12 @@ def _run_demo(crawl: Path, base: Path, config: DetectorConfig, kept: bool) -> di
         print("\n".join(verdict_lines(verdicts)))
         stores = (f"the stores are in {settings.state_dir}" if kept else
                   "the stores go with the demo's temporary folder (--workdir keeps them)")
-        print(f"Where to look next: every verdict of the sample crawl, in files: `make dedup` (out/sample/); {stores}; "
-              "run your own broker with "
-              "`streamdedup broker`, a worker with `streamdedup worker`, feed pages with `streamdedup feed FILE`, "
-              f"or the whole system on Apache Kafka with `docker compose up` (README){commands_hint()}.")
+        print("Where to look next:\n"
+              "  - every verdict of the sample crawl, in files: `make dedup` (out/sample/)\n"
+              f"  - {stores}\n"
+              "  - your own broker: `streamdedup broker`; a worker: `streamdedup worker`; pages into it: "
+              "`streamdedup feed FILE`\n"
+              f"  - the whole system on Apache Kafka: `docker compose up` (README){commands_hint()}")
     return summary
 
 

@@ -65,7 +65,8 @@ def test_demo_end_to_end(tmp_path, capfd):
     assert summary["clusters"] == 2 and summary["largest_cluster"] == 2
     assert (summary["late_matches"], summary["late_related"]) == (0, 0)  # one partition, in order: nothing late
     out, err = capfd.readouterr()
-    assert "Where to look next" in out
+    assert "Where to look next:\n  - every verdict of the sample crawl" in out  # a list, not one 400-character line
+    assert "topics: pages (1 partition), pages.unique (1 partition)" in out, out  # not a Python dict
     # verdicts a newcomer can read, named by url; the summary alone gave counts only
     assert "  duplicate  https://b.example/1  of https://a.example/1 (" in out
     assert "  rejected   pages[0]@3  invalid_json: not JSON" in out
