@@ -96,6 +96,18 @@ def whole_headers(ours: list[tuple[str, bytes]], passed: Headers | None,
     return light_headers(ours, passed, omitted) if omitted else with_input_headers(ours, passed)
 
 
+def header_forms(ours: list[tuple[str, bytes]], passed: Headers | None,
+                 omitted: int = 0) -> list[list[tuple[str, bytes | None]]]:
+    """A verdict's or dead letter's headers, whole to lightest, in the order they are tried before its stub.
+
+    The input's headers whole (`whole_headers`), then, where they are over `record.passed.PASSED_BYTES`, left out
+    (`light_headers`). The worker sends the first form that fits (`Outputs.verdict`, `_dead_letter_forms`); the Faust
+    app the next one after the broker refused a form (`runtime.faust_outputs.after_refusal`)."""
+    whole = whole_headers(ours, passed, omitted)
+    light = light_headers(ours, passed, omitted)
+    return [whole] if light == whole else [whole, light]
+
+
 @dataclass
 class WorkerStats:
     """A worker's running counts: messages consumed and produced, pages decided by status, batches."""
@@ -213,9 +225,8 @@ class Outputs:
         target = self.topics.unique if status == "unique" else self.topics.duplicates
         key = dedup["id"].encode("utf-8", "surrogatepass")
         value = record_json(record, dedup, line)
-        whole = whole_headers(ours, passed, headers_omitted)
-        light = light_headers(ours, passed, headers_omitted)
-        headers = next((h for h in (whole, light) if self.fits(target, key, value, h)), None)
+        headers = next((h for h in header_forms(ours, passed, headers_omitted) if self.fits(target, key, value, h)),
+                       None)
         if headers is not None:
             self.send(target, key, value, headers)
             self._counts[("page", status, "")] += 1
@@ -345,11 +356,9 @@ def _dead_letter_forms(key: bytes | None, original: bytes | None, topic: str, ou
     The original with the input's key and headers; with those over the bound left out (`light_headers`,
     `record.passed`); a stub of the original with them whole; with them left out over the bound;
     the stub with our headers alone."""
-    whole = whole_headers(ours, passed, headers_omitted)
     short_key, key_omitted = bounded_key(key)
     key_note = [("dedup.key_omitted", str(key_omitted).encode())] if key_omitted else []
-    yield key, original, whole
-    yield key, original, light_headers(ours, passed, headers_omitted)
+    yield from ((key, original, headers) for headers in header_forms(ours, passed, headers_omitted))
     if key_omitted:
         yield short_key, original, light_headers([*ours, *key_note], passed, headers_omitted)
     size = len(original or b"")

@@ -34,10 +34,12 @@ replay renders them again from the journaled verdict), so repeats are byte-ident
 
 Sizes: topics are created as the worker's (`topics.ensure_topics`), the producer compresses with
 zstd and takes records up to `MAX_RECORD_BYTES`; an output the broker still refuses for its size
-goes to the rejected topic as `too_large_for_broker` (a stub with id, url and size), as the
-worker sends it. Every output is awaited before the record counts as done (Faust commits what
-the agent has taken); an error that is not the broker's refusal or absence stops the app without
-committing, rather than letting Faust restart the agent past the record.
+goes again in the worker's next form (`faust_outputs.after_refusal`): a verdict or dead letter that
+carried the input's headers whole, without them where they are over 64 KiB; else to the rejected
+topic as `too_large_for_broker` (a stub with id, url and size), as the worker sends it. Every
+output is awaited before the record counts as done (Faust commits what the agent has taken); an
+error that is not the broker's refusal or absence stops the app without committing, rather than
+letting Faust restart the agent past the record.
 
     streamdedup faust --bootstrap-servers 127.0.0.1:9092 --state-dir faust-state
 """
@@ -54,7 +56,7 @@ from typing import Any, NoReturn
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.logs import Repeats
-from streamdedup.outputs.record_size import Headers
+from streamdedup.outputs.record_size import Headers, record_size
 from streamdedup.record.rejection import Reason
 from streamdedup.runtime.faust_journal import (
     JOURNAL_KEEP,
@@ -70,6 +72,7 @@ from streamdedup.runtime.faust_journal import (
 from streamdedup.runtime.faust_outputs import (
     PAGE_TARGETS,
     Output,
+    after_refusal,
     input_headers,
     is_broker_trouble,
     is_size_refusal,
@@ -402,48 +405,51 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
         await deliver(lines, source)
 
     async def deliver(outputs: list[Output], source: str) -> list[Output]:
-        """Every output in Kafka, a refused one as its rejection; retried while the broker is away.
+        """Every output in Kafka, a refused one in its next form (`after_refusal`); retried while the broker is away.
 
-        Returns the pages' outputs the broker refused for their size."""
-        pending = list(outputs)
+        Returns the pages' outputs that went as their `too_large_for_broker` stub."""
+        pending = [(output, output) for output in outputs]  # (the form to send, the output it is a form of)
         refused: list[Output] = []
         attempt = 0
         while True:
-            again: list[tuple[Output, bool]] = []  # (what to send next, whether the broker was away)
-            sent: list[tuple[Output, Any]] = []
-            failed: list[tuple[Output, Exception]] = []
-            for output in pending:
+            again: list[tuple[Output, Output, bool]] = []  # (the next form, its output, whether the broker was away)
+            sent: list[tuple[Output, Output, Any]] = []
+            failed: list[tuple[Output, Output, Exception]] = []
+            for output, original in pending:
                 try:
-                    sent.append((output, await send(output)))
+                    sent.append((output, original, await send(output)))
                 except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
-                    failed.append((output, err))
-            for output, future in sent:
+                    failed.append((output, original, err))
+            for output, original, future in sent:
                 try:
                     await future
                 except Exception as err:  # noqa: BLE001 - sorted by `instead_of`
-                    failed.append((output, err))
-            for output, error in failed:
-                again.append(instead_of(output, error, source))
-                if output[0] in PAGE_TARGETS and is_size_refusal(error):
-                    refused.append(output)
+                    failed.append((output, original, err))
+            for output, original, error in failed:
+                instead, away = instead_of(output, original, error, source)
+                again.append((instead, original, away))
+                if original[0] in PAGE_TARGETS and is_size_refusal(error) and is_stub(instead[3]):
+                    refused.append(original)
             if not again:
                 return refused
-            if any(away for _, away in again):
+            if any(away for _, _, away in again):
                 await asyncio.sleep(SEND_RETRY_S[min(attempt, len(SEND_RETRY_S) - 1)])
-            pending = [output for output, _ in again]
+            pending = [(output, original) for output, original, _ in again]
             attempt += 1
 
-    def instead_of(output: Output, err: Exception, source: str) -> tuple[Output, bool]:
-        """What to send after `output` failed with `err`.
+    def instead_of(output: Output, original: Output, err: Exception, source: str) -> tuple[Output, bool]:
+        """What to send after `output`, a form of `original`, failed with `err`.
 
-        That is its rejection if the broker refused its size, or the output itself if the broker is away. Any other
-        error is raised."""
+        That is its next form if the broker refused its size (`after_refusal`: as the worker's), or the output itself
+        if the broker is away. Any other error is raised, as is a refusal of the smallest form."""
         if is_size_refusal(err):
-            if is_stub(output[3]):
+            instead = after_refusal(output, original, names[original[0]], source)
+            if instead is None:
                 raise err  # even the stub is refused: nothing smaller to send
-            log.warning("the broker refused a %d-byte record for %s as too large: it goes to %s as %s",
-                        len(output[2] or b""), names[output[0]], t.rejected, Reason.TOO_LARGE_FOR_BROKER.value)
-            return too_large_output(output, names[output[0]], source), False
+            log.warning("the broker refused a %d-byte record for %s as too large: it goes %s", record_size(*output[1:]),
+                        names[output[0]], f"to {t.rejected} as {Reason.TOO_LARGE_FOR_BROKER.value}"
+                        if is_stub(instead[3]) else "again without the input's headers")
+            return instead, False
         if is_broker_trouble(err):
             log.warning("sending to %s failed (%s); retrying", names[output[0]], err)
             return output, True

@@ -1,7 +1,8 @@
 """The Faust app's outputs of a record, rendered from its verdict as the worker writes them.
 
 A journaled verdict gives the same messages on every replay (`render`); an output the broker refused
-for its size becomes the worker's `too_large_for_broker` rejection; send errors are sorted into the
+for its size goes again in the worker's next form (`after_refusal`: the input's headers left out over
+the bound, then the worker's `too_large_for_broker` rejection); send errors are sorted into the
 broker's refusal, the broker away (retried) and the rest.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 import orjson
 
 from streamdedup.clusters import page_fields, verdict_line, view_event
-from streamdedup.outputs.kafka import OURS, cluster_events, light_headers, with_input_headers
+from streamdedup.outputs.kafka import OURS, cluster_events, header_forms, light_headers, with_input_headers
 from streamdedup.outputs.record_size import Headers
 from streamdedup.record.json_value import json_object
 from streamdedup.record.rejection import Reason
@@ -122,6 +123,24 @@ def is_stub(headers: list) -> bool:
     return any(name == "dedup.original_bytes" or (name, data) == reason for name, data in headers)
 
 
+def after_refusal(output: Output, original: Output, topic: str, source: str) -> Output | None:
+    """What to send after the broker refused `output`, a form of `original`, for its size (None: nothing smaller).
+
+    The worker's next form (`outputs.kafka.header_forms`): a page's verdict or a dead letter that carried the input's
+    headers whole goes again with them left out where they are over `record.passed.PASSED_BYTES`; else `original`
+    goes as its `too_large_output` stub (`topic`: the one it was meant for); a stub has nothing smaller."""
+    target, key, value, headers = output
+    if is_stub(headers):
+        return None
+    if target in (*PAGE_TARGETS, "rejected"):
+        ours = [(name, data) for name, data in headers if name.startswith(OURS) and data is not None]
+        passed = [(name, data) for name, data in headers if not name.startswith(OURS)]
+        forms = header_forms(ours, passed)
+        if len(forms) > 1:
+            return target, key, value, forms[1]
+    return too_large_output(original, topic, source)
+
+
 def input_headers(headers: Any) -> list[tuple[str, bytes | None]]:
     """A consumed Faust message's Kafka headers as the worker reads them: (name, value) pairs, in order."""
     pairs = headers.items() if isinstance(headers, dict) else headers or ()
@@ -148,5 +167,6 @@ def is_broker_trouble(err: BaseException) -> bool:
                for e in (err, err.__cause__)) and not is_size_refusal(err)
 
 
-__all__ = ["PAGE_TARGETS", "Output", "input_headers", "is_broker_trouble", "is_stub", "is_size_refusal", "line_output",
-           "refused_line", "render", "render_verdict", "too_large_output", "too_large_rejection"]
+__all__ = ["PAGE_TARGETS", "Output", "after_refusal", "input_headers", "is_broker_trouble", "is_stub",
+           "is_size_refusal", "line_output", "refused_line", "render", "render_verdict", "too_large_output",
+           "too_large_rejection"]

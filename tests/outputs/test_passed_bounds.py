@@ -19,6 +19,7 @@ from streamdedup.outputs.kafka_contract import Topics
 from streamdedup.outputs.record_size import RecordLimits, record_size
 from streamdedup.record.passed import PASSED_BYTES, bounded_headers, bounded_key, headers_bytes
 from streamdedup.runtime.scaleout.messages import PageHeader
+from streamdedup.verdict.contract import Rejection
 
 LIMIT = 200_000  # every topic's max.message.bytes here
 BIG = 1_000_000
@@ -134,3 +135,45 @@ def test_a_page_header_over_the_limit_is_judged_without_the_input_headers():
     assert len(within.encode()) < 1_000
     small = PageHeader("p1", b"\x00" * 8, (0,), dict(RECORD), "o", headers=(("t", b"1"),), key=b"k")
     assert small.passed_within() == small
+
+
+def _faust_sends(output: tuple, limits: RecordLimits) -> tuple:
+    """What the Faust app ends up sending for `output` to a broker with these limits, refused form after form."""
+    from streamdedup.runtime.faust_outputs import after_refusal
+
+    topic = {"unique": TOPICS.unique, "rejected": TOPICS.rejected}[output[0]]
+    form = output
+    while not limits.fits(topic, form[1], form[2], form[3]):
+        form = after_refusal(form, output, topic, "pages[0]@1")
+        assert form is not None, "the smallest form was refused"
+        topic = TOPICS.rejected if form[0] == "rejected" else topic
+    return form
+
+
+def test_the_faust_app_leaves_out_big_input_headers_before_stubbing_a_page_as_the_worker_does():
+    """A page that fits its topic without its input's headers goes whole without them, in both modes.
+
+    Before: the worker sent the page with `dedup.headers_omitted`, the Faust app its `too_large_for_broker` stub
+    (ops review, s86)."""
+    from streamdedup.runtime.faust_outputs import render
+
+    limits = RecordLimits(topic_bytes={name: LIMIT for name in TOPICS.outputs}, compression="zstd")
+    passed = [("trace", os.urandom(BIG)), ("t", b"1")]
+    outputs, producer = _outputs(limits)
+    outputs.verdict(dict(RECORD), dict(DEDUP), "pages[0]@1", passed, b"h")
+    [worker] = [(headers, value) for topic, _, value, headers in producer.sent if topic == TOPICS.unique]
+    [page, *_] = render(dict(DEDUP), b"h", orjson.dumps(RECORD), "pages[0]@1", passed)
+    target, _, value, headers = _faust_sends(page, limits)
+    assert target == "unique" and headers == worker[0] and orjson.loads(value) == orjson.loads(worker[1] or b"")
+    assert ("dedup.headers_omitted", str(BIG + 5 + 2).encode()) in headers
+    # a dead letter likewise: its original without the input's headers, not its stub
+    rejection = Rejection("no_text", "no text", "pages[0]@1", "p1").as_dict()
+    [dead, _] = render(rejection, b"h", orjson.dumps(RECORD), "pages[0]@1", passed)
+    target, _, value, headers = _faust_sends(dead, limits)
+    assert target == "rejected" and orjson.loads(value)["content"] == RECORD["content"]
+    assert ("dedup.headers_omitted", str(BIG + 5 + 2).encode()) in headers
+    # a page over the limit by its body goes as its stub, carrying the input's headers up to the bound
+    big_page = {**RECORD, "content": os.urandom(LIMIT).hex()}
+    [page, *_] = render(dict(DEDUP), b"h", orjson.dumps(big_page), "pages[0]@1", [("t", b"1")])
+    target, _, value, headers = _faust_sends(page, limits)
+    assert target == "rejected" and dict(headers)["dedup.reason"] == b"too_large_for_broker" and ("t", b"1") in headers
