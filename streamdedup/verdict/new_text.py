@@ -302,13 +302,9 @@ IN_PLACE_VALUES = 2
 def _sole_slot(equal: np.ndarray) -> np.ndarray:
     """For each paragraph, the only paragraph of the other's between its neighbours' counterparts (-1: none or more).
 
-    Counterparts agree in `AGREEING_VALUES`, as in `_absent_from`; a slot that is another
+    Counterparts and places as `_absent_from` reads them (`_places`); a slot that is another
     paragraph's counterpart is none."""
-    agreed = equal >= AGREEING_VALUES
-    counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)
-    before = np.maximum.accumulate(np.concatenate([[-1], counterpart[:-1]]))
-    later = np.where(counterpart >= 0, counterpart, equal.shape[1])
-    after = np.minimum.accumulate(np.concatenate([later[1:], [equal.shape[1]]])[::-1])[::-1]
+    agreed, counterpart, before, after = _places(equal)
     slot = np.where((counterpart < 0) & (after - before == 2), before + 1, -1)
     taken = np.asarray(agreed.any(axis=0))
     return np.where((slot >= 0) & ~taken[np.maximum(slot, 0)], slot, -1)
@@ -316,6 +312,20 @@ def _sole_slot(equal: np.ndarray) -> np.ndarray:
 
 # values of 4 two paragraphs share that make them counterparts anywhere on the page (`_absent_from`)
 AGREEING_VALUES = 3
+
+
+def _places(equal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each paragraph's counterparts and place, from `_equal_values`: (agreed, counterpart, before, after).
+
+    `agreed`: bool[n, m], the other's paragraphs sharing `AGREEING_VALUES` with it; `counterpart`:
+    the one sharing most (-1: none); its place: the other's paragraphs after `before` (the last
+    counterpart before it, else -1) and before `after` (the first after it, else m)."""
+    agreed = equal >= AGREEING_VALUES
+    counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)
+    before = np.maximum.accumulate(np.concatenate([[-1], counterpart[:-1]]))
+    later = np.where(counterpart >= 0, counterpart, equal.shape[1])
+    after = np.minimum.accumulate(np.concatenate([later[1:], [equal.shape[1]]])[::-1])[::-1]
+    return agreed, counterpart, before, after
 
 
 def _own_words(paragraphs: np.ndarray) -> np.ndarray:
@@ -354,13 +364,9 @@ def _absent_from(values: np.ndarray, their_values: np.ndarray, words: np.ndarray
         return np.zeros(len(values), dtype=bool)
     if equal is None:
         equal = _equal_values(values, their_values)
-    agreed = equal >= AGREEING_VALUES
     slots = np.arange(their_values.shape[0])
-    counterpart = np.where(agreed.any(axis=1), np.argmax(np.where(agreed, equal, -1), axis=1), -1)
     # the place between the last counterpart before each paragraph and the first after it
-    before = np.maximum.accumulate(np.concatenate([[-1], counterpart[:-1]]))
-    later = np.where(counterpart >= 0, counterpart, len(slots))
-    after = np.minimum.accumulate(np.concatenate([later[1:], [len(slots)]])[::-1])[::-1]
+    agreed, _, before, after = _places(equal)
     in_place = (slots[None, :] > before[:, None]) & (slots[None, :] < after[:, None])
     placed = (equal >= 1) & in_place
     long_enough = placed.astype(np.int64) @ their_words >= words - IN_PLACE_SHORTER_BY
