@@ -101,8 +101,7 @@ def too_large_output(output: Output, topic: str, source: str) -> Output:
     (those of `output` after ours) up to `record.passed.PASSED_BYTES`, as the worker's stub."""
     target, key, value, headers = output
     size = len(value or b"")
-    ours = [(name, data) for name, data in headers if name.startswith(OURS)]
-    passed = [(name, data) for name, data in headers if not name.startswith(OURS)]
+    ours, passed = _split_headers(headers)
     if target == "rejected":
         stub = {"bytes": size, "omitted": "original", "topic": topic}
         return ("rejected", key, orjson.dumps(stub),
@@ -113,6 +112,12 @@ def too_large_output(output: Output, topic: str, source: str) -> Output:
             "bytes": size, "topic": topic, **({"dedup": dedup} if dedup else {})}
     rejection = too_large_rejection(topic, size, source)
     return ("rejected", key, orjson.dumps(stub), light_headers(dedup_headers(rejection, source), passed))
+
+
+def _split_headers(headers: list) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes | None]]]:
+    """An output's headers as ours (`dedup.*`, first) and the input's passed on after them."""
+    ours = [(name, data) for name, data in headers if name.startswith(OURS) and data is not None]
+    return ours, [(name, data) for name, data in headers if not name.startswith(OURS)]
 
 
 def is_stub(headers: list) -> bool:
@@ -133,9 +138,7 @@ def after_refusal(output: Output, original: Output, topic: str, source: str) -> 
     if is_stub(headers):
         return None
     if target in (*PAGE_TARGETS, "rejected"):
-        ours = [(name, data) for name, data in headers if name.startswith(OURS) and data is not None]
-        passed = [(name, data) for name, data in headers if not name.startswith(OURS)]
-        forms = header_forms(ours, passed)
+        forms = header_forms(*_split_headers(headers))
         if len(forms) > 1:
             return target, key, value, forms[1]
     return too_large_output(original, topic, source)
