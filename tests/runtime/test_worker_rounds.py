@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import TopicPartition
 from conftest import FakeMessage
 
 from streamdedup.runtime.metrics import WorkerMetrics
@@ -41,6 +42,9 @@ class _Handler:
         pass
 
     def discard(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
     def work(self) -> Mapping[str, int]:
@@ -101,3 +105,67 @@ def test_the_other_partitions_tick_before_the_batch_and_its_own_after():
     handlers = {("pages", 0): _Handler("busy", log, due=True), ("pages", 1): _Handler("idle", log, due=True)}
     _worker(handlers).process([FakeMessage(b"", 7)])  # type: ignore[list-item]
     assert log == [("tick", "idle"), ("process", "busy"), ("tick", "busy")]
+
+
+class _Topology:
+    def topics(self) -> list[str]:
+        return ["pages"]
+
+
+class _RebalancingConsumer(_Client):
+    """A consumer whose later `consume` calls run a rebalance first, as librdkafka's callbacks do inside a poll."""
+
+    def __init__(self, worker: Worker, fetches: list[tuple[list[str], list[FakeMessage]]]) -> None:
+        self.worker, self.fetches = worker, fetches
+
+    def consume(self, num: int, timeout: float) -> list[FakeMessage]:
+        if not self.fetches:
+            return []
+        rebalance, messages = self.fetches.pop(0)
+        for event in rebalance:
+            what, partition = event.split(":")
+            tps = [TopicPartition("pages", int(partition))]
+            if what == "revoke":
+                self.worker._on_revoke(self, tps)  # type: ignore[arg-type]
+            else:
+                self.worker.handlers[("pages", int(partition))] = _Handler(f"p{partition}", [], due=False)
+        return messages
+
+    def unassign(self) -> None:
+        pass
+
+    def incremental_unassign(self, tps: list[Any]) -> None:
+        pass
+
+
+def _batching_worker(fetches: list[tuple[list[str], list[FakeMessage]]]) -> Worker:
+    log: list[tuple[str, str]] = []
+    worker = _worker({("pages", 0): _Handler("p0", log, due=False), ("pages", 1): _Handler("p1", log, due=False)})
+    worker.settings = WorkerSettings(transactions=False, batch_size=10)
+    worker.topology = _Topology()  # type: ignore[assignment]
+    worker._start_offsets, worker._running, worker._paused, worker._revoked = {}, True, False, set()
+    worker.consumer = _RebalancingConsumer(worker, fetches)  # type: ignore[assignment]
+    return worker
+
+
+def test_a_batch_leaves_out_what_it_took_of_a_partition_revoked_while_it_was_gathered():
+    """A batch is gathered over several polls; a rebalance can revoke a partition in a later one. Its
+    messages taken before are no longer this worker's (the new owner reads them from the group's
+    offset): processed, they met no handler and stopped the loop with a KeyError."""
+    worker = _batching_worker([([], [FakeMessage(b"a", 5, partition=0), FakeMessage(b"b", 9, partition=1)]),
+                               (["revoke:0"], [FakeMessage(b"c", 10, partition=1)])])
+    batch = worker._consume(1.0)
+    assert [(m.partition(), m.offset()) for m in batch] == [(1, 9), (1, 10)]
+    worker.process(batch)  # no KeyError: every message has its handler
+    assert worker.stats.consumed == 2
+
+
+def test_a_partition_revoked_and_assigned_again_while_a_batch_is_gathered_is_not_taken_twice():
+    """Revoked and assigned again within one batch's polls, a partition is read again from the group's
+    offset: what was taken of it before the revocation would be judged a second time."""
+    worker = _batching_worker([([], [FakeMessage(b"a", 5, partition=0)]),
+                               (["revoke:0"], [FakeMessage(b"x", 3, partition=1)]),
+                               (["assign:0"], [FakeMessage(b"a", 5, partition=0)]),
+                               ([], [FakeMessage(b"b", 6, partition=0)])])
+    batch = worker._consume(1.0)
+    assert [(m.partition(), m.offset()) for m in batch] == [(1, 3), (0, 5), (0, 6)]

@@ -154,6 +154,7 @@ class Assignment(WorkerState):
         return {tp_key: (finding, firsts[tp_key]) for tp_key, finding in started_over.items()}
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._revoked.update((tp.topic, tp.partition) for tp in partitions)
         for tp in partitions:
             handler = self.handlers.pop((tp.topic, tp.partition), None)
             if handler is not None:

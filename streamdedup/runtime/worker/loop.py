@@ -42,6 +42,7 @@ from streamdedup.runtime.group_settings import agree_on_settings
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topologies import make_topology
+from streamdedup.runtime.topologies.base import partition_of, topic_of
 from streamdedup.runtime.watchdog import CallWatchdog
 from streamdedup.runtime.worker.assignment import Assignment
 from streamdedup.runtime.worker.errors import FENCED, StateLost, fenced
@@ -86,6 +87,7 @@ class Worker(Transactions, Assignment):
         self._running = False
         self._paused = False  # caught up: fetching paused, end offsets polled (see _idle)
         self._taken_over = False  # partitions were assigned in the last poll: they tick before any record
+        self._revoked = set()  # partitions revoked in the last poll of a batch being gathered (_consume)
         self._stores_checked_at = 0.0  # when the stores' folders were last found in place (_check_stores)
         self._failure = None  # why the loop stopped, if it failed (/healthz)
         self._start_offsets = {}  # where each assigned partition was started
@@ -226,12 +228,27 @@ class Worker(Transactions, Assignment):
         # one at a time: a message's size is known only once taken (1.4-1.8 us of CPU a message
         # against 0.3-0.5 taking 255 a call, noida-db, 30,000 messages; a page takes milliseconds)
         while messages and len(messages) < settings.batch_size and held < settings.batch_bytes:
+            self._revoked.clear()
             more = self.consumer.consume(1, 0)
+            if self._revoked:  # a rebalance in this poll: what was taken of those partitions is not ours
+                messages = self._not_revoked(messages)
             if not more:
                 break
             messages += more
             held += len(more[0].value() or b"")
         return [m for m in messages if not self._is_error(m)]
+
+    def _not_revoked(self, messages: list[Message]) -> list[Message]:
+        """The messages of a batch being gathered whose partitions were not revoked since they were taken.
+
+        Their new owner reads them again from the group's offset; so does this worker if the partition comes back in
+        the same batch's polls. Kept, they met no handler (a KeyError that stopped the loop) or were judged twice."""
+        revoked = self._revoked
+        kept = [m for m in messages if m.error() is not None or (topic_of(m), partition_of(m)) not in revoked]
+        if len(kept) < len(messages):
+            log.info("a rebalance revoked %d partitions while a batch was gathered: %d of its messages left to their "
+                     "new owner", len(revoked), len(messages) - len(kept))
+        return kept
 
     def _handle_signals(self) -> dict[int, Any]:
         """Make SIGTERM and SIGINT stop the worker after the batch in hand.

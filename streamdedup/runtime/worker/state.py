@@ -66,6 +66,7 @@ class WorkerState:
     _running: bool
     _paused: bool  # caught up: fetching paused, end offsets polled (see _idle)
     _taken_over: bool  # partitions were assigned in the last poll: they tick before any record
+    _revoked: set[TP]  # partitions revoked in the last poll of a batch being gathered (_consume)
     _stores_checked_at: float  # when the stores' folders were last found in place (_check_stores)
     _failure: str | None  # why the loop stopped, if it failed (/healthz)
     _start_offsets: dict[TP, int]  # where each assigned partition was started
