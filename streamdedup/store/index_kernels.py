@@ -179,13 +179,13 @@ def _collect_all(words: Any, low: Any, names: np.ndarray, starts: np.ndarray, ou
             _collect(words[segment], low[segment], names[run], starts[run], out)
 
 
-@numba.njit(cache=True)
 def _segment_sizes(names: np.ndarray) -> np.ndarray:
-    """How many of the names fall in each segment."""
-    sizes = np.zeros(SEGMENTS, dtype=np.int64)
-    for name in names:
-        sizes[_segment_of(name)] += 1
-    return sizes
+    """How many of the names fall in each segment (`_segment_of` in numpy).
+
+    Not compiled: a batch's few thousand names take ~20 µs here, where loading a compiled version
+    from numba's cache took ~3.5 ms of every process's start-up."""
+    segments = ((names * _SEGMENT_MIX) >> np.uint64(64 - SEGMENT_BITS)).astype(np.int64)
+    return np.bincount(segments, minlength=SEGMENTS).astype(np.int64, copy=False)
 
 
 @numba.njit(cache=True)

@@ -401,3 +401,33 @@ def test_a_large_segment_grows_beside_the_batches_and_answers_as_a_dict_of_lists
     index.finish_growths()
     assert not index._growing and index.postings == sum(len(seqs) for seqs in model.values())
     assert index.seqs(ints_names(pool)) == [sorted(model.get(name, [])) for name in pool.tolist()]
+
+
+def test_segment_sizes_and_snapshot_runs_in_numpy_are_the_per_name_and_per_slot_loops():
+    """`_segment_sizes` and `_pack_run` (numpy, not compiled) agree with a loop over names and slots."""
+    import numpy as np
+
+    from streamdedup.store.index_kernels import EMPTY, SEGMENTS, TOMBSTONE, _segment_of, _segment_sizes
+    from streamdedup.store.index_snapshot import _pack_run
+
+    rng = np.random.default_rng(5)
+    names = np.concatenate((rng.integers(0, 2**48, 5000, dtype=np.uint64), np.array([0, 2**48 - 1], dtype=np.uint64)))
+    expected = np.zeros(SEGMENTS, dtype=np.int64)
+    for name in names.tolist():
+        expected[int(_segment_of(np.uint64(name)))] += 1
+    sizes = _segment_sizes(names)
+    assert sizes.dtype == np.int64 and sizes.tolist() == expected.tolist()
+    assert _segment_sizes(names[:0]).tolist() == [0] * SEGMENTS
+    for slots in (0, 1, 8, 13, 1001):  # a last byte part filled, or none
+        words = rng.integers(0, 2**48, slots, dtype=np.uint64)
+        state = rng.random(slots)
+        words[state < 0.4], words[(state >= 0.4) & (state < 0.5)] = EMPTY, TOMBSTONE  # a tombstone is a slot in use
+        low = rng.integers(0, 2**32, slots, dtype=np.uint32)
+        bitmap = np.full((slots + 7) // 8, 0xA5, dtype=np.uint8)
+        kept_words, kept_low = np.zeros(slots, dtype=np.uint64), np.zeros(slots, dtype=np.uint32)
+        count = _pack_run(words, low, bitmap, kept_words, kept_low)
+        used = [i for i in range(slots) if words[i] != EMPTY]
+        bits = [1 if i < slots and words[i] != EMPTY else 0 for i in range(len(bitmap) * 8)]
+        assert count == len(used)
+        assert bitmap.tolist() == [int("".join(map(str, bits[b * 8: b * 8 + 8])), 2) for b in range(len(bitmap))]
+        assert kept_words[:count].tolist() == words[used].tolist() and kept_low[:count].tolist() == low[used].tolist()
