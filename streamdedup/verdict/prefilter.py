@@ -30,7 +30,8 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -44,6 +45,8 @@ from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SH
 from streamdedup.verdict.found_by import NO_PLACE, FoundBy, found_members
 from streamdedup.verdict.new_text import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import SitePolicy
+
+_SIGNATURES, _UNFILED = attrgetter("signatures"), attrgetter("unfiled")  # of a stored record (`DocRecord`)
 
 
 class CandidateFilter:
@@ -72,12 +75,18 @@ class CandidateFilter:
                 rules.append((lows, tags) if lows or tags else None)
         self._rules = None if None in rules else cast("list[tuple[list[float], list[int]]]", rules)
         self._complete = sorted({tag for rule in self._rules or () for tag in rule[1]})
-        docs = [(seq, doc) for seq, doc in stored.items() if doc is not None]
-        records = [*pages, *(doc.signatures for _, doc in docs)]
-        self._row_of = {seq: row for row, (seq, _) in enumerate(docs, start=len(pages))}
-        self._first_unfiled = np.fromiter(
-            [NO_PLACE] * len(pages) + [doc.unfiled[0] if doc.unfiled else NO_PLACE for _, doc in docs],
-            dtype=np.int64, count=len(records))
+        # the stored records read by `map` at C speed (text of one vocabulary: ~3,000 a batch); a seq
+        # whose record is gone (None) has no row
+        seqs, docs = list(stored), list(stored.values())
+        if any(map(is_, docs, repeat(None))):
+            seqs = [seq for seq, doc in zip(seqs, docs, strict=True) if doc is not None]
+            docs = [doc for doc in docs if doc is not None]
+        records = [*pages, *map(_SIGNATURES, docs)]
+        self._row_of = dict(zip(seqs, range(len(pages), len(records)), strict=True))
+        unfiled = list(map(_UNFILED, docs))
+        self._first_unfiled = np.full(len(records), NO_PLACE, dtype=np.int64)
+        for row in np.flatnonzero(np.fromiter(map(len, unfiled), dtype=np.int64, count=len(docs))).tolist():
+            self._first_unfiled[len(pages) + row] = unfiled[row][0]
         mh_width = self._mh.record_dtype.itemsize
         wp_width = self._wp_width = self._wp.record_width
         count = len(records)
@@ -92,11 +101,16 @@ class CandidateFilter:
         table = np.frombuffer(b"".join(mh), dtype=self._mh.record_dtype)
         self._mh_table, self._mh_sizes = np.ascontiguousarray(table["values"]), np.ascontiguousarray(table["size"])
         # the word pairs' records' heads (set size, packed values) a row each: sizes, and values as uint64 words
-        data = np.frombuffer(b"".join(wp), dtype=np.uint8)
-        starts = np.zeros(count, dtype=np.int64)
-        np.cumsum(wp_lengths[:-1], out=starts[1:])
-        heads = np.zeros((count, wp_width), dtype=np.uint8)
-        heads[self._ok] = data[starts[self._ok, None] + np.arange(wp_width)]
+        if (wp_lengths >= wp_width).all():  # each record's head cut at C speed (a gather of every byte: ~3x the time)
+            cut = b"".join(map(itemgetter(slice(wp_width)), wp))
+            heads = np.frombuffer(cut, dtype=np.uint8).reshape(count, wp_width)
+            heads = np.where(self._ok[:, None], heads, np.uint8(0)) if not self._ok.all() else heads
+        else:
+            data = np.frombuffer(b"".join(wp), dtype=np.uint8)
+            starts = np.zeros(count, dtype=np.int64)
+            np.cumsum(wp_lengths[:-1], out=starts[1:])
+            heads = np.zeros((count, wp_width), dtype=np.uint8)
+            heads[self._ok] = data[starts[self._ok, None] + np.arange(wp_width)]
         self._wp_sizes = heads[:, :4].copy().view("<u4")[:, 0].astype(np.uint32)
         self._wp_words = np.ascontiguousarray(two_bit_words(heads[:, 4:]))
         p, q = self._mh.params, self._wp.params  # `linkable_rows`' arguments after a page's own

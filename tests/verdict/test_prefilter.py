@@ -231,3 +231,34 @@ def test_no_rule_may_hold_never_rules_out_what_the_rule_check_keeps():
         best = float(measured.max()) if len(measured) else -np.inf
         if made._no_rule_may_hold(seqs, best, min(firsts), by):
             assert not made._some_rule_may_hold(seqs, np.arange(count), similarity, by).any()
+
+
+def test_the_batch_arrays_hold_each_stored_record_at_its_row(tmp_path):
+    """The filter's arrays, made at C speed: a gone record (None) has no row, a record's first unfiled
+    place and word-pair head sit at its row, and a row with a signature too short is blank and not tested."""
+    from streamdedup.store.layout import DocRecord
+    from streamdedup.verdict.found_by import NO_PLACE
+
+    with Detector(DetectorConfig(), tmp_path / "arrays") as judge:
+        texts = ["\n".join(make_article(seed, paragraphs=4)) for seed in (1, 2, 3, 4, 5)]
+        encoded = [judge._encoded(judge.fingerprinter.prepare(raw))
+                   for raw in raw_records([{"id": f"p{i}", "url": f"https://s{i}.example/", "content": text,
+                                            "content_type": "text/plain"} for i, text in enumerate(texts)])]
+        mh_tag, wp_tag = judge.methods_by_name["minhash"][0], judge.methods_by_name["wordpairs"][0]
+        width = judge.methods_by_name["wordpairs"][1].record_width
+        short_mh = {**encoded[3], mh_tag: encoded[3][mh_tag][:-1]}  # a MinHash record of another width
+        stored = {10: DocRecord(10, "a", 0, "a", signatures=encoded[2], unfiled=(3, 9)), 11: None,
+                  12: DocRecord(12, "b", 0, "b", signatures=short_mh),
+                  13: DocRecord(13, "c", 0, "c", signatures=encoded[4], unfiled=(0,))}
+        for short_wp in (False, True):  # a word-pair record shorter than its head, too
+            if short_wp:
+                stored[12] = DocRecord(12, "b", 0, "b", signatures={**short_mh, wp_tag: encoded[3][wp_tag][:width - 1]})
+            made = prefilter.CandidateFilter(judge.methods_by_name, judge.policy, encoded[:2], stored)
+            assert made._row_of == {10: 2, 12: 3, 13: 4}
+            assert made._first_unfiled.tolist() == [NO_PLACE, NO_PLACE, 3, NO_PLACE, 0]
+            assert made._ok.tolist() == [True, True, True, False, True]
+            rows = [encoded[0], encoded[1], encoded[2], None, encoded[4]]
+            for row, record in enumerate(rows):
+                head = np.zeros(width, dtype=np.uint8) if record is None else np.frombuffer(record[wp_tag][:width], np.uint8)
+                assert made._wp_sizes[row] == head[:4].copy().view("<u4")[0]
+                assert made._wp_words[row].tobytes()[:width - 4] == head[4:].tobytes()
