@@ -76,3 +76,17 @@ def test_other_text_still_weighs_its_scripts_and_folds_its_digits():
     hashes = paragraph_rows._number_hashes(doc)
     tokens = doc.tokens
     assert hashes[tokens.index("١٢٠")] == hashes[tokens.index("120")]  # the Arabic-Indic number reads as 120
+
+
+def test_the_decimal_digits_table_is_what_a_regex_digit_matches():
+    """`paragraph_rows._decimal_digits` (one numpy string call) marks exactly the code points `re`'s `\\d`
+    matches in the Basic Multilingual Plane (the table was made by that regex), and none other."""
+    import re
+
+    plane = "".join(map(chr, range(0x10000)))
+    expected = np.zeros(0x10000, dtype=np.bool_)
+    expected[[match.start() for match in re.finditer(r"\d", plane)]] = True
+    table = paragraph_rows._decimal_digits()
+    assert table.dtype == np.bool_ and table.shape == (0x10000,)
+    assert np.flatnonzero(table).tolist() == np.flatnonzero(expected).tolist()
+    assert table[ord("7")] and table[0x0663] and not table[0] and not table[ord("a")] and not table[0xD800]
