@@ -79,6 +79,8 @@ from streamdedup.runtime.topologies.fingerprint_stage import (
 from streamdedup.store.template_store import TemplateStore
 
 log = logging.getLogger(__name__)
+# an index partition's meta record of how many input partitions it has heard from (added ones included)
+SOURCES_KEY = "wm-sources"
 
 
 class _StoredPartition:
@@ -139,7 +141,11 @@ class IndexStagePartition(_StoredPartition):
         self._load_watermarks()
 
     def _load_watermarks(self) -> None:
-        self.watermarks = {p: self.index.get_meta(f"wm:{p}") or b"" for p in range(self.routes.input_partitions)}
+        # the input partitions counted at start, and those added to the pages topic since that sent a
+        # watermark here (`SOURCES_KEY`): read back after a failed transaction or a rebalance, an added
+        # one was forgotten until it sent again, and the watermark passed its pages meanwhile
+        sources = max(self.routes.input_partitions, int(self.index.get_meta(SOURCES_KEY) or 0))
+        self.watermarks = {p: self.index.get_meta(f"wm:{p}") or b"" for p in range(sources)}
         for source, watermark in self.watermarks.items():  # a claim known already keeps where its input ended
             if watermark == INFINITE:
                 self.claims.restored(source, self.index.get_meta(f"wm-before-idle:{source}") or b"")
@@ -201,7 +207,11 @@ class IndexStagePartition(_StoredPartition):
                 replayed += self._answer(requests, out, replay_until)
                 requests = []
                 source, watermark = watermark_of(value_of(message))
-                previous = self.watermarks.get(source, b"")  # an input past the count known at start: taken, as before
+                previous = self.watermarks.get(source, b"")
+                if source >= len(self.watermarks):  # a partition added to the pages topic: kept known
+                    for added in range(len(self.watermarks), source):  # not heard from yet: the lowest
+                        self.watermarks[added] = b""
+                    self.index.stage_meta(SOURCES_KEY, str(source + 1).encode())
                 self.watermarks[source] = watermark
                 self.index.stage_meta(f"wm:{source}", watermark)
                 if watermark != INFINITE:
