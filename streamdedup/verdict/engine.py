@@ -102,7 +102,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     other page lacks, with nothing of the other's in its place, is a new paragraph (`line_places.inserted_block`)
 # 23: a paragraph with no counterpart of 3 values has one in the only paragraph of the other's in its
 #     place sharing 2 and as many words, for its numbers (`new_text.numbers_changed`: a number corrected)
-RULES_VERSION = 23
+# 24: a line is located in the block whose text holds it where several runs of the page start as it does
+#     (`article_block._holding`: a title of the lead's opening words no longer puts the lead outside the block)
+RULES_VERSION = 24
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -132,3 +132,22 @@ def test_a_standfirst_between_the_title_and_the_block_is_the_articles_own():
     chinese = _page(f"<article><h1>山谷城镇的洪水</h1><div class='deck'><p>{chinese_lead}</p></div>"
                     f"<div class='text'>{text}</div></article>")
     assert _marks(chinese, [chinese_lead, *story])[chinese_lead] == INSIDE
+
+
+def test_a_line_is_found_in_the_element_whose_text_it_is_where_another_starts_alike():
+    """A title made of the lead's opening words (a post without a title, a wire brief) starts like
+    the lead: the lead sits in the block's paragraph that holds it, not in the title's element before
+    the block (`bench/crawler_cases.py --kinds hostile_lead`: 4 leads of 8 were read as outside).
+    A host's box after the text repeating the lead's opening words is the box's line; a lead split
+    by a link finds its paragraph by the text around it."""
+    story = make_article(6, paragraphs=6)
+    lead = " ".join(make_article(7, paragraphs=1)[0].split()[:40])
+    summary, words = " ".join(lead.split()[:20]), lead.split()
+    linked = f"{' '.join(words[:4])} <a href='/x'>{' '.join(words[4:6])}</a> {' '.join(words[6:])}"
+    for title, paragraph in ((lead[:60], lead), (lead[:60], linked)):
+        html = _page(f"<article><header><h1>{title}</h1></header><div class='entry-content'><p>{paragraph}</p>"
+                     f"{''.join(f'<p>{p}</p>' for p in story)}</div><div class='summary'><p>{summary}</p></div>"
+                     "</article>")
+        marks = _marks(html, [lead, *story, summary])
+        assert marks[lead] == INSIDE and all(marks[p] == INSIDE for p in story), (title, paragraph)
+        assert marks[summary] == OUTSIDE, (title, paragraph)

@@ -195,6 +195,26 @@ def test_a_standfirst_outside_the_article_block_is_new_text_in_the_global_topolo
     assert worker_verdicts(settings) == file_mode
 
 
+def test_a_lead_starting_as_the_title_is_new_text_in_the_global_topology_too(settings, tmp_path):
+    """An attacker's copy lacking the article's lead comes first, on its own site; the article is
+    titled with its lead's opening words, its text in a block of its own. The lead is located in its
+    paragraph, not by the title's run of text (rules version 24), and its mark travels in the
+    signature: the article supersedes the copy in file mode and in the index step alike (before:
+    its duplicate in both; docs/limitations.md, Hostile pages)."""
+    story = make_article(93, paragraphs=12)
+    lead = " ".join(make_article(94, paragraphs=1)[0].split()[:34])  # new share 0.04: only its paragraph tells
+    bare = "".join(f"<p>{p}</p>" for p in story)
+    records = [page("https://evil.example/copy", f"<html><body><h1>{lead[:60]}</h1><article>{bare}</article></body></html>",
+                    "2024-03-09T01:00:00Z", id="copy"),
+               page("https://a.example/story", wrap_in_template([lead, *story], "a.example", title=lead[:60],
+                                                                boxes=(BLURB,)), "2024-03-09T02:00:00Z", id="article")]
+    file_mode = {o.dedup["id"]: o.dedup for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode["article"]["status"] == "unique" and file_mode["article"]["supersedes"] == ["copy"]
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    assert worker_verdicts(settings) == file_mode
+
+
 LINE = "The council will publish the full list of the affected streets on its website next week."
 
 
