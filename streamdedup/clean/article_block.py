@@ -357,8 +357,18 @@ def _holding(line: str, blocks: list[Any], texts: dict[Any, str]) -> Any:
         if text is None:
             text = texts[block] = _SPACES.sub(" ", normalize_text(" ".join(block.itertext()))).strip()
         at = max(text.find(key), 0)
-        same = next((k for k, (a, b) in enumerate(zip(text[at:], line, strict=False)) if a != b),
-                    min(len(text) - at, len(line)))
-        return same, -abs(len(text) - at - len(line))
+        return _common_prefix(text, at, line), -abs(len(text) - at - len(line))
 
     return max(blocks, key=fit)  # the first of those that fit best
+
+
+def _common_prefix(text: str, at: int, line: str) -> int:
+    """How many characters of `text` from `at` are `line`'s first ones (by halves: a few slices compared)."""
+    low, high = 0, min(len(text) - at, len(line))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[at:at + middle] == line[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
