@@ -9,6 +9,7 @@ the values; `wordpairs.py` (its docstring: why) makes and encodes the signature.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import cache
 
@@ -28,9 +29,43 @@ LENGTH_SHIFT = PARAGRAPH_VALUES * PARAGRAPH_VALUE_BITS  # a row's length in word
 NUMBERS_COUNT_SHIFT = 5  # `numbers_bytes`: the count in the top 3 bits, a hash of the numbers in the low 5
 NUMBERS_MOST = 7  # a count read as "this many or more"
 # the numbers byte of a block of short lines (`WordPairsParams.line_blocks`): a count of 0 with a hash, which no
-# line's numbers make (a line stating none reads 0), so a stored sketch tells its blocks (`blocks_of`); a
-# block's numbers are not asked (`new_text.numbers_changed`: a count of 0)
+# line's numbers make (a line stating none reads 0), so a stored sketch tells its blocks (`blocks_of`).
+# `BLOCK_NUMBERS`: a block stating no number but dates and times (and every block of a record of rules
+# version 24 or before: its numbers not known); from `BLOCK_NUMBERED` to `BLOCKS_BELOW` - 1, a block
+# stating numbers, a hash of them (`block_numbers`; `new_text.block_numbers_changed`). A paragraph's
+# count of 0 is never asked (`new_text.numbers_changed`)
 BLOCK_NUMBERS = 1
+BLOCK_NUMBERED = 2
+BLOCKS_BELOW = 1 << NUMBERS_COUNT_SHIFT  # (a count of 0)
+BLOCK_COUNTS, BLOCK_HASHES = 3, 10  # a numbered block's byte: its count modulo 3, a hash of 10 values (`block_numbers`)
+# a block's line whose numbers a re-fetch changes without new text: a time ("16:37", "10h30"), a date
+# ("04.06.2024", "2024-06-04", "5/6/24", "5 March 2024"), a relative time ("3 hours ago", "vor 3 Stunden");
+# its numbers are not the block's (`block_numbers`). Month names and time words of the languages the
+# dev sets hold; a line this misses reads as a number replaced (the page is kept: no content lost)
+_STAMP_NUMBERS = re.compile(r"(?<!\d)\d{1,2}[:h]\d{2}(?!\d)|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|"
+                            r"\d{4}[./-]\d{1,2}[./-]\d{1,2}")
+_STAMP_WORDS = frozenset((
+    "ago updated update aktualisiert published posted veröffentlicht publié actualizado min mins minute minutes "
+    "hour hours hr hrs day days week weeks stunde stunden minuten tag tagen woche wochen heure heures jour jours "
+    "hora horas minutos días jan feb mar apr may jun jul aug sep sept oct nov dec january february march april "
+    "june july august september october november december januar februar märz mai juni juli oktober dezember "
+    "janvier février mars avril juin juillet août septembre octobre novembre décembre enero febrero marzo abril "
+    "mayo junio julio agosto septiembre octubre noviembre diciembre uhr gmt utc cet cest pst tháng ngày giờ phút"
+).split())
+_STAMP_STEMS = ("январ", "феврал", "март", "апрел", "мая", "май", "июн", "июл", "август", "сентябр", "октябр",
+                "ноябр", "декабр")
+_STAMP_CHARACTERS = frozenset("年月日時分")
+_WORD = re.compile(r"\w+")
+
+
+def _a_stamp(line: str) -> bool:
+    """Whether a line states a date or a time (`block_numbers`: its numbers are not the block's)."""
+    if _STAMP_NUMBERS.search(line) or not _STAMP_CHARACTERS.isdisjoint(line):
+        return True
+    words = _WORD.findall(line.lower())
+    return not _STAMP_WORDS.isdisjoint(words) or any(word.startswith(_STAMP_STEMS) for word in words)
+
+
 # an odd constant: spreads a number's hash by its rank (`numbers_bytes`); with a seed of the deployment's
 # own (not the default), an odd number of that seed's (`WordPairsMethod`)
 NUMBERS_MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -141,6 +176,43 @@ def _number_hashes(doc: Document) -> np.ndarray:
     return hashes
 
 
+def block_numbers(doc: Document, spans: np.ndarray, mix: np.uint64 = NUMBERS_MIX) -> np.ndarray:
+    """The numbers byte of each block of short lines at `spans` (int64[n, 2], in `doc`'s text): uint8[n].
+
+    `BLOCK_NUMBERS` where its lines state no number but in a date or a time (`_a_stamp`, which an
+    update stamp or a list of fetched times changes at every re-fetch); else `BLOCK_NUMBERED` plus
+    `BLOCK_HASHES` times how many numbers modulo `BLOCK_COUNTS` and a hash of its lines' numbers
+    (`numbers_bytes`, each line's in its text order; the lines' in any order: two lines swapped are a
+    light edit, multilingual dev) modulo `BLOCK_HASHES`: the 30 values left, so a stored sketch
+    still tells its blocks (`blocks_of`). A score, a price or a count replaced in a table's row
+    changes the hash (1 in 10: not); a number inserted or deleted (a light edit that puts "4" for
+    "are") the count, which `new_text.block_numbers_changed` does not ask (`block_count`)."""
+    out = np.full(len(spans), BLOCK_NUMBERS, dtype=np.uint8)
+    text = doc.text
+    for b, (start, end) in enumerate(spans.tolist()):
+        lines, at = [], start
+        for line in text[start:end].split("\n"):
+            if line:
+                lines.append((at, at + len(line)))
+            at += len(line) + 1
+        stated = numbers_bytes(doc, np.array(lines, dtype=np.int64), mix) if lines else np.zeros(0, dtype=np.uint8)
+        total = count = 0
+        for (first, last), byte in zip(lines, stated.tolist(), strict=True):
+            if not byte or _a_stamp(text[first:last]):
+                continue  # a sum: lines reordered (a light edit's swap) state the same numbers
+            total += ((byte + 1) * 2_654_435_761) >> 7 & 0xFFFF
+            count += byte >> NUMBERS_COUNT_SHIFT
+        if not count:
+            continue
+        out[b] = BLOCK_NUMBERED + (count % BLOCK_COUNTS) * BLOCK_HASHES + total % BLOCK_HASHES
+    return out
+
+
+def block_count(numbers: np.ndarray) -> np.ndarray:
+    """The count class (how many numbers modulo `BLOCK_COUNTS`) of blocks' numbers bytes of `BLOCK_NUMBERED` or more."""
+    return (numbers.astype(np.int64) - BLOCK_NUMBERED) // BLOCK_HASHES
+
+
 def numbers_byte(line: str, mix: np.uint64 = NUMBERS_MIX) -> int:
     """The numbers one line of text states, in a byte (`numbers_bytes`); 0: none."""
     doc = Document.from_text(line, None)
@@ -167,7 +239,8 @@ def shown_before(paragraphs: np.ndarray) -> np.ndarray:
 def blocks_of(numbers: np.ndarray, count: int) -> np.ndarray:
     """Which of a sketch's `count` paragraphs are blocks of short lines, by their numbers bytes: bool[count].
 
-    All False (no block) where the numbers are not known (a record of 0.16.0 or before)."""
+    A block's byte is a count of 0 with a hash (`BLOCK_NUMBERS` to `BLOCKS_BELOW` - 1). All False (no
+    block) where the numbers are not known (a record of 0.16.0 or before)."""
     if len(numbers) != count:
         return np.zeros(count, dtype=np.bool_)
-    return numbers == BLOCK_NUMBERS
+    return (numbers > 0) & (numbers < BLOCKS_BELOW)

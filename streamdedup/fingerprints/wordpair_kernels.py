@@ -57,8 +57,8 @@ def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: i
     """`paragraph_keys` of encoded signatures back to back (the i-th ends at `ends[i]`).
 
     Each one's sketch follows `width` bytes: a count byte, then `row_bytes` little-endian bytes a
-    paragraph, then (where present) a numbers byte each; a paragraph whose numbers byte is `block`
-    (a block of short lines: `paragraph_rows.BLOCK_NUMBERS`) files no key, as `index_keys`. The
+    paragraph, then (where present) a numbers byte each; a paragraph whose numbers byte is over 0 and
+    under `block` (a block of short lines: `paragraph_rows.blocks_of`) files no key, as `index_keys`. The
     keys' values as uint64 (little-endian bytes: the keys), and how many each signature has."""
     keys = np.empty(len(ends) * max(count, 0), dtype=np.uint64)
     counts = np.zeros(len(ends), dtype=np.int64)
@@ -73,7 +73,7 @@ def paragraph_keys_many(data: np.ndarray, ends: np.ndarray, width: int, count: i
             rows = np.zeros(n, dtype=np.uint64)
             kept = 0
             for j in range(n):
-                if numbered and data[numbers_at + j] == block:
+                if numbered and 0 < data[numbers_at + j] < block:
                     continue
                 at = start + width + 1 + row_bytes * j
                 for b in range(row_bytes):
@@ -321,7 +321,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
     one: exact where its words are its tokens, more where its word-equivalents exceed them (long
     words: `paragraph_rows.letter_units`), and scaled to the page's pairs where they add up to more
     (`_outside_held`). A record's blocks of short lines (the paragraphs whose numbers byte, after
-    the rows, is `block`: `paragraph_rows.BLOCK_NUMBERS`) are read as no paragraph, as `mine` holds
+    the rows, is over 0 and under `block`: `paragraph_rows.blocks_of`) are read as no paragraph, as `mine` holds
     none: their pairs are outside paragraphs, as before blocks were sketched. A paragraph of the
     page (`mine`) is held when one
     of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
@@ -361,7 +361,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
             for k in range(4):
                 theirs[j, k] = (value >> (10 * k)) & 1023
             their_pairs[j] = ((value >> 40) & 127) - 1
-            if numbered and data[start + 1 + 6 * m + j] == block:  # a block: no paragraph, matched by none
+            if numbered and 0 < data[start + 1 + 6 * m + j] < block:  # a block: no paragraph, matched by none
                 their_pairs[j] = 0
                 theirs[j, 0] = -1
         for i in range(n):

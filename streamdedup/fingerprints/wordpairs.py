@@ -35,10 +35,11 @@ edited paragraph keeps most of its values, one of new text none but by chance), 
 42-70 words in all) is no paragraph, and only the share saw it, within its error. So a run of
 `line_blocks` (2) or more consecutive lines none of which is a paragraph, with `paragraph_words`
 together, is sketched as one paragraph, a block: its values of all its tokens' pairs, its words
-their sum; its numbers byte is `paragraph_rows.BLOCK_NUMBERS` (its numbers are not asked), which is
-how a stored sketch tells its blocks; its line hash is the whole block's, its lines' hashes kept
-beside (`block_lines`) for `mark_shown`. Blocks are judged apart, only where one stands inside the
-copy with nothing of the other's in its place (`line_places.inserted_block`): menus, forms and
+their sum; its numbers byte is a count of 0 with a hash of its numbers (`paragraph_rows.block_numbers`:
+dates and times left out), which is how a stored sketch tells its blocks; its line hash is the whole
+block's, its lines' hashes kept beside (`block_lines`) for `mark_shown`. Blocks are judged apart,
+only where one stands inside the copy with nothing of the other's in its place
+(`line_places.inserted_block`), and for their numbers (`new_text.block_numbers_changed`): menus, forms and
 metadata at a copy's edges, a stamp beside the title and a light edit of a list stay as before.
 
 **Paragraph keys.** A page contained in a larger one (a part after its view-all page, a teaser, a
@@ -82,7 +83,7 @@ import xxhash
 from streamdedup.fingerprints.base import FingerprintMethod, Params
 from streamdedup.fingerprints.kernels import minhash_min
 from streamdedup.fingerprints.paragraph_rows import (
-    BLOCK_NUMBERS,
+    BLOCKS_BELOW,
     LENGTH_SHIFT,
     LETTERS_PER_WORD,
     MAX_PARAGRAPH_WORDS,
@@ -92,6 +93,7 @@ from streamdedup.fingerprints.paragraph_rows import (
     PARAGRAPH_VALUES,
     SHOWN_BIT,
     WEIGHT_TENTHS,
+    block_numbers,
     blocks_of,
     letter_units,
     numbers_bytes,
@@ -373,8 +375,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                            dtype=np.uint64))
                        for place, part in enumerate(parts) if b"\n" in part)
         numbers = numbers_bytes(doc, spans, self._mix)
-        for place, _ in blocks:
-            numbers[place] = BLOCK_NUMBERS  # which are blocks, for the verdict (`paragraph_rows.blocks_of`)
+        if blocks:  # a count of 0 with a hash: which are blocks, for the verdict (`paragraph_rows.blocks_of`)
+            places = np.array([place for place, _ in blocks], dtype=np.int64)
+            numbers[places] = block_numbers(doc, spans[places], self._mix)
         return out, bool(capped), lines, numbers, blocks
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
@@ -401,7 +404,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
         keys, counts = paragraph_keys_many(data, ends, self._record.itemsize, p.paragraph_keys, p.key_words,
-                                           PARAGRAPH_BYTES, LENGTH_SHIFT, BLOCK_NUMBERS)
+                                           PARAGRAPH_BYTES, LENGTH_SHIFT, BLOCKS_BELOW)
         return keys.view(np.uint8).reshape(-1, 8), counts
 
     @property

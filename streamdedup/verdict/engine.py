@@ -104,7 +104,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     place sharing 2 and as many words, for its numbers (`new_text.numbers_changed`: a number corrected)
 # 24: a line is located in the block whose text holds it where several runs of the page start as it does
 #     (`article_block._holding`: a title of the lead's opening words no longer puts the lead outside the block)
-RULES_VERSION = 24
+# 25: a block of short lines states other numbers than its counterpart block, as many and as long, dates
+#     and times left out (`new_text.block_numbers_changed`: a table's score replaced)
+RULES_VERSION = 25
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

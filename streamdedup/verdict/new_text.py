@@ -16,9 +16,12 @@ from typing import Any, cast
 import numpy as np
 
 from streamdedup.fingerprints.paragraph_rows import (
-    BLOCK_NUMBERS,
+    BLOCK_NUMBERED,
+    BLOCKS_BELOW,
+    MAX_PARAGRAPH_WORDS,
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
+    block_count,
     blocks_of,
     paragraph_values,
     paragraph_words,
@@ -147,7 +150,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         else None)
     # the blocks of short lines (`WordPairsParams.line_blocks`) are judged apart (`inserted_block`); the rules
     # below read the page's paragraphs alone, as they did before blocks were sketched
-    mine_blocks, every_row = blocks_of(numbers, len(paragraphs)), _rows(paragraphs)
+    mine_blocks, every_row, every_number = blocks_of(numbers, len(paragraphs)), _rows(paragraphs), numbers
     whole = every_row  # read, never written: the same arrays where the page has no block
     if mine_blocks.any():
         paragraphs, numbers = paragraphs[~mine_blocks], numbers[~mine_blocks]
@@ -163,7 +166,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
             continue
         theirs_sketch, theirs_capped, their_numbers = cast(Any, method).paragraphs_of(data)
         their_blocks, every_theirs = blocks_of(their_numbers, len(theirs_sketch)), _rows(theirs_sketch)
-        theirs = every_theirs
+        theirs, every_their_number = every_theirs, their_numbers
         if their_blocks.any():
             theirs_sketch, their_numbers = theirs_sketch[~their_blocks], their_numbers[~their_blocks]
             theirs = _rows(theirs_sketch)
@@ -174,7 +177,9 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         every_equal = _equal_values(every_row[0], every_theirs[0]) if with_blocks else None
         equal = (_equal_values(whole[0], theirs[0]) if every_equal is None
                  else every_equal[~mine_blocks][:, ~their_blocks])
-        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal, whole[2], theirs[2])
+        changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal, whole[2], theirs[2]) or (
+            every_equal is not None and block_numbers_changed(every_equal, (mine_blocks, every_number, every_row[2]),
+                                                              (their_blocks, every_their_number, every_theirs[2])))
         one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
         either_capped = whole_capped or theirs_capped
@@ -297,6 +302,45 @@ def numbers_changed(values: np.ndarray, numbers: np.ndarray, their_values: np.nd
 
 # values of 4 a paragraph shares with the only one of the other's in its place to be its counterpart there
 IN_PLACE_VALUES = 2
+
+
+def block_numbers_changed(equal: np.ndarray, mine: tuple[np.ndarray, np.ndarray, np.ndarray],
+                          theirs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> bool:
+    """Whether a block of short lines of the page states other numbers than its counterpart block, as long.
+
+    `mine`, `theirs`: which units of each sketch are blocks, their numbers bytes and words (of every
+    unit, paragraphs and blocks); `equal`: `_equal_values` of every unit. A results table with a
+    score changed, a price list with a price changed, keep the block's length and most of its pairs:
+    word pairs read them as a typo fixed. A block's counterpart is the block of the other's sharing
+    `AGREEING_VALUES` with it, or else the only unit of the other's in its place (between its
+    neighbours' counterparts, `_sole_slot`), a block, sharing any values or none (a 5-row table of
+    3-word rows with every score changed keeps none of its 4: a crawler's review); as many words,
+    under the 127 a sketch reads for any longer (a row added or dropped: not asked); both stating
+    numbers (`paragraph_rows.block_numbers`: dates and times left out, which a re-fetch changes), as
+    many (modulo 3, `block_count`: a light edit that puts "4" for "are" in a list of "http 500s or
+    404s" is no number replaced), other ones; and no other block agreeing with it stating its numbers.
+    A record of rules version 24 or before keeps no block's numbers (`BLOCK_NUMBERS`): not asked."""
+    blocks, numbers, words = mine
+    their_blocks, their_numbers, their_words = theirs
+    rows = np.flatnonzero(blocks & (numbers >= BLOCK_NUMBERED))
+    if not len(rows) or not (their_blocks & (their_numbers >= BLOCK_NUMBERED)).any():
+        return False
+    stated = numbers.astype(np.int64)[rows]
+    theirs_stated = their_numbers.astype(np.int64)
+    near = equal[rows]
+    best = np.argmax(near, axis=1)
+    agreed = near[np.arange(len(rows)), best] >= AGREEING_VALUES
+    slot = _sole_slot(equal)[rows]
+    in_place = ~agreed & (slot >= 0)
+    best = np.where(in_place, slot, best)
+    # as long: a length read as 127 words (`MAX_PARAGRAPH_WORDS`) may be any longer (a part's list and its
+    # view-all page's, en dev)
+    counterpart = ((agreed | in_place) & their_blocks[best] & (words[rows] == their_words[best])
+                   & (words[rows] < MAX_PARAGRAPH_WORDS))
+    numbered = (theirs_stated[best] >= BLOCK_NUMBERED) & (block_count(theirs_stated[best]) == block_count(stated))
+    stated_there = ((near >= AGREEING_VALUES) & their_blocks[None, :]
+                    & (theirs_stated[None, :] == stated[:, None])).any(axis=1)
+    return bool((counterpart & numbered & (theirs_stated[best] != stated) & ~stated_there).any())
 
 
 def _sole_slot(equal: np.ndarray) -> np.ndarray:
@@ -484,7 +528,7 @@ def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[
     theirs = np.zeros(len(at)) if sizes is None else sizes[at].astype(np.float64)
     return at, paragraphs_held(np.frombuffer(b"".join(data), dtype=np.uint8), ends - lengths, ends,
                                cast(Any, method).record_width, paragraphs.astype(np.uint64), float(own), theirs,
-                               AGREEING_VALUES, BLOCK_NUMBERS)
+                               AGREEING_VALUES, BLOCKS_BELOW)
 
 
 def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
