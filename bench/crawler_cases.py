@@ -15,7 +15,8 @@ same URL or on another site: a paragraph of 30-80 words added at the end, middle
 a share price, a line of 7 numbers); a name or a negation corrected; product pages differing in a spec
 or price line; a reader's comment (in a box named as comments or not); page 2 after page 1; a page
 quoting 60 % of an article with 40 % of its own; 40-word briefs beside an 18-teaser sidebar; a
-results table updated; a handbook section in 4 languages after English (`--handbook`); the story
+results table updated (and, a duplicate, re-fetched with its kick-off times and update stamp changed:
+`dup_stamp`); a handbook section in 4 languages after English (`--handbook`); the story
 after an attacker's copy crawled first (a number falsified, its lead or a middle paragraph left out).
 Those should be unique. And re-fetches that should be duplicates: sidebar teasers changed, a cookie banner, a
 byline and caption on another site, a print copy with a footer. `--agreement`: only how many of its
@@ -369,6 +370,31 @@ def generate(handbook: str) -> None:
             what = "a row added"
         l2 = k.add(f"{hostn}/round-{n}", render_extra(tpl[1], "Matchday results", ps, tail_html=tbl(rows2)))
         k.check(l2, e, "unique", what, lang_of(a))
+
+    # the results page re-fetched with only its times and dates changed, in a block of short lines under the
+    # table (kick-off times, an update stamp): a duplicate (the block's numbers leave dates and times out)
+    STAMPS = [("Kick-off: Saturday 15:30", "Kick-off: Saturday 17:30", "Updated 10:30 GMT", "Updated 12:05 GMT"),
+              ("Anpfiff: Samstag, 15.30 Uhr", "Anpfiff: Samstag, 18.30 Uhr", "aktualisiert am 04.06.2024, 16:37 Uhr",
+               "aktualisiert am 05.06.2024, 09:12 Uhr"),
+              ("Coup d'envoi : samedi 15h30", "Coup d'envoi : samedi 17h00", "Mis à jour le 5 mars 2024",
+               "Mis à jour le 6 mars 2024"),
+              ("Played on 7 March", "Played on 8 March", "Last update: 2024-03-07", "Last update: 2024-03-08")]
+    for n in range(8):
+        k = K("dup_stamp")
+        a = ARTS[(n + 140) % len(ARTS)]
+        tpl = TPLS[(n + 80) % len(TPLS)]
+        hostn = f"https://s{n}-{tpl[0][:10]}.example"
+        r = random.Random(n + 10)
+        rows = [(TEAMS[2 * i], r.randrange(4), r.randrange(4), TEAMS[2 * i + 1]) for i in range(5)]
+        k1, k2, u1, u2 = STAMPS[n % len(STAMPS)]
+        table = "<table class=\"results\">" + "".join(f"<tr><td>{h}</td><td>{x}:{y}</td><td>{g}</td></tr>"
+                                                     for h, x, y, g in rows) + "</table>"
+        ps = a["paras"][:5]
+        e = k.add(f"{hostn}/round-{n}", render_extra(tpl[1], "Matchday results", ps,
+                                                     tail_html=f"{table}<p>{k1}</p><p>{u1}</p>"))
+        l2 = k.add(f"{hostn}/round-{n}", render_extra(tpl[1], "Matchday results", ps,
+                                                      tail_html=f"{table}<p>{k2}</p><p>{u2}</p>"))
+        k.check(l2, e, "duplicate", f"same url, {k1!r} -> {k2!r}, {u1!r} -> {u2!r}", lang_of(a))
 
     # a site's language versions: debian handbook sections in several languages, the handbook's own template
     HB = handbook
