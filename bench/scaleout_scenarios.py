@@ -3,15 +3,18 @@
     python bench/scaleout_scenarios.py join-leave --topology global --strategy range --file-mode
     python bench/scaleout_scenarios.py kill-restart --topology local --static
     python bench/scaleout_scenarios.py kill-noreturn --env STREAMDEDUP_MAX_POLL_INTERVAL_S=20
+    python bench/scaleout_scenarios.py kill-restart --faust --static --stories 160 --file-mode
 
 Scenarios: join-leave (two workers, a third joins, the first leaves), kill-restart (two workers, six
 SIGKILLs, each started again), kill-noreturn (three workers, one SIGKILLed for good, a fourth joins),
 churn / churn-term (members join and leave every chunk; SIGKILL or SIGTERM / SIGTERM only), grow (the
 pages topic doubles its partitions mid-stream), grow-join (the same, then a join and a leave),
 before-topic (workers started before the topics exist), broker-restart (noida-db stopped and started
-again on its port and data). Pages of generated stories on up to four of eight sites, keyed by site,
+again on its port and data). `--faust` runs `streamdedup faust` apps instead of workers (the app is per
+input partition, so `--file-mode` then runs file mode on each input partition's records). Pages of generated stories on up to four of eight sites, keyed by site,
 plus bad records; each has an id. Prints one JSON line: inputs, outputs read committed from the
-unique, duplicates and rejected topics, ids missing and doubled, and with `--file-mode` the statuses
+unique, duplicates and rejected topics, ids missing and doubled (`copies`: how many ids came out how many
+times; a Faust app's repeats are checked byte for byte, `repeats_unequal`), and with `--file-mode` the statuses
 and `duplicate_of` that differ from `streamdedup dedup` on the same records. A worker that exits 75
 (the watchdog) is started again, as a supervisor would. Written for the scale-out review of
 2026-12-07 (docs/limitations.md, "Running on Kafka and Faust").
@@ -105,6 +108,9 @@ class Run:
         self.logs.setdefault(name, []).append(log)
         cmd = [PY, "-m", "streamdedup", "-v", "worker", "--state", str(self.dir / f"state-{name}"),
                "--worker-id", name]
+        if self.args.faust:  # Faust's own files go under its state; its group as the workers' would be
+            cmd[4] = "faust"
+            cmd += ["--group-id", self.env["STREAMDEDUP_GROUP_ID"]]
         self.stopped.discard(name)
         self.procs[name] = subprocess.Popen(cmd, env=self.env, cwd=WT, stdout=open(log, "wb"),
                                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -168,16 +174,26 @@ class Run:
     def counts(self) -> tuple[Counter, dict]:
         per_id: Counter = Counter()
         status: dict = {}
+        self.forms: dict = {}  # id -> the distinct (topic, value) it came out as
         for kind in ("UNIQUE", "DUPLICATES", "REJECTED"):
             for m in self.read(self.topics[kind]):
                 v = orjson.loads(m.value())
                 pid = v.get("dedup", {}).get("id") or v.get("id")
                 per_id[pid] += 1
                 status[pid] = (kind.lower(), v.get("dedup", {}).get("duplicate_of"))
+                self.forms.setdefault(pid, set()).add((kind, m.value()))
         return per_id, status
 
+    def input_partitions(self) -> dict[int, list[dict]]:
+        """The records of each pages partition, in offset order (as fed, keyed by site)."""
+        parts: dict[int, list] = {}
+        for m in self.read(self.topics["PAGES"]):
+            parts.setdefault(m.partition(), []).append((m.offset(), orjson.loads(m.value())))
+        return {p: [r for _, r in sorted(lst, key=lambda x: x[0])] for p, lst in parts.items()}
+
     def decided(self) -> int:
-        return sum(self.counts()[0].values())
+        """How many input ids came out at least once (a repeat does not stand in for a page still missing)."""
+        return len(self.counts()[0])
 
     def supervise(self):
         for name, p in list(self.procs.items()):
@@ -222,7 +238,9 @@ class Run:
                     and status[i][0] == file_status[i][0] and status[i][1] != file_status[i][1])
         res = {"dupof_diff": dupof, "scenario": self.args.scenario, "topology": self.args.topology, "strategy": self.args.strategy,
                "inputs": len(ids), "outputs": sum(per_id.values()), "missing": len(missing),
-               "doubled": len(doubled), "extra": len(extra), "status_diff": len(diff),
+               "doubled": len(doubled), "copies": dict(sorted(Counter(per_id.values()).items())),
+               "repeats_unequal": sum(1 for i in doubled if len(self.forms[i]) > 1),
+               "extra": len(extra), "status_diff": len(diff),
                "missing_ids": missing[:10], "doubled_ids": list(doubled)[:10], "diff": diff[:5],
                "dir": str(self.dir)}
         print(json.dumps(res), flush=True)
@@ -238,6 +256,7 @@ class Run:
 
 
 def file_mode(records: list[dict], work: Path) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
     src = work / "crawl.jsonl"
     with open(src, "wb") as f:
         for r in records:
@@ -360,14 +379,17 @@ def main():
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--file-mode", action="store_true")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--faust", action="store_true", help="run `streamdedup faust` apps, not workers")
     a = ap.parse_args()
+    if a.faust:
+        a.topology = "local"  # the app's topics are the local topology's
     records = crawl(a.stories)
     run = Run(a)
     for kv in a.env:
         k, v = kv.split("=", 1)
         run.env[k] = v
     run.t0 = time.monotonic()
-    file_status = file_mode(records, run.dir) if a.file_mode else None
+    file_status = file_mode(records, run.dir) if a.file_mode and not a.faust else None
     run.start_broker()
     try:
         if a.scenario != "before-topic":
@@ -377,6 +399,10 @@ def main():
         print(f"  [{run.t():6.1f}] {got} outputs of {len(records)}; settling", flush=True)
         time.sleep(3)
         run.stop_all()
+        if a.file_mode and a.faust:  # the app judges each input partition apart, as the local topology
+            file_status = {}
+            for p, part in run.input_partitions().items():
+                file_status.update(file_mode(part, run.dir / f"file-mode-{p}"))
         run.report(records, file_status)
     finally:
         for p in run.procs.values():
