@@ -83,6 +83,7 @@ from streamdedup.runtime.faust_outputs import (
 )
 from streamdedup.runtime.faust_rebuild import rebuild
 from streamdedup.runtime.faust_waiting import KafkaPauser, Rebuilds
+from streamdedup.runtime.faust_warm_up import warm_up_kernels
 from streamdedup.runtime.record_identity import record_digest
 from streamdedup.runtime.settings import WorkerSettings, keep_worker_id
 from streamdedup.runtime.topics import COMPRESSION, MAX_MESSAGE_BYTES, MAX_RECORD_BYTES, topic_config
@@ -335,11 +336,14 @@ def create_app(settings: WorkerSettings, config: DetectorConfig, app_id: str = "
                journal_keep: int = JOURNAL_KEEP, started_over: dict[int, int] | None = None) -> Any:
     """The Faust app.
 
-    The Faust app; `started_over`: partitions to read from the given offset at their first assignment
-    (`partitions_started_over`)."""
+    The Faust app, its kernels compiled or loaded (`faust_warm_up`); `started_over`: partitions to read from the
+    given offset at their first assignment (`partitions_started_over`)."""
     import faust
     from faust.types import TP
 
+    # Faust judges on its event loop, which also answers the group's rebalances: numba's compiles happen here,
+    # before the app joins, not at its first pages (`faust_warm_up`)
+    log.info("kernels ready in %.1f s", warm_up_kernels(config))
     # datadir: Faust's own files beside our state, not "<app id>-data" in whatever directory it started in
     Path(settings.state_dir).mkdir(parents=True, exist_ok=True)
     hold_back_client_repeats()
