@@ -207,6 +207,8 @@ class Detector:
         if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
             dedup["time_note"] = stamp.note
             verdict = verdict._replace(time_note=stamp.note)
+        if not stamp.trusted and fp.place is not None:  # an undated page: where it came, which orders its story
+            dedup["arrival"] = list(fp.place)
         return Outcome(fp.record, dedup, fp.origin, verdict, fp.line)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],

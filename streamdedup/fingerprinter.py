@@ -109,6 +109,7 @@ class Fingerprinted:
     signatures: dict[str, Any]  # method name -> signature (None: the method abstains)
     text: str = ""  # the cleaned main text (kept for evaluation's direct text similarity)
     arrival_ms: int | None = None  # when the record reached us (Kafka message time), if known
+    place: tuple[int, ...] | None = None  # its place in its input, as numbers (`RawRecord.place`)
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
     visible: str = ""  # all the page's visible text, normalised (what its site's template learns)
     # the MinHash signature of the article element's own text, where extraction's rescue replaced
@@ -309,7 +310,7 @@ class Fingerprinter:
         line = json_text(raw.data) if raw.fields is None and raw.data is not None else None  # as decoded
         try:
             texts, signatures = self.signatures(page, request)
-            return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms,
+            return Fingerprinted(page, record, raw.origin, signatures, texts.main, raw.arrival_ms, raw.place,
                                  visible=texts.visible, steered=self.steered_signature(texts.steered, page.lang),
                                  layout_asked=request if texts.layout else "", layout_seen=texts.layout, line=line,
                                  text_cut=texts.main_cut)
@@ -317,8 +318,8 @@ class Fingerprinter:
             raise
         except Rejected as err:
             if request and err.reason is Reason.NO_TEXT and may_be_html(page):  # its text may depend on the request
-                return Fingerprinted(page, record, raw.origin, {}, arrival_ms=raw.arrival_ms, layout_asked=request,
-                                     rejection=self._failed(raw, record, err), line=line)
+                return Fingerprinted(page, record, raw.origin, {}, arrival_ms=raw.arrival_ms, place=raw.place,
+                                     layout_asked=request, rejection=self._failed(raw, record, err), line=line)
             return self._failed(raw, record, err)
         except Exception as err:  # noqa: BLE001 - one bad page must not stop the stream
             return self._failed(raw, record, err)
@@ -336,7 +337,7 @@ class Fingerprinter:
     def read_again(self, item: Fingerprinted, request: str) -> Fingerprinted | Outcome:
         """The page prepared again, read as `request` asks (the stateful stage's, `read_by_layout`)."""
         self.extraction_redone += 1
-        raw = RawRecord(origin=item.origin, arrival_ms=item.arrival_ms)
+        raw = RawRecord(origin=item.origin, arrival_ms=item.arrival_ms, place=item.place)
         return self._fingerprint(raw, item.page, item.record, request)
 
     def hint(self, template_hash: int, layout: SiteLayout) -> None:

@@ -148,15 +148,13 @@ def test_a_live_page_polled_without_fetch_times_lists_its_pages_in_the_order_fet
         assert [p["id"] for p in shuffled.stories()[0]["pages"]] == ids
 
 
-@pytest.mark.xfail(strict=True, reason="two undated re-fetches naming the same earlier page tie in the fold and "
-                   "are listed by id: nothing in a verdict says which was judged first (docs/limitations.md, "
-                   "'Undated re-fetches of one page')")
 def test_undated_refetches_that_repeat_the_same_first_fetch_are_listed_as_fetched(tmp_path):
     """Three undated fetches of one url, as story-dev's: the first, one with a word changed, one less a
     paragraph. Both later ones repeat the first and name it (the earliest page holding them), so they
-    tie in the fold, and their ids set their order: the third fetch listed before the second where its
-    id sorts first (story-dev + feed-dev as one crawl: 3 of the 16 stories holding an undated page;
-    with ids made by the reader, the third fetch once before the first)."""
+    tie in the fold. Before, their ids set their order: the third fetch listed before the second where
+    its id sorts first (story-dev + feed-dev as one crawl: 3 of the 16 stories holding an undated page;
+    with ids made by the reader, the third fetch once before the first). Now an undated page's verdict
+    carries its place in the job (`arrival`: job, record), which orders the tie."""
     first = make_article(51, paragraphs=5)
     changed = [first[0].replace(" ", " quite ", 1), *first[1:]]
     polls = [{"id": page_id, "url": "https://live.example/flood", "content": "\n\n".join(text)}
@@ -166,7 +164,44 @@ def test_undated_refetches_that_repeat_the_same_first_fetch_are_listed_as_fetche
     verdicts = [orjson.loads(line)["dedup"] for line in (out / "verdicts.jsonl").read_bytes().splitlines()]
     assert [(v["status"], v["duplicate_of"]) for v in verdicts] == [
         ("unique", None), ("duplicate", "c-first"), ("duplicate", "c-first")]
+    assert [v["arrival"] for v in verdicts] == [[1, 1], [1, 2], [1, 3]]
     [story] = [orjson.loads(line) for line in (out / "clusters.jsonl").read_bytes().splitlines()]
+    assert [p["id"] for p in story["pages"]] == ["c-first", "b-second", "a-third"]
+    assert "arrival" not in story["pages"][0]  # clusters.jsonl's pages as before: the order says it
+
+
+def test_undated_pages_that_tie_are_listed_by_their_arrival_in_any_event_order():
+    """The fold orders undated pages that tie (same named pages) by their events' `arrival`, whatever
+    order the events come in; events without one (written before this version), or with one of
+    another form, tie-break by id as before."""
+    def refetch(page: str, arrival: object = None) -> dict:
+        found = {"type": "joined", "page_id": page, "cluster_id": "first", "duplicate_of": "first", "fetch_time": None,
+                 "status": "duplicate"}
+        return found if arrival is None else {**found, "arrival": arrival}
+
+    first = {"type": "created", "page_id": "first", "cluster_id": "first", "fetch_time": None, "status": "unique",
+             "arrival": [1700000000000, 2, 40]}
+    kafka = [first, refetch("z", [1700000000001, 2, 41]), refetch("m", [1700000000001, 2, 42]),
+             refetch("a", [1700000000005, 0, 7])]
+    old = [first, refetch("z"), refetch("m"), refetch("a", "job 1:#9")]
+    for events, expected in ((kafka, ["first", "z", "m", "a"]), (old, ["first", "a", "m", "z"])):
+        for seed in range(8):
+            stories = Stories()
+            for item in random.Random(seed).sample(events, len(events)):
+                stories.apply(item)
+            assert [p["id"] for p in stories.stories()[0]["pages"]] == expected
+
+
+def test_a_deduplicator_lists_undated_refetches_as_added():
+    """`Deduplicator.stories()` folds the verdicts as file mode does, each undated page's place included."""
+    from streamdedup import Deduplicator
+
+    first = make_article(51, paragraphs=5)
+    changed = [first[0].replace(" ", " quite ", 1), *first[1:]]
+    with Deduplicator() as dedup:
+        dedup.add_many([{"id": page_id, "url": "https://live.example/flood", "content": "\n\n".join(text)}
+                        for page_id, text in (("c-first", first), ("b-second", changed), ("a-third", first[:3] + first[4:]))])
+        [story] = dedup.stories()
     assert [p["id"] for p in story["pages"]] == ["c-first", "b-second", "a-third"]
 
 

@@ -279,7 +279,7 @@ class Deduplicator:
             data = orjson.dumps(bytes_content_as_base64(record), default=json_value)
         except TypeError:  # bytes, a lone surrogate: no JSON line holds them; the item's rejection, not the batch's
             return RawRecord(origin=origin, position=position, rejection=(Reason.INVALID_FIELD, unencodable(record)))
-        return RawRecord(origin=origin, data=data, position=position)
+        return RawRecord(origin=origin, data=data, position=position, place=(session, self._count))
 
     def _result(self, outcome: Outcome) -> Verdict | Rejection:
         if outcome.verdict is not None:

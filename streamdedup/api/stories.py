@@ -26,12 +26,14 @@ class FiledStories:
         self._filed_before = filed_before  # pages in the store when it was opened: in no story
         self._told = False
         self._stories = Stories()
-        self._unfolded: list[tuple[Verdict, Any, Any]] = []  # verdict, url, fetch time as given
+        # verdict, url, fetch time as given, an undated page's place (`arrival`: its dedup's, not the tuple's)
+        self._unfolded: list[tuple[Verdict, Any, Any, Any]] = []
 
     def keep(self, outcomes: Sequence[Outcome]) -> None:
         """Keep the judged pages of a written batch (a rejection joins no story)."""
         if self.kept:
-            self._unfolded += [(o.verdict, *page_fields(o.record)) for o in outcomes if o.verdict is not None]
+            self._unfolded += [(o.verdict, *page_fields(o.record), o.dedup.get("arrival")) for o in outcomes
+                               if o.verdict is not None]
 
     def stories(self) -> list[dict[str, Any]]:
         """`Stories.stories()` of every page kept so far: [{cluster_id, size, related, pages}], made afresh."""
@@ -43,7 +45,10 @@ class FiledStories:
             warnings.warn(f"stories() holds the pages this Deduplicator filed; the {self._filed_before} pages filed "
                           "into its store before it was opened are in none (a store keeps no cluster events): file "
                           "mode's clusters.jsonl or the cluster view topic has their stories", stacklevel=3)
-        for verdict, url, fetched in self._unfolded:
-            self._stories.add(verdict.as_dict(), url, fetched)
+        for verdict, url, fetched, arrival in self._unfolded:
+            dedup = verdict.as_dict()
+            if arrival is not None:
+                dedup["arrival"] = arrival
+            self._stories.add(dedup, url, fetched)
         self._unfolded.clear()
         return self._stories.stories()  # made afresh, lists too (`_Node.member`): a caller changes no later answer

@@ -77,7 +77,7 @@ def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str,
     """A judged page's cluster-view event.
 
     `created` (it started its cluster) or `joined`, with its url, fetch time, status and the
-    clusters it bridged (`merged`)."""
+    clusters it bridged (`merged`); an undated page with its `arrival` (its place in its input)."""
     page_id, cluster_id = dedup["id"], dedup["cluster_id"]
     event: dict[str, Any] = {"type": "created" if cluster_id == page_id else "joined", "page_id": page_id,
                              "cluster_id": cluster_id, "url": url, "fetch_time": fetch_time,
@@ -85,7 +85,7 @@ def view_event(dedup: Mapping[str, Any], url: Any, fetch_time: Any) -> dict[str,
                              "similarity": dedup.get("similarity"), "method": dedup.get("method")}
     if dedup.get("merged_clusters"):
         event["merged"] = list(dedup["merged_clusters"])
-    for name in ("supersedes", "related_to"):  # the directional verdict's links, passed on as they are
+    for name in ("supersedes", "related_to", "arrival"):  # the directional verdict's links, an undated page's place
         if dedup.get(name):
             event[name] = dedup[name]
     return event
@@ -117,13 +117,15 @@ class _Node:
     `name_time`, the fetch time it was ranked by) and how many pages of this view the story holds
     (`held`)."""
 
-    __slots__ = ("cluster", "duplicate_of", "fetch_time", "held", "id", "merged", "name_id", "name_time", "names",
-                 "parent", "related_to", "status", "supersedes", "url")
+    __slots__ = ("arrival", "cluster", "duplicate_of", "fetch_time", "held", "id", "merged", "name_id", "name_time",
+                 "names", "parent", "related_to", "status", "supersedes", "url")
 
     def __init__(self, node_id: str) -> None:
         self.id = node_id
         self.url: Any = None
         self.fetch_time: Any = None
+        # an undated page's place in its input (its verdict's `arrival`): orders pages that tie otherwise; (): none
+        self.arrival: tuple[int, ...] = ()
         self.status: str | None = None
         self.duplicate_of: str | None = None
         self.related_to: tuple[str, ...] | None = None
@@ -150,6 +152,13 @@ class _Node:
             if (value := getattr(self, name)) is not None:
                 line[name] = list(value)
         return line
+
+
+def _arrival(value: Any) -> tuple[int, ...] | None:
+    """An event's `arrival` as a tuple of whole numbers; None where it has none, or none of that form."""
+    if isinstance(value, list) and value and all(type(item) is int for item in value):
+        return tuple(value)
+    return None
 
 
 def _rank(cluster_id: str, fetched: Any) -> tuple[int, tuple[int, float, str], str]:
@@ -292,6 +301,8 @@ class Stories:
             node.url = event["url"]
         if event.get("fetch_time") is not None:
             node.fetch_time = event["fetch_time"]
+        if (arrival := _arrival(event.get("arrival"))) is not None:
+            node.arrival = arrival
         if (status := event.get("status")) is not None:
             node.status = _STATUSES.get(status, status) if isinstance(status, str) else status
         if event.get("duplicate_of") is not None:
@@ -363,7 +374,9 @@ class Stories:
         Pages by fetch time; those of one fetch time after every earlier page their verdicts name
         (duplicate_of, supersedes, related_to, the clusters they merged), which is the order they were
         judged in; then by id.
-        A page without a fetch time (a polled live page) comes after the pages its verdict names."""
+        A page without a fetch time (a polled live page) comes after the pages its verdict names;
+        undated pages that tie there by the place their verdicts give (`arrival`: the order they
+        came in, so were judged in), then by id."""
         return list(self.each_story())
 
     def each_story(self) -> Iterator[dict[str, Any]]:
@@ -378,7 +391,7 @@ class Stories:
         related = {name: self._related_names(root) for root, name in roots.items()}
         place = self._places()
         for name, members in sorted(groups.items()):
-            members.sort(key=lambda m: (*place[m.id], m.id))
+            members.sort(key=lambda m: (*place[m.id], m.arrival, m.id))
             yield {"cluster_id": name, "size": len(members), "related": related[name],
                    "pages": [member.member() for member in members]}
 

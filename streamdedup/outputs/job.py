@@ -120,7 +120,7 @@ def record_digest(previous: str, raw: RawRecord) -> str:
     """Chain one record into the digest of the records before it (its content, not its origin)."""
     hasher = xxhash.xxh3_128(bytes.fromhex(previous))
     for item in dataclasses.fields(raw):
-        if item.name not in ("origin", "arrival_ms", "position"):
+        if item.name not in ("origin", "arrival_ms", "position", "place"):
             _feed(hasher, getattr(raw, item.name))
     return hasher.hexdigest()
 
@@ -235,7 +235,7 @@ class FileJob:
         if number is None:
             number = next(i for i, job in enumerate(self.ledger.jobs, start=1) if job is self.job)
         for count, raw in enumerate(records, start=self.job.consumed + 1):
-            raw.position = f"job {number}:#{count}"
+            raw.position, raw.place = f"job {number}:#{count}", (number, count)
             yield raw
 
     @staticmethod

@@ -402,6 +402,8 @@ def cluster_events(dedup: dict[str, Any], record: Any = None, key: bytes | None 
                    "similarity": dedup["similarity"], "method": dedup["method"]}]
     if dedup.get("related_to"):  # a page kept, sharing much with these pages, not all: related stories
         events[0]["related_to"] = dedup["related_to"]
+    if dedup.get("arrival"):  # an undated page's place in its input: orders a story's undated fetches
+        events[0]["arrival"] = dedup["arrival"]
     if dedup.get("merged_clusters"):
         events.append({"type": "merged", **base, "merged": dedup["merged_clusters"]})
     return events

@@ -53,6 +53,9 @@ class RawRecord:
     # its place in its input, unique and the same when the input is read again ("job 2:#17",
     # "topic:3:1042@<message timestamp>"): the id of a page with neither an id nor a usable fetch time
     position: str | None = None
+    # the same place as numbers that sort in the order records came (file mode: job, record; Kafka: message
+    # timestamp, partition, offset): an undated page's verdict carries it as `arrival` (`clusters.Stories`)
+    place: tuple[int, ...] | None = None
     rejection: tuple[Reason, str] | None = None  # a part of the input the reader could not read
 
 

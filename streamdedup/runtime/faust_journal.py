@@ -22,7 +22,7 @@ from streamdedup.detector import Detector
 from streamdedup.outputs.record_size import Headers
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.faust_outputs import Output, render
-from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_position, record_digest
+from streamdedup.runtime.record_identity import DIGEST_BYTES, kafka_place, kafka_position, record_digest
 from streamdedup.runtime.topologies.local import decide
 
 log = logging.getLogger("streamdedup.runtime.faust_app")  # the app's logger: operators filter by it
@@ -91,7 +91,8 @@ class JournalKeeper:
             self.start_over(f"offset {offset} holds another record than the one judged there before")
         arrival_ms = timestamp_ms if timestamp_ms is not None and timestamp_ms > 0 else None
         item = self.detector.prepare(RawRecord(origin=source, data=value or b"", arrival_ms=arrival_ms,
-                                               position=kafka_position(self.topic, self.partition, offset, arrival_ms)))
+                                               position=kafka_position(self.topic, self.partition, offset, arrival_ms),
+                                               place=kafka_place(self.partition, offset, arrival_ms)))
         outcomes, batch = self.detector.decide_staged([item])
         dedup = outcomes[0].dedup
         if journaled is not None:  # another record had this offset: the old topic's entries are void

@@ -37,4 +37,12 @@ def kafka_position(topic: str, partition: int, offset: int, timestamp_ms: int | 
     return f"{topic}:{partition}:{offset}@{'' if timestamp_ms is None else timestamp_ms}"
 
 
-__all__ = ["DIGEST_BYTES", "kafka_position", "record_digest"]
+def kafka_place(partition: int, offset: int, timestamp_ms: int | None) -> tuple[int, int, int]:
+    """A Kafka record's place as numbers, in the order records came: message timestamp, partition, offset.
+
+    An undated page's verdict carries it (`arrival`), by which a story lists undated fetches that tie
+    (`clusters.Stories`): the same on every replay of the topic, in offset order within a partition."""
+    return (0 if timestamp_ms is None else timestamp_ms, partition, offset)
+
+
+__all__ = ["DIGEST_BYTES", "kafka_place", "kafka_position", "record_digest"]

@@ -72,3 +72,39 @@ def test_an_archived_crawl_s_undated_page_is_judged_where_file_mode_judges_it(se
     send(settings, second)  # a worker started again on the same state
     assert run_until_decided(Worker(settings, DetectorConfig()), len(second)).decided == len(second)
     assert read_topic_stories(settings.bootstrap_servers, settings.topics.cluster_view).stories() == clusters
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_undated_refetches_that_repeat_the_first_are_listed_as_fetched_on_the_worker_too(settings, tmp_path, topology):
+    """Three undated fetches of one url (the second with a word changed, the third a paragraph less:
+    both name the first) beside dated pages of other sites, on 3 partitions: the view lists them in
+    the order fetched, as file mode's clusters.jsonl does. Their verdicts carry `arrival` (message
+    timestamp, partition, offset) where file mode's carry the job's place; before, both listed the
+    third fetch (its id sorts first) before the second."""
+    from dataclasses import replace
+
+    from streamdedup.cli import main
+    from streamdedup.clusters import read_topic_stories
+
+    settings = replace(settings, partitions=3, topology=topology)
+    first = make_article(51, paragraphs=5)
+    changed = [first[0].replace(" ", " quite ", 1), *first[1:]]
+    records = [{"id": f"dated-{n}", "url": f"https://site{n}.example/a", "content": "\n\n".join(make_article(60 + n)),
+                "fetched_at": f"2024-03-01T0{n}:00:00Z"} for n in range(3)]
+    records[1:1] = [{"id": page_id, "url": FEED, "content": "\n\n".join(text)}
+                    for page_id, text in (("c-first", first), ("b-second", changed), ("a-third", first[:3] + first[4:]))]
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in records))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "-q"]) == 0
+    clusters = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    [polled] = [s for s in clusters if s["cluster_id"] == "c-first"]
+    assert [p["id"] for p in polled["pages"]] == ["c-first", "b-second", "a-third"]
+
+    send(settings, records)
+    assert run_until_decided(Worker(settings, DetectorConfig()), len(records)).decided == len(records)
+    assert read_topic_stories(settings.bootstrap_servers, settings.topics.cluster_view).stories() == clusters
+    verdicts = {row["id"]: row["dedup"] for row in map(orjson.loads, (m.value() for m in read_topic(
+        settings, settings.topics.verdicts)))}
+    places = [verdicts[page]["arrival"] for page in ("c-first", "b-second", "a-third")]
+    assert places == sorted(places) and len({tuple(p[1:]) for p in places}) == 3  # one partition, offset order
+    assert "arrival" not in verdicts["dated-0"]

@@ -160,7 +160,10 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match], roots: M
                       guesses: Iterable[str] = ()) -> tuple[dict[str, Any], Root]:
     """The page's `dedup` object and its cluster's first page (order, id) (`_decided`)."""
     verdict, root = _decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses)
-    return verdict._replace(time_note=header.time_note).as_dict(), root
+    dedup = verdict._replace(time_note=header.time_note).as_dict()
+    if header.arrival:  # an undated page: where it came, which orders its story (as file mode's `Detector`)
+        dedup["arrival"] = list(header.arrival)
+    return dedup, root
 
 
 def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Match], roots: Mapping[str, Root],

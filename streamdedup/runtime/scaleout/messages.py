@@ -208,6 +208,8 @@ class PageHeader:
     text_cut: bool = False  # its main text was cut (`Texts.main_cut`): `engine.as_cut`
     headers_omitted: int = 0  # the bytes of the input's headers left out (`passed_within`), 0: none
     key_omitted: int = 0  # and of its key
+    # an undated page's place in its input (`RawRecord.place`), which its verdict carries (`arrival`); (): dated
+    arrival: tuple[int, ...] = ()
 
     def passed_within(self) -> PageHeader:
         """This header with the input's headers and key left out over `record.passed.PASSED_BYTES`.
@@ -230,6 +232,8 @@ class PageHeader:
             value["time_note"] = self.time_note
         if self.text_cut:
             value["text_cut"] = True
+        if self.arrival:
+            value["arrival"] = list(self.arrival)
         if self.headers:  # values are bytes: base64
             value["headers"] = [[name, None if data is None else base64.b64encode(data).decode("ascii")]
                                 for name, data in self.headers]
@@ -250,7 +254,7 @@ class PageHeader:
         return cls(value["id"], bytes.fromhex(value["order"]), tuple(value["partitions"]),
                    value["record"], value["origin"], value.get("time_note"), headers,
                    None if key is None else base64.b64decode(key), bool(value.get("text_cut")),
-                   value.get("headers_omitted", 0), value.get("key_omitted", 0))
+                   value.get("headers_omitted", 0), value.get("key_omitted", 0), tuple(value.get("arrival", ())))
 
 
 def kind_of(headers: list[tuple[str, bytes | None]] | None) -> bytes | None:

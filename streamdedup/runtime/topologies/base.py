@@ -15,7 +15,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.record.readers import RawRecord
-from streamdedup.runtime.record_identity import kafka_position
+from streamdedup.runtime.record_identity import kafka_place, kafka_position
 
 
 class PartitionHandler(Protocol):
@@ -136,8 +136,9 @@ def message_timestamp(message: Message) -> int | None:
 
 def raw_record(message: Message) -> RawRecord:
     """A consumed message as the detector reads it: its place, value and arrival time, the same on every replay."""
-    return RawRecord(origin=source_of(message), data=value_of(message), arrival_ms=message_timestamp(message),
-                     position=position_of(message))
+    stamp = message_timestamp(message)
+    return RawRecord(origin=source_of(message), data=value_of(message), arrival_ms=stamp,
+                     position=position_of(message), place=kafka_place(partition_of(message), offset_of(message), stamp))
 
 
 def emit_outcome(out: Outputs, message: Message, outcome: Any) -> None:

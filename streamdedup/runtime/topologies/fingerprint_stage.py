@@ -235,7 +235,8 @@ class FingerprintPartition:
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)
             whole = PageHeader(page.id, order, tuple(sorted(keys)), item.record, item.origin, event.note,
-                               tuple(passed), message.key(), item.text_cut)
+                               tuple(passed), message.key(), item.text_cut,
+                               arrival=() if event.trusted or item.place is None else item.place)
             header = whole.encode()
             if not out.fits(self.routes.parts_topic, page_key, header, _HEADER_KIND):
                 # over the limit with the input's headers and key whole (base64): judged without them
