@@ -395,16 +395,19 @@ class Stories:
             yield {"cluster_id": name, "size": len(members), "related": related[name],
                    "pages": [member.member() for member in members]}
 
-    def _places(self) -> dict[str, tuple[tuple[int, float, str], int]]:
-        """Each page's place in its story: its fetch time, then its longest chain of named pages.
+    def _places(self) -> dict[str, tuple[tuple[int, float, str], tuple[int, ...], int]]:
+        """Each page's place in its story: its fetch time, its arrival, then its longest chain of named pages.
 
         The chain: the earlier pages its verdict named, in pages this view holds. A page without
         a fetch time takes the latest of the pages it names (a polled page after the fetch it
-        repeats or revises), so it comes after them however they are dated. Walked in page id order
-        (the names of a page sorted too), so named pages that name each other in a cycle (verdicts
-        of several workers) place the same whatever order the events came in."""
+        repeats or revises), so it comes after them however they are dated; and the latest
+        `arrival` of itself and of those of its time (undated pages of one time in the order they
+        came, a page never before one it names; () where none has one: by the chain, as before). Walked in
+        page id order (the names of a page sorted too), so named pages that name each other in a
+        cycle (verdicts of several workers) place the same whatever order the events came in."""
         depth: dict[str, int] = {}
         time: dict[str, tuple[int, float, str]] = {}
+        came: dict[str, tuple[int, ...]] = {}
         pages = self._nodes
         for start in sorted(page for page, node in pages.items() if node.status is not None):
             if start in depth:
@@ -422,9 +425,11 @@ class Stories:
                 fetched = pages[page].fetch_time
                 time[page] = when(fetched) if fetched is not None else max(
                     (time[n] for n in names if n in time), default=when(None))
+                came[page] = max((pages[page].arrival,
+                                  *(came[n] for n in names if n in came and time[n] == time[page])))
                 stack.pop()
                 open_.discard(page)
-        return {page: (time[page], depth[page]) for page in depth}
+        return {page: (time[page], came[page], depth[page]) for page in depth}
 
     def __len__(self) -> int:
         """How many stories hold pages of this view: kept as events are folded, so asking costs nothing.
