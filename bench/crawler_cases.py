@@ -414,6 +414,10 @@ def generate(handbook: str) -> None:
     # ---- hostile (docs/limitations.md, Hostile pages): a copy crawled first on the attacker's site
     shares = "Shares closed at 12.40 dollars, up 3 percent on the day, after the company raised its forecast."
     hostile = list(ARTS)
+
+    def filler(a, count):
+        """`count` paragraphs of 12+ words of other articles (an archive page's)."""
+        return [p for b in ARTS if b is not a for p in b["paras"] if len(p.split()) >= 12][:count]
     random.Random(7).shuffle(hostile)
     for n in range(8):
         a = hostile[n]
@@ -423,7 +427,15 @@ def generate(handbook: str) -> None:
                 ("hostile_falsified", ps[:j] + [shares.replace("12.40", "11.20")] + ps[j:], ps[:j] + [shares] + ps[j:],
                  "a copy stating 11.20 for 12.40 in a 17-word line, first"),
                 ("hostile_lead", ps[1:], ps, f"a copy lacking the {W(ps[0])}-word lead, first"),
-                ("hostile_middle", ps[:3] + ps[4:], ps, "a copy lacking a middle paragraph, first")):
+                ("hostile_middle", ps[:3] + ps[4:], ps, "a copy lacking a middle paragraph, first"),
+                # the same copy laid out otherwise: its lines merged three to one or into one, or padded past the
+                # 127 paragraphs a sketch keeps with other articles' (tests/verdict/test_hostile_layout.py)
+                ("hostile_merged", [" ".join(rest[i:i + 3]) for rest in [ps[:3] + ps[4:]] for i in range(0, len(rest), 3)],
+                 ps, "a copy lacking a middle paragraph, its lines merged three to one, first"),
+                ("hostile_oneline", [" ".join(ps[:3] + ps[4:])], ps,
+                 "a copy lacking a middle paragraph, its lines merged into one, first"),
+                ("hostile_padded", ps[:3] + ps[4:] + filler(a, 130), ps,
+                 "a copy lacking a middle paragraph, then 130 paragraphs of other articles, first")):
             k = K(name)
             e = k.add(f"https://evil{n}.example/{name}", rc.bare(title, evil))
             later = k.add(f"https://news{n}-{tpl[0][:10]}.example/story", rc.render(tpl[1], title, real))

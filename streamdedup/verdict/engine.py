@@ -106,7 +106,11 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     (`article_block._holding`: a title of the lead's opening words no longer puts the lead outside the block)
 # 25: a block of short lines states other numbers than its counterpart block, as many and as long, dates
 #     and times left out (`new_text.block_numbers_changed`: a table's score replaced)
-RULES_VERSION = 25
+# 26: another site's page holds a paragraph only where it shows it as a line: against its capped sketch
+#     every paragraph is judged, and where its lines are not alike, it has a line longer than most of the
+#     page's (or its cap left them out), the page's absent ones count (`line_places.SHOWN_EACH`); an
+#     author's host on a platform the Public Suffix List lacks is a site (`record.page.USER_HOSTED`)
+RULES_VERSION = 26
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

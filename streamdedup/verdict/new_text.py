@@ -35,6 +35,7 @@ from streamdedup.verdict.line_places import (
     CROSS_SITE_PARAGRAPHS,
     EVERY_EDGE,
     NO_EDGE,
+    SHOWN_EACH,
     counted_new,
     edits_past_longest,
     inserted_block,
@@ -195,13 +196,20 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                  else replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
         swapped = not unplaced and int(mine_new.sum()) == 1 and int(their_new.sum()) == 1
-        words, places = counted_new(whole, mine_new, (theirs[2], theirs_capped), edges, swapped, placed)
-        their, their_places = counted_new(theirs, their_new, (whole[2], whole_capped), edges, swapped)
+        # another site's page holds a paragraph only where it shows it as a line (`SHOWN_EACH`)
+        mine_shown, their_shown = (SHOWN_EACH and not one_site and not whole_capped,
+                                   SHOWN_EACH and not one_site and not theirs_capped)
+        words, places = counted_new(whole, mine_new, (theirs[2], theirs_capped), edges, swapped, placed,
+                                    shown_each=mine_shown)
+        their, their_places = counted_new(theirs, their_new, (whole[2], whole_capped), edges, swapped,
+                                          shown_each=their_shown)
         mine_words[i] = mine_edge[i] = words.max(initial=0)
         their_words[i] = their_edge[i] = their.max(initial=0)
         if edges != EVERY_EDGE and not unplaced:  # the edges' new lines, excused above, counted
-            mine_all, _ = counted_new(whole, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped)
-            their_all, _ = counted_new(theirs, their_new, (whole[2], whole_capped), EVERY_EDGE, swapped)
+            mine_all, _ = counted_new(whole, mine_new, (theirs[2], theirs_capped), EVERY_EDGE, swapped,
+                                      shown_each=mine_shown)
+            their_all, _ = counted_new(theirs, their_new, (whole[2], whole_capped), EVERY_EDGE, swapped,
+                                       shown_each=their_shown)
             mine_edge[i], their_edge[i] = mine_all.max(initial=0), their_all.max(initial=0)
         # places are known where neither sketch is capped or cut, or on one site where both are capped:
         # each page's paragraphs are then judged past the other's shortest kept (`counted_new`), and both

@@ -14,7 +14,7 @@ from conftest import FakeMessage
 from streamdedup.clean.template import line_hashes
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
-from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_shown_lines
+from streamdedup.fingerprints.wordpairs import WordPairsMethod, mark_shown, with_shown_lines
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.scaleout.gather_records import id_hash as _id_hash
@@ -730,8 +730,9 @@ def test_an_index_partition_takes_the_lines_a_host_showed_before_out_of_a_copys_
         pairs = next(m for m in detector.methods if isinstance(m, WordPairsMethod))
         read = [line for line in item.text.split("\n") if line]  # as the page reads them: its last are `shown`
         host = np.unique(line_hashes("\n".join(read[len(read) - len(shown):]))) if shown else line_hashes("")
-        signature = with_shown_lines(item.signatures[pairs.name], pairs, item.text, line_hashes(item.text), host,
-                                     item.page.lang)
+        # as `own_text._marked_shown` tells it: the sketch's paragraphs among them marked, their pairs beside it
+        marked = mark_shown(item.signatures[pairs.name], host) if shown else item.signatures[pairs.name]
+        signature = with_shown_lines(marked, pairs, item.text, line_hashes(item.text), host, item.page.lang)
         item = item.replaced(signatures={**item.signatures, pairs.name: signature})
         doc, keys = index_requests(item, detector.methods, tags, 0, 1)
         made = IndexRequest(page_order(at, at, 0, 0), doc, keys[0], made_by=detector.identity,
