@@ -102,8 +102,9 @@ def site_of(url: str) -> str:
 
     Its registrable domain under the Public Suffix List, private section included, so www.bbc.co.uk
     and amp.bbc.co.uk are one site (bbc.co.uk) while alice.blogspot.com and bob.github.io are two
-    authors, two sites. IP addresses and hosts without a registrable domain (localhost) are their
-    own site."""
+    authors, two sites, and so are alice.substack.com and bob.substack.com (a platform of authors'
+    hosts that the list lacks: `USER_HOSTED`). IP addresses and hosts without a registrable domain
+    (localhost) are their own site."""
     host = url_host(url.strip())
     if not host:
         return url.strip().lower()
@@ -133,13 +134,30 @@ def url_host(url: str) -> str:
         return ""
 
 
+# Platforms that give anyone a host of their own (alice.substack.com) and are missing from the Public
+# Suffix List's private section, which lists blogspot.com, github.io, wixsite.com and the like: each
+# host there is a site of its own, as the list makes it for those. As one site, an attacker's free
+# blog had the trust of every author's there: his digest of two newsletters' stories merged them (a
+# page bridges what it supersedes on its own site, as a view-all page its parts) and his copy with
+# its lines merged hid a paragraph (`verdict.line_places.SHOWN_EACH`; tests/verdict/test_platform_hosts.py).
+USER_HOSTED = frozenset({
+    "substack.com", "medium.com", "wordpress.com", "home.blog", "tumblr.com", "ghost.io", "livejournal.com",
+    "dreamwidth.org", "weebly.com", "squarespace.com", "typepad.com", "over-blog.com", "canalblog.com",
+    "skyrock.com", "beehiiv.com", "hashnode.dev", "write.as", "mataroa.blog", "micro.blog", "posthaven.com",
+    "tistory.com", "seesaa.net", "exblog.jp", "livedoor.blog", "jimdofree.com", "jimdosite.com",
+    "strikingly.com", "tilda.ws", "neocities.org", "narod.ru", "ucoz.ru"})
+
+
 @lru_cache(maxsize=1 << 16)
 def _registrable(host: str) -> str:
     if host.replace(".", "").isdigit() or ":" in host:  # IPv4, IPv6
         return host
     if "xn--" in host:
         return _registrable_encoded(host)
-    return _suffixes().privatesuffix(host) or host
+    found = _suffixes().privatesuffix(host) or host
+    if found in USER_HOSTED and host not in (found, "www." + found):  # an author's host: one label more
+        return ".".join(host.split(".")[-(found.count(".") + 2):])
+    return found
 
 
 def _registrable_encoded(host: str) -> str:
