@@ -167,3 +167,13 @@ def test_a_rejected_row_names_its_own_id() -> None:
     assert [(r.page_id, r.status) for r in results] == [
         ("7", "unique"), ("8", "rejected"), ("x9", "rejected"), (None, "rejected"), ("7", "rejected")], results
     assert [r.reason for r in results[1:]] == ["empty_content", "missing_content", "empty_content", "duplicate_id"]
+
+
+def test_a_store_folder_given_first_names_state(tmp_path: Path) -> None:
+    """`Deduplicator("folder")` (the store's folder given first, as `Deduplicator(state="folder")` reads
+    in the docs) said only that config is a DetectorConfig: the line names `state=` as the fix."""
+    for folder in (str(tmp_path / "store"), tmp_path / "store"):
+        with pytest.raises(TypeError, match=r"Deduplicator\(state=") as raised:
+            Deduplicator(folder)  # type: ignore[arg-type]
+        assert "\n" not in str(raised.value)
+    assert not (tmp_path / "store").exists()

@@ -369,3 +369,15 @@ def test_a_crawl_added_again_to_a_kept_store_says_why_it_is_refused(tmp_path: Pa
     assert again.detail is not None and "made from its url and fetch time" in again.detail
     assert again.detail.endswith("give it another id to judge it again")
     assert (other.status, other.duplicate_of) == ("duplicate", first.page_id)
+
+
+def test_stories_list_a_text_given_without_url_with_no_url() -> None:
+    """A text given without a url was listed in `stories()` under a url made up for it (`text:<id>`),
+    which no docs named and a user would take for theirs: its `url` is None, as it was given."""
+    with Deduplicator() as dedup:
+        texts = dedup.add_many([TEXT, TEXT, {"id": "row-3", "text": TEXT}])
+        page = dedup.add(TEXT, url="https://a.example/library")
+    assert [r.status for r in [*texts, page]] == ["unique", "duplicate", "duplicate", "duplicate"]
+    (story,) = dedup.stories()
+    assert [(p["id"], p["url"]) for p in story["pages"]] == [
+        (texts[0].page_id, None), (texts[1].page_id, None), ("row-3", None), (page.page_id, "https://a.example/library")]

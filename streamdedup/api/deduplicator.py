@@ -66,8 +66,11 @@ class Deduplicator:
     def __init__(self, config: DetectorConfig | None = None, state: str | os.PathLike[str] | None = None, *,
                  keep_stories: bool = True) -> None:
         if config is not None and not isinstance(config, DetectorConfig):
+            hint = (f"; a store folder is the second argument: Deduplicator(state={str(config)!r})"
+                    if isinstance(config, (str, os.PathLike)) else
+                    " (the keys of a config file: DetectorConfig.from_mapping(...))")
             raise TypeError(f"config is a DetectorConfig, e.g. DetectorConfig(policy='exact|minhash'), got "
-                            f"{type(config).__name__} (the keys of a config file: DetectorConfig.from_mapping(...))")
+                            f"{type(config).__name__}{hint}")
         self._temporary: str | None = None
         if state is None:
             self._temporary = tempfile.mkdtemp(prefix="streamdedup-")
@@ -182,8 +185,9 @@ class Deduplicator:
         same code from each filed page's verdict: a story is the pages joined by `duplicate_of`,
         their clusters and the clusters a page merged, named by its earliest cluster; `related`:
         the stories its pages are related to (a follow-up and what it follows up, either way);
-        `pages` (id, url, fetch_time, status, duplicate_of, and related_to where the verdict has
-        it) in the order they were fetched. Queries and rejections are in none. Also after `close`.
+        `pages` (id, url: None for a text given without one, fetch_time, status, duplicate_of, and
+        related_to where the verdict has it) in the order they were fetched. Queries and rejections
+        are in none. Also after `close`.
 
         Only pages filed by this object: a kept store opened again holds no cluster events (nor
         merges, nor urls), so the pages it held before are in no story (a UserWarning says so

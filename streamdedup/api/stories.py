@@ -10,11 +10,12 @@ merges, nor urls), so the pages a store held before the Deduplicator opened it a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streamdedup.clusters import Stories, page_fields
 from streamdedup.fingerprinter import Outcome
+from streamdedup.record.page import TEXT_URL_SCHEME
 from streamdedup.verdict.contract import Verdict
 
 
@@ -32,7 +33,7 @@ class FiledStories:
     def keep(self, outcomes: Sequence[Outcome]) -> None:
         """Keep the judged pages of a written batch (a rejection joins no story)."""
         if self.kept:
-            self._unfolded += [(o.verdict, *page_fields(o.record), o.dedup.get("arrival")) for o in outcomes
+            self._unfolded += [(o.verdict, *_given_fields(o.record), o.dedup.get("arrival")) for o in outcomes
                                if o.verdict is not None]
 
     def stories(self) -> list[dict[str, Any]]:
@@ -52,3 +53,9 @@ class FiledStories:
             self._stories.add(dedup, url, fetched)
         self._unfolded.clear()
         return self._stories.stories()  # made afresh, lists too (`_Node.member`): a caller changes no later answer
+
+
+def _given_fields(record: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The url and fetch time the item gave: None for a text without url (filed under `text:` + its id)."""
+    url, fetched = page_fields(record)
+    return (None if isinstance(url, str) and url.startswith(TEXT_URL_SCHEME) else url), fetched
