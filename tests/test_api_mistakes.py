@@ -177,3 +177,15 @@ def test_a_store_folder_given_first_names_state(tmp_path: Path) -> None:
             Deduplicator(folder)  # type: ignore[arg-type]
         assert "\n" not in str(raised.value)
     assert not (tmp_path / "store").exists()
+
+
+def test_an_unknown_extractor_is_refused_by_the_config_not_page_by_page() -> None:
+    """`DetectorConfig.from_mapping({"extractor": "fastt"})` was taken; each HTML page then came back a
+    `processing_error` (a traceback logged for each). The config refuses it, naming the extractors."""
+    from streamdedup.clean.pipeline import CleaningConfig
+
+    with pytest.raises(ValueError, match=r"^extractor is one of trafilatura, fast, resiliparse, none; got 'fastt'$"):
+        DetectorConfig.from_mapping({"extractor": "fastt"})
+    with pytest.raises(ValueError, match="extractor is one of"):
+        CleaningConfig(extractor="Fast")
+    assert DetectorConfig.from_mapping({"extractor": "none"}).cleaning.extractor == "none"

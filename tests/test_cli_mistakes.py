@@ -118,3 +118,16 @@ def test_clusters_of_a_run_with_no_page_say_so(tmp_path: Path, capsys: pytest.Ca
     assert printed.out == ""
     assert printed.err.strip() == (f"streamdedup: no stories: the run in {tmp_path / 'out'} filed no page "
                                    "(every record rejected: rejected.jsonl)")
+
+
+def test_an_unknown_extractor_in_a_config_file_is_refused_before_any_page(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`extractor = "fastt"` in --config ran the job: every HTML page a `processing_error` with a
+    traceback logged, exit 0. It ends in one line naming the extractors, and no output is written."""
+    crawl = _crawl(tmp_path)
+    config = tmp_path / "typo.toml"
+    config.write_text('extractor = "fastt"\n')
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "--config", str(config)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "streamdedup: error: extractor is one of trafilatura, fast, resiliparse, none; got 'fastt'"]
+    assert not (tmp_path / "out" / "summary.json").exists()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import xxhash
 
 from streamdedup.clean.decode import charset_from_content_type, decode_bytes
-from streamdedup.clean.extract import Texts, extract_texts, import_stack, is_html
+from streamdedup.clean.extract import EXTRACTORS, Texts, extract_texts, import_stack, is_html
 from streamdedup.clean.fast_extract import RULES_VERSION
 from streamdedup.clean.normalize import normalize_text
 from streamdedup.clean.server_errors import without_server_errors
@@ -36,6 +36,11 @@ class CleaningConfig:
     max_text_chars: int = 2_000_000
     min_words: int = 5  # fewer words of main text: too little to judge, `no_text` (not in the store fingerprint)
     max_seconds: float = 10.0  # wall-clock bound on parsing one page (see extract.extract_texts)
+
+    def __post_init__(self) -> None:
+        """Refuse an unknown extractor here: met page by page, it made each HTML page a processing_error."""
+        if self.extractor not in EXTRACTORS:
+            raise ValueError(f"extractor is one of {', '.join(EXTRACTORS)}; got {self.extractor!r}")
 
     def __str__(self) -> str:
         extractor = f"{self.extractor}@{RULES_VERSION}" if self.extractor == "fast" else self.extractor
