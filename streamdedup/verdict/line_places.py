@@ -124,8 +124,10 @@ def counted_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray
         # them; short lines beside it change nothing), or its capped sketch left them out (`SHOWN_EACH`)
         merged = shown_each and (capped or int(their_lengths.max()) > np.median(lengths))
         return (words[new], found_before[new]) if merged else _NONE
-    if edges != EVERY_EDGE:  # new lines before the first found paragraph or after the last
-        found = np.flatnonzero(~new)
+    found = np.flatnonzero(~new)
+    # new lines before the first found paragraph or after the last; with none found (one line each,
+    # `swapped`), the page has no edges: its new line took the other's place, and counts
+    if edges != EVERY_EDGE and len(found):
         new = new.copy()
         kept = words >= EDGE_PARAGRAPH_WORDS  # longer than a host's lines: the article's own, whatever the edge
         at_edges = np.zeros(len(new), dtype=bool)
