@@ -34,6 +34,7 @@ from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import Candidate, decide, judged
 from streamdedup.verdict.found_by import FoundBy
+from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.prefilter import CandidateFilter
 
 log = logging.getLogger(__name__)
@@ -201,8 +202,13 @@ class Detector:
         if batch.seq_for(fp.page.id) is not None:
             rejection = Rejection.repeated_id(fp.page.id, fp.origin)
             return Outcome(fp.record, rejection.as_dict(), fp.origin, line=fp.line)
-        stamp = self.clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
+        clock = self.clock
+        marks = clock.page_ms, clock.arrival_ms
+        stamp = clock.stamp(fp.page.event_time_ms, fp.arrival_ms, now_ms)
         verdict = self._decide_and_record(fp, batch, stamp.event_ms, signatures, page, names)
+        if isinstance(verdict, Rejection):  # its judging failed: nothing of it kept, the clock as it was
+            clock.page_ms, clock.arrival_ms = marks
+            return Outcome(fp.record, verdict.as_dict(), fp.origin, line=fp.line)
         dedup = verdict.as_dict()
         if stamp.note:  # as the verdict's own `time_note` renders (the engine's verdicts have none)
             dedup["time_note"] = stamp.note
@@ -212,21 +218,27 @@ class Detector:
         return Outcome(fp.record, dedup, fp.origin, verdict, fp.line)
 
     def _decide_and_record(self, fp: Fingerprinted, batch: StoreBatch, event_ms: int, signatures: dict[int, bytes],
-                           page: int, names: list[bytes]) -> Verdict:
+                           page: int, names: list[bytes]) -> Verdict | Rejection:
         """Verified candidates -> policy -> verdict (the engine).
 
         Then the page is filed for later pages (`page`: its number in the staged batch, `names`: its
-        shared names, `StoreBatch.stage`)."""
+        shared names, `StoreBatch.stage`). Nothing is written before the verdict: a page whose judging
+        raises (a bug) is a `processing_error` rejection, filed nowhere (`verdict.page_fault`)."""
         document, steered = document_key(fp.page.url), steered_record(fp, self.methods)
         work = self.work
         work["pages"] += 1
-        if names:
-            candidates = self._candidates(fp, batch, event_ms, page, names, document, steered)
-        else:  # no key shared with a stored page or another of the batch, or only by chance (`StoreBatch.stage`)
-            candidates = []
-            if by_chance := batch.chance_only(page):
-                count_lookup(work, by_chance, by_chance, 0)
-        verdict = decide(fp.page.id, candidates, fp.text_cut)
+        try:
+            if names:
+                candidates = self._candidates(fp, batch, event_ms, page, names, document, steered)
+            else:  # no key shared with a stored page or another of the batch, or only by chance (`StoreBatch.stage`)
+                candidates = []
+                if by_chance := batch.chance_only(page):
+                    count_lookup(work, by_chance, by_chance, 0)
+            verdict = decide(fp.page.id, candidates, fp.text_cut)
+        except Exception as err:  # noqa: BLE001 - one page's bug must not stop its batch (at every replay)
+            if (rejection := faulted(err, fp.page.id, fp.origin)) is None:
+                raise  # the store's or the machine's: the run stops, the batch is retried
+            return rejection
         doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
                         signatures, fp.site_hash, document=document, steered=steered)
         batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)

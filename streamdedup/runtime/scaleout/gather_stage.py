@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streamdedup.record.rejection import Reason
 from streamdedup.runtime.scaleout.gather_records import (
     FINISHED,
     GUESSED,
@@ -83,6 +84,7 @@ from streamdedup.runtime.scaleout.messages import (
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.verdict.contract import Rejection, Verdict
 from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, Candidate, decide
+from streamdedup.verdict.page_fault import faulted
 
 __all__ = ["AFTER_IDLE", "LATE_PAGE", "RELEASED_EARLY", "Decided", "Emitted", "GatherPartition", "Held",
            "LateMatch", "LateMerge", "Pending", "RelatedLeftOut", "late_match_event", "late_related_event",
@@ -407,7 +409,18 @@ class GatherPartition(GatherStore):
         earlier = pending.earlier()
         # by the watermarks: under an infinite one when every input of one of its partitions was idle
         idle = by == "watermark" and any(self.watermarks.get(p) == INFINITE for p in held.partitions)
-        dedup, root = _verdict_and_root(header, earlier, pending.roots, pending.guesses)
+        # its judging raised at an index partition (the lowest's error named), which did not file it
+        fault = next((a.fault for _, a in sorted(pending.answers.items()) if a.fault), "")
+        rejection = Rejection(Reason.PROCESSING_ERROR.value, fault, header.origin, header.page_id) if fault else None
+        if rejection is None:
+            try:
+                dedup, root = _verdict_and_root(header, earlier, pending.roots, pending.guesses)
+            except Exception as err:  # noqa: BLE001 - one page's bug must not stop the partition (at every replay)
+                if (rejection := faulted(err, header.page_id, header.origin)) is None:
+                    raise  # not the page's: the worker stops, the batch is retried
+        if rejection is not None:  # a dead letter, filed nowhere, as a repeated id's
+            return [Decided(header, rejection.as_dict(), by, held.completed_ms),
+                    *(_reply(asker, order, header.page_id, header.order, None) for asker, order in pending.askers)]
         released = RELEASED["idle" if idle else by]
         self.put(id_key(FINISHED, header.page_id),
                  header.order + (released.upper() if dedup["status"] == "duplicate" else released)

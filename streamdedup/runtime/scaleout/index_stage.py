@@ -39,6 +39,7 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.engine import DUPLICATE, Candidate, Judged, as_cut, joined_roots, judged, named_duplicate
+from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.policy import SitePolicy
 
 log = logging.getLogger(__name__)
@@ -207,19 +208,40 @@ class IndexPartition:
         doc = request.doc
         names = self.store.index_names(request.keys) if names is None else names
         # stamped (and bounded) by the fingerprint step; the clock moves to this one's now at most
+        marks = self.clock.page_ms, self.clock.arrival_ms
         self.clock.observe(doc.event_ms, request.trusted_time, int(time.time() * 1000))
         oldest = self.clock.oldest_kept(doc.event_ms)
-        mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
-        self._with_shown(mine, request.shown)  # not in its signatures: beside them
         earlier: list[Match] = []
         later: list[Match] = []
-        found = batch.candidates([n for tag_names in names.values() for n in tag_names])
-        seqs = batch.without_chance(found, mine)
         work = self.work
         work["pages"] += 1
-        count_lookup(work, batch.last_found, len(found), len(seqs))
+        try:
+            mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
+            self._with_shown(mine, request.shown)  # not in its signatures: beside them
+            found = batch.candidates([n for tag_names in names.values() for n in tag_names])
+            seqs = batch.without_chance(found, mine)
+            count_lookup(work, batch.last_found, len(found), len(seqs))
+            self._judge(request, seqs, mine, oldest, earlier, later)
+        except Exception as err:  # noqa: BLE001 - one page's bug must not stop the partition (at every replay)
+            if (rejection := faulted(err, doc.page_id, f"index[{self.partition}]")) is None:
+                raise  # the store's or the machine's: the worker stops, the batch is retried
+            self.clock.page_ms, self.clock.arrival_ms = marks  # nothing of it kept here: not filed, the clock as it was
+            return Answer(doc.page_id, request.order, self.partition, fault=rejection.detail or "")
+        root = asker_root(request.order, doc.page_id, earlier)
+        batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
+                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,
+                            steered=doc.steered, shown=request.shown),
+                  request.keys, names, displaces=not earlier)
+        return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
+
+    def _judge(self, request: IndexRequest, seqs: Sequence[int], mine: Mapping[int, Any], oldest: int | None,
+               earlier: list[Match], later: list[Match]) -> None:
+        """The page's matches filed here (`judged`): those before it in the global order and those after (in place).
+
+        Pure: a page whose judging raises leaves nothing behind (`answer`)."""
+        doc, batch = request.doc, self._batch()
         for link in judged(seqs, batch.docs_of, self.policy, self.by_name, doc, mine, request.template_known, oldest,
-                           tests=work):
+                           tests=self.work):
             other = link.doc
             order = bytes.fromhex(other.cluster_id)
             root_hex, _, root_id = other.duplicate_of.partition(" ")
@@ -237,12 +259,6 @@ class IndexPartition:
                 later.append(Match(other.page_id, order, theirs.rule, theirs.similarity, bytes.fromhex(root_hex),
                                    root_id, link.new_share, theirs.new_share, link.relation, theirs.relation,
                                    link.new_paragraph, theirs.new_paragraph, other.site == doc.site))
-        root = asker_root(request.order, doc.page_id, earlier)
-        batch.add(DocRecord(batch.next_seq(), doc.page_id, doc.event_ms, request.order.hex(),
-                            f"{root[0].hex()} {root[1]}", doc.signatures, doc.site, document=doc.document,
-                            steered=doc.steered, shown=request.shown),
-                  request.keys, names, displaces=not earlier)
-        return Answer(doc.page_id, request.order, self.partition, tuple(earlier), tuple(later))
 
     def _with_shown(self, signatures: dict[int, Any], shown: bytes) -> None:
         """Give a page's decoded word-pair signature the encoded lines its site showed before (in place; b"": none)."""

@@ -166,18 +166,25 @@ def _float(value: float | None) -> float:
 
 @dataclass(frozen=True)
 class Answer:
-    """One index partition's reply for one page: verified matches before it and after it."""
+    """One index partition's reply for one page: verified matches before it and after it.
+
+    `fault`: its judging raised here (a bug: `verdict.page_fault`), what it raised; the page was not
+    filed here, and its gather makes it a `processing_error` dead letter."""
 
     page_id: str
     order: bytes
     partition: int
     earlier: tuple[Match, ...] = ()
     later: tuple[Match, ...] = ()
+    fault: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        """The answer as JSON (orders in hex, each match as `Match.as_list`)."""
-        return {"id": self.page_id, "order": self.order.hex(), "partition": self.partition,
-                "earlier": [m.as_list() for m in self.earlier], "later": [m.as_list() for m in self.later]}
+        """The answer as JSON (orders in hex, each match as `Match.as_list`; `fault` only where there is one)."""
+        value = {"id": self.page_id, "order": self.order.hex(), "partition": self.partition,
+                 "earlier": [m.as_list() for m in self.earlier], "later": [m.as_list() for m in self.later]}
+        if self.fault:
+            value["fault"] = self.fault
+        return value
 
     def encode(self) -> bytes:
         """The answer as a message value (its `as_json`)."""
@@ -188,7 +195,7 @@ class Answer:
         """The answer `as_json` made."""
         return cls(value["id"], bytes.fromhex(value["order"]), value["partition"],
                    tuple(Match.from_list(m) for m in value["earlier"]),
-                   tuple(Match.from_list(m) for m in value["later"]))
+                   tuple(Match.from_list(m) for m in value["later"]), value.get("fault", ""))
 
 
 @dataclass(frozen=True)
