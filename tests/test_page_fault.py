@@ -14,7 +14,9 @@ from conftest import make_article, page, wrap_in_template
 from streamdedup.cli import main
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
+from streamdedup.store.errors import StoreCorrupt
 from streamdedup.verdict import engine
+from streamdedup.verdict.page_fault import page_fault
 
 FAULTY = "https://beta.example/story-1"  # a copy of an earlier page: it has candidates to judge
 DETAIL = "IndexError: injected fault for a test"
@@ -31,13 +33,14 @@ def fault_records() -> list[dict]:
     return records
 
 
-def inject_fault(monkeypatch: pytest.MonkeyPatch, page_id: str = FAULTY) -> None:
-    """Make the engine raise an IndexError while it judges `page_id` (as the one-line swap's bug did)."""
+def inject_fault(monkeypatch: pytest.MonkeyPatch, page_id: str = FAULTY,
+                 error: Exception | None = None) -> None:
+    """Make the engine raise `error` (an IndexError, as the one-line swap's bug did) while it judges `page_id`."""
     real = engine._steered_agree
 
     def faulty(page, methods):  # type: ignore[no-untyped-def]
         if page.page_id == page_id:
-            raise IndexError("injected fault for a test")
+            raise error or IndexError("injected fault for a test")
         return real(page, methods)
 
     monkeypatch.setattr(engine, "_steered_agree", faulty)
@@ -120,3 +123,24 @@ def test_the_faust_apps_record_path_rejects_the_faulty_page(tmp_path, monkeypatc
     assert target == "rejected" and dict(headers)["dedup.reason"] == b"processing_error"
     assert DETAIL in orjson.loads(value)["dedup"]["detail"]
     assert all(o[0] != "rejected" for i, out in enumerate(outs) if i != index for o in out)
+
+
+def test_the_machines_and_the_stores_errors_are_no_pages_fault():
+    assert all(page_fault(err) for err in (IndexError("i"), KeyError("k"), ValueError("v"), RecursionError("r")))
+    # rocksdict raises plain Exceptions; a full disk, a damaged store, memory: the run stops and retries
+    assert not any(page_fault(err) for err in (Exception("IO error: No space left on device"), OSError(28, "full"),
+                                               StoreCorrupt("damaged"), MemoryError()))
+
+
+@pytest.mark.parametrize("error", [Exception("IO error: While pread offset 0 len 4096: Input/output error"),
+                                   MemoryError()], ids=["rocksdb-io", "memory"])
+def test_a_store_error_while_judging_still_stops_add_many_with_nothing_filed(tmp_path, monkeypatch, error):
+    from streamdedup.api import Deduplicator
+
+    records = fault_records()
+    inject_fault(monkeypatch, error=error)
+    with Deduplicator(state=tmp_path / "state") as dedup:
+        with pytest.raises(type(error)):
+            dedup.add_many(records)
+        monkeypatch.undo()
+        assert dedup.query_many(records[:1])[0].status == "unique"  # the batch was not filed: retried whole
