@@ -19,7 +19,7 @@ from streamdedup.testing import run_records
 
 
 @pytest.mark.parametrize("topology", ["global", "local"])
-def test_the_faulty_page_is_rejected_once_and_the_others_judged(settings, tmp_path, monkeypatch, topology):
+def test_the_faulty_page_is_rejected_once_and_the_others_judged(settings, tmp_path, monkeypatch, caplog, topology):
     records = fault_records()
     expected = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode") if o.dedup["id"] != FAULTY}
     settings = replace(settings, topology=topology)
@@ -35,6 +35,10 @@ def test_the_faulty_page_is_rejected_once_and_the_others_judged(settings, tmp_pa
     assert dedup["id"] == FAULTY and dedup["reason"] == "processing_error" and DETAIL in dedup["detail"]
     lines = [orjson.loads(m.value())["dedup"] for m in read_topic(settings, settings.topics.verdicts)]
     assert len(lines) == len(records) and sum(line["status"] == "rejected" for line in lines) == 1
+    # logged with its traceback where it raised: once (global: once in each index partition its keys live in)
+    logged = [r for r in caplog.records if r.name == "streamdedup.verdict.page_fault"]
+    assert logged and all(FAULTY in r.getMessage() and r.exc_info for r in logged)
+    assert len(logged) == 1 or topology == "global"
 
 
 @pytest.mark.parametrize("topology", ["global", "local"])
