@@ -33,6 +33,7 @@ from typing import Any
 import regex
 
 from streamdedup.clean import trafilatura_extract
+from streamdedup.clean.link_cards import CARDS, cards_marked
 from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 
@@ -45,7 +46,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 6: a <noscript> holds only what it holds with scripting on (`clean.noscript`) (2026-12-06).
 # 7: a container's <ul> that is content, not a list of links, is read (`content_lists`) (2026-12-06).
 # 8: comment cards, cookie notices, buttons, date lines, dialogs and hidden blocks (`HOST_LINES`) (2026-12-07).
-RULES_VERSION = 8
+# 9: account forms (`HOST_LINES`) and runs of link cards (`clean.link_cards`) (2026-12-07).
+RULES_VERSION = 9
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -110,6 +112,11 @@ HOST_LINES: tuple[str, ...] = (
     # whole classes), Bootstrap's "d-none" (display:none, which trafilatura tests in a style) and the
     # hidden attribute; 7 up, 1 down (by 0.002)
     '[class~="hidden"]', '[class~="hide"]', '[class~="d-none"]', '[hidden]',
+    # an account form: a <form> that asks for a password (log in, sign up, reset), never the page's own
+    # text; a cold host's login pop-up read as 120 of a copy's words (multilingual and web dev). Forms
+    # in general stay (a page builder's <form> can hold the whole page: trafilatura's `_handle_forms`
+    # lost article text on 8 pages); 2 pages up, 1 down by 0.002 (a sign-up form's password rule line)
+    'form:has(input[type="password" i])',
 )
 
 # trafilatura's BODY_XPATH, in its order: the article's container.
@@ -177,8 +184,9 @@ TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
 # A noscript, renamed as `clean.noscript` reads it, is never shown: skipped in the same walk (as
 # resiliparse skips a template anyway: said, not left to its defaults)
 NOSCRIPTS = [NOSCRIPT_ELEMENT]
+# Link cards without a heading (`clean.link_cards`), marked before the walk: `CARDS`
 DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), *HOST_LINES, TEASER_CARDS,
-                                NOSCRIPT_ELEMENT])]
+                                CARDS, NOSCRIPT_ELEMENT])]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
 
 
@@ -381,8 +389,17 @@ def container_text(blocks: list[Any], lists: bool = True) -> str:
         # lexbor writes each <ul> it holds as "<ul": where none is, no list to read (~0.02 ms of queries spared)
         if lists and "<ul" in markup:
             content_lists(inside)
-        texts.append(main_content_text(inside, DISCARD_SELECTORS))
+        texts.append(discarded_text(inside.body, inside))
     return "\n".join(texts)
+
+
+def discarded_text(root: Any, source: Any) -> str:
+    """Resiliparse's main text of `source` (a tree, or `root` itself) without `DISCARD_SELECTORS`.
+
+    The link cards under `root` (`clean.link_cards`) are marked for the walk, and unmarked after; what
+    the walk skips may stand before a card's title (a date line)."""
+    with cards_marked(root, DISCARD_SELECTORS[0]):
+        return main_content_text(source, DISCARD_SELECTORS)
 
 
 def steered_text(tree: Any) -> str:
@@ -396,7 +413,7 @@ def steered_blocks(tree: Any) -> tuple[str, list[Any]]:
         return main_content_text(tree, NOSCRIPTS), []
     blocks = _containers(tree.body)
     if not blocks:
-        return main_content_text(tree, DISCARD_SELECTORS), []
+        return discarded_text(tree.body, tree), []
     return container_text(blocks), blocks
 
 

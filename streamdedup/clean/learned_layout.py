@@ -44,14 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamdedup.clean.fast_extract import (
-    DISCARD_SELECTORS,
     MIN_CONTAINER_CHARS,
     NOSCRIPTS,
     _containers,
     blocks_beside,
     container_text,
+    discarded_text,
     fast_read,
-    main_content_text,
     reads_opened,
 )
 from streamdedup.clean.noscript import noscript_sources
@@ -247,7 +246,7 @@ def fast_would_read_it(text: str, tree: Any, page_text: Any, read: list[Any] | N
     nested = not read or not blocks or _all_nested(read, blocks)
     if nested and blocks and sum(len(block.text) for block in blocks) <= FAST_HOLDS_MORE * len(text):
         return True
-    steered = container_text(blocks) if blocks else main_content_text(tree, DISCARD_SELECTORS)
+    steered = container_text(blocks) if blocks else discarded_text(tree.body, tree)
     if covers_little(steered, page_text):
         return True
     return nested and not covers_little(text, page_text) and len(steered) <= FAST_HOLDS_MORE * len(text)
