@@ -125,3 +125,28 @@ def test_a_form_without_a_password_is_read():
     html = html.replace("</div></body>", '<input type="text" name="q"></div></form></body>')
     text = extract_fast(html)
     assert all(p in text for p in ARTICLE)
+
+
+def test_only_markup_with_two_links_may_hold_cards():
+    from resiliparse.parse.html import HTMLTree
+
+    from streamdedup.clean.link_cards import may_hold_cards
+
+    one = HTMLTree.parse(page("<p>See <A HREF='/a'>the vote</A>.</p>")).body.inner_html
+    assert not may_hold_cards(one)
+    assert may_hold_cards(HTMLTree.parse(page(cards(CARDS["title then teaser"]))).body.inner_html)
+
+
+def test_a_block_with_under_two_links_is_not_searched_and_reads_the_same(monkeypatch):
+    from streamdedup.clean import fast_extract
+    from streamdedup.clean import link_cards as module
+
+    html = page("<p>See <a href='/a'>the vote</a>.</p>")
+    expected = extract_fast(html)
+    searched: list[object] = []
+    real = module.link_cards
+    monkeypatch.setattr(module, "link_cards", lambda *args: searched.append(args) or real(*args))
+    assert extract_fast(html) == expected
+    assert not searched
+    assert fast_extract.extract_fast(page(cards(CARDS["title then teaser"]))) == extract_fast(page(""))
+    assert searched
