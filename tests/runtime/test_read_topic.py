@@ -35,15 +35,18 @@ def written_topic(broker, partitions: int = 3) -> str:
 
 
 def frozen_as_the_read_starts(broker, monkeypatch, seconds: float) -> list[threading.Timer]:
-    """The broker answers nothing for `seconds` from the moment the reader assigns its partitions."""
+    """The broker answers nothing for `seconds` from the moment the reader assigns its partitions.
+
+    Frozen before the assignment is made: frozen after it, a fetch the client's thread sent at once
+    could be answered first (on a loaded machine the whole topic was read before the freeze)."""
     timers: list[threading.Timer] = []
 
     class Frozen(runtime.conftest.Consumer):  # type: ignore[misc,name-defined]
         def assign(self, partitions):
-            super().assign(partitions)
             broker.pause()
             timers.append(threading.Timer(seconds, broker.resume))
             timers[-1].start()
+            super().assign(partitions)
 
     monkeypatch.setattr(runtime.conftest, "Consumer", Frozen)
     return timers
