@@ -7,6 +7,9 @@ then teaches them (docs/template-model.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 
 from streamdedup.clean.article_block import LazyInside
@@ -27,6 +30,9 @@ from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection
 from streamdedup.verdict.line_places import EDGE_PARAGRAPH_WORDS
+from streamdedup.verdict.page_fault import faulted
+
+Lesson = Callable[[], None]  # what a site learns from a page once it is through (`_learn_layout`, `_learn_lines`)
 
 
 def read_by_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter) -> Fingerprinted | Outcome:
@@ -65,7 +71,7 @@ def _learn_layout(item: Fingerprinted, site: SiteTemplate, fingerprinter: Finger
 
 
 def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
-             params: TemplateParams) -> Fingerprinted | Outcome:
+             params: TemplateParams, now: bool = False) -> Fingerprinted | Outcome:
     """The page without its site's template, fingerprinted again if anything was removed.
 
     The page without its site's template (as the site's earlier pages taught it), fingerprinted
@@ -82,13 +88,29 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     page is judged on the text it shows for the first time), or reject a long page
     (`missed_short_words` words or more) as template only (it is judged on its whole text).
 
-    First the page is read as its site's learned layout asks (`read_by_layout`); last, the paragraphs
-    of its word-pair sketch that its site showed before are marked."""
+    First the page is read as its site's learned layout asks (`read_by_layout`); then the paragraphs
+    of its word-pair sketch that its site showed before are marked (`now`: its article-block marks
+    found at once, `placed_now`); last, its site learns from it.
+
+    A page whose template step raises (a bug its data met) is a `processing_error` outcome, and its
+    site learns nothing of it: all that runs before the site learns, which is last and outside the
+    net, as the engine files a page (`verdict.page_fault`). A replay meets it in the same state."""
     # before this page is counted: the lines no single earlier page can make the site's
     # (`missed_min_pages`), which are not the page's new text
     furniture = site.lines_shown_on(params.missed_min_pages)
-    outcome = _own_text(item, site, fingerprinter, params)
-    return outcome if isinstance(outcome, Outcome) else _marked_shown(_placed(outcome), furniture, fingerprinter)
+    lessons: list[Lesson] = []
+    try:
+        outcome = _own_text(item, site, fingerprinter, params, lessons)
+        if not isinstance(outcome, Outcome):
+            outcome = _marked_shown(_placed(outcome), furniture, fingerprinter)
+            outcome = placed_now(outcome) if now else outcome
+    except Exception as err:  # noqa: BLE001 - one page's bug must not stop its batch (at every replay)
+        if (rejection := faulted(err, item.page.id, item.origin)) is None:
+            raise  # the store's or the machine's: the run stops, the batch is retried
+        return Outcome(item.record, rejection.as_dict(), item.origin, line=item.line)
+    for lesson in lessons:
+        lesson()
+    return outcome
 
 
 def _placed(item: Fingerprinted) -> Fingerprinted:
@@ -145,8 +167,8 @@ def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fin
 
 
 def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprinter,
-              params: TemplateParams) -> Fingerprinted | Outcome:
-    """`own_text` before the page's paragraphs are marked.
+              params: TemplateParams, lessons: list[Lesson]) -> Fingerprinted | Outcome:
+    """`own_text` before the page's paragraphs are marked; what its site learns from it is put in `lessons`.
 
     A read from the site's learned (or brief) container that leaves the page without text of its
     own is not the page's text, and `fast` reads the page again: a read that is empty, or whose
@@ -166,8 +188,8 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
             hashes = item.text_hashes
             judged = _judged(item, site, fingerprinter, params, hashes, learned=_learned_read(item.layout_seen))
             if judged is not None:
-                _learn_layout(item, site, fingerprinter)
-                _learn_lines(item, site, params, hashes)
+                lessons += [partial(_learn_layout, item, site, fingerprinter),
+                            partial(_learn_lines, item, site, params, hashes)]
                 return judged
             hollow = item.layout_seen.partition("\n")[0]
         elif item.layout_asked == OBSERVE:
@@ -179,7 +201,8 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
             return again
         if item.rejection is not None and again.rejection is not None:
             return item.rejection  # no text however read: the page teaches the layout nothing, as before
-        _learn_layout(again, site, fingerprinter, hollow)
+        # the page's own text is judged by its site's lines, not its layout: the layout learns after
+        lessons.append(partial(_learn_layout, again, site, fingerprinter, hollow))
         if again.rejection is not None:
             return again.rejection
         item = again
@@ -188,7 +211,7 @@ def _own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprin
     hashes = item.text_hashes
     judged = _judged(item, site, fingerprinter, params, hashes, learned=False)
     assert judged is not None  # (only a learned read is found hollow)
-    _learn_lines(item, site, params, hashes)
+    lessons.append(partial(_learn_lines, item, site, params, hashes))
     return judged
 
 

@@ -1,4 +1,4 @@
-"""A page whose judging raises, on the worker (both topologies, a real broker and RocksDB): its one dead letter.
+"""A page whose judging or template step raises, on the worker (both topologies, a real broker and RocksDB): one dead letter.
 
 The fault is injected into the engine's pure logic for one page id (tests/test_page_fault.py); before
 the per-page net the worker raised it out of its batch, and a restart replayed the batch into it again."""
@@ -61,3 +61,23 @@ def test_a_replay_meets_the_faulty_page_again_and_emits_nothing_twice(settings, 
     got = outputs(settings)
     assert verdicts_by_id(got) == {page_id: status for page_id, status in file_mode.items() if page_id != FAULTY}
     assert [orjson.loads(m.value())["dedup"]["id"] for m in got["rejected"]] == [FAULTY]  # once
+
+
+@pytest.mark.parametrize("topology", ["global", "local"])
+def test_a_page_whose_template_step_raises_is_rejected_once(settings, tmp_path, monkeypatch, topology):
+    """The fault in the template step (`own_text`: the global topology's fingerprint step, the local's detector)."""
+    from test_template_fault import inject_template_fault
+
+    records = fault_records()
+    inject_template_fault(monkeypatch)
+    file_mode = {o.dedup["id"]: o.status for o in run_records(records, tmp_path / "file-mode")}
+    assert file_mode[FAULTY] == "rejected"
+    settings = replace(settings, topology=topology)
+    send(settings, records)
+    stats = run_until_decided(Worker(settings, DetectorConfig()), len(records), timeout_s=120)
+    assert stats.decided == len(records)
+    got = outputs(settings)
+    assert verdicts_by_id(got) == {page_id: status for page_id, status in file_mode.items() if page_id != FAULTY}
+    [dead] = got["rejected"]
+    dedup = orjson.loads(dead.value())["dedup"]
+    assert dedup["id"] == FAULTY and dedup["reason"] == "processing_error" and DETAIL in dedup["detail"]

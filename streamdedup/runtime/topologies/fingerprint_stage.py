@@ -27,7 +27,7 @@ from streamdedup.fingerprinter import (
 from streamdedup.fingerprints.base import FingerprintMethod
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
 from streamdedup.outputs.kafka import Outputs
-from streamdedup.own_text import own_text, placed_now
+from streamdedup.own_text import own_text
 from streamdedup.runtime.scaleout.messages import (
     INFINITE,
     KIND_HEADER,
@@ -209,8 +209,8 @@ class FingerprintPartition:
         for message, item in zip(messages, prepared, strict=True):
             if self.templates is not None and params is not None and isinstance(item, Fingerprinted):
                 # the article-block marks now: the index step reads them from the encoded signature
-                item = placed_now(own_text(item, self.templates.template(item.template_hash), self.fingerprinter,
-                                           params))
+                item = own_text(item, self.templates.template(item.template_hash), self.fingerprinter, params,
+                                now=True)
             if isinstance(item, Fingerprinted) and self._repeated(item.page.id):  # file mode's rule and detail
                 item = Outcome(item.record, Rejection.repeated_id(item.page.id, item.origin).as_dict(), item.origin)
             stamp = message_timestamp(message)
