@@ -60,16 +60,21 @@ def dedup_run(tmp_path, name: str, records: list[dict]) -> tuple[int, dict[str, 
     return code, files
 
 
+def assert_one_dead_letter(code: int, files: dict) -> None:
+    """The run ended well, wrote every output, and the faulty page alone is a `processing_error` naming DETAIL."""
+    assert code == 0 and set(files) == {"unique", "duplicates", "rejected"}
+    [rejected] = files["rejected"]
+    assert rejected["url"] == FAULTY
+    assert rejected["dedup"]["reason"] == "processing_error" and DETAIL in rejected["dedup"]["detail"]
+
+
 def test_file_mode_writes_every_output_and_the_faulty_page_as_a_processing_error(tmp_path, monkeypatch, capsys):
     records = fault_records()
     _, clean = dedup_run(tmp_path, "clean", records)
     inject_fault(monkeypatch)
     capsys.readouterr()
     code, files = dedup_run(tmp_path, "faulty", records)
-    assert code == 0 and set(files) == {"unique", "duplicates", "rejected"}
-    [rejected] = files["rejected"]
-    assert rejected["url"] == FAULTY
-    assert rejected["dedup"]["reason"] == "processing_error" and DETAIL in rejected["dedup"]["detail"]
+    assert_one_dead_letter(code, files)
     # every other page judged as without the fault (the faulty page was a copy: no one named it)
     for kind in ("unique", "duplicates"):
         assert [r["dedup"] for r in files[kind]] == [r["dedup"] for r in clean[kind] if r["url"] != FAULTY]

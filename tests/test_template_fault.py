@@ -8,7 +8,7 @@ tests/runtime/test_worker_page_fault.py."""
 from __future__ import annotations
 
 import pytest
-from test_page_fault import DETAIL, FAULTY, dedup_run, fault_records
+from test_page_fault import DETAIL, FAULTY, assert_one_dead_letter, dedup_run, fault_records
 
 from streamdedup import own_text
 from streamdedup.config import DetectorConfig
@@ -34,10 +34,7 @@ def test_file_mode_writes_every_output_and_the_faulty_page_as_a_processing_error
     _, without = dedup_run(tmp_path, "without", [r for r in records if r["url"] != FAULTY])
     inject_template_fault(monkeypatch, step)
     code, files = dedup_run(tmp_path, "faulty", records)
-    assert code == 0 and set(files) == {"unique", "duplicates", "rejected"}
-    [rejected] = files["rejected"]
-    assert rejected["url"] == FAULTY
-    assert rejected["dedup"]["reason"] == "processing_error" and DETAIL in rejected["dedup"]["detail"]
+    assert_one_dead_letter(code, files)
     # the others judged as in a crawl without it: nothing of it filed or learned
     for kind in ("unique", "duplicates"):
         assert [r["dedup"] for r in files[kind]] == [r["dedup"] for r in without[kind]]
