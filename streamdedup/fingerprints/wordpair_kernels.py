@@ -300,19 +300,22 @@ def _outside_held(pairs: np.ndarray, unheld: np.ndarray, distinct: float) -> flo
     """A page's pairs outside its held paragraphs, of its `distinct` pairs (`paragraphs_held`).
 
     `pairs`: each paragraph's; `unheld`: which are not held. Its pairs are `distinct`, or, where its
-    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`."""
+    paragraphs hold more (repeated phrases), its paragraphs' pairs scaled to `distinct`. 0 where
+    neither counts a pair (`distinct` not known, every block unheld: `paragraphs_held`)."""
     every, outside = 0, 0
     for i in range(pairs.shape[0]):
         every += pairs[i]
         if unheld[i]:
             outside += pairs[i]
     total = max(distinct, float(every))
+    if total <= 0.0:
+        return 0.0
     return (total - float(every) + float(outside)) * distinct / total
 
 
 @numba.njit(cache=True)
 def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int, mine: np.ndarray,
-                    own: float, sizes: np.ndarray, agreeing: int,
+                    mine_blocks: np.ndarray, own: float, sizes: np.ndarray, agreeing: int,
                     block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`new_text.outside_held_paragraphs` and `held_in_paragraphs` of the encoded word-pair records in `data`.
 
@@ -320,11 +323,12 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
     high bit: capped; 6 bytes each, little-endian). A paragraph's pairs are read as its words less
     one: exact where its words are its tokens, more where its word-equivalents exceed them (long
     words: `paragraph_rows.letter_units`), and scaled to the page's pairs where they add up to more
-    (`_outside_held`). A record's blocks of short lines (the paragraphs whose numbers byte, after
-    the rows, is over 0 and under `block`: `paragraph_rows.blocks_of`) are read as no paragraph, as `mine` holds
-    none: their pairs are outside paragraphs, as before blocks were sketched. A paragraph of the
-    page (`mine`) is held when one
-    of the record's agrees with it in `agreeing` of its 4 10-bit values, k-th with k-th. Returns, for
+    (`_outside_held`). A paragraph of the page (`mine`) is held when one of the record's agrees with
+    it in `agreeing` of its 4 10-bit values, k-th with k-th. Blocks of short lines (`mine_blocks`; a
+    record's: the paragraphs whose numbers byte, after the rows, is over 0 and under `block`:
+    `paragraph_rows.blocks_of`) are held so by a block: a list the other shows line for line is held
+    text, as a paragraph is (rules version 27). A block not held is read as no paragraph: its pairs are
+    outside paragraphs, as before blocks were sketched, so a block moves a bound only down. Returns, for
     each record with a whole sketch (NaN, NaN, 0 for the others, and for a record cut short): the
     page's pairs outside its held paragraphs and not shown before, the record's outside its
     paragraphs that the page holds (of `sizes[r]`), and the page's pairs in its held paragraphs or
@@ -342,6 +346,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
         mine_shown[i] = (mine[i] & np.uint64(1 << 47)) != 0
     held_row = np.empty(n, dtype=np.bool_)
     unheld = np.empty(n, dtype=np.bool_)
+    mine_counted = np.empty(n, dtype=np.int64)
     for r in range(count):
         start = starts[r] + width
         if ends[r] <= start:
@@ -351,6 +356,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
             continue
         theirs = np.empty((m, 4), dtype=np.int64)
         their_pairs = np.empty(m, dtype=np.int64)
+        their_blocks = np.zeros(m, dtype=np.bool_)
         held_col = np.zeros(m, dtype=np.bool_)
         numbered = ends[r] >= start + 1 + 7 * m  # each paragraph's numbers byte after the rows
         for j in range(m):
@@ -361,13 +367,11 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
             for k in range(4):
                 theirs[j, k] = (value >> (10 * k)) & 1023
             their_pairs[j] = ((value >> 40) & 127) - 1
-            if numbered and 0 < data[start + 1 + 6 * m + j] < block:  # a block: no paragraph, matched by none
-                their_pairs[j] = 0
-                theirs[j, 0] = -1
+            their_blocks[j] = numbered and 0 < data[start + 1 + 6 * m + j] < block
         for i in range(n):
             held_row[i] = False
             for j in range(m):
-                if theirs[j, 0] < 0:
+                if their_blocks[j] != mine_blocks[i]:  # a paragraph by a paragraph, a block by a block
                     continue
                 equal = 0
                 for k in range(4):
@@ -376,13 +380,18 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
                 if equal >= agreeing:
                     held_row[i] = True
                     held_col[j] = True
+        for i in range(n):  # a block not held: no paragraph, its pairs outside them
+            mine_counted[i] = 0 if mine_blocks[i] and not held_row[i] else mine_pairs[i]
+        for j in range(m):
+            if their_blocks[j] and not held_col[j]:
+                their_pairs[j] = 0
         for i in range(n):
             unheld[i] = not (held_row[i] or mine_shown[i])
-        mine_out[r] = _outside_held(mine_pairs, unheld, own)
+        mine_out[r] = _outside_held(mine_counted, unheld, own)
         their_out[r] = _outside_held(their_pairs, ~held_col, sizes[r])
         for i in range(n):
             unheld[i] = (not held_row[i]) or mine_shown[i]
-        held_in[r] = own - _outside_held(mine_pairs, unheld, own)
+        held_in[r] = own - _outside_held(mine_counted, unheld, own)
     return mine_out, their_out, held_in
 
 

@@ -110,7 +110,10 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 #     every paragraph is judged, and where its lines are not alike, it has a line longer than most of the
 #     page's (or its cap left them out), the page's absent ones count (`line_places.SHOWN_EACH`); an
 #     author's host on a platform the Public Suffix List lacks is a site (`record.page.USER_HOSTED`)
-RULES_VERSION = 26
+# 27: a block of short lines that a block of the other agrees with in 3 of 4 values is held text, as a
+#     paragraph is (`new_text.outside_held_paragraphs`): a teaser of an article with a list is bounded by
+#     its own new lines; a block not held is outside paragraphs, as before
+RULES_VERSION = 27
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5

@@ -495,6 +495,9 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
     paragraphs of one story agree so under 0.1 % of the time) and its site did not show before,
     plus its pairs outside paragraphs (short lines: `own` less all its paragraphs' pairs, a
     paragraph of w words being w - 1); the same of the candidate's `sizes` pairs against the page.
+    A block of short lines (a list, a table's rows: `paragraph_rows.blocks_of`) is held by a block
+    of the other agreeing so, as text the other shows line for line; one not held is read as its
+    short lines, outside paragraphs (as before rules version 27), so a block only lowers a bound.
     The bound errs high where a sketch leaves paragraphs out (capped) or a length reads 127 words
     for more. Where a page repeats pairs (half of web dev's pages; more in Vietnamese, Chinese), its
     paragraphs hold more pairs than its distinct ones (a set): the share outside is then taken of
@@ -522,9 +525,9 @@ def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     paragraphs = getattr(signature, "paragraphs", None)
-    if paragraphs is not None:  # its blocks of short lines are no paragraph here (`paragraphs_held`)
+    if paragraphs is not None:  # its blocks of short lines are held only by a block (`paragraphs_held`)
         numbers = cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS))
-        paragraphs = paragraphs[~blocks_of(numbers, len(paragraphs))]
+        blocks = blocks_of(numbers, len(paragraphs))
     if entry is None or paragraphs is None or not len(paragraphs) or not len(rows):
         return None
     tag, method = entry
@@ -535,8 +538,8 @@ def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[
     ends = np.cumsum(lengths)
     theirs = np.zeros(len(at)) if sizes is None else sizes[at].astype(np.float64)
     return at, paragraphs_held(np.frombuffer(b"".join(data), dtype=np.uint8), ends - lengths, ends,
-                               cast(Any, method).record_width, paragraphs.astype(np.uint64), float(own), theirs,
-                               AGREEING_VALUES, BLOCKS_BELOW)
+                               cast(Any, method).record_width, paragraphs.astype(np.uint64), blocks, float(own),
+                               theirs, AGREEING_VALUES, BLOCKS_BELOW)
 
 
 def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
