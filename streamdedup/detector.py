@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from streamdedup.clean.page_urls import document_key
@@ -32,7 +33,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, judged
+from streamdedup.verdict.engine import RELATED, Candidate, decide, judged
 from streamdedup.verdict.found_by import FoundBy
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.prefilter import CandidateFilter
@@ -242,6 +243,8 @@ class Detector:
         doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
                         signatures, fp.site_hash, document=document, steered=steered)
         batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)
+        if verdict.merged_clusters:  # later pages see these clusters as one story (`StoreBatch.story_of`)
+            batch.merge(verdict.merged_clusters, verdict.cluster_id)
         if self._filter is not None:
             self._filter.filed(page, doc)
         return verdict
@@ -281,7 +284,19 @@ class Detector:
             found.append(Candidate(link.seq, doc.page_id, link.rule, link.similarity,
                                    -1 if root_seq is None else root_seq, doc.cluster_id, link.relation,
                                    link.new_share, link.their_new_share, link.new_paragraph, doc.site == fp.site_hash))
+        return with_stories(found, batch)
+
+
+def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
+    """The candidates, those the page may join given their clusters' stories where they are of several clusters.
+
+    Only then does the engine ask (`engine.joined_roots`: is a page holding pages of several clusters a
+    digest of several stories?), so most pages read no record for it."""
+    roots = {c.root_id for c in found if c.relation != RELATED}
+    if len(roots) <= 1:
         return found
+    stories = {root: batch.story_of(root) for root in sorted(roots)}
+    return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id]) for c in found]
 
 
 @contextmanager

@@ -32,6 +32,10 @@ from streamdedup.store.layout import DocRecord
 from streamdedup.store.template_store import SiteTemplates
 
 TIME_SCAN_FROM = "time_scan_from"  # meta: `SignatureStore._time_scan_from`
+# the most records of clusters' first pages `StoreBatch.story_of` reads for one cluster: the merges it
+# follows are made shorter as it reads them (each points at the last it reached), so a page's work
+# stays bounded however many merges the store holds (a chain longer is followed on at the next ask)
+MAX_MERGE_HOPS = 16
 
 
 class _IdKeys(dict[str, bytes]):
@@ -67,6 +71,7 @@ class StoreBatch(BatchCandidates):
         self._live: set[bytes] = set()  # names whose value has seqs (the rest: known empty, or unread)
         self._docs: dict[int, DocRecord] = {}
         self._committed_docs: dict[int, DocRecord | None] = {}
+        self._merged_records: set[int] = set()  # committed records `merge` changed (in `_committed_docs`)
         self._ids: dict[str, int] = {}
         self._id_keys = _IdKeys()  # page id -> its index name, hashed once a batch (`stage`, `seq_for`, `_add` ask)
         self._meta: dict[str, bytes] = {}
@@ -191,6 +196,49 @@ class StoreBatch(BatchCandidates):
         key = self._id_keys[page_id]
         value = self._values[key] if key in self._values else self._value(key)
         return None if value is None else seq_with_id(page_id, value, self.doc)
+
+    def story_of(self, cluster_id: str) -> str:
+        """The cluster a cluster is part of after the merges the store records: the end of its `merged_into` chain.
+
+        `cluster_id` itself where its first page's record names no merge, or is gone (expired,
+        deleted: the merges through it are not known any more). At most `MAX_MERGE_HOPS` records
+        are read; each read on the way is made to point at the last one reached (path compression,
+        staged with the batch), so a later ask reads one."""
+        passed: list[int] = []
+        current = cluster_id
+        for _ in range(MAX_MERGE_HOPS):
+            seq = self.seq_for(current)
+            doc = None if seq is None else self.doc(seq)
+            if seq is None or doc is None or not doc.merged_into:
+                break
+            passed.append(seq)
+            current = doc.merged_into
+        for seq in passed[:-1]:
+            self._set_merged_into(seq, current)
+        return current
+
+    def merge(self, merged: Iterable[str], cluster_id: str) -> None:
+        """Record that a page merged these clusters into `cluster_id`'s (its verdict's `merged_clusters`).
+
+        Each cluster's story (`story_of`) is made to point at `cluster_id`'s, on the record of the
+        first page of that story's cluster: one field on that record, no entry a page."""
+        into = self.story_of(cluster_id)
+        for cluster in merged:
+            root = self.story_of(cluster)
+            seq = None if root == into else self.seq_for(root)
+            if seq is not None:
+                self._set_merged_into(seq, into)
+
+    def _set_merged_into(self, seq: int, cluster_id: str) -> None:
+        """Stage a record's `merged_into` (a page staged in the batch changed in place; a stored one rewritten)."""
+        doc = self.doc(seq)
+        if doc is None or doc.merged_into == cluster_id:
+            return
+        if seq in self._docs:
+            doc.merged_into = cluster_id
+        else:  # the store's cached record is not changed before the batch is written
+            self._committed_docs[seq] = dataclasses.replace(doc, merged_into=cluster_id)
+            self._merged_records.add(seq)
 
     def add(self, doc: DocRecord, keys: Mapping[int, list[bytes]],
             names: Mapping[int, list[bytes]] | None = None, displaces: bool = False) -> None:
@@ -371,6 +419,11 @@ class StoreBatch(BatchCandidates):
         names, seqs, free, epoch = self._postings()
         self.store.check_growth(names, np.fromiter(self._docs, dtype=np.uint64, count=len(self._docs)))
         wb = WriteBatch(raw_mode=True)
+        rewritten = [doc for seq in sorted(self._merged_records) if (doc := self._committed_docs[seq]) is not None]
+        changed_seqs = {doc.seq for doc in changed}  # made from the merged records' changes too (`doc`)
+        for doc in rewritten:
+            if doc.seq not in changed_seqs:
+                wb.put(layout.doc_key(doc.seq), doc.encode())
         for doc in changed:
             wb.put(layout.doc_key(doc.seq), doc.encode())
         self._templates.write(wb)
@@ -393,6 +446,9 @@ class StoreBatch(BatchCandidates):
             wb.put(layout.journal_key(journal_name), value)
         self.store.db.write(wb)
         self.store.keep_decoded(self._docs.values())  # as written: the next batches' likeliest candidates
+        for doc in rewritten:  # as written (where cached: a record the cache keeps must not be stale)
+            if doc.seq in self.store._doc_cache:
+                self.store._doc_cache[doc.seq] = doc
         self.store._time_scan_from = scan_from
         self._templates.written()
         self.store.index_version += 1
@@ -417,6 +473,7 @@ class StoreBatch(BatchCandidates):
         self._live.clear()
         self._docs.clear()
         self._committed_docs.clear()
+        self._merged_records.clear()
         self._ids.clear()
         self._id_keys.clear()
         self._meta.clear()

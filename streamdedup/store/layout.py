@@ -68,6 +68,8 @@ STEERED_TAG = 0xFD
 # So are the encoded word pairs of the lines its site showed before (`DocRecord.shown`), which only
 # the global topology's index partitions keep: there a page can be filed before an earlier one arrives
 SHOWN_TAG = 0xFC
+# So is the cluster a cluster's first page was merged into (`DocRecord.merged_into`), on that page's record only
+MERGED_TAG = 0xFB
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
@@ -338,6 +340,9 @@ class DocRecord:
     # the encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`), kept
     # where a page earlier than it may arrive after it is filed (the index partitions); b"": none
     shown: bytes = b""
+    # of a cluster's first page: the cluster (its first page's id) a later page merged its cluster into
+    # (`StoreBatch.merge`), as the store knew it then; "": none. Read by `StoreBatch.story_of`
+    merged_into: str = ""
 
     def encode(self) -> bytes:
         """The record as the bytes the store keeps (its time, site, id, signatures and unfiled keys)."""
@@ -357,7 +362,8 @@ class DocRecord:
         else:
             parts.append(b"\x00")
         signatures = self.signatures
-        parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered) + bool(self.shown)])
+        parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered) + bool(self.shown)
+                           + bool(self.merged_into)])
         for tag in sorted(signatures) if len(signatures) > 1 else signatures:
             sig = signatures[tag]
             n = len(sig)
@@ -366,6 +372,9 @@ class DocRecord:
             parts += [_TAGS[STEERED_TAG], varint(len(self.steered)), self.steered]
         if self.shown:
             parts += [_TAGS[SHOWN_TAG], varint(len(self.shown)), self.shown]
+        if self.merged_into:
+            merged = self.merged_into.encode("utf-8", "surrogatepass")
+            parts += [_TAGS[MERGED_TAG], varint(len(merged)), merged]
         if self.document:
             parts.append(_DOCUMENT_FIELD.pack(DOCUMENT_TAG, _DOCUMENT.size, self.document))
         if self.unfiled:  # left out when empty (nearly every page)
@@ -397,6 +406,7 @@ class DocRecord:
         document = signatures.pop(DOCUMENT_TAG, None)
         steered = signatures.pop(STEERED_TAG, b"")
         shown = signatures.pop(SHOWN_TAG, b"")
+        merged = signatures.pop(MERGED_TAG, b"")
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
@@ -406,4 +416,4 @@ class DocRecord:
         return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site,
                    tuple(sorted(unfiled)),  # as every writer wrote them; sorted, so the engine's first is the least
                    _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
-                   steered, shown)
+                   steered, shown, merged.decode("utf-8", "surrogatepass") if merged else "")

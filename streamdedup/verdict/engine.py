@@ -113,7 +113,9 @@ DUPLICATE, SUPERSEDES, RELATED = "duplicate", "supersedes", "related"
 # 27: a block of short lines that a block of the other agrees with in 3 of 4 values is held text, as a
 #     paragraph is (`new_text.outside_held_paragraphs`): a teaser of an article with a list is bounded by
 #     its own new lines; a block not held is outside paragraphs, as before
-RULES_VERSION = 27
+# 28: a page over whole pages of clusters a page merged before (one story: `Candidate.story_id`) joins the
+#     oldest, bridging none, where it read as a digest of two stories (`joined_roots`)
+RULES_VERSION = 28
 # a candidate no rule matched is related when it shares at least this share of the smaller page's
 # word pairs, and that page has at least RELATED_MIN_PAIRS of them (fewer: boilerplate alone)
 RELATED_SHARE = 0.5
@@ -222,6 +224,9 @@ class Candidate:
     their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
     new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
     same_site: bool = False  # a page of the page's own site (`DocRecord.site`: its registrable domain)
+    # the cluster its cluster is part of after the merges later pages made (`StoreBatch.story_of`); "":
+    # `root_id`'s, no merge known (the global topology's gathers know none: docs/limitations.md)
+    story_id: str = ""
 
 
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
@@ -523,7 +528,11 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
     see the match's own matches; file mode has none). A stale cluster is never bridged (a merge may
     be missed, never made up); where the page would start its own cluster and one of the clusters is
     stale (a copy filed before its story's page reached that partition names itself, so they may be
-    one story), it joins the oldest, as where they are one, and bridges none."""
+    one story), it joins the oldest, as where they are one, and bridges none.
+
+    A story made of several clusters that a later page merged (`Candidate.story_id`: one for all)
+    is one story, not two: a page holding its pages whole joins its oldest cluster and bridges
+    none (they are merged already), where it read as a digest of two stories."""
     roots = sorted({(c.root_order, c.root_id) for c in joins})
     if len(roots) <= 1:
         return roots
@@ -534,7 +543,8 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
         bridged.add(named.root_id)
     kept = [root for root in roots if root[1] in bridged]
     if not kept:
-        return roots[:1] if any(root_id in stale for _, root_id in roots) else []
+        one_story = len({c.story_id or c.root_id for c in joins}) == 1
+        return roots[:1] if one_story or any(root_id in stale for _, root_id in roots) else []
     return kept[:1] + [root for root in kept[1:] if root[1] not in stale]
 
 

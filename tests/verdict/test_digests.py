@@ -206,9 +206,6 @@ def test_a_wire_copy_holding_a_story_whole_joins_it():
     assert list(stories.values()) == [{"https://news.example/flood", "https://wire.example/flood"}]
 
 
-@pytest.mark.xfail(strict=True, reason="a page's cluster is its verdict's; merges made after are not seen by the "
-                   "digest rule, so one story of two clusters reads as two stories (docs/limitations.md, 'A story "
-                   "made of two clusters')")
 def test_a_wire_copy_holding_a_story_of_two_clusters_whole_joins_it():
     """The same story with a rewrite in place between (its own cluster, related to the first fetch) that
     the third fetch bridged: one story of two clusters. The wire copy holding all three fetches whole
