@@ -221,3 +221,16 @@ def test_a_wire_copy_holding_a_story_of_two_clusters_whole_joins_it():
     assert set(wire.supersedes) == {first.page_id, rewrite.page_id, third.page_id}
     assert wire.cluster_id == first.page_id, wire
     assert list(stories.values()) == [{"https://news.example/flood", "https://wire.example/flood"}]
+
+
+def test_the_merge_is_kept_in_the_store_for_a_wire_copy_of_a_later_run(tmp_path):
+    """The third fetch's merge is kept in the store (on the record of the rewrite, the first page of the
+    cluster it merged): a wire copy judged by a later run on the same store joins the story too."""
+    *story, wire = _rewritten_story_then_its_wire_copy(rewritten=True)
+    with Deduplicator(state=tmp_path / "store") as dedup:
+        first, rewrite, third = dedup.add_many(story)
+    assert third.merged_clusters == (rewrite.page_id,)
+    with Deduplicator(state=tmp_path / "store") as dedup:
+        [copy] = dedup.add_many([wire])
+    assert copy.status == "unique" and set(copy.supersedes) == {first.page_id, rewrite.page_id, third.page_id}
+    assert copy.cluster_id == first.page_id and copy.merged_clusters == (), copy

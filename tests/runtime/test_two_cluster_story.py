@@ -1,0 +1,51 @@
+"""A story of two clusters (one url: a first fetch, a rewrite in place related to it, a third fetch that
+bridged them) and a wire copy holding all three whole, through the Kafka worker.
+
+The local topology judges with the Detector and its store, as file mode: the wire copy joins the
+story (the store records the third fetch's merge: `StoreBatch.merge`). The global topology's gathers
+know a page's cluster as its verdict named it, and none of the merges made after (docs/limitations.md,
+"A story made of two clusters"): there the wire copy still starts a story of its own; what holds is
+that it names the story's pages in `supersedes` and that no merge is made up."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+import pytest
+from verdict.test_digests import _rewritten_story_then_its_wire_copy
+
+from runtime.conftest import read_topic, run_until_decided
+from runtime.test_worker import send
+from streamdedup.clusters import read_topic_stories
+from streamdedup.config import DetectorConfig
+from streamdedup.runtime.worker import Worker
+from streamdedup.testing import run_records
+
+STORY, WIRE = "https://news.example/flood", "https://wire.example/flood"
+
+
+@pytest.mark.parametrize("topology", ["local", "global"])
+def test_a_wire_copy_of_a_story_of_two_clusters_on_the_worker(settings, tmp_path, topology):
+    records = _rewritten_story_then_its_wire_copy(rewritten=True)
+    file_mode = [o.dedup for o in run_records(records, tmp_path / "file-mode")]
+    assert file_mode[-1]["cluster_id"] == file_mode[0]["id"]  # file mode: the wire copy joins the story
+    # local: one input partition, so one store holds the story and the copy (it judges within a partition)
+    run = replace(settings, topology=topology, partitions=1 if topology == "local" else 3)
+    send(run, records)
+    assert run_until_decided(Worker(run, DetectorConfig()), len(records)).decided == len(records)
+    verdicts = {row["dedup"]["id"]: row["dedup"] for row in map(orjson.loads, (
+        m.value() for m in read_topic(run, run.topics.verdicts)))}
+    first, rewrite, third, wire = (verdicts[d["id"]] for d in file_mode)
+    assert third["merged_clusters"] == [rewrite["id"]] and third["cluster_id"] == first["id"], third
+    assert set(wire["supersedes"]) == {first["id"], rewrite["id"], third["id"]}, wire
+    stories = [{p["url"] for p in story["pages"]}
+               for story in read_topic_stories(run.bootstrap_servers, run.topics.cluster_view).stories()]
+    events = [orjson.loads(m.value()) for m in read_topic(run, run.topics.clusters)]
+    assert [e["merged"] for e in events if e["type"] == "merged"] == [[rewrite["id"]]]  # the third fetch's only
+    if topology == "local":
+        assert wire == file_mode[-1]
+        assert stories == [{STORY, WIRE}]
+    else:  # the gathers know no merge made after a page's verdict: the copy reads as a digest of two stories
+        assert wire["cluster_id"] == wire["id"] and "merged_clusters" not in wire, wire
+        assert sorted(stories, key=sorted) == [{STORY}, {WIRE}]
