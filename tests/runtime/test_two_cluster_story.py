@@ -1,11 +1,12 @@
 """A story of two clusters (one url: a first fetch, a rewrite in place related to it, a third fetch that
-bridged them) and a wire copy holding all three whole, through the Kafka worker.
+bridged them) and a wire copy holding all three whole, through the Kafka worker: it joins the story, as
+in file mode.
 
-The local topology judges with the Detector and its store, as file mode: the wire copy joins the
-story (the store records the third fetch's merge: `StoreBatch.merge`). The global topology's gathers
-know a page's cluster as its verdict named it, and none of the merges made after (docs/limitations.md,
-"A story made of two clusters"): there the wire copy still starts a story of its own; what holds is
-that it names the story's pages in `supersedes` and that no merge is made up."""
+The local topology judges with the Detector and its store, as file mode (the store records the third
+fetch's merge: `StoreBatch.merge`). The global topology's gathers tell a page's cluster with the
+clusters its verdict merged (`RootReply.merged`): the third fetch is one of the wire copy's matches, so
+its gather tells it that the rewrite's cluster is the first fetch's story (docs/limitations.md, "A
+story made of two clusters", for a merge made by a page that is not a match)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,5 @@ def test_a_wire_copy_of_a_story_of_two_clusters_on_the_worker(settings, tmp_path
                for story in read_topic_stories(run.bootstrap_servers, run.topics.cluster_view).stories()]
     events = [orjson.loads(m.value()) for m in read_topic(run, run.topics.clusters)]
     assert [e["merged"] for e in events if e["type"] == "merged"] == [[rewrite["id"]]]  # the third fetch's only
-    if topology == "local":
-        assert wire == file_mode[-1]
-        assert stories == [{STORY, WIRE}]
-    else:  # the gathers know no merge made after a page's verdict: the copy reads as a digest of two stories
-        assert wire["cluster_id"] == wire["id"] and "merged_clusters" not in wire, wire
-        assert sorted(stories, key=sorted) == [{STORY}, {WIRE}]
+    assert wire == file_mode[-1]
+    assert stories == [{STORY, WIRE}]

@@ -9,13 +9,14 @@ earlier page it is known to duplicate; `R<page id>` -> the order of the page tha
 under that id and its cluster's first page (order and id), for the roots asked; `N<page id>` ->
 how many related pages it names (its verdict's `related_to` and its `late_related` events; none:
 0); `G<page id>` -> a page out before every joined match's gather named its cluster (its wait
-was over, or a late match came): `Guessed`; `Mwm:<index partition>` -> that index partition's
-last watermark.
+was over, or a late match came): `Guessed`; `K<page id>` -> the clusters a page out merged into
+its own (none: no record), told with its cluster (`RootReply.merged`); `Mwm:<index partition>` ->
+that index partition's last watermark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.plain import open_plain_db
 
 WAITING, FINISHED, META, ROOT, NAMED, GUESSED = b"W", b"F", b"M", b"R", b"N", b"G"
+# the clusters a page out merged into its own (its verdict's `merged_clusters`, its late merges'), JSON; none: no record
+MERGES = b"K"
 # how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
 # duplicate (or found one by a late match since), whose related pages file mode does not name
 RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
@@ -129,6 +132,7 @@ class Pending:
     roots: dict[str, Root] = field(default_factory=dict)
     askers: list[tuple[str, bytes]] = field(default_factory=list)  # later pages waiting for this one's cluster
     guesses: set[str] = field(default_factory=set)  # of `roots`, those its gather answered as a guess
+    merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
 
     def complete(self) -> bool:
         """Whether its header and the answer of every index partition the header names are in."""
@@ -140,7 +144,8 @@ class Pending:
                              "answers": [a.as_json() for a in self.answers.values()],
                              "supplements": [m.as_list() for m in self.supplements],
                              "completed_ms": self.completed_ms, "roots": roots_json(self.roots),
-                             "askers": pages_json(self.askers), "guesses": sorted(self.guesses)})
+                             "askers": pages_json(self.askers), "guesses": sorted(self.guesses),
+                             **({"merges": self.merges} if self.merges else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
@@ -151,7 +156,7 @@ class Pending:
         return cls(header, {a.partition: a for a in answers},
                    [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0),
                    roots_from_json(value.get("roots", {})), pages_from_json(value.get("askers", ())),
-                   set(value.get("guesses", ())))
+                   set(value.get("guesses", ())), value.get("merges", {}))
 
     def earlier(self) -> dict[str, Match]:
         """Its earlier matches, each once: its answers', then its supplements' (`earlier_matches`)."""
@@ -205,6 +210,7 @@ class Guessed:
     asked_ms: int = 0
     bounded: bool = False
     early: bool = False  # out with an answer that was a guess (its bound, a wait): its late merges are released early
+    merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
 
 
     def named(self) -> bool:
@@ -217,7 +223,8 @@ class Guessed:
                                                                                      self.matches.values()],
                              "roots": roots_json(self.roots), "cluster": self.cluster, "merged": self.merged,
                              "askers": pages_json(self.askers), "told": pages_json(self.told),
-                             "asked_ms": self.asked_ms, "bounded": self.bounded, "early": self.early})
+                             "asked_ms": self.asked_ms, "bounded": self.bounded, "early": self.early,
+                             **({"merges": self.merges} if self.merges else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Guessed:
@@ -227,7 +234,7 @@ class Guessed:
                    {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
                    value["cluster"], value["merged"], pages_from_json(value.get("askers", ())),
                    pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False),
-                   value.get("early", False))
+                   value.get("early", False), value.get("merges", {}))
 
 
 # -- the store ----------------------------------------------------------------------------------------
@@ -285,6 +292,18 @@ class GatherStore:
     def root_record(self, page_id: str) -> bytes | None:
         """The `R` record under this id as this batch left it (None: none); `root_of` reads it for one page."""
         return self.get(id_key(ROOT, page_id))
+
+    def merges_of(self, page_id: str) -> tuple[str, ...]:
+        """The clusters a page out merged into its own (its `K` record; none: ())."""
+        data = self.get(id_key(MERGES, page_id))
+        return () if data is None else tuple(orjson.loads(data))
+
+    def add_merges(self, page_id: str, merged: Sequence[str]) -> None:
+        """Stage these clusters among those the page merged (its `K` record), each once, in order."""
+        kept = self.merges_of(page_id)
+        more = tuple(dict.fromkeys((*kept, *merged)))
+        if more != kept:
+            self.put(id_key(MERGES, page_id), orjson.dumps(list(more)))
 
     def guessed(self, page_id: str, order: bytes) -> Guessed | None:
         """The page's `G` record, if it is that page's (of `order`)."""

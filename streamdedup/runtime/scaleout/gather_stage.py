@@ -44,7 +44,7 @@ again once named. Records and store: `gather_records`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -153,15 +153,17 @@ Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply | LateMerge
 
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
-               roots: Mapping[str, Root] | None = None) -> dict[str, Any]:
+               roots: Mapping[str, Root] | None = None, merges: Mapping[str, Iterable[str]] | None = None,
+               ) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements (pure)."""
-    return _verdict_and_root(header, earlier_matches(answers, supplements), roots or {})[0]
+    return _verdict_and_root(header, earlier_matches(answers, supplements), roots or {}, (), merges)[0]
 
 
 def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match], roots: Mapping[str, Root],
-                      guesses: Iterable[str] = ()) -> tuple[dict[str, Any], Root]:
+                      guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None,
+                      ) -> tuple[dict[str, Any], Root]:
     """The page's `dedup` object and its cluster's first page (order, id) (`_decided`)."""
-    verdict, root = _decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses)
+    verdict, root = _decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses, merges)
     dedup = verdict._replace(time_note=header.time_note).as_dict()
     if header.arrival:  # an undated page: where it came, which orders its story (as file mode's `Detector`)
         dedup["arrival"] = list(header.arrival)
@@ -169,14 +171,16 @@ def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match], roots: M
 
 
 def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Match], roots: Mapping[str, Root],
-             guesses: Iterable[str] = ()) -> tuple[Verdict, Root]:
+             guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None) -> tuple[Verdict, Root]:
     """The page's verdict and its cluster's first page (order, id).
 
     An earlier match's cluster is the one its gather named (`roots`; the index partition's where
     none was named: a page released by its wait before every answer came; `guesses`: matches whose
     gather answered with a guess of its own). A cluster only guessed may be stale (that partition
     did not see the match's own matches): `decide` never names it as merged (`engine.joined_roots`),
-    so a merge may be missed under load, never made up."""
+    so a merge may be missed under load, never made up. `merges`: the clusters each match merged into
+    its own, as its gather told (`RootReply.merged`): clusters one of the page's matches merged are one
+    story to the digest rule (`stories_of`; a merge no match of the page made is not known here)."""
     candidates = []
     guessed: set[str] = set()
     guesses = set(guesses)
@@ -190,10 +194,34 @@ def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, M
         candidates.append(Candidate(m.order, m.page_id, m.rule, m.similarity, root_order, root_id, m.relation,
                                     m.new_share, m.their_new_share, m.new_paragraph, m.same_site))
     named = {root for page_id, (_, root) in roots.items() if page_id not in guesses}
+    if merges:
+        stories = stories_of([(c.root_id, merges.get(c.page_id, ())) for c in candidates])
+        candidates = [replace(c, story_id=stories[c.root_id]) for c in candidates]
     verdict = decide(page_id, candidates, text_cut, guessed - named)
     cluster = verdict.cluster_id
     root_order = next((c.root_order for c in candidates if c.root_id == cluster), order)
     return verdict, (root_order, cluster)
+
+
+def stories_of(merges: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
+    """Each cluster's story: clusters joined where one merged the others (cluster, the clusters merged into it).
+
+    A union of the clusters named, each mapped to one of its story's (the first met of them)."""
+    parent: dict[str, str] = {}
+
+    def find(cluster: str) -> str:
+        parent.setdefault(cluster, cluster)
+        while parent[cluster] != cluster:
+            parent[cluster] = parent[parent[cluster]]
+            cluster = parent[cluster]
+        return cluster
+
+    for cluster, merged in merges:
+        into = find(cluster)
+        for other in merged:
+            if (root := find(other)) != into:
+                parent[root] = into
+    return {cluster: find(cluster) for cluster in list(parent)}
 
 
 def late_related_event(page_id: str, cluster_id: str, match: Match) -> dict[str, Any]:
@@ -311,11 +339,13 @@ class GatherPartition(GatherStore):
             return []
         guessed = self.guessed(ask.page_id, ask.order)
         if guessed is None:
-            return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root)]
+            return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root,
+                           merged=self.merges_of(ask.page_id))]
         if guessed.bounded:
             guessed.told.append((ask.asker, ask.asker_order))
             self.put(id_key(GUESSED, ask.page_id), guessed.encode())
-            return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root, guessed=True)]
+            return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root, guessed=True,
+                           merged=self.merges_of(ask.page_id))]
         self._keep_askers(ask.page_id, guessed, [(ask.asker, ask.asker_order)], at_ms)
         return []
 
@@ -331,6 +361,10 @@ class GatherPartition(GatherStore):
         if reply.guessed and reply.of in pending.roots and reply.of not in pending.guesses:
             return []  # named already: a guess says less
         pending.roots[reply.of] = (reply.root_order, reply.root_id)
+        if reply.merged:
+            pending.merges[reply.of] = list(reply.merged)
+        else:
+            pending.merges.pop(reply.of, None)
         if reply.guessed:
             pending.guesses.add(reply.of)
         else:
@@ -414,7 +448,7 @@ class GatherPartition(GatherStore):
         rejection = Rejection(Reason.PROCESSING_ERROR.value, fault, header.origin, header.page_id) if fault else None
         if rejection is None:
             try:
-                dedup, root = _verdict_and_root(header, earlier, pending.roots, pending.guesses)
+                dedup, root = _verdict_and_root(header, earlier, pending.roots, pending.guesses, pending.merges)
             except Exception as err:  # noqa: BLE001 - one page's bug must not stop the partition (at every replay)
                 if (rejection := faulted(err, header.page_id, header.origin)) is None:
                     raise  # not the page's: the worker stops, the batch is retried
@@ -427,19 +461,24 @@ class GatherPartition(GatherStore):
                  + b"".join(id_hash(page_id) for page_id in earlier))
         record = root_record(header.order, root)
         self.put(id_key(ROOT, header.page_id), record)
+        merged = tuple(dedup.get("merged_clusters") or ())
+        if merged:  # told with its cluster: a later page over both sees one story
+            self.add_merges(header.page_id, merged)
         if dedup.get("related_to"):  # late related pages are named up to MAX_NAMED with these
             self.put(id_key(NAMED, header.page_id), bytes([len(dedup["related_to"])]))
         decided = Decided(header, dedup, by, held.completed_ms)
         if pending.roots_named():
-            return [decided, *(_reply(asker, order, header.page_id, header.order, record)
+            return [decided, *(_reply(asker, order, header.page_id, header.order, record, merged=merged)
                                for asker, order in pending.askers)]
         # out by its wait (or with a guess answered): the clusters still to be named may be merges it missed
         joined = pending.joined()
         guessed = Guessed(header.order, header.text_cut, joined,
                           {page_id: root for page_id, root in pending.roots.items()
                            if page_id in joined and page_id not in pending.guesses},
-                          dedup["cluster_id"], list(dedup.get("merged_clusters") or ()),
-                          early=any(page_id in joined for page_id in pending.guesses))
+                          dedup["cluster_id"], list(merged),
+                          early=any(page_id in joined for page_id in pending.guesses),
+                          merges={page_id: m for page_id, m in pending.merges.items()
+                                  if page_id in joined and page_id not in pending.guesses})
         self._keep_askers(header.page_id, guessed, pending.askers, at_ms)
         return [decided]
 
@@ -461,7 +500,8 @@ class GatherPartition(GatherStore):
         if guessed is None or guessed.bounded:
             return []
         record = self.root_record(page_id)
-        replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, guessed=True)
+        merged = self.merges_of(page_id)
+        replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, guessed=True, merged=merged)
                                   for asker, asker_order in guessed.askers]
         guessed.told += guessed.askers
         guessed.askers = []
@@ -501,21 +541,28 @@ class GatherPartition(GatherStore):
         if guessed is None or reply.guessed:
             return []
         guessed.roots[reply.of] = (reply.root_order, reply.root_id)
+        if reply.merged:
+            guessed.merges[reply.of] = list(reply.merged)
         key = id_key(GUESSED, reply.page_id)
         if not guessed.named():
             self.put(key, guessed.encode())
             return []
         self.delete(key)
         self.guessing.pop(waiting_key(reply.page_id, reply.order), None)
-        verdict, root = _decided(reply.page_id, reply.order, guessed.cut, guessed.matches, guessed.roots)
+        verdict, root = _decided(reply.page_id, reply.order, guessed.cut, guessed.matches, guessed.roots,
+                                 merges=guessed.merges)
         cluster = root[1]
         record = self.root_record(reply.page_id)
         if cluster != guessed.cluster:  # not the one its index partitions knew: askers are told this one
             record = root_record(reply.order, root)
             self.put(id_key(ROOT, reply.page_id), record)
-        replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record)
+        late = [c for c in verdict.merged_clusters if c not in guessed.merged or cluster != guessed.cluster]
+        if late:
+            self.add_merges(reply.page_id, verdict.merged_clusters)
+        merged = self.merges_of(reply.page_id)
+        replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record, merged=merged)
                    for asker, order in guessed.askers + guessed.told]
-        if not [c for c in verdict.merged_clusters if c not in guessed.merged or cluster != guessed.cluster]:
+        if not late:
             return replies
         released = released_as(self.finished_record(reply.page_id) or b"")[0].lower()
         cause = RELEASED_EARLY if guessed.early else _LATE_CAUSE.get(released, RELEASED_EARLY)
@@ -540,11 +587,11 @@ _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a r
 
 
 def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, record: bytes | None,
-           guessed: bool = False) -> RootReply:
-    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record.
+           guessed: bool = False, merged: tuple[str, ...] = ()) -> RootReply:
+    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (and its `K`: `merged`).
 
     Its cluster's first page, or none if the record is another page's under that id (or missing)."""
     root = root_of(record, order)
     if root is None:
         return RootReply(asker, asker_order, page_id)
-    return RootReply(asker, asker_order, page_id, *root, guessed=guessed)
+    return RootReply(asker, asker_order, page_id, *root, guessed=guessed, merged=merged)

@@ -344,7 +344,9 @@ class RootReply:
     `root_id` (`root_order`). No root (""): `of` got no verdict under that id (a repeated id), the
     index partitions' root stands. `guessed`: `of` went out before its own matches' clusters were
     all named and they still are not (the bound on its answer was reached): the root is its index
-    partitions' guess, never named as merged; its gather answers again once they are."""
+    partitions' guess, never named as merged; its gather answers again once they are. `merged`: the
+    clusters `of`'s verdict (or its late merge) merged into that cluster: the asker's digest rule sees
+    them as one story (`engine.Candidate.story_id`)."""
 
     page_id: str
     order: bytes
@@ -352,6 +354,7 @@ class RootReply:
     root_order: bytes = b""
     root_id: str = ""
     guessed: bool = False
+    merged: tuple[str, ...] = ()
 
     def encode(self) -> bytes:
         """The reply as a message value (JSON, orders in hex; `guess` only for a guessed root)."""
@@ -359,6 +362,8 @@ class RootReply:
                                  "root": [self.root_order.hex(), self.root_id]}
         if self.guessed:
             value["guess"] = True
+        if self.merged:
+            value["merged"] = list(self.merged)
         return orjson.dumps(value)
 
     @classmethod
@@ -366,4 +371,4 @@ class RootReply:
         """The reply `encode` wrote (no `guess`: a named root)."""
         root_order, root_id = value["root"]
         return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id,
-                   bool(value.get("guess", False)))
+                   bool(value.get("guess", False)), tuple(value.get("merged", ())))
