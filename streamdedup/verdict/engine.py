@@ -224,9 +224,7 @@ class Candidate:
     their_new_share: float = 0.0  # the share of the candidate's text absent from the page (`_held_share`)
     new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
     same_site: bool = False  # a page of the page's own site (`DocRecord.site`: its registrable domain)
-    # the cluster its cluster is part of after the merges later pages made (`StoreBatch.story_of`); "":
-    # `root_id`'s, no merge known (the global topology's gathers know none: docs/limitations.md)
-    story_id: str = ""
+    story_id: str = ""  # its cluster's story after the merges known (`StoreBatch.story_of`); "": `root_id`
 
 
 def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocRecord | None]], policy: SitePolicy,
@@ -528,11 +526,8 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
     see the match's own matches; file mode has none). A stale cluster is never bridged (a merge may
     be missed, never made up); where the page would start its own cluster and one of the clusters is
     stale (a copy filed before its story's page reached that partition names itself, so they may be
-    one story), it joins the oldest, as where they are one, and bridges none.
-
-    A story made of several clusters that a later page merged (`Candidate.story_id`: one for all)
-    is one story, not two: a page holding its pages whole joins its oldest cluster and bridges
-    none (they are merged already), where it read as a digest of two stories."""
+    one story), it joins the oldest, as where they are one, and bridges none; so it does where they are
+    one story (`Candidate.story_id`: clusters a page merged before), not a digest of several."""
     roots = sorted({(c.root_order, c.root_id) for c in joins})
     if len(roots) <= 1:
         return roots
@@ -543,7 +538,7 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
         bridged.add(named.root_id)
     kept = [root for root in roots if root[1] in bridged]
     if not kept:
-        one_story = len({c.story_id or c.root_id for c in joins}) == 1
+        one_story = len({c.story_id or c.root_id for c in joins}) == 1  # merged before: not a digest
         return roots[:1] if one_story or any(root_id in stale for _, root_id in roots) else []
     return kept[:1] + [root for root in kept[1:] if root[1] not in stale]
 

@@ -52,9 +52,9 @@ def test_a_view_all_page_out_by_its_wait_merges_its_parts_when_their_gathers_nam
                              RELEASED_EARLY)
     gather.commit()
     assert gather.add_root(RootReply("V", V, "P2", P2, "P2")) == []  # a reply read again: once
-    # later pages asking V's cluster are told P1, as before
+    # later pages asking V's cluster are told P1, as before, with the merge it made late (its `K` record)
     assert gather.add_root_ask(RootAsk("V", V, "W", page_order(4, 4, 1, 0))) == [
-        RootReply("W", page_order(4, 4, 1, 0), "V", P1, "P1")]
+        RootReply("W", page_order(4, 4, 1, 0), "V", P1, "P1", merged=("P2",))]
     gather.close()
 
 

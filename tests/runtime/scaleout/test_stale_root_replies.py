@@ -207,7 +207,7 @@ def test_an_answer_marked_a_guess_releases_the_asker_naming_no_merge_and_its_cor
     assert gather.due(now_ms=6000, wait_ms=1000) == [("C", C)]
     assert gather.add_root(RootReply("C", C, "A", A, "A", guessed=True)) == []  # a guess again: nothing
     late, told = gather.add_root(RootReply("C", C, "A", A, "A"))  # named: A's own cluster, which C bridges to S's
-    assert told == RootReply("W", W, "C", S, "S")
+    assert told == RootReply("W", W, "C", S, "S", merged=("A",))  # with the merge it made late (`K` record)
     assert isinstance(late, LateMerge) and late.event["merged"] == ["A"] and late.event["cluster_id"] == "S"
     assert late.cause == RELEASED_EARLY  # out by its watermark, but on a guess the wait bounded
     gather.close()
