@@ -184,22 +184,57 @@ TEASER_CARDS_XPATH = "//a[.//h1 or .//h2 or .//h3 or .//h4 or .//h5 or .//h6]"
 # A noscript, renamed as `clean.noscript` reads it, is never shown: skipped in the same walk (as
 # resiliparse skips a template anyway: said, not left to its defaults)
 NOSCRIPTS = [NOSCRIPT_ELEMENT]
+# a selector that tests an attribute first (after a tag test): [class*="x" i], :is(div, p)[id="y"]
+_LEADING_ATTRIBUTE = regex.compile(r"(?::is\([a-z0-9, ]*\))?\[([A-Za-z-]+)(?:[~^$*|]?=|\])")
+
+
+def _one_compound(selector: str) -> bool:
+    """Whether a selector is one element's tests: no comma or combinator outside its brackets and parentheses."""
+    depth = 0
+    for char in selector:
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif depth == 0 and char in ", >+~":
+            return False
+    return True
+
+
+def grouped_by_attribute(selectors: list[str]) -> str:
+    """The selectors as one list, in which those testing the same attribute first sit behind one test that it is there.
+
+    `[class]:is([class*="share-" i], [class*="social" i], ...)` matches what its members match
+    (each needs the attribute), and lexbor tests an element without the attribute once, not once a
+    member: most of an article's elements (<p>, <a>, <em>) have no class and no id. A held page's
+    container text 0.160 -> 0.143 CPU ms and a whole page's discarded text 0.63 -> 0.56 on the
+    site crawl, the same texts. Attributes tested by one selector only, and selectors of more than
+    one element (a combinator), stay as they are."""
+    groups: dict[str, list[str]] = {}
+    rest = []
+    for selector in selectors:
+        found = _LEADING_ATTRIBUTE.match(selector)
+        if found and _one_compound(selector):
+            groups.setdefault(found.group(1), []).append(selector)
+        else:
+            rest.append(selector)
+    kept = [f"[{name}]:is({', '.join(members)})" if len(members) > 1 else members[0]
+            for name, members in groups.items()]
+    return ", ".join(kept + rest)
+
+
 # Link cards without a heading (`clean.link_cards`), marked before the walk: `CARDS`
-DISCARD_SELECTORS = [", ".join([*(_selector(*token) for token in _DISCARD_TOKENS), *HOST_LINES, TEASER_CARDS,
-                                CARDS, NOSCRIPT_ELEMENT])]
+DISCARD_SELECTORS = [grouped_by_attribute([*(_selector(*token) for token in _DISCARD_TOKENS), *HOST_LINES, TEASER_CARDS,
+                                           CARDS, NOSCRIPT_ELEMENT])]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
-
-
-def _not_inside(selectors: list[str], itself: bool) -> str:
-    return ":not(" + ", ".join(([*selectors] if itself else []) + [f"{s} *" for s in selectors]) + ")"
 
 
 # The container selectors as trafilatura runs them: BODY_XPATH's self::article, div, main or
 # section, on its cleaned tree: not inside what its tree cleaning deletes first (_CLEANED_FIRST) nor,
 # comments off, in or inside its comment sections (REMOVE_COMMENTS_XPATH, pruned before: a reader
-# comment is an <article class="comment-body"> on many blogs): `_OUTSIDE_CLEANED`.
-_OUTSIDE_CLEANED = (_not_inside(_CLEANED_FIRST.split(", "), itself=False)
-                    + _not_inside(_COMMENT_SECTIONS.split(", "), itself=True))
+# comment is an <article class="comment-body"> on many blogs): `_OUTSIDE_CLEANED`. One `:is` list
+# before the descendant test, not a descendant test each (lexbor parses it at each test: 26 -> 22 µs)
+_OUTSIDE_CLEANED = f":not(:is({_CLEANED_FIRST}, {_COMMENT_SECTIONS}) *):not({_COMMENT_SECTIONS})"
 _CONTAINER_ELEMENT = ":is(" + ", ".join(sorted(_CONTAINER_TAGS)) + ")"
 
 
