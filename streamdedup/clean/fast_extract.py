@@ -36,6 +36,7 @@ from streamdedup.clean import trafilatura_extract
 from streamdedup.clean.link_cards import CARDS, cards_marked, may_hold_cards
 from streamdedup.clean.noscript import NOSCRIPT_ELEMENT, Sources, noscript_sources
 from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
+from streamdedup.clean.trails import trails_marked
 
 # What `fast` keeps changes the signatures of the pages it reads, so it is part of what a store
 # records (CleaningConfig): a store's pages are compared only with pages read by the same rules.
@@ -47,7 +48,8 @@ from streamdedup.clean.page_text import Texts, covers_little, extract_all_text
 # 7: a container's <ul> that is content, not a list of links, is read (`content_lists`) (2026-12-06).
 # 8: comment cards, cookie notices, buttons, date lines, dialogs and hidden blocks (`HOST_LINES`) (2026-12-07).
 # 9: account forms (`HOST_LINES`) and runs of link cards (`clean.link_cards`) (2026-12-07).
-RULES_VERSION = 9
+# 10: link trails (`clean.trails`): a breadcrumb or a row of links no class name says (2026-12-07).
+RULES_VERSION = 10
 
 # (attribute, operator, value) triples after trafilatura 2.x xpaths.py: REMOVE_COMMENTS_XPATH and
 # OVERALL_DISCARD_XPATH's token lists. `^=` starts with, `*=` contains, `~=` is one whole class.
@@ -223,7 +225,7 @@ def grouped_by_attribute(selectors: list[str]) -> str:
     return ", ".join(kept + rest)
 
 
-# Link cards without a heading (`clean.link_cards`), marked before the walk: `CARDS`
+# Link cards without a heading (`clean.link_cards`) and link trails (`clean.trails`), marked before the walk: `CARDS`
 DISCARD_SELECTORS = [grouped_by_attribute([*(_selector(*token) for token in _DISCARD_TOKENS), *HOST_LINES, TEASER_CARDS,
                                            CARDS, NOSCRIPT_ELEMENT])]
 _COMMENT_SECTIONS = ", ".join(_selector(*token) for token in _COMMENT_TOKENS)
@@ -437,12 +439,13 @@ def _container_read(blocks: list[Any], lists: bool = True) -> tuple[str, int]:
 def discarded_text(root: Any, source: Any, cards: bool = True) -> str:
     """Resiliparse's main text of `source` (a tree, or `root` itself) without `DISCARD_SELECTORS`.
 
-    The link cards under `root` (`clean.link_cards`) are marked for the walk, and unmarked after; what
+    The link cards under `root` (`clean.link_cards`) and its link trails (`clean.trails`: a breadcrumb
+    no class names) are marked for the walk, and unmarked after; what
     the walk skips may stand before a card's title (a date line). `cards` False: `root` holds none
-    (`link_cards.may_hold_cards`), and none is looked for."""
+    (`link_cards.may_hold_cards`; nor a trail, which has two links too), and none is looked for."""
     if not cards:
         return main_content_text(source, DISCARD_SELECTORS)
-    with cards_marked(root, DISCARD_SELECTORS[0]):
+    with cards_marked(root, DISCARD_SELECTORS[0]), trails_marked(root):
         return main_content_text(source, DISCARD_SELECTORS)
 
 
