@@ -87,6 +87,16 @@ def _target(node: Any, skipped: str = "") -> str | None:
     return href if _opens_with(node, node.text.strip(), title, skipped) else None
 
 
+def _kind(node: Any) -> tuple[str, str | None]:
+    """A block's kind among its siblings: its tag and its first class.
+
+    Not its whole class: the cards of one row carry state classes beside their own ("teaser
+    has--video", "teaser has--gallery"; "card card--featured"), and by their whole class a row of
+    three was three kinds of one card each, none a run."""
+    classes = (node.getattr("class") or "").split()
+    return node.tag, classes[0] if classes else None
+
+
 def _could_be_card(node: Any) -> bool:
     return node.tag in _CARD_TAGS and (node.tag != "a" or node.query_selector(_BLOCK_IN_LINK) is not None)
 
@@ -111,7 +121,7 @@ def link_cards(root: Any, skipped: str = "") -> list[Any]:
         child = parent.first_element_child
         while child is not None:
             if _could_be_card(child):
-                kinds.setdefault((child.tag, child.getattr("class")), []).append(child)
+                kinds.setdefault(_kind(child), []).append(child)
             child = child.next_element
         for members in kinds.values():
             if len(members) < MIN_CARDS:

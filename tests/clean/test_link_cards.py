@@ -34,6 +34,9 @@ CARDS = {
                            'Plant care tips {i}</a></div><p>{teaser}</p></article>',
     "a link that holds blocks": '<a class="teaser" href="/story/{i}"><div class="badge">Garden</div>'
                                 '<span>{teaser}</span></a>',
+    # cards of one row with a state class each ("has--video", "has--gallery"): of one kind by their first class
+    "a state class on each card": '<a class="inline-article has--media{i}" href="/story/{i}"><div class="badge">Garden'
+                                  '</div><span>{teaser}</span></a>',
     # a date line `fast` leaves out (`HOST_LINES`) before the title: the card still opens with its link
     "a date line, then the title": '<div class="news kachel"><a href="/n/{i}"><img src="/i/{i}.jpg"></a>'
                                    '<div class="field field--name-node-post-date">26.9.2022</div>'
