@@ -52,13 +52,25 @@ def _is_link(node: Any) -> bool:
     return bool(href) and not href.startswith("#") and bool(node.text.strip())
 
 
+# what a trail's unlinked last step (the current page's name) never is nor holds: a block of text
+_BLOCKS = ("p, div, section, article, main, aside, h1, h2, h3, h4, h5, h6, ul, ol, dl, table, blockquote, pre, "
+           "figure, form")
+_BLOCK_TAGS = frozenset(_BLOCKS.split(", "))
+
+
+def _is_name(node: Any) -> bool:
+    """Whether an element can be a trail's last step: an inline element holding no block (a name, not an article)."""
+    return node.tag not in _BLOCK_TAGS and node.query_selector(_BLOCKS) is None
+
+
 def is_trail(holder: Any) -> bool:
     """Whether an element's children are a trail: link (separator link)+, then maybe a separator and one item.
 
     At least `MIN_LINKS` links and `MIN_STEPS` steps (links and the item).
     Whitespace and comments between them do not count; anything else (a word, another element
     between two links, a second item after the last separator) makes it no trail. The one item
-    after the last separator is the current page's name (unlinked, any element or text)."""
+    after the last separator is the current page's name (unlinked: text, or an inline element holding
+    no block, `_is_name`: an article after a trail's last separator is not its step)."""
     links = 0
     expect_link = True
     after_last = 0  # items after a separator that follows the last link
@@ -81,7 +93,7 @@ def is_trail(holder: Any) -> bool:
             if _is_link(node):
                 links += 1
                 expect_link = False
-            elif links >= MIN_LINKS - 1 and node.text.strip():
+            elif links >= MIN_LINKS - 1 and node.text.strip() and _is_name(node):
                 after_last += 1
             else:
                 return False

@@ -56,6 +56,10 @@ OWN = {
     "two items after the last arrow": '<p><a href="/a">Harbour</a> &gt; <a href="/b">Bridge</a> &gt; <b>Vote</b> '
                                       '<i>postponed until the spring session</i></p>',
     "links side by side without separators": '<p><a href="/a">Harbour authority</a> <a href="/b">City council</a></p>',
+    # a template that puts its breadcrumb's links straight into the article's box, the article after them
+    "an article after a trail's last separator": '<div class="box"><a href="/">Home</a> &gt; <a href="/n">News</a> &gt; '
+                                                 '<div class="story"><p>The harbour master said the bridge will '
+                                                 'reopen next week after repairs to its deck.</p></div></div>',
     # alternatives in an article's list (readability's page 002: "Blob/ File", each a link)
     "two links joined by a slash in a list item": ('<ul><li><a href="/a">ArrayBufferView</a> (Uint8Array and friends, typed arrays '
                                                    'of any kind)</li><li><a href="/b">Blob</a>/ <a href="/c">File</a>'
@@ -64,7 +68,8 @@ OWN = {
 }
 OWN_WORDS = {"prose between links": "agreed to rebuild", "a slash inside a sentence": "the annex before voting",
              "a label before the links": "Harbour authority", "one link, then text": "rejected the plan",
-             "two items after the last arrow": "postponed until", "links side by side without separators": "City council",
+             "two items after the last arrow": "postponed until",
+             "an article after a trail's last separator": "harbour master said", "links side by side without separators": "City council",
              "two links joined by a slash in a list item": "Blob/ File", "two links joined by a slash": "City council"}
 
 
