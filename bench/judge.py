@@ -1,4 +1,4 @@
-"""The judge step alone (`verdict.engine.judged`), replayed: the calls a homogeneous run makes.
+"""The judge step alone (`verdict.relations.judged`), replayed: the calls a homogeneous run makes.
 
     python bench/judge.py                    # 6,000 homogeneous pages; the calls of pages 2,000-4,000
     python bench/judge.py --smoke            # seconds: 400 pages, the calls of pages 100-300
@@ -39,8 +39,8 @@ from streamdedup.config import DetectorConfig  # noqa: E402
 from streamdedup.detector import Detector  # noqa: E402
 from streamdedup.testing import raw_records  # noqa: E402
 from streamdedup.verdict.columns import Measured  # noqa: E402
-from streamdedup.verdict.engine import judged  # noqa: E402
 from streamdedup.verdict.found_by import FoundBy  # noqa: E402
+from streamdedup.verdict.relations import judged  # noqa: E402
 
 
 def capture(path: Path, first: int, last: int, filtered: bool = False) -> list[tuple[Any, ...]]:

@@ -3,8 +3,8 @@
     python bench/missed_causes.py SET.jsonl --out DIR [--json F]   (SET: a labelled set, `streamdedup devset`)
 
 Runs `streamdedup eval` (defaults, `--methods minhash`) in this process, noting each link the
-engine yields in the default scenario (`verdict.engine.judged`) and the new text it measured each
-way (`NewText`, as `engine.relation` was asked). For each directional miss (errors.json
+engine yields in the default scenario (`verdict.relations.judged`) and the new text it measured each
+way (`NewText`, as `relations.relation` was asked). For each directional miss (errors.json
 `default.directional.missed_redundant`), the link to the page it repeats (`redundant_after`; else
 its closest link) and the rule of `NewTextTolerance.exceeded_by` that made the page's text new, in
 its order:
@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import streamdedup.detector as detector
 import streamdedup.evaluate.run as run
-import streamdedup.verdict.engine as engine
+import streamdedup.verdict.relations as relations
 from streamdedup.cli import main as cli_main
 from streamdedup.verdict.policy import NewText, NewTextTolerance
 
@@ -43,7 +43,7 @@ def capture() -> dict[str, list[dict[str, Any]]]:
     links: dict[str, list[dict[str, Any]]] = {}
     asked: list[tuple[NewText, NewText, NewTextTolerance]] = []
     scenario = [0]
-    relation, judged, decide_all = engine.relation, engine.judged, run.decide_all
+    relation, judged, decide_all = relations.relation, relations.judged, run.decide_all
 
     def related(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
         asked.append((new, their_new, tolerance))
@@ -67,7 +67,7 @@ def capture() -> dict[str, list[dict[str, Any]]]:
         scenario[0] += 1
         return decide_all(*args, **kwargs)
 
-    engine.relation = related  # type: ignore[assignment]
+    relations.relation = related  # type: ignore[assignment]
     detector.judged = judging  # type: ignore[assignment]
     run.decide_all = decided  # type: ignore[assignment]
     return links

@@ -174,7 +174,7 @@ class DetectorConfig:
         return self.same_site_policy if self.same_site_policy is not None else self.policy
 
     def site_policies(self) -> SitePolicy:
-        """The parsed policies and tolerance the engine judges with (`verdict/engine.py`)."""
+        """The parsed policies and tolerance the engine judges with (`verdict/relations.py`)."""
         from streamdedup.verdict.policy import SitePolicy
 
         return SitePolicy.parse(self.policy, self.site_policy, self.max_new_share, self.max_new_pairs,

@@ -33,10 +33,11 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import RELATED, Candidate, decide, judged
+from streamdedup.verdict.engine import Candidate, decide
 from streamdedup.verdict.found_by import FoundBy
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.prefilter import CandidateFilter
+from streamdedup.verdict.relations import RELATED, judged
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +255,7 @@ class Detector:
         """Every stored page sharing an index key with this one, in its retention window, judged by the engine.
 
         Every stored page sharing any index key with this one and inside its retention window,
-        verified and judged by the engine (`engine.judged`). (`page`: its number in the staged batch.)"""
+        verified and judged by the engine (`relations.judged`). (`page`: its number in the staged batch.)"""
         work = self.work
         answered = batch.candidates(names)
         if not answered:  # the common case: no stored page shares a key

@@ -42,7 +42,7 @@ from streamdedup.record.readers import RawRecord
 from streamdedup.record.rejection import Reason, Rejected
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import STEERED_METHOD, STEERED_VALUES
+from streamdedup.verdict.relations import STEERED_METHOD, STEERED_VALUES
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class Fingerprinted:
     template_known: bool = False  # its site's template (learned, or provisional in the cold start) was removed
     visible: str = ""  # all the page's visible text, normalised (what its site's template learns)
     # the MinHash signature of the article element's own text, where extraction's rescue replaced
-    # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/engine.py`); else None
+    # it (`clean.extract.Texts.steered`; own-site candidates, `verdict/relations.py`); else None
     steered: Any = None
     # how `fast` was asked to use the page's site's learned layout ("": not asked: another extractor,
     # not HTML, or learned extraction off), and what the page showed of it (`clean.learned_layout`)

@@ -1,6 +1,6 @@
 """A page whose judging raises (a bug in the engine) is one `processing_error` dead letter; the rest are judged.
 
-The fault is injected into the engine's pure logic for one page id (`verdict.engine._steered_agree`,
+The fault is injected into the engine's pure logic for one page id (`verdict.relations._steered_agree`,
 which `judged` asks of every page with candidates); the store is real RocksDB. File mode, the
 `Deduplicator`, the Faust app's record path (`outputs_for`); the Kafka worker in
 tests/runtime/test_worker_page_fault.py."""
@@ -15,7 +15,7 @@ from streamdedup.cli import main
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
 from streamdedup.store.errors import StoreCorrupt
-from streamdedup.verdict import engine
+from streamdedup.verdict import relations
 from streamdedup.verdict.page_fault import page_fault
 
 FAULTY = "https://beta.example/story-1"  # a copy of an earlier page: it has candidates to judge
@@ -36,14 +36,14 @@ def fault_records() -> list[dict]:
 def inject_fault(monkeypatch: pytest.MonkeyPatch, page_id: str = FAULTY,
                  error: Exception | None = None) -> None:
     """Make the engine raise `error` (an IndexError, as the one-line swap's bug did) while it judges `page_id`."""
-    real = engine._steered_agree
+    real = relations._steered_agree
 
     def faulty(page, methods):  # type: ignore[no-untyped-def]
         if page.page_id == page_id:
             raise error or IndexError("injected fault for a test")
         return real(page, methods)
 
-    monkeypatch.setattr(engine, "_steered_agree", faulty)
+    monkeypatch.setattr(relations, "_steered_agree", faulty)
 
 
 def read_jsonl(path) -> list[dict]:

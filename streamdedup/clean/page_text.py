@@ -20,7 +20,7 @@ class Texts(NamedTuple):
     the article element's own text by trafilatura's (the element's text covered little of the page),
     that element's text (else ""). A rescue may take a site's boxes (an author's note, other
     stories) for a short page's article; the element's own text says what the page itself holds
-    (`verdict/engine.py`, own-site candidates). And what the page showed of its site's layout, where
+    (`verdict/relations.py`, own-site candidates). And what the page showed of its site's layout, where
     a learned layout was asked about (`learned_layout`'s observation; else ""). `main_cut`: the main
     text was longer than `max_text_chars` and is its first characters only (`clean.pipeline`);
     `main_hash`: then, the hash of the whole main text (`WHOLE_TEXT_SEED`), its exact signature."""

@@ -94,7 +94,7 @@ class FingerprintMethod(ABC, Generic[S, P]):
     # Whether any two signatures this method's test accepts share one of their index keys (exact:
     # the digest; SimHash: the permuted tables; A12: the sentence keys), so that a candidate none of
     # the page's keys of this method found, under keys that answer all their pages, cannot pass the
-    # test: a rule naming the method is not verified for it (`engine.judged`'s `found_by`). Not LSH
+    # test: a rule naming the method is not verified for it (`relations.judged`'s `found_by`). Not LSH
     # bands, which miss some pairs above their threshold.
     keys_find_every_match: ClassVar[bool] = False
 

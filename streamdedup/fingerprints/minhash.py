@@ -239,7 +239,7 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         For each encoded signature: the estimated share of this page's shingles absent from it,
         of its shingles absent from this page (NaN where not comparable), and its count of
         shingles: with the word pairs' shares, how much of a page's new text is in runs
-        (`new_text.new_shares_of`)."""
+        (`new_shares.new_shares_of`)."""
         count = len(others)
         if not count or len(signature.values) != self.params.num_perm or not all_sized(others, self._record.itemsize):
             return np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)

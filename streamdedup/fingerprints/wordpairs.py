@@ -15,7 +15,7 @@ J = (m - 1/4) / (3/4); then |A∩B| = J(|A|+|B|)/(1+J), and the page's new share
 For the same bytes, 256 values of 2 bits estimate J with ~0.4x the variance of 64 values of 8 bits
 (measured error of the new share, paragraphs of another article replacing a quarter: 0.033 sd
 against 0.050). Its own test matches nothing: it is a measure the engine asks of the candidates
-found (`engine.judged`).
+found (`relations.judged`).
 
 **Paragraphs.** A share cannot tell a new paragraph of 5 % of a long article from scattered edits:
 the estimate's error (~0.03 of the page) is as large. So the signature also keeps a sketch of the
@@ -51,7 +51,7 @@ then the values): a paragraph among a page's 8 longest that a smaller page holds
 among the smaller page's 8 longest too, unless it adds 8 longer paragraphs of its own, so its own
 keys find the larger page whenever it holds one of those 8 (a part of a third of an article's
 paragraphs: all but (2/3)^8, 4 %, by this key alone). The candidates found are judged as any
-other: the `paragraphs` match (`engine._held_matches`) is what proves the page held.
+other: the `paragraphs` match (`relations._held_matches`) is what proves the page held.
 
 **Numbers.** A correction of one fact (a number in one sentence: "5 injured" -> "50 injured") keeps
 a paragraph's values and adds two word pairs: word pairs read it as a typo fixed. So each sketched
@@ -191,7 +191,7 @@ class WordPairsSignature:
 class ShownLines:
     """The word pairs of a page's lines its site showed before, made when first asked.
 
-    Only a page with a matched candidate asks (`new_text.without_shown`), and the global topology's
+    Only a page with a matched candidate asks (`new_shares.without_shown`), and the global topology's
     fingerprint step, which sends them to the index partitions; on pages of one template most have
     such lines and no match (~100 µs a page saved there)."""
 
@@ -271,7 +271,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     `text`'s non-empty lines (hashes `line_hashes`, `clean.template.line_hashes`) whose hash is
     in `shown` (sorted uint64), of any length: a menu, a newsletter blurb, a disclaimer its site's
     earlier pages showed, which the template model does not remove yet. The engine takes those of
-    them its match lacks out of the page's new text (`new_text.without_shown`), as `mark_shown`
+    them its match lacks out of the page's new text (`new_shares.without_shown`), as `mark_shown`
     takes such paragraphs out of its new paragraphs. Unchanged when none or every line was shown."""
     if not len(line_hashes) or not len(shown):
         return signature

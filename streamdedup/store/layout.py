@@ -335,7 +335,7 @@ class DocRecord:
     unfiled: tuple[int, ...] = ()
     document: int = 0  # xxh3-64 of its URL without fragment (`clean.template.document_key`); 0: not known
     # the encoded MinHash signature of its article element's own text, where extraction's rescue
-    # replaced that text (`verdict.engine._steered_agree`); b"": none
+    # replaced that text (`verdict.relations._steered_agree`); b"": none
     steered: bytes = b""
     # the encoded word pairs of the lines its site showed before (`wordpairs.with_shown_lines`), kept
     # where a page earlier than it may arrive after it is filed (the index partitions); b"": none

@@ -2,7 +2,7 @@
 
 `SignatureColumns` holds each method's encoded signatures of a page's stored candidates, read once
 a page; `CandidateSimilarities` runs a method's test (or measure) on all the candidates that still
-need it in one call, when a rule of the policy first asks for it (verdict/engine.py).
+need it in one call, when a rule of the policy first asks for it (verdict/relations.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Measured(NamedTuple):
     """MinHash's similarities and the word pairs' new shares of a page's candidates, measured before judging.
 
     By the candidate filter (`verdict.prefilter`), with the kernels and bytes `MinHashMethod.similarities`
-    and `WordPairsMethod.new_shares` use, in the order of the candidates `engine.judged` is given:
+    and `WordPairsMethod.new_shares` use, in the order of the candidates `relations.judged` is given:
     it measures again only where `tested` is False (elsewhere the values mean nothing)."""
 
     similarity: np.ndarray
@@ -41,8 +41,8 @@ class Measured(NamedTuple):
 class SignatureColumns:
     """The candidates' encoded signatures of each method, gathered once a page.
 
-    By tag; None where a candidate has none. The policy's tests, `new_text.new_shares_of` and
-    `new_text.in_runs` ask the same methods of the same candidates (minhash twice), and on
+    By tag; None where a candidate has none. The policy's tests, `new_shares.new_shares_of` and
+    `new_shares.in_runs` ask the same methods of the same candidates (minhash twice), and on
     homogeneous pages a page has ~50."""
 
     __slots__ = ("_columns", "records")

@@ -2,7 +2,7 @@
 
 A method whose keys find every match of its test (`FingerprintMethod.keys_find_every_match`)
 cannot pass for a candidate its keys did not find, if that candidate is filed under all of them:
-the engine (`engine.judged`) then does not run that method's test for it (`possible_rules`), and
+the engine (`relations.judged`) then does not run that method's test for it (`possible_rules`), and
 the candidate filter (`verdict.prefilter`) reads `FoundBy` the same way (`found_members`).
 """
 

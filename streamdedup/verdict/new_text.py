@@ -1,11 +1,11 @@
 """How much of a page's text is absent from a candidate, and the reverse: the measures of directions.
 
-The engine (verdict/engine.py) asks them of each linked candidate: the shares of word pairs each
-page lacks of the other (`new_shares_of`, `fingerprints/wordpairs.py`), made shares of new text in
-runs (`in_runs`) and less the lines the page's site showed before (`without_shown`); then, where
-they can move a relation (`paragraphs_asked`), the longest new paragraph each way
-(`new_paragraphs`, from the paragraph sketches; which of them count by where they stand in the copy:
-verdict/line_places.py). `NewTextTolerance` (verdict/policy.py) judges them.
+The engine (verdict/relations.py) asks them of each linked candidate: the shares of word pairs each
+page lacks of the other, made shares of new text in runs and less the lines the page's site showed
+before (verdict/new_shares.py); then, where they can move a relation (`paragraphs_asked`), the
+longest new paragraph each way (`new_paragraphs`, from the paragraph sketches; which of them count
+by where they stand in the copy: verdict/line_places.py), and what the paragraphs each page holds
+bound (`outside_held_paragraphs`). `NewTextTolerance` (verdict/policy.py) judges them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from streamdedup.fingerprints.paragraph_rows import (
 from streamdedup.fingerprints.wordpair_kernels import paragraphs_held
 from streamdedup.fingerprints.wordpairs import lines_hashed
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.columns import Measured, Methods, SignatureColumns
+from streamdedup.verdict.columns import Methods, SignatureColumns
 from streamdedup.verdict.line_places import (
     CROSS_SITE_PARAGRAPHS,
     EVERY_EDGE,
@@ -43,10 +43,8 @@ from streamdedup.verdict.line_places import (
     replaced_edges,
     took_a_place,
 )
+from streamdedup.verdict.new_shares import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import NewText, NewTextTolerance
-
-# the method that measures how much of a page is absent from a candidate (its `new_shares`)
-NEW_TEXT_METHOD = "wordpairs"
 
 
 def paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shares: np.ndarray, owns: np.ndarray,
@@ -64,42 +62,6 @@ def paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shar
                     and tolerance.exceeded_by(NewText(float(their_new_shares[i]),
                                                       float(their_new_shares[i]) * float(sizes[i]))))]
     return np.array(keep, dtype=np.int64)
-
-
-def new_shares_of(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
-                  measured: Measured | None = None) -> tuple[np.ndarray, np.ndarray, int, np.ndarray] | None:
-    """The shares of word pairs the page and each stored candidate lack of each other.
-
-    For each stored candidate: the page's share of word pairs absent from it and its share
-    absent from the page (NaN where either side has no word pairs), the page's count of pairs, and
-    each candidate's; None when the new-text measure is not enabled. `measured`: those the
-    candidate filter measured already (`Measured.tested`), taken as they are; the arrays returned
-    are the caller's to change."""
-    entry = methods.get(NEW_TEXT_METHOD)
-    if entry is None:
-        return None
-    tag, method = entry
-    signature = mine.get(tag)
-    count = len(columns)
-    if signature is None:  # too short for a word pair: nothing to measure
-        return np.full(count, np.nan), np.full(count, np.nan), 0, np.zeros(count)
-    if measured is not None and measured.tested.all():  # (recombined text: the filter measured ~60 a page)
-        return measured.new_shares, measured.their_new_shares, int(signature.set_size), measured.sizes
-    todo = np.arange(count) if measured is None else np.flatnonzero(~measured.tested)
-    rows, theirs = columns.present(tag, todo)
-    if len(rows) == count:  # the usual case: every candidate has pairs, measured in one call
-        new_share, their_new_share, sizes = cast(Any, method).new_shares(signature, theirs)
-        return new_share, their_new_share, int(signature.set_size), sizes
-    if measured is None:
-        new_share, their_new_share, sizes = np.full(count, np.nan), np.full(count, np.nan), np.zeros(count)
-    else:  # the filter's where it measured; NaN elsewhere, but where measured below
-        untested = ~measured.tested
-        new_share = np.where(untested, np.nan, measured.new_shares)
-        their_new_share = np.where(untested, np.nan, measured.their_new_shares)
-        sizes = np.where(untested, 0.0, measured.sizes)
-    if len(rows):
-        new_share[rows], their_new_share[rows], sizes[rows] = cast(Any, method).new_shares(signature, theirs)
-    return new_share, their_new_share, int(signature.set_size), sizes
 
 
 def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureColumns, methods: Methods,
@@ -121,7 +83,7 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     of the other's (`took_a_place`; not known where edges are not, nor against a capped sketch
     but on one site, where both are), which makes it new text at any length (`NewTextTolerance`);
     and the words of each one's longest new paragraph with those at its edges counted too (`EVERY_EDGE`),
-    which `supersedes` asks of the candidate (`engine.relation`); whether a paragraph of the page
+    which `supersedes` asks of the candidate (`relations.relation`); whether a paragraph of the page
     states other numbers than its counterpart (`numbers_changed`); and whether each page has a new
     line inside the copy where the other has nothing it lacks (`inserted_line`; not known against a
     capped sketch)."""
@@ -436,56 +398,6 @@ _UNPLACED = np.zeros(0, dtype=np.bool_)  # a signature without its paragraphs' a
 _NO_NUMBERS = np.zeros(0, dtype=np.uint8)  # a signature without its paragraphs' numbers (`blocks_of`: no block)
 
 
-# a page with fewer than this share of its match's word pairs is "much smaller" (`in_runs`)
-MUCH_SMALLER = 0.7
-# the runs correction reads new pairs as scattered edits only up to this share of the page's pairs
-# new (`in_runs`): a changed word makes 2 new pairs, so 0.25 is ~12 % of the words changed, over
-# twice the light edits the families hold (2-5 %); beyond, the page is other text in the same words
-# (another selection of one topic's sentences, a rewrite), and its share of new pairs stands
-MAX_EDITED_PAIRS = 0.25
-
-
-def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
-             new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray,
-             rows: np.ndarray) -> None:
-    """The word pairs' new shares made shares of new text in runs (in place), with MinHash's.
-
-    A changed word makes 2 new word pairs and 5 new 5-word shingles; a run of L new words, L + 1
-    and L + 4. So from N2 new pairs and N5 new shingles, scattered edits e and words in runs L
-    are N2 = 2e + L and N5 = 5e + L: L = (5 N2 - 2 N5) / 3, which scattered edits do not move (a
-    light edit of 5 % of the words: ~0 instead of ~10 % of the pairs) and a new or replaced
-    paragraph does (its words; on real prose 93-99 % of a new run's pairs are new to the match,
-    86 % in Tibetan, so L reads 0.9x the run, 0.8x in Tibetan). Its error is ~1.8x the pairs'
-    alone: ~0.03 for pages of like length, where this is used.
-
-    Where one page is much smaller than the other (a part beside its view-all page, a teaser),
-    the error of a share derived from a Jaccard is multiplied by (|A|+|B|)/|A|: a part of a third
-    of its view-all page, fully inside it, reads ~0.08 sd new. Such a page is a verbatim extract,
-    not an edit, so its share is the mean of the two estimates (~0.7x the error), not the runs'.
-
-    Edits explain new pairs only while they are light: a page with more than `MAX_EDITED_PAIRS` of
-    its pairs new keeps that share (pages of one topic's pooled sentences, a third of them shared,
-    read 0.05-0.07 new in runs against 0.44-0.47 of their pairs new)."""
-    entry = methods.get("minhash")
-    signature = mine.get(entry[0]) if entry is not None else None
-    if entry is None or signature is None or not own or not len(rows):
-        return
-    rows, data = columns.present(entry[0], rows[sizes[rows] > 0])
-    if not len(rows):
-        return
-    mine5, theirs5, sizes5 = cast(Any, entry[1]).new_shares(signature, data)
-    usable = ~np.isnan(mine5) & (sizes5 > 0)  # not comparable: the pairs' shares stand
-    rows, mine5, theirs5, sizes5 = rows[usable], mine5[usable], theirs5[usable], sizes5[usable]
-    pairs, theirs2 = new_share[rows], their_new_share[rows]
-    size2, own5 = sizes[rows], float(signature.set_size)
-    extract = (own < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own)  # a verbatim extract's sizes
-    runs = np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own))
-    their_runs = np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5) / (3 * np.maximum(size2, 1.0)))
-    new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
-    their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
-                                     np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
-
-
 def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
                              sizes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The most word pairs each page can have new to the other: those outside its paragraphs the other surely holds.
@@ -506,7 +418,7 @@ def outside_held_paragraphs(columns: SignatureColumns, methods: Methods, mine: M
 
     The shares of new pairs are MinHash estimates whose error grows as the pages' sizes part: a
     teaser of 0.6 of its article, all of it inside, reads 0.04 sd new, one in ten over 0.10,
-    the tolerance (`in_runs`). What the sketches show held bounds them (`engine.judged`)."""
+    the tolerance (`new_shares.in_runs`). What the sketches show held bounds them (`relations.judged`)."""
     count = len(columns)
     mine_out, their_out = np.full(count, np.nan), np.full(count, np.nan)
     held = _paragraphs_held(columns, methods, mine, own, sizes, rows)
@@ -556,34 +468,3 @@ def held_in_paragraphs(columns: SignatureColumns, methods: Methods, mine: Mappin
         at, (_, _, held_pairs) = held
         out[at] = held_pairs
     return out
-
-
-def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,
-                   own: int, rows: np.ndarray) -> np.ndarray:
-    """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
-
-    A line two of the site's earlier pages showed (a menu, a blurb, a disclaimer the template model
-    does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds. Of the
-    page's N new pairs (in runs), the S pairs of such lines absent from the match are taken out of
-    the new text and the page: (N - S) / (own - S); lines the match holds too stay (a same-site
-    light edit reads as before). S errs low (its Jaccard is clipped at 0). Returns the pairs each
-    share is of (`own`, or own - S)."""
-    owns = np.full(len(columns), float(own))
-    entry = methods.get(NEW_TEXT_METHOD)
-    signature = mine.get(entry[0]) if entry is not None else None
-    lines = getattr(signature, "shown", None)
-    if entry is None or lines is None or not own or not len(rows):
-        return owns
-    shown = lines.pairs  # made only now: most pages have no match
-    if shown is None:
-        return owns
-    rows, data = columns.present(entry[0], rows)
-    if not len(rows):
-        return owns
-    absent, _, _ = cast(Any, entry[1]).new_shares(shown, data)
-    gone = np.minimum(absent * float(shown.set_size), new_share[rows] * own)  # shown pairs the match lacks
-    usable = ~np.isnan(gone) & (own - gone > 0)
-    rows, gone = rows[usable], gone[usable]
-    new_share[rows] = (new_share[rows] * own - gone) / (own - gone)
-    owns[rows] = own - gone
-    return owns

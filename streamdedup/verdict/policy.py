@@ -192,7 +192,7 @@ class SitePolicy:
 
     `other_site` judges candidates from other sites, `same_site` those from the page's own
     (while its template is unknown); a match is a duplicate only when at most `max_new_share` of the
-    page's text is absent from it (`engine.relation`)."""
+    page's text is absent from it (`relations.relation`)."""
 
     other_site: Policy
     same_site: Policy

@@ -2,7 +2,7 @@
 
 On text of one shared vocabulary a page has ~50 candidates, nearly all found by SimHash's keys
 alone and nearly none of which the engine links to it (6,000 prose pages: 3 of 314,000). Judging
-them costs the engine ~45 µs a page of fixed cost and ~0.8 µs a candidate (`engine.judged`).
+them costs the engine ~45 µs a page of fixed cost and ~0.8 µs a candidate (`relations.judged`).
 `CandidateFilter` drops, before `judged`, the candidates it would yield nothing for, by the
 engine's own first tests run on arrays made once a batch (each candidate's signatures are read
 once, however many of the batch's pages find it), so that a page none of whose candidates can
@@ -15,8 +15,8 @@ A candidate can yield something in `judged` only if (engine.py's steps 1 and 3):
   arrays as `MinHashMethod.similarities`) gives at least its floor; a term of a method whose keys
   find every match of its test fails where `found_by.possible_rules` says so (its keys did not find
   the candidate, and the candidate is filed under all of them); any other term may pass;
-- or it may be asked as a held match (`engine._held_matches`: the page's estimated new share at
-  most `HELD_ASKED`, the candidate larger), or it is related (`engine._related`), from the same
+- or it may be asked as a held match (`relations._held_matches`: the page's estimated new share at
+  most `HELD_ASKED`, the candidate larger), or it is related (`relations._related`), from the same
   estimates `WordPairsMethod.new_shares` gives (`wordpair_kernels.two_bit_new_shares` on the same bytes).
 
 Whatever none of these holds for is dropped; every other candidate goes to `judged` as before,
@@ -41,10 +41,10 @@ from streamdedup.fingerprints.wordpair_kernels import two_bit_absent, two_bit_un
 from streamdedup.jit import numba
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import MINHASH, Measured, Methods, _read_column
-from streamdedup.verdict.engine import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE
 from streamdedup.verdict.found_by import NO_PLACE, FoundBy, found_members
-from streamdedup.verdict.new_text import NEW_TEXT_METHOD
+from streamdedup.verdict.new_shares import NEW_TEXT_METHOD
 from streamdedup.verdict.policy import SitePolicy
+from streamdedup.verdict.relations import HELD_ASKED, RELATED_MIN_PAIRS, RELATED_SHARE
 
 _SIGNATURES, _UNFILED = attrgetter("signatures"), attrgetter("unfiled")  # of a stored record (`DocRecord`)
 
@@ -125,7 +125,7 @@ class CandidateFilter:
 
     def linkable(self, seqs: Sequence[int], mine: Mapping[int, Any], found_by: FoundBy | None,
                  tests: Counter[str] | None = None) -> tuple[list[int], Measured | None]:
-        """Of `seqs` (ascending), those `engine.judged` may yield something for, in order, and what they measured.
+        """Of `seqs` (ascending), those `relations.judged` may yield something for, in order, and what they measured.
 
         `mine`: the page's signatures by tag; `found_by`: as `judged` is given it (None: every rule is
         verified, whatever the keys found); `tests`: counts MinHash's tests run here (`tests_run`,
@@ -237,7 +237,7 @@ def linkable_rows(rows: np.ndarray, mh_values: np.ndarray, mh_size: int, wp_mine
     The tests are the engine's own (`kernels.minhash_similarity_of`, the word pairs' fields
     counted as `two_bit_new_shares` counts them and `two_bit_absent`) read in place from the
     filter's tables. A candidate may link by its shares where it would be asked as a held match or
-    is related (`engine._held_matches`, `engine._related`), or where it was not tested (a row of
+    is related (`relations._held_matches`, `relations._related`), or where it was not tested (a row of
     -1 or not `ok`) or a share is NaN. Returns the similarities, the page's and each candidate's
     new shares and the candidates' pairs (NaN, NaN, NaN and 0 where untested), where each was
     tested, that mask, how many rows were tested and how many the mask keeps; and, for

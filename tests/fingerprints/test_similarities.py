@@ -10,8 +10,8 @@ from streamdedup.fingerprints.a12 import A12Method, A12Signature
 from streamdedup.fingerprints.exact import ExactMethod
 from streamdedup.fingerprints.minhash import MinHashMethod, MinHashParams, MinHashSignature
 from streamdedup.fingerprints.simhash import SimHashMethod, popcount64
-from streamdedup.verdict.engine import judged
 from streamdedup.verdict.policy import SitePolicy
+from streamdedup.verdict.relations import judged
 
 
 def _pairwise(method, mine, others):
@@ -306,9 +306,9 @@ def test_new_shares_read_each_record_at_its_offset_past_its_paragraphs():
 
 
 def test_own_site_other_documents_at_once_as_one_by_one():
-    """`engine._own_site_other_documents` agrees with `_own_site_other_document` candidate by candidate."""
+    """`relations._own_site_other_documents` agrees with `_own_site_other_document` candidate by candidate."""
     from streamdedup.store.layout import DocRecord
-    from streamdedup.verdict.engine import _own_site_other_document, _own_site_other_documents
+    from streamdedup.verdict.relations import _own_site_other_document, _own_site_other_documents
 
     rng = random.Random(7)
     sites, documents = [0, 5, (1 << 64) - 1], [0, 9, (1 << 63) + 1]

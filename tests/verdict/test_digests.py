@@ -14,7 +14,8 @@ import pytest
 
 from streamdedup import Deduplicator, Verdict
 from streamdedup.testing import make_article, wrap_in_template
-from streamdedup.verdict.engine import SUPERSEDES, Candidate, decide, joined_roots
+from streamdedup.verdict.engine import Candidate, decide, joined_roots
+from streamdedup.verdict.relations import SUPERSEDES
 
 
 def _record(url: str, paragraphs: Sequence[str], hour: int, site: str) -> dict:

@@ -248,7 +248,7 @@ def test_a_paragraph_replaced_on_a_page_of_two_is_new_text(tmp_path):
 def test_a_rewrite_of_a_fifth_of_the_words_is_not_a_light_edit(tmp_path):
     """Every fifth word replaced: 40 % of the word pairs new, nearly every 5-shingle new, which the
     runs correction alone reads as scattered edits (0 new in runs) and called a duplicate. Edits
-    explain new pairs only up to `new_text.MAX_EDITED_PAIRS`. A permissive rule matches the pages so
+    explain new pairs only up to `new_shares.MAX_EDITED_PAIRS`. A permissive rule matches the pages so
     that the verdict, not the candidates, is tested; 1 word in 20 replaced stays a light edit."""
     story = make_article(21, paragraphs=10)
 

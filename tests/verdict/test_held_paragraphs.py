@@ -16,8 +16,8 @@ from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.testing import make_article
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.columns import SignatureColumns
-from streamdedup.verdict.engine import HELD_ERRORS, _bounded_by_held_paragraphs
 from streamdedup.verdict.new_text import held_in_paragraphs, outside_held_paragraphs
+from streamdedup.verdict.relations import HELD_ERRORS, _bounded_by_held_paragraphs
 
 TAG = 7
 METHOD = WordPairsMethod()

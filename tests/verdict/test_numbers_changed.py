@@ -146,8 +146,8 @@ def test_the_paragraphs_agreement_is_counted_once_a_candidate_and_read_three_way
     """`new_paragraphs` counts the values each pair of paragraphs shares once a candidate: the page's
     side, the candidate's (its transpose) and `numbers_changed` read the one matrix, with the answers
     each made its own with."""
-    import streamdedup.verdict.engine as engine
     import streamdedup.verdict.new_text as new_text
+    import streamdedup.verdict.relations as relations
 
     counted, asked = [], []
     equal_values, new_paragraphs = new_text._equal_values, new_text.new_paragraphs
@@ -162,7 +162,7 @@ def test_the_paragraphs_agreement_is_counted_once_a_candidate_and_read_three_way
         return new_paragraphs(*args, **kwargs)
 
     monkeypatch.setattr(new_text, "_equal_values", counting)
-    monkeypatch.setattr(engine, "new_paragraphs", asking)
+    monkeypatch.setattr(relations, "new_paragraphs", asking)
     corrected = [STORY[0], STORY[1].replace("5 people", "50 people"), STORY[2]]
     with Deduplicator() as dedup:
         dedup.add_many([_page(STORY, "original")])

@@ -2,7 +2,7 @@
 
 `verdict.prefilter.CandidateFilter` runs the engine's first tests on a batch's arrays and drops
 the candidates no rule, held match or relation can take; a page with none left skips
-`engine.judged` (on text of one shared vocabulary, nearly every page)."""
+`relations.judged` (on text of one shared vocabulary, nearly every page)."""
 
 from __future__ import annotations
 

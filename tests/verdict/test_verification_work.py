@@ -1,6 +1,6 @@
 """The engine measures only what can move a verdict: new paragraphs of the matched candidates.
 
-A candidate no rule matched is related whatever its new paragraphs (`engine.relation`), and so is
+A candidate no rule matched is related whatever its new paragraphs (`relations.relation`), and so is
 a matched one whose new text exceeds the tolerance both ways without them; the paragraph sketch is
 compared for the others only (`new_text.paragraphs_asked`). Pages of one topic's sentences have
 ~10 related candidates a page, and this was half of their verdict step."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from streamdedup import detector
 from streamdedup.testing import make_article, run_records, wrap_in_template
-from streamdedup.verdict import engine
+from streamdedup.verdict import relations
 
 
 def _page(page_id: str, paragraphs: list[str], site: str) -> dict:
@@ -32,14 +32,14 @@ def _pages() -> list[dict]:
 def test_new_paragraphs_are_measured_only_where_they_can_move_a_relation(tmp_path, monkeypatch):
     """The same verdicts as measuring every linked candidate's paragraphs (the old way), with
     fewer measured: the related candidates no rule matched are not."""
-    real_paragraphs, real_judged = engine.new_paragraphs, detector.judged
+    real_paragraphs, real_judged = relations.new_paragraphs, detector.judged
     asked, linked = [0], [0]
 
     def every_linked(*args, **kwargs):  # the old way: each candidate `judged` yields is measured
         args = args[:5] + (None,)
         return real_paragraphs(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "new_paragraphs", every_linked)
+    monkeypatch.setattr(relations, "new_paragraphs", every_linked)
     want = [o.dedup for o in run_records(_pages(), tmp_path / "all")]
 
     def counted(*args, **kwargs):
@@ -52,7 +52,7 @@ def test_new_paragraphs_are_measured_only_where_they_can_move_a_relation(tmp_pat
         linked[0] += len(links)
         return iter(links)
 
-    monkeypatch.setattr(engine, "new_paragraphs", counted)
+    monkeypatch.setattr(relations, "new_paragraphs", counted)
     monkeypatch.setattr(detector, "judged", counting_links)
     got = [o.dedup for o in run_records(_pages(), tmp_path / "asked")]
     assert got == want

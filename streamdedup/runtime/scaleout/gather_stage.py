@@ -83,8 +83,9 @@ from streamdedup.runtime.scaleout.messages import (
 )
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import DUPLICATE, MAX_NAMED, Candidate, decide
+from streamdedup.verdict.engine import MAX_NAMED, Candidate, decide
 from streamdedup.verdict.page_fault import faulted
+from streamdedup.verdict.relations import DUPLICATE
 
 __all__ = ["AFTER_IDLE", "LATE_PAGE", "RELEASED_EARLY", "Decided", "Emitted", "GatherPartition", "Held",
            "LateMatch", "LateMerge", "Pending", "RelatedLeftOut", "late_match_event", "late_related_event",

@@ -38,9 +38,10 @@ from streamdedup.store.errors import StoreConfigMismatch
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.retention import RetentionClock
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
-from streamdedup.verdict.engine import DUPLICATE, Candidate, Judged, as_cut, joined_roots, judged, named_duplicate
+from streamdedup.verdict.engine import Candidate, as_cut, joined_roots, named_duplicate
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.policy import SitePolicy
+from streamdedup.verdict.relations import DUPLICATE, Judged, judged
 
 log = logging.getLogger(__name__)
 

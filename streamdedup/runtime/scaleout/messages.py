@@ -18,7 +18,8 @@ import orjson
 from streamdedup.record.passed import bounded_headers, bounded_key
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.store.layout import DocRecord
-from streamdedup.verdict.engine import DUPLICATE, RELATED, bridges
+from streamdedup.verdict.engine import bridges
+from streamdedup.verdict.relations import DUPLICATE, RELATED
 
 KIND_HEADER = "sd.kind"
 PAGE, ANSWER = b"page", b"answer"
@@ -105,14 +106,14 @@ class Match:
     root_order: bytes = b""  # earliest page of its chain known to that partition (earlier matches)
     root_id: str = ""
     # the asking page's share of text absent from the match and the match's absent from the asking
-    # page, and what each is to the other (`engine.Judged`; messages written before directions: a
+    # page, and what each is to the other (`relations.Judged`; messages written before directions: a
     # duplicate, nothing new)
     new_share: float = 0.0
     their_new_share: float = 0.0
     relation: str = DUPLICATE
     their_relation: str = DUPLICATE
     # the words of the asking page's longest paragraph absent from the match, and of the match's absent
-    # from the asking page (`engine.Judged`; messages written before them: none)
+    # from the asking page (`relations.Judged`; messages written before them: none)
     new_paragraph: int = 0
     their_new_paragraph: int = 0
     # the two pages are of one site (`engine.Candidate.same_site`; messages written before it: not)

@@ -55,7 +55,7 @@ from streamdedup.runtime.topologies.scaleout import (
 from streamdedup.store.signature_store import method_tags
 from streamdedup.store.template_store import TemplateStore
 from streamdedup.testing import make_article
-from streamdedup.verdict.engine import DUPLICATE, RELATED, SUPERSEDES
+from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 
 
 def request(detector: Fingerprinter, url: str, text: str, order: bytes) -> IndexRequest:

@@ -12,7 +12,7 @@ from streamdedup.clusters import Stories, view_event, view_key
 from streamdedup.runtime.scaleout.gather_stage import RELEASED_EARLY, Decided, GatherPartition, LateMerge
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
+from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
 
 P1, P2, V = page_order(1, 1, 0, 0), page_order(2, 2, 0, 1), page_order(3, 3, 0, 2)
 

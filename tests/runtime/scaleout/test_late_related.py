@@ -19,7 +19,8 @@ from streamdedup.runtime.scaleout.gather_stage import LATE_PAGE, Decided, Gather
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.testing import run_records
-from streamdedup.verdict.engine import MAX_NAMED, RELATED
+from streamdedup.verdict.engine import MAX_NAMED
+from streamdedup.verdict.relations import RELATED
 
 
 def shape(stories: Stories) -> dict[str, tuple[list[str], list[str]]]:

@@ -16,7 +16,7 @@ from streamdedup.runtime.scaleout.gather_records import Guessed, Pending
 from streamdedup.runtime.scaleout.gather_stage import Decided, Emitted, GatherPartition, stories_of, verdict_of
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
+from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
 
 F, R, T, W = (page_order(n, n, 0, n) for n in (1, 2, 3, 4))
 ORDERS = {"F": F, "R": R, "T": T, "W": W}

@@ -30,7 +30,7 @@ from streamdedup.runtime.settings import WorkerSettings
 from streamdedup.runtime.topologies.scaleout import index_requests
 from streamdedup.store.signature_store import method_tags
 from streamdedup.testing import run_records
-from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
+from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
 
 # a digest: two stories of two sites, whole on a page of a third (`bridged_clusters`)
 DIGEST_URL = "https://dsite.example/digest"

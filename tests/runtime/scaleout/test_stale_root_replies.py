@@ -36,7 +36,7 @@ from streamdedup.runtime.scaleout.gather_stage import (
 )
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
-from streamdedup.verdict.engine import DUPLICATE, SUPERSEDES
+from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
 
 S, A, B, C = (page_order(n, n, 0, n) for n in (1, 2, 3, 4))
 E, L, V = (page_order(n, n, 0, n) for n in (5, 6, 7))
