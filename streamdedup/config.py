@@ -37,7 +37,7 @@ DEFAULT_POLICY = "exact|minhash|simhash+a12"
 # (a site's first pages are judged like any other: docs/design.md), kept for `--same-site-policy`
 STRICT_SAME_SITE_POLICY = "exact|minhash>=0.8|minhash.containment>=0.95+minhash>=0.4"
 # a match is the page's duplicate only if the page's text absent from it (its word pairs) is at most
-# this share of the page or this many pairs (`engine.NewTextTolerance`; the reasons: docs/design.md)
+# this share of the page or this many pairs (`policy.NewTextTolerance`; the reasons: docs/design.md)
 DEFAULT_MAX_NEW_SHARE = 0.10
 DEFAULT_MAX_NEW_PAIRS = 8
 # ... and holds no new paragraph of this many words or more (`wordpairs` paragraph sketch; 0: not asked)

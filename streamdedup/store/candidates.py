@@ -79,7 +79,7 @@ def place_bounds(methods: Mapping[int, FingerprintMethod[Any]]) -> dict[int, int
     None: no bound. A page's names sort by method tag first, and each method has at most `max_index_keys` of
     them, so a method's names stand below its own bound and every lower tag's added up. A record whose first
     unfiled place (`DocRecord.unfiled`) is at or past a method's bound was filed under all that method's keys
-    (`engine.FoundBy.unfiled_bounds`)."""
+    (`found_by.FoundBy.unfiled_bounds`)."""
     bounds: dict[int, int | None] = {}
     total: int | None = 0
     for tag in sorted(methods):

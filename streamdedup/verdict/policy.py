@@ -139,7 +139,7 @@ class Policy:
     def rule_methods(self) -> tuple[tuple[str, ...], ...]:
         """Each rule's methods, once each ("minhash.containment" is minhash's).
 
-        What a candidate's keys say of a rule (`engine.possible_rules`), asked once a page and
+        What a candidate's keys say of a rule (`found_by.possible_rules`), asked once a page and
         group."""
         return tuple(tuple(dict.fromkeys(m.partition(".")[0] for m, _ in rule)) for rule in self.rules)
 
@@ -168,7 +168,7 @@ class Policy:
         earlier rule, and holding every earlier method of this rule): the same tests, in the same
         order, as `first_rule` candidate by candidate, each on many candidates at once.
         `possible[n]` (None: all): the candidates rule n can hold for, known without a test
-        (`engine.possible_rules`); it is not tested for the others."""
+        (`found_by.possible_rules`); it is not tested for the others."""
         rule_of = np.full(count, -1)
         undecided = np.arange(count)
         for number, rule in enumerate(self.rules):
