@@ -85,7 +85,10 @@ def scoring_config(args: argparse.Namespace, scored: Sequence[str],
     configured = data.get("methods", DEFAULT_METHODS)
     if scored and isinstance(configured, list | tuple) and all(isinstance(m, str) for m in configured):
         data["methods"] = list(dict.fromkeys([*configured, *scored]))  # (a malformed list is named by from_mapping)
-    config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
+    try:
+        config = DetectorConfig.from_mapping(data) if args.config else DetectorConfig()
+    except ValueError as err:  # the file named: a key's value alone did not say it was the file's, not a flag's
+        raise ValueError(f"{args.config}: {err}") from None
     params = {name: dict(values) for name, values in config.method_params.items()}
     for item in args.param:
         name, sep, value = item.partition("=")
@@ -109,8 +112,8 @@ def scoring_config(args: argparse.Namespace, scored: Sequence[str],
     return config.with_overrides(
         methods=methods, method_params=params, policy=args.policy,
         same_site_policy=args.same_site_policy, max_new_share=args.max_new_share, cleaning=cleaning,
-        retention=parse_duration(args.retention) if args.retention else None,
-        max_clock_skew=parse_duration(args.max_clock_skew) if args.max_clock_skew else None,
+        retention=parse_duration(args.retention, "--retention") if args.retention else None,
+        max_clock_skew=parse_duration(args.max_clock_skew, "--max-clock-skew") if args.max_clock_skew else None,
         batch_size=args.batch_size, batch_bytes=args.batch_bytes, lexicon=args.lexicon,
         prepare_threads=args.prepare_threads, learned_extraction=getattr(args, "learned_extraction", None)), enabled
 

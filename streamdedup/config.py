@@ -46,11 +46,12 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def parse_duration(text: str) -> timedelta:
-    """'90s', '12h', '7d', '26w'."""
+def parse_duration(text: str, name: str | None = None) -> timedelta:
+    """'90s', '12h', '7d', '26w'; another text ends in one line naming the setting (`name`) it was given for."""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(f"bad duration {text!r}: use a number and one of s, m, h, d, w (e.g. 7d)")
+        raise ValueError(f"{name + ' ' if name else ''}{text!r} is not a duration: use a number and one of s, m, h, d, "
+                         "w (e.g. 7d)")
     return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
@@ -262,8 +263,8 @@ class DetectorConfig:
                    max_new_pairs=_number(data, "max_new_pairs", int, DEFAULT_MAX_NEW_PAIRS),
                    min_new_paragraph_words=_number(data, "min_new_paragraph_words", int,
                                                    DEFAULT_MIN_NEW_PARAGRAPH_WORDS),
-                   cleaning=cleaning, retention=parse_duration(retention) if retention else None,
-                   max_clock_skew=parse_duration(skew) if skew else DEFAULT_MAX_CLOCK_SKEW,
+                   cleaning=cleaning, retention=parse_duration(retention, "retention") if retention else None,
+                   max_clock_skew=parse_duration(skew, "max_clock_skew") if skew else DEFAULT_MAX_CLOCK_SKEW,
                    batch_size=_number(data, "batch_size", int, 256),
                    batch_bytes=_number(data, "batch_bytes", int, cls.batch_bytes),
                    lexicon=_text(data, "lexicon", "wordfreq"),

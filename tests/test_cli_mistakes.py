@@ -129,5 +129,34 @@ def test_an_unknown_extractor_in_a_config_file_is_refused_before_any_page(tmp_pa
     config.write_text('extractor = "fastt"\n')
     assert main(["dedup", str(crawl), "--out", str(tmp_path / "out"), "--config", str(config)]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "streamdedup: error: extractor is one of trafilatura, fast, resiliparse, none; got 'fastt'"]
+        f"streamdedup: error: {config}: extractor is one of trafilatura, fast, resiliparse, none; got 'fastt'"]
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+@pytest.mark.parametrize(("toml", "said"), [
+    ('retention = "30 days"\n',
+     "streamdedup: error: {config}: retention '30 days' is not a duration: use a number and one of s, m, h, d, w "
+     "(e.g. 7d)"),
+    ('max_clock_skew = "1 day"\n',
+     "streamdedup: error: {config}: max_clock_skew '1 day' is not a duration: use a number and one of s, m, h, d, w "
+     "(e.g. 7d)"),
+    ('max_new_share = "lots"\n', "streamdedup: error: {config}: max_new_share is a number (as 0.1), got 'lots'"),
+])
+def test_a_bad_value_in_a_config_file_names_the_file_and_the_key(toml: str, said: str, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`retention = "30 days"` said only "bad duration '30 days'": not which key, nor that it was the file's."""
+    config = tmp_path / "dedup.toml"
+    config.write_text(toml)
+    argv = ["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--config", str(config)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == said.format(config=config)
+    assert not (tmp_path / "out" / "unique.jsonl").exists()
+
+
+def test_a_bad_duration_flag_names_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--retention '30 days'` said only "bad duration '30 days'", the same as --max-clock-skew's."""
+    argv = ["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--max-clock-skew", "a day"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "streamdedup: error: --max-clock-skew 'a day' is not a duration: use a number and one of s, m, h, d, w "
+        "(e.g. 7d)")
