@@ -42,6 +42,12 @@ DEFAULT_MAX_NEW_SHARE = 0.10
 DEFAULT_MAX_NEW_PAIRS = 8
 # ... and holds no new paragraph of this many words or more (`wordpairs` paragraph sketch; 0: not asked)
 DEFAULT_MIN_NEW_PARAGRAPH_WORDS = 20
+# a --config file's top-level keys (its [worker] and [kafka] tables are the Kafka commands'):
+# docs/reference.md, "Configuration", shows each (tests/test_docs_config.py)
+CONFIG_KEYS = frozenset({"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs",
+                         "min_new_paragraph_words", "extractor", "retention", "batch_size", "batch_bytes",
+                         "max_content_bytes", "lexicon", "max_clock_skew", "prepare_threads", "template",
+                         "learned_extraction"})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -229,13 +235,9 @@ class DetectorConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> DetectorConfig:
         """The configuration a mapping of setting names gives (a TOML file's), refusing unknown keys and bad values."""
-        known = {"methods", "params", "policy", "same_site_policy", "max_new_share", "max_new_pairs", "extractor",
-                 "min_new_paragraph_words",
-                 "retention", "batch_size", "batch_bytes", "max_content_bytes", "lexicon", "max_clock_skew",
-                 "prepare_threads", "template", "learned_extraction"}
-        unknown = set(data) - known
+        unknown = set(data) - CONFIG_KEYS
         if unknown:
-            raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(known)}")
+            raise ValueError(f"unknown configuration keys {sorted(unknown)}; known: {sorted(CONFIG_KEYS)}")
         methods = data.get("methods", DEFAULT_METHODS)
         if not isinstance(methods, list | tuple) or not all(isinstance(m, str) for m in methods):
             raise ValueError(f"methods is a list of names (methods = [\"exact\", \"minhash\"]), got {methods!r}")
