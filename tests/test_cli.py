@@ -418,6 +418,19 @@ def test_devset_help_names_the_command(capsys):
             assert has_help, f"streamdedup devset: {line.strip()} has no help"
 
 
+def test_devset_help_describes_every_family(capsys):
+    """`--family` offers cold and reuse (the README's results name both), but the description above
+    the options listed web, feed, site, multilingual and story only."""
+    import re
+
+    from streamdedup.evaluate.construct import FAMILIES, OTHER_FAMILIES
+
+    with pytest.raises(SystemExit):
+        main(["devset", "--help"])
+    described = re.findall(r"^- ([a-z]+):", capsys.readouterr().out, flags=re.M)
+    assert sorted(described) == sorted(FAMILIES + OTHER_FAMILIES)
+
+
 def test_one_name_for_one_thing_and_verbose_anywhere(tmp_path):
     from pathlib import Path
 

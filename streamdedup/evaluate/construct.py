@@ -16,6 +16,12 @@ and drop). Families (docs/evaluation.md has the details and the measured figures
         many articles and short pages; not part of 'all'.
 - story: one story a host, fetched 2-3 times: a paragraph of the story itself added or replaced
         (new text), or one removed or a few words changed (duplicates); not part of 'all'.
+- cold: 80 hosts each seen only 2-3 times, every page judged in its site's cold start: an
+        original, then one revision as in feed; negatives: briefs and other stories on the host's
+        template; not part of 'all'.
+- reuse: a cross-site crawl for directional scores: an article's parts and its view-all page,
+        edits, appended sentences, undated re-fetches; negatives: follow-ups, replaced paragraphs,
+        briefs; not part of 'all'.
 
 Splits are by site: 'dev' is for tuning, 'test' is held out (never tune on it): no article, no
 template and no publisher is in both. Every page records its variant kind, negative kind, host,
