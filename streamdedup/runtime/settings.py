@@ -24,6 +24,9 @@ TOPOLOGIES = ("global", "local")
 ON_TOPIC_RESET = ("refuse", "restart")  # what a worker does with a partition that started over
 # a setting's kind, as its error names it ("a int" read badly)
 _KIND_NAMES = {int: "a whole number", float: "a number", str: "a text"}
+# a yes-or-no setting's texts (an environment variable's, a TOML string's); "" is an unset variable: no
+_YES = ("1", "true", "yes", "on")
+_NO = ("0", "false", "no", "off", "")
 SECRET_MARKERS = ("password", "passwd", "secret", "key", "token", "credential", "jaas", "private")
 
 
@@ -244,8 +247,12 @@ class WorkerSettings:
                     raise ValueError(f"[worker.topics]: {wrong}; known: {list(Topics.__dataclass_fields__)} "
                                      "(e.g. pages = \"crawl\")")
                 changes[name] = replace(current, **dict(value))
-            elif isinstance(current, bool):
-                changes[name] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+            elif isinstance(current, bool):  # a typo ("ture") read as no: exactly-once was off without a word
+                text = value if isinstance(value, bool) else str(value).strip().lower()
+                if not isinstance(text, bool) and text not in _YES + _NO:
+                    raise ValueError(f"worker setting {name} is true or false (1 or 0, yes or no), got {value!r} "
+                                     f"([worker] {name}, STREAMDEDUP_{name.upper()} or its flag)")
+                changes[name] = text if isinstance(text, bool) else text in _YES
             elif isinstance(current, Path):
                 changes[name] = Path(value)
             else:
@@ -265,7 +272,9 @@ class WorkerSettings:
                 raise ValueError(f"worker setting {f.name} must be {at_least.get(f.name, 0)} or more, got {value!r} "
                                  f"([worker] {f.name}, STREAMDEDUP_{f.name.upper()} or its flag)")
         if result.topology not in TOPOLOGIES:
-            raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)}")
+            raise ValueError(f"unknown topology {result.topology!r}: choose {' or '.join(TOPOLOGIES)} "
+                             "([worker] topology, STREAMDEDUP_TOPOLOGY or --topology)")
         if result.on_topic_reset not in ON_TOPIC_RESET:
-            raise ValueError(f"unknown on_topic_reset {result.on_topic_reset!r}: choose {' or '.join(ON_TOPIC_RESET)}")
+            raise ValueError(f"unknown on_topic_reset {result.on_topic_reset!r}: choose {' or '.join(ON_TOPIC_RESET)} "
+                             "([worker] on_topic_reset, STREAMDEDUP_ON_TOPIC_RESET or --on-topic-reset)")
         return result

@@ -372,3 +372,25 @@ def test_the_demos_merges_count_each_story_merged_away_once():
               {"type": "merged", "page_id": "W", "cluster_id": "A", "merged": ["T"]}]
     counts = story_counts(events)
     assert (counts["clusters"], counts["clusters_created"], counts["merges"]) == (2, 3, 1)
+
+
+@pytest.mark.parametrize("typo", ["ture", "flase", "enabled", "2"])
+def test_a_yes_or_no_setting_that_is_neither_is_refused(typo):
+    """STREAMDEDUP_TRANSACTIONS=ture read as false: exactly-once was off, without a word (and
+    STREAMDEDUP_STATIC_MEMBERSHIP=flase false as meant, by chance). It ends in one line naming the forms."""
+    with pytest.raises(ValueError, match=rf"^worker setting transactions is true or false \(1 or 0, yes or no\), "
+                                         rf"got '{typo}' \(\[worker\] transactions, STREAMDEDUP_TRANSACTIONS or its flag\)$"):
+        WorkerSettings.load(env={"STREAMDEDUP_TRANSACTIONS": typo})
+    for text, meant in (("1", True), ("true", True), ("Yes", True), ("on", True), ("0", False), ("false", False),
+                        ("NO", False), ("off", False)):
+        assert WorkerSettings.load(env={"STREAMDEDUP_STATIC_MEMBERSHIP": text}).static_membership is meant, text
+
+
+def test_an_unknown_topology_or_topic_reset_names_where_it_is_set():
+    """`unknown topology 'both'` named neither [worker] topology nor STREAMDEDUP_TOPOLOGY nor --topology."""
+    with pytest.raises(ValueError, match=r"^unknown topology 'both': choose global or local \(\[worker\] topology, "
+                                         r"STREAMDEDUP_TOPOLOGY or --topology\)$"):
+        WorkerSettings.load(env={"STREAMDEDUP_TOPOLOGY": "both"})
+    with pytest.raises(ValueError, match=r"^unknown on_topic_reset 'ignore': choose refuse or restart \(\[worker\] "
+                                         r"on_topic_reset, STREAMDEDUP_ON_TOPIC_RESET or --on-topic-reset\)$"):
+        WorkerSettings.load(env={"STREAMDEDUP_ON_TOPIC_RESET": "ignore"})
