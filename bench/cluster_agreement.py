@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from agreement import file_mode, run_workers  # bench/agreement.py
+
+try:
+    from agreement import file_mode, run_workers  # bench/agreement.py
+except ImportError:  # a venv without the [kafka] extra (a notebook's): one line naming the fix, not a traceback
+    from peers import kafka_client  # bench/
+
+    kafka_client("bench/cluster_agreement.py")
+    raise
+from peers import archives  # bench/
 
 from streamdedup.outputs.kafka import cluster_events
 from streamdedup.runtime.broker import EmbeddedBroker
@@ -165,6 +173,7 @@ def main() -> dict[str, Any]:
     stress.add_argument("--join-mid-burst", action="store_true",
                         help="the first worker takes every partition and idles before the others join")
     args = parser.parse_args()
+    archives("bench/cluster_agreement.py", [SHARED / name for name in ARCHIVES])
     env = dict(item.split("=", 1) for item in args.env)
     with tempfile.TemporaryDirectory(prefix="cluster-agreement-") as tmp:
         work = Path(tmp)

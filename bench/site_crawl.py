@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -89,13 +90,12 @@ def _templates(pages: list[Any], rng: random.Random, wanted: int) -> list[Any]:
 
 def load_sources(archives: Iterable[Path] = ARCHIVES) -> list[Any]:
     """The distinct articles of the archives given (streamdedup.evaluate's loader)."""
+    from peers import archives as existing  # bench/
+
     from streamdedup.evaluate.pages import load_pages
     from streamdedup.evaluate.sets import distinct_articles
 
-    present = [path for path in archives if path.exists()]
-    if not present:
-        raise FileNotFoundError(f"none of {', '.join(map(str, archives))} exists: the crawls are built from them")
-    return distinct_articles(load_pages(present))
+    return distinct_articles(load_pages(existing(f"bench/{Path(sys.argv[0]).name}", list(archives))))
 
 
 def build_site_crawl(sources: list[Any], seed: int = 60, sites: int = 40, pages: int = 1800, largest: int = 370,
