@@ -160,3 +160,12 @@ def test_a_bad_duration_flag_names_the_flag(tmp_path: Path, capsys: pytest.Captu
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "streamdedup: error: --max-clock-skew 'a day' is not a duration: use a number and one of s, m, h, d, w "
         "(e.g. 7d)")
+
+
+def test_a_method_parameter_out_of_range_names_the_method(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--param minhash.threshold=1.5` said "threshold is a Jaccard similarity ...": not whose threshold."""
+    argv = ["dedup", str(_crawl(tmp_path)), "--out", str(tmp_path / "out"), "--param", "minhash.threshold=1.5"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "streamdedup: error: minhash.threshold is a Jaccard similarity in (0, 1), got 1.5")
+    assert not (tmp_path / "out" / "unique.jsonl").exists()

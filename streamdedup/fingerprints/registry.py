@@ -212,3 +212,7 @@ def create_method(name: str, **params: Any) -> FingerprintMethod[Any]:
         return cls(cls.params_type(**params))
     except TypeError as err:  # a value the method's own checks cannot take
         raise ValueError(f"bad parameters for {name}: {err}") from None
+    except ValueError as err:  # its own range checks name the parameter, not the method: "threshold is ..."
+        said = str(err)
+        named = next((key for key in known if said.startswith(f"{key} ")), None)
+        raise ValueError(f"{name}.{said}" if named else f"{name}: {said}") from None
