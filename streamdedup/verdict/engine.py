@@ -93,7 +93,10 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     its own new lines; a block not held is outside paragraphs, as before
 # 28: a page over whole pages of clusters a page merged before (one story: `Candidate.story_id`) joins the
 #     oldest, bridging none, where it read as a digest of two stories (`joined_roots`)
-RULES_VERSION = 28
+# 29: a paragraph with no counterpart of 3 values whose only paragraph of the other's in its place shares 2 and
+#     as many words is held text for the bound on new text (`new_text._edited_in_place`: edited in place)
+#     (its pairs counted a third new: 2 of 4 values equal say a Jaccard of 1/2; `new_text.EDITED_NEW`)
+RULES_VERSION = 29
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
