@@ -96,7 +96,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 # 29: a paragraph with no counterpart of 3 values whose only paragraph of the other's in its place shares 2 and
 #     as many words is held text for the bound on new text (`new_text._edited_in_place`: edited in place)
 #     (its pairs counted a third new: 2 of 4 values equal say a Jaccard of 1/2; `new_text.EDITED_NEW`)
-RULES_VERSION = 29
+# 30: past a long copy's 16 longest on another site, also where both sketches are capped, a paragraph stands in
+#     the place of the other's between paragraphs agreeing with its two neighbours (`edits_past_longest`)
+RULES_VERSION = 30
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

@@ -144,7 +144,7 @@ def counted_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray
 
 
 def edits_past_longest(new: np.ndarray, lengths: np.ndarray, their_new: np.ndarray,
-                        their_lengths: np.ndarray) -> np.ndarray:
+                        their_lengths: np.ndarray, agreed: np.ndarray | None = None) -> np.ndarray:
     """`new` less the paragraphs past the 16 longest that stand where one of the other's of their length is.
 
     Against another site's long page, paragraphs past the 16 longest were not judged until 0.15.0;
@@ -154,7 +154,14 @@ def edits_past_longest(new: np.ndarray, lengths: np.ndarray, their_new: np.ndarr
     one edited, as `took_a_place` reads it; a paragraph added there, where the other lacks none,
     is new text (a crawler's review: 12 of 24 such paragraphs of 20-49 words were dropped). The 16
     longest and the last `TAIL` are judged as before: a paragraph replaced there by text of its
-    length still counts."""
+    length still counts.
+
+    Its place: as many of each page's paragraphs found before it; or (`agreed`, bool[n, m]: the
+    paragraphs agreeing in `AGREEING_VALUES`) between two paragraphs agreeing with the two around
+    the other's. A page that repeats a passage (a FAQ's questions asked of each operator) has
+    counterparts out of order, and a paragraph read absent on one side only moves the counts (web
+    dev: a 26-word answer, 2 words changed, kept none of its values; the other's as long between
+    the same two)."""
     if len(new) <= CROSS_SITE_PARAGRAPHS or not their_new.any():
         return new
     head = lengths[: len(lengths) - TAIL]
@@ -167,6 +174,11 @@ def edits_past_longest(new: np.ndarray, lengths: np.ndarray, their_new: np.ndarr
     places, their_places = np.cumsum(~new) - ~new, np.cumsum(~their_new) - ~their_new
     theirs = np.flatnonzero(their_new)
     same = places[past][:, None] == their_places[theirs][None, :]
+    if agreed is not None:  # between paragraphs agreeing with the two around the other's
+        inner_past, inner_theirs = (past > 0) & (past < len(new) - 1), (theirs > 0) & (theirs < len(their_new) - 1)
+        before = agreed[np.maximum(past - 1, 0)][:, np.maximum(theirs - 1, 0)]
+        after = agreed[np.minimum(past + 1, len(new) - 1)][:, np.minimum(theirs + 1, len(their_new) - 1)]
+        same |= before & after & inner_past[:, None] & inner_theirs[None, :]
     edited = np.abs(lengths[past][:, None] - their_lengths[theirs][None, :]) <= EDITED_LENGTH
     out = new.copy()
     out[past[(same & edited).any(axis=1)]] = False

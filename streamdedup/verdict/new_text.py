@@ -151,9 +151,12 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         unplaced = either_capped or (not one_site and (own_long or len(theirs_sketch) > CROSS_SITE_PARAGRAPHS))
         mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2], equal)
         their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2], equal.T)
-        if unplaced and not either_capped:  # past the 16 longest, an edit's place is read as an edit
-            mine_new, their_new = (edits_past_longest(mine_new, whole[2], their_new, theirs[2]),
-                                   edits_past_longest(their_new, theirs[2], mine_new, whole[2]))
+        # past the 16 longest, an edit's place is read as an edit; where both sketches are capped too: each
+        # keeps its longest and last paragraphs in text order, as near-duplicates keep alike ones
+        if unplaced and not one_site and (not either_capped or (whole_capped and theirs_capped)):
+            agreed = equal >= AGREEING_VALUES
+            mine_new, their_new = (edits_past_longest(mine_new, whole[2], their_new, theirs[2], agreed),
+                                   edits_past_longest(their_new, theirs[2], mine_new, whole[2], agreed.T))
         edges = (EVERY_EDGE if one_site else NO_EDGE if unplaced
                  else replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
