@@ -123,6 +123,19 @@ def test_a_store_from_before_paragraph_keys_names_the_param_that_keeps_it(tmp_pa
     assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
 
 
+def test_a_store_of_eight_paragraph_keys_names_the_param_that_keeps_it(tmp_path, capsys):
+    """A store of 0.27.0 filed each page under its 8 longest paragraphs (16 since issue 57): its pages'
+    keys are not the ones this run would look up, so the default refuses it with the flag that keeps it."""
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    kept = ["--param", "wordpairs.paragraph_keys=8"]
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    assert "(--param wordpairs.paragraph_keys=8, or" in capsys.readouterr().err
+    copy = write_jsonl(tmp_path / "more.jsonl", [page("https://z.example/9", wrap_in_template(make_article(41), "Zeta"))])
+    assert main(["dedup", str(copy), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
+    assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
+
+
 def test_a_store_of_token_lengths_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
     """A store of 0.14.0 or before keeps its paragraphs' lengths in tokens and its description does
     not name `paragraph_length`: the default (word-equivalents) refuses it with the flag that keeps it."""

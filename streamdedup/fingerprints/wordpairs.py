@@ -44,14 +44,18 @@ metadata at a copy's edges, a stamp beside the title and a light edit of a list 
 
 **Paragraph keys.** A page contained in a larger one (a part after its view-all page, a teaser, a
 print copy of half the story) shares few of its 5-shingles: at a Jaccard of 0.35 MinHash's bands
-find the pair 38 % of the time. So the method files each page under its `paragraph_keys` longest
-paragraphs of at least `key_words` words, each as its 4 values (40 bits, which the index takes as
-the key's name). "Longest" is a total order of the paragraphs' content alone (length in words,
-then the values): a paragraph among a page's 8 longest that a smaller page holds verbatim is
-among the smaller page's 8 longest too, unless it adds 8 longer paragraphs of its own, so its own
-keys find the larger page whenever it holds one of those 8 (a part of a third of an article's
-paragraphs: all but (2/3)^8, 4 %, by this key alone). The candidates found are judged as any
-other: the `paragraphs` match (`relations._held_matches`) is what proves the page held.
+find the pair 38 % of the time. So the method files each page under its `paragraph_keys` (16)
+longest paragraphs of at least `key_words` words, each as its 4 values (40 bits, which the index
+takes as the key's name), and looks it up under the same keys. "Longest" is a total order of the
+paragraphs' content alone (length in words, then the values): a paragraph among a page's 16
+longest that a smaller page holds verbatim is among the smaller page's 16 longest too, unless it
+adds 16 longer paragraphs of its own, so the keys meet whenever the smaller page holds one of
+those 16, in either order. A page of 16 such paragraphs or fewer is filed under all of them; past
+that, a part holding a share f of the paragraphs misses all 16 (1 - f)^16 of the time: a quarter
+1 %, a third 0.15 % (8 keys: 10 % and 4 %; issue 57: a `?page=2` of a view-all page's shorter
+paragraphs, a man page a follow-up appended after its own longer text, were no candidate). The
+keys a page has are bounded (16), and so its postings and lookups. The candidates found are judged
+as any other: the `paragraphs` match (`relations._held_matches`) is what proves the page held.
 
 **Numbers.** A correction of one fact (a number in one sentence: "5 injured" -> "50 injured") keeps
 a paragraph's values and adds two word pairs: word pairs read it as a typo fixed. So each sketched
@@ -124,10 +128,11 @@ class WordPairsParams(Params):
     seed: int = 2
     paragraph_words: int = 12  # a line of fewer words is no paragraph of the sketch
     max_paragraphs: int = 127  # 0: no paragraph sketch
-    # the longest paragraphs a page is filed under (0: none; module docstring), of at least `key_words`
-    # words (shorter lines: menus, notes, boilerplate). A description without them (a store of 0.8
-    # or before) means none (`ABSENT_MEANS`)
-    paragraph_keys: int = 8
+    # the longest paragraphs a page is filed and looked up under (0: none; module docstring), of at least
+    # `key_words` words (shorter lines: menus, notes, boilerplate); 8 up to 0.27.0, whose stores
+    # are refused naming `wordpairs.paragraph_keys=8`. A description without them (a store of 0.8 or
+    # before) means none (`ABSENT_MEANS`)
+    paragraph_keys: int = 16
     key_words: int = 20
     # how a paragraph's words are counted: "letters", its word-equivalents (`letter_units`), or
     # "tokens", its tokens alone, as a store of 0.14.0 or before counted them (`ABSENT_MEANS`)
