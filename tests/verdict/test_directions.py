@@ -174,7 +174,7 @@ def test_a_teaser_its_articles_paragraphs_hold_is_its_duplicate(tmp_path):
 
 def test_a_teaser_no_index_key_found_is_found_by_its_paragraph_keys(tmp_path):
     """Teasers (the first 4-7 of 12 paragraphs, on another site) that no MinHash band, SimHash table or
-    A12 sentence key found (5 of 100 seeds): their article is filed under its 8 longest paragraphs,
+    A12 sentence key found (5 of 100 seeds): their article is filed under its longest paragraphs (16),
     and each holds one of them, so its own keys find it and the `paragraphs` match judges it."""
     seeds = (16, 28, 52, 84, 89)
     pages = []
