@@ -136,6 +136,22 @@ def test_a_store_of_eight_paragraph_keys_names_the_param_that_keeps_it(tmp_path,
     assert _read(tmp_path / "3" / "duplicates.jsonl")[0]["url"] == "https://z.example/9"
 
 
+def test_a_store_from_before_short_units_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
+    """A store of 0.27.0 or before keeps no short unit (`WordPairsParams.short_lines`) and its description
+    does not name it: the default refuses it with the flag that keeps it, and with it the store opens."""
+    from streamdedup.fingerprints.base import Params
+    from streamdedup.fingerprints.wordpairs import WordPairsParams
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    kept = ["--param", "wordpairs.short_lines=0"]
+    monkeypatch.setattr(WordPairsParams, "__str__", lambda self: Params.__str__(self).replace(",short_lines=0", ""))
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q", *kept]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    assert "(--param wordpairs.short_lines=0, or" in capsys.readouterr().err
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "3"), "--state", str(state), "-q", *kept]) == 0
+
+
 def test_a_store_of_token_lengths_names_the_param_that_keeps_it(tmp_path, capsys, monkeypatch):
     """A store of 0.14.0 or before keeps its paragraphs' lengths in tokens and its description does
     not name `paragraph_length`: the default (word-equivalents) refuses it with the flag that keeps it."""

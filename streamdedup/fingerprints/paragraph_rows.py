@@ -208,6 +208,18 @@ def block_numbers(doc: Document, spans: np.ndarray, mix: np.uint64 = NUMBERS_MIX
     return out
 
 
+# a short unit's numbers byte (`WordPairsParams.short_lines`: a lone line under the sketch's words, kept as a
+# block is): whether it states a number (a date line, "Updated 10:42", "3 comments", "Page 2": a host's
+# or a re-fetch's), which `line_places.inserted_block` does not count, or none. Both read as a block's
+# (`blocks_of`); `new_text.block_numbers_changed` does not ask a short unit
+SHORT_NUMBERED, SHORT_PLAIN = BLOCK_NUMBERS, BLOCK_NUMBERED
+
+
+def short_numbers(numbers: np.ndarray) -> np.ndarray:
+    """Short units' numbers bytes from their lines' (`numbers_bytes`): `SHORT_NUMBERED` where they state any."""
+    return np.where(numbers >> NUMBERS_COUNT_SHIFT > 0, SHORT_NUMBERED, SHORT_PLAIN).astype(np.uint8)
+
+
 def block_count(numbers: np.ndarray) -> np.ndarray:
     """The count class (how many numbers modulo `BLOCK_COUNTS`) of blocks' numbers bytes of `BLOCK_NUMBERED` or more."""
     return (numbers.astype(np.int64) - BLOCK_NUMBERED) // BLOCK_HASHES

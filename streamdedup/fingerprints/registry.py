@@ -103,6 +103,8 @@ def parse_description(description: str) -> tuple[str, dict[str, str], str | None
         params[key] = value
     for key, value in getattr(cls.params_type, "ABSENT_MEANS", {}).items():  # a parameter added since
         params.setdefault(key, value)
+    # in the parameters' order, as a description names them: two added since compare as one names them
+    params = {key: params[key] for key in fields if key in params}
     return match["name"], params, match["version"]
 
 

@@ -176,7 +176,7 @@ def two_bit_words(packed: np.ndarray) -> np.ndarray:
 def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
                      common: np.ndarray, letter_units: np.ndarray, units_per_word: int, a: np.ndarray, b: np.ndarray,
                      min_words: int, max_kept: int, tail: int, value_bits: int,
-                     max_words: int, block_lines: int) -> tuple[np.ndarray, np.ndarray, bool]:
+                     max_words: int, block_lines: int, short_tokens: int = 0) -> tuple[np.ndarray, np.ndarray, bool]:
     """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
 
     A line's words are its word-equivalents (`paragraph_rows.letter_units`): the larger of its tokens
@@ -184,7 +184,9 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
     tokens is read for newlines. So is a block: `block_lines` or more consecutive lines none of
     which is one (a list, a table's rows) that together have `min_words` words and two tokens, its
-    words their sum, its pairs all of its tokens' (0: no block). Past `max_kept` paragraphs (blocks
+    words their sum, its pairs all of its tokens' (0: no block); so is such a run that is no block
+    (under `min_words` words, or one line: a heading, a list item), of at least `short_tokens`
+    tokens (0: none), a short unit. Past `max_kept` paragraphs (blocks
     aside) the longest are kept (ties: the earlier), and the last `tail`, in text order, and no
     block; under it, the longest blocks fill the places left (ties: the earlier), in text order.
     Of each kept one, for each of the len(a)
@@ -238,6 +240,10 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             tokens += run_len[r]
             r += 1
         if block_lines > 0 and r - first_run >= block_lines and words >= min_words and tokens >= 2:
+            unit_first[count], unit_last[count], unit_words[count] = first_run, r - 1, words
+            is_block[count] = True
+            count += 1
+        elif short_tokens > 0 and tokens >= short_tokens and tokens >= 2:
             unit_first[count], unit_last[count], unit_words[count] = first_run, r - 1, words
             is_block[count] = True
             count += 1

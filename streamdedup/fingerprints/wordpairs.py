@@ -42,6 +42,16 @@ only where one stands inside the copy with nothing of the other's in its place
 (`line_places.inserted_block`), and for their numbers (`new_text.block_numbers_changed`): menus, forms and
 metadata at a copy's edges, a stamp beside the title and a light edit of a list stay as before.
 
+**Short units.** A line under 12 words between two paragraphs (a heading, a list item) that is no
+block was in no row, so an article crawled after a light edit that dropped one was the edit's
+duplicate (multilingual dev's last 2 content-loss edges). A run of such lines between two
+paragraphs (or before the first, after the last: a line moved there from inside is found) that
+makes no block, of `short_lines` (2) tokens or more, is sketched as a block is, a
+short unit (its words under `paragraph_words`, which tells it from a block; its numbers byte says
+whether it states a number: `paragraph_rows.short_numbers`). The verdict counts one only inside a
+copy where the other has nothing absent between its neighbours' counterparts
+(`line_places.inserted_short`); every other rule reads it as a block.
+
 **Paragraph keys.** A page contained in a larger one (a part after its view-all page, a teaser, a
 print copy of half the story) shares few of its 5-shingles: at a Jaccard of 0.35 MinHash's bands
 find the pair 38 % of the time. So the method files each page under its `paragraph_keys` (16)
@@ -101,6 +111,8 @@ from streamdedup.fingerprints.paragraph_rows import (
     blocks_of,
     letter_units,
     numbers_bytes,
+    paragraph_words,
+    short_numbers,
 )
 from streamdedup.fingerprints.wordpair_kernels import (
     pack_two_bits,
@@ -141,10 +153,15 @@ class WordPairsParams(Params):
     # together (a list, a table's rows) are one paragraph of the sketch, a block, which the verdict
     # judges apart (`line_places.inserted_block`). 0: none, as a store of 0.22.0 or before (`ABSENT_MEANS`)
     line_blocks: int = 2
+    # a run of lines too short to be a paragraph that is no block (a lone heading or list item, under
+    # `paragraph_words` words) of at least this many tokens is one unit of the sketch, a short unit, kept
+    # as a block is (`line_places.inserted_short` judges it). 0: none, as a store of 0.27.0 or before
+    # (`ABSENT_MEANS`)
+    short_lines: int = 2
 
     # what a parameter added later means where a stored description does not name it
     ABSENT_MEANS: ClassVar[dict[str, str]] = {"paragraph_keys": "0", "key_words": "20", "paragraph_length": "tokens",
-                                              "line_blocks": "0"}
+                                              "line_blocks": "0", "short_lines": "0"}
 
     def __post_init__(self) -> None:
         if self.num_perm < 4 or self.num_perm % _PER_BYTE:
@@ -160,6 +177,8 @@ class WordPairsParams(Params):
                              f"got {self.paragraph_length!r}")
         if self.line_blocks < 0 or self.line_blocks == 1:
             raise ValueError(f"line_blocks is a number of lines, 2 or more (0: none), got {self.line_blocks}")
+        if self.short_lines < 0 or self.short_lines == 1:
+            raise ValueError(f"short_lines is a number of tokens, 2 or more (0: none), got {self.short_lines}")
         if not 0 <= self.max_paragraphs <= 127 or self.paragraph_words < 2:
             raise ValueError(f"max_paragraphs is 0 to 127 and paragraph_words at least 2, got "
                              f"{self.max_paragraphs} and {self.paragraph_words}")
@@ -365,7 +384,7 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                               is_common_word(doc.token_hashes), units,
                                               LETTERS_PER_WORD * WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
                                               p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS,
-                                              p.line_blocks)
+                                              p.line_blocks, p.short_lines)
         if not len(out):
             return empty, False, empty, no_numbers, ()
         text = doc.text
@@ -380,9 +399,13 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                            dtype=np.uint64))
                        for place, part in enumerate(parts) if b"\n" in part)
         numbers = numbers_bytes(doc, spans, self._mix)
+        stated = numbers.copy()
         if blocks:  # a count of 0 with a hash: which are blocks, for the verdict (`paragraph_rows.blocks_of`)
             places = np.array([place for place, _ in blocks], dtype=np.int64)
             numbers[places] = block_numbers(doc, spans[places], self._mix)
+        if p.short_lines:  # a short unit (under `paragraph_words`, as no paragraph nor block is): whether it
+            short = np.flatnonzero(paragraph_words(out) < p.paragraph_words)  # states a number (`short_numbers`)
+            numbers[short] = short_numbers(stated[short])
         return out, bool(capped), lines, numbers, blocks
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:

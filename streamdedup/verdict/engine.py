@@ -98,7 +98,10 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     (its pairs counted a third new: 2 of 4 values equal say a Jaccard of 1/2; `new_text.EDITED_NEW`)
 # 30: past a long copy's 16 longest on another site, also where both sketches are capped, a paragraph stands in
 #     the place of the other's between paragraphs agreeing with its two neighbours (`edits_past_longest`)
-RULES_VERSION = 30
+# 31: a short unit (a heading, a list item: a run of lines too short for a paragraph or a block, 2+ tokens,
+#     `WordPairsParams.short_lines`) of 5+ words stating no number, inside a copy that the other page lacks,
+#     with nothing of the other's between its neighbours' counterparts, is new text (`line_places.inserted_short`)
+RULES_VERSION = 31
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

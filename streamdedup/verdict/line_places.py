@@ -248,6 +248,36 @@ def inserted_block(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     return int(words[counted].max(initial=0))
 
 
+def inserted_short(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], their_absent: np.ndarray,
+                   between: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a short unit of the page stands inside the copy where the other page has nothing it lacks.
+
+    A short unit (`WordPairsParams.short_lines`: a heading, a list item, a run of lines too short for
+    a paragraph or a block) that `page[3]` says counts (`new_text._plain_short`) and the other lacks
+    (`page[2]`), between two of the page's paragraphs found in the other, where the other has none of
+    its units absent from the page (`their_absent`, every unit) between the counterparts of the
+    page's units around it (`between`: `new_text._places`' before and after, every unit): a line the
+    other dropped or never had (multilingual dev: a light edit that dropped "gid: ..." of 5 words, the
+    original crawled after it). Its place is read through counterparts, not by counting found
+    paragraphs: a paragraph of the other the page reads as its own edited, though the other lacks it
+    (one value in place), shifts the other's count (site dev: a light edit's line grown from 3 words
+    to 5 stood beside it). Not where the counterparts around it cross (its place is not known: a man
+    page of like lines, multilingual dev), nor where under `PARAGRAPHS_FOUND` of the page's paragraphs
+    are found."""
+    blocks, new, every_new, counts = page
+    found = ~new
+    asked = every_new & counts
+    if not asked.any() or found.sum() < 2 or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(new):
+        return False
+    places = _found_before(blocks, found)
+    before, after = between
+    for unit in np.flatnonzero(asked & (places > 0) & (places < int(found.sum()))).tolist():
+        # counterparts out of order (a page of like lines: "h1 tag", "h2 tag", ...): its place is not known
+        if before[unit] < after[unit] and not their_absent[before[unit] + 1: after[unit]].any():
+            return True
+    return False
+
+
 def _found_before(blocks: np.ndarray, found: np.ndarray) -> np.ndarray:
     """Of every kept paragraph in text order (`blocks`: which are blocks), how many found paragraphs precede it."""
     flags = np.zeros(len(blocks), dtype=np.int64)

@@ -21,6 +21,7 @@ from streamdedup.fingerprints.paragraph_rows import (
     MAX_PARAGRAPH_WORDS,
     NUMBERS_COUNT_SHIFT,
     NUMBERS_MOST,
+    SHORT_PLAIN,
     block_count,
     blocks_of,
     paragraph_values,
@@ -40,11 +41,12 @@ from streamdedup.verdict.line_places import (
     edits_past_longest,
     inserted_block,
     inserted_line,
+    inserted_short,
     replaced_edges,
     took_a_place,
 )
 from streamdedup.verdict.new_shares import NEW_TEXT_METHOD
-from streamdedup.verdict.policy import NewText, NewTextTolerance
+from streamdedup.verdict.policy import EDITED_LENGTH, NewText, NewTextTolerance
 
 
 def paragraphs_asked(matched: np.ndarray, new_shares: np.ndarray, their_new_shares: np.ndarray, owns: np.ndarray,
@@ -122,6 +124,11 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         whole = _rows(paragraphs)
     own_long = len(paragraphs) > CROSS_SITE_PARAGRAPHS
     floor = int(getattr(getattr(method, "params", None), "paragraph_words", 0))  # the sketch's shortest line
+    # the fewest words of a short unit that counts (`_plain_short`): `EDITED_LENGTH` past the fewest tokens
+    # the sketch keeps of one (`WordPairsParams.short_lines`; 0: none kept, none counts)
+    short_lines = int(getattr(getattr(method, "params", None), "short_lines", 0))
+    short_floor = short_lines + EDITED_LENGTH if short_lines else 0
+    most_rows = int(getattr(getattr(method, "params", None), "max_paragraphs", 0))
     column, _ = columns.column(tag)
     for i in range(count) if rows is None else rows.tolist():
         other, data = stored[i][1], column[i]
@@ -141,8 +148,9 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         equal = (_equal_values(whole[0], theirs[0]) if every_equal is None
                  else every_equal[~mine_blocks][:, ~their_blocks])
         changed[i] = numbers_changed(whole[0], numbers, theirs[0], their_numbers, equal, whole[2], theirs[2]) or (
-            every_equal is not None and block_numbers_changed(every_equal, (mine_blocks, every_number, every_row[2]),
-                                                              (their_blocks, every_their_number, every_theirs[2])))
+            every_equal is not None and block_numbers_changed(
+                every_equal, (mine_blocks & (every_row[2] >= floor), every_number, every_row[2]),
+                (their_blocks & (every_theirs[2] >= floor), every_their_number, every_theirs[2])))
         one_site = other.site == page_site
         # a capped sketch's kept paragraphs do not say where the others were, nor which are missing
         either_capped = whole_capped or theirs_capped
@@ -196,6 +204,21 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                                    (their_blocks, their_new, every_their_new))
             their_block = inserted_block((their_blocks, their_new, every_their_new, every_theirs[1]),
                                          (mine_blocks, mine_new, every_new))
+            # a short unit inside the copy (a heading, a list item) the other dropped; not where a sketch is
+            # full (its blocks and short units fill the places its paragraphs leave, the longest first: which
+            # were left out is not known; story dev, a paragraph added to a page of 127 rows)
+            if short_floor and max(len(every_row[0]), len(every_theirs[0])) < most_rows:
+                floors = (short_floor, floor)
+                inserted[i] |= inserted_short(
+                    (mine_blocks, mine_new, every_new,
+                     _plain_short(mine_blocks, every_number, every_row[1], floors,
+                                  _merged_words(every_equal.T, their_blocks, every_theirs[2], every_row[2]))),
+                    every_their_new, _places(every_equal)[2:])
+                their_inserted[i] |= inserted_short(
+                    (their_blocks, their_new, every_their_new,
+                     _plain_short(their_blocks, every_their_number, every_theirs[1], floors,
+                                  _merged_words(every_equal, mine_blocks, every_row[2], every_theirs[2]))),
+                    every_new, _places(every_equal.T)[2:])
             mine_words[i], mine_edge[i] = max(mine_words[i], block), max(mine_edge[i], block)
             their_words[i], their_edge[i] = max(their_words[i], their_block), max(their_edge[i], their_block)
     return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
@@ -205,6 +228,37 @@ def _a_block_unmatched(equal: np.ndarray, blocks: np.ndarray, their_blocks: np.n
     """Whether a block of either page has no unit of the other agreeing in `AGREEING_VALUES` (`equal`: of all)."""
     agreed = equal >= AGREEING_VALUES
     return bool((blocks & ~agreed.any(axis=1)).any() or (their_blocks & ~agreed.any(axis=0)).any())
+
+
+def _plain_short(blocks: np.ndarray, numbers: np.ndarray, words: np.ndarray, floors: tuple[int, int],
+                 merged: int) -> np.ndarray:
+    """Which units of a sketch are short units that count where the other has nothing in their place.
+
+    Short units (under the sketch's paragraph words, `floors[1]`) stating no number (`SHORT_PLAIN`:
+    not a date line, an "Updated 10:42", a counter), of `floors[0]` own words or more (`words`: 0 for
+    a line its site showed before, `mark_shown`): a light edit that
+    grows a line the sketch leaves out (under `short_lines` tokens) by a word or two is no line added
+    (web dev: "pod nosem chińczyków" -> "których nosem chce i chińczyków"). Not one the other page may
+    hold merged into a block (`_merged_words`: within `EDITED_LENGTH` of as long)."""
+    short_floor, floor = floors
+    return (blocks & (words < floor) & (words >= short_floor) & (numbers == SHORT_PLAIN)
+            & (words > merged + EDITED_LENGTH))
+
+
+def _merged_words(equal: np.ndarray, blocks: np.ndarray, words: np.ndarray, their_words: np.ndarray) -> int:
+    """The most words a block of one page holds beyond its counterpart in the other (0: none).
+
+    `equal`: `_equal_values` of this page's units (rows) against the other's; a block agreeing with a
+    unit of the other in `AGREEING_VALUES` and longer: a short line moved beside it (a paragraph swapped
+    with it) joined it, and a short unit of the other as long is in it."""
+    rows = np.flatnonzero(blocks)
+    if not len(rows) or not equal.shape[1]:
+        return 0
+    near = equal[rows]
+    best = np.argmax(near, axis=1)
+    agreed = near[np.arange(len(rows)), best] >= AGREEING_VALUES
+    excess = np.where(agreed, words[rows] - their_words[best], 0)
+    return int(excess.max(initial=0))
 
 
 def _rows(sketch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,7 +32,8 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
 
     A run of `line_blocks` or more lines with tokens, none a paragraph, of enough words together, is
     one (lines without tokens between them do not end it); its text runs from its first line to its
-    last. The cap counts lines alone; blocks fill the places left, the longest first. Last, each
+    last. Such a run that is no block, of `short_lines` tokens or more, is a short unit, kept as a block
+    is (`WordPairsParams.short_lines`). The cap counts lines alone; blocks fill the places left, the longest first. Last, each
     block's non-empty lines' hashes."""
     p = method.params
     if not p.max_paragraphs or doc.num_tokens < p.paragraph_words:
@@ -40,14 +41,17 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
     pairs = doc.all_shingles(2).tolist()
     common = [token in common_tokens() for token in doc.tokens]
     starts = doc.token_starts.tolist()
-    found = []  # (first token, words, line text) of each line of enough words, and of each block
+    found = []  # (first token, words, line text, a block or short unit) of each line of enough words, each block
     block: list[tuple[int, int, int]] = []  # the block so far: each line's first token, tokens and number
     lines = doc.text.split("\n")
 
     def end_block() -> None:
         words = sum(tokens for _, tokens, _ in block)
+        text = "\n".join(lines[block[0][2]:block[-1][2] + 1]) if block else ""
         if p.line_blocks and len(block) >= p.line_blocks and words >= p.paragraph_words:
-            found.append((block[0][0], words, "\n".join(lines[block[0][2]:block[-1][2] + 1])))
+            found.append((block[0][0], words, text, True))
+        elif p.short_lines and block and words >= max(p.short_lines, 2):
+            found.append((block[0][0], words, text, True))
         block.clear()
 
     offset = 0
@@ -55,12 +59,12 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
         tokens = [t for t, s in enumerate(starts) if offset <= s < offset + len(text)]
         if len(tokens) >= p.paragraph_words:
             end_block()
-            found.append((tokens[0], len(tokens), text))
+            found.append((tokens[0], len(tokens), text, False))
         elif tokens:
             block.append((tokens[0], len(tokens), number))
         offset += len(text) + 1
     end_block()
-    blocks = [i for i, (_, _, text) in enumerate(found) if "\n" in text]
+    blocks = [i for i, (_, _, _, unit) in enumerate(found) if unit]
     lines_kept = [i for i in range(len(found)) if i not in blocks]
     capped = len(lines_kept) > p.max_paragraphs
     if capped:  # the longest (ties: the earlier) and the last TAIL, in text order; no block
@@ -72,7 +76,7 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
         taken = sorted(blocks, key=lambda i: (-found[i][1], i))[:room]
         found = [found[i] for i in sorted(lines_kept + taken)]
     sketch = []
-    for first, words, _ in found:
+    for first, words, _, _ in found:
         packed = min(words, MAX_PARAGRAPH_WORDS) << (4 * PARAGRAPH_VALUE_BITS)
         own = range(first, first + words - 1)
         kept = [pairs[i] for i in own if not (common[i] and common[i + 1])] or [pairs[i] for i in own]
@@ -80,9 +84,9 @@ def reference(method: WordPairsMethod, doc: Document) -> tuple[list[int], bool, 
             lowest = min(((a * x + b) & _MASK64) >> 40 for x in kept)
             packed |= (lowest & ((1 << PARAGRAPH_VALUE_BITS) - 1)) << (k * PARAGRAPH_VALUE_BITS)
         sketch.append(packed)
-    hashes = [xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) for _, _, text in found]
+    hashes = [xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) for _, _, text, _ in found]
     blocks = [[xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) for line in text.split("\n") if line]
-              for _, _, text in found if "\n" in text]
+              for _, _, text, _ in found if "\n" in text]
     return sketch, capped, hashes, blocks
 
 
@@ -100,7 +104,8 @@ def awkward_text(rng: random.Random) -> str:
 @pytest.mark.parametrize("params", [WordPairsParams(), WordPairsParams(max_paragraphs=16), WordPairsParams(max_paragraphs=1),
                                     WordPairsParams(max_paragraphs=2), WordPairsParams(max_paragraphs=3),
                                     WordPairsParams(paragraph_words=2, max_paragraphs=5),
-                                    WordPairsParams(line_blocks=0), WordPairsParams(line_blocks=3, max_paragraphs=3)])
+                                    WordPairsParams(line_blocks=0), WordPairsParams(line_blocks=3, max_paragraphs=3),
+                                    WordPairsParams(short_lines=0), WordPairsParams(short_lines=5, max_paragraphs=4)])
 def test_the_sketch_is_the_reference_on_awkward_lines(params: WordPairsParams) -> None:
     method = WordPairsMethod(params)
     rng = random.Random(7)
@@ -144,7 +149,10 @@ def test_a_paragraphs_words_are_its_word_equivalents():
     assert _sketched_words(" ".join(["ሰላምሰላምሰላም"] * 10)) == [90 * 20 // 60]
     tokens = WordPairsParams(paragraph_length="tokens")
     assert [_sketched_words(text, tokens) for text in (english, korean, malayalam)] == [[27], [16], [12]]
-    # a line of fewer than 12 tokens is a paragraph of the sketch once it counts 12 words
-    assert _sketched_words(" ".join(malayalam.split()[:6])) and not _sketched_words(" ".join(malayalam.split()[:6]), tokens)
+    # a line of fewer than 12 tokens is a paragraph of the sketch once it counts 12 words (alone, a short unit else)
+    six = " ".join(malayalam.split()[:6])
+    assert len(_sketched_words(six)) == 1 and _sketched_words(six)[0] >= 12
+    assert not _sketched_words(six, WordPairsParams(paragraph_length="tokens", short_lines=0))
+    assert _sketched_words(six, tokens) == [6]
     with pytest.raises(ValueError, match="paragraph_length is one of letters, tokens"):
         WordPairsParams(paragraph_length="bytes")

@@ -103,7 +103,9 @@ def test_a_block_of_short_lines_the_other_holds_is_held_text() -> None:
     article, spec = make_article(41, paragraphs=10), _spec_list(42)
     page = [*article[:3], *spec, *article[3:5], CONTINUE]
     signature = _signature(page)
-    assert blocks_of(signature.numbers, len(signature.paragraphs)).sum() == 1  # the list: one block
+    blocks = blocks_of(signature.numbers, len(signature.paragraphs))
+    # the list: one block (12+ words); the short line after it a short unit (`WordPairsParams.short_lines`)
+    assert (blocks & (paragraph_words(signature.paragraphs) >= 12)).sum() == 1 and blocks.sum() == 2
     out, their_out, own, size = _outside(page, [*article[:3], *spec, *article[3:]])
     assert out <= 10 + 8  # the short line's pairs and the lines' joins, not the list's ~40 pairs
     # the other side: the article's list is held by the teaser, its 5 other paragraphs are not
