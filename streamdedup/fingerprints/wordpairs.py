@@ -399,13 +399,13 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
                                            dtype=np.uint64))
                        for place, part in enumerate(parts) if b"\n" in part)
         numbers = numbers_bytes(doc, spans, self._mix)
-        stated = numbers.copy()
+        # a short unit (under `paragraph_words`, as no paragraph nor block is): whether it states a number
+        short = (paragraph_words(out) < p.paragraph_words) if p.short_lines else np.zeros(len(out), dtype=np.bool_)
         if blocks:  # a count of 0 with a hash: which are blocks, for the verdict (`paragraph_rows.blocks_of`)
-            places = np.array([place for place, _ in blocks], dtype=np.int64)
+            places = np.array([place for place, _ in blocks if not short[place]], dtype=np.int64)
             numbers[places] = block_numbers(doc, spans[places], self._mix)
-        if p.short_lines:  # a short unit (under `paragraph_words`, as no paragraph nor block is): whether it
-            short = np.flatnonzero(paragraph_words(out) < p.paragraph_words)  # states a number (`short_numbers`)
-            numbers[short] = short_numbers(stated[short])
+        if short.any():
+            numbers[short] = short_numbers(numbers[short])
         return out, bool(capped), lines, numbers, blocks
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:
