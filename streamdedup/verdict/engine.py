@@ -95,7 +95,7 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     oldest, bridging none, where it read as a digest of two stories (`joined_roots`)
 # 29: a paragraph with no counterpart of 3 values whose only paragraph of the other's in its place shares 2 and
 #     as many words is held text for the bound on new text (`new_text._edited_in_place`: edited in place)
-#     (its pairs counted a third new: 2 of 4 values equal say a Jaccard of 1/2; `new_text.EDITED_NEW`)
+#     (its pairs counted 0.6 new: 2 of 4 values equal, one standard error below their estimate; `EDITED_NEW`)
 # 30: past a long copy's 16 longest on another site, also where both sketches are capped, a paragraph stands in
 #     the place of the other's between paragraphs agreeing with its two neighbours (`edits_past_longest`)
 # 31: a short unit (a heading, a list item: a run of lines too short for a paragraph or a block, 2+ tokens,

@@ -6,8 +6,9 @@ searched (with the public default seed) until the paragraph shares 2 of its 4 sk
 the article's, as long. Rules version 29 held such a paragraph whole as an edit in place
 (`new_text._edited_in_place`): the article read only its other new pairs outside, and was the
 copy's duplicate (a crawler dropping it lost the facts) 8 of 12 times at 45 words, 6 of 12 at 60,
-against 6 and 4 of 12 without the rule. Now the edit counts the third of its pairs that 2 shared
-values say new (`EDITED_NEW`): 6 and 4 of 12 again. The rest are the documented excuse (a
+against 6 and 4 of 12 without the rule. Now the edit counts new the share of its pairs that 2 shared
+values allow one standard error below their estimate (`EDITED_NEW`, 0.6): 6 and 4 of 12 again (a third,
+the estimate itself, left 6 and 5 once short units held more). The rest are the documented excuse (a
 paragraph's counterpart found by its values; the new share under the tolerance).
 """
 
