@@ -101,6 +101,17 @@ def _could_be_card(node: Any) -> bool:
     return node.tag in _CARD_TAGS and (node.tag != "a" or node.query_selector(_BLOCK_IN_LINK) is not None)
 
 
+def parents_of(root: Any, selector: str) -> Iterator[Any]:
+    """The parents of the elements under `root` that `selector` matches, each once, in document order."""
+    found = root.query_selector_all(selector)
+    seen: set[Any] = set()  # (resiliparse's nodes hash as they compare)
+    for index in range(len(found)):
+        parent = found.item(index).parent
+        if parent is not None and parent not in seen:
+            seen.add(parent)
+            yield parent
+
+
 def link_cards(root: Any, skipped: str = "") -> list[Any]:
     """The cards under `root` (a parsed tree's body or element): runs of `MIN_CARDS` or more siblings.
 
@@ -109,14 +120,8 @@ def link_cards(root: Any, skipped: str = "") -> list[Any]:
     A run: the children of one parent with one tag and one class, each a card (`_target`), linking
     to pages that differ (a run of blocks all linking to one page is that page's own: a gallery, a
     form's steps)."""
-    found = root.query_selector_all(_TWO_SIDE_BY_SIDE)
     cards: list[Any] = []
-    parents: set[Any] = set()  # (resiliparse's nodes hash as they compare)
-    for index in range(len(found)):
-        parent = found.item(index).parent
-        if parent is None or parent in parents:
-            continue
-        parents.add(parent)
+    for parent in parents_of(root, _TWO_SIDE_BY_SIDE):
         kinds: dict[tuple[str, str | None], list[Any]] = {}
         child = parent.first_element_child
         while child is not None:

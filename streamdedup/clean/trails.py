@@ -21,7 +21,7 @@ from typing import Any
 
 from resiliparse.parse.html import NodeType
 
-from streamdedup.clean.link_cards import CARD_ATTRIBUTE
+from streamdedup.clean.link_cards import CARD_ATTRIBUTE, parents_of
 
 # the glyphs a trail puts between its links (hierarchy arrows and chevrons, slashes, bars, bullets)
 SEPARATORS = frozenset(">»›/\\|→⟶❯❱▸►▶⟩〉≫·•")
@@ -103,17 +103,8 @@ def is_trail(holder: Any) -> bool:
 
 def link_trails(root: Any) -> list[Any]:
     """The elements under `root` (a parsed tree's body or element) whose children are a trail (`is_trail`)."""
-    found = root.query_selector_all("a[href] + a[href], a[href] ~ a[href]")
-    trails: list[Any] = []
-    seen: set[Any] = set()  # (resiliparse's nodes hash as they compare)
-    for index in range(len(found)):
-        holder = found.item(index).parent
-        if holder is None or holder in seen:
-            continue
-        seen.add(holder)
-        if holder.tag in _HOLDERS and is_trail(holder):
-            trails.append(holder)
-    return trails
+    return [holder for holder in parents_of(root, "a[href] + a[href], a[href] ~ a[href]")
+            if holder.tag in _HOLDERS and is_trail(holder)]
 
 
 @contextmanager
