@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from streamdedup.record.rejection import Reason
+from streamdedup.runtime.scaleout.clusters import UnionFind
 from streamdedup.runtime.scaleout.gather_records import (
     FINISHED,
     GUESSED,
@@ -207,22 +208,13 @@ def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, M
 def stories_of(merges: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
     """Each cluster's story: clusters joined where one merged the others (cluster, the clusters merged into it).
 
-    A union of the clusters named, each mapped to one of its story's (the first met of them)."""
-    parent: dict[str, str] = {}
-
-    def find(cluster: str) -> str:
-        parent.setdefault(cluster, cluster)
-        while parent[cluster] != cluster:
-            parent[cluster] = parent[parent[cluster]]
-            cluster = parent[cluster]
-        return cluster
-
+    A union of the clusters named (`clusters.UnionFind`), each mapped to one of its story's (the first met of them)."""
+    union = UnionFind()
     for cluster, merged in merges:
-        into = find(cluster)
+        union.find(cluster)
         for other in merged:
-            if (root := find(other)) != into:
-                parent[root] = into
-    return {cluster: find(cluster) for cluster in list(parent)}
+            union.union(cluster, other)
+    return {cluster: union.find(cluster) for cluster in list(union.parent)}
 
 
 def late_related_event(page_id: str, cluster_id: str, match: Match) -> dict[str, Any]:
