@@ -20,7 +20,7 @@ read (the layout model's selectors) is as it was.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 CARD_ATTRIBUTE = "data-streamdedup-card"
@@ -154,13 +154,17 @@ def may_hold_cards(markup: str) -> bool:
 
 
 @contextmanager
-def cards_marked(root: Any, skipped: str = "") -> Iterator[int]:
-    """`root`'s link cards marked `CARD_ATTRIBUTE` while the block runs (yields how many), unmarked after."""
-    cards = link_cards(root, skipped) if root is not None else []
-    for card in cards:
-        card.setattr(CARD_ATTRIBUTE, "")
+def marked(nodes: list[Any]) -> Iterator[int]:
+    """`nodes` marked `CARD_ATTRIBUTE` while the block runs (yields how many), unmarked after."""
+    for node in nodes:
+        node.setattr(CARD_ATTRIBUTE, "")
     try:
-        yield len(cards)
+        yield len(nodes)
     finally:
-        for card in cards:
-            card.delattr(CARD_ATTRIBUTE)
+        for node in nodes:
+            node.delattr(CARD_ATTRIBUTE)
+
+
+def cards_marked(root: Any, skipped: str = "") -> AbstractContextManager[int]:
+    """`root`'s link cards marked `CARD_ATTRIBUTE` while the block runs (yields how many), unmarked after."""
+    return marked(link_cards(root, skipped) if root is not None else [])

@@ -15,13 +15,12 @@ list matches), and unmarked after the text is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from resiliparse.parse.html import NodeType
 
-from streamdedup.clean.link_cards import CARD_ATTRIBUTE, parents_of
+from streamdedup.clean.link_cards import marked, parents_of
 
 # the glyphs a trail puts between its links (hierarchy arrows and chevrons, slashes, bars, bullets)
 SEPARATORS = frozenset(">»›/\\|→⟶❯❱▸►▶⟩〉≫·•")
@@ -107,14 +106,6 @@ def link_trails(root: Any) -> list[Any]:
             if holder.tag in _HOLDERS and is_trail(holder)]
 
 
-@contextmanager
-def trails_marked(root: Any) -> Iterator[int]:
+def trails_marked(root: Any) -> AbstractContextManager[int]:
     """`root`'s link trails marked `CARD_ATTRIBUTE` while the block runs (yields how many), unmarked after."""
-    trails = link_trails(root) if root is not None else []
-    for trail in trails:
-        trail.setattr(CARD_ATTRIBUTE, "")
-    try:
-        yield len(trails)
-    finally:
-        for trail in trails:
-            trail.delattr(CARD_ATTRIBUTE)
+    return marked(link_trails(root) if root is not None else [])
