@@ -101,7 +101,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 # 31: a short unit (a heading, a list item: a run of lines too short for a paragraph or a block, 2+ tokens,
 #     `WordPairsParams.short_lines`) of 5+ words stating no number, inside a copy that the other page lacks,
 #     with nothing of the other's between its neighbours' counterparts, is new text (`line_places.inserted_short`)
-RULES_VERSION = 31
+# 32: where a sketch is capped, no paragraph past the 16 longest is read as the other's edited (30 read one so):
+#     an edit that kept no value is not told from other text of its length there
+RULES_VERSION = 32
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

@@ -159,9 +159,9 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         unplaced = either_capped or (not one_site and (own_long or len(theirs_sketch) > CROSS_SITE_PARAGRAPHS))
         mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2], equal)
         their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2], equal.T)
-        # past the 16 longest, an edit's place is read as an edit; where both sketches are capped too: each
-        # keeps its longest and last paragraphs in text order, as near-duplicates keep alike ones
-        if unplaced and not one_site and (not either_capped or (whole_capped and theirs_capped)):
+        # past the 16 longest, an edit's place is read as an edit; not where a sketch is capped: its kept
+        # paragraphs' places do not tell an edit that kept no value from other text of its length (rules 32)
+        if unplaced and not one_site and not either_capped:
             agreed = equal >= AGREEING_VALUES
             mine_new, their_new = (edits_past_longest(mine_new, whole[2], their_new, theirs[2], agreed),
                                    edits_past_longest(their_new, theirs[2], mine_new, whole[2], agreed.T))

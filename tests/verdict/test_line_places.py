@@ -28,3 +28,4 @@ def test_an_edit_between_the_same_two_paragraphs_is_an_edit_where_the_counts_par
     longer = lengths.copy()
     longer[31] = 30
     assert edits_past_longest(new, lengths, their_new, longer, agreed)[30]
+
