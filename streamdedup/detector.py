@@ -33,7 +33,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide
+from streamdedup.verdict.engine import Candidate, decide, digest_of_overlapping
 from streamdedup.verdict.found_by import FoundBy
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.prefilter import CandidateFilter
@@ -242,7 +242,8 @@ class Detector:
                 raise  # the store's or the machine's: the run stops, the batch is retried
             return rejection
         doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
-                        signatures, fp.site_hash, document=document, steered=steered)
+                        signatures, fp.site_hash, document=document, steered=steered,
+                        overlapping=bool(candidates) and digest_of_overlapping(fp.page.id, candidates, verdict))
         batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)
         if verdict.merged_clusters:  # later pages see these clusters as one story (`StoreBatch.story_of`)
             batch.merge(verdict.merged_clusters, verdict.cluster_id)
@@ -292,12 +293,15 @@ def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
     """The candidates, those the page may join given their clusters' stories where they are of several clusters.
 
     Only then does the engine ask (`engine.joined_roots`: is a page holding pages of several clusters a
-    digest of several stories?), so most pages read no record for it."""
+    digest of several stories?), so most pages read no record for it. With each, whether its cluster is a
+    digest's of overlapping stories (`StoreBatch.overlapping`: the record of its first page, read for its story)."""
     roots = {c.root_id for c in found if c.relation != RELATED}
     if len(roots) <= 1:
         return found
     stories = {root: batch.story_of(root) for root in sorted(roots)}
-    return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id]) for c in found]
+    marked = {root for root in roots if batch.overlapping(root)}  # digests' clusters (`digest_of_overlapping`)
+    return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id], overlapping=c.root_id in marked)
+            for c in found]
 
 
 @contextmanager

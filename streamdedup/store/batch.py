@@ -217,6 +217,14 @@ class StoreBatch(BatchCandidates):
             self._set_merged_into(seq, current)
         return current
 
+    def overlapping(self, cluster_id: str) -> bool:
+        """Whether a cluster's first page is a digest of overlapping stories (`DocRecord.overlapping`).
+
+        False where its record is gone (expired, deleted) or names none (rules before version 33)."""
+        seq = self.seq_for(cluster_id)
+        doc = None if seq is None else self.doc(seq)
+        return doc is not None and doc.overlapping
+
     def merge(self, merged: Iterable[str], cluster_id: str) -> None:
         """Record that a page merged these clusters into `cluster_id`'s (its verdict's `merged_clusters`).
 

@@ -70,6 +70,9 @@ STEERED_TAG = 0xFD
 SHOWN_TAG = 0xFC
 # So is the cluster a cluster's first page was merged into (`DocRecord.merged_into`), on that page's record only
 MERGED_TAG = 0xFB
+# So is the mark of a digest whose stories overlap (`DocRecord.overlapping`), on that page's record only
+OVERLAPPING_TAG = 0xFA
+_OVERLAPPING_FIELD = bytes((OVERLAPPING_TAG, 1, 1))  # the tag, the field's size, 1
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
@@ -343,6 +346,10 @@ class DocRecord:
     # of a cluster's first page: the cluster (its first page's id) a later page merged its cluster into
     # (`StoreBatch.merge`), as the store knew it then; "": none. Read by `StoreBatch.story_of`
     merged_into: str = ""
+    # of a cluster's first page: it is a digest two of whose stories were each most of it
+    # (`engine.digest_of_overlapping`), a cluster no later copy bridges for being most of it; read by
+    # `StoreBatch.overlapping`. Records of rules before version 33 have none
+    overlapping: bool = False
 
     def encode(self) -> bytes:
         """The record as the bytes the store keeps (its time, site, id, signatures and unfiled keys)."""
@@ -363,7 +370,7 @@ class DocRecord:
             parts.append(b"\x00")
         signatures = self.signatures
         parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered) + bool(self.shown)
-                           + bool(self.merged_into)])
+                           + bool(self.merged_into) + self.overlapping])
         for tag in sorted(signatures) if len(signatures) > 1 else signatures:
             sig = signatures[tag]
             n = len(sig)
@@ -375,6 +382,8 @@ class DocRecord:
         if self.merged_into:
             merged = self.merged_into.encode("utf-8", "surrogatepass")
             parts += [_TAGS[MERGED_TAG], varint(len(merged)), merged]
+        if self.overlapping:
+            parts.append(_OVERLAPPING_FIELD)
         if self.document:
             parts.append(_DOCUMENT_FIELD.pack(DOCUMENT_TAG, _DOCUMENT.size, self.document))
         if self.unfiled:  # left out when empty (nearly every page)
@@ -407,6 +416,7 @@ class DocRecord:
         steered = signatures.pop(STEERED_TAG, b"")
         shown = signatures.pop(SHOWN_TAG, b"")
         merged = signatures.pop(MERGED_TAG, b"")
+        overlapping = signatures.pop(OVERLAPPING_TAG, None) is not None
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
@@ -416,4 +426,4 @@ class DocRecord:
         return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site,
                    tuple(sorted(unfiled)),  # as every writer wrote them; sorted, so the engine's first is the least
                    _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
-                   steered, shown, merged.decode("utf-8", "surrogatepass") if merged else "")
+                   steered, shown, merged.decode("utf-8", "surrogatepass") if merged else "", overlapping)

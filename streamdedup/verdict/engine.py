@@ -23,7 +23,8 @@ candidate by candidate (`judged`, verdict/relations.py), 4 from all of a page's 
    it duplicates; the page joins the oldest cluster among its duplicate and superseded candidates'
    clusters (the earliest root) and names the others it bridges (`merged_clusters`): of several, only
    its duplicates' and its parts' (`joined_roots`: a digest of whole stories bridges none, nor does a
-   later copy of one of them bridge the digest's, of which it is under half: `bridges`). A page
+   later copy of one of them bridge the digest's, of which it is under half, or which is marked as a
+   digest of overlapping stories: `bridges`, `digest_of_overlapping`). A page
    with no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
    earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
    partition knows it may be stale). A page whose
@@ -103,7 +104,10 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     with nothing of the other's between its neighbours' counterparts, is new text (`line_places.inserted_short`)
 # 32: where a sketch is capped, no paragraph past the 16 longest is read as the other's edited (30 read one so):
 #     an edit that kept no value is not told from other text of its length there
-RULES_VERSION = 32
+# 33: a digest two or more of whose stories' pages are each most of it (`digest_of_overlapping`: stories that
+#     share a passage) is marked on its record; no later copy of another site bridges its cluster for being most
+#     of it (`bridges`: each story's copy would be, merging the stories)
+RULES_VERSION = 33
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
@@ -118,7 +122,8 @@ NEAR_AS = 0.05
 MAX_NAMED = 8
 # a page that is most of a page holding it (under this share of that page's text absent from it) bridges
 # the cluster of another site's page holding it only where it is most of that one too (`bridges`). Of a
-# digest's stories at most one is most of it, so copies of its stories after it cannot merge two of them
+# digest's stories at most one is most of it, so copies of its stories after it cannot merge two of them;
+# a digest where two are (stories sharing a passage: `digest_of_overlapping`) is bridged by no copy for it
 MOST_OF = 0.5
 
 
@@ -142,6 +147,9 @@ class Candidate:
     new_paragraph: int = 0  # the words of the page's longest paragraph absent from the candidate (`Judged`)
     same_site: bool = False  # a page of the page's own site (`DocRecord.site`: its registrable domain)
     story_id: str = ""  # its cluster's story after the merges known (`StoreBatch.story_of`); "": `root_id`
+    # its cluster was started by a digest of overlapping stories (`digest_of_overlapping`, kept on the first
+    # page's record: `DocRecord.overlapping`), which no later copy of another site bridges for being most of it
+    overlapping: bool = False
 
 
 
@@ -218,7 +226,7 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
         return roots
     fragment = not any(c.relation == DUPLICATE and not c.their_new_share >= MOST_OF for c in joins)
     bridged = {c.root_id for c in joins if bridges(c.relation, c.same_site, c.page_id, c.root_id, c.their_new_share,
-                                                   fragment)}
+                                                   fragment, c.overlapping)}
     if named is not None:
         bridged.add(named.root_id)
     kept = [root for root in roots if root[1] in bridged]
@@ -229,7 +237,7 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
 
 
 def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_new_share: float = 0.0,
-            fragment: bool = False) -> bool:
+            fragment: bool = False, overlapping: bool = False) -> bool:
     """Whether a page may bridge a candidate's cluster and another: its story's page, or its part.
 
     A duplicate (the page is (nearly) all in the candidate) is its story's page where the page is
@@ -242,10 +250,37 @@ def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_ne
     copy of each of a digest's stories after it bridged their clusters and the digest's, merging the
     stories rule 20 kept apart. A part: a page of its own site that it supersedes, the first of its
     cluster (`root_id` is its `page_id`), as `?page=1` before its view-all page. Pagination is a
-    site's own; a story copied onto the digest's site is in the cluster the story's own page started."""
+    site's own; a story copied onto the digest's site is in the cluster the story's own page started.
+
+    `overlapping`: the candidate's cluster was started by a digest two of whose stories were each most
+    of it (`digest_of_overlapping`: they share a passage, a quote both ran). Being most of it then says
+    nothing of which story a page is: a copy of each would be, and bridge the digest's cluster into
+    both stories. A copy bridges such a cluster only as the duplicate it names (`joined_roots`), of its
+    own site, or as a fragment."""
     if relation == DUPLICATE:
-        return same_site or fragment or not their_new_share >= MOST_OF
+        return same_site or fragment or not (overlapping or their_new_share >= MOST_OF)
     return relation == SUPERSEDES and same_site and root_id == page_id
+
+
+def digest_of_overlapping(page_id: str, earlier: Sequence[Candidate], verdict: Verdict) -> bool:
+    """Whether the page is a digest two or more of whose stories are each most of it: stories sharing a passage.
+
+    A digest (`joined_roots`: a page over pages of several stories of other sites, bridging none) starts
+    a cluster of its own. `MOST_OF` lets a later copy of another site bridge it where the copy is most
+    of it, on the premise that of a digest's stories at most one is: true of stories sharing nothing,
+    not of two of like length that print one quote (each 0.56 of the digest). The engine sees all the
+    digest's stories here, at its own verdict, and nowhere later: a copy of one story is not a candidate
+    of the other's. A story is most of the digest where one of its pages is (under `MOST_OF` of the
+    digest's text absent from it: `new_share`, the page's share absent from the candidate); where two
+    stories are, no one story is most of it beyond what the other holds, and the page is marked (its
+    record's `overlapping`, read into `Candidate.overlapping` of its cluster): no later copy bridges its
+    cluster for being most of it (`bridges`). A digest of one story plus a little is unmarked, as is
+    one over clusters of one story (`story_id`: it joins the oldest, no digest)."""
+    if verdict.cluster_id != page_id or verdict.merged_clusters:
+        return False
+    most_of = {c.story_id or c.root_id for c in earlier
+               if c.relation in (DUPLICATE, SUPERSEDES) and not c.same_site and c.new_share < MOST_OF}
+    return len(most_of) >= 2
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

@@ -131,3 +131,33 @@ def test_a_merge_into_its_own_story_writes_nothing(tmp_path, into):
         batch.merge(["gone"], into)  # a cluster whose first page the store does not hold
         batch.commit()
         assert _merged_into(store, "r0") == ""
+
+
+def test_a_record_keeps_its_digest_mark_and_one_without_is_as_before():
+    """`DocRecord.overlapping` (rules version 33): a tagged field of 3 bytes; a record without it (older rules) reads False."""
+    record = DocRecord(7, "id-ü", -12, "id-ü", "", {0: b"\x00\x01", 3: b"xyz"}, site=5, document=9,
+                       merged_into="root-é")
+    marked = DocRecord(7, "id-ü", -12, "id-ü", "", {0: b"\x00\x01", 3: b"xyz"}, site=5, document=9,
+                       merged_into="root-é", overlapping=True)
+    assert DocRecord.decode(7, marked.encode()) == marked
+    assert DocRecord.decode(7, record.encode()).overlapping is False
+    assert len(marked.encode()) == len(record.encode()) + 3
+    methods = {0: ExactMethod()}
+    key = [layout.doc_key(7)]
+    with_mark = rebuild.record_postings(methods, None, key, [marked.encode()])
+    without = rebuild.record_postings(methods, None, key, [record.encode()])
+    assert [a.tolist() if hasattr(a, "tolist") else a for a in with_mark] == [
+        a.tolist() if hasattr(a, "tolist") else a for a in without]
+
+
+def test_a_clusters_mark_is_read_from_its_first_record_after_reopen(tmp_path):
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        _file(store, batch, "d", "d")
+        _file(store, batch, "a", "a")
+        batch.doc(batch.seq_for("d")).overlapping = True  # staged: as the Detector files a marked digest
+        assert batch.overlapping("d") and not batch.overlapping("a") and not batch.overlapping("gone")
+        batch.commit()
+    with _open(tmp_path) as store:
+        batch = store.batch()
+        assert batch.overlapping("d") and not batch.overlapping("a")

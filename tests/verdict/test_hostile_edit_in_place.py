@@ -84,8 +84,7 @@ def test_a_long_copy_with_a_paragraph_replaced_by_text_as_long_does_not_hide_the
     read as that paragraph edited (`line_places.edits_past_longest`: a light edit there may keep none
     of its sketch values); neither sketch values nor a secret seed tell an edit that kept none from
     other text. Where both sketches are capped (127+ paragraphs) rules version 30 read it so too (11
-    of 12 seeds hidden, 1 before); since rules version 32 only a paragraph sharing a value with the
-    other's is its edit there (1 of 12: seed 9's 22-word paragraph, under the capped sketch's
+    of 12 seeds hidden, 1 before); since rules version 32 no paragraph is read so there (1 of 12: seed 9's 22-word paragraph, under the capped sketch's
     shortest kept + `CAP_MARGIN`, is not judged). 60 paragraphs: 11 of 12 hidden, strict xfail."""
     article = _long_article(seed, count)
     copy = list(article)

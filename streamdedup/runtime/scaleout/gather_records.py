@@ -10,8 +10,9 @@ under that id and its cluster's first page (order and id), for the roots asked; 
 how many related pages it names (its verdict's `related_to` and its `late_related` events; none:
 0); `G<page id>` -> a page out before every joined match's gather named its cluster (its wait
 was over, or a late match came): `Guessed`; `K<page id>` -> the clusters a page out merged into
-its own (none: no record), told with its cluster (`RootReply.merged`); `Mwm:<index partition>` ->
-that index partition's last watermark.
+its own (none: no record), told with its cluster (`RootReply.merged`); `O<page id>` -> b"": its
+cluster is a digest's of overlapping stories (`RootReply.overlapping`; none: no record);
+`Mwm:<index partition>` -> that index partition's last watermark.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from streamdedup.store.plain import open_plain_db
 WAITING, FINISHED, META, ROOT, NAMED, GUESSED = b"W", b"F", b"M", b"R", b"N", b"G"
 # the clusters a page out merged into its own (its verdict's `merged_clusters`, its late merges'), JSON; none: no record
 MERGES = b"K"
+# a page out whose cluster was started by a digest of overlapping stories (`engine.digest_of_overlapping`): b""
+OVERLAPPING = b"O"
 # how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
 # duplicate (or found one by a late match since), whose related pages file mode does not name
 RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
@@ -133,6 +136,7 @@ class Pending:
     askers: list[tuple[str, bytes]] = field(default_factory=list)  # later pages waiting for this one's cluster
     guesses: set[str] = field(default_factory=set)  # of `roots`, those its gather answered as a guess
     merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
+    overlaps: set[str] = field(default_factory=set)  # of `roots`, those in a digest's cluster (`RootReply.overlapping`)
 
     def complete(self) -> bool:
         """Whether its header and the answer of every index partition the header names are in."""
@@ -145,7 +149,8 @@ class Pending:
                              "supplements": [m.as_list() for m in self.supplements],
                              "completed_ms": self.completed_ms, "roots": roots_json(self.roots),
                              "askers": pages_json(self.askers), "guesses": sorted(self.guesses),
-                             **({"merges": self.merges} if self.merges else {})})
+                             **({"merges": self.merges} if self.merges else {}),
+                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
@@ -156,7 +161,7 @@ class Pending:
         return cls(header, {a.partition: a for a in answers},
                    [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0),
                    roots_from_json(value.get("roots", {})), pages_from_json(value.get("askers", ())),
-                   set(value.get("guesses", ())), value.get("merges", {}))
+                   set(value.get("guesses", ())), value.get("merges", {}), set(value.get("overlaps", ())))
 
     def earlier(self) -> dict[str, Match]:
         """Its earlier matches, each once: its answers', then its supplements' (`earlier_matches`)."""
@@ -211,7 +216,7 @@ class Guessed:
     bounded: bool = False
     early: bool = False  # out with an answer that was a guess (its bound, a wait): its late merges are released early
     merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
-
+    overlaps: set[str] = field(default_factory=set)  # of `roots`, those in a digest's cluster (`RootReply.overlapping`)
 
     def named(self) -> bool:
         """Whether the gather of every one of its joined matches has named that match's cluster."""
@@ -224,7 +229,8 @@ class Guessed:
                              "roots": roots_json(self.roots), "cluster": self.cluster, "merged": self.merged,
                              "askers": pages_json(self.askers), "told": pages_json(self.told),
                              "asked_ms": self.asked_ms, "bounded": self.bounded, "early": self.early,
-                             **({"merges": self.merges} if self.merges else {})})
+                             **({"merges": self.merges} if self.merges else {}),
+                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Guessed:
@@ -234,7 +240,7 @@ class Guessed:
                    {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
                    value["cluster"], value["merged"], pages_from_json(value.get("askers", ())),
                    pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False),
-                   value.get("early", False), value.get("merges", {}))
+                   value.get("early", False), value.get("merges", {}), set(value.get("overlaps", ())))
 
 
 # -- the store ----------------------------------------------------------------------------------------
@@ -304,6 +310,10 @@ class GatherStore:
         more = tuple(dict.fromkeys((*kept, *merged)))
         if more != kept:
             self.put(id_key(MERGES, page_id), orjson.dumps(list(more)))
+
+    def overlapping(self, page_id: str) -> bool:
+        """Whether a page out is in a digest's cluster of overlapping stories (its `O` record)."""
+        return self.get(id_key(OVERLAPPING, page_id)) is not None
 
     def guessed(self, page_id: str, order: bytes) -> Guessed | None:
         """The page's `G` record, if it is that page's (of `order`)."""

@@ -55,6 +55,7 @@ from streamdedup.runtime.scaleout.gather_records import (
     GUESSED,
     META,
     NAMED,
+    OVERLAPPING,
     RELEASED,
     ROOT,
     WAITING,
@@ -84,7 +85,7 @@ from streamdedup.runtime.scaleout.messages import (
 )
 from streamdedup.runtime.scaleout.routing import ORDER_BYTES
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import MAX_NAMED, Candidate, decide
+from streamdedup.verdict.engine import MAX_NAMED, Candidate, decide, digest_of_overlapping
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.relations import DUPLICATE
 
@@ -156,25 +157,27 @@ Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply | LateMerge
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
                roots: Mapping[str, Root] | None = None, merges: Mapping[str, Iterable[str]] | None = None,
-               ) -> dict[str, Any]:
+               overlaps: Iterable[str] = ()) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements (pure)."""
-    return _verdict_and_root(header, earlier_matches(answers, supplements), roots or {}, (), merges)[0]
+    return _verdict_and_root(header, earlier_matches(answers, supplements), roots or {}, (), merges, overlaps)[0]
 
 
 def _verdict_and_root(header: PageHeader, earlier: Mapping[str, Match], roots: Mapping[str, Root],
                       guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None,
-                      ) -> tuple[dict[str, Any], Root]:
-    """The page's `dedup` object and its cluster's first page (order, id) (`_decided`)."""
-    verdict, root = _decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses, merges)
+                      overlaps: Iterable[str] = ()) -> tuple[dict[str, Any], Root, bool]:
+    """The page's `dedup` object, its cluster's first page (order, id) and whether that is a digest's (`_decided`)."""
+    verdict, root, overlapping = _decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses,
+                                          merges, overlaps)
     dedup = verdict._replace(time_note=header.time_note).as_dict()
     if header.arrival:  # an undated page: where it came, which orders its story (as file mode's `Detector`)
         dedup["arrival"] = list(header.arrival)
-    return dedup, root
+    return dedup, root, overlapping
 
 
 def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Match], roots: Mapping[str, Root],
-             guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None) -> tuple[Verdict, Root]:
-    """The page's verdict and its cluster's first page (order, id).
+             guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None,
+             overlaps: Iterable[str] = ()) -> tuple[Verdict, Root, bool]:
+    """The page's verdict, its cluster's first page (order, id) and whether that cluster is a digest's.
 
     An earlier match's cluster is the one its gather named (`roots`; the index partition's where
     none was named: a page released by its wait before every answer came; `guesses`: matches whose
@@ -182,7 +185,10 @@ def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, M
     did not see the match's own matches): `decide` never names it as merged (`engine.joined_roots`),
     so a merge may be missed under load, never made up. `merges`: the clusters each match merged into
     its own, as its gather told (`RootReply.merged`): clusters one of the page's matches merged are one
-    story to the digest rule (`stories_of`; a merge no match of the page made is not known here)."""
+    story to the digest rule (`stories_of`; a merge no match of the page made is not known here).
+    `overlaps`: matches whose gather said their cluster is a digest's of overlapping stories (as file mode
+    reads the cluster's first record: `engine.digest_of_overlapping`); the page's is, where it is such a
+    digest or joins such a cluster, which its gather tells its askers (`RootReply.overlapping`)."""
     candidates = []
     guessed: set[str] = set()
     guesses = set(guesses)
@@ -199,10 +205,14 @@ def _decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, M
     if merges:
         stories = stories_of([(c.root_id, merges.get(c.page_id, ())) for c in candidates])
         candidates = [replace(c, story_id=stories[c.root_id]) for c in candidates]
+    marked = {roots[m][1] for m in overlaps if m in roots}
+    if marked:
+        candidates = [replace(c, overlapping=c.root_id in marked) for c in candidates]
     verdict = decide(page_id, candidates, text_cut, guessed - named)
     cluster = verdict.cluster_id
     root_order = next((c.root_order for c in candidates if c.root_id == cluster), order)
-    return verdict, (root_order, cluster)
+    overlapping = cluster in marked or digest_of_overlapping(page_id, candidates, verdict)
+    return verdict, (root_order, cluster), overlapping
 
 
 def stories_of(merges: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
@@ -333,12 +343,12 @@ class GatherPartition(GatherStore):
         guessed = self.guessed(ask.page_id, ask.order)
         if guessed is None:
             return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root,
-                           merged=self.merges_of(ask.page_id))]
+                           merged=self.merges_of(ask.page_id), overlapping=self.overlapping(ask.page_id))]
         if guessed.bounded:
             guessed.told.append((ask.asker, ask.asker_order))
             self.put(id_key(GUESSED, ask.page_id), guessed.encode())
             return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root, guessed=True,
-                           merged=self.merges_of(ask.page_id))]
+                           merged=self.merges_of(ask.page_id), overlapping=self.overlapping(ask.page_id))]
         self._keep_askers(ask.page_id, guessed, [(ask.asker, ask.asker_order)], at_ms)
         return []
 
@@ -358,6 +368,7 @@ class GatherPartition(GatherStore):
             pending.merges[reply.of] = list(reply.merged)
         else:
             pending.merges.pop(reply.of, None)
+        (pending.overlaps.add if reply.overlapping else pending.overlaps.discard)(reply.of)
         if reply.guessed:
             pending.guesses.add(reply.of)
         else:
@@ -441,7 +452,8 @@ class GatherPartition(GatherStore):
         rejection = Rejection(Reason.PROCESSING_ERROR.value, fault, header.origin, header.page_id) if fault else None
         if rejection is None:
             try:
-                dedup, root = _verdict_and_root(header, earlier, pending.roots, pending.guesses, pending.merges)
+                dedup, root, overlapping = _verdict_and_root(header, earlier, pending.roots, pending.guesses,
+                                                             pending.merges, pending.overlaps)
             except Exception as err:  # noqa: BLE001 - one page's bug must not stop the partition (at every replay)
                 if (rejection := faulted(err, header.page_id, header.origin)) is None:
                     raise  # not the page's: the worker stops, the batch is retried
@@ -454,6 +466,8 @@ class GatherPartition(GatherStore):
                  + b"".join(id_hash(page_id) for page_id in earlier))
         record = root_record(header.order, root)
         self.put(id_key(ROOT, header.page_id), record)
+        if overlapping:  # told with its cluster: a later copy does not bridge it for being most of it
+            self.put(id_key(OVERLAPPING, header.page_id), b"")
         merged = tuple(dedup.get("merged_clusters") or ())
         if merged:  # told with its cluster: a later page over both sees one story
             self.add_merges(header.page_id, merged)
@@ -461,8 +475,8 @@ class GatherPartition(GatherStore):
             self.put(id_key(NAMED, header.page_id), bytes([len(dedup["related_to"])]))
         decided = Decided(header, dedup, by, held.completed_ms)
         if pending.roots_named():
-            return [decided, *(_reply(asker, order, header.page_id, header.order, record, merged=merged)
-                               for asker, order in pending.askers)]
+            return [decided, *(_reply(asker, order, header.page_id, header.order, record, merged=merged,
+                                      overlapping=overlapping) for asker, order in pending.askers)]
         # out by its wait (or with a guess answered): the clusters still to be named may be merges it missed
         joined = pending.joined()
         guessed = Guessed(header.order, header.text_cut, joined,
@@ -471,7 +485,8 @@ class GatherPartition(GatherStore):
                           dedup["cluster_id"], list(merged),
                           early=any(page_id in joined for page_id in pending.guesses),
                           merges={page_id: m for page_id, m in pending.merges.items()
-                                  if page_id in joined and page_id not in pending.guesses})
+                                  if page_id in joined and page_id not in pending.guesses},
+                          overlaps={m for m in pending.overlaps if m in joined and m not in pending.guesses})
         self._keep_askers(header.page_id, guessed, pending.askers, at_ms)
         return [decided]
 
@@ -492,10 +507,9 @@ class GatherPartition(GatherStore):
         guessed = self.guessed(page_id, order)
         if guessed is None or guessed.bounded:
             return []
-        record = self.root_record(page_id)
-        merged = self.merges_of(page_id)
-        replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, guessed=True, merged=merged)
-                                  for asker, asker_order in guessed.askers]
+        record, merged, overlapping = self.root_record(page_id), self.merges_of(page_id), self.overlapping(page_id)
+        replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, guessed=True, merged=merged,
+                                         overlapping=overlapping) for asker, asker_order in guessed.askers]
         guessed.told += guessed.askers
         guessed.askers = []
         guessed.bounded = True
@@ -536,14 +550,17 @@ class GatherPartition(GatherStore):
         guessed.roots[reply.of] = (reply.root_order, reply.root_id)
         if reply.merged:
             guessed.merges[reply.of] = list(reply.merged)
+        (guessed.overlaps.add if reply.overlapping else guessed.overlaps.discard)(reply.of)
         key = id_key(GUESSED, reply.page_id)
         if not guessed.named():
             self.put(key, guessed.encode())
             return []
         self.delete(key)
         self.guessing.pop(waiting_key(reply.page_id, reply.order), None)
-        verdict, root = _decided(reply.page_id, reply.order, guessed.cut, guessed.matches, guessed.roots,
-                                 merges=guessed.merges)
+        verdict, root, overlapping = _decided(reply.page_id, reply.order, guessed.cut, guessed.matches,
+                                              guessed.roots, merges=guessed.merges, overlaps=guessed.overlaps)
+        if overlapping:
+            self.put(id_key(OVERLAPPING, reply.page_id), b"")
         cluster = root[1]
         record = self.root_record(reply.page_id)
         if cluster != guessed.cluster:  # not the one its index partitions knew: askers are told this one
@@ -553,8 +570,9 @@ class GatherPartition(GatherStore):
         if late:
             self.add_merges(reply.page_id, verdict.merged_clusters)
         merged = self.merges_of(reply.page_id)
-        replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record, merged=merged)
-                   for asker, order in guessed.askers + guessed.told]
+        replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record, merged=merged,
+                                         overlapping=self.overlapping(reply.page_id))
+                                  for asker, order in guessed.askers + guessed.told]
         if not late:
             return replies
         released = released_as(self.finished_record(reply.page_id) or b"")[0].lower()
@@ -580,11 +598,11 @@ _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a r
 
 
 def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, record: bytes | None,
-           guessed: bool = False, merged: tuple[str, ...] = ()) -> RootReply:
+           guessed: bool = False, merged: tuple[str, ...] = (), overlapping: bool = False) -> RootReply:
     """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (and its `K`: `merged`).
 
     Its cluster's first page, or none if the record is another page's under that id (or missing)."""
     root = root_of(record, order)
     if root is None:
         return RootReply(asker, asker_order, page_id)
-    return RootReply(asker, asker_order, page_id, *root, guessed=guessed, merged=merged)
+    return RootReply(asker, asker_order, page_id, *root, guessed=guessed, merged=merged, overlapping=overlapping)

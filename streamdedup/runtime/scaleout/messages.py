@@ -347,7 +347,8 @@ class RootReply:
     all named and they still are not (the bound on its answer was reached): the root is its index
     partitions' guess, never named as merged; its gather answers again once they are. `merged`: the
     clusters `of`'s verdict (or its late merge) merged into that cluster: the asker's digest rule sees
-    them as one story (`engine.Candidate.story_id`)."""
+    them as one story (`engine.Candidate.story_id`). `overlapping`: that cluster was started by a digest
+    of overlapping stories (`engine.digest_of_overlapping`), which no copy bridges for being most of it."""
 
     page_id: str
     order: bytes
@@ -356,6 +357,7 @@ class RootReply:
     root_id: str = ""
     guessed: bool = False
     merged: tuple[str, ...] = ()
+    overlapping: bool = False
 
     def encode(self) -> bytes:
         """The reply as a message value (JSON, orders in hex; `guess` only for a guessed root)."""
@@ -365,6 +367,8 @@ class RootReply:
             value["guess"] = True
         if self.merged:
             value["merged"] = list(self.merged)
+        if self.overlapping:
+            value["overlap"] = True
         return orjson.dumps(value)
 
     @classmethod
@@ -372,4 +376,4 @@ class RootReply:
         """The reply `encode` wrote (no `guess`: a named root)."""
         root_order, root_id = value["root"]
         return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id,
-                   bool(value.get("guess", False)), tuple(value.get("merged", ())))
+                   bool(value.get("guess", False)), tuple(value.get("merged", ())), bool(value.get("overlap", False)))
