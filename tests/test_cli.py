@@ -229,6 +229,24 @@ def test_a_store_read_by_earlier_fast_rules_is_refused(tmp_path, capsys, monkeyp
     assert "built with other parameters" in err and f"fast@{pipeline.RULES_VERSION}" in err
 
 
+def test_a_store_of_earlier_fast_rules_names_no_flag_as_keeping_it(tmp_path, capsys, monkeypatch):
+    """A store of 0.27.0 (fast@9, 8 paragraph keys) was refused naming `--param wordpairs.paragraph_keys=8
+    --param wordpairs.short_lines=0` as what keeps it; run with them, it was refused again for its fast
+    rules, which no flag gives back. The message now says a new --state is the fix."""
+    import streamdedup.clean.pipeline as pipeline
+
+    crawl, state = _crawl(tmp_path), tmp_path / "state"
+    monkeypatch.setattr(pipeline, "RULES_VERSION", pipeline.RULES_VERSION - 1)
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "1"), "--state", str(state), "-q",
+                 "--param", "minhash.num_perm=64"]) == 0
+    monkeypatch.undo()
+    assert main(["dedup", str(crawl), "--out", str(tmp_path / "2"), "--state", str(state), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--param minhash.num_perm=64" not in err, err
+    assert (f"No flag keeps this store: its pages were read by fast@{pipeline.RULES_VERSION - 1}, this version "
+            f"reads fast@{pipeline.RULES_VERSION}; use a new --state directory") in err, err
+
+
 def test_a_batch_of_no_pages_is_refused_in_one_line(tmp_path, capsys):
     """`--batch-size 0` used to take no page and report a finished run of 0 records."""
     crawl = _crawl(tmp_path)

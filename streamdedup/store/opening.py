@@ -58,6 +58,7 @@ def params_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[
 
 
 _EXTRACTOR = re.compile(r"\bextractor=([^,@)]+)")
+_FAST_RULES = re.compile(r"\bextractor=(fast@[^,)]+)")
 
 
 def extractor_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
@@ -68,6 +69,16 @@ def extractor_to_keep(built: Mapping[str, str], wanted: Mapping[str, str]) -> li
     if stored is None or asked is None or stored[1] == asked[1]:
         return []
     return [f"--extractor {stored[1]}"]
+
+
+def fast_rules_differ(built: Mapping[str, str], wanted: Mapping[str, str]) -> tuple[str, str] | None:
+    """The store's and this run's `fast` rules (`fast@9`, `fast@10`) where both read with `fast` by other rules.
+
+    No flag gives earlier rules back (`extractor_to_keep`), so no flag keeps such a store."""
+    stored, asked = (_FAST_RULES.search(config.get("cleaning", "")) for config in (built, wanted))
+    if stored is None or asked is None or stored[1] == asked[1]:
+        return None
+    return stored[1], asked[1]
 
 
 def prepare_directory(path: Path, create: bool = True) -> bool:
@@ -158,10 +169,14 @@ def config_mismatch(path: Path, built: Mapping[str, str], wanted: Mapping[str, s
              if pinned_setting(k, built.get(k)) != pinned_setting(k, wanted.get(k))]
     if not diffs:
         return None
+    head = (f"the store at {path} was built with other parameters:\n" + "\n".join(diffs)
+            + "\nSignatures made with different parameters cannot be compared. ")
+    rules = fast_rules_differ(built, wanted)
+    if rules:  # flags for the other differences would only lead to this refusal again
+        return StoreConfigMismatch(head + f"No flag keeps this store: its pages were read by {rules[0]}, this "
+                                   f"version reads {rules[1]}; use a new --state directory.")
     keep = extractor_to_keep(built, wanted) + [f"--param {p}" for p in params_to_keep(built, wanted)]
     return StoreConfigMismatch(
-        f"the store at {path} was built with other parameters:\n" + "\n".join(diffs)
-        + "\nSignatures made with different parameters cannot be compared. Use a new --state "
-          "directory, or run with the parameters the store was built with"
+        head + "Use a new --state directory, or run with the parameters the store was built with"
         + (f" ({' '.join(keep)}, or the same in --config)." if keep else "."))
 
