@@ -289,16 +289,28 @@ class Detector:
         return with_stories(found, batch)
 
 
+# the asks of one cluster's story a page makes (`with_stories`), each reading at most `MAX_MERGE_HOPS`
+# records from where the last stopped: a chain of merges up to 4 x 16 long is read whole at once
+STORY_ASKS = 4
+
+
 def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
     """The candidates, those the page may join given their clusters' stories where they are of several clusters.
 
     Only then does the engine ask (`engine.joined_roots`: is a page holding pages of several clusters a
-    digest of several stories?), so most pages read no record for it. With each, whether its cluster is a
+    digest of several stories?), so most pages read no record for it. A story is asked again from where
+    the last ask stopped (`STORY_ASKS`): a first ask on a chain longer than `MAX_MERGE_HOPS` named a
+    cluster in the chain, another story to the digest rule. With each, whether its cluster is a
     digest's of overlapping stories (`StoreBatch.overlapping`: the record of its first page, read for its story)."""
     roots = {c.root_id for c in found if c.relation != RELATED}
     if len(roots) <= 1:
         return found
     stories = {root: batch.story_of(root) for root in sorted(roots)}
+    for _ in range(STORY_ASKS - 1):  # an ask stops after MAX_MERGE_HOPS records, leaving the chain shorter
+        again = {root: batch.story_of(story) for root, story in stories.items()}
+        if again == stories:  # every chain read to its end (its end's record read again: cached in the batch)
+            break
+        stories = again
     marked = {root for root in roots if batch.overlapping(root)}  # digests' clusters (`digest_of_overlapping`)
     return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id], overlapping=c.root_id in marked)
             for c in found]

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import orjson
 import pytest
-from verdict.test_digests import _rewritten_story_then_its_wire_copy
+from verdict.test_digests import _chain_of_merges, _rewritten_story_then_its_wire_copy
 
 from runtime.conftest import read_topic, run_until_decided
 from runtime.test_worker import send
@@ -46,3 +46,18 @@ def test_a_wire_copy_of_a_story_of_two_clusters_on_the_worker(settings, tmp_path
     assert [e["merged"] for e in events if e["type"] == "merged"] == [[rewrite["id"]]]  # the third fetch's only
     assert wire == file_mode[-1]
     assert stories == [{STORY, WIRE}]
+
+
+def test_a_copy_of_a_story_merged_along_a_long_chain_on_the_local_worker(settings, tmp_path):
+    """The story of 20 clusters merged along a chain of 19 (`_chain_of_merges`) and its wire copy on the
+    local topology's worker: one story, as file mode (two before: the copy's ask for a cluster's story
+    stopped 16 records into the chain, and the copy was taken for a digest)."""
+    records = _chain_of_merges(20)
+    run = replace(settings, topology="local", partitions=1)
+    send(run, records)
+    assert run_until_decided(Worker(run, DetectorConfig()), len(records)).decided == len(records)
+    stories = read_topic_stories(run.bootstrap_servers, run.topics.cluster_view).stories()
+    assert [(story["cluster_id"], story["size"]) for story in stories] == [("C1", len(records))], [
+        (story["cluster_id"], story["size"]) for story in stories]
+    file_mode = [o.dedup for o in run_records(records, tmp_path / "file-mode")]
+    assert file_mode[-1]["cluster_id"] == "C1"

@@ -235,3 +235,34 @@ def test_the_merge_is_kept_in_the_store_for_a_wire_copy_of_a_later_run(tmp_path)
         [copy] = dedup.add_many([wire])
     assert copy.status == "unique" and set(copy.supersedes) == {first.page_id, rewrite.page_id, third.page_id}
     assert copy.cluster_id == first.page_id and copy.merged_clusters == (), copy
+
+
+def _chain_of_merges(clusters: int) -> list[dict]:
+    """Clusters C1..Cn of one story on n sites (a core and two paragraphs of their own, each related to the
+    ones before), bridged by pages B(n-1)..B1 in that order (B k: the core and the paragraph C k and C k+1
+    share, a duplicate of both): merges Cn -> C(n-1) -> ... -> C1, a chain of n - 1. Then a wire copy
+    holding C1 and Cn whole."""
+    paragraphs = make_article(77, paragraphs=clusters + 5)
+    core, own = paragraphs[:3], paragraphs[3:]
+
+    def page(page_id: str, site: str, held: Sequence[str], minute: int) -> dict:
+        return {"id": page_id, "url": f"https://{site}/a", "content": wrap_in_template(list(held), site, title="T"),
+                "fetched_at": f"2026-03-01T{minute // 60:02d}:{minute % 60:02d}:00Z"}
+
+    pages = [page(f"C{k}", f"s{k}.example", core + own[k:k + 2], k) for k in range(1, clusters + 1)]
+    pages += [page(f"B{k}", f"b{k}.example", core + own[k + 1:k + 2], 100 + clusters - k)
+              for k in range(clusters - 1, 0, -1)]
+    return [*pages, page("WIRE", "wire.example", core + own[1:3] + own[clusters:clusters + 2], 300)]
+
+
+@pytest.mark.parametrize("clusters", [6, 20, 40])
+def test_a_copy_of_a_story_merged_along_a_chain_longer_than_a_story_of_reads_joins_it(clusters):
+    """A chain of merges longer than `StoreBatch.story_of` reads at once (16 records): the wire copy's
+    candidates' clusters C1, C(n-1) and Cn are one story. With n = 20 the first ask for C19 stopped at C3
+    (a story of its own to the digest rule): the copy was taken for a digest of two stories and started
+    its own, though C(n-1)'s and Cn's asks left the chain short enough for the next ask."""
+    with Deduplicator() as dedup:
+        *pages, wire = dedup.add_many(_chain_of_merges(clusters))
+    assert [v.merged_clusters for v in pages[clusters:]] == [(f"C{k + 1}",) for k in range(clusters - 1, 0, -1)]
+    assert {"C1", f"C{clusters}"} <= set(wire.supersedes)
+    assert wire.cluster_id == "C1", wire
