@@ -277,7 +277,7 @@ def simulate(path: Path, partitions: int, seed: int, work: Path) -> dict[str, An
     from streamdedup.config import DetectorConfig
     from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
     from streamdedup.own_text import own_text
-    from streamdedup.runtime.scaleout.gather_stage import verdict_of
+    from streamdedup.runtime.scaleout.gather_verdicts import verdict_of
     from streamdedup.runtime.scaleout.index_stage import IndexPartition, supplements_of
     from streamdedup.runtime.scaleout.messages import Answer, IndexRequest, Match, PageHeader
     from streamdedup.runtime.scaleout.routing import page_order

@@ -7,7 +7,7 @@ The same pages as `bench/flood.py` (same arguments, same seed), but the store th
 `--index-partitions` index partitions (`runtime/scaleout/index_stage.IndexPartition`), each page's
 keys routed to the partition they live in, in the global order (one request after another, a
 commit every 256 pages), and each verdict gathered from its partitions' answers
-(`gather_stage.verdict_of`). No broker: the index step's cap policy on its own (a page that matched
+(`gather_verdicts.verdict_of`). No broker: the index step's cap policy on its own (a page that matched
 no earlier page in a partition takes that partition's full keys, `displaces=not earlier`).
 Prints the flood's figures that do not come from the Detector: found, unique, in attacker clusters.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinted
-from streamdedup.runtime.scaleout.gather_stage import verdict_of
+from streamdedup.runtime.scaleout.gather_verdicts import verdict_of
 from streamdedup.runtime.scaleout.index_stage import IndexPartition
 from streamdedup.runtime.scaleout.messages import IndexRequest, PageHeader
 from streamdedup.runtime.scaleout.routing import page_order

@@ -8,5 +8,6 @@
     pages.parts ──gather─> pages.unique / pages.duplicates / pages.clusters   (one verdict per page)
 
 `routing` holds the pure functions (partitions, the global page order), `messages` the wire
-format, `index_stage` and `gather_stage` the two stateful steps, `stages` the glue the worker runs.
+format, `index_stage` and `gather_stage` the two stateful steps (`gather_verdicts`: a gathered page's
+verdict, pure), `stages` the glue the worker runs.
 """

@@ -197,7 +197,7 @@ class Held:
 class Guessed:
     """A page out while its cluster was a guess (`G`): some joined match's cluster not named by that match's gather.
 
-    Out by its wait (its verdict then used the index partitions' roots, `_decided`), or a late match
+    Out by its wait (its verdict then used the index partitions' roots, `gather_verdicts.decided`), or a late match
     came to a page that went out in a cluster of its own. `matches`: its joined matches; `roots`:
     those named since; `cluster`, `merged`: what its verdict named (`late_merge`). Later pages asking
     its cluster wait in `askers` (since `asked_ms`) until every cluster is named, or until the bound

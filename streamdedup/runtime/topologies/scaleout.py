@@ -30,13 +30,8 @@ from streamdedup.detector import Detector
 from streamdedup.fingerprinter import Fingerprinter
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.runtime.group_settings import GroupRecordCache
-from streamdedup.runtime.scaleout.gather_stage import (
-    Decided,
-    GatherPartition,
-    LateMatch,
-    LateMerge,
-    RelatedLeftOut,
-)
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import Decided, LateMatch, LateMerge, RelatedLeftOut
 from streamdedup.runtime.scaleout.idle_claims import IdleClaims, InputEnd
 from streamdedup.runtime.scaleout.index_stage import IndexPartition, Judging, supplements_of
 from streamdedup.runtime.scaleout.messages import (

@@ -18,12 +18,12 @@ from streamdedup.fingerprints.wordpairs import WordPairsMethod, mark_shown, with
 from streamdedup.record.readers import RawRecord
 from streamdedup.runtime.metrics import WorkerMetrics
 from streamdedup.runtime.scaleout.gather_records import id_hash as _id_hash
-from streamdedup.runtime.scaleout.gather_stage import (
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import (
     AFTER_IDLE,
     LATE_PAGE,
     RELEASED_EARLY,
     Decided,
-    GatherPartition,
     LateMatch,
     verdict_of,
 )

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from streamdedup.clusters import Stories, view_event, view_key
-from streamdedup.runtime.scaleout.gather_stage import RELEASED_EARLY, Decided, GatherPartition, LateMerge
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import RELEASED_EARLY, Decided, LateMerge
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES

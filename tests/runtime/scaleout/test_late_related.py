@@ -15,7 +15,8 @@ from runtime.scaleout.test_final_verdicts import emitted, released_by_the_wait
 from runtime.scaleout.test_index_and_gather import match
 from runtime.scaleout.test_topologies import finish
 from streamdedup.clusters import Stories, read_topic_stories
-from streamdedup.runtime.scaleout.gather_stage import LATE_PAGE, Decided, GatherPartition, LateMatch, RelatedLeftOut
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import LATE_PAGE, Decided, LateMatch, RelatedLeftOut
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.testing import run_records

@@ -13,7 +13,8 @@ from dataclasses import replace
 import orjson
 
 from streamdedup.runtime.scaleout.gather_records import Guessed, Pending
-from streamdedup.runtime.scaleout.gather_stage import Decided, Emitted, GatherPartition, stories_of, verdict_of
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import Decided, Emitted, stories_of, verdict_of
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES

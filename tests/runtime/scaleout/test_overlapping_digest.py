@@ -15,7 +15,8 @@ import orjson
 
 from runtime.scaleout.test_merged_told import route
 from streamdedup.runtime.scaleout.gather_records import Guessed, Pending
-from streamdedup.runtime.scaleout.gather_stage import Decided, Emitted, GatherPartition, verdict_of
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import Decided, Emitted, verdict_of
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES

@@ -26,14 +26,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from streamdedup.runtime.scaleout.gather_stage import (
-    RELEASED_EARLY,
-    Decided,
-    Emitted,
-    GatherPartition,
-    LateMatch,
-    LateMerge,
-)
+from streamdedup.runtime.scaleout.gather_stage import GatherPartition
+from streamdedup.runtime.scaleout.gather_verdicts import RELEASED_EARLY, Decided, Emitted, LateMatch, LateMerge
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
