@@ -107,7 +107,10 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 # 33: a digest two or more of whose stories' pages are each most of it (`digest_of_overlapping`: stories that
 #     share a passage) is marked on its record; no later copy of another site bridges its cluster for being most
 #     of it (`bridges`: each story's copy would be, merging the stories)
-RULES_VERSION = 33
+# 34: a short unit of rule 31 is no new text where a block or short unit of the other within `EDITED_LENGTH`
+#     words of it, sharing a value, stands between the counterparts of its nearest matched neighbours: that
+#     line edited (`line_places.edited_short`)
+RULES_VERSION = 34
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

@@ -252,34 +252,65 @@ def inserted_block(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     return int(words[counted].max(initial=0))
 
 
-def inserted_short(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], their_absent: np.ndarray,
-                   between: tuple[np.ndarray, np.ndarray]) -> bool:
+def inserted_short(page: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                   other: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                   places: tuple[np.ndarray, np.ndarray, np.ndarray]) -> bool:
     """Whether a short unit of the page stands inside the copy where the other page has nothing it lacks.
 
     A short unit (`WordPairsParams.short_lines`: a heading, a list item, a run of lines too short for
     a paragraph or a block) that `page[3]` says counts (`new_text._plain_short`) and the other lacks
     (`page[2]`), between two of the page's paragraphs found in the other, where the other has none of
-    its units absent from the page (`their_absent`, every unit) between the counterparts of the
-    page's units around it (`between`: `new_text._places`' before and after, every unit): a line the
-    other dropped or never had (multilingual dev: a light edit that dropped "gid: ..." of 5 words, the
-    original crawled after it). Its place is read through counterparts, not by counting found
+    its units absent from the page (`other[0]`, every unit) between the counterparts of the page's
+    units around it (`places`: `new_text._places`' counterpart, before and after, every unit): a line
+    the other dropped or never had (multilingual dev: a light edit that dropped "gid: ..." of 5 words,
+    the original crawled after it). Its place is read through counterparts, not by counting found
     paragraphs: a paragraph of the other the page reads as its own edited, though the other lacks it
     (one value in place), shifts the other's count (site dev: a light edit's line grown from 3 words
     to 5 stood beside it). Not where the counterparts around it cross (its place is not known: a man
     page of like lines, multilingual dev), nor where under `PARAGRAPHS_FOUND` of the page's paragraphs
-    are found."""
-    blocks, new, every_new, counts = page
+    are found, nor where it is a line of the other edited (`edited_short`). `page[4]`: every unit's
+    words; `other`: the other's absent units, blocks, words, and `new_text._equal_values` page by other."""
+    blocks, new, every_new, counts, words = page
+    their_absent = other[0]
     found = ~new
     asked = every_new & counts
     if not asked.any() or found.sum() < 2 or new.sum() > (1.0 - PARAGRAPHS_FOUND) * len(new):
         return False
-    places = _found_before(blocks, found)
-    before, after = between
-    for unit in np.flatnonzero(asked & (places > 0) & (places < int(found.sum()))).tolist():
+    at = _found_before(blocks, found)
+    counterpart, before, after = places
+    for unit in np.flatnonzero(asked & (at > 0) & (at < int(found.sum()))).tolist():
         # counterparts out of order (a page of like lines: "h1 tag", "h2 tag", ...): its place is not known
-        if before[unit] < after[unit] and not their_absent[before[unit] + 1: after[unit]].any():
+        if (before[unit] < after[unit] and not their_absent[before[unit] + 1: after[unit]].any()
+                and not edited_short(unit, words, counterpart, other[1:])):
             return True
     return False
+
+
+def edited_short(unit: int, words: np.ndarray, counterpart: np.ndarray,
+                 other: tuple[np.ndarray, np.ndarray, np.ndarray]) -> bool:
+    """Whether the page's short unit is the other's edited: one of about its length in its place sharing a value.
+
+    Its place: between the counterparts of the nearest units before and after it that have one
+    (`counterpart`: `new_text._places`', -1: none), in order. There a block or short unit of the
+    other (`other`: its blocks, every unit's words, and `new_text._equal_values` page by other)
+    within `EDITED_LENGTH` words of the unit's (a few words replaced, dropped or added) sharing one
+    of its 4 values with it, k-th with k-th: the same line with a word or two changed (a light edit
+    keeps some of a short line's few word pairs; one value of another line of the page is equal by
+    chance ~4 in 1,000). `_absent_from` reads such a match in place as found, but through the
+    running counterparts (`before`, `after`), which a like line elsewhere (nytimes' "Continue
+    reading the main story", repeated down the page) makes cross: the unit then looked inserted
+    where the other has its line edited (`bench/short_line_edits.py`). A heading replaced by another
+    heading of its length shares none of its values: still new text. An edit that changed most of a
+    short line's word pairs (3 words of a 7-word heading) keeps none, and reads as a line replaced."""
+    their_blocks, their_words, equal = other
+    earlier, later = counterpart[:unit], counterpart[unit + 1:]
+    earlier, later = earlier[earlier >= 0], later[later >= 0]
+    if not len(earlier) or not len(later) or earlier[-1] >= later[0] - 1:
+        return False
+    slot = np.arange(int(earlier[-1]) + 1, int(later[0]))
+    alike = (their_blocks[slot] & (np.abs(their_words[slot] - int(words[unit])) <= EDITED_LENGTH)
+             & (equal[unit, slot] >= 1))
+    return bool(alike.any())
 
 
 def _found_before(blocks: np.ndarray, found: np.ndarray) -> np.ndarray:

@@ -212,13 +212,15 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
                 inserted[i] |= inserted_short(
                     (mine_blocks, mine_new, every_new,
                      _plain_short(mine_blocks, every_number, every_row[1], floors,
-                                  _merged_words(every_equal.T, their_blocks, every_theirs[2], every_row[2]))),
-                    every_their_new, _places(every_equal)[2:])
+                                  _merged_words(every_equal.T, their_blocks, every_theirs[2], every_row[2])),
+                     every_row[2]),
+                    (every_their_new, their_blocks, every_theirs[2], every_equal), _places(every_equal)[1:])
                 their_inserted[i] |= inserted_short(
                     (their_blocks, their_new, every_their_new,
                      _plain_short(their_blocks, every_their_number, every_theirs[1], floors,
-                                  _merged_words(every_equal, mine_blocks, every_row[2], every_theirs[2]))),
-                    every_new, _places(every_equal.T)[2:])
+                                  _merged_words(every_equal, mine_blocks, every_row[2], every_theirs[2])),
+                     every_theirs[2]),
+                    (every_new, mine_blocks, every_row[2], every_equal.T), _places(every_equal.T)[1:])
             mine_words[i], mine_edge[i] = max(mine_words[i], block), max(mine_edge[i], block)
             their_words[i], their_edge[i] = max(their_words[i], their_block), max(their_edge[i], their_block)
     return mine_words, their_words, replaced, mine_edge, their_edge, changed, inserted, their_inserted
