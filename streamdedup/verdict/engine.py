@@ -110,7 +110,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 # 34: a short unit of rule 31 is no new text where a block or short unit of the other within `EDITED_LENGTH`
 #     words of it, sharing a value, stands between the counterparts of its nearest matched neighbours: that
 #     line edited (`line_places.edited_short`)
-RULES_VERSION = 34
+# 35: no paragraph past a long page's 16 longest is read as the other's of its length edited (0.15.0's rule,
+#     30's and 32's readings of it withdrawn): one that kept no sketch value is not told from other text
+RULES_VERSION = 35
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

@@ -4,11 +4,13 @@
 from the paragraph sketches: `fingerprints/wordpairs.py`); these rules say which of them count. At a
 copy's edges on another site, new lines may be its host's (teasers, newsletter blurbs, an author's
 box): they count only where they took the place of an edge paragraph (`replaced_edges`), are
-`EDGE_PARAGRAPH_WORDS` long, or sit in the page's article block (`counted_new`); where the
-edges of a long page are not known, past its 16 longest paragraphs one in the place of the other's
-of about its length is an edit (`edits_past_longest`). Inside the copy, a new paragraph in the place
-of one of the other's of another length is a paragraph replaced (`took_a_place`), and one where the
-other has nothing it lacks is a line the other never had or dropped (`inserted_line`).
+`EDGE_PARAGRAPH_WORDS` long, or sit in the page's article block (`counted_new`). Inside the copy,
+a new paragraph in the place of one of the other's of another length is a paragraph replaced
+(`took_a_place`), and one where the other has nothing it lacks is a line the other never had or
+dropped (`inserted_line`). Past a long page's 16 longest paragraphs, one that kept none of its
+sketch values is no edit for standing where the other's of its length is (rules version 35;
+0.15.0-34 read it so): an attacker's advance copy with a paragraph replaced by as many other
+words hid the article.
 """
 
 from __future__ import annotations
@@ -141,52 +143,6 @@ def counted_new(page: tuple[np.ndarray, np.ndarray, np.ndarray], new: np.ndarray
         if not edges[1]:
             new[found[-1] + 1:] &= kept[found[-1] + 1:]
     return words[new], found_before[new]
-
-
-def edits_past_longest(new: np.ndarray, lengths: np.ndarray, their_new: np.ndarray,
-                        their_lengths: np.ndarray, agreed: np.ndarray | None = None) -> np.ndarray:
-    """`new` less the paragraphs past the 16 longest that stand where one of the other's of their length is.
-
-    Against another site's long page, paragraphs past the 16 longest were not judged until 0.15.0;
-    judged, a short paragraph of a light edit (2-5 % of the words changed) sometimes keeps none of
-    its 4 values and reads new (test splits: 5 light edits of long pages kept). Where the other
-    page lacks a paragraph of about its length (`EDITED_LENGTH`) in its place, it is read as that
-    one edited, as `took_a_place` reads it; a paragraph added there, where the other lacks none,
-    is new text (a crawler's review: 12 of 24 such paragraphs of 20-49 words were dropped). The 16
-    longest and the last `TAIL` are judged as before: a paragraph replaced there by text of its
-    length still counts.
-
-    Its place: as many of each page's paragraphs found before it; or (`agreed`, bool[n, m]: the
-    paragraphs agreeing in `AGREEING_VALUES`) between two paragraphs agreeing with the two around
-    the other's. A page that repeats a passage (a FAQ's questions asked of each operator) has
-    counterparts out of order, and a paragraph read absent on one side only moves the counts.
-
-    Not where either sketch is capped (rules version 32; 30 read capped sketches so too): there the
-    places come from kept paragraphs alone, and an edit that kept none of its values is not told
-    from other text of its length: an attacker's advance copy of a 140-paragraph article with a
-    20-40-word paragraph replaced by as many other words hid the article 11 of 12 times
-    (`tests/verdict/test_hostile_edit_in_place.py`). Web dev's FAQ answer (0 of 4 kept) is lost."""
-    if len(new) <= CROSS_SITE_PARAGRAPHS or not their_new.any():
-        return new
-    head = lengths[: len(lengths) - TAIL]
-    longest = np.zeros(len(new), dtype=bool)
-    longest[np.argsort(-head, kind="stable")[: CROSS_SITE_PARAGRAPHS - TAIL]] = True
-    longest[len(new) - TAIL:] = True
-    past = np.flatnonzero(new & ~longest)
-    if not len(past):
-        return new
-    places, their_places = np.cumsum(~new) - ~new, np.cumsum(~their_new) - ~their_new
-    theirs = np.flatnonzero(their_new)
-    same = places[past][:, None] == their_places[theirs][None, :]
-    if agreed is not None:  # between paragraphs agreeing with the two around the other's
-        inner_past, inner_theirs = (past > 0) & (past < len(new) - 1), (theirs > 0) & (theirs < len(their_new) - 1)
-        before = agreed[np.maximum(past - 1, 0)][:, np.maximum(theirs - 1, 0)]
-        after = agreed[np.minimum(past + 1, len(new) - 1)][:, np.minimum(theirs + 1, len(their_new) - 1)]
-        same |= before & after & inner_past[:, None] & inner_theirs[None, :]
-    edited = np.abs(lengths[past][:, None] - their_lengths[theirs][None, :]) <= EDITED_LENGTH
-    out = new.copy()
-    out[past[(same & edited).any(axis=1)]] = False
-    return out
 
 
 def took_a_place(words: np.ndarray, places: np.ndarray, their: np.ndarray, their_places: np.ndarray) -> bool:

@@ -38,7 +38,6 @@ from streamdedup.verdict.line_places import (
     NO_EDGE,
     SHOWN_EACH,
     counted_new,
-    edits_past_longest,
     inserted_block,
     inserted_line,
     inserted_short,
@@ -159,12 +158,6 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
         unplaced = either_capped or (not one_site and (own_long or len(theirs_sketch) > CROSS_SITE_PARAGRAPHS))
         mine_new = _absent_from(whole[0], theirs[0], whole[2], theirs[2], equal)
         their_new = _absent_from(theirs[0], whole[0], theirs[2], whole[2], equal.T)
-        # past the 16 longest, an edit's place is read as an edit; not where a sketch is capped: its kept
-        # paragraphs' places do not tell an edit that kept no value from other text of its length (rules 32)
-        if unplaced and not one_site and not either_capped:
-            agreed = equal >= AGREEING_VALUES
-            mine_new, their_new = (edits_past_longest(mine_new, whole[2], their_new, theirs[2], agreed),
-                                   edits_past_longest(their_new, theirs[2], mine_new, whole[2], agreed.T))
         edges = (EVERY_EDGE if one_site else NO_EDGE if unplaced
                  else replaced_edges(mine_new, their_new))
         # one paragraph of each absent from the other: one took the other's place, whatever else is found
