@@ -101,6 +101,11 @@ class HashSet:
         self._bits = max(4, int(8 * len(members) - 1).bit_length())  # at least 8 slots a value
         self._keys, self._reach = _filled_table(members.tolist(), self._bits)
 
+    @property
+    def table(self) -> tuple[np.ndarray, int, int, bool]:
+        """The table as `in_table` reads it: its slots, their bits, the farthest reach, whether 0 is a member."""
+        return self._keys, self._bits, self._reach, self._has_zero
+
     def contains(self, values: np.ndarray) -> np.ndarray:
         """Whether each of `values` (uint64) is in the set: bool[len(values)]."""
         return _in_table(self._keys, self._bits, self._reach, self._has_zero, values)
@@ -130,14 +135,21 @@ def _filled_table(members: list[int], bits: int) -> tuple[np.ndarray, int]:
     return np.array(slots + slots[:reach], dtype=np.uint64), reach
 
 
+@numba.njit(cache=True, inline="always")
+def in_table(keys: np.ndarray, bits: int, reach: int, has_zero: bool, value: np.uint64) -> bool:
+    """Whether `value` is in a `HashSet`'s table (`HashSet.table`): every slot from its own to `reach` past it.
+
+    For a compiled loop that asks it of values it has at hand (`wordpair_kernels.paragraph_sketch`)."""
+    at = _slot(value, bits)
+    found = False
+    for j in range(at, at + reach + 1):
+        found |= keys[j] == value
+    return found if value != 0 else has_zero
+
+
 @numba.njit(cache=True)
 def _in_table(keys: np.ndarray, bits: int, reach: int, has_zero: bool, values: np.ndarray) -> np.ndarray:
     out = np.empty(len(values), dtype=np.bool_)
     for i in range(len(values)):
-        value = values[i]
-        at = _slot(value, bits)
-        found = False
-        for j in range(at, at + reach + 1):
-            found |= keys[j] == value
-        out[i] = found if value != 0 else has_zero
+        out[i] = in_table(keys, bits, reach, has_zero, values[i])
     return out

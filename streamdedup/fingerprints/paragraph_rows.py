@@ -86,8 +86,8 @@ _SCRIPT_WEIGHTS = (
     (0xAC00, 25), (0xD800, 10),  # Hangul Syllables, Hangul Jamo Extended-B
     (0xFB1D, 15), (0xFB50, 14), (0xFE00, 10), (0xFE70, 14), (0xFF00, 10),  # presentation forms
 )
-_WEIGHT_STARTS = np.array([start for start, _ in _SCRIPT_WEIGHTS], dtype=np.int64)
-_WEIGHTS = np.array([0] + [weight for _, weight in _SCRIPT_WEIGHTS], dtype=np.int64)
+WEIGHT_STARTS = np.array([start for start, _ in _SCRIPT_WEIGHTS], dtype=np.int64)
+WEIGHTS = np.array([0] + [weight for _, weight in _SCRIPT_WEIGHTS], dtype=np.int64)
 
 
 def letter_units(doc: Document) -> np.ndarray:
@@ -115,12 +115,12 @@ def letter_units(doc: Document) -> np.ndarray:
     if doc.text.isascii():  # every token Latin (weight 0); CPython knows without looking: ~20 µs a page saved
         return np.zeros(len(letters), dtype=np.int64)
     first = doc.code_points[doc.token_starts].astype(np.int64)
-    weights = _WEIGHTS[np.searchsorted(_WEIGHT_STARTS, first, side="right")]
+    weights = WEIGHTS[np.searchsorted(WEIGHT_STARTS, first, side="right")]
     return letters * weights
 
 
 @cache
-def _decimal_digits() -> np.ndarray:
+def decimal_digits() -> np.ndarray:
     """Whether each code point of the Basic Multilingual Plane is a decimal digit (any script): bool[65536].
 
     A decimal digit is what `re`'s `\\d` matches in text: Unicode's category Nd, as `str.isdecimal`
@@ -137,22 +137,23 @@ def numbers_bytes(doc: Document, spans: np.ndarray, mix: np.uint64 = NUMBERS_MIX
     A number is a token that starts with a decimal digit, with those one separator after it ("1,200",
     "3:38,72": the tokeniser splits them); a line's byte is how many (3 bits) and a 5-bit hash of
     them in text order (`wordpair_kernels.line_numbers`), each number read as its value: written in another
-    script's digits it hashes as in ASCII ones (`_number_hashes`). `mix`: the hash's odd multiplier."""
+    script's digits it hashes as in ASCII ones (`number_hashes`). `mix`: the hash's odd multiplier."""
     if not len(spans) or not doc.num_tokens:
         return np.zeros(len(spans), dtype=np.uint8)
-    return line_numbers(doc.code_points, doc.token_starts, doc.token_ends, _number_hashes(doc),
-                        np.ascontiguousarray(spans, dtype=np.int64), _decimal_digits(), NUMBERS_COUNT_SHIFT,
+    points = doc.code_points
+    return line_numbers(points.view(np.uint8), points.itemsize, doc.token_starts, doc.token_ends, number_hashes(doc),
+                        np.ascontiguousarray(spans, dtype=np.int64), decimal_digits(), NUMBERS_COUNT_SHIFT,
                         NUMBERS_MOST, mix)
 
 
 @cache
 def _ascii_digits() -> dict[int, str]:
     """Each decimal digit beyond ASCII (Arabic-Indic, Persian, Devanagari, Thai, ...) to its ASCII digit."""
-    beyond = np.flatnonzero(_decimal_digits()[128:]) + 128
+    beyond = np.flatnonzero(decimal_digits()[128:]) + 128
     return {code: str(unicodedata.decimal(chr(code))) for code in beyond.tolist()}
 
 
-def _number_hashes(doc: Document) -> np.ndarray:
+def number_hashes(doc: Document) -> np.ndarray:
     """The tokens' hashes, a token starting with a digit beyond ASCII hashed as its ASCII digits' token.
 
     A site writes its numbers in its script's digits or in ASCII ones ("١٢٠", "۱۲۰", "120"; Hindi
@@ -164,7 +165,7 @@ def _number_hashes(doc: Document) -> np.ndarray:
         return hashes
     firsts = doc.code_points[doc.token_starts]
     in_plane = firsts < 0x10000
-    native = np.flatnonzero(in_plane & (firsts >= 128) & _decimal_digits()[np.where(in_plane, firsts, 0)])
+    native = np.flatnonzero(in_plane & (firsts >= 128) & decimal_digits()[np.where(in_plane, firsts, 0)])
     if not len(native):
         return hashes
     hashes, fold, text = hashes.copy(), _ascii_digits(), doc.text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamdedup.hash_arrays import in_table
 from streamdedup.jit import numba
 
 
@@ -172,32 +173,69 @@ def two_bit_words(packed: np.ndarray) -> np.ndarray:
     return padded.view("<u8").astype(np.uint64, copy=False)
 
 
+@numba.njit(cache=True, inline="always")
+def code_point(text: np.ndarray, width: int, i: int) -> int:
+    """The `i`-th code point of a text given as its code points' bytes (`hashing.code_points` viewed as uint8).
+
+    `width` bytes a code point: 1 (ASCII text) or 4 (UTF-32, little-endian as encoded). One array
+    type for any text: a kernel taking the code points themselves compiles (and loads at start-up)
+    once for uint8 and once for uint32."""
+    if width == 1:
+        return np.int64(text[i])
+    at = 4 * i
+    return (np.int64(text[at]) | (np.int64(text[at + 1]) << 8) | (np.int64(text[at + 2]) << 16)
+            | (np.int64(text[at + 3]) << 24))
+
+
+@numba.njit(cache=True, inline="always")
+def _searched(starts: np.ndarray, value: int) -> int:
+    """np.searchsorted(starts, value, side="right"): how many of the ascending `starts` are at most `value`."""
+    low, high = 0, len(starts)
+    while low < high:
+        middle = (low + high) // 2
+        if starts[middle] <= value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 @numba.njit(cache=True)
-def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, pairs: np.ndarray,
-                     common: np.ndarray, letter_units: np.ndarray, units_per_word: int, a: np.ndarray, b: np.ndarray,
-                     min_words: int, max_kept: int, tail: int, value_bits: int,
-                     max_words: int, block_lines: int, short_tokens: int = 0) -> tuple[np.ndarray, np.ndarray, bool]:
-    """`WordPairsMethod._paragraphs`' sketch in one pass: each kept line's packed values, its span, capped.
+def paragraph_sketch(text: np.ndarray, width: int, token_starts: np.ndarray, token_ends: np.ndarray,
+                     pairs: np.ndarray, token_hashes: np.ndarray, common: tuple[np.ndarray, int, int, bool],
+                     weight_starts: np.ndarray, weights: np.ndarray, units_per_word: int, a: np.ndarray,
+                     b: np.ndarray, min_words: int, max_kept: int, tail: int, value_bits: int, max_words: int,
+                     block_lines: int, short_tokens: int, number_hashes: np.ndarray, digits: np.ndarray,
+                     count_shift: int, most: int, mix: np.uint64, short_numbered: int,
+                     short_plain: int) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray, np.ndarray]:
+    """`WordPairsMethod._paragraphs`' sketch in one call: each kept line's packed values, span, numbers; capped.
+
+    One call a page (issue 60: the newline mask, the letter units, the common-word test, the numbers
+    and the short units were each a numpy or compiled call of 1-4 µs around this one, ~20 µs a page
+    of 30; the same values). `text`: the text's code points as bytes, `width` a code point
+    (`code_point`); only the text between tokens is read for newlines.
 
     A line's words are its word-equivalents (`paragraph_rows.letter_units`): the larger of its tokens
-    and its tokens' `letter_units` over `units_per_word`. A line (text between newlines) of at least
-    `min_words` words and two tokens (offsets in code points) is a paragraph; only the text between
-    tokens is read for newlines. So is a block: `block_lines` or more consecutive lines none of
-    which is one (a list, a table's rows) that together have `min_words` words and two tokens, its
-    words their sum, its pairs all of its tokens' (0: no block); so is such a run that is no block
-    (under `min_words` words, or one line: a heading, a list item), of at least `short_tokens`
-    tokens (0: none), a short unit. Past `max_kept` paragraphs (blocks
-    aside) the longest are kept (ties: the earlier), and the last `tail`, in text order, and no
-    block; under it, the longest blocks fill the places left (ties: the earlier), in text order.
-    Of each kept one, for each of the len(a)
-    functions, the least (a*p + b) >> 40 (wrapping uint64) over its pairs `pairs` (pair i: tokens i
-    and i + 1) but those of two `common` tokens (over all where every pair is such), its low
-    `value_bits` bits, packed the first lowest, then its words
-    (at most `max_words`) above them; and the line's [start, end) in the text. `is_newline`: whether
-    each of the text's code points is a newline (an array, one type for any text: a str argument is
-    typed in Python, ~2 µs a call, and its code points are uint8 or uint32, two compiled versions
-    to load)."""
-    n, size = len(token_starts), len(is_newline)
+    and its tokens' letter units over `units_per_word`; a token's units are its code points times
+    its script's weight (`weights`, a range from each of `weight_starts`, by its first code point),
+    none where `weights` is empty (ASCII text, or lengths in tokens). A line (text between newlines)
+    of at least `min_words` words and two tokens (offsets in code points) is a paragraph. So is a
+    block: `block_lines` or more consecutive lines none of which is one (a list, a table's rows) that
+    together have `min_words` words and two tokens, its words their sum, its pairs all of its tokens'
+    (0: no block); so is such a run that is no block (under `min_words` words, or one line: a heading,
+    a list item), of at least `short_tokens` tokens (0: none), a short unit. Past `max_kept`
+    paragraphs (blocks aside) the longest are kept (ties: the earlier), and the last `tail`, in text
+    order, and no block; under it, the longest blocks fill the places left (ties: the earlier), in
+    text order. Of each kept one, for each of the len(a) functions, the least (a*p + b) >> 40
+    (wrapping uint64) over its pairs `pairs` (pair i: tokens i and i + 1) but those of two common
+    tokens (`token_hashes` in the `common` table: `hash_arrays.in_table`; over all where every pair
+    is such), its low `value_bits` bits, packed the first lowest, then its words (at most
+    `max_words`) above them; the line's [start, end) in the text; its numbers byte (`line_numbers`
+    of the spans, with `number_hashes`, `digits` and the rest its arguments); and whether it is a
+    short unit (words under `min_words`, where `short_tokens` is set), whose numbers byte is then
+    `short_numbered` where it states a number, else `short_plain` (`paragraph_rows.short_numbers`)."""
+    n, size = len(token_starts), len(text) // width
+    weighed = len(weights) > 0
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many
     run_len = np.empty(n, dtype=np.int64)
     run_line = np.empty(n, dtype=np.int64)  # where its line starts
@@ -208,7 +246,7 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
     gap = 0  # past the previous token
     for t in range(n):
         for i in range(gap, token_starts[t]):
-            if is_newline[i]:
+            if code_point(text, width, i) == 10:
                 line_start = i + 1
                 new_line = True
         gap = token_ends[t]
@@ -217,7 +255,9 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             runs += 1
             new_line = False
         run_len[runs - 1] += 1
-        run_units[runs - 1] += letter_units[t]
+        if weighed:
+            first = code_point(text, width, token_starts[t])
+            run_units[runs - 1] += (token_ends[t] - token_starts[t]) * weights[_searched(weight_starts, first)]
     run_words = np.empty(runs, dtype=np.int64)  # word-equivalents: never fewer than its tokens
     for r in range(runs):
         run_words[r] = max(run_len[r], run_units[r] // units_per_word)
@@ -267,19 +307,26 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
         chosen = np.sort(np.concatenate((chosen, blocks[taken])))
     out = np.empty(len(chosen), dtype=np.uint64)
     spans = np.empty((len(chosen), 2), dtype=np.int64)
+    short = np.zeros(len(chosen), dtype=np.bool_)
     mask = np.uint64((1 << value_bits) - 1)
     values = len(a)
+    keys, bits, reach, has_zero = common
+    is_common = np.empty(n, dtype=np.bool_)  # asked of the kept units' tokens alone, once each (units do not overlap)
     for j in range(len(chosen)):
         u = chosen[j]
         r, last_run = unit_first[u], unit_last[u]
         first = run_start[r]
         tokens = run_start[last_run] + run_len[last_run] - first
+        for i in range(first, first + tokens):
+            is_common[i] = in_table(keys, bits, reach, has_zero, token_hashes[i])
         every = True  # no pair left once those skipped are: read them all
         for i in range(first, first + tokens - 1):
-            if not (common[i] and common[i + 1]):
+            if not (is_common[i] and is_common[i + 1]):
                 every = False
                 break
-        packed = np.uint64(min(unit_words[u], max_words)) << np.uint64(values * value_bits)
+        words = min(unit_words[u], max_words)
+        short[j] = short_tokens > 0 and words < min_words
+        packed = np.uint64(words) << np.uint64(values * value_bits)
         # a skipped pair's value gets the top bit, above every value (24 bits) a kept pair has, so it is
         # never the minimum: no branch on whether a pair is skipped (a coin toss on real text, each
         # one mispredicted cost more than the pair's arithmetic)
@@ -290,15 +337,20 @@ def paragraph_sketch(is_newline: np.ndarray, token_starts: np.ndarray, token_end
             ak, bk = a[k], b[k]
             lowest = np.uint64(0xFFFFFFFFFFFFFFFF)
             for i in range(first, first + tokens - 1):
-                skipped = np.uint64(common[i] & common[i + 1]) * skipped_bit
+                skipped = np.uint64(is_common[i] & is_common[i + 1]) * skipped_bit
                 lowest = min(lowest, ((ak * pairs[i] + bk) >> np.uint64(40)) | skipped)
             packed |= (lowest & mask) << np.uint64(k * value_bits)
         out[j] = packed
         end = token_ends[first + tokens - 1]
-        while end < size and not is_newline[end]:
+        while end < size and code_point(text, width, end) != 10:
             end += 1
         spans[j, 0], spans[j, 1] = run_line[r], end
-    return out, spans, capped
+    numbers = line_numbers(text, width, token_starts, token_ends, number_hashes, spans, digits, count_shift, most,
+                           mix)
+    for j in range(len(chosen)):
+        if short[j]:
+            numbers[j] = short_numbered if numbers[j] >> count_shift > 0 else short_plain
+    return out, spans, capped, numbers, short
 
 
 @numba.njit(cache=True)
@@ -402,13 +454,15 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
 
 
 @numba.njit(cache=True)
-def line_numbers(code_points: np.ndarray, token_starts: np.ndarray, token_ends: np.ndarray, token_hashes: np.ndarray,
-                 spans: np.ndarray, digits: np.ndarray, count_shift: int, most: int, mix: np.uint64) -> np.ndarray:
+def line_numbers(text: np.ndarray, width: int, token_starts: np.ndarray, token_ends: np.ndarray,
+                 token_hashes: np.ndarray, spans: np.ndarray, digits: np.ndarray, count_shift: int, most: int,
+                 mix: np.uint64) -> np.ndarray:
     """`paragraph_rows.numbers_bytes`: a byte a line at `spans` of its numbers (0: none), uint8[n].
 
     A number: tokens starting with a `digits` code point, one separator (. , :) apart ("3.000", "3:38,72").
     How many (at most `most`) above `count_shift`, under it the top bits of the wrapping sum of
-    their tokens' hashes, each times `mix` and an odd number of its number's rank in the line."""
+    their tokens' hashes, each times `mix` and an odd number of its number's rank in the line.
+    `text`: the code points' bytes, `width` a code point (`code_point`)."""
     n = spans.shape[0]
     out = np.zeros(n, dtype=np.uint8)
     line, count, total, top, after = 0, 0, np.uint64(0), np.uint64(64 - count_shift), -2
@@ -420,10 +474,10 @@ def line_numbers(code_points: np.ndarray, token_starts: np.ndarray, token_ends: 
             line, count, total = line + 1, 0, np.uint64(0)
         if line >= n:
             break
-        point = code_points[at]
+        point = code_point(text, width, at)
         if at < spans[line, 0] or point >= 0x10000 or not digits[point]:
             continue
-        sign = code_points[at - 1] if at >= 1 else 0
+        sign = code_point(text, width, at - 1) if at >= 1 else 0
         if not (count and at == after + 1 and (sign == 46 or sign == 44 or sign == 58)):
             count += 1  # a number of its own, else the rest of the one before
         total += token_hashes[t] * np.uint64(2 * count - 1) * mix

@@ -101,18 +101,22 @@ from streamdedup.fingerprints.paragraph_rows import (
     LENGTH_SHIFT,
     LETTERS_PER_WORD,
     MAX_PARAGRAPH_WORDS,
+    NUMBERS_COUNT_SHIFT,
     NUMBERS_MIX,
+    NUMBERS_MOST,
     PARAGRAPH_BYTES,
     PARAGRAPH_VALUE_BITS,
     PARAGRAPH_VALUES,
+    SHORT_NUMBERED,
+    SHORT_PLAIN,
     SHOWN_BIT,
+    WEIGHT_STARTS,
     WEIGHT_TENTHS,
+    WEIGHTS,
     block_numbers,
     blocks_of,
-    letter_units,
-    numbers_bytes,
-    paragraph_words,
-    short_numbers,
+    decimal_digits,
+    number_hashes,
 )
 from streamdedup.fingerprints.wordpair_kernels import (
     pack_two_bits,
@@ -122,13 +126,14 @@ from streamdedup.fingerprints.wordpair_kernels import (
     two_bit_new_shares,
 )
 from streamdedup.hash_arrays import in_sorted
-from streamdedup.stats.common_words import COMMON_WORDS_FILE, is_common_word
+from streamdedup.stats.common_words import COMMON_WORDS_FILE, common_word_table
 from streamdedup.tokens.document import Document
 
 _VALUE_BITS = 2  # bits kept of each minimum
 _PER_BYTE = 8 // _VALUE_BITS
 TAIL = 2  # a capped sketch keeps its page's last paragraphs besides its longest
 PARAGRAPH_LENGTHS = ("letters", "tokens")  # `WordPairsParams.paragraph_length`
+_NO_WEIGHTS = np.zeros(0, dtype=np.int64)  # `paragraph_sketch`'s script weights where tokens alone count
 
 
 @dataclass(frozen=True)
@@ -375,16 +380,18 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         # a paragraph has two tokens at least; one of fewer than `paragraph_words` may count as many
         if not p.max_paragraphs or doc.num_tokens < 2:
             return empty, False, empty, no_numbers, ()
-        # the kept lines' sketches in one compiled pass over the text between tokens, from the pair
-        # hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the kept lines only
-        # pairs of two common words are skipped: unrelated paragraphs share them (`stats/common_words.py`)
-        is_newline = doc.code_points == 10  # one array type for any text (`paragraph_sketch`)
-        units = letter_units(doc) if p.paragraph_length == "letters" else np.zeros(doc.num_tokens, dtype=np.int64)
-        out, spans, capped = paragraph_sketch(is_newline, doc.token_starts, doc.token_ends, doc.all_shingles(2),
-                                              is_common_word(doc.token_hashes), units,
-                                              LETTERS_PER_WORD * WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words,
-                                              p.max_paragraphs, TAIL, PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS,
-                                              p.line_blocks, p.short_lines)
+        # the kept lines' sketches, their numbers and which are short units in one compiled call over the text
+        # between tokens, from the pair hashes `doc.all_shingles(2)` (the MinHash's, cached), computed for the
+        # kept lines only; pairs of two common words are skipped: unrelated paragraphs share them
+        # (`stats/common_words.py`)
+        points = doc.code_points
+        weighed = p.paragraph_length == "letters" and not doc.text.isascii()  # ASCII: every token Latin, weight 0
+        out, spans, capped, numbers, short = paragraph_sketch(
+            points.view(np.uint8), points.itemsize, doc.token_starts, doc.token_ends, doc.all_shingles(2),
+            doc.token_hashes, common_word_table(), WEIGHT_STARTS, WEIGHTS if weighed else _NO_WEIGHTS,
+            LETTERS_PER_WORD * WEIGHT_TENTHS, self._pa, self._pb, p.paragraph_words, p.max_paragraphs, TAIL,
+            PARAGRAPH_VALUE_BITS, MAX_PARAGRAPH_WORDS, p.line_blocks, p.short_lines, number_hashes(doc),
+            decimal_digits(), NUMBERS_COUNT_SHIFT, NUMBERS_MOST, self._mix, SHORT_NUMBERED, SHORT_PLAIN)
         if not len(out):
             return empty, False, empty, no_numbers, ()
         text = doc.text
@@ -398,14 +405,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         blocks = tuple((place, np.fromiter((xxhash.xxh3_64_intdigest(line) for line in part.split(b"\n") if line),
                                            dtype=np.uint64))
                        for place, part in enumerate(parts) if b"\n" in part)
-        numbers = numbers_bytes(doc, spans, self._mix)
-        # a short unit (under `paragraph_words`, as no paragraph nor block is): whether it states a number
-        short = (paragraph_words(out) < p.paragraph_words) if p.short_lines else np.zeros(len(out), dtype=np.bool_)
         if blocks:  # a count of 0 with a hash: which are blocks, for the verdict (`paragraph_rows.blocks_of`)
             places = np.array([place for place, _ in blocks if not short[place]], dtype=np.int64)
             numbers[places] = block_numbers(doc, spans[places], self._mix)
-        if short.any():
-            numbers[short] = short_numbers(numbers[short])
         return out, bool(capped), lines, numbers, blocks
 
     def index_keys(self, signature: WordPairsSignature) -> list[bytes]:

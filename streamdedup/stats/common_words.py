@@ -46,6 +46,11 @@ def is_common_word(token_hashes: np.ndarray) -> np.ndarray:
     return _common_word_set().contains(token_hashes)
 
 
+def common_word_table() -> tuple[np.ndarray, int, int, bool]:
+    """The common words' table (`HashSet.table`), for a compiled loop that asks `hash_arrays.in_table` itself."""
+    return _common_word_set().table
+
+
 def make_list() -> list[str]:
     """The list from wordfreq (a dependency): its languages' most frequent words and Tibetan's particles."""
     import wordfreq

@@ -52,7 +52,7 @@ def _letter_units_by_table(doc: Document) -> np.ndarray:
     """`letter_units` as its general path computes it (the script table of each token's first code point)."""
     letters = doc.token_ends - doc.token_starts
     first = doc.code_points[doc.token_starts].astype(np.int64)
-    return letters * paragraph_rows._WEIGHTS[np.searchsorted(paragraph_rows._WEIGHT_STARTS, first, side="right")]
+    return letters * paragraph_rows.WEIGHTS[np.searchsorted(paragraph_rows.WEIGHT_STARTS, first, side="right")]
 
 
 @pytest.mark.parametrize("text", ["Plain ASCII words, 12 numbers and 3:38,72 punctuation!\nA second line of it.",
@@ -64,7 +64,7 @@ def test_ascii_text_takes_its_shortcuts_with_the_same_values(text):
     expected = _letter_units_by_table(doc)
     assert units.dtype == expected.dtype == np.int64
     assert np.array_equal(units, expected)
-    assert paragraph_rows._number_hashes(doc) is doc.token_hashes  # no digit beyond ASCII: the document's own
+    assert paragraph_rows.number_hashes(doc) is doc.token_hashes  # no digit beyond ASCII: the document's own
 
 
 def test_other_text_still_weighs_its_scripts_and_folds_its_digits():
@@ -73,20 +73,20 @@ def test_other_text_still_weighs_its_scripts_and_folds_its_digits():
     units = paragraph_rows.letter_units(doc)
     assert np.array_equal(units, _letter_units_by_table(doc))
     assert units[0] == 3 * 25  # three Hangul syllables, weight 2.5 in tenths
-    hashes = paragraph_rows._number_hashes(doc)
+    hashes = paragraph_rows.number_hashes(doc)
     tokens = doc.tokens
     assert hashes[tokens.index("١٢٠")] == hashes[tokens.index("120")]  # the Arabic-Indic number reads as 120
 
 
 def test_the_decimal_digits_table_is_what_a_regex_digit_matches():
-    """`paragraph_rows._decimal_digits` (one numpy string call) marks exactly the code points `re`'s `\\d`
+    """`paragraph_rows.decimal_digits` (one numpy string call) marks exactly the code points `re`'s `\\d`
     matches in the Basic Multilingual Plane (the table was made by that regex), and none other."""
     import re
 
     plane = "".join(map(chr, range(0x10000)))
     expected = np.zeros(0x10000, dtype=np.bool_)
     expected[[match.start() for match in re.finditer(r"\d", plane)]] = True
-    table = paragraph_rows._decimal_digits()
+    table = paragraph_rows.decimal_digits()
     assert table.dtype == np.bool_ and table.shape == (0x10000,)
     assert np.flatnonzero(table).tolist() == np.flatnonzero(expected).tolist()
     assert table[ord("7")] and table[0x0663] and not table[0] and not table[ord("a")] and not table[0xD800]
