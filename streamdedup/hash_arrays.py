@@ -67,6 +67,62 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return _without_repeats(np.sort(np.asarray(values, dtype=np.uint64)))
 
 
+def first_seen(values: np.ndarray) -> np.ndarray:
+    """The distinct values in the order they first occur (uint64): `distinct` unsorted, in one pass.
+
+    For a method that reads them as a set (a MinHash's minima, their count): no sort (~7 µs of 9 for
+    600 shingles), a table of a power of two at least twice their count, probed from each value's
+    Fibonacci hash on (`_slot`; empty slots hold 0, whether 0 occurs kept apart). The hashes are
+    public, so a page can crowd its shingles into one corner of the table (~n^2/2 probes: 3 CPU s for
+    500,000 characters): past `PROBES_EACH` probes a value the same answer comes from a sort."""
+    found, done = _first_seen(values)
+    if done:
+        return found
+    _, first = np.unique(values, return_index=True)
+    return np.asarray(values, dtype=np.uint64)[np.sort(first)]
+
+
+# probes a value (on average, plus 64) `first_seen`'s table may take: ~1.5 at its load of at most a half
+PROBES_EACH = 16
+
+
+@numba.njit(cache=True)
+def _first_seen(values: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`first_seen` by its table, and whether it kept within `PROBES_EACH` probes a value (else stopped)."""
+    n = len(values)
+    budget = PROBES_EACH * n + 64
+    bits = 4
+    while (1 << bits) < 2 * n:
+        bits += 1
+    mask = (1 << bits) - 1
+    table = np.zeros(1 << bits, dtype=np.uint64)
+    out = np.empty(n, dtype=np.uint64)
+    m = 0
+    zero = False
+    for value in values:
+        if value == 0:
+            if not zero:
+                zero = True
+                out[m] = value
+                m += 1
+            continue
+        at = _slot(value, bits)
+        while True:
+            held = table[at]
+            if held == value:
+                break
+            if held == 0:
+                table[at] = value
+                out[m] = value
+                m += 1
+                break
+            at = (at + 1) & mask
+            budget -= 1
+            if budget < 0:
+                return out[:0], False
+    return out[:m], True
+
+
 def combine(values: np.ndarray) -> int:
     """One 64-bit hash of a sequence of hashes (e.g. a sentence from its token hashes)."""
     return xxhash.xxh3_64_intdigest(np.ascontiguousarray(values, dtype=np.uint64).tobytes())

@@ -124,8 +124,10 @@ class MinHashMethod(FingerprintMethod[MinHashSignature, MinHashParams]):
         return minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a_flat, self._b_flat)
 
     def signature(self, doc: Document) -> MinHashSignature | None:
-        """The page's minima over its shingles (None: fewer than `min_shingles`)."""
-        shingles = doc.shingles(self.params.shingle_size)
+        """The page's minima over its shingles (None: fewer than `min_shingles`).
+
+        Over its distinct shingles in no order (`Document.shingle_set`): the same minima and count, no sort."""
+        shingles = doc.shingle_set(self.params.shingle_size)
         if len(shingles) < self.params.min_shingles:
             return None
         return self.signature_of_minima(self.hash_values(shingles), len(shingles))

@@ -174,7 +174,7 @@ def two_bit_words(packed: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, inline="always")
-def code_point(text: np.ndarray, width: int, i: int) -> int:
+def code_point(text: np.ndarray, width: int, i: int) -> np.int64:
     """The `i`-th code point of a text given as its code points' bytes (`hashing.code_points` viewed as uint8).
 
     `width` bytes a code point: 1 (ASCII text) or 4 (UTF-32, little-endian as encoded). One array
@@ -188,7 +188,7 @@ def code_point(text: np.ndarray, width: int, i: int) -> int:
 
 
 @numba.njit(cache=True, inline="always")
-def _searched(starts: np.ndarray, value: int) -> int:
+def _searched(starts: np.ndarray, value: np.int64) -> int:
     """np.searchsorted(starts, value, side="right"): how many of the ascending `starts` are at most `value`."""
     low, high = 0, len(starts)
     while low < high:

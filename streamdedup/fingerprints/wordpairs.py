@@ -362,8 +362,9 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         """The packed 2-bit minima of the text's word pairs and how many distinct pairs (None: no pair).
 
         Not a signature: `signature` makes its own, with the paragraphs (a frozen dataclass with two
-        default arrays costs ~1 µs to make)."""
-        shingles = doc.shingles(self.params.shingle_size)
+        default arrays costs ~1 µs to make). Over the distinct pairs in no order (`Document.shingle_set`):
+        the same minima and count, no sort."""
+        shingles = doc.shingle_set(self.params.shingle_size)
         if not len(shingles):
             return None
         minima = minhash_min(np.ascontiguousarray(shingles, dtype=np.uint64), self._a, self._b)

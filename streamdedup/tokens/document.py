@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from streamdedup.hash_arrays import distinct
+from streamdedup.hash_arrays import distinct, first_seen
 from streamdedup.tokens.hashing import code_points as text_code_points
 from streamdedup.tokens.hashing import shingle_hashes
 from streamdedup.tokens.language import guess_language
@@ -35,6 +35,7 @@ class Document:
         self._code_points = code_points
         self._shingles: dict[int, np.ndarray] = {}
         self._all_shingles: dict[int, np.ndarray] = {}
+        self._shingle_sets: dict[int, np.ndarray] = {}
 
     @classmethod
     def from_text(cls, text: str, lang: str | None = None) -> Document:
@@ -95,4 +96,17 @@ class Document:
         cached = self._shingles.get(k)
         if cached is None:
             cached = self._shingles[k] = distinct(self.all_shingles(k))
+        return cached
+
+    def shingle_set(self, k: int) -> np.ndarray:
+        """Distinct k-token shingle hashes in no set order (uint64): `shingles` where it is made, else unsorted.
+
+        For a method that reads them as a set, their minima and how many (MinHash, word pairs): one
+        hashed pass (`hash_arrays.first_seen`) and no sort, ~6 µs a 600-word page of each k saved."""
+        made = self._shingles.get(k)
+        if made is not None:
+            return made
+        cached = self._shingle_sets.get(k)
+        if cached is None:
+            cached = self._shingle_sets[k] = first_seen(self.all_shingles(k))
         return cached

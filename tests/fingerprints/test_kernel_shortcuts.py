@@ -1,7 +1,8 @@
 """The prepare step's shortcuts give what the plain formulas give (issue 60: the text path's speed).
 
 `minhash_min` takes four shingles a pass; `letter_units` and the numbers' hashes skip their
-per-token script tables for ASCII text. Each must be the same, value for value and type for type:
+per-token script tables for ASCII text; the MinHashes read their shingles' set unsorted
+(`hash_arrays.first_seen`); the paragraph sketch makes its rows' words and numbers in one call. Each must be the same, value for value and type for type:
 the signatures, and so every verdict and store byte, depend on them.
 """
 
@@ -12,6 +13,9 @@ import pytest
 
 from streamdedup.fingerprints import paragraph_rows
 from streamdedup.fingerprints.kernels import minhash_min
+from streamdedup.fingerprints.minhash import MinHashMethod
+from streamdedup.fingerprints.wordpairs import WordPairsMethod
+from streamdedup.hash_arrays import first_seen
 from streamdedup.tokens.document import Document
 
 
@@ -90,3 +94,53 @@ def test_the_decimal_digits_table_is_what_a_regex_digit_matches():
     assert table.dtype == np.bool_ and table.shape == (0x10000,)
     assert np.flatnonzero(table).tolist() == np.flatnonzero(expected).tolist()
     assert table[ord("7")] and table[0x0663] and not table[0] and not table[ord("a")] and not table[0xD800]
+
+
+def test_first_seen_is_each_distinct_value_once_in_the_order_first_met():
+    """Repeats, zeros (the table's empty mark) and values that share a slot, at sizes around the table's."""
+    rng = np.random.default_rng(60)
+    for count in [0, 1, 2, 7, 8, 9, 100, 1000]:
+        for spread in (3, 50, 2**64):
+            values = rng.integers(0, spread, size=count, dtype=np.uint64, endpoint=False)
+            values[rng.random(count) < 0.1] = 0
+            got = first_seen(values)
+            assert got.dtype == np.uint64
+            assert got.tolist() == list(dict.fromkeys(values.tolist())), (count, spread)
+    same_slot = np.array([1 << 60, 2 << 60, 3 << 60, 1 << 60, 0, 2 << 60], dtype=np.uint64)
+    assert first_seen(same_slot).tolist() == [1 << 60, 2 << 60, 3 << 60, 0]
+
+
+_TEXTS = ["the cat sat on the mat and the cat sat on the mat again " * 30,
+          "Plain ASCII words, 12 numbers and 3:38,72 punctuation!\nA second line of it.",
+          "한국어 문장 ١٢٠ and 120 words " * 9, "one", ""]
+
+
+@pytest.mark.parametrize("text", _TEXTS)
+def test_the_minhashes_read_their_unsorted_shingle_set_as_the_sorted_one(text):
+    """MinHash and word pairs over `Document.shingle_set` encode what they encode over `Document.shingles`."""
+    for method in (MinHashMethod(), WordPairsMethod()):
+        unsorted = Document.from_text(text)
+        ordered = Document.from_text(text)
+        ordered.shingles(method.params.shingle_size)  # made: `shingle_set` hands these
+        got, expected = method.signature(unsorted), method.signature(ordered)
+        assert (got is None) == (expected is None)
+        if got is not None:
+            assert method.encode(got) == method.encode(expected), method.name
+
+
+def test_each_paragraph_row_is_what_its_line_alone_gives():
+    """The one-call sketch's words (letter units, scripts weighed) and numbers of each paragraph line.
+
+    Each as `letter_units` and `numbers_byte` give them of the line alone (a token's hash is its own)."""
+    lines = ["The council met on 5 May 2024 and voted 12 to 3 on the budget of 1,200 pounds for the city.",
+             "한국어 문장은 영어보다 짧은 토큰으로 많은 내용을 담고 있어서 단어 수를 글자로 세어야 합니다 정말 그렇습니다 120",
+             "Die Abstimmung ergab ١٢٠ Stimmen dafür und ۱۲۰ dagegen, so berichtete die Zeitung am Montag früh.",
+             "A plain line of prose with no number at all, long enough to be a paragraph of the sketch."]
+    method = WordPairsMethod()
+    signature = method.signature(Document.from_text("\n".join(lines)))
+    assert signature is not None and len(signature.paragraphs) == len(lines)
+    for line, row, numbers in zip(lines, signature.paragraphs.tolist(), signature.numbers.tolist(), strict=True):
+        alone = Document.from_text(line)
+        words = max(alone.num_tokens, int(paragraph_rows.letter_units(alone).sum()) // 60)
+        assert (row >> paragraph_rows.LENGTH_SHIFT) & 127 == min(127, words), line
+        assert numbers == paragraph_rows.numbers_byte(line), line
