@@ -58,6 +58,7 @@ from broker import wait_for_members  # bench/broker.py
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
+from report_io import print_report  # bench/report_io.py
 
 from streamdedup.record.page import page_from_record
 from streamdedup.record.readers import read_input
@@ -406,10 +407,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                   args.stall_worker, args.index_partitions)
                 result[f"workers_{workers}"] = compare(reference, got, order)
                 print(json.dumps({f"workers_{workers}": result[f"workers_{workers}"]}), file=sys.stderr)
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    print_report(result, args.out, indent=1)
     return result
 
 

@@ -27,7 +27,6 @@ late `merged` events of pages out by their wait before their matches' clusters w
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import tarfile
 import tempfile
@@ -45,6 +44,7 @@ except ImportError:  # a venv without the [kafka] extra (a notebook's): one line
     kafka_client("bench/cluster_agreement.py")
     raise
 from peers import archives  # bench/
+from report_io import print_report  # bench/report_io.py
 
 from streamdedup.outputs.kafka import cluster_events
 from streamdedup.runtime.broker import EmbeddedBroker
@@ -192,10 +192,7 @@ def main() -> dict[str, Any]:
                 if args.dump and not result["runs"][str(workers)]["clusters_equal"]:  # to trace the difference
                     (args.dump / f"w{workers}.json").write_bytes(orjson.dumps(
                         {"reference": reference, "dedups": got["dedups"], "events": got["events"]}))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    print_report(result, args.out)
     return result
 
 

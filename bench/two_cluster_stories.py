@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import orjson
 from agreement import file_mode, run_workers  # bench/agreement.py
 from cluster_agreement import compare  # bench/cluster_agreement.py
+from report_io import print_report  # bench/report_io.py
 
 from streamdedup.outputs.kafka import cluster_events
 from streamdedup.runtime.broker import EmbeddedBroker
@@ -70,10 +70,7 @@ def main() -> dict[str, Any]:
                    f"{WATCHED}_cluster": next((d["cluster_id"] for d in reference if d["id"] == WATCHED), None),
                    f"{WATCHED}_cluster_worker": next((d["cluster_id"] for d in got["dedups"] if d["id"] == WATCHED),
                                                      None)})
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    print_report(result, args.out)
     return result
 
 
