@@ -12,9 +12,10 @@ from dataclasses import replace
 
 import orjson
 
+from runtime.scaleout.gather_steps import GatherSteps, verdicts
 from streamdedup.runtime.scaleout.gather_records import Guessed, Pending
 from streamdedup.runtime.scaleout.gather_stage import GatherPartition
-from streamdedup.runtime.scaleout.gather_verdicts import Decided, Emitted, stories_of, verdict_of
+from streamdedup.runtime.scaleout.gather_verdicts import Emitted, stories_of, verdict_of
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
@@ -33,28 +34,7 @@ def held_whole(page_id: str, root_id: str) -> Match:
     return Match(page_id, ORDERS[page_id], "minhash", 0.6, ORDERS[root_id], root_id, 0.4, 0.0, SUPERSEDES, DUPLICATE)
 
 
-def route(gather: GatherPartition, emitted: list[Emitted], out: list[Emitted]) -> None:
-    """Deliver what the gather sends to its own pages (all of them here); keep the rest."""
-    queue = list(emitted)
-    while queue:
-        item = queue.pop(0)
-        if isinstance(item, RootAsk):
-            queue += gather.add_root_ask(item)
-        elif isinstance(item, RootReply):
-            out.append(item)
-            queue += gather.add_root(item)
-        else:
-            out.append(item)
-
-
-def complete(gather: GatherPartition, page_id: str, matches: tuple[Match, ...], out: list[Emitted]) -> None:
-    order = ORDERS[page_id]
-    route(gather, gather.add_header(PageHeader(page_id, order, (0,), {}, "t"), at_ms=0), out)
-    route(gather, gather.add_answer(Answer(page_id, order, 0, matches), at_ms=0), out)
-
-
-def verdicts(out: list[Emitted]) -> dict[str, dict]:
-    return {d.header.page_id: d.dedup for d in out if isinstance(d, Decided)}
+complete = GatherSteps(ORDERS).complete
 
 
 def test_a_wire_copy_over_a_story_of_two_clusters_joins_it_told_the_merge_by_the_bridges_gather(tmp_path):

@@ -13,10 +13,10 @@ from dataclasses import replace
 
 import orjson
 
-from runtime.scaleout.test_merged_told import route
+from runtime.scaleout.gather_steps import GatherSteps, verdicts
 from streamdedup.runtime.scaleout.gather_records import Guessed, Pending
 from streamdedup.runtime.scaleout.gather_stage import GatherPartition
-from streamdedup.runtime.scaleout.gather_verdicts import Decided, Emitted, verdict_of
+from streamdedup.runtime.scaleout.gather_verdicts import Emitted, verdict_of
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
@@ -36,14 +36,7 @@ def held_in(page_id: str, root_id: str, their_new_share: float) -> Match:
                  their_new_share, DUPLICATE, SUPERSEDES)
 
 
-def complete(gather: GatherPartition, page_id: str, matches: tuple[Match, ...], out: list[Emitted]) -> None:
-    order = ORDERS[page_id]
-    route(gather, gather.add_header(PageHeader(page_id, order, (0,), {}, "t"), at_ms=0), out)
-    route(gather, gather.add_answer(Answer(page_id, order, 0, matches), at_ms=0), out)
-
-
-def verdicts(out: list[Emitted]) -> dict[str, dict]:
-    return {d.header.page_id: d.dedup for d in out if isinstance(d, Decided)}
+complete = GatherSteps(ORDERS).complete
 
 
 def test_copies_of_two_stories_sharing_a_quote_do_not_merge_them_through_the_digest(tmp_path):

@@ -22,13 +22,12 @@ file mode joins E's: the clusters differ, with no `merged` event to show it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import orjson
 
+from runtime.scaleout.gather_steps import GatherSteps
 from streamdedup.runtime.scaleout.gather_stage import GatherPartition
 from streamdedup.runtime.scaleout.gather_verdicts import RELEASED_EARLY, Decided, Emitted, LateMatch, LateMerge
-from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
+from streamdedup.runtime.scaleout.messages import Match, RootAsk, RootReply, Supplement
 from streamdedup.runtime.scaleout.routing import page_order
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
 
@@ -42,24 +41,8 @@ def copy_of(page_id: str, root_id: str) -> Match:
     return Match(page_id, ORDERS[page_id], "exact", 1.0, ORDERS[root_id], root_id)
 
 
-def route(gather: GatherPartition, emitted: Iterable[Emitted], out: list[Emitted]) -> None:
-    """Deliver what the gather sends to its own pages (`HERE`: asks about them, replies to them); keep the rest."""
-    queue = list(emitted)
-    while queue:
-        item = queue.pop(0)
-        if isinstance(item, RootAsk) and item.page_id in HERE:
-            queue += gather.add_root_ask(item)
-        elif isinstance(item, RootReply) and item.page_id in HERE:
-            queue += gather.add_root(item)
-        else:
-            out.append(item)
-
-
-def complete(gather: GatherPartition, page_id: str, matches: tuple[Match, ...], out: list[Emitted]) -> None:
-    """The page's header and its one index partition's answer (`matches`), at 0 ms."""
-    order = ORDERS[page_id]
-    route(gather, gather.add_header(PageHeader(page_id, order, (0,), {}, "t"), at_ms=0), out)
-    route(gather, gather.add_answer(Answer(page_id, order, 0, matches), at_ms=0), out)
+STEPS = GatherSteps(ORDERS, HERE)
+route, complete = STEPS.route, STEPS.complete
 
 
 def merges(out: list[Emitted]) -> list[tuple[str, str, list[str]]]:
