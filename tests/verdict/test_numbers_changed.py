@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from flood_page import flood_html
 
 from streamdedup import Deduplicator
 from streamdedup.fingerprints.paragraph_rows import numbers_byte, paragraph_values
@@ -24,10 +25,7 @@ STORY = [
 
 
 def _page(paragraphs: list[str], name: str) -> dict[str, Any]:
-    body = "".join(f"<p>{p}</p>" for p in paragraphs)
-    return {"id": name, "url": f"https://news.example/{name}",
-            "content": f"<html><head><title>Flood</title></head><body><article><h1>Flood</h1>{body}</article>"
-                       "</body></html>"}
+    return {"id": name, "url": f"https://news.example/{name}", "content": flood_html(paragraphs)}
 
 
 def _signature(paragraphs: list[str]):

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from flood_page import STORY, flood_html
 
 from streamdedup import Deduplicator
 from streamdedup.fingerprints.paragraph_rows import paragraph_values
@@ -20,16 +21,6 @@ from streamdedup.fingerprints.wordpairs import WordPairsMethod
 from streamdedup.tokens.document import Document
 from streamdedup.verdict.new_text import numbers_changed
 
-STORY = [
-    "The regional council met on Tuesday evening to discuss the flooding that hit the valley towns last week "
-    "and the repairs that residents have been waiting for since the river burst its banks.",
-    "Engineers from the county office inspected the old footbridge near the mill and found that the supports "
-    "had been weakened by debris carried down from the hills during the storm.",
-    "The council will vote next month on a plan to rebuild the bridge with a wider span and to raise the "
-    "embankment along the northern bank before the autumn storms arrive in the region.",
-    "Residents who lost property in the flood can apply for support at the town hall, where volunteers will "
-    "help them fill in the forms and collect the documents the insurers ask for.",
-]
 # a short fact line whose number replaced keeps only 2 of its 4 sketch values (the public default seed)
 SHARES = "Shares closed at 12.40 dollars, up 3 percent on the day, after the company raised its forecast."
 # a paragraph stating 7 numbers or more: its count is read as "7 or more"
@@ -38,11 +29,9 @@ TOLL = ("By Friday 45 people had died in 3 provinces, 1,200 were injured, 8,000 
 
 
 def _page(fact: str, name: str) -> dict[str, Any]:
-    body = "".join(f"<p>{p}</p>" for p in [*STORY[:2], fact, *STORY[2:]])
     day = {"original": 1, "refetched": 2, "copy": 3}[name]  # the correction is fetched after the original
     return {"id": name, "url": "https://news.example/flood", "fetched_at": f"2026-12-0{day}T10:00:00Z",
-            "content": f"<html><head><title>Flood</title></head><body><article><h1>Flood</h1>{body}</article>"
-                       "</body></html>"}
+            "content": flood_html([*STORY[:2], fact, *STORY[2:]])}
 
 
 def _judged(fact: str, later: str) -> tuple[Any, Any]:

@@ -11,26 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from flood_page import STORY, flood_html
 
 from streamdedup import Deduplicator
 
-STORY = [
-    "The regional council met on Tuesday evening to discuss the flooding that hit the valley towns last week "
-    "and the repairs that residents have been waiting for since the river burst its banks.",
-    "Engineers from the county office inspected the old footbridge near the mill and found that the supports "
-    "had been weakened by debris carried down from the hills during the storm.",
-    "The council will vote next month on a plan to rebuild the bridge with a wider span and to raise the "
-    "embankment along the northern bank before the autumn storms arrive in the region.",
-]
 COMMENT = ("I live on the lower road and the water came up to our kitchen window on Thursday night, but nobody "
            "from the council has come to look at the damage to our houses yet.")
 
 
 def _page(box: str, fetched: str) -> dict[str, Any]:
-    body = "".join(f"<p>{p}</p>" for p in STORY)
-    return {"url": "https://news.example/flood", "fetched_at": fetched,
-            "content": f"<html><head><title>Flood</title></head><body><article><h1>Flood</h1>{body}{box}"
-                       "</article></body></html>"}
+    return {"url": "https://news.example/flood", "fetched_at": fetched, "content": flood_html(STORY[:3], box)}
 
 
 def _refetched_with(box_class: str) -> Any:
