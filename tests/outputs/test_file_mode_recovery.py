@@ -84,6 +84,22 @@ def dedup(*args: str) -> int:
     return main(["dedup", *args, "-q"])
 
 
+def killed_committing(monkeypatch: pytest.MonkeyPatch, at_batch: int, *args: str) -> None:
+    """A `dedup` run that dies as its `at_batch`-th batch commits (its outputs written, not committed)."""
+    commit, calls = Detector.commit, []
+
+    def crashing_commit(self: Detector, batch: object) -> None:
+        calls.append(1)
+        if len(calls) == at_batch:
+            raise Killed  # as if killed here: not an error the CLI handles
+        commit(self, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Detector, "commit", crashing_commit)
+    with pytest.raises(Killed):
+        dedup(*args)
+    monkeypatch.setattr(Detector, "commit", commit)
+
+
 def test_config_mismatch_refusal_keeps_earlier_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = write_jsonl(tmp_path / "a.jsonl", crawl(40))
     out = tmp_path / "out"
@@ -148,18 +164,7 @@ def test_uncommitted_batch_is_redone_and_other_inputs_are_refused(
     records = crawl(100)
     data = write_jsonl(tmp_path / "a.jsonl", records)
     out = tmp_path / "out"
-    commit, calls = Detector.commit, []
-
-    def crashing_commit(self: Detector, batch: object) -> None:
-        calls.append(1)
-        if len(calls) == 3:
-            raise Killed  # as if killed here: not an error the CLI handles
-        commit(self, batch)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Detector, "commit", crashing_commit)
-    with pytest.raises(Killed):
-        dedup(str(data), "--out", str(out), "--batch-size", "16")
-    monkeypatch.setattr(Detector, "commit", commit)
+    killed_committing(monkeypatch, 3, str(data), "--out", str(out), "--batch-size", "16")
     lines = sum(len((out / n).read_bytes().splitlines()) for n in OUTPUTS)
     assert lines == 48  # three batches written, two committed
     before = snapshot(out)
@@ -189,22 +194,12 @@ def test_stdin_job_resumes_when_the_same_stream_is_piped_again(
     records = crawl(80)
     payload = b"\n".join(records) + b"\n"
     out = tmp_path / "out"
-    commit, calls = Detector.commit, []
-
-    def crashing_commit(self: Detector, batch: object) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise Killed
-        commit(self, batch)  # type: ignore[arg-type]
 
     def stdin(data: bytes) -> None:
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
 
-    monkeypatch.setattr(Detector, "commit", crashing_commit)
     stdin(payload)
-    with pytest.raises(Killed):
-        dedup("-", "--out", str(out), "--batch-size", "16")
-    monkeypatch.setattr(Detector, "commit", commit)
+    killed_committing(monkeypatch, 2, "-", "--out", str(out), "--batch-size", "16")
     stdin(b"\n".join(crawl(80, seed=9)) + b"\n")  # another stream: refused, nothing touched
     before = snapshot(out)
     assert dedup("-", "--out", str(out)) == 2
@@ -321,22 +316,6 @@ def test_a_slow_endless_stdin_is_flushed_on_time_and_stopped_cleanly_by_sigterm(
     assert output_keys(out)[0] == input_keys(records) + input_keys(more)
 
 
-def _killed_after_two_batches(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
-    """A `dedup` run that dies as its second batch commits (its outputs written, not committed)."""
-    commit, calls = Detector.commit, []
-
-    def crashing_commit(self: Detector, batch: object) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise Killed
-        commit(self, batch)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Detector, "commit", crashing_commit)
-    with pytest.raises(Killed):
-        dedup(*args)
-    monkeypatch.setattr(Detector, "commit", commit)
-
-
 @pytest.mark.parametrize("written_by", ["this version", "an earlier version"])
 def test_a_moved_store_and_outputs_resume_their_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str], written_by: str) -> None:
@@ -350,7 +329,7 @@ def test_a_moved_store_and_outputs_resume_their_job(tmp_path: Path, monkeypatch:
     records = crawl(120)
     data = write_jsonl(tmp_path / "a.jsonl", records)
     out, state = tmp_path / "disk1" / "out", tmp_path / "disk1" / "state"
-    _killed_after_two_batches(monkeypatch, str(data), "--out", str(out), "--state", str(state), "--batch-size", "16")
+    killed_committing(monkeypatch, 2, str(data), "--out", str(out), "--state", str(state), "--batch-size", "16")
     if written_by == "an earlier version":
         (out / ".streamdedup-job").unlink()
     moved_state = tmp_path / "disk2" / "state"
