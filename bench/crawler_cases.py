@@ -106,6 +106,18 @@ def warm(k, tpl, hostname, n=2, off=0):
         k.add(f"{hostname}/warm-{j}", rc.render(tpl[1], a["paras"][0][:50], a["paras"][:6]))
 
 
+def case_on_host(kind, art_at, tpl_at, host, warm_off=None):
+    """A case's kind, article (`ARTS[art_at]`), template (`TPLS[tpl_at]`) and host (`https://HOST-template.example`),
+    the host warmed first (`warm`, from `warm_off`) if `warm_off` is given."""
+    k = K(kind)
+    a = ARTS[art_at % len(ARTS)]
+    tpl = TPLS[tpl_at % len(TPLS)]
+    hostn = f"https://{host}-{tpl[0][:10]}.example"
+    if warm_off is not None:
+        warm(k, tpl, hostn, off=warm_off)
+    return k, a, tpl, hostn
+
+
 def para_between(lo, hi, avoid, start=0):
     for i in range(start, start + len(ARTS)):
         a = ARTS[i % len(ARTS)]
@@ -211,10 +223,7 @@ def generate(handbook: str) -> None:
     ]
     for n, (fact, old, new) in enumerate(FACTS):
         for same in (True, False):
-            a = ARTS[(n * 3 + 17 + int(same)) % len(ARTS)]
-            k = K("numbers_fact")
-            tpl = TPLS[(n + 40) % len(TPLS)]
-            hostn = f"https://f{n}{int(same)}-{tpl[0][:10]}.example"
+            k, a, tpl, hostn = case_on_host("numbers_fact", n * 3 + 17 + int(same), n + 40, f"f{n}{int(same)}")
             title = a["paras"][0][:60]
             ps = list(a["paras"])
             j = len(ps) // 2
@@ -234,10 +243,7 @@ def generate(handbook: str) -> None:
         ("The company confirmed that the plant will close in spring and that most of the staff will be laid off.", "will close", "will not close"),
     ]
     for n, (fact, old, new) in enumerate(CORR):
-        a = ARTS[(n * 5 + 23) % len(ARTS)]
-        k = K("correction")
-        tpl = TPLS[(n + 45) % len(TPLS)]
-        hostn = f"https://k{n}-{tpl[0][:10]}.example"
+        k, a, tpl, hostn = case_on_host("correction", n * 5 + 23, n + 45, f"k{n}")
         ps = list(a["paras"])
         j = len(ps) // 2
         e = k.add(f"{hostn}/story-{n}", rc.render(tpl[1], ps[0][:60], ps[:j] + [fact] + ps[j:]))
@@ -254,12 +260,8 @@ def generate(handbook: str) -> None:
     ]
     for n, (s1, s2) in enumerate(SPECS):
         for w in (0, 1):
-            k = K("product")
-            a = ARTS[(n * 2 + 31 + w) % len(ARTS)]
-            tpl = TPLS[(n + 5 + 9 * w) % len(TPLS)]
-            hostn = f"https://shop{n}{w}-{tpl[0][:10]}.example"
-            if w:
-                warm(k, tpl, hostn, off=n + 9)
+            k, a, tpl, hostn = case_on_host("product", n * 2 + 31 + w, n + 5 + 9 * w, f"shop{n}{w}",
+                                            warm_off=n + 9 if w else None)
             desc = a["paras"][:3]
             e = k.add(f"{hostn}/p/1001", rc.render(tpl[1], "Ergonomic desk chair", desc + [s1]))
             l2 = k.add(f"{hostn}/p/1002", rc.render(tpl[1], "Ergonomic desk chair", desc + [s2]))
@@ -267,12 +269,7 @@ def generate(handbook: str) -> None:
 
     # a comment under the article, inside the main content
     for n in range(6):
-        k = K("comment")
-        a = ARTS[(n + 50) % len(ARTS)]
-        tpl = TPLS[(n + 12) % len(TPLS)]
-        hostn = f"https://cm{n}-{tpl[0][:10]}.example"
-        if n % 2:
-            warm(k, tpl, hostn, off=n + 20)
+        k, a, tpl, hostn = case_on_host("comment", n + 50, n + 12, f"cm{n}", warm_off=n + 20 if n % 2 else None)
         ps = a["paras"]
         com = para_between(20 if n < 3 else 40, 45 if n < 3 else 80, a, start=n * 7 + 3)
         head = '<h3>1 comment</h3>'
@@ -286,12 +283,7 @@ def generate(handbook: str) -> None:
 
     # paginated: page 2 after page 1, sharing the template only
     for n in range(8):
-        k = K("page2")
-        a = ARTS[(n + 60) % len(ARTS)]
-        tpl = TPLS[(n + 25) % len(TPLS)]
-        hostn = f"https://pg{n}-{tpl[0][:10]}.example"
-        if n % 2:
-            warm(k, tpl, hostn, off=n + 30)
+        k, a, tpl, hostn = case_on_host("page2", n + 60, n + 25, f"pg{n}", warm_off=n + 30 if n % 2 else None)
         ps = a["paras"]
         m = 2 if n < 4 else 3
         e = k.add(f"{hostn}/story-{n}", rc.render(tpl[1], ps[0][:60], ps[:m]))
@@ -346,10 +338,7 @@ def generate(handbook: str) -> None:
     # sports results table updated
     TEAMS = ["Rapid", "Sturm", "Austria", "Salzburg", "LASK", "Hartberg", "Altach", "Wolfsberg", "Ried", "Tirol"]
     for n in range(6):
-        k = K("table")
-        a = ARTS[(n + 120) % len(ARTS)]
-        tpl = TPLS[(n + 70) % len(TPLS)]
-        hostn = f"https://t{n}-{tpl[0][:10]}.example"
+        k, a, tpl, hostn = case_on_host("table", n + 120, n + 70, f"t{n}")
         r = random.Random(n)
         rows = [(TEAMS[2 * i], r.randrange(4), r.randrange(4), TEAMS[2 * i + 1]) for i in range(5)]
 
@@ -380,10 +369,7 @@ def generate(handbook: str) -> None:
                "Mis à jour le 6 mars 2024"),
               ("Played on 7 March", "Played on 8 March", "Last update: 2024-03-07", "Last update: 2024-03-08")]
     for n in range(8):
-        k = K("dup_stamp")
-        a = ARTS[(n + 140) % len(ARTS)]
-        tpl = TPLS[(n + 80) % len(TPLS)]
-        hostn = f"https://s{n}-{tpl[0][:10]}.example"
+        k, a, tpl, hostn = case_on_host("dup_stamp", n + 140, n + 80, f"s{n}")
         r = random.Random(n + 10)
         rows = [(TEAMS[2 * i], r.randrange(4), r.randrange(4), TEAMS[2 * i + 1]) for i in range(5)]
         k1, k2, u1, u2 = STAMPS[n % len(STAMPS)]
