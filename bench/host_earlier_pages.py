@@ -20,19 +20,17 @@ A rule about a host's earlier page(s) can only help a miss whose new lines are `
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from eval_in_process import eval_arguments, eval_errors  # bench/eval_in_process.py
 from rapidfuzz import fuzz
 
 import streamdedup.evaluate.run as run
 import streamdedup.own_text as own_text
 from streamdedup.clean.page_urls import page_key
 from streamdedup.clean.template import split_lines, template_site
-from streamdedup.cli import main as cli_main
 
 EDITED = 70  # rapidfuzz ratio to a line of the repeated page: the same line, lightly edited
 
@@ -103,14 +101,10 @@ def classify(pages: dict[str, dict[str, Any]], order: list[str], missed: list[di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="eval's --out folder")
-    parser.add_argument("--json", type=Path, help="write the rows (with each new line) here")
+    parser = eval_arguments(__doc__.splitlines()[0], "write the rows (with each new line) here")
     args = parser.parse_args(argv)
     pages, order, verdicts = capture()
-    cli_main(["eval", str(args.dataset), "--out", str(args.out), "--methods", "minhash", "-q"])
-    errors = json.loads((args.out / "errors.json").read_text())
+    errors = eval_errors(args.dataset, args.out)
     rows = classify(pages, order, errors["default"]["directional"]["missed_redundant"], verdicts)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False))

@@ -23,7 +23,6 @@ first, whose lines no template can know yet). Read the page's new lines with `be
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -34,7 +33,6 @@ from urllib.parse import urlsplit
 import streamdedup.detector as detector
 import streamdedup.evaluate.run as run
 import streamdedup.verdict.relations as relations
-from streamdedup.cli import main as cli_main
 from streamdedup.verdict.policy import NewText, NewTextTolerance
 
 
@@ -89,14 +87,12 @@ def cause(measured: tuple[NewText, NewText, NewTextTolerance]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="eval's --out folder")
-    parser.add_argument("--json", type=Path, help="write the rows (with every link of each miss) here")
+    from eval_in_process import eval_arguments, eval_errors  # bench/; here: tests load this file without it
+
+    parser = eval_arguments(__doc__.splitlines()[0], "write the rows (with every link of each miss) here")
     args = parser.parse_args(argv)
     links = capture()
-    cli_main(["eval", str(args.dataset), "--out", str(args.out), "--methods", "minhash", "-q"])
-    errors = json.loads((args.out / "errors.json").read_text())
+    errors = eval_errors(args.dataset, args.out)
     places = host_places(args.dataset)
     rows = []
     for miss in errors["default"]["directional"]["missed_redundant"]:

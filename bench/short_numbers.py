@@ -16,19 +16,18 @@ Pure CPU: ~1.5 min for web dev on 2 shared cores.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import re
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
+
+from eval_in_process import eval_arguments, eval_errors  # bench/eval_in_process.py
 
 import streamdedup.detector as detector
 import streamdedup.evaluate.run as run
 from streamdedup.clean.article_block import INSIDE, article_lines, page_html
-from streamdedup.cli import main as cli_main
 from streamdedup.fingerprints.paragraph_rows import letter_units
 from streamdedup.tokens.document import Document
 
@@ -134,15 +133,11 @@ def changed_lines(page: dict[str, Any], other: dict[str, Any]) -> list[dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="eval's --out folder")
-    parser.add_argument("--json", type=Path, help="write each page's changed lines here")
+    parser = eval_arguments(__doc__.splitlines()[0], "write each page's changed lines here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each changed line")
     args = parser.parse_args(argv)
     texts, verdicts = capture()
-    cli_main(["eval", str(args.dataset), "--out", str(args.out), "--methods", "minhash", "-q"])
-    errors = json.loads((args.out / "errors.json").read_text())
+    errors = eval_errors(args.dataset, args.out)
     unsafe = {str(e["page"].get("id") or e["page"].get("label_id"))
               for e in errors["default"]["directional"].get("unsafe_edges", [])}
     found = pages = missing = 0
