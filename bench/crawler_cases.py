@@ -40,8 +40,6 @@ from collections import Counter
 import lxml.html
 import review_crawl as rc
 
-from streamdedup import dedup_files
-
 W = rc.words
 ARTS: list = []
 TPLS: list = []
@@ -519,11 +517,7 @@ def main() -> None:
         for name, k in KINDS.items():
             if args.kinds and name not in args.kinds:
                 continue
-            path, out = f"{tmp}/{name}.jsonl", f"{tmp}/out-{name}"
-            with open(path, "w") as f:
-                for r in k.recs:
-                    f.write(json.dumps(r) + "\n")
-            dedup_files([path], out)
+            out = rc.dedup_kind(tmp, name, k.recs)
             verdicts = {}
             for line in open(f"{out}/verdicts.jsonl"):
                 d = json.loads(line)

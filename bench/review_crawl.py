@@ -35,6 +35,7 @@ import re
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 import lxml.html
@@ -407,6 +408,16 @@ def generate(seed: int) -> dict[str, Crawl]:
     return crawls
 
 
+def dedup_kind(tmp: str, kind: str, records: Iterable[dict]) -> str:
+    """Run file mode (`dedup_files`, defaults) on a kind's records, written to TMP/KIND.jsonl; its out folder."""
+    path, out = f"{tmp}/{kind}.jsonl", f"{tmp}/out-{kind}"
+    with open(path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    dedup_files([path], out)
+    return out
+
+
 def score(kind: str, crawl: Crawl, out: str, verbose: bool) -> dict[str, Any]:
     """The kind's counts from its verdicts.jsonl and clusters.jsonl (`out`)."""
     truth = {p["rec"]["id"]: p for p in crawl.pages}
@@ -474,11 +485,7 @@ def main() -> None:
         for kind, crawl in crawls.items():
             if args.kinds and kind not in args.kinds:
                 continue
-            path, out = f"{tmp}/{kind}.jsonl", f"{tmp}/out-{kind}"
-            with open(path, "w") as f:
-                for p in crawl.pages:
-                    f.write(json.dumps(p["rec"]) + "\n")
-            dedup_files([path], out)
+            out = dedup_kind(tmp, kind, (p["rec"] for p in crawl.pages))
             results[kind] = score(kind, crawl, out, args.verbose)
             r = results[kind]
             print(f"{kind:18s} " + " ".join(f"{k} {r[k]}" for k in r if k != "cases"), file=sys.stderr)
