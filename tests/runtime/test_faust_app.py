@@ -23,13 +23,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
-from runtime.scaleout.test_one_engine import bridged_clusters
+from runtime.scaleout.test_one_engine import bridged_clusters, file_mode_stories
 from runtime.test_big_pages import big_page
 from runtime.test_worker import BAD, crawl, send
 from streamdedup.clusters import read_topic_stories
 from streamdedup.config import DetectorConfig
 from streamdedup.detector import Detector
-from streamdedup.outputs.files import FileSink
 from streamdedup.runtime.faust_app import (
     JournalKeeper,
     StartedOver,
@@ -299,12 +298,7 @@ def test_faust_app_against_the_broker_big_pages_and_a_topic_that_starts_over(bro
     if broker.kind != "tansu":
         wanted.update({(big_copy["url"], "too_large_for_broker"): 1, (big_copy["url"], "duplicate"): -1})
     assert Counter((line["url"], line["dedup"].get("reason", line["dedup"]["status"])) for line in lines) == +wanted
-    sink = FileSink(tmp_path / "out")
-    for outcome in file_mode:
-        sink.write(outcome)
-    sink.write_clusters()
-    sink.close()
-    stories = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    stories = file_mode_stories(file_mode, tmp_path / "out")
     assert any(o.dedup.get("merged_clusters") for o in file_mode) and len(stories) < len(expected)
     assert read_topic_stories(settings.bootstrap_servers, settings.topics.cluster_view).stories() == stories
     assert "pages partition 0 started over" in log.replace(settings.topics.pages, "pages"), log[-3000:]

@@ -4,7 +4,9 @@ so the global order is file mode's order and no answer can be late."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 
 import orjson
 import pytest
@@ -17,7 +19,7 @@ from runtime.test_worker import send
 from streamdedup.clean.article_block import inside_marks
 from streamdedup.clusters import read_topic_stories
 from streamdedup.config import DetectorConfig
-from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
+from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, with_inside
 from streamdedup.outputs.files import FileSink
 from streamdedup.outputs.kafka import cluster_events
@@ -49,6 +51,16 @@ def bridged_clusters() -> list[dict]:
              ("https://usite.example/story", u), ("https://vsite.example/story", v), (DIGEST_URL, u + v)]
     return [page(url, wrap_in_template(body, site_of(url)), f"2024-03-09T0{i}:00:00Z")
             for i, (url, body) in enumerate(pages)]
+
+
+def file_mode_stories(outcomes: Iterable[Outcome], out: Path) -> list[dict]:
+    """The stories file mode writes for `outcomes` (its clusters.jsonl in `out`), read back."""
+    sink = FileSink(out)
+    for outcome in outcomes:
+        sink.write(outcome)
+    sink.write_clusters()
+    sink.close()
+    return [orjson.loads(line) for line in (out / "clusters.jsonl").read_bytes().splitlines()]
 
 
 def worker_verdicts(settings: WorkerSettings) -> dict[str, dict]:
@@ -88,12 +100,7 @@ def test_file_mode_and_the_global_topology_give_the_same_verdicts_field_by_field
         assert worker[page_id] == expected, page_id
     # the news-feed view (issue 58): file mode's clusters.jsonl is what the reader folds from the
     # worker's cluster view, the bridge's merge included; every page once, with its url
-    sink = FileSink(tmp_path / "out")
-    for outcome in outcomes:
-        sink.write(outcome)
-    sink.write_clusters()
-    sink.close()
-    stories = [orjson.loads(line) for line in (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines()]
+    stories = file_mode_stories(outcomes, tmp_path / "out")
     [bridged] = [s for s in stories if "https://rsite.example/story" in {p["url"] for p in s["pages"]}]
     assert {p["url"] for p in bridged["pages"]} == {"https://rsite.example/story?page=1", "https://bsite.example/story",
                                                     "https://rsite.example/story?page=2", "https://rsite.example/story"}
