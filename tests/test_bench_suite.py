@@ -306,7 +306,8 @@ def test_a_kafka_bench_without_the_kafka_client_stops_in_one_line_naming_the_fix
 
 
 @pytest.mark.parametrize("argv", [["cluster_agreement.py", "--workers", "1"],
-                                  ["e2e.py", "--site-crawl", "--no-profile"]])
+                                  ["e2e.py", "--site-crawl", "--no-profile"],
+                                  ["light_edits.py", "--seeds", "1"]])
 def test_a_bench_of_real_pages_without_the_archives_names_where_they_go(argv: list[str], tmp_path: Path) -> None:
     """README's `python bench/cluster_agreement.py` and `bench/e2e.py --site-crawl` read the real pages of
     ../shared/data, which a clone elsewhere lacks: they ended in FileNotFoundError's traceback."""
