@@ -9,8 +9,8 @@ page) and the edit (another dev page's template, as the sets' light edits) run t
 detector in both orders. Counted: edits that are the original's duplicate, and originals crawled
 after the edit that are the edit's duplicate (each adds nothing the other lacks).
 
-    PYTHONPATH=. python bench/short_line_edits.py /work/shared/data/readability-test-pages.tar.gz \
-        /work/shared/data/trafilatura-test-pages.tar.gz --pages 40
+    PYTHONPATH=. python bench/short_line_edits.py ../shared/data/readability-test-pages.tar.gz \
+        ../shared/data/trafilatura-test-pages.tar.gz --pages 40
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The shingle hashes and the table's slot (`_slot`, a Fibonacci hash) are public, so an attacker can
 pick each next word of his page so that the new 5-shingle's slot falls in the table's first 1/512:
 every shingle then probes past all those placed before, ~n^2/2 probes for n shingles. Measured
-(`bench/hostile_s90/first_seen_text.py`, k=5 shingles of 4-letter words, CPU, one run each): 50,000
+(`bench/hostile/first_seen_text.py`, k=5 shingles of 4-letter words, CPU, one run each): 50,000
 characters 31.5 ms against 0.1 ms for the same words in random order; 500,000 characters 3,010 ms
 against 0.7 ms; 2,000,000 (`max_text_chars`) 49.0 s. Before 0.29.0 (a sort) the work was n log n
 whatever the text. `first_seen` now counts its probes and past 16 a value (plus 64) gives the same

@@ -17,22 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from story_pages import story_of, story_page
 
 from streamdedup import detector as detector_module
-from streamdedup.testing import make_article, run_records, wrap_in_template
+from streamdedup.testing import make_article, run_records
 from streamdedup.verdict.engine import Candidate, bridges, decide, digest_of_overlapping
 from streamdedup.verdict.relations import DUPLICATE, SUPERSEDES
-
-
-def _page(page_id: str, site: str, paragraphs: list[str], when: str) -> dict[str, Any]:
-    return {"id": page_id, "url": f"https://{site}/a/{page_id}", "fetched_at": f"2026-12-07T{when}:00Z",
-            "html": wrap_in_template(paragraphs, site, title=f"Story {page_id}")}
-
-
-def _story_of(parents: dict[str, str], page: str) -> str:
-    while parents.setdefault(page, page) != page:
-        page = parents[page]
-    return page
 
 
 def _stories(seed: int) -> tuple[list[str], list[str]]:
@@ -49,7 +39,7 @@ def _parents(outcomes: list[Any]) -> dict[str, str]:
     for out in outcomes:
         verdict = out.dedup
         for cluster in [verdict["id"], *(verdict.get("merged_clusters") or [])]:
-            parents[_story_of(parents, cluster)] = _story_of(parents, verdict["cluster_id"])
+            parents[story_of(parents, cluster)] = story_of(parents, verdict["cluster_id"])
     return parents
 
 
@@ -57,31 +47,31 @@ def _parents(outcomes: list[Any]) -> dict[str, str]:
 def test_a_digest_of_two_stories_sharing_a_quote_does_not_merge_them(tmp_path, seed):
     """The stories, the attacker's digest of both, a copy of each: the stories stay two (12 of 12 merged before)."""
     first, second = _stories(seed)
-    records = [_page("A", "alpha.example", first, "08:00"), _page("B", "beta.example", second, "08:10"),
-               _page("D", "evil.example", first + second, "08:30"),
-               _page("A2", "gamma.example", first, "08:40"), _page("B2", "delta.example", second, "08:50")]
+    records = [story_page("A", "alpha.example", first, "08:00"), story_page("B", "beta.example", second, "08:10"),
+               story_page("D", "evil.example", first + second, "08:30"),
+               story_page("A2", "gamma.example", first, "08:40"), story_page("B2", "delta.example", second, "08:50")]
     outcomes = run_records(records, tmp_path)
     parents = _parents(outcomes)
-    assert _story_of(parents, "A") != _story_of(parents, "B")
+    assert story_of(parents, "A") != story_of(parents, "B")
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert verdicts["A2"]["duplicate_of"] == "A" and verdicts["B2"]["duplicate_of"] == "B"
-    assert _story_of(parents, "A2") == _story_of(parents, "A") and _story_of(parents, "B2") == _story_of(parents, "B")
+    assert story_of(parents, "A2") == story_of(parents, "A") and story_of(parents, "B2") == story_of(parents, "B")
 
 
 def test_a_full_copy_of_the_digest_joins_it_and_the_stories_stay_two(tmp_path):
     """The digest's own copy names it and joins its cluster (the mark is the cluster's: its first page's
     record), and the stories' copies after it still bridge neither into the digest's cluster."""
     first, second = _stories(1)
-    records = [_page("A", "alpha.example", first, "08:00"), _page("B", "beta.example", second, "08:10"),
-               _page("D", "evil.example", first + second, "08:30"),
-               _page("D2", "mirror.example", first + second, "08:35"),
-               _page("A2", "gamma.example", first, "08:40"), _page("B2", "delta.example", second, "08:50")]
+    records = [story_page("A", "alpha.example", first, "08:00"), story_page("B", "beta.example", second, "08:10"),
+               story_page("D", "evil.example", first + second, "08:30"),
+               story_page("D2", "mirror.example", first + second, "08:35"),
+               story_page("A2", "gamma.example", first, "08:40"), story_page("B2", "delta.example", second, "08:50")]
     outcomes = run_records(records, tmp_path)
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert (verdicts["D2"]["duplicate_of"], verdicts["D2"]["cluster_id"]) == ("D", "D"), verdicts["D2"]
     parents = _parents(outcomes)
-    assert _story_of(parents, "A") != _story_of(parents, "B")
-    assert _story_of(parents, "D2") == _story_of(parents, "D")
+    assert story_of(parents, "A") != story_of(parents, "B")
+    assert story_of(parents, "D2") == story_of(parents, "D")
 
 
 def test_a_copy_of_a_digest_of_one_story_and_a_little_still_joins_it(tmp_path):
@@ -89,14 +79,14 @@ def test_a_copy_of_a_digest_of_one_story_and_a_little_still_joins_it(tmp_path):
     it, so it is not marked, and a later copy of A, most of it, bridges it into A's story as before."""
     first, _ = _stories(1)
     brief = make_article(77, paragraphs=3, sentences=3)
-    records = [_page("A", "alpha.example", first, "08:00"), _page("C", "beta.example", brief, "08:10"),
-               _page("D", "roundup.example", first + brief, "08:30"), _page("A2", "gamma.example", first, "08:40")]
+    records = [story_page("A", "alpha.example", first, "08:00"), story_page("C", "beta.example", brief, "08:10"),
+               story_page("D", "roundup.example", first + brief, "08:30"), story_page("A2", "gamma.example", first, "08:40")]
     outcomes = run_records(records, tmp_path)
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert verdicts["D"]["cluster_id"] == "D" and set(verdicts["D"]["supersedes"]) == {"A", "C"}, verdicts["D"]
     assert verdicts["A2"]["duplicate_of"] == "A" and verdicts["A2"]["merged_clusters"] == ["D"], verdicts["A2"]
     parents = _parents(outcomes)
-    assert _story_of(parents, "D") == _story_of(parents, "A") != _story_of(parents, "C")
+    assert story_of(parents, "D") == story_of(parents, "A") != story_of(parents, "C")
 
 
 def test_a_digest_filed_by_rules_before_32_is_read_as_before(tmp_path, monkeypatch):
@@ -104,10 +94,10 @@ def test_a_digest_filed_by_rules_before_32_is_read_as_before(tmp_path, monkeypat
     is most of it, as then (the stories merge); a digest filed now over the same store is marked."""
     first, second = _stories(2)
     monkeypatch.setattr(detector_module, "digest_of_overlapping", lambda *args: False)  # as rules 31 filed it
-    run_records([_page("A", "alpha.example", first, "08:00"), _page("B", "beta.example", second, "08:10"),
-                 _page("D", "evil.example", first + second, "08:30")], tmp_path)
+    run_records([story_page("A", "alpha.example", first, "08:00"), story_page("B", "beta.example", second, "08:10"),
+                 story_page("D", "evil.example", first + second, "08:30")], tmp_path)
     monkeypatch.undo()
-    later = run_records([_page("A2", "gamma.example", first, "08:40"), _page("B2", "delta.example", second, "08:50")],
+    later = run_records([story_page("A2", "gamma.example", first, "08:40"), story_page("B2", "delta.example", second, "08:50")],
                         tmp_path)
     assert [out.dedup["merged_clusters"] for out in later] == [["D"], ["D"]]  # A, D and B: one story, as before
 
