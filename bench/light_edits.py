@@ -41,46 +41,16 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from missed_causes import cause  # noqa: E402
+from missed_causes import judged_links  # noqa: E402
 from peers import archives  # noqa: E402
 
-import streamdedup.detector as detector  # noqa: E402
-import streamdedup.verdict.relations as relations  # noqa: E402
 from streamdedup.evaluate.pages import SourcePage, load_pages  # noqa: E402
 from streamdedup.evaluate.sets import distinct_articles, family_of, host_of, slug, split_of  # noqa: E402
 from streamdedup.evaluate.surgery import in_template, light_edit_kept, own_page, usable_template  # noqa: E402
 from streamdedup.testing import run_records  # noqa: E402
-from streamdedup.verdict.policy import NewText, NewTextTolerance  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the checkout
 ARCHIVES = [SHARED / "readability-test-pages.tar.gz", SHARED / "trafilatura-test-pages.tar.gz"]
-
-
-def capture() -> dict[str, list[dict[str, Any]]]:
-    """Hook the detector: each page's links, with the cause (`missed_causes.cause`) of those a rule matched."""
-    links: dict[str, list[dict[str, Any]]] = {}
-    asked: list[tuple[NewText, NewText, NewTextTolerance]] = []
-    relation, judged = relations.relation, relations.judged
-
-    def related(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
-        asked.append((new, their_new, tolerance))
-        return relation(matched, new, their_new, tolerance)
-
-    def judging(*args: Any, **kwargs: Any) -> Any:
-        page = args[4]
-        for link in judged(*args, **kwargs):
-            measured = asked[0] if link.rule and asked else None
-            asked.clear()
-            links.setdefault(page.page_id, []).append({
-                "other": link.doc.page_id, "rule": link.rule, "relation": link.relation,
-                "new_share": round(link.new_share, 3), "their_new_share": round(link.their_new_share, 3),
-                "cause": cause(measured) if measured else "no rule matched",
-                "new": measured[0]._asdict() if measured else None})
-            yield link
-
-    relations.relation = related
-    detector.judged = judging
-    return links
 
 
 def change(original: list[str], edited: list[str], kept: list[int]) -> dict[str, Any]:
@@ -165,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = distinct_articles(load_pages(args.pages or archives("bench/light_edits.py", ARCHIVES)))
     pool = [p for p in pages if split_of(p) == "dev" and family_of(p) == "web"]
     templates = [p for p in pool if usable_template(p)]
-    links = capture()
+    links = judged_links()
     rows: list[dict[str, Any]] = []
     cpu = time.process_time()
     controls = judge_controls(pool, templates, args.seeds)

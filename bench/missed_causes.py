@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,12 +37,14 @@ import streamdedup.verdict.relations as relations
 from streamdedup.verdict.policy import NewText, NewTextTolerance
 
 
-def capture() -> dict[str, list[dict[str, Any]]]:
-    """Hook the eval: each page's links in the first (default) scenario, with the new text measured each way."""
+def judged_links(kept: Callable[[], bool] = lambda: True) -> dict[str, list[dict[str, Any]]]:
+    """Hook the detector: each page's links (while `kept()`), with the new text measured each way and its cause.
+
+    The link's rule and relations, its shares, and the cause (`cause`) of the new text
+    `relations.relation` was asked about where a rule matched it ("no rule matched" where none did)."""
     links: dict[str, list[dict[str, Any]]] = {}
     asked: list[tuple[NewText, NewText, NewTextTolerance]] = []
-    scenario = [0]
-    relation, judged, decide_all = relations.relation, relations.judged, run.decide_all
+    relation, judged = relations.relation, relations.judged
 
     def related(matched: bool, new: NewText, their_new: NewText, tolerance: NewTextTolerance) -> str:
         asked.append((new, their_new, tolerance))
@@ -52,7 +55,7 @@ def capture() -> dict[str, list[dict[str, Any]]]:
         for link in judged(*args, **kwargs):
             measured = asked[0] if link.rule and asked else None
             asked.clear()
-            if scenario[0] == 1:
+            if kept():
                 links.setdefault(page.page_id, []).append({
                     "other": link.doc.page_id, "rule": link.rule, "relation": link.relation,
                     "their_relation": link.their_relation, "new_share": round(link.new_share, 3),
@@ -61,14 +64,22 @@ def capture() -> dict[str, list[dict[str, Any]]]:
                     "new": measured[0]._asdict() if measured else None})
             yield link
 
+    relations.relation = related  # type: ignore[assignment]
+    detector.judged = judging  # type: ignore[assignment]
+    return links
+
+
+def capture() -> dict[str, list[dict[str, Any]]]:
+    """Hook the eval: each page's links in the first (default) scenario (`judged_links`)."""
+    scenario = [0]
+    decide_all = run.decide_all
+
     def decided(*args: Any, **kwargs: Any) -> Any:
         scenario[0] += 1
         return decide_all(*args, **kwargs)
 
-    relations.relation = related  # type: ignore[assignment]
-    detector.judged = judging  # type: ignore[assignment]
     run.decide_all = decided  # type: ignore[assignment]
-    return links
+    return judged_links(lambda: scenario[0] == 1)
 
 
 def cause(measured: tuple[NewText, NewText, NewTextTolerance]) -> str:
