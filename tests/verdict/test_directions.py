@@ -478,6 +478,16 @@ def test_a_paragraph_added_inside_a_long_copy_on_another_site_is_new_text(tmp_pa
     assert got["boxed"]["status"] == "duplicate" and got["boxed"]["duplicate_of"] == "story", got["boxed"]
 
 
+def _edited_and_lightly(paragraphs: list[str], at: int) -> tuple[list[str], list[str]]:
+    """The paragraphs with the one `at` edited in a third of its words (no pair kept), and with one word changed."""
+    words = paragraphs[at].split()
+    words[1::3] = [f"altered{n}" for n in range(len(words[1::3]))]
+    light = paragraphs[at].split()
+    light[-2] = "altered"
+    return ([*paragraphs[:at], " ".join(words), *paragraphs[at + 1:]],
+            [*paragraphs[:at], " ".join(light), *paragraphs[at + 1:]])
+
+
 def test_a_short_paragraph_past_a_long_copys_longest_is_an_edit_only_if_it_kept_a_value(tmp_path):
     """Judged, a short paragraph of a light edit past a long copy's 16 longest sometimes keeps none
     of its 4 sketch values (its words changed here and there). From 0.15.0 it was read as the other's
@@ -488,12 +498,7 @@ def test_a_short_paragraph_past_a_long_copys_longest_is_an_edit_only_if_it_kept_
     lengths = [len(p.split()) for p in story]
     short = min((i for i in range(3, 27) if 20 <= lengths[i]), key=lambda i: lengths[i])
     assert sorted(lengths, reverse=True).index(lengths[short]) >= 16, "the paragraph must be past the 16 longest"
-    words = story[short].split()
-    words[1::3] = [f"altered{n}" for n in range(len(words[1::3]))]  # a third of its words: no pair kept
-    edited = [*story[:short], " ".join(words), *story[short + 1:]]
-    light = story[short].split()
-    light[-2] = "altered"
-    lightly = [*story[:short], " ".join(light), *story[short + 1:]]
+    edited, lightly = _edited_and_lightly(story, short)
     pages = [_page("story", story, "a.example"), _page("edited", edited, "b.example"),
              _page("lightly", lightly, "c.example")]
     got = {o.dedup["id"]: o.dedup for o in run_records(pages, tmp_path)}
@@ -584,12 +589,7 @@ def test_a_paragraph_past_the_sketchs_cap_on_another_site_is_an_edit_only_with_a
     assert sum(n >= 12 for n in lengths) > 127, "the pages must be past the sketch's cap"
     place = next(i for i in range(40, len(article) - 40) if 20 <= lengths[i] <= 21)
     assert sorted(lengths, reverse=True).index(lengths[place]) >= 16, "the paragraph must be past the 16 longest"
-    words = article[place].split()
-    words[1::3] = [f"altered{n}" for n in range(len(words[1::3]))]  # a third of its words: no pair kept
-    edited = [*article[:place], " ".join(words), *article[place + 1:]]
-    light = article[place].split()
-    light[-2] = "altered"
-    lightly = [*article[:place], " ".join(light), *article[place + 1:]]
+    edited, lightly = _edited_and_lightly(article, place)
     added = [*article[:place], " ".join(make_article(44, paragraphs=1)[0].split()[:24]), *article[place:]]
     replaced = [*article[:place], " ".join(make_article(45, paragraphs=1)[0].split()[:lengths[place] + 8]),
                 *article[place + 1:]]
