@@ -166,13 +166,15 @@ def test_one_worker_and_three_workers_on_4_and_12_partitions_give_one_answer(bro
         assert got["clusters"] == reference["clusters"], key
 
 
-def test_the_local_topology_misses_copies_on_other_partitions(settings, crawl_and_file_mode):
+def test_the_local_topology_misses_copies_on_other_partitions(broker, settings, crawl_and_file_mode):
     """Why the global topology exists: with a store per input partition, copies fed under
-    another site's key are not found."""
+    another site's key are not found (by one worker of its 4 partitions as by two)."""
     records, file_pairs, _ = crawl_and_file_mode
     run = replace(settings, partitions=4, topology="local")
     send(run, records)
-    run_workers(run, ["w0", "w1"], len(records))
+    # two workers joining one group is a membership change: on Tansu, one CI run read back 85 of the
+    # 87 outputs after the workers had committed 87 (see TANSU_GROUPS); one worker runs there
+    run_workers(run, ["w0"] if broker.kind == "tansu" else ["w0", "w1"], len(records))
     got = answer(run)
     assert got["pages"] + got["rejected"] == len(records), hidden_or_lost(run)  # every record one outcome
     assert len(got["pairs"]) < 0.8 * len(file_pairs)
