@@ -33,7 +33,7 @@ from streamdedup.stats.lexicon import load_lexicon
 from streamdedup.store.layout import DocRecord
 from streamdedup.store.signature_store import SignatureStore, StoreBatch, count_lookup
 from streamdedup.verdict.contract import Rejection, Verdict
-from streamdedup.verdict.engine import Candidate, decide, digest_of_overlapping
+from streamdedup.verdict.engine import Candidate, decide, digest_of_overlapping, started_digest
 from streamdedup.verdict.found_by import FoundBy
 from streamdedup.verdict.page_fault import faulted
 from streamdedup.verdict.prefilter import CandidateFilter
@@ -243,7 +243,8 @@ class Detector:
             return rejection
         doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
                         signatures, fp.site_hash, document=document, steered=steered,
-                        overlapping=bool(candidates) and digest_of_overlapping(fp.page.id, candidates, verdict))
+                        overlapping=bool(candidates) and digest_of_overlapping(fp.page.id, candidates, verdict),
+                        digest=bool(candidates) and started_digest(fp.page.id, candidates, verdict))
         batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)
         if verdict.merged_clusters:  # later pages see these clusters as one story (`StoreBatch.story_of`)
             batch.merge(verdict.merged_clusters, verdict.cluster_id)
@@ -301,7 +302,7 @@ def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
     digest of several stories?), so most pages read no record for it. A story is asked again from where
     the last ask stopped (`STORY_ASKS`): a first ask on a chain longer than `MAX_MERGE_HOPS` named a
     cluster in the chain, another story to the digest rule. With each, whether its cluster is a
-    digest's of overlapping stories (`StoreBatch.overlapping`: the record of its first page, read for its story)."""
+    digest's (`StoreBatch.digest`), of overlapping stories (`StoreBatch.overlapping`): the record of its first page."""
     roots = {c.root_id for c in found if c.relation != RELATED}
     if len(roots) <= 1:
         return found
@@ -311,9 +312,10 @@ def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
         if again == stories:  # every chain read to its end (its end's record read again: cached in the batch)
             break
         stories = again
-    marked = {root for root in roots if batch.overlapping(root)}  # digests' clusters (`digest_of_overlapping`)
-    return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id], overlapping=c.root_id in marked)
-            for c in found]
+    digests = {root for root in roots if batch.digest(root)}  # digests' clusters (`started_digest`)
+    marked = {root for root in digests if batch.overlapping(root)}  # ... of overlapping stories
+    return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id], overlapping=c.root_id in marked,
+                                                    digest=c.root_id in digests) for c in found]
 
 
 @contextmanager

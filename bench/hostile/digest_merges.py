@@ -68,6 +68,17 @@ def run(kind, seed):
             _page("A2", "evil.example", a, "08:40"),
             _page("B2", "evil.example", b, "08:50"),
         ]
+    elif kind in ("teasers", "samesite_teasers"):  # his teasers (half of each story) after his digest
+        a = make_article(seed, paragraphs=8, sentences=3)
+        b = make_article(seed + 300, paragraphs=8, sentences=3)
+        there = ("evil.example", "evil.example") if kind == "samesite_teasers" else ("gamma.example", "delta.example")
+        recs = [
+            _page("A", "alpha.example", a, "08:00"),
+            _page("B", "beta.example", b, "08:10"),
+            _page("D", "evil.example", a + b, "08:30"),
+            _page("A2", there[0], a[:3], "08:40"),
+            _page("B2", there[1], b[:3], "08:50"),
+        ]
     elif kind == "ugc":  # the digest and copies on a user-content path of a third news host
         recs = [
             _page("A", "alpha.example", first, "08:00"),

@@ -221,9 +221,18 @@ class StoreBatch(BatchCandidates):
         """Whether a cluster's first page is a digest of overlapping stories (`DocRecord.overlapping`).
 
         False where its record is gone (expired, deleted) or names none (rules before version 33)."""
-        seq = self.seq_for(cluster_id)
-        doc = None if seq is None else self.doc(seq)
+        doc = self._first_record(cluster_id)
         return doc is not None and doc.overlapping
+
+    def digest(self, cluster_id: str) -> bool:
+        """Whether a cluster's first page is a digest of any stories (`DocRecord.digest`); False where it is gone."""
+        doc = self._first_record(cluster_id)
+        return doc is not None and doc.digest
+
+    def _first_record(self, cluster_id: str) -> DocRecord | None:
+        """The record of a cluster's first page; None where it is gone (expired, deleted)."""
+        seq = self.seq_for(cluster_id)
+        return None if seq is None else self.doc(seq)
 
     def merge(self, merged: Iterable[str], cluster_id: str) -> None:
         """Record that a page merged these clusters into `cluster_id`'s (its verdict's `merged_clusters`).

@@ -70,9 +70,11 @@ STEERED_TAG = 0xFD
 SHOWN_TAG = 0xFC
 # So is the cluster a cluster's first page was merged into (`DocRecord.merged_into`), on that page's record only
 MERGED_TAG = 0xFB
-# So is the mark of a digest whose stories overlap (`DocRecord.overlapping`), on that page's record only
+# So is the mark of a digest (`DocRecord.digest`), on that page's record only: 1 its stories overlap
+# (`DocRecord.overlapping`, the only value rules 33 to 35 wrote), 2 they do not
 OVERLAPPING_TAG = 0xFA
 _OVERLAPPING_FIELD = bytes((OVERLAPPING_TAG, 1, 1))  # the tag, the field's size, 1
+_DIGEST_FIELD = bytes((OVERLAPPING_TAG, 1, 2))
 _TAGS = [bytes((tag,)) for tag in range(256)]
 _SEQ = struct.Struct(">Q")
 _TIME_OFFSET = 1 << 63  # event ms may be negative (pre-1970): shift into unsigned order
@@ -350,6 +352,10 @@ class DocRecord:
     # (`engine.digest_of_overlapping`), a cluster no later copy bridges for being most of it; read by
     # `StoreBatch.overlapping`. Records of rules before version 33 have none
     overlapping: bool = False
+    # of a cluster's first page: it is a digest of any stories (`engine.started_digest`; `overlapping` is one),
+    # a cluster no later page of its site bridges for being of its site; read by `StoreBatch.digest`.
+    # Records of rules before version 36 have it only where `overlapping`
+    digest: bool = False
 
     def encode(self) -> bytes:
         """The record as the bytes the store keeps (its time, site, id, signatures and unfiled keys)."""
@@ -370,7 +376,7 @@ class DocRecord:
             parts.append(b"\x00")
         signatures = self.signatures
         parts.append(_TAGS[len(signatures) + (self.document != 0) + bool(self.steered) + bool(self.shown)
-                           + bool(self.merged_into) + self.overlapping])
+                           + bool(self.merged_into) + (self.overlapping or self.digest)])
         for tag in sorted(signatures) if len(signatures) > 1 else signatures:
             sig = signatures[tag]
             n = len(sig)
@@ -382,8 +388,8 @@ class DocRecord:
         if self.merged_into:
             merged = self.merged_into.encode("utf-8", "surrogatepass")
             parts += [_TAGS[MERGED_TAG], varint(len(merged)), merged]
-        if self.overlapping:
-            parts.append(_OVERLAPPING_FIELD)
+        if self.overlapping or self.digest:
+            parts.append(_OVERLAPPING_FIELD if self.overlapping else _DIGEST_FIELD)
         if self.document:
             parts.append(_DOCUMENT_FIELD.pack(DOCUMENT_TAG, _DOCUMENT.size, self.document))
         if self.unfiled:  # left out when empty (nearly every page)
@@ -416,7 +422,7 @@ class DocRecord:
         steered = signatures.pop(STEERED_TAG, b"")
         shown = signatures.pop(SHOWN_TAG, b"")
         merged = signatures.pop(MERGED_TAG, b"")
-        overlapping = signatures.pop(OVERLAPPING_TAG, None) is not None
+        mark = signatures.pop(OVERLAPPING_TAG, None)
         unfiled = []
         if pos < len(data):
             n, pos = read_varint(data, pos)
@@ -426,4 +432,5 @@ class DocRecord:
         return cls(seq, page_id, event_ms, cluster_id, duplicate_of, signatures, site,
                    tuple(sorted(unfiled)),  # as every writer wrote them; sorted, so the engine's first is the least
                    _DOCUMENT.unpack(document)[0] if document is not None and len(document) == _DOCUMENT.size else 0,
-                   steered, shown, merged.decode("utf-8", "surrogatepass") if merged else "", overlapping)
+                   steered, shown, merged.decode("utf-8", "surrogatepass") if merged else "", mark == b"\x01",
+                   mark is not None)

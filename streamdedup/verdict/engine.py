@@ -24,7 +24,8 @@ candidate by candidate (`judged`, verdict/relations.py), 4 from all of a page's 
    clusters (the earliest root) and names the others it bridges (`merged_clusters`): of several, only
    its duplicates' and its parts' (`joined_roots`: a digest of whole stories bridges none, nor does a
    later copy of one of them bridge the digest's, of which it is under half, or which is marked as a
-   digest of overlapping stories: `bridges`, `digest_of_overlapping`). A page
+   digest of overlapping stories, nor one of the digest's site for being of its site: `bridges`,
+   `digest_of_overlapping`, `started_digest`). A page
    with no duplicate candidate is unique; it joins the cluster of what it supersedes, and names the
    earlier pages it is related to (their ids, the same in every mode: a page's cluster as an index
    partition knows it may be stale). A page whose
@@ -112,7 +113,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     line edited (`line_places.edited_short`)
 # 35: no paragraph past a long page's 16 longest is read as the other's of its length edited (0.15.0's rule,
 #     30's and 32's readings of it withdrawn): one that kept no sketch value is not told from other text
-RULES_VERSION = 35
+# 36: every digest is marked (`started_digest`: a page over pages of two or more stories, bridging none); no page of
+#     its site bridges its cluster for being of its site (`bridges`: the attacker's own copy of each story would)
+RULES_VERSION = 36
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
@@ -155,6 +158,9 @@ class Candidate:
     # its cluster was started by a digest of overlapping stories (`digest_of_overlapping`, kept on the first
     # page's record: `DocRecord.overlapping`), which no later copy of another site bridges for being most of it
     overlapping: bool = False
+    # its cluster was started by a digest of any stories (`started_digest`, kept on the first page's record:
+    # `DocRecord.digest`), which no later page of its site bridges for being of its site
+    digest: bool = False
 
 
 
@@ -231,7 +237,7 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
         return roots
     fragment = not any(c.relation == DUPLICATE and not c.their_new_share >= MOST_OF for c in joins)
     bridged = {c.root_id for c in joins if bridges(c.relation, c.same_site, c.page_id, c.root_id, c.their_new_share,
-                                                   fragment, c.overlapping)}
+                                                   fragment, c.overlapping, c.digest)}
     if named is not None:
         bridged.add(named.root_id)
     kept = [root for root in roots if root[1] in bridged]
@@ -242,7 +248,7 @@ def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
 
 
 def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_new_share: float = 0.0,
-            fragment: bool = False, overlapping: bool = False) -> bool:
+            fragment: bool = False, overlapping: bool = False, digest: bool = False) -> bool:
     """Whether a page may bridge a candidate's cluster and another: its story's page, or its part.
 
     A duplicate (the page is (nearly) all in the candidate) is its story's page where the page is
@@ -261,9 +267,15 @@ def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_ne
     of it (`digest_of_overlapping`: they share a passage, a quote both ran). Being most of it then says
     nothing of which story a page is: a copy of each would be, and bridge the digest's cluster into
     both stories. A copy bridges such a cluster only as the duplicate it names (`joined_roots`), of its
-    own site, or as a fragment."""
+    own site, or as a fragment.
+
+    `digest`: the candidate's cluster was started by a digest of any stories (`started_digest`). Its site
+    is then no reason to bridge it: a page of the digest's site that one of its stories' pages holds is
+    a copy of that story (the attacker's own, after his digest), not its view-all page or another fetch
+    of its URL, and a copy of each story would merge them. It bridges such a cluster as one of another
+    site would: most of it (unless `overlapping`), a fragment, or the duplicate it names."""
     if relation == DUPLICATE:
-        return same_site or fragment or not (overlapping or their_new_share >= MOST_OF)
+        return (same_site and not digest) or fragment or not (overlapping or their_new_share >= MOST_OF)
     return relation == SUPERSEDES and same_site and root_id == page_id
 
 
@@ -286,6 +298,19 @@ def digest_of_overlapping(page_id: str, earlier: Sequence[Candidate], verdict: V
     most_of = {c.story_id or c.root_id for c in earlier
                if c.relation in (DUPLICATE, SUPERSEDES) and not c.same_site and c.new_share < MOST_OF}
     return len(most_of) >= 2
+
+
+def started_digest(page_id: str, earlier: Sequence[Candidate], verdict: Verdict) -> bool:
+    """Whether the page is a digest: it holds pages of two or more stories and bridged none (`joined_roots`).
+
+    Such a page starts a cluster of its own though it duplicates or supersedes earlier pages; it is
+    marked on its record (`DocRecord.digest`, read into `Candidate.digest` of its cluster): no later page
+    of its site bridges its cluster for being of its site (`bridges`). A page whose text was cut joins
+    by fewer of its candidates (`as_cut`), as `decide` judged it."""
+    if verdict.cluster_id != page_id or verdict.merged_clusters:
+        return False
+    return any((as_cut(c.relation, c.rule) if verdict.text_cut else c.relation) in (DUPLICATE, SUPERSEDES)
+               for c in earlier)
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

@@ -6,6 +6,8 @@ as one story (docs/limitations.md, "A story made of two clusters")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from streamdedup.fingerprints.exact import ExactMethod
@@ -134,13 +136,16 @@ def test_a_merge_into_its_own_story_writes_nothing(tmp_path, into):
 
 
 def test_a_record_keeps_its_digest_mark_and_one_without_is_as_before():
-    """`DocRecord.overlapping` (rules version 33): a tagged field of 3 bytes; a record without it (older rules) reads False."""
+    """`DocRecord.overlapping` (rules version 33) and `digest` (36): a tagged field of 3 bytes; none (older rules): False."""
     record = DocRecord(7, "id-ü", -12, "id-ü", "", {0: b"\x00\x01", 3: b"xyz"}, site=5, document=9,
                        merged_into="root-é")
     marked = DocRecord(7, "id-ü", -12, "id-ü", "", {0: b"\x00\x01", 3: b"xyz"}, site=5, document=9,
                        merged_into="root-é", overlapping=True)
-    assert DocRecord.decode(7, marked.encode()) == marked
+    assert DocRecord.decode(7, marked.encode()) == replace(marked, digest=True)  # a digest of overlapping stories
     assert DocRecord.decode(7, record.encode()).overlapping is False
+    digest = replace(record, digest=True)  # rules version 36: any digest, in the same field
+    assert DocRecord.decode(7, digest.encode()) == digest and len(digest.encode()) == len(marked.encode())
+    assert not DocRecord.decode(7, record.encode()).digest
     assert len(marked.encode()) == len(record.encode()) + 3
     methods = {0: ExactMethod()}
     key = [layout.doc_key(7)]
@@ -156,8 +161,12 @@ def test_a_clusters_mark_is_read_from_its_first_record_after_reopen(tmp_path):
         _file(store, batch, "d", "d")
         _file(store, batch, "a", "a")
         batch.doc(batch.seq_for("d")).overlapping = True  # staged: as the Detector files a marked digest
+        batch.doc(batch.seq_for("d")).digest = True
         assert batch.overlapping("d") and not batch.overlapping("a") and not batch.overlapping("gone")
+        _file(store, batch, "e", "e")
+        batch.doc(batch.seq_for("e")).digest = True  # a digest of stories sharing nothing
         batch.commit()
     with _open(tmp_path) as store:
         batch = store.batch()
-        assert batch.overlapping("d") and not batch.overlapping("a")
+        assert batch.overlapping("d") and not batch.overlapping("a") and not batch.overlapping("e")
+        assert batch.digest("d") and batch.digest("e") and not batch.digest("a") and not batch.digest("gone")

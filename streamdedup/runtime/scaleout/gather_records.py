@@ -10,8 +10,9 @@ under that id and its cluster's first page (order and id), for the roots asked; 
 how many related pages it names (its verdict's `related_to` and its `late_related` events; none:
 0); `G<page id>` -> a page out before every joined match's gather named its cluster (its wait
 was over, or a late match came): `Guessed`; `K<page id>` -> the clusters a page out merged into
-its own (none: no record), told with its cluster (`RootReply.merged`); `O<page id>` -> b"": its
-cluster is a digest's of overlapping stories (`RootReply.overlapping`; none: no record);
+its own (none: no record), told with its cluster (`RootReply.merged`); `O<page id>` -> its cluster
+is a digest's (`DIGEST_MARK`: `RootReply.digest`), of overlapping stories (`OVERLAPPING_MARK`:
+`RootReply.overlapping`); none: no record;
 `Mwm:<index partition>` -> that index partition's last watermark.
 """
 
@@ -33,8 +34,10 @@ from streamdedup.store.plain import open_plain_db
 WAITING, FINISHED, META, ROOT, NAMED, GUESSED = b"W", b"F", b"M", b"R", b"N", b"G"
 # the clusters a page out merged into its own (its verdict's `merged_clusters`, its late merges'), JSON; none: no record
 MERGES = b"K"
-# a page out whose cluster was started by a digest of overlapping stories (`engine.digest_of_overlapping`): b""
+# a page out whose cluster was started by a digest (`engine.started_digest`): DIGEST_MARK, or OVERLAPPING_MARK
+# where its stories overlap (`engine.digest_of_overlapping`; the only mark rules 33 to 35 wrote)
 OVERLAPPING = b"O"
+OVERLAPPING_MARK, DIGEST_MARK = b"", b"d"
 # how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
 # duplicate (or found one by a late match since), whose related pages file mode does not name
 RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
@@ -43,6 +46,11 @@ Root = tuple[bytes, str]  # a cluster's first page: (order, id); (b"", ""): none
 
 
 # -- the codec ----------------------------------------------------------------------------------------
+def digest_mark_of(digest: bool, overlapping: bool) -> bytes | None:
+    """The `O` record of a page whose cluster is a digest's (`DIGEST_MARK`), of overlapping stories; None: not one."""
+    return OVERLAPPING_MARK if overlapping else DIGEST_MARK if digest else None
+
+
 def id_key(prefix: bytes, page_id: str) -> bytes:
     """A record's key: its kind, then the page id."""
     return prefix + page_id.encode("utf-8", "surrogatepass")
@@ -137,6 +145,7 @@ class Pending:
     guesses: set[str] = field(default_factory=set)  # of `roots`, those its gather answered as a guess
     merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
     overlaps: set[str] = field(default_factory=set)  # of `roots`, those in a digest's cluster (`RootReply.overlapping`)
+    digests: set[str] = field(default_factory=set)  # of `roots`, those in any digest's cluster (`RootReply.digest`)
 
     def complete(self) -> bool:
         """Whether its header and the answer of every index partition the header names are in."""
@@ -150,7 +159,8 @@ class Pending:
                              "completed_ms": self.completed_ms, "roots": roots_json(self.roots),
                              "askers": pages_json(self.askers), "guesses": sorted(self.guesses),
                              **({"merges": self.merges} if self.merges else {}),
-                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {})})
+                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {}),
+                             **({"digests": sorted(self.digests)} if self.digests else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Pending:
@@ -161,7 +171,8 @@ class Pending:
         return cls(header, {a.partition: a for a in answers},
                    [Match.from_list(m) for m in value.get("supplements", ())], value.get("completed_ms", 0),
                    roots_from_json(value.get("roots", {})), pages_from_json(value.get("askers", ())),
-                   set(value.get("guesses", ())), value.get("merges", {}), set(value.get("overlaps", ())))
+                   set(value.get("guesses", ())), value.get("merges", {}), set(value.get("overlaps", ())),
+                   set(value.get("digests", ())))
 
     def earlier(self) -> dict[str, Match]:
         """Its earlier matches, each once: its answers', then its supplements' (`earlier_matches`)."""
@@ -217,6 +228,7 @@ class Guessed:
     early: bool = False  # out with an answer that was a guess (its bound, a wait): its late merges are released early
     merges: dict[str, list[str]] = field(default_factory=dict)  # of `roots`, the clusters each merged (`RootReply`)
     overlaps: set[str] = field(default_factory=set)  # of `roots`, those in a digest's cluster (`RootReply.overlapping`)
+    digests: set[str] = field(default_factory=set)  # of `roots`, those in any digest's cluster (`RootReply.digest`)
 
     def named(self) -> bool:
         """Whether the gather of every one of its joined matches has named that match's cluster."""
@@ -230,7 +242,8 @@ class Guessed:
                              "askers": pages_json(self.askers), "told": pages_json(self.told),
                              "asked_ms": self.asked_ms, "bounded": self.bounded, "early": self.early,
                              **({"merges": self.merges} if self.merges else {}),
-                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {})})
+                             **({"overlaps": sorted(self.overlaps)} if self.overlaps else {}),
+                             **({"digests": sorted(self.digests)} if self.digests else {})})
 
     @classmethod
     def decode(cls, data: bytes) -> Guessed:
@@ -240,7 +253,8 @@ class Guessed:
                    {m.page_id: m for m in map(Match.from_list, value["matches"])}, roots_from_json(value["roots"]),
                    value["cluster"], value["merged"], pages_from_json(value.get("askers", ())),
                    pages_from_json(value.get("told", ())), value.get("asked_ms", 0), value.get("bounded", False),
-                   value.get("early", False), value.get("merges", {}), set(value.get("overlaps", ())))
+                   value.get("early", False), value.get("merges", {}), set(value.get("overlaps", ())),
+                   set(value.get("digests", ())))
 
 
 # -- the store ----------------------------------------------------------------------------------------
@@ -311,9 +325,14 @@ class GatherStore:
         if more != kept:
             self.put(id_key(MERGES, page_id), orjson.dumps(list(more)))
 
-    def overlapping(self, page_id: str) -> bool:
-        """Whether a page out is in a digest's cluster of overlapping stories (its `O` record)."""
-        return self.get(id_key(OVERLAPPING, page_id)) is not None
+    def digest_mark(self, page_id: str) -> bytes | None:
+        """Whether a page out is in a digest's cluster (its `O` record): `DIGEST_MARK`, `OVERLAPPING_MARK` or None."""
+        return self.get(id_key(OVERLAPPING, page_id))
+
+    def mark_digest(self, page_id: str, mark: bytes | None) -> None:
+        """Stage the page's `O` record where its cluster is a digest's (`digest_mark_of`): told with its cluster."""
+        if mark is not None:
+            self.put(id_key(OVERLAPPING, page_id), mark)
 
     def guessed(self, page_id: str, order: bytes) -> Guessed | None:
         """The page's `G` record, if it is that page's (of `order`)."""

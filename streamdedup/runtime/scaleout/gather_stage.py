@@ -51,7 +51,7 @@ from streamdedup.runtime.scaleout.gather_records import (
     GUESSED,
     META,
     NAMED,
-    OVERLAPPING,
+    OVERLAPPING_MARK,
     RELEASED,
     ROOT,
     WAITING,
@@ -196,12 +196,12 @@ class GatherPartition(GatherStore):
         guessed = self.guessed(ask.page_id, ask.order)
         if guessed is None:
             return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root,
-                           merged=self.merges_of(ask.page_id), overlapping=self.overlapping(ask.page_id))]
+                           merged=self.merges_of(ask.page_id), mark=self.digest_mark(ask.page_id))]
         if guessed.bounded:
             guessed.told.append((ask.asker, ask.asker_order))
             self.put(id_key(GUESSED, ask.page_id), guessed.encode())
             return [_reply(ask.asker, ask.asker_order, ask.page_id, ask.order, root, guessed=True,
-                           merged=self.merges_of(ask.page_id), overlapping=self.overlapping(ask.page_id))]
+                           merged=self.merges_of(ask.page_id), mark=self.digest_mark(ask.page_id))]
         self._keep_askers(ask.page_id, guessed, [(ask.asker, ask.asker_order)], at_ms)
         return []
 
@@ -222,6 +222,7 @@ class GatherPartition(GatherStore):
         else:
             pending.merges.pop(reply.of, None)
         (pending.overlaps.add if reply.overlapping else pending.overlaps.discard)(reply.of)
+        (pending.digests.add if reply.digest else pending.digests.discard)(reply.of)
         if reply.guessed:
             pending.guesses.add(reply.of)
         else:
@@ -305,8 +306,8 @@ class GatherPartition(GatherStore):
         rejection = Rejection(Reason.PROCESSING_ERROR.value, fault, header.origin, header.page_id) if fault else None
         if rejection is None:
             try:
-                dedup, root, overlapping = verdict_and_root(header, earlier, pending.roots, pending.guesses,
-                                                             pending.merges, pending.overlaps)
+                dedup, root, mark = verdict_and_root(header, earlier, pending.roots, pending.guesses, pending.merges,
+                                                     pending.overlaps, pending.digests)
             except Exception as err:  # noqa: BLE001 - one page's bug must not stop the partition (at every replay)
                 if (rejection := faulted(err, header.page_id, header.origin)) is None:
                     raise  # not the page's: the worker stops, the batch is retried
@@ -319,8 +320,8 @@ class GatherPartition(GatherStore):
                  + b"".join(id_hash(page_id) for page_id in earlier))
         record = root_record(header.order, root)
         self.put(id_key(ROOT, header.page_id), record)
-        if overlapping:  # told with its cluster: a later copy does not bridge it for being most of it
-            self.put(id_key(OVERLAPPING, header.page_id), b"")
+        # told with its cluster: a later copy does not bridge it for being most of it, or of its site
+        self.mark_digest(header.page_id, mark)
         merged = tuple(dedup.get("merged_clusters") or ())
         if merged:  # told with its cluster: a later page over both sees one story
             self.add_merges(header.page_id, merged)
@@ -329,7 +330,7 @@ class GatherPartition(GatherStore):
         decided = Decided(header, dedup, by, held.completed_ms)
         if pending.roots_named():
             return [decided, *(_reply(asker, order, header.page_id, header.order, record, merged=merged,
-                                      overlapping=overlapping) for asker, order in pending.askers)]
+                                      mark=mark) for asker, order in pending.askers)]
         # out by its wait (or with a guess answered): the clusters still to be named may be merges it missed
         joined = pending.joined()
         guessed = Guessed(header.order, header.text_cut, joined,
@@ -339,7 +340,8 @@ class GatherPartition(GatherStore):
                           early=any(page_id in joined for page_id in pending.guesses),
                           merges={page_id: m for page_id, m in pending.merges.items()
                                   if page_id in joined and page_id not in pending.guesses},
-                          overlaps={m for m in pending.overlaps if m in joined and m not in pending.guesses})
+                          overlaps={m for m in pending.overlaps if m in joined and m not in pending.guesses},
+                          digests={m for m in pending.digests if m in joined and m not in pending.guesses})
         self._keep_askers(header.page_id, guessed, pending.askers, at_ms)
         return [decided]
 
@@ -360,9 +362,9 @@ class GatherPartition(GatherStore):
         guessed = self.guessed(page_id, order)
         if guessed is None or guessed.bounded:
             return []
-        record, merged, overlapping = self.root_record(page_id), self.merges_of(page_id), self.overlapping(page_id)
+        record, merged, mark = self.root_record(page_id), self.merges_of(page_id), self.digest_mark(page_id)
         replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, guessed=True, merged=merged,
-                                         overlapping=overlapping) for asker, asker_order in guessed.askers]
+                                         mark=mark) for asker, asker_order in guessed.askers]
         guessed.told += guessed.askers
         guessed.askers = []
         guessed.bounded = True
@@ -404,16 +406,16 @@ class GatherPartition(GatherStore):
         if reply.merged:
             guessed.merges[reply.of] = list(reply.merged)
         (guessed.overlaps.add if reply.overlapping else guessed.overlaps.discard)(reply.of)
+        (guessed.digests.add if reply.digest else guessed.digests.discard)(reply.of)
         key = id_key(GUESSED, reply.page_id)
         if not guessed.named():
             self.put(key, guessed.encode())
             return []
         self.delete(key)
         self.guessing.pop(waiting_key(reply.page_id, reply.order), None)
-        verdict, root, overlapping = decided(reply.page_id, reply.order, guessed.cut, guessed.matches,
-                                              guessed.roots, merges=guessed.merges, overlaps=guessed.overlaps)
-        if overlapping:
-            self.put(id_key(OVERLAPPING, reply.page_id), b"")
+        verdict, root, mark = decided(reply.page_id, reply.order, guessed.cut, guessed.matches, guessed.roots,
+                                      merges=guessed.merges, overlaps=guessed.overlaps, digests=guessed.digests)
+        self.mark_digest(reply.page_id, mark)
         cluster = root[1]
         record = self.root_record(reply.page_id)
         if cluster != guessed.cluster:  # not the one its index partitions knew: askers are told this one
@@ -424,7 +426,7 @@ class GatherPartition(GatherStore):
             self.add_merges(reply.page_id, verdict.merged_clusters)
         merged = self.merges_of(reply.page_id)
         replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record, merged=merged,
-                                         overlapping=self.overlapping(reply.page_id))
+                                         mark=self.digest_mark(reply.page_id))
                                   for asker, order in guessed.askers + guessed.told]
         if not late:
             return replies
@@ -451,11 +453,12 @@ _LATE_CAUSE = {b"w": LATE_PAGE, b"i": AFTER_IDLE}  # else released early (or a r
 
 
 def _reply(asker: str, asker_order: bytes, page_id: str, order: bytes, record: bytes | None,
-           guessed: bool = False, merged: tuple[str, ...] = (), overlapping: bool = False) -> RootReply:
-    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (and its `K`: `merged`).
+           guessed: bool = False, merged: tuple[str, ...] = (), mark: bytes | None = None) -> RootReply:
+    """The answer to a `RootAsk` for page `page_id` (`order`) from its `R` record (its `K`: `merged`, its `O`: `mark`).
 
     Its cluster's first page, or none if the record is another page's under that id (or missing)."""
     root = root_of(record, order)
     if root is None:
         return RootReply(asker, asker_order, page_id)
-    return RootReply(asker, asker_order, page_id, *root, guessed=guessed, merged=merged, overlapping=overlapping)
+    return RootReply(asker, asker_order, page_id, *root, guessed=guessed, merged=merged,
+                     overlapping=mark == OVERLAPPING_MARK, digest=mark is not None)

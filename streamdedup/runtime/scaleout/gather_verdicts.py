@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from streamdedup.runtime.scaleout.clusters import UnionFind
-from streamdedup.runtime.scaleout.gather_records import Root, earlier_matches
+from streamdedup.runtime.scaleout.gather_records import Root, digest_mark_of, earlier_matches
 from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
 from streamdedup.verdict.contract import Verdict
-from streamdedup.verdict.engine import Candidate, decide, digest_of_overlapping
+from streamdedup.verdict.engine import Candidate, decide, digest_of_overlapping, started_digest
 
 __all__ = ["AFTER_IDLE", "LATE_PAGE", "RELEASED_EARLY", "Decided", "Emitted", "LateMatch", "LateMerge",
            "RelatedLeftOut", "decided", "late_match_event", "late_related_event", "stories_of",
@@ -86,27 +86,29 @@ Emitted = Decided | LateMatch | RelatedLeftOut | RootAsk | RootReply | LateMerge
 
 def verdict_of(header: PageHeader, answers: Iterable[Answer], supplements: Iterable[Match] = (),
                roots: Mapping[str, Root] | None = None, merges: Mapping[str, Iterable[str]] | None = None,
-               overlaps: Iterable[str] = ()) -> dict[str, Any]:
+               overlaps: Iterable[str] = (), digests: Iterable[str] = ()) -> dict[str, Any]:
     """The page's `dedup` object from all its answers and supplements (pure)."""
-    return verdict_and_root(header, earlier_matches(answers, supplements), roots or {}, (), merges, overlaps)[0]
+    return verdict_and_root(header, earlier_matches(answers, supplements), roots or {}, (), merges, overlaps,
+                            digests)[0]
 
 
 def verdict_and_root(header: PageHeader, earlier: Mapping[str, Match], roots: Mapping[str, Root],
                       guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None,
-                      overlaps: Iterable[str] = ()) -> tuple[dict[str, Any], Root, bool]:
+                      overlaps: Iterable[str] = (), digests: Iterable[str] = ()
+                      ) -> tuple[dict[str, Any], Root, bytes | None]:
     """The page's `dedup` object, its cluster's first page (order, id) and whether that is a digest's (`decided`)."""
-    verdict, root, overlapping = decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses,
-                                          merges, overlaps)
+    verdict, root, mark = decided(header.page_id, header.order, header.text_cut, earlier, roots, guesses, merges,
+                                  overlaps, digests)
     dedup = verdict._replace(time_note=header.time_note).as_dict()
     if header.arrival:  # an undated page: where it came, which orders its story (as file mode's `Detector`)
         dedup["arrival"] = list(header.arrival)
-    return dedup, root, overlapping
+    return dedup, root, mark
 
 
 def decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Match], roots: Mapping[str, Root],
              guesses: Iterable[str] = (), merges: Mapping[str, Iterable[str]] | None = None,
-             overlaps: Iterable[str] = ()) -> tuple[Verdict, Root, bool]:
-    """The page's verdict, its cluster's first page (order, id) and whether that cluster is a digest's.
+             overlaps: Iterable[str] = (), digests: Iterable[str] = ()) -> tuple[Verdict, Root, bytes | None]:
+    """The page's verdict, its cluster's first page (order, id) and whether that cluster is a digest's (its `O` mark).
 
     An earlier match's cluster is the one its gather named (`roots`; the index partition's where
     none was named: a page released by its wait before every answer came; `guesses`: matches whose
@@ -117,7 +119,9 @@ def decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Ma
     story to the digest rule (`stories_of`; a merge no match of the page made is not known here).
     `overlaps`: matches whose gather said their cluster is a digest's of overlapping stories (as file mode
     reads the cluster's first record: `engine.digest_of_overlapping`); the page's is, where it is such a
-    digest or joins such a cluster, which its gather tells its askers (`RootReply.overlapping`)."""
+    digest or joins such a cluster, which its gather tells its askers (`RootReply.overlapping`). `digests`:
+    so of a digest's of any stories (`engine.started_digest`, `RootReply.digest`); the mark returned
+    (`gather_records.digest_mark_of`: None where the page's cluster is no digest's) is both."""
     candidates = []
     guessed: set[str] = set()
     guesses = set(guesses)
@@ -135,13 +139,15 @@ def decided(page_id: str, order: bytes, text_cut: bool, earlier: Mapping[str, Ma
         stories = stories_of([(c.root_id, merges.get(c.page_id, ())) for c in candidates])
         candidates = [replace(c, story_id=stories[c.root_id]) for c in candidates]
     marked = {roots[m][1] for m in overlaps if m in roots}
-    if marked:
-        candidates = [replace(c, overlapping=c.root_id in marked) for c in candidates]
+    digested = marked | {roots[m][1] for m in digests if m in roots}
+    if digested:
+        candidates = [replace(c, overlapping=c.root_id in marked, digest=c.root_id in digested) for c in candidates]
     verdict = decide(page_id, candidates, text_cut, guessed - named)
     cluster = verdict.cluster_id
     root_order = next((c.root_order for c in candidates if c.root_id == cluster), order)
     overlapping = cluster in marked or digest_of_overlapping(page_id, candidates, verdict)
-    return verdict, (root_order, cluster), overlapping
+    digest = overlapping or cluster in digested or started_digest(page_id, candidates, verdict)
+    return verdict, (root_order, cluster), digest_mark_of(digest, overlapping)
 
 
 def stories_of(merges: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:

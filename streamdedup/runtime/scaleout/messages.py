@@ -348,7 +348,8 @@ class RootReply:
     partitions' guess, never named as merged; its gather answers again once they are. `merged`: the
     clusters `of`'s verdict (or its late merge) merged into that cluster: the asker's digest rule sees
     them as one story (`engine.Candidate.story_id`). `overlapping`: that cluster was started by a digest
-    of overlapping stories (`engine.digest_of_overlapping`), which no copy bridges for being most of it."""
+    of overlapping stories (`engine.digest_of_overlapping`), which no copy bridges for being most of it;
+    `digest`: by a digest of any stories (`engine.started_digest`), which no page bridges for being of its site."""
 
     page_id: str
     order: bytes
@@ -358,6 +359,7 @@ class RootReply:
     guessed: bool = False
     merged: tuple[str, ...] = ()
     overlapping: bool = False
+    digest: bool = False
 
     def encode(self) -> bytes:
         """The reply as a message value (JSON, orders in hex; `guess` only for a guessed root)."""
@@ -369,6 +371,8 @@ class RootReply:
             value["merged"] = list(self.merged)
         if self.overlapping:
             value["overlap"] = True
+        if self.digest:
+            value["digest"] = True
         return orjson.dumps(value)
 
     @classmethod
@@ -376,4 +380,5 @@ class RootReply:
         """The reply `encode` wrote (no `guess`: a named root)."""
         root_order, root_id = value["root"]
         return cls(value["id"], bytes.fromhex(value["order"]), value["of"], bytes.fromhex(root_order), root_id,
-                   bool(value.get("guess", False)), tuple(value.get("merged", ())), bool(value.get("overlap", False)))
+                   bool(value.get("guess", False)), tuple(value.get("merged", ())), bool(value.get("overlap", False)),
+                   bool(value.get("digest", False)))

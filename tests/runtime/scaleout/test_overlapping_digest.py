@@ -62,7 +62,7 @@ def test_copies_of_two_stories_sharing_a_quote_do_not_merge_them_through_the_dig
     gather = GatherPartition(tmp_path / "g", hold=False)
     asker = page_order(9, 9, 0, 9)
     assert gather.add_root_ask(RootAsk("D2", ORDERS["D2"], "X", asker)) == [
-        RootReply("X", asker, "D2", ORDERS["D"], "D", overlapping=True)]
+        RootReply("X", asker, "D2", ORDERS["D"], "D", overlapping=True, digest=True)]
     assert not gather.add_root_ask(RootAsk("A2", ORDERS["A2"], "X", asker))[0].overlapping
     gather.close()
 
