@@ -115,7 +115,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     30's and 32's readings of it withdrawn): one that kept no sketch value is not told from other text
 # 36: every digest is marked (`started_digest`: a page over pages of two or more stories, bridging none); no page of
 #     its site bridges its cluster for being of its site (`bridges`: the attacker's own copy of each story would)
-RULES_VERSION = 36
+# 37: nor does a fragment (a teaser of each story would); a page names a duplicate in no digest's cluster where one
+#     holds as much (`named_duplicate`)
+RULES_VERSION = 37
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
@@ -208,11 +210,14 @@ def named_duplicate(duplicates: Sequence[Candidate]) -> Candidate | None:
     """The duplicate candidate a page names (`duplicate_of`), of `duplicates` in order; None if there is none.
 
     The earliest of the nearest of those holding the most of the page: where an earlier copy lacks a
-    little of it (a light edit that dropped a line), the page names one that lacks nothing."""
+    little of it (a light edit that dropped a line), the page names one that lacks nothing; of those,
+    one in no digest's cluster where any is (`Candidate.digest`): its story's page, not a page that
+    holds it beside other stories (whose cluster it would bridge into its story's)."""
     if not duplicates:
         return None
     least = min(c.new_share for c in duplicates)
-    return _earliest_nearest(_lacking_no_paragraph([c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]))
+    holding = [c for c in duplicates if not c.new_share > least + HOLDS_AS_MUCH]
+    return _earliest_nearest(_lacking_no_paragraph([c for c in holding if not c.digest] or holding))
 
 
 def joined_roots(joins: Sequence[Candidate], named: Candidate | None = None,
@@ -272,10 +277,12 @@ def bridges(relation: str, same_site: bool, page_id: str, root_id: str, their_ne
     `digest`: the candidate's cluster was started by a digest of any stories (`started_digest`). Its site
     is then no reason to bridge it: a page of the digest's site that one of its stories' pages holds is
     a copy of that story (the attacker's own, after his digest), not its view-all page or another fetch
-    of its URL, and a copy of each story would merge them. It bridges such a cluster as one of another
-    site would: most of it (unless `overlapping`), a fragment, or the duplicate it names."""
+    of its URL, and a copy of each story would merge them. Nor is being a fragment: a teaser of each
+    story, most of none of the pages holding it, would. A page bridges such a cluster only where it is
+    most of it (unless `overlapping`), or as the duplicate it names, which is a digest only where no
+    page as near is not (`named_duplicate`)."""
     if relation == DUPLICATE:
-        return (same_site and not digest) or fragment or not (overlapping or their_new_share >= MOST_OF)
+        return ((same_site or fragment) and not digest) or not (overlapping or their_new_share >= MOST_OF)
     return relation == SUPERSEDES and same_site and root_id == page_id
 
 

@@ -143,14 +143,13 @@ def test_a_copy_bridges_a_digest_of_another_site_only_where_it_is_most_of_it():
     assert _story_holding(stories, "https://digest.example/today") == {"https://digest.example/today"}
 
 
-@pytest.mark.xfail(strict=True, reason="a fragment (most of none of the pages holding it) bridges them all, a digest "
-                   "of another site too: docs/limitations.md, Hostile pages")
 def test_a_part_after_its_view_all_page_and_a_digest_joins_the_story_it_names():
     """A part (`?page=1`) held by its site's view-all page and by a digest on another site, in two
-    clusters: it should be a duplicate in the cluster of the page it names, bridging neither into the
-    other. It is most of neither, so it bridges both, as a teaser heals its story's two clusters
-    (web dev: a copy the story's page was only related to; bridging only where it is most of them
-    lost 6 of web dev's 550 true pairs and 7 of multilingual's)."""
+    clusters: a duplicate in the cluster of the page it names, bridging neither into the other. It is
+    most of neither, a fragment, which bridges its story's clusters (a teaser healing two: web dev, a
+    copy the story's page was only related to; bridging only where it is most of them lost 6 of web
+    dev's 550 true pairs and 7 of multilingual's), but not a digest's (rules version 37:
+    `engine.started_digest`; it bridged both before), and names the page that is no digest."""
     a, b = make_article(941, paragraphs=6), make_article(942, paragraphs=6)
     records = [_record("https://paged.example/a", a, 0, "paged.example"),
                _record("https://news-b.example/b", b, 1, "news-b.example"),
@@ -266,3 +265,27 @@ def test_a_copy_of_a_story_merged_along_a_chain_longer_than_a_story_of_reads_joi
     assert [v.merged_clusters for v in pages[clusters:]] == [(f"C{k + 1}",) for k in range(clusters - 1, 0, -1)]
     assert {"C1", f"C{clusters}"} <= set(wire.supersedes)
     assert wire.cluster_id == "C1", wire
+
+
+@pytest.mark.parametrize("own_site", [False, True])
+def test_teasers_after_a_digest_keep_its_stories_apart(own_site):
+    """The attacker's teasers of each story (its first half) after his digest of both, on other sites or on his:
+    each is a fragment, most of none of the pages holding it, and bridged its story's cluster and the
+    digest's, naming either (`python bench/hostile/digest_merges.py teasers,samesite_teasers 6`: 6 of 6
+    seeds merged before rules version 37). A fragment bridges no digest's cluster, and names its story's page."""
+    a, b = make_article(971, paragraphs=8), make_article(972, paragraphs=8)
+    there = ("evil.example", "evil.example") if own_site else ("gamma.example", "delta.example")
+    records = [_record("https://news-a.example/a", a, 0, "news-a.example"),
+               _record("https://news-b.example/b", b, 1, "news-b.example"),
+               _record("https://evil.example/today", a + b, 2, "evil.example"),
+               _record(f"https://{there[0]}/a", a[:3], 3, there[0]),
+               _record(f"https://{there[1]}/b", b[:3], 4, there[1])]
+    with Deduplicator() as dedup:
+        verdicts = dedup.add_many(records)
+        stories = _stories_of(dedup)
+    story_a, story_b, digest, teaser_a, teaser_b = verdicts
+    assert digest.cluster_id == digest.page_id, digest
+    for teaser, story in ((teaser_a, story_a), (teaser_b, story_b)):
+        assert (teaser.status, teaser.duplicate_of, teaser.cluster_id, teaser.merged_clusters) == (
+            "duplicate", story.page_id, story.page_id, ()), teaser
+    assert _story_holding(stories, "https://news-a.example/a") != _story_holding(stories, "https://news-b.example/b")

@@ -84,4 +84,23 @@ def test_a_digest_is_marked_and_its_cluster_bridged_for_its_site_no_more():
     assert bridges(DUPLICATE, True, "A2", "D", 0.52) and not bridges(DUPLICATE, True, "A2", "D", 0.52, digest=True)
     assert bridges(DUPLICATE, True, "D2", "D", 0.02, digest=True)  # another fetch of it: most of it
     assert not bridges(DUPLICATE, True, "D2", "D", 0.02, overlapping=True, digest=True)  # ... unless overlapping
-    assert bridges(SUPERSEDES, True, "P1", "P1", digest=True)  # its part (a digest's own cluster is never one)
+    assert bridges(DUPLICATE, False, "T", "D", 0.8, fragment=True) and not bridges(DUPLICATE, False, "T", "D", 0.8,
+                                                                                   fragment=True, digest=True)
+
+
+def test_an_article_made_a_digest_by_pages_of_its_halves_before_it_keeps_its_copies(tmp_path):
+    """The mark abused: the attacker's two pages, each one half of an article, crawled before it, make the
+    article a digest (it holds pages of two stories). Its re-fetch and a wire copy still join it (most of
+    it, named); its own `?page=1` is no longer bridged into it for being of its site: it names the
+    attacker's half that holds it whole (a merge missed, nothing hidden: the article stays unique)."""
+    article = make_article(61, paragraphs=8, sentences=3)
+    records = [story_page("P1", "evil1.example", article[:4], "08:00"),
+               story_page("P2", "evil2.example", article[4:], "08:05"),
+               story_page("X", "news.example", article, "08:10"),
+               {**story_page("XP", "news.example", article[:3], "08:20"), "url": "https://news.example/a/X?page=1"},
+               story_page("X2", "news.example", article, "08:30"), story_page("W", "wire.example", article, "08:40")]
+    verdicts = {out.dedup["id"]: out.dedup for out in run_records(records, tmp_path)}
+    assert (verdicts["X"]["status"], verdicts["X"]["cluster_id"]) == ("unique", "X"), verdicts["X"]
+    assert [(verdicts[p]["duplicate_of"], verdicts[p]["cluster_id"]) for p in ("X2", "W")] == [("X", "X")] * 2
+    assert (verdicts["XP"]["status"], verdicts["XP"]["duplicate_of"]) == ("duplicate", "P1"), verdicts["XP"]
+    assert not verdicts["XP"].get("merged_clusters"), verdicts["XP"]

@@ -116,5 +116,6 @@ def test_a_page_is_marked_only_where_two_stories_of_other_sites_are_each_most_of
     assert decide("W", one_story).cluster_id == "A" and not digest_of_overlapping("W", one_story, decide("W", one_story))
     # a copy of one story, most of the marked digest: bridges its cluster no more, still its named duplicate's
     assert bridges(DUPLICATE, False, "D", "D", 0.44) and not bridges(DUPLICATE, False, "D", "D", 0.44, overlapping=True)
-    assert bridges(DUPLICATE, True, "D", "D", 0.44, overlapping=True)  # its own site's
-    assert bridges(DUPLICATE, False, "D", "D", 0.7, fragment=True, overlapping=True)  # a fragment's, as before
+    # a marked digest is a digest (`started_digest`): neither its site nor a fragment bridges it (rules 36, 37)
+    assert not bridges(DUPLICATE, True, "D", "D", 0.44, overlapping=True, digest=True)
+    assert not bridges(DUPLICATE, False, "D", "D", 0.7, fragment=True, overlapping=True, digest=True)

@@ -76,6 +76,16 @@ def test_a_page_of_the_site_of_a_cluster_no_digest_started_bridges_it_at_any_sha
     assert "merged_clusters" not in verdict_of(header, [other], roots=roots)
 
 
+def test_a_teaser_bridges_a_digests_cluster_no_more():
+    """A teaser of A (most of none of the pages holding it: a fragment) after the digest: it bridged A and D."""
+    header = PageHeader("A2", ORDERS["A2"], (0,), {}, "t")
+    answer = Answer("A2", ORDERS["A2"], 0, (held_in("A", "A", 0.6), held_in("D", "D", 0.8)))
+    roots = {"A": (ORDERS["A"], "A"), "D": (ORDERS["D"], "D")}
+    assert verdict_of(header, [answer], roots=roots)["merged_clusters"] == ["D"]
+    verdict = verdict_of(header, [answer], roots=roots, digests={"D"})
+    assert (verdict["duplicate_of"], verdict["cluster_id"]) == ("A", "A") and "merged_clusters" not in verdict
+
+
 def test_the_digest_mark_is_kept_in_replies_and_records():
     reply = RootReply("A2", ORDERS["A2"], "D", ORDERS["D"], "D", digest=True)
     assert orjson.loads(reply.encode())["digest"] and RootReply.from_json(orjson.loads(reply.encode())) == reply
