@@ -9,8 +9,10 @@ visible text is asked). `replay` makes them again in this process, in order, wit
 the helper does (its pipe and the switches between the two processes left out), and prints the CPU
 ms each by the request and what the page was read as (`learned:held`, `learned:miss`, `observe:fast`...),
 with the median of the repeats; then the CPU of each step a page read from its learned container
-takes (`learned_layout.learned_texts`), each step made apart on the same pages. A pickle: load only
-the files this writes.
+takes (`learned_layout.learned_texts`), each step made apart on the same pages; then what each kind
+of resiliparse call those steps make costs on a one-paragraph document (its set-up, paid once a
+call whatever the page: a new document, a selector parsed, the main-content pass's rules). A
+pickle: load only the files this writes.
 """
 
 from __future__ import annotations
@@ -120,6 +122,40 @@ def held_steps(requests: list[Request], repeat: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in runs.items()}
 
 
+def call_overheads(calls: int = 2000, repeat: int = 5) -> dict[str, float]:
+    """CPU µs a call of each resiliparse call a held page makes, on a one-paragraph document (the median of `repeat`)."""
+    from resiliparse.parse.html import HTMLTree
+
+    from streamdedup.clean import fast_extract
+    from streamdedup.clean.fast_extract import DISCARD_SELECTORS, NOSCRIPTS, main_content_text
+    from streamdedup.clean.page_text import extract_all_text
+
+    markup = "<div><p>One short paragraph.</p></div>"
+    tree = HTMLTree.parse(markup)
+    body, div = tree.body, tree.body.query_selector("div")
+    outside = fast_extract._OUTSIDE_CLEANED  # what `_kept` tests on each container that could be taken
+    made: dict[str, Any] = {
+        "parse (a new document)": lambda: HTMLTree.parse(markup),
+        "visible text (main_content off, the noscript skip)": lambda: extract_all_text(tree, NOSCRIPTS),
+        "main-content text, no skip list": lambda: main_content_text(tree),
+        "main-content text, DISCARD_SELECTORS": lambda: main_content_text(tree, DISCARD_SELECTORS),
+        "query, a short selector ('ul')": lambda: body.query_selector_all("ul"),
+        **{f"query, container selector {number} ({len(query)} chars)": (lambda query=query: body.query_selector_all(query))
+           for number, query in enumerate(fast_extract._CONTAINER_QUERIES)},
+        f"matches(_OUTSIDE_CLEANED) ({len(outside)} chars)": lambda: div.matches(outside),
+    }
+    figures = {}
+    for name, call in made.items():
+        runs = []
+        for _ in range(repeat):
+            start = time.process_time()
+            for _ in range(calls):
+                call()
+            runs.append((time.process_time() - start) * 1e6 / calls)
+        figures[name] = statistics.median(runs)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -141,6 +177,9 @@ def main() -> None:
     print("a page read from its learned container, by step (CPU ms a page):")
     for name, ms in held_steps(requests, args.repeat).items():
         print(f"  {name:44s} {ms:6.3f}")
+    print("resiliparse's set-up a call, on a one-paragraph document (CPU µs a call):")
+    for name, us in call_overheads().items():
+        print(f"  {name:58s} {us:6.1f}")
 
 
 if __name__ == "__main__":
