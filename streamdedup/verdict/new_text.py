@@ -28,7 +28,7 @@ from streamdedup.fingerprints.paragraph_rows import (
     paragraph_words,
     shown_before,
 )
-from streamdedup.fingerprints.wordpair_kernels import _outside_held, paragraphs_held
+from streamdedup.fingerprints.wordpair_kernels import edited_in_place, paragraphs_held
 from streamdedup.fingerprints.wordpairs import lines_hashed
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Methods, SignatureColumns
@@ -514,36 +514,24 @@ def _edited_in_place(columns: SignatureColumns, methods: Methods, mine: Mapping[
         return
     tag, method = entry
     column, _ = columns.column(tag)
-    blocks = blocks_of(cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS)), len(paragraphs))
-    values, words, shown = paragraph_values(paragraphs), paragraph_words(paragraphs), shown_before(paragraphs)
-    for r in rows.tolist():
-        if column[r] is None or not np.isfinite(out[r]):
-            continue
+    # the rows' paragraphs side by side, then one compiled pass over all of them (`wordpair_kernels.edited_in_place`)
+    asked = [r for r in rows.tolist() if column[r] is not None and np.isfinite(out[r])]
+    sketches, their_blocks = [], []
+    for r in asked:
         theirs, _, their_numbers = cast(Any, method).paragraphs_of(column[r])
-        if not len(theirs):
-            continue
-        their_blocks = blocks_of(their_numbers, len(theirs))
-        equal = _equal_values(values, paragraph_values(theirs))
-        held = ((equal >= AGREEING_VALUES) & (blocks[:, None] == their_blocks[None, :])).any(axis=1)
-        # the paragraphs' places among the other's paragraphs (blocks left out, as `new_paragraphs` reads them)
-        mine_rows, their_rows = np.flatnonzero(~blocks), np.flatnonzero(~their_blocks)
-        if not len(mine_rows) or not len(their_rows):
-            continue
-        inner = equal[mine_rows][:, their_rows]
-        slot = _sole_slot(inner)
-        at = np.maximum(slot, 0)
-        their_words = paragraph_words(theirs)[their_rows]
-        edited = ((slot >= 0) & ~held[mine_rows] & (inner[np.arange(len(mine_rows)), at] >= IN_PLACE_VALUES)
-                  & (words[mine_rows] == their_words[at]) & (words[mine_rows] < MAX_PARAGRAPH_WORDS))
-        if not edited.any():
-            continue
-        counted = np.where(blocks & ~held, 0, words - 1).astype(np.int64)
-        unheld = ~(held | shown)
-        outside = float(_outside_held(counted, unheld, float(own)))
-        unheld[mine_rows[edited]] = False
-        inside = float(_outside_held(counted, unheld, float(own)))
-        # an edit's pairs count as many as its 2 shared values say new, not none (`EDITED_NEW`)
-        out[r] = min(float(out[r]), inside + EDITED_NEW * (outside - inside))
+        sketches.append(theirs)
+        their_blocks.append(blocks_of(their_numbers, len(theirs)))
+    if not asked:
+        return
+    offsets = np.zeros(len(asked) + 1, dtype=np.int64)
+    np.cumsum([len(theirs) for theirs in sketches], out=offsets[1:])
+    every = np.concatenate(sketches).astype(np.uint64, copy=False)
+    blocks = blocks_of(cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS)), len(paragraphs))
+    at = np.array(asked, dtype=np.int64)
+    out[at] = edited_in_place(paragraph_values(paragraphs), paragraph_words(paragraphs), blocks,
+                              shown_before(paragraphs), float(own), paragraph_values(every), paragraph_words(every),
+                              np.concatenate(their_blocks), offsets, out[at], AGREEING_VALUES, IN_PLACE_VALUES,
+                              MAX_PARAGRAPH_WORDS, EDITED_NEW)
 
 
 def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,
