@@ -513,6 +513,17 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         width = self._record.itemsize
         if len(data) <= width:
             return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4), size)
+        count, capped, paragraphs, numbers = self._paragraph_rows(data)
+        numbers_at = width + 1 + count * PARAGRAPH_BYTES
+        inside = (np.unpackbits(np.frombuffer(data, dtype=np.uint8, offset=numbers_at + count), count=count,
+                                bitorder="little").astype(np.bool_)
+                  if len(data) == numbers_at + count + _mark_bytes(count) else np.zeros(0, dtype=np.bool_))
+        return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4, count=width - 4), size,
+                                  paragraphs, capped, numbers=numbers, inside=inside)
+
+    def _paragraph_rows(self, data: bytes) -> tuple[int, bool, np.ndarray, np.ndarray]:
+        """Of an encoded signature with a paragraph sketch: how many rows, whether capped, the rows, their numbers."""
+        width = self._record.itemsize
         count, capped = data[width] & 0x7F, bool(data[width] & 0x80)
         rows = np.zeros((count, 8), dtype=np.uint8)
         rows[:, :PARAGRAPH_BYTES] = np.frombuffer(data, dtype=np.uint8, offset=width + 1,
@@ -522,16 +533,17 @@ class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):
         numbers = (np.frombuffer(data, dtype=np.uint8, offset=numbers_at, count=count).copy()
                    if len(data) in (numbers_at + count, numbers_at + count + _mark_bytes(count))
                    else np.zeros(0, dtype=np.uint8))
-        inside = (np.unpackbits(np.frombuffer(data, dtype=np.uint8, offset=numbers_at + count), count=count,
-                                bitorder="little").astype(np.bool_)
-                  if len(data) == numbers_at + count + _mark_bytes(count) else np.zeros(0, dtype=np.bool_))
-        return WordPairsSignature(np.frombuffer(data, dtype=np.uint8, offset=4, count=width - 4), size,
-                                  rows.view("<u8").ravel().astype(np.uint64), capped, numbers=numbers, inside=inside)
+        return count, capped, rows.view("<u8").ravel().astype(np.uint64), numbers
 
     def paragraphs_of(self, data: bytes) -> tuple[np.ndarray, bool, np.ndarray]:
-        """An encoded signature's paragraph sketch, whether it was capped, its paragraphs' numbers (empty: none)."""
-        signature = self.decode(data)
-        return signature.paragraphs, signature.capped, signature.numbers
+        """An encoded signature's paragraph sketch, whether it was capped, its paragraphs' numbers (empty: none).
+
+        As `decode` reads them, without the rest of the signature (the verdict asks it of every matched candidate)."""
+        struct.unpack_from("<I", data)  # (a record too short for its size raises as `decode` does)
+        if len(data) <= self._record.itemsize:
+            return np.zeros(0, dtype=np.uint64), False, np.zeros(0, dtype=np.uint8)
+        _, capped, paragraphs, numbers = self._paragraph_rows(data)
+        return paragraphs, capped, numbers
 
     def laid_out_as_mine(self, data: bytes) -> bool:
         """Whether the encoded signature's parts have the sizes this method's parameters give them."""

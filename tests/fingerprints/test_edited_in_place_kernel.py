@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from struct import error as struct_error
+
 import numpy as np
 
 from streamdedup.fingerprints.paragraph_rows import (
@@ -111,3 +114,38 @@ def test_the_kernel_reads_edits_in_place_as_the_numpy_calls_did() -> None:
         np.testing.assert_array_equal(got, expected)  # NaN where NaN, every other value the same float64
         lowered += int(np.sum(expected != out) - np.sum(np.isnan(out)))
     assert lowered > 50  # the cases lower many bounds: the edits' path is compared, not only the bounds kept
+
+
+def test_paragraphs_of_reads_what_decode_reads_in_every_record_layout() -> None:
+    """`WordPairsMethod.paragraphs_of` (read without the rest of the signature) against `decode`'s fields:
+    records of every version (rows alone, with numbers, with marks), without a sketch, and cut short."""
+    from streamdedup.fingerprints.wordpairs import WordPairsMethod
+    from streamdedup.testing import make_article
+    from streamdedup.tokens.document import Document
+
+    method = WordPairsMethod()
+    width = method._record.itemsize
+    records = []
+    for seed in range(6):
+        signature = method.signature(Document.from_text("\n".join(make_article(seed, paragraphs=9)), "en"))
+        inside = np.arange(len(signature.paragraphs)) % 2 == seed % 2  # article-block marks: written after the numbers
+        data = method.encode(replace(signature, inside=inside))
+        count = data[width] & 0x7F
+        rows_end = width + 1 + 6 * count
+        records += [data, data[:rows_end], data[:rows_end + count], data[:width], data[:width + 1 + 6],
+                    data[:rows_end + count + 1], data[:3]]
+    assert any(len(data) > width + 1 + 7 * (data[width] & 0x7F) for data in records[::7])  # marks among them
+    for data in records:
+        try:
+            signature = method.decode(data)
+        except (ValueError, IndexError, struct_error) as err:
+            try:
+                method.paragraphs_of(data)
+            except type(err):
+                continue
+            raise AssertionError("paragraphs_of read a record decode refuses") from err
+        paragraphs, capped, numbers = method.paragraphs_of(data)
+        assert capped == signature.capped
+        for got, expected in ((paragraphs, signature.paragraphs), (numbers, signature.numbers)):
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
