@@ -244,7 +244,8 @@ class Detector:
         doc = DocRecord(batch.next_seq(), fp.page.id, event_ms, verdict.cluster_id, verdict.duplicate_of or "",
                         signatures, fp.site_hash, document=document, steered=steered,
                         overlapping=bool(candidates) and digest_of_overlapping(fp.page.id, candidates, verdict),
-                        digest=bool(candidates) and started_digest(fp.page.id, candidates, verdict))
+                        digest=bool(candidates) and (started_digest(fp.page.id, candidates, verdict) or any(
+                            c.digest and c.root_id == verdict.cluster_id for c in candidates)))
         batch.add_staged(doc, page, names, displaces=not verdict.duplicate_of)
         if verdict.merged_clusters:  # later pages see these clusters as one story (`StoreBatch.story_of`)
             batch.merge(verdict.merged_clusters, verdict.cluster_id)
@@ -286,7 +287,8 @@ class Detector:
             root_seq = link.seq if doc.cluster_id == doc.page_id else batch.seq_for(doc.cluster_id)
             found.append(Candidate(link.seq, doc.page_id, link.rule, link.similarity,
                                    -1 if root_seq is None else root_seq, doc.cluster_id, link.relation,
-                                   link.new_share, link.their_new_share, link.new_paragraph, doc.site == fp.site_hash))
+                                   link.new_share, link.their_new_share, link.new_paragraph, doc.site == fp.site_hash,
+                                   digest=doc.digest))
         return with_stories(found, batch)
 
 
@@ -302,17 +304,20 @@ def with_stories(found: list[Candidate], batch: StoreBatch) -> list[Candidate]:
     digest of several stories?), so most pages read no record for it. A story is asked again from where
     the last ask stopped (`STORY_ASKS`): a first ask on a chain longer than `MAX_MERGE_HOPS` named a
     cluster in the chain, another story to the digest rule. With each, whether its cluster is a
-    digest's (`StoreBatch.digest`), of overlapping stories (`StoreBatch.overlapping`): the record of its first page."""
+    digest's (`StoreBatch.digest`), of overlapping stories (`StoreBatch.overlapping`): the record of its first page;
+    a digest's where any candidate's own record says so (`Candidate.digest`: a digest that joined a page of its
+    site, or a page after it in its cluster), as the global topology reads each match's mark."""
     roots = {c.root_id for c in found if c.relation != RELATED}
+    own = {c.root_id for c in found if c.digest}  # each candidate's own mark, its cluster's
     if len(roots) <= 1:
-        return found
+        return [replace(c, digest=c.root_id in own) for c in found] if own else found
     stories = {root: batch.story_of(root) for root in sorted(roots)}
     for _ in range(STORY_ASKS - 1):  # an ask stops after MAX_MERGE_HOPS records, leaving the chain shorter
         again = {root: batch.story_of(story) for root, story in stories.items()}
         if again == stories:  # every chain read to its end (its end's record read again: cached in the batch)
             break
         stories = again
-    digests = {root for root in roots if batch.digest(root)}  # digests' clusters (`started_digest`)
+    digests = own | {root for root in roots if batch.digest(root)}  # digests' clusters (`started_digest`)
     marked = {root for root in digests if batch.overlapping(root)}  # ... of overlapping stories
     return [c if c.relation == RELATED else replace(c, story_id=stories[c.root_id], overlapping=c.root_id in marked,
                                                     digest=c.root_id in digests) for c in found]

@@ -79,6 +79,24 @@ def run(kind, seed):
             _page("A2", there[0], a[:3], "08:40"),
             _page("B2", there[1], b[:3], "08:50"),
         ]
+    elif kind in ("ownpart", "ownpart_teasers"):  # his own page first, which his digest holds under its heading
+        a = make_article(seed, paragraphs=8, sentences=3)
+        b = make_article(seed + 300, paragraphs=8, sentences=3)
+        e = make_article(seed + 700, paragraphs=8, sentences=3)
+        copies = (a, b) if kind == "ownpart" else (a[:3], b[:3])
+        there = ("evil.example", "evil.example") if kind == "ownpart" else ("gamma.example", "delta.example")
+        own = _page("E1", "evil.example", e, "07:50")
+        own["html"] = own["html"].replace("Story E1", "Today")
+        digest = _page("D", "evil.example", e + a + b, "08:30")
+        digest["html"] = digest["html"].replace("Story D", "Today")
+        recs = [
+            own,
+            _page("A", "alpha.example", a, "08:00"),
+            _page("B", "beta.example", b, "08:10"),
+            digest,
+            _page("A2", there[0], copies[0], "08:40"),
+            _page("B2", there[1], copies[1], "08:50"),
+        ]
     elif kind == "ugc":  # the digest and copies on a user-content path of a third news host
         recs = [
             _page("A", "alpha.example", first, "08:00"),

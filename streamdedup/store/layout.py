@@ -352,9 +352,10 @@ class DocRecord:
     # (`engine.digest_of_overlapping`), a cluster no later copy bridges for being most of it; read by
     # `StoreBatch.overlapping`. Records of rules before version 33 have none
     overlapping: bool = False
-    # of a cluster's first page: it is a digest of any stories (`engine.started_digest`; `overlapping` is one),
-    # a cluster no later page of its site bridges for being of its site; read by `StoreBatch.digest`.
-    # Records of rules before version 36 have it only where `overlapping`
+    # a digest of any stories (`engine.started_digest`; `overlapping` is one), or a page joining its cluster after
+    # it: a cluster no later page of its site bridges for being of its site; read by `StoreBatch.digest` (of a
+    # cluster's first page) and into `Candidate.digest` (of any page). Records of rules before version 36 have it
+    # only where `overlapping`, before version 38 only on a cluster's first page
     digest: bool = False
 
     def encode(self) -> bytes:

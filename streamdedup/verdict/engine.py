@@ -117,7 +117,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     its site bridges its cluster for being of its site (`bridges`: the attacker's own copy of each story would)
 # 37: nor does a fragment (a teaser of each story would); a page names a duplicate in no digest's cluster where one
 #     holds as much (`named_duplicate`)
-RULES_VERSION = 37
+# 38: a page joining a page of its own site is a digest where it holds pages of two or more other stories it left
+#     (`started_digest`); a page's mark marks its cluster, its own record's as its first page's
+RULES_VERSION = 38
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03
@@ -160,8 +162,9 @@ class Candidate:
     # its cluster was started by a digest of overlapping stories (`digest_of_overlapping`, kept on the first
     # page's record: `DocRecord.overlapping`), which no later copy of another site bridges for being most of it
     overlapping: bool = False
-    # its cluster was started by a digest of any stories (`started_digest`, kept on the first page's record:
-    # `DocRecord.digest`), which no later page of its site bridges for being of its site
+    # its cluster holds a digest of any stories (`started_digest`, kept on the digest's record and on those of
+    # the pages joining its cluster after it: `DocRecord.digest`), which no later page of its site bridges for
+    # being of its site, nor a fragment
     digest: bool = False
 
 
@@ -308,16 +311,23 @@ def digest_of_overlapping(page_id: str, earlier: Sequence[Candidate], verdict: V
 
 
 def started_digest(page_id: str, earlier: Sequence[Candidate], verdict: Verdict) -> bool:
-    """Whether the page is a digest: it holds pages of two or more stories and bridged none (`joined_roots`).
+    """Whether the page is a digest: it holds pages of two or more stories it did not join (`joined_roots`).
 
-    Such a page starts a cluster of its own though it duplicates or supersedes earlier pages; it is
-    marked on its record (`DocRecord.digest`, read into `Candidate.digest` of its cluster): no later page
-    of its site bridges its cluster for being of its site (`bridges`). A page whose text was cut joins
-    by fewer of its candidates (`as_cut`), as `decide` judged it."""
-    if verdict.cluster_id != page_id or verdict.merged_clusters:
-        return False
-    return any((as_cut(c.relation, c.rule) if verdict.text_cut else c.relation) in (DUPLICATE, SUPERSEDES)
-               for c in earlier)
+    One that bridged none starts a cluster of its own though it duplicates or supersedes earlier pages;
+    one that joined a page of its own site (its part, `bridges`) is in that page's cluster, and is a
+    digest where it holds pages of two or more other stories it left (a page it supersedes, or one it
+    is most of): the attacker's own page first, then his digest of it and two stories. It is marked on
+    its record (`DocRecord.digest`, read into `Candidate.digest` of its cluster): no later page of its
+    site bridges its cluster for being of its site, nor a fragment for being one (`bridges`). A page
+    whose text was cut joins by fewer of its candidates (`as_cut`), as `decide` judged it."""
+    held = [c for c in earlier if (as_cut(c.relation, c.rule) if verdict.text_cut else c.relation) != RELATED]
+    if verdict.cluster_id == page_id and not verdict.merged_clusters:
+        return bool(held)
+    joined = {verdict.cluster_id, *verdict.merged_clusters}
+    stories_joined = {c.story_id or c.root_id for c in held if c.root_id in joined}
+    left = {c.story_id or c.root_id for c in held if c.root_id not in joined
+            and (c.relation == SUPERSEDES or c.their_new_share < MOST_OF)}
+    return len(left - stories_joined) >= 2
 
 
 def _lacking_no_paragraph(holding: list[Candidate]) -> list[Candidate]:

@@ -32,7 +32,6 @@ def _own_page(page_id: str, paragraphs: list[str], when: str) -> dict:
     return {**page, "html": page["html"].replace(f"Story {page_id}", "Today")}
 
 
-@pytest.mark.xfail(strict=True, reason="a digest joining a page of its own site is not marked: docs/limitations.md")
 @pytest.mark.parametrize("teasers", [False, True])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_digest_joining_its_own_sites_page_keeps_its_stories_apart(tmp_path, seed, teasers):
@@ -52,3 +51,26 @@ def test_a_digest_joining_its_own_sites_page_keeps_its_stories_apart(tmp_path, s
             "duplicate", story, story), verdicts[copy]
     parents = _stories(outcomes)
     assert story_of(parents, "A") != story_of(parents, "B")
+
+
+def test_a_page_of_an_articles_site_over_it_and_two_stories_leaves_its_copies_joining_it(tmp_path):
+    """The mark abused: a page of the article's own site (a user's page of its host, or its top stories) holding
+    the article and two wire stories joins the article's cluster and marks it. Its re-fetch, a wire copy
+    and its `?page=1` still join it (the page it names, or the one cluster holding it); the stories stay apart."""
+    article = make_article(81, paragraphs=8, sentences=3)
+    first, second = make_article(82, paragraphs=8, sentences=3), make_article(83, paragraphs=8, sentences=3)
+    records = [story_page("X", "news.example", article, "07:00"), story_page("A", "apwire.example", first, "07:10"),
+               story_page("B", "reuters.example", second, "07:20"),
+               {**story_page("P", "news.example", [*article, "Story A", *first, "Story B", *second], "07:30"),
+                "url": "https://news.example/user/evil/today"},
+               {**story_page("X2", "news.example", article, "08:00"), "url": "https://news.example/a/X"},
+               story_page("W", "wire.example", article, "08:10"),
+               {**story_page("XP", "news.example", article[:3], "08:20"), "url": "https://news.example/a/X?page=1"}]
+    outcomes = run_records(records, tmp_path)
+    verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
+    # the layout: it joins the article (its part) and holds both stories (each with its headline), a digest
+    assert (verdicts["P"]["cluster_id"], verdicts["P"]["supersedes"]) == ("X", ["X", "A", "B"]), verdicts["P"]
+    assert [(verdicts[p]["status"], verdicts[p]["cluster_id"]) for p in ("X2", "W", "XP")] == [("duplicate", "X")] * 3
+    assert [verdicts[p]["duplicate_of"] for p in ("X2", "W")] == ["X", "X"]
+    parents = _stories(outcomes)
+    assert len({story_of(parents, p) for p in ("X", "A", "B")}) == 3

@@ -97,3 +97,33 @@ def test_the_digest_mark_is_kept_in_replies_and_records():
     assert Pending.decode(orjson.dumps(older)) == replace(pending, digests=set())
     guessed = Guessed(ORDERS["A2"], False, {}, {"D": (ORDERS["D"], "D")}, "A2", [], digests={"D"})
     assert Guessed.decode(guessed.encode()) == guessed
+
+
+OWN_PART = {page_id: page_order(n, n, 0, n) for n, page_id in enumerate(("E1", "A", "B", "D", "A2", "B2"), 1)}
+
+
+def test_a_digest_joining_a_page_of_its_site_is_told_a_digest(tmp_path):
+    """His own page E1 first, his digest D of E1, A and B: D joins E1's cluster (its part) and its gather marks
+    it a digest all the same (`engine.started_digest`: two stories it left); his copies bridge E1's cluster
+    no more (tests/verdict/test_hostile_digest_own_part.py; before: A2 and B2 merged E1's, one story)."""
+    def match(page_id: str, new_share: float, their_new_share: float, relation: str, their_relation: str,
+              root_id: str = "", same_site: bool = False) -> Match:
+        order, root = OWN_PART[page_id], root_id or page_id
+        return Match(page_id, order, "minhash", 0.5, OWN_PART[root], root, new_share, their_new_share, relation,
+                     their_relation, same_site=same_site)
+
+    gather = GatherPartition(tmp_path / "g", hold=False)
+    out: list[Emitted] = []
+    steps = GatherSteps(OWN_PART)
+    for page_id in ("E1", "A", "B"):
+        steps.complete(gather, page_id, (), out)
+    steps.complete(gather, "D", (match("E1", 0.66, 0.0, SUPERSEDES, DUPLICATE, same_site=True),
+                                 match("A", 0.66, 0.0, SUPERSEDES, DUPLICATE),
+                                 match("B", 0.66, 0.0, SUPERSEDES, DUPLICATE)), out)
+    assert verdicts(out)["D"]["cluster_id"] == "E1", verdicts(out)["D"]
+    for copy, story in (("A2", "A"), ("B2", "B")):
+        steps.complete(gather, copy, (match(story, 0.0, 0.0, DUPLICATE, DUPLICATE),
+                                      match("D", 0.0, 0.66, DUPLICATE, SUPERSEDES, "E1", same_site=True)), out)
+        verdict = verdicts(out)[copy]
+        assert (verdict["duplicate_of"], verdict["cluster_id"]) == (story, story), verdict
+        assert "merged_clusters" not in verdict, verdict
