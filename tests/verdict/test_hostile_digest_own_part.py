@@ -74,3 +74,22 @@ def test_a_page_of_an_articles_site_over_it_and_two_stories_leaves_its_copies_jo
     assert [verdicts[p]["duplicate_of"] for p in ("X2", "W")] == ["X", "X"]
     parents = _stories(outcomes)
     assert len({story_of(parents, p) for p in ("X", "A", "B")}) == 3
+
+
+@pytest.mark.xfail(strict=True, reason="a cluster of his site over two stories, one page each: docs/limitations.md")
+def test_two_pages_each_over_his_sites_page_and_one_story_keep_the_stories_apart(tmp_path):
+    """The digest split in two: his page E1, then E1's text with story A, then with story B, on his site. Each
+    holds one story beside its part E1 and joins E1's cluster: no page is a digest, yet the cluster holds
+    both stories; his copy of each (here the second page itself, E1's text learned as his site's template
+    by then) bridges it into its story: one story, 6 of 6 seeds, at rules versions 35, 37 and 38 alike."""
+    first, second = make_article(1, paragraphs=8, sentences=3), make_article(301, paragraphs=8, sentences=3)
+    own = make_article(701, paragraphs=8, sentences=3)
+    records = [_own_page("E1", own, "07:50"), story_page("A", "alpha.example", first, "08:00"),
+               story_page("B", "beta.example", second, "08:10"), _own_page("Da", own + first, "08:30"),
+               _own_page("Db", own + second, "08:35"), story_page("A2", "evil.example", first, "08:40"),
+               story_page("B2", "evil.example", second, "08:50")]
+    outcomes = run_records(records, tmp_path)
+    verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
+    assert verdicts["Da"]["cluster_id"] == "E1", verdicts["Da"]  # the layout: it joins its part
+    parents = _stories(outcomes)
+    assert story_of(parents, "A") != story_of(parents, "B")
