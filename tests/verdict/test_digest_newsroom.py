@@ -38,21 +38,28 @@ def test_a_briefing_of_two_wire_stories_then_its_own_copy_of_each_keeps_them_apa
     assert story_of(parents, "A") != story_of(parents, "B")
 
 
-@pytest.mark.xfail(strict=True, reason="its parts read as copies of two stories on a digest's site (rules 36)")
-def test_a_view_all_page_whose_parts_ran_on_the_wire_joins_both_its_parts(tmp_path):
+@pytest.mark.xfail(strict=True, reason="its parts read as copies of two stories on a digest's site (rules 36, 38)")
+@pytest.mark.parametrize("own_part_first", [False, True])
+def test_a_view_all_page_whose_parts_ran_on_the_wire_joins_all_its_parts(tmp_path, own_part_first):
     """The wire's two parts, then the paper's view-all page (a digest of them), then its `?page=1` and `?page=2`.
 
     Before rules version 36 each part bridged the view-all page's cluster (of its site): one story. Now
-    the part under half of it (here `?page=2`) bridges it no more: {W1, V, P1} and {W2, P2}."""
+    the part under half of it bridges it no more: {W1, V, P1} and {W2, P2}. With its own `?page=3` first
+    (the view-all page joins it, its part) it was one story until rules version 38, which marks a page
+    that joins its part and leaves two stories (the attacker's own page, then his digest of it and two
+    stories): now {W1, P1} and the rest."""
     article = make_article(905, paragraphs=8, sentences=3)
     view_all = "https://paper.example/a/V"
-    records = [story_page("W1", "apwire.example", article[:4], "06:00"),
-               story_page("W2", "reuters.example", article[4:], "06:10"),
+    parts = [article[:3], article[3:6], article[6:]] if own_part_first else [article[:4], article[4:]]
+    records = [story_page("W1", "apwire.example", parts[0], "06:00"), story_page("W2", "reuters.example", parts[1], "06:10"),
                {**story_page("V", "paper.example", article, "07:00"), "url": view_all},
-               {**story_page("P1", "paper.example", article[:4], "07:10"), "url": f"{view_all}?page=1"},
-               {**story_page("P2", "paper.example", article[4:], "07:20"), "url": f"{view_all}?page=2"}]
+               {**story_page("P1", "paper.example", parts[0], "07:10"), "url": f"{view_all}?page=1"},
+               {**story_page("P2", "paper.example", parts[1], "07:20"), "url": f"{view_all}?page=2"}]
+    if own_part_first:
+        records.insert(0, {**story_page("P3", "paper.example", parts[2], "05:50"), "url": f"{view_all}?page=3"})
     outcomes = run_records(records, tmp_path)
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
-    assert verdicts["V"]["cluster_id"] == "V", verdicts["V"]  # the layout: a digest of the wire's parts
+    # the layout: a digest of the wire's parts, of its own part's cluster where it came first
+    assert verdicts["V"]["cluster_id"] == ("P3" if own_part_first else "V"), verdicts["V"]
     parents = _stories(outcomes)
     assert story_of(parents, "V") == story_of(parents, "P1") == story_of(parents, "P2")
