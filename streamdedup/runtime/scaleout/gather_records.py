@@ -12,8 +12,9 @@ how many related pages it names (its verdict's `related_to` and its `late_relate
 was over, or a late match came): `Guessed`; `K<page id>` -> the clusters a page out merged into
 its own (none: no record), told with its cluster (`RootReply.merged`); `O<page id>` -> its cluster
 is a digest's (`DIGEST_MARK`: `RootReply.digest`), of overlapping stories (`OVERLAPPING_MARK`:
-`RootReply.overlapping`); none: no record;
-`Mwm:<index partition>` -> that index partition's last watermark.
+`RootReply.overlapping`); none: no record; `L<page id>` -> a page out's late matches that may bridge its
+story and their clusters, each kept until its gather tells whether that cluster is a digest's (`RootReply`):
+`GatherStore.awaiting_mark`; `Mwm:<index partition>` -> that index partition's last watermark.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ MERGES = b"K"
 # where its stories overlap (`engine.digest_of_overlapping`; the only mark rules 33 to 35 wrote)
 OVERLAPPING = b"O"
 OVERLAPPING_MARK, DIGEST_MARK = b"", b"d"
+# a page out's late matches awaiting their clusters' marks (match id -> `Match.as_list`), JSON; none: no record
+AWAITING_MARK = b"L"
 # how a page's verdict went out, kept after its order in its `F` record: a later match's cause; upper case: as a
 # duplicate (or found one by a late match since), whose related pages file mode does not name
 RELEASED = {"watermark": b"w", "idle": b"i", "timeout": b"t", "complete": b"c"}
@@ -333,6 +336,26 @@ class GatherStore:
         """Stage the page's `O` record where its cluster is a digest's (`digest_mark_of`): told with its cluster."""
         if mark is not None:
             self.put(id_key(OVERLAPPING, page_id), mark)
+
+    def await_mark(self, page_id: str, match: Match) -> None:
+        """Stage a late match of a page out among those awaiting their cluster's mark (its `L` record)."""
+        key = id_key(AWAITING_MARK, page_id)
+        data = self.get(key)
+        self.put(key, orjson.dumps({**(orjson.loads(data) if data else {}), match.page_id: match.as_list()}))
+
+    def awaited(self, page_id: str, of: str) -> Match | None:
+        """The late match `of` of a page out, if it awaited its cluster's mark: no longer (None: it did not)."""
+        key = id_key(AWAITING_MARK, page_id)
+        data = self.get(key)
+        awaiting = orjson.loads(data) if data else {}
+        item = awaiting.pop(of, None)
+        if item is None:
+            return None
+        if awaiting:
+            self.put(key, orjson.dumps(awaiting))
+        else:
+            self.delete(key)
+        return Match.from_list(item)
 
     def guessed(self, page_id: str, order: bytes) -> Guessed | None:
         """The page's `G` record, if it is that page's (of `order`)."""

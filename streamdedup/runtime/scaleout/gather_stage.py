@@ -13,7 +13,9 @@ A page held longer than the bounded wait is released by a *marker* its gather pa
 to its own parts partition (`tick`): the release happens when the marker is read back, at the
 same point of the log on every replay, so a restart emits the same verdicts and none twice. A
 supplement for a page already out is a `late_match` event on the clusters topic, counted: "page L
-is also a near-duplicate of this earlier page"; a related one (L adds much text of its own) is a
+is also a near-duplicate of this earlier page" (where L is all in it, once that page's gather has told
+whether its cluster is a digest's, which L then bridges only as file mode would: `_late_marked`); a
+related one (L adds much text of its own) is a
 `late_related` event, counted too: L's story is related to that page's, as file mode's `related_to`
 says (none for a page that went out as a duplicate, as file mode names none), up to `MAX_NAMED`
 related pages with those its verdict named, as file mode's `related_to` (`RelatedLeftOut` past it). A page is only ever
@@ -85,6 +87,7 @@ from streamdedup.runtime.scaleout.gather_verdicts import (
 from streamdedup.runtime.scaleout.messages import (
     INFINITE,
     Answer,
+    Match,
     PageHeader,
     RootAsk,
     RootReply,
@@ -154,29 +157,17 @@ class GatherPartition(GatherStore):
             known = id_hash(supplement.match.page_id)
             if known in hashes_of(before):
                 return []  # it was one of the page's earlier matches already (another partition's answer)
-            released = released_as(before)[0]
-            cause = _LATE_CAUSE.get(released.lower(), RELEASED_EARLY)
-            finished = id_key(FINISHED, supplement.page_id)
-            # a match it supersedes joins the stories only as its part (`engine.bridges`): the page went out in
-            # a story already, and a second whole story it holds (a digest's) would be merged into it
-            if supplement.match.bridges:
-                if supplement.match.relation == DUPLICATE:  # file mode names no related page of a duplicate
-                    before = as_duplicate(before)
-                self.put(finished, before + known)
-                return [LateMatch(late_match_event(supplement.page_id, supplement.match), cause),
-                        *self._joins_late(supplement)]
-            if released.isupper():  # related to a page that went out as a duplicate: file mode names none
-                return []
-            # related, or a whole story it holds: the page keeps its story, which is related to the match's (file
-            # mode's `related_to`; a late_match merged stories file mode keeps apart: a feed review)
-            self.put(finished, before + known)
-            named = id_key(NAMED, supplement.page_id)
-            count = (self.get(named) or b"\x00")[0]
-            if count >= MAX_NAMED:  # as many as file mode's `related_to` names
-                return [RelatedLeftOut(supplement.page_id, cause)]
-            self.put(named, bytes([count + 1]))
-            return [LateMatch(late_related_event(supplement.page_id, self._own_cluster(supplement.page_id),
-                                                 supplement.match), cause)]
+            self.put(id_key(FINISHED, supplement.page_id), before + known)
+            match = supplement.match
+            if match.relation == DUPLICATE and match.bridges:
+                # whether it bridges its story and the match's cluster hangs on that cluster's mark (a digest's:
+                # `engine.bridges`), which only the match's gather knows: asked, judged when told (`_late_marked`)
+                self.await_mark(supplement.page_id, match)
+                self._joins_late(supplement.page_id, supplement.order, match)  # askers wait for its answer
+                return [RootAsk(match.page_id, match.order, supplement.page_id, supplement.order)]
+            late = self._late(supplement.page_id, match, match.bridges)
+            return late + ([RootAsk(match.page_id, match.order, supplement.page_id, supplement.order)]
+                           if match.bridges and self._joins_late(supplement.page_id, supplement.order, match) else [])
         pending = self.load(supplement.page_id, supplement.order)
         new = supplement.match.page_id not in pending.earlier() and supplement.match.joins
         pending.supplements.append(supplement.match)
@@ -211,7 +202,7 @@ class GatherPartition(GatherStore):
         The page goes out once all are in and its watermarks have passed it (out already, by its
         wait: the merges it missed, `_late_merge`)."""
         if self.finished_order(reply.page_id) == reply.order:
-            return self._late_merge(reply)
+            return [*self._late_marked(reply), *self._late_merge(reply)]
         key = waiting_key(reply.page_id, reply.order)
         pending = self.load(reply.page_id, reply.order)
         if reply.guessed and reply.of in pending.roots and reply.of not in pending.guesses:
@@ -371,24 +362,70 @@ class GatherPartition(GatherStore):
         self.put(id_key(GUESSED, page_id), guessed.encode())
         return replies
 
-    def _joins_late(self, supplement: Supplement) -> list[Emitted]:
-        """A late match the page may join (`Match.bridges`) while its cluster is its own, or a guess.
+    def _late(self, page_id: str, match: Match, bridging: bool) -> list[Emitted]:
+        """The event of a late match of a page out (its `F` record naming it already), counted by how the page went out.
+
+        `bridging` (`Match.bridges_marked`): a `late_match`, the page joins the match's story. Otherwise a match it
+        supersedes joins the stories only as its part: the page went out in a story already, and a second whole
+        story it holds (a digest's) would be merged into it; related, or a whole story it holds, the page keeps its
+        story, which is related to the match's (a `late_related` event, file mode's `related_to`; a late_match
+        merged stories file mode keeps apart: a feed review), none where the page is a duplicate."""
+        finished = id_key(FINISHED, page_id)
+        before = self.get(finished) or b""
+        released = released_as(before)[0]
+        cause = _LATE_CAUSE.get(released.lower(), RELEASED_EARLY)
+        if bridging:
+            if match.relation == DUPLICATE:  # file mode names no related page of a duplicate
+                self.put(finished, as_duplicate(before))
+            return [LateMatch(late_match_event(page_id, match), cause)]
+        if released.isupper():  # related to a page that went out as a duplicate: file mode names none
+            return []
+        named = id_key(NAMED, page_id)
+        count = (self.get(named) or b"\x00")[0]
+        if count >= MAX_NAMED:  # as many as file mode's `related_to` names
+            return [RelatedLeftOut(page_id, cause)]
+        self.put(named, bytes([count + 1]))
+        return [LateMatch(late_related_event(page_id, self._own_cluster(page_id), match), cause)]
+
+    def _late_marked(self, reply: RootReply) -> list[Emitted]:
+        """A late match that awaited its cluster's mark (`awaited`), judged now that its gather told it.
+
+        By `engine.bridges` with the mark, as file mode judges it: a page held by one story's copy is no evidence
+        that a digest's cluster is that story, so a copy of its site, or one most of a digest of overlapping stories,
+        bridges it no more (as a copy on time). Where the page joined it when it asked (`_joins_late`), this reply
+        names its cluster (`_late_merge`, called next); one that does not bridge is dropped from those joins, and
+        the page's askers told its cluster without it. None: the reply was for no such match, or is a guess (the
+        mark of a page out before its matches' clusters were named, which it may start its own cluster once they
+        are: judged when its gather answers again, named, as `_late_merge` waits)."""
+        if reply.guessed:
+            return []
+        match = self.awaited(reply.page_id, reply.of)
+        if match is None:
+            return []
+        bridging = match.bridges_marked(reply.overlapping, reply.digest)
+        late = self._late(reply.page_id, match, bridging)
+        guessed = self.guessed(reply.page_id, reply.order)
+        if bridging or guessed is None or guessed.matches.pop(match.page_id, None) is None:
+            return late
+        return late + self._named(reply.page_id, reply.order, guessed)  # joined when asked: its askers told without it
+
+    def _joins_late(self, page_id: str, order: bytes, match: Match) -> bool:
+        """Whether the page joins a late match it may bridge (`Match.bridges`): its cluster its own, or a guess.
 
         File mode puts the page in the match's cluster; only the match's gather names that cluster
-        (the supplement's root is an index partition's): it is asked, and the page's cluster is a
-        guess (`Guessed`) until it answers. Out in a story already: its cluster stands (the
-        `late_match` event joins the two stories)."""
-        page_id, order, match = supplement.page_id, supplement.order, supplement.match
+        (the supplement's root is an index partition's): it is asked (True: the caller asks), and the
+        page's cluster is a guess (`Guessed`, its askers kept) until it answers. Out in a story already:
+        its cluster stands (the `late_match` event joins the two stories)."""
         guessed = self.guessed(page_id, order)
         if guessed is None:
             if self._own_cluster(page_id) != page_id:
-                return []
+                return False
             guessed = Guessed(order, False, {}, {}, page_id, [])
         if match.page_id in guessed.matches:
-            return []
+            return False
         guessed.matches[match.page_id] = match
         self.put(id_key(GUESSED, page_id), guessed.encode())
-        return [RootAsk(match.page_id, match.order, page_id, order)]
+        return True
 
     def _late_merge(self, reply: RootReply) -> list[Emitted]:
         """A cluster named for a page out with a guessed one: once all are, the merges its verdict did not name.
@@ -400,39 +437,45 @@ class GatherPartition(GatherStore):
         askers kept (or told the guess) are answered with it. None: nothing was missed. A guess
         answered to it changes nothing: that page answers again once named."""
         guessed = self.guessed(reply.page_id, reply.order)
-        if guessed is None or reply.guessed:
+        if guessed is None or reply.guessed or reply.of not in guessed.matches:  # not: a late match bridging nothing
             return []
         guessed.roots[reply.of] = (reply.root_order, reply.root_id)
         if reply.merged:
             guessed.merges[reply.of] = list(reply.merged)
         (guessed.overlaps.add if reply.overlapping else guessed.overlaps.discard)(reply.of)
         (guessed.digests.add if reply.digest else guessed.digests.discard)(reply.of)
-        key = id_key(GUESSED, reply.page_id)
+        return self._named(reply.page_id, reply.order, guessed)
+
+    def _named(self, page_id: str, order: bytes, guessed: Guessed) -> list[Emitted]:
+        """A guessed page's `G` record kept while a joined match's cluster is not named; once all are, decided again.
+
+        The late merge and askers' answers of `_late_merge`."""
+        key = id_key(GUESSED, page_id)
         if not guessed.named():
             self.put(key, guessed.encode())
             return []
         self.delete(key)
-        self.guessing.pop(waiting_key(reply.page_id, reply.order), None)
-        verdict, root, mark = decided(reply.page_id, reply.order, guessed.cut, guessed.matches, guessed.roots,
+        self.guessing.pop(waiting_key(page_id, order), None)
+        verdict, root, mark = decided(page_id, order, guessed.cut, guessed.matches, guessed.roots,
                                       merges=guessed.merges, overlaps=guessed.overlaps, digests=guessed.digests)
-        self.mark_digest(reply.page_id, mark)
+        self.mark_digest(page_id, mark)
         cluster = root[1]
-        record = self.root_record(reply.page_id)
+        record = self.root_record(page_id)
         if cluster != guessed.cluster:  # not the one its index partitions knew: askers are told this one
-            record = root_record(reply.order, root)
-            self.put(id_key(ROOT, reply.page_id), record)
+            record = root_record(order, root)
+            self.put(id_key(ROOT, page_id), record)
         late = [c for c in verdict.merged_clusters if c not in guessed.merged or cluster != guessed.cluster]
         if late:
-            self.add_merges(reply.page_id, verdict.merged_clusters)
-        merged = self.merges_of(reply.page_id)
-        replies: list[Emitted] = [_reply(asker, order, reply.page_id, reply.order, record, merged=merged,
-                                         mark=self.digest_mark(reply.page_id))
-                                  for asker, order in guessed.askers + guessed.told]
+            self.add_merges(page_id, verdict.merged_clusters)
+        merged = self.merges_of(page_id)
+        replies: list[Emitted] = [_reply(asker, asker_order, page_id, order, record, merged=merged,
+                                         mark=self.digest_mark(page_id))
+                                  for asker, asker_order in guessed.askers + guessed.told]
         if not late:
             return replies
-        released = released_as(self.finished_record(reply.page_id) or b"")[0].lower()
+        released = released_as(self.finished_record(page_id) or b"")[0].lower()
         cause = RELEASED_EARLY if guessed.early else _LATE_CAUSE.get(released, RELEASED_EARLY)
-        return [LateMerge({"type": "merged", "page_id": reply.page_id, "cluster_id": cluster,
+        return [LateMerge({"type": "merged", "page_id": page_id, "cluster_id": cluster,
                            "merged": list(verdict.merged_clusters), "late": True}, cause), *replies]
 
     def _own_cluster(self, page_id: str) -> str:

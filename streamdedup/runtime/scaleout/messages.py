@@ -143,11 +143,19 @@ class Match:
 
     @property
     def bridges(self) -> bool:
-        """Whether the asking page may bridge this match's cluster and another (`engine.bridges`).
+        """Whether the asking page may bridge this match's cluster and another, its cluster's mark unknown.
 
         It duplicates the match and is most of it (or of its site), or the match is its part: of its site, its
-        cluster's first page."""
-        return bridges(self.relation, self.same_site, self.page_id, self.root_id, self.their_new_share)
+        cluster's first page. Where the match's cluster is a digest's (`bridges_marked`), it may not."""
+        return self.bridges_marked()
+
+    def bridges_marked(self, overlapping: bool = False, digest: bool = False) -> bool:
+        """Whether the asking page bridges this match's cluster and another, told whether that is a digest's.
+
+        `engine.bridges` of one match (no fragment: a page held by its story's page beside more is most of none of
+        the pages holding it only with its other matches): `digest`, `overlapping`, as `RootReply` tells them."""
+        return bridges(self.relation, self.same_site, self.page_id, self.root_id, self.their_new_share,
+                       overlapping=overlapping, digest=digest)
 
     def seen_from_the_other(self, page_id: str, order: bytes, root_order: bytes, root_id: str) -> Match:
         """This match as the matched page sees the asker (`page_id`, `order`, its root): the sides swap."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from streamdedup.runtime.scaleout.gather_stage import GatherPartition
 from streamdedup.runtime.scaleout.gather_verdicts import Decided, Emitted
-from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply
+from streamdedup.runtime.scaleout.messages import Answer, Match, PageHeader, RootAsk, RootReply, Supplement
 
 
 @dataclass(frozen=True)
@@ -48,3 +48,21 @@ class GatherSteps:
 def verdicts(out: list[Emitted]) -> dict[str, dict]:
     """The verdicts out, by page id."""
     return {d.header.page_id: d.dedup for d in out if isinstance(d, Decided)}
+
+
+def told(gather: GatherPartition, page_id: str, order: bytes, match: Match, overlapping: bool = False,
+         digest: bool = False) -> list[Emitted]:
+    """The match's gather answers a page out asking about a late match (`RootAsk`): its cluster, as the index
+    partition named it, and its mark (`overlapping`, `digest`); what the page's gather emits then."""
+    return gather.add_root(RootReply(page_id, order, match.page_id, match.root_order, match.root_id,
+                                     overlapping=overlapping, digest=digest))
+
+
+def late_match(gather: GatherPartition, page_id: str, order: bytes, match: Match, overlapping: bool = False,
+               digest: bool = False) -> list[Emitted]:
+    """A late match of a page out (`Supplement`); where its gather asks the match's gather, the answer (`told`)."""
+    emitted = gather.add_supplement(Supplement(page_id, order, match))
+    ask = RootAsk(match.page_id, match.order, page_id, order)
+    if ask not in emitted:
+        return emitted
+    return [e for e in emitted if e != ask] + told(gather, page_id, order, match, overlapping, digest)

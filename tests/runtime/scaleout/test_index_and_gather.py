@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 from conftest import FakeMessage
 
+from runtime.scaleout.gather_steps import late_match, told
 from streamdedup.clean.template import line_hashes
 from streamdedup.config import DetectorConfig
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter
@@ -169,9 +170,11 @@ def test_a_held_page_waits_for_its_index_partitions_watermarks_and_takes_its_sup
     gather.commit()
     # a supplement once it is out: one counted late match, however many partitions send it
     other = match("D", page_order(0, 0, 2, 0))
-    [late_match] = gather.add_supplement(Supplement("L", late, other))
-    assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
+    # whether it bridges L's story and D's cluster hangs on that cluster's mark: D's gather is asked
+    assert gather.add_supplement(Supplement("L", late, other)) == [RootAsk("D", other.order, "L", late)]
     assert gather.add_supplement(Supplement("L", late, other)) == []
+    [late_match] = told(gather, "L", late, other)
+    assert isinstance(late_match, LateMatch) and late_match.event["duplicate_of"] == "D"
     assert gather.add_supplement(Supplement("L", late, match("E", early))) == []  # known when decided
     # one it is related to: nothing, L being a duplicate (file mode names no related page of a duplicate)
     related = replace(match("R", page_order(0, 0, 3, 0)), relation=RELATED, their_relation=RELATED)
@@ -345,11 +348,11 @@ def test_a_late_match_says_how_the_later_page_went_out(tmp_path):
     gather.close()
     gather = GatherPartition(tmp_path / "g")
     assert gather.add_watermark(0, page_order(1, 1, 0, 0)) == []  # a waking input lowers it again
-    late, _ask = gather.add_supplement(Supplement("L", l_order, match("E", page_order(3, 3, 1, 0))))
+    [late, *_] = late_match(gather, "L", l_order, match("E", page_order(3, 3, 1, 0)))
     assert isinstance(late, LateMatch) and late.cause == LATE_PAGE and late.event["duplicate_of"] == "E"
-    early, _ask = gather.add_supplement(Supplement("P", p_order, match("F", page_order(7, 7, 1, 0))))
+    [early, *_] = late_match(gather, "P", p_order, match("F", page_order(7, 7, 1, 0)))
     assert isinstance(early, LateMatch) and early.cause == RELEASED_EARLY
-    after_idle, _ask = gather.add_supplement(Supplement("Q", q_order, match("H", page_order(19, 19, 2, 0))))
+    [after_idle, *_] = late_match(gather, "Q", q_order, match("H", page_order(19, 19, 2, 0)))
     assert isinstance(after_idle, LateMatch) and after_idle.cause == AFTER_IDLE
     gather.close()
 
@@ -361,7 +364,7 @@ def test_a_finished_record_from_before_release_bytes_reads_as_released_early(tmp
     order = page_order(5, 5, 0, 0)
     gather.db.put(b"FOld", order + _id_hash("K"))  # the old layout: order, then the hashes
     assert gather.add_supplement(Supplement("Old", order, match("K", page_order(1, 1, 1, 0)))) == []  # known
-    old, _ask = gather.add_supplement(Supplement("Old", order, match("J", page_order(2, 2, 1, 0))))
+    [old, *_] = late_match(gather, "Old", order, match("J", page_order(2, 2, 1, 0)))
     assert isinstance(old, LateMatch) and old.cause == RELEASED_EARLY
     gather.close()
 

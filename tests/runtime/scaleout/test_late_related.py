@@ -11,6 +11,7 @@ from dataclasses import replace
 from conftest import make_article, page, wrap_in_template
 
 from runtime.conftest import read_topic
+from runtime.scaleout.gather_steps import late_match
 from runtime.scaleout.test_final_verdicts import emitted, released_by_the_wait
 from runtime.scaleout.test_index_and_gather import match
 from runtime.scaleout.test_topologies import finish
@@ -94,13 +95,13 @@ def test_a_late_related_match_keeps_the_pages_cluster_and_a_duplicate_names_none
         "type": "late_related", "page_id": "L", "cluster_id": "L", "related_to": ["R"], "similarity": 1.0,
         "method": "exact", "relation": "related"}
     assert gather.add_supplement(Supplement("L", l_order, related("R", 3))) == []  # another partition's: once
-    duplicate, _ask = gather.add_supplement(Supplement("L", l_order, match("D", page_order(2, 2, 1, 0))))
+    [duplicate, *_] = late_match(gather, "L", l_order, match("D", page_order(2, 2, 1, 0)))
     assert duplicate.event["type"] == "late_match" and duplicate.cause == LATE_PAGE
     gather.commit()
     gather.close()
     gather = GatherPartition(tmp_path / "g")
     assert gather.add_supplement(Supplement("L", l_order, related("S", 4))) == []
-    another, _ask = gather.add_supplement(Supplement("L", l_order, match("C", page_order(1, 1, 1, 0))))
+    [another, *_] = late_match(gather, "L", l_order, match("C", page_order(1, 1, 1, 0)))
     assert another.event["type"] == "late_match" and another.cause == LATE_PAGE
     gather.close()
 

@@ -104,13 +104,14 @@ def test_a_late_match_is_not_told_to_later_askers_who_then_start_a_cluster_of_th
     complete(gather, "L", (), out)
     [l_out] = [d for d in out if isinstance(d, Decided)]
     assert l_out.dedup["cluster_id"] == "L"
-    late, *asks = gather.add_supplement(Supplement("L", L, copy_of("E", "E")))
-    assert isinstance(late, LateMatch) and late.event["duplicate_of"] == "E"  # L is E's story now
-    assert asks == [RootAsk("E", E, "L", L)]  # the cluster E joined, as E's gather names it
+    # the cluster E joined, and whether it is a digest's, as E's gather names it
+    assert gather.add_supplement(Supplement("L", L, copy_of("E", "E"))) == [RootAsk("E", E, "L", L)]
     whole = [Match(p, ORDERS[p], "minhash", 0.6, ORDERS[p], p, 0.4, 0.0, SUPERSEDES, DUPLICATE) for p in ("E", "L")]
     complete(gather, "V", tuple(whole), out)  # asks E's gather (elsewhere) and L's (here: kept until E's answers)
     route(gather, gather.add_root(RootReply("V", V, "E", E, "E")), out)
     route(gather, gather.add_root(RootReply("L", L, "E", E, "E")), out)  # E's gather: E is its own cluster's first
+    [late] = [e for e in out if isinstance(e, LateMatch)]
+    assert late.event["duplicate_of"] == "E"  # L is E's story now
     [v] = [d for d in out if isinstance(d, Decided) and d.header.page_id == "V"]
     assert v.dedup["cluster_id"] == "E"  # file mode: V supersedes two pages of one cluster, E's: it joins it
     gather.close()
