@@ -164,7 +164,7 @@ def main() -> dict[str, Any]:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--dump", type=Path, help="a folder: file mode's verdicts and the workers' verdicts and "
-                                                  "events, written where the clusters differ")
+                                                  "events, written where the clusters differ or a merge is false")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the workers (repeatable), e.g. STREAMDEDUP_VERDICT_WAIT_S=1")
     stress = parser.add_mutually_exclusive_group()
@@ -189,7 +189,8 @@ def main() -> dict[str, Any]:
                 got = run_workers(broker, crawl, workers, args.partitions, work / f"w{workers}", env,
                                   args.join_mid_burst, args.stall_worker)
                 result["runs"][str(workers)] = compare(reference, got)
-                if args.dump and not result["runs"][str(workers)]["clusters_equal"]:  # to trace the difference
+                run = result["runs"][str(workers)]
+                if args.dump and (not run["clusters_equal"] or run["false_merges"]):  # to trace the difference
                     (args.dump / f"w{workers}.json").write_bytes(orjson.dumps(
                         {"reference": reference, "dedups": got["dedups"], "events": got["events"]}))
     print_report(result, args.out)
