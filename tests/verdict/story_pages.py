@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from streamdedup.testing import wrap_in_template
@@ -18,3 +19,12 @@ def story_of(parents: dict[str, str], page: str) -> str:
     while parents.setdefault(page, page) != page:
         page = parents[page]
     return page
+
+
+def story_parents(outcomes: Iterable[Any]) -> dict[str, str]:
+    """The union of clusters a run's outcomes make (`story_of` reads it): each page's, its cluster's and those it merged."""
+    parents: dict[str, str] = {}
+    for out in outcomes:
+        for cluster in [out.dedup["id"], *(out.dedup.get("merged_clusters") or [])]:
+            parents[story_of(parents, cluster)] = story_of(parents, out.dedup["cluster_id"])
+    return parents

@@ -12,17 +12,9 @@ his digest's site, which it cannot tell apart from them).
 from __future__ import annotations
 
 import pytest
-from story_pages import story_of, story_page
+from story_pages import story_of, story_page, story_parents
 
 from streamdedup.testing import make_article, run_records
-
-
-def _stories(outcomes) -> dict[str, str]:
-    parents: dict[str, str] = {}
-    for out in outcomes:
-        for cluster in [out.dedup["id"], *(out.dedup.get("merged_clusters") or [])]:
-            parents[story_of(parents, cluster)] = story_of(parents, out.dedup["cluster_id"])
-    return parents
 
 
 def test_a_briefing_of_two_wire_stories_then_its_own_copy_of_each_keeps_them_apart(tmp_path):
@@ -34,7 +26,7 @@ def test_a_briefing_of_two_wire_stories_then_its_own_copy_of_each_keeps_them_apa
     outcomes = run_records(records, tmp_path)
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert [verdicts[p]["duplicate_of"] for p in ("AS", "BS")] == ["A", "B"]
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert story_of(parents, "A") != story_of(parents, "B")
 
 
@@ -61,5 +53,5 @@ def test_a_view_all_page_whose_parts_ran_on_the_wire_joins_all_its_parts(tmp_pat
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     # the layout: a digest of the wire's parts, of its own part's cluster where it came first
     assert verdicts["V"]["cluster_id"] == ("P3" if own_part_first else "V"), verdicts["V"]
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert story_of(parents, "V") == story_of(parents, "P1") == story_of(parents, "P2")

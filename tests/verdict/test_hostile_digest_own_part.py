@@ -13,17 +13,9 @@ cluster it joined by its parts.
 from __future__ import annotations
 
 import pytest
-from story_pages import story_of, story_page
+from story_pages import story_of, story_page, story_parents
 
 from streamdedup.testing import make_article, run_records
-
-
-def _stories(outcomes) -> dict[str, str]:
-    parents: dict[str, str] = {}
-    for out in outcomes:
-        for cluster in [out.dedup["id"], *(out.dedup.get("merged_clusters") or [])]:
-            parents[story_of(parents, cluster)] = story_of(parents, out.dedup["cluster_id"])
-    return parents
 
 
 def _own_page(page_id: str, paragraphs: list[str], when: str) -> dict:
@@ -49,7 +41,7 @@ def test_a_digest_joining_its_own_sites_page_keeps_its_stories_apart(tmp_path, s
     for copy, story in (("A2", "A"), ("B2", "B")):
         assert (verdicts[copy]["status"], verdicts[copy]["duplicate_of"], verdicts[copy]["cluster_id"]) == (
             "duplicate", story, story), verdicts[copy]
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert story_of(parents, "A") != story_of(parents, "B")
 
 
@@ -72,7 +64,7 @@ def test_a_page_of_an_articles_site_over_it_and_two_stories_leaves_its_copies_jo
     assert (verdicts["P"]["cluster_id"], verdicts["P"]["supersedes"]) == ("X", ["X", "A", "B"]), verdicts["P"]
     assert [(verdicts[p]["status"], verdicts[p]["cluster_id"]) for p in ("X2", "W", "XP")] == [("duplicate", "X")] * 3
     assert [verdicts[p]["duplicate_of"] for p in ("X2", "W")] == ["X", "X"]
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert len({story_of(parents, p) for p in ("X", "A", "B")}) == 3
 
 
@@ -91,5 +83,5 @@ def test_two_pages_each_over_his_sites_page_and_one_story_keep_the_stories_apart
     outcomes = run_records(records, tmp_path)
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert verdicts["Da"]["cluster_id"] == "E1", verdicts["Da"]  # the layout: it joins its part
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert story_of(parents, "A") != story_of(parents, "B")

@@ -15,7 +15,7 @@ tests/runtime/scaleout/test_digest_same_site.py. docs/limitations.md, Hostile pa
 from __future__ import annotations
 
 import pytest
-from story_pages import story_of, story_page
+from story_pages import story_of, story_page, story_parents
 
 from streamdedup.testing import make_article, run_records
 from streamdedup.verdict.contract import Verdict
@@ -23,17 +23,9 @@ from streamdedup.verdict.engine import Candidate, bridges, decide, started_diges
 from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 
 
-def _stories(outcomes) -> dict[str, str]:
-    parents: dict[str, str] = {}
-    for out in outcomes:
-        for cluster in [out.dedup["id"], *(out.dedup.get("merged_clusters") or [])]:
-            parents[story_of(parents, cluster)] = story_of(parents, out.dedup["cluster_id"])
-    return parents
-
-
 @pytest.mark.parametrize("quote", [False, True])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_attackers_own_copies_after_his_digest_do_not_merge_two_stories(tmp_path, seed, quote):
+def test_the_attackers_own_copies_after_his_digest_do_not_merge_twostory_parents(tmp_path, seed, quote):
     """Stories sharing nothing (the digest is no digest of overlapping stories), or a ~100-word quote (it is)."""
     first, second = make_article(seed, paragraphs=8, sentences=3), make_article(seed + 300, paragraphs=8, sentences=3)
     if quote:
@@ -46,7 +38,7 @@ def test_the_attackers_own_copies_after_his_digest_do_not_merge_two_stories(tmp_
     verdicts = {out.dedup["id"]: out.dedup for out in outcomes}
     assert verdicts["D"]["cluster_id"] == "D", verdicts["D"]
     assert (verdicts["A2"]["status"], verdicts["A2"]["cluster_id"]) == ("duplicate", "A"), verdicts["A2"]
-    parents = _stories(outcomes)
+    parents = story_parents(outcomes)
     assert story_of(parents, "A") != story_of(parents, "B")
 
 
