@@ -40,103 +40,56 @@ def _parents(outcomes):
     return parents
 
 
+OTHER_SITES = ("gamma.example", "delta.example")
+HIS_SITE = ("evil.example", "evil.example")
+
+
+def _crawl(a, b, digest, copies, copy_sites, digest_site="evil.example", before=(), beside=()):
+    """Stories A and B on their own sites, his digest D, then a copy of each (A2, B2) on `copy_sites`."""
+    return [
+        *before,
+        _page("A", "alpha.example", a, "08:00"),
+        _page("B", "beta.example", b, "08:10"),
+        _page("D", digest_site, digest, "08:30"),
+        *beside,
+        _page("A2", copy_sites[0], copies[0], "08:40"),
+        _page("B2", copy_sites[1], copies[1], "08:50"),
+    ]
+
+
 def run(kind, seed):
-    first, second = _stories(seed)
+    first, second = _stories(seed)  # stories sharing a quote
+    a = make_article(seed, paragraphs=8, sentences=3)  # stories sharing nothing
+    b = make_article(seed + 300, paragraphs=8, sentences=3)
+    x = make_article(seed + 900, paragraphs=1, sentences=3)[0]
+    y = make_article(seed + 950, paragraphs=1, sentences=3)[0]
     if kind == "plain":
-        recs = [
-            _page("A", "alpha.example", first, "08:00"),
-            _page("B", "beta.example", second, "08:10"),
-            _page("D", "evil.example", first + second, "08:30"),
-            _page("A2", "gamma.example", first, "08:40"),
-            _page("B2", "delta.example", second, "08:50"),
-        ]
+        recs = _crawl(first, second, first + second, (first, second), OTHER_SITES)
     elif kind == "samesite":  # his own copies after his digest, on the digest's site
-        recs = [
-            _page("A", "alpha.example", first, "08:00"),
-            _page("B", "beta.example", second, "08:10"),
-            _page("D", "evil.example", first + second, "08:30"),
-            _page("A2", "evil.example", first, "08:40"),
-            _page("B2", "evil.example", second, "08:50"),
-        ]
+        recs = _crawl(first, second, first + second, (first, second), HIS_SITE)
     elif kind == "samesite_apart":  # stories sharing nothing
-        a = make_article(seed, paragraphs=8, sentences=3)
-        b = make_article(seed + 300, paragraphs=8, sentences=3)
-        recs = [
-            _page("A", "alpha.example", a, "08:00"),
-            _page("B", "beta.example", b, "08:10"),
-            _page("D", "evil.example", a + b, "08:30"),
-            _page("A2", "evil.example", a, "08:40"),
-            _page("B2", "evil.example", b, "08:50"),
-        ]
+        recs = _crawl(a, b, a + b, (a, b), HIS_SITE)
     elif kind in ("teasers", "samesite_teasers"):  # his teasers (half of each story) after his digest
-        a = make_article(seed, paragraphs=8, sentences=3)
-        b = make_article(seed + 300, paragraphs=8, sentences=3)
-        there = ("evil.example", "evil.example") if kind == "samesite_teasers" else ("gamma.example", "delta.example")
-        recs = [
-            _page("A", "alpha.example", a, "08:00"),
-            _page("B", "beta.example", b, "08:10"),
-            _page("D", "evil.example", a + b, "08:30"),
-            _page("A2", there[0], a[:3], "08:40"),
-            _page("B2", there[1], b[:3], "08:50"),
-        ]
+        recs = _crawl(a, b, a + b, (a[:3], b[:3]), HIS_SITE if kind == "samesite_teasers" else OTHER_SITES)
     elif kind in ("ownpart", "ownpart_teasers"):  # his own page first, which his digest holds under its heading
-        a = make_article(seed, paragraphs=8, sentences=3)
-        b = make_article(seed + 300, paragraphs=8, sentences=3)
         e = make_article(seed + 700, paragraphs=8, sentences=3)
         copies = (a, b) if kind == "ownpart" else (a[:3], b[:3])
-        there = ("evil.example", "evil.example") if kind == "ownpart" else ("gamma.example", "delta.example")
-        own = _page("E1", "evil.example", e, "07:50")
-        own["html"] = own["html"].replace("Story E1", "Today")
-        digest = _page("D", "evil.example", e + a + b, "08:30")
-        digest["html"] = digest["html"].replace("Story D", "Today")
-        recs = [
-            own,
-            _page("A", "alpha.example", a, "08:00"),
-            _page("B", "beta.example", b, "08:10"),
-            digest,
-            _page("A2", there[0], copies[0], "08:40"),
-            _page("B2", there[1], copies[1], "08:50"),
-        ]
+        recs = _crawl(a, b, e + a + b, copies, HIS_SITE if kind == "ownpart" else OTHER_SITES,
+                      before=[_page("E1", "evil.example", e, "07:50")])
+        for page in recs:
+            if page["id"] in ("E1", "D"):
+                page["html"] = page["html"].replace(f"Story {page['id']}", "Today")
     elif kind == "ugc":  # the digest and copies on a user-content path of a third news host
-        recs = [
-            _page("A", "alpha.example", first, "08:00"),
-            _page("B", "beta.example", second, "08:10"),
-            _page("D", "news.example/user/evil", first + second, "08:30"),
-            _page("A2", "news.example/user/evil", first, "08:40"),
-            _page("B2", "news.example/user/evil", second, "08:50"),
-        ]
+        ugc = "news.example/user/evil"
+        recs = _crawl(first, second, first + second, (first, second), (ugc, ugc), digest_site=ugc)
     elif kind == "named":  # his copies on other sites each with an extra paragraph the digest holds
-        x = make_article(seed + 900, paragraphs=1, sentences=3)[0]
-        y = make_article(seed + 950, paragraphs=1, sentences=3)[0]
-        recs = [
-            _page("A", "alpha.example", first, "08:00"),
-            _page("B", "beta.example", second, "08:10"),
-            _page("D", "evil.example", first + [x] + second + [y], "08:30"),
-            _page("A2", "evil2.example", first + [x], "08:40"),
-            _page("B2", "evil3.example", second + [y], "08:50"),
-        ]
+        recs = _crawl(first, second, first + [x] + second + [y], (first + [x], second + [y]),
+                      ("evil2.example", "evil3.example"))
     elif kind == "nooverlap_named":  # stories sharing nothing, copies naming the digest
-        a = make_article(seed, paragraphs=8, sentences=3)
-        b = make_article(seed + 300, paragraphs=8, sentences=3)
-        x = make_article(seed + 900, paragraphs=1, sentences=3)[0]
-        y = make_article(seed + 950, paragraphs=1, sentences=3)[0]
-        first, second = a, b
-        recs = [
-            _page("A", "alpha.example", a, "08:00"),
-            _page("B", "beta.example", b, "08:10"),
-            _page("D", "evil.example", a + [x] + b + [y], "08:30"),
-            _page("A2", "evil2.example", a + [x], "08:40"),
-            _page("B2", "evil3.example", b + [y], "08:50"),
-        ]
+        recs = _crawl(a, b, a + [x] + b + [y], (a + [x], b + [y]), ("evil2.example", "evil3.example"))
     elif kind == "realcopies_after_marked":  # marked digest, then honest copies of both and a third real story copy
-        recs = [
-            _page("A", "alpha.example", first, "08:00"),
-            _page("B", "beta.example", second, "08:10"),
-            _page("D", "evil.example", first + second, "08:30"),
-            _page("D2", "evil2.example", first + second, "08:35"),
-            _page("A2", "gamma.example", first, "08:40"),
-            _page("B2", "delta.example", second, "08:50"),
-        ]
+        recs = _crawl(first, second, first + second, (first, second), OTHER_SITES,
+                      beside=[_page("D2", "evil2.example", first + second, "08:35")])
     with tempfile.TemporaryDirectory() as d:
         outs = run_records(recs, pathlib.Path(d))
     p = _parents(outs)
