@@ -216,11 +216,6 @@ def block_numbers(doc: Document, spans: np.ndarray, mix: np.uint64 = NUMBERS_MIX
 SHORT_NUMBERED, SHORT_PLAIN = BLOCK_NUMBERS, BLOCK_NUMBERED
 
 
-def short_numbers(numbers: np.ndarray) -> np.ndarray:
-    """Short units' numbers bytes from their lines' (`numbers_bytes`): `SHORT_NUMBERED` where they state any."""
-    return np.where(numbers >> NUMBERS_COUNT_SHIFT > 0, SHORT_NUMBERED, SHORT_PLAIN).astype(np.uint8)
-
-
 def block_count(numbers: np.ndarray) -> np.ndarray:
     """The count class (how many numbers modulo `BLOCK_COUNTS`) of blocks' numbers bytes of `BLOCK_NUMBERED` or more."""
     return (numbers.astype(np.int64) - BLOCK_NUMBERED) // BLOCK_HASHES

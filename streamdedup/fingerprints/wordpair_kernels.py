@@ -233,7 +233,7 @@ def paragraph_sketch(text: np.ndarray, width: int, token_starts: np.ndarray, tok
     `max_words`) above them; the line's [start, end) in the text; its numbers byte (`line_numbers`
     of the spans, with `number_hashes`, `digits` and the rest its arguments); and whether it is a
     short unit (words under `min_words`, where `short_tokens` is set), whose numbers byte is then
-    `short_numbered` where it states a number, else `short_plain` (`paragraph_rows.short_numbers`)."""
+    `short_numbered` where it states a number, else `short_plain` (`paragraph_rows.SHORT_NUMBERED`, `SHORT_PLAIN`)."""
     n, size = len(token_starts), len(text) // width
     weighed = len(weights) > 0
     run_start = np.empty(n, dtype=np.int64)  # runs of tokens on one line: the first token, how many

@@ -48,7 +48,7 @@ duplicate (multilingual dev's last 2 content-loss edges). A run of such lines be
 paragraphs (or before the first, after the last: a line moved there from inside is found) that
 makes no block, of `short_lines` (2) tokens or more, is sketched as a block is, a
 short unit (its words under `paragraph_words`, which tells it from a block; its numbers byte says
-whether it states a number: `paragraph_rows.short_numbers`). The verdict counts one only inside a
+whether it states a number: `paragraph_rows.SHORT_NUMBERED` or `SHORT_PLAIN`). The verdict counts one only inside a
 copy where the other has nothing absent between its neighbours' counterparts
 (`line_places.inserted_short`); every other rule reads it as a block.
 

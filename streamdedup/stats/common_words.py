@@ -41,11 +41,6 @@ def _common_word_set() -> HashSet:
     return HashSet(common_word_hashes())
 
 
-def is_common_word(token_hashes: np.ndarray) -> np.ndarray:
-    """Whether each token is a common word: bool[len(token_hashes)] (a pair of two says nothing)."""
-    return _common_word_set().contains(token_hashes)
-
-
 def common_word_table() -> tuple[np.ndarray, int, int, bool]:
     """The common words' table (`HashSet.table`), for a compiled loop that asks `hash_arrays.in_table` itself."""
     return _common_word_set().table
