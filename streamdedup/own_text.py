@@ -14,8 +14,10 @@ import numpy as np
 
 from streamdedup.clean.article_block import LazyInside
 from streamdedup.clean.learned_layout import BRIEF, HELD, OBSERVE, SiteLayout
+from streamdedup.clean.page_urls import document_key
 from streamdedup.clean.template import NO_LINES, LineHashes, SiteTemplate, TemplateParams, without_lines
 from streamdedup.fingerprinter import Fingerprinted, Fingerprinter, Outcome, fingerprint_text
+from streamdedup.fingerprints.one_page_lines import with_one_page_lines
 from streamdedup.fingerprints.paragraph_rows import paragraph_words
 from streamdedup.fingerprints.wordpairs import (
     WordPairsMethod,
@@ -102,7 +104,7 @@ def own_text(item: Fingerprinted, site: SiteTemplate, fingerprinter: Fingerprint
     try:
         outcome = _own_text(item, site, fingerprinter, params, lessons)
         if not isinstance(outcome, Outcome):
-            outcome = _marked_shown(_placed(outcome), furniture, fingerprinter)
+            outcome = _marked_shown(_placed(outcome), furniture, site, fingerprinter)
             outcome = placed_now(outcome) if now else outcome
     except Exception as err:  # noqa: BLE001 - one page's bug must not stop its batch (at every replay)
         if (rejection := faulted(err, item.page.id, item.origin)) is None:
@@ -145,7 +147,8 @@ def placed_now(item: Fingerprinted | Outcome) -> Fingerprinted | Outcome:
     return item.replaced(signatures={**item.signatures, WordPairsMethod.name: placed})
 
 
-def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fingerprinter) -> Fingerprinted:
+def _marked_shown(item: Fingerprinted, furniture: np.ndarray, site: SiteTemplate,
+                  fingerprinter: Fingerprinter) -> Fingerprinted:
     """The page's word-pair signature told which of its lines its site showed before.
 
     `furniture`: the lines at least two of its site's earlier pages showed. The paragraphs of its
@@ -153,14 +156,22 @@ def _marked_shown(item: Fingerprinted, furniture: np.ndarray, fingerprinter: Fin
     (of any length) among them kept beside it (`wordpairs.with_shown_lines`): neither is its new
     text. A line of one earlier page may be that page's content (the first part of a paginated
     article, a paragraph of another story, the paragraph of a story's first fetch that its second
-    dropped and its third restores): it stays new text."""
+    dropped and its third restores): it is kept with which page showed it
+    (`one_page_lines.with_one_page_lines`), and is new text unless that page is another story's. Not
+    on a page whose URL its site counted (`SiteTemplate.counted`): a re-fetch, or a view-all page after
+    its `?page=1` part (one page by `page_key`), which its candidates may not find."""
     signature = item.signatures.get(WordPairsMethod.name)
-    if not isinstance(signature, WordPairsSignature) or not len(furniture):
+    if not isinstance(signature, WordPairsSignature):
         return item
-    marked = mark_shown(signature, furniture) if len(signature.paragraphs) else signature
+    marked = signature
     method = next((m for m in fingerprinter.methods if isinstance(m, WordPairsMethod)), None)
-    if method is not None:
-        marked = with_shown_lines(marked, method, item.text, item.text_hashes, furniture, item.page.lang)
+    if len(furniture):
+        marked = mark_shown(signature, furniture) if len(signature.paragraphs) else signature
+        if method is not None:
+            marked = with_shown_lines(marked, method, item.text, item.text_hashes, furniture, item.page.lang)
+    if method is not None and len(item.text_hashes) and site.line_count and not site.counted(item.page.url):
+        marked = with_one_page_lines(marked, method, item.text, item.text_hashes, site.shown_once_by(item.text_hashes),
+                                     furniture, document_key(item.page.url), item.page.lang)
     if marked is signature:
         return item
     return item.replaced(signatures={**item.signatures, WordPairsMethod.name: marked})

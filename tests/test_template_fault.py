@@ -56,7 +56,8 @@ def test_the_faulty_page_teaches_its_site_nothing(tmp_path, monkeypatch, step):
         assert [o.dedup["reason"] for o in outcomes if o.dedup["status"] == "rejected"] == ["processing_error"]
         got = batch.template(site)
     assert got == expected and got.encode() == expected.encode() and got.layout == expected.layout
-    assert [(key, page.tolist()) for key, page in got.learned] == [(key, page.tolist()) for key, page in expected.learned]
+    assert [(key, page.tolist(), document) for key, page, document in got.learned] == \
+        [(key, page.tolist(), document) for key, page, document in expected.learned]
 
 
 def test_add_many_gives_the_faulty_item_a_rejection_and_judges_the_rest(tmp_path, monkeypatch):

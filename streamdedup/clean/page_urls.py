@@ -108,6 +108,14 @@ def _names_a_page(parameter: str) -> bool:
     return name not in _SESSION_NAMES or _SESSION_ID.fullmatch(value) is None
 
 
+def document_tag(key: int) -> int:
+    """A document key's low 32 bits: what the template model keeps of a page that showed a line (`shown_once_by`).
+
+    Two documents with one tag are taken for one (1 in 2^32 of pairs): a line of another story's
+    page is then kept as the page's new text, as without the model's tags."""
+    return key & 0xFFFFFFFF
+
+
 def document_key(url: str) -> int:
     """One document: its URL without the fragment.
 

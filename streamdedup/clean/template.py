@@ -40,6 +40,10 @@ Decisions (docs/template-model.md has the reasoning and the measurements):
   it shows for the first time. A revision at the same URL (a re-crawl) or a long article seen
   before (a print or AMP copy on the same host, whose page shows comments or related links
   besides) is judged as before.
+- One page's lines: a line only one earlier distinct page showed keeps that page's document key
+  (the low 32 bits of `clean.page_urls.document_key` of its URL: `shown_once_by`), 4 bytes stored for each such line,
+  so that the engine can tell a line of another story's page from one of the page's own story
+  (`verdict.new_shares.with_other_stories_lines`). A line two pages showed keeps none.
 - Drift: every `half_life` distinct pages all counts halve (lines that left the template fade out).
 - Bounded: at most `max_lines` counted lines per site (the least seen go first, ties by hash) and
   `recent_urls` URL hashes.
@@ -59,7 +63,7 @@ import numpy as np
 import xxhash
 
 from streamdedup.clean.learned_layout import SiteLayout
-from streamdedup.clean.page_urls import page_key
+from streamdedup.clean.page_urls import document_key, document_tag, page_key
 from streamdedup.hash_arrays import distinct_counts
 from streamdedup.jit import numba
 from streamdedup.record.page import site_of, url_host
@@ -76,6 +80,10 @@ TEMPLATE_MODEL = 2
 
 _HEAD = struct.Struct("<IIII")  # pages, since_halving, lines, urls
 _LEARNED = struct.Struct("<QI")  # a delta record's page: its key, how many line hashes follow
+# in a delta record's count: its page's document tag (u32) follows its line hashes (`encode_learned`);
+# records written before keys were kept have none, and their lines no key
+_WITH_DOCUMENT = 1 << 31
+_DOCUMENT = struct.Struct("<I")
 
 # what an array takes beside its data: its header (`sys.getsizeof` of a view: 112 bytes), numba's
 # record of the data block of the arrays `count_page` returns, and the allocator's header and
@@ -178,12 +186,14 @@ def distinct_lines(hashes: LineHashes) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The counted lines (ascending hashes, their counts) with a page's distinct ascending hashes counted once more.
+def count_page(lines: np.ndarray, counts: np.ndarray, once: np.ndarray, page: np.ndarray,
+               document: np.uint32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The counted lines (ascending hashes, counts, document tags) with a page's distinct hashes counted once more.
 
-    A line there already +1, a new one at its place with 1. One binary search a page line and block
-    copies of the counted lines between them (a `searchsorted` and two `np.insert`s did it in ~8
-    numpy calls a page); the model's arrays are not changed in place."""
+    A line there already +1 (its key 0: two pages showed it), a new one at its place with 1 and the
+    page's `document` key. One binary search a page line and block copies of the counted lines
+    between them (a `searchsorted` and two `np.insert`s did it in ~8 numpy calls a page); the
+    model's arrays are not changed in place."""
     n, m = len(lines), len(page)
     at = np.searchsorted(lines, page)
     fresh = 0
@@ -192,23 +202,26 @@ def count_page(lines: np.ndarray, counts: np.ndarray, page: np.ndarray) -> tuple
             fresh += 1
     out_lines = np.empty(n + fresh, dtype=np.uint64)
     out_counts = np.empty(n + fresh, dtype=np.uint32)
+    out_once = np.empty(n + fresh, dtype=np.uint32)
     src = dst = 0
     for j in range(m):
         a = at[j]
         if a > src:  # the counted lines before this one, as they are
             out_lines[dst: dst + a - src] = lines[src: a]
             out_counts[dst: dst + a - src] = counts[src: a]
+            out_once[dst: dst + a - src] = once[src: a]
             dst += a - src
             src = a
         if a < n and lines[a] == page[j]:
-            out_lines[dst], out_counts[dst] = lines[a], counts[a] + np.uint32(1)
+            out_lines[dst], out_counts[dst], out_once[dst] = lines[a], counts[a] + np.uint32(1), 0
             src += 1
         else:
-            out_lines[dst], out_counts[dst] = page[j], 1
+            out_lines[dst], out_counts[dst], out_once[dst] = page[j], 1, document
         dst += 1
     out_lines[dst:] = lines[src:]
     out_counts[dst:] = counts[src:]
-    return out_lines, out_counts
+    out_once[dst:] = once[src:]
+    return out_lines, out_counts, out_once
 
 
 def _ints(hashes: LineHashes) -> list[int]:
@@ -229,7 +242,7 @@ class SiteTemplate:
     store's bytes a slice of the array. The keys are distinct (`learn` adds a key only if absent),
     so a key that leaves the array leaves the set."""
 
-    __slots__ = ("pages", "since_halving", "_lines", "_counts", "_urls", "_start", "_end", "_seen", "learned",
+    __slots__ = ("pages", "since_halving", "_lines", "_counts", "_once", "_urls", "_start", "_end", "_seen", "learned",
                  "deltas", "delta_bytes", "layout", "layout_changed")
 
     def __init__(self, pages: int = 0, since_halving: int = 0, counts: dict[int, int] | None = None,
@@ -240,6 +253,8 @@ class SiteTemplate:
         order = np.argsort(lines, kind="stable")
         self._lines = lines[order]
         self._counts = np.fromiter((counts or {}).values(), dtype="<u4", count=len(counts or ()))[order]
+        # of a line one page showed: that page's document tag (0: not known, or two pages showed it)
+        self._once = np.zeros(len(lines), dtype="<u4")
         keys = np.asarray(urls if isinstance(urls, np.ndarray) else list(urls), dtype="<u8")
         self._urls = np.empty(max(16, 2 * len(keys)), dtype="<u8")  # recent page keys at [_start, _end)
         self._urls[: len(keys)] = keys
@@ -247,8 +262,8 @@ class SiteTemplate:
         self._seen: set[int] | None = None  # the same keys as a set, once asked
         # What the store has of it beyond its last whole record: `deltas` records of `delta_bytes`
         # (store/template_store.py), and what it `learned` since it was last written, which the
-        # store writes as its next delta: each counted page's key and line hashes, in order.
-        self.learned: list[tuple[int, np.ndarray]] = []
+        # store writes as its next delta: each counted page's key, line hashes and document tag, in order.
+        self.learned: list[tuple[int, np.ndarray, int]] = []
         self.deltas = 0
         self.delta_bytes = 0
         # where the site's article lives, as its pages taught it (clean/learned_layout.py; None: not
@@ -274,6 +289,16 @@ class SiteTemplate:
         """The hashes of the lines at least `pages` of the site's earlier distinct pages showed, ascending (uint64)."""
         return self._lines[self._counts >= pages] if pages > 1 else self.shown_lines()
 
+    def shown_once_by(self, hashes: LineHashes) -> np.ndarray:
+        """Of each of these lines: the document tag of the one earlier page that showed it (uint32; 0: none or more).
+
+        0 also where that page is not known (a line counted before keys were kept, or whose count
+        halved to one)."""
+        at, found = self._find(hashes)
+        if not len(self._once):
+            return np.zeros(len(at), dtype=np.uint32)
+        return np.where(found & (self._counts[at] == 1), self._once[at], np.uint32(0))
+
     @property
     def line_count(self) -> int:
         """How many distinct lines the model counts."""
@@ -289,8 +314,8 @@ class SiteTemplate:
         counted at a fraction of what they take (issue 56: ~1.5x on sites of a page or two, by
         RSS, when the arrays' data and a flat 400 bytes were counted)."""
         seen = self._seen
-        held = (sys.getsizeof(self) + self._lines.nbytes + self._counts.nbytes + self._urls.nbytes
-                + 3 * _ARRAY_BYTES + sys.getsizeof(self.learned))
+        held = (sys.getsizeof(self) + self._lines.nbytes + self._counts.nbytes + self._once.nbytes
+                + self._urls.nbytes + 4 * _ARRAY_BYTES + sys.getsizeof(self.learned))
         return held if seen is None else held + sys.getsizeof(seen) + _INT_BYTES * len(seen)
 
     @property
@@ -308,6 +333,7 @@ class SiteTemplate:
             return NotImplemented
         return (self.pages, self.since_halving) == (other.pages, other.since_halving) \
             and np.array_equal(self._lines, other._lines) and np.array_equal(self._counts, other._counts) \
+            and np.array_equal(self._once_kept(), other._once_kept()) \
             and np.array_equal(self._urls[self._start: self._end], other._urls[other._start: other._end]) \
             and self.layout == other.layout
 
@@ -355,6 +381,10 @@ class SiteTemplate:
         if over > 0:
             seen.difference_update(self._urls[self._start: self._start + over].tolist())
             self._start += over
+
+    def counted(self, url: str) -> bool:
+        """Whether the URL is among the site's recent pages (`page_key`: a re-fetch, or a paginated one's part)."""
+        return self._has_url(page_key(url))
 
     def known(self, params: TemplateParams) -> bool:
         """Whether the site has shown enough distinct pages to tell its template (else: cold start)."""
@@ -435,34 +465,39 @@ class SiteTemplate:
         if self._has_url(key):
             return False
         page = distinct_lines(hashes)
-        self.learned.append((key, page))
-        self._learn(key, page, params)
+        document = document_tag(document_key(url))
+        self.learned.append((key, page, document))
+        self._learn(key, page, params, document)
         return True
 
-    def _learn(self, key: int, page: np.ndarray, params: TemplateParams) -> None:
-        """`learn` of a page not counted yet: its key, its distinct line hashes in order."""
+    def _learn(self, key: int, page: np.ndarray, params: TemplateParams, document: int = 0) -> None:
+        """`learn` of a page not counted yet: its key, its distinct line hashes in order, its document tag."""
         self._add_url(key, params.recent_urls)
         self.pages += 1
         if len(page):
-            self._lines, self._counts = count_page(self._lines, self._counts, page)
+            self._lines, self._counts, self._once = count_page(self._lines, self._counts, self._once, page,
+                                                               np.uint32(document))
         if len(self._lines) > params.max_lines:  # keep the most seen (ties by hash: deterministic),
             ranked = np.lexsort((self._lines, ~self._counts))[: params.max_lines * 3 // 4]  # down to 3/4: amortised
             kept = np.sort(ranked)  # in hash order again
-            self._lines, self._counts = self._lines[kept], self._counts[kept]
+            self._lines, self._counts, self._once = self._lines[kept], self._counts[kept], self._once[kept]
         self.since_halving += 1
         if self.since_halving >= params.half_life:
             self.since_halving = 0
             self.pages //= 2
             kept_mask = self._counts >= 2
+            # a line halved to one page's count: which page is not known
             self._lines, self._counts = self._lines[kept_mask], self._counts[kept_mask] // 2
+            self._once = np.zeros(len(self._lines), dtype="<u4")
 
     def encode_learned(self) -> bytes:
         """What the template `learned` since it was last written, as a delta record.
 
-        Per page its key (u64), how many lines (u32) and their hashes (u64), little-endian."""
+        Per page its key (u64), how many lines (u32, `_WITH_DOCUMENT` set where its document key
+        follows) and their hashes (u64), then its document tag (u32), little-endian."""
         parts: list[bytes] = []
-        for key, page in self.learned:
-            parts += [_LEARNED.pack(key, len(page)), page.tobytes()]
+        for key, page, document in self.learned:
+            parts += [_LEARNED.pack(key, len(page) | _WITH_DOCUMENT), page.tobytes(), _DOCUMENT.pack(document)]
         return b"".join(parts)
 
     def replay(self, delta: bytes, params: TemplateParams) -> None:
@@ -474,24 +509,35 @@ class SiteTemplate:
         while pos < len(delta):
             key, n = _LEARNED.unpack_from(delta, pos)
             pos += _LEARNED.size
+            with_document, n = bool(n & _WITH_DOCUMENT), n & ~_WITH_DOCUMENT
             page = np.frombuffer(delta, dtype="<u8", count=n, offset=pos).copy()  # writable: see `decode`
-            self._learn(key, page, params)
             pos += 8 * n
+            document = 0
+            if with_document:
+                (document,) = _DOCUMENT.unpack_from(delta, pos)
+                pos += _DOCUMENT.size
+            self._learn(key, page, params, document)
 
     # -- bytes for the store ---------------------------------------------------------------
     # header (pages, since_halving, lines, urls), line hashes (u64), their counts (u32), URL keys
-    # (u64), little-endian. The lines are written in hash order; records written before
-    # 2026-11-25 hold them in the order they were first counted, and are sorted when decoded.
+    # (u64), then the document tags of the lines counted once, in hash order (u32; records written
+    # before keys were kept end before them: their lines have none), little-endian. The lines are
+    # written in hash order; records written before 2026-11-25 hold them in the order they were
+    # first counted, and are sorted when decoded.
     @property
     def encoded_size(self) -> int:
         """`len(self.encode())`, without encoding."""
-        return _HEAD.size + 12 * len(self._lines) + 8 * self.url_count
+        return _HEAD.size + 12 * len(self._lines) + 8 * self.url_count + 4 * int((self._counts == 1).sum())
+
+    def _once_kept(self) -> np.ndarray:
+        """The document tags of the lines counted once, in hash order: what `encode` keeps of them."""
+        return self._once[self._counts == 1]
 
     def encode(self) -> bytes:
         """The model as the bytes the store keeps: its counters, line hashes and counts, recent URLs."""
         urls = self._urls[self._start: self._end]
         return b"".join((_HEAD.pack(self.pages, self.since_halving, len(self._lines), len(urls)),
-                         self._lines.tobytes(), self._counts.tobytes(), urls.tobytes()))
+                         self._lines.tobytes(), self._counts.tobytes(), urls.tobytes(), self._once_kept().tobytes()))
 
     @classmethod
     def decode(cls, data: bytes) -> SiteTemplate:
@@ -505,9 +551,14 @@ class SiteTemplate:
         counts = np.frombuffer(data, dtype="<u4", count=n_lines, offset=pos).copy()
         pos += 4 * n_lines
         urls = np.frombuffer(data, dtype="<u8", count=n_urls, offset=pos)
+        pos += 8 * n_urls
         template = cls(pages, since, None, urls)
+        once = np.zeros(n_lines, dtype="<u4")
+        single = counts == 1
+        if len(data) - pos >= 4 * int(single.sum()) > 0:  # else a record written before tags were kept
+            once[single] = np.frombuffer(data, dtype="<u4", count=int(single.sum()), offset=pos)
         if n_lines > 1 and not bool((lines[1:] > lines[:-1]).all()):  # an older record: sorted now
             order = np.argsort(lines, kind="stable")
-            lines, counts = lines[order], counts[order]
-        template._lines, template._counts = lines, counts
+            lines, counts, once = lines[order], counts[order], once[order]
+        template._lines, template._counts, template._once = lines, counts, once
         return template

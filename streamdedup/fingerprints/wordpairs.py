@@ -87,9 +87,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from typing import ClassVar, cast
+from typing import ClassVar, NamedTuple, cast
 
 import numpy as np
 import xxhash
@@ -189,6 +189,14 @@ class WordPairsParams(Params):
                              f"{self.max_paragraphs} and {self.paragraph_words}")
 
 
+class OnePageLines(NamedTuple):
+    """A page's lines that one earlier page of its site showed, and which page (`fingerprints.one_page_lines`)."""
+
+    document: int  # that page's document tag (`clean.page_urls.document_tag`)
+    lines: ShownLines  # their word pairs (made when a match first asks)
+    paragraphs: np.ndarray  # which kept paragraphs of the sketch are among them (bool, one a paragraph)
+
+
 @dataclass(frozen=True, slots=True)
 class WordPairsSignature:
     """A page's word pairs: a 2-bit MinHash of its pairs, their count, its paragraph sketch and what goes with it."""
@@ -215,6 +223,11 @@ class WordPairsSignature:
     # kept ones and its lines' hashes, which `mark_shown` asks (its `line_hashes` entry is the whole
     # block's, no line's); not encoded
     block_lines: tuple[tuple[int, np.ndarray], ...] = ()
+    # the page's lines that one earlier page of its site showed, by that page (`one_page_lines`); not encoded
+    one_page: tuple[OnePageLines, ...] = ()
+    # the pairs of those of them another story's page showed, as the engine found (`one_page_lines`), which
+    # it takes out of the page's new text as it does `shown` (`new_shares.without_shown`); not encoded
+    other_stories: tuple[ShownLines, ...] = ()
 
 
 class ShownLines:
@@ -261,9 +274,7 @@ def mark_shown(signature: WordPairsSignature, shown: np.ndarray) -> WordPairsSig
     was_shown = in_sorted(shown, lines)
     for place, block in signature.block_lines:
         was_shown[place] = bool(in_sorted(shown, block).all())
-    marked = np.where(was_shown, signature.paragraphs | SHOWN_BIT, signature.paragraphs)
-    return WordPairsSignature(signature.packed, signature.set_size, marked, signature.capped, lines, signature.shown,
-                              signature.numbers, signature.inside, signature.article, signature.block_lines)
+    return replace(signature, paragraphs=np.where(was_shown, signature.paragraphs | SHOWN_BIT, signature.paragraphs))
 
 
 def lines_hashed(signature: object) -> bool:
@@ -277,9 +288,7 @@ def lines_hashed(signature: object) -> bool:
 
 def with_article(signature: WordPairsSignature, article: Callable[[], np.ndarray]) -> WordPairsSignature:
     """The signature with its paragraphs' article-block marks found when first asked (`article()`), not encoded."""
-    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, signature.shown, signature.numbers, signature.inside, article,
-                              signature.block_lines)
+    return replace(signature, article=article)
 
 
 def with_inside(signature: WordPairsSignature, inside: np.ndarray) -> WordPairsSignature:
@@ -288,9 +297,7 @@ def with_inside(signature: WordPairsSignature, inside: np.ndarray) -> WordPairsS
     Encoded (`WordPairsMethod.encode`); a lazy `article` is dropped: these are its marks."""
     if len(inside) != len(signature.paragraphs) or not inside.any():
         inside = np.zeros(0, dtype=np.bool_)
-    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, signature.shown, signature.numbers, inside,
-                              block_lines=signature.block_lines)
+    return replace(signature, inside=inside, article=None)
 
 
 def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, text: str, line_hashes: np.ndarray,
@@ -311,9 +318,7 @@ def with_shown_lines(signature: WordPairsSignature, method: WordPairsMethod, tex
     if len(lines) != len(line_hashes):  # not the lines hashed: nothing to say
         return signature
     shown_text = "\n".join(line for line, seen in zip(lines, was_shown.tolist(), strict=True) if seen)
-    return WordPairsSignature(signature.packed, signature.set_size, signature.paragraphs, signature.capped,
-                              signature.line_hashes, ShownLines(shown_text, lang, method), signature.numbers,
-                              signature.inside, signature.article, signature.block_lines)
+    return replace(signature, shown=ShownLines(shown_text, lang, method))
 
 
 class WordPairsMethod(FingerprintMethod[WordPairsSignature, WordPairsParams]):

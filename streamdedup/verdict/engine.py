@@ -119,7 +119,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     holds as much (`named_duplicate`)
 # 38: a page joining a page of its own site is a digest where it holds pages of two or more other stories it left
 #     (`started_digest`); a page's mark marks its cluster, its own record's as its first page's
-RULES_VERSION = 38
+# 39: a line one earlier page of the site showed is no new text where that page is another story's: neither the
+#     page's URL (`SiteTemplate.counted`) nor a candidate (`fingerprints.one_page_lines`)
+RULES_VERSION = 39
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

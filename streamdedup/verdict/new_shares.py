@@ -9,11 +9,15 @@ verdict/new_text.py's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from streamdedup.clean.page_urls import document_tag
+from streamdedup.fingerprints.one_page_lines import with_other_stories_lines
+from streamdedup.fingerprints.wordpairs import WordPairsSignature
+from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import Measured, Methods, SignatureColumns
 
 # the method that measures how much of a page is absent from a candidate (its `new_shares`)
@@ -105,6 +109,25 @@ def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any]
                                      np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
 
 
+def other_stories_lines_shown(methods: Methods, mine: Mapping[int, Any], page: DocRecord,
+                             others: Sequence[DocRecord]) -> Mapping[int, Any]:
+    """The page's signatures with its lines one other story's page of its site showed counted as shown before.
+
+    `fingerprints.one_page_lines`: a line only one earlier page of the site showed is the host's
+    (not the page's new text) where that page is neither the page's own URL nor linked to it
+    (`others`: its candidates a rule matched or that are related, as judged without this step): a
+    paginated part, a revision, a re-fetch of the story is linked and keeps its lines as content.
+    Linked, not any candidate: which candidates a page has depends on how they were found (the
+    candidate filter, the global topology's index partitions), what it is to them does not."""
+    entry = methods.get(NEW_TEXT_METHOD)
+    signature = mine.get(entry[0]) if entry is not None else None
+    if entry is None or not isinstance(signature, WordPairsSignature) or not signature.one_page:
+        return mine
+    linked = {document_tag(page.document), *(document_tag(other.document) for other in others)}
+    marked = with_other_stories_lines(signature, linked)
+    return mine if marked is signature else {**mine, entry[0]: marked}
+
+
 def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,
                    own: int, rows: np.ndarray) -> np.ndarray:
     """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
@@ -113,22 +136,30 @@ def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int
     does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds. Of the
     page's N new pairs (in runs), the S pairs of such lines absent from the match are taken out of
     the new text and the page: (N - S) / (own - S); lines the match holds too stay (a same-site
-    light edit reads as before). S errs low (its Jaccard is clipped at 0). Returns the pairs each
-    share is of (`own`, or own - S)."""
+    light edit reads as before). S errs low (its Jaccard is clipped at 0). The lines one other
+    story's page of the site showed (`other_stories`, `one_page_lines`) count as such, each set of
+    them measured apart. Returns the pairs each share is of (`own`, or own - S)."""
     owns = np.full(len(columns), float(own))
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     lines = getattr(signature, "shown", None)
-    if entry is None or lines is None or not own or not len(rows):
+    others = getattr(signature, "other_stories", ())
+    if entry is None or (lines is None and not others) or not own or not len(rows):
         return owns
-    shown = lines.pairs  # made only now: most pages have no match
-    if shown is None:
+    shown = lines.pairs if lines is not None else None  # made only now: most pages have no match
+    parts = [pairs for pairs in (other.pairs for other in others) if pairs is not None]
+    if shown is None and not parts:
         return owns
     rows, data = columns.present(entry[0], rows)
     if not len(rows):
         return owns
-    absent, _, _ = cast(Any, entry[1]).new_shares(shown, data)
-    gone = np.minimum(absent * float(shown.set_size), new_share[rows] * own)  # shown pairs the match lacks
+    method = cast(Any, entry[1])
+    gone = np.zeros(len(rows))
+    if shown is not None:
+        gone = method.new_shares(shown, data)[0] * float(shown.set_size)  # NaN: not comparable, left as it is
+    for pairs in parts:  # another story's lines (`one_page_lines`): each set apart, its pairs mostly its own
+        gone = gone + np.nan_to_num(method.new_shares(pairs, data)[0] * float(pairs.set_size))
+    gone = np.minimum(gone, new_share[rows] * own)  # shown pairs the match lacks
     usable = ~np.isnan(gone) & (own - gone > 0)
     rows, gone = rows[usable], gone[usable]
     new_share[rows] = (new_share[rows] * own - gone) / (own - gone)

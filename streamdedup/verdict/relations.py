@@ -19,7 +19,13 @@ import numpy as np
 from streamdedup.store.layout import DocRecord
 from streamdedup.verdict.columns import MINHASH, CandidateSimilarities, Measured, Methods, SignatureColumns
 from streamdedup.verdict.found_by import FoundBy, found_members_of, possible_rules
-from streamdedup.verdict.new_shares import NEW_TEXT_METHOD, in_runs, new_shares_of, without_shown
+from streamdedup.verdict.new_shares import (
+    NEW_TEXT_METHOD,
+    in_runs,
+    new_shares_of,
+    other_stories_lines_shown,
+    without_shown,
+)
 from streamdedup.verdict.new_text import held_in_paragraphs, new_paragraphs, outside_held_paragraphs, paragraphs_asked
 from streamdedup.verdict.policy import NewText, NewTextTolerance, Policy, SitePolicy
 
@@ -185,6 +191,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
         return  # nothing matched nor related (most pages of shared vocabulary): the steps below change nothing
     stored = stored or list(zip(stored_seqs, stored_docs, strict=True))
     matched_rows = np.fromiter(sorted(verdicts), dtype=np.int64, count=len(verdicts))
+    # the page's lines of another story's page: that page neither matched nor related (fingerprints/one_page_lines.py)
+    mine = other_stories_lines_shown(methods, mine, page, [stored_docs[i] for i in np.flatnonzero(related).tolist()
+                                                           + matched_rows.tolist()])
     in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
     owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
     _bounded_by_held_paragraphs(columns, methods, mine, new_shares, their_new_shares, own, owns, sizes,

@@ -244,10 +244,13 @@ def test_recent_urls_are_the_last_distinct_keys_whatever_the_decodes_between():
 
 def test_encoded_lines_are_in_hash_order_and_records_in_first_counted_order_still_decode():
     """The store's bytes hold the counted lines in hash order (the in-memory arrays, copied); a
-    record written before (the lines in the order first counted) decodes to the same model."""
+    record written before (the lines in the order first counted, no page keys) decodes to the same
+    counts, its lines counted once without the page that showed them."""
     import struct
 
     import numpy as np
+
+    from streamdedup.clean.page_urls import document_key
 
     site = SiteTemplate()
     site.learn("https://a.example/1", [9, 2**64 - 1, 3], PARAMS)
@@ -255,10 +258,16 @@ def test_encoded_lines_are_in_hash_order_and_records_in_first_counted_order_stil
     data = site.encode()
     lines = np.frombuffer(data, dtype="<u8", count=4, offset=16).tolist()
     assert lines == [3, 5, 9, 2**64 - 1]
+    urls = data[16 + 12 * 4: 16 + 12 * 4 + 16]
     older = (struct.pack("<IIII", 2, 2, 4, 2) + np.array([9, 2**64 - 1, 3, 5], dtype="<u8").tobytes()
-             + np.array([1, 1, 2, 1], dtype="<u4").tobytes() + data[-16:])
+             + np.array([1, 1, 2, 1], dtype="<u4").tobytes() + urls)
     again = SiteTemplate.decode(older)
-    assert again == site and again.counts == {3: 2, 5: 1, 9: 1, 2**64 - 1: 1} and again.encode() == data
+    assert again.counts == site.counts == {3: 2, 5: 1, 9: 1, 2**64 - 1: 1} and again.urls == site.urls
+    # its lines counted once keep no page (the record kept none); the model's own say which page showed them
+    assert again.shown_once_by([5, 9, 3]).tolist() == [0, 0, 0]
+    assert site.shown_once_by([5, 9, 3]).tolist() == [document_key("https://a.example/2") & 0xFFFFFFFF,
+                                                      document_key("https://a.example/1") & 0xFFFFFFFF, 0]
+    assert again.encode() == data[:-12] + bytes(12) and SiteTemplate.decode(data) == site  # 3 lines counted once
     again.learn("https://a.example/3", [9, 4], PARAMS)  # a decoded model is counted in place
     assert again.counts == {3: 2, 4: 1, 5: 1, 9: 2, 2**64 - 1: 1}
 
@@ -360,9 +369,14 @@ def test_counting_a_page_merges_its_lines_as_searchsorted_and_insert_did():
         expected_lines = np.insert(lines, at[~found], page[~found])
         expected_counts = np.insert(expected_counts, at[~found], np.uint32(1))
         before = counts.copy()
-        merged_lines, merged_counts = count_page(lines, counts, page)
+        once = np.where(counts == 1, rng.integers(1, 2**32, size=len(lines), dtype=np.uint32), 0).astype("<u4")
+        expected_once = once.copy()
+        expected_once[at[found]] = 0  # two pages showed it now
+        expected_once = np.insert(expected_once, at[~found], np.uint32(5))
+        merged_lines, merged_counts, merged_once = count_page(lines, counts, once, page, np.uint32(5))
         assert merged_lines.tolist() == expected_lines.tolist(), trial
         assert merged_counts.tolist() == expected_counts.tolist(), trial
+        assert merged_once.tolist() == expected_once.tolist(), trial
         assert counts.tolist() == before.tolist()  # the model's arrays are not changed in place
 
 
@@ -373,7 +387,7 @@ def test_a_model_read_back_from_its_bytes_holds_writable_arrays():
     for i in range(6):
         learn(site, f"https://planet.example/story/{i}", page_text(i))
     again = SiteTemplate.decode(site.encode())
-    assert again._lines.flags.writeable and again._counts.flags.writeable
+    assert again._lines.flags.writeable and again._counts.flags.writeable and again._once.flags.writeable
 
 
 def test_a_pages_distinct_lines_are_the_same_sorted_in_python_or_compiled():
@@ -467,3 +481,26 @@ def test_the_template_cache_counts_at_least_what_many_small_sites_take():
     finally:
         tracemalloc.stop()
     assert held <= 1.1 * cache._size, (held, cache._size)
+
+
+def test_a_delta_record_keeps_which_page_showed_a_line_and_an_older_one_still_replays():
+    """A delta record (`encode_learned`) holds each page's document tag after its lines: replayed, the
+    model says which page showed a line one page showed, as the model that learned them. A record
+    written before tags were kept (no flag in its count) replays the same counts, without tags."""
+    import struct
+
+    import numpy as np
+
+    site = SiteTemplate()
+    site.learn("https://a.example/1", [9, 3], PARAMS)
+    site.learn("https://a.example/2?id=4", [5, 3], PARAMS)
+    again = SiteTemplate()
+    again.replay(site.encode_learned(), PARAMS)
+    assert again == site and again.shown_once_by([9, 5, 3]).tolist() == site.shown_once_by([9, 5, 3]).tolist()
+    assert 0 not in site.shown_once_by([9, 5]).tolist() and site.shown_once_by([3]).tolist() == [0]
+    older = b"".join(struct.pack("<QI", key, len(page)) + page.astype("<u8").tobytes()
+                     for key, page, _ in site.learned)
+    old = SiteTemplate()
+    old.replay(older, PARAMS)
+    assert old.counts == site.counts and old.shown_once_by([9, 5, 3]).tolist() == [0, 0, 0]
+    assert np.array_equal(np.asarray(old.urls), np.asarray(site.urls))

@@ -124,7 +124,7 @@ def test_a_run_of_the_default_methods_imports_no_other_methods_module(tmp_path):
              f"dedup_files([{str(data)!r}], {str(tmp_path / 'out')!r}); "
              "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('streamdedup.fingerprints.'))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout) == ["a12", "base", "exact", "kernels", "lsh", "minhash", "paragraph_rows",
+    assert json.loads(done.stdout) == ["a12", "base", "exact", "kernels", "lsh", "minhash", "one_page_lines", "paragraph_rows",
                                        "registry", "simhash", "wordpair_kernels", "wordpairs"]
 
 

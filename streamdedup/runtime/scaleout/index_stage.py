@@ -26,9 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.one_page_lines import decode_one_page
 from streamdedup.fingerprints.registry import signature_config, signature_identity
 from streamdedup.fingerprints.wordpairs import ShownLines, WordPairsMethod
 from streamdedup.runtime.errors import WorkerStopped
@@ -218,7 +219,7 @@ class IndexPartition:
         work["pages"] += 1
         try:
             mine = {tag: self.by_tag[tag].decode(data) for tag, data in doc.signatures.items()}
-            self._with_shown(mine, request.shown)  # not in its signatures: beside them
+            self._with_shown(mine, request.shown, request.one_page)  # not in its signatures: beside them
             found = batch.candidates([n for tag_names in names.values() for n in tag_names])
             seqs = batch.without_chance(found, mine)
             count_lookup(work, batch.last_found, len(found), len(seqs))
@@ -261,11 +262,16 @@ class IndexPartition:
                                    root_id, link.new_share, theirs.new_share, link.relation, theirs.relation,
                                    link.new_paragraph, theirs.new_paragraph, other.site == doc.site))
 
-    def _with_shown(self, signatures: dict[int, Any], shown: bytes) -> None:
-        """Give a page's decoded word-pair signature the encoded lines its site showed before (in place; b"": none)."""
+    def _with_shown(self, signatures: dict[int, Any], shown: bytes, one_page: bytes = b"") -> None:
+        """Give a page's decoded word-pair signature the encoded lines its site showed before (in place; b"": none).
+
+        `one_page`: those one earlier page showed, by that page (`IndexRequest.one_page`)."""
         pairs = self.by_name.get(WordPairsMethod.name)
         if shown and pairs is not None and pairs[0] in signatures:
             signatures[pairs[0]] = replace(signatures[pairs[0]], shown=ShownLines(pairs=pairs[1].decode(shown)))
+        if one_page and pairs is not None and pairs[0] in signatures:
+            method = cast(WordPairsMethod, pairs[1])
+            signatures[pairs[0]] = replace(signatures[pairs[0]], one_page=decode_one_page(one_page, method))
 
     def _judged_as_the_later(self, later: DocRecord, asker: DocRecord) -> Judged | None:
         """The later page's link to the asker, judged with it as the page (None: no rule matched, not related).

@@ -56,6 +56,9 @@ class IndexRequest:
     # (`engine.as_cut`), so its root here is the one its gather names (a bit of the flags byte; older
     # requests: not cut)
     text_cut: bool = False
+    # its lines one earlier page of its site showed, by that page (`one_page_lines.encode_one_page`), after
+    # `shown`, which a bit of the flags byte then says is preceded by its length; b"": none (older requests)
+    one_page: bytes = b""
 
     def encode(self) -> bytes:
         """The request as bytes: its order, page record and keys by method tag, then its flags and ids."""
@@ -65,11 +68,14 @@ class IndexRequest:
             for key in keys:
                 parts.append(_KEY.pack(tag, len(key)))
                 parts.append(key)
-        parts.append(bytes((self.trusted_time | self.template_known << 1 | self.text_cut << 2,)))
+        one_page = bool(self.one_page) and len(self.made_by) == len(self.judged_with) == 8
+        parts.append(bytes((self.trusted_time | self.template_known << 1 | self.text_cut << 2 | one_page << 3,)))
         parts.append(self.made_by)
         if len(self.made_by) == 8:  # the verdict id only after a signature id (as its decoding reads it)
             parts.append(self.judged_with)
-            if len(self.judged_with) == 8:
+            if one_page:
+                parts += [_LEN.pack(len(self.shown)), self.shown, self.one_page]
+            elif len(self.judged_with) == 8:
                 parts.append(self.shown)
         return b"".join(parts)
 
@@ -91,8 +97,12 @@ class IndexRequest:
             keys.setdefault(tag, []).append(data[pos: pos + length])
             pos += length
         flags = data[pos] if pos < len(data) else 1
+        shown, one_page = data[pos + 17:], b""
+        if flags & 8:  # `shown` by its length, then the lines one earlier page showed
+            (size,) = _LEN.unpack_from(data, pos + 17)
+            shown, one_page = data[pos + 21: pos + 21 + size], data[pos + 21 + size:]
         return cls(order, doc, keys, bool(flags & 1), bool(flags & 2), data[pos + 1: pos + 9], data[pos + 9: pos + 17],
-                   data[pos + 17:], bool(flags & 4))
+                   shown, bool(flags & 4), one_page)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from streamdedup.fingerprinter import (
     steered_record,
 )
 from streamdedup.fingerprints.base import FingerprintMethod
+from streamdedup.fingerprints.one_page_lines import encode_one_page
 from streamdedup.fingerprints.wordpairs import WordPairsMethod, WordPairsSignature
 from streamdedup.outputs.kafka import Outputs
 from streamdedup.own_text import own_text
@@ -136,6 +137,18 @@ def shown_lines_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[
     return b"" if shown is None or method is None else method.encode(shown)
 
 
+def one_page_record(item: Fingerprinted, methods: Sequence[FingerprintMethod[Any]]) -> bytes:
+    """The page's lines one earlier page of its site showed, by that page, encoded (`one_page_lines`); b"": none.
+
+    Carried beside its signatures to the index partitions that judge it (`IndexRequest.one_page`); not
+    kept in its record: a page filed before an earlier one arrived is judged then without them."""
+    signature = item.signatures.get(WordPairsMethod.name)
+    method = next((m for m in methods if isinstance(m, WordPairsMethod)), None)
+    if not isinstance(signature, WordPairsSignature) or not signature.one_page or method is None:
+        return b""
+    return encode_one_page(signature, method)
+
+
 _HEADER_KIND = [(KIND_HEADER, PAGE)]
 
 
@@ -228,9 +241,10 @@ class FingerprintPartition:
                                        self.routes.index_partitions)
             page_key = page.id.encode("utf-8", "surrogatepass")
             shown = shown_lines_record(item, self.fingerprinter.methods)
+            one_page = one_page_record(item, self.fingerprinter.methods)
             requests = [(partition, IndexRequest(order, doc, partition_keys, event.trusted,
                                                      item.template_known, self.fingerprinter.identity,
-                                                     self.judged_with, shown, item.text_cut).encode())
+                                                     self.judged_with, shown, item.text_cut, one_page).encode())
                         for partition, partition_keys in sorted(keys.items())]
             # the header carries the whole record: the gather step passes it through to the verdict
             passed = headers_of(message)

@@ -297,3 +297,25 @@ def test_a_copy_filed_before_its_story_is_judged_with_its_stored_marks(tmp_path)
     told = {s.page_id: s.match.relation for s in supplements_of(reverse.answer(story))}
     assert told == {"added": SUPERSEDES, "boxed": DUPLICATE}
     reverse.close()
+
+
+def test_a_line_of_another_storys_page_of_the_host_is_judged_alike_in_the_global_topology(settings, tmp_path):
+    """A host's second page copies an article with the teaser its first page (another story) showed
+    inside it: file mode names it the article's duplicate (`fingerprints.one_page_lines`), and so does
+    the global topology, which gets the page's lines of that page beside its signatures
+    (`IndexRequest.one_page`). Before they were carried, it judged the teaser new text."""
+    teaser = ("Read more: the harbour council votes next week on the new ferry timetable, after months of "
+              "complaints from island residents about cancelled crossings and missed connections.")
+    ferry, article = make_article(31, paragraphs=6), make_article(32, paragraphs=6)
+    pages = [("https://harbour.example/ferry", [*ferry[:3], teaser, *ferry[3:]]),
+             ("https://wire.example/article", article),
+             ("https://harbour.example/copy", [*article[:3], teaser, *article[3:]])]
+    records = [page(url, wrap_in_template(body, site_of(url)), f"2024-03-09T0{i}:00:00Z")
+               for i, (url, body) in enumerate(pages)]
+    outcomes = run_records(records, tmp_path / "file-mode")
+    file_mode = {o.dedup["id"]: o.dedup for o in outcomes}
+    _, original, copy = (o.dedup for o in outcomes)
+    assert copy["status"] == "duplicate" and copy["duplicate_of"] == original["id"], copy
+    send(settings, records)
+    run_workers(settings, ["w1"], len(records))
+    assert worker_verdicts(settings) == file_mode
