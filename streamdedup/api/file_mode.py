@@ -59,7 +59,7 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
     receives the lines a person would want to see (a resumed job); `progress` shows a bar on a
     terminal. Errors a caller can cause raise ValueError or OSError with one line naming the fix.
     A single path (or "-") is taken as a list of one."""
-    from streamdedup.detector import Detector
+    from streamdedup.detector import Detector, gc_paused
     from streamdedup.outputs.files import FileSink, remove_outputs, write_summary
     from streamdedup.outputs.job import FileJob, JobRefused, lock_out, remove_store
     from streamdedup.record.batches import batches
@@ -116,23 +116,30 @@ def dedup_files(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str
                         chunk = next(chunks, None)
                         return chunk, detector.prepare_many(chunk) if chunk is not None else []
 
-                    chunk, items = prepared()
-                    while chunk is not None:
+                    def decided(this: list[RawRecord], items: list[Any]) -> tuple[list[RawRecord] | None, list[Any]]:
+                        """A batch decided, written and committed; the next one prepared (None, []: none, a stop)."""
                         outcomes, batch = detector.decide_staged(items)
                         for outcome in outcomes:
                             sink.write(outcome)
-                        this, chunk = chunk, None
+                        following: tuple[list[RawRecord] | None, list[Any]] = (None, [])
                         synced = syncer.submit(sink.sync) if ahead else None
                         try:
                             if ahead and not signals.stop.is_set():
-                                chunk, items = prepared()
+                                following = prepared()
                         finally:  # this batch is committed as before the next one was read (its sync's error stops it)
                             job.stage(batch, this, synced.result() if synced is not None else sink.sync(), sink.tally)
                             detector.commit(batch)
                         if signals.stop.is_set():
-                            break
-                        if not ahead:
-                            chunk, items = prepared()
+                            return None, []
+                        return following if ahead else prepared()
+
+                    chunk, items = prepared()
+                    while chunk is not None:
+                        # the collector held off for a whole batch and the next one's preparation: what the batch
+                        # made is freed by reference counts when `decided` returns, not moved to an older generation
+                        # by a collection that finds it alive (`gc_paused`)
+                        with gc_paused():
+                            chunk, items = decided(chunk, items)
                     stopped = signals.received
                 if not stopped or STDIN in paths:  # a stream stopped is a stream ended
                     job.finish()

@@ -109,3 +109,41 @@ def test_plain_text_never_loads_the_nesting_check(tmp_path: Path) -> None:
              "print('streamdedup.clean.nesting' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_no_collection_runs_while_a_batch_is_alive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a batch's verdicts to its commit (the next batch prepared meanwhile) the cyclic collector
+    does not run: it would find the batch's objects alive and move them to older generations. It
+    runs between batches, and is left enabled after."""
+    import gc
+
+    from streamdedup.detector import Detector
+
+    decide, commit = Detector.decide_staged, Detector.commit
+    alive, during, between = [False], [], []
+
+    def decide_staged(self: Detector, items: list) -> tuple:  # type: ignore[type-arg]
+        alive[0] = True
+        return decide(self, items)
+
+    def committed(self: Detector, batch: object) -> None:
+        commit(self, batch)  # type: ignore[arg-type]
+        alive[0] = False
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            (during if alive[0] else between).append(info["generation"])
+
+    monkeypatch.setattr(Detector, "decide_staged", decide_staged)
+    monkeypatch.setattr(Detector, "commit", committed)
+    threshold = gc.get_threshold()
+    gc.set_threshold(50, *threshold[1:])  # collections every few pages, so that a span left open shows
+    gc.callbacks.append(collected)
+    try:
+        assert dedup(str(write_jsonl(tmp_path / "a.jsonl", crawl(64))), "--out", str(tmp_path / "out"),
+                     "--batch-size", "16") == 0
+    finally:
+        gc.callbacks.remove(collected)
+        gc.set_threshold(*threshold)
+    assert during == [] and between  # collections ran, none with a batch alive
+    assert gc.isenabled()
