@@ -15,7 +15,8 @@ from functools import cache
 
 import numpy as np
 
-from streamdedup.fingerprints.wordpair_kernels import line_numbers
+from streamdedup.fingerprints.wordpair_kernels import line_numbers, sketch_row
+from streamdedup.jit import numba
 from streamdedup.tokens.document import Document
 from streamdedup.tokens.scan import scan
 
@@ -252,3 +253,46 @@ def blocks_of(numbers: np.ndarray, count: int) -> np.ndarray:
     if len(numbers) != count:
         return np.zeros(count, dtype=np.bool_)
     return (numbers > 0) & (numbers < BLOCKS_BELOW)
+
+
+@numba.njit(cache=True)
+def record_sketches(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, width: int,
+                    block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The paragraph sketches of encoded word-pair records, side by side, in one pass over their bytes.
+
+    Record r lies at `starts[r]`:`ends[r]`: `width` bytes, then (where longer) a byte of count (high
+    bit: capped), 6 bytes a paragraph and, where the record holds them, a numbers byte a paragraph
+    (and their marks). Each paragraph as `paragraph_values`, `paragraph_words` and `blocks_of` (with
+    `block`: `BLOCKS_BELOW`) read `WordPairsMethod.paragraphs_of`'s sketch and numbers: its 4 values
+    (int64[N, 4]), its words (int64[N]), whether it is a block (bool[N]); record r's rows at
+    `offsets[r]`:`offsets[r + 1]`; and whether every record was read whole (False: one is shorter
+    than its size or its rows, which `paragraphs_of` refuses; its rows are then left out)."""
+    count = starts.shape[0]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    whole = True
+    for r in range(count):
+        start = starts[r] + width
+        m = 0
+        if ends[r] - starts[r] < 4:
+            whole = False
+        elif ends[r] > start:
+            m = data[start] & 0x7F
+            if ends[r] < start + 1 + 6 * m:
+                whole, m = False, 0
+        offsets[r + 1] = offsets[r] + m
+    total = offsets[count]
+    values = np.empty((total, 4), dtype=np.int64)
+    words = np.empty(total, dtype=np.int64)
+    blocks = np.zeros(total, dtype=np.bool_)
+    for r in range(count):
+        first, m = offsets[r], offsets[r + 1] - offsets[r]
+        start = starts[r] + width
+        numbers_at = start + 1 + 6 * m
+        numbered = ends[r] == numbers_at + m or ends[r] == numbers_at + m + (m + 7) // 8
+        for j in range(m):
+            value = sketch_row(data, start + 1 + 6 * j)
+            for k in range(4):
+                values[first + j, k] = (value >> (10 * k)) & 1023
+            words[first + j] = (value >> 40) & 127
+            blocks[first + j] = numbered and 0 < data[numbers_at + j] < block
+    return values, words, blocks, offsets, whole

@@ -16,6 +16,15 @@ from streamdedup.jit import numba
 
 
 @numba.njit(cache=True)
+def sketch_row(data: np.ndarray, at: int) -> int:
+    """A stored paragraph sketch's row at `at`: 6 little-endian bytes, four 10-bit values then its words (7 bits)."""
+    value = 0
+    for b in range(6):
+        value |= int(data[at + b]) << (8 * b)
+    return value
+
+
+@numba.njit(cache=True)
 def paragraph_keys(paragraphs: np.ndarray, count: int, min_words: int, length_shift: int) -> np.ndarray:
     """`WordPairsMethod.index_keys` of one paragraph sketch (uint64 a paragraph): the keys' values.
 
@@ -418,10 +427,7 @@ def paragraphs_held(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, widt
         held_col = np.zeros(m, dtype=np.bool_)
         numbered = ends[r] >= start + 1 + 7 * m  # each paragraph's numbers byte after the rows
         for j in range(m):
-            at = start + 1 + 6 * j
-            value = 0
-            for b in range(6):
-                value |= int(data[at + b]) << (8 * b)
+            value = sketch_row(data, start + 1 + 6 * j)
             for k in range(4):
                 theirs[j, k] = (value >> (10 * k)) & 1023
             their_pairs[j] = ((value >> 40) & 127) - 1

@@ -26,6 +26,7 @@ from streamdedup.fingerprints.paragraph_rows import (
     blocks_of,
     paragraph_values,
     paragraph_words,
+    record_sketches,
     shown_before,
 )
 from streamdedup.fingerprints.wordpair_kernels import edited_in_place, paragraphs_held
@@ -128,11 +129,9 @@ def new_paragraphs(stored: Sequence[tuple[int, DocRecord]], columns: SignatureCo
     short_lines = int(getattr(getattr(method, "params", None), "short_lines", 0))
     short_floor = short_lines + EDITED_LENGTH if short_lines else 0
     most_rows = int(getattr(getattr(method, "params", None), "max_paragraphs", 0))
-    column, _ = columns.column(tag)
-    for i in range(count) if rows is None else rows.tolist():
-        other, data = stored[i][1], column[i]
-        if data is None:
-            continue
+    at, records = columns.present(tag, np.arange(count) if rows is None else rows)  # those with a sketch
+    for i, data in zip(at.tolist(), records, strict=True):
+        other = stored[i][1]
         theirs_sketch, theirs_capped, their_numbers = cast(Any, method).paragraphs_of(data)
         their_blocks, every_theirs = blocks_of(their_numbers, len(theirs_sketch)), _rows(theirs_sketch)
         theirs, every_their_number = every_theirs, their_numbers
@@ -513,25 +512,24 @@ def _edited_in_place(columns: SignatureColumns, methods: Methods, mine: Mapping[
     if entry is None or paragraphs is None or not len(paragraphs) or not own:
         return
     tag, method = entry
-    column, _ = columns.column(tag)
     # the rows' paragraphs side by side, then one compiled pass over all of them (`wordpair_kernels.edited_in_place`)
-    asked = [r for r in rows.tolist() if column[r] is not None and np.isfinite(out[r])]
-    sketches, their_blocks = [], []
-    for r in asked:
-        theirs, _, their_numbers = cast(Any, method).paragraphs_of(column[r])
-        sketches.append(theirs)
-        their_blocks.append(blocks_of(their_numbers, len(theirs)))
-    if not asked:
+    at, records = columns.present(tag, rows[np.isfinite(out[rows])])
+    if not len(at):
         return
-    offsets = np.zeros(len(asked) + 1, dtype=np.int64)
-    np.cumsum([len(theirs) for theirs in sketches], out=offsets[1:])
-    every = np.concatenate(sketches).astype(np.uint64, copy=False)
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+    ends = np.cumsum(lengths)
+    # the records' sketches read in one compiled pass (`record_sketches`); one cut short is refused as before
+    their_values, their_words, their_blocks, offsets, whole = record_sketches(
+        np.frombuffer(b"".join(records), dtype=np.uint8), ends - lengths, ends, cast(Any, method).record_width,
+        BLOCKS_BELOW)
+    if not whole:
+        for data in records:
+            cast(Any, method).paragraphs_of(data)  # raises, as it did for each record in turn
+        raise ValueError("a word-pairs record shorter than its paragraph sketch")
     blocks = blocks_of(cast(np.ndarray, getattr(signature, "numbers", _NO_NUMBERS)), len(paragraphs))
-    at = np.array(asked, dtype=np.int64)
     out[at] = edited_in_place(paragraph_values(paragraphs), paragraph_words(paragraphs), blocks,
-                              shown_before(paragraphs), float(own), paragraph_values(every), paragraph_words(every),
-                              np.concatenate(their_blocks), offsets, out[at], AGREEING_VALUES, IN_PLACE_VALUES,
-                              MAX_PARAGRAPH_WORDS, EDITED_NEW)
+                              shown_before(paragraphs), float(own), their_values, their_words, their_blocks, offsets,
+                              out[at], AGREEING_VALUES, IN_PLACE_VALUES, MAX_PARAGRAPH_WORDS, EDITED_NEW)
 
 
 def _paragraphs_held(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], own: int,

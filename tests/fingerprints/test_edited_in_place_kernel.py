@@ -149,3 +149,42 @@ def test_paragraphs_of_reads_what_decode_reads_in_every_record_layout() -> None:
         for got, expected in ((paragraphs, signature.paragraphs), (numbers, signature.numbers)):
             assert got.dtype == expected.dtype
             np.testing.assert_array_equal(got, expected)
+
+
+def test_record_sketches_reads_what_paragraphs_of_reads_of_each_record() -> None:
+    """`paragraph_rows.record_sketches` (every record's sketch in one pass over their bytes) against
+    `paragraphs_of` record by record, read by `paragraph_values`, `paragraph_words` and `blocks_of`:
+    records of every version, blocks among their numbers, and one cut short said not whole."""
+    from streamdedup.fingerprints.paragraph_rows import BLOCKS_BELOW, blocks_of, record_sketches
+    from streamdedup.fingerprints.wordpairs import WordPairsMethod
+    from streamdedup.testing import make_article
+    from streamdedup.tokens.document import Document
+
+    method = WordPairsMethod()
+    width = method.record_width
+    rng = np.random.default_rng(5)
+    records = []
+    for seed in range(6):
+        data = method.encode(method.signature(Document.from_text("\n".join(make_article(seed, paragraphs=9)), "en")))
+        count = data[width] & 0x7F
+        rows_end = width + 1 + 6 * count
+        numbers = rng.integers(0, 256, count).astype(np.uint8)
+        numbers[rng.random(count) < 0.4] = rng.integers(1, BLOCKS_BELOW)  # blocks of short lines
+        marks = bytes((count + 7) // 8)
+        records += [data, data[:rows_end], data[:rows_end] + numbers.tobytes(),
+                    data[:rows_end] + numbers.tobytes() + marks, data[:width], data[:rows_end] + numbers[:1].tobytes()]
+    lengths = np.array([len(data) for data in records], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    values, words, blocks, offsets, whole = record_sketches(np.frombuffer(b"".join(records), dtype=np.uint8),
+                                                            ends - lengths, ends, width, BLOCKS_BELOW)
+    assert whole
+    assert blocks.any() and not blocks.all()
+    for r, data in enumerate(records):
+        paragraphs, _, numbers_read = method.paragraphs_of(data)
+        rows = slice(offsets[r], offsets[r + 1])
+        np.testing.assert_array_equal(values[rows], paragraph_values(paragraphs))
+        np.testing.assert_array_equal(words[rows], paragraph_words(paragraphs))
+        np.testing.assert_array_equal(blocks[rows], blocks_of(numbers_read, len(paragraphs)))
+    cut = records[0][: width + 4]  # its count says more rows than it holds: `paragraphs_of` refuses it
+    assert not record_sketches(np.frombuffer(cut, dtype=np.uint8), np.zeros(1, dtype=np.int64),
+                               np.array([len(cut)], dtype=np.int64), width, BLOCKS_BELOW)[4]
