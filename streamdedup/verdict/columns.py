@@ -18,6 +18,9 @@ from streamdedup.fingerprints.base import FingerprintMethod
 
 Methods = Mapping[str, tuple[int, FingerprintMethod[Any, Any]]]  # name -> (tag, method)
 MINHASH = "minhash"  # the method whose test `Measured` holds
+# a column asked for fewer than 1 in FEW_ROWS of the candidates, and not read yet, is read at those alone
+# (`SignatureColumns.present`)
+FEW_ROWS = 4
 
 
 class Measured(NamedTuple):
@@ -45,11 +48,12 @@ class SignatureColumns:
     `new_shares.in_runs` ask the same methods of the same candidates (minhash twice), and on
     homogeneous pages a page has ~50."""
 
-    __slots__ = ("_columns", "records")
+    __slots__ = ("_columns", "_rows", "records")
 
     def __init__(self, records: Sequence[Mapping[int, bytes]]) -> None:
         self.records = records
         self._columns: dict[int, tuple[list[bytes | None], bool]] = {}
+        self._rows: dict[int, dict[int, bytes | None]] = {}  # by tag: the values of the few rows read alone
 
     def __len__(self) -> int:
         return len(self.records)
@@ -62,9 +66,21 @@ class SignatureColumns:
         return column
 
     def present(self, tag: int, rows: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-        """Of the candidates at `rows` (all, in order, if as many), those with a signature of `tag`, and theirs."""
-        column, complete = self.column(tag)
-        got = column if len(rows) == len(self.records) else list(map(column.__getitem__, rows.tolist()))
+        """Of the candidates at `rows` (all, in order, if as many), those with a signature of `tag`, and theirs.
+
+        A few rows asked of a column not read yet (`FEW_ROWS`: the matched candidates' word pairs, the
+        rules' later tests) are read alone: reading every candidate's record for them cost more."""
+        if tag not in self._columns and len(rows) * FEW_ROWS < len(self.records):
+            records, read = self.records, self._rows.setdefault(tag, {})  # each record's value read once
+            asked = rows.tolist()
+            for row in asked:
+                if row not in read:
+                    read[row] = records[row].get(tag)
+            got = list(map(read.__getitem__, asked))
+            complete = False
+        else:
+            column, complete = self.column(tag)
+            got = column if len(rows) == len(self.records) else list(map(column.__getitem__, rows.tolist()))
         if complete or None not in got:
             return rows, cast("list[bytes]", got)
         have = np.fromiter((data is not None for data in got), dtype=bool, count=len(got))

@@ -317,3 +317,23 @@ def test_own_site_other_documents_at_once_as_one_by_one():
         others = [DocRecord(i, f"o{i}", 0, f"o{i}", site=rng.choice(sites), document=rng.choice(documents))
                   for i in range(rng.randint(0, 8))]
         assert _own_site_other_documents(page, others).tolist() == [_own_site_other_document(page, o) for o in others]
+
+
+def test_a_few_rows_of_a_column_are_read_alone_and_once():
+    """`SignatureColumns.present` of a few candidates, the column not read yet, reads their records
+    only, each once however often asked; the column read whole after gives the same values."""
+    from collections import Counter
+
+    from streamdedup.verdict.columns import FEW_ROWS, SignatureColumns
+
+    reads = [Counter() for _ in range(40)]
+    records = [_CountingSignatures({1: b"a%d" % i} if i % 7 else {2: b"b"}, reads=reads[i]) for i in range(40)]
+    columns = SignatureColumns(records)
+    asked = np.array([3, 7, 9, 14], dtype=np.int64)
+    assert len(asked) * FEW_ROWS < len(records)
+    for _ in range(2):
+        rows, data = columns.present(1, asked)
+        assert rows.tolist() == [3, 9] and data == [b"a3", b"a9"]  # 7 and 14 have none
+    assert [i for i, r in enumerate(reads) if r[1]] == [3, 7, 9, 14] and max(r[1] for r in reads) == 1
+    rows, data = columns.present(1, np.arange(40))
+    assert rows.tolist() == [i for i in range(40) if i % 7] and data == [b"a%d" % i for i in range(40) if i % 7]
