@@ -233,7 +233,7 @@ class WordPairsSignature:
 class ShownLines:
     """The word pairs of a page's lines its site showed before, made when first asked.
 
-    Only a page with a matched candidate asks (`new_shares.without_shown`), and the global topology's
+    Only a page with a matched candidate asks (`new_shares.shown_pairs_lacked`), and the global topology's
     fingerprint step, which sends them to the index partitions; on pages of one template most have
     such lines and no match (~100 µs a page saved there)."""
 

@@ -121,7 +121,9 @@ from streamdedup.verdict.relations import DUPLICATE, RELATED, SUPERSEDES
 #     (`started_digest`); a page's mark marks its cluster, its own record's as its first page's
 # 39: a line one earlier page of the site showed is no new text where that page is another story's: neither the
 #     page's URL (`SiteTemplate.counted`) nor a candidate (`fingerprints.one_page_lines`)
-RULES_VERSION = 39
+# 40: a page is read as an extract, and its edits as edits (`MAX_EDITED_PAIRS`), on its own text: less the lines
+#     its site showed that the match lacks (`new_shares.in_runs`, `shown_pairs_lacked`)
+RULES_VERSION = 40
 # new shares this close to the least among a page's duplicate candidates hold as much of it (`decide`):
 # about the estimate's error, so the earliest of them is named, not the luckiest draw
 HOLDS_AS_MUCH = 0.03

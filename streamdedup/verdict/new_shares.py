@@ -70,7 +70,7 @@ MAX_EDITED_PAIRS = 0.25
 
 def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
              new_share: np.ndarray, their_new_share: np.ndarray, own: int, sizes: np.ndarray,
-             rows: np.ndarray) -> None:
+             rows: np.ndarray, shown: np.ndarray | None = None) -> None:
     """The word pairs' new shares made shares of new text in runs (in place), with MinHash's.
 
     A changed word makes 2 new word pairs and 5 new 5-word shingles; a run of L new words, L + 1
@@ -88,7 +88,12 @@ def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any]
 
     Edits explain new pairs only while they are light: a page with more than `MAX_EDITED_PAIRS` of
     its pairs new keeps that share (pages of one topic's pooled sentences, a third of them shared,
-    read 0.05-0.07 new in runs against 0.44-0.47 of their pairs new)."""
+    read 0.05-0.07 new in runs against 0.44-0.47 of their pairs new).
+
+    `shown`: of each candidate, the pairs of the page's lines its site showed that it lacks
+    (`shown_pairs_lacked`; None: none). Both tests read the page's own text, without them: a
+    host's box, other text than the match's, is new pairs in a run, not words of the page's own
+    text changed, and no part of its size."""
     entry = methods.get("minhash")
     signature = mine.get(entry[0]) if entry is not None else None
     if entry is None or signature is None or not own or not len(rows):
@@ -101,10 +106,13 @@ def in_runs(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any]
     rows, mine5, theirs5, sizes5 = rows[usable], mine5[usable], theirs5[usable], sizes5[usable]
     pairs, theirs2 = new_share[rows], their_new_share[rows]
     size2, own5 = sizes[rows], float(signature.set_size)
-    extract = (own < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own)  # a verbatim extract's sizes
+    gone = np.zeros(len(rows)) if shown is None else np.minimum(np.nan_to_num(shown[rows]), pairs * own)
+    own_text = own - gone  # the page's own text: its pairs less the shown lines' its match lacks
+    extract = (own_text < MUCH_SMALLER * size2) | (size2 < MUCH_SMALLER * own_text)  # a verbatim extract's sizes
+    own_new = (pairs * own - gone) / np.maximum(own_text, 1.0)
     runs = np.maximum(0.0, (5 * pairs * own - 2 * mine5 * own5) / (3 * own))
     their_runs = np.maximum(0.0, (5 * theirs2 * size2 - 2 * theirs5 * sizes5) / (3 * np.maximum(size2, 1.0)))
-    new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(pairs > MAX_EDITED_PAIRS, pairs, runs))
+    new_share[rows] = np.where(extract, (pairs + mine5) / 2, np.where(own_new > MAX_EDITED_PAIRS, pairs, runs))
     their_new_share[rows] = np.where(extract, (theirs2 + theirs5) / 2,
                                      np.where(theirs2 > MAX_EDITED_PAIRS, theirs2, their_runs))
 
@@ -128,38 +136,50 @@ def other_stories_lines_shown(methods: Methods, mine: Mapping[int, Any], page: D
     return mine if marked is signature else {**mine, entry[0]: marked}
 
 
-def without_shown(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any], new_share: np.ndarray,
-                   own: int, rows: np.ndarray) -> np.ndarray:
-    """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
+def shown_pairs_lacked(columns: SignatureColumns, methods: Methods, mine: Mapping[int, Any],
+                       rows: np.ndarray) -> np.ndarray | None:
+    """Of each candidate at `rows`, the pairs of the page's lines its site showed that it lacks (None: no such line).
 
     A line two of the site's earlier pages showed (a menu, a blurb, a disclaimer the template model
-    does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds. Of the
-    page's N new pairs (in runs), the S pairs of such lines absent from the match are taken out of
-    the new text and the page: (N - S) / (own - S); lines the match holds too stay (a same-site
-    light edit reads as before). S errs low (its Jaccard is clipped at 0). The lines one other
-    story's page of the site showed (`other_stories`, `one_page_lines`) count as such, each set of
-    them measured apart. Returns the pairs each share is of (`own`, or own - S)."""
-    owns = np.full(len(columns), float(own))
+    does not remove yet: `wordpairs.with_shown_lines`) is the host's, not text the page adds; so are
+    the lines one other story's page of the site showed (`other_stories`, `one_page_lines`), each
+    set of them measured apart. S errs low (its Jaccard is clipped at 0); 0 at other rows, NaN where
+    not comparable."""
     entry = methods.get(NEW_TEXT_METHOD)
     signature = mine.get(entry[0]) if entry is not None else None
     lines = getattr(signature, "shown", None)
     others = getattr(signature, "other_stories", ())
-    if entry is None or (lines is None and not others) or not own or not len(rows):
-        return owns
+    if entry is None or (lines is None and not others) or not len(rows):
+        return None
     shown = lines.pairs if lines is not None else None  # made only now: most pages have no match
     parts = [pairs for pairs in (other.pairs for other in others) if pairs is not None]
     if shown is None and not parts:
-        return owns
+        return None
     rows, data = columns.present(entry[0], rows)
     if not len(rows):
-        return owns
+        return None
     method = cast(Any, entry[1])
     gone = np.zeros(len(rows))
     if shown is not None:
         gone = method.new_shares(shown, data)[0] * float(shown.set_size)  # NaN: not comparable, left as it is
     for pairs in parts:  # another story's lines (`one_page_lines`): each set apart, its pairs mostly its own
         gone = gone + np.nan_to_num(method.new_shares(pairs, data)[0] * float(pairs.set_size))
-    gone = np.minimum(gone, new_share[rows] * own)  # shown pairs the match lacks
+    lacked = np.zeros(len(columns))
+    lacked[rows] = gone
+    return lacked
+
+
+def without_shown(new_share: np.ndarray, own: int, rows: np.ndarray, shown: np.ndarray | None) -> np.ndarray:
+    """The new shares at `rows` made shares of the page less the site's lines its match lacks (in place).
+
+    `shown`: those lines' pairs each candidate lacks (`shown_pairs_lacked`). Of the page's N new
+    pairs (in runs), the S pairs of such lines absent from the match are taken out of the new text
+    and the page: (N - S) / (own - S); lines the match holds too stay (a same-site light edit reads
+    as before). Returns the pairs each share is of (`own`, or own - S)."""
+    owns = np.full(len(new_share), float(own))
+    if shown is None or not own or not len(rows):
+        return owns
+    gone = np.minimum(shown[rows], new_share[rows] * own)  # shown pairs the match lacks
     usable = ~np.isnan(gone) & (own - gone > 0)
     rows, gone = rows[usable], gone[usable]
     new_share[rows] = (new_share[rows] * own - gone) / (own - gone)

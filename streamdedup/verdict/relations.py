@@ -24,6 +24,7 @@ from streamdedup.verdict.new_shares import (
     in_runs,
     new_shares_of,
     other_stories_lines_shown,
+    shown_pairs_lacked,
     without_shown,
 )
 from streamdedup.verdict.new_text import held_in_paragraphs, new_paragraphs, outside_held_paragraphs, paragraphs_asked
@@ -194,8 +195,9 @@ def judged(seqs: Sequence[int], docs_of: Callable[[Sequence[int]], Sequence[DocR
     # the page's lines of another story's page: that page neither matched nor related (fingerprints/one_page_lines.py)
     mine = other_stories_lines_shown(methods, mine, page, [stored_docs[i] for i in np.flatnonzero(related).tolist()
                                                            + matched_rows.tolist()])
-    in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows)
-    owns = without_shown(columns, methods, mine, new_shares, own, matched_rows)
+    shown = shown_pairs_lacked(columns, methods, mine, matched_rows) if own else None
+    in_runs(columns, methods, mine, new_shares, their_new_shares, own, sizes, matched_rows, shown)
+    owns = without_shown(new_shares, own, matched_rows, shown)
     _bounded_by_held_paragraphs(columns, methods, mine, new_shares, their_new_shares, own, owns, sizes,
                                 matched_rows, policy.tolerance.max_share)
     related[matched_rows] = True

@@ -134,3 +134,46 @@ def test_the_lines_of_one_page_cross_to_the_index_partitions_as_they_are():
     assert IndexRequest.decode(request.encode()) == request
     plain = IndexRequest(b"\x00" * ORDER_BYTES, doc, {}, made_by=b"m" * 8, judged_with=b"j" * 8, shown=b"shown")
     assert plain.encode().endswith(b"shown") and IndexRequest.decode(plain.encode()) == plain
+
+
+def _edited(paragraphs: list[str], every: int) -> list[str]:
+    """The paragraphs with every `every`-th word replaced: scattered edits, no run of new words."""
+    out = []
+    for paragraph in paragraphs:
+        words = paragraph.split()
+        out.append(" ".join("revised" if i % every == every // 2 else w for i, w in enumerate(words)))
+    return out
+
+
+# another story's box on the host's first page: more words than a short copy's own edits make pairs
+BOX = [TEASER, "Also read: the ferry operator answers readers' questions on refunds, season tickets, "
+       "winter crossings, bicycles on board and the new booking site, in a live chat on Thursday evening."]
+
+
+def test_a_lightly_edited_copy_beside_another_storys_box_reads_its_edits_as_edits(tmp_path):
+    """Scattered word edits read as edits (no run of new words) on the page's own text: the host's
+    box, one other story's lines, is a run of new pairs, not words of the copy changed. With the box
+    over a quarter of the copy's pairs, the edits were read as new pairs, and the copy was unique."""
+    ferry, article = make_article(41, paragraphs=4), make_article(42, paragraphs=4, sentences=4)
+    edited = _edited(article, 16)
+    pages = [_page("ferry", [*ferry, *BOX], "harbour.example"),
+             _page("article", article, "wire.example"),
+             _page("copy", [*edited, *BOX], "harbour.example")]
+    got = _verdicts(pages, tmp_path)
+    assert got["copy"]["status"] == "duplicate" and got["copy"]["duplicate_of"] == "article", got["copy"]
+
+
+def test_notes_added_beside_another_storys_box_stay_new_text(tmp_path):
+    """The copy adding two short notes (18 and 19 words, each under a paragraph's 20) beside the box
+    is unique, as it is without the box: the notes are runs of new words, which reading edits as
+    edits keeps, and the pairs taken out are the box's. A box cannot hide a page's own additions."""
+    ferry, article = make_article(41, paragraphs=4), make_article(42, paragraphs=5, sentences=4)
+    notes = ["Correction: an earlier version named the wrong harbour master and gave the vote's date as a Tuesday.",
+             "Update: the council postponed the vote by a week after the operator asked for more time to reply."]
+    copy = [*_edited(article, 24), *notes]
+    for box, folder in ((BOX, "box"), ([], "plain")):
+        pages = [_page("ferry", [*ferry, *BOX], "harbour.example"),
+                 _page("article", article, "wire.example"),
+                 _page("copy", [*copy, *box], "harbour.example")]
+        got = _verdicts(pages, tmp_path / folder)
+        assert got["copy"]["status"] == "unique" and got["copy"].get("supersedes") == ["article"], (folder, got["copy"])
