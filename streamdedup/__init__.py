@@ -17,7 +17,7 @@ from importlib import import_module
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (~2 ms of every start)
 
-__version__ = "0.30.0"
+__version__ = "0.31.0"
 
 # public name -> the module that defines it, imported when the name is first asked for
 _EXPORTS = {

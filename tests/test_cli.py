@@ -433,7 +433,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.strip() == "streamdedup 0.30.0"
+    assert capsys.readouterr().out.strip() == "streamdedup 0.31.0"
 
 
 def test_every_option_has_help_and_every_command_an_example():
